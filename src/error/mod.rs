@@ -1,0 +1,219 @@
+//! The one error type every role uses: a MongoDB error code with its message and extra info,
+//! turned into `{ok: 0, errmsg, code, codeName, ...}` in exactly one place ([`MongoError::to_reply`]).
+
+mod codes;
+
+pub use codes::{ErrorCategory, ErrorCode};
+
+use bson::{Bson, Document, doc};
+use std::fmt;
+
+/// A MongoDB error: what a command answers when it fails.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MongoError {
+    code: ErrorCode,
+    message: String,
+    /// Fields MongoDB attaches next to `code` (e.g. `keyPattern`/`keyValue` for DuplicateKey,
+    /// `db`/`vReceived`/`vWanted` for StaleDbVersion).
+    extra: Option<Box<Document>>,
+    labels: Vec<String>,
+}
+
+/// Results of everything that can fail with a MongoDB error.
+pub type Result<T, E = MongoError> = std::result::Result<T, E>;
+
+impl MongoError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        MongoError { code, message: message.into(), extra: None, labels: Vec::new() }
+    }
+
+    /// Attaches MongoDB's extra error info; the fields appear at the top level of the reply.
+    pub fn with_extra(mut self, extra: Document) -> Self {
+        self.extra = Some(Box::new(extra));
+        self
+    }
+
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.labels.push(label.into());
+        self
+    }
+
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub fn extra(&self) -> Option<&Document> {
+        self.extra.as_deref()
+    }
+
+    pub fn labels(&self) -> &[String] {
+        &self.labels
+    }
+
+    pub fn bad_value(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::BadValue, message)
+    }
+
+    pub fn type_mismatch(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::TypeMismatch, message)
+    }
+
+    pub fn failed_to_parse(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::FailedToParse, message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InternalError, message)
+    }
+
+    pub fn invalid_namespace(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidNamespace, message)
+    }
+
+    pub fn namespace_not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::NamespaceNotFound, message)
+    }
+
+    pub fn location(code: i32, message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Location(code), message)
+    }
+
+    /// The command reply for this error.
+    pub fn to_reply(&self) -> Document {
+        let mut reply = doc! {
+            "ok": 0.0,
+            "errmsg": self.message.as_str(),
+            "code": self.code.code(),
+            "codeName": self.code.name().as_ref(),
+        };
+        if let Some(extra) = &self.extra {
+            for (k, v) in extra.iter() {
+                reply.insert(k.clone(), v.clone());
+            }
+        }
+        if !self.labels.is_empty() {
+            reply.insert("errorLabels", self.labels.clone());
+        }
+        reply
+    }
+
+    /// The `writeErrors[]` entry for this error at batch position `index`.
+    pub fn to_write_error(&self, index: usize) -> Document {
+        let mut entry = doc! {
+            "index": index as i32,
+            "code": self.code.code(),
+            "errmsg": self.message.as_str(),
+        };
+        if let Some(extra) = &self.extra {
+            for (k, v) in extra.iter() {
+                entry.insert(k.clone(), v.clone());
+            }
+        }
+        entry
+    }
+
+    /// Rebuilds the error from a failed command reply received from another node, keeping the
+    /// extra info so that a router can pass it on unchanged. Returns `None` for `ok: 1` replies.
+    pub fn from_reply(reply: &Document) -> Option<Self> {
+        if reply_ok(reply) {
+            return None;
+        }
+        let code = reply.get("code").and_then(bson_as_i32).unwrap_or(ErrorCode::UnknownError.code());
+        let message = reply.get_str("errmsg").unwrap_or("unknown error").to_string();
+        let mut extra = Document::new();
+        let mut labels = Vec::new();
+        for (k, v) in reply.iter() {
+            match k.as_str() {
+                "ok" | "errmsg" | "code" | "codeName" | "$clusterTime" | "operationTime" => {}
+                "errorLabels" => {
+                    if let Bson::Array(items) = v {
+                        labels.extend(items.iter().filter_map(|l| l.as_str().map(String::from)));
+                    }
+                }
+                _ => {
+                    extra.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        let mut err = MongoError::new(ErrorCode::from_code(code), message);
+        if !extra.is_empty() {
+            err = err.with_extra(extra);
+        }
+        err.labels = labels;
+        Some(err)
+    }
+}
+
+/// Whether a command reply says `ok: 1` (MongoDB accepts any numeric or boolean truth).
+pub fn reply_ok(reply: &Document) -> bool {
+    match reply.get("ok") {
+        Some(Bson::Double(v)) => *v != 0.0,
+        Some(Bson::Int32(v)) => *v != 0,
+        Some(Bson::Int64(v)) => *v != 0,
+        Some(Bson::Boolean(v)) => *v,
+        _ => false,
+    }
+}
+
+fn bson_as_i32(v: &Bson) -> Option<i32> {
+    match v {
+        Bson::Int32(v) => Some(*v),
+        Bson::Int64(v) => i32::try_from(*v).ok(),
+        Bson::Double(v) => Some(*v as i32),
+        _ => None,
+    }
+}
+
+impl fmt::Display for MongoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}): {}", self.code.name(), self.code.code(), self.message)
+    }
+}
+
+impl std::error::Error for MongoError {}
+
+impl From<bson::raw::Error> for MongoError {
+    fn from(e: bson::raw::Error) -> Self {
+        MongoError::new(ErrorCode::InvalidBSON, format!("invalid BSON: {e}"))
+    }
+}
+
+impl From<bson::de::Error> for MongoError {
+    fn from(e: bson::de::Error) -> Self {
+        MongoError::new(ErrorCode::InvalidBSON, format!("invalid BSON: {e}"))
+    }
+}
+
+impl From<bson::ser::Error> for MongoError {
+    fn from(e: bson::ser::Error) -> Self {
+        MongoError::new(ErrorCode::InvalidBSON, format!("cannot encode BSON: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reply_carries_code_name_and_extra_info() {
+        let err = MongoError::new(ErrorCode::DuplicateKey, "E11000 duplicate key error")
+            .with_extra(doc! {"keyPattern": {"_id": 1}, "keyValue": {"_id": 1}});
+        let reply = err.to_reply();
+        assert_eq!(reply.get_f64("ok").unwrap(), 0.0);
+        assert_eq!(reply.get_i32("code").unwrap(), 11000);
+        assert_eq!(reply.get_str("codeName").unwrap(), "DuplicateKey");
+        assert_eq!(reply.get_document("keyPattern").unwrap(), &doc! {"_id": 1});
+        assert_eq!(MongoError::from_reply(&reply), Some(err));
+    }
+
+    #[test]
+    fn ok_replies_are_not_errors() {
+        assert!(MongoError::from_reply(&doc! {"ok": 1}).is_none());
+        assert!(MongoError::from_reply(&doc! {"ok": true}).is_none());
+        assert!(MongoError::from_reply(&doc! {"ok": 0.0}).is_some());
+    }
+}

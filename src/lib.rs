@@ -1,0 +1,8 @@
+//! docgrid: a MongoDB-compatible sharded cluster.
+//!
+//! Leaves: [`wire`] (bytes ⇄ messages), [`document`] (BSON order and paths), [`error`] (MongoDB's
+//! error model). See ARCHITECTURE.md for the map and its invariants.
+
+pub mod document;
+pub mod error;
+pub mod wire;

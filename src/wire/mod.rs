@@ -1,0 +1,23 @@
+//! The MongoDB wire protocol: message framing, OP_MSG, the legacy OP_QUERY/OP_REPLY handshake,
+//! and OP_COMPRESSED. Bytes in, messages out; this module knows nothing of commands or roles.
+
+mod codec;
+mod compression;
+mod error;
+mod header;
+mod op_msg;
+mod op_query;
+
+pub use codec::{Frame, Request, decode_request, encode_reply, read_frame, write_frame};
+pub use compression::Compressor;
+pub use error::WireError;
+pub use header::{HEADER_LEN, MsgHeader, OpCode};
+pub use op_msg::{DocumentSequence, MsgFlags, OpMsg};
+pub use op_query::OpQuery;
+
+/// MongoDB's `maxMessageSizeBytes`.
+pub const MAX_MESSAGE_SIZE: usize = 48_000_000;
+/// MongoDB's `maxBsonObjectSize`.
+pub const MAX_BSON_OBJECT_SIZE: usize = 16 * 1024 * 1024;
+/// MongoDB's `maxWriteBatchSize`.
+pub const MAX_WRITE_BATCH_SIZE: usize = 100_000;
