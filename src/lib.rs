@@ -6,3 +6,4 @@
 pub mod document;
 pub mod error;
 pub mod wire;
+pub mod shard;
