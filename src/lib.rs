@@ -3,7 +3,11 @@
 //! Leaves: [`wire`] (bytes ⇄ messages), [`document`] (BSON order and paths), [`error`] (MongoDB's
 //! error model). See ARCHITECTURE.md for the map and its invariants.
 
+pub mod catalog;
+pub mod command;
 pub mod document;
 pub mod error;
 pub mod wire;
+pub mod rpc;
+pub mod server;
 pub mod shard;

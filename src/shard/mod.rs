@@ -1,3 +1,109 @@
 //! The shard role: stores documents, checks the versions routers attach, executes queries.
+//! The config server stores the config database with this same engine (as a config server in
+//! MongoDB is a mongod), so storage, query execution and the CRUD commands are shared with it
+//! through [`DataNode`].
 
+pub mod aggregate;
+pub mod commands;
+pub mod cursors;
+pub mod exec;
+mod identity;
 pub mod query;
+pub mod storage;
+mod versioning;
+
+pub use identity::ShardIdentity;
+
+use crate::command::CommandRequest;
+use crate::error::Result;
+use crate::rpc::Connector;
+use crate::server::{CommandTable, Node, NodeState};
+use cursors::CursorRegistry;
+use futures::future::BoxFuture;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use storage::Storage;
+
+/// A node that stores documents and serves CRUD commands on them.
+pub trait DataNode: NodeState {
+    fn storage(&self) -> &Storage;
+    fn cursors(&self) -> &CursorRegistry;
+}
+
+/// The state of one shard server.
+pub struct ShardState {
+    node: Node,
+    storage: Arc<Storage>,
+    cursors: CursorRegistry,
+    connector: Arc<Connector>,
+    identity: std::sync::RwLock<Option<ShardIdentity>>,
+    versions: versioning::DatabaseVersionCache,
+    table: CommandTable<ShardState>,
+}
+
+impl ShardState {
+    /// Opens the shard's data directory and starts its background jobs.
+    pub async fn open(node: Node, data_dir: &std::path::Path, connector: Arc<Connector>) -> Result<Arc<ShardState>> {
+        let storage = Storage::open(data_dir).await?;
+        let identity = identity::load(&storage).await?;
+        let state = Arc::new(ShardState {
+            node,
+            storage,
+            cursors: CursorRegistry::default(),
+            connector,
+            identity: std::sync::RwLock::new(identity),
+            versions: Default::default(),
+            table: commands::table(),
+        });
+        spawn_cursor_reaper(Arc::downgrade(&state));
+        Ok(state)
+    }
+
+    pub fn identity(&self) -> Option<ShardIdentity> {
+        self.identity.read().expect("poisoned").clone()
+    }
+
+    pub fn storage_arc(&self) -> &Arc<Storage> {
+        &self.storage
+    }
+}
+
+impl NodeState for ShardState {
+    fn node(&self) -> &Node {
+        &self.node
+    }
+
+    fn commands(&self) -> &CommandTable<Self> {
+        &self.table
+    }
+
+    fn before_command<'a>(&'a self, request: &'a CommandRequest) -> BoxFuture<'a, Result<()>> {
+        Box::pin(self.check_versions(request))
+    }
+}
+
+impl DataNode for ShardState {
+    fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    fn cursors(&self) -> &CursorRegistry {
+        &self.cursors
+    }
+}
+
+/// Kills cursors idle for longer than `cursorTimeoutMillis`, checking once a minute as MongoDB does.
+pub fn spawn_cursor_reaper<S: DataNode>(state: Weak<S>) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        loop {
+            tick.tick().await;
+            let Some(state) = state.upgrade() else { break };
+            let timeout = state.node().params.get_i64("cursorTimeoutMillis").unwrap_or(600_000);
+            let reaped = state.cursors().reap(Duration::from_millis(timeout.max(0) as u64));
+            if reaped > 0 {
+                tracing::info!(reaped, "killed idle cursors");
+            }
+        }
+    });
+}

@@ -85,20 +85,45 @@ pub fn decode_request(frame: &Frame) -> Result<Request, WireError> {
     }
 }
 
-/// Encodes `reply` as the answer to `request`: OP_REPLY for OP_QUERY, OP_MSG otherwise, with a
-/// checksum when the request carried one, compressed with `compress` when given.
-pub fn encode_reply(request: &Request, reply: &RawDocumentBuf, request_id: i32, compress: Option<Compressor>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(reply.as_bytes().len() + 64);
-    match request {
-        Request::Query { request_id: to, .. } => encode_op_reply(reply, request_id, *to, &mut out),
-        Request::Msg { request_id: to, msg, .. } => {
-            let flags = if msg.flags.checksum_present() { MsgFlags::CHECKSUM_PRESENT } else { 0 };
-            let reply = OpMsg { flags: MsgFlags(flags), body: reply.clone(), sequences: Vec::new() };
-            reply.encode(request_id, *to, &mut out);
+/// How to answer a request: its id, its kind, and the checksum and compressor it used.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplyTo {
+    pub request_id: i32,
+    /// OP_QUERY requests are answered with OP_REPLY.
+    pub legacy: bool,
+    pub checksum: bool,
+    pub compressor: Option<Compressor>,
+}
+
+impl Request {
+    pub fn reply_to(&self) -> ReplyTo {
+        match self {
+            Request::Msg { request_id, msg, compressor } => ReplyTo {
+                request_id: *request_id,
+                legacy: false,
+                checksum: msg.flags.checksum_present(),
+                compressor: *compressor,
+            },
+            Request::Query { request_id, compressor, .. } => {
+                ReplyTo { request_id: *request_id, legacy: true, checksum: false, compressor: *compressor }
+            }
         }
     }
-    match compress {
-        Some(c) if c != Compressor::Noop => compress_message(&out, c),
+}
+
+/// Encodes `reply` as the answer described by `to`: OP_REPLY for OP_QUERY, OP_MSG otherwise, with
+/// a checksum when the request carried one, compressed with the request's compressor when
+/// `compress` allows it.
+pub fn encode_reply(to: &ReplyTo, reply: &RawDocumentBuf, request_id: i32, compress: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(reply.as_bytes().len() + 64);
+    if to.legacy {
+        encode_op_reply(reply, request_id, to.request_id, &mut out);
+    } else {
+        let flags = if to.checksum { MsgFlags::CHECKSUM_PRESENT } else { 0 };
+        OpMsg::encode_parts(MsgFlags(flags), reply, &[], request_id, to.request_id, &mut out);
+    }
+    match to.compressor {
+        Some(c) if compress && c != Compressor::Noop => compress_message(&out, c),
         _ => out,
     }
 }

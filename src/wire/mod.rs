@@ -8,7 +8,7 @@ mod header;
 mod op_msg;
 mod op_query;
 
-pub use codec::{Frame, Request, decode_request, encode_reply, read_frame, write_frame};
+pub use codec::{Frame, ReplyTo, Request, decode_request, encode_reply, read_frame, write_frame};
 pub use compression::Compressor;
 pub use error::WireError;
 pub use header::{HEADER_LEN, MsgHeader, OpCode};

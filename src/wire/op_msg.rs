@@ -119,12 +119,24 @@ impl OpMsg {
 
     /// Encodes the message with the given ids; appends a CRC-32C when the checksum flag is set.
     pub fn encode(&self, request_id: i32, response_to: i32, out: &mut Vec<u8>) {
+        Self::encode_parts(self.flags, &self.body, &self.sequences, request_id, response_to, out);
+    }
+
+    /// Encodes an OP_MSG from borrowed parts (replies are encoded without building an `OpMsg`).
+    pub fn encode_parts(
+        flags: MsgFlags,
+        body: &bson::RawDocument,
+        sequences: &[DocumentSequence],
+        request_id: i32,
+        response_to: i32,
+        out: &mut Vec<u8>,
+    ) {
         let start = out.len();
         MsgHeader { message_length: 0, request_id, response_to, op_code: OpCode::Msg.as_i32() }.write(out);
-        out.extend_from_slice(&self.flags.0.to_le_bytes());
+        out.extend_from_slice(&flags.0.to_le_bytes());
         out.push(0);
-        out.extend_from_slice(self.body.as_bytes());
-        for seq in &self.sequences {
+        out.extend_from_slice(body.as_bytes());
+        for seq in sequences {
             out.push(1);
             let size_at = out.len();
             out.extend_from_slice(&[0; 4]);
@@ -136,7 +148,7 @@ impl OpMsg {
             let size = (out.len() - size_at) as i32;
             out[size_at..size_at + 4].copy_from_slice(&size.to_le_bytes());
         }
-        let checksum = self.flags.checksum_present();
+        let checksum = flags.checksum_present();
         let total = out.len() - start + if checksum { 4 } else { 0 };
         out[start..start + 4].copy_from_slice(&(total as i32).to_le_bytes());
         if checksum {

@@ -1,0 +1,64 @@
+//! Database and collection name rules, with MongoDB's errors.
+
+use crate::error::{ErrorCode, MongoError, Result};
+
+/// Longest database name MongoDB accepts.
+const MAX_DB_NAME: usize = 63;
+/// Longest `db.collection` MongoDB accepts.
+const MAX_NAMESPACE: usize = 255;
+
+pub fn validate_db_name(db: &str) -> Result<()> {
+    let bad = db.is_empty()
+        || db.len() > MAX_DB_NAME
+        || db.chars().any(|c| matches!(c, '/' | '\\' | '.' | ' ' | '"' | '$' | '\0'));
+    if bad {
+        return Err(MongoError::new(ErrorCode::InvalidNamespace, format!("Invalid database name: '{db}'")));
+    }
+    Ok(())
+}
+
+pub fn validate_collection_name(db: &str, coll: &str) -> Result<()> {
+    validate_db_name(db)?;
+    let ns = format!("{db}.{coll}");
+    if coll.is_empty() || coll.starts_with('.') || coll.contains('\0') || (coll.contains('$') && !coll.starts_with("$cmd")) {
+        return Err(MongoError::new(ErrorCode::InvalidNamespace, format!("Invalid namespace specified '{ns}'")));
+    }
+    if ns.len() > MAX_NAMESPACE {
+        return Err(MongoError::new(
+            ErrorCode::InvalidNamespace,
+            format!("Fully qualified namespace is too long. Namespace: {ns} Max: {MAX_NAMESPACE}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Users may not write to most `system.*` collections or to internal databases' collections.
+pub fn validate_user_write(db: &str, coll: &str) -> Result<()> {
+    validate_collection_name(db, coll)?;
+    let allowed_system = ["system.js", "system.views", "system.profile"];
+    if coll.starts_with("system.") && !allowed_system.contains(&coll) && !coll.starts_with("system.buckets.") {
+        return Err(MongoError::new(ErrorCode::InvalidNamespace, format!("cannot write to '{db}.{coll}'")));
+    }
+    if db == "local" && coll != "startup_log" {
+        // A single-node shard has no oplog; `local` holds nothing users may write.
+        return Ok(());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_names_mongodb_rejects() {
+        assert!(validate_db_name("app").is_ok());
+        assert!(validate_db_name("a.b").is_err());
+        assert!(validate_db_name("").is_err());
+        assert!(validate_collection_name("app", "users").is_ok());
+        assert!(validate_collection_name("app", "").is_err());
+        assert!(validate_collection_name("app", "a$b").is_err());
+        assert!(validate_user_write("app", "system.users").is_err());
+        assert!(validate_user_write("app", "system.js").is_ok());
+    }
+}

@@ -1,0 +1,190 @@
+//! Typed reads of command fields, failing with the TypeMismatch messages MongoDB's IDL gives.
+
+use crate::error::{MongoError, Result};
+use bson::spec::ElementType;
+use bson::{Bson, Document, RawBsonRef, RawDocument};
+
+/// MongoDB's name for a BSON type (as in `$type` and error messages).
+pub fn bson_type_name(t: ElementType) -> &'static str {
+    match t {
+        ElementType::Double => "double",
+        ElementType::String => "string",
+        ElementType::EmbeddedDocument => "object",
+        ElementType::Array => "array",
+        ElementType::Binary => "binData",
+        ElementType::Undefined => "undefined",
+        ElementType::ObjectId => "objectId",
+        ElementType::Boolean => "bool",
+        ElementType::DateTime => "date",
+        ElementType::Null => "null",
+        ElementType::RegularExpression => "regex",
+        ElementType::DbPointer => "dbPointer",
+        ElementType::JavaScriptCode => "javascript",
+        ElementType::Symbol => "symbol",
+        ElementType::JavaScriptCodeWithScope => "javascriptWithScope",
+        ElementType::Int32 => "int",
+        ElementType::Timestamp => "timestamp",
+        ElementType::Int64 => "long",
+        ElementType::Decimal128 => "decimal",
+        ElementType::MinKey => "minKey",
+        ElementType::MaxKey => "maxKey",
+    }
+}
+
+/// Field access on a command body.
+#[derive(Clone, Copy)]
+pub struct Args<'a> {
+    command: &'a str,
+    body: &'a RawDocument,
+}
+
+const NUMBER_TYPES: &str = "[long, int, decimal, double]";
+
+impl<'a> Args<'a> {
+    pub fn new(command: &'a str, body: &'a RawDocument) -> Self {
+        Args { command, body }
+    }
+
+    pub fn body(&self) -> &'a RawDocument {
+        self.body
+    }
+
+    fn mismatch(&self, field: &str, found: RawBsonRef<'_>, expected: &str) -> MongoError {
+        let plural = if expected.starts_with('[') { "types" } else { "type" };
+        MongoError::type_mismatch(format!(
+            "BSON field '{}.{field}' is the wrong type '{}', expected {plural} '{expected}'",
+            self.command,
+            bson_type_name(found.element_type())
+        ))
+    }
+
+    pub fn get(&self, field: &str) -> Result<Option<RawBsonRef<'a>>> {
+        Ok(self.body.get(field)?)
+    }
+
+    /// The command's own argument (the value of its first field).
+    pub fn target(&self) -> Result<RawBsonRef<'a>> {
+        match self.body.iter().next() {
+            Some(Ok((_, value))) => Ok(value),
+            Some(Err(e)) => Err(e.into()),
+            None => Err(MongoError::failed_to_parse("empty command")),
+        }
+    }
+
+    /// The collection name a command like `find: "coll"` targets.
+    pub fn collection(&self) -> Result<&'a str> {
+        match self.target()? {
+            RawBsonRef::String(name) => Ok(name),
+            other => Err(MongoError::new(
+                crate::error::ErrorCode::InvalidNamespace,
+                format!(
+                    "collection name has invalid type {}",
+                    bson_type_name(other.element_type())
+                ),
+            )),
+        }
+    }
+
+    pub fn str(&self, field: &str) -> Result<Option<&'a str>> {
+        match self.get(field)? {
+            None => Ok(None),
+            Some(RawBsonRef::String(s)) => Ok(Some(s)),
+            Some(other) => Err(self.mismatch(field, other, "string")),
+        }
+    }
+
+    pub fn document(&self, field: &str) -> Result<Option<Document>> {
+        match self.get(field)? {
+            None => Ok(None),
+            Some(RawBsonRef::Document(d)) => Ok(Some(d.to_owned().to_document()?)),
+            Some(other) => Err(self.mismatch(field, other, "object")),
+        }
+    }
+
+    pub fn raw_document(&self, field: &str) -> Result<Option<&'a RawDocument>> {
+        match self.get(field)? {
+            None => Ok(None),
+            Some(RawBsonRef::Document(d)) => Ok(Some(d)),
+            Some(other) => Err(self.mismatch(field, other, "object")),
+        }
+    }
+
+    pub fn array(&self, field: &str) -> Result<Option<Vec<Bson>>> {
+        match self.get(field)? {
+            None => Ok(None),
+            Some(RawBsonRef::Array(a)) => {
+                let mut out = Vec::new();
+                for item in a {
+                    out.push(Bson::try_from(item?.to_raw_bson())?);
+                }
+                Ok(Some(out))
+            }
+            Some(other) => Err(self.mismatch(field, other, "array")),
+        }
+    }
+
+    /// A boolean argument; like MongoDB, numbers are accepted (non-zero is true).
+    pub fn bool(&self, field: &str) -> Result<Option<bool>> {
+        match self.get(field)? {
+            None | Some(RawBsonRef::Null) => Ok(None),
+            Some(RawBsonRef::Boolean(b)) => Ok(Some(b)),
+            Some(RawBsonRef::Int32(v)) => Ok(Some(v != 0)),
+            Some(RawBsonRef::Int64(v)) => Ok(Some(v != 0)),
+            Some(RawBsonRef::Double(v)) => Ok(Some(v != 0.0)),
+            Some(other) => Err(self.mismatch(field, other, "bool")),
+        }
+    }
+
+    /// An integer argument given as any numeric type with an integral value.
+    pub fn i64(&self, field: &str) -> Result<Option<i64>> {
+        match self.get(field)? {
+            None | Some(RawBsonRef::Null) => Ok(None),
+            Some(RawBsonRef::Int32(v)) => Ok(Some(i64::from(v))),
+            Some(RawBsonRef::Int64(v)) => Ok(Some(v)),
+            Some(RawBsonRef::Double(v)) if v.fract() == 0.0 && v.abs() < 9.2e18 => Ok(Some(v as i64)),
+            Some(RawBsonRef::Double(_)) => Err(MongoError::failed_to_parse(format!(
+                "BSON field '{}.{field}' has a non-integral value",
+                self.command
+            ))),
+            Some(RawBsonRef::Decimal128(d)) => {
+                let v: f64 = d.to_string().parse().unwrap_or(f64::NAN);
+                if v.fract() == 0.0 && v.abs() < 9.2e18 {
+                    Ok(Some(v as i64))
+                } else {
+                    Err(self.mismatch(field, RawBsonRef::Decimal128(d), NUMBER_TYPES))
+                }
+            }
+            Some(other) => Err(self.mismatch(field, other, NUMBER_TYPES)),
+        }
+    }
+
+    /// A non-negative integer argument (`skip`, `batchSize`, ...).
+    pub fn non_negative(&self, field: &str) -> Result<Option<i64>> {
+        match self.i64(field)? {
+            Some(v) if v < 0 => Err(MongoError::bad_value(format!(
+                "BSON field '{field}' value must be >= 0, actual value '{v}'"
+            ))),
+            other => Ok(other),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::rawdoc;
+
+    #[test]
+    fn wrong_types_name_field_and_expected_type() {
+        let body = rawdoc! {"find": "c", "limit": "x", "filter": 3};
+        let args = Args::new("find", &body);
+        let err = args.i64("limit").unwrap_err();
+        assert_eq!(
+            err.message(),
+            "BSON field 'find.limit' is the wrong type 'string', expected types '[long, int, decimal, double]'"
+        );
+        let err = args.document("filter").unwrap_err();
+        assert_eq!(err.message(), "BSON field 'find.filter' is the wrong type 'int', expected type 'object'");
+        assert_eq!(args.collection().unwrap(), "c");
+    }
+}

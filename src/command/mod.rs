@@ -1,0 +1,145 @@
+//! A command as every role receives and sends it: the target database, the body, and any
+//! OP_MSG document sequences. The in-process transport and TCP carry exactly this.
+
+mod args;
+mod write_concern;
+
+pub use args::{Args, bson_type_name};
+pub use write_concern::WriteConcern;
+
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::wire::{DocumentSequence, OpMsg};
+use bson::{Document, RawArrayBuf, RawDocument, RawDocumentBuf};
+
+/// One command: `body` is the kind-0 section (with or without `$db`), `sequences` the kind-1
+/// sections, which MongoDB treats as array fields of the body.
+#[derive(Clone, Debug)]
+pub struct CommandRequest {
+    pub db: String,
+    name: String,
+    pub body: RawDocumentBuf,
+    pub sequences: Vec<DocumentSequence>,
+}
+
+impl CommandRequest {
+    /// A command on `db`; the command name is the body's first field.
+    pub fn new(db: impl Into<String>, body: RawDocumentBuf) -> Result<Self> {
+        let name = match body.iter().next() {
+            Some(Ok((key, _))) => key.to_string(),
+            Some(Err(e)) => return Err(e.into()),
+            None => return Err(MongoError::new(ErrorCode::Location(40571), "Empty command document")),
+        };
+        Ok(CommandRequest { db: db.into(), name, body, sequences: Vec::new() })
+    }
+
+    pub fn from_document(db: impl Into<String>, body: &Document) -> Result<Self> {
+        Self::new(db, RawDocumentBuf::from_document(body)?)
+    }
+
+    /// The command an OP_MSG carries; `$db` is required, as in MongoDB.
+    pub fn from_op_msg(msg: OpMsg) -> Result<Self> {
+        let db = match msg.body.get("$db")? {
+            Some(bson::RawBsonRef::String(db)) => db.to_string(),
+            Some(_) => return Err(MongoError::type_mismatch("BSON field '$db' is the wrong type, expected type 'string'")),
+            None => {
+                return Err(MongoError::new(ErrorCode::Location(40571), "OP_MSG requests require a $db argument"));
+            }
+        };
+        let mut request = Self::new(db, msg.body)?;
+        request.sequences = msg.sequences;
+        Ok(request)
+    }
+
+    pub fn with_sequence(mut self, identifier: impl Into<String>, documents: Vec<RawDocumentBuf>) -> Self {
+        self.sequences.push(DocumentSequence { identifier: identifier.into(), documents });
+        self
+    }
+
+    /// The command name (the body's first field).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The OP_MSG for this command, with `$db` added when the body lacks it.
+    pub fn to_op_msg(&self) -> OpMsg {
+        let body = if self.body.get("$db").ok().flatten().is_some() {
+            self.body.clone()
+        } else {
+            let mut body = self.body.clone();
+            body.append("$db", self.db.clone());
+            body
+        };
+        OpMsg { flags: Default::default(), body, sequences: self.sequences.clone() }
+    }
+
+    /// Typed access to the body's fields, with MongoDB's error messages.
+    pub fn args(&self) -> Args<'_> {
+        Args::new(&self.name, &self.body)
+    }
+
+    /// The documents of an array argument that may come in the body or as a document sequence
+    /// (`documents`, `updates`, `deletes`), as MongoDB merges them.
+    pub fn document_array(&self, field: &str) -> Result<Vec<&RawDocument>> {
+        let in_body = self.body.get(field)?;
+        let sequence = self.sequences.iter().find(|s| s.identifier == field);
+        match (in_body, sequence) {
+            (Some(_), Some(_)) => Err(MongoError::new(
+                ErrorCode::Location(40413),
+                format!("BSON field '{}.{field}' is a duplicate field", self.name),
+            )),
+            (None, Some(seq)) => Ok(seq.documents.iter().map(|d| d.as_ref()).collect()),
+            (Some(bson::RawBsonRef::Array(items)), None) => items
+                .into_iter()
+                .map(|item| match item? {
+                    bson::RawBsonRef::Document(d) => Ok(d),
+                    other => Err(MongoError::type_mismatch(format!(
+                        "BSON field '{}.{field}' is the wrong type '{}', expected type 'object'",
+                        self.name,
+                        bson_type_name(other.element_type())
+                    ))),
+                })
+                .collect(),
+            (Some(other), None) => Err(MongoError::type_mismatch(format!(
+                "BSON field '{}.{field}' is the wrong type '{}', expected type 'array'",
+                self.name,
+                bson_type_name(other.element_type())
+            ))),
+            (None, None) => Err(MongoError::new(
+                ErrorCode::Location(40414),
+                format!("BSON field '{}.{field}' is missing but a required field", self.name),
+            )),
+        }
+    }
+}
+
+/// Builds a raw array from raw documents without re-encoding them.
+pub fn raw_array<'a>(docs: impl IntoIterator<Item = &'a RawDocument>) -> RawArrayBuf {
+    let mut array = RawArrayBuf::new();
+    for doc in docs {
+        array.push(doc.to_raw_document_buf());
+    }
+    array
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::rawdoc;
+
+    #[test]
+    fn merges_sequences_and_body_arrays() {
+        let req = CommandRequest::new("db", rawdoc! {"insert": "c", "documents": [{"a": 1}]}).unwrap();
+        assert_eq!(req.name(), "insert");
+        assert_eq!(req.document_array("documents").unwrap().len(), 1);
+        let req = CommandRequest::new("db", rawdoc! {"insert": "c"})
+            .unwrap()
+            .with_sequence("documents", vec![rawdoc! {"a": 1}, rawdoc! {"a": 2}]);
+        assert_eq!(req.document_array("documents").unwrap().len(), 2);
+    }
+
+    #[test]
+    fn op_msg_requires_db() {
+        let err = CommandRequest::from_op_msg(OpMsg::new(rawdoc! {"ping": 1})).unwrap_err();
+        assert_eq!(err.code().code(), 40571);
+    }
+}

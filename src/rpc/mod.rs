@@ -1,0 +1,111 @@
+//! How roles call each other: a [`NodeClient`] sends a [`CommandRequest`] to another node,
+//! either in-process (same process, `dev` mode) or over TCP with OP_MSG. Both carry the same
+//! command documents and give the same replies.
+
+mod tcp;
+
+use crate::command::CommandRequest;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::{RequestContext, Service};
+use bson::{Document, RawDocumentBuf};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+/// A handle to another node.
+#[derive(Clone)]
+pub struct NodeClient {
+    host: Arc<str>,
+    target: Target,
+}
+
+#[derive(Clone)]
+enum Target {
+    Local(Arc<dyn Service>, Arc<RequestContext>),
+    Tcp(Arc<tcp::Pool>),
+}
+
+impl NodeClient {
+    /// A client that calls `service` directly.
+    pub fn local(host: &str, service: Arc<dyn Service>) -> Self {
+        NodeClient { host: host.into(), target: Target::Local(service, Arc::new(RequestContext::internal())) }
+    }
+
+    /// A client that connects to `host` (`address:port`) over TCP.
+    pub fn tcp(host: &str) -> Self {
+        NodeClient { host: host.into(), target: Target::Tcp(Arc::new(tcp::Pool::new(host))) }
+    }
+
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// Runs a command and returns its reply, `ok: 0` replies included. Fails only when the
+    /// node cannot be reached.
+    pub async fn call(&self, request: CommandRequest) -> Result<RawDocumentBuf> {
+        match &self.target {
+            Target::Local(service, ctx) => Ok(service.execute(ctx, request).await),
+            Target::Tcp(pool) => pool.call(request).await,
+        }
+    }
+
+    /// Runs a command; an `ok: 0` reply becomes the error it carries.
+    pub async fn run(&self, request: CommandRequest) -> Result<RawDocumentBuf> {
+        let reply = self.call(request).await?;
+        if let Some(Ok(ok)) = reply.get("ok").transpose() {
+            let ok = match ok {
+                bson::RawBsonRef::Double(v) => v != 0.0,
+                bson::RawBsonRef::Int32(v) => v != 0,
+                bson::RawBsonRef::Int64(v) => v != 0,
+                bson::RawBsonRef::Boolean(v) => v,
+                _ => false,
+            };
+            if ok {
+                return Ok(reply);
+            }
+        }
+        let doc = reply.to_document()?;
+        Err(MongoError::from_reply(&doc).unwrap_or_else(|| MongoError::internal("reply without ok")))
+    }
+
+    /// [`run`](Self::run) for a command built as a `Document`, with the reply as a `Document`.
+    pub async fn run_doc(&self, db: &str, command: Document) -> Result<Document> {
+        let reply = self.run(CommandRequest::from_document(db, &command)?).await?;
+        Ok(reply.to_document()?)
+    }
+}
+
+/// Resolves host strings to clients, preferring services registered in this process, and keeps
+/// one client (one connection pool) per host.
+#[derive(Default)]
+pub struct Connector {
+    local: RwLock<HashMap<String, Arc<dyn Service>>>,
+    clients: RwLock<HashMap<String, NodeClient>>,
+}
+
+impl Connector {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Connector::default())
+    }
+
+    /// Makes `host` resolve to a service in this process.
+    pub fn register_local(&self, host: &str, service: Arc<dyn Service>) {
+        self.local.write().expect("poisoned").insert(host.to_string(), service);
+        self.clients.write().expect("poisoned").remove(host);
+    }
+
+    pub fn client(&self, host: &str) -> NodeClient {
+        if let Some(client) = self.clients.read().expect("poisoned").get(host) {
+            return client.clone();
+        }
+        let client = match self.local.read().expect("poisoned").get(host) {
+            Some(service) => NodeClient::local(host, service.clone()),
+            None => NodeClient::tcp(host),
+        };
+        self.clients.write().expect("poisoned").entry(host.to_string()).or_insert(client).clone()
+    }
+}
+
+/// The error for a node that cannot be reached.
+pub(crate) fn unreachable(host: &str, what: impl std::fmt::Display) -> MongoError {
+    MongoError::new(ErrorCode::HostUnreachable, format!("Error connecting to {host} :: caused by :: {what}"))
+}

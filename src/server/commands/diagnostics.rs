@@ -1,0 +1,141 @@
+//! Diagnostics every role answers: getLog, hostInfo, serverStatus, listCommands.
+
+use crate::command::CommandRequest;
+use crate::error::{MongoError, Result};
+use crate::server::dispatch::{CommandSpec, NodeState};
+use crate::server::logbuf::LogBuffer;
+use crate::server::{RequestContext, stats::MAX_CONNECTIONS};
+use bson::{Bson, Document, RawDocumentBuf, doc};
+
+pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
+    vec![
+        CommandSpec::new("getLog", |s, c, r| Box::pin(get_log(s, c, r)))
+            .admin_only()
+            .help("{ getLog : '*' }  OR { getLog : 'global' }"),
+        CommandSpec::new("hostInfo", |_, _, _| Box::pin(host_info())).help("returns information about the daemon's host"),
+        CommandSpec::new("serverStatus", |s, c, r| Box::pin(server_status(s, c, r)))
+            .help("returns lots of administrative server statistics"),
+        CommandSpec::new("listCommands", |s, c, r| Box::pin(list_commands(s, c, r))).help("get a list of all db commands"),
+    ]
+}
+
+async fn get_log<S: NodeState>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let name = match req.args().target()? {
+        bson::RawBsonRef::String(name) => name,
+        _ => return Err(MongoError::type_mismatch("Argument to getLog must be of type String")),
+    };
+    if name == "*" {
+        return Ok(RawDocumentBuf::from_document(&doc! {"names": LogBuffer::names().to_vec()})?);
+    }
+    let (total, lines) = state
+        .node()
+        .log
+        .get(name)
+        .ok_or_else(|| MongoError::location(15897 /* 15897: no RamLog named */, format!("no RamLog named: {name}")))?;
+    Ok(RawDocumentBuf::from_document(&doc! {"totalLinesWritten": total as i32, "log": lines})?)
+}
+
+fn read_proc(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+/// Total memory in MiB from /proc/meminfo.
+fn mem_size_mb() -> i64 {
+    read_proc("/proc/meminfo")
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|kb| kb.parse::<i64>().ok()))
+        })
+        .map(|kb| kb / 1024)
+        .unwrap_or(0)
+}
+
+fn os_release_name() -> String {
+    read_proc("/etc/os-release")
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_string()))
+        })
+        .unwrap_or_else(|| std::env::consts::OS.to_string())
+}
+
+async fn host_info() -> Result<RawDocumentBuf> {
+    let cores = std::thread::available_parallelism().map(|n| n.get() as i32).unwrap_or(1);
+    let hostname = read_proc("/proc/sys/kernel/hostname").unwrap_or_else(|| "localhost".into());
+    let mem = mem_size_mb();
+    Ok(RawDocumentBuf::from_document(&doc! {
+        "system": {
+            "currentTime": bson::DateTime::now(),
+            "hostname": hostname,
+            "cpuAddrSize": 64,
+            "memSizeMB": mem,
+            "memLimitMB": mem,
+            "numCores": cores,
+            "numCoresAvailableToProcess": cores,
+            "cpuArch": std::env::consts::ARCH,
+            "numaEnabled": false,
+        },
+        "os": {
+            "type": if cfg!(target_os = "linux") { "Linux" } else { std::env::consts::OS },
+            "name": os_release_name(),
+            "version": read_proc("/proc/sys/kernel/osrelease").unwrap_or_default(),
+        },
+        "extra": {
+            "versionString": read_proc("/proc/version").unwrap_or_default(),
+            "pageSize": 4096_i64,
+        },
+    })?)
+}
+
+/// Resident and virtual memory of this process in MiB, from /proc/self/statm.
+pub fn process_memory_mb() -> (i64, i64) {
+    let pages: Vec<i64> = read_proc("/proc/self/statm")
+        .map(|s| s.split_whitespace().filter_map(|v| v.parse().ok()).collect())
+        .unwrap_or_default();
+    let mb = |pages: i64| pages * 4096 / (1024 * 1024);
+    (pages.get(1).copied().map(mb).unwrap_or(0), pages.first().copied().map(mb).unwrap_or(0))
+}
+
+async fn server_status<S: NodeState>(state: &S, _ctx: &RequestContext, _req: CommandRequest) -> Result<RawDocumentBuf> {
+    let node = state.node();
+    let uptime = node.started.elapsed();
+    let (resident, virt) = process_memory_mb();
+    let host = match node.host() {
+        h if h.is_empty() => read_proc("/proc/sys/kernel/hostname").unwrap_or_else(|| "localhost".into()),
+        h => h,
+    };
+    Ok(RawDocumentBuf::from_document(&doc! {
+        "host": host,
+        "version": super::MONGODB_VERSION,
+        "process": node.role.process_name(),
+        "pid": i64::from(std::process::id()),
+        "uptime": uptime.as_secs_f64().floor(),
+        "uptimeMillis": uptime.as_millis() as i64,
+        "uptimeEstimate": uptime.as_secs() as i64,
+        "localTime": bson::DateTime::now(),
+        "connections": node.stats.connections(),
+        "network": node.stats.network(),
+        "opcounters": node.stats.opcounters(),
+        "mem": {"bits": 64, "resident": resident, "virtual": virt, "supported": true},
+        "docgrid": {"maxIncomingConnections": MAX_CONNECTIONS},
+    })?)
+}
+
+async fn list_commands<S: NodeState>(state: &S, _ctx: &RequestContext, _req: CommandRequest) -> Result<RawDocumentBuf> {
+    let mut commands = Document::new();
+    for (name, spec) in state.commands().entries() {
+        commands.insert(
+            name,
+            doc! {
+                "help": spec.help,
+                "requiresAuth": false,
+                "secondaryOk": true,
+                "adminOnly": spec.admin_only,
+                "apiVersions": Bson::Array(vec![]),
+                "deprecatedApiVersions": Bson::Array(vec![]),
+            },
+        );
+    }
+    Ok(RawDocumentBuf::from_document(&doc! {"commands": commands})?)
+}

@@ -1,0 +1,137 @@
+//! The handshake and identity commands: hello/isMaster, buildInfo, ping, whatsmyuri,
+//! connectionStatus, logout, endSessions.
+
+use crate::command::CommandRequest;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::dispatch::{CommandSpec, NodeState};
+use crate::server::{RequestContext, Role};
+use crate::wire::{Compressor, MAX_BSON_OBJECT_SIZE, MAX_MESSAGE_SIZE, MAX_WRITE_BATCH_SIZE};
+use bson::{Bson, RawDocumentBuf, doc, rawdoc};
+
+/// Wire version of MongoDB 8.0.
+pub const MAX_WIRE_VERSION: i32 = 25;
+/// The MongoDB release whose behaviour this server reproduces.
+pub const MONGODB_VERSION: &str = "8.0.0";
+
+pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
+    vec![
+        CommandSpec::new("hello", |s, c, r| Box::pin(hello(s, c, r)))
+            .aliases(&["isMaster", "ismaster"])
+            .help("Check if this server is primary for a replica set\n{hello : 1}"),
+        CommandSpec::new("buildInfo", |s, c, r| Box::pin(build_info(s, c, r)))
+            .aliases(&["buildinfo"])
+            .help("get version #, etc.\n{ buildinfo:1 }"),
+        CommandSpec::new("ping", |_, _, _| Box::pin(async { Ok(RawDocumentBuf::new()) }))
+            .help("a way to check that the server is alive. responds immediately even if server is in a db lock."),
+        CommandSpec::new("whatsmyuri", |_, c, _| Box::pin(whatsmyuri(c))).help("{whatsmyuri:1}"),
+        CommandSpec::new("connectionStatus", |_, _, r| Box::pin(connection_status(r)))
+            .help("Returns connection-specific information such as logged-in users and their roles"),
+        CommandSpec::new("logout", |_, _, _| Box::pin(async { Ok(RawDocumentBuf::new()) }))
+            .help("de-authenticate"),
+        CommandSpec::new("endSessions", |_, _, r| Box::pin(end_sessions(r))).help("end a set of logical sessions"),
+    ]
+}
+
+async fn hello<S: NodeState>(state: &S, ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    if let Some(client) = args.document("client")? {
+        if !ctx.set_client_metadata(client) && !ctx.internal {
+            return Err(MongoError::new(
+                ErrorCode::ClientMetadataCannotBeMutated,
+                "The client metadata document may only be sent in the first hello",
+            ));
+        }
+    }
+    let node = state.node();
+    let mut reply = RawDocumentBuf::new();
+    if req.name() == "hello" {
+        reply.append("isWritablePrimary", true);
+    } else {
+        reply.append("ismaster", true);
+    }
+    match node.role {
+        Role::Router => reply.append("msg", "isdbgrid"),
+        Role::ConfigServer => reply.append("configsvr", 2),
+        Role::Shard => {}
+    }
+    reply.append("maxBsonObjectSize", MAX_BSON_OBJECT_SIZE as i32);
+    reply.append("maxMessageSizeBytes", MAX_MESSAGE_SIZE as i32);
+    reply.append("maxWriteBatchSize", MAX_WRITE_BATCH_SIZE as i32);
+    reply.append("localTime", bson::DateTime::now());
+    reply.append("logicalSessionTimeoutMinutes", 30);
+    reply.append("connectionId", ctx.connection_id as i32);
+    reply.append("minWireVersion", 0);
+    reply.append("maxWireVersion", MAX_WIRE_VERSION);
+    if node.role != Role::Router {
+        reply.append("readOnly", false);
+    }
+    if args.bool("helloOk")? == Some(true) {
+        reply.append("helloOk", true);
+    }
+    if let Some(requested) = args.array("compression")? {
+        let chosen: Vec<Compressor> = requested
+            .iter()
+            .filter_map(|c| c.as_str().and_then(Compressor::from_name))
+            .collect();
+        if !chosen.is_empty() {
+            let mut names = bson::RawArrayBuf::new();
+            for c in &chosen {
+                names.push(c.name());
+            }
+            reply.append("compression", names);
+        }
+        ctx.set_compressors(chosen);
+    }
+    Ok(reply)
+}
+
+async fn build_info<S: NodeState>(_state: &S, _ctx: &RequestContext, _req: CommandRequest) -> Result<RawDocumentBuf> {
+    let (major, minor, patch) = (8, 0, 0);
+    Ok(RawDocumentBuf::from_document(&doc! {
+        "version": MONGODB_VERSION,
+        "gitVersion": env!("CARGO_PKG_VERSION"),
+        "modules": Bson::Array(vec![]),
+        "allocator": "system",
+        "javascriptEngine": "none",
+        "sysInfo": "deprecated",
+        "versionArray": [major, minor, patch, 0],
+        "openssl": {"running": "disabled", "compiled": "disabled"},
+        "buildEnvironment": {
+            "distmod": "",
+            "distarch": std::env::consts::ARCH,
+            "target_arch": std::env::consts::ARCH,
+            "target_os": std::env::consts::OS,
+        },
+        "bits": 64,
+        "debug": cfg!(debug_assertions),
+        "maxBsonObjectSize": MAX_BSON_OBJECT_SIZE as i32,
+        "storageEngines": ["sqlite"],
+        "docgrid": {"version": env!("CARGO_PKG_VERSION")},
+    })?)
+}
+
+async fn whatsmyuri(ctx: &RequestContext) -> Result<RawDocumentBuf> {
+    let you = ctx.peer.map(|p| p.to_string()).unwrap_or_else(|| "internal".into());
+    Ok(rawdoc! {"you": you})
+}
+
+async fn connection_status(req: CommandRequest) -> Result<RawDocumentBuf> {
+    let mut auth = doc! {
+        "authenticatedUsers": Bson::Array(vec![]),
+        "authenticatedUserRoles": Bson::Array(vec![]),
+    };
+    if req.args().bool("showPrivileges")? == Some(true) {
+        auth.insert("authenticatedUserPrivileges", Bson::Array(vec![]));
+    }
+    Ok(RawDocumentBuf::from_document(&doc! {"authInfo": auth})?)
+}
+
+async fn end_sessions(req: CommandRequest) -> Result<RawDocumentBuf> {
+    match req.args().target()? {
+        bson::RawBsonRef::Array(_) => Ok(RawDocumentBuf::new()),
+        other => Err(MongoError::type_mismatch(format!(
+            "BSON field 'endSessions.endSessions' is the wrong type '{}', expected type 'array'",
+            crate::command::bson_type_name(other.element_type())
+        ))),
+    }
+}

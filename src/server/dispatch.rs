@@ -1,0 +1,170 @@
+//! Command dispatch: each role has one table (name → handler); the dispatcher looks a command
+//! up, checks where it may run, runs it with a panic guard and turns errors into replies.
+
+use super::context::RequestContext;
+use super::node::Node;
+use super::stats::OpCounter;
+use crate::command::CommandRequest;
+use crate::error::{ErrorCode, MongoError, Result};
+use bson::RawDocumentBuf;
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+/// A command handler: the reply's fields without `ok`, or the error to answer.
+pub type Handler<S> = for<'a> fn(&'a S, &'a RequestContext, CommandRequest) -> BoxFuture<'a, Result<RawDocumentBuf>>;
+
+/// One entry of a role's command table.
+pub struct CommandSpec<S> {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub help: &'static str,
+    pub admin_only: bool,
+    pub counter: OpCounter,
+    pub handler: Handler<S>,
+}
+
+impl<S> CommandSpec<S> {
+    pub fn new(name: &'static str, handler: Handler<S>) -> Self {
+        CommandSpec { name, aliases: &[], help: "", admin_only: false, counter: OpCounter::Command, handler }
+    }
+
+    pub fn help(mut self, help: &'static str) -> Self {
+        self.help = help;
+        self
+    }
+
+    pub fn aliases(mut self, aliases: &'static [&'static str]) -> Self {
+        self.aliases = aliases;
+        self
+    }
+
+    pub fn admin_only(mut self) -> Self {
+        self.admin_only = true;
+        self
+    }
+
+    pub fn counter(mut self, counter: OpCounter) -> Self {
+        self.counter = counter;
+        self
+    }
+}
+
+/// A role's commands, sorted by name, with aliases resolved.
+pub struct CommandTable<S> {
+    specs: Vec<CommandSpec<S>>,
+    by_name: HashMap<&'static str, usize>,
+}
+
+impl<S> CommandTable<S> {
+    pub fn new(mut specs: Vec<CommandSpec<S>>) -> Self {
+        specs.sort_by_key(|s| s.name);
+        let mut by_name = HashMap::new();
+        for (i, spec) in specs.iter().enumerate() {
+            for name in std::iter::once(&spec.name).chain(spec.aliases) {
+                let previous = by_name.insert(*name, i);
+                assert!(previous.is_none(), "command {name} registered twice");
+            }
+        }
+        CommandTable { specs, by_name }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&CommandSpec<S>> {
+        self.by_name.get(name).map(|&i| &self.specs[i])
+    }
+
+    /// Every command, aliases included, in name order (for `listCommands`).
+    pub fn entries(&self) -> Vec<(&'static str, &CommandSpec<S>)> {
+        let mut out: Vec<_> = self.by_name.iter().map(|(name, &i)| (*name, &self.specs[i])).collect();
+        out.sort_by_key(|(name, _)| *name);
+        out
+    }
+}
+
+/// The state of one role, which owns its command table.
+pub trait NodeState: Send + Sync + Sized + 'static {
+    fn node(&self) -> &Node;
+    fn commands(&self) -> &CommandTable<Self>;
+
+    /// Runs before every command (after lookup): the shard checks the routing versions a
+    /// router attached here.
+    fn before_command<'a>(&'a self, _request: &'a CommandRequest) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// Something that executes commands: a role behind the dispatcher. Both the TCP server and the
+/// in-process transport call it.
+pub trait Service: Send + Sync + 'static {
+    fn node(&self) -> &Node;
+    /// Runs one command; failures come back as `{ok: 0, ...}` replies.
+    fn execute<'a>(&'a self, ctx: &'a RequestContext, request: CommandRequest) -> BoxFuture<'a, RawDocumentBuf>;
+}
+
+/// Dispatches commands to a role's table.
+pub struct Dispatcher<S: NodeState> {
+    state: Arc<S>,
+}
+
+impl<S: NodeState> Dispatcher<S> {
+    pub fn new(state: Arc<S>) -> Self {
+        Dispatcher { state }
+    }
+
+    async fn run(&self, ctx: &RequestContext, request: CommandRequest) -> Result<RawDocumentBuf> {
+        let state = &*self.state;
+        let name = request.name().to_string();
+        let spec = state
+            .commands()
+            .get(&name)
+            .ok_or_else(|| MongoError::new(ErrorCode::CommandNotFound, format!("no such command: '{name}'")))?;
+        if spec.admin_only && request.db != "admin" {
+            return Err(MongoError::new(
+                ErrorCode::Unauthorized,
+                format!("{name} may only be run against the admin database."),
+            ));
+        }
+        state.node().stats.count(spec.counter);
+        let handled = async {
+            state.before_command(&request).await?;
+            (spec.handler)(state, ctx, request).await
+        };
+        match AssertUnwindSafe(handled).catch_unwind().await {
+            Ok(result) => result,
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                tracing::error!(command = %name, panic = %what, "command handler panicked");
+                Err(MongoError::internal(format!("command {name} failed unexpectedly: {what}")))
+            }
+        }
+    }
+}
+
+impl<S: NodeState> Service for Dispatcher<S> {
+    fn node(&self) -> &Node {
+        self.state.node()
+    }
+
+    fn execute<'a>(&'a self, ctx: &'a RequestContext, request: CommandRequest) -> BoxFuture<'a, RawDocumentBuf> {
+        Box::pin(async move {
+            match self.run(ctx, request).await {
+                Ok(reply) => ok_reply(reply),
+                Err(e) => RawDocumentBuf::from_document(&e.to_reply()).unwrap_or_default(),
+            }
+        })
+    }
+}
+
+/// Adds `ok: 1` unless the reply (e.g. one passed through from another node) has `ok` already.
+pub fn ok_reply(mut reply: RawDocumentBuf) -> RawDocumentBuf {
+    if !matches!(reply.get("ok"), Ok(Some(_))) {
+        reply.append("ok", 1.0);
+    }
+    reply
+}

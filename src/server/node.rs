@@ -1,0 +1,79 @@
+//! What every process role shares: its role, start time, counters, parameters, startup options
+//! and recent log lines.
+
+use super::logbuf::LogBuffer;
+use super::params::Parameters;
+use super::stats::Stats;
+use bson::Document;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+/// The three kinds of process in a cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Router,
+    ConfigServer,
+    Shard,
+}
+
+impl Role {
+    /// The `process` name `serverStatus` reports.
+    pub fn process_name(self) -> &'static str {
+        match self {
+            Role::Router => "mongos",
+            Role::ConfigServer | Role::Shard => "mongod",
+        }
+    }
+}
+
+/// The command line a process was started with, for `getCmdLineOpts`.
+#[derive(Clone, Debug, Default)]
+pub struct CmdLine {
+    pub argv: Vec<String>,
+    pub parsed: Document,
+}
+
+/// Per-role state common to all roles.
+#[derive(Debug)]
+pub struct Node {
+    pub role: Role,
+    pub started: Instant,
+    pub started_at: bson::DateTime,
+    pub stats: Stats,
+    pub params: Parameters,
+    pub cmdline: CmdLine,
+    pub log: Arc<LogBuffer>,
+    host: RwLock<String>,
+}
+
+static NEXT_CONNECTION_ID: AtomicI64 = AtomicI64::new(1);
+
+impl Node {
+    pub fn new(role: Role, cmdline: CmdLine, params: Parameters, log: Arc<LogBuffer>) -> Self {
+        Node {
+            role,
+            started: Instant::now(),
+            started_at: bson::DateTime::now(),
+            stats: Stats::default(),
+            params,
+            cmdline,
+            log,
+            host: RwLock::new(String::new()),
+        }
+    }
+
+    /// The `host:port` this node is reachable at (empty when it only serves in-process calls).
+    pub fn host(&self) -> String {
+        self.host.read().expect("poisoned").clone()
+    }
+
+    pub fn set_host(&self, host: impl Into<String>) {
+        *self.host.write().expect("poisoned") = host.into();
+    }
+
+    /// A process-wide connection id, as `hello.connectionId` reports.
+    pub fn next_connection_id() -> i64 {
+        NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed)
+    }
+}

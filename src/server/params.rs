@@ -1,0 +1,117 @@
+//! Server parameters (`getParameter`/`setParameter`): the ones this server has and honours.
+
+use crate::error::{ErrorCode, MongoError, Result};
+use bson::{Bson, Document, doc};
+use std::collections::BTreeMap;
+use std::sync::RwLock;
+
+#[derive(Clone, Debug)]
+struct Param {
+    value: Bson,
+    runtime: bool,
+}
+
+/// The parameter registry of one process role.
+#[derive(Debug)]
+pub struct Parameters {
+    params: RwLock<BTreeMap<&'static str, Param>>,
+}
+
+/// `cursorTimeoutMillis` default: idle cursors die after 10 minutes.
+pub const DEFAULT_CURSOR_TIMEOUT_MS: i64 = 600_000;
+
+impl Parameters {
+    pub fn new(enable_test_commands: bool) -> Self {
+        let mut params = BTreeMap::new();
+        let mut add = |name, value: Bson, runtime| {
+            params.insert(name, Param { value, runtime });
+        };
+        add("featureCompatibilityVersion", Bson::Document(doc! {"version": "8.0"}), false);
+        add("cursorTimeoutMillis", Bson::Int64(DEFAULT_CURSOR_TIMEOUT_MS), true);
+        add("enableTestCommands", Bson::Boolean(enable_test_commands), false);
+        add("logicalSessionTimeoutMinutes", Bson::Int32(30), false);
+        add("maxBSONDepth", Bson::Int32(200), false);
+        add("internalQueryMaxBlockingSortMemoryUsageBytes", Bson::Int64(100 * 1024 * 1024), true);
+        Parameters { params: RwLock::new(params) }
+    }
+
+    pub fn get(&self, name: &str) -> Option<Bson> {
+        self.params.read().expect("poisoned").get(name).map(|p| p.value.clone())
+    }
+
+    pub fn get_i64(&self, name: &str) -> Option<i64> {
+        match self.get(name)? {
+            Bson::Int64(v) => Some(v),
+            Bson::Int32(v) => Some(i64::from(v)),
+            _ => None,
+        }
+    }
+
+    pub fn get_bool(&self, name: &str) -> bool {
+        matches!(self.get(name), Some(Bson::Boolean(true)))
+    }
+
+    /// `getParameter: '*'`: every parameter with its value.
+    pub fn all(&self, details: bool) -> Document {
+        let params = self.params.read().expect("poisoned");
+        params.iter().map(|(k, p)| (k.to_string(), Self::render(p, details))).collect()
+    }
+
+    /// A named parameter as `getParameter` shows it.
+    pub fn describe(&self, name: &str, details: bool) -> Option<Bson> {
+        self.params.read().expect("poisoned").get(name).map(|p| Self::render(p, details))
+    }
+
+    fn render(p: &Param, details: bool) -> Bson {
+        if details {
+            Bson::Document(doc! {"value": p.value.clone(), "settableAtRuntime": p.runtime, "settableAtStartup": true})
+        } else {
+            p.value.clone()
+        }
+    }
+
+    /// Sets a runtime-settable parameter, returning the previous value; the new value must
+    /// convert to the parameter's type.
+    pub fn set(&self, name: &str, value: &Bson) -> Result<Bson> {
+        let mut params = self.params.write().expect("poisoned");
+        let param = params.get_mut(name).ok_or_else(|| {
+            MongoError::new(ErrorCode::InvalidOptions, format!("attempted to set unrecognized parameter [{name}], use help:true to see options"))
+        })?;
+        if !param.runtime {
+            return Err(MongoError::bad_value(format!("not allowed to change [{name}] at runtime")));
+        }
+        let converted = match (&param.value, value) {
+            (Bson::Int64(_), v) => as_i64(v).map(Bson::Int64),
+            (Bson::Int32(_), v) => as_i64(v).and_then(|n| i32::try_from(n).ok()).map(Bson::Int32),
+            (Bson::Boolean(_), Bson::Boolean(b)) => Some(Bson::Boolean(*b)),
+            _ => None,
+        };
+        let converted = converted.ok_or_else(|| {
+            MongoError::bad_value(format!("Invalid value for parameter {name}: {value}"))
+        })?;
+        Ok(std::mem::replace(&mut param.value, converted))
+    }
+}
+
+fn as_i64(v: &Bson) -> Option<i64> {
+    match v {
+        Bson::Int32(n) => Some(i64::from(*n)),
+        Bson::Int64(n) => Some(*n),
+        Bson::Double(f) if f.fract() == 0.0 => Some(*f as i64),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtime_parameters_convert_and_others_refuse() {
+        let p = Parameters::new(false);
+        assert_eq!(p.set("cursorTimeoutMillis", &Bson::Int32(5)).unwrap(), Bson::Int64(600_000));
+        assert_eq!(p.get_i64("cursorTimeoutMillis"), Some(5));
+        assert!(p.set("enableTestCommands", &Bson::Boolean(true)).is_err());
+        assert_eq!(p.set("nope", &Bson::Int32(1)).unwrap_err().code(), ErrorCode::InvalidOptions);
+    }
+}

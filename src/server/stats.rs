@@ -1,0 +1,78 @@
+//! Counters behind `serverStatus`: connections, network traffic, opcounters.
+
+use bson::{Document, doc};
+use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
+
+/// Process-wide counters, updated with relaxed atomics on the request path.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub connections_current: AtomicI64,
+    pub connections_total: AtomicI64,
+    pub connections_active: AtomicI64,
+    pub bytes_in: AtomicI64,
+    pub bytes_out: AtomicI64,
+    pub requests: AtomicI64,
+    pub op_insert: AtomicI64,
+    pub op_query: AtomicI64,
+    pub op_update: AtomicI64,
+    pub op_delete: AtomicI64,
+    pub op_getmore: AtomicI64,
+    pub op_command: AtomicI64,
+}
+
+/// Which opcounter a command feeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpCounter {
+    Command,
+    Query,
+    GetMore,
+    /// insert/update/delete count one per statement, inside the handler.
+    PerStatement,
+}
+
+impl Stats {
+    pub fn count(&self, counter: OpCounter) {
+        match counter {
+            OpCounter::Command => self.op_command.fetch_add(1, Relaxed),
+            OpCounter::Query => self.op_query.fetch_add(1, Relaxed),
+            OpCounter::GetMore => self.op_getmore.fetch_add(1, Relaxed),
+            OpCounter::PerStatement => 0,
+        };
+    }
+
+    pub fn add(counter: &AtomicI64, n: i64) {
+        counter.fetch_add(n, Relaxed);
+    }
+
+    pub fn connections(&self) -> Document {
+        let current = self.connections_current.load(Relaxed);
+        doc! {
+            "current": current as i32,
+            "available": (MAX_CONNECTIONS - current).max(0) as i32,
+            "totalCreated": self.connections_total.load(Relaxed) as i32,
+            "active": self.connections_active.load(Relaxed) as i32,
+        }
+    }
+
+    pub fn network(&self) -> Document {
+        doc! {
+            "bytesIn": self.bytes_in.load(Relaxed),
+            "bytesOut": self.bytes_out.load(Relaxed),
+            "numRequests": self.requests.load(Relaxed),
+        }
+    }
+
+    pub fn opcounters(&self) -> Document {
+        doc! {
+            "insert": self.op_insert.load(Relaxed),
+            "query": self.op_query.load(Relaxed),
+            "update": self.op_update.load(Relaxed),
+            "delete": self.op_delete.load(Relaxed),
+            "getmore": self.op_getmore.load(Relaxed),
+            "command": self.op_command.load(Relaxed),
+        }
+    }
+}
+
+/// The connection limit reported as `available` (MongoDB's default `maxIncomingConnections`).
+pub const MAX_CONNECTIONS: i64 = 838_860;

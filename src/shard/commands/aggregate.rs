@@ -1,0 +1,89 @@
+//! `aggregate` on one node: the pipeline runs over the collection's documents (narrowed by a
+//! leading `$match`) and its output is returned through a cursor.
+
+use super::super::DataNode;
+use super::super::aggregate::Pipeline;
+use super::super::cursors::{Cursor, CursorBody};
+use super::super::exec::Position;
+use super::super::query::filter::Filter;
+use super::find::{DEFAULT_FIRST_BATCH, cursor_reply};
+use crate::command::CommandRequest;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::RequestContext;
+use bson::{Bson, Document, RawBsonRef, RawDocumentBuf};
+use std::collections::VecDeque;
+
+struct AggregateCommand {
+    /// `None` for `aggregate: 1` (collection-less pipelines).
+    collection: Option<String>,
+    pipeline: Vec<Document>,
+    batch_size: Option<u64>,
+}
+
+impl AggregateCommand {
+    fn parse(req: &CommandRequest) -> Result<Self> {
+        let args = req.args();
+        let collection = match args.target()? {
+            RawBsonRef::String(name) => Some(name.to_string()),
+            RawBsonRef::Int32(1) | RawBsonRef::Int64(1) | RawBsonRef::Double(1.0) => None,
+            _ => {
+                return Err(MongoError::failed_to_parse(
+                    "Invalid {aggregate: ...} value: must be a string or the number 1",
+                ));
+            }
+        };
+        let pipeline = args
+            .array("pipeline")?
+            .ok_or_else(|| MongoError::new(ErrorCode::Location(40414), "BSON field 'aggregate.pipeline' is missing but a required field"))?
+            .into_iter()
+            .map(|stage| match stage {
+                Bson::Document(d) => Ok(d),
+                _ => Err(MongoError::type_mismatch("Each element of the 'pipeline' array must be an object")),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let cursor = args.document("cursor")?;
+        if cursor.is_none() && args.bool("explain")? != Some(true) {
+            return Err(MongoError::failed_to_parse(
+                "The 'cursor' option is required, except for aggregate with the explain argument",
+            ));
+        }
+        let batch_size = match cursor.as_ref().and_then(|c| c.get("batchSize")) {
+            Some(Bson::Int32(n)) if *n >= 0 => Some(*n as u64),
+            Some(Bson::Int64(n)) if *n >= 0 => Some(*n as u64),
+            Some(Bson::Double(n)) if *n >= 0.0 => Some(*n as u64),
+            Some(_) => return Err(MongoError::bad_value("cursor.batchSize must be a non-negative number")),
+            None => None,
+        };
+        Ok(AggregateCommand { collection, pipeline, batch_size })
+    }
+}
+
+pub(super) async fn run<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let cmd = AggregateCommand::parse(&req)?;
+    let pipeline = Pipeline::parse(&cmd.pipeline)?;
+    let ns = match &cmd.collection {
+        Some(name) => {
+            crate::catalog::validate_collection_name(&req.db, name)?;
+            format!("{}.{name}", req.db)
+        }
+        None => format!("{}.$cmd.aggregate", req.db),
+    };
+    let mut input = Vec::new();
+    if let Some(name) = &cmd.collection {
+        if let Some((db, coll)) = state.storage().database(&req.db).await.and_then(|db| db.collection(name).map(|c| (db, c))) {
+            let all = Filter::match_all();
+            let filter = pipeline.leading_match().unwrap_or(&all);
+            let mut read = db.read().await?;
+            let mut position = Position::start(filter);
+            while !position.done {
+                input.extend(position.next_matches(&mut read, &coll, filter).await?.into_iter().map(|c| c.doc));
+            }
+        }
+    }
+    let output = pipeline.run(input)?;
+    let mut docs = output.iter().map(RawDocumentBuf::from_document).collect::<Result<VecDeque<_>, _>>()?;
+    let first = cmd.batch_size.map(|b| b as usize).unwrap_or(DEFAULT_FIRST_BATCH);
+    let batch: Vec<RawDocumentBuf> = docs.drain(..first.min(docs.len())).collect();
+    let id = if docs.is_empty() { 0 } else { state.cursors().register(Cursor::new(ns.clone(), CursorBody::Buffered(docs), false)) };
+    Ok(cursor_reply(&ns, batch, id, true))
+}

@@ -1,0 +1,112 @@
+//! `count` and `distinct`.
+
+use super::super::DataNode;
+use super::super::exec::Position;
+use super::super::query::filter::Filter;
+use crate::command::CommandRequest;
+use crate::document::keystring;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::RequestContext;
+use bson::{Bson, Document, RawDocumentBuf, doc};
+use std::collections::HashSet;
+
+pub(super) async fn count<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let collection = args.collection()?;
+    crate::catalog::validate_collection_name(&req.db, collection)?;
+    let query = args.document("query")?.unwrap_or_default();
+    let skip = args.non_negative("skip")?.unwrap_or(0) as u64;
+    // A negative limit counts like its absolute value, as in MongoDB.
+    let limit = args.i64("limit")?.map(|l| l.unsigned_abs()).filter(|l| *l > 0);
+    let filter = Filter::parse(&query)?;
+    let n = match state.storage().database(&req.db).await.and_then(|db| db.collection(collection).map(|c| (db, c))) {
+        None => 0,
+        Some((db, coll)) if filter.is_empty() => db.stats(&coll).count.max(0) as u64,
+        Some((db, coll)) => {
+            let mut read = db.read().await?;
+            let mut position = Position::start(&filter);
+            let mut n = 0u64;
+            while !position.done {
+                n += position.next_matches(&mut read, &coll, &filter).await?.len() as u64;
+            }
+            n
+        }
+    };
+    let n = n.saturating_sub(skip);
+    let n = limit.map_or(n, |l| n.min(l));
+    Ok(RawDocumentBuf::from_document(&doc! {"n": i32::try_from(n).map(Bson::Int32).unwrap_or(Bson::Int64(n as i64))})?)
+}
+
+/// The values `distinct` sees at `path`: array values contribute their elements, and arrays on
+/// the way are traversed element by element.
+pub(crate) fn values_at_path(value: &Bson, path: &[&str], out: &mut Vec<Bson>) {
+    match (value, path.split_first()) {
+        (Bson::Array(items), _) => {
+            for item in items {
+                match (item, path.is_empty()) {
+                    (_, true) => out.push(item.clone()),
+                    (Bson::Document(_), false) => values_at_path(item, path, out),
+                    _ => {}
+                }
+            }
+        }
+        (_, None) => out.push(value.clone()),
+        (Bson::Document(d), Some((first, rest))) => {
+            if let Some(v) = d.get(*first) {
+                values_at_path(v, rest, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+pub(super) async fn distinct<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let collection = args.collection()?;
+    crate::catalog::validate_collection_name(&req.db, collection)?;
+    let key = args.str("key")?.ok_or_else(|| {
+        MongoError::new(ErrorCode::Location(40414), "BSON field 'distinct.key' is missing but a required field")
+    })?;
+    if key.is_empty() || key.split('.').any(str::is_empty) {
+        return Err(MongoError::bad_value(format!("FieldPath field names may not be empty strings. key: {key}")));
+    }
+    let query = args.document("query")?.unwrap_or_default();
+    let filter = Filter::parse(&query)?;
+    let path: Vec<&str> = key.split('.').collect();
+    let mut seen = HashSet::new();
+    let mut values = Vec::new();
+    if let Some((db, coll)) = state.storage().database(&req.db).await.and_then(|db| db.collection(collection).map(|c| (db, c))) {
+        let mut read = db.read().await?;
+        let mut position = Position::start(&filter);
+        let mut found = Vec::new();
+        while !position.done {
+            for candidate in position.next_matches(&mut read, &coll, &filter).await? {
+                found.clear();
+                values_at_path(&Bson::Document(candidate.doc), &path, &mut found);
+                for value in found.drain(..) {
+                    if seen.insert(keystring::encode_one(&value)) {
+                        values.push(value);
+                    }
+                }
+            }
+        }
+    }
+    let reply: Document = doc! {"values": values};
+    Ok(RawDocumentBuf::from_document(&reply)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distinct_flattens_arrays_along_the_path() {
+        let doc = Bson::Document(doc! {"a": [{"b": 1}, {"b": [2, 3]}, {"c": 4}], "x": [5, [6]]});
+        let mut out = Vec::new();
+        values_at_path(&doc, &["a", "b"], &mut out);
+        assert_eq!(out, vec![Bson::Int32(1), Bson::Int32(2), Bson::Int32(3)]);
+        out.clear();
+        values_at_path(&doc, &["x"], &mut out);
+        assert_eq!(out, vec![Bson::Int32(5), Bson::Array(vec![Bson::Int32(6)])]);
+    }
+}

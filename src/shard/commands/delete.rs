@@ -1,0 +1,83 @@
+//! `delete`: per statement, remove the first matching document (`limit: 1`) or all (`limit: 0`).
+
+use super::super::DataNode;
+use super::super::exec::Position;
+use super::super::query::filter::Filter;
+use super::write::{acknowledge, count_value, finish_reply, target};
+use crate::command::{Args, CommandRequest, WriteConcern};
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::{RequestContext, stats::Stats};
+use crate::wire::MAX_WRITE_BATCH_SIZE;
+use bson::{RawDocument, RawDocumentBuf, rawdoc};
+
+struct DeleteStatement {
+    filter: Filter,
+    limit_one: bool,
+}
+
+impl DeleteStatement {
+    fn parse(raw: &RawDocument) -> Result<Self> {
+        let args = Args::new("delete.deletes", raw);
+        let query = args.document("q")?.ok_or_else(|| {
+            MongoError::new(ErrorCode::Location(40414), "BSON field 'delete.deletes.q' is missing but a required field")
+        })?;
+        let limit = args.i64("limit")?.ok_or_else(|| {
+            MongoError::new(ErrorCode::Location(40414), "BSON field 'delete.deletes.limit' is missing but a required field")
+        })?;
+        if limit != 0 && limit != 1 {
+            return Err(MongoError::failed_to_parse(format!("The limit field in delete objects must be 0 or 1. Got {limit}")));
+        }
+        Ok(DeleteStatement { filter: Filter::parse(&query)?, limit_one: limit == 1 })
+    }
+}
+
+pub(super) async fn run<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let ordered = args.bool("ordered")?.unwrap_or(true);
+    let wc = WriteConcern::parse(&args)?;
+    let raw_statements = req.document_array("deletes")?;
+    if raw_statements.is_empty() || raw_statements.len() > MAX_WRITE_BATCH_SIZE {
+        return Err(MongoError::new(
+            ErrorCode::InvalidLength,
+            format!("Write batch sizes must be between 1 and 100000. Got {} operations.", raw_statements.len()),
+        ));
+    }
+    // Deleting from a collection that does not exist deletes nothing and creates nothing.
+    let Some((db, coll)) = target(state, &req, false).await? else {
+        return finish_reply(rawdoc! {"n": 0}, Vec::new(), &wc);
+    };
+    let mut txn = db.write().await?;
+    let mut n = 0u64;
+    let mut errors = Vec::new();
+    for (i, raw) in raw_statements.iter().enumerate() {
+        Stats::add(&state.node().stats.op_delete, 1);
+        let outcome: Result<u64> = async {
+            let stmt = DeleteStatement::parse(raw)?;
+            let mut position = Position::start(&stmt.filter);
+            let mut deleted = 0;
+            'scan: while !position.done {
+                for candidate in position.next_matches(&mut txn, &coll, &stmt.filter).await? {
+                    txn.delete(&coll, candidate.rid, &candidate.raw).await?;
+                    deleted += 1;
+                    if stmt.limit_one {
+                        break 'scan;
+                    }
+                }
+            }
+            Ok(deleted)
+        }
+        .await;
+        match outcome {
+            Ok(deleted) => n += deleted,
+            Err(e) => {
+                errors.push((i, e));
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    let seq = txn.commit().await?;
+    acknowledge(&db, &wc, seq).await?;
+    finish_reply(rawdoc! {"n": count_value(n)}, errors, &wc)
+}

@@ -1,0 +1,211 @@
+//! `find`, `getMore` and `killCursors`: queries answered in batches through cursors.
+
+use super::super::DataNode;
+use super::super::cursors::{Cursor, CursorBody};
+use super::super::exec::{MAX_BATCH_BYTES, Position, ScanState};
+use super::super::query::filter::Filter;
+use super::super::query::projection::Projection;
+use super::super::query::sort::SortSpec;
+use crate::command::CommandRequest;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::RequestContext;
+use bson::{Bson, Document, RawArrayBuf, RawBsonRef, RawDocumentBuf, rawdoc};
+use std::collections::VecDeque;
+
+/// Documents in a first batch when the client sets no `batchSize`.
+pub const DEFAULT_FIRST_BATCH: usize = 101;
+
+/// `{cursor: {firstBatch|nextBatch: [...], id, ns}}`.
+pub fn cursor_reply(ns: &str, docs: Vec<RawDocumentBuf>, id: i64, first: bool) -> RawDocumentBuf {
+    let mut batch = RawArrayBuf::new();
+    for doc in docs {
+        batch.push(doc);
+    }
+    let mut cursor = RawDocumentBuf::new();
+    cursor.append(if first { "firstBatch" } else { "nextBatch" }, batch);
+    cursor.append("id", id);
+    cursor.append("ns", ns);
+    rawdoc! {"cursor": cursor}
+}
+
+struct FindCommand {
+    collection: String,
+    filter: Document,
+    projection: Option<Document>,
+    sort: Option<Document>,
+    skip: u64,
+    limit: Option<u64>,
+    batch_size: Option<u64>,
+    single_batch: bool,
+    no_cursor_timeout: bool,
+}
+
+impl FindCommand {
+    fn parse(req: &CommandRequest) -> Result<Self> {
+        let args = req.args();
+        let limit = match args.i64("limit")? {
+            Some(l) if l < 0 => {
+                return Err(MongoError::bad_value(format!("LimitValue must be non-negative, but received: {l}")));
+            }
+            Some(0) | None => None,
+            Some(l) => Some(l as u64),
+        };
+        if args.bool("tailable")? == Some(true) {
+            return Err(MongoError::bad_value("tailable cursor requested on non capped collection"));
+        }
+        if let Some(collation) = args.document("collation")? {
+            if collation.get_str("locale").map(|l| l != "simple").unwrap_or(false) {
+                return Err(MongoError::new(ErrorCode::NotImplemented, "only the simple collation is supported"));
+            }
+        }
+        Ok(FindCommand {
+            collection: args.collection()?.to_string(),
+            filter: args.document("filter")?.unwrap_or_default(),
+            projection: args.document("projection")?.filter(|p| !p.is_empty()),
+            sort: args.document("sort")?.filter(|s| !s.is_empty()),
+            skip: args.non_negative("skip")?.unwrap_or(0) as u64,
+            limit,
+            batch_size: args.non_negative("batchSize")?.map(|b| b as u64),
+            single_batch: args.bool("singleBatch")?.unwrap_or(false),
+            no_cursor_timeout: args.bool("noCursorTimeout")?.unwrap_or(false),
+        })
+    }
+}
+
+pub(super) async fn find<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let cmd = FindCommand::parse(&req)?;
+    let ns = format!("{}.{}", req.db, cmd.collection);
+    crate::catalog::validate_collection_name(&req.db, &cmd.collection)?;
+    let filter = Filter::parse(&cmd.filter)?;
+    let projection = cmd.projection.as_ref().map(Projection::parse).transpose()?;
+    let sort = cmd.sort.as_ref().map(SortSpec::parse).transpose()?;
+    let Some(db) = state.storage().database(&req.db).await else { return Ok(cursor_reply(&ns, vec![], 0, true)) };
+    let Some(coll) = db.collection(&cmd.collection) else { return Ok(cursor_reply(&ns, vec![], 0, true)) };
+    let first_batch = cmd.batch_size.map(|b| b as usize).unwrap_or(DEFAULT_FIRST_BATCH);
+    let mut body = match sort {
+        Some(sort) => {
+            let mut position = Position::start(&filter);
+            let mut read = db.read().await?;
+            let mut docs = Vec::new();
+            while !position.done {
+                docs.extend(position.next_matches(&mut read, &coll, &filter).await?.into_iter().map(|c| c.doc));
+            }
+            drop(read);
+            docs.sort_by(|a, b| sort.compare(a, b));
+            let end = cmd.limit.map(|l| (cmd.skip + l) as usize).unwrap_or(usize::MAX);
+            let mut out = VecDeque::new();
+            for doc in docs.into_iter().take(end).skip(cmd.skip as usize) {
+                let doc = match &projection {
+                    Some(p) => p.apply(&doc),
+                    None => doc,
+                };
+                out.push_back(RawDocumentBuf::from_document(&doc)?);
+            }
+            CursorBody::Buffered(out)
+        }
+        None => CursorBody::Scan(Box::new(ScanState {
+            db: db.clone(),
+            coll: coll.clone(),
+            position: Position::start(&filter),
+            filter,
+            projection,
+            skip: cmd.skip,
+            remaining: cmd.limit,
+            pending: VecDeque::new(),
+        })),
+    };
+    let (batch, exhausted) = next_batch(&mut body, first_batch).await?;
+    let id = if exhausted || cmd.single_batch {
+        0
+    } else {
+        state.cursors().register(Cursor::new(ns.clone(), body, cmd.no_cursor_timeout))
+    };
+    Ok(cursor_reply(&ns, batch, id, true))
+}
+
+/// The next batch of a cursor and whether the cursor has nothing more.
+async fn next_batch(body: &mut CursorBody, max_docs: usize) -> Result<(Vec<RawDocumentBuf>, bool)> {
+    match body {
+        CursorBody::Buffered(docs) => {
+            let mut batch = Vec::new();
+            let mut bytes = 0;
+            while let Some(doc) = docs.front() {
+                if batch.len() >= max_docs || (bytes + doc.as_bytes().len() > MAX_BATCH_BYTES && !batch.is_empty()) {
+                    break;
+                }
+                bytes += doc.as_bytes().len();
+                batch.push(docs.pop_front().expect("checked non-empty"));
+            }
+            Ok((batch, docs.is_empty()))
+        }
+        CursorBody::Scan(scan) => {
+            let batch = scan.next_batch(max_docs).await?;
+            Ok((batch, scan.exhausted()))
+        }
+    }
+}
+
+pub(super) async fn get_more<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let id = match args.target()? {
+        RawBsonRef::Int64(id) => id,
+        other => {
+            return Err(MongoError::type_mismatch(format!(
+                "BSON field 'getMore.getMore' is the wrong type '{}', expected type 'long'",
+                crate::command::bson_type_name(other.element_type())
+            )));
+        }
+    };
+    let collection = args.str("collection")?.ok_or_else(|| {
+        MongoError::new(ErrorCode::Location(40414), "BSON field 'getMore.collection' is missing but a required field")
+    })?;
+    let batch_size = args.non_negative("batchSize")?.filter(|b| *b > 0).map(|b| b as usize).unwrap_or(usize::MAX);
+    let ns = format!("{}.{collection}", req.db);
+    let Some(mut cursor) = state.cursors().take(id) else {
+        return Err(MongoError::new(ErrorCode::CursorNotFound, format!("cursor id {id} not found")));
+    };
+    if cursor.ns != ns {
+        let owner = cursor.ns.clone();
+        state.cursors().put_back(id, cursor);
+        return Err(MongoError::new(
+            ErrorCode::Unauthorized,
+            format!("Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {owner}"),
+        ));
+    }
+    let (batch, exhausted) = next_batch(&mut cursor.body, batch_size).await?;
+    let reply_id = if exhausted {
+        0
+    } else {
+        state.cursors().put_back(id, cursor);
+        id
+    };
+    Ok(cursor_reply(&ns, batch, reply_id, false))
+}
+
+pub(super) async fn kill_cursors<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let collection = args.collection()?;
+    let ns = format!("{}.{collection}", req.db);
+    let ids = args.array("cursors")?.ok_or_else(|| {
+        MongoError::new(ErrorCode::Location(40414), "BSON field 'killCursors.cursors' is missing but a required field")
+    })?;
+    let (mut killed, mut not_found) = (Vec::new(), Vec::new());
+    for id in ids {
+        let Bson::Int64(id) = id else {
+            return Err(MongoError::type_mismatch("BSON field 'killCursors.cursors' is the wrong type, expected type 'long'"));
+        };
+        match state.cursors().namespace(id) {
+            Some(owner) if owner == ns => {
+                state.cursors().kill(id);
+                killed.push(id);
+            }
+            _ => not_found.push(id),
+        }
+    }
+    Ok(RawDocumentBuf::from_document(&bson::doc! {
+        "cursorsKilled": killed,
+        "cursorsNotFound": not_found,
+        "cursorsAlive": Bson::Array(vec![]),
+        "cursorsUnknown": Bson::Array(vec![]),
+    })?)
+}

@@ -1,0 +1,139 @@
+//! `findAndModify`: find one document (first in `sort` order), then update, replace or remove
+//! it (or upsert), returning the document before or after.
+
+use super::super::DataNode;
+use super::super::exec::{Candidate, Position};
+use super::super::query::filter::Filter;
+use super::super::query::projection::Projection;
+use super::super::query::sort::SortSpec;
+use super::super::query::update::UpdateSpec;
+use super::update::{update_candidate, upsert};
+use super::write::{acknowledge, target};
+use crate::command::{CommandRequest, WriteConcern};
+use crate::error::{MongoError, Result};
+use crate::server::{RequestContext, stats::Stats};
+use bson::{Bson, Document, RawDocumentBuf, doc};
+
+struct FindAndModifyCommand {
+    query: Document,
+    sort: Option<SortSpec>,
+    remove: bool,
+    update: Option<UpdateSpec>,
+    return_new: bool,
+    fields: Option<Projection>,
+    upsert: bool,
+    write_concern: WriteConcern,
+}
+
+impl FindAndModifyCommand {
+    fn parse(req: &CommandRequest) -> Result<Self> {
+        let args = req.args();
+        let remove = args.bool("remove")?.unwrap_or(false);
+        let return_new = args.bool("new")?.unwrap_or(false);
+        let upsert = args.bool("upsert")?.unwrap_or(false);
+        let array_filters: Option<Vec<Document>> = args
+            .array("arrayFilters")?
+            .map(|items| items.into_iter().map(|f| f.as_document().cloned().ok_or_else(|| MongoError::type_mismatch("arrayFilters entries must be objects"))).collect())
+            .transpose()?;
+        let update = match args.get("update")? {
+            Some(u) => Some(UpdateSpec::parse(&Bson::try_from(u.to_raw_bson())?, array_filters.as_deref())?),
+            None => None,
+        };
+        match (remove, &update) {
+            (true, Some(_)) => return Err(MongoError::failed_to_parse("Cannot specify both an update and remove=true")),
+            (false, None) => return Err(MongoError::failed_to_parse("Either an update or remove=true must be specified")),
+            _ => {}
+        }
+        if remove && return_new {
+            return Err(MongoError::failed_to_parse(
+                "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document",
+            ));
+        }
+        if remove && upsert {
+            return Err(MongoError::failed_to_parse("Cannot specify both upsert=true and remove=true"));
+        }
+        Ok(FindAndModifyCommand {
+            query: args.document("query")?.unwrap_or_default(),
+            sort: args.document("sort")?.filter(|s| !s.is_empty()).as_ref().map(SortSpec::parse).transpose()?,
+            remove,
+            update,
+            return_new,
+            fields: args.document("fields")?.filter(|f| !f.is_empty()).as_ref().map(Projection::parse).transpose()?,
+            upsert,
+            write_concern: WriteConcern::parse(&args)?,
+        })
+    }
+}
+
+pub(super) async fn run<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let cmd = FindAndModifyCommand::parse(&req)?;
+    let filter = Filter::parse(&cmd.query)?;
+    let project = |doc: Document| -> Bson {
+        Bson::Document(match &cmd.fields {
+            Some(p) => p.apply(&doc),
+            None => doc,
+        })
+    };
+    let Some((db, coll)) = target(state, &req, cmd.upsert).await? else {
+        let last_error = if cmd.remove { doc! {"n": 0} } else { doc! {"n": 0, "updatedExisting": false} };
+        return Ok(RawDocumentBuf::from_document(&doc! {"lastErrorObject": last_error, "value": Bson::Null})?);
+    };
+    if cmd.remove {
+        Stats::add(&state.node().stats.op_delete, 1);
+    } else {
+        Stats::add(&state.node().stats.op_update, 1);
+    }
+    let mut txn = db.write().await?;
+    let found = first_match(&mut txn, &coll, &filter, cmd.sort.as_ref()).await?;
+    let (last_error, value) = match (found, &cmd.update) {
+        (Some(candidate), None) => {
+            txn.delete(&coll, candidate.rid, &candidate.raw).await?;
+            (doc! {"n": 1}, project(candidate.doc))
+        }
+        (None, None) => (doc! {"n": 0}, Bson::Null),
+        (Some(candidate), Some(update)) => {
+            let updated = update_candidate(&mut txn, &coll, &candidate, update, &filter).await?;
+            let value = if cmd.return_new { updated.unwrap_or_else(|| candidate.doc.clone()) } else { candidate.doc.clone() };
+            (doc! {"n": 1, "updatedExisting": true}, project(value))
+        }
+        (None, Some(update)) if cmd.upsert => {
+            let inserted = upsert(&mut txn, &coll, &cmd.query, update).await?;
+            let id = inserted.get("_id").cloned().unwrap_or(Bson::Null);
+            let value = if cmd.return_new { project(inserted) } else { Bson::Null };
+            (doc! {"n": 1, "updatedExisting": false, "upserted": id}, value)
+        }
+        (None, Some(_)) => (doc! {"n": 0, "updatedExisting": false}, Bson::Null),
+    };
+    let seq = txn.commit().await?;
+    acknowledge(&db, &cmd.write_concern, seq).await?;
+    let mut reply = doc! {"lastErrorObject": last_error, "value": value};
+    if let Some(wce) = cmd.write_concern.error() {
+        reply.insert("writeConcernError", wce);
+    }
+    Ok(RawDocumentBuf::from_document(&reply)?)
+}
+
+/// The first matching document, in `sort` order when given.
+async fn first_match(
+    txn: &mut super::super::storage::WriteTxn<'_>,
+    coll: &super::super::storage::CollectionMeta,
+    filter: &Filter,
+    sort: Option<&SortSpec>,
+) -> Result<Option<Candidate>> {
+    let mut position = Position::start(filter);
+    let mut best: Option<Candidate> = None;
+    while !position.done {
+        for candidate in position.next_matches(txn, coll, filter).await? {
+            match sort {
+                None => return Ok(Some(candidate)),
+                Some(sort) => {
+                    let better = best.as_ref().is_none_or(|b| sort.compare(&candidate.doc, &b.doc) == std::cmp::Ordering::Less);
+                    if better {
+                        best = Some(candidate);
+                    }
+                }
+            }
+        }
+    }
+    Ok(best)
+}

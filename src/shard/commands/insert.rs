@@ -1,0 +1,140 @@
+//! `insert`: documents get an `_id` (first) when missing, then go to storage in multi-row
+//! batches; ordered inserts stop at the first error, unordered ones report every error.
+
+use super::super::DataNode;
+use super::write::{acknowledge, count_value, finish_reply, target};
+use crate::command::{CommandRequest, WriteConcern};
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::{RequestContext, stats::Stats};
+use crate::wire::{MAX_BSON_OBJECT_SIZE, MAX_WRITE_BATCH_SIZE};
+use bson::{RawBsonRef, RawDocument, RawDocumentBuf, oid::ObjectId, rawdoc};
+
+struct InsertCommand<'a> {
+    documents: Vec<&'a RawDocument>,
+    ordered: bool,
+    write_concern: WriteConcern,
+}
+
+impl<'a> InsertCommand<'a> {
+    fn parse(req: &'a CommandRequest) -> Result<Self> {
+        let args = req.args();
+        let documents = req.document_array("documents")?;
+        if documents.is_empty() {
+            return Err(MongoError::new(ErrorCode::InvalidLength, "Write batch sizes must be between 1 and 100000. Got 0 operations."));
+        }
+        if documents.len() > MAX_WRITE_BATCH_SIZE {
+            return Err(MongoError::new(
+                ErrorCode::InvalidLength,
+                format!("Write batch sizes must be between 1 and 100000. Got {} operations.", documents.len()),
+            ));
+        }
+        Ok(InsertCommand {
+            documents,
+            ordered: args.bool("ordered")?.unwrap_or(true),
+            write_concern: WriteConcern::parse(&args)?,
+        })
+    }
+}
+
+/// The document as stored: `_id` first (generated when missing), within the size limit.
+pub(super) fn prepare_document(doc: &RawDocument) -> Result<RawDocumentBuf> {
+    if doc.as_bytes().len() > MAX_BSON_OBJECT_SIZE {
+        return Err(MongoError::new(
+            ErrorCode::BSONObjectTooLarge,
+            format!("object to insert too large. size in bytes: {}, max size: {MAX_BSON_OBJECT_SIZE}", doc.as_bytes().len()),
+        ));
+    }
+    let mut first = true;
+    let mut id_first = false;
+    let mut id = None;
+    for element in doc.iter() {
+        let (key, value) = element?;
+        if key == "_id" {
+            id_first = first;
+            id = Some(value);
+        }
+        first = false;
+    }
+    if let Some(id) = id {
+        check_id(id)?;
+        if id_first {
+            return Ok(doc.to_raw_document_buf());
+        }
+    }
+    let mut out = match id {
+        Some(id) => {
+            let mut out = RawDocumentBuf::new();
+            out.append_ref("_id", id);
+            out
+        }
+        None => rawdoc! {"_id": ObjectId::new()},
+    };
+    for element in doc.iter() {
+        let (key, value) = element?;
+        if key != "_id" {
+            out.append_ref(key, value);
+        }
+    }
+    Ok(out)
+}
+
+/// `_id` values MongoDB refuses.
+pub(super) fn check_id(id: RawBsonRef<'_>) -> Result<()> {
+    match id {
+        RawBsonRef::Array(_) => Err(MongoError::new(ErrorCode::InvalidIdField, "The '_id' value cannot be of type array")),
+        RawBsonRef::RegularExpression(_) => Err(MongoError::bad_value("can't use a regex for _id")),
+        RawBsonRef::Undefined => Err(MongoError::bad_value("can't use a undefined for _id")),
+        _ => Ok(()),
+    }
+}
+
+pub(super) async fn run<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let cmd = InsertCommand::parse(&req)?;
+    let (db, coll) = target(state, &req, true).await?.expect("created on demand");
+    let ns = format!("{}.{}", req.db, coll.name);
+    let mut errors: Vec<(usize, MongoError)> = Vec::new();
+    let mut inserted = 0u64;
+    let mut prepared: Vec<(usize, RawDocumentBuf)> = Vec::with_capacity(cmd.documents.len());
+    for (i, doc) in cmd.documents.iter().enumerate() {
+        match prepare_document(doc) {
+            Ok(doc) => prepared.push((i, doc)),
+            Err(e) => {
+                errors.push((i, e));
+                if cmd.ordered {
+                    break;
+                }
+            }
+        }
+    }
+    let mut txn = db.write().await?;
+    let mut start = 0;
+    while start < prepared.len() {
+        let batch: Vec<&RawDocument> = prepared[start..].iter().map(|(_, d)| d.as_ref()).collect();
+        match txn.insert(&coll, &batch).await {
+            Ok(()) => {
+                inserted += batch.len() as u64;
+                break;
+            }
+            Err((done, e)) => {
+                inserted += done as u64;
+                let failed = start + done;
+                errors.push((prepared[failed].0, e));
+                if cmd.ordered {
+                    // A validation failure later in the batch was never reached.
+                    errors.retain(|(i, _)| *i <= prepared[failed].0);
+                    break;
+                }
+                start = failed + 1;
+            }
+        }
+    }
+    let seq = txn.commit().await?;
+    errors.sort_by_key(|(i, _)| *i);
+    if cmd.ordered {
+        errors.truncate(1);
+    }
+    Stats::add(&state.node().stats.op_insert, cmd.documents.len() as i64);
+    acknowledge(&db, &cmd.write_concern, seq).await?;
+    tracing::trace!(ns = %ns, inserted, "insert");
+    finish_reply(rawdoc! {"n": count_value(inserted)}, errors, &cmd.write_concern)
+}

@@ -1,0 +1,58 @@
+//! Commands the config server sends to shards: joining the cluster and dropping a database's
+//! local data.
+
+use super::super::ShardState;
+use super::super::identity::{self, ShardIdentity};
+use crate::command::CommandRequest;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::{CommandSpec, RequestContext};
+use bson::RawDocumentBuf;
+
+pub(super) fn commands() -> Vec<CommandSpec<ShardState>> {
+    vec![
+        CommandSpec::new("_addShard", |s, c, r| Box::pin(add_shard(s, c, r)))
+            .admin_only()
+            .help("Internal: makes this server a shard of a cluster (sets its shard identity)"),
+        CommandSpec::new("_shardsvrDropDatabaseParticipant", |s, c, r| Box::pin(drop_database_participant(s, c, r)))
+            .help("Internal: drops this shard's data of a database"),
+        CommandSpec::new("_flushDatabaseCacheUpdates", |s, c, r| Box::pin(flush_database(s, c, r)))
+            .admin_only()
+            .help("Internal: forgets the cached version of a database so the next request refreshes it"),
+    ]
+}
+
+async fn add_shard(state: &ShardState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let doc = req
+        .args()
+        .document("shardIdentity")?
+        .ok_or_else(|| MongoError::new(ErrorCode::Location(40414), "BSON field '_addShard.shardIdentity' is missing but a required field"))?;
+    let identity = ShardIdentity::from_document(&doc)?;
+    if let Some(current) = state.identity() {
+        if current.shard_name != identity.shard_name || current.cluster_id != identity.cluster_id {
+            return Err(MongoError::new(
+                ErrorCode::InconsistentShardIdentity,
+                format!(
+                    "this server is already shard '{}' of cluster {}; it cannot become shard '{}' of cluster {}",
+                    current.shard_name, current.cluster_id, identity.shard_name, identity.cluster_id
+                ),
+            ));
+        }
+    }
+    identity::store(state.storage_arc(), &identity).await?;
+    *state.identity.write().expect("poisoned") = Some(identity);
+    Ok(RawDocumentBuf::new())
+}
+
+async fn drop_database_participant(state: &ShardState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    crate::catalog::validate_db_name(&req.db)?;
+    state.storage_arc().drop_database(&req.db).await?;
+    state.cursors.kill_database(&req.db);
+    state.forget_database_version(&req.db);
+    Ok(RawDocumentBuf::new())
+}
+
+async fn flush_database(state: &ShardState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let db = req.args().str("_flushDatabaseCacheUpdates")?.unwrap_or_default().to_string();
+    state.forget_database_version(&db);
+    Ok(RawDocumentBuf::new())
+}

@@ -1,0 +1,172 @@
+//! `update`: per statement, find the matching documents (one, or all with `multi`), apply the
+//! update, and upsert when nothing matched.
+
+use super::super::DataNode;
+use super::super::exec::{Candidate, Position};
+use super::super::query::filter::Filter;
+use super::super::query::update::{UpdateContext, UpdateSpec, upsert_seed};
+use super::super::storage::{CollectionMeta, WriteTxn};
+use super::insert::prepare_document;
+use super::write::{acknowledge, count_value, finish_reply, target};
+use crate::command::{CommandRequest, WriteConcern};
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::{RequestContext, stats::Stats};
+use crate::wire::MAX_WRITE_BATCH_SIZE;
+use bson::{Bson, Document, RawDocument, RawDocumentBuf, rawdoc};
+
+/// One update statement.
+pub(super) struct UpdateStatement {
+    pub query: Document,
+    pub update: UpdateSpec,
+    pub upsert: bool,
+    pub multi: bool,
+}
+
+impl UpdateStatement {
+    fn parse(raw: &RawDocument) -> Result<Self> {
+        let args = crate::command::Args::new("update.updates", raw);
+        let query = args.document("q")?.ok_or_else(|| missing("q"))?;
+        let u = args.get("u")?.ok_or_else(|| missing("u"))?;
+        let u = Bson::try_from(u.to_raw_bson())?;
+        let array_filters: Option<Vec<Document>> = args
+            .array("arrayFilters")?
+            .map(|items| items.into_iter().map(|f| f.as_document().cloned().ok_or_else(|| MongoError::type_mismatch("arrayFilters entries must be objects"))).collect())
+            .transpose()?;
+        let update = UpdateSpec::parse(&u, array_filters.as_deref())?;
+        let multi = args.bool("multi")?.unwrap_or(false);
+        if multi && update.is_replacement() {
+            return Err(MongoError::failed_to_parse("multi update is not supported for replacement-style update"));
+        }
+        Ok(UpdateStatement { query, update, upsert: args.bool("upsert")?.unwrap_or(false), multi })
+    }
+}
+
+fn missing(field: &str) -> MongoError {
+    MongoError::new(ErrorCode::Location(40414), format!("BSON field 'update.updates.{field}' is missing but a required field"))
+}
+
+/// What one statement did.
+#[derive(Default)]
+pub(super) struct StatementOutcome {
+    pub matched: u64,
+    pub modified: u64,
+    pub upserted_id: Option<Bson>,
+}
+
+/// Applies the update to one matched document; returns the new document when it changed.
+pub(super) async fn update_candidate(
+    txn: &mut WriteTxn<'_>,
+    coll: &CollectionMeta,
+    candidate: &Candidate,
+    update: &UpdateSpec,
+    filter: &Filter,
+) -> Result<Option<Document>> {
+    let mut doc = candidate.doc.clone();
+    let ctx = UpdateContext { is_upsert_insert: false, now: bson::DateTime::now(), matched_filter: Some(filter) };
+    if !update.apply(&mut doc, &ctx)? {
+        return Ok(None);
+    }
+    if doc.get("_id") != candidate.doc.get("_id") {
+        return Err(MongoError::new(
+            ErrorCode::ImmutableField,
+            "Performing an update on the path '_id' would modify the immutable field '_id'",
+        ));
+    }
+    let raw = RawDocumentBuf::from_document(&doc)?;
+    check_size(&raw)?;
+    txn.replace(coll, candidate.rid, &candidate.raw, &raw).await?;
+    Ok(Some(doc))
+}
+
+fn check_size(raw: &RawDocumentBuf) -> Result<()> {
+    if raw.as_bytes().len() > crate::wire::MAX_BSON_OBJECT_SIZE {
+        return Err(MongoError::new(ErrorCode::BSONObjectTooLarge, "Resulting document after update is larger than 16777216"));
+    }
+    Ok(())
+}
+
+/// Builds and inserts the document an upsert creates; returns it.
+pub(super) async fn upsert(txn: &mut WriteTxn<'_>, coll: &CollectionMeta, query: &Document, update: &UpdateSpec) -> Result<Document> {
+    let mut doc = upsert_seed(query)?;
+    let ctx = UpdateContext { is_upsert_insert: true, now: bson::DateTime::now(), matched_filter: None };
+    update.apply(&mut doc, &ctx)?;
+    let raw = prepare_document(&RawDocumentBuf::from_document(&doc)?)?;
+    check_size(&raw)?;
+    txn.insert_one(coll, &raw).await?;
+    Ok(raw.to_document()?)
+}
+
+async fn run_statement(txn: &mut WriteTxn<'_>, coll: &CollectionMeta, stmt: &UpdateStatement) -> Result<StatementOutcome> {
+    let filter = Filter::parse(&stmt.query)?;
+    let mut out = StatementOutcome::default();
+    let mut position = Position::start(&filter);
+    'scan: while !position.done {
+        for candidate in position.next_matches(txn, coll, &filter).await? {
+            out.matched += 1;
+            if update_candidate(txn, coll, &candidate, &stmt.update, &filter).await?.is_some() {
+                out.modified += 1;
+            }
+            if !stmt.multi {
+                break 'scan;
+            }
+        }
+    }
+    if out.matched == 0 && stmt.upsert {
+        let doc = upsert(txn, coll, &stmt.query, &stmt.update).await?;
+        out.upserted_id = doc.get("_id").cloned();
+    }
+    Ok(out)
+}
+
+pub(super) async fn run<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let ordered = args.bool("ordered")?.unwrap_or(true);
+    let wc = WriteConcern::parse(&args)?;
+    let raw_statements = req.document_array("updates")?;
+    if raw_statements.is_empty() || raw_statements.len() > MAX_WRITE_BATCH_SIZE {
+        return Err(MongoError::new(
+            ErrorCode::InvalidLength,
+            format!("Write batch sizes must be between 1 and 100000. Got {} operations.", raw_statements.len()),
+        ));
+    }
+    // Only an upsert creates the collection.
+    let may_upsert = raw_statements.iter().any(|s| matches!(s.get("upsert"), Ok(Some(bson::RawBsonRef::Boolean(true)))));
+    let Some((db, coll)) = target(state, &req, may_upsert).await? else {
+        return finish_reply(rawdoc! {"n": 0, "nModified": 0}, Vec::new(), &wc);
+    };
+    let mut txn = db.write().await?;
+    let (mut n, mut modified) = (0u64, 0u64);
+    let mut upserted = Vec::new();
+    let mut errors = Vec::new();
+    for (i, raw) in raw_statements.iter().enumerate() {
+        Stats::add(&state.node().stats.op_update, 1);
+        let outcome = match UpdateStatement::parse(raw) {
+            Ok(stmt) => run_statement(&mut txn, &coll, &stmt).await,
+            Err(e) => Err(e),
+        };
+        match outcome {
+            Ok(out) => {
+                n += out.matched;
+                modified += out.modified;
+                if let Some(id) = out.upserted_id {
+                    n += 1;
+                    upserted.push(Bson::Document(bson::doc! {"index": i as i32, "_id": id}));
+                }
+            }
+            Err(e) => {
+                errors.push((i, e));
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    let seq = txn.commit().await?;
+    acknowledge(&db, &wc, seq).await?;
+    let mut reply = rawdoc! {"n": count_value(n)};
+    if !upserted.is_empty() {
+        reply.append("upserted", bson::RawBson::try_from(Bson::Array(upserted))?);
+    }
+    reply.append("nModified", count_value(modified));
+    finish_reply(reply, errors, &wc)
+}

@@ -1,0 +1,49 @@
+//! What insert, update, delete and findAndModify share: target lookup, write-concern handling
+//! and the shape of write replies.
+
+use super::super::DataNode;
+use super::super::storage::{CollectionMeta, DatabaseStore};
+use crate::catalog::validate_user_write;
+use crate::command::{CommandRequest, WriteConcern};
+use crate::error::{MongoError, Result};
+use bson::{Bson, RawDocumentBuf};
+use std::sync::Arc;
+
+/// The collection a write goes to, created on first write as MongoDB does.
+pub(super) async fn target<S: DataNode>(state: &S, req: &CommandRequest, create: bool) -> Result<Option<(Arc<DatabaseStore>, Arc<CollectionMeta>)>> {
+    let coll = req.args().collection()?;
+    validate_user_write(&req.db, coll)?;
+    if !create {
+        let Some(db) = state.storage().database(&req.db).await else { return Ok(None) };
+        let Some(meta) = db.collection(coll) else { return Ok(None) };
+        return Ok(Some((db, meta)));
+    }
+    let db = state.storage().database_or_create(&req.db).await?;
+    let meta = db.ensure_collection(coll).await?;
+    Ok(Some((db, meta)))
+}
+
+/// After a commit: waits for durability when the write concern asks for it.
+pub(super) async fn acknowledge(db: &DatabaseStore, wc: &WriteConcern, seq: u64) -> Result<()> {
+    if wc.durable {
+        db.wait_durable(seq).await?;
+    }
+    Ok(())
+}
+
+/// Appends `writeErrors` and `writeConcernError` to a write reply.
+pub(super) fn finish_reply(mut reply: RawDocumentBuf, write_errors: Vec<(usize, MongoError)>, wc: &WriteConcern) -> Result<RawDocumentBuf> {
+    if !write_errors.is_empty() {
+        let errors: Vec<Bson> = write_errors.iter().map(|(i, e)| Bson::Document(e.to_write_error(*i))).collect();
+        reply.append("writeErrors", bson::RawBson::try_from(Bson::Array(errors))?);
+    }
+    if let Some(wce) = wc.error() {
+        reply.append("writeConcernError", RawDocumentBuf::from_document(&wce)?);
+    }
+    Ok(reply)
+}
+
+/// An int32 count when it fits, as MongoDB replies `n`.
+pub(super) fn count_value(n: u64) -> bson::RawBson {
+    i32::try_from(n).map(bson::RawBson::Int32).unwrap_or(bson::RawBson::Int64(n as i64))
+}

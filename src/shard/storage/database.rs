@@ -1,0 +1,258 @@
+//! One MongoDB database on one node: a SQLite file with a single writer connection (SQLite
+//! allows one writer; serializing here avoids busy-waiting) and a pool of readers (WAL lets
+//! them run beside the writer).
+
+use super::catalog::{self, CollectionMeta, CollectionStats, IndexMeta, id_index_spec};
+use super::durability::Durability;
+use super::sql_error;
+use super::txn::{ReadTxn, WriteTxn};
+use crate::error::{ErrorCode, MongoError, Result};
+use bson::Document;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{AssertSqlSafe, Connection, Executor, SqliteConnection};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use uuid::Uuid;
+
+/// The writer connection and what only the writer may touch.
+pub(super) struct Writer {
+    pub conn: SqliteConnection,
+    /// A transaction was begun and not finished (its owner was dropped mid-way).
+    pub in_txn: bool,
+    pub next_ident: i64,
+    /// Next record id per collection ident, allocated by the writer.
+    pub next_rid: HashMap<i64, i64>,
+}
+
+/// One database file.
+pub struct DatabaseStore {
+    name: String,
+    path: PathBuf,
+    pub(super) writer: tokio::sync::Mutex<Writer>,
+    readers: SqlitePool,
+    catalog: RwLock<BTreeMap<String, Arc<CollectionMeta>>>,
+    pub(super) stats: std::sync::Mutex<BTreeMap<i64, CollectionStats>>,
+    pub(super) durability: Durability,
+}
+
+fn connect_options(path: &Path) -> SqliteConnectOptions {
+    SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        // WAL + NORMAL: a committed transaction survives a process crash (it is in the WAL in the
+        // OS page cache); `j: true` writes additionally fsync the WAL (see durability).
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(Duration::from_secs(30))
+        .pragma("cache_size", "-32768")
+        .pragma("mmap_size", "268435456")
+        .pragma("temp_store", "memory")
+        .statement_cache_capacity(256)
+}
+
+impl DatabaseStore {
+    pub(super) async fn open(name: &str, path: &Path) -> Result<DatabaseStore> {
+        let options = connect_options(path);
+        let mut conn = SqliteConnection::connect_with(&options)
+            .await
+            .map_err(|e| sql_error(&format!("opening {}", path.display()), e))?;
+        conn.execute(catalog::SCHEMA).await.map_err(|e| sql_error("creating the catalog", e))?;
+        let loaded = catalog::load(&mut conn).await?;
+        let readers = SqlitePoolOptions::new()
+            .max_connections(4)
+            .min_connections(0)
+            .idle_timeout(Some(Duration::from_secs(60)))
+            .connect_lazy_with(options.read_only(true));
+        Ok(DatabaseStore {
+            name: name.to_string(),
+            path: path.to_path_buf(),
+            durability: Durability::new(path),
+            writer: tokio::sync::Mutex::new(Writer {
+                conn,
+                in_txn: false,
+                next_ident: loaded.next_ident,
+                next_rid: HashMap::new(),
+            }),
+            readers,
+            catalog: RwLock::new(loaded.collections.into_iter().map(|(k, v)| (k, Arc::new(v))).collect()),
+            stats: std::sync::Mutex::new(loaded.stats),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn collections(&self) -> Vec<Arc<CollectionMeta>> {
+        self.catalog.read().expect("poisoned").values().cloned().collect()
+    }
+
+    pub fn collection(&self, name: &str) -> Option<Arc<CollectionMeta>> {
+        self.catalog.read().expect("poisoned").get(name).cloned()
+    }
+
+    pub fn stats(&self, coll: &CollectionMeta) -> CollectionStats {
+        self.stats.lock().expect("poisoned").get(&coll.ident).copied().unwrap_or_default()
+    }
+
+    /// Bytes the database occupies on disk (database file and write-ahead log).
+    pub fn size_on_disk(&self) -> i64 {
+        let size = |p: &Path| std::fs::metadata(p).map(|m| m.len() as i64).unwrap_or(0);
+        size(&self.path) + size(&self.path.with_extension("sqlite-wal"))
+    }
+
+    /// A write transaction; waits for the writer.
+    pub async fn write(&self) -> Result<WriteTxn<'_>> {
+        WriteTxn::begin(self, self.writer.lock().await).await
+    }
+
+    /// A read-only view on a pooled reader connection.
+    pub async fn read(&self) -> Result<ReadTxn> {
+        let conn = self.readers.acquire().await.map_err(|e| sql_error("acquiring a reader", e))?;
+        Ok(ReadTxn::new(conn))
+    }
+
+    /// Creates a collection; `NamespaceExists` if it exists.
+    pub async fn create_collection(&self, name: &str, options: Document) -> Result<Arc<CollectionMeta>> {
+        let mut writer = self.writer.lock().await;
+        if self.collection(name).is_some() {
+            return Err(MongoError::new(
+                ErrorCode::NamespaceExists,
+                format!("Collection {}.{name} already exists.", self.name),
+            ));
+        }
+        let ident = writer.next_ident;
+        let id_index = IndexMeta { name: "_id_".into(), ident: ident + 1, spec: id_index_spec() };
+        let meta = CollectionMeta { name: name.to_string(), ident, uuid: Uuid::new_v4(), options, indexes: vec![id_index] };
+        let options_bytes = bson::to_vec(&meta.options)?;
+        let spec_bytes = bson::to_vec(&meta.indexes[0].spec)?;
+        let statements = [
+            format!("CREATE TABLE c{ident} (rid INTEGER PRIMARY KEY, doc BLOB NOT NULL)"),
+            format!("CREATE TABLE x{} (key BLOB PRIMARY KEY, rid INTEGER NOT NULL) WITHOUT ROWID", ident + 1),
+        ];
+        let created = async {
+            let mut txn = begin_catalog_txn(&mut writer).await?;
+            for sql in statements {
+                txn.execute(AssertSqlSafe(sql)).await?;
+            }
+            sqlx::query("INSERT INTO docgrid_collections (name, ident, uuid, options) VALUES (?, ?, ?, ?)")
+                .bind(name)
+                .bind(ident)
+                .bind(meta.uuid.as_bytes().as_slice())
+                .bind(options_bytes)
+                .execute(&mut *txn)
+                .await?;
+            sqlx::query("INSERT INTO docgrid_indexes (collection_ident, name, ident, spec) VALUES (?, '_id_', ?, ?)")
+                .bind(ident)
+                .bind(ident + 1)
+                .bind(spec_bytes)
+                .execute(&mut *txn)
+                .await?;
+            txn.commit().await
+        };
+        created.await.map_err(|e| sql_error("creating a collection", e))?;
+        writer.next_ident = ident + 2;
+        let meta = Arc::new(meta);
+        self.catalog.write().expect("poisoned").insert(name.to_string(), meta.clone());
+        self.stats.lock().expect("poisoned").insert(ident, CollectionStats::default());
+        Ok(meta)
+    }
+
+    /// The collection, created with default options when missing (implicit creation on write).
+    pub async fn ensure_collection(&self, name: &str) -> Result<Arc<CollectionMeta>> {
+        if let Some(meta) = self.collection(name) {
+            return Ok(meta);
+        }
+        match self.create_collection(name, Document::new()).await {
+            Err(e) if e.code() == ErrorCode::NamespaceExists => {
+                self.collection(name).ok_or_else(|| MongoError::internal("collection vanished while being created"))
+            }
+            other => other,
+        }
+    }
+
+    /// Drops a collection with its indexes; returns whether it existed.
+    pub async fn drop_collection(&self, name: &str) -> Result<bool> {
+        let mut writer = self.writer.lock().await;
+        let Some(meta) = self.collection(name) else { return Ok(false) };
+        drop_tables(&mut writer, &meta).await?;
+        writer.next_rid.remove(&meta.ident);
+        self.catalog.write().expect("poisoned").remove(name);
+        self.stats.lock().expect("poisoned").remove(&meta.ident);
+        Ok(true)
+    }
+
+    /// Renames a collection within this database, dropping an existing target when asked.
+    pub async fn rename_collection(&self, from: &str, to: &str, drop_target: bool) -> Result<()> {
+        let mut writer = self.writer.lock().await;
+        let source = self.collection(from).ok_or_else(|| MongoError::namespace_not_found("source namespace does not exist"))?;
+        if let Some(target) = self.collection(to) {
+            if !drop_target {
+                return Err(MongoError::new(ErrorCode::NamespaceExists, "target namespace exists"));
+            }
+            drop_tables(&mut writer, &target).await?;
+            self.catalog.write().expect("poisoned").remove(to);
+            self.stats.lock().expect("poisoned").remove(&target.ident);
+        }
+        let renamed = async {
+            let mut txn = begin_catalog_txn(&mut writer).await?;
+            sqlx::query("UPDATE docgrid_collections SET name = ? WHERE name = ?")
+                .bind(to)
+                .bind(from)
+                .execute(&mut *txn)
+                .await?;
+            txn.commit().await
+        };
+        renamed.await.map_err(|e| sql_error("renaming a collection", e))?;
+        let mut catalog = self.catalog.write().expect("poisoned");
+        catalog.remove(from);
+        let mut renamed = (*source).clone();
+        renamed.name = to.to_string();
+        catalog.insert(to.to_string(), Arc::new(renamed));
+        Ok(())
+    }
+
+    /// Closes every connection and deletes the files.
+    pub(super) async fn close_and_delete(&self) -> Result<()> {
+        self.readers.close().await;
+        let mut writer = self.writer.lock().await;
+        // Checkpoint so the WAL is empty; the files go away next.
+        let _ = writer.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").await;
+        self.catalog.write().expect("poisoned").clear();
+        for suffix in ["sqlite", "sqlite-wal", "sqlite-shm"] {
+            let path = self.path.with_extension(suffix);
+            if let Err(e) = std::fs::remove_file(&path) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    return Err(MongoError::internal(format!("cannot delete {}: {e}", path.display())));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn drop_tables(writer: &mut Writer, meta: &CollectionMeta) -> Result<()> {
+    let mut statements = vec![format!("DROP TABLE IF EXISTS {}", meta.table())];
+    statements.extend(meta.indexes.iter().map(|i| format!("DROP TABLE IF EXISTS {}", i.table())));
+    let dropped = async {
+        let mut txn = begin_catalog_txn(writer).await?;
+        for sql in statements {
+            txn.execute(AssertSqlSafe(sql)).await?;
+        }
+        sqlx::query("DELETE FROM docgrid_collections WHERE ident = ?").bind(meta.ident).execute(&mut *txn).await?;
+        sqlx::query("DELETE FROM docgrid_indexes WHERE collection_ident = ?").bind(meta.ident).execute(&mut *txn).await?;
+        txn.commit().await
+    };
+    dropped.await.map_err(|e| sql_error("dropping a collection", e))
+}
+
+/// A transaction for catalog changes on the writer, after rolling back any abandoned one.
+async fn begin_catalog_txn(writer: &mut Writer) -> Result<sqlx::Transaction<'_, sqlx::Sqlite>, sqlx::Error> {
+    if writer.in_txn {
+        writer.conn.execute("ROLLBACK").await?;
+        writer.in_txn = false;
+    }
+    writer.conn.begin().await
+}

@@ -1,0 +1,149 @@
+//! The shard's storage engine on SQLite (through `sqlx`): one database file per MongoDB
+//! database, each collection a table of `(record id, BSON document)`, each index a table of
+//! `(order-preserving key, record id)`. This is the only module that contains SQL.
+
+mod catalog;
+mod database;
+mod durability;
+mod keys;
+mod txn;
+
+pub use catalog::{CollectionMeta, IndexMeta};
+pub use database::DatabaseStore;
+pub use txn::{ReadTxn, RecordId, WriteTxn};
+
+use crate::error::{ErrorCode, MongoError, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::sync::RwLock;
+
+/// Every database of one node.
+pub struct Storage {
+    dir: PathBuf,
+    dbs: RwLock<BTreeMap<String, Arc<DatabaseStore>>>,
+}
+
+const FILE_SUFFIX: &str = ".sqlite";
+
+impl Storage {
+    /// Opens (creating if needed) the data directory and every database file in it.
+    pub async fn open(dir: &Path) -> Result<Arc<Storage>> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| MongoError::internal(format!("cannot create data directory {}: {e}", dir.display())))?;
+        let mut dbs = BTreeMap::new();
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| MongoError::internal(format!("cannot read data directory {}: {e}", dir.display())))?;
+        for entry in entries.flatten() {
+            let file = entry.file_name().to_string_lossy().to_string();
+            let Some(encoded) = file.strip_suffix(FILE_SUFFIX) else { continue };
+            let Some(name) = decode_name(encoded) else { continue };
+            let db = DatabaseStore::open(&name, &entry.path()).await?;
+            dbs.insert(name, Arc::new(db));
+        }
+        Ok(Arc::new(Storage { dir: dir.to_path_buf(), dbs: RwLock::new(dbs) }))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The database if it exists on this node (it may hold no collections).
+    pub async fn database(&self, name: &str) -> Option<Arc<DatabaseStore>> {
+        self.dbs.read().await.get(name).cloned()
+    }
+
+    /// The database, created when missing. Names differing only in case are refused, as
+    /// MongoDB refuses them.
+    pub async fn database_or_create(&self, name: &str) -> Result<Arc<DatabaseStore>> {
+        if let Some(db) = self.database(name).await {
+            return Ok(db);
+        }
+        let mut dbs = self.dbs.write().await;
+        if let Some(db) = dbs.get(name) {
+            return Ok(db.clone());
+        }
+        if let Some(other) = dbs.keys().find(|k| k.eq_ignore_ascii_case(name)) {
+            return Err(MongoError::new(
+                ErrorCode::DatabaseDifferCase,
+                format!("db already exists with different case already have: [{other}] trying to create [{name}]"),
+            ));
+        }
+        let path = self.dir.join(format!("{}{FILE_SUFFIX}", encode_name(name)));
+        let db = Arc::new(DatabaseStore::open(name, &path).await?);
+        dbs.insert(name.to_string(), db.clone());
+        Ok(db)
+    }
+
+    /// Names of databases that hold at least one collection.
+    pub async fn database_names(&self) -> Vec<String> {
+        let dbs = self.dbs.read().await;
+        let mut names = Vec::new();
+        for (name, db) in dbs.iter() {
+            if !db.collections().is_empty() {
+                names.push(name.clone());
+            }
+        }
+        names
+    }
+
+    /// Drops a database and deletes its files. Returns whether it existed.
+    pub async fn drop_database(&self, name: &str) -> Result<bool> {
+        let db = self.dbs.write().await.remove(name);
+        match db {
+            Some(db) => {
+                db.close_and_delete().await?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
+
+/// File-name form of a database name: ASCII letters, digits, `_` and `-` as is, every other
+/// byte as `%XX` (so names never clash and survive case-insensitive file systems).
+fn encode_name(name: &str) -> String {
+    let mut out = String::new();
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn decode_name(encoded: &str) -> Option<String> {
+    let bytes = encoded.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+fn sql_error(context: &str, e: sqlx::Error) -> MongoError {
+    MongoError::internal(format!("storage error while {context}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_through_file_names() {
+        for name in ["app", "my-db_1", "weird db", "ünïcode", "a%b"] {
+            assert_eq!(decode_name(&encode_name(name)).as_deref(), Some(name));
+        }
+        assert_eq!(encode_name("a b"), "a%20b");
+    }
+}

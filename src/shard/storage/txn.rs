@@ -1,0 +1,388 @@
+//! Reading and writing documents and their index entries: read views on pooled connections,
+//! write transactions on the single writer.
+
+use super::catalog::{CollectionMeta, CollectionStats};
+use super::database::{DatabaseStore, Writer};
+use super::keys::{duplicate_key_error, id_key, index_keys};
+use super::sql_error;
+use crate::error::{MongoError, Result};
+use bson::{Bson, Document, RawDocument, RawDocumentBuf};
+use sqlx::pool::PoolConnection;
+use sqlx::{AssertSqlSafe, Executor, Row, Sqlite, SqliteConnection};
+use std::collections::BTreeMap;
+
+/// The storage-internal identity of a document within its collection.
+pub type RecordId = i64;
+
+/// Rows per multi-row INSERT: large enough to amortize the per-statement cost, small enough to
+/// stay far below SQLite's bound-parameter limit.
+const INSERT_CHUNK: usize = 500;
+
+async fn fetch_by_id(conn: &mut SqliteConnection, coll: &CollectionMeta, id: &Bson) -> Result<Option<(RecordId, RawDocumentBuf)>> {
+    let sql = format!(
+        "SELECT c.rid, c.doc FROM {} i JOIN {} c ON c.rid = i.rid WHERE i.key = ?",
+        coll.id_index().table(),
+        coll.table()
+    );
+    let row = sqlx::query(AssertSqlSafe(sql))
+        .bind(id_key(id))
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(|e| sql_error("reading by _id", e))?;
+    row.map(|row| Ok((row.get::<i64, _>(0), raw_from_row(row.get(1))?))).transpose()
+}
+
+async fn scan(conn: &mut SqliteConnection, coll: &CollectionMeta, after: RecordId, limit: i64) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
+    let sql = format!("SELECT rid, doc FROM {} WHERE rid > ? ORDER BY rid LIMIT ?", coll.table());
+    let rows = sqlx::query(AssertSqlSafe(sql))
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(|e| sql_error("scanning a collection", e))?;
+    rows.into_iter().map(|row| Ok((row.get::<i64, _>(0), raw_from_row(row.get(1))?))).collect()
+}
+
+fn raw_from_row(bytes: Vec<u8>) -> Result<RawDocumentBuf> {
+    RawDocumentBuf::from_bytes(bytes).map_err(|e| MongoError::internal(format!("corrupt document in storage: {e}")))
+}
+
+/// A read view on one pooled connection. Each statement sees the latest committed state.
+pub struct ReadTxn {
+    conn: PoolConnection<Sqlite>,
+}
+
+impl ReadTxn {
+    pub(super) fn new(conn: PoolConnection<Sqlite>) -> Self {
+        ReadTxn { conn }
+    }
+
+    pub async fn fetch_by_id(&mut self, coll: &CollectionMeta, id: &Bson) -> Result<Option<(RecordId, RawDocumentBuf)>> {
+        fetch_by_id(&mut self.conn, coll, id).await
+    }
+
+    /// Up to `limit` documents with record ids above `after`, in record-id order.
+    pub async fn scan(&mut self, coll: &CollectionMeta, after: RecordId, limit: i64) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
+        scan(&mut self.conn, coll, after, limit).await
+    }
+}
+
+/// A write transaction holding the database's writer. Dropping it without `commit` rolls back
+/// (the next writer finds the transaction open and rolls it back first).
+pub struct WriteTxn<'a> {
+    db: &'a DatabaseStore,
+    writer: tokio::sync::MutexGuard<'a, Writer>,
+    deltas: BTreeMap<i64, CollectionStats>,
+}
+
+fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.kind() == sqlx::error::ErrorKind::UniqueViolation)
+}
+
+impl<'a> WriteTxn<'a> {
+    pub(super) async fn begin(db: &'a DatabaseStore, mut writer: tokio::sync::MutexGuard<'a, Writer>) -> Result<Self> {
+        if writer.in_txn {
+            writer.conn.execute("ROLLBACK").await.map_err(|e| sql_error("rolling back an abandoned transaction", e))?;
+            writer.in_txn = false;
+        }
+        writer.conn.execute("BEGIN IMMEDIATE").await.map_err(|e| sql_error("starting a transaction", e))?;
+        writer.in_txn = true;
+        Ok(WriteTxn { db, writer, deltas: BTreeMap::new() })
+    }
+
+    pub fn database(&self) -> &DatabaseStore {
+        self.db
+    }
+
+    pub async fn fetch_by_id(&mut self, coll: &CollectionMeta, id: &Bson) -> Result<Option<(RecordId, RawDocumentBuf)>> {
+        fetch_by_id(&mut self.writer.conn, coll, id).await
+    }
+
+    pub async fn scan(&mut self, coll: &CollectionMeta, after: RecordId, limit: i64) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
+        scan(&mut self.writer.conn, coll, after, limit).await
+    }
+
+    async fn next_rids(&mut self, coll: &CollectionMeta, n: usize) -> Result<RecordId> {
+        let first = match self.writer.next_rid.get(&coll.ident) {
+            Some(next) => *next,
+            None => {
+                let sql = format!("SELECT coalesce(max(rid), 0) + 1 FROM {}", coll.table());
+                let row = sqlx::query(AssertSqlSafe(sql))
+                    .fetch_one(&mut self.writer.conn)
+                    .await
+                    .map_err(|e| sql_error("allocating record ids", e))?;
+                row.get::<i64, _>(0)
+            }
+        };
+        self.writer.next_rid.insert(coll.ident, first + n as i64);
+        Ok(first)
+    }
+
+    async fn exec(&mut self, sql: &str) -> Result<()> {
+        self.writer.conn.execute(AssertSqlSafe(sql.to_string())).await.map_err(|e| sql_error(sql, e))?;
+        Ok(())
+    }
+
+    /// Inserts documents (each already carrying `_id`) in order. On the first failure, returns
+    /// how many were inserted before it and the failure; nothing of the failing document stays.
+    pub async fn insert(&mut self, coll: &CollectionMeta, docs: &[&RawDocument]) -> std::result::Result<(), (usize, MongoError)> {
+        let mut done = 0;
+        for chunk in docs.chunks(INSERT_CHUNK) {
+            match self.insert_chunk(coll, chunk).await {
+                Ok(()) => done += chunk.len(),
+                Err(InsertError::Duplicate) => {
+                    for doc in chunk {
+                        self.insert_one(coll, doc).await.map_err(|e| (done, e))?;
+                        done += 1;
+                    }
+                }
+                Err(InsertError::Other(e)) => return Err((done, e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// One multi-row statement per table, inside a savepoint so a duplicate undoes the chunk.
+    async fn insert_chunk(&mut self, coll: &CollectionMeta, chunk: &[&RawDocument]) -> std::result::Result<(), InsertError> {
+        let first_rid = self.next_rids(coll, chunk.len()).await?;
+        let mut index_rows: Vec<Vec<(Vec<u8>, RecordId)>> = vec![Vec::new(); coll.indexes.len()];
+        let mut bytes = 0i64;
+        for (i, raw) in chunk.iter().enumerate() {
+            let rid = first_rid + i as i64;
+            bytes += raw.as_bytes().len() as i64;
+            let doc = raw_to_document(raw)?;
+            for (slot, index) in coll.indexes.iter().enumerate() {
+                for key in index_keys(index, &doc)? {
+                    index_rows[slot].push((key, rid));
+                }
+            }
+        }
+        self.exec("SAVEPOINT insert_chunk").await?;
+        let outcome = async {
+            let sql = format!("INSERT INTO {} (rid, doc) VALUES {}", coll.table(), placeholders(chunk.len()));
+            let mut query = sqlx::query(AssertSqlSafe(sql));
+            for (i, raw) in chunk.iter().enumerate() {
+                query = query.bind(first_rid + i as i64).bind(raw.as_bytes());
+            }
+            query.execute(&mut self.writer.conn).await?;
+            for (slot, index) in coll.indexes.iter().enumerate() {
+                for rows in index_rows[slot].chunks(INSERT_CHUNK) {
+                    let sql = format!("INSERT INTO {} (key, rid) VALUES {}", index.table(), placeholders(rows.len()));
+                    let mut query = sqlx::query(AssertSqlSafe(sql));
+                    for (key, rid) in rows {
+                        query = query.bind(key.as_slice()).bind(*rid);
+                    }
+                    query.execute(&mut self.writer.conn).await?;
+                }
+            }
+            Ok::<(), sqlx::Error>(())
+        }
+        .await;
+        match outcome {
+            Ok(()) => {
+                self.exec("RELEASE insert_chunk").await?;
+                let delta = self.deltas.entry(coll.ident).or_default();
+                delta.count += chunk.len() as i64;
+                delta.data_size += bytes;
+                Ok(())
+            }
+            Err(e) => {
+                self.exec("ROLLBACK TO insert_chunk").await?;
+                self.exec("RELEASE insert_chunk").await?;
+                // The record ids of the undone chunk are reused by the retry.
+                self.writer.next_rid.insert(coll.ident, first_rid);
+                if is_unique_violation(&e) {
+                    Err(InsertError::Duplicate)
+                } else {
+                    Err(InsertError::Other(sql_error("inserting documents", e)))
+                }
+            }
+        }
+    }
+
+    /// Inserts one document, reporting which unique index it collides with.
+    pub async fn insert_one(&mut self, coll: &CollectionMeta, raw: &RawDocument) -> Result<RecordId> {
+        let rid = self.next_rids(coll, 1).await?;
+        let doc = raw_to_document(raw)?;
+        self.exec("SAVEPOINT insert_one").await?;
+        let result = self.insert_row(coll, rid, raw, &doc).await;
+        match result {
+            Ok(()) => {
+                self.exec("RELEASE insert_one").await?;
+                let delta = self.deltas.entry(coll.ident).or_default();
+                delta.count += 1;
+                delta.data_size += raw.as_bytes().len() as i64;
+                Ok(rid)
+            }
+            Err(e) => {
+                self.exec("ROLLBACK TO insert_one").await?;
+                self.exec("RELEASE insert_one").await?;
+                self.writer.next_rid.insert(coll.ident, rid);
+                Err(e)
+            }
+        }
+    }
+
+    async fn insert_row(&mut self, coll: &CollectionMeta, rid: RecordId, raw: &RawDocument, doc: &Document) -> Result<()> {
+        let sql = format!("INSERT INTO {} (rid, doc) VALUES (?, ?)", coll.table());
+        sqlx::query(AssertSqlSafe(sql))
+            .bind(rid)
+            .bind(raw.as_bytes())
+            .execute(&mut self.writer.conn)
+            .await
+            .map_err(|e| sql_error("inserting a document", e))?;
+        for index in &coll.indexes {
+            for key in index_keys(index, doc)? {
+                self.insert_key(coll, index, key, rid, doc).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn insert_key(&mut self, coll: &CollectionMeta, index: &super::IndexMeta, key: Vec<u8>, rid: RecordId, doc: &Document) -> Result<()> {
+        let sql = format!("INSERT INTO {} (key, rid) VALUES (?, ?)", index.table());
+        match sqlx::query(AssertSqlSafe(sql)).bind(key).bind(rid).execute(&mut self.writer.conn).await {
+            Ok(_) => Ok(()),
+            Err(e) if is_unique_violation(&e) => {
+                Err(duplicate_key_error(&format!("{}.{}", self.db.name(), coll.name), index, doc))
+            }
+            Err(e) => Err(sql_error("inserting an index key", e)),
+        }
+    }
+
+    async fn delete_key(&mut self, index: &super::IndexMeta, key: &[u8], rid: RecordId) -> Result<()> {
+        let sql = format!("DELETE FROM {} WHERE key = ? AND rid = ?", index.table());
+        sqlx::query(AssertSqlSafe(sql))
+            .bind(key)
+            .bind(rid)
+            .execute(&mut self.writer.conn)
+            .await
+            .map_err(|e| sql_error("deleting an index key", e))?;
+        Ok(())
+    }
+
+    /// Replaces the document at `rid`, moving its index entries from `old`'s keys to `new`'s.
+    pub async fn replace(&mut self, coll: &CollectionMeta, rid: RecordId, old: &RawDocument, new: &RawDocument) -> Result<()> {
+        let (old_doc, new_doc) = (raw_to_document(old)?, raw_to_document(new)?);
+        self.exec("SAVEPOINT replace_one").await?;
+        let result = async {
+            let sql = format!("UPDATE {} SET doc = ? WHERE rid = ?", coll.table());
+            sqlx::query(AssertSqlSafe(sql))
+                .bind(new.as_bytes())
+                .bind(rid)
+                .execute(&mut self.writer.conn)
+                .await
+                .map_err(|e| sql_error("replacing a document", e))?;
+            for index in &coll.indexes {
+                let old_keys = index_keys(index, &old_doc)?;
+                let new_keys = index_keys(index, &new_doc)?;
+                for key in old_keys.iter().filter(|k| !new_keys.contains(k)) {
+                    self.delete_key(index, key, rid).await?;
+                }
+                for key in new_keys.into_iter().filter(|k| !old_keys.contains(k)) {
+                    self.insert_key(coll, index, key, rid, &new_doc).await?;
+                }
+            }
+            Ok(())
+        }
+        .await;
+        match result {
+            Ok(()) => {
+                self.exec("RELEASE replace_one").await?;
+                self.deltas.entry(coll.ident).or_default().data_size += new.as_bytes().len() as i64 - old.as_bytes().len() as i64;
+                Ok(())
+            }
+            Err(e) => {
+                self.exec("ROLLBACK TO replace_one").await?;
+                self.exec("RELEASE replace_one").await?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Deletes the document at `rid` (whose current content is `old`) and its index entries.
+    pub async fn delete(&mut self, coll: &CollectionMeta, rid: RecordId, old: &RawDocument) -> Result<()> {
+        let doc = raw_to_document(old)?;
+        let sql = format!("DELETE FROM {} WHERE rid = ?", coll.table());
+        sqlx::query(AssertSqlSafe(sql))
+            .bind(rid)
+            .execute(&mut self.writer.conn)
+            .await
+            .map_err(|e| sql_error("deleting a document", e))?;
+        for index in &coll.indexes {
+            for key in index_keys(index, &doc)? {
+                self.delete_key(index, &key, rid).await?;
+            }
+        }
+        let delta = self.deltas.entry(coll.ident).or_default();
+        delta.count -= 1;
+        delta.data_size -= old.as_bytes().len() as i64;
+        Ok(())
+    }
+
+    /// Commits; the returned number identifies the commit for [`DatabaseStore::wait_durable`].
+    pub async fn commit(mut self) -> Result<u64> {
+        let deltas = std::mem::take(&mut self.deltas);
+        for (ident, delta) in &deltas {
+            sqlx::query("UPDATE docgrid_collections SET doc_count = doc_count + ?, data_size = data_size + ? WHERE ident = ?")
+                .bind(delta.count)
+                .bind(delta.data_size)
+                .bind(*ident)
+                .execute(&mut self.writer.conn)
+                .await
+                .map_err(|e| sql_error("updating collection statistics", e))?;
+        }
+        self.exec("COMMIT").await?;
+        self.writer.in_txn = false;
+        let seq = self.db.durability.committed();
+        let mut stats = self.db.stats.lock().expect("poisoned");
+        for (ident, delta) in deltas {
+            let entry = stats.entry(ident).or_default();
+            entry.count += delta.count;
+            entry.data_size += delta.data_size;
+        }
+        Ok(seq)
+    }
+
+    /// Abandons every change of this transaction.
+    pub async fn rollback(mut self) -> Result<()> {
+        self.exec("ROLLBACK").await?;
+        self.writer.in_txn = false;
+        // Record ids handed out in this transaction may be reused.
+        self.writer.next_rid.clear();
+        Ok(())
+    }
+}
+
+impl DatabaseStore {
+    /// Waits until commit `seq` is on disk (for `j: true` and `w: "majority"`).
+    pub async fn wait_durable(&self, seq: u64) -> Result<()> {
+        self.durability.wait_durable(seq).await
+    }
+}
+
+enum InsertError {
+    Duplicate,
+    Other(MongoError),
+}
+
+impl From<MongoError> for InsertError {
+    fn from(e: MongoError) -> Self {
+        InsertError::Other(e)
+    }
+}
+
+fn placeholders(rows: usize) -> String {
+    let mut s = String::with_capacity(rows * 7);
+    for i in 0..rows {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str("(?,?)");
+    }
+    s
+}
+
+fn raw_to_document(raw: &RawDocument) -> Result<Document> {
+    Ok(raw.to_owned().to_document()?)
+}
