@@ -4,10 +4,13 @@
 //! error model). See ARCHITECTURE.md for the map and its invariants.
 
 pub mod catalog;
+pub mod cluster;
 pub mod command;
+pub mod configsvr;
 pub mod document;
 pub mod error;
 pub mod wire;
+pub mod router;
 pub mod rpc;
 pub mod server;
 pub mod shard;

@@ -1,1 +1,261 @@
-fn main() {}
+//! The `docgrid` binary: parses flags (and an optional TOML file), sets up logging, and runs
+//! the whole cluster (`dev`, the default) or one role per process.
+
+use anyhow::{Context, Result, bail};
+use bson::{Document, doc};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use docgrid::cluster::{self, NodeOptions};
+use docgrid::server::CmdLine;
+use docgrid::server::logbuf::{LogBuffer, LogLayer};
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tracing_subscriber::prelude::*;
+
+/// docgrid: a MongoDB-compatible sharded cluster. Point any MongoDB driver or mongosh at the
+/// router (`mongodb://127.0.0.1:27017`).
+///
+/// Without a subcommand, runs `dev`: router, config server and shards in one process, with the
+/// data in ./docgrid-data. Settings come from flags and an optional TOML file (`--config`);
+/// flags win.
+#[derive(Parser, Debug)]
+#[command(name = "docgrid", version, about, long_about, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// `dev` options, accepted without the subcommand too.
+    #[command(flatten)]
+    dev: DevArgs,
+    #[command(flatten)]
+    global: GlobalArgs,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+struct GlobalArgs {
+    /// TOML file with settings (keys as the long flags, with `_` for `-`: port, bind, data_dir,
+    /// shards, configdb, log_format, log_level, enable_test_commands).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    /// Log line format.
+    #[arg(long, global = true, value_enum)]
+    log_format: Option<LogFormat>,
+    /// Log filter (`info`, `debug`, `docgrid=trace`, ...; RUST_LOG syntax).
+    #[arg(long, global = true)]
+    log_level: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, Deserialize, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Router, config server and shards in one process (the default).
+    Dev(DevArgs),
+    /// A router (mongos): clients connect here.
+    Router(RouterArgs),
+    /// The config server holding the routing table.
+    Configsvr(StorageArgs),
+    /// A shard server holding data; registers itself with the config server.
+    Shard(ShardArgs),
+}
+
+#[derive(Args, Debug, Clone, Default)]
+struct ListenArgs {
+    /// Port to listen on (0 picks a free one).
+    #[arg(long)]
+    port: Option<u16>,
+    /// Address to listen on.
+    #[arg(long)]
+    bind: Option<String>,
+    /// Enable MongoDB's test-only commands (configureFailPoint).
+    #[arg(long)]
+    enable_test_commands: bool,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+struct DevArgs {
+    #[command(flatten)]
+    listen: ListenArgs,
+    /// Number of shards.
+    #[arg(long)]
+    shards: Option<usize>,
+    /// Data directory.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+struct RouterArgs {
+    #[command(flatten)]
+    listen: ListenArgs,
+    /// The config server, as host:port.
+    #[arg(long)]
+    configdb: Option<String>,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+struct StorageArgs {
+    #[command(flatten)]
+    listen: ListenArgs,
+    /// Data directory.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+struct ShardArgs {
+    #[command(flatten)]
+    storage: StorageArgs,
+    /// The config server, as host:port.
+    #[arg(long)]
+    configdb: Option<String>,
+}
+
+/// Settings read from the `--config` TOML file.
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    port: Option<u16>,
+    bind: Option<String>,
+    data_dir: Option<PathBuf>,
+    shards: Option<usize>,
+    configdb: Option<String>,
+    log_format: Option<LogFormat>,
+    log_level: Option<String>,
+    enable_test_commands: Option<bool>,
+}
+
+fn load_file(path: &Option<PathBuf>) -> Result<FileConfig> {
+    let Some(path) = path else { return Ok(FileConfig::default()) };
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("invalid settings in {}", path.display()))
+}
+
+fn init_logging(format: LogFormat, filter: &str, log: Arc<LogBuffer>) -> Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter).context("invalid --log-level")?;
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(ansi);
+    let registry = tracing_subscriber::registry().with(filter).with(LogLayer(log));
+    match format {
+        LogFormat::Text => registry.with(fmt).init(),
+        LogFormat::Json => registry.with(fmt.json()).init(),
+    }
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let file = load_file(&cli.global.config)?;
+    let format = cli.global.log_format.or(file.log_format).unwrap_or(LogFormat::Text);
+    let level = cli
+        .global
+        .log_level
+        .clone()
+        .or_else(|| file.log_level.clone())
+        .or_else(|| std::env::var("RUST_LOG").ok())
+        .unwrap_or_else(|| "info".into());
+    let log = Arc::new(LogBuffer::default());
+    init_logging(format, &level, log.clone())?;
+    std::panic::set_hook(Box::new(|info| tracing::error!(panic = %info, "panic")));
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(run(cli, file, log))
+}
+
+async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
+    let argv: Vec<String> = std::env::args().collect();
+    let command = cli.command.unwrap_or(Command::Dev(cli.dev));
+    let options = |listen: &ListenArgs, default_port: u16, parsed: Document| NodeOptions {
+        bind: listen.bind.clone().or_else(|| file.bind.clone()).unwrap_or_else(|| "127.0.0.1".into()),
+        port: listen.port.or(file.port).unwrap_or(default_port),
+        enable_test_commands: listen.enable_test_commands || file.enable_test_commands.unwrap_or(false),
+        cmdline: CmdLine { argv: argv.clone(), parsed },
+        log: log.clone(),
+    };
+    log.startup_warning(
+        "CONTROL",
+        22120,
+        "Access control is not enabled for the database. Read and write access to data and configuration is unrestricted",
+    );
+    let running = match &command {
+        Command::Dev(args) => {
+            let data_dir = args.data_dir.clone().or_else(|| file.data_dir.clone()).unwrap_or_else(cluster::default_data_dir);
+            let shards = args.shards.or(file.shards).unwrap_or(2);
+            if shards == 0 {
+                bail!("--shards must be at least 1");
+            }
+            let mut opts = options(&args.listen, 27017, Document::new());
+            opts.cmdline.parsed = parsed(&opts, Some(&data_dir), None, "dev");
+            let running = cluster::start_dev(&opts, &data_dir, shards).await?;
+            tracing::info!(addr = %running.addr, data_dir = %data_dir.display(), shards, "docgrid dev cluster ready; connect with mongosh mongodb://{}", running.addr);
+            running
+        }
+        Command::Router(args) => {
+            let configdb = args.configdb.clone().or_else(|| file.configdb.clone()).context("router needs --configdb host:port")?;
+            let mut opts = options(&args.listen, 27017, Document::new());
+            opts.cmdline.parsed = parsed(&opts, None, Some(&configdb), "router");
+            let running = cluster::start_router(&opts, &configdb).await?;
+            tracing::info!(addr = %running.addr, %configdb, "router ready");
+            running
+        }
+        Command::Configsvr(args) => {
+            let data_dir = args.data_dir.clone().or_else(|| file.data_dir.clone()).unwrap_or_else(|| PathBuf::from("docgrid-data/config"));
+            let mut opts = options(&args.listen, 27019, Document::new());
+            opts.cmdline.parsed = parsed(&opts, Some(&data_dir), None, "configsvr");
+            let running = cluster::start_configsvr(&opts, &data_dir).await?;
+            tracing::info!(addr = %running.addr, data_dir = %data_dir.display(), "config server ready");
+            running
+        }
+        Command::Shard(args) => {
+            let configdb = args.configdb.clone().or_else(|| file.configdb.clone()).context("shard needs --configdb host:port")?;
+            let data_dir = args.storage.data_dir.clone().or_else(|| file.data_dir.clone()).unwrap_or_else(|| PathBuf::from("docgrid-data/shard"));
+            let mut opts = options(&args.storage.listen, 27018, Document::new());
+            opts.cmdline.parsed = parsed(&opts, Some(&data_dir), Some(&configdb), "shardsvr");
+            let running = cluster::start_shard(&opts, &data_dir, &configdb).await?;
+            tracing::info!(addr = %running.addr, data_dir = %data_dir.display(), %configdb, "shard ready");
+            running
+        }
+    };
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    running.shutdown().await;
+    Ok(())
+}
+
+/// `getCmdLineOpts.parsed`, in mongod's option layout.
+fn parsed(opts: &NodeOptions, data_dir: Option<&PathBuf>, configdb: Option<&str>, role: &str) -> Document {
+    let mut parsed = doc! {"net": {"bindIp": &opts.bind, "port": opts.port as i32}};
+    if let Some(dir) = data_dir {
+        parsed.insert("storage", doc! {"dbPath": dir.display().to_string()});
+    }
+    let mut sharding = doc! {"clusterRole": role};
+    if let Some(configdb) = configdb {
+        sharding.insert("configDB", configdb);
+    }
+    parsed.insert("sharding", sharding);
+    if opts.enable_test_commands {
+        parsed.insert("setParameter", doc! {"enableTestCommands": "1"});
+    }
+    parsed
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

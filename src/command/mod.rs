@@ -2,9 +2,11 @@
 //! OP_MSG document sequences. The in-process transport and TCP carry exactly this.
 
 mod args;
+mod replies;
 mod write_concern;
 
 pub use args::{Args, bson_type_name};
+pub use replies::cursor_reply;
 pub use write_concern::WriteConcern;
 
 use crate::error::{ErrorCode, MongoError, Result};

@@ -81,6 +81,11 @@ pub(super) async fn rename<S: DataNode>(state: &S, _ctx: &RequestContext, req: C
         MongoError::new(ErrorCode::Location(40414), "BSON field 'renameCollection.to' is missing but a required field")
     })?;
     let drop_target = args.bool("dropTarget")?.unwrap_or(false);
+    rename_namespace(state, source, target, drop_target).await
+}
+
+/// Renames `source` to `target` (full namespaces) on this node.
+pub(super) async fn rename_namespace<S: DataNode>(state: &S, source: &str, target: &str, drop_target: bool) -> Result<RawDocumentBuf> {
     let (from_db, from) = split_namespace(source)?;
     let (to_db, to) = split_namespace(target)?;
     validate_user_write(from_db, from)?;
@@ -92,10 +97,9 @@ pub(super) async fn rename<S: DataNode>(state: &S, _ctx: &RequestContext, req: C
         return Err(MongoError::new(ErrorCode::NotImplemented, "renaming a collection across databases is not supported yet"));
     }
     let db = state.storage().database(from_db).await;
-    if db.as_ref().and_then(|d| d.collection(from)).is_none() {
+    let Some(db) = db.filter(|d| d.collection(from).is_some()) else {
         return Err(MongoError::namespace_not_found(format!("Source collection {source} does not exist")));
-    }
-    let db = db.expect("checked above");
+    };
     if db.collection(to).is_some() && !drop_target {
         return Err(MongoError::new(ErrorCode::NamespaceExists, "target namespace exists"));
     }

@@ -6,27 +6,15 @@ use super::super::exec::{MAX_BATCH_BYTES, Position, ScanState};
 use super::super::query::filter::Filter;
 use super::super::query::projection::Projection;
 use super::super::query::sort::SortSpec;
+pub use crate::command::cursor_reply;
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::RequestContext;
-use bson::{Bson, Document, RawArrayBuf, RawBsonRef, RawDocumentBuf, rawdoc};
+use bson::{Bson, Document, RawBsonRef, RawDocumentBuf};
 use std::collections::VecDeque;
 
 /// Documents in a first batch when the client sets no `batchSize`.
 pub const DEFAULT_FIRST_BATCH: usize = 101;
-
-/// `{cursor: {firstBatch|nextBatch: [...], id, ns}}`.
-pub fn cursor_reply(ns: &str, docs: Vec<RawDocumentBuf>, id: i64, first: bool) -> RawDocumentBuf {
-    let mut batch = RawArrayBuf::new();
-    for doc in docs {
-        batch.push(doc);
-    }
-    let mut cursor = RawDocumentBuf::new();
-    cursor.append(if first { "firstBatch" } else { "nextBatch" }, batch);
-    cursor.append("id", id);
-    cursor.append("ns", ns);
-    rawdoc! {"cursor": cursor}
-}
 
 struct FindCommand {
     collection: String,

@@ -15,6 +15,8 @@ pub(super) fn commands() -> Vec<CommandSpec<ShardState>> {
             .help("Internal: makes this server a shard of a cluster (sets its shard identity)"),
         CommandSpec::new("_shardsvrDropDatabaseParticipant", |s, c, r| Box::pin(drop_database_participant(s, c, r)))
             .help("Internal: drops this shard's data of a database"),
+        CommandSpec::new("_shardsvrRenameCollection", |s, c, r| Box::pin(rename_collection(s, c, r)))
+            .help("Internal: renames an unsharded collection of this shard's database"),
         CommandSpec::new("_flushDatabaseCacheUpdates", |s, c, r| Box::pin(flush_database(s, c, r)))
             .admin_only()
             .help("Internal: forgets the cached version of a database so the next request refreshes it"),
@@ -55,4 +57,14 @@ async fn flush_database(state: &ShardState, _ctx: &RequestContext, req: CommandR
     let db = req.args().str("_flushDatabaseCacheUpdates")?.unwrap_or_default().to_string();
     state.forget_database_version(&db);
     Ok(RawDocumentBuf::new())
+}
+
+async fn rename_collection(state: &ShardState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let from = args.collection()?;
+    let to = args.str("to")?.ok_or_else(|| {
+        MongoError::new(ErrorCode::Location(40414), "BSON field '_shardsvrRenameCollection.to' is missing but a required field")
+    })?;
+    let drop_target = args.bool("dropTarget")?.unwrap_or(false);
+    super::collections::rename_namespace(state, &format!("{}.{from}", req.db), to, drop_target).await
 }

@@ -1,0 +1,163 @@
+//! Assembling processes from roles: the whole cluster in one process (`dev`: router, config
+//! server and shards calling each other in-process), or one role per process over TCP.
+
+use crate::configsvr::ConfigState;
+use crate::error::{MongoError, Result};
+use crate::router::RouterState;
+use crate::rpc::Connector;
+use crate::server::logbuf::LogBuffer;
+use crate::server::{CmdLine, Dispatcher, Node, Parameters, Role, ServerHandle, Service, serve};
+use crate::shard::ShardState;
+use bson::doc;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// Options shared by every way of starting a role.
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    pub bind: String,
+    pub port: u16,
+    pub enable_test_commands: bool,
+    pub cmdline: CmdLine,
+    pub log: Arc<LogBuffer>,
+}
+
+impl NodeOptions {
+    fn node(&self, role: Role) -> Node {
+        let node = Node::new(role, self.cmdline.clone(), Parameters::new(self.enable_test_commands), self.log.clone());
+        node
+    }
+
+    async fn listen(&self) -> Result<TcpListener> {
+        TcpListener::bind((self.bind.as_str(), self.port))
+            .await
+            .map_err(|e| MongoError::internal(format!("cannot listen on {}:{}: {e}", self.bind, self.port)))
+    }
+}
+
+/// The address other nodes should use to reach a listener.
+fn advertised(addr: SocketAddr) -> String {
+    if addr.ip().is_unspecified() {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "localhost".into());
+        format!("{host}:{}", addr.port())
+    } else {
+        addr.to_string()
+    }
+}
+
+/// A running process: its listener(s) and what keeps the roles alive.
+pub struct Running {
+    pub addr: SocketAddr,
+    handles: Vec<ServerHandle>,
+    _services: Vec<Arc<dyn Service>>,
+}
+
+impl Running {
+    pub async fn shutdown(self) {
+        for handle in self.handles {
+            handle.shutdown().await;
+        }
+    }
+}
+
+const CONFIG_HOST: &str = "inproc:config";
+
+/// Dev mode: config server, `shards` shards (at least as many as the data directory already
+/// has) and a router, in this process; only the router listens.
+pub async fn start_dev(opts: &NodeOptions, data_dir: &Path, shards: usize) -> Result<Running> {
+    let connector = Connector::new();
+    let config_node = opts.node(Role::ConfigServer);
+    config_node.set_host(CONFIG_HOST);
+    let config = ConfigState::open(config_node, &data_dir.join("config"), connector.clone()).await?;
+    let config_service: Arc<dyn Service> = Arc::new(Dispatcher::new(config));
+    connector.register_local(CONFIG_HOST, config_service.clone());
+    let mut services = vec![config_service];
+    let existing = existing_shard_dirs(data_dir);
+    let config_client = connector.client(CONFIG_HOST);
+    for i in 0..shards.max(existing) {
+        let name = format!("shard{i}");
+        let host = format!("inproc:{name}");
+        let node = opts.node(Role::Shard);
+        node.set_host(&host);
+        let shard = ShardState::open(node, &data_dir.join(&name), connector.clone()).await?;
+        let service: Arc<dyn Service> = Arc::new(Dispatcher::new(shard));
+        connector.register_local(&host, service.clone());
+        services.push(service);
+        config_client.run_doc("admin", doc! {"_configsvrAddShard": &host, "name": &name}).await?;
+    }
+    let router_node = opts.node(Role::Router);
+    let router = RouterState::new(router_node, connector, CONFIG_HOST);
+    let listener = opts.listen().await?;
+    let router_service: Arc<dyn Service> = Arc::new(Dispatcher::new(router));
+    let handle = serve(listener, router_service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
+    router_service.node().set_host(advertised(handle.addr));
+    services.push(router_service);
+    Ok(Running { addr: handle.addr, handles: vec![handle], _services: services })
+}
+
+fn existing_shard_dirs(data_dir: &Path) -> usize {
+    (0..).take_while(|i| data_dir.join(format!("shard{i}")).is_dir()).count()
+}
+
+/// A config server process.
+pub async fn start_configsvr(opts: &NodeOptions, data_dir: &Path) -> Result<Running> {
+    let listener = opts.listen().await?;
+    let addr = listener.local_addr().map_err(|e| MongoError::internal(e.to_string()))?;
+    let node = opts.node(Role::ConfigServer);
+    node.set_host(advertised(addr));
+    let connector = Connector::new();
+    let config = ConfigState::open(node, data_dir, connector).await?;
+    let service: Arc<dyn Service> = Arc::new(Dispatcher::new(config));
+    let handle = serve(listener, service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
+    Ok(Running { addr: handle.addr, handles: vec![handle], _services: vec![service] })
+}
+
+/// A shard process; it registers itself with the config server at `configdb` (retrying in
+/// the background until the config server answers).
+pub async fn start_shard(opts: &NodeOptions, data_dir: &Path, configdb: &str) -> Result<Running> {
+    let listener = opts.listen().await?;
+    let addr = listener.local_addr().map_err(|e| MongoError::internal(e.to_string()))?;
+    let host = advertised(addr);
+    let node = opts.node(Role::Shard);
+    node.set_host(&host);
+    let connector = Connector::new();
+    let shard = ShardState::open(node, data_dir, connector.clone()).await?;
+    let service: Arc<dyn Service> = Arc::new(Dispatcher::new(shard));
+    let handle = serve(listener, service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
+    let config = connector.client(configdb);
+    tokio::spawn(async move {
+        loop {
+            match config.run_doc("admin", doc! {"_configsvrAddShard": &host}).await {
+                Ok(reply) => {
+                    tracing::info!(shard = reply.get_str("shardAdded").unwrap_or_default(), "registered with the config server");
+                    break;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot register with the config server yet; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+    });
+    Ok(Running { addr: handle.addr, handles: vec![handle], _services: vec![service] })
+}
+
+/// A router process reading the routing table from the config server at `configdb`.
+pub async fn start_router(opts: &NodeOptions, configdb: &str) -> Result<Running> {
+    let listener = opts.listen().await?;
+    let addr = listener.local_addr().map_err(|e| MongoError::internal(e.to_string()))?;
+    let node = opts.node(Role::Router);
+    node.set_host(advertised(addr));
+    let router = RouterState::new(node, Connector::new(), configdb);
+    let service: Arc<dyn Service> = Arc::new(Dispatcher::new(router));
+    let handle = serve(listener, service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
+    Ok(Running { addr: handle.addr, handles: vec![handle], _services: vec![service] })
+}
+
+/// The default data directory of `dev` mode.
+pub fn default_data_dir() -> PathBuf {
+    PathBuf::from("docgrid-data")
+}

@@ -1,0 +1,16 @@
+//! Reply shapes several commands and roles share.
+
+use bson::{RawArrayBuf, RawDocumentBuf, rawdoc};
+
+/// `{cursor: {firstBatch|nextBatch: [...], id, ns}}`.
+pub fn cursor_reply(ns: &str, docs: Vec<RawDocumentBuf>, id: i64, first: bool) -> RawDocumentBuf {
+    let mut batch = RawArrayBuf::new();
+    for doc in docs {
+        batch.push(doc);
+    }
+    let mut cursor = RawDocumentBuf::new();
+    cursor.append(if first { "firstBatch" } else { "nextBatch" }, batch);
+    cursor.append("id", id);
+    cursor.append("ns", ns);
+    rawdoc! {"cursor": cursor}
+}

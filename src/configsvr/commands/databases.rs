@@ -1,0 +1,112 @@
+//! `_configsvrCreateDatabase` and `_configsvrDropDatabase`: the database entries of the routing
+//! table (primary shard and database version).
+
+use super::super::ConfigState;
+use crate::catalog::{DatabaseVersion, validate_db_name};
+use crate::command::CommandRequest;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::{CommandSpec, RequestContext};
+use bson::{Bson, Document, RawDocumentBuf, doc};
+
+pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
+    vec![
+        CommandSpec::new("_configsvrCreateDatabase", |s, c, r| Box::pin(create_database(s, c, r)))
+            .admin_only()
+            .help("Internal: creates a database entry, choosing its primary shard"),
+        CommandSpec::new("_configsvrDropDatabase", |s, c, r| Box::pin(drop_database(s, c, r)))
+            .admin_only()
+            .help("Internal: drops a database on every shard and removes its entry"),
+    ]
+}
+
+fn target_db(req: &CommandRequest) -> Result<String> {
+    match req.args().target()? {
+        bson::RawBsonRef::String(db) => {
+            validate_db_name(db)?;
+            Ok(db.to_string())
+        }
+        _ => Err(MongoError::type_mismatch(format!("{} requires a database name", req.name()))),
+    }
+}
+
+fn reply_for(entry: &Document) -> Result<RawDocumentBuf> {
+    Ok(RawDocumentBuf::from_document(&doc! {
+        "databaseVersion": entry.get_document("version").cloned().unwrap_or_default(),
+        "primary": entry.get_str("primary").unwrap_or_default(),
+    })?)
+}
+
+async fn create_database(state: &ConfigState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let db = target_db(&req)?;
+    if matches!(db.as_str(), "admin" | "config" | "local") {
+        return Err(MongoError::new(ErrorCode::InvalidOptions, format!("Cannot create database {db}: it is an internal database")));
+    }
+    let requested_primary = req.args().str("primaryShard")?.map(str::to_string);
+    let _guard = state.ddl_lock.lock().await;
+    let store = state.store();
+    if let Some(entry) = store.find_one("databases", &doc! {"_id": &db}).await? {
+        return reply_for(&entry);
+    }
+    for entry in store.find("databases", &doc! {}).await? {
+        if let Ok(other) = entry.get_str("_id") {
+            if other.eq_ignore_ascii_case(&db) {
+                return Err(MongoError::new(
+                    ErrorCode::DatabaseDifferCase,
+                    format!("can't have 2 databases that just differ on case  have: {other} want to add: {db}"),
+                ));
+            }
+        }
+    }
+    let shards = state.shards().await?;
+    if shards.is_empty() {
+        return Err(MongoError::new(ErrorCode::ShardNotFound, format!("Database {db} could not be created :: caused by :: No shards found")));
+    }
+    let primary = match requested_primary {
+        Some(name) => {
+            if !shards.iter().any(|(n, _)| *n == name) {
+                return Err(MongoError::new(ErrorCode::ShardNotFound, format!("Shard {name} not found")));
+            }
+            name
+        }
+        None => least_loaded_shard(state, &shards).await?,
+    };
+    let version = DatabaseVersion::new(state.clock.now());
+    let entry = doc! {"_id": &db, "primary": &primary, "version": version.to_document()};
+    store.insert("databases", &entry).await?;
+    tracing::info!(db = %db, primary = %primary, "created database");
+    reply_for(&entry)
+}
+
+/// The shard holding the least data (ties broken by name), as MongoDB picks a new primary.
+async fn least_loaded_shard(state: &ConfigState, shards: &[(String, String)]) -> Result<String> {
+    let mut best: Option<(i64, String)> = None;
+    for (name, host) in shards {
+        let reply = state.connector.client(host).run_doc("admin", doc! {"listDatabases": 1}).await?;
+        let size = match reply.get("totalSize") {
+            Some(Bson::Int64(v)) => *v,
+            Some(Bson::Int32(v)) => i64::from(*v),
+            Some(Bson::Double(v)) => *v as i64,
+            _ => 0,
+        };
+        if best.as_ref().is_none_or(|(s, n)| (size, name) < (*s, n)) {
+            best = Some((size, name.clone()));
+        }
+    }
+    Ok(best.expect("at least one shard").1)
+}
+
+async fn drop_database(state: &ConfigState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let db = target_db(&req)?;
+    let _guard = state.ddl_lock.lock().await;
+    let store = state.store();
+    if store.find_one("databases", &doc! {"_id": &db}).await?.is_none() {
+        return Ok(RawDocumentBuf::new());
+    }
+    for (_, host) in state.shards().await? {
+        let cmd = doc! {"_shardsvrDropDatabaseParticipant": 1};
+        state.connector.client(&host).run_doc(&db, cmd).await?;
+    }
+    store.delete_by_id("databases", &Bson::String(db.clone())).await?;
+    tracing::info!(db = %db, "dropped database");
+    Ok(RawDocumentBuf::from_document(&doc! {"dropped": db})?)
+}

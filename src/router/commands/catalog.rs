@@ -1,0 +1,127 @@
+//! Catalog reads on the router: listDatabases gathers every shard's databases (and the config
+//! server's `admin` and `config`); the others go to the database's primary shard.
+
+use super::super::RouterState;
+use crate::command::{CommandRequest, cursor_reply};
+use crate::error::{MongoError, Result};
+use crate::server::RequestContext;
+use bson::{Bson, Document, RawDocumentBuf, doc};
+use std::collections::BTreeMap;
+
+/// One database across shards.
+#[derive(Default)]
+struct DatabaseSummary {
+    size_on_disk: i64,
+    empty: bool,
+}
+
+fn as_i64(v: Option<&Bson>) -> i64 {
+    match v {
+        Some(Bson::Int64(n)) => *n,
+        Some(Bson::Int32(n)) => i64::from(*n),
+        Some(Bson::Double(n)) => *n as i64,
+        _ => 0,
+    }
+}
+
+pub(super) async fn list_databases(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let name_only = args.bool("nameOnly")?.unwrap_or(false);
+    let filter = args.document("filter")?;
+    // Each node filters its own entries; sizes are then summed over shards.
+    let mut forwarded = doc! {"listDatabases": 1, "nameOnly": name_only};
+    if let Some(filter) = &filter {
+        forwarded.insert("filter", filter.clone());
+    }
+    let mut databases: BTreeMap<String, DatabaseSummary> = BTreeMap::new();
+    let mut sources = vec![(true, state.config.clone())];
+    sources.extend(state.shards.all(&state.config).await?.into_iter().map(|(_, c)| (false, c)));
+    for (is_config, client) in sources {
+        let reply = client.run_doc("admin", forwarded.clone()).await?;
+        let entries = reply.get_array("databases").cloned().unwrap_or_default();
+        for entry in entries.iter().filter_map(Bson::as_document) {
+            let Ok(name) = entry.get_str("name") else { continue };
+            // admin and config live on the config server; shards' own copies are internal.
+            if matches!(name, "admin" | "config" | "local") != is_config {
+                continue;
+            }
+            let summary = databases.entry(name.to_string()).or_insert(DatabaseSummary { size_on_disk: 0, empty: true });
+            summary.size_on_disk += as_i64(entry.get("sizeOnDisk"));
+            summary.empty &= entry.get_bool("empty").unwrap_or(false);
+        }
+    }
+    let total: i64 = databases.values().map(|d| d.size_on_disk).sum();
+    let list: Vec<Bson> = databases
+        .into_iter()
+        .map(|(name, d)| {
+            Bson::Document(if name_only { doc! {"name": name} } else { doc! {"name": name, "sizeOnDisk": d.size_on_disk, "empty": d.empty} })
+        })
+        .collect();
+    let reply = if name_only {
+        doc! {"databases": list}
+    } else {
+        doc! {"databases": list, "totalSize": total, "totalSizeMb": total / (1024 * 1024)}
+    };
+    Ok(RawDocumentBuf::from_document(&reply)?)
+}
+
+pub(super) async fn list_collections(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let ns = format!("{}.$cmd.listCollections", req.db);
+    match state.send_to_primary(req, false).await? {
+        Some((shard, reply)) => state.adopt_cursor(&shard, reply),
+        None => Ok(cursor_reply(&ns, Vec::new(), 0, true)),
+    }
+}
+
+pub(super) async fn list_indexes(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let ns = format!("{}.{}", req.db, req.args().collection()?);
+    match state.send_to_primary(req, false).await? {
+        Some((shard, reply)) => state.adopt_cursor(&shard, reply),
+        None => Err(MongoError::namespace_not_found(format!("ns does not exist: {ns}"))),
+    }
+}
+
+pub(super) async fn db_stats(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let db = req.db.clone();
+    crate::catalog::validate_db_name(&db)?;
+    match state.send_to_primary(req, false).await? {
+        Some((_, reply)) => Ok(reply),
+        None => Ok(RawDocumentBuf::from_document(&doc! {
+            "db": db,
+            "collections": 0_i64,
+            "views": 0_i64,
+            "objects": 0_i64,
+            "avgObjSize": 0.0,
+            "dataSize": 0.0,
+            "storageSize": 0.0,
+            "indexes": 0_i64,
+            "indexSize": 0.0,
+            "totalSize": 0.0,
+            "scaleFactor": 1_i64,
+        })?),
+    }
+}
+
+pub(super) async fn coll_stats(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let ns = format!("{}.{}", req.db, req.args().collection()?);
+    let db = req.db.clone();
+    let Some((_, reply)) = state.send_to_primary(req, false).await? else {
+        return Err(MongoError::namespace_not_found(format!("Collection [{ns}] not found.")));
+    };
+    let reply = reply.to_document()?;
+    if !crate::error::reply_ok(&reply) {
+        return Ok(RawDocumentBuf::from_document(&reply)?);
+    }
+    // mongos reports where an unsharded collection lives.
+    let primary = state.databases.get(&state.config, &db, false).await?.map(|d| d.primary).unwrap_or_else(|| "config".into());
+    let mut out = Document::new();
+    out.insert("sharded", false);
+    out.insert("primary", primary.clone());
+    for (k, v) in reply.iter().filter(|(k, _)| k.as_str() != "ok") {
+        out.insert(k.clone(), v.clone());
+    }
+    let mut shard_stats = reply.clone();
+    shard_stats.remove("ok");
+    out.insert("shards", doc! {primary: shard_stats});
+    Ok(RawDocumentBuf::from_document(&out)?)
+}

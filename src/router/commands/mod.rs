@@ -1,0 +1,53 @@
+//! The router's command table: the shared commands plus everything a client sends to mongos,
+//! each routed by database (see `forward`).
+
+mod admin;
+mod catalog;
+mod crud;
+mod cursors;
+mod ddl;
+
+use super::RouterState;
+use crate::server::stats::OpCounter;
+use crate::server::{CommandSpec, CommandTable, commands::common};
+
+pub(super) fn table() -> CommandTable<RouterState> {
+    let mut specs = common();
+    specs.extend(vec![
+        CommandSpec::new("insert", |s, c, r| Box::pin(crud::insert(s, c, r))).counter(OpCounter::PerStatement).help("insert documents"),
+        CommandSpec::new("update", |s, c, r| Box::pin(crud::update(s, c, r))).counter(OpCounter::PerStatement).help("update documents"),
+        CommandSpec::new("delete", |s, c, r| Box::pin(crud::delete(s, c, r))).counter(OpCounter::PerStatement).help("delete documents"),
+        CommandSpec::new("findAndModify", |s, c, r| Box::pin(crud::find_and_modify(s, c, r)))
+            .aliases(&["findandmodify"])
+            .help("{ findAndModify: \"collection\", query: {processed:false}, update: {$set: {processed:true}}, new: true}"),
+        CommandSpec::new("find", |s, c, r| Box::pin(crud::find(s, c, r))).counter(OpCounter::Query).help("query for documents"),
+        CommandSpec::new("count", |s, c, r| Box::pin(crud::count(s, c, r))).help("count objects in collection"),
+        CommandSpec::new("distinct", |s, c, r| Box::pin(crud::distinct(s, c, r))).help("{ distinct : 'collection name' , key : 'a.b' , query : {} }"),
+        CommandSpec::new("aggregate", |s, c, r| Box::pin(crud::aggregate(s, c, r))).help("Runs the aggregation command."),
+        CommandSpec::new("getMore", |s, c, r| Box::pin(cursors::get_more(s, c, r)))
+            .counter(OpCounter::GetMore)
+            .help("retrieve more results from an existing cursor"),
+        CommandSpec::new("killCursors", |s, c, r| Box::pin(cursors::kill_cursors(s, c, r))).help("Kill a list of cursor ids"),
+        CommandSpec::new("listDatabases", |s, c, r| Box::pin(catalog::list_databases(s, c, r)))
+            .admin_only()
+            .help("{ listDatabases:1, [filter: <filterObject>] [, nameOnly: true ] }"),
+        CommandSpec::new("listCollections", |s, c, r| Box::pin(catalog::list_collections(s, c, r))).help("list collections for this db"),
+        CommandSpec::new("listIndexes", |s, c, r| Box::pin(catalog::list_indexes(s, c, r))).help("list indexes for a collection"),
+        CommandSpec::new("dbStats", |s, c, r| Box::pin(catalog::db_stats(s, c, r))).aliases(&["dbstats"]).help("Get stats on a database."),
+        CommandSpec::new("collStats", |s, c, r| Box::pin(catalog::coll_stats(s, c, r)))
+            .aliases(&["collstats"])
+            .help("{ collStats:\"blog.posts\" , scale : 1 } scale divides sizes e.g. for KB use 1024"),
+        CommandSpec::new("create", |s, c, r| Box::pin(ddl::create(s, c, r))).help("explicitly creates a collection"),
+        CommandSpec::new("drop", |s, c, r| Box::pin(ddl::drop(s, c, r))).help("drop a collection"),
+        CommandSpec::new("dropDatabase", |s, c, r| Box::pin(ddl::drop_database(s, c, r))).help("drop (delete) this database"),
+        CommandSpec::new("renameCollection", |s, c, r| Box::pin(ddl::rename_collection(s, c, r)))
+            .admin_only()
+            .help(" example: { renameCollection: foo.a, to: bar.b }"),
+        CommandSpec::new("isdbgrid", |s, c, r| Box::pin(admin::isdbgrid(s, c, r))).help("check if this server is a mongos"),
+        CommandSpec::new("flushRouterConfig", |s, c, r| Box::pin(admin::flush_router_config(s, c, r)))
+            .aliases(&["flushrouterconfig"])
+            .admin_only()
+            .help("flush all router config"),
+    ]);
+    CommandTable::new(specs)
+}

@@ -1,0 +1,90 @@
+//! The router (mongos role): routes each command to the shard that owns the data using a cached,
+//! versioned routing table; it stores no documents.
+
+mod catalog_cache;
+mod commands;
+mod cursors;
+mod forward;
+mod shard_registry;
+
+use crate::rpc::{Connector, NodeClient};
+use crate::server::{CommandTable, Node, NodeState};
+use bson::doc;
+use catalog_cache::DatabaseCache;
+use cursors::RouterCursors;
+use shard_registry::ShardRegistry;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// How often the router records itself in `config.mongos`.
+const PING_INTERVAL: Duration = Duration::from_secs(30);
+
+pub struct RouterState {
+    node: Node,
+    config: NodeClient,
+    databases: DatabaseCache,
+    shards: ShardRegistry,
+    cursors: RouterCursors,
+    table: CommandTable<RouterState>,
+}
+
+impl RouterState {
+    /// A router that reads the routing table from the config server at `config_host`.
+    pub fn new(node: Node, connector: Arc<Connector>, config_host: &str) -> Arc<RouterState> {
+        let state = Arc::new(RouterState {
+            config: connector.client(config_host),
+            shards: ShardRegistry::new(connector),
+            node,
+            databases: DatabaseCache::default(),
+            cursors: RouterCursors::default(),
+            table: commands::table(),
+        });
+        spawn_background(Arc::downgrade(&state));
+        state
+    }
+
+    /// Records this router in `config.mongos`, as mongos does, so `sh.status()` lists it.
+    async fn ping(&self) -> crate::error::Result<()> {
+        let host = match self.node.host() {
+            h if h.is_empty() => "in-process router".to_string(),
+            h => h,
+        };
+        let entry = doc! {
+            "_id": &host,
+            "ping": bson::DateTime::now(),
+            "up": self.node.started.elapsed().as_secs() as i64,
+            "waiting": true,
+            "mongoVersion": crate::server::commands::MONGODB_VERSION,
+            "advisoryHostFQDNs": [],
+        };
+        self.config
+            .run_doc("config", doc! {"update": "mongos", "updates": [{"q": {"_id": &host}, "u": entry, "upsert": true}]})
+            .await?;
+        Ok(())
+    }
+}
+
+fn spawn_background(state: Weak<RouterState>) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(PING_INTERVAL);
+        loop {
+            tick.tick().await;
+            let Some(state) = state.upgrade() else { break };
+            if let Err(e) = state.ping().await {
+                tracing::debug!(error = %e, "could not record the router in config.mongos");
+            }
+            let timeout = state.node.params.get_i64("cursorTimeoutMillis").unwrap_or(600_000);
+            state.cursors.reap(Duration::from_millis(timeout.max(0) as u64));
+        }
+    });
+}
+
+impl NodeState for RouterState {
+    fn node(&self) -> &Node {
+        &self.node
+    }
+
+    fn commands(&self) -> &CommandTable<Self> {
+        &self.table
+    }
+}
