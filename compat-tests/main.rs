@@ -1,1 +1,14 @@
+//! End-to-end tests through the official MongoDB Rust driver against a docgrid cluster started
+//! in the test (in-process on port 0, or as separate `docgrid` processes).
 
+mod harness;
+
+mod catalog;
+mod config_db;
+mod crud;
+mod cursors;
+mod durability;
+mod handshake;
+mod multiprocess;
+mod stale_versions;
+mod wire;

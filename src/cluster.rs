@@ -27,8 +27,7 @@ pub struct NodeOptions {
 
 impl NodeOptions {
     fn node(&self, role: Role) -> Node {
-        let node = Node::new(role, self.cmdline.clone(), Parameters::new(self.enable_test_commands), self.log.clone());
-        node
+        Node::new(role, self.cmdline.clone(), Parameters::new(self.enable_test_commands), self.log.clone())
     }
 
     async fn listen(&self) -> Result<TcpListener> {
@@ -50,7 +49,10 @@ fn advertised(addr: SocketAddr) -> String {
 
 /// A running process: its listener(s) and what keeps the roles alive.
 pub struct Running {
+    /// The (first) router's address, or the role's own address.
     pub addr: SocketAddr,
+    /// Every router listening in this process (`dev` may run several).
+    pub routers: Vec<SocketAddr>,
     handles: Vec<ServerHandle>,
     _services: Vec<Arc<dyn Service>>,
 }
@@ -68,6 +70,12 @@ const CONFIG_HOST: &str = "inproc:config";
 /// Dev mode: config server, `shards` shards (at least as many as the data directory already
 /// has) and a router, in this process; only the router listens.
 pub async fn start_dev(opts: &NodeOptions, data_dir: &Path, shards: usize) -> Result<Running> {
+    start_dev_with_routers(opts, data_dir, shards, 1).await
+}
+
+/// [`start_dev`] with several routers, each with its own routing cache (the first listens on
+/// `opts.port`, the others on free ports).
+pub async fn start_dev_with_routers(opts: &NodeOptions, data_dir: &Path, shards: usize, routers: usize) -> Result<Running> {
     let connector = Connector::new();
     let config_node = opts.node(Role::ConfigServer);
     config_node.set_host(CONFIG_HOST);
@@ -88,14 +96,22 @@ pub async fn start_dev(opts: &NodeOptions, data_dir: &Path, shards: usize) -> Re
         services.push(service);
         config_client.run_doc("admin", doc! {"_configsvrAddShard": &host, "name": &name}).await?;
     }
-    let router_node = opts.node(Role::Router);
-    let router = RouterState::new(router_node, connector, CONFIG_HOST);
-    let listener = opts.listen().await?;
-    let router_service: Arc<dyn Service> = Arc::new(Dispatcher::new(router));
-    let handle = serve(listener, router_service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
-    router_service.node().set_host(advertised(handle.addr));
-    services.push(router_service);
-    Ok(Running { addr: handle.addr, handles: vec![handle], _services: services })
+    let mut handles = Vec::new();
+    for i in 0..routers.max(1) {
+        let router = RouterState::new(opts.node(Role::Router), connector.clone(), CONFIG_HOST);
+        let mut listen = opts.clone();
+        if i > 0 {
+            listen.port = 0;
+        }
+        let listener = listen.listen().await?;
+        let router_service: Arc<dyn Service> = Arc::new(Dispatcher::new(router));
+        let handle = serve(listener, router_service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
+        router_service.node().set_host(advertised(handle.addr));
+        services.push(router_service);
+        handles.push(handle);
+    }
+    let routers: Vec<SocketAddr> = handles.iter().map(|h| h.addr).collect();
+    Ok(Running { addr: routers[0], routers, handles, _services: services })
 }
 
 fn existing_shard_dirs(data_dir: &Path) -> usize {
@@ -112,7 +128,7 @@ pub async fn start_configsvr(opts: &NodeOptions, data_dir: &Path) -> Result<Runn
     let config = ConfigState::open(node, data_dir, connector).await?;
     let service: Arc<dyn Service> = Arc::new(Dispatcher::new(config));
     let handle = serve(listener, service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
-    Ok(Running { addr: handle.addr, handles: vec![handle], _services: vec![service] })
+    Ok(Running { addr: handle.addr, routers: Vec::new(), handles: vec![handle], _services: vec![service] })
 }
 
 /// A shard process; it registers itself with the config server at `configdb` (retrying in
@@ -142,7 +158,7 @@ pub async fn start_shard(opts: &NodeOptions, data_dir: &Path, configdb: &str) ->
             }
         }
     });
-    Ok(Running { addr: handle.addr, handles: vec![handle], _services: vec![service] })
+    Ok(Running { addr: handle.addr, routers: Vec::new(), handles: vec![handle], _services: vec![service] })
 }
 
 /// A router process reading the routing table from the config server at `configdb`.
@@ -154,7 +170,7 @@ pub async fn start_router(opts: &NodeOptions, configdb: &str) -> Result<Running>
     let router = RouterState::new(node, Connector::new(), configdb);
     let service: Arc<dyn Service> = Arc::new(Dispatcher::new(router));
     let handle = serve(listener, service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
-    Ok(Running { addr: handle.addr, handles: vec![handle], _services: vec![service] })
+    Ok(Running { addr: handle.addr, routers: vec![handle.addr], handles: vec![handle], _services: vec![service] })
 }
 
 /// The default data directory of `dev` mode.

@@ -5,7 +5,9 @@ use super::super::RouterState;
 use crate::command::{CommandRequest, cursor_reply};
 use crate::error::Result;
 use crate::server::RequestContext;
+use crate::server::stats::Stats;
 use bson::{RawDocumentBuf, rawdoc};
+use std::sync::atomic::AtomicI64;
 
 /// Writes create the database when it does not exist yet.
 async fn write(state: &RouterState, req: CommandRequest) -> Result<RawDocumentBuf> {
@@ -13,16 +15,23 @@ async fn write(state: &RouterState, req: CommandRequest) -> Result<RawDocumentBu
     Ok(reply)
 }
 
-pub(super) async fn insert(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+/// A batched write: counted per statement in `opcounters`, as mongos counts them.
+async fn batch_write(state: &RouterState, req: CommandRequest, field: &str, counter: fn(&Stats) -> &AtomicI64) -> Result<RawDocumentBuf> {
+    let statements = req.document_array(field)?.len();
+    Stats::add(counter(&state.node.stats), statements as i64);
     write(state, req).await
+}
+
+pub(super) async fn insert(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+    batch_write(state, req, "documents", |s| &s.op_insert).await
 }
 
 pub(super) async fn update(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
-    write(state, req).await
+    batch_write(state, req, "updates", |s| &s.op_update).await
 }
 
 pub(super) async fn delete(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
-    write(state, req).await
+    batch_write(state, req, "deletes", |s| &s.op_delete).await
 }
 
 pub(super) async fn find_and_modify(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {

@@ -1,0 +1,177 @@
+//! The test clusters: [`TestCluster`] runs router, config server and shards in this process on
+//! port 0; [`ProcessCluster`] spawns `docgrid` binaries on free ports.
+
+use docgrid::cluster::{self, NodeOptions, Running};
+use docgrid::server::CmdLine;
+use docgrid::server::logbuf::LogBuffer;
+use mongodb::Client;
+use mongodb::bson::Document;
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A whole cluster in this process.
+pub struct TestCluster {
+    pub addr: SocketAddr,
+    pub routers: Vec<SocketAddr>,
+    pub client: Client,
+    running: Option<Running>,
+    _dir: tempfile::TempDir,
+}
+
+pub fn node_options() -> NodeOptions {
+    NodeOptions {
+        bind: "127.0.0.1".into(),
+        port: 0,
+        enable_test_commands: false,
+        cmdline: CmdLine::default(),
+        log: Arc::new(LogBuffer::default()),
+    }
+}
+
+impl TestCluster {
+    pub async fn start() -> TestCluster {
+        Self::start_with(2, 1).await
+    }
+
+    pub async fn start_with(shards: usize, routers: usize) -> TestCluster {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let running = cluster::start_dev_with_routers(&node_options(), dir.path(), shards, routers).await.expect("cluster starts");
+        let client = client_for(running.addr).await;
+        TestCluster { addr: running.addr, routers: running.routers.clone(), client, running: Some(running), _dir: dir }
+    }
+
+    pub fn db(&self, name: &str) -> mongodb::Database {
+        self.client.database(name)
+    }
+
+    /// A client of the i-th router.
+    pub async fn router_client(&self, i: usize) -> Client {
+        client_for(self.routers[i]).await
+    }
+
+    pub async fn admin(&self, command: Document) -> mongodb::error::Result<Document> {
+        self.client.database("admin").run_command(command).await
+    }
+
+    pub async fn shutdown(mut self) {
+        if let Some(running) = self.running.take() {
+            running.shutdown().await;
+        }
+    }
+}
+
+pub async fn client_for(addr: SocketAddr) -> Client {
+    Client::with_uri_str(format!("mongodb://{addr}/?serverSelectionTimeoutMS=5000")).await.expect("client")
+}
+
+/// The server error code of a failed driver operation.
+pub fn error_code(err: &mongodb::error::Error) -> Option<i32> {
+    match err.kind.as_ref() {
+        mongodb::error::ErrorKind::Command(c) => Some(c.code),
+        mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w)) => Some(w.code),
+        mongodb::error::ErrorKind::InsertMany(i) => i.write_errors.as_ref().and_then(|e| e.first()).map(|e| e.code),
+        _ => None,
+    }
+}
+
+/// A free TCP port below 32768 (outside Linux's ephemeral range, so a port we pick is not
+/// handed to some outgoing connection in the meantime).
+pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let seed = (std::process::id() % 2000) as u16 * 8;
+    loop {
+        let offset = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = 20000 + (seed + offset) % 12000;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// A `docgrid` child process, killed (SIGKILL) when dropped.
+pub struct Process {
+    pub child: Child,
+}
+
+impl Process {
+    pub fn spawn(args: &[&str], port: u16) -> Process {
+        let child = Command::new(env!("CARGO_BIN_EXE_docgrid"))
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("docgrid starts");
+        let process = Process { child };
+        wait_for_port(port);
+        process
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+pub fn wait_for_port(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "nothing listens on port {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Config server, shards and a router as separate processes.
+pub struct ProcessCluster {
+    pub router_port: u16,
+    _processes: Vec<Process>,
+    _dir: tempfile::TempDir,
+}
+
+impl ProcessCluster {
+    pub async fn start(shards: usize) -> ProcessCluster {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config_port = free_port();
+        let configdb = format!("127.0.0.1:{config_port}");
+        let path = |name: &str| dir.path().join(name).display().to_string();
+        let mut processes = vec![Process::spawn(
+            &["configsvr", "--port", &config_port.to_string(), "--data-dir", &path("config")],
+            config_port,
+        )];
+        for i in 0..shards {
+            let port = free_port();
+            processes.push(Process::spawn(
+                &["shard", "--port", &port.to_string(), "--data-dir", &path(&format!("shard{i}")), "--configdb", &configdb],
+                port,
+            ));
+        }
+        let router_port = free_port();
+        processes.push(Process::spawn(&["router", "--port", &router_port.to_string(), "--configdb", &configdb], router_port));
+        let cluster = ProcessCluster { router_port, _processes: processes, _dir: dir };
+        // Shards register themselves in the background; wait until all have.
+        let client = cluster.client().await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let n = client.database("config").collection::<Document>("shards").estimated_document_count().await.unwrap_or(0);
+            if n as usize == shards {
+                break;
+            }
+            assert!(Instant::now() < deadline, "shards did not register");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        cluster
+    }
+
+    pub async fn client(&self) -> Client {
+        client_for(SocketAddr::from(([127, 0, 0, 1], self.router_port))).await
+    }
+}
