@@ -10,7 +10,12 @@ async fn databases_appear_on_first_write_and_go_with_drop_database() {
     let names = cluster.client.list_database_names().await.unwrap();
     assert!(names.contains(&"admin".to_string()) && names.contains(&"config".to_string()));
     assert!(!names.contains(&"app".to_string()));
-    cluster.db("app").collection::<Document>("users").insert_one(doc! {"a": 1}).await.unwrap();
+    cluster
+        .db("app")
+        .collection::<Document>("users")
+        .insert_one(doc! {"a": 1})
+        .await
+        .unwrap();
     let list = cluster.admin(doc! {"listDatabases": 1}).await.unwrap();
     let app = list
         .get_array("databases")
@@ -23,16 +28,43 @@ async fn databases_appear_on_first_write_and_go_with_drop_database() {
     assert!(app.get_i64("sizeOnDisk").unwrap() > 0);
     assert_eq!(app.get_bool("empty").unwrap(), false);
     assert!(list.get_i64("totalSize").unwrap() > 0);
-    let filtered = cluster.admin(doc! {"listDatabases": 1, "nameOnly": true, "filter": {"name": "app"}}).await.unwrap();
-    assert_eq!(filtered.get_array("databases").unwrap(), &vec![Bson::Document(doc! {"name": "app"})]);
-    let entry = cluster.db("config").collection::<Document>("databases").find_one(doc! {"_id": "app"}).await.unwrap().unwrap();
+    let filtered = cluster
+        .admin(doc! {"listDatabases": 1, "nameOnly": true, "filter": {"name": "app"}})
+        .await
+        .unwrap();
+    assert_eq!(
+        filtered.get_array("databases").unwrap(),
+        &vec![Bson::Document(doc! {"name": "app"})]
+    );
+    let entry = cluster
+        .db("config")
+        .collection::<Document>("databases")
+        .find_one(doc! {"_id": "app"})
+        .await
+        .unwrap()
+        .unwrap();
     assert!(entry.get_str("primary").unwrap().starts_with("shard"));
     let version = entry.get_document("version").unwrap();
     assert_eq!(version.get_i32("lastMod").unwrap(), 1);
     assert!(version.get_timestamp("timestamp").is_ok());
     cluster.db("app").drop().await.unwrap();
-    assert!(!cluster.client.list_database_names().await.unwrap().contains(&"app".to_string()));
-    assert!(cluster.db("config").collection::<Document>("databases").find_one(doc! {"_id": "app"}).await.unwrap().is_none());
+    assert!(
+        !cluster
+            .client
+            .list_database_names()
+            .await
+            .unwrap()
+            .contains(&"app".to_string())
+    );
+    assert!(
+        cluster
+            .db("config")
+            .collection::<Document>("databases")
+            .find_one(doc! {"_id": "app"})
+            .await
+            .unwrap()
+            .is_none()
+    );
     cluster.shutdown().await;
 }
 
@@ -42,33 +74,88 @@ async fn collections_create_list_rename_drop() {
     let db = cluster.db("app");
     db.create_collection("a").await.unwrap();
     db.create_collection("a").await.unwrap(); // same options: no error since 7.0
-    db.collection::<Document>("b").insert_one(doc! {"x": 1}).await.unwrap();
+    db.collection::<Document>("b")
+        .insert_one(doc! {"x": 1})
+        .await
+        .unwrap();
     let mut names = db.list_collection_names().await.unwrap();
     names.sort();
     assert_eq!(names, vec!["a", "b"]);
-    let specs = db.run_command(doc! {"listCollections": 1, "filter": {"name": "b"}}).await.unwrap();
-    let batch = specs.get_document("cursor").unwrap().get_array("firstBatch").unwrap();
+    let specs = db
+        .run_command(doc! {"listCollections": 1, "filter": {"name": "b"}})
+        .await
+        .unwrap();
+    let batch = specs
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
     assert_eq!(batch.len(), 1);
     let b = batch[0].as_document().unwrap();
     assert_eq!(b.get_str("type").unwrap(), "collection");
-    assert!(matches!(b.get_document("info").unwrap().get("uuid"), Some(Bson::Binary(_))));
-    assert_eq!(b.get_document("idIndex").unwrap().get_str("name").unwrap(), "_id_");
-    let only_names = db.run_command(doc! {"listCollections": 1, "nameOnly": true}).await.unwrap();
-    let first = only_names.get_document("cursor").unwrap().get_array("firstBatch").unwrap()[0].as_document().unwrap().clone();
+    assert!(matches!(
+        b.get_document("info").unwrap().get("uuid"),
+        Some(Bson::Binary(_))
+    ));
+    assert_eq!(
+        b.get_document("idIndex").unwrap().get_str("name").unwrap(),
+        "_id_"
+    );
+    let only_names = db
+        .run_command(doc! {"listCollections": 1, "nameOnly": true})
+        .await
+        .unwrap();
+    let first = only_names
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()[0]
+        .as_document()
+        .unwrap()
+        .clone();
     assert_eq!(first.keys().collect::<Vec<_>>(), vec!["name", "type"]);
-    let indexes = db.collection::<Document>("b").list_index_names().await.unwrap();
+    let indexes = db
+        .collection::<Document>("b")
+        .list_index_names()
+        .await
+        .unwrap();
     assert_eq!(indexes, vec!["_id_"]);
-    cluster.admin(doc! {"renameCollection": "app.b", "to": "app.c"}).await.unwrap();
-    assert_eq!(db.collection::<Document>("c").count_documents(doc! {}).await.unwrap(), 1);
-    let err = cluster.admin(doc! {"renameCollection": "app.c", "to": "app.a"}).await.unwrap_err();
+    cluster
+        .admin(doc! {"renameCollection": "app.b", "to": "app.c"})
+        .await
+        .unwrap();
+    assert_eq!(
+        db.collection::<Document>("c")
+            .count_documents(doc! {})
+            .await
+            .unwrap(),
+        1
+    );
+    let err = cluster
+        .admin(doc! {"renameCollection": "app.c", "to": "app.a"})
+        .await
+        .unwrap_err();
     assert_eq!(error_code(&err), Some(48));
-    cluster.admin(doc! {"renameCollection": "app.c", "to": "app.a", "dropTarget": true}).await.unwrap();
-    let err = cluster.admin(doc! {"renameCollection": "app.nope", "to": "app.z"}).await.unwrap_err();
+    cluster
+        .admin(doc! {"renameCollection": "app.c", "to": "app.a", "dropTarget": true})
+        .await
+        .unwrap();
+    let err = cluster
+        .admin(doc! {"renameCollection": "app.nope", "to": "app.z"})
+        .await
+        .unwrap_err();
     assert_eq!(error_code(&err), Some(26));
     db.collection::<Document>("a").drop().await.unwrap();
-    db.collection::<Document>("never-existed").drop().await.unwrap();
+    db.collection::<Document>("never-existed")
+        .drop()
+        .await
+        .unwrap();
     assert!(db.list_collection_names().await.unwrap().is_empty());
-    let err = db.collection::<Document>("gone").list_index_names().await.unwrap_err();
+    let err = db
+        .collection::<Document>("gone")
+        .list_index_names()
+        .await
+        .unwrap_err();
     assert_eq!(error_code(&err), Some(26));
     cluster.shutdown().await;
 }
@@ -77,7 +164,10 @@ async fn collections_create_list_rename_drop() {
 async fn stats() {
     let cluster = TestCluster::start().await;
     let db = cluster.db("app");
-    db.collection::<Document>("s").insert_many((0..10).map(|i| doc! {"i": i})).await.unwrap();
+    db.collection::<Document>("s")
+        .insert_many((0..10).map(|i| doc! {"i": i}))
+        .await
+        .unwrap();
     let stats = db.run_command(doc! {"dbStats": 1}).await.unwrap();
     assert_eq!(stats.get_str("db").unwrap(), "app");
     assert_eq!(stats.get_i64("collections").unwrap(), 1);
@@ -87,7 +177,11 @@ async fn stats() {
     assert_eq!(coll.get_bool("sharded").unwrap(), false);
     assert!(coll.get_i64("size").unwrap() > 0);
     assert_eq!(coll.get_i32("nindexes").unwrap(), 1);
-    let missing = cluster.db("nothing").run_command(doc! {"dbStats": 1}).await.unwrap();
+    let missing = cluster
+        .db("nothing")
+        .run_command(doc! {"dbStats": 1})
+        .await
+        .unwrap();
     assert_eq!(missing.get_i64("collections").unwrap(), 0);
     cluster.shutdown().await;
 }
@@ -95,15 +189,38 @@ async fn stats() {
 #[tokio::test]
 async fn internal_databases_are_protected() {
     let cluster = TestCluster::start().await;
-    let err = cluster.db("admin").run_command(doc! {"dropDatabase": 1}).await.unwrap_err();
+    let err = cluster
+        .db("admin")
+        .run_command(doc! {"dropDatabase": 1})
+        .await
+        .unwrap_err();
     assert_eq!(error_code(&err), Some(20));
-    let err = cluster.db("config").run_command(doc! {"dropDatabase": 1}).await.unwrap_err();
+    let err = cluster
+        .db("config")
+        .run_command(doc! {"dropDatabase": 1})
+        .await
+        .unwrap_err();
     assert_eq!(error_code(&err), Some(20));
-    let err = cluster.db("config").collection::<Document>("shards").drop().await.unwrap_err();
+    let err = cluster
+        .db("config")
+        .collection::<Document>("shards")
+        .drop()
+        .await
+        .unwrap_err();
     assert_eq!(error_code(&err), Some(20));
-    let err = cluster.db("app").collection::<Document>("system.users").insert_one(doc! {}).await.unwrap_err();
+    let err = cluster
+        .db("app")
+        .collection::<Document>("system.users")
+        .insert_one(doc! {})
+        .await
+        .unwrap_err();
     assert_eq!(error_code(&err), Some(73));
-    let err = cluster.db("local").collection::<Document>("x").find_one(doc! {}).await.unwrap_err();
+    let err = cluster
+        .db("local")
+        .collection::<Document>("x")
+        .find_one(doc! {})
+        .await
+        .unwrap_err();
     assert_eq!(error_code(&err), Some(20));
     cluster.shutdown().await;
 }

@@ -63,13 +63,20 @@ async fn duplicate_keys_report_pattern_and_value() {
     assert_eq!(e.get_i32("code").unwrap(), 11000);
     assert_eq!(e.get_document("keyPattern").unwrap(), &doc! {"_id": 1});
     assert_eq!(e.get_document("keyValue").unwrap(), &doc! {"_id": 1});
-    assert!(e.get_str("errmsg").unwrap().contains("E11000 duplicate key error collection: app.dups index: _id_ dup key: { _id: 1 }"));
+    assert!(e.get_str("errmsg").unwrap().contains(
+        "E11000 duplicate key error collection: app.dups index: _id_ dup key: { _id: 1 }"
+    ));
     let reply = db
         .run_command(doc! {"insert": "dups", "documents": [{"_id": 1}, {"_id": 4}, {"_id": 2}, {"_id": 5}], "ordered": false})
         .await
         .unwrap();
     assert_eq!(reply.get_i32("n").unwrap(), 2);
-    let indexes: Vec<i32> = reply.get_array("writeErrors").unwrap().iter().map(|e| e.as_document().unwrap().get_i32("index").unwrap()).collect();
+    let indexes: Vec<i32> = reply
+        .get_array("writeErrors")
+        .unwrap()
+        .iter()
+        .map(|e| e.as_document().unwrap().get_i32("index").unwrap())
+        .collect();
     assert_eq!(indexes, vec![0, 2]);
     assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 5);
     let err = coll.insert_one(doc! {"_id": [1, 2]}).await.unwrap_err();
@@ -108,8 +115,17 @@ async fn find_with_filter_projection_sort_skip_limit() {
         .try_collect()
         .await
         .unwrap();
-    assert_eq!(in_or.iter().map(|d| d.get_i32("_id").unwrap()).collect::<Vec<_>>(), vec![1, 2, 10]);
-    let none = coll.find_one(doc! {"missing": {"$exists": true}}).await.unwrap();
+    assert_eq!(
+        in_or
+            .iter()
+            .map(|d| d.get_i32("_id").unwrap())
+            .collect::<Vec<_>>(),
+        vec![1, 2, 10]
+    );
+    let none = coll
+        .find_one(doc! {"missing": {"$exists": true}})
+        .await
+        .unwrap();
     assert!(none.is_none());
     cluster.shutdown().await;
 }
@@ -118,24 +134,64 @@ async fn find_with_filter_projection_sort_skip_limit() {
 async fn updates_replacements_and_upserts() {
     let cluster = TestCluster::start().await;
     let coll = cluster.db("app").collection::<Document>("u");
-    coll.insert_many(vec![doc! {"_id": 1, "n": 1, "tag": "a"}, doc! {"_id": 2, "n": 2, "tag": "a"}, doc! {"_id": 3, "n": 3, "tag": "b"}])
+    coll.insert_many(vec![
+        doc! {"_id": 1, "n": 1, "tag": "a"},
+        doc! {"_id": 2, "n": 2, "tag": "a"},
+        doc! {"_id": 3, "n": 3, "tag": "b"},
+    ])
+    .await
+    .unwrap();
+    let r = coll
+        .update_one(
+            doc! {"tag": "a"},
+            doc! {"$set": {"seen": true}, "$inc": {"n": 10}},
+        )
         .await
         .unwrap();
-    let r = coll.update_one(doc! {"tag": "a"}, doc! {"$set": {"seen": true}, "$inc": {"n": 10}}).await.unwrap();
     assert_eq!((r.matched_count, r.modified_count), (1, 1));
-    let r = coll.update_many(doc! {"tag": "a"}, doc! {"$set": {"seen": true}}).await.unwrap();
-    assert_eq!((r.matched_count, r.modified_count), (2, 1), "setting an equal value is not a modification");
-    let r = coll.update_many(doc! {}, doc! {"$unset": {"tag": ""}}).await.unwrap();
+    let r = coll
+        .update_many(doc! {"tag": "a"}, doc! {"$set": {"seen": true}})
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.matched_count, r.modified_count),
+        (2, 1),
+        "setting an equal value is not a modification"
+    );
+    let r = coll
+        .update_many(doc! {}, doc! {"$unset": {"tag": ""}})
+        .await
+        .unwrap();
     assert_eq!(r.modified_count, 3);
-    let r = coll.replace_one(doc! {"_id": 3}, doc! {"replaced": true}).await.unwrap();
+    let r = coll
+        .replace_one(doc! {"_id": 3}, doc! {"replaced": true})
+        .await
+        .unwrap();
     assert_eq!(r.modified_count, 1);
-    assert_eq!(coll.find_one(doc! {"_id": 3}).await.unwrap().unwrap(), doc! {"_id": 3, "replaced": true});
-    let r = coll.update_one(doc! {"_id": 9, "kind": "new"}, doc! {"$set": {"v": 1}}).upsert(true).await.unwrap();
+    assert_eq!(
+        coll.find_one(doc! {"_id": 3}).await.unwrap().unwrap(),
+        doc! {"_id": 3, "replaced": true}
+    );
+    let r = coll
+        .update_one(doc! {"_id": 9, "kind": "new"}, doc! {"$set": {"v": 1}})
+        .upsert(true)
+        .await
+        .unwrap();
     assert_eq!(r.upserted_id, Some(Bson::Int32(9)));
-    assert_eq!(coll.find_one(doc! {"_id": 9}).await.unwrap().unwrap(), doc! {"_id": 9, "kind": "new", "v": 1});
-    let r = coll.update_one(doc! {"name": "fresh"}, doc! {"$set": {"v": 2}}).upsert(true).await.unwrap();
+    assert_eq!(
+        coll.find_one(doc! {"_id": 9}).await.unwrap().unwrap(),
+        doc! {"_id": 9, "kind": "new", "v": 1}
+    );
+    let r = coll
+        .update_one(doc! {"name": "fresh"}, doc! {"$set": {"v": 2}})
+        .upsert(true)
+        .await
+        .unwrap();
     assert!(matches!(r.upserted_id, Some(Bson::ObjectId(_))));
-    let err = coll.update_one(doc! {"_id": 1}, doc! {"$set": {"_id": 5}}).await.unwrap_err();
+    let err = coll
+        .update_one(doc! {"_id": 1}, doc! {"$set": {"_id": 5}})
+        .await
+        .unwrap_err();
     assert_eq!(error_code(&err), Some(66));
     let doc1 = coll.find_one(doc! {"_id": 1}).await.unwrap().unwrap();
     assert_eq!(doc1.get_i32("n").unwrap(), 11);
@@ -146,11 +202,29 @@ async fn updates_replacements_and_upserts() {
 async fn deletes_and_find_and_modify() {
     let cluster = TestCluster::start().await;
     let coll = cluster.db("app").collection::<Document>("d");
-    coll.insert_many((0..10).map(|i| doc! {"_id": i, "even": i % 2 == 0})).await.unwrap();
-    assert_eq!(coll.delete_one(doc! {"even": true}).await.unwrap().deleted_count, 1);
-    assert_eq!(coll.delete_many(doc! {"even": true}).await.unwrap().deleted_count, 4);
+    coll.insert_many((0..10).map(|i| doc! {"_id": i, "even": i % 2 == 0}))
+        .await
+        .unwrap();
+    assert_eq!(
+        coll.delete_one(doc! {"even": true})
+            .await
+            .unwrap()
+            .deleted_count,
+        1
+    );
+    assert_eq!(
+        coll.delete_many(doc! {"even": true})
+            .await
+            .unwrap()
+            .deleted_count,
+        4
+    );
     assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 5);
-    let before = coll.find_one_and_update(doc! {"_id": 1}, doc! {"$set": {"x": 1}}).await.unwrap().unwrap();
+    let before = coll
+        .find_one_and_update(doc! {"_id": 1}, doc! {"$set": {"x": 1}})
+        .await
+        .unwrap()
+        .unwrap();
     assert!(!before.contains_key("x"));
     let after = coll
         .find_one_and_update(doc! {"_id": 3}, doc! {"$set": {"x": 3}})
@@ -159,7 +233,12 @@ async fn deletes_and_find_and_modify() {
         .unwrap()
         .unwrap();
     assert_eq!(after.get_i32("x").unwrap(), 3);
-    let removed = coll.find_one_and_delete(doc! {"even": false}).sort(doc! {"_id": -1}).await.unwrap().unwrap();
+    let removed = coll
+        .find_one_and_delete(doc! {"even": false})
+        .sort(doc! {"_id": -1})
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(removed.get_i32("_id").unwrap(), 9);
     let replaced = coll
         .find_one_and_replace(doc! {"_id": 42}, doc! {"r": 1})
@@ -169,7 +248,12 @@ async fn deletes_and_find_and_modify() {
         .unwrap()
         .unwrap();
     assert_eq!(replaced, doc! {"_id": 42, "r": 1});
-    assert!(coll.find_one_and_delete(doc! {"_id": 1000}).await.unwrap().is_none());
+    assert!(
+        coll.find_one_and_delete(doc! {"_id": 1000})
+            .await
+            .unwrap()
+            .is_none()
+    );
     cluster.shutdown().await;
 }
 
@@ -179,16 +263,28 @@ async fn counts_distinct_and_aggregate() {
     let coll = cluster.db("app").collection::<Document>("c");
     assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 0);
     assert_eq!(coll.estimated_document_count().await.unwrap(), 0);
-    coll.insert_many((0..30).map(|i| doc! {"_id": i, "g": i % 3, "v": [i % 2, 7]})).await.unwrap();
+    coll.insert_many((0..30).map(|i| doc! {"_id": i, "g": i % 3, "v": [i % 2, 7]}))
+        .await
+        .unwrap();
     assert_eq!(coll.estimated_document_count().await.unwrap(), 30);
     assert_eq!(coll.count_documents(doc! {"g": 1}).await.unwrap(), 10);
-    assert_eq!(coll.count_documents(doc! {"g": 1}).skip(2).limit(5).await.unwrap(), 5);
+    assert_eq!(
+        coll.count_documents(doc! {"g": 1})
+            .skip(2)
+            .limit(5)
+            .await
+            .unwrap(),
+        5
+    );
     let mut values = coll.distinct("g", doc! {}).await.unwrap();
     values.sort_by_key(|v| v.as_i32());
     assert_eq!(values, vec![Bson::Int32(0), Bson::Int32(1), Bson::Int32(2)]);
     let mut flattened = coll.distinct("v", doc! {"g": 0}).await.unwrap();
     flattened.sort_by_key(|v| v.as_i32());
-    assert_eq!(flattened, vec![Bson::Int32(0), Bson::Int32(1), Bson::Int32(7)]);
+    assert_eq!(
+        flattened,
+        vec![Bson::Int32(0), Bson::Int32(1), Bson::Int32(7)]
+    );
     let groups: Vec<Document> = coll
         .aggregate(vec![
             doc! {"$match": {"_id": {"$lt": 20}}},
@@ -201,11 +297,31 @@ async fn counts_distinct_and_aggregate() {
         .try_collect()
         .await
         .unwrap();
-    assert_eq!(groups, vec![doc! {"n": 7, "group": 0}, doc! {"n": 7, "group": 1}, doc! {"n": 6, "group": 2}]);
-    let counted: Vec<Document> = coll.aggregate(vec![doc! {"$skip": 25}, doc! {"$count": "left"}]).await.unwrap().try_collect().await.unwrap();
+    assert_eq!(
+        groups,
+        vec![
+            doc! {"n": 7, "group": 0},
+            doc! {"n": 7, "group": 1},
+            doc! {"n": 6, "group": 2}
+        ]
+    );
+    let counted: Vec<Document> = coll
+        .aggregate(vec![doc! {"$skip": 25}, doc! {"$count": "left"}])
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
     assert_eq!(counted, vec![doc! {"left": 5}]);
     let opts = FindOptions::builder().batch_size(7).build();
-    let all: Vec<Document> = coll.find(doc! {}).with_options(opts).await.unwrap().try_collect().await.unwrap();
+    let all: Vec<Document> = coll
+        .find(doc! {})
+        .with_options(opts)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
     assert_eq!(all.len(), 30);
     cluster.shutdown().await;
 }

@@ -37,9 +37,17 @@ impl TestCluster {
 
     pub async fn start_with(shards: usize, routers: usize) -> TestCluster {
         let dir = tempfile::tempdir().expect("temp dir");
-        let running = cluster::start_dev_with_routers(&node_options(), dir.path(), shards, routers).await.expect("cluster starts");
+        let running = cluster::start_dev_with_routers(&node_options(), dir.path(), shards, routers)
+            .await
+            .expect("cluster starts");
         let client = client_for(running.addr).await;
-        TestCluster { addr: running.addr, routers: running.routers.clone(), client, running: Some(running), _dir: dir }
+        TestCluster {
+            addr: running.addr,
+            routers: running.routers.clone(),
+            client,
+            running: Some(running),
+            _dir: dir,
+        }
     }
 
     pub fn db(&self, name: &str) -> mongodb::Database {
@@ -63,15 +71,23 @@ impl TestCluster {
 }
 
 pub async fn client_for(addr: SocketAddr) -> Client {
-    Client::with_uri_str(format!("mongodb://{addr}/?serverSelectionTimeoutMS=5000")).await.expect("client")
+    Client::with_uri_str(format!("mongodb://{addr}/?serverSelectionTimeoutMS=5000"))
+        .await
+        .expect("client")
 }
 
 /// The server error code of a failed driver operation.
 pub fn error_code(err: &mongodb::error::Error) -> Option<i32> {
     match err.kind.as_ref() {
         mongodb::error::ErrorKind::Command(c) => Some(c.code),
-        mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w)) => Some(w.code),
-        mongodb::error::ErrorKind::InsertMany(i) => i.write_errors.as_ref().and_then(|e| e.first()).map(|e| e.code),
+        mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w)) => {
+            Some(w.code)
+        }
+        mongodb::error::ErrorKind::InsertMany(i) => i
+            .write_errors
+            .as_ref()
+            .and_then(|e| e.first())
+            .map(|e| e.code),
         _ => None,
     }
 }
@@ -144,24 +160,56 @@ impl ProcessCluster {
         let configdb = format!("127.0.0.1:{config_port}");
         let path = |name: &str| dir.path().join(name).display().to_string();
         let mut processes = vec![Process::spawn(
-            &["configsvr", "--port", &config_port.to_string(), "--data-dir", &path("config")],
+            &[
+                "configsvr",
+                "--port",
+                &config_port.to_string(),
+                "--data-dir",
+                &path("config"),
+            ],
             config_port,
         )];
         for i in 0..shards {
             let port = free_port();
             processes.push(Process::spawn(
-                &["shard", "--port", &port.to_string(), "--data-dir", &path(&format!("shard{i}")), "--configdb", &configdb],
+                &[
+                    "shard",
+                    "--port",
+                    &port.to_string(),
+                    "--data-dir",
+                    &path(&format!("shard{i}")),
+                    "--configdb",
+                    &configdb,
+                ],
                 port,
             ));
         }
         let router_port = free_port();
-        processes.push(Process::spawn(&["router", "--port", &router_port.to_string(), "--configdb", &configdb], router_port));
-        let cluster = ProcessCluster { router_port, _processes: processes, _dir: dir };
+        processes.push(Process::spawn(
+            &[
+                "router",
+                "--port",
+                &router_port.to_string(),
+                "--configdb",
+                &configdb,
+            ],
+            router_port,
+        ));
+        let cluster = ProcessCluster {
+            router_port,
+            _processes: processes,
+            _dir: dir,
+        };
         // Shards register themselves in the background; wait until all have.
         let client = cluster.client().await;
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let n = client.database("config").collection::<Document>("shards").estimated_document_count().await.unwrap_or(0);
+            let n = client
+                .database("config")
+                .collection::<Document>("shards")
+                .estimated_document_count()
+                .await
+                .unwrap_or(0);
             if n as usize == shards {
                 break;
             }

@@ -10,29 +10,94 @@ async fn user_story_across_processes() {
     let cluster = ProcessCluster::start(2).await;
     let client = cluster.client().await;
     let coll = client.database("app").collection::<Document>("users");
-    coll.insert_many((0..150).map(|i| doc! {"_id": i, "name": format!("u{i}"), "age": i % 50})).await.unwrap();
+    coll.insert_many((0..150).map(|i| doc! {"_id": i, "name": format!("u{i}"), "age": i % 50}))
+        .await
+        .unwrap();
     assert_eq!(coll.count_documents(doc! {"age": 10}).await.unwrap(), 3);
-    let all: Vec<Document> = coll.find(doc! {}).await.unwrap().try_collect().await.unwrap();
+    let all: Vec<Document> = coll
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
     assert_eq!(all.len(), 150);
-    coll.update_one(doc! {"_id": 1}, doc! {"$set": {"name": "one"}}).await.unwrap();
-    assert_eq!(coll.find_one(doc! {"_id": 1}).await.unwrap().unwrap().get_str("name").unwrap(), "one");
-    assert_eq!(coll.delete_many(doc! {"age": {"$gte": 40}}).await.unwrap().deleted_count, 30);
-    let shards: Vec<Document> = client.database("config").collection::<Document>("shards").find(doc! {}).await.unwrap().try_collect().await.unwrap();
+    coll.update_one(doc! {"_id": 1}, doc! {"$set": {"name": "one"}})
+        .await
+        .unwrap();
+    assert_eq!(
+        coll.find_one(doc! {"_id": 1})
+            .await
+            .unwrap()
+            .unwrap()
+            .get_str("name")
+            .unwrap(),
+        "one"
+    );
+    assert_eq!(
+        coll.delete_many(doc! {"age": {"$gte": 40}})
+            .await
+            .unwrap()
+            .deleted_count,
+        30
+    );
+    let shards: Vec<Document> = client
+        .database("config")
+        .collection::<Document>("shards")
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
     assert_eq!(shards.len(), 2);
-    assert!(shards.iter().all(|s| s.get_str("host").unwrap().starts_with("127.0.0.1:")));
-    assert!(client.list_database_names().await.unwrap().contains(&"app".to_string()));
+    assert!(
+        shards
+            .iter()
+            .all(|s| s.get_str("host").unwrap().starts_with("127.0.0.1:"))
+    );
+    assert!(
+        client
+            .list_database_names()
+            .await
+            .unwrap()
+            .contains(&"app".to_string())
+    );
     client.database("app").drop().await.unwrap();
-    assert!(!client.list_database_names().await.unwrap().contains(&"app".to_string()));
+    assert!(
+        !client
+            .list_database_names()
+            .await
+            .unwrap()
+            .contains(&"app".to_string())
+    );
 }
 
 #[tokio::test]
 async fn a_shard_answers_stale_db_version_to_an_outdated_router() {
     let cluster = ProcessCluster::start(1).await;
     let client = cluster.client().await;
-    client.database("app").collection::<Document>("c").insert_one(doc! {"x": 1}).await.unwrap();
-    let entry = client.database("config").collection::<Document>("databases").find_one(doc! {"_id": "app"}).await.unwrap().unwrap();
+    client
+        .database("app")
+        .collection::<Document>("c")
+        .insert_one(doc! {"x": 1})
+        .await
+        .unwrap();
+    let entry = client
+        .database("config")
+        .collection::<Document>("databases")
+        .find_one(doc! {"_id": "app"})
+        .await
+        .unwrap()
+        .unwrap();
     let current = entry.get_document("version").unwrap().clone();
-    let shard = client.database("config").collection::<Document>("shards").find_one(doc! {}).await.unwrap().unwrap();
+    let shard = client
+        .database("config")
+        .collection::<Document>("shards")
+        .find_one(doc! {})
+        .await
+        .unwrap()
+        .unwrap();
     let shard_addr: SocketAddr = shard.get_str("host").unwrap().parse().unwrap();
     let direct = client_for(shard_addr).await;
     let outdated = doc! {
@@ -40,13 +105,28 @@ async fn a_shard_answers_stale_db_version_to_an_outdated_router() {
         "timestamp": Timestamp {time: 1, increment: 1},
         "lastMod": 1,
     };
-    let reply = crate::wire::raw_command(shard_addr, doc! {"find": "c", "$db": "app", "databaseVersion": outdated.clone()}).await;
+    let reply = crate::wire::raw_command(
+        shard_addr,
+        doc! {"find": "c", "$db": "app", "databaseVersion": outdated.clone()},
+    )
+    .await;
     assert_eq!(reply.get_i32("code").unwrap(), 249);
     assert_eq!(reply.get_str("codeName").unwrap(), "StaleDbVersion");
     assert_eq!(reply.get_str("db").unwrap(), "app");
     assert_eq!(reply.get_document("vReceived").unwrap(), &outdated);
     assert_eq!(reply.get_document("vWanted").unwrap(), &current);
     // With the current version the same request succeeds.
-    let ok = direct.database("app").run_command(doc! {"find": "c", "databaseVersion": current}).await.unwrap();
-    assert_eq!(ok.get_document("cursor").unwrap().get_array("firstBatch").unwrap().len(), 1);
+    let ok = direct
+        .database("app")
+        .run_command(doc! {"find": "c", "databaseVersion": current})
+        .await
+        .unwrap();
+    assert_eq!(
+        ok.get_document("cursor")
+            .unwrap()
+            .get_array("firstBatch")
+            .unwrap()
+            .len(),
+        1
+    );
 }

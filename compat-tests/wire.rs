@@ -16,7 +16,10 @@ pub struct RawConnection {
 
 impl RawConnection {
     pub async fn connect(addr: SocketAddr) -> RawConnection {
-        RawConnection { stream: TcpStream::connect(addr).await.unwrap(), next_id: 1 }
+        RawConnection {
+            stream: TcpStream::connect(addr).await.unwrap(),
+            next_id: 1,
+        }
     }
 
     pub async fn send(&mut self, bytes: &[u8]) {
@@ -33,7 +36,12 @@ impl RawConnection {
     }
 
     pub async fn read(&mut self) -> Option<Vec<u8>> {
-        match tokio::time::timeout(std::time::Duration::from_secs(10), read_frame(&mut self.stream)).await {
+        match tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            read_frame(&mut self.stream),
+        )
+        .await
+        {
             Ok(Ok(Some(frame))) => Some(frame.bytes),
             Ok(_) => None,
             Err(_) => panic!("no reply within 10s"),
@@ -41,7 +49,10 @@ impl RawConnection {
     }
 
     pub async fn command(&mut self, body: Document) -> Document {
-        let reply = self.op_msg(&OpMsg::new(RawDocumentBuf::from_document(&body).unwrap())).await.expect("a reply");
+        let reply = self
+            .op_msg(&OpMsg::new(RawDocumentBuf::from_document(&body).unwrap()))
+            .await
+            .expect("a reply");
         OpMsg::decode(&reply).unwrap().body.to_document().unwrap()
     }
 }
@@ -62,8 +73,15 @@ fn op_query(query: Document, collection: &str) -> Vec<u8> {
 
 /// The document of an OP_REPLY.
 fn op_reply_document(bytes: &[u8]) -> Document {
-    assert_eq!(i32::from_le_bytes(bytes[12..16].try_into().unwrap()), 1, "OP_REPLY opcode");
-    RawDocumentBuf::from_bytes(bytes[36..].to_vec()).unwrap().to_document().unwrap()
+    assert_eq!(
+        i32::from_le_bytes(bytes[12..16].try_into().unwrap()),
+        1,
+        "OP_REPLY opcode"
+    );
+    RawDocumentBuf::from_bytes(bytes[36..].to_vec())
+        .unwrap()
+        .to_document()
+        .unwrap()
 }
 
 #[tokio::test]
@@ -78,7 +96,10 @@ async fn legacy_handshake_over_op_query() {
     conn.send(&op_query(doc! {"find": "c"}, "app.$cmd")).await;
     let reply = op_reply_document(&conn.read().await.unwrap());
     assert_eq!(reply.get_i32("code").unwrap(), 352);
-    assert_eq!(reply.get_str("codeName").unwrap(), "UnsupportedOpQueryCommand");
+    assert_eq!(
+        reply.get_str("codeName").unwrap(),
+        "UnsupportedOpQueryCommand"
+    );
     // The connection goes on with OP_MSG.
     let ping = conn.command(doc! {"ping": 1, "$db": "admin"}).await;
     assert_eq!(ping.get_f64("ok").unwrap(), 1.0);
@@ -89,7 +110,8 @@ async fn legacy_handshake_over_op_query() {
 async fn checksums_are_verified_and_echoed() {
     let cluster = TestCluster::start().await;
     let mut conn = RawConnection::connect(cluster.addr).await;
-    let mut msg = OpMsg::new(RawDocumentBuf::from_document(&doc! {"ping": 1, "$db": "admin"}).unwrap());
+    let mut msg =
+        OpMsg::new(RawDocumentBuf::from_document(&doc! {"ping": 1, "$db": "admin"}).unwrap());
     msg.flags = MsgFlags(MsgFlags::CHECKSUM_PRESENT);
     let reply = conn.op_msg(&msg).await.unwrap();
     let decoded = OpMsg::decode(&reply).expect("the reply's checksum verifies");
@@ -99,9 +121,16 @@ async fn checksums_are_verified_and_echoed() {
     let last = bytes.len() - 1;
     bytes[last] ^= 0x5a;
     conn.send(&bytes).await;
-    let reply = OpMsg::decode(&conn.read().await.unwrap()).unwrap().body.to_document().unwrap();
+    let reply = OpMsg::decode(&conn.read().await.unwrap())
+        .unwrap()
+        .body
+        .to_document()
+        .unwrap();
     assert_eq!(reply.get_i32("code").unwrap(), 288);
-    assert!(conn.read().await.is_none(), "a checksum mismatch closes the connection");
+    assert!(
+        conn.read().await.is_none(),
+        "a checksum mismatch closes the connection"
+    );
     cluster.shutdown().await;
 }
 
@@ -109,14 +138,27 @@ async fn checksums_are_verified_and_echoed() {
 async fn unknown_required_flags_are_rejected() {
     let cluster = TestCluster::start().await;
     let mut conn = RawConnection::connect(cluster.addr).await;
-    let mut msg = OpMsg::new(RawDocumentBuf::from_document(&doc! {"ping": 1, "$db": "admin"}).unwrap());
+    let mut msg =
+        OpMsg::new(RawDocumentBuf::from_document(&doc! {"ping": 1, "$db": "admin"}).unwrap());
     msg.flags = MsgFlags(1 << 4);
-    let reply = OpMsg::decode(&conn.op_msg(&msg).await.unwrap()).unwrap().body.to_document().unwrap();
+    let reply = OpMsg::decode(&conn.op_msg(&msg).await.unwrap())
+        .unwrap()
+        .body
+        .to_document()
+        .unwrap();
     assert_eq!(reply.get_i32("code").unwrap(), 223);
     let mut conn = RawConnection::connect(cluster.addr).await;
     msg.flags = MsgFlags(MsgFlags::EXHAUST_ALLOWED | (1 << 20));
-    let reply = OpMsg::decode(&conn.op_msg(&msg).await.unwrap()).unwrap().body.to_document().unwrap();
-    assert_eq!(reply.get_f64("ok").unwrap(), 1.0, "optional bits are ignored");
+    let reply = OpMsg::decode(&conn.op_msg(&msg).await.unwrap())
+        .unwrap()
+        .body
+        .to_document()
+        .unwrap();
+    assert_eq!(
+        reply.get_f64("ok").unwrap(),
+        1.0,
+        "optional bits are ignored"
+    );
     cluster.shutdown().await;
 }
 
@@ -124,7 +166,12 @@ async fn unknown_required_flags_are_rejected() {
 async fn more_to_come_executes_without_a_reply() {
     let cluster = TestCluster::start().await;
     let mut conn = RawConnection::connect(cluster.addr).await;
-    let mut msg = OpMsg::new(RawDocumentBuf::from_document(&doc! {"insert": "w0", "$db": "app", "writeConcern": {"w": 0}}).unwrap());
+    let mut msg = OpMsg::new(
+        RawDocumentBuf::from_document(
+            &doc! {"insert": "w0", "$db": "app", "writeConcern": {"w": 0}},
+        )
+        .unwrap(),
+    );
     msg.sequences.push(docgrid::wire::DocumentSequence {
         identifier: "documents".into(),
         documents: vec![RawDocumentBuf::from_document(&doc! {"_id": 1}).unwrap()],
@@ -145,10 +192,13 @@ async fn malformed_messages_close_only_their_connection() {
     let mut healthy = RawConnection::connect(cluster.addr).await;
     for garbage in [
         vec![3, 0, 0, 0],
-        vec![40, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xdd, 7, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0],
+        vec![
+            40, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xdd, 7, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0,
+        ],
         {
             let mut truncated_body = Vec::new();
-            OpMsg::new(RawDocumentBuf::from_document(&doc! {"ping": 1, "$db": "admin"}).unwrap()).encode(1, 0, &mut truncated_body);
+            OpMsg::new(RawDocumentBuf::from_document(&doc! {"ping": 1, "$db": "admin"}).unwrap())
+                .encode(1, 0, &mut truncated_body);
             truncated_body[21] = 0x7f; // document length now points past the message
             truncated_body
         },
@@ -170,11 +220,18 @@ async fn compressed_traffic_with_every_compressor() {
         let uri = format!("mongodb://{}/?compressors={compressor}", cluster.addr);
         let client = mongodb::Client::with_uri_str(uri).await.unwrap();
         let coll = client.database("app").collection::<Document>(compressor);
-        coll.insert_many((0..300).map(|i| doc! {"_id": i, "text": "compressible ".repeat(20)})).await.unwrap();
+        coll.insert_many((0..300).map(|i| doc! {"_id": i, "text": "compressible ".repeat(20)}))
+            .await
+            .unwrap();
         assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 300);
         let mut conn = RawConnection::connect(cluster.addr).await;
-        let hello = conn.command(doc! {"hello": 1, "$db": "admin", "compression": [compressor, "unknown"]}).await;
-        assert_eq!(hello.get_array("compression").unwrap(), &vec![mongodb::bson::Bson::String(compressor.into())]);
+        let hello = conn
+            .command(doc! {"hello": 1, "$db": "admin", "compression": [compressor, "unknown"]})
+            .await;
+        assert_eq!(
+            hello.get_array("compression").unwrap(),
+            &vec![mongodb::bson::Bson::String(compressor.into())]
+        );
     }
     let _ = client_for(cluster.addr).await;
     cluster.shutdown().await;

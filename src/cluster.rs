@@ -27,20 +27,29 @@ pub struct NodeOptions {
 
 impl NodeOptions {
     fn node(&self, role: Role) -> Node {
-        Node::new(role, self.cmdline.clone(), Parameters::new(self.enable_test_commands), self.log.clone())
+        Node::new(
+            role,
+            self.cmdline.clone(),
+            Parameters::new(self.enable_test_commands),
+            self.log.clone(),
+        )
     }
 
     async fn listen(&self) -> Result<TcpListener> {
         TcpListener::bind((self.bind.as_str(), self.port))
             .await
-            .map_err(|e| MongoError::internal(format!("cannot listen on {}:{}: {e}", self.bind, self.port)))
+            .map_err(|e| {
+                MongoError::internal(format!("cannot listen on {}:{}: {e}", self.bind, self.port))
+            })
     }
 }
 
 /// The address other nodes should use to reach a listener.
 fn advertised(addr: SocketAddr) -> String {
     if addr.ip().is_unspecified() {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "localhost".into());
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "localhost".into());
         format!("{host}:{}", addr.port())
     } else {
         addr.to_string()
@@ -75,11 +84,17 @@ pub async fn start_dev(opts: &NodeOptions, data_dir: &Path, shards: usize) -> Re
 
 /// [`start_dev`] with several routers, each with its own routing cache (the first listens on
 /// `opts.port`, the others on free ports).
-pub async fn start_dev_with_routers(opts: &NodeOptions, data_dir: &Path, shards: usize, routers: usize) -> Result<Running> {
+pub async fn start_dev_with_routers(
+    opts: &NodeOptions,
+    data_dir: &Path,
+    shards: usize,
+    routers: usize,
+) -> Result<Running> {
     let connector = Connector::new();
     let config_node = opts.node(Role::ConfigServer);
     config_node.set_host(CONFIG_HOST);
-    let config = ConfigState::open(config_node, &data_dir.join("config"), connector.clone()).await?;
+    let config =
+        ConfigState::open(config_node, &data_dir.join("config"), connector.clone()).await?;
     let config_service: Arc<dyn Service> = Arc::new(Dispatcher::new(config));
     connector.register_local(CONFIG_HOST, config_service.clone());
     let mut services = vec![config_service];
@@ -94,7 +109,9 @@ pub async fn start_dev_with_routers(opts: &NodeOptions, data_dir: &Path, shards:
         let service: Arc<dyn Service> = Arc::new(Dispatcher::new(shard));
         connector.register_local(&host, service.clone());
         services.push(service);
-        config_client.run_doc("admin", doc! {"_configsvrAddShard": &host, "name": &name}).await?;
+        config_client
+            .run_doc("admin", doc! {"_configsvrAddShard": &host, "name": &name})
+            .await?;
     }
     let mut handles = Vec::new();
     for i in 0..routers.max(1) {
@@ -105,50 +122,75 @@ pub async fn start_dev_with_routers(opts: &NodeOptions, data_dir: &Path, shards:
         }
         let listener = listen.listen().await?;
         let router_service: Arc<dyn Service> = Arc::new(Dispatcher::new(router));
-        let handle = serve(listener, router_service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
+        let handle = serve(listener, router_service.clone())
+            .map_err(|e| MongoError::internal(e.to_string()))?;
         router_service.node().set_host(advertised(handle.addr));
         services.push(router_service);
         handles.push(handle);
     }
     let routers: Vec<SocketAddr> = handles.iter().map(|h| h.addr).collect();
-    Ok(Running { addr: routers[0], routers, handles, _services: services })
+    Ok(Running {
+        addr: routers[0],
+        routers,
+        handles,
+        _services: services,
+    })
 }
 
 fn existing_shard_dirs(data_dir: &Path) -> usize {
-    (0..).take_while(|i| data_dir.join(format!("shard{i}")).is_dir()).count()
+    (0..)
+        .take_while(|i| data_dir.join(format!("shard{i}")).is_dir())
+        .count()
 }
 
 /// A config server process.
 pub async fn start_configsvr(opts: &NodeOptions, data_dir: &Path) -> Result<Running> {
     let listener = opts.listen().await?;
-    let addr = listener.local_addr().map_err(|e| MongoError::internal(e.to_string()))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| MongoError::internal(e.to_string()))?;
     let node = opts.node(Role::ConfigServer);
     node.set_host(advertised(addr));
     let connector = Connector::new();
     let config = ConfigState::open(node, data_dir, connector).await?;
     let service: Arc<dyn Service> = Arc::new(Dispatcher::new(config));
-    let handle = serve(listener, service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
-    Ok(Running { addr: handle.addr, routers: Vec::new(), handles: vec![handle], _services: vec![service] })
+    let handle =
+        serve(listener, service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
+    Ok(Running {
+        addr: handle.addr,
+        routers: Vec::new(),
+        handles: vec![handle],
+        _services: vec![service],
+    })
 }
 
 /// A shard process; it registers itself with the config server at `configdb` (retrying in
 /// the background until the config server answers).
 pub async fn start_shard(opts: &NodeOptions, data_dir: &Path, configdb: &str) -> Result<Running> {
     let listener = opts.listen().await?;
-    let addr = listener.local_addr().map_err(|e| MongoError::internal(e.to_string()))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| MongoError::internal(e.to_string()))?;
     let host = advertised(addr);
     let node = opts.node(Role::Shard);
     node.set_host(&host);
     let connector = Connector::new();
     let shard = ShardState::open(node, data_dir, connector.clone()).await?;
     let service: Arc<dyn Service> = Arc::new(Dispatcher::new(shard));
-    let handle = serve(listener, service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
+    let handle =
+        serve(listener, service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
     let config = connector.client(configdb);
     tokio::spawn(async move {
         loop {
-            match config.run_doc("admin", doc! {"_configsvrAddShard": &host}).await {
+            match config
+                .run_doc("admin", doc! {"_configsvrAddShard": &host})
+                .await
+            {
                 Ok(reply) => {
-                    tracing::info!(shard = reply.get_str("shardAdded").unwrap_or_default(), "registered with the config server");
+                    tracing::info!(
+                        shard = reply.get_str("shardAdded").unwrap_or_default(),
+                        "registered with the config server"
+                    );
                     break;
                 }
                 Err(e) => {
@@ -158,19 +200,32 @@ pub async fn start_shard(opts: &NodeOptions, data_dir: &Path, configdb: &str) ->
             }
         }
     });
-    Ok(Running { addr: handle.addr, routers: Vec::new(), handles: vec![handle], _services: vec![service] })
+    Ok(Running {
+        addr: handle.addr,
+        routers: Vec::new(),
+        handles: vec![handle],
+        _services: vec![service],
+    })
 }
 
 /// A router process reading the routing table from the config server at `configdb`.
 pub async fn start_router(opts: &NodeOptions, configdb: &str) -> Result<Running> {
     let listener = opts.listen().await?;
-    let addr = listener.local_addr().map_err(|e| MongoError::internal(e.to_string()))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| MongoError::internal(e.to_string()))?;
     let node = opts.node(Role::Router);
     node.set_host(advertised(addr));
     let router = RouterState::new(node, Connector::new(), configdb);
     let service: Arc<dyn Service> = Arc::new(Dispatcher::new(router));
-    let handle = serve(listener, service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
-    Ok(Running { addr: handle.addr, routers: vec![handle.addr], handles: vec![handle], _services: vec![service] })
+    let handle =
+        serve(listener, service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
+    Ok(Running {
+        addr: handle.addr,
+        routers: vec![handle.addr],
+        handles: vec![handle],
+        _services: vec![service],
+    })
 }
 
 /// The default data directory of `dev` mode.

@@ -19,7 +19,13 @@ use tracing_subscriber::prelude::*;
 /// data in ./docgrid-data. Settings come from flags and an optional TOML file (`--config`);
 /// flags win.
 #[derive(Parser, Debug)]
-#[command(name = "docgrid", version, about, long_about, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "docgrid",
+    version,
+    about,
+    long_about,
+    args_conflicts_with_subcommands = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -132,16 +138,23 @@ struct FileConfig {
 }
 
 fn load_file(path: &Option<PathBuf>) -> Result<FileConfig> {
-    let Some(path) = path else { return Ok(FileConfig::default()) };
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let Some(path) = path else {
+        return Ok(FileConfig::default());
+    };
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     toml::from_str(&text).with_context(|| format!("invalid settings in {}", path.display()))
 }
 
 fn init_logging(format: LogFormat, filter: &str, log: Arc<LogBuffer>) -> Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_new(filter).context("invalid --log-level")?;
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(ansi);
-    let registry = tracing_subscriber::registry().with(filter).with(LogLayer(log));
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
+    let registry = tracing_subscriber::registry()
+        .with(filter)
+        .with(LogLayer(log));
     match format {
         LogFormat::Text => registry.with(fmt).init(),
         LogFormat::Json => registry.with(fmt.json()).init(),
@@ -152,7 +165,11 @@ fn init_logging(format: LogFormat, filter: &str, log: Arc<LogBuffer>) -> Result<
 fn main() -> Result<()> {
     let cli = Cli::parse();
     let file = load_file(&cli.global.config)?;
-    let format = cli.global.log_format.or(file.log_format).unwrap_or(LogFormat::Text);
+    let format = cli
+        .global
+        .log_format
+        .or(file.log_format)
+        .unwrap_or(LogFormat::Text);
     let level = cli
         .global
         .log_level
@@ -163,7 +180,9 @@ fn main() -> Result<()> {
     let log = Arc::new(LogBuffer::default());
     init_logging(format, &level, log.clone())?;
     std::panic::set_hook(Box::new(|info| tracing::error!(panic = %info, "panic")));
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(run(cli, file, log))
 }
 
@@ -171,10 +190,18 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
     let argv: Vec<String> = std::env::args().collect();
     let command = cli.command.unwrap_or(Command::Dev(cli.dev));
     let options = |listen: &ListenArgs, default_port: u16, parsed: Document| NodeOptions {
-        bind: listen.bind.clone().or_else(|| file.bind.clone()).unwrap_or_else(|| "127.0.0.1".into()),
+        bind: listen
+            .bind
+            .clone()
+            .or_else(|| file.bind.clone())
+            .unwrap_or_else(|| "127.0.0.1".into()),
         port: listen.port.or(file.port).unwrap_or(default_port),
-        enable_test_commands: listen.enable_test_commands || file.enable_test_commands.unwrap_or(false),
-        cmdline: CmdLine { argv: argv.clone(), parsed },
+        enable_test_commands: listen.enable_test_commands
+            || file.enable_test_commands.unwrap_or(false),
+        cmdline: CmdLine {
+            argv: argv.clone(),
+            parsed,
+        },
         log: log.clone(),
     };
     log.startup_warning(
@@ -184,7 +211,11 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
     );
     let running = match &command {
         Command::Dev(args) => {
-            let data_dir = args.data_dir.clone().or_else(|| file.data_dir.clone()).unwrap_or_else(cluster::default_data_dir);
+            let data_dir = args
+                .data_dir
+                .clone()
+                .or_else(|| file.data_dir.clone())
+                .unwrap_or_else(cluster::default_data_dir);
             let shards = args.shards.or(file.shards).unwrap_or(2);
             if shards == 0 {
                 bail!("--shards must be at least 1");
@@ -196,7 +227,11 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
             running
         }
         Command::Router(args) => {
-            let configdb = args.configdb.clone().or_else(|| file.configdb.clone()).context("router needs --configdb host:port")?;
+            let configdb = args
+                .configdb
+                .clone()
+                .or_else(|| file.configdb.clone())
+                .context("router needs --configdb host:port")?;
             let mut opts = options(&args.listen, 27017, Document::new());
             opts.cmdline.parsed = parsed(&opts, None, Some(&configdb), "router");
             let running = cluster::start_router(&opts, &configdb).await?;
@@ -204,7 +239,11 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
             running
         }
         Command::Configsvr(args) => {
-            let data_dir = args.data_dir.clone().or_else(|| file.data_dir.clone()).unwrap_or_else(|| PathBuf::from("docgrid-data/config"));
+            let data_dir = args
+                .data_dir
+                .clone()
+                .or_else(|| file.data_dir.clone())
+                .unwrap_or_else(|| PathBuf::from("docgrid-data/config"));
             let mut opts = options(&args.listen, 27019, Document::new());
             opts.cmdline.parsed = parsed(&opts, Some(&data_dir), None, "configsvr");
             let running = cluster::start_configsvr(&opts, &data_dir).await?;
@@ -212,8 +251,17 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
             running
         }
         Command::Shard(args) => {
-            let configdb = args.configdb.clone().or_else(|| file.configdb.clone()).context("shard needs --configdb host:port")?;
-            let data_dir = args.storage.data_dir.clone().or_else(|| file.data_dir.clone()).unwrap_or_else(|| PathBuf::from("docgrid-data/shard"));
+            let configdb = args
+                .configdb
+                .clone()
+                .or_else(|| file.configdb.clone())
+                .context("shard needs --configdb host:port")?;
+            let data_dir = args
+                .storage
+                .data_dir
+                .clone()
+                .or_else(|| file.data_dir.clone())
+                .unwrap_or_else(|| PathBuf::from("docgrid-data/shard"));
             let mut opts = options(&args.storage.listen, 27018, Document::new());
             opts.cmdline.parsed = parsed(&opts, Some(&data_dir), Some(&configdb), "shardsvr");
             let running = cluster::start_shard(&opts, &data_dir, &configdb).await?;
@@ -228,7 +276,12 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
 }
 
 /// `getCmdLineOpts.parsed`, in mongod's option layout.
-fn parsed(opts: &NodeOptions, data_dir: Option<&PathBuf>, configdb: Option<&str>, role: &str) -> Document {
+fn parsed(
+    opts: &NodeOptions,
+    data_dir: Option<&PathBuf>,
+    configdb: Option<&str>,
+    role: &str,
+) -> Document {
     let mut parsed = doc! {"net": {"bindIp": &opts.bind, "port": opts.port as i32}};
     if let Some(dir) = data_dir {
         parsed.insert("storage", doc! {"dbPath": dir.display().to_string()});
@@ -248,7 +301,8 @@ async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal handler");
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("signal handler");
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}

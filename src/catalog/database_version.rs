@@ -15,7 +15,11 @@ pub struct DatabaseVersion {
 impl DatabaseVersion {
     /// A new database: fresh uuid, lastMod 1.
     pub fn new(timestamp: Timestamp) -> Self {
-        DatabaseVersion { uuid: Uuid::new_v4(), timestamp, last_mod: 1 }
+        DatabaseVersion {
+            uuid: Uuid::new_v4(),
+            timestamp,
+            last_mod: 1,
+        }
     }
 
     pub fn to_document(&self) -> Document {
@@ -38,7 +42,11 @@ impl DatabaseVersion {
             Some(Bson::Int64(v)) => *v as i32,
             _ => return Err(bad()),
         };
-        Ok(DatabaseVersion { uuid, timestamp, last_mod })
+        Ok(DatabaseVersion {
+            uuid,
+            timestamp,
+            last_mod,
+        })
     }
 }
 
@@ -48,7 +56,10 @@ mod tests {
 
     #[test]
     fn round_trips() {
-        let v = DatabaseVersion::new(Timestamp { time: 5, increment: 1 });
+        let v = DatabaseVersion::new(Timestamp {
+            time: 5,
+            increment: 1,
+        });
         assert_eq!(DatabaseVersion::from_document(&v.to_document()).unwrap(), v);
         assert_eq!(v.last_mod, 1);
     }

@@ -10,9 +10,14 @@ const MAX_NAMESPACE: usize = 255;
 pub fn validate_db_name(db: &str) -> Result<()> {
     let bad = db.is_empty()
         || db.len() > MAX_DB_NAME
-        || db.chars().any(|c| matches!(c, '/' | '\\' | '.' | ' ' | '"' | '$' | '\0'));
+        || db
+            .chars()
+            .any(|c| matches!(c, '/' | '\\' | '.' | ' ' | '"' | '$' | '\0'));
     if bad {
-        return Err(MongoError::new(ErrorCode::InvalidNamespace, format!("Invalid database name: '{db}'")));
+        return Err(MongoError::new(
+            ErrorCode::InvalidNamespace,
+            format!("Invalid database name: '{db}'"),
+        ));
     }
     Ok(())
 }
@@ -20,8 +25,15 @@ pub fn validate_db_name(db: &str) -> Result<()> {
 pub fn validate_collection_name(db: &str, coll: &str) -> Result<()> {
     validate_db_name(db)?;
     let ns = format!("{db}.{coll}");
-    if coll.is_empty() || coll.starts_with('.') || coll.contains('\0') || (coll.contains('$') && !coll.starts_with("$cmd")) {
-        return Err(MongoError::new(ErrorCode::InvalidNamespace, format!("Invalid namespace specified '{ns}'")));
+    if coll.is_empty()
+        || coll.starts_with('.')
+        || coll.contains('\0')
+        || (coll.contains('$') && !coll.starts_with("$cmd"))
+    {
+        return Err(MongoError::new(
+            ErrorCode::InvalidNamespace,
+            format!("Invalid namespace specified '{ns}'"),
+        ));
     }
     if ns.len() > MAX_NAMESPACE {
         return Err(MongoError::new(
@@ -36,8 +48,14 @@ pub fn validate_collection_name(db: &str, coll: &str) -> Result<()> {
 pub fn validate_user_write(db: &str, coll: &str) -> Result<()> {
     validate_collection_name(db, coll)?;
     let allowed_system = ["system.js", "system.views", "system.profile"];
-    if coll.starts_with("system.") && !allowed_system.contains(&coll) && !coll.starts_with("system.buckets.") {
-        return Err(MongoError::new(ErrorCode::InvalidNamespace, format!("cannot write to '{db}.{coll}'")));
+    if coll.starts_with("system.")
+        && !allowed_system.contains(&coll)
+        && !coll.starts_with("system.buckets.")
+    {
+        return Err(MongoError::new(
+            ErrorCode::InvalidNamespace,
+            format!("cannot write to '{db}.{coll}'"),
+        ));
     }
     if db == "local" && coll != "startup_log" {
         // A single-node shard has no oplog; `local` holds nothing users may write.

@@ -50,7 +50,11 @@ impl<'a> Args<'a> {
     }
 
     fn mismatch(&self, field: &str, found: RawBsonRef<'_>, expected: &str) -> MongoError {
-        let plural = if expected.starts_with('[') { "types" } else { "type" };
+        let plural = if expected.starts_with('[') {
+            "types"
+        } else {
+            "type"
+        };
         MongoError::type_mismatch(format!(
             "BSON field '{}.{field}' is the wrong type '{}', expected {plural} '{expected}'",
             self.command,
@@ -141,7 +145,9 @@ impl<'a> Args<'a> {
             None | Some(RawBsonRef::Null) => Ok(None),
             Some(RawBsonRef::Int32(v)) => Ok(Some(i64::from(v))),
             Some(RawBsonRef::Int64(v)) => Ok(Some(v)),
-            Some(RawBsonRef::Double(v)) if v.fract() == 0.0 && v.abs() < 9.2e18 => Ok(Some(v as i64)),
+            Some(RawBsonRef::Double(v)) if v.fract() == 0.0 && v.abs() < 9.2e18 => {
+                Ok(Some(v as i64))
+            }
             Some(RawBsonRef::Double(_)) => Err(MongoError::failed_to_parse(format!(
                 "BSON field '{}.{field}' has a non-integral value",
                 self.command
@@ -184,7 +190,10 @@ mod tests {
             "BSON field 'find.limit' is the wrong type 'string', expected types '[long, int, decimal, double]'"
         );
         let err = args.document("filter").unwrap_err();
-        assert_eq!(err.message(), "BSON field 'find.filter' is the wrong type 'int', expected type 'object'");
+        assert_eq!(
+            err.message(),
+            "BSON field 'find.filter' is the wrong type 'int', expected type 'object'"
+        );
         assert_eq!(args.collection().unwrap(), "c");
     }
 }

@@ -29,9 +29,19 @@ impl CommandRequest {
         let name = match body.iter().next() {
             Some(Ok((key, _))) => key.to_string(),
             Some(Err(e)) => return Err(e.into()),
-            None => return Err(MongoError::new(ErrorCode::Location(40571), "Empty command document")),
+            None => {
+                return Err(MongoError::new(
+                    ErrorCode::Location(40571),
+                    "Empty command document",
+                ));
+            }
         };
-        Ok(CommandRequest { db: db.into(), name, body, sequences: Vec::new() })
+        Ok(CommandRequest {
+            db: db.into(),
+            name,
+            body,
+            sequences: Vec::new(),
+        })
     }
 
     pub fn from_document(db: impl Into<String>, body: &Document) -> Result<Self> {
@@ -42,9 +52,16 @@ impl CommandRequest {
     pub fn from_op_msg(msg: OpMsg) -> Result<Self> {
         let db = match msg.body.get("$db")? {
             Some(bson::RawBsonRef::String(db)) => db.to_string(),
-            Some(_) => return Err(MongoError::type_mismatch("BSON field '$db' is the wrong type, expected type 'string'")),
+            Some(_) => {
+                return Err(MongoError::type_mismatch(
+                    "BSON field '$db' is the wrong type, expected type 'string'",
+                ));
+            }
             None => {
-                return Err(MongoError::new(ErrorCode::Location(40571), "OP_MSG requests require a $db argument"));
+                return Err(MongoError::new(
+                    ErrorCode::Location(40571),
+                    "OP_MSG requests require a $db argument",
+                ));
             }
         };
         let mut request = Self::new(db, msg.body)?;
@@ -52,8 +69,15 @@ impl CommandRequest {
         Ok(request)
     }
 
-    pub fn with_sequence(mut self, identifier: impl Into<String>, documents: Vec<RawDocumentBuf>) -> Self {
-        self.sequences.push(DocumentSequence { identifier: identifier.into(), documents });
+    pub fn with_sequence(
+        mut self,
+        identifier: impl Into<String>,
+        documents: Vec<RawDocumentBuf>,
+    ) -> Self {
+        self.sequences.push(DocumentSequence {
+            identifier: identifier.into(),
+            documents,
+        });
         self
     }
 
@@ -71,7 +95,11 @@ impl CommandRequest {
             body.append("$db", self.db.clone());
             body
         };
-        OpMsg { flags: Default::default(), body, sequences: self.sequences.clone() }
+        OpMsg {
+            flags: Default::default(),
+            body,
+            sequences: self.sequences.clone(),
+        }
     }
 
     /// Typed access to the body's fields, with MongoDB's error messages.
@@ -108,7 +136,10 @@ impl CommandRequest {
             ))),
             (None, None) => Err(MongoError::new(
                 ErrorCode::Location(40414),
-                format!("BSON field '{}.{field}' is missing but a required field", self.name),
+                format!(
+                    "BSON field '{}.{field}' is missing but a required field",
+                    self.name
+                ),
             )),
         }
     }
@@ -130,7 +161,8 @@ mod tests {
 
     #[test]
     fn merges_sequences_and_body_arrays() {
-        let req = CommandRequest::new("db", rawdoc! {"insert": "c", "documents": [{"a": 1}]}).unwrap();
+        let req =
+            CommandRequest::new("db", rawdoc! {"insert": "c", "documents": [{"a": 1}]}).unwrap();
         assert_eq!(req.name(), "insert");
         assert_eq!(req.document_array("documents").unwrap().len(), 1);
         let req = CommandRequest::new("db", rawdoc! {"insert": "c"})

@@ -18,7 +18,9 @@ pub struct WriteConcern {
 
 impl WriteConcern {
     pub fn parse(args: &Args<'_>) -> Result<WriteConcern> {
-        let Some(wc) = args.document("writeConcern")? else { return Ok(WriteConcern::default()) };
+        let Some(wc) = args.document("writeConcern")? else {
+            return Ok(WriteConcern::default());
+        };
         let mut out = WriteConcern::default();
         match wc.get("w") {
             None => {}
@@ -30,7 +32,11 @@ impl WriteConcern {
                     _ => 1,
                 };
                 if n < 0 {
-                    return Err(MongoError::new(ErrorCode::FailedToParse, "w has to be a non-negative number and not greater than 50; found: {n}".replace("{n}", &n.to_string())));
+                    return Err(MongoError::new(
+                        ErrorCode::FailedToParse,
+                        "w has to be a non-negative number and not greater than 50; found: {n}"
+                            .replace("{n}", &n.to_string()),
+                    ));
                 }
                 out.unacknowledged = n == 0;
                 out.unsatisfiable = n > 1;
@@ -46,7 +52,10 @@ impl WriteConcern {
             Some(other) => {
                 return Err(MongoError::new(
                     ErrorCode::FailedToParse,
-                    format!("w has to be a number, string or object; found: {}", super::bson_type_name(other.element_type())),
+                    format!(
+                        "w has to be a number, string or object; found: {}",
+                        super::bson_type_name(other.element_type())
+                    ),
                 ));
             }
         }
@@ -59,12 +68,18 @@ impl WriteConcern {
             Some(other) => {
                 return Err(MongoError::new(
                     ErrorCode::FailedToParse,
-                    format!("j must be numeric or a boolean value; found: {}", super::bson_type_name(other.element_type())),
+                    format!(
+                        "j must be numeric or a boolean value; found: {}",
+                        super::bson_type_name(other.element_type())
+                    ),
                 ));
             }
         }
         if out.unacknowledged && out.durable {
-            return Err(MongoError::new(ErrorCode::InvalidOptions, "Cannot request unacknowledged write concern with journaling"));
+            return Err(MongoError::new(
+                ErrorCode::InvalidOptions,
+                "Cannot request unacknowledged write concern with journaling",
+            ));
         }
         Ok(out)
     }
@@ -92,11 +107,28 @@ mod tests {
 
     #[test]
     fn majority_and_journal_mean_durable() {
-        assert!(parse(rawdoc! {"insert": "c", "writeConcern": {"w": "majority"}}).unwrap().durable);
-        assert!(parse(rawdoc! {"insert": "c", "writeConcern": {"w": 1, "j": true}}).unwrap().durable);
+        assert!(
+            parse(rawdoc! {"insert": "c", "writeConcern": {"w": "majority"}})
+                .unwrap()
+                .durable
+        );
+        assert!(
+            parse(rawdoc! {"insert": "c", "writeConcern": {"w": 1, "j": true}})
+                .unwrap()
+                .durable
+        );
         assert!(!parse(rawdoc! {"insert": "c"}).unwrap().durable);
-        assert!(parse(rawdoc! {"insert": "c", "writeConcern": {"w": 0}}).unwrap().unacknowledged);
-        assert!(parse(rawdoc! {"insert": "c", "writeConcern": {"w": 3}}).unwrap().error().is_some());
+        assert!(
+            parse(rawdoc! {"insert": "c", "writeConcern": {"w": 0}})
+                .unwrap()
+                .unacknowledged
+        );
+        assert!(
+            parse(rawdoc! {"insert": "c", "writeConcern": {"w": 3}})
+                .unwrap()
+                .error()
+                .is_some()
+        );
         assert!(parse(rawdoc! {"insert": "c", "writeConcern": {"w": "nope"}}).is_err());
     }
 }

@@ -16,8 +16,15 @@ impl LogicalClock {
             .map(|d| d.as_secs() as u32)
             .unwrap_or(0);
         let mut last = self.last.lock().expect("poisoned");
-        *last = if secs > last.0 { (secs, 1) } else { (last.0, last.1 + 1) };
-        Timestamp { time: last.0, increment: last.1 }
+        *last = if secs > last.0 {
+            (secs, 1)
+        } else {
+            (last.0, last.1 + 1)
+        };
+        Timestamp {
+            time: last.0,
+            increment: last.1,
+        }
     }
 }
 

@@ -49,17 +49,25 @@ pub struct ConfigState {
 }
 
 impl ConfigState {
-    pub async fn open(node: Node, data_dir: &std::path::Path, connector: Arc<Connector>) -> Result<Arc<ConfigState>> {
+    pub async fn open(
+        node: Node,
+        data_dir: &std::path::Path,
+        connector: Arc<Connector>,
+    ) -> Result<Arc<ConfigState>> {
         let storage = Storage::open(data_dir).await?;
         let store = ConfigStore::new(&storage);
         for coll in CONFIG_COLLECTIONS {
             store.ensure_collection(coll).await?;
         }
         let cluster_id = match store.find_one("version", &doc! {"_id": 1}).await? {
-            Some(version) => version.get_object_id("clusterId").unwrap_or_else(|_| ObjectId::new()),
+            Some(version) => version
+                .get_object_id("clusterId")
+                .unwrap_or_else(|_| ObjectId::new()),
             None => {
                 let id = ObjectId::new();
-                store.upsert("version", &doc! {"_id": 1, "clusterId": id}).await?;
+                store
+                    .upsert("version", &doc! {"_id": 1, "clusterId": id})
+                    .await?;
                 id
             }
         };
@@ -95,7 +103,9 @@ impl ConfigState {
         Ok(shards
             .into_iter()
             .filter_map(|s| match (s.get("_id"), s.get("host")) {
-                (Some(Bson::String(id)), Some(Bson::String(host))) => Some((id.clone(), host.clone())),
+                (Some(Bson::String(id)), Some(Bson::String(host))) => {
+                    Some((id.clone(), host.clone()))
+                }
                 _ => None,
             })
             .collect())

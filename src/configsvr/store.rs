@@ -21,14 +21,24 @@ impl<'a> ConfigStore<'a> {
 
     /// Every document of `collection` matching `filter`.
     pub async fn find(&self, collection: &str, filter: &Document) -> Result<Vec<Document>> {
-        let Some(db) = self.storage.database(CONFIG_DB).await else { return Ok(Vec::new()) };
-        let Some(coll) = db.collection(collection) else { return Ok(Vec::new()) };
+        let Some(db) = self.storage.database(CONFIG_DB).await else {
+            return Ok(Vec::new());
+        };
+        let Some(coll) = db.collection(collection) else {
+            return Ok(Vec::new());
+        };
         let filter = Filter::parse(filter)?;
         let mut read = db.read().await?;
         let mut position = Position::start(&filter);
         let mut out = Vec::new();
         while !position.done {
-            out.extend(position.next_matches(&mut read, &coll, &filter).await?.into_iter().map(|c| c.doc));
+            out.extend(
+                position
+                    .next_matches(&mut read, &coll, &filter)
+                    .await?
+                    .into_iter()
+                    .map(|c| c.doc),
+            );
         }
         Ok(out)
     }
@@ -39,7 +49,9 @@ impl<'a> ConfigStore<'a> {
 
     /// Inserts or replaces the document with `doc`'s `_id`, durably.
     pub async fn upsert(&self, collection: &str, doc: &Document) -> Result<()> {
-        let id = doc.get("_id").ok_or_else(|| MongoError::internal("config document without _id"))?;
+        let id = doc
+            .get("_id")
+            .ok_or_else(|| MongoError::internal("config document without _id"))?;
         let db = self.storage.database_or_create(CONFIG_DB).await?;
         let coll = db.ensure_collection(collection).await?;
         let raw = RawDocumentBuf::from_document(doc)?;
@@ -67,8 +79,12 @@ impl<'a> ConfigStore<'a> {
 
     /// Deletes the document with this `_id`; returns whether it existed.
     pub async fn delete_by_id(&self, collection: &str, id: &Bson) -> Result<bool> {
-        let Some(db) = self.storage.database(CONFIG_DB).await else { return Ok(false) };
-        let Some(coll) = db.collection(collection) else { return Ok(false) };
+        let Some(db) = self.storage.database(CONFIG_DB).await else {
+            return Ok(false);
+        };
+        let Some(coll) = db.collection(collection) else {
+            return Ok(false);
+        };
         let mut txn = db.write().await?;
         let found = txn.fetch_by_id(&coll, id).await?;
         if let Some((rid, old)) = &found {

@@ -12,7 +12,11 @@ pub fn value_to_string(value: &Bson) -> String {
             } else if v.is_nan() {
                 "nan.0".into()
             } else if v.is_infinite() {
-                if *v > 0.0 { "inf.0".into() } else { "-inf.0".into() }
+                if *v > 0.0 {
+                    "inf.0".into()
+                } else {
+                    "-inf.0".into()
+                }
             } else {
                 v.to_string()
             }
@@ -48,7 +52,10 @@ pub fn document_to_string(doc: &Document) -> String {
     if doc.is_empty() {
         return "{}".into();
     }
-    let parts: Vec<String> = doc.iter().map(|(k, v)| format!("{k}: {}", value_to_string(v))).collect();
+    let parts: Vec<String> = doc
+        .iter()
+        .map(|(k, v)| format!("{k}: {}", value_to_string(v)))
+        .collect();
     format!("{{ {} }}", parts.join(", "))
 }
 
@@ -64,7 +71,13 @@ mod tests {
     #[test]
     fn prints_like_mongodb() {
         assert_eq!(document_to_string(&doc! {"_id": 1}), "{ _id: 1 }");
-        assert_eq!(document_to_string(&doc! {"_id": "a", "b": 2.0}), "{ _id: \"a\", b: 2.0 }");
-        assert_eq!(document_to_string(&doc! {"a": {"b": [1, 2]}}), "{ a: { b: [ 1, 2 ] } }");
+        assert_eq!(
+            document_to_string(&doc! {"_id": "a", "b": 2.0}),
+            "{ _id: \"a\", b: 2.0 }"
+        );
+        assert_eq!(
+            document_to_string(&doc! {"a": {"b": [1, 2]}}),
+            "{ a: { b: [ 1, 2 ] } }"
+        );
     }
 }

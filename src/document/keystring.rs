@@ -9,10 +9,18 @@ pub fn encode_value(value: &Bson, descending: bool, out: &mut Vec<u8>) {
     out.push(canonical_rank(value));
     match value {
         Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {
-            let f = super::numeric::Number::from_bson(value).map(|n| n.to_f64()).unwrap_or(0.0);
+            let f = super::numeric::Number::from_bson(value)
+                .map(|n| n.to_f64())
+                .unwrap_or(0.0);
             let f = if f == 0.0 { 0.0 } else { f };
             let bits = f.to_bits();
-            let ordered = if f.is_nan() { 0 } else if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+            let ordered = if f.is_nan() {
+                0
+            } else if bits >> 63 == 1 {
+                !bits
+            } else {
+                bits | (1 << 63)
+            };
             out.extend_from_slice(&ordered.to_be_bytes());
         }
         Bson::String(s) | Bson::Symbol(s) => {

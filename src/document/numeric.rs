@@ -98,11 +98,26 @@ mod tests {
     #[test]
     fn ints_and_doubles_compare_exactly() {
         let big = i64::MAX;
-        assert_eq!(compare(Number::Int(big), Number::Double(big as f64)), Ordering::Less);
-        assert_eq!(compare(Number::Int(3), Number::Double(3.0)), Ordering::Equal);
+        assert_eq!(
+            compare(Number::Int(big), Number::Double(big as f64)),
+            Ordering::Less
+        );
+        assert_eq!(
+            compare(Number::Int(3), Number::Double(3.0)),
+            Ordering::Equal
+        );
         assert_eq!(compare(Number::Int(3), Number::Double(3.5)), Ordering::Less);
-        assert_eq!(compare(Number::Int(-3), Number::Double(-3.5)), Ordering::Greater);
-        assert_eq!(compare(Number::Double(f64::NAN), Number::Int(i64::MIN)), Ordering::Less);
-        assert_eq!(compare(Number::Double(-0.0), Number::Int(0)), Ordering::Equal);
+        assert_eq!(
+            compare(Number::Int(-3), Number::Double(-3.5)),
+            Ordering::Greater
+        );
+        assert_eq!(
+            compare(Number::Double(f64::NAN), Number::Int(i64::MIN)),
+            Ordering::Less
+        );
+        assert_eq!(
+            compare(Number::Double(-0.0), Number::Int(0)),
+            Ordering::Equal
+        );
     }
 }

@@ -50,7 +50,9 @@ pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
         (Bson::ObjectId(x), Bson::ObjectId(y)) => x.bytes().cmp(&y.bytes()),
         (Bson::Boolean(x), Bson::Boolean(y)) => x.cmp(y),
         (Bson::DateTime(x), Bson::DateTime(y)) => x.timestamp_millis().cmp(&y.timestamp_millis()),
-        (Bson::Timestamp(x), Bson::Timestamp(y)) => (x.time, x.increment).cmp(&(y.time, y.increment)),
+        (Bson::Timestamp(x), Bson::Timestamp(y)) => {
+            (x.time, x.increment).cmp(&(y.time, y.increment))
+        }
         (Bson::RegularExpression(x), Bson::RegularExpression(y)) => x
             .pattern
             .as_bytes()
@@ -102,7 +104,9 @@ pub fn compare_documents(a: &Document, b: &Document) -> Ordering {
 /// Arrays compare like documents whose keys are their indexes.
 fn compare_arrays(a: &[Bson], b: &[Bson]) -> Ordering {
     for (x, y) in a.iter().zip(b.iter()) {
-        let ord = canonical_rank(x).cmp(&canonical_rank(y)).then_with(|| compare_values(x, y));
+        let ord = canonical_rank(x)
+            .cmp(&canonical_rank(y))
+            .then_with(|| compare_values(x, y));
         if ord != Ordering::Equal {
             return ord;
         }
@@ -137,19 +141,40 @@ mod tests {
             Bson::Boolean(false),
             Bson::Boolean(true),
             Bson::DateTime(bson::DateTime::from_millis(-1)),
-            Bson::Timestamp(bson::Timestamp { time: 1, increment: 0 }),
+            Bson::Timestamp(bson::Timestamp {
+                time: 1,
+                increment: 0,
+            }),
             Bson::MaxKey,
         ];
         for w in ordered.windows(2) {
-            assert_eq!(compare_values(&w[0], &w[1]), Ordering::Less, "{:?} < {:?}", w[0], w[1]);
+            assert_eq!(
+                compare_values(&w[0], &w[1]),
+                Ordering::Less,
+                "{:?} < {:?}",
+                w[0],
+                w[1]
+            );
         }
     }
 
     #[test]
     fn documents_compare_by_type_then_name_then_value() {
-        assert_eq!(compare_documents(&doc! {"a": 1}, &doc! {"a": 1.0}), Ordering::Equal);
-        assert_eq!(compare_documents(&doc! {"a": 1}, &doc! {"b": 0}), Ordering::Less);
-        assert_eq!(compare_documents(&doc! {"a": 1}, &doc! {"a": "x"}), Ordering::Less);
-        assert_eq!(compare_documents(&doc! {"a": 1}, &doc! {"a": 1, "b": 1}), Ordering::Less);
+        assert_eq!(
+            compare_documents(&doc! {"a": 1}, &doc! {"a": 1.0}),
+            Ordering::Equal
+        );
+        assert_eq!(
+            compare_documents(&doc! {"a": 1}, &doc! {"b": 0}),
+            Ordering::Less
+        );
+        assert_eq!(
+            compare_documents(&doc! {"a": 1}, &doc! {"a": "x"}),
+            Ordering::Less
+        );
+        assert_eq!(
+            compare_documents(&doc! {"a": 1}, &doc! {"a": 1, "b": 1}),
+            Ordering::Less
+        );
     }
 }

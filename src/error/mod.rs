@@ -24,7 +24,12 @@ pub type Result<T, E = MongoError> = std::result::Result<T, E>;
 
 impl MongoError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        MongoError { code, message: message.into(), extra: None, labels: Vec::new() }
+        MongoError {
+            code,
+            message: message.into(),
+            extra: None,
+            labels: Vec::new(),
+        }
     }
 
     /// Attaches MongoDB's extra error info; the fields appear at the top level of the reply.
@@ -122,8 +127,14 @@ impl MongoError {
         if reply_ok(reply) {
             return None;
         }
-        let code = reply.get("code").and_then(bson_as_i32).unwrap_or(ErrorCode::UnknownError.code());
-        let message = reply.get_str("errmsg").unwrap_or("unknown error").to_string();
+        let code = reply
+            .get("code")
+            .and_then(bson_as_i32)
+            .unwrap_or(ErrorCode::UnknownError.code());
+        let message = reply
+            .get_str("errmsg")
+            .unwrap_or("unknown error")
+            .to_string();
         let mut extra = Document::new();
         let mut labels = Vec::new();
         for (k, v) in reply.iter() {
@@ -170,7 +181,13 @@ fn bson_as_i32(v: &Bson) -> Option<i32> {
 
 impl fmt::Display for MongoError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({}): {}", self.code.name(), self.code.code(), self.message)
+        write!(
+            f,
+            "{} ({}): {}",
+            self.code.name(),
+            self.code.code(),
+            self.message
+        )
     }
 }
 

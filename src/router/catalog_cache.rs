@@ -23,21 +23,33 @@ pub struct DatabaseCache {
 impl DatabaseCache {
     /// The database's routing info; loads it on a miss and, when `create` is set, asks the
     /// config server to create the database (writes create databases).
-    pub async fn get(&self, config: &NodeClient, db: &str, create: bool) -> Result<Option<CachedDatabase>> {
+    pub async fn get(
+        &self,
+        config: &NodeClient,
+        db: &str,
+        create: bool,
+    ) -> Result<Option<CachedDatabase>> {
         if let Some(entry) = self.entries.read().expect("poisoned").get(db) {
             return Ok(Some(entry.clone()));
         }
         let entry = if create {
-            let reply = config.run_doc("admin", doc! {"_configsvrCreateDatabase": db}).await?;
+            let reply = config
+                .run_doc("admin", doc! {"_configsvrCreateDatabase": db})
+                .await?;
             Some(CachedDatabase {
                 primary: reply.get_str("primary").unwrap_or_default().to_string(),
-                version: DatabaseVersion::from_document(reply.get_document("databaseVersion").unwrap_or(&doc! {}))?,
+                version: DatabaseVersion::from_document(
+                    reply.get_document("databaseVersion").unwrap_or(&doc! {}),
+                )?,
             })
         } else {
             load(config, db).await?
         };
         if let Some(entry) = &entry {
-            self.entries.write().expect("poisoned").insert(db.to_string(), entry.clone());
+            self.entries
+                .write()
+                .expect("poisoned")
+                .insert(db.to_string(), entry.clone());
         }
         Ok(entry)
     }
@@ -54,7 +66,10 @@ impl DatabaseCache {
 
 async fn load(config: &NodeClient, db: &str) -> Result<Option<CachedDatabase>> {
     let reply = config
-        .run_doc("config", doc! {"find": "databases", "filter": {"_id": db}, "limit": 1, "singleBatch": true})
+        .run_doc(
+            "config",
+            doc! {"find": "databases", "filter": {"_id": db}, "limit": 1, "singleBatch": true},
+        )
         .await?;
     let entry = reply
         .get_document("cursor")
@@ -66,7 +81,9 @@ async fn load(config: &NodeClient, db: &str) -> Result<Option<CachedDatabase>> {
         None => Ok(None),
         Some(entry) => Ok(Some(CachedDatabase {
             primary: entry.get_str("primary").unwrap_or_default().to_string(),
-            version: DatabaseVersion::from_document(entry.get_document("version").unwrap_or(&doc! {}))?,
+            version: DatabaseVersion::from_document(
+                entry.get_document("version").unwrap_or(&doc! {}),
+            )?,
         })),
     }
 }

@@ -31,7 +31,15 @@ impl RouterCursors {
         while cursors.contains_key(&id) {
             id = new_cursor_id();
         }
-        cursors.insert(id, RouterCursor { shard, shard_cursor_id, ns, last_used: Instant::now() });
+        cursors.insert(
+            id,
+            RouterCursor {
+                shard,
+                shard_cursor_id,
+                ns,
+                last_used: Instant::now(),
+            },
+        );
         id
     }
 

@@ -26,26 +26,43 @@ fn reply_code(reply: &RawDocumentBuf) -> Option<i32> {
 impl RouterState {
     /// Sends `req` where `req.db`'s unsharded collections live. `None` when the database does
     /// not exist and `create` is not set.
-    pub(super) async fn send_to_primary(&self, req: CommandRequest, create: bool) -> Result<Option<(NodeClient, RawDocumentBuf)>> {
+    pub(super) async fn send_to_primary(
+        &self,
+        req: CommandRequest,
+        create: bool,
+    ) -> Result<Option<(NodeClient, RawDocumentBuf)>> {
         let db = req.db.clone();
         self.send_to_primary_of(&db, req, create).await
     }
 
     /// [`send_to_primary`](Self::send_to_primary) for a command about database `db` sent on
     /// another database (e.g. an admin command naming `db`).
-    pub(super) async fn send_to_primary_of(&self, db_name: &str, req: CommandRequest, create: bool) -> Result<Option<(NodeClient, RawDocumentBuf)>> {
+    pub(super) async fn send_to_primary_of(
+        &self,
+        db_name: &str,
+        req: CommandRequest,
+        create: bool,
+    ) -> Result<Option<(NodeClient, RawDocumentBuf)>> {
         if db_name == "local" {
-            return Err(MongoError::new(ErrorCode::IllegalOperation, "Can't use 'local' database through mongos"));
+            return Err(MongoError::new(
+                ErrorCode::IllegalOperation,
+                "Can't use 'local' database through mongos",
+            ));
         }
         if on_config_server(db_name) {
             let reply = self.config.call(req).await?;
             return Ok(Some((self.config.clone(), reply)));
         }
         for _ in 0..MAX_STALE_RETRIES {
-            let Some(db) = self.databases.get(&self.config, db_name, create).await? else { return Ok(None) };
+            let Some(db) = self.databases.get(&self.config, db_name, create).await? else {
+                return Ok(None);
+            };
             let shard = self.shards.client(&self.config, &db.primary).await?;
             let mut versioned = req.clone();
-            versioned.body.append("databaseVersion", bson::RawDocumentBuf::from_document(&db.version.to_document())?);
+            versioned.body.append(
+                "databaseVersion",
+                bson::RawDocumentBuf::from_document(&db.version.to_document())?,
+            );
             let reply = shard.call(versioned).await?;
             if reply_code(&reply) == Some(ErrorCode::StaleDbVersion.code()) {
                 tracing::debug!(db = %db_name, "stale database version; refreshing");
@@ -56,15 +73,25 @@ impl RouterState {
         }
         Err(MongoError::new(
             ErrorCode::StaleDbVersion,
-            format!("the routing information of database {db_name} kept changing; gave up after {MAX_STALE_RETRIES} attempts"),
+            format!(
+                "the routing information of database {db_name} kept changing; gave up after {MAX_STALE_RETRIES} attempts"
+            ),
         ))
     }
 
     /// Replaces a shard cursor id in a cursor reply by a router cursor id (registering the
     /// mapping), so that later `getMore`s come back here and go to the right shard.
-    pub(super) fn adopt_cursor(&self, shard: &NodeClient, reply: RawDocumentBuf) -> Result<RawDocumentBuf> {
-        let Ok(Some(RawBsonRef::Document(cursor))) = reply.get("cursor") else { return Ok(reply) };
-        let Ok(Some(RawBsonRef::Int64(shard_id))) = cursor.get("id") else { return Ok(reply) };
+    pub(super) fn adopt_cursor(
+        &self,
+        shard: &NodeClient,
+        reply: RawDocumentBuf,
+    ) -> Result<RawDocumentBuf> {
+        let Ok(Some(RawBsonRef::Document(cursor))) = reply.get("cursor") else {
+            return Ok(reply);
+        };
+        let Ok(Some(RawBsonRef::Int64(shard_id))) = cursor.get("id") else {
+            return Ok(reply);
+        };
         if shard_id == 0 {
             return Ok(reply);
         }
@@ -108,10 +135,17 @@ mod tests {
 
     #[test]
     fn rewrites_only_the_cursor_id() {
-        let reply = rawdoc! {"cursor": {"firstBatch": [{"a": 1}], "id": 42_i64, "ns": "db.c"}, "ok": 1.0};
+        let reply =
+            rawdoc! {"cursor": {"firstBatch": [{"a": 1}], "id": 42_i64, "ns": "db.c"}, "ok": 1.0};
         let out = replace_cursor_id(&reply, 7).unwrap().to_document().unwrap();
-        assert_eq!(out.get_document("cursor").unwrap().get_i64("id").unwrap(), 7);
-        assert_eq!(out.get_document("cursor").unwrap().get_str("ns").unwrap(), "db.c");
+        assert_eq!(
+            out.get_document("cursor").unwrap().get_i64("id").unwrap(),
+            7
+        );
+        assert_eq!(
+            out.get_document("cursor").unwrap().get_str("ns").unwrap(),
+            "db.c"
+        );
         assert_eq!(out.get_f64("ok").unwrap(), 1.0);
     }
 }

@@ -73,8 +73,14 @@ fn spawn_background(state: Weak<RouterState>) {
             if let Err(e) = state.ping().await {
                 tracing::debug!(error = %e, "could not record the router in config.mongos");
             }
-            let timeout = state.node.params.get_i64("cursorTimeoutMillis").unwrap_or(600_000);
-            state.cursors.reap(Duration::from_millis(timeout.max(0) as u64));
+            let timeout = state
+                .node
+                .params
+                .get_i64("cursorTimeoutMillis")
+                .unwrap_or(600_000);
+            state
+                .cursors
+                .reap(Duration::from_millis(timeout.max(0) as u64));
         }
     });
 }

@@ -13,13 +13,23 @@ pub struct ShardRegistry {
 
 impl ShardRegistry {
     pub fn new(connector: Arc<Connector>) -> Self {
-        ShardRegistry { connector, shards: RwLock::new(BTreeMap::new()) }
+        ShardRegistry {
+            connector,
+            shards: RwLock::new(BTreeMap::new()),
+        }
     }
 
     /// Reloads the shard list from the config server.
     pub async fn reload(&self, config: &NodeClient) -> Result<()> {
-        let reply = config.run_doc("config", doc! {"find": "shards", "filter": {}}).await?;
-        let batch = reply.get_document("cursor").ok().and_then(|c| c.get_array("firstBatch").ok()).cloned().unwrap_or_default();
+        let reply = config
+            .run_doc("config", doc! {"find": "shards", "filter": {}})
+            .await?;
+        let batch = reply
+            .get_document("cursor")
+            .ok()
+            .and_then(|c| c.get_array("firstBatch").ok())
+            .cloned()
+            .unwrap_or_default();
         let mut shards = BTreeMap::new();
         for entry in batch.iter().filter_map(Bson::as_document) {
             if let (Ok(name), Ok(host)) = (entry.get_str("_id"), entry.get_str("host")) {
@@ -37,14 +47,18 @@ impl ShardRegistry {
         }
         self.reload(config).await?;
         let host = self.shards.read().expect("poisoned").get(shard).cloned();
-        host.map(|h| self.connector.client(&h))
-            .ok_or_else(|| MongoError::new(ErrorCode::ShardNotFound, format!("Shard {shard} not found")))
+        host.map(|h| self.connector.client(&h)).ok_or_else(|| {
+            MongoError::new(ErrorCode::ShardNotFound, format!("Shard {shard} not found"))
+        })
     }
 
     /// Clients of every shard (after a reload).
     pub async fn all(&self, config: &NodeClient) -> Result<Vec<(String, NodeClient)>> {
         self.reload(config).await?;
         let shards = self.shards.read().expect("poisoned").clone();
-        Ok(shards.into_iter().map(|(name, host)| (name, self.connector.client(&host))).collect())
+        Ok(shards
+            .into_iter()
+            .map(|(name, host)| (name, self.connector.client(&host)))
+            .collect())
     }
 }

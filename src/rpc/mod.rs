@@ -27,12 +27,18 @@ enum Target {
 impl NodeClient {
     /// A client that calls `service` directly.
     pub fn local(host: &str, service: Arc<dyn Service>) -> Self {
-        NodeClient { host: host.into(), target: Target::Local(service, Arc::new(RequestContext::internal())) }
+        NodeClient {
+            host: host.into(),
+            target: Target::Local(service, Arc::new(RequestContext::internal())),
+        }
     }
 
     /// A client that connects to `host` (`address:port`) over TCP.
     pub fn tcp(host: &str) -> Self {
-        NodeClient { host: host.into(), target: Target::Tcp(Arc::new(tcp::Pool::new(host))) }
+        NodeClient {
+            host: host.into(),
+            target: Target::Tcp(Arc::new(tcp::Pool::new(host))),
+        }
     }
 
     pub fn host(&self) -> &str {
@@ -64,12 +70,15 @@ impl NodeClient {
             }
         }
         let doc = reply.to_document()?;
-        Err(MongoError::from_reply(&doc).unwrap_or_else(|| MongoError::internal("reply without ok")))
+        Err(MongoError::from_reply(&doc)
+            .unwrap_or_else(|| MongoError::internal("reply without ok")))
     }
 
     /// [`run`](Self::run) for a command built as a `Document`, with the reply as a `Document`.
     pub async fn run_doc(&self, db: &str, command: Document) -> Result<Document> {
-        let reply = self.run(CommandRequest::from_document(db, &command)?).await?;
+        let reply = self
+            .run(CommandRequest::from_document(db, &command)?)
+            .await?;
         Ok(reply.to_document()?)
     }
 }
@@ -89,7 +98,10 @@ impl Connector {
 
     /// Makes `host` resolve to a service in this process.
     pub fn register_local(&self, host: &str, service: Arc<dyn Service>) {
-        self.local.write().expect("poisoned").insert(host.to_string(), service);
+        self.local
+            .write()
+            .expect("poisoned")
+            .insert(host.to_string(), service);
         self.clients.write().expect("poisoned").remove(host);
     }
 
@@ -101,11 +113,19 @@ impl Connector {
             Some(service) => NodeClient::local(host, service.clone()),
             None => NodeClient::tcp(host),
         };
-        self.clients.write().expect("poisoned").entry(host.to_string()).or_insert(client).clone()
+        self.clients
+            .write()
+            .expect("poisoned")
+            .entry(host.to_string())
+            .or_insert(client)
+            .clone()
     }
 }
 
 /// The error for a node that cannot be reached.
 pub(crate) fn unreachable(host: &str, what: impl std::fmt::Display) -> MongoError {
-    MongoError::new(ErrorCode::HostUnreachable, format!("Error connecting to {host} :: caused by :: {what}"))
+    MongoError::new(
+        ErrorCode::HostUnreachable,
+        format!("Error connecting to {host} :: caused by :: {what}"),
+    )
 }

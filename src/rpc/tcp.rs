@@ -25,13 +25,19 @@ pub(super) struct Pool {
 
 impl Pool {
     pub fn new(host: &str) -> Self {
-        Pool { host: host.to_string(), idle: Mutex::new(Vec::new()), next_request_id: AtomicI32::new(1) }
+        Pool {
+            host: host.to_string(),
+            idle: Mutex::new(Vec::new()),
+            next_request_id: AtomicI32::new(1),
+        }
     }
 
     /// An idle connection that the peer has not closed, or a new one.
     async fn checkout(&self) -> Result<Conn> {
         loop {
-            let Some(conn) = self.idle.lock().expect("poisoned").pop() else { break };
+            let Some(conn) = self.idle.lock().expect("poisoned").pop() else {
+                break;
+            };
             let mut probe = [0u8; 1];
             match conn.get_ref().try_read(&mut probe) {
                 // No data and not closed: the connection is idle and alive.
@@ -59,7 +65,10 @@ impl Pool {
         let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let mut bytes = Vec::new();
         request.to_op_msg().encode(request_id, 0, &mut bytes);
-        conn.get_mut().write_all(&bytes).await.map_err(|e| unreachable(&self.host, e))?;
+        conn.get_mut()
+            .write_all(&bytes)
+            .await
+            .map_err(|e| unreachable(&self.host, e))?;
         let frame = match read_frame(&mut conn).await {
             Ok(Some(frame)) => frame,
             Ok(None) => return Err(unreachable(&self.host, "connection closed by peer")),

@@ -7,7 +7,9 @@ use super::node::Node;
 use super::stats::Stats;
 use crate::command::CommandRequest;
 use crate::error::{ErrorCategory, ErrorCode, MongoError};
-use crate::wire::{ReplyTo, Request, WireError, decode_request, encode_reply, read_frame, write_frame};
+use crate::wire::{
+    ReplyTo, Request, WireError, decode_request, encode_reply, read_frame, write_frame,
+};
 use bson::RawDocumentBuf;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -34,7 +36,12 @@ const NEVER_COMPRESSED: [&str; 11] = [
     "copydbgetnonce",
 ];
 
-pub(super) async fn run(stream: TcpStream, peer: SocketAddr, service: Arc<dyn Service>, mut stop: watch::Receiver<bool>) {
+pub(super) async fn run(
+    stream: TcpStream,
+    peer: SocketAddr,
+    service: Arc<dyn Service>,
+    mut stop: watch::Receiver<bool>,
+) {
     let _ = stream.set_nodelay(true);
     let local = stream.local_addr().ok();
     let stats = &service.node().stats;
@@ -66,7 +73,12 @@ pub(super) async fn run(stream: TcpStream, peer: SocketAddr, service: Arc<dyn Se
                 (reply_to, into_command(request))
             }
             Err(WireError::Command(err)) => {
-                let to = ReplyTo { request_id: frame.header.request_id, legacy: false, checksum: false, compressor: None };
+                let to = ReplyTo {
+                    request_id: frame.header.request_id,
+                    legacy: false,
+                    checksum: false,
+                    compressor: None,
+                };
                 (to, Err(err))
             }
             Err(e) => {
@@ -86,8 +98,14 @@ pub(super) async fn run(stream: TcpStream, peer: SocketAddr, service: Arc<dyn Se
                 (reply, compress, false)
             }
             Err(err) => {
-                let fatal = err.code().is(ErrorCategory::ConnectionFatalMessageParseError);
-                (RawDocumentBuf::from_document(&err.to_reply()).unwrap_or_default(), false, fatal)
+                let fatal = err
+                    .code()
+                    .is(ErrorCategory::ConnectionFatalMessageParseError);
+                (
+                    RawDocumentBuf::from_document(&err.to_reply()).unwrap_or_default(),
+                    false,
+                    fatal,
+                )
             }
         };
         let bytes = encode_reply(&reply_to, &reply, next_reply_id, compress);

@@ -19,11 +19,19 @@ pub struct RequestContext {
 
 impl RequestContext {
     pub fn connection(connection_id: i64, peer: SocketAddr, local: Option<SocketAddr>) -> Self {
-        RequestContext { connection_id, peer: Some(peer), local, ..Default::default() }
+        RequestContext {
+            connection_id,
+            peer: Some(peer),
+            local,
+            ..Default::default()
+        }
     }
 
     pub fn internal() -> Self {
-        RequestContext { internal: true, ..Default::default() }
+        RequestContext {
+            internal: true,
+            ..Default::default()
+        }
     }
 
     /// The `client` metadata of the connection's first hello.

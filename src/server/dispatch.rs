@@ -14,7 +14,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 /// A command handler: the reply's fields without `ok`, or the error to answer.
-pub type Handler<S> = for<'a> fn(&'a S, &'a RequestContext, CommandRequest) -> BoxFuture<'a, Result<RawDocumentBuf>>;
+pub type Handler<S> =
+    for<'a> fn(&'a S, &'a RequestContext, CommandRequest) -> BoxFuture<'a, Result<RawDocumentBuf>>;
 
 /// One entry of a role's command table.
 pub struct CommandSpec<S> {
@@ -28,7 +29,14 @@ pub struct CommandSpec<S> {
 
 impl<S> CommandSpec<S> {
     pub fn new(name: &'static str, handler: Handler<S>) -> Self {
-        CommandSpec { name, aliases: &[], help: "", admin_only: false, counter: OpCounter::Command, handler }
+        CommandSpec {
+            name,
+            aliases: &[],
+            help: "",
+            admin_only: false,
+            counter: OpCounter::Command,
+            handler,
+        }
     }
 
     pub fn help(mut self, help: &'static str) -> Self {
@@ -77,7 +85,11 @@ impl<S> CommandTable<S> {
 
     /// Every command, aliases included, in name order (for `listCommands`).
     pub fn entries(&self) -> Vec<(&'static str, &CommandSpec<S>)> {
-        let mut out: Vec<_> = self.by_name.iter().map(|(name, &i)| (*name, &self.specs[i])).collect();
+        let mut out: Vec<_> = self
+            .by_name
+            .iter()
+            .map(|(name, &i)| (*name, &self.specs[i]))
+            .collect();
         out.sort_by_key(|(name, _)| *name);
         out
     }
@@ -100,7 +112,11 @@ pub trait NodeState: Send + Sync + Sized + 'static {
 pub trait Service: Send + Sync + 'static {
     fn node(&self) -> &Node;
     /// Runs one command; failures come back as `{ok: 0, ...}` replies.
-    fn execute<'a>(&'a self, ctx: &'a RequestContext, request: CommandRequest) -> BoxFuture<'a, RawDocumentBuf>;
+    fn execute<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        request: CommandRequest,
+    ) -> BoxFuture<'a, RawDocumentBuf>;
 }
 
 /// Dispatches commands to a role's table.
@@ -116,10 +132,12 @@ impl<S: NodeState> Dispatcher<S> {
     async fn run(&self, ctx: &RequestContext, request: CommandRequest) -> Result<RawDocumentBuf> {
         let state = &*self.state;
         let name = request.name().to_string();
-        let spec = state
-            .commands()
-            .get(&name)
-            .ok_or_else(|| MongoError::new(ErrorCode::CommandNotFound, format!("no such command: '{name}'")))?;
+        let spec = state.commands().get(&name).ok_or_else(|| {
+            MongoError::new(
+                ErrorCode::CommandNotFound,
+                format!("no such command: '{name}'"),
+            )
+        })?;
         if spec.admin_only && request.db != "admin" {
             return Err(MongoError::new(
                 ErrorCode::Unauthorized,
@@ -140,7 +158,9 @@ impl<S: NodeState> Dispatcher<S> {
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".into());
                 tracing::error!(command = %name, panic = %what, "command handler panicked");
-                Err(MongoError::internal(format!("command {name} failed unexpectedly: {what}")))
+                Err(MongoError::internal(format!(
+                    "command {name} failed unexpectedly: {what}"
+                )))
             }
         }
     }
@@ -151,7 +171,11 @@ impl<S: NodeState> Service for Dispatcher<S> {
         self.state.node()
     }
 
-    fn execute<'a>(&'a self, ctx: &'a RequestContext, request: CommandRequest) -> BoxFuture<'a, RawDocumentBuf> {
+    fn execute<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        request: CommandRequest,
+    ) -> BoxFuture<'a, RawDocumentBuf> {
         Box::pin(async move {
             match self.run(ctx, request).await {
                 Ok(reply) => ok_reply(reply),

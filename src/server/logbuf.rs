@@ -33,7 +33,10 @@ impl LogBuffer {
     /// Records a startup warning (also written to the global log).
     pub fn startup_warning(&self, component: &str, id: i64, msg: &str) {
         let line = format_line("W", component, id, "initandlisten", msg, Map::new());
-        self.startup_warnings.lock().expect("poisoned").push(line.clone());
+        self.startup_warnings
+            .lock()
+            .expect("poisoned")
+            .push(line.clone());
         self.push(line);
     }
 
@@ -42,7 +45,10 @@ impl LogBuffer {
         match name {
             "global" => {
                 let lines = self.lines.lock().expect("poisoned");
-                Some((self.total.load(Ordering::Relaxed), lines.iter().cloned().collect()))
+                Some((
+                    self.total.load(Ordering::Relaxed),
+                    lines.iter().cloned().collect(),
+                ))
             }
             "startupWarnings" => {
                 let lines = self.startup_warnings.lock().expect("poisoned");
@@ -57,8 +63,17 @@ impl LogBuffer {
     }
 }
 
-fn format_line(severity: &str, component: &str, id: i64, ctx: &str, msg: &str, attr: Map<String, Value>) -> String {
-    let now = bson::DateTime::now().try_to_rfc3339_string().unwrap_or_default();
+fn format_line(
+    severity: &str,
+    component: &str,
+    id: i64,
+    ctx: &str,
+    msg: &str,
+    attr: Map<String, Value>,
+) -> String {
+    let now = bson::DateTime::now()
+        .try_to_rfc3339_string()
+        .unwrap_or_default();
     let mut line = json!({
         "t": {"$date": now},
         "s": severity,
@@ -87,7 +102,8 @@ impl Visit for Fields {
         if field.name() == "message" {
             self.message = value.to_string();
         } else {
-            self.attr.insert(field.name().to_string(), Value::String(value.to_string()));
+            self.attr
+                .insert(field.name().to_string(), Value::String(value.to_string()));
         }
     }
 
@@ -107,7 +123,10 @@ impl Visit for Fields {
         if field.name() == "message" {
             self.message = format!("{value:?}");
         } else {
-            self.attr.insert(field.name().to_string(), Value::String(format!("{value:?}")));
+            self.attr.insert(
+                field.name().to_string(),
+                Value::String(format!("{value:?}")),
+            );
         }
     }
 }
@@ -123,8 +142,20 @@ impl<S: Subscriber> tracing_subscriber::Layer<S> for LogLayer {
         };
         let mut fields = Fields::default();
         event.record(&mut fields);
-        let component = meta.target().rsplit("::").next().unwrap_or("-").to_uppercase();
-        self.0.push(format_line(severity, &component, 0, "-", &fields.message, fields.attr));
+        let component = meta
+            .target()
+            .rsplit("::")
+            .next()
+            .unwrap_or("-")
+            .to_uppercase();
+        self.0.push(format_line(
+            severity,
+            &component,
+            0,
+            "-",
+            &fields.message,
+            fields.attr,
+        ));
     }
 }
 

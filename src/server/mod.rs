@@ -40,10 +40,18 @@ pub fn serve(listener: TcpListener, service: Arc<dyn Service>) -> std::io::Resul
     let addr = listener.local_addr()?;
     let (tx, rx) = watch::channel(false);
     let task = tokio::spawn(accept_loop(listener, service, rx));
-    Ok(ServerHandle { addr, shutdown: tx, task })
+    Ok(ServerHandle {
+        addr,
+        shutdown: tx,
+        task,
+    })
 }
 
-async fn accept_loop(listener: TcpListener, service: Arc<dyn Service>, mut shutdown: watch::Receiver<bool>) {
+async fn accept_loop(
+    listener: TcpListener,
+    service: Arc<dyn Service>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             _ = shutdown.changed() => break,

@@ -26,17 +26,39 @@ impl Parameters {
         let mut add = |name, value: Bson, runtime| {
             params.insert(name, Param { value, runtime });
         };
-        add("featureCompatibilityVersion", Bson::Document(doc! {"version": "8.0"}), false);
-        add("cursorTimeoutMillis", Bson::Int64(DEFAULT_CURSOR_TIMEOUT_MS), true);
-        add("enableTestCommands", Bson::Boolean(enable_test_commands), false);
+        add(
+            "featureCompatibilityVersion",
+            Bson::Document(doc! {"version": "8.0"}),
+            false,
+        );
+        add(
+            "cursorTimeoutMillis",
+            Bson::Int64(DEFAULT_CURSOR_TIMEOUT_MS),
+            true,
+        );
+        add(
+            "enableTestCommands",
+            Bson::Boolean(enable_test_commands),
+            false,
+        );
         add("logicalSessionTimeoutMinutes", Bson::Int32(30), false);
         add("maxBSONDepth", Bson::Int32(200), false);
-        add("internalQueryMaxBlockingSortMemoryUsageBytes", Bson::Int64(100 * 1024 * 1024), true);
-        Parameters { params: RwLock::new(params) }
+        add(
+            "internalQueryMaxBlockingSortMemoryUsageBytes",
+            Bson::Int64(100 * 1024 * 1024),
+            true,
+        );
+        Parameters {
+            params: RwLock::new(params),
+        }
     }
 
     pub fn get(&self, name: &str) -> Option<Bson> {
-        self.params.read().expect("poisoned").get(name).map(|p| p.value.clone())
+        self.params
+            .read()
+            .expect("poisoned")
+            .get(name)
+            .map(|p| p.value.clone())
     }
 
     pub fn get_i64(&self, name: &str) -> Option<i64> {
@@ -54,17 +76,26 @@ impl Parameters {
     /// `getParameter: '*'`: every parameter with its value.
     pub fn all(&self, details: bool) -> Document {
         let params = self.params.read().expect("poisoned");
-        params.iter().map(|(k, p)| (k.to_string(), Self::render(p, details))).collect()
+        params
+            .iter()
+            .map(|(k, p)| (k.to_string(), Self::render(p, details)))
+            .collect()
     }
 
     /// A named parameter as `getParameter` shows it.
     pub fn describe(&self, name: &str, details: bool) -> Option<Bson> {
-        self.params.read().expect("poisoned").get(name).map(|p| Self::render(p, details))
+        self.params
+            .read()
+            .expect("poisoned")
+            .get(name)
+            .map(|p| Self::render(p, details))
     }
 
     fn render(p: &Param, details: bool) -> Bson {
         if details {
-            Bson::Document(doc! {"value": p.value.clone(), "settableAtRuntime": p.runtime, "settableAtStartup": true})
+            Bson::Document(
+                doc! {"value": p.value.clone(), "settableAtRuntime": p.runtime, "settableAtStartup": true},
+            )
         } else {
             p.value.clone()
         }
@@ -75,14 +106,23 @@ impl Parameters {
     pub fn set(&self, name: &str, value: &Bson) -> Result<Bson> {
         let mut params = self.params.write().expect("poisoned");
         let param = params.get_mut(name).ok_or_else(|| {
-            MongoError::new(ErrorCode::InvalidOptions, format!("attempted to set unrecognized parameter [{name}], use help:true to see options"))
+            MongoError::new(
+                ErrorCode::InvalidOptions,
+                format!(
+                    "attempted to set unrecognized parameter [{name}], use help:true to see options"
+                ),
+            )
         })?;
         if !param.runtime {
-            return Err(MongoError::bad_value(format!("not allowed to change [{name}] at runtime")));
+            return Err(MongoError::bad_value(format!(
+                "not allowed to change [{name}] at runtime"
+            )));
         }
         let converted = match (&param.value, value) {
             (Bson::Int64(_), v) => as_i64(v).map(Bson::Int64),
-            (Bson::Int32(_), v) => as_i64(v).and_then(|n| i32::try_from(n).ok()).map(Bson::Int32),
+            (Bson::Int32(_), v) => as_i64(v)
+                .and_then(|n| i32::try_from(n).ok())
+                .map(Bson::Int32),
             (Bson::Boolean(_), Bson::Boolean(b)) => Some(Bson::Boolean(*b)),
             _ => None,
         };
@@ -109,9 +149,15 @@ mod tests {
     #[test]
     fn runtime_parameters_convert_and_others_refuse() {
         let p = Parameters::new(false);
-        assert_eq!(p.set("cursorTimeoutMillis", &Bson::Int32(5)).unwrap(), Bson::Int64(600_000));
+        assert_eq!(
+            p.set("cursorTimeoutMillis", &Bson::Int32(5)).unwrap(),
+            Bson::Int64(600_000)
+        );
         assert_eq!(p.get_i64("cursorTimeoutMillis"), Some(5));
         assert!(p.set("enableTestCommands", &Bson::Boolean(true)).is_err());
-        assert_eq!(p.set("nope", &Bson::Int32(1)).unwrap_err().code(), ErrorCode::InvalidOptions);
+        assert_eq!(
+            p.set("nope", &Bson::Int32(1)).unwrap_err().code(),
+            ErrorCode::InvalidOptions
+        );
     }
 }

@@ -25,7 +25,12 @@ pub struct Cursor {
 
 impl Cursor {
     pub fn new(ns: String, body: CursorBody, no_timeout: bool) -> Self {
-        Cursor { ns, body, no_timeout, last_used: Instant::now() }
+        Cursor {
+            ns,
+            body,
+            no_timeout,
+            last_used: Instant::now(),
+        }
     }
 }
 
@@ -68,18 +73,28 @@ impl CursorRegistry {
 
     /// The namespace a cursor belongs to, if it exists.
     pub fn namespace(&self, id: i64) -> Option<String> {
-        self.cursors.lock().expect("poisoned").get(&id).map(|c| c.ns.clone())
+        self.cursors
+            .lock()
+            .expect("poisoned")
+            .get(&id)
+            .map(|c| c.ns.clone())
     }
 
     /// Kills every cursor on a namespace (its collection was dropped or renamed).
     pub fn kill_namespace(&self, ns: &str) {
-        self.cursors.lock().expect("poisoned").retain(|_, c| c.ns != ns);
+        self.cursors
+            .lock()
+            .expect("poisoned")
+            .retain(|_, c| c.ns != ns);
     }
 
     /// Kills every cursor on a database.
     pub fn kill_database(&self, db: &str) {
         let prefix = format!("{db}.");
-        self.cursors.lock().expect("poisoned").retain(|_, c| !c.ns.starts_with(&prefix));
+        self.cursors
+            .lock()
+            .expect("poisoned")
+            .retain(|_, c| !c.ns.starts_with(&prefix));
     }
 
     /// Removes cursors idle longer than `timeout`; returns how many.
@@ -106,7 +121,11 @@ mod tests {
     #[test]
     fn registers_takes_and_reaps() {
         let reg = CursorRegistry::default();
-        let id = reg.register(Cursor::new("db.c".into(), CursorBody::Buffered(VecDeque::new()), false));
+        let id = reg.register(Cursor::new(
+            "db.c".into(),
+            CursorBody::Buffered(VecDeque::new()),
+            false,
+        ));
         assert!(id > 0);
         let c = reg.take(id).unwrap();
         assert!(reg.take(id).is_none());

@@ -24,7 +24,9 @@ pub enum AccessPath {
 impl AccessPath {
     pub fn for_filter(filter: &Filter) -> AccessPath {
         match filter.equality("_id") {
-            Some(id) if !matches!(id, Bson::RegularExpression(_) | Bson::Array(_)) => AccessPath::IdPoint(id.clone()),
+            Some(id) if !matches!(id, Bson::RegularExpression(_) | Bson::Array(_)) => {
+                AccessPath::IdPoint(id.clone())
+            }
             _ => AccessPath::CollScan,
         }
     }
@@ -39,24 +41,51 @@ pub struct Candidate {
 
 /// Reads from a read view or from inside a write transaction.
 pub trait RecordSource {
-    fn fetch_by_id(&mut self, coll: &CollectionMeta, id: &Bson) -> impl Future<Output = Result<Option<(RecordId, RawDocumentBuf)>>> + Send;
-    fn scan(&mut self, coll: &CollectionMeta, after: RecordId, limit: i64) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send;
+    fn fetch_by_id(
+        &mut self,
+        coll: &CollectionMeta,
+        id: &Bson,
+    ) -> impl Future<Output = Result<Option<(RecordId, RawDocumentBuf)>>> + Send;
+    fn scan(
+        &mut self,
+        coll: &CollectionMeta,
+        after: RecordId,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send;
 }
 
 impl RecordSource for ReadTxn {
-    fn fetch_by_id(&mut self, coll: &CollectionMeta, id: &Bson) -> impl Future<Output = Result<Option<(RecordId, RawDocumentBuf)>>> + Send {
+    fn fetch_by_id(
+        &mut self,
+        coll: &CollectionMeta,
+        id: &Bson,
+    ) -> impl Future<Output = Result<Option<(RecordId, RawDocumentBuf)>>> + Send {
         ReadTxn::fetch_by_id(self, coll, id)
     }
-    fn scan(&mut self, coll: &CollectionMeta, after: RecordId, limit: i64) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send {
+    fn scan(
+        &mut self,
+        coll: &CollectionMeta,
+        after: RecordId,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send {
         ReadTxn::scan(self, coll, after, limit)
     }
 }
 
 impl RecordSource for WriteTxn<'_> {
-    fn fetch_by_id(&mut self, coll: &CollectionMeta, id: &Bson) -> impl Future<Output = Result<Option<(RecordId, RawDocumentBuf)>>> + Send {
+    fn fetch_by_id(
+        &mut self,
+        coll: &CollectionMeta,
+        id: &Bson,
+    ) -> impl Future<Output = Result<Option<(RecordId, RawDocumentBuf)>>> + Send {
         WriteTxn::fetch_by_id(self, coll, id)
     }
-    fn scan(&mut self, coll: &CollectionMeta, after: RecordId, limit: i64) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send {
+    fn scan(
+        &mut self,
+        coll: &CollectionMeta,
+        after: RecordId,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send {
         WriteTxn::scan(self, coll, after, limit)
     }
 }
@@ -70,11 +99,20 @@ pub struct Position {
 
 impl Position {
     pub fn start(filter: &Filter) -> Self {
-        Position { path: AccessPath::for_filter(filter), after: 0, done: false }
+        Position {
+            path: AccessPath::for_filter(filter),
+            after: 0,
+            done: false,
+        }
     }
 
     /// The next matching documents: at most one storage statement's worth.
-    pub async fn next_matches<S: RecordSource>(&mut self, src: &mut S, coll: &CollectionMeta, filter: &Filter) -> Result<Vec<Candidate>> {
+    pub async fn next_matches<S: RecordSource>(
+        &mut self,
+        src: &mut S,
+        coll: &CollectionMeta,
+        filter: &Filter,
+    ) -> Result<Vec<Candidate>> {
         if self.done {
             return Ok(Vec::new());
         }
@@ -129,7 +167,9 @@ impl ScanState {
         let mut bytes = 0;
         loop {
             while let Some(doc) = self.pending.front() {
-                if batch.len() >= max_docs || (bytes + doc.as_bytes().len() > MAX_BATCH_BYTES && !batch.is_empty()) {
+                if batch.len() >= max_docs
+                    || (bytes + doc.as_bytes().len() > MAX_BATCH_BYTES && !batch.is_empty())
+                {
                     return Ok(batch);
                 }
                 let doc = self.pending.pop_front().expect("checked non-empty");
@@ -140,7 +180,10 @@ impl ScanState {
                 return Ok(batch);
             }
             let mut read = self.db.read().await?;
-            let matches = self.position.next_matches(&mut read, &self.coll, &self.filter).await?;
+            let matches = self
+                .position
+                .next_matches(&mut read, &self.coll, &self.filter)
+                .await?;
             drop(read);
             for candidate in matches {
                 if self.skip > 0 {

@@ -31,14 +31,21 @@ impl ShardIdentity {
         Ok(ShardIdentity {
             shard_name: doc.get_str("shardName").map_err(|_| bad())?.to_string(),
             cluster_id: doc.get_object_id("clusterId").map_err(|_| bad())?,
-            config_host: doc.get_str("configsvrConnectionString").map_err(|_| bad())?.to_string(),
+            config_host: doc
+                .get_str("configsvrConnectionString")
+                .map_err(|_| bad())?
+                .to_string(),
         })
     }
 }
 
 pub(super) async fn load(storage: &Storage) -> Result<Option<ShardIdentity>> {
-    let Some(db) = storage.database(ADMIN).await else { return Ok(None) };
-    let Some(coll) = db.collection(VERSION_COLLECTION) else { return Ok(None) };
+    let Some(db) = storage.database(ADMIN).await else {
+        return Ok(None);
+    };
+    let Some(coll) = db.collection(VERSION_COLLECTION) else {
+        return Ok(None);
+    };
     let mut read = db.read().await?;
     match read.fetch_by_id(&coll, &Bson::String(ID.into())).await? {
         Some((_, raw)) => Ok(Some(ShardIdentity::from_document(&raw.to_document()?)?)),

@@ -43,7 +43,11 @@ pub struct ShardState {
 
 impl ShardState {
     /// Opens the shard's data directory and starts its background jobs.
-    pub async fn open(node: Node, data_dir: &std::path::Path, connector: Arc<Connector>) -> Result<Arc<ShardState>> {
+    pub async fn open(
+        node: Node,
+        data_dir: &std::path::Path,
+        connector: Arc<Connector>,
+    ) -> Result<Arc<ShardState>> {
         let storage = Storage::open(data_dir).await?;
         let identity = identity::load(&storage).await?;
         let state = Arc::new(ShardState {
@@ -99,8 +103,14 @@ pub fn spawn_cursor_reaper<S: DataNode>(state: Weak<S>) {
         loop {
             tick.tick().await;
             let Some(state) = state.upgrade() else { break };
-            let timeout = state.node().params.get_i64("cursorTimeoutMillis").unwrap_or(600_000);
-            let reaped = state.cursors().reap(Duration::from_millis(timeout.max(0) as u64));
+            let timeout = state
+                .node()
+                .params
+                .get_i64("cursorTimeoutMillis")
+                .unwrap_or(600_000);
+            let reaped = state
+                .cursors()
+                .reap(Duration::from_millis(timeout.max(0) as u64));
             if reaped > 0 {
                 tracing::info!(reaped, "killed idle cursors");
             }

@@ -23,7 +23,10 @@ impl DatabaseVersionCache {
     }
 
     fn set(&self, db: &str, version: Option<DatabaseVersion>) {
-        self.known.lock().expect("poisoned").insert(db.to_string(), version);
+        self.known
+            .lock()
+            .expect("poisoned")
+            .insert(db.to_string(), version);
     }
 
     /// Forgets a database, so that the next versioned request refreshes it.
@@ -34,7 +37,9 @@ impl DatabaseVersionCache {
 
 impl ShardState {
     pub(super) async fn check_versions(&self, request: &CommandRequest) -> Result<()> {
-        let Some(received) = request.args().document("databaseVersion")? else { return Ok(()) };
+        let Some(received) = request.args().document("databaseVersion")? else {
+            return Ok(());
+        };
         let received = DatabaseVersion::from_document(&received)?;
         if self.versions.get(&request.db) == Some(Some(received)) {
             return Ok(());
@@ -57,11 +62,17 @@ impl ShardState {
     /// Reloads a database's entry from the config server and caches this shard's view of it.
     pub(super) async fn refresh_database(&self, db: &str) -> Result<Option<DatabaseVersion>> {
         let identity = self.identity().ok_or_else(|| {
-            MongoError::new(ErrorCode::ShardingStateNotInitialized, "this shard has not been added to a cluster")
+            MongoError::new(
+                ErrorCode::ShardingStateNotInitialized,
+                "this shard has not been added to a cluster",
+            )
         })?;
         let config = self.connector.client(&identity.config_host);
         let reply = config
-            .run_doc("config", doc! {"find": "databases", "filter": {"_id": db}, "limit": 1, "singleBatch": true})
+            .run_doc(
+                "config",
+                doc! {"find": "databases", "filter": {"_id": db}, "limit": 1, "singleBatch": true},
+            )
             .await?;
         let entry = reply
             .get_document("cursor")
@@ -71,9 +82,13 @@ impl ShardState {
             .and_then(Bson::as_document);
         let version = match entry {
             Some(entry) if entry.get_str("primary").ok() == Some(identity.shard_name.as_str()) => {
-                Some(DatabaseVersion::from_document(entry.get_document("version").map_err(|_| {
-                    MongoError::internal(format!("config.databases entry for {db} has no version"))
-                })?)?)
+                Some(DatabaseVersion::from_document(
+                    entry.get_document("version").map_err(|_| {
+                        MongoError::internal(format!(
+                            "config.databases entry for {db} has no version"
+                        ))
+                    })?,
+                )?)
             }
             _ => None,
         };

@@ -24,7 +24,12 @@ pub async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R) -> Result<Option<F
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
         Err(e) => return Err(e.into()),
     }
-    let length = i32::from_le_bytes([header_bytes[0], header_bytes[1], header_bytes[2], header_bytes[3]]);
+    let length = i32::from_le_bytes([
+        header_bytes[0],
+        header_bytes[1],
+        header_bytes[2],
+        header_bytes[3],
+    ]);
     if length < HEADER_LEN as i32 {
         return Err(WireError::BadLength(i64::from(length)));
     }
@@ -40,7 +45,10 @@ pub async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R) -> Result<Option<F
 }
 
 /// Writes encoded bytes and flushes.
-pub async fn write_frame<W: AsyncWrite + Unpin>(writer: &mut W, bytes: &[u8]) -> Result<(), WireError> {
+pub async fn write_frame<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    bytes: &[u8],
+) -> Result<(), WireError> {
     writer.write_all(bytes).await?;
     writer.flush().await?;
     Ok(())
@@ -49,8 +57,16 @@ pub async fn write_frame<W: AsyncWrite + Unpin>(writer: &mut W, bytes: &[u8]) ->
 /// A decoded client request.
 #[derive(Clone, Debug)]
 pub enum Request {
-    Msg { request_id: i32, msg: OpMsg, compressor: Option<Compressor> },
-    Query { request_id: i32, query: OpQuery, compressor: Option<Compressor> },
+    Msg {
+        request_id: i32,
+        msg: OpMsg,
+        compressor: Option<Compressor>,
+    },
+    Query {
+        request_id: i32,
+        query: OpQuery,
+        compressor: Option<Compressor>,
+    },
 }
 
 impl Request {
@@ -77,10 +93,22 @@ pub fn decode_request(frame: &Frame) -> Result<Request, WireError> {
         }
         _ => (std::borrow::Cow::Borrowed(frame.bytes.as_slice()), None),
     };
-    let header = MsgHeader::parse(bytes[..HEADER_LEN].try_into().expect("message has a header"));
+    let header = MsgHeader::parse(
+        bytes[..HEADER_LEN]
+            .try_into()
+            .expect("message has a header"),
+    );
     match OpCode::from_i32(header.op_code)? {
-        OpCode::Msg => Ok(Request::Msg { request_id: header.request_id, msg: OpMsg::decode(&bytes)?, compressor }),
-        OpCode::Query => Ok(Request::Query { request_id: header.request_id, query: OpQuery::decode(&bytes)?, compressor }),
+        OpCode::Msg => Ok(Request::Msg {
+            request_id: header.request_id,
+            msg: OpMsg::decode(&bytes)?,
+            compressor,
+        }),
+        OpCode::Query => Ok(Request::Query {
+            request_id: header.request_id,
+            query: OpQuery::decode(&bytes)?,
+            compressor,
+        }),
         other => Err(WireError::UnknownOpCode(other.as_i32())),
     }
 }
@@ -98,15 +126,26 @@ pub struct ReplyTo {
 impl Request {
     pub fn reply_to(&self) -> ReplyTo {
         match self {
-            Request::Msg { request_id, msg, compressor } => ReplyTo {
+            Request::Msg {
+                request_id,
+                msg,
+                compressor,
+            } => ReplyTo {
                 request_id: *request_id,
                 legacy: false,
                 checksum: msg.flags.checksum_present(),
                 compressor: *compressor,
             },
-            Request::Query { request_id, compressor, .. } => {
-                ReplyTo { request_id: *request_id, legacy: true, checksum: false, compressor: *compressor }
-            }
+            Request::Query {
+                request_id,
+                compressor,
+                ..
+            } => ReplyTo {
+                request_id: *request_id,
+                legacy: true,
+                checksum: false,
+                compressor: *compressor,
+            },
         }
     }
 }
@@ -114,13 +153,29 @@ impl Request {
 /// Encodes `reply` as the answer described by `to`: OP_REPLY for OP_QUERY, OP_MSG otherwise, with
 /// a checksum when the request carried one, compressed with the request's compressor when
 /// `compress` allows it.
-pub fn encode_reply(to: &ReplyTo, reply: &RawDocumentBuf, request_id: i32, compress: bool) -> Vec<u8> {
+pub fn encode_reply(
+    to: &ReplyTo,
+    reply: &RawDocumentBuf,
+    request_id: i32,
+    compress: bool,
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(reply.as_bytes().len() + 64);
     if to.legacy {
         encode_op_reply(reply, request_id, to.request_id, &mut out);
     } else {
-        let flags = if to.checksum { MsgFlags::CHECKSUM_PRESENT } else { 0 };
-        OpMsg::encode_parts(MsgFlags(flags), reply, &[], request_id, to.request_id, &mut out);
+        let flags = if to.checksum {
+            MsgFlags::CHECKSUM_PRESENT
+        } else {
+            0
+        };
+        OpMsg::encode_parts(
+            MsgFlags(flags),
+            reply,
+            &[],
+            request_id,
+            to.request_id,
+            &mut out,
+        );
     }
     match to.compressor {
         Some(c) if compress && c != Compressor::Noop => compress_message(&out, c),
@@ -139,15 +194,24 @@ mod tests {
         OpMsg::new(rawdoc! {"ping": 1, "$db": "admin"}).encode(1, 0, &mut bytes);
         let mut stream = bytes.as_slice();
         let frame = read_frame(&mut stream).await.unwrap().unwrap();
-        assert!(matches!(decode_request(&frame).unwrap(), Request::Msg { request_id: 1, .. }));
+        assert!(matches!(
+            decode_request(&frame).unwrap(),
+            Request::Msg { request_id: 1, .. }
+        ));
         assert!(read_frame(&mut stream).await.unwrap().is_none());
     }
 
     #[tokio::test]
     async fn rejects_lengths_outside_the_limits() {
         let mut stream: &[u8] = &[4, 0, 0, 0];
-        assert!(matches!(read_frame(&mut stream).await, Err(WireError::BadLength(4))));
+        assert!(matches!(
+            read_frame(&mut stream).await,
+            Err(WireError::BadLength(4))
+        ));
         let mut stream: &[u8] = &[0xff, 0xff, 0xff, 0x7f];
-        assert!(matches!(read_frame(&mut stream).await, Err(WireError::TooLarge(_))));
+        assert!(matches!(
+            read_frame(&mut stream).await,
+            Err(WireError::TooLarge(_))
+        ));
     }
 }

@@ -53,9 +53,12 @@ impl Compressor {
     fn compress(self, data: &[u8]) -> Vec<u8> {
         match self {
             Compressor::Noop => data.to_vec(),
-            Compressor::Snappy => snap::raw::Encoder::new().compress_vec(data).expect("snappy accepts any input"),
+            Compressor::Snappy => snap::raw::Encoder::new()
+                .compress_vec(data)
+                .expect("snappy accepts any input"),
             Compressor::Zlib => {
-                let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+                let mut enc =
+                    flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
                 enc.write_all(data).expect("writing to a Vec cannot fail");
                 enc.finish().expect("writing to a Vec cannot fail")
             }
@@ -64,15 +67,21 @@ impl Compressor {
     }
 
     fn decompress(self, data: &[u8], expected: usize) -> Result<Vec<u8>, WireError> {
-        let bad = |e: &dyn std::fmt::Display| WireError::malformed(format!("cannot decompress {} message: {e}", self.name()));
+        let bad = |e: &dyn std::fmt::Display| {
+            WireError::malformed(format!("cannot decompress {} message: {e}", self.name()))
+        };
         let out = match self {
             Compressor::Noop => data.to_vec(),
             Compressor::Snappy => {
                 let len = snap::raw::decompress_len(data).map_err(|e| bad(&e))?;
                 if len != expected {
-                    return Err(WireError::malformed("snappy length does not match uncompressedSize"));
+                    return Err(WireError::malformed(
+                        "snappy length does not match uncompressedSize",
+                    ));
                 }
-                snap::raw::Decoder::new().decompress_vec(data).map_err(|e| bad(&e))?
+                snap::raw::Decoder::new()
+                    .decompress_vec(data)
+                    .map_err(|e| bad(&e))?
             }
             Compressor::Zlib => {
                 let mut out = Vec::with_capacity(expected);
@@ -85,7 +94,9 @@ impl Compressor {
             Compressor::Zstd => zstd::bulk::decompress(data, expected).map_err(|e| bad(&e))?,
         };
         if out.len() != expected {
-            return Err(WireError::malformed("decompressed size does not match uncompressedSize"));
+            return Err(WireError::malformed(
+                "decompressed size does not match uncompressedSize",
+            ));
         }
         Ok(out)
     }
@@ -93,7 +104,11 @@ impl Compressor {
 
 /// Unwraps an OP_COMPRESSED message into the whole original message (header rebuilt).
 pub(crate) fn decompress_message(message: &[u8]) -> Result<(Vec<u8>, Compressor), WireError> {
-    let header = MsgHeader::parse(message[..HEADER_LEN].try_into().expect("caller checked the length"));
+    let header = MsgHeader::parse(
+        message[..HEADER_LEN]
+            .try_into()
+            .expect("caller checked the length"),
+    );
     let mut cursor = Cursor::new(&message[HEADER_LEN..]);
     let original_op = cursor.i32()?;
     let uncompressed_size = cursor.i32()?;
@@ -102,7 +117,9 @@ pub(crate) fn decompress_message(message: &[u8]) -> Result<(Vec<u8>, Compressor)
         return Err(WireError::BadLength(i64::from(uncompressed_size)));
     }
     if original_op == OpCode::Compressed.as_i32() {
-        return Err(WireError::malformed("OP_COMPRESSED cannot wrap another OP_COMPRESSED"));
+        return Err(WireError::malformed(
+            "OP_COMPRESSED cannot wrap another OP_COMPRESSED",
+        ));
     }
     let compressor = Compressor::from_id(compressor)
         .ok_or_else(|| WireError::malformed(format!("unknown compressor id {compressor}")))?;
@@ -121,7 +138,11 @@ pub(crate) fn decompress_message(message: &[u8]) -> Result<(Vec<u8>, Compressor)
 
 /// Wraps a whole encoded message into OP_COMPRESSED.
 pub(crate) fn compress_message(message: &[u8], compressor: Compressor) -> Vec<u8> {
-    let header = MsgHeader::parse(message[..HEADER_LEN].try_into().expect("an encoded message has a header"));
+    let header = MsgHeader::parse(
+        message[..HEADER_LEN]
+            .try_into()
+            .expect("an encoded message has a header"),
+    );
     let body = &message[HEADER_LEN..];
     let compressed = compressor.compress(body);
     let mut out = Vec::with_capacity(HEADER_LEN + 9 + compressed.len());
@@ -150,7 +171,12 @@ mod tests {
         let msg = OpMsg::new(rawdoc! {"find": "c", "filter": {"a": "x".repeat(200)}, "$db": "t"});
         let mut plain = Vec::new();
         msg.encode(9, 0, &mut plain);
-        for c in [Compressor::Noop, Compressor::Snappy, Compressor::Zlib, Compressor::Zstd] {
+        for c in [
+            Compressor::Noop,
+            Compressor::Snappy,
+            Compressor::Zlib,
+            Compressor::Zstd,
+        ] {
             let wrapped = compress_message(&plain, c);
             let (unwrapped, used) = decompress_message(&wrapped).unwrap();
             assert_eq!(used, c);

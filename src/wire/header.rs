@@ -46,8 +46,14 @@ pub struct MsgHeader {
 
 impl MsgHeader {
     pub fn parse(bytes: &[u8; HEADER_LEN]) -> MsgHeader {
-        let field = |i: usize| i32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
-        MsgHeader { message_length: field(0), request_id: field(4), response_to: field(8), op_code: field(12) }
+        let field =
+            |i: usize| i32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+        MsgHeader {
+            message_length: field(0),
+            request_id: field(4),
+            response_to: field(8),
+            op_code: field(12),
+        }
     }
 
     pub fn write(&self, out: &mut Vec<u8>) {
@@ -101,8 +107,12 @@ impl<'a> Cursor<'a> {
 
     pub fn cstring(&mut self) -> Result<&'a str, WireError> {
         let rest = self.remaining();
-        let end = rest.iter().position(|&b| b == 0).ok_or_else(|| WireError::malformed("unterminated C string"))?;
-        let s = std::str::from_utf8(&rest[..end]).map_err(|_| WireError::malformed("C string is not UTF-8"))?;
+        let end = rest
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or_else(|| WireError::malformed("unterminated C string"))?;
+        let s = std::str::from_utf8(&rest[..end])
+            .map_err(|_| WireError::malformed("C string is not UTF-8"))?;
         self.pos += end + 1;
         Ok(s)
     }
@@ -115,9 +125,12 @@ impl<'a> Cursor<'a> {
         }
         let len = i32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
         if len < 5 || len as usize > rest.len() {
-            return Err(WireError::malformed(format!("invalid document length {len}")));
+            return Err(WireError::malformed(format!(
+                "invalid document length {len}"
+            )));
         }
         let bytes = self.take(len as usize)?;
-        bson::RawDocumentBuf::from_bytes(bytes.to_vec()).map_err(|e| WireError::malformed(format!("invalid BSON: {e}")))
+        bson::RawDocumentBuf::from_bytes(bytes.to_vec())
+            .map_err(|e| WireError::malformed(format!("invalid BSON: {e}")))
     }
 }

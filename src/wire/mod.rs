@@ -21,3 +21,6 @@ pub const MAX_MESSAGE_SIZE: usize = 48_000_000;
 pub const MAX_BSON_OBJECT_SIZE: usize = 16 * 1024 * 1024;
 /// MongoDB's `maxWriteBatchSize`.
 pub const MAX_WRITE_BATCH_SIZE: usize = 100_000;
+
+#[cfg(test)]
+mod golden_tests;

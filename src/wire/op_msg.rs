@@ -47,7 +47,11 @@ pub struct OpMsg {
 
 impl OpMsg {
     pub fn new(body: RawDocumentBuf) -> Self {
-        OpMsg { flags: MsgFlags::default(), body, sequences: Vec::new() }
+        OpMsg {
+            flags: MsgFlags::default(),
+            body,
+            sequences: Vec::new(),
+        }
     }
 
     /// Decodes an OP_MSG from the whole message (header included, so that the checksum, which
@@ -74,7 +78,10 @@ impl OpMsg {
             let expected = u32::from_le_bytes(message[sections_end..].try_into().expect("4 bytes"));
             let actual = crc32c::crc32c(&message[..sections_end]);
             if expected != actual {
-                return Err(WireError::command(ErrorCode::ChecksumMismatch, "OP_MSG checksum does not match contents"));
+                return Err(WireError::command(
+                    ErrorCode::ChecksumMismatch,
+                    "OP_MSG checksum does not match contents",
+                ));
             }
         }
         let mut cursor = Cursor::new(&message[HEADER_LEN + 4..sections_end]);
@@ -84,14 +91,19 @@ impl OpMsg {
             match cursor.u8()? {
                 0 => {
                     if body.is_some() {
-                        return Err(WireError::command(ErrorCode::Location(40430), "Multiple body sections in message"));
+                        return Err(WireError::command(
+                            ErrorCode::Location(40430),
+                            "Multiple body sections in message",
+                        ));
                     }
                     body = Some(cursor.document()?);
                 }
                 1 => {
                     let size = cursor.i32()?;
                     if size < 5 {
-                        return Err(WireError::malformed(format!("invalid document sequence size {size}")));
+                        return Err(WireError::malformed(format!(
+                            "invalid document sequence size {size}"
+                        )));
                     }
                     let section = cursor.take(size as usize - 4)?;
                     let mut inner = Cursor::new(section);
@@ -106,20 +118,42 @@ impl OpMsg {
                     while !inner.is_empty() {
                         documents.push(inner.document()?);
                     }
-                    sequences.push(DocumentSequence { identifier, documents });
+                    sequences.push(DocumentSequence {
+                        identifier,
+                        documents,
+                    });
                 }
                 kind => {
-                    return Err(WireError::command(ErrorCode::Location(40432), format!("Unknown section kind {kind}")));
+                    return Err(WireError::command(
+                        ErrorCode::Location(40432),
+                        format!("Unknown section kind {kind}"),
+                    ));
                 }
             }
         }
-        let body = body.ok_or_else(|| WireError::command(ErrorCode::Location(40587), "OP_MSG messages must have a body"))?;
-        Ok(OpMsg { flags, body, sequences })
+        let body = body.ok_or_else(|| {
+            WireError::command(
+                ErrorCode::Location(40587),
+                "OP_MSG messages must have a body",
+            )
+        })?;
+        Ok(OpMsg {
+            flags,
+            body,
+            sequences,
+        })
     }
 
     /// Encodes the message with the given ids; appends a CRC-32C when the checksum flag is set.
     pub fn encode(&self, request_id: i32, response_to: i32, out: &mut Vec<u8>) {
-        Self::encode_parts(self.flags, &self.body, &self.sequences, request_id, response_to, out);
+        Self::encode_parts(
+            self.flags,
+            &self.body,
+            &self.sequences,
+            request_id,
+            response_to,
+            out,
+        );
     }
 
     /// Encodes an OP_MSG from borrowed parts (replies are encoded without building an `OpMsg`).
@@ -132,7 +166,13 @@ impl OpMsg {
         out: &mut Vec<u8>,
     ) {
         let start = out.len();
-        MsgHeader { message_length: 0, request_id, response_to, op_code: OpCode::Msg.as_i32() }.write(out);
+        MsgHeader {
+            message_length: 0,
+            request_id,
+            response_to,
+            op_code: OpCode::Msg.as_i32(),
+        }
+        .write(out);
         out.extend_from_slice(&flags.0.to_le_bytes());
         out.push(0);
         out.extend_from_slice(body.as_bytes());

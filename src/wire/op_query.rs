@@ -25,13 +25,30 @@ impl OpQuery {
         let number_to_skip = cursor.i32()?;
         let number_to_return = cursor.i32()?;
         let query = cursor.document()?;
-        let return_fields_selector = if cursor.is_empty() { None } else { Some(cursor.document()?) };
-        Ok(OpQuery { flags, full_collection_name, number_to_skip, number_to_return, query, return_fields_selector })
+        let return_fields_selector = if cursor.is_empty() {
+            None
+        } else {
+            Some(cursor.document()?)
+        };
+        Ok(OpQuery {
+            flags,
+            full_collection_name,
+            number_to_skip,
+            number_to_return,
+            query,
+            return_fields_selector,
+        })
     }
 
     pub fn encode(&self, request_id: i32, out: &mut Vec<u8>) {
         let start = out.len();
-        MsgHeader { message_length: 0, request_id, response_to: 0, op_code: OpCode::Query.as_i32() }.write(out);
+        MsgHeader {
+            message_length: 0,
+            request_id,
+            response_to: 0,
+            op_code: OpCode::Query.as_i32(),
+        }
+        .write(out);
         out.extend_from_slice(&self.flags.to_le_bytes());
         out.extend_from_slice(self.full_collection_name.as_bytes());
         out.push(0);
@@ -49,7 +66,13 @@ impl OpQuery {
 /// Encodes an OP_REPLY carrying one document (the command reply).
 pub fn encode_op_reply(doc: &RawDocumentBuf, request_id: i32, response_to: i32, out: &mut Vec<u8>) {
     let start = out.len();
-    MsgHeader { message_length: 0, request_id, response_to, op_code: OpCode::Reply.as_i32() }.write(out);
+    MsgHeader {
+        message_length: 0,
+        request_id,
+        response_to,
+        op_code: OpCode::Reply.as_i32(),
+    }
+    .write(out);
     out.extend_from_slice(&0i32.to_le_bytes()); // responseFlags
     out.extend_from_slice(&0i64.to_le_bytes()); // cursorID
     out.extend_from_slice(&0i32.to_le_bytes()); // startingFrom

@@ -10,12 +10,16 @@ use bson::{Bson, Document, RawDocumentBuf, doc};
 
 pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
     vec![
-        CommandSpec::new("_configsvrCreateDatabase", |s, c, r| Box::pin(create_database(s, c, r)))
-            .admin_only()
-            .help("Internal: creates a database entry, choosing its primary shard"),
-        CommandSpec::new("_configsvrDropDatabase", |s, c, r| Box::pin(drop_database(s, c, r)))
-            .admin_only()
-            .help("Internal: drops a database on every shard and removes its entry"),
+        CommandSpec::new("_configsvrCreateDatabase", |s, c, r| {
+            Box::pin(create_database(s, c, r))
+        })
+        .admin_only()
+        .help("Internal: creates a database entry, choosing its primary shard"),
+        CommandSpec::new("_configsvrDropDatabase", |s, c, r| {
+            Box::pin(drop_database(s, c, r))
+        })
+        .admin_only()
+        .help("Internal: drops a database on every shard and removes its entry"),
     ]
 }
 
@@ -25,7 +29,10 @@ fn target_db(req: &CommandRequest) -> Result<String> {
             validate_db_name(db)?;
             Ok(db.to_string())
         }
-        _ => Err(MongoError::type_mismatch(format!("{} requires a database name", req.name()))),
+        _ => Err(MongoError::type_mismatch(format!(
+            "{} requires a database name",
+            req.name()
+        ))),
     }
 }
 
@@ -36,10 +43,17 @@ fn reply_for(entry: &Document) -> Result<RawDocumentBuf> {
     })?)
 }
 
-async fn create_database(state: &ConfigState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn create_database(
+    state: &ConfigState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let db = target_db(&req)?;
     if matches!(db.as_str(), "admin" | "config" | "local") {
-        return Err(MongoError::new(ErrorCode::InvalidOptions, format!("Cannot create database {db}: it is an internal database")));
+        return Err(MongoError::new(
+            ErrorCode::InvalidOptions,
+            format!("Cannot create database {db}: it is an internal database"),
+        ));
     }
     let requested_primary = req.args().str("primaryShard")?.map(str::to_string);
     let _guard = state.ddl_lock.lock().await;
@@ -52,19 +66,27 @@ async fn create_database(state: &ConfigState, _ctx: &RequestContext, req: Comman
             if other.eq_ignore_ascii_case(&db) {
                 return Err(MongoError::new(
                     ErrorCode::DatabaseDifferCase,
-                    format!("can't have 2 databases that just differ on case  have: {other} want to add: {db}"),
+                    format!(
+                        "can't have 2 databases that just differ on case  have: {other} want to add: {db}"
+                    ),
                 ));
             }
         }
     }
     let shards = state.shards().await?;
     if shards.is_empty() {
-        return Err(MongoError::new(ErrorCode::ShardNotFound, format!("Database {db} could not be created :: caused by :: No shards found")));
+        return Err(MongoError::new(
+            ErrorCode::ShardNotFound,
+            format!("Database {db} could not be created :: caused by :: No shards found"),
+        ));
     }
     let primary = match requested_primary {
         Some(name) => {
             if !shards.iter().any(|(n, _)| *n == name) {
-                return Err(MongoError::new(ErrorCode::ShardNotFound, format!("Shard {name} not found")));
+                return Err(MongoError::new(
+                    ErrorCode::ShardNotFound,
+                    format!("Shard {name} not found"),
+                ));
             }
             name
         }
@@ -81,7 +103,11 @@ async fn create_database(state: &ConfigState, _ctx: &RequestContext, req: Comman
 async fn least_loaded_shard(state: &ConfigState, shards: &[(String, String)]) -> Result<String> {
     let mut best: Option<(i64, String)> = None;
     for (name, host) in shards {
-        let reply = state.connector.client(host).run_doc("admin", doc! {"listDatabases": 1}).await?;
+        let reply = state
+            .connector
+            .client(host)
+            .run_doc("admin", doc! {"listDatabases": 1})
+            .await?;
         let size = match reply.get("totalSize") {
             Some(Bson::Int64(v)) => *v,
             Some(Bson::Int32(v)) => i64::from(*v),
@@ -95,18 +121,28 @@ async fn least_loaded_shard(state: &ConfigState, shards: &[(String, String)]) ->
     Ok(best.expect("at least one shard").1)
 }
 
-async fn drop_database(state: &ConfigState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn drop_database(
+    state: &ConfigState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let db = target_db(&req)?;
     let _guard = state.ddl_lock.lock().await;
     let store = state.store();
-    if store.find_one("databases", &doc! {"_id": &db}).await?.is_none() {
+    if store
+        .find_one("databases", &doc! {"_id": &db})
+        .await?
+        .is_none()
+    {
         return Ok(RawDocumentBuf::new());
     }
     for (_, host) in state.shards().await? {
         let cmd = doc! {"_shardsvrDropDatabaseParticipant": 1};
         state.connector.client(&host).run_doc(&db, cmd).await?;
     }
-    store.delete_by_id("databases", &Bson::String(db.clone())).await?;
+    store
+        .delete_by_id("databases", &Bson::String(db.clone()))
+        .await?;
     tracing::info!(db = %db, "dropped database");
     Ok(RawDocumentBuf::from_document(&doc! {"dropped": db})?)
 }

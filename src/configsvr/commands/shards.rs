@@ -15,11 +15,19 @@ pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
     ]
 }
 
-async fn add_shard(state: &ConfigState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn add_shard(
+    state: &ConfigState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let host = match args.target()? {
         bson::RawBsonRef::String(h) if !h.is_empty() => h.to_string(),
-        _ => return Err(MongoError::bad_value("_configsvrAddShard requires the shard's host as a non-empty string")),
+        _ => {
+            return Err(MongoError::bad_value(
+                "_configsvrAddShard requires the shard's host as a non-empty string",
+            ));
+        }
     };
     let requested_name = args.str("name")?.map(str::to_string);
     let _guard = state.ddl_lock.lock().await;
@@ -46,23 +54,37 @@ async fn add_shard(state: &ConfigState, _ctx: &RequestContext, req: CommandReque
     }
     let build = client.run_doc("admin", doc! {"buildInfo": 1}).await?;
     if build.get("docgrid").is_none() {
-        return Err(MongoError::new(ErrorCode::OperationFailed, format!("{host} is not a docgrid shard server")));
+        return Err(MongoError::new(
+            ErrorCode::OperationFailed,
+            format!("{host} is not a docgrid shard server"),
+        ));
     }
     let existing = state.shards().await?;
     let name = match requested_name {
         Some(name) => {
             if existing.iter().any(|(n, _)| *n == name) {
-                return Err(MongoError::new(ErrorCode::IllegalOperation, format!("A shard named '{name}' already exists")));
+                return Err(MongoError::new(
+                    ErrorCode::IllegalOperation,
+                    format!("A shard named '{name}' already exists"),
+                ));
             }
             name
         }
-        None => (0..).map(|i| format!("shard{i}")).find(|n| !existing.iter().any(|(e, _)| e == n)).expect("unbounded"),
+        None => (0..)
+            .map(|i| format!("shard{i}"))
+            .find(|n| !existing.iter().any(|(e, _)| e == n))
+            .expect("unbounded"),
     };
     let identity = doc! {"shardName": &name, "clusterId": state.cluster_id, "configsvrConnectionString": state.node.host()};
     client
         .run_doc("admin", doc! {"_addShard": 1, "shardIdentity": identity})
         .await
-        .map_err(|e| MongoError::new(ErrorCode::OperationFailed, format!("failed to set the shard identity of {host} :: caused by :: {e}")))?;
+        .map_err(|e| {
+            MongoError::new(
+                ErrorCode::OperationFailed,
+                format!("failed to set the shard identity of {host} :: caused by :: {e}"),
+            )
+        })?;
     store
         .insert("shards", &doc! {"_id": &name, "host": &host, "state": 1, "topologyTime": Bson::Timestamp(state.clock.now())})
         .await?;

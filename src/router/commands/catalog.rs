@@ -24,7 +24,11 @@ fn as_i64(v: Option<&Bson>) -> i64 {
     }
 }
 
-pub(super) async fn list_databases(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn list_databases(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let name_only = args.bool("nameOnly")?.unwrap_or(false);
     let filter = args.document("filter")?;
@@ -35,17 +39,31 @@ pub(super) async fn list_databases(state: &RouterState, _ctx: &RequestContext, r
     }
     let mut databases: BTreeMap<String, DatabaseSummary> = BTreeMap::new();
     let mut sources = vec![(true, state.config.clone())];
-    sources.extend(state.shards.all(&state.config).await?.into_iter().map(|(_, c)| (false, c)));
+    sources.extend(
+        state
+            .shards
+            .all(&state.config)
+            .await?
+            .into_iter()
+            .map(|(_, c)| (false, c)),
+    );
     for (is_config, client) in sources {
         let reply = client.run_doc("admin", forwarded.clone()).await?;
         let entries = reply.get_array("databases").cloned().unwrap_or_default();
         for entry in entries.iter().filter_map(Bson::as_document) {
-            let Ok(name) = entry.get_str("name") else { continue };
+            let Ok(name) = entry.get_str("name") else {
+                continue;
+            };
             // admin and config live on the config server; shards' own copies are internal.
             if matches!(name, "admin" | "config" | "local") != is_config {
                 continue;
             }
-            let summary = databases.entry(name.to_string()).or_insert(DatabaseSummary { size_on_disk: 0, empty: true });
+            let summary = databases
+                .entry(name.to_string())
+                .or_insert(DatabaseSummary {
+                    size_on_disk: 0,
+                    empty: true,
+                });
             summary.size_on_disk += as_i64(entry.get("sizeOnDisk"));
             summary.empty &= entry.get_bool("empty").unwrap_or(false);
         }
@@ -54,7 +72,11 @@ pub(super) async fn list_databases(state: &RouterState, _ctx: &RequestContext, r
     let list: Vec<Bson> = databases
         .into_iter()
         .map(|(name, d)| {
-            Bson::Document(if name_only { doc! {"name": name} } else { doc! {"name": name, "sizeOnDisk": d.size_on_disk, "empty": d.empty} })
+            Bson::Document(if name_only {
+                doc! {"name": name}
+            } else {
+                doc! {"name": name, "sizeOnDisk": d.size_on_disk, "empty": d.empty}
+            })
         })
         .collect();
     let reply = if name_only {
@@ -65,7 +87,11 @@ pub(super) async fn list_databases(state: &RouterState, _ctx: &RequestContext, r
     Ok(RawDocumentBuf::from_document(&reply)?)
 }
 
-pub(super) async fn list_collections(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn list_collections(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let ns = format!("{}.$cmd.listCollections", req.db);
     match state.send_to_primary(req, false).await? {
         Some((shard, reply)) => state.adopt_cursor(&shard, reply),
@@ -73,15 +99,25 @@ pub(super) async fn list_collections(state: &RouterState, _ctx: &RequestContext,
     }
 }
 
-pub(super) async fn list_indexes(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn list_indexes(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let ns = format!("{}.{}", req.db, req.args().collection()?);
     match state.send_to_primary(req, false).await? {
         Some((shard, reply)) => state.adopt_cursor(&shard, reply),
-        None => Err(MongoError::namespace_not_found(format!("ns does not exist: {ns}"))),
+        None => Err(MongoError::namespace_not_found(format!(
+            "ns does not exist: {ns}"
+        ))),
     }
 }
 
-pub(super) async fn db_stats(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn db_stats(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let db = req.db.clone();
     crate::catalog::validate_db_name(&db)?;
     match state.send_to_primary(req, false).await? {
@@ -102,18 +138,29 @@ pub(super) async fn db_stats(state: &RouterState, _ctx: &RequestContext, req: Co
     }
 }
 
-pub(super) async fn coll_stats(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn coll_stats(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let ns = format!("{}.{}", req.db, req.args().collection()?);
     let db = req.db.clone();
     let Some((_, reply)) = state.send_to_primary(req, false).await? else {
-        return Err(MongoError::namespace_not_found(format!("Collection [{ns}] not found.")));
+        return Err(MongoError::namespace_not_found(format!(
+            "Collection [{ns}] not found."
+        )));
     };
     let reply = reply.to_document()?;
     if !crate::error::reply_ok(&reply) {
         return Ok(RawDocumentBuf::from_document(&reply)?);
     }
     // mongos reports where an unsharded collection lives.
-    let primary = state.databases.get(&state.config, &db, false).await?.map(|d| d.primary).unwrap_or_else(|| "config".into());
+    let primary = state
+        .databases
+        .get(&state.config, &db, false)
+        .await?
+        .map(|d| d.primary)
+        .unwrap_or_else(|| "config".into());
     let mut out = Document::new();
     out.insert("sharded", false);
     out.insert("primary", primary.clone());

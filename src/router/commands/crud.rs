@@ -11,30 +11,54 @@ use std::sync::atomic::AtomicI64;
 
 /// Writes create the database when it does not exist yet.
 async fn write(state: &RouterState, req: CommandRequest) -> Result<RawDocumentBuf> {
-    let (_, reply) = state.send_to_primary(req, true).await?.expect("writes create the database");
+    let (_, reply) = state
+        .send_to_primary(req, true)
+        .await?
+        .expect("writes create the database");
     Ok(reply)
 }
 
 /// A batched write: counted per statement in `opcounters`, as mongos counts them.
-async fn batch_write(state: &RouterState, req: CommandRequest, field: &str, counter: fn(&Stats) -> &AtomicI64) -> Result<RawDocumentBuf> {
+async fn batch_write(
+    state: &RouterState,
+    req: CommandRequest,
+    field: &str,
+    counter: fn(&Stats) -> &AtomicI64,
+) -> Result<RawDocumentBuf> {
     let statements = req.document_array(field)?.len();
     Stats::add(counter(&state.node.stats), statements as i64);
     write(state, req).await
 }
 
-pub(super) async fn insert(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn insert(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     batch_write(state, req, "documents", |s| &s.op_insert).await
 }
 
-pub(super) async fn update(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn update(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     batch_write(state, req, "updates", |s| &s.op_update).await
 }
 
-pub(super) async fn delete(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn delete(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     batch_write(state, req, "deletes", |s| &s.op_delete).await
 }
 
-pub(super) async fn find_and_modify(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn find_and_modify(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     write(state, req).await
 }
 
@@ -55,18 +79,42 @@ async fn cursor_read(state: &RouterState, req: CommandRequest) -> Result<RawDocu
     }
 }
 
-pub(super) async fn find(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn find(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     cursor_read(state, req).await
 }
 
-pub(super) async fn aggregate(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn aggregate(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     cursor_read(state, req).await
 }
 
-pub(super) async fn count(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
-    Ok(state.send_to_primary(req, false).await?.map(|(_, r)| r).unwrap_or_else(|| rawdoc! {"n": 0}))
+pub(super) async fn count(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    Ok(state
+        .send_to_primary(req, false)
+        .await?
+        .map(|(_, r)| r)
+        .unwrap_or_else(|| rawdoc! {"n": 0}))
 }
 
-pub(super) async fn distinct(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
-    Ok(state.send_to_primary(req, false).await?.map(|(_, r)| r).unwrap_or_else(|| rawdoc! {"values": []}))
+pub(super) async fn distinct(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    Ok(state
+        .send_to_primary(req, false)
+        .await?
+        .map(|(_, r)| r)
+        .unwrap_or_else(|| rawdoc! {"values": []}))
 }

@@ -7,7 +7,11 @@ use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::RequestContext;
 use bson::{Bson, RawBsonRef, RawDocumentBuf, doc};
 
-pub(super) async fn get_more(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn get_more(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let id = match args.target()? {
         RawBsonRef::Int64(id) => id,
@@ -19,17 +23,25 @@ pub(super) async fn get_more(state: &RouterState, _ctx: &RequestContext, req: Co
         }
     };
     let collection = args.str("collection")?.ok_or_else(|| {
-        MongoError::new(ErrorCode::Location(40414), "BSON field 'getMore.collection' is missing but a required field")
+        MongoError::new(
+            ErrorCode::Location(40414),
+            "BSON field 'getMore.collection' is missing but a required field",
+        )
     })?;
-    let cursor = state
-        .cursors
-        .get(id)
-        .ok_or_else(|| MongoError::new(ErrorCode::CursorNotFound, format!("cursor id {id} not found")))?;
+    let cursor = state.cursors.get(id).ok_or_else(|| {
+        MongoError::new(
+            ErrorCode::CursorNotFound,
+            format!("cursor id {id} not found"),
+        )
+    })?;
     let ns = format!("{}.{collection}", req.db);
     if cursor.ns != ns {
         return Err(MongoError::new(
             ErrorCode::Unauthorized,
-            format!("Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {}", cursor.ns),
+            format!(
+                "Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {}",
+                cursor.ns
+            ),
         ));
     }
     let mut forwarded = doc! {"getMore": cursor.shard_cursor_id, "collection": collection};
@@ -38,7 +50,10 @@ pub(super) async fn get_more(state: &RouterState, _ctx: &RequestContext, req: Co
             forwarded.insert(field, Bson::try_from(value.to_raw_bson())?);
         }
     }
-    let reply = cursor.shard.call(CommandRequest::from_document(&req.db, &forwarded)?).await?;
+    let reply = cursor
+        .shard
+        .call(CommandRequest::from_document(&req.db, &forwarded)?)
+        .await?;
     let shard_id = match reply.get("cursor")? {
         Some(RawBsonRef::Document(c)) => match c.get("id")? {
             Some(RawBsonRef::Int64(next)) => Some(next),
@@ -60,24 +75,36 @@ pub(super) async fn get_more(state: &RouterState, _ctx: &RequestContext, req: Co
     }
 }
 
-pub(super) async fn kill_cursors(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn kill_cursors(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let collection = args.collection()?;
     let ns = format!("{}.{collection}", req.db);
     let ids = args.array("cursors")?.ok_or_else(|| {
-        MongoError::new(ErrorCode::Location(40414), "BSON field 'killCursors.cursors' is missing but a required field")
+        MongoError::new(
+            ErrorCode::Location(40414),
+            "BSON field 'killCursors.cursors' is missing but a required field",
+        )
     })?;
     let (mut killed, mut not_found) = (Vec::new(), Vec::new());
     for id in ids {
         let Bson::Int64(id) = id else {
-            return Err(MongoError::type_mismatch("BSON field 'killCursors.cursors' is the wrong type, expected type 'long'"));
+            return Err(MongoError::type_mismatch(
+                "BSON field 'killCursors.cursors' is the wrong type, expected type 'long'",
+            ));
         };
         match state.cursors.get(id) {
             Some(cursor) if cursor.ns == ns => {
                 state.cursors.remove(id);
                 let kill = doc! {"killCursors": collection, "cursors": [cursor.shard_cursor_id]};
                 // The shard cursor dies with its idle timeout if this fails.
-                let _ = cursor.shard.call(CommandRequest::from_document(&req.db, &kill)?).await;
+                let _ = cursor
+                    .shard
+                    .call(CommandRequest::from_document(&req.db, &kill)?)
+                    .await;
                 killed.push(id);
             }
             _ => not_found.push(id),

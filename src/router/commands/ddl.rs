@@ -8,54 +8,98 @@ use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::RequestContext;
 use bson::{RawBsonRef, RawDocumentBuf, doc};
 
-pub(super) async fn create(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
-    let (_, reply) = state.send_to_primary(req, true).await?.expect("create creates the database");
+pub(super) async fn create(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let (_, reply) = state
+        .send_to_primary(req, true)
+        .await?
+        .expect("create creates the database");
     Ok(reply)
 }
 
-pub(super) async fn drop(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn drop(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     if req.db == "config" || req.db == "admin" {
         let coll = req.args().collection()?;
         if req.db == "config" || coll.starts_with("system.") {
-            return Err(MongoError::new(ErrorCode::IllegalOperation, format!("Cannot drop collection {}.{coll}", req.db)));
+            return Err(MongoError::new(
+                ErrorCode::IllegalOperation,
+                format!("Cannot drop collection {}.{coll}", req.db),
+            ));
         }
     }
-    Ok(state.send_to_primary(req, false).await?.map(|(_, r)| r).unwrap_or_default())
+    Ok(state
+        .send_to_primary(req, false)
+        .await?
+        .map(|(_, r)| r)
+        .unwrap_or_default())
 }
 
-pub(super) async fn drop_database(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn drop_database(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let db = req.db.clone();
     crate::catalog::validate_db_name(&db)?;
     if matches!(db.as_str(), "admin" | "config" | "local") {
-        return Err(MongoError::new(ErrorCode::IllegalOperation, format!("Cannot drop '{db}' database")));
+        return Err(MongoError::new(
+            ErrorCode::IllegalOperation,
+            format!("Cannot drop '{db}' database"),
+        ));
     }
-    let reply = state.config.run_doc("admin", doc! {"_configsvrDropDatabase": &db}).await;
+    let reply = state
+        .config
+        .run_doc("admin", doc! {"_configsvrDropDatabase": &db})
+        .await;
     // Whatever happened, this router's view of the database is no longer current.
     state.databases.invalidate(&db);
     let reply = reply?;
-    Ok(RawDocumentBuf::from_document(&match reply.get_str("dropped") {
-        Ok(name) => doc! {"dropped": name},
-        Err(_) => doc! {},
-    })?)
+    Ok(RawDocumentBuf::from_document(
+        &match reply.get_str("dropped") {
+            Ok(name) => doc! {"dropped": name},
+            Err(_) => doc! {},
+        },
+    )?)
 }
 
-pub(super) async fn rename_collection(state: &RouterState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn rename_collection(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let source = match args.target()? {
         RawBsonRef::String(s) => s.to_string(),
-        _ => return Err(MongoError::type_mismatch("BSON field 'renameCollection.renameCollection' is the wrong type, expected type 'string'")),
+        _ => {
+            return Err(MongoError::type_mismatch(
+                "BSON field 'renameCollection.renameCollection' is the wrong type, expected type 'string'",
+            ));
+        }
     };
     let target = args.str("to")?.ok_or_else(|| {
-        MongoError::new(ErrorCode::Location(40414), "BSON field 'renameCollection.to' is missing but a required field")
+        MongoError::new(
+            ErrorCode::Location(40414),
+            "BSON field 'renameCollection.to' is missing but a required field",
+        )
     })?;
-    let (from_db, from_coll) = source
-        .split_once('.')
-        .ok_or_else(|| MongoError::invalid_namespace(format!("Invalid namespace specified '{source}'")))?;
-    let (to_db, _) = target
-        .split_once('.')
-        .ok_or_else(|| MongoError::invalid_namespace(format!("Invalid namespace specified '{target}'")))?;
+    let (from_db, from_coll) = source.split_once('.').ok_or_else(|| {
+        MongoError::invalid_namespace(format!("Invalid namespace specified '{source}'"))
+    })?;
+    let (to_db, _) = target.split_once('.').ok_or_else(|| {
+        MongoError::invalid_namespace(format!("Invalid namespace specified '{target}'"))
+    })?;
     if from_db != to_db {
-        return Err(MongoError::new(ErrorCode::NotImplemented, "renaming a collection across databases is not supported yet"));
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "renaming a collection across databases is not supported yet",
+        ));
     }
     let mut body = doc! {"_shardsvrRenameCollection": from_coll, "to": target};
     if let Some(drop_target) = args.bool("dropTarget")? {
@@ -64,6 +108,8 @@ pub(super) async fn rename_collection(state: &RouterState, _ctx: &RequestContext
     let forwarded = CommandRequest::from_document(from_db, &body)?;
     match state.send_to_primary_of(from_db, forwarded, false).await? {
         Some((_, reply)) => Ok(reply),
-        None => Err(MongoError::namespace_not_found(format!("Source collection {source} does not exist"))),
+        None => Err(MongoError::namespace_not_found(format!(
+            "Source collection {source} does not exist"
+        ))),
     }
 }

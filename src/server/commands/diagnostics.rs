@@ -12,31 +12,48 @@ pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
         CommandSpec::new("getLog", |s, c, r| Box::pin(get_log(s, c, r)))
             .admin_only()
             .help("{ getLog : '*' }  OR { getLog : 'global' }"),
-        CommandSpec::new("hostInfo", |_, _, _| Box::pin(host_info())).help("returns information about the daemon's host"),
+        CommandSpec::new("hostInfo", |_, _, _| Box::pin(host_info()))
+            .help("returns information about the daemon's host"),
         CommandSpec::new("serverStatus", |s, c, r| Box::pin(server_status(s, c, r)))
             .help("returns lots of administrative server statistics"),
-        CommandSpec::new("listCommands", |s, c, r| Box::pin(list_commands(s, c, r))).help("get a list of all db commands"),
+        CommandSpec::new("listCommands", |s, c, r| Box::pin(list_commands(s, c, r)))
+            .help("get a list of all db commands"),
     ]
 }
 
-async fn get_log<S: NodeState>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn get_log<S: NodeState>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let name = match req.args().target()? {
         bson::RawBsonRef::String(name) => name,
-        _ => return Err(MongoError::type_mismatch("Argument to getLog must be of type String")),
+        _ => {
+            return Err(MongoError::type_mismatch(
+                "Argument to getLog must be of type String",
+            ));
+        }
     };
     if name == "*" {
-        return Ok(RawDocumentBuf::from_document(&doc! {"names": LogBuffer::names().to_vec()})?);
+        return Ok(RawDocumentBuf::from_document(
+            &doc! {"names": LogBuffer::names().to_vec()},
+        )?);
     }
-    let (total, lines) = state
-        .node()
-        .log
-        .get(name)
-        .ok_or_else(|| MongoError::location(15897 /* 15897: no RamLog named */, format!("no RamLog named: {name}")))?;
-    Ok(RawDocumentBuf::from_document(&doc! {"totalLinesWritten": total as i32, "log": lines})?)
+    let (total, lines) = state.node().log.get(name).ok_or_else(|| {
+        MongoError::location(
+            15897, /* 15897: no RamLog named */
+            format!("no RamLog named: {name}"),
+        )
+    })?;
+    Ok(RawDocumentBuf::from_document(
+        &doc! {"totalLinesWritten": total as i32, "log": lines},
+    )?)
 }
 
 fn read_proc(path: &str) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// Total memory in MiB from /proc/meminfo.
@@ -45,7 +62,11 @@ fn mem_size_mb() -> i64 {
         .and_then(|m| {
             m.lines()
                 .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|kb| kb.parse::<i64>().ok()))
+                .and_then(|l| {
+                    l.split_whitespace()
+                        .nth(1)
+                        .and_then(|kb| kb.parse::<i64>().ok())
+                })
         })
         .map(|kb| kb / 1024)
         .unwrap_or(0)
@@ -54,14 +75,18 @@ fn mem_size_mb() -> i64 {
 fn os_release_name() -> String {
     read_proc("/etc/os-release")
         .and_then(|text| {
-            text.lines()
-                .find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_string()))
+            text.lines().find_map(|l| {
+                l.strip_prefix("PRETTY_NAME=")
+                    .map(|v| v.trim_matches('"').to_string())
+            })
         })
         .unwrap_or_else(|| std::env::consts::OS.to_string())
 }
 
 async fn host_info() -> Result<RawDocumentBuf> {
-    let cores = std::thread::available_parallelism().map(|n| n.get() as i32).unwrap_or(1);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get() as i32)
+        .unwrap_or(1);
     let hostname = read_proc("/proc/sys/kernel/hostname").unwrap_or_else(|| "localhost".into());
     let mem = mem_size_mb();
     Ok(RawDocumentBuf::from_document(&doc! {
@@ -91,18 +116,31 @@ async fn host_info() -> Result<RawDocumentBuf> {
 /// Resident and virtual memory of this process in MiB, from /proc/self/statm.
 pub fn process_memory_mb() -> (i64, i64) {
     let pages: Vec<i64> = read_proc("/proc/self/statm")
-        .map(|s| s.split_whitespace().filter_map(|v| v.parse().ok()).collect())
+        .map(|s| {
+            s.split_whitespace()
+                .filter_map(|v| v.parse().ok())
+                .collect()
+        })
         .unwrap_or_default();
     let mb = |pages: i64| pages * 4096 / (1024 * 1024);
-    (pages.get(1).copied().map(mb).unwrap_or(0), pages.first().copied().map(mb).unwrap_or(0))
+    (
+        pages.get(1).copied().map(mb).unwrap_or(0),
+        pages.first().copied().map(mb).unwrap_or(0),
+    )
 }
 
-async fn server_status<S: NodeState>(state: &S, _ctx: &RequestContext, _req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn server_status<S: NodeState>(
+    state: &S,
+    _ctx: &RequestContext,
+    _req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let node = state.node();
     let uptime = node.started.elapsed();
     let (resident, virt) = process_memory_mb();
     let host = match node.host() {
-        h if h.is_empty() => read_proc("/proc/sys/kernel/hostname").unwrap_or_else(|| "localhost".into()),
+        h if h.is_empty() => {
+            read_proc("/proc/sys/kernel/hostname").unwrap_or_else(|| "localhost".into())
+        }
         h => h,
     };
     Ok(RawDocumentBuf::from_document(&doc! {
@@ -122,7 +160,11 @@ async fn server_status<S: NodeState>(state: &S, _ctx: &RequestContext, _req: Com
     })?)
 }
 
-async fn list_commands<S: NodeState>(state: &S, _ctx: &RequestContext, _req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn list_commands<S: NodeState>(
+    state: &S,
+    _ctx: &RequestContext,
+    _req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let mut commands = Document::new();
     for (name, spec) in state.commands().entries() {
         commands.insert(

@@ -32,7 +32,11 @@ pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     ]
 }
 
-async fn hello<S: NodeState>(state: &S, ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn hello<S: NodeState>(
+    state: &S,
+    ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     if let Some(client) = args.document("client")? {
         if !ctx.set_client_metadata(client) && !ctx.internal {
@@ -85,7 +89,11 @@ async fn hello<S: NodeState>(state: &S, ctx: &RequestContext, req: CommandReques
     Ok(reply)
 }
 
-async fn build_info<S: NodeState>(_state: &S, _ctx: &RequestContext, _req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn build_info<S: NodeState>(
+    _state: &S,
+    _ctx: &RequestContext,
+    _req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let (major, minor, patch) = (8, 0, 0);
     Ok(RawDocumentBuf::from_document(&doc! {
         "version": MONGODB_VERSION,
@@ -111,7 +119,10 @@ async fn build_info<S: NodeState>(_state: &S, _ctx: &RequestContext, _req: Comma
 }
 
 async fn whatsmyuri(ctx: &RequestContext) -> Result<RawDocumentBuf> {
-    let you = ctx.peer.map(|p| p.to_string()).unwrap_or_else(|| "internal".into());
+    let you = ctx
+        .peer
+        .map(|p| p.to_string())
+        .unwrap_or_else(|| "internal".into());
     Ok(rawdoc! {"you": you})
 }
 

@@ -14,9 +14,11 @@ pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
         CommandSpec::new("setParameter", |s, c, r| Box::pin(set_parameter(s, c, r)))
             .admin_only()
             .help("set administrative option(s)\n{ setParameter:1, <param>:<value> }"),
-        CommandSpec::new("getCmdLineOpts", |s, c, r| Box::pin(get_cmd_line_opts(s, c, r)))
-            .admin_only()
-            .help("get argv"),
+        CommandSpec::new("getCmdLineOpts", |s, c, r| {
+            Box::pin(get_cmd_line_opts(s, c, r))
+        })
+        .admin_only()
+        .help("get argv"),
     ]
 }
 
@@ -25,18 +27,35 @@ fn is_generic_field(name: &str) -> bool {
     name.starts_with('$')
         || matches!(
             name,
-            "lsid" | "txnNumber" | "comment" | "maxTimeMS" | "readConcern" | "writeConcern" | "apiVersion"
-                | "apiStrict" | "apiDeprecationErrors" | "autocommit" | "startTransaction" | "backpressure"
+            "lsid"
+                | "txnNumber"
+                | "comment"
+                | "maxTimeMS"
+                | "readConcern"
+                | "writeConcern"
+                | "apiVersion"
+                | "apiStrict"
+                | "apiDeprecationErrors"
+                | "autocommit"
+                | "startTransaction"
+                | "backpressure"
         )
 }
 
-async fn get_parameter<S: NodeState>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn get_parameter<S: NodeState>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let params = &state.node().params;
     let (all, details) = match req.args().target()? {
         RawBsonRef::String("*") => (true, false),
         RawBsonRef::Document(d) => {
             let opts = d.to_owned().to_document()?;
-            (matches!(opts.get("allParameters"), Some(Bson::Boolean(true))), matches!(opts.get("showDetails"), Some(Bson::Boolean(true))))
+            (
+                matches!(opts.get("allParameters"), Some(Bson::Boolean(true))),
+                matches!(opts.get("showDetails"), Some(Bson::Boolean(true))),
+            )
         }
         _ => (false, false),
     };
@@ -56,25 +75,44 @@ async fn get_parameter<S: NodeState>(state: &S, _ctx: &RequestContext, req: Comm
         out
     };
     if result.is_empty() {
-        return Err(MongoError::new(ErrorCode::InvalidOptions, "no option found to get"));
+        return Err(MongoError::new(
+            ErrorCode::InvalidOptions,
+            "no option found to get",
+        ));
     }
     Ok(RawDocumentBuf::from_document(&result)?)
 }
 
-async fn set_parameter<S: NodeState>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn set_parameter<S: NodeState>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let body = req.body.to_document()?;
     let mut changes = body.iter().skip(1).filter(|(k, _)| !is_generic_field(k));
-    let (name, value) = changes
-        .next()
-        .ok_or_else(|| MongoError::new(ErrorCode::Location(16), "no option found to set, use help:true to see options "))?;
+    let (name, value) = changes.next().ok_or_else(|| {
+        MongoError::new(
+            ErrorCode::Location(16),
+            "no option found to set, use help:true to see options ",
+        )
+    })?;
     if changes.next().is_some() {
-        return Err(MongoError::new(ErrorCode::Location(16), "only one parameter may be set at a time"));
+        return Err(MongoError::new(
+            ErrorCode::Location(16),
+            "only one parameter may be set at a time",
+        ));
     }
     let previous = state.node().params.set(name, value)?;
     Ok(RawDocumentBuf::from_document(&doc! {"was": previous})?)
 }
 
-async fn get_cmd_line_opts<S: NodeState>(state: &S, _ctx: &RequestContext, _req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn get_cmd_line_opts<S: NodeState>(
+    state: &S,
+    _ctx: &RequestContext,
+    _req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let cmdline = &state.node().cmdline;
-    Ok(RawDocumentBuf::from_document(&doc! {"argv": cmdline.argv.clone(), "parsed": cmdline.parsed.clone()})?)
+    Ok(RawDocumentBuf::from_document(
+        &doc! {"argv": cmdline.argv.clone(), "parsed": cmdline.parsed.clone()},
+    )?)
 }

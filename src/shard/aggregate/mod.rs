@@ -14,7 +14,10 @@ impl Pipeline {
     /// Parses and validates every stage.
     pub fn parse(stages: &[Document]) -> Result<Pipeline> {
         let _ = stages;
-        Err(MongoError::new(ErrorCode::NotImplemented, "aggregation is not available yet"))
+        Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "aggregation is not available yet",
+        ))
     }
 
     /// The filter of a leading `$match`, which the caller may use to choose an access path.

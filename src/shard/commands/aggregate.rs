@@ -34,11 +34,18 @@ impl AggregateCommand {
         };
         let pipeline = args
             .array("pipeline")?
-            .ok_or_else(|| MongoError::new(ErrorCode::Location(40414), "BSON field 'aggregate.pipeline' is missing but a required field"))?
+            .ok_or_else(|| {
+                MongoError::new(
+                    ErrorCode::Location(40414),
+                    "BSON field 'aggregate.pipeline' is missing but a required field",
+                )
+            })?
             .into_iter()
             .map(|stage| match stage {
                 Bson::Document(d) => Ok(d),
-                _ => Err(MongoError::type_mismatch("Each element of the 'pipeline' array must be an object")),
+                _ => Err(MongoError::type_mismatch(
+                    "Each element of the 'pipeline' array must be an object",
+                )),
             })
             .collect::<Result<Vec<_>>>()?;
         let cursor = args.document("cursor")?;
@@ -51,14 +58,26 @@ impl AggregateCommand {
             Some(Bson::Int32(n)) if *n >= 0 => Some(*n as u64),
             Some(Bson::Int64(n)) if *n >= 0 => Some(*n as u64),
             Some(Bson::Double(n)) if *n >= 0.0 => Some(*n as u64),
-            Some(_) => return Err(MongoError::bad_value("cursor.batchSize must be a non-negative number")),
+            Some(_) => {
+                return Err(MongoError::bad_value(
+                    "cursor.batchSize must be a non-negative number",
+                ));
+            }
             None => None,
         };
-        Ok(AggregateCommand { collection, pipeline, batch_size })
+        Ok(AggregateCommand {
+            collection,
+            pipeline,
+            batch_size,
+        })
     }
 }
 
-pub(super) async fn run<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn run<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let cmd = AggregateCommand::parse(&req)?;
     let pipeline = Pipeline::parse(&cmd.pipeline)?;
     let ns = match &cmd.collection {
@@ -70,20 +89,43 @@ pub(super) async fn run<S: DataNode>(state: &S, _ctx: &RequestContext, req: Comm
     };
     let mut input = Vec::new();
     if let Some(name) = &cmd.collection {
-        if let Some((db, coll)) = state.storage().database(&req.db).await.and_then(|db| db.collection(name).map(|c| (db, c))) {
+        if let Some((db, coll)) = state
+            .storage()
+            .database(&req.db)
+            .await
+            .and_then(|db| db.collection(name).map(|c| (db, c)))
+        {
             let all = Filter::match_all();
             let filter = pipeline.leading_match().unwrap_or(&all);
             let mut read = db.read().await?;
             let mut position = Position::start(filter);
             while !position.done {
-                input.extend(position.next_matches(&mut read, &coll, filter).await?.into_iter().map(|c| c.doc));
+                input.extend(
+                    position
+                        .next_matches(&mut read, &coll, filter)
+                        .await?
+                        .into_iter()
+                        .map(|c| c.doc),
+                );
             }
         }
     }
     let output = pipeline.run(input)?;
-    let mut docs = output.iter().map(RawDocumentBuf::from_document).collect::<Result<VecDeque<_>, _>>()?;
-    let first = cmd.batch_size.map(|b| b as usize).unwrap_or(DEFAULT_FIRST_BATCH);
+    let mut docs = output
+        .iter()
+        .map(RawDocumentBuf::from_document)
+        .collect::<Result<VecDeque<_>, _>>()?;
+    let first = cmd
+        .batch_size
+        .map(|b| b as usize)
+        .unwrap_or(DEFAULT_FIRST_BATCH);
     let batch: Vec<RawDocumentBuf> = docs.drain(..first.min(docs.len())).collect();
-    let id = if docs.is_empty() { 0 } else { state.cursors().register(Cursor::new(ns.clone(), CursorBody::Buffered(docs), false)) };
+    let id = if docs.is_empty() {
+        0
+    } else {
+        state
+            .cursors()
+            .register(Cursor::new(ns.clone(), CursorBody::Buffered(docs), false))
+    };
     Ok(cursor_reply(&ns, batch, id, true))
 }

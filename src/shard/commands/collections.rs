@@ -26,7 +26,11 @@ const UNSUPPORTED_OPTIONS: [&str; 12] = [
     "expireAfterSeconds",
 ];
 
-pub(super) async fn create<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn create<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let name = args.collection()?;
     validate_user_write(&req.db, name)?;
@@ -34,10 +38,21 @@ pub(super) async fn create<S: DataNode>(state: &S, _ctx: &RequestContext, req: C
     let mut options = Document::new();
     for (key, value) in body.iter().skip(1) {
         if UNSUPPORTED_OPTIONS.contains(&key.as_str()) {
-            return Err(MongoError::new(ErrorCode::NotImplemented, format!("create option '{key}' is not supported yet")));
+            return Err(MongoError::new(
+                ErrorCode::NotImplemented,
+                format!("create option '{key}' is not supported yet"),
+            ));
         }
-        if key == "collation" && value.as_document().and_then(|c| c.get_str("locale").ok()).is_some_and(|l| l != "simple") {
-            return Err(MongoError::new(ErrorCode::NotImplemented, "only the simple collation is supported"));
+        if key == "collation"
+            && value
+                .as_document()
+                .and_then(|c| c.get_str("locale").ok())
+                .is_some_and(|l| l != "simple")
+        {
+            return Err(MongoError::new(
+                ErrorCode::NotImplemented,
+                "only the simple collation is supported",
+            ));
         }
         if PLAIN_OPTIONS.contains(&key.as_str()) && key != "writeConcern" {
             options.insert(key.clone(), value.clone());
@@ -47,22 +62,35 @@ pub(super) async fn create<S: DataNode>(state: &S, _ctx: &RequestContext, req: C
     match db.create_collection(name, options.clone()).await {
         Ok(_) => Ok(RawDocumentBuf::new()),
         // Since MongoDB 7.0, creating an existing collection with the same options succeeds.
-        Err(e) if e.code() == ErrorCode::NamespaceExists && db.collection(name).is_some_and(|c| c.options == options) => {
+        Err(e)
+            if e.code() == ErrorCode::NamespaceExists
+                && db.collection(name).is_some_and(|c| c.options == options) =>
+        {
             Ok(RawDocumentBuf::new())
         }
         Err(e) => Err(e),
     }
 }
 
-pub(super) async fn drop<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn drop<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let name = req.args().collection()?.to_string();
     validate_collection_name(&req.db, &name)?;
     let ns = format!("{}.{name}", req.db);
-    let Some(db) = state.storage().database(&req.db).await else { return Ok(RawDocumentBuf::new()) };
-    let Some(meta) = db.collection(&name) else { return Ok(RawDocumentBuf::new()) };
+    let Some(db) = state.storage().database(&req.db).await else {
+        return Ok(RawDocumentBuf::new());
+    };
+    let Some(meta) = db.collection(&name) else {
+        return Ok(RawDocumentBuf::new());
+    };
     db.drop_collection(&name).await?;
     state.cursors().kill_namespace(&ns);
-    Ok(RawDocumentBuf::from_document(&doc! {"nIndexesWas": meta.indexes.len() as i32, "ns": ns})?)
+    Ok(RawDocumentBuf::from_document(
+        &doc! {"nIndexesWas": meta.indexes.len() as i32, "ns": ns},
+    )?)
 }
 
 fn split_namespace(ns: &str) -> Result<(&str, &str)> {
@@ -71,37 +99,64 @@ fn split_namespace(ns: &str) -> Result<(&str, &str)> {
         .ok_or_else(|| MongoError::invalid_namespace(format!("Invalid namespace specified '{ns}'")))
 }
 
-pub(super) async fn rename<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn rename<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let source = match args.target()? {
         bson::RawBsonRef::String(s) => s,
-        _ => return Err(MongoError::type_mismatch("BSON field 'renameCollection.renameCollection' is the wrong type, expected type 'string'")),
+        _ => {
+            return Err(MongoError::type_mismatch(
+                "BSON field 'renameCollection.renameCollection' is the wrong type, expected type 'string'",
+            ));
+        }
     };
     let target = args.str("to")?.ok_or_else(|| {
-        MongoError::new(ErrorCode::Location(40414), "BSON field 'renameCollection.to' is missing but a required field")
+        MongoError::new(
+            ErrorCode::Location(40414),
+            "BSON field 'renameCollection.to' is missing but a required field",
+        )
     })?;
     let drop_target = args.bool("dropTarget")?.unwrap_or(false);
     rename_namespace(state, source, target, drop_target).await
 }
 
 /// Renames `source` to `target` (full namespaces) on this node.
-pub(super) async fn rename_namespace<S: DataNode>(state: &S, source: &str, target: &str, drop_target: bool) -> Result<RawDocumentBuf> {
+pub(super) async fn rename_namespace<S: DataNode>(
+    state: &S,
+    source: &str,
+    target: &str,
+    drop_target: bool,
+) -> Result<RawDocumentBuf> {
     let (from_db, from) = split_namespace(source)?;
     let (to_db, to) = split_namespace(target)?;
     validate_user_write(from_db, from)?;
     validate_user_write(to_db, to)?;
     if source == target {
-        return Err(MongoError::new(ErrorCode::IllegalOperation, "Can't rename a collection to itself"));
+        return Err(MongoError::new(
+            ErrorCode::IllegalOperation,
+            "Can't rename a collection to itself",
+        ));
     }
     if from_db != to_db {
-        return Err(MongoError::new(ErrorCode::NotImplemented, "renaming a collection across databases is not supported yet"));
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "renaming a collection across databases is not supported yet",
+        ));
     }
     let db = state.storage().database(from_db).await;
     let Some(db) = db.filter(|d| d.collection(from).is_some()) else {
-        return Err(MongoError::namespace_not_found(format!("Source collection {source} does not exist")));
+        return Err(MongoError::namespace_not_found(format!(
+            "Source collection {source} does not exist"
+        )));
     };
     if db.collection(to).is_some() && !drop_target {
-        return Err(MongoError::new(ErrorCode::NamespaceExists, "target namespace exists"));
+        return Err(MongoError::new(
+            ErrorCode::NamespaceExists,
+            "target namespace exists",
+        ));
     }
     db.rename_collection(from, to, drop_target).await?;
     state.cursors().kill_namespace(source);
@@ -109,7 +164,11 @@ pub(super) async fn rename_namespace<S: DataNode>(state: &S, source: &str, targe
     Ok(RawDocumentBuf::new())
 }
 
-pub(super) async fn list_collections<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn list_collections<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let name_only = args.bool("nameOnly")?.unwrap_or(false);
     let filter = Filter::parse(&args.document("filter")?.unwrap_or_default())?;
@@ -127,14 +186,22 @@ pub(super) async fn list_collections<S: DataNode>(state: &S, _ctx: &RequestConte
             if !filter.matches(&full) {
                 continue;
             }
-            let entry = if name_only { doc! {"name": &meta.name, "type": "collection"} } else { full };
+            let entry = if name_only {
+                doc! {"name": &meta.name, "type": "collection"}
+            } else {
+                full
+            };
             entries.push(RawDocumentBuf::from_document(&entry)?);
         }
     }
     Ok(cursor_reply(&ns, entries, 0, true))
 }
 
-pub(super) async fn list_indexes<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn list_indexes<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let name = req.args().collection()?;
     validate_collection_name(&req.db, name)?;
     let ns = format!("{}.{name}", req.db);
@@ -142,7 +209,17 @@ pub(super) async fn list_indexes<S: DataNode>(state: &S, _ctx: &RequestContext, 
         Some(db) => db.collection(name),
         None => None,
     };
-    let meta = meta.ok_or_else(|| MongoError::namespace_not_found(format!("ns does not exist: {ns}")))?;
-    let specs = meta.indexes.iter().map(|i| RawDocumentBuf::from_document(&i.spec)).collect::<Result<Vec<_>, _>>()?;
-    Ok(cursor_reply(&format!("{}.$cmd.listIndexes.{name}", req.db), specs, 0, true))
+    let meta =
+        meta.ok_or_else(|| MongoError::namespace_not_found(format!("ns does not exist: {ns}")))?;
+    let specs = meta
+        .indexes
+        .iter()
+        .map(|i| RawDocumentBuf::from_document(&i.spec))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(cursor_reply(
+        &format!("{}.$cmd.listIndexes.{name}", req.db),
+        specs,
+        0,
+        true,
+    ))
 }

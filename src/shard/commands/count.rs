@@ -10,16 +10,28 @@ use crate::server::RequestContext;
 use bson::{Bson, Document, RawDocumentBuf, doc};
 use std::collections::HashSet;
 
-pub(super) async fn count<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn count<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let collection = args.collection()?;
     crate::catalog::validate_collection_name(&req.db, collection)?;
     let query = args.document("query")?.unwrap_or_default();
     let skip = args.non_negative("skip")?.unwrap_or(0) as u64;
     // A negative limit counts like its absolute value, as in MongoDB.
-    let limit = args.i64("limit")?.map(|l| l.unsigned_abs()).filter(|l| *l > 0);
+    let limit = args
+        .i64("limit")?
+        .map(|l| l.unsigned_abs())
+        .filter(|l| *l > 0);
     let filter = Filter::parse(&query)?;
-    let n = match state.storage().database(&req.db).await.and_then(|db| db.collection(collection).map(|c| (db, c))) {
+    let n = match state
+        .storage()
+        .database(&req.db)
+        .await
+        .and_then(|db| db.collection(collection).map(|c| (db, c)))
+    {
         None => 0,
         Some((db, coll)) if filter.is_empty() => db.stats(&coll).count.max(0) as u64,
         Some((db, coll)) => {
@@ -27,14 +39,19 @@ pub(super) async fn count<S: DataNode>(state: &S, _ctx: &RequestContext, req: Co
             let mut position = Position::start(&filter);
             let mut n = 0u64;
             while !position.done {
-                n += position.next_matches(&mut read, &coll, &filter).await?.len() as u64;
+                n += position
+                    .next_matches(&mut read, &coll, &filter)
+                    .await?
+                    .len() as u64;
             }
             n
         }
     };
     let n = n.saturating_sub(skip);
     let n = limit.map_or(n, |l| n.min(l));
-    Ok(RawDocumentBuf::from_document(&doc! {"n": i32::try_from(n).map(Bson::Int32).unwrap_or(Bson::Int64(n as i64))})?)
+    Ok(RawDocumentBuf::from_document(
+        &doc! {"n": i32::try_from(n).map(Bson::Int32).unwrap_or(Bson::Int64(n as i64))},
+    )?)
 }
 
 /// The values `distinct` sees at `path`: array values contribute their elements, and arrays on
@@ -60,22 +77,36 @@ pub(crate) fn values_at_path(value: &Bson, path: &[&str], out: &mut Vec<Bson>) {
     }
 }
 
-pub(super) async fn distinct<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn distinct<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let collection = args.collection()?;
     crate::catalog::validate_collection_name(&req.db, collection)?;
     let key = args.str("key")?.ok_or_else(|| {
-        MongoError::new(ErrorCode::Location(40414), "BSON field 'distinct.key' is missing but a required field")
+        MongoError::new(
+            ErrorCode::Location(40414),
+            "BSON field 'distinct.key' is missing but a required field",
+        )
     })?;
     if key.is_empty() || key.split('.').any(str::is_empty) {
-        return Err(MongoError::bad_value(format!("FieldPath field names may not be empty strings. key: {key}")));
+        return Err(MongoError::bad_value(format!(
+            "FieldPath field names may not be empty strings. key: {key}"
+        )));
     }
     let query = args.document("query")?.unwrap_or_default();
     let filter = Filter::parse(&query)?;
     let path: Vec<&str> = key.split('.').collect();
     let mut seen = HashSet::new();
     let mut values = Vec::new();
-    if let Some((db, coll)) = state.storage().database(&req.db).await.and_then(|db| db.collection(collection).map(|c| (db, c))) {
+    if let Some((db, coll)) = state
+        .storage()
+        .database(&req.db)
+        .await
+        .and_then(|db| db.collection(collection).map(|c| (db, c)))
+    {
         let mut read = db.read().await?;
         let mut position = Position::start(&filter);
         let mut found = Vec::new();

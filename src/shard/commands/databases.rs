@@ -8,21 +8,31 @@ use crate::error::{MongoError, Result};
 use crate::server::RequestContext;
 use bson::{Bson, Document, RawDocumentBuf, doc};
 
-pub(super) async fn list_databases<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn list_databases<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let name_only = args.bool("nameOnly")?.unwrap_or(false);
     let filter = Filter::parse(&args.document("filter")?.unwrap_or_default())?;
     let mut databases = Vec::new();
     let mut total: i64 = 0;
     for name in state.storage().database_names().await {
-        let Some(db) = state.storage().database(&name).await else { continue };
+        let Some(db) = state.storage().database(&name).await else {
+            continue;
+        };
         let size = db.size_on_disk();
         let entry = doc! {"name": &name, "sizeOnDisk": size, "empty": false};
         if !filter.matches(&entry) {
             continue;
         }
         total += size;
-        databases.push(Bson::Document(if name_only { doc! {"name": name} } else { entry }));
+        databases.push(Bson::Document(if name_only {
+            doc! {"name": name}
+        } else {
+            entry
+        }));
     }
     let reply = if name_only {
         doc! {"databases": databases}
@@ -32,25 +42,40 @@ pub(super) async fn list_databases<S: DataNode>(state: &S, _ctx: &RequestContext
     Ok(RawDocumentBuf::from_document(&reply)?)
 }
 
-pub(super) async fn drop_database<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn drop_database<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     crate::catalog::validate_db_name(&req.db)?;
     let dropped = state.storage().drop_database(&req.db).await?;
     state.cursors().kill_database(&req.db);
-    Ok(if dropped { RawDocumentBuf::from_document(&doc! {"dropped": &req.db})? } else { RawDocumentBuf::new() })
+    Ok(if dropped {
+        RawDocumentBuf::from_document(&doc! {"dropped": &req.db})?
+    } else {
+        RawDocumentBuf::new()
+    })
 }
 
 fn scale_of(req: &CommandRequest) -> Result<i64> {
     match req.args().i64("scale")? {
-        Some(s) if s <= 0 => Err(MongoError::bad_value("Scale factor must be a positive number")),
+        Some(s) if s <= 0 => Err(MongoError::bad_value(
+            "Scale factor must be a positive number",
+        )),
         Some(s) => Ok(s),
         None => Ok(1),
     }
 }
 
-pub(super) async fn db_stats<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn db_stats<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     crate::catalog::validate_db_name(&req.db)?;
     let scale = scale_of(&req)?;
-    let (mut collections, mut objects, mut data_size, mut indexes, mut storage) = (0i64, 0i64, 0i64, 0i64, 0i64);
+    let (mut collections, mut objects, mut data_size, mut indexes, mut storage) =
+        (0i64, 0i64, 0i64, 0i64, 0i64);
     if let Some(db) = state.storage().database(&req.db).await {
         for meta in db.collections() {
             let stats = db.stats(&meta);
@@ -61,7 +86,11 @@ pub(super) async fn db_stats<S: DataNode>(state: &S, _ctx: &RequestContext, req:
         }
         storage = db.size_on_disk();
     }
-    let avg = if objects > 0 { data_size as f64 / objects as f64 } else { 0.0 };
+    let avg = if objects > 0 {
+        data_size as f64 / objects as f64
+    } else {
+        0.0
+    };
     Ok(RawDocumentBuf::from_document(&doc! {
         "db": &req.db,
         "collections": collections,
@@ -77,7 +106,11 @@ pub(super) async fn db_stats<S: DataNode>(state: &S, _ctx: &RequestContext, req:
     })?)
 }
 
-pub(super) async fn coll_stats<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn coll_stats<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let name = req.args().collection()?;
     validate_collection_name(&req.db, name)?;
     let scale = scale_of(&req)?;
@@ -91,7 +124,11 @@ pub(super) async fn coll_stats<S: DataNode>(state: &S, _ctx: &RequestContext, re
     for index in &meta.indexes {
         index_sizes.insert(index.name.clone(), 0_i64);
     }
-    let avg = if stats.count > 0 { stats.data_size / stats.count } else { 0 };
+    let avg = if stats.count > 0 {
+        stats.data_size / stats.count
+    } else {
+        0
+    };
     Ok(RawDocumentBuf::from_document(&doc! {
         "ns": ns,
         "size": stats.data_size / scale,

@@ -19,19 +19,34 @@ impl DeleteStatement {
     fn parse(raw: &RawDocument) -> Result<Self> {
         let args = Args::new("delete.deletes", raw);
         let query = args.document("q")?.ok_or_else(|| {
-            MongoError::new(ErrorCode::Location(40414), "BSON field 'delete.deletes.q' is missing but a required field")
+            MongoError::new(
+                ErrorCode::Location(40414),
+                "BSON field 'delete.deletes.q' is missing but a required field",
+            )
         })?;
         let limit = args.i64("limit")?.ok_or_else(|| {
-            MongoError::new(ErrorCode::Location(40414), "BSON field 'delete.deletes.limit' is missing but a required field")
+            MongoError::new(
+                ErrorCode::Location(40414),
+                "BSON field 'delete.deletes.limit' is missing but a required field",
+            )
         })?;
         if limit != 0 && limit != 1 {
-            return Err(MongoError::failed_to_parse(format!("The limit field in delete objects must be 0 or 1. Got {limit}")));
+            return Err(MongoError::failed_to_parse(format!(
+                "The limit field in delete objects must be 0 or 1. Got {limit}"
+            )));
         }
-        Ok(DeleteStatement { filter: Filter::parse(&query)?, limit_one: limit == 1 })
+        Ok(DeleteStatement {
+            filter: Filter::parse(&query)?,
+            limit_one: limit == 1,
+        })
     }
 }
 
-pub(super) async fn run<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn run<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let ordered = args.bool("ordered")?.unwrap_or(true);
     let wc = WriteConcern::parse(&args)?;
@@ -39,7 +54,10 @@ pub(super) async fn run<S: DataNode>(state: &S, _ctx: &RequestContext, req: Comm
     if raw_statements.is_empty() || raw_statements.len() > MAX_WRITE_BATCH_SIZE {
         return Err(MongoError::new(
             ErrorCode::InvalidLength,
-            format!("Write batch sizes must be between 1 and 100000. Got {} operations.", raw_statements.len()),
+            format!(
+                "Write batch sizes must be between 1 and 100000. Got {} operations.",
+                raw_statements.len()
+            ),
         ));
     }
     // Deleting from a collection that does not exist deletes nothing and creates nothing.

@@ -6,8 +6,8 @@ use super::super::exec::{MAX_BATCH_BYTES, Position, ScanState};
 use super::super::query::filter::Filter;
 use super::super::query::projection::Projection;
 use super::super::query::sort::SortSpec;
-pub use crate::command::cursor_reply;
 use crate::command::CommandRequest;
+pub use crate::command::cursor_reply;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::RequestContext;
 use bson::{Bson, Document, RawBsonRef, RawDocumentBuf};
@@ -33,17 +33,28 @@ impl FindCommand {
         let args = req.args();
         let limit = match args.i64("limit")? {
             Some(l) if l < 0 => {
-                return Err(MongoError::bad_value(format!("LimitValue must be non-negative, but received: {l}")));
+                return Err(MongoError::bad_value(format!(
+                    "LimitValue must be non-negative, but received: {l}"
+                )));
             }
             Some(0) | None => None,
             Some(l) => Some(l as u64),
         };
         if args.bool("tailable")? == Some(true) {
-            return Err(MongoError::bad_value("tailable cursor requested on non capped collection"));
+            return Err(MongoError::bad_value(
+                "tailable cursor requested on non capped collection",
+            ));
         }
         if let Some(collation) = args.document("collation")? {
-            if collation.get_str("locale").map(|l| l != "simple").unwrap_or(false) {
-                return Err(MongoError::new(ErrorCode::NotImplemented, "only the simple collation is supported"));
+            if collation
+                .get_str("locale")
+                .map(|l| l != "simple")
+                .unwrap_or(false)
+            {
+                return Err(MongoError::new(
+                    ErrorCode::NotImplemented,
+                    "only the simple collation is supported",
+                ));
             }
         }
         Ok(FindCommand {
@@ -60,27 +71,47 @@ impl FindCommand {
     }
 }
 
-pub(super) async fn find<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn find<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let cmd = FindCommand::parse(&req)?;
     let ns = format!("{}.{}", req.db, cmd.collection);
     crate::catalog::validate_collection_name(&req.db, &cmd.collection)?;
     let filter = Filter::parse(&cmd.filter)?;
     let projection = cmd.projection.as_ref().map(Projection::parse).transpose()?;
     let sort = cmd.sort.as_ref().map(SortSpec::parse).transpose()?;
-    let Some(db) = state.storage().database(&req.db).await else { return Ok(cursor_reply(&ns, vec![], 0, true)) };
-    let Some(coll) = db.collection(&cmd.collection) else { return Ok(cursor_reply(&ns, vec![], 0, true)) };
-    let first_batch = cmd.batch_size.map(|b| b as usize).unwrap_or(DEFAULT_FIRST_BATCH);
+    let Some(db) = state.storage().database(&req.db).await else {
+        return Ok(cursor_reply(&ns, vec![], 0, true));
+    };
+    let Some(coll) = db.collection(&cmd.collection) else {
+        return Ok(cursor_reply(&ns, vec![], 0, true));
+    };
+    let first_batch = cmd
+        .batch_size
+        .map(|b| b as usize)
+        .unwrap_or(DEFAULT_FIRST_BATCH);
     let mut body = match sort {
         Some(sort) => {
             let mut position = Position::start(&filter);
             let mut read = db.read().await?;
             let mut docs = Vec::new();
             while !position.done {
-                docs.extend(position.next_matches(&mut read, &coll, &filter).await?.into_iter().map(|c| c.doc));
+                docs.extend(
+                    position
+                        .next_matches(&mut read, &coll, &filter)
+                        .await?
+                        .into_iter()
+                        .map(|c| c.doc),
+                );
             }
             drop(read);
             docs.sort_by(|a, b| sort.compare(a, b));
-            let end = cmd.limit.map(|l| (cmd.skip + l) as usize).unwrap_or(usize::MAX);
+            let end = cmd
+                .limit
+                .map(|l| (cmd.skip + l) as usize)
+                .unwrap_or(usize::MAX);
             let mut out = VecDeque::new();
             for doc in docs.into_iter().take(end).skip(cmd.skip as usize) {
                 let doc = match &projection {
@@ -106,7 +137,9 @@ pub(super) async fn find<S: DataNode>(state: &S, _ctx: &RequestContext, req: Com
     let id = if exhausted || cmd.single_batch {
         0
     } else {
-        state.cursors().register(Cursor::new(ns.clone(), body, cmd.no_cursor_timeout))
+        state
+            .cursors()
+            .register(Cursor::new(ns.clone(), body, cmd.no_cursor_timeout))
     };
     Ok(cursor_reply(&ns, batch, id, true))
 }
@@ -118,7 +151,9 @@ async fn next_batch(body: &mut CursorBody, max_docs: usize) -> Result<(Vec<RawDo
             let mut batch = Vec::new();
             let mut bytes = 0;
             while let Some(doc) = docs.front() {
-                if batch.len() >= max_docs || (bytes + doc.as_bytes().len() > MAX_BATCH_BYTES && !batch.is_empty()) {
+                if batch.len() >= max_docs
+                    || (bytes + doc.as_bytes().len() > MAX_BATCH_BYTES && !batch.is_empty())
+                {
                     break;
                 }
                 bytes += doc.as_bytes().len();
@@ -133,7 +168,11 @@ async fn next_batch(body: &mut CursorBody, max_docs: usize) -> Result<(Vec<RawDo
     }
 }
 
-pub(super) async fn get_more<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn get_more<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let id = match args.target()? {
         RawBsonRef::Int64(id) => id,
@@ -145,19 +184,31 @@ pub(super) async fn get_more<S: DataNode>(state: &S, _ctx: &RequestContext, req:
         }
     };
     let collection = args.str("collection")?.ok_or_else(|| {
-        MongoError::new(ErrorCode::Location(40414), "BSON field 'getMore.collection' is missing but a required field")
+        MongoError::new(
+            ErrorCode::Location(40414),
+            "BSON field 'getMore.collection' is missing but a required field",
+        )
     })?;
-    let batch_size = args.non_negative("batchSize")?.filter(|b| *b > 0).map(|b| b as usize).unwrap_or(usize::MAX);
+    let batch_size = args
+        .non_negative("batchSize")?
+        .filter(|b| *b > 0)
+        .map(|b| b as usize)
+        .unwrap_or(usize::MAX);
     let ns = format!("{}.{collection}", req.db);
     let Some(mut cursor) = state.cursors().take(id) else {
-        return Err(MongoError::new(ErrorCode::CursorNotFound, format!("cursor id {id} not found")));
+        return Err(MongoError::new(
+            ErrorCode::CursorNotFound,
+            format!("cursor id {id} not found"),
+        ));
     };
     if cursor.ns != ns {
         let owner = cursor.ns.clone();
         state.cursors().put_back(id, cursor);
         return Err(MongoError::new(
             ErrorCode::Unauthorized,
-            format!("Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {owner}"),
+            format!(
+                "Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {owner}"
+            ),
         ));
     }
     let (batch, exhausted) = next_batch(&mut cursor.body, batch_size).await?;
@@ -170,17 +221,26 @@ pub(super) async fn get_more<S: DataNode>(state: &S, _ctx: &RequestContext, req:
     Ok(cursor_reply(&ns, batch, reply_id, false))
 }
 
-pub(super) async fn kill_cursors<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn kill_cursors<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let collection = args.collection()?;
     let ns = format!("{}.{collection}", req.db);
     let ids = args.array("cursors")?.ok_or_else(|| {
-        MongoError::new(ErrorCode::Location(40414), "BSON field 'killCursors.cursors' is missing but a required field")
+        MongoError::new(
+            ErrorCode::Location(40414),
+            "BSON field 'killCursors.cursors' is missing but a required field",
+        )
     })?;
     let (mut killed, mut not_found) = (Vec::new(), Vec::new());
     for id in ids {
         let Bson::Int64(id) = id else {
-            return Err(MongoError::type_mismatch("BSON field 'killCursors.cursors' is the wrong type, expected type 'long'"));
+            return Err(MongoError::type_mismatch(
+                "BSON field 'killCursors.cursors' is the wrong type, expected type 'long'",
+            ));
         };
         match state.cursors().namespace(id) {
             Some(owner) if owner == ns => {

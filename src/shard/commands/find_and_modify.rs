@@ -33,15 +33,35 @@ impl FindAndModifyCommand {
         let upsert = args.bool("upsert")?.unwrap_or(false);
         let array_filters: Option<Vec<Document>> = args
             .array("arrayFilters")?
-            .map(|items| items.into_iter().map(|f| f.as_document().cloned().ok_or_else(|| MongoError::type_mismatch("arrayFilters entries must be objects"))).collect())
+            .map(|items| {
+                items
+                    .into_iter()
+                    .map(|f| {
+                        f.as_document().cloned().ok_or_else(|| {
+                            MongoError::type_mismatch("arrayFilters entries must be objects")
+                        })
+                    })
+                    .collect()
+            })
             .transpose()?;
         let update = match args.get("update")? {
-            Some(u) => Some(UpdateSpec::parse(&Bson::try_from(u.to_raw_bson())?, array_filters.as_deref())?),
+            Some(u) => Some(UpdateSpec::parse(
+                &Bson::try_from(u.to_raw_bson())?,
+                array_filters.as_deref(),
+            )?),
             None => None,
         };
         match (remove, &update) {
-            (true, Some(_)) => return Err(MongoError::failed_to_parse("Cannot specify both an update and remove=true")),
-            (false, None) => return Err(MongoError::failed_to_parse("Either an update or remove=true must be specified")),
+            (true, Some(_)) => {
+                return Err(MongoError::failed_to_parse(
+                    "Cannot specify both an update and remove=true",
+                ));
+            }
+            (false, None) => {
+                return Err(MongoError::failed_to_parse(
+                    "Either an update or remove=true must be specified",
+                ));
+            }
             _ => {}
         }
         if remove && return_new {
@@ -50,22 +70,38 @@ impl FindAndModifyCommand {
             ));
         }
         if remove && upsert {
-            return Err(MongoError::failed_to_parse("Cannot specify both upsert=true and remove=true"));
+            return Err(MongoError::failed_to_parse(
+                "Cannot specify both upsert=true and remove=true",
+            ));
         }
         Ok(FindAndModifyCommand {
             query: args.document("query")?.unwrap_or_default(),
-            sort: args.document("sort")?.filter(|s| !s.is_empty()).as_ref().map(SortSpec::parse).transpose()?,
+            sort: args
+                .document("sort")?
+                .filter(|s| !s.is_empty())
+                .as_ref()
+                .map(SortSpec::parse)
+                .transpose()?,
             remove,
             update,
             return_new,
-            fields: args.document("fields")?.filter(|f| !f.is_empty()).as_ref().map(Projection::parse).transpose()?,
+            fields: args
+                .document("fields")?
+                .filter(|f| !f.is_empty())
+                .as_ref()
+                .map(Projection::parse)
+                .transpose()?,
             upsert,
             write_concern: WriteConcern::parse(&args)?,
         })
     }
 }
 
-pub(super) async fn run<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn run<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let cmd = FindAndModifyCommand::parse(&req)?;
     let filter = Filter::parse(&cmd.query)?;
     let project = |doc: Document| -> Bson {
@@ -75,8 +111,14 @@ pub(super) async fn run<S: DataNode>(state: &S, _ctx: &RequestContext, req: Comm
         })
     };
     let Some((db, coll)) = target(state, &req, cmd.upsert).await? else {
-        let last_error = if cmd.remove { doc! {"n": 0} } else { doc! {"n": 0, "updatedExisting": false} };
-        return Ok(RawDocumentBuf::from_document(&doc! {"lastErrorObject": last_error, "value": Bson::Null})?);
+        let last_error = if cmd.remove {
+            doc! {"n": 0}
+        } else {
+            doc! {"n": 0, "updatedExisting": false}
+        };
+        return Ok(RawDocumentBuf::from_document(
+            &doc! {"lastErrorObject": last_error, "value": Bson::Null},
+        )?);
     };
     if cmd.remove {
         Stats::add(&state.node().stats.op_delete, 1);
@@ -93,14 +135,25 @@ pub(super) async fn run<S: DataNode>(state: &S, _ctx: &RequestContext, req: Comm
         (None, None) => (doc! {"n": 0}, Bson::Null),
         (Some(candidate), Some(update)) => {
             let updated = update_candidate(&mut txn, &coll, &candidate, update, &filter).await?;
-            let value = if cmd.return_new { updated.unwrap_or_else(|| candidate.doc.clone()) } else { candidate.doc.clone() };
+            let value = if cmd.return_new {
+                updated.unwrap_or_else(|| candidate.doc.clone())
+            } else {
+                candidate.doc.clone()
+            };
             (doc! {"n": 1, "updatedExisting": true}, project(value))
         }
         (None, Some(update)) if cmd.upsert => {
             let inserted = upsert(&mut txn, &coll, &cmd.query, update).await?;
             let id = inserted.get("_id").cloned().unwrap_or(Bson::Null);
-            let value = if cmd.return_new { project(inserted) } else { Bson::Null };
-            (doc! {"n": 1, "updatedExisting": false, "upserted": id}, value)
+            let value = if cmd.return_new {
+                project(inserted)
+            } else {
+                Bson::Null
+            };
+            (
+                doc! {"n": 1, "updatedExisting": false, "upserted": id},
+                value,
+            )
         }
         (None, Some(_)) => (doc! {"n": 0, "updatedExisting": false}, Bson::Null),
     };
@@ -127,7 +180,9 @@ async fn first_match(
             match sort {
                 None => return Ok(Some(candidate)),
                 Some(sort) => {
-                    let better = best.as_ref().is_none_or(|b| sort.compare(&candidate.doc, &b.doc) == std::cmp::Ordering::Less);
+                    let better = best.as_ref().is_none_or(|b| {
+                        sort.compare(&candidate.doc, &b.doc) == std::cmp::Ordering::Less
+                    });
                     if better {
                         best = Some(candidate);
                     }

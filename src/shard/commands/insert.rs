@@ -20,12 +20,18 @@ impl<'a> InsertCommand<'a> {
         let args = req.args();
         let documents = req.document_array("documents")?;
         if documents.is_empty() {
-            return Err(MongoError::new(ErrorCode::InvalidLength, "Write batch sizes must be between 1 and 100000. Got 0 operations."));
+            return Err(MongoError::new(
+                ErrorCode::InvalidLength,
+                "Write batch sizes must be between 1 and 100000. Got 0 operations.",
+            ));
         }
         if documents.len() > MAX_WRITE_BATCH_SIZE {
             return Err(MongoError::new(
                 ErrorCode::InvalidLength,
-                format!("Write batch sizes must be between 1 and 100000. Got {} operations.", documents.len()),
+                format!(
+                    "Write batch sizes must be between 1 and 100000. Got {} operations.",
+                    documents.len()
+                ),
             ));
         }
         Ok(InsertCommand {
@@ -41,7 +47,10 @@ pub(super) fn prepare_document(doc: &RawDocument) -> Result<RawDocumentBuf> {
     if doc.as_bytes().len() > MAX_BSON_OBJECT_SIZE {
         return Err(MongoError::new(
             ErrorCode::BSONObjectTooLarge,
-            format!("object to insert too large. size in bytes: {}, max size: {MAX_BSON_OBJECT_SIZE}", doc.as_bytes().len()),
+            format!(
+                "object to insert too large. size in bytes: {}, max size: {MAX_BSON_OBJECT_SIZE}",
+                doc.as_bytes().len()
+            ),
         ));
     }
     let mut first = true;
@@ -81,14 +90,21 @@ pub(super) fn prepare_document(doc: &RawDocument) -> Result<RawDocumentBuf> {
 /// `_id` values MongoDB refuses.
 pub(super) fn check_id(id: RawBsonRef<'_>) -> Result<()> {
     match id {
-        RawBsonRef::Array(_) => Err(MongoError::new(ErrorCode::InvalidIdField, "The '_id' value cannot be of type array")),
+        RawBsonRef::Array(_) => Err(MongoError::new(
+            ErrorCode::InvalidIdField,
+            "The '_id' value cannot be of type array",
+        )),
         RawBsonRef::RegularExpression(_) => Err(MongoError::bad_value("can't use a regex for _id")),
         RawBsonRef::Undefined => Err(MongoError::bad_value("can't use a undefined for _id")),
         _ => Ok(()),
     }
 }
 
-pub(super) async fn run<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn run<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let cmd = InsertCommand::parse(&req)?;
     let (db, coll) = target(state, &req, true).await?.expect("created on demand");
     let ns = format!("{}.{}", req.db, coll.name);
@@ -136,5 +152,9 @@ pub(super) async fn run<S: DataNode>(state: &S, _ctx: &RequestContext, req: Comm
     Stats::add(&state.node().stats.op_insert, cmd.documents.len() as i64);
     acknowledge(&db, &cmd.write_concern, seq).await?;
     tracing::trace!(ns = %ns, inserted, "insert");
-    finish_reply(rawdoc! {"n": count_value(inserted)}, errors, &cmd.write_concern)
+    finish_reply(
+        rawdoc! {"n": count_value(inserted)},
+        errors,
+        &cmd.write_concern,
+    )
 }

@@ -13,21 +13,35 @@ pub(super) fn commands() -> Vec<CommandSpec<ShardState>> {
         CommandSpec::new("_addShard", |s, c, r| Box::pin(add_shard(s, c, r)))
             .admin_only()
             .help("Internal: makes this server a shard of a cluster (sets its shard identity)"),
-        CommandSpec::new("_shardsvrDropDatabaseParticipant", |s, c, r| Box::pin(drop_database_participant(s, c, r)))
-            .help("Internal: drops this shard's data of a database"),
-        CommandSpec::new("_shardsvrRenameCollection", |s, c, r| Box::pin(rename_collection(s, c, r)))
-            .help("Internal: renames an unsharded collection of this shard's database"),
-        CommandSpec::new("_flushDatabaseCacheUpdates", |s, c, r| Box::pin(flush_database(s, c, r)))
-            .admin_only()
-            .help("Internal: forgets the cached version of a database so the next request refreshes it"),
+        CommandSpec::new("_shardsvrDropDatabaseParticipant", |s, c, r| {
+            Box::pin(drop_database_participant(s, c, r))
+        })
+        .help("Internal: drops this shard's data of a database"),
+        CommandSpec::new("_shardsvrRenameCollection", |s, c, r| {
+            Box::pin(rename_collection(s, c, r))
+        })
+        .help("Internal: renames an unsharded collection of this shard's database"),
+        CommandSpec::new("_flushDatabaseCacheUpdates", |s, c, r| {
+            Box::pin(flush_database(s, c, r))
+        })
+        .admin_only()
+        .help(
+            "Internal: forgets the cached version of a database so the next request refreshes it",
+        ),
     ]
 }
 
-async fn add_shard(state: &ShardState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
-    let doc = req
-        .args()
-        .document("shardIdentity")?
-        .ok_or_else(|| MongoError::new(ErrorCode::Location(40414), "BSON field '_addShard.shardIdentity' is missing but a required field"))?;
+async fn add_shard(
+    state: &ShardState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let doc = req.args().document("shardIdentity")?.ok_or_else(|| {
+        MongoError::new(
+            ErrorCode::Location(40414),
+            "BSON field '_addShard.shardIdentity' is missing but a required field",
+        )
+    })?;
     let identity = ShardIdentity::from_document(&doc)?;
     if let Some(current) = state.identity() {
         if current.shard_name != identity.shard_name || current.cluster_id != identity.cluster_id {
@@ -35,7 +49,10 @@ async fn add_shard(state: &ShardState, _ctx: &RequestContext, req: CommandReques
                 ErrorCode::InconsistentShardIdentity,
                 format!(
                     "this server is already shard '{}' of cluster {}; it cannot become shard '{}' of cluster {}",
-                    current.shard_name, current.cluster_id, identity.shard_name, identity.cluster_id
+                    current.shard_name,
+                    current.cluster_id,
+                    identity.shard_name,
+                    identity.cluster_id
                 ),
             ));
         }
@@ -45,7 +62,11 @@ async fn add_shard(state: &ShardState, _ctx: &RequestContext, req: CommandReques
     Ok(RawDocumentBuf::new())
 }
 
-async fn drop_database_participant(state: &ShardState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn drop_database_participant(
+    state: &ShardState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     crate::catalog::validate_db_name(&req.db)?;
     state.storage_arc().drop_database(&req.db).await?;
     state.cursors.kill_database(&req.db);
@@ -53,18 +74,34 @@ async fn drop_database_participant(state: &ShardState, _ctx: &RequestContext, re
     Ok(RawDocumentBuf::new())
 }
 
-async fn flush_database(state: &ShardState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
-    let db = req.args().str("_flushDatabaseCacheUpdates")?.unwrap_or_default().to_string();
+async fn flush_database(
+    state: &ShardState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let db = req
+        .args()
+        .str("_flushDatabaseCacheUpdates")?
+        .unwrap_or_default()
+        .to_string();
     state.forget_database_version(&db);
     Ok(RawDocumentBuf::new())
 }
 
-async fn rename_collection(state: &ShardState, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn rename_collection(
+    state: &ShardState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let from = args.collection()?;
     let to = args.str("to")?.ok_or_else(|| {
-        MongoError::new(ErrorCode::Location(40414), "BSON field '_shardsvrRenameCollection.to' is missing but a required field")
+        MongoError::new(
+            ErrorCode::Location(40414),
+            "BSON field '_shardsvrRenameCollection.to' is missing but a required field",
+        )
     })?;
     let drop_target = args.bool("dropTarget")?.unwrap_or(false);
-    super::collections::rename_namespace(state, &format!("{}.{from}", req.db), to, drop_target).await
+    super::collections::rename_namespace(state, &format!("{}.{from}", req.db), to, drop_target)
+        .await
 }

@@ -30,19 +30,38 @@ impl UpdateStatement {
         let u = Bson::try_from(u.to_raw_bson())?;
         let array_filters: Option<Vec<Document>> = args
             .array("arrayFilters")?
-            .map(|items| items.into_iter().map(|f| f.as_document().cloned().ok_or_else(|| MongoError::type_mismatch("arrayFilters entries must be objects"))).collect())
+            .map(|items| {
+                items
+                    .into_iter()
+                    .map(|f| {
+                        f.as_document().cloned().ok_or_else(|| {
+                            MongoError::type_mismatch("arrayFilters entries must be objects")
+                        })
+                    })
+                    .collect()
+            })
             .transpose()?;
         let update = UpdateSpec::parse(&u, array_filters.as_deref())?;
         let multi = args.bool("multi")?.unwrap_or(false);
         if multi && update.is_replacement() {
-            return Err(MongoError::failed_to_parse("multi update is not supported for replacement-style update"));
+            return Err(MongoError::failed_to_parse(
+                "multi update is not supported for replacement-style update",
+            ));
         }
-        Ok(UpdateStatement { query, update, upsert: args.bool("upsert")?.unwrap_or(false), multi })
+        Ok(UpdateStatement {
+            query,
+            update,
+            upsert: args.bool("upsert")?.unwrap_or(false),
+            multi,
+        })
     }
 }
 
 fn missing(field: &str) -> MongoError {
-    MongoError::new(ErrorCode::Location(40414), format!("BSON field 'update.updates.{field}' is missing but a required field"))
+    MongoError::new(
+        ErrorCode::Location(40414),
+        format!("BSON field 'update.updates.{field}' is missing but a required field"),
+    )
 }
 
 /// What one statement did.
@@ -62,7 +81,11 @@ pub(super) async fn update_candidate(
     filter: &Filter,
 ) -> Result<Option<Document>> {
     let mut doc = candidate.doc.clone();
-    let ctx = UpdateContext { is_upsert_insert: false, now: bson::DateTime::now(), matched_filter: Some(filter) };
+    let ctx = UpdateContext {
+        is_upsert_insert: false,
+        now: bson::DateTime::now(),
+        matched_filter: Some(filter),
+    };
     if !update.apply(&mut doc, &ctx)? {
         return Ok(None);
     }
@@ -74,21 +97,34 @@ pub(super) async fn update_candidate(
     }
     let raw = RawDocumentBuf::from_document(&doc)?;
     check_size(&raw)?;
-    txn.replace(coll, candidate.rid, &candidate.raw, &raw).await?;
+    txn.replace(coll, candidate.rid, &candidate.raw, &raw)
+        .await?;
     Ok(Some(doc))
 }
 
 fn check_size(raw: &RawDocumentBuf) -> Result<()> {
     if raw.as_bytes().len() > crate::wire::MAX_BSON_OBJECT_SIZE {
-        return Err(MongoError::new(ErrorCode::BSONObjectTooLarge, "Resulting document after update is larger than 16777216"));
+        return Err(MongoError::new(
+            ErrorCode::BSONObjectTooLarge,
+            "Resulting document after update is larger than 16777216",
+        ));
     }
     Ok(())
 }
 
 /// Builds and inserts the document an upsert creates; returns it.
-pub(super) async fn upsert(txn: &mut WriteTxn<'_>, coll: &CollectionMeta, query: &Document, update: &UpdateSpec) -> Result<Document> {
+pub(super) async fn upsert(
+    txn: &mut WriteTxn<'_>,
+    coll: &CollectionMeta,
+    query: &Document,
+    update: &UpdateSpec,
+) -> Result<Document> {
     let mut doc = upsert_seed(query)?;
-    let ctx = UpdateContext { is_upsert_insert: true, now: bson::DateTime::now(), matched_filter: None };
+    let ctx = UpdateContext {
+        is_upsert_insert: true,
+        now: bson::DateTime::now(),
+        matched_filter: None,
+    };
     update.apply(&mut doc, &ctx)?;
     let raw = prepare_document(&RawDocumentBuf::from_document(&doc)?)?;
     check_size(&raw)?;
@@ -96,14 +132,21 @@ pub(super) async fn upsert(txn: &mut WriteTxn<'_>, coll: &CollectionMeta, query:
     Ok(raw.to_document()?)
 }
 
-async fn run_statement(txn: &mut WriteTxn<'_>, coll: &CollectionMeta, stmt: &UpdateStatement) -> Result<StatementOutcome> {
+async fn run_statement(
+    txn: &mut WriteTxn<'_>,
+    coll: &CollectionMeta,
+    stmt: &UpdateStatement,
+) -> Result<StatementOutcome> {
     let filter = Filter::parse(&stmt.query)?;
     let mut out = StatementOutcome::default();
     let mut position = Position::start(&filter);
     'scan: while !position.done {
         for candidate in position.next_matches(txn, coll, &filter).await? {
             out.matched += 1;
-            if update_candidate(txn, coll, &candidate, &stmt.update, &filter).await?.is_some() {
+            if update_candidate(txn, coll, &candidate, &stmt.update, &filter)
+                .await?
+                .is_some()
+            {
                 out.modified += 1;
             }
             if !stmt.multi {
@@ -118,7 +161,11 @@ async fn run_statement(txn: &mut WriteTxn<'_>, coll: &CollectionMeta, stmt: &Upd
     Ok(out)
 }
 
-pub(super) async fn run<S: DataNode>(state: &S, _ctx: &RequestContext, req: CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn run<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let ordered = args.bool("ordered")?.unwrap_or(true);
     let wc = WriteConcern::parse(&args)?;
@@ -126,11 +173,16 @@ pub(super) async fn run<S: DataNode>(state: &S, _ctx: &RequestContext, req: Comm
     if raw_statements.is_empty() || raw_statements.len() > MAX_WRITE_BATCH_SIZE {
         return Err(MongoError::new(
             ErrorCode::InvalidLength,
-            format!("Write batch sizes must be between 1 and 100000. Got {} operations.", raw_statements.len()),
+            format!(
+                "Write batch sizes must be between 1 and 100000. Got {} operations.",
+                raw_statements.len()
+            ),
         ));
     }
     // Only an upsert creates the collection.
-    let may_upsert = raw_statements.iter().any(|s| matches!(s.get("upsert"), Ok(Some(bson::RawBsonRef::Boolean(true)))));
+    let may_upsert = raw_statements
+        .iter()
+        .any(|s| matches!(s.get("upsert"), Ok(Some(bson::RawBsonRef::Boolean(true)))));
     let Some((db, coll)) = target(state, &req, may_upsert).await? else {
         return finish_reply(rawdoc! {"n": 0, "nModified": 0}, Vec::new(), &wc);
     };

@@ -10,12 +10,20 @@ use bson::{Bson, RawDocumentBuf};
 use std::sync::Arc;
 
 /// The collection a write goes to, created on first write as MongoDB does.
-pub(super) async fn target<S: DataNode>(state: &S, req: &CommandRequest, create: bool) -> Result<Option<(Arc<DatabaseStore>, Arc<CollectionMeta>)>> {
+pub(super) async fn target<S: DataNode>(
+    state: &S,
+    req: &CommandRequest,
+    create: bool,
+) -> Result<Option<(Arc<DatabaseStore>, Arc<CollectionMeta>)>> {
     let coll = req.args().collection()?;
     validate_user_write(&req.db, coll)?;
     if !create {
-        let Some(db) = state.storage().database(&req.db).await else { return Ok(None) };
-        let Some(meta) = db.collection(coll) else { return Ok(None) };
+        let Some(db) = state.storage().database(&req.db).await else {
+            return Ok(None);
+        };
+        let Some(meta) = db.collection(coll) else {
+            return Ok(None);
+        };
         return Ok(Some((db, meta)));
     }
     let db = state.storage().database_or_create(&req.db).await?;
@@ -32,9 +40,16 @@ pub(super) async fn acknowledge(db: &DatabaseStore, wc: &WriteConcern, seq: u64)
 }
 
 /// Appends `writeErrors` and `writeConcernError` to a write reply.
-pub(super) fn finish_reply(mut reply: RawDocumentBuf, write_errors: Vec<(usize, MongoError)>, wc: &WriteConcern) -> Result<RawDocumentBuf> {
+pub(super) fn finish_reply(
+    mut reply: RawDocumentBuf,
+    write_errors: Vec<(usize, MongoError)>,
+    wc: &WriteConcern,
+) -> Result<RawDocumentBuf> {
     if !write_errors.is_empty() {
-        let errors: Vec<Bson> = write_errors.iter().map(|(i, e)| Bson::Document(e.to_write_error(*i))).collect();
+        let errors: Vec<Bson> = write_errors
+            .iter()
+            .map(|(i, e)| Bson::Document(e.to_write_error(*i)))
+            .collect();
         reply.append("writeErrors", bson::RawBson::try_from(Bson::Array(errors))?);
     }
     if let Some(wce) = wc.error() {
@@ -45,5 +60,7 @@ pub(super) fn finish_reply(mut reply: RawDocumentBuf, write_errors: Vec<(usize, 
 
 /// An int32 count when it fits, as MongoDB replies `n`.
 pub(super) fn count_value(n: u64) -> bson::RawBson {
-    i32::try_from(n).map(bson::RawBson::Int32).unwrap_or(bson::RawBson::Int64(n as i64))
+    i32::try_from(n)
+        .map(bson::RawBson::Int32)
+        .unwrap_or(bson::RawBson::Int64(n as i64))
 }

@@ -12,7 +12,12 @@ pub struct SortSpec {
 
 impl SortSpec {
     pub fn parse(spec: &Document) -> Result<SortSpec> {
-        Ok(SortSpec { keys: spec.iter().map(|(k, v)| (k.clone(), v.as_i32().unwrap_or(1) < 0)).collect() })
+        Ok(SortSpec {
+            keys: spec
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_i32().unwrap_or(1) < 0))
+                .collect(),
+        })
     }
     pub fn compare(&self, a: &Document, b: &Document) -> Ordering {
         for (k, desc) in &self.keys {

@@ -18,7 +18,10 @@ pub struct UpdateContext<'a> {
 impl UpdateSpec {
     pub fn parse(update: &Bson, _array_filters: Option<&[Document]>) -> Result<UpdateSpec> {
         match update {
-            Bson::Document(d) => Ok(UpdateSpec { doc: d.clone(), replacement: !d.keys().any(|k| k.starts_with('$')) }),
+            Bson::Document(d) => Ok(UpdateSpec {
+                doc: d.clone(),
+                replacement: !d.keys().any(|k| k.starts_with('$')),
+            }),
             _ => Err(MongoError::bad_value("pipeline updates unsupported")),
         }
     }
@@ -58,5 +61,9 @@ impl UpdateSpec {
 }
 
 pub fn upsert_seed(filter: &Document) -> Result<Document> {
-    Ok(filter.iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k.clone(), v.clone())).collect())
+    Ok(filter
+        .iter()
+        .filter(|(k, _)| !k.starts_with('$'))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect())
 }

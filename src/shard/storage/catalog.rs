@@ -49,11 +49,17 @@ impl CollectionMeta {
     }
 
     pub fn id_index(&self) -> &IndexMeta {
-        self.indexes.iter().find(|i| i.name == "_id_").expect("every collection has an _id index")
+        self.indexes
+            .iter()
+            .find(|i| i.name == "_id_")
+            .expect("every collection has an _id index")
     }
 
     pub fn uuid_bson(&self) -> Bson {
-        Bson::Binary(bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: self.uuid.as_bytes().to_vec() })
+        Bson::Binary(bson::Binary {
+            subtype: bson::spec::BinarySubtype::Uuid,
+            bytes: self.uuid.as_bytes().to_vec(),
+        })
     }
 }
 
@@ -95,10 +101,12 @@ pub(super) struct LoadedCatalog {
 }
 
 pub(super) async fn load(conn: &mut SqliteConnection) -> Result<LoadedCatalog> {
-    let rows = sqlx::query("SELECT name, ident, uuid, options, doc_count, data_size FROM docgrid_collections")
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(|e| sql_error("loading the catalog", e))?;
+    let rows = sqlx::query(
+        "SELECT name, ident, uuid, options, doc_count, data_size FROM docgrid_collections",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(|e| sql_error("loading the catalog", e))?;
     let mut collections = BTreeMap::new();
     let mut stats = BTreeMap::new();
     let mut next_ident = 1;
@@ -107,7 +115,13 @@ pub(super) async fn load(conn: &mut SqliteConnection) -> Result<LoadedCatalog> {
         let ident: i64 = row.get(1);
         let uuid_bytes: Vec<u8> = row.get(2);
         let options: Vec<u8> = row.get(3);
-        stats.insert(ident, CollectionStats { count: row.get(4), data_size: row.get(5) });
+        stats.insert(
+            ident,
+            CollectionStats {
+                count: row.get(4),
+                data_size: row.get(5),
+            },
+        );
         next_ident = next_ident.max(ident + 1);
         collections.insert(
             name.clone(),
@@ -120,19 +134,29 @@ pub(super) async fn load(conn: &mut SqliteConnection) -> Result<LoadedCatalog> {
             },
         );
     }
-    let rows = sqlx::query("SELECT collection_ident, name, ident, spec FROM docgrid_indexes ORDER BY ident")
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(|e| sql_error("loading the index catalog", e))?;
+    let rows = sqlx::query(
+        "SELECT collection_ident, name, ident, spec FROM docgrid_indexes ORDER BY ident",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(|e| sql_error("loading the index catalog", e))?;
     for row in rows {
         let coll: i64 = row.get(0);
         let ident: i64 = row.get(2);
         next_ident = next_ident.max(ident + 1);
         let spec: Vec<u8> = row.get(3);
-        let index = IndexMeta { name: row.get(1), ident, spec: bson::from_slice(&spec).unwrap_or_default() };
+        let index = IndexMeta {
+            name: row.get(1),
+            ident,
+            spec: bson::from_slice(&spec).unwrap_or_default(),
+        };
         if let Some(meta) = collections.values_mut().find(|c| c.ident == coll) {
             meta.indexes.push(index);
         }
     }
-    Ok(LoadedCatalog { collections, stats, next_ident })
+    Ok(LoadedCatalog {
+        collections,
+        stats,
+        next_ident,
+    })
 }

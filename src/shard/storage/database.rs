@@ -8,7 +8,9 @@ use super::sql_error;
 use super::txn::{ReadTxn, WriteTxn};
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::Document;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 use sqlx::{AssertSqlSafe, Connection, Executor, SqliteConnection};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -58,7 +60,9 @@ impl DatabaseStore {
         let mut conn = SqliteConnection::connect_with(&options)
             .await
             .map_err(|e| sql_error(&format!("opening {}", path.display()), e))?;
-        conn.execute(catalog::SCHEMA).await.map_err(|e| sql_error("creating the catalog", e))?;
+        conn.execute(catalog::SCHEMA)
+            .await
+            .map_err(|e| sql_error("creating the catalog", e))?;
         let loaded = catalog::load(&mut conn).await?;
         let readers = SqlitePoolOptions::new()
             .max_connections(4)
@@ -76,7 +80,13 @@ impl DatabaseStore {
                 next_rid: HashMap::new(),
             }),
             readers,
-            catalog: RwLock::new(loaded.collections.into_iter().map(|(k, v)| (k, Arc::new(v))).collect()),
+            catalog: RwLock::new(
+                loaded
+                    .collections
+                    .into_iter()
+                    .map(|(k, v)| (k, Arc::new(v)))
+                    .collect(),
+            ),
             stats: std::sync::Mutex::new(loaded.stats),
         })
     }
@@ -86,7 +96,12 @@ impl DatabaseStore {
     }
 
     pub fn collections(&self) -> Vec<Arc<CollectionMeta>> {
-        self.catalog.read().expect("poisoned").values().cloned().collect()
+        self.catalog
+            .read()
+            .expect("poisoned")
+            .values()
+            .cloned()
+            .collect()
     }
 
     pub fn collection(&self, name: &str) -> Option<Arc<CollectionMeta>> {
@@ -94,7 +109,12 @@ impl DatabaseStore {
     }
 
     pub fn stats(&self, coll: &CollectionMeta) -> CollectionStats {
-        self.stats.lock().expect("poisoned").get(&coll.ident).copied().unwrap_or_default()
+        self.stats
+            .lock()
+            .expect("poisoned")
+            .get(&coll.ident)
+            .copied()
+            .unwrap_or_default()
     }
 
     /// Bytes the database occupies on disk (database file and write-ahead log).
@@ -110,12 +130,20 @@ impl DatabaseStore {
 
     /// A read-only view on a pooled reader connection.
     pub async fn read(&self) -> Result<ReadTxn> {
-        let conn = self.readers.acquire().await.map_err(|e| sql_error("acquiring a reader", e))?;
+        let conn = self
+            .readers
+            .acquire()
+            .await
+            .map_err(|e| sql_error("acquiring a reader", e))?;
         Ok(ReadTxn::new(conn))
     }
 
     /// Creates a collection; `NamespaceExists` if it exists.
-    pub async fn create_collection(&self, name: &str, options: Document) -> Result<Arc<CollectionMeta>> {
+    pub async fn create_collection(
+        &self,
+        name: &str,
+        options: Document,
+    ) -> Result<Arc<CollectionMeta>> {
         let mut writer = self.writer.lock().await;
         if self.collection(name).is_some() {
             return Err(MongoError::new(
@@ -124,26 +152,41 @@ impl DatabaseStore {
             ));
         }
         let ident = writer.next_ident;
-        let id_index = IndexMeta { name: "_id_".into(), ident: ident + 1, spec: id_index_spec() };
-        let meta = CollectionMeta { name: name.to_string(), ident, uuid: Uuid::new_v4(), options, indexes: vec![id_index] };
+        let id_index = IndexMeta {
+            name: "_id_".into(),
+            ident: ident + 1,
+            spec: id_index_spec(),
+        };
+        let meta = CollectionMeta {
+            name: name.to_string(),
+            ident,
+            uuid: Uuid::new_v4(),
+            options,
+            indexes: vec![id_index],
+        };
         let options_bytes = bson::to_vec(&meta.options)?;
         let spec_bytes = bson::to_vec(&meta.indexes[0].spec)?;
         let statements = [
             format!("CREATE TABLE c{ident} (rid INTEGER PRIMARY KEY, doc BLOB NOT NULL)"),
-            format!("CREATE TABLE x{} (key BLOB PRIMARY KEY, rid INTEGER NOT NULL) WITHOUT ROWID", ident + 1),
+            format!(
+                "CREATE TABLE x{} (key BLOB PRIMARY KEY, rid INTEGER NOT NULL) WITHOUT ROWID",
+                ident + 1
+            ),
         ];
         let created = async {
             let mut txn = begin_catalog_txn(&mut writer).await?;
             for sql in statements {
                 txn.execute(AssertSqlSafe(sql)).await?;
             }
-            sqlx::query("INSERT INTO docgrid_collections (name, ident, uuid, options) VALUES (?, ?, ?, ?)")
-                .bind(name)
-                .bind(ident)
-                .bind(meta.uuid.as_bytes().as_slice())
-                .bind(options_bytes)
-                .execute(&mut *txn)
-                .await?;
+            sqlx::query(
+                "INSERT INTO docgrid_collections (name, ident, uuid, options) VALUES (?, ?, ?, ?)",
+            )
+            .bind(name)
+            .bind(ident)
+            .bind(meta.uuid.as_bytes().as_slice())
+            .bind(options_bytes)
+            .execute(&mut *txn)
+            .await?;
             sqlx::query("INSERT INTO docgrid_indexes (collection_ident, name, ident, spec) VALUES (?, '_id_', ?, ?)")
                 .bind(ident)
                 .bind(ident + 1)
@@ -152,11 +195,19 @@ impl DatabaseStore {
                 .await?;
             txn.commit().await
         };
-        created.await.map_err(|e| sql_error("creating a collection", e))?;
+        created
+            .await
+            .map_err(|e| sql_error("creating a collection", e))?;
         writer.next_ident = ident + 2;
         let meta = Arc::new(meta);
-        self.catalog.write().expect("poisoned").insert(name.to_string(), meta.clone());
-        self.stats.lock().expect("poisoned").insert(ident, CollectionStats::default());
+        self.catalog
+            .write()
+            .expect("poisoned")
+            .insert(name.to_string(), meta.clone());
+        self.stats
+            .lock()
+            .expect("poisoned")
+            .insert(ident, CollectionStats::default());
         Ok(meta)
     }
 
@@ -166,9 +217,9 @@ impl DatabaseStore {
             return Ok(meta);
         }
         match self.create_collection(name, Document::new()).await {
-            Err(e) if e.code() == ErrorCode::NamespaceExists => {
-                self.collection(name).ok_or_else(|| MongoError::internal("collection vanished while being created"))
-            }
+            Err(e) if e.code() == ErrorCode::NamespaceExists => self
+                .collection(name)
+                .ok_or_else(|| MongoError::internal("collection vanished while being created")),
             other => other,
         }
     }
@@ -176,7 +227,9 @@ impl DatabaseStore {
     /// Drops a collection with its indexes; returns whether it existed.
     pub async fn drop_collection(&self, name: &str) -> Result<bool> {
         let mut writer = self.writer.lock().await;
-        let Some(meta) = self.collection(name) else { return Ok(false) };
+        let Some(meta) = self.collection(name) else {
+            return Ok(false);
+        };
         drop_tables(&mut writer, &meta).await?;
         writer.next_rid.remove(&meta.ident);
         self.catalog.write().expect("poisoned").remove(name);
@@ -187,10 +240,15 @@ impl DatabaseStore {
     /// Renames a collection within this database, dropping an existing target when asked.
     pub async fn rename_collection(&self, from: &str, to: &str, drop_target: bool) -> Result<()> {
         let mut writer = self.writer.lock().await;
-        let source = self.collection(from).ok_or_else(|| MongoError::namespace_not_found("source namespace does not exist"))?;
+        let source = self
+            .collection(from)
+            .ok_or_else(|| MongoError::namespace_not_found("source namespace does not exist"))?;
         if let Some(target) = self.collection(to) {
             if !drop_target {
-                return Err(MongoError::new(ErrorCode::NamespaceExists, "target namespace exists"));
+                return Err(MongoError::new(
+                    ErrorCode::NamespaceExists,
+                    "target namespace exists",
+                ));
             }
             drop_tables(&mut writer, &target).await?;
             self.catalog.write().expect("poisoned").remove(to);
@@ -205,7 +263,9 @@ impl DatabaseStore {
                 .await?;
             txn.commit().await
         };
-        renamed.await.map_err(|e| sql_error("renaming a collection", e))?;
+        renamed
+            .await
+            .map_err(|e| sql_error("renaming a collection", e))?;
         let mut catalog = self.catalog.write().expect("poisoned");
         catalog.remove(from);
         let mut renamed = (*source).clone();
@@ -225,7 +285,10 @@ impl DatabaseStore {
             let path = self.path.with_extension(suffix);
             if let Err(e) = std::fs::remove_file(&path) {
                 if e.kind() != std::io::ErrorKind::NotFound {
-                    return Err(MongoError::internal(format!("cannot delete {}: {e}", path.display())));
+                    return Err(MongoError::internal(format!(
+                        "cannot delete {}: {e}",
+                        path.display()
+                    )));
                 }
             }
         }
@@ -235,21 +298,35 @@ impl DatabaseStore {
 
 async fn drop_tables(writer: &mut Writer, meta: &CollectionMeta) -> Result<()> {
     let mut statements = vec![format!("DROP TABLE IF EXISTS {}", meta.table())];
-    statements.extend(meta.indexes.iter().map(|i| format!("DROP TABLE IF EXISTS {}", i.table())));
+    statements.extend(
+        meta.indexes
+            .iter()
+            .map(|i| format!("DROP TABLE IF EXISTS {}", i.table())),
+    );
     let dropped = async {
         let mut txn = begin_catalog_txn(writer).await?;
         for sql in statements {
             txn.execute(AssertSqlSafe(sql)).await?;
         }
-        sqlx::query("DELETE FROM docgrid_collections WHERE ident = ?").bind(meta.ident).execute(&mut *txn).await?;
-        sqlx::query("DELETE FROM docgrid_indexes WHERE collection_ident = ?").bind(meta.ident).execute(&mut *txn).await?;
+        sqlx::query("DELETE FROM docgrid_collections WHERE ident = ?")
+            .bind(meta.ident)
+            .execute(&mut *txn)
+            .await?;
+        sqlx::query("DELETE FROM docgrid_indexes WHERE collection_ident = ?")
+            .bind(meta.ident)
+            .execute(&mut *txn)
+            .await?;
         txn.commit().await
     };
-    dropped.await.map_err(|e| sql_error("dropping a collection", e))
+    dropped
+        .await
+        .map_err(|e| sql_error("dropping a collection", e))
 }
 
 /// A transaction for catalog changes on the writer, after rolling back any abandoned one.
-async fn begin_catalog_txn(writer: &mut Writer) -> Result<sqlx::Transaction<'_, sqlx::Sqlite>, sqlx::Error> {
+async fn begin_catalog_txn(
+    writer: &mut Writer,
+) -> Result<sqlx::Transaction<'_, sqlx::Sqlite>, sqlx::Error> {
     if writer.in_txn {
         writer.conn.execute("ROLLBACK").await?;
         writer.in_txn = false;

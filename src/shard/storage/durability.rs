@@ -52,8 +52,13 @@ impl Durability {
 /// SQLite's own connection wrote. A missing WAL means everything was checkpointed already.
 fn sync_file(path: &Path) -> Result<()> {
     match std::fs::File::open(path) {
-        Ok(file) => file.sync_data().map_err(|e| MongoError::internal(format!("fsync of {} failed: {e}", path.display()))),
+        Ok(file) => file
+            .sync_data()
+            .map_err(|e| MongoError::internal(format!("fsync of {} failed: {e}", path.display()))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(MongoError::internal(format!("cannot open {} for fsync: {e}", path.display()))),
+        Err(e) => Err(MongoError::internal(format!(
+            "cannot open {} for fsync: {e}",
+            path.display()
+        ))),
     }
 }

@@ -8,10 +8,15 @@ use bson::{Bson, Document};
 /// The keys of `doc` in `index`. The `_id` index has exactly one key per document.
 pub fn index_keys(index: &IndexMeta, doc: &Document) -> Result<Vec<Vec<u8>>> {
     if index.name == "_id_" {
-        let id = doc.get("_id").ok_or_else(|| MongoError::internal("document without _id reached storage"))?;
+        let id = doc
+            .get("_id")
+            .ok_or_else(|| MongoError::internal("document without _id reached storage"))?;
         return Ok(vec![keystring::encode_one(id)]);
     }
-    Err(MongoError::internal(format!("secondary index {} has no key generator", index.name)))
+    Err(MongoError::internal(format!(
+        "secondary index {} has no key generator",
+        index.name
+    )))
 }
 
 /// The key of an `_id` value in the `_id` index.
@@ -24,7 +29,14 @@ pub fn key_value(index: &IndexMeta, doc: &Document) -> Document {
     index
         .key_pattern()
         .keys()
-        .map(|field| (field.clone(), crate::document::path::get_path(doc, field).cloned().unwrap_or(Bson::Null)))
+        .map(|field| {
+            (
+                field.clone(),
+                crate::document::path::get_path(doc, field)
+                    .cloned()
+                    .unwrap_or(Bson::Null),
+            )
+        })
         .collect()
 }
 

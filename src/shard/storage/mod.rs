@@ -29,19 +29,31 @@ const FILE_SUFFIX: &str = ".sqlite";
 impl Storage {
     /// Opens (creating if needed) the data directory and every database file in it.
     pub async fn open(dir: &Path) -> Result<Arc<Storage>> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| MongoError::internal(format!("cannot create data directory {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| {
+            MongoError::internal(format!(
+                "cannot create data directory {}: {e}",
+                dir.display()
+            ))
+        })?;
         let mut dbs = BTreeMap::new();
-        let entries = std::fs::read_dir(dir)
-            .map_err(|e| MongoError::internal(format!("cannot read data directory {}: {e}", dir.display())))?;
+        let entries = std::fs::read_dir(dir).map_err(|e| {
+            MongoError::internal(format!("cannot read data directory {}: {e}", dir.display()))
+        })?;
         for entry in entries.flatten() {
             let file = entry.file_name().to_string_lossy().to_string();
-            let Some(encoded) = file.strip_suffix(FILE_SUFFIX) else { continue };
-            let Some(name) = decode_name(encoded) else { continue };
+            let Some(encoded) = file.strip_suffix(FILE_SUFFIX) else {
+                continue;
+            };
+            let Some(name) = decode_name(encoded) else {
+                continue;
+            };
             let db = DatabaseStore::open(&name, &entry.path()).await?;
             dbs.insert(name, Arc::new(db));
         }
-        Ok(Arc::new(Storage { dir: dir.to_path_buf(), dbs: RwLock::new(dbs) }))
+        Ok(Arc::new(Storage {
+            dir: dir.to_path_buf(),
+            dbs: RwLock::new(dbs),
+        }))
     }
 
     pub fn dir(&self) -> &Path {
@@ -66,7 +78,9 @@ impl Storage {
         if let Some(other) = dbs.keys().find(|k| k.eq_ignore_ascii_case(name)) {
             return Err(MongoError::new(
                 ErrorCode::DatabaseDifferCase,
-                format!("db already exists with different case already have: [{other}] trying to create [{name}]"),
+                format!(
+                    "db already exists with different case already have: [{other}] trying to create [{name}]"
+                ),
             ));
         }
         let path = self.dir.join(format!("{}{FILE_SUFFIX}", encode_name(name)));

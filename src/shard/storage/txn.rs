@@ -18,7 +18,11 @@ pub type RecordId = i64;
 /// stay far below SQLite's bound-parameter limit.
 const INSERT_CHUNK: usize = 500;
 
-async fn fetch_by_id(conn: &mut SqliteConnection, coll: &CollectionMeta, id: &Bson) -> Result<Option<(RecordId, RawDocumentBuf)>> {
+async fn fetch_by_id(
+    conn: &mut SqliteConnection,
+    coll: &CollectionMeta,
+    id: &Bson,
+) -> Result<Option<(RecordId, RawDocumentBuf)>> {
     let sql = format!(
         "SELECT c.rid, c.doc FROM {} i JOIN {} c ON c.rid = i.rid WHERE i.key = ?",
         coll.id_index().table(),
@@ -29,22 +33,34 @@ async fn fetch_by_id(conn: &mut SqliteConnection, coll: &CollectionMeta, id: &Bs
         .fetch_optional(&mut *conn)
         .await
         .map_err(|e| sql_error("reading by _id", e))?;
-    row.map(|row| Ok((row.get::<i64, _>(0), raw_from_row(row.get(1))?))).transpose()
+    row.map(|row| Ok((row.get::<i64, _>(0), raw_from_row(row.get(1))?)))
+        .transpose()
 }
 
-async fn scan(conn: &mut SqliteConnection, coll: &CollectionMeta, after: RecordId, limit: i64) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
-    let sql = format!("SELECT rid, doc FROM {} WHERE rid > ? ORDER BY rid LIMIT ?", coll.table());
+async fn scan(
+    conn: &mut SqliteConnection,
+    coll: &CollectionMeta,
+    after: RecordId,
+    limit: i64,
+) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
+    let sql = format!(
+        "SELECT rid, doc FROM {} WHERE rid > ? ORDER BY rid LIMIT ?",
+        coll.table()
+    );
     let rows = sqlx::query(AssertSqlSafe(sql))
         .bind(after)
         .bind(limit)
         .fetch_all(&mut *conn)
         .await
         .map_err(|e| sql_error("scanning a collection", e))?;
-    rows.into_iter().map(|row| Ok((row.get::<i64, _>(0), raw_from_row(row.get(1))?))).collect()
+    rows.into_iter()
+        .map(|row| Ok((row.get::<i64, _>(0), raw_from_row(row.get(1))?)))
+        .collect()
 }
 
 fn raw_from_row(bytes: Vec<u8>) -> Result<RawDocumentBuf> {
-    RawDocumentBuf::from_bytes(bytes).map_err(|e| MongoError::internal(format!("corrupt document in storage: {e}")))
+    RawDocumentBuf::from_bytes(bytes)
+        .map_err(|e| MongoError::internal(format!("corrupt document in storage: {e}")))
 }
 
 /// A read view on one pooled connection. Each statement sees the latest committed state.
@@ -57,12 +73,21 @@ impl ReadTxn {
         ReadTxn { conn }
     }
 
-    pub async fn fetch_by_id(&mut self, coll: &CollectionMeta, id: &Bson) -> Result<Option<(RecordId, RawDocumentBuf)>> {
+    pub async fn fetch_by_id(
+        &mut self,
+        coll: &CollectionMeta,
+        id: &Bson,
+    ) -> Result<Option<(RecordId, RawDocumentBuf)>> {
         fetch_by_id(&mut self.conn, coll, id).await
     }
 
     /// Up to `limit` documents with record ids above `after`, in record-id order.
-    pub async fn scan(&mut self, coll: &CollectionMeta, after: RecordId, limit: i64) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
+    pub async fn scan(
+        &mut self,
+        coll: &CollectionMeta,
+        after: RecordId,
+        limit: i64,
+    ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
         scan(&mut self.conn, coll, after, limit).await
     }
 }
@@ -80,25 +105,49 @@ fn is_unique_violation(e: &sqlx::Error) -> bool {
 }
 
 impl<'a> WriteTxn<'a> {
-    pub(super) async fn begin(db: &'a DatabaseStore, mut writer: tokio::sync::MutexGuard<'a, Writer>) -> Result<Self> {
+    pub(super) async fn begin(
+        db: &'a DatabaseStore,
+        mut writer: tokio::sync::MutexGuard<'a, Writer>,
+    ) -> Result<Self> {
         if writer.in_txn {
-            writer.conn.execute("ROLLBACK").await.map_err(|e| sql_error("rolling back an abandoned transaction", e))?;
+            writer
+                .conn
+                .execute("ROLLBACK")
+                .await
+                .map_err(|e| sql_error("rolling back an abandoned transaction", e))?;
             writer.in_txn = false;
         }
-        writer.conn.execute("BEGIN IMMEDIATE").await.map_err(|e| sql_error("starting a transaction", e))?;
+        writer
+            .conn
+            .execute("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| sql_error("starting a transaction", e))?;
         writer.in_txn = true;
-        Ok(WriteTxn { db, writer, deltas: BTreeMap::new() })
+        Ok(WriteTxn {
+            db,
+            writer,
+            deltas: BTreeMap::new(),
+        })
     }
 
     pub fn database(&self) -> &DatabaseStore {
         self.db
     }
 
-    pub async fn fetch_by_id(&mut self, coll: &CollectionMeta, id: &Bson) -> Result<Option<(RecordId, RawDocumentBuf)>> {
+    pub async fn fetch_by_id(
+        &mut self,
+        coll: &CollectionMeta,
+        id: &Bson,
+    ) -> Result<Option<(RecordId, RawDocumentBuf)>> {
         fetch_by_id(&mut self.writer.conn, coll, id).await
     }
 
-    pub async fn scan(&mut self, coll: &CollectionMeta, after: RecordId, limit: i64) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
+    pub async fn scan(
+        &mut self,
+        coll: &CollectionMeta,
+        after: RecordId,
+        limit: i64,
+    ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
         scan(&mut self.writer.conn, coll, after, limit).await
     }
 
@@ -119,13 +168,21 @@ impl<'a> WriteTxn<'a> {
     }
 
     async fn exec(&mut self, sql: &str) -> Result<()> {
-        self.writer.conn.execute(AssertSqlSafe(sql.to_string())).await.map_err(|e| sql_error(sql, e))?;
+        self.writer
+            .conn
+            .execute(AssertSqlSafe(sql.to_string()))
+            .await
+            .map_err(|e| sql_error(sql, e))?;
         Ok(())
     }
 
     /// Inserts documents (each already carrying `_id`) in order. On the first failure, returns
     /// how many were inserted before it and the failure; nothing of the failing document stays.
-    pub async fn insert(&mut self, coll: &CollectionMeta, docs: &[&RawDocument]) -> std::result::Result<(), (usize, MongoError)> {
+    pub async fn insert(
+        &mut self,
+        coll: &CollectionMeta,
+        docs: &[&RawDocument],
+    ) -> std::result::Result<(), (usize, MongoError)> {
         let mut done = 0;
         for chunk in docs.chunks(INSERT_CHUNK) {
             match self.insert_chunk(coll, chunk).await {
@@ -143,7 +200,11 @@ impl<'a> WriteTxn<'a> {
     }
 
     /// One multi-row statement per table, inside a savepoint so a duplicate undoes the chunk.
-    async fn insert_chunk(&mut self, coll: &CollectionMeta, chunk: &[&RawDocument]) -> std::result::Result<(), InsertError> {
+    async fn insert_chunk(
+        &mut self,
+        coll: &CollectionMeta,
+        chunk: &[&RawDocument],
+    ) -> std::result::Result<(), InsertError> {
         let first_rid = self.next_rids(coll, chunk.len()).await?;
         let mut index_rows: Vec<Vec<(Vec<u8>, RecordId)>> = vec![Vec::new(); coll.indexes.len()];
         let mut bytes = 0i64;
@@ -159,7 +220,11 @@ impl<'a> WriteTxn<'a> {
         }
         self.exec("SAVEPOINT insert_chunk").await?;
         let outcome = async {
-            let sql = format!("INSERT INTO {} (rid, doc) VALUES {}", coll.table(), placeholders(chunk.len()));
+            let sql = format!(
+                "INSERT INTO {} (rid, doc) VALUES {}",
+                coll.table(),
+                placeholders(chunk.len())
+            );
             let mut query = sqlx::query(AssertSqlSafe(sql));
             for (i, raw) in chunk.iter().enumerate() {
                 query = query.bind(first_rid + i as i64).bind(raw.as_bytes());
@@ -167,7 +232,11 @@ impl<'a> WriteTxn<'a> {
             query.execute(&mut self.writer.conn).await?;
             for (slot, index) in coll.indexes.iter().enumerate() {
                 for rows in index_rows[slot].chunks(INSERT_CHUNK) {
-                    let sql = format!("INSERT INTO {} (key, rid) VALUES {}", index.table(), placeholders(rows.len()));
+                    let sql = format!(
+                        "INSERT INTO {} (key, rid) VALUES {}",
+                        index.table(),
+                        placeholders(rows.len())
+                    );
                     let mut query = sqlx::query(AssertSqlSafe(sql));
                     for (key, rid) in rows {
                         query = query.bind(key.as_slice()).bind(*rid);
@@ -201,7 +270,11 @@ impl<'a> WriteTxn<'a> {
     }
 
     /// Inserts one document, reporting which unique index it collides with.
-    pub async fn insert_one(&mut self, coll: &CollectionMeta, raw: &RawDocument) -> Result<RecordId> {
+    pub async fn insert_one(
+        &mut self,
+        coll: &CollectionMeta,
+        raw: &RawDocument,
+    ) -> Result<RecordId> {
         let rid = self.next_rids(coll, 1).await?;
         let doc = raw_to_document(raw)?;
         self.exec("SAVEPOINT insert_one").await?;
@@ -223,7 +296,13 @@ impl<'a> WriteTxn<'a> {
         }
     }
 
-    async fn insert_row(&mut self, coll: &CollectionMeta, rid: RecordId, raw: &RawDocument, doc: &Document) -> Result<()> {
+    async fn insert_row(
+        &mut self,
+        coll: &CollectionMeta,
+        rid: RecordId,
+        raw: &RawDocument,
+        doc: &Document,
+    ) -> Result<()> {
         let sql = format!("INSERT INTO {} (rid, doc) VALUES (?, ?)", coll.table());
         sqlx::query(AssertSqlSafe(sql))
             .bind(rid)
@@ -239,18 +318,37 @@ impl<'a> WriteTxn<'a> {
         Ok(())
     }
 
-    async fn insert_key(&mut self, coll: &CollectionMeta, index: &super::IndexMeta, key: Vec<u8>, rid: RecordId, doc: &Document) -> Result<()> {
+    async fn insert_key(
+        &mut self,
+        coll: &CollectionMeta,
+        index: &super::IndexMeta,
+        key: Vec<u8>,
+        rid: RecordId,
+        doc: &Document,
+    ) -> Result<()> {
         let sql = format!("INSERT INTO {} (key, rid) VALUES (?, ?)", index.table());
-        match sqlx::query(AssertSqlSafe(sql)).bind(key).bind(rid).execute(&mut self.writer.conn).await {
+        match sqlx::query(AssertSqlSafe(sql))
+            .bind(key)
+            .bind(rid)
+            .execute(&mut self.writer.conn)
+            .await
+        {
             Ok(_) => Ok(()),
-            Err(e) if is_unique_violation(&e) => {
-                Err(duplicate_key_error(&format!("{}.{}", self.db.name(), coll.name), index, doc))
-            }
+            Err(e) if is_unique_violation(&e) => Err(duplicate_key_error(
+                &format!("{}.{}", self.db.name(), coll.name),
+                index,
+                doc,
+            )),
             Err(e) => Err(sql_error("inserting an index key", e)),
         }
     }
 
-    async fn delete_key(&mut self, index: &super::IndexMeta, key: &[u8], rid: RecordId) -> Result<()> {
+    async fn delete_key(
+        &mut self,
+        index: &super::IndexMeta,
+        key: &[u8],
+        rid: RecordId,
+    ) -> Result<()> {
         let sql = format!("DELETE FROM {} WHERE key = ? AND rid = ?", index.table());
         sqlx::query(AssertSqlSafe(sql))
             .bind(key)
@@ -262,7 +360,13 @@ impl<'a> WriteTxn<'a> {
     }
 
     /// Replaces the document at `rid`, moving its index entries from `old`'s keys to `new`'s.
-    pub async fn replace(&mut self, coll: &CollectionMeta, rid: RecordId, old: &RawDocument, new: &RawDocument) -> Result<()> {
+    pub async fn replace(
+        &mut self,
+        coll: &CollectionMeta,
+        rid: RecordId,
+        old: &RawDocument,
+        new: &RawDocument,
+    ) -> Result<()> {
         let (old_doc, new_doc) = (raw_to_document(old)?, raw_to_document(new)?);
         self.exec("SAVEPOINT replace_one").await?;
         let result = async {
@@ -289,7 +393,8 @@ impl<'a> WriteTxn<'a> {
         match result {
             Ok(()) => {
                 self.exec("RELEASE replace_one").await?;
-                self.deltas.entry(coll.ident).or_default().data_size += new.as_bytes().len() as i64 - old.as_bytes().len() as i64;
+                self.deltas.entry(coll.ident).or_default().data_size +=
+                    new.as_bytes().len() as i64 - old.as_bytes().len() as i64;
                 Ok(())
             }
             Err(e) => {
@@ -301,7 +406,12 @@ impl<'a> WriteTxn<'a> {
     }
 
     /// Deletes the document at `rid` (whose current content is `old`) and its index entries.
-    pub async fn delete(&mut self, coll: &CollectionMeta, rid: RecordId, old: &RawDocument) -> Result<()> {
+    pub async fn delete(
+        &mut self,
+        coll: &CollectionMeta,
+        rid: RecordId,
+        old: &RawDocument,
+    ) -> Result<()> {
         let doc = raw_to_document(old)?;
         let sql = format!("DELETE FROM {} WHERE rid = ?", coll.table());
         sqlx::query(AssertSqlSafe(sql))
