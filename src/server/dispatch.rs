@@ -192,3 +192,65 @@ pub fn ok_reply(mut reply: RawDocumentBuf) -> RawDocumentBuf {
     }
     reply
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::logbuf::LogBuffer;
+    use crate::server::{CmdLine, Parameters, Role};
+    use bson::rawdoc;
+
+    struct TestState {
+        node: Node,
+        table: CommandTable<TestState>,
+    }
+
+    impl NodeState for TestState {
+        fn node(&self) -> &Node {
+            &self.node
+        }
+        fn commands(&self) -> &CommandTable<Self> {
+            &self.table
+        }
+    }
+
+    async fn panics(_: &TestState, _: &RequestContext, _: CommandRequest) -> Result<RawDocumentBuf> {
+        panic!("boom")
+    }
+
+    fn dispatcher() -> Dispatcher<TestState> {
+        let table = CommandTable::new(vec![
+            CommandSpec::new("explode", |s, c, r| Box::pin(panics(s, c, r))),
+            CommandSpec::new("adminThing", |_, _, _| Box::pin(async { Ok(RawDocumentBuf::new()) })).admin_only(),
+        ]);
+        let node = Node::new(Role::Shard, CmdLine::default(), Parameters::new(false), Arc::new(LogBuffer::default()));
+        Dispatcher::new(Arc::new(TestState { node, table }))
+    }
+
+    async fn run(d: &Dispatcher<TestState>, db: &str, body: RawDocumentBuf) -> bson::Document {
+        let reply = d.execute(&RequestContext::internal(), CommandRequest::new(db, body).unwrap()).await;
+        reply.to_document().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_becomes_internal_error_and_the_dispatcher_lives_on() {
+        let d = dispatcher();
+        let reply = run(&d, "admin", rawdoc! {"explode": 1}).await;
+        assert_eq!(reply.get_i32("code").unwrap(), 1);
+        assert_eq!(reply.get_str("codeName").unwrap(), "InternalError");
+        assert!(reply.get_str("errmsg").unwrap().contains("boom"));
+        let reply = run(&d, "admin", rawdoc! {"adminThing": 1}).await;
+        assert_eq!(reply.get_f64("ok").unwrap(), 1.0);
+    }
+
+    #[tokio::test]
+    async fn unknown_and_misplaced_commands() {
+        let d = dispatcher();
+        let reply = run(&d, "admin", rawdoc! {"nope": 1}).await;
+        assert_eq!(reply.get_i32("code").unwrap(), 59);
+        assert_eq!(reply.get_str("errmsg").unwrap(), "no such command: 'nope'");
+        let reply = run(&d, "app", rawdoc! {"adminThing": 1}).await;
+        assert_eq!(reply.get_i32("code").unwrap(), 13);
+        assert_eq!(reply.get_str("errmsg").unwrap(), "adminThing may only be run against the admin database.");
+    }
+}

@@ -161,3 +161,6 @@ mod tests {
         assert_eq!(encode_name("a b"), "a%20b");
     }
 }
+
+#[cfg(test)]
+mod engine_tests;

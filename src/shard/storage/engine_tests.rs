@@ -1,0 +1,91 @@
+//! Storage engine tests on a temporary directory.
+
+use super::*;
+use bson::{Bson, doc, rawdoc};
+
+async fn open() -> (tempfile::TempDir, Arc<Storage>) {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::open(dir.path()).await.unwrap();
+    (dir, storage)
+}
+
+#[tokio::test]
+async fn inserts_reads_and_reports_duplicates() {
+    let (_dir, storage) = open().await;
+    let db = storage.database_or_create("app").await.unwrap();
+    let coll = db.ensure_collection("c").await.unwrap();
+    let docs: Vec<_> = (0..1200).map(|i| rawdoc! {"_id": i, "v": i * 2}).collect();
+    let refs: Vec<_> = docs.iter().map(|d| d.as_ref()).collect();
+    let mut txn = db.write().await.unwrap();
+    txn.insert(&coll, &refs).await.unwrap();
+    // 1.0 equals the existing _id 1: the batch stops there, the first document stays.
+    let dup = [rawdoc! {"_id": 5000}, rawdoc! {"_id": 1.0}, rawdoc! {"_id": 5001}];
+    let dup_refs: Vec<_> = dup.iter().map(|d| d.as_ref()).collect();
+    let (done, err) = txn.insert(&coll, &dup_refs).await.unwrap_err();
+    assert_eq!(done, 1);
+    assert_eq!(err.code(), crate::error::ErrorCode::DuplicateKey);
+    assert_eq!(err.extra().unwrap().get_document("keyValue").unwrap(), &doc! {"_id": 1.0});
+    txn.commit().await.unwrap();
+    assert_eq!(db.stats(&coll).count, 1201);
+    let mut read = db.read().await.unwrap();
+    let (_, found) = read.fetch_by_id(&coll, &Bson::Int64(7)).await.unwrap().unwrap();
+    assert_eq!(found.to_document().unwrap(), doc! {"_id": 7, "v": 14});
+    let first = read.scan(&coll, 0, 10).await.unwrap();
+    assert_eq!(first.len(), 10);
+    let next = read.scan(&coll, first.last().unwrap().0, 5000).await.unwrap();
+    assert_eq!(first.len() + next.len(), 1201);
+}
+
+#[tokio::test]
+async fn replace_delete_rollback_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let storage = Storage::open(dir.path()).await.unwrap();
+        let db = storage.database_or_create("app").await.unwrap();
+        let coll = db.ensure_collection("c").await.unwrap();
+        let mut txn = db.write().await.unwrap();
+        for i in 0..3 {
+            txn.insert_one(&coll, &rawdoc! {"_id": i, "v": "x"}).await.unwrap();
+        }
+        let (rid, old) = txn.fetch_by_id(&coll, &Bson::Int32(1)).await.unwrap().unwrap();
+        txn.replace(&coll, rid, &old, &rawdoc! {"_id": 1, "v": "longer value"}).await.unwrap();
+        let (rid, old) = txn.fetch_by_id(&coll, &Bson::Int32(2)).await.unwrap().unwrap();
+        txn.delete(&coll, rid, &old).await.unwrap();
+        let seq = txn.commit().await.unwrap();
+        db.wait_durable(seq).await.unwrap();
+        let mut txn = db.write().await.unwrap();
+        txn.insert_one(&coll, &rawdoc! {"_id": 99}).await.unwrap();
+        txn.rollback().await.unwrap();
+        // An abandoned transaction is rolled back by the next writer.
+        let mut abandoned = db.write().await.unwrap();
+        abandoned.insert_one(&coll, &rawdoc! {"_id": 98}).await.unwrap();
+        drop(abandoned);
+        db.write().await.unwrap().commit().await.unwrap();
+        db.create_collection("other", doc! {}).await.unwrap();
+        db.rename_collection("other", "renamed", false).await.unwrap();
+    }
+    let storage = Storage::open(dir.path()).await.unwrap();
+    let db = storage.database("app").await.unwrap();
+    let coll = db.collection("c").unwrap();
+    assert_eq!(db.stats(&coll).count, 2);
+    let mut read = db.read().await.unwrap();
+    let (_, one) = read.fetch_by_id(&coll, &Bson::Int32(1)).await.unwrap().unwrap();
+    assert_eq!(one.to_document().unwrap().get_str("v").unwrap(), "longer value");
+    assert!(read.fetch_by_id(&coll, &Bson::Int32(99)).await.unwrap().is_none());
+    assert!(read.fetch_by_id(&coll, &Bson::Int32(98)).await.unwrap().is_none());
+    drop(read);
+    assert!(db.collection("renamed").is_some() && db.collection("other").is_none());
+    assert_eq!(storage.database_names().await, vec!["app".to_string()]);
+    assert!(db.drop_collection("c").await.unwrap());
+    assert!(storage.drop_database("app").await.unwrap());
+    assert!(storage.database("app").await.is_none());
+    assert!(!dir.path().join("app.sqlite").exists());
+}
+
+#[tokio::test]
+async fn database_names_differing_only_in_case_are_refused() {
+    let (_dir, storage) = open().await;
+    storage.database_or_create("Shop").await.unwrap();
+    let err = storage.database_or_create("shop").await.err().unwrap();
+    assert_eq!(err.code(), crate::error::ErrorCode::DatabaseDifferCase);
+}
