@@ -1,7 +1,9 @@
 //! BSON semantics every role shares: MongoDB's comparison order, numeric comparison across
-//! types, dotted field paths. Pure functions, no IO.
+//! types, order-preserving key bytes, MongoDB's hashed-index hash, dotted field paths. Pure
+//! functions, no IO.
 
 pub mod display;
+pub mod hashed;
 pub mod keystring;
 pub mod numeric;
 pub mod order;

@@ -2,7 +2,8 @@
 //! index keys): first by canonical type, then by value within the type.
 
 use super::numeric::{self, Number};
-use bson::{Bson, Document};
+use bson::{Binary, Bson, Document, spec::BinarySubtype};
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 /// The canonical type rank MongoDB compares first; types with equal rank compare by value
@@ -41,12 +42,13 @@ pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
         }
         (Bson::Document(x), Bson::Document(y)) => compare_documents(x, y),
         (Bson::Array(x), Bson::Array(y)) => compare_arrays(x, y),
-        (Bson::Binary(x), Bson::Binary(y)) => x
-            .bytes
-            .len()
-            .cmp(&y.bytes.len())
-            .then_with(|| u8::from(x.subtype).cmp(&u8::from(y.subtype)))
-            .then_with(|| x.bytes.cmp(&y.bytes)),
+        (Bson::Binary(x), Bson::Binary(y)) => {
+            let (px, py) = (binary_payload(x), binary_payload(y));
+            px.len()
+                .cmp(&py.len())
+                .then_with(|| u8::from(x.subtype).cmp(&u8::from(y.subtype)))
+                .then_with(|| px.cmp(&py))
+        }
         (Bson::ObjectId(x), Bson::ObjectId(y)) => x.bytes().cmp(&y.bytes()),
         (Bson::Boolean(x), Bson::Boolean(y)) => x.cmp(y),
         (Bson::DateTime(x), Bson::DateTime(y)) => x.timestamp_millis().cmp(&y.timestamp_millis()),
@@ -59,10 +61,13 @@ pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
             .cmp(y.pattern.as_bytes())
             .then_with(|| x.options.as_bytes().cmp(y.options.as_bytes())),
         (Bson::DbPointer(_), Bson::DbPointer(_)) => {
-            // DBPointer fields are private in the bson crate; compare their canonical encodings.
-            let ex = bson::to_vec(&bson::doc! {"": a.clone()}).unwrap_or_default();
-            let ey = bson::to_vec(&bson::doc! {"": b.clone()}).unwrap_or_default();
-            ex.cmp(&ey)
+            // MongoDB compares the value sizes, then the bytes: namespace length, namespace, id.
+            let (nx, ix) = db_pointer_parts(a).unwrap_or_default();
+            let (ny, iy) = db_pointer_parts(b).unwrap_or_default();
+            nx.len()
+                .cmp(&ny.len())
+                .then_with(|| nx.cmp(&ny))
+                .then_with(|| ix.cmp(&iy))
         }
         (Bson::JavaScriptCode(x), Bson::JavaScriptCode(y)) => x.as_bytes().cmp(y.as_bytes()),
         (Bson::JavaScriptCodeWithScope(x), Bson::JavaScriptCodeWithScope(y)) => x
@@ -112,6 +117,39 @@ fn compare_arrays(a: &[Bson], b: &[Bson]) -> Ordering {
         }
     }
     a.len().cmp(&b.len())
+}
+
+/// The binary payload as MongoDB sees it after the subtype byte: the old binary subtype (2)
+/// carries its own length in front of the bytes, which the bson crate strips when it parses.
+pub fn binary_payload(value: &Binary) -> Cow<'_, [u8]> {
+    if value.subtype == BinarySubtype::BinaryOld {
+        let inner = i32::try_from(value.bytes.len()).unwrap_or(i32::MAX);
+        let mut payload = Vec::with_capacity(value.bytes.len() + 4);
+        payload.extend_from_slice(&inner.to_le_bytes());
+        payload.extend_from_slice(&value.bytes);
+        Cow::Owned(payload)
+    } else {
+        Cow::Borrowed(&value.bytes)
+    }
+}
+
+/// The namespace bytes and id of a DBPointer; `None` for any other value. The bson crate keeps
+/// both fields private, so they are read back from the value's BSON encoding.
+pub fn db_pointer_parts(value: &Bson) -> Option<(Vec<u8>, [u8; 12])> {
+    if !matches!(value, Bson::DbPointer(_)) {
+        return None;
+    }
+    let mut encoded = Vec::new();
+    bson::doc! {"": value.clone()}
+        .to_writer(&mut encoded)
+        .ok()?;
+    // Layout: document length (4), type (1), empty key's NUL (1), namespace length including
+    // its NUL (4), namespace, NUL, id (12), document terminator.
+    let ns_len = u32::from_le_bytes(encoded.get(6..10)?.try_into().ok()?) as usize;
+    let ns_end = 10 + ns_len.checked_sub(1)?;
+    let namespace = encoded.get(10..ns_end)?.to_vec();
+    let id: [u8; 12] = encoded.get(ns_end + 1..ns_end + 13)?.try_into().ok()?;
+    Some((namespace, id))
 }
 
 /// Equality in MongoDB's sense (`1 == 1.0`, `{a: 1} != {a: 1, b: 2}`).

@@ -214,21 +214,38 @@ mod tests {
         }
     }
 
-    async fn panics(_: &TestState, _: &RequestContext, _: CommandRequest) -> Result<RawDocumentBuf> {
+    async fn panics(
+        _: &TestState,
+        _: &RequestContext,
+        _: CommandRequest,
+    ) -> Result<RawDocumentBuf> {
         panic!("boom")
     }
 
     fn dispatcher() -> Dispatcher<TestState> {
         let table = CommandTable::new(vec![
             CommandSpec::new("explode", |s, c, r| Box::pin(panics(s, c, r))),
-            CommandSpec::new("adminThing", |_, _, _| Box::pin(async { Ok(RawDocumentBuf::new()) })).admin_only(),
+            CommandSpec::new("adminThing", |_, _, _| {
+                Box::pin(async { Ok(RawDocumentBuf::new()) })
+            })
+            .admin_only(),
         ]);
-        let node = Node::new(Role::Shard, CmdLine::default(), Parameters::new(false), Arc::new(LogBuffer::default()));
+        let node = Node::new(
+            Role::Shard,
+            CmdLine::default(),
+            Parameters::new(false),
+            Arc::new(LogBuffer::default()),
+        );
         Dispatcher::new(Arc::new(TestState { node, table }))
     }
 
     async fn run(d: &Dispatcher<TestState>, db: &str, body: RawDocumentBuf) -> bson::Document {
-        let reply = d.execute(&RequestContext::internal(), CommandRequest::new(db, body).unwrap()).await;
+        let reply = d
+            .execute(
+                &RequestContext::internal(),
+                CommandRequest::new(db, body).unwrap(),
+            )
+            .await;
         reply.to_document().unwrap()
     }
 
@@ -251,6 +268,9 @@ mod tests {
         assert_eq!(reply.get_str("errmsg").unwrap(), "no such command: 'nope'");
         let reply = run(&d, "app", rawdoc! {"adminThing": 1}).await;
         assert_eq!(reply.get_i32("code").unwrap(), 13);
-        assert_eq!(reply.get_str("errmsg").unwrap(), "adminThing may only be run against the admin database.");
+        assert_eq!(
+            reply.get_str("errmsg").unwrap(),
+            "adminThing may only be run against the admin database."
+        );
     }
 }

@@ -19,20 +19,34 @@ async fn inserts_reads_and_reports_duplicates() {
     let mut txn = db.write().await.unwrap();
     txn.insert(&coll, &refs).await.unwrap();
     // 1.0 equals the existing _id 1: the batch stops there, the first document stays.
-    let dup = [rawdoc! {"_id": 5000}, rawdoc! {"_id": 1.0}, rawdoc! {"_id": 5001}];
+    let dup = [
+        rawdoc! {"_id": 5000},
+        rawdoc! {"_id": 1.0},
+        rawdoc! {"_id": 5001},
+    ];
     let dup_refs: Vec<_> = dup.iter().map(|d| d.as_ref()).collect();
     let (done, err) = txn.insert(&coll, &dup_refs).await.unwrap_err();
     assert_eq!(done, 1);
     assert_eq!(err.code(), crate::error::ErrorCode::DuplicateKey);
-    assert_eq!(err.extra().unwrap().get_document("keyValue").unwrap(), &doc! {"_id": 1.0});
+    assert_eq!(
+        err.extra().unwrap().get_document("keyValue").unwrap(),
+        &doc! {"_id": 1.0}
+    );
     txn.commit().await.unwrap();
     assert_eq!(db.stats(&coll).count, 1201);
     let mut read = db.read().await.unwrap();
-    let (_, found) = read.fetch_by_id(&coll, &Bson::Int64(7)).await.unwrap().unwrap();
+    let (_, found) = read
+        .fetch_by_id(&coll, &Bson::Int64(7))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(found.to_document().unwrap(), doc! {"_id": 7, "v": 14});
     let first = read.scan(&coll, 0, 10).await.unwrap();
     assert_eq!(first.len(), 10);
-    let next = read.scan(&coll, first.last().unwrap().0, 5000).await.unwrap();
+    let next = read
+        .scan(&coll, first.last().unwrap().0, 5000)
+        .await
+        .unwrap();
     assert_eq!(first.len() + next.len(), 1201);
 }
 
@@ -45,11 +59,23 @@ async fn replace_delete_rollback_and_reopen() {
         let coll = db.ensure_collection("c").await.unwrap();
         let mut txn = db.write().await.unwrap();
         for i in 0..3 {
-            txn.insert_one(&coll, &rawdoc! {"_id": i, "v": "x"}).await.unwrap();
+            txn.insert_one(&coll, &rawdoc! {"_id": i, "v": "x"})
+                .await
+                .unwrap();
         }
-        let (rid, old) = txn.fetch_by_id(&coll, &Bson::Int32(1)).await.unwrap().unwrap();
-        txn.replace(&coll, rid, &old, &rawdoc! {"_id": 1, "v": "longer value"}).await.unwrap();
-        let (rid, old) = txn.fetch_by_id(&coll, &Bson::Int32(2)).await.unwrap().unwrap();
+        let (rid, old) = txn
+            .fetch_by_id(&coll, &Bson::Int32(1))
+            .await
+            .unwrap()
+            .unwrap();
+        txn.replace(&coll, rid, &old, &rawdoc! {"_id": 1, "v": "longer value"})
+            .await
+            .unwrap();
+        let (rid, old) = txn
+            .fetch_by_id(&coll, &Bson::Int32(2))
+            .await
+            .unwrap()
+            .unwrap();
         txn.delete(&coll, rid, &old).await.unwrap();
         let seq = txn.commit().await.unwrap();
         db.wait_durable(seq).await.unwrap();
@@ -58,21 +84,43 @@ async fn replace_delete_rollback_and_reopen() {
         txn.rollback().await.unwrap();
         // An abandoned transaction is rolled back by the next writer.
         let mut abandoned = db.write().await.unwrap();
-        abandoned.insert_one(&coll, &rawdoc! {"_id": 98}).await.unwrap();
+        abandoned
+            .insert_one(&coll, &rawdoc! {"_id": 98})
+            .await
+            .unwrap();
         drop(abandoned);
         db.write().await.unwrap().commit().await.unwrap();
         db.create_collection("other", doc! {}).await.unwrap();
-        db.rename_collection("other", "renamed", false).await.unwrap();
+        db.rename_collection("other", "renamed", false)
+            .await
+            .unwrap();
     }
     let storage = Storage::open(dir.path()).await.unwrap();
     let db = storage.database("app").await.unwrap();
     let coll = db.collection("c").unwrap();
     assert_eq!(db.stats(&coll).count, 2);
     let mut read = db.read().await.unwrap();
-    let (_, one) = read.fetch_by_id(&coll, &Bson::Int32(1)).await.unwrap().unwrap();
-    assert_eq!(one.to_document().unwrap().get_str("v").unwrap(), "longer value");
-    assert!(read.fetch_by_id(&coll, &Bson::Int32(99)).await.unwrap().is_none());
-    assert!(read.fetch_by_id(&coll, &Bson::Int32(98)).await.unwrap().is_none());
+    let (_, one) = read
+        .fetch_by_id(&coll, &Bson::Int32(1))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        one.to_document().unwrap().get_str("v").unwrap(),
+        "longer value"
+    );
+    assert!(
+        read.fetch_by_id(&coll, &Bson::Int32(99))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        read.fetch_by_id(&coll, &Bson::Int32(98))
+            .await
+            .unwrap()
+            .is_none()
+    );
     drop(read);
     assert!(db.collection("renamed").is_some() && db.collection("other").is_none());
     assert_eq!(storage.database_names().await, vec!["app".to_string()]);
