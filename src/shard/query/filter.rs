@@ -10,8 +10,8 @@
 use super::pcre::MongoRegex;
 use super::values::{
     as_f64, coerce_i64, exact_i64, format_g, integer_to_i64, integer_to_non_negative_i32,
-    integer_to_non_negative_i64, is_nan, is_number, not_implemented, render_doc,
-    render_element, truthy, type_code, type_code_for_alias,
+    integer_to_non_negative_i64, is_nan, is_number, not_implemented, render_doc, render_element,
+    truthy, type_code, type_code_for_alias,
 };
 use crate::document::order::{canonical_rank, compare_values, values_equal};
 use crate::error::{ErrorCode, MongoError, Result};
@@ -76,12 +76,19 @@ struct TypeSet {
 #[derive(Clone, Debug)]
 enum Op {
     Cmp(CmpOp, Bson),
-    In { values: Vec<Bson>, has_null: bool, regexes: Vec<MongoRegex> },
+    In {
+        values: Vec<Bson>,
+        has_null: bool,
+        regexes: Vec<MongoRegex>,
+    },
     Regex(MongoRegex),
     Exists,
     Type(TypeSet),
     Size(i64),
-    Mod { divisor: i64, remainder: i64 },
+    Mod {
+        divisor: i64,
+        remainder: i64,
+    },
     Bits(BitTest, BitMask),
     ElemMatchObject(Box<Node>),
     ElemMatchValue(Vec<Node>),
@@ -106,7 +113,9 @@ impl Filter {
 
     /// A filter that matches every document.
     pub fn match_all() -> Filter {
-        Filter { root: Node::And(Vec::new()) }
+        Filter {
+            root: Node::And(Vec::new()),
+        }
     }
 
     /// Whether the document satisfies the filter.
@@ -128,8 +137,14 @@ impl Filter {
     pub fn equality(&self, path: &str) -> Option<&Bson> {
         fn find<'a>(node: &'a Node, path: &str) -> Option<&'a Bson> {
             match node {
-                Node::Leaf(Leaf { path: p, op: Op::Cmp(CmpOp::Eq, value), .. }) if p == path => match value {
-                    Bson::RegularExpression(_) | Bson::Array(_) | Bson::Null | Bson::Undefined => None,
+                Node::Leaf(Leaf {
+                    path: p,
+                    op: Op::Cmp(CmpOp::Eq, value),
+                    ..
+                }) if p == path => match value {
+                    Bson::RegularExpression(_) | Bson::Array(_) | Bson::Null | Bson::Undefined => {
+                        None
+                    }
                     _ => Some(value),
                 },
                 Node::And(children) => children.iter().find_map(|c| find(c, path)),
@@ -161,6 +176,36 @@ impl Filter {
     }
 }
 
+impl Filter {
+    /// The `path = value` equalities an upsert seeds its new document with: top-level (and
+    /// `$and`) equalities, `$eq`, one-value `$in` and one-branch `$or` (which MongoDB's
+    /// optimizer turns into equalities); nothing under other operators.
+    pub(crate) fn upsert_equalities(&self) -> Vec<(&str, &Bson)> {
+        fn collect<'a>(node: &'a Node, out: &mut Vec<(&'a str, &'a Bson)>) {
+            match node {
+                Node::And(children) => children.iter().for_each(|c| collect(c, out)),
+                Node::Or(children) if children.len() == 1 => collect(&children[0], out),
+                Node::Leaf(Leaf {
+                    path,
+                    op: Op::Cmp(CmpOp::Eq, value),
+                    ..
+                }) => out.push((path, value)),
+                Node::Leaf(Leaf {
+                    path,
+                    op: Op::In {
+                        values, regexes, ..
+                    },
+                    ..
+                }) if values.len() == 1 && regexes.is_empty() => out.push((path, &values[0])),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        collect(&self.root, &mut out);
+        out
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Parsing
 
@@ -169,22 +214,38 @@ struct Parser {
 }
 
 fn leaf(path: &str, op: Op) -> Node {
-    Node::Leaf(Leaf { path: path.to_string(), parts: path.split('.').map(String::from).collect(), op })
+    Node::Leaf(Leaf {
+        path: path.to_string(),
+        parts: path.split('.').map(String::from).collect(),
+        op,
+    })
 }
 
 fn collapse_and(mut children: Vec<Node>) -> Node {
-    if children.len() == 1 { children.pop().unwrap_or(Node::AlwaysTrue) } else { Node::And(children) }
+    if children.len() == 1 {
+        children.pop().unwrap_or(Node::AlwaysTrue)
+    } else {
+        Node::And(children)
+    }
 }
 
 fn is_dbref_document(doc: &Document, allow_incomplete: bool) -> bool {
     let has = |k: &str| doc.contains_key(k);
-    if allow_incomplete { has("$ref") || has("$id") || has("$db") } else { has("$ref") && has("$id") }
+    if allow_incomplete {
+        has("$ref") || has("$id") || has("$db")
+    } else {
+        has("$ref") && has("$id")
+    }
 }
 
 /// `{$op: ...}` as opposed to a literal document to compare with.
 fn is_expression_document(value: &Bson, allow_incomplete_dbref: bool) -> bool {
-    let Bson::Document(doc) = value else { return false };
-    let Some(first) = doc.keys().next() else { return false };
+    let Bson::Document(doc) = value else {
+        return false;
+    };
+    let Some(first) = doc.keys().next() else {
+        return false;
+    };
     first.starts_with('$') && !is_dbref_document(doc, allow_incomplete_dbref)
 }
 
@@ -192,8 +253,20 @@ fn is_expression_document(value: &Bson, allow_incomplete_dbref: bool) -> bool {
 fn is_pathless_operator(name: &str) -> bool {
     matches!(
         name,
-        "and" | "or" | "nor" | "comment" | "alwaysTrue" | "alwaysFalse" | "expr" | "where" | "text"
-            | "jsonSchema" | "sampleRate" | "db" | "id" | "ref"
+        "and"
+            | "or"
+            | "nor"
+            | "comment"
+            | "alwaysTrue"
+            | "alwaysFalse"
+            | "expr"
+            | "where"
+            | "text"
+            | "jsonSchema"
+            | "sampleRate"
+            | "db"
+            | "id"
+            | "ref"
     ) || name.starts_with("_internalSchema")
 }
 
@@ -201,10 +274,32 @@ fn is_pathless_operator(name: &str) -> bool {
 fn is_path_accepting_keyword(name: &str) -> bool {
     matches!(
         name,
-        "$eq" | "$lt" | "$lte" | "$gte" | "$gt" | "$in" | "$ne" | "$size" | "$all" | "$nin" | "$exists"
-            | "$mod" | "$type" | "$regex" | "$options" | "$elemMatch" | "$near" | "$geoNear" | "$within"
-            | "$geoWithin" | "$nearSphere" | "$geoIntersects" | "$bitsAllSet" | "$bitsAllClear"
-            | "$bitsAnySet" | "$bitsAnyClear"
+        "$eq"
+            | "$lt"
+            | "$lte"
+            | "$gte"
+            | "$gt"
+            | "$in"
+            | "$ne"
+            | "$size"
+            | "$all"
+            | "$nin"
+            | "$exists"
+            | "$mod"
+            | "$type"
+            | "$regex"
+            | "$options"
+            | "$elemMatch"
+            | "$near"
+            | "$geoNear"
+            | "$within"
+            | "$geoWithin"
+            | "$nearSphere"
+            | "$geoIntersects"
+            | "$bitsAllSet"
+            | "$bitsAllClear"
+            | "$bitsAnySet"
+            | "$bitsAnyClear"
     ) || name.starts_with("$_internal")
 }
 
@@ -232,7 +327,11 @@ impl Parser {
 
     fn parse_doc(&mut self, obj: &Document, level: Level) -> Result<Node> {
         self.descend()?;
-        let next_level = if level == Level::PredicateTop { Level::UserDocumentTop } else { level };
+        let next_level = if level == Level::PredicateTop {
+            Level::UserDocumentTop
+        } else {
+            level
+        };
         let mut children = Vec::new();
         for (key, value) in obj {
             if let Some(name) = key.strip_prefix('$') {
@@ -251,7 +350,9 @@ impl Parser {
                 continue;
             }
             match value {
-                Bson::RegularExpression(re) => children.push(regex_leaf(key, &re.pattern, &re.options)?),
+                Bson::RegularExpression(re) => {
+                    children.push(regex_leaf(key, &re.pattern, &re.options)?)
+                }
                 _ => children.push(eq_leaf(key, value)?),
             }
         }
@@ -259,19 +360,29 @@ impl Parser {
         Ok(collapse_and(children))
     }
 
-    fn parse_pathless(&mut self, name: &str, key: &str, value: &Bson, level: Level) -> Result<Option<Node>> {
+    fn parse_pathless(
+        &mut self,
+        name: &str,
+        key: &str,
+        value: &Bson,
+        level: Level,
+    ) -> Result<Option<Node>> {
         match name {
             "and" | "or" | "nor" => {
                 let Bson::Array(items) = value else {
                     return Err(MongoError::bad_value(format!("{key} must be an array")));
                 };
                 if items.is_empty() {
-                    return Err(MongoError::bad_value("$and/$or/$nor must be a nonempty array"));
+                    return Err(MongoError::bad_value(
+                        "$and/$or/$nor must be a nonempty array",
+                    ));
                 }
                 let mut children = Vec::with_capacity(items.len());
                 for item in items {
                     let Bson::Document(sub) = item else {
-                        return Err(MongoError::bad_value("$or/$and/$nor entries need to be full objects"));
+                        return Err(MongoError::bad_value(
+                            "$or/$and/$nor entries need to be full objects",
+                        ));
                     };
                     children.push(self.parse_doc(sub, level)?);
                 }
@@ -284,27 +395,46 @@ impl Parser {
             "comment" => Ok(None),
             "alwaysTrue" | "alwaysFalse" => {
                 if integer_to_i64(key, value)? != 1 {
-                    return Err(MongoError::failed_to_parse(format!("{key} must be an integer value of 1")));
+                    return Err(MongoError::failed_to_parse(format!(
+                        "{key} must be an integer value of 1"
+                    )));
                 }
-                Ok(Some(if name == "alwaysTrue" { Node::AlwaysTrue } else { Node::AlwaysFalse }))
+                Ok(Some(if name == "alwaysTrue" {
+                    Node::AlwaysTrue
+                } else {
+                    Node::AlwaysFalse
+                }))
             }
             "expr" => {
                 if level == Level::SubDocument {
-                    return Err(MongoError::bad_value("$expr can only be applied to the top-level document"));
+                    return Err(MongoError::bad_value(
+                        "$expr can only be applied to the top-level document",
+                    ));
                 }
-                Err(not_implemented("$expr is not supported yet: it needs the aggregation expression engine"))
+                Err(not_implemented(
+                    "$expr is not supported yet: it needs the aggregation expression engine",
+                ))
             }
             "where" => {
                 if level == Level::SubDocument {
-                    return Err(MongoError::bad_value("$where can only be applied to the top-level document"));
+                    return Err(MongoError::bad_value(
+                        "$where can only be applied to the top-level document",
+                    ));
                 }
-                Err(MongoError::bad_value("no globalScriptEngine in $where parsing"))
+                Err(MongoError::bad_value(
+                    "no globalScriptEngine in $where parsing",
+                ))
             }
             "text" => {
                 if level == Level::SubDocument {
-                    return Err(MongoError::bad_value("$text can only be applied to the top-level document"));
+                    return Err(MongoError::bad_value(
+                        "$text can only be applied to the top-level document",
+                    ));
                 }
-                Err(MongoError::new(ErrorCode::IndexNotFound, "text index required for $text query"))
+                Err(MongoError::new(
+                    ErrorCode::IndexNotFound,
+                    "text index required for $text query",
+                ))
             }
             "jsonSchema" => {
                 if !matches!(value, Bson::Document(_)) {
@@ -314,21 +444,29 @@ impl Parser {
             }
             "sampleRate" => {
                 if level == Level::SubDocument {
-                    return Err(MongoError::bad_value("$sampleRate can only be applied to the top-level document"));
+                    return Err(MongoError::bad_value(
+                        "$sampleRate can only be applied to the top-level document",
+                    ));
                 }
                 if !is_number(value) {
-                    return Err(MongoError::bad_value("argument to $sampleRate must be a numeric type"));
+                    return Err(MongoError::bad_value(
+                        "argument to $sampleRate must be a numeric type",
+                    ));
                 }
                 let rate = as_f64(value);
                 if !(0.0..=1.0).contains(&rate) {
-                    return Err(MongoError::bad_value("numeric argument to $sampleRate must be in [0, 1]"));
+                    return Err(MongoError::bad_value(
+                        "numeric argument to $sampleRate must be in [0, 1]",
+                    ));
                 }
                 if rate == 0.0 {
                     Ok(Some(Node::AlwaysFalse))
                 } else if rate == 1.0 {
                     Ok(Some(Node::AlwaysTrue))
                 } else {
-                    Err(not_implemented("$sampleRate with a rate strictly between 0 and 1 is not supported yet"))
+                    Err(not_implemented(
+                        "$sampleRate with a rate strictly between 0 and 1 is not supported yet",
+                    ))
                 }
             }
             // DBRef fields are matched by plain equality.
@@ -339,13 +477,21 @@ impl Parser {
                 } else {
                     ". If you have a field name that starts with a '$' symbol, consider using $getField or $setField."
                 };
-                Err(MongoError::bad_value(format!("unknown top level operator: {key}{hint}")))
+                Err(MongoError::bad_value(format!(
+                    "unknown top level operator: {key}{hint}"
+                )))
             }
         }
     }
 
     /// Parses `{path: {$op: ..., $op2: ...}}` into one leaf per operator.
-    fn parse_sub(&mut self, path: &str, obj: &Document, level: Level, out: &mut Vec<Node>) -> Result<()> {
+    fn parse_sub(
+        &mut self,
+        path: &str,
+        obj: &Document,
+        level: Level,
+        out: &mut Vec<Node>,
+    ) -> Result<()> {
         self.descend()?;
         if let Some((first, first_value)) = obj.iter().next() {
             if matches!(first.as_str(), "$near" | "$nearSphere" | "$geoNear")
@@ -400,16 +546,25 @@ impl Parser {
                     return Err(MongoError::bad_value(format!("{key} needs an array")));
                 };
                 let node = leaf(path, parse_in(items)?);
-                Ok(Some(if key == "$in" { node } else { Node::Not(Box::new(node)) }))
+                Ok(Some(if key == "$in" {
+                    node
+                } else {
+                    Node::Not(Box::new(node))
+                }))
             }
             "$size" => {
-                let size = integer_to_non_negative_i32("$size", value)
-                    .map_err(|e| MongoError::bad_value(format!("Failed to parse $size. {}", e.message())))?;
+                let size = integer_to_non_negative_i32("$size", value).map_err(|e| {
+                    MongoError::bad_value(format!("Failed to parse $size. {}", e.message()))
+                })?;
                 Ok(Some(leaf(path, Op::Size(i64::from(size)))))
             }
             "$exists" => {
                 let node = leaf(path, Op::Exists);
-                Ok(Some(if truthy(value) { node } else { Node::Not(Box::new(node)) }))
+                Ok(Some(if truthy(value) {
+                    node
+                } else {
+                    Node::Not(Box::new(node))
+                }))
             }
             "$type" => Ok(Some(leaf(path, Op::Type(parse_type_set(path, value)?)))),
             "$mod" => Ok(Some(leaf(path, parse_mod(value)?))),
@@ -427,9 +582,10 @@ impl Parser {
             "$bitsAnySet" => parse_bits(path, key, value, BitTest::AnySet).map(Some),
             "$bitsAllClear" => parse_bits(path, key, value, BitTest::AllClear).map(Some),
             "$bitsAnyClear" => parse_bits(path, key, value, BitTest::AnyClear).map(Some),
-            "$near" | "$nearSphere" | "$geoNear" => {
-                Err(MongoError::bad_value(format!("near must be first in: {}", render_doc(context))))
-            }
+            "$near" | "$nearSphere" | "$geoNear" => Err(MongoError::bad_value(format!(
+                "near must be first in: {}",
+                render_doc(context)
+            ))),
             "$geoWithin" | "$within" | "$geoIntersects" => Err(geo_not_supported(key)),
             "$where" => Err(MongoError::bad_value("$where cannot be applied to a field")),
             _ => Err(MongoError::bad_value(format!("unknown operator: {key}"))),
@@ -438,7 +594,11 @@ impl Parser {
 
     fn parse_not(&mut self, path: &str, value: &Bson, level: Level) -> Result<Node> {
         match value {
-            Bson::RegularExpression(re) => Ok(Node::Not(Box::new(regex_leaf(path, &re.pattern, &re.options)?))),
+            Bson::RegularExpression(re) => Ok(Node::Not(Box::new(regex_leaf(
+                path,
+                &re.pattern,
+                &re.options,
+            )?))),
             Bson::Document(obj) => {
                 if obj.is_empty() {
                     return Err(MongoError::bad_value("$not cannot be empty"));
@@ -456,7 +616,10 @@ impl Parser {
             return Err(MongoError::bad_value("$elemMatch needs an Object"));
         };
         let value_form = is_expression_document(value, true)
-            && obj.keys().next().is_some_and(|k| !is_pathless_operator(&k[1..]));
+            && obj
+                .keys()
+                .next()
+                .is_some_and(|k| !is_pathless_operator(&k[1..]));
         if value_form {
             let mut children = Vec::new();
             self.parse_sub("", obj, Level::SubDocument, &mut children)?;
@@ -478,11 +641,19 @@ impl Parser {
             let mut children = Vec::with_capacity(items.len());
             for item in items {
                 let Bson::Document(d) = item else {
-                    return Err(MongoError::bad_value("$all/$elemMatch has to be consistent"));
+                    return Err(MongoError::bad_value(
+                        "$all/$elemMatch has to be consistent",
+                    ));
                 };
                 match d.iter().next() {
-                    Some((k, v)) if k == "$elemMatch" => children.push(self.parse_elem_match(path, v)?),
-                    _ => return Err(MongoError::bad_value("$all/$elemMatch has to be consistent")),
+                    Some((k, v)) if k == "$elemMatch" => {
+                        children.push(self.parse_elem_match(path, v)?)
+                    }
+                    _ => {
+                        return Err(MongoError::bad_value(
+                            "$all/$elemMatch has to be consistent",
+                        ));
+                    }
                 }
             }
             return Ok(Node::And(children));
@@ -490,8 +661,12 @@ impl Parser {
         let mut children = Vec::with_capacity(items.len());
         for item in items {
             match item {
-                Bson::RegularExpression(re) => children.push(regex_leaf(path, &re.pattern, &re.options)?),
-                Bson::Document(_) if first_key_of(item).is_some_and(|k| is_path_accepting_keyword(&k)) => {
+                Bson::RegularExpression(re) => {
+                    children.push(regex_leaf(path, &re.pattern, &re.options)?)
+                }
+                Bson::Document(_)
+                    if first_key_of(item).is_some_and(|k| is_path_accepting_keyword(&k)) =>
+                {
                     return Err(MongoError::bad_value("no $ expressions in $all"));
                 }
                 _ => children.push(eq_leaf(path, item)?),
@@ -505,7 +680,9 @@ impl Parser {
 }
 
 fn geo_not_supported(op: &str) -> MongoError {
-    not_implemented(format!("geospatial query operators are not supported yet: {op}"))
+    not_implemented(format!(
+        "geospatial query operators are not supported yet: {op}"
+    ))
 }
 
 fn parse_in(items: &[Bson]) -> Result<Op> {
@@ -518,14 +695,22 @@ fn parse_in(items: &[Bson]) -> Result<Op> {
         }
         match item {
             Bson::RegularExpression(re) => regexes.push(MongoRegex::new(&re.pattern, &re.options)?),
-            Bson::Undefined => return Err(MongoError::bad_value("InMatchExpression equality cannot be undefined")),
+            Bson::Undefined => {
+                return Err(MongoError::bad_value(
+                    "InMatchExpression equality cannot be undefined",
+                ));
+            }
             _ => {
                 has_null |= matches!(item, Bson::Null);
                 values.push(item.clone());
             }
         }
     }
-    Ok(Op::In { values, has_null, regexes })
+    Ok(Op::In {
+        values,
+        has_null,
+        regexes,
+    })
 }
 
 fn parse_type_set(path: &str, value: &Bson) -> Result<TypeSet> {
@@ -536,14 +721,20 @@ fn parse_type_set(path: &str, value: &Bson) -> Result<TypeSet> {
                 if alias == "number" {
                     set.all_numbers = true;
                 } else {
-                    let code = type_code_for_alias(alias)
-                        .ok_or_else(|| MongoError::bad_value(format!("Unknown type name alias: {alias}")))?;
+                    let code = type_code_for_alias(alias).ok_or_else(|| {
+                        MongoError::bad_value(format!("Unknown type name alias: {alias}"))
+                    })?;
                     set.codes.push(code);
                 }
                 Ok(())
             }
             v if is_number(v) => {
-                let invalid = || MongoError::bad_value(format!("Invalid numerical type code: {}", format_g(as_f64(v), 6)));
+                let invalid = || {
+                    MongoError::bad_value(format!(
+                        "Invalid numerical type code: {}",
+                        format_g(as_f64(v), 6)
+                    ))
+                };
                 let code = integer_to_i64("", v).map_err(|_| invalid())?;
                 let code = i32::try_from(code).map_err(|_| invalid())?;
                 if !(code == -1 || code == 127 || (1..=19).contains(&code)) {
@@ -552,7 +743,9 @@ fn parse_type_set(path: &str, value: &Bson) -> Result<TypeSet> {
                 set.codes.push(code);
                 Ok(())
             }
-            _ => Err(MongoError::type_mismatch("type must be represented as a number or a string")),
+            _ => Err(MongoError::type_mismatch(
+                "type must be represented as a number or a string",
+            )),
         }
     };
     match value {
@@ -560,7 +753,9 @@ fn parse_type_set(path: &str, value: &Bson) -> Result<TypeSet> {
         other => add(other)?,
     }
     if !set.all_numbers && set.codes.is_empty() {
-        return Err(MongoError::failed_to_parse(format!("{path} must match at least one type")));
+        return Err(MongoError::failed_to_parse(format!(
+            "{path} must match at least one type"
+        )));
     }
     Ok(set)
 }
@@ -579,16 +774,22 @@ fn parse_mod(value: &Bson) -> Result<Op> {
         return Err(MongoError::bad_value("malformed mod, not enough elements"));
     };
     if !is_number(remainder) {
-        return Err(MongoError::bad_value("malformed mod, remainder not a number"));
+        return Err(MongoError::bad_value(
+            "malformed mod, remainder not a number",
+        ));
     }
     if items.len() > 2 {
         return Err(MongoError::bad_value("malformed mod, too many elements"));
     }
     let divisor = coerce_i64(divisor).map_err(|why| {
-        MongoError::bad_value(format!("malformed mod, divisor value is invalid :: caused by :: {why}"))
+        MongoError::bad_value(format!(
+            "malformed mod, divisor value is invalid :: caused by :: {why}"
+        ))
     })?;
     let remainder = coerce_i64(remainder).map_err(|why| {
-        MongoError::bad_value(format!("malformed mod, remainder value is invalid :: caused by :: {why}"))
+        MongoError::bad_value(format!(
+            "malformed mod, remainder value is invalid :: caused by :: {why}"
+        ))
     })?;
     if divisor == 0 {
         return Err(MongoError::bad_value("divisor cannot be 0"));
@@ -607,7 +808,10 @@ fn parse_regex_document(path: &str, context: &Document) -> Result<Node> {
                     pattern = re.pattern.clone();
                     if !re.options.is_empty() {
                         if !options.is_empty() {
-                            return Err(MongoError::location(51074, "options set in both $regex and $options"));
+                            return Err(MongoError::location(
+                                51074,
+                                "options set in both $regex and $options",
+                            ));
                         }
                         options = re.options.clone();
                     }
@@ -619,7 +823,10 @@ fn parse_regex_document(path: &str, context: &Document) -> Result<Node> {
                     return Err(MongoError::bad_value("$options has to be a string"));
                 };
                 if !options.is_empty() {
-                    return Err(MongoError::location(51075, "options set in both $regex and $options"));
+                    return Err(MongoError::location(
+                        51075,
+                        "options set in both $regex and $options",
+                    ));
                 }
                 options = s.clone();
             }
@@ -699,20 +906,28 @@ impl Node {
 
 impl Leaf {
     fn matches(&self, doc: &Document, key: &mut Option<usize>) -> bool {
-        let expand_leaf_arrays = !matches!(self.op, Op::Size(_) | Op::ElemMatchObject(_) | Op::ElemMatchValue(_));
+        let expand_leaf_arrays = !matches!(
+            self.op,
+            Op::Size(_) | Op::ElemMatchObject(_) | Op::ElemMatchValue(_)
+        );
         let mut matched = false;
-        walk_path(doc, &self.parts, expand_leaf_arrays, &mut |value, offset| {
-            let mut inner = None;
-            if self.op.matches_single(value, &mut inner) {
-                if let Some(pos) = offset.or(inner) {
-                    *key = Some(pos);
+        walk_path(
+            doc,
+            &self.parts,
+            expand_leaf_arrays,
+            &mut |value, offset| {
+                let mut inner = None;
+                if self.op.matches_single(value, &mut inner) {
+                    if let Some(pos) = offset.or(inner) {
+                        *key = Some(pos);
+                    }
+                    matched = true;
+                    true
+                } else {
+                    false
                 }
-                matched = true;
-                true
-            } else {
-                false
-            }
-        });
+            },
+        );
         matched
     }
 }
@@ -741,7 +956,9 @@ impl<'a> Container<'a> {
             Container::Doc(d) => d.get(name),
             Container::Arr(items) => {
                 let index = super::values::array_index(name)?;
-                (index.to_string() == name).then(|| items.get(index)).flatten()
+                (index.to_string() == name)
+                    .then(|| items.get(index))
+                    .flatten()
             }
         }
     }
@@ -754,8 +971,12 @@ fn walk_container<'a>(
     outer: Option<usize>,
     f: &mut dyn FnMut(Option<&'a Bson>, Option<usize>) -> bool,
 ) -> bool {
-    let Some(first) = parts.first() else { return f(None, outer) };
-    let Some(mut current) = container.get(first) else { return f(None, outer) };
+    let Some(first) = parts.first() else {
+        return f(None, outer);
+    };
+    let Some(mut current) = container.get(first) else {
+        return f(None, outer);
+    };
     let mut index = 0;
     loop {
         if let Bson::Array(items) = current {
@@ -832,25 +1053,37 @@ impl Op {
     fn matches_single(&self, value: Option<&Bson>, key: &mut Option<usize>) -> bool {
         match self {
             Op::Cmp(op, rhs) => compare_single(*op, rhs, value),
-            Op::In { values, has_null, regexes } => match value {
+            Op::In {
+                values,
+                has_null,
+                regexes,
+            } => match value {
                 None => *has_null,
                 Some(v) => {
-                    values.iter().any(|x| values_equal(x, v) && !(is_nan(x) != is_nan(v)))
+                    values.iter().any(|x| values_equal(x, v))
                         || regexes.iter().any(|re| regex_matches(re, v))
                 }
             },
             Op::Regex(re) => value.is_some_and(|v| regex_matches(re, v)),
             Op::Exists => value.is_some(),
-            Op::Type(set) => value.is_some_and(|v| (set.all_numbers && is_number(v)) || set.codes.contains(&type_code(v))),
+            Op::Type(set) => value.is_some_and(|v| {
+                (set.all_numbers && is_number(v)) || set.codes.contains(&type_code(v))
+            }),
             Op::Size(n) => matches!(value, Some(Bson::Array(items)) if items.len() as i64 == *n),
-            Op::Mod { divisor, remainder } => value.is_some_and(|v| mod_matches(v, *divisor, *remainder)),
+            Op::Mod { divisor, remainder } => {
+                value.is_some_and(|v| mod_matches(v, *divisor, *remainder))
+            }
             Op::Bits(test, mask) => value.is_some_and(|v| bits_match(v, *test, mask)),
             Op::ElemMatchObject(sub) => {
-                let Some(Bson::Array(items)) = value else { return false };
+                let Some(Bson::Array(items)) = value else {
+                    return false;
+                };
                 for (i, item) in items.iter().enumerate() {
                     let matched = match item {
                         Bson::Document(d) => sub.matches(d, &mut None),
-                        Bson::Array(inner) => sub.matches(&super::values::array_as_document(inner), &mut None),
+                        Bson::Array(inner) => {
+                            sub.matches(&super::values::array_as_document(inner), &mut None)
+                        }
                         _ => false,
                     };
                     if matched {
@@ -861,7 +1094,9 @@ impl Op {
                 false
             }
             Op::ElemMatchValue(subs) => {
-                let Some(Bson::Array(items)) = value else { return false };
+                let Some(Bson::Array(items)) = value else {
+                    return false;
+                };
                 for (i, item) in items.iter().enumerate() {
                     if subs.iter().all(|s| s.matches_single(Some(item))) {
                         *key = Some(i);
@@ -900,7 +1135,10 @@ fn compare_single(op: CmpOp, rhs: &Bson, value: Option<&Bson>) -> bool {
         };
     };
     if canonical_rank(value) != canonical_rank(rhs) {
-        if matches!((value, rhs), (Bson::Undefined, Bson::Null) | (Bson::Null, Bson::Undefined)) {
+        if matches!(
+            (value, rhs),
+            (Bson::Undefined, Bson::Null) | (Bson::Null, Bson::Undefined)
+        ) {
             return inclusive;
         }
         return bound(rhs);
@@ -943,7 +1181,11 @@ fn bits_match(value: &Bson, test: BitTest, mask: &BitMask) -> bool {
     let bit_at: Box<dyn Fn(u32) -> bool> = match value {
         Bson::Binary(bin) => {
             let bytes = bin.bytes.clone();
-            Box::new(move |p| bytes.get((p / 8) as usize).is_some_and(|b| b & (1 << (p % 8)) != 0))
+            Box::new(move |p| {
+                bytes
+                    .get((p / 8) as usize)
+                    .is_some_and(|b| b & (1 << (p % 8)) != 0)
+            })
         }
         v if is_number(v) => {
             let Some(n) = exact_i64(v) else { return false };
@@ -965,7 +1207,9 @@ mod tests {
     use bson::{Binary, Regex as BsonRegex, doc, spec::BinarySubtype};
 
     fn m(filter: Document, doc: Document) -> bool {
-        Filter::parse(&filter).unwrap_or_else(|e| panic!("{filter}: {e}")).matches(&doc)
+        Filter::parse(&filter)
+            .unwrap_or_else(|e| panic!("{filter}: {e}"))
+            .matches(&doc)
     }
 
     fn err(filter: Document) -> MongoError {
@@ -980,8 +1224,14 @@ mod tests {
         assert!(m(doc! {"a": [0, 1]}, doc! {"a": [[0, 1], 2]}));
         assert!(!m(doc! {"a": [0, 1]}, doc! {"a": [1, 0]}));
         assert!(!m(doc! {"a": 0}, doc! {"a": [[0, 1]]}));
-        assert!(m(doc! {"a": {"b": 1, "c": 2}}, doc! {"a": {"b": 1, "c": 2}}));
-        assert!(!m(doc! {"a": {"b": 1, "c": 2}}, doc! {"a": {"c": 2, "b": 1}}));
+        assert!(m(
+            doc! {"a": {"b": 1, "c": 2}},
+            doc! {"a": {"b": 1, "c": 2}}
+        ));
+        assert!(!m(
+            doc! {"a": {"b": 1, "c": 2}},
+            doc! {"a": {"c": 2, "b": 1}}
+        ));
         assert!(!m(doc! {"a": {"b": 1}}, doc! {"a": {"b": 1, "c": 2}}));
         assert!(m(doc! {"a": "x"}, doc! {"a": "x"}));
         assert!(!m(doc! {"a": "1"}, doc! {"a": 1}));
@@ -1027,8 +1277,14 @@ mod tests {
         assert!(m(doc! {"a": {"$gt": 1}}, doc! {"a": [0, 5]}));
         assert!(!m(doc! {"a": {"$gt": 5}}, doc! {"a": [0, 5]}));
         assert!(m(doc! {"a": {"$gt": 1, "$lt": 3}}, doc! {"a": [0, 5]}));
-        assert!(!m(doc! {"a": {"$elemMatch": {"$gt": 1, "$lt": 3}}}, doc! {"a": [0, 5]}));
-        assert!(m(doc! {"a": {"$elemMatch": {"$gt": 1, "$lt": 3}}}, doc! {"a": [0, 2]}));
+        assert!(!m(
+            doc! {"a": {"$elemMatch": {"$gt": 1, "$lt": 3}}},
+            doc! {"a": [0, 5]}
+        ));
+        assert!(m(
+            doc! {"a": {"$elemMatch": {"$gt": 1, "$lt": 3}}},
+            doc! {"a": [0, 2]}
+        ));
         assert!(!m(doc! {"a": {"$gt": 1}}, doc! {"a": "x"}));
         assert!(!m(doc! {"a": {"$lt": "a"}}, doc! {"a": 1}));
         assert!(m(doc! {"a": {"$lt": "b"}}, doc! {"a": "a"}));
@@ -1069,11 +1325,20 @@ mod tests {
         assert!(m(doc! {"a": {"$in": [1, 2]}}, doc! {"a": 2.0}));
         assert!(m(doc! {"a": {"$in": [null]}}, doc! {}));
         assert!(m(doc! {"a": {"$in": [[1, 2]]}}, doc! {"a": [1, 2]}));
-        assert!(m(doc! {"a": {"$in": [BsonRegex { pattern: "^ab".into(), options: "".into() }]}}, doc! {"a": ["x", "abc"]}));
+        assert!(m(
+            doc! {"a": {"$in": [BsonRegex { pattern: "^ab".into(), options: "".into() }]}},
+            doc! {"a": ["x", "abc"]}
+        ));
         assert!(!m(doc! {"a": {"$in": []}}, doc! {"a": 1}));
         assert_eq!(err(doc! {"a": {"$in": 1}}).message(), "$in needs an array");
-        assert_eq!(err(doc! {"a": {"$nin": {}}}).message(), "$nin needs an array");
-        assert_eq!(err(doc! {"a": {"$in": [{"$gt": 1}]}}).message(), "cannot nest $ under $in");
+        assert_eq!(
+            err(doc! {"a": {"$nin": {}}}).message(),
+            "$nin needs an array"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$in": [{"$gt": 1}]}}).message(),
+            "cannot nest $ under $in"
+        );
     }
 
     #[test]
@@ -1083,17 +1348,38 @@ mod tests {
         assert!(m(doc! {"$nor": [{"a": 1}, {"b": 3}]}, doc! {"b": 2}));
         assert!(m(doc! {"a": {"$not": {"$gt": 5}}}, doc! {"a": 3}));
         assert!(m(doc! {"a": {"$not": {"$gt": 5}}}, doc! {}));
-        assert!(!m(doc! {"a": {"$not": {"$gt": 1, "$lt": 5}}}, doc! {"a": [0, 5]}));
-        assert!(m(doc! {"a": {"$not": BsonRegex { pattern: "^x".into(), options: "".into() }}}, doc! {"a": "y"}));
+        assert!(!m(
+            doc! {"a": {"$not": {"$gt": 1, "$lt": 5}}},
+            doc! {"a": [0, 5]}
+        ));
+        assert!(m(
+            doc! {"a": {"$not": BsonRegex { pattern: "^x".into(), options: "".into() }}},
+            doc! {"a": "y"}
+        ));
         assert!(m(doc! {"$alwaysTrue": 1}, doc! {}));
         assert!(!m(doc! {"$alwaysFalse": 1}, doc! {}));
         assert!(m(doc! {"$comment": "hello", "a": 1}, doc! {"a": 1}));
-        assert_eq!(err(doc! {"$and": []}).message(), "$and/$or/$nor must be a nonempty array");
+        assert_eq!(
+            err(doc! {"$and": []}).message(),
+            "$and/$or/$nor must be a nonempty array"
+        );
         assert_eq!(err(doc! {"$or": {}}).message(), "$or must be an array");
-        assert_eq!(err(doc! {"$nor": [1]}).message(), "$or/$and/$nor entries need to be full objects");
-        assert_eq!(err(doc! {"a": {"$not": 1}}).message(), "$not needs a regex or a document");
-        assert_eq!(err(doc! {"a": {"$not": {}}}).message(), "$not cannot be empty");
-        assert_eq!(err(doc! {"$alwaysTrue": 2}).message(), "$alwaysTrue must be an integer value of 1");
+        assert_eq!(
+            err(doc! {"$nor": [1]}).message(),
+            "$or/$and/$nor entries need to be full objects"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$not": 1}}).message(),
+            "$not needs a regex or a document"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$not": {}}}).message(),
+            "$not cannot be empty"
+        );
+        assert_eq!(
+            err(doc! {"$alwaysTrue": 2}).message(),
+            "$alwaysTrue must be an integer value of 1"
+        );
     }
 
     #[test]
@@ -1112,18 +1398,45 @@ mod tests {
         assert!(m(doc! {"a": {"$type": -1}}, doc! {"a": Bson::MinKey}));
         assert!(m(doc! {"a": {"$size": 0}}, doc! {"a": []}));
         assert!(!m(doc! {"a": {"$size": 0}}, doc! {}));
-        assert!(!m(doc! {"a": {"$size": 1}}, doc! {"a": [[1, 2]]}) == false);
+        assert!(m(doc! {"a": {"$size": 1}}, doc! {"a": [[1, 2]]}));
         assert!(!m(doc! {"a": {"$size": 2}}, doc! {"a": [[1, 2]]}));
-        assert!(m(doc! {"a.b": {"$size": 2}}, doc! {"a": [{"b": [1]}, {"b": [1, 2]}]}));
+        assert!(m(
+            doc! {"a.b": {"$size": 2}},
+            doc! {"a": [{"b": [1]}, {"b": [1, 2]}]}
+        ));
         assert!(m(doc! {"a": {"$size": 2.0}}, doc! {"a": [1, 2]}));
-        assert_eq!(err(doc! {"a": {"$type": "String"}}).message(), "Unknown type name alias: String");
-        assert_eq!(err(doc! {"a": {"$type": 100}}).message(), "Invalid numerical type code: 100");
-        assert_eq!(err(doc! {"a": {"$type": 1.5}}).message(), "Invalid numerical type code: 1.5");
-        assert_eq!(err(doc! {"a": {"$type": []}}).message(), "a must match at least one type");
-        assert_eq!(err(doc! {"a": {"$type": {}}}).code(), ErrorCode::TypeMismatch);
-        assert_eq!(err(doc! {"a": {"$size": -1}}).message(), "Failed to parse $size. Expected a positive number in: $size: -1");
-        assert_eq!(err(doc! {"a": {"$size": 1.5}}).message(), "Failed to parse $size. Expected an integer: $size: 1.5");
-        assert_eq!(err(doc! {"a": {"$size": "x"}}).message(), "Failed to parse $size. Expected a number in: $size: \"x\"");
+        assert_eq!(
+            err(doc! {"a": {"$type": "String"}}).message(),
+            "Unknown type name alias: String"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$type": 100}}).message(),
+            "Invalid numerical type code: 100"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$type": 1.5}}).message(),
+            "Invalid numerical type code: 1.5"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$type": []}}).message(),
+            "a must match at least one type"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$type": {}}}).code(),
+            ErrorCode::TypeMismatch
+        );
+        assert_eq!(
+            err(doc! {"a": {"$size": -1}}).message(),
+            "Failed to parse $size. Expected a positive number in: $size: -1"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$size": 1.5}}).message(),
+            "Failed to parse $size. Expected an integer: $size: 1.5"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$size": "x"}}).message(),
+            "Failed to parse $size. Expected a number in: $size: \"x\""
+        );
         assert_eq!(err(doc! {"a": {"$size": "x"}}).code(), ErrorCode::BadValue);
     }
 
@@ -1133,16 +1446,37 @@ mod tests {
         assert!(m(doc! {"a": {"$elemMatch": {"b": 1, "c": 2}}}, d.clone()));
         assert!(!m(doc! {"a": {"$elemMatch": {"b": 1, "c": 1}}}, d.clone()));
         assert!(m(doc! {"a.b": 1, "a.c": 1}, d.clone()));
-        assert!(m(doc! {"a": {"$elemMatch": {"$gte": 2, "$lt": 3}}}, doc! {"a": [1, 2]}));
+        assert!(m(
+            doc! {"a": {"$elemMatch": {"$gte": 2, "$lt": 3}}},
+            doc! {"a": [1, 2]}
+        ));
         assert!(!m(doc! {"a": {"$elemMatch": {"$gt": 1}}}, doc! {"a": 5}));
         assert!(m(doc! {"a": {"$elemMatch": {}}}, doc! {"a": [1, {}]}));
         assert!(!m(doc! {"a": {"$elemMatch": {}}}, doc! {"a": [1, 2]}));
-        assert!(m(doc! {"a": {"$elemMatch": {"$or": [{"b": 5}, {"c": 1}]}}}, d.clone()));
-        assert!(m(doc! {"a": {"$elemMatch": {"0": 1}}}, doc! {"a": [[1, 2]]}));
-        assert!(m(doc! {"a": {"$elemMatch": {"$elemMatch": {"$eq": 2}}}}, doc! {"a": [[1, 2]]}));
-        assert_eq!(err(doc! {"a": {"$elemMatch": 1}}).message(), "$elemMatch needs an Object");
-        assert_eq!(err(doc! {"a": {"$elemMatch": {"$where": "1"}}}).message(), "$where can only be applied to the top-level document");
-        assert_eq!(err(doc! {"a": {"$elemMatch": {"$expr": 1}}}).message(), "$expr can only be applied to the top-level document");
+        assert!(m(
+            doc! {"a": {"$elemMatch": {"$or": [{"b": 5}, {"c": 1}]}}},
+            d.clone()
+        ));
+        assert!(m(
+            doc! {"a": {"$elemMatch": {"0": 1}}},
+            doc! {"a": [[1, 2]]}
+        ));
+        assert!(m(
+            doc! {"a": {"$elemMatch": {"$elemMatch": {"$eq": 2}}}},
+            doc! {"a": [[1, 2]]}
+        ));
+        assert_eq!(
+            err(doc! {"a": {"$elemMatch": 1}}).message(),
+            "$elemMatch needs an Object"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$elemMatch": {"$where": "1"}}}).message(),
+            "$where can only be applied to the top-level document"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$elemMatch": {"$expr": 1}}}).message(),
+            "$expr can only be applied to the top-level document"
+        );
     }
 
     #[test]
@@ -1156,30 +1490,75 @@ mod tests {
             doc! {"a": {"$all": [{"$elemMatch": {"b": 1}}, {"$elemMatch": {"b": 2}}]}},
             doc! {"a": [{"b": 1}, {"b": 2}]}
         ));
-        assert_eq!(err(doc! {"a": {"$all": 1}}).message(), "$all needs an array");
-        assert_eq!(err(doc! {"a": {"$all": [{"$elemMatch": {}}, 1]}}).message(), "$all/$elemMatch has to be consistent");
-        assert_eq!(err(doc! {"a": {"$all": [1, {"$gt": 1}]}}).message(), "no $ expressions in $all");
+        assert_eq!(
+            err(doc! {"a": {"$all": 1}}).message(),
+            "$all needs an array"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$all": [{"$elemMatch": {}}, 1]}}).message(),
+            "$all/$elemMatch has to be consistent"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$all": [1, {"$gt": 1}]}}).message(),
+            "no $ expressions in $all"
+        );
     }
 
     #[test]
     fn regexes() {
-        let re = |p: &str, o: &str| Bson::RegularExpression(BsonRegex { pattern: p.into(), options: o.into() });
+        let re = |p: &str, o: &str| {
+            Bson::RegularExpression(BsonRegex {
+                pattern: p.into(),
+                options: o.into(),
+            })
+        };
         assert!(m(doc! {"a": re("^ab", "")}, doc! {"a": "abc"}));
         assert!(m(doc! {"a": re("B", "i")}, doc! {"a": "abc"}));
-        assert!(m(doc! {"a": {"$regex": "b", "$options": "i"}}, doc! {"a": ["x", "ABC"]}));
-        assert!(m(doc! {"a": {"$options": "i", "$regex": "B"}}, doc! {"a": "abc"}));
+        assert!(m(
+            doc! {"a": {"$regex": "b", "$options": "i"}},
+            doc! {"a": ["x", "ABC"]}
+        ));
+        assert!(m(
+            doc! {"a": {"$options": "i", "$regex": "B"}},
+            doc! {"a": "abc"}
+        ));
         assert!(m(doc! {"a": {"$regex": re("^x", "")}}, doc! {"a": "xy"}));
         assert!(!m(doc! {"a": re("1", "")}, doc! {"a": 1}));
         assert!(m(doc! {"a": {"$eq": re("x", "")}}, doc! {"a": re("x", "")}));
         assert!(!m(doc! {"a": {"$eq": re("x", "")}}, doc! {"a": "x"}));
         assert!(m(doc! {"a": re("x", "")}, doc! {"a": re("x", "")}));
-        assert_eq!(err(doc! {"a": {"$options": "i"}}).message(), "$options needs a $regex");
-        assert_eq!(err(doc! {"a": {"$regex": 1}}).message(), "$regex has to be a string");
-        assert_eq!(err(doc! {"a": {"$regex": re("x", "i"), "$options": "m"}}).code().code(), 51075);
-        assert_eq!(err(doc! {"a": {"$options": "m", "$regex": re("x", "i")}}).code().code(), 51074);
-        assert_eq!(err(doc! {"a": {"$gt": re("x", "")}}).message(), "Can't have RegEx as arg to predicate over field 'a'.");
-        assert_eq!(err(doc! {"a": {"$ne": re("x", "")}}).message(), "Can't have regex as arg to $ne.");
-        assert_eq!(err(doc! {"a": re("(a)\\1", "")}).code(), ErrorCode::BadValue);
+        assert_eq!(
+            err(doc! {"a": {"$options": "i"}}).message(),
+            "$options needs a $regex"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$regex": 1}}).message(),
+            "$regex has to be a string"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$regex": re("x", "i"), "$options": "m"}})
+                .code()
+                .code(),
+            51075
+        );
+        assert_eq!(
+            err(doc! {"a": {"$options": "m", "$regex": re("x", "i")}})
+                .code()
+                .code(),
+            51074
+        );
+        assert_eq!(
+            err(doc! {"a": {"$gt": re("x", "")}}).message(),
+            "Can't have RegEx as arg to predicate over field 'a'."
+        );
+        assert_eq!(
+            err(doc! {"a": {"$ne": re("x", "")}}).message(),
+            "Can't have regex as arg to $ne."
+        );
+        assert_eq!(
+            err(doc! {"a": re("(a)\\1", "")}).code(),
+            ErrorCode::BadValue
+        );
     }
 
     #[test]
@@ -1190,12 +1569,30 @@ mod tests {
         assert!(!m(doc! {"a": {"$mod": [4, 1]}}, doc! {"a": "5"}));
         assert!(!m(doc! {"a": {"$mod": [4, 0]}}, doc! {"a": f64::NAN}));
         assert!(m(doc! {"a": {"$mod": [-1, 0]}}, doc! {"a": i64::MIN}));
-        assert_eq!(err(doc! {"a": {"$mod": 1}}).message(), "malformed mod, needs to be an array");
-        assert_eq!(err(doc! {"a": {"$mod": [1]}}).message(), "malformed mod, not enough elements");
-        assert_eq!(err(doc! {"a": {"$mod": [1, 2, 3]}}).message(), "malformed mod, too many elements");
-        assert_eq!(err(doc! {"a": {"$mod": ["a", 1]}}).message(), "malformed mod, divisor not a number");
-        assert_eq!(err(doc! {"a": {"$mod": [1, "a"]}}).message(), "malformed mod, remainder not a number");
-        assert_eq!(err(doc! {"a": {"$mod": [0, 1]}}).message(), "divisor cannot be 0");
+        assert_eq!(
+            err(doc! {"a": {"$mod": 1}}).message(),
+            "malformed mod, needs to be an array"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$mod": [1]}}).message(),
+            "malformed mod, not enough elements"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$mod": [1, 2, 3]}}).message(),
+            "malformed mod, too many elements"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$mod": ["a", 1]}}).message(),
+            "malformed mod, divisor not a number"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$mod": [1, "a"]}}).message(),
+            "malformed mod, remainder not a number"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$mod": [0, 1]}}).message(),
+            "divisor cannot be 0"
+        );
         assert_eq!(
             err(doc! {"a": {"$mod": [f64::NAN, 1]}}).message(),
             "malformed mod, divisor value is invalid :: caused by :: Unable to coerce NaN/Inf to integral type"
@@ -1209,11 +1606,23 @@ mod tests {
         assert!(m(doc! {"a": {"$bitsAnyClear": [0, 1]}}, doc! {"a": 1}));
         assert!(m(doc! {"a": {"$bitsAllSet": [100]}}, doc! {"a": -1}));
         assert!(!m(doc! {"a": {"$bitsAllSet": [0]}}, doc! {"a": 1.5}));
-        let bin = Bson::Binary(Binary { subtype: BinarySubtype::Generic, bytes: vec![0b0000_0110] });
-        assert!(m(doc! {"a": {"$bitsAllSet": [1, 2]}}, doc! {"a": bin.clone()}));
+        let bin = Bson::Binary(Binary {
+            subtype: BinarySubtype::Generic,
+            bytes: vec![0b0000_0110],
+        });
+        assert!(m(
+            doc! {"a": {"$bitsAllSet": [1, 2]}},
+            doc! {"a": bin.clone()}
+        ));
         assert!(m(doc! {"a": {"$bitsAllSet": bin}}, doc! {"a": 6}));
-        assert_eq!(err(doc! {"a": {"$bitsAllSet": -1}}).message(), "Expected a positive number in: $bitsAllSet: -1");
-        assert_eq!(err(doc! {"a": {"$bitsAllSet": 1.2}}).message(), "Expected an integer: $bitsAllSet: 1.2");
+        assert_eq!(
+            err(doc! {"a": {"$bitsAllSet": -1}}).message(),
+            "Expected a positive number in: $bitsAllSet: -1"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$bitsAllSet": 1.2}}).message(),
+            "Expected an integer: $bitsAllSet: 1.2"
+        );
         assert_eq!(
             err(doc! {"a": {"$bitsAllSet": "123"}}).message(),
             "a takes an Array, a number, or a BinData but received: $bitsAllSet: \"123\""
@@ -1230,22 +1639,52 @@ mod tests {
             err(doc! {"$foo": 1}).message(),
             "unknown top level operator: $foo. If you have a field name that starts with a '$' symbol, consider using $getField or $setField."
         );
-        assert_eq!(err(doc! {"a": {"$foo": 1}}).message(), "unknown operator: $foo");
-        assert_eq!(err(doc! {"a": {"$gt": 1, "b": 1}}).message(), "unknown operator: b");
+        assert_eq!(
+            err(doc! {"a": {"$foo": 1}}).message(),
+            "unknown operator: $foo"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$gt": 1, "b": 1}}).message(),
+            "unknown operator: b"
+        );
         assert_eq!(err(doc! {"$where": "true"}).code(), ErrorCode::BadValue);
         let text = err(doc! {"$text": {"$search": "x"}});
-        assert_eq!((text.code(), text.message()), (ErrorCode::IndexNotFound, "text index required for $text query"));
-        assert_eq!(err(doc! {"$expr": {"$eq": [1, 1]}}).code(), ErrorCode::NotImplemented);
+        assert_eq!(
+            (text.code(), text.message()),
+            (
+                ErrorCode::IndexNotFound,
+                "text index required for $text query"
+            )
+        );
+        assert_eq!(
+            err(doc! {"$expr": {"$eq": [1, 1]}}).code(),
+            ErrorCode::NotImplemented
+        );
         assert_eq!(err(doc! {"$jsonSchema": 1}).code(), ErrorCode::TypeMismatch);
-        assert_eq!(err(doc! {"a": {"$near": [0, 0]}}).code(), ErrorCode::NotImplemented);
-        assert_eq!(err(doc! {"a": {"$eq": Bson::Undefined}}).message(), "cannot compare to undefined");
-        assert_eq!(err(doc! {"a": {"$where": "x"}}).message(), "$where cannot be applied to a field");
+        assert_eq!(
+            err(doc! {"a": {"$near": [0, 0]}}).code(),
+            ErrorCode::NotImplemented
+        );
+        assert_eq!(
+            err(doc! {"a": {"$eq": Bson::Undefined}}).message(),
+            "cannot compare to undefined"
+        );
+        assert_eq!(
+            err(doc! {"a": {"$where": "x"}}).message(),
+            "$where cannot be applied to a field"
+        );
     }
 
     #[test]
     fn literal_documents_and_dbrefs_are_equalities() {
-        assert!(m(doc! {"a": {"b": {"$gt": 1}}}, doc! {"a": {"b": {"$gt": 1}}}));
-        assert!(m(doc! {"a": {"$ref": "c", "$id": 1}}, doc! {"a": {"$ref": "c", "$id": 1}}));
+        assert!(m(
+            doc! {"a": {"b": {"$gt": 1}}},
+            doc! {"a": {"b": {"$gt": 1}}}
+        ));
+        assert!(m(
+            doc! {"a": {"$ref": "c", "$id": 1}},
+            doc! {"a": {"$ref": "c", "$id": 1}}
+        ));
         assert!(m(doc! {"a": {}}, doc! {"a": {}}));
         assert!(m(doc! {"a.$id": 1}, doc! {"a": {"$ref": "c", "$id": 1}}));
     }
@@ -1257,18 +1696,33 @@ mod tests {
         assert_eq!(f.equality("x"), None);
         let f = Filter::parse(&doc! {"$and": [{"_id": {"$eq": "k"}}, {"y": 1}]}).unwrap();
         assert_eq!(f.equality("_id"), Some(&Bson::String("k".into())));
-        assert_eq!(Filter::parse(&doc! {"_id": [1]}).unwrap().equality("_id"), None);
-        assert_eq!(Filter::parse(&doc! {"_id": null}).unwrap().equality("_id"), None);
+        assert_eq!(
+            Filter::parse(&doc! {"_id": [1]}).unwrap().equality("_id"),
+            None
+        );
+        assert_eq!(
+            Filter::parse(&doc! {"_id": null}).unwrap().equality("_id"),
+            None
+        );
         assert!(Filter::parse(&doc! {}).unwrap().is_empty());
         assert!(Filter::parse(&doc! {"$comment": "x"}).unwrap().is_empty());
         assert!(!Filter::parse(&doc! {"a": 1}).unwrap().is_empty());
 
         let f = Filter::parse(&doc! {"a.b": 2}).unwrap();
-        assert_eq!(f.matches_with_position(&doc! {"a": [{"b": 1}, {"b": 2}]}), (true, Some(1)));
+        assert_eq!(
+            f.matches_with_position(&doc! {"a": [{"b": 1}, {"b": 2}]}),
+            (true, Some(1))
+        );
         let f = Filter::parse(&doc! {"a": {"$gt": 3}}).unwrap();
-        assert_eq!(f.matches_with_position(&doc! {"a": [1, 5, 7]}), (true, Some(1)));
+        assert_eq!(
+            f.matches_with_position(&doc! {"a": [1, 5, 7]}),
+            (true, Some(1))
+        );
         let f = Filter::parse(&doc! {"a": {"$elemMatch": {"x": 1}}}).unwrap();
-        assert_eq!(f.matches_with_position(&doc! {"a": [{"x": 0}, {"x": 1}]}), (true, Some(1)));
+        assert_eq!(
+            f.matches_with_position(&doc! {"a": [{"x": 0}, {"x": 1}]}),
+            (true, Some(1))
+        );
         let f = Filter::parse(&doc! {"a": [1, 2]}).unwrap();
         assert_eq!(f.matches_with_position(&doc! {"a": [1, 2]}), (true, None));
     }

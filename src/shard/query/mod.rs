@@ -10,11 +10,13 @@
 //! - `values`: type names, MongoDB's rendering of values in messages, shared coercions.
 
 pub mod filter;
+mod pcre;
 pub mod projection;
 pub mod sort;
-mod pcre;
+pub mod update;
 mod values;
 
 pub use filter::Filter;
 pub use projection::Projection;
 pub use sort::SortSpec;
+pub use update::{UpdateContext, UpdateSpec, upsert_seed};

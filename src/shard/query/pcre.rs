@@ -16,10 +16,16 @@ pub struct MongoRegex {
 impl MongoRegex {
     pub fn new(pattern: &str, options: &str) -> Result<MongoRegex> {
         if pattern.contains('\0') {
-            return Err(MongoError::location(51091, "Regular expression cannot contain an embedded null byte"));
+            return Err(MongoError::location(
+                51091,
+                "Regular expression cannot contain an embedded null byte",
+            ));
         }
         if options.contains('\0') {
-            return Err(MongoError::location(51092, "Regular expression options string cannot contain an embedded null byte"));
+            return Err(MongoError::location(
+                51092,
+                "Regular expression options string cannot contain an embedded null byte",
+            ));
         }
         let mut builder_flags = Flags::default();
         for c in options.chars() {
@@ -31,7 +37,10 @@ impl MongoRegex {
                 // PCRE's UTF-8 mode is always on; 'u' changes nothing.
                 'u' => {}
                 other => {
-                    return Err(MongoError::location(51108, format!("invalid flag in regex options: {other}")));
+                    return Err(MongoError::location(
+                        51108,
+                        format!("invalid flag in regex options: {other}"),
+                    ));
                 }
             }
         }
@@ -45,13 +54,24 @@ impl MongoRegex {
             .build()
             .map_err(|e| {
                 let text = match e {
-                    regex::Error::Syntax(s) => s.lines().last().unwrap_or("syntax error").trim().to_string(),
-                    regex::Error::CompiledTooBig(_) => "regular expression is too large".to_string(),
+                    regex::Error::Syntax(s) => s
+                        .lines()
+                        .last()
+                        .unwrap_or("syntax error")
+                        .trim()
+                        .to_string(),
+                    regex::Error::CompiledTooBig(_) => {
+                        "regular expression is too large".to_string()
+                    }
                     _ => "invalid regular expression".to_string(),
                 };
                 MongoError::location(51091, format!("Regular expression is invalid: {text}"))
             })?;
-        Ok(MongoRegex { pattern: pattern.to_string(), options: options.to_string(), compiled })
+        Ok(MongoRegex {
+            pattern: pattern.to_string(),
+            options: options.to_string(),
+            compiled,
+        })
     }
 
     pub fn is_match(&self, text: &str) -> bool {
@@ -68,7 +88,9 @@ struct Flags {
 }
 
 fn unsupported(what: &str) -> MongoError {
-    MongoError::bad_value(format!("Regular expression is not supported: {what} cannot be evaluated by this server"))
+    MongoError::bad_value(format!(
+        "Regular expression is not supported: {what} cannot be evaluated by this server"
+    ))
 }
 
 /// Rewrites a PCRE pattern into the `regex` crate's dialect.
@@ -88,7 +110,10 @@ fn translate(pattern: &str, flags: Flags) -> Result<String> {
                 '\\' => {
                     i += 1;
                     let Some(&e) = chars.get(i) else {
-                        return Err(MongoError::location(51091, "Regular expression is invalid: \\ at end of pattern"));
+                        return Err(MongoError::location(
+                            51091,
+                            "Regular expression is invalid: \\ at end of pattern",
+                        ));
                     };
                     i = translate_escape(&chars, i, e, true, &mut out)?;
                     continue;
@@ -126,7 +151,10 @@ fn translate(pattern: &str, flags: Flags) -> Result<String> {
             '\\' => {
                 i += 1;
                 let Some(&e) = chars.get(i) else {
-                    return Err(MongoError::location(51091, "Regular expression is invalid: \\ at end of pattern"));
+                    return Err(MongoError::location(
+                        51091,
+                        "Regular expression is invalid: \\ at end of pattern",
+                    ));
                 };
                 i = translate_escape(&chars, i, e, false, &mut out)?;
                 continue;
@@ -161,7 +189,11 @@ fn translate(pattern: &str, flags: Flags) -> Result<String> {
                 }
                 if chars.get(i + 1) == Some(&'?') {
                     let rest: String = chars[i + 2..chars.len().min(i + 6)].iter().collect();
-                    if rest.starts_with('=') || rest.starts_with('!') || rest.starts_with("<=") || rest.starts_with("<!") {
+                    if rest.starts_with('=')
+                        || rest.starts_with('!')
+                        || rest.starts_with("<=")
+                        || rest.starts_with("<!")
+                    {
                         return Err(unsupported("a lookaround assertion"));
                     }
                     if rest.starts_with('>') {
@@ -175,7 +207,10 @@ fn translate(pattern: &str, flags: Flags) -> Result<String> {
                                 continue;
                             }
                             None => {
-                                return Err(MongoError::location(51091, "Regular expression is invalid: missing ) after (?# comment"));
+                                return Err(MongoError::location(
+                                    51091,
+                                    "Regular expression is invalid: missing ) after (?# comment",
+                                ));
                             }
                         }
                     }
@@ -186,7 +221,10 @@ fn translate(pattern: &str, flags: Flags) -> Result<String> {
                         || rest.starts_with('&')
                         || rest.starts_with("P>")
                         || rest.starts_with(|c: char| c.is_ascii_digit() || c == '+' || c == '-')
-                            && rest.chars().nth(1).is_some_and(|c| c.is_ascii_digit() || c == ')')
+                            && rest
+                                .chars()
+                                .nth(1)
+                                .is_some_and(|c| c.is_ascii_digit() || c == ')')
                     {
                         return Err(unsupported("a recursive pattern reference"));
                     }
@@ -221,7 +259,9 @@ fn translate(pattern: &str, flags: Flags) -> Result<String> {
                                     flag_text.push(if on { '+' } else { '-' });
                                 }
                             }
-                            'J' | 'X' => return Err(unsupported(&format!("the inline flag ({f})"))),
+                            'J' | 'X' => {
+                                return Err(unsupported(&format!("the inline flag ({f})")));
+                            }
                             _ => break,
                         }
                         j += 1;
@@ -263,7 +303,10 @@ fn translate(pattern: &str, flags: Flags) -> Result<String> {
         i += 1;
     }
     if in_class {
-        return Err(MongoError::location(51091, "Regular expression is invalid: missing terminating ] for character class"));
+        return Err(MongoError::location(
+            51091,
+            "Regular expression is invalid: missing terminating ] for character class",
+        ));
     }
     Ok(out)
 }
@@ -304,19 +347,43 @@ fn quantifier_end(chars: &[char], i: usize) -> Option<usize> {
 }
 
 /// Translates the escape whose character is at `i` (after the backslash); returns the next index.
-fn translate_escape(chars: &[char], i: usize, e: char, in_class: bool, out: &mut String) -> Result<usize> {
+fn translate_escape(
+    chars: &[char],
+    i: usize,
+    e: char,
+    in_class: bool,
+    out: &mut String,
+) -> Result<usize> {
     let mut next = i + 1;
     match e {
         // PCRE's classes are ASCII-only without UCP; the crate's are Unicode.
         'd' => out.push_str(if in_class { "0-9" } else { "[0-9]" }),
         'D' => out.push_str("[^0-9]"),
-        'w' => out.push_str(if in_class { "0-9A-Za-z_" } else { "[0-9A-Za-z_]" }),
+        'w' => out.push_str(if in_class {
+            "0-9A-Za-z_"
+        } else {
+            "[0-9A-Za-z_]"
+        }),
         'W' => out.push_str("[^0-9A-Za-z_]"),
-        's' => out.push_str(if in_class { "\\t\\n\\x0B\\x0C\\r " } else { "[\\t\\n\\x0B\\x0C\\r ]" }),
+        's' => out.push_str(if in_class {
+            "\\t\\n\\x0B\\x0C\\r "
+        } else {
+            "[\\t\\n\\x0B\\x0C\\r ]"
+        }),
         'S' => out.push_str("[^\\t\\n\\x0B\\x0C\\r ]"),
-        'h' => out.push_str(if in_class { HSPACE } else { "[\\t \\xA0\\x{1680}\\x{180E}\\x{2000}-\\x{200A}\\x{202F}\\x{205F}\\x{3000}]" }),
-        'H' => out.push_str("[^\\t \\xA0\\x{1680}\\x{180E}\\x{2000}-\\x{200A}\\x{202F}\\x{205F}\\x{3000}]"),
-        'v' => out.push_str(if in_class { VSPACE } else { "[\\n\\x0B\\x0C\\r\\x{85}\\x{2028}\\x{2029}]" }),
+        'h' => out.push_str(if in_class {
+            HSPACE
+        } else {
+            "[\\t \\xA0\\x{1680}\\x{180E}\\x{2000}-\\x{200A}\\x{202F}\\x{205F}\\x{3000}]"
+        }),
+        'H' => out.push_str(
+            "[^\\t \\xA0\\x{1680}\\x{180E}\\x{2000}-\\x{200A}\\x{202F}\\x{205F}\\x{3000}]",
+        ),
+        'v' => out.push_str(if in_class {
+            VSPACE
+        } else {
+            "[\\n\\x0B\\x0C\\r\\x{85}\\x{2028}\\x{2029}]"
+        }),
         'V' => out.push_str("[^\\n\\x0B\\x0C\\r\\x{85}\\x{2028}\\x{2029}]"),
         'R' if !in_class => out.push_str("(?:\\r\\n|[\\n\\x0B\\x0C\\r\\x{85}\\x{2028}\\x{2029}])"),
         'b' if in_class => out.push_str("\\x08"),
@@ -343,9 +410,13 @@ fn translate_escape(chars: &[char], i: usize, e: char, in_class: bool, out: &mut
             push_code_point(out, value)?;
         }
         'o' if chars.get(i + 1) == Some(&'{') => {
-            let end = chars[i + 2..].iter().position(|&c| c == '}').ok_or_else(|| unsupported("an unterminated \\o{"))?;
+            let end = chars[i + 2..]
+                .iter()
+                .position(|&c| c == '}')
+                .ok_or_else(|| unsupported("an unterminated \\o{"))?;
             let digits: String = chars[i + 2..i + 2 + end].iter().collect();
-            let value = u32::from_str_radix(&digits, 8).map_err(|_| unsupported("a malformed \\o{} escape"))?;
+            let value = u32::from_str_radix(&digits, 8)
+                .map_err(|_| unsupported("a malformed \\o{} escape"))?;
             push_code_point(out, value)?;
             next = i + 3 + end;
         }
@@ -353,7 +424,10 @@ fn translate_escape(chars: &[char], i: usize, e: char, in_class: bool, out: &mut
         'a' => out.push_str("\\x07"),
         'c' => {
             let Some(&ctl) = chars.get(i + 1) else {
-                return Err(MongoError::location(51091, "Regular expression is invalid: \\c at end of pattern"));
+                return Err(MongoError::location(
+                    51091,
+                    "Regular expression is invalid: \\c at end of pattern",
+                ));
             };
             push_code_point(out, (ctl.to_ascii_uppercase() as u32) ^ 0x40)?;
             next = i + 2;
@@ -377,9 +451,15 @@ fn translate_escape(chars: &[char], i: usize, e: char, in_class: bool, out: &mut
         }
         'E' => {}
         'x' | 'p' | 'P' if chars.get(i + 1) == Some(&'{') => {
-            let end = chars[i + 1..].iter().position(|&c| c == '}').ok_or_else(|| {
-                MongoError::location(51091, format!("Regular expression is invalid: missing }} after \\{e}{{"))
-            })?;
+            let end = chars[i + 1..]
+                .iter()
+                .position(|&c| c == '}')
+                .ok_or_else(|| {
+                    MongoError::location(
+                        51091,
+                        format!("Regular expression is invalid: missing }} after \\{e}{{"),
+                    )
+                })?;
             out.push('\\');
             out.extend(&chars[i..=i + 1 + end]);
             next = i + 2 + end;
@@ -402,7 +482,10 @@ fn translate_escape(chars: &[char], i: usize, e: char, in_class: bool, out: &mut
             out.push(e);
         }
         c if c.is_ascii_alphanumeric() => {
-            return Err(MongoError::location(51091, format!("Regular expression is invalid: unrecognized character follows \\ (\\{c})")));
+            return Err(MongoError::location(
+                51091,
+                format!("Regular expression is invalid: unrecognized character follows \\ (\\{c})"),
+            ));
         }
         c => push_literal(out, c, in_class),
     }
@@ -414,7 +497,10 @@ const VSPACE: &str = "\\n\\x0B\\x0C\\r\\x{85}\\x{2028}\\x{2029}";
 
 fn push_code_point(out: &mut String, value: u32) -> Result<()> {
     if char::from_u32(value).is_none() {
-        return Err(MongoError::location(51091, "Regular expression is invalid: character code point value is too large"));
+        return Err(MongoError::location(
+            51091,
+            "Regular expression is invalid: character code point value is too large",
+        ));
     }
     out.push_str(&format!("\\x{{{value:X}}}"));
     Ok(())
@@ -465,12 +551,17 @@ mod tests {
 
     #[test]
     fn unsupported_constructs_are_errors_not_panics() {
-        for p in ["(a)\\1", "a(?=b)", "a(?!b)", "(?<=a)b", "(?>a)", "a++", "(?R)", "\\k<n>"] {
+        for p in [
+            "(a)\\1", "a(?=b)", "a(?!b)", "(?<=a)b", "(?>a)", "a++", "(?R)", "\\k<n>",
+        ] {
             let err = MongoRegex::new(p, "").unwrap_err();
             assert_eq!(err.code(), crate::error::ErrorCode::BadValue, "{p}");
         }
         assert_eq!(MongoRegex::new("(", "").unwrap_err().code().code(), 51091);
         assert_eq!(MongoRegex::new("[a", "").unwrap_err().code().code(), 51091);
-        assert_eq!(MongoRegex::new("a", "z").unwrap_err().message(), "invalid flag in regex options: z");
+        assert_eq!(
+            MongoRegex::new("a", "z").unwrap_err().message(),
+            "invalid flag in regex options: z"
+        );
     }
 }

@@ -32,25 +32,44 @@ impl SortSpec {
             if let Bson::Document(meta) = value {
                 let first = meta.keys().next().map(String::as_str).unwrap_or("");
                 if first != "$meta" {
-                    return Err(MongoError::location(17312, "$meta is the only expression supported by $sort right now"));
+                    return Err(MongoError::location(
+                        17312,
+                        "$meta is the only expression supported by $sort right now",
+                    ));
                 }
                 if meta.len() != 1 {
-                    return Err(MongoError::failed_to_parse("Cannot have additional keys in a $meta sort specification"));
+                    return Err(MongoError::failed_to_parse(
+                        "Cannot have additional keys in a $meta sort specification",
+                    ));
                 }
                 return Err(match meta.get("$meta") {
-                    Some(Bson::String(kind)) if kind == "textScore" || kind == "searchScore" || kind == "randVal" => {
-                        not_implemented(format!("sorting by {{$meta: \"{kind}\"}} is not supported yet"))
+                    Some(Bson::String(kind))
+                        if kind == "textScore" || kind == "searchScore" || kind == "randVal" =>
+                    {
+                        not_implemented(format!(
+                            "sorting by {{$meta: \"{kind}\"}} is not supported yet"
+                        ))
                     }
-                    Some(Bson::String(kind)) => {
-                        MongoError::location(31138, format!("Illegal $meta sort: $meta: \"{kind}\""))
-                    }
-                    _ => MongoError::location(31138, format!("Illegal $meta sort: {}", render_element("$meta", meta.get("$meta").unwrap_or(&Bson::Null)))),
+                    Some(Bson::String(kind)) => MongoError::location(
+                        31138,
+                        format!("Illegal $meta sort: $meta: \"{kind}\""),
+                    ),
+                    _ => MongoError::location(
+                        31138,
+                        format!(
+                            "Illegal $meta sort: {}",
+                            render_element("$meta", meta.get("$meta").unwrap_or(&Bson::Null))
+                        ),
+                    ),
                 });
             }
             if !is_number(value) {
                 return Err(MongoError::location(
                     15974,
-                    format!("Illegal key in $sort specification: {}", render_element(name, value)),
+                    format!(
+                        "Illegal key in $sort specification: {}",
+                        render_element(name, value)
+                    ),
                 ));
             }
             let direction = super::values::as_f64(value);
@@ -112,7 +131,9 @@ impl SortSpec {
     /// Orders two sort keys produced by [`SortSpec::sort_key`].
     pub fn compare_keys(&self, a: &[Bson], b: &[Bson]) -> Ordering {
         for (i, key) in self.keys.iter().enumerate() {
-            let (Some(x), Some(y)) = (a.get(i), b.get(i)) else { break };
+            let (Some(x), Some(y)) = (a.get(i), b.get(i)) else {
+                break;
+            };
             let ord = compare_values(x, y);
             let ord = if key.ascending { ord } else { ord.reverse() };
             if ord != Ordering::Equal {
@@ -135,7 +156,11 @@ impl SortKey {
                 None => Some(v),
                 Some(b) => {
                     let ord = compare_values(&v, &b);
-                    let better = if self.ascending { ord == Ordering::Less } else { ord == Ordering::Greater };
+                    let better = if self.ascending {
+                        ord == Ordering::Less
+                    } else {
+                        ord == Ordering::Greater
+                    };
                     Some(if better { v } else { b })
                 }
             };
@@ -163,7 +188,9 @@ fn collect_keys(value: Option<&Bson>, parts: &[String], out: &mut Vec<Bson>) {
     match value {
         Bson::Document(d) => collect_keys(d.get(first), rest, out),
         Bson::Array(items) => {
-            if let Some(index) = super::values::array_index(first).filter(|i| i.to_string() == *first) {
+            if let Some(index) =
+                super::values::array_index(first).filter(|i| i.to_string() == *first)
+            {
                 collect_keys(items.get(index), rest, out);
             } else if items.is_empty() {
                 out.push(Bson::Null);
@@ -237,9 +264,18 @@ mod tests {
         let x = doc! {"a": 1, "b": 1};
         let y = doc! {"a": 1, "b": 2};
         assert_eq!(spec.compare(&x, &y), Ordering::Greater);
-        assert_eq!(spec.sort_key(&doc! {"a": [3, 1], "b": [3, 1]}), vec![Bson::Int32(1), Bson::Int32(3)]);
-        assert_eq!(spec.compare_keys(&spec.sort_key(&x), &spec.sort_key(&y)), Ordering::Greater);
-        assert_eq!(spec.fields().collect::<Vec<_>>(), vec![("a", true), ("b", false)]);
+        assert_eq!(
+            spec.sort_key(&doc! {"a": [3, 1], "b": [3, 1]}),
+            vec![Bson::Int32(1), Bson::Int32(3)]
+        );
+        assert_eq!(
+            spec.compare_keys(&spec.sort_key(&x), &spec.sort_key(&y)),
+            Ordering::Greater
+        );
+        assert_eq!(
+            spec.fields().collect::<Vec<_>>(),
+            vec![("a", true), ("b", false)]
+        );
     }
 
     #[test]
@@ -247,11 +283,31 @@ mod tests {
         let e = SortSpec::parse(&doc! {"a": 2}).unwrap_err();
         assert_eq!(e.code().code(), 15975);
         let e = SortSpec::parse(&doc! {"a": "x"}).unwrap_err();
-        assert_eq!((e.code().code(), e.message()), (15974, "Illegal key in $sort specification: a: \"x\""));
-        assert_eq!(SortSpec::parse(&doc! {"a": {"$meta": "textScore"}}).unwrap_err().code(), crate::error::ErrorCode::NotImplemented);
-        assert_eq!(SortSpec::parse(&doc! {"a": {"x": 1}}).unwrap_err().code().code(), 17312);
-        assert_eq!(SortSpec::parse(&doc! {"": 1}).unwrap_err().code().code(), 40352);
-        assert_eq!(SortSpec::parse(&doc! {"$a": 1}).unwrap_err().code().code(), 16410);
+        assert_eq!(
+            (e.code().code(), e.message()),
+            (15974, "Illegal key in $sort specification: a: \"x\"")
+        );
+        assert_eq!(
+            SortSpec::parse(&doc! {"a": {"$meta": "textScore"}})
+                .unwrap_err()
+                .code(),
+            crate::error::ErrorCode::NotImplemented
+        );
+        assert_eq!(
+            SortSpec::parse(&doc! {"a": {"x": 1}})
+                .unwrap_err()
+                .code()
+                .code(),
+            17312
+        );
+        assert_eq!(
+            SortSpec::parse(&doc! {"": 1}).unwrap_err().code().code(),
+            40352
+        );
+        assert_eq!(
+            SortSpec::parse(&doc! {"$a": 1}).unwrap_err().code().code(),
+            16410
+        );
         assert!(SortSpec::parse(&doc! {"a": 1i64, "b": -1.0}).is_ok());
         let natural = SortSpec::parse(&doc! {"$natural": -1}).unwrap();
         assert_eq!((natural.natural(), natural.is_empty()), (Some(false), true));

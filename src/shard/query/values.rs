@@ -88,7 +88,10 @@ pub fn type_code_for_alias(alias: &str) -> Option<i32> {
 }
 
 pub fn is_number(value: &Bson) -> bool {
-    matches!(value, Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_))
+    matches!(
+        value,
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_)
+    )
 }
 
 /// MongoDB's `trueValue()`: false for `false`, zero, null, undefined and missing.
@@ -151,7 +154,11 @@ pub fn format_g(x: f64, precision: usize) -> String {
         return if x > 0.0 { "inf".into() } else { "-inf".into() };
     }
     if x == 0.0 {
-        return if x.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if x.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     let p = precision.max(1);
     let sci = format!("{:.*e}", p - 1, x);
@@ -168,7 +175,11 @@ pub fn format_g(x: f64, precision: usize) -> String {
 }
 
 fn strip_zeros(s: &str) -> &str {
-    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { s }
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
 }
 
 /// A value as MongoDB's `BSONElement::toString(false)` prints it.
@@ -223,7 +234,9 @@ fn render_into(out: &mut String, value: &Bson, depth: usize) {
         return;
     }
     match value {
-        Bson::Document(d) => render_doc_into(out, d.iter().map(|(k, v)| (k.as_str(), v)), false, depth),
+        Bson::Document(d) => {
+            render_doc_into(out, d.iter().map(|(k, v)| (k.as_str(), v)), false, depth)
+        }
         Bson::Array(items) => render_doc_into(out, items.iter().map(|v| ("", v)), true, depth),
         Bson::Double(v) => out.push_str(&double_nice(*v)),
         Bson::String(s) | Bson::Symbol(s) => {
@@ -273,15 +286,25 @@ fn render_into(out: &mut String, value: &Bson, depth: usize) {
                     &h[20..32]
                 ));
             } else {
-                let shown = if bin.bytes.len() > 80 { &bin.bytes[..70] } else { &bin.bytes[..] };
-                out.push_str(&format!("BinData({}, {}", u8::from(bin.subtype), hex_upper(shown)));
+                let shown = if bin.bytes.len() > 80 {
+                    &bin.bytes[..70]
+                } else {
+                    &bin.bytes[..]
+                };
+                out.push_str(&format!(
+                    "BinData({}, {}",
+                    u8::from(bin.subtype),
+                    hex_upper(shown)
+                ));
                 out.push_str(if bin.bytes.len() > 80 { "...)" } else { ")" });
             }
         }
         Bson::JavaScriptCode(code) => out.push_str(code),
-        Bson::JavaScriptCodeWithScope(cws) => {
-            out.push_str(&format!("CodeWScope( {}, {})", cws.code, render_doc(&cws.scope)))
-        }
+        Bson::JavaScriptCodeWithScope(cws) => out.push_str(&format!(
+            "CodeWScope( {}, {})",
+            cws.code,
+            render_doc(&cws.scope)
+        )),
         Bson::DbPointer(_) => out.push_str("DBRef(...)"),
     }
 }
@@ -296,7 +319,8 @@ fn hex_upper(bytes: &[u8]) -> String {
 
 /// The outcome of MongoDB's `parseIntegerElementToLong`: the error text without its prefix.
 pub fn integer_to_i64(name: &str, value: &Bson) -> Result<i64> {
-    let fail = |what: &str| MongoError::failed_to_parse(format!("{what}{}", render_element(name, value)));
+    let fail =
+        |what: &str| MongoError::failed_to_parse(format!("{what}{}", render_element(name, value)));
     match value {
         Bson::Int32(v) => Ok(i64::from(*v)),
         Bson::Int64(v) => Ok(*v),
@@ -339,7 +363,10 @@ pub fn integer_to_non_negative_i64(name: &str, value: &Bson) -> Result<i64> {
 pub fn integer_to_non_negative_i32(name: &str, value: &Bson) -> Result<i32> {
     let n = integer_to_i64(name, value)?;
     let n = i32::try_from(n).map_err(|_| {
-        MongoError::failed_to_parse(format!("Cannot represent {} in an int", render_element(name, value)))
+        MongoError::failed_to_parse(format!(
+            "Cannot represent {} in an int",
+            render_element(name, value)
+        ))
     })?;
     if n < 0 {
         return Err(MongoError::failed_to_parse(format!(
@@ -359,7 +386,9 @@ pub fn coerce_i64(value: &Bson) -> std::result::Result<i64, &'static str> {
             let d = as_f64(value);
             if !d.is_finite() {
                 Err("Unable to coerce NaN/Inf to integral type")
-            } else if d.trunc() >= 9_223_372_036_854_775_808.0 || d.trunc() < -9_223_372_036_854_775_808.0 {
+            } else if d.trunc() >= 9_223_372_036_854_775_808.0
+                || d.trunc() < -9_223_372_036_854_775_808.0
+            {
                 Err("Out of bounds coercing to integral value")
             } else {
                 Ok(d.trunc() as i64)
@@ -379,8 +408,7 @@ pub fn exact_i64(value: &Bson) -> Option<i64> {
             let d = as_f64(value);
             if d.is_finite()
                 && d.trunc() == d
-                && d < 9_223_372_036_854_775_808.0
-                && d >= -9_223_372_036_854_775_808.0
+                && (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&d)
             {
                 Some(d as i64)
             } else {
@@ -394,14 +422,23 @@ pub fn exact_i64(value: &Bson) -> Option<i64> {
 /// Validates a field path the way MongoDB's `FieldPath` does (projection and sort keys).
 pub fn check_field_path(path: &str) -> Result<()> {
     if path.is_empty() {
-        return Err(MongoError::location(40352, "FieldPath cannot be constructed with empty string"));
+        return Err(MongoError::location(
+            40352,
+            "FieldPath cannot be constructed with empty string",
+        ));
     }
     if path.ends_with('.') {
-        return Err(MongoError::location(40353, "FieldPath must not end with a '.'."));
+        return Err(MongoError::location(
+            40353,
+            "FieldPath must not end with a '.'.",
+        ));
     }
     for part in path.split('.') {
         if part.is_empty() {
-            return Err(MongoError::location(15998, "FieldPath field names may not be empty strings."));
+            return Err(MongoError::location(
+                15998,
+                "FieldPath field names may not be empty strings.",
+            ));
         }
         if part.starts_with('$') {
             return Err(MongoError::location(
@@ -458,15 +495,28 @@ mod tests {
     #[test]
     fn documents_render_like_bsonobj_to_string() {
         let d = doc! {"v": [{"foo": [{"bar": "hello"}]}], "e": {}, "a": []};
-        assert_eq!(render_doc(&d), "{ v: [ { foo: [ { bar: \"hello\" } ] } ], e: {}, a: [] }");
-        assert_eq!(render_element("$size", &Bson::String("a".into())), "$size: \"a\"");
+        assert_eq!(
+            render_doc(&d),
+            "{ v: [ { foo: [ { bar: \"hello\" } ] } ], e: {}, a: [] }"
+        );
+        assert_eq!(
+            render_element("$size", &Bson::String("a".into())),
+            "$size: \"a\""
+        );
     }
 
     #[test]
     fn integer_parsing_reports_mongodb_reasons() {
-        assert_eq!(integer_to_i64("$size", &Bson::Double(1.5)).unwrap_err().message(), "Expected an integer: $size: 1.5");
         assert_eq!(
-            integer_to_non_negative_i64("$size", &Bson::Int32(-1)).unwrap_err().message(),
+            integer_to_i64("$size", &Bson::Double(1.5))
+                .unwrap_err()
+                .message(),
+            "Expected an integer: $size: 1.5"
+        );
+        assert_eq!(
+            integer_to_non_negative_i64("$size", &Bson::Int32(-1))
+                .unwrap_err()
+                .message(),
             "Expected a positive number in: $size: -1"
         );
         assert_eq!(integer_to_i64("x", &Bson::Double(3.0)).unwrap(), 3);
