@@ -1728,6 +1728,52 @@ mod tests {
     }
 
     #[test]
+    fn null_and_arrays_of_null() {
+        assert!(m(doc! {"a": null}, doc! {"a": [null]}));
+        assert!(m(doc! {"a": {"$in": [null]}}, doc! {"a": [null]}));
+        assert!(!m(doc! {"a": {"$ne": null}}, doc! {"a": [null, 1]}));
+        assert!(m(doc! {"a.b": null}, doc! {"a": [{"b": null}, {"b": 1}]}));
+        assert!(!m(doc! {"a.b": {"$exists": true}}, doc! {"a": [1, 2]}));
+        assert!(m(doc! {"a": {"$all": [null]}}, doc! {}));
+        assert!(m(doc! {"a": {"$type": "null"}}, doc! {"a": [null]}));
+        assert!(!m(doc! {"a": {"$size": 1}}, doc! {"a": null}));
+    }
+
+    #[test]
+    fn implicit_array_matching_versus_elem_match() {
+        let d = doc! {"a": [{"x": 1, "y": 2}, {"x": 2, "y": 1}]};
+        assert!(m(doc! {"a.x": 1, "a.y": 1}, d.clone()));
+        assert!(!m(doc! {"a": {"$elemMatch": {"x": 1, "y": 1}}}, d.clone()));
+        assert!(m(doc! {"a": {"x": 1, "y": 2}}, d.clone()));
+        assert!(!m(doc! {"a": {"y": 2, "x": 1}}, d.clone()));
+        assert!(m(doc! {"a": {"$in": [{"x": 2, "y": 1}]}}, d.clone()));
+        assert!(m(doc! {"a.x": {"$all": [1, 2]}}, d));
+        assert!(m(doc! {"a": {"$gt": 5, "$lt": 1}}, doc! {"a": [0, 6]}));
+        assert!(m(doc! {"a": {"$not": {"$size": 2}}}, doc! {"a": [1]}));
+        assert!(m(
+            doc! {"a": {"$nin": [BsonRegex { pattern: "^x".into(), options: "".into() }]}},
+            doc! {"a": ["y"]}
+        ));
+        assert!(!m(
+            doc! {"a": {"$nin": [BsonRegex { pattern: "^x".into(), options: "".into() }]}},
+            doc! {"a": ["y", "xz"]}
+        ));
+    }
+
+    #[test]
+    fn numbers_compare_across_types() {
+        assert!(m(doc! {"a": 1i64}, doc! {"a": 1.0}));
+        assert!(m(doc! {"a": {"$lt": 2i64}}, doc! {"a": 1.5}));
+        assert!(m(doc! {"a": {"$gt": i64::MAX - 1}}, doc! {"a": i64::MAX}));
+        assert!(m(
+            doc! {"a": {"$gt": i64::MAX}},
+            doc! {"a": 9.223372036854776e18}
+        ));
+        assert!(m(doc! {"a": {"$lte": true}}, doc! {"a": false}));
+        assert!(!m(doc! {"a": {"$lte": true}}, doc! {"a": 0}));
+    }
+
+    #[test]
     fn deep_nesting_is_refused_not_overflowed() {
         let mut f = doc! {"a": 1};
         for _ in 0..200 {

@@ -365,6 +365,9 @@ fn parse_sub_object(
         Some(p) => format!("{p}.{name}"),
         None => name.to_string(),
     };
+    if full_path.split('.').count() > 100 {
+        return Err(MongoError::location(5729100, "FieldPath is too long"));
+    }
     let node = path_node_at(parent, name, &full_path)?;
     for (key, value) in obj {
         parse_element(ctx, key, value, Some(&full_path), node, false)?;
@@ -1333,6 +1336,15 @@ mod tests {
             perr(doc! {"x": {"$meta": "textScore"}}).code().code(),
             40218
         );
+    }
+
+    #[test]
+    fn deep_sub_projections_are_refused() {
+        let mut spec = doc! {"a": 1};
+        for _ in 0..150 {
+            spec = doc! {"a": spec};
+        }
+        assert_eq!(perr(spec).code().code(), 5729100);
     }
 
     #[test]
