@@ -1,34 +1,315 @@
-//! INTERIM: replaced by the query-engine branch.
+//! Sort specifications (`{a: 1, "b.c": -1}`) and MongoDB's sort order over documents: each key
+//! path yields a sort key per document (the minimum of the values it reaches for ascending keys,
+//! the maximum for descending ones; missing is null, an empty array sorts before null). The
+//! router merges sorted shard streams by the same keys.
+
+use super::values::{check_field_path, is_number, not_implemented, render_element};
 use crate::document::order::compare_values;
-use crate::document::path::get_path;
-use crate::error::Result;
+use crate::error::{MongoError, Result};
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 
-#[derive(Clone, Debug)]
+/// A parsed sort specification.
+#[derive(Clone, Debug, PartialEq)]
 pub struct SortSpec {
-    keys: Vec<(String, bool)>,
+    keys: Vec<SortKey>,
+    natural: Option<bool>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct SortKey {
+    path: String,
+    parts: Vec<String>,
+    ascending: bool,
 }
 
 impl SortSpec {
+    /// Parses a sort document with MongoDB's errors.
     pub fn parse(spec: &Document) -> Result<SortSpec> {
-        Ok(SortSpec {
-            keys: spec
-                .iter()
-                .map(|(k, v)| (k.clone(), v.as_i32().unwrap_or(1) < 0))
-                .collect(),
-        })
+        let mut keys = Vec::with_capacity(spec.len());
+        let mut natural = None;
+        for (name, value) in spec {
+            if let Bson::Document(meta) = value {
+                let first = meta.keys().next().map(String::as_str).unwrap_or("");
+                if first != "$meta" {
+                    return Err(MongoError::location(
+                        17312,
+                        "$meta is the only expression supported by $sort right now",
+                    ));
+                }
+                if meta.len() != 1 {
+                    return Err(MongoError::failed_to_parse(
+                        "Cannot have additional keys in a $meta sort specification",
+                    ));
+                }
+                return Err(match meta.get("$meta") {
+                    Some(Bson::String(kind))
+                        if kind == "textScore" || kind == "searchScore" || kind == "randVal" =>
+                    {
+                        not_implemented(format!(
+                            "sorting by {{$meta: \"{kind}\"}} is not supported yet"
+                        ))
+                    }
+                    Some(Bson::String(kind)) => MongoError::location(
+                        31138,
+                        format!("Illegal $meta sort: $meta: \"{kind}\""),
+                    ),
+                    _ => MongoError::location(
+                        31138,
+                        format!(
+                            "Illegal $meta sort: {}",
+                            render_element("$meta", meta.get("$meta").unwrap_or(&Bson::Null))
+                        ),
+                    ),
+                });
+            }
+            if !is_number(value) {
+                return Err(MongoError::location(
+                    15974,
+                    format!(
+                        "Illegal key in $sort specification: {}",
+                        render_element(name, value)
+                    ),
+                ));
+            }
+            let direction = super::values::as_f64(value);
+            if direction != 1.0 && direction != -1.0 {
+                return Err(MongoError::location(
+                    15975,
+                    "$sort key ordering must be 1 (for ascending) or -1 (for descending)",
+                ));
+            }
+            if name == "$natural" {
+                natural = Some(direction > 0.0);
+                continue;
+            }
+            check_field_path(name)?;
+            keys.push(SortKey {
+                path: name.clone(),
+                parts: name.split('.').map(String::from).collect(),
+                ascending: direction > 0.0,
+            });
+        }
+        Ok(SortSpec { keys, natural })
     }
+
+    /// Whether the spec orders nothing (empty, or only `$natural`).
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// `Some(ascending)` when the spec asks for `$natural` (storage) order.
+    pub fn natural(&self) -> Option<bool> {
+        self.natural
+    }
+
+    /// The key paths with their directions (`true` = ascending), in priority order.
+    pub fn fields(&self) -> impl Iterator<Item = (&str, bool)> {
+        self.keys.iter().map(|k| (k.path.as_str(), k.ascending))
+    }
+
+    /// Orders two documents.
     pub fn compare(&self, a: &Document, b: &Document) -> Ordering {
-        for (k, desc) in &self.keys {
-            let x = get_path(a, k).unwrap_or(&Bson::Null);
-            let y = get_path(b, k).unwrap_or(&Bson::Null);
-            let o = compare_values(x, y);
-            let o = if *desc { o.reverse() } else { o };
-            if o != Ordering::Equal {
-                return o;
+        for key in &self.keys {
+            let ka = key.extract(a);
+            let kb = key.extract(b);
+            let ord = compare_values(&ka, &kb);
+            let ord = if key.ascending { ord } else { ord.reverse() };
+            if ord != Ordering::Equal {
+                return ord;
             }
         }
         Ordering::Equal
+    }
+
+    /// The document's sort key: one value per key path, already reduced to the value that
+    /// orders it (compare keys with [`SortSpec::compare_keys`]).
+    pub fn sort_key(&self, doc: &Document) -> Vec<Bson> {
+        self.keys.iter().map(|k| k.extract(doc)).collect()
+    }
+
+    /// Orders two sort keys produced by [`SortSpec::sort_key`].
+    pub fn compare_keys(&self, a: &[Bson], b: &[Bson]) -> Ordering {
+        for (i, key) in self.keys.iter().enumerate() {
+            let (Some(x), Some(y)) = (a.get(i), b.get(i)) else {
+                break;
+            };
+            let ord = compare_values(x, y);
+            let ord = if key.ascending { ord } else { ord.reverse() };
+            if ord != Ordering::Equal {
+                return ord;
+            }
+        }
+        Ordering::Equal
+    }
+}
+
+impl SortKey {
+    fn extract(&self, doc: &Document) -> Bson {
+        let mut values = Vec::new();
+        if let Some((first, rest)) = self.parts.split_first() {
+            collect_keys(doc.get(first), rest, &mut values);
+        }
+        let mut best: Option<Bson> = None;
+        for v in values {
+            best = match best {
+                None => Some(v),
+                Some(b) => {
+                    let ord = compare_values(&v, &b);
+                    let better = if self.ascending {
+                        ord == Ordering::Less
+                    } else {
+                        ord == Ordering::Greater
+                    };
+                    Some(if better { v } else { b })
+                }
+            };
+        }
+        best.unwrap_or(Bson::Null)
+    }
+}
+
+/// The values a path reaches, as index key generation sees them: arrays along the path fan
+/// out, a leaf array contributes its elements (or undefined when empty), anything missing is
+/// null.
+fn collect_keys(value: Option<&Bson>, parts: &[String], out: &mut Vec<Bson>) {
+    let Some(value) = value else {
+        out.push(Bson::Null);
+        return;
+    };
+    let Some((first, rest)) = parts.split_first() else {
+        match value {
+            Bson::Array(items) if items.is_empty() => out.push(Bson::Undefined),
+            Bson::Array(items) => out.extend(items.iter().cloned()),
+            other => out.push(other.clone()),
+        }
+        return;
+    };
+    match value {
+        Bson::Document(d) => collect_keys(d.get(first), rest, out),
+        Bson::Array(items) => {
+            if let Some(index) =
+                super::values::array_index(first).filter(|i| i.to_string() == *first)
+            {
+                collect_keys(items.get(index), rest, out);
+            } else if items.is_empty() {
+                out.push(Bson::Null);
+            } else {
+                for item in items {
+                    match item {
+                        Bson::Document(d) => collect_keys(d.get(first), rest, out),
+                        _ => out.push(Bson::Null),
+                    }
+                }
+            }
+        }
+        _ => out.push(Bson::Null),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn sorted(spec: Document, docs: Vec<Document>) -> Vec<i32> {
+        let spec = SortSpec::parse(&spec).unwrap();
+        let mut docs = docs;
+        docs.sort_by(|a, b| spec.compare(a, b));
+        docs.iter().map(|d| d.get_i32("_id").unwrap()).collect()
+    }
+
+    #[test]
+    fn scalars_sort_by_type_then_value() {
+        let docs = vec![
+            doc! {"_id": 1, "a": "x"},
+            doc! {"_id": 2, "a": 5},
+            doc! {"_id": 3},
+            doc! {"_id": 4, "a": null},
+            doc! {"_id": 5, "a": 1.5},
+        ];
+        assert_eq!(sorted(doc! {"a": 1}, docs.clone()), vec![3, 4, 5, 2, 1]);
+        assert_eq!(sorted(doc! {"a": -1}, docs), vec![1, 2, 5, 3, 4]);
+    }
+
+    #[test]
+    fn arrays_sort_by_min_ascending_and_max_descending() {
+        let docs = vec![
+            doc! {"_id": 1, "a": [1, 10]},
+            doc! {"_id": 2, "a": [5]},
+            doc! {"_id": 3, "a": 3},
+            doc! {"_id": 4, "a": []},
+        ];
+        assert_eq!(sorted(doc! {"a": 1}, docs.clone()), vec![4, 1, 3, 2]);
+        assert_eq!(sorted(doc! {"a": -1}, docs), vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn dotted_paths_fan_out_through_arrays() {
+        let docs = vec![
+            doc! {"_id": 1, "a": [{"b": 4}, {"b": 2}]},
+            doc! {"_id": 2, "a": {"b": 3}},
+            doc! {"_id": 3, "a": [{"b": 5}, {"c": 1}]},
+        ];
+        // Doc 3's second element has no b: its ascending key is null.
+        assert_eq!(sorted(doc! {"a.b": 1}, docs.clone()), vec![3, 1, 2]);
+        assert_eq!(sorted(doc! {"a.b": -1}, docs), vec![3, 1, 2]);
+        let docs = vec![doc! {"_id": 1, "a": [3, 1]}, doc! {"_id": 2, "a": [2, 9]}];
+        assert_eq!(sorted(doc! {"a.0": 1}, docs), vec![2, 1]);
+    }
+
+    #[test]
+    fn compound_keys_and_sort_keys() {
+        let spec = SortSpec::parse(&doc! {"a": 1, "b": -1}).unwrap();
+        let x = doc! {"a": 1, "b": 1};
+        let y = doc! {"a": 1, "b": 2};
+        assert_eq!(spec.compare(&x, &y), Ordering::Greater);
+        assert_eq!(
+            spec.sort_key(&doc! {"a": [3, 1], "b": [3, 1]}),
+            vec![Bson::Int32(1), Bson::Int32(3)]
+        );
+        assert_eq!(
+            spec.compare_keys(&spec.sort_key(&x), &spec.sort_key(&y)),
+            Ordering::Greater
+        );
+        assert_eq!(
+            spec.fields().collect::<Vec<_>>(),
+            vec![("a", true), ("b", false)]
+        );
+    }
+
+    #[test]
+    fn parse_errors() {
+        let e = SortSpec::parse(&doc! {"a": 2}).unwrap_err();
+        assert_eq!(e.code().code(), 15975);
+        let e = SortSpec::parse(&doc! {"a": "x"}).unwrap_err();
+        assert_eq!(
+            (e.code().code(), e.message()),
+            (15974, "Illegal key in $sort specification: a: \"x\"")
+        );
+        assert_eq!(
+            SortSpec::parse(&doc! {"a": {"$meta": "textScore"}})
+                .unwrap_err()
+                .code(),
+            crate::error::ErrorCode::NotImplemented
+        );
+        assert_eq!(
+            SortSpec::parse(&doc! {"a": {"x": 1}})
+                .unwrap_err()
+                .code()
+                .code(),
+            17312
+        );
+        assert_eq!(
+            SortSpec::parse(&doc! {"": 1}).unwrap_err().code().code(),
+            40352
+        );
+        assert_eq!(
+            SortSpec::parse(&doc! {"$a": 1}).unwrap_err().code().code(),
+            16410
+        );
+        assert!(SortSpec::parse(&doc! {"a": 1i64, "b": -1.0}).is_ok());
+        let natural = SortSpec::parse(&doc! {"$natural": -1}).unwrap();
+        assert_eq!((natural.natural(), natural.is_empty()), (Some(false), true));
     }
 }
