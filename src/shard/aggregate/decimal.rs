@@ -341,7 +341,8 @@ fn add_finite((an, ac, ae): Operand, (bn, bc, be): Operand) -> Dec {
         )
     } else {
         let shift = le.abs_diff(exp);
-        if shift > 40 {
+        if shift > u64::from(DIGITS) {
+            // The whole coefficient (at most 34 digits) lies below the alignment point.
             (0, lc != 0)
         } else {
             let divisor = 10u128.pow(shift as u32);
@@ -641,6 +642,14 @@ mod tests {
         assert_eq!(
             show(dec("1234567890123456789012345678901235").plus(dec("0.5"))),
             "1234567890123456789012345678901236"
+        );
+        assert_eq!(
+            show(dec("1234567890123456789012345678901234").plus(dec("1E-42"))),
+            "1234567890123456789012345678901234"
+        );
+        assert_eq!(
+            show(dec("1234567890123456789012345678901234").minus(dec("1E-42"))),
+            "1234567890123456789012345678901234"
         );
         assert_eq!(
             show(dec("1234567890123456789012345678901234").plus(dec("0.50001"))),

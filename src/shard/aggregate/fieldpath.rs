@@ -89,7 +89,7 @@ pub fn validate_plain_field_name(name: &str) -> Result<()> {
     if name.contains('.') {
         return Err(MongoError::location(
             16412,
-            "FieldPath field names may not contain '.'.",
+            "FieldPath field names may not contain '.'. Consider using $getField or $setField.",
         ));
     }
     Ok(())

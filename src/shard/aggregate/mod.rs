@@ -9,7 +9,8 @@
 
 mod accumulators;
 mod decimal;
-mod expression;
+/// Public so that the query engine's `$expr` can evaluate the same language.
+pub mod expression;
 mod fieldpath;
 mod numeric;
 mod stages;
@@ -330,6 +331,131 @@ mod tests {
     }
 
     #[test]
+    fn reshaping_stages_in_sequence() {
+        let docs = vec![
+            doc! {"_id": 1, "item": "a", "price": 10, "qty": 2, "tags": ["x"]},
+            doc! {"_id": 2, "item": "b", "price": Bson::Decimal128("2.50".parse().unwrap()), "qty": 4},
+        ];
+        let out = run(
+            bson!([
+                {"$set": {"total": {"$multiply": ["$price", "$qty"]}, "meta.seen": true}},
+                {"$unset": ["tags", "qty"]},
+                {"$project": {"item": {"$toUpper": "$item"}, "total": 1, "meta": 1, "cheap": {"$lt": ["$total", 15]}}}
+            ]),
+            docs,
+        );
+        assert_eq!(
+            out,
+            vec![
+                doc! {"_id": 1, "total": 20, "meta": {"seen": true}, "item": "A", "cheap": false},
+                doc! {"_id": 2, "total": Bson::Decimal128("10.00".parse().unwrap()), "meta": {"seen": true}, "item": "B", "cheap": true},
+            ]
+        );
+    }
+
+    #[test]
+    fn group_statistics() {
+        let docs = vec![
+            doc! {"k": "a", "v": 1, "w": 2.5},
+            doc! {"k": "b", "v": 5},
+            doc! {"k": "a", "v": 3, "w": "n/a"},
+            doc! {"k": "a", "v": Bson::Null},
+        ];
+        let out = run(
+            bson!([
+                {"$group": {
+                    "_id": {"key": "$k"},
+                    "n": {"$count": {}},
+                    "sum": {"$sum": "$v"},
+                    "avg": {"$avg": "$v"},
+                    "wsum": {"$sum": "$w"},
+                    "min": {"$min": "$v"},
+                    "max": {"$max": "$v"},
+                    "first": {"$first": "$v"},
+                    "last": {"$last": "$v"},
+                    "all": {"$push": "$v"},
+                    "set": {"$addToSet": "$k"}
+                }},
+                {"$sort": {"_id.key": 1}}
+            ]),
+            docs,
+        );
+        assert_eq!(
+            out[0],
+            doc! {"_id": {"key": "a"}, "n": 3, "sum": 4, "avg": 2.0, "wsum": 2.5, "min": 1, "max": 3,
+            "first": 1, "last": null, "all": [1, 3, null], "set": ["a"]}
+        );
+        assert_eq!(out[1].get("avg"), Some(&Bson::Double(5.0)));
+    }
+
+    #[test]
+    fn group_keys_from_computed_expressions() {
+        let docs = vec![
+            doc! {"a": 1, "b": 2},
+            doc! {"a": 2, "b": 1},
+            doc! {"a": 0, "b": 0},
+        ];
+        let out = run(
+            bson!([
+                {"$group": {"_id": {"$add": ["$a", "$b"]}, "docs": {"$push": "$$ROOT"}}},
+                {"$project": {"_id": 0, "sum": "$_id", "n": {"$size": "$docs"}}},
+                {"$sort": {"sum": -1}}
+            ]),
+            docs,
+        );
+        assert_eq!(out, vec![doc! {"sum": 3, "n": 2}, doc! {"sum": 0, "n": 1}]);
+    }
+
+    #[test]
+    fn decimal_and_date_arithmetic_in_expressions() {
+        let doc = doc! {"d": Bson::Decimal128("1".parse().unwrap()), "t": DateTime::from_millis(86_400_000), "z": Bson::Decimal128("0".parse().unwrap())};
+        let out = run(
+            bson!([{"$project": {
+                "_id": 0,
+                "plus": {"$add": ["$d", 0.1]},
+                "third": {"$divide": ["$d", 3]},
+                "days": {"$divide": [{"$subtract": ["$t", DateTime::from_millis(0)]}, 86_400_000]},
+                "when": {"$toString": {"$add": ["$t", 1]}}
+            }}]),
+            vec![doc.clone()],
+        );
+        assert_eq!(
+            out,
+            vec![doc! {
+                "plus": Bson::Decimal128("1.100000000000000".parse().unwrap()),
+                "third": Bson::Decimal128("0.3333333333333333333333333333333333".parse().unwrap()),
+                "days": 1.0,
+                "when": "1970-01-02T00:00:00.001Z"
+            }]
+        );
+        let err = pipeline(bson!([{"$project": {"m": {"$mod": ["$d", "$z"]}}}]))
+            .run(vec![doc])
+            .unwrap_err();
+        assert_eq!(err.code().code(), 5733415);
+    }
+
+    #[test]
+    fn skip_and_limit_slice_the_stream() {
+        let docs: Vec<Document> = (0..5).map(|i| doc! {"_id": i}).collect();
+        assert_eq!(
+            run(bson!([{"$skip": 3}]), docs.clone()),
+            vec![doc! {"_id": 3}, doc! {"_id": 4}]
+        );
+        assert_eq!(
+            run(bson!([{"$skip": 10}]), docs.clone()),
+            Vec::<Document>::new()
+        );
+        assert_eq!(
+            run(bson!([{"$limit": 2}]), docs.clone()),
+            vec![doc! {"_id": 0}, doc! {"_id": 1}]
+        );
+        assert_eq!(
+            run(bson!([{"$sort": {"_id": -1}}, {"$limit": 1}]), docs),
+            vec![doc! {"_id": 4}]
+        );
+    }
+
+    #[test]
     fn runtime_errors_carry_the_executor_prefix() {
         let err = pipeline(bson!([{"$project": {"q": {"$divide": ["$a", 0]}}}]))
             .run(vec![doc! {"a": 1}])
@@ -346,5 +472,150 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    mod never_panics {
+        use super::*;
+        use bson::Decimal128;
+        use proptest::prelude::*;
+
+        fn name() -> impl Strategy<Value = String> {
+            prop::sample::select(vec![
+                "a",
+                "b",
+                "_id",
+                "a.b",
+                "",
+                "$",
+                "$a",
+                "$add",
+                "$sum",
+                "$cond",
+                "$ifNull",
+                "$literal",
+                "$size",
+                "$arrayElemAt",
+                "$divide",
+                "$mod",
+                "$multiply",
+                "$subtract",
+                "$abs",
+                "$concat",
+                "$toString",
+                "$toLower",
+                "$eq",
+                "$cmp",
+                "$and",
+                "$or",
+                "$not",
+                "$in",
+                "$type",
+                "$first",
+                "$last",
+                "$push",
+                "$addToSet",
+                "$avg",
+                "$min",
+                "$max",
+                "$count",
+                "path",
+                "includeArrayIndex",
+                "preserveNullAndEmptyArrays",
+                "if",
+                "then",
+                "else",
+                "newRoot",
+                "$bogus",
+            ])
+            .prop_map(String::from)
+        }
+
+        fn stage_name() -> impl Strategy<Value = String> {
+            prop::sample::select(vec![
+                "$match",
+                "$project",
+                "$addFields",
+                "$set",
+                "$unset",
+                "$group",
+                "$sort",
+                "$skip",
+                "$limit",
+                "$count",
+                "$unwind",
+                "$replaceRoot",
+                "$replaceWith",
+                "$sortByCount",
+                "$nope",
+            ])
+            .prop_map(String::from)
+        }
+
+        fn leaf() -> impl Strategy<Value = Bson> {
+            prop_oneof![
+                any::<i32>().prop_map(Bson::Int32),
+                any::<i64>().prop_map(Bson::Int64),
+                any::<f64>().prop_map(Bson::Double),
+                any::<[u8; 16]>().prop_map(|bytes| Bson::Decimal128(Decimal128::from_bytes(bytes))),
+                any::<i64>().prop_map(|ms| Bson::DateTime(DateTime::from_millis(ms))),
+                any::<bool>().prop_map(Bson::Boolean),
+                Just(Bson::Null),
+                prop::sample::select(vec![
+                    "$a",
+                    "$b",
+                    "$a.b",
+                    "$_id",
+                    "$$ROOT",
+                    "$$CURRENT.a",
+                    "$$REMOVE",
+                    "$$NOW",
+                    "x",
+                    "$"
+                ])
+                .prop_map(|s| Bson::String(s.to_string())),
+            ]
+        }
+
+        fn value() -> impl Strategy<Value = Bson> {
+            leaf().prop_recursive(4, 48, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(Bson::Array),
+                    prop::collection::vec((name(), inner), 0..4)
+                        .prop_map(|fields| Bson::Document(fields.into_iter().collect())),
+                ]
+            })
+        }
+
+        fn document() -> impl Strategy<Value = Document> {
+            prop::collection::vec(
+                (
+                    prop::sample::select(vec!["_id", "a", "b"]).prop_map(String::from),
+                    value(),
+                ),
+                0..4,
+            )
+            .prop_map(|fields| fields.into_iter().collect())
+        }
+
+        proptest! {
+            #[test]
+            fn parsing_and_running_any_pipeline(
+                stages in prop::collection::vec((stage_name(), value()), 1..4),
+                docs in prop::collection::vec(document(), 0..4),
+            ) {
+                let stages: Vec<Document> = stages.into_iter().map(|(name, spec)| doc! {name: spec}).collect();
+                if let Ok(pipeline) = Pipeline::parse(&stages) {
+                    let _ = pipeline.run(docs);
+                }
+            }
+
+            #[test]
+            fn evaluating_any_expression(expr in value(), doc in document()) {
+                let pipeline = Pipeline::parse(&[doc! {"$project": {"_id": 0, "out": expr}}]);
+                if let Ok(pipeline) = pipeline {
+                    let _ = pipeline.run(vec![doc]);
+                }
+            }
+        }
     }
 }

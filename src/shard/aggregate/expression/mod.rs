@@ -10,7 +10,7 @@ use crate::document::display::document_to_string;
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, DateTime, Document};
 
-pub use operators::Args;
+use operators::Args;
 pub(crate) use operators::is_operator_name;
 
 /// A parsed expression.
