@@ -1,33 +1,621 @@
 //! The aggregation pipeline on one node: stages over a stream of documents, and the expression
-//! language they evaluate.
+//! language they evaluate. Pure: the caller supplies the input documents.
+//!
+//! - [`stages`]: stage names, specification parsing, per-stage execution;
+//! - [`expression`]: the expression tree, its parser, variables and operator table;
+//! - [`accumulators`]: `$group`'s accumulators;
+//! - [`numeric`] and [`decimal`]: arithmetic with MongoDB's promotion rules;
+//! - [`fieldpath`] and [`value`]: paths and values as the pipeline sees them.
 
-use crate::error::{ErrorCode, MongoError, Result};
+mod accumulators;
+mod decimal;
+/// Public so that the query engine's `$expr` can evaluate the same language.
+pub mod expression;
+mod fieldpath;
+mod numeric;
+mod stages;
+mod value;
+
+use crate::error::{MongoError, Result};
 use crate::shard::query::filter::Filter;
-use bson::Document;
+use bson::{DateTime, Document};
+use stages::{RunContext, Stage};
 
 /// A parsed pipeline.
 pub struct Pipeline {
-    leading_match: Option<Filter>,
+    stages: Vec<Stage>,
 }
 
 impl Pipeline {
     /// Parses and validates every stage.
     pub fn parse(stages: &[Document]) -> Result<Pipeline> {
-        let _ = stages;
-        Err(MongoError::new(
-            ErrorCode::NotImplemented,
-            "aggregation is not available yet",
-        ))
+        let mut parsed = Vec::with_capacity(stages.len());
+        for spec in stages {
+            parsed.extend(stages::parse(spec)?);
+        }
+        Ok(Pipeline { stages: parsed })
     }
 
     /// The filter of a leading `$match`, which the caller may use to choose an access path.
     pub fn leading_match(&self) -> Option<&Filter> {
-        self.leading_match.as_ref()
+        self.stages.first().and_then(Stage::as_match)
     }
 
     /// Runs the pipeline over `input` (the collection's documents, or nothing for
     /// collection-less pipelines) and returns its output.
     pub fn run(&self, input: Vec<Document>) -> Result<Vec<Document>> {
-        Ok(input)
+        self.run_at(input, DateTime::now())
+    }
+
+    /// Runs with `$$NOW` fixed to `now`.
+    pub fn run_at(&self, input: Vec<Document>, now: DateTime) -> Result<Vec<Document>> {
+        let ctx = RunContext { now };
+        let mut docs = input;
+        for stage in &self.stages {
+            docs = stage.run(docs, &ctx).map_err(executor_error)?;
+        }
+        Ok(docs)
+    }
+}
+
+/// Errors raised while documents flow carry the prefix the server's executor adds.
+fn executor_error(err: MongoError) -> MongoError {
+    stages::with_context(err, "PlanExecutor error during aggregation")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{Bson, bson, doc, oid::ObjectId};
+
+    fn pipeline(stages: Bson) -> Pipeline {
+        let Bson::Array(stages) = stages else {
+            panic!("pipeline must be an array")
+        };
+        let stages: Vec<Document> = stages
+            .into_iter()
+            .map(|stage| match stage {
+                Bson::Document(d) => d,
+                _ => panic!("stage must be a document"),
+            })
+            .collect();
+        Pipeline::parse(&stages).unwrap()
+    }
+
+    fn run(stages: Bson, input: Vec<Document>) -> Vec<Document> {
+        pipeline(stages).run(input).unwrap()
+    }
+
+    fn parse_error(stages: Bson) -> (i32, String) {
+        let Bson::Array(stages) = stages else {
+            panic!("pipeline must be an array")
+        };
+        let stages: Vec<Document> = stages
+            .into_iter()
+            .filter_map(|s| s.as_document().cloned())
+            .collect();
+        let err = Pipeline::parse(&stages).err().unwrap();
+        (err.code().code(), err.message().to_string())
+    }
+
+    fn sorted_by_id(mut docs: Vec<Document>) -> Vec<Document> {
+        docs.sort_by(|a, b| {
+            crate::document::order::compare_values(
+                a.get("_id").unwrap_or(&Bson::Null),
+                b.get("_id").unwrap_or(&Bson::Null),
+            )
+        });
+        docs
+    }
+
+    /// `sh.status()`: the mongos versions of the cluster, most common first.
+    #[test]
+    fn sh_status_mongos_versions() {
+        let mongos = vec![
+            doc! {"_id": "m1:27017", "mongoVersion": "7.0.2", "ping": DateTime::from_millis(10)},
+            doc! {"_id": "m2:27017", "mongoVersion": "7.0.2", "ping": DateTime::from_millis(20)},
+            doc! {"_id": "m3:27017", "mongoVersion": "6.0.1", "ping": DateTime::from_millis(30)},
+            doc! {"_id": "m4:27017", "mongoVersion": "7.0.2", "ping": DateTime::from_millis(1)},
+        ];
+        // mongosh matches on a recent `ping` ({$gte: <date>}); which documents that selects is
+        // the query engine's business, so this test selects them all.
+        let out = run(
+            bson!([
+                {"$match": {}},
+                {"$group": {"_id": "$mongoVersion", "num": {"$sum": 1}}},
+                {"$sort": {"num": -1}}
+            ]),
+            mongos,
+        );
+        assert_eq!(
+            out,
+            vec![
+                doc! {"_id": "7.0.2", "num": 3},
+                doc! {"_id": "6.0.1", "num": 1}
+            ]
+        );
+    }
+
+    /// `sh.status()`: balancer round results from the actionlog.
+    #[test]
+    fn sh_status_balancer_rounds() {
+        let actionlog = vec![
+            doc! {"what": "balancer.round", "details": {"executionTimeMillis": 5}},
+            doc! {"what": "balancer.round", "details": {"errmsg": "boom"}},
+            doc! {"what": "balancer.round", "details": {}},
+            doc! {"what": "balancer.round", "details": {"errmsg": "boom"}},
+            doc! {"what": "balancer.round"},
+        ];
+        let out = run(
+            bson!([
+                {"$group": {"_id": {"msg": "$details.errmsg"}, "count": {"$sum": 1}}},
+                {"$project": {"_id": {"$ifNull": ["$_id.msg", "Success"]}, "count": "$count"}}
+            ]),
+            actionlog,
+        );
+        assert_eq!(
+            sorted_by_id(out),
+            vec![
+                doc! {"_id": "Success", "count": 3},
+                doc! {"_id": "boom", "count": 2}
+            ]
+        );
+    }
+
+    /// `sh.status()`: migration results from the changelog.
+    #[test]
+    fn sh_status_migrations() {
+        let changelog = vec![
+            doc! {"what": "moveChunk.from", "details": {"from": "s0", "to": "s1", "errmsg": "aborted by balancer"}},
+            doc! {"what": "moveChunk.from", "details": {"from": "s0", "to": "s1"}},
+            doc! {"what": "moveChunk.from", "details": {"from": "s0", "to": "s1"}},
+            doc! {"what": "moveChunk.from", "details": {"from": "s1", "to": "s0"}},
+        ];
+        let out = run(
+            bson!([
+                {"$group": {"_id": {"msg": "$details.errmsg", "from": "$details.from", "to": "$details.to"}, "count": {"$sum": 1}}},
+                {"$project": {"_id": {"$ifNull": ["$_id.msg", "aborted"]}, "from": "$_id.from", "to": "$_id.to", "count": "$count"}}
+            ]),
+            changelog,
+        );
+        assert_eq!(
+            out,
+            vec![
+                doc! {"_id": "aborted by balancer", "from": "s0", "to": "s1", "count": 1},
+                doc! {"_id": "aborted", "from": "s0", "to": "s1", "count": 2},
+                doc! {"_id": "aborted", "from": "s1", "to": "s0", "count": 1},
+            ]
+        );
+    }
+
+    /// `sh.status()`: chunks per shard for a collection.
+    #[test]
+    fn sh_status_chunks_per_shard() {
+        let chunks = vec![
+            doc! {"_id": ObjectId::new(), "shard": "shardB", "min": {"x": 0}},
+            doc! {"_id": ObjectId::new(), "shard": "shardA", "min": {"x": 10}},
+            doc! {"_id": ObjectId::new(), "shard": "shardB", "min": {"x": 20}},
+        ];
+        let out = run(
+            bson!([
+                {"$group": {"_id": "$shard", "cnt": {"$sum": 1}}},
+                {"$project": {"_id": 0, "shard": "$_id", "nChunks": "$cnt"}},
+                {"$sort": {"shard": 1}}
+            ]),
+            chunks,
+        );
+        assert_eq!(
+            out,
+            vec![
+                doc! {"shard": "shardA", "nChunks": 1},
+                doc! {"shard": "shardB", "nChunks": 2}
+            ]
+        );
+    }
+
+    /// The drivers' `countDocuments`.
+    #[test]
+    fn count_documents() {
+        let docs: Vec<Document> = (0..10)
+            .map(|i| doc! {"_id": i, "kind": if i % 2 == 0 { "even" } else { "odd" }})
+            .collect();
+        let out = run(
+            bson!([{"$match": {"kind": "even"}}, {"$skip": 1}, {"$limit": 3}, {"$group": {"_id": 1, "n": {"$sum": 1}}}]),
+            docs.clone(),
+        );
+        assert_eq!(out, vec![doc! {"_id": 1, "n": 3}]);
+        let out = run(
+            bson!([{"$match": {}}, {"$group": {"_id": 1, "n": {"$sum": 1}}}]),
+            docs,
+        );
+        assert_eq!(out, vec![doc! {"_id": 1, "n": 10}]);
+        // No matching document: no group, and the driver reports 0.
+        let out = run(
+            bson!([{"$match": {"kind": "none"}}, {"$group": {"_id": 1, "n": {"$sum": 1}}}]),
+            vec![doc! {"kind": "x"}],
+        );
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn leading_match_is_exposed() {
+        let p = pipeline(bson!([{"$match": {"a": 1}}, {"$limit": 1}]));
+        assert!(
+            p.leading_match()
+                .is_some_and(|f| f.matches(&doc! {"a": 1}) && !f.matches(&doc! {"a": 2}))
+        );
+        assert!(
+            pipeline(bson!([{"$limit": 1}, {"$match": {"a": 1}}]))
+                .leading_match()
+                .is_none()
+        );
+        assert!(pipeline(bson!([])).leading_match().is_none());
+        assert_eq!(
+            pipeline(bson!([])).run(vec![doc! {"a": 1}]).unwrap(),
+            vec![doc! {"a": 1}]
+        );
+    }
+
+    #[test]
+    fn count_and_sort_by_count_stages() {
+        let docs = vec![doc! {"t": "a"}, doc! {"t": "b"}, doc! {"t": "a"}, doc! {}];
+        assert_eq!(
+            run(bson!([{"$count": "total"}]), docs.clone()),
+            vec![doc! {"total": 4}]
+        );
+        assert_eq!(
+            run(bson!([{"$count": "total"}]), vec![]),
+            Vec::<Document>::new()
+        );
+        let out = run(bson!([{"$sortByCount": "$t"}]), docs);
+        assert_eq!(out[0], doc! {"_id": "a", "count": 2});
+        assert_eq!(out.len(), 3);
+    }
+
+    #[test]
+    fn unwind_group_and_replace_root_together() {
+        let docs = vec![
+            doc! {"_id": 1, "tags": ["x", "y"]},
+            doc! {"_id": 2, "tags": ["y"]},
+            doc! {"_id": 3},
+        ];
+        let out = run(
+            bson!([
+                {"$unwind": "$tags"},
+                {"$group": {"_id": "$tags", "ids": {"$push": "$_id"}}},
+                {"$sort": {"_id": 1}},
+                {"$replaceWith": {"tag": "$_id", "n": {"$size": "$ids"}}}
+            ]),
+            docs,
+        );
+        assert_eq!(
+            out,
+            vec![doc! {"tag": "x", "n": 1}, doc! {"tag": "y", "n": 2}]
+        );
+    }
+
+    #[test]
+    fn now_is_fixed_for_the_whole_run() {
+        let now = DateTime::from_millis(1_000);
+        let out =
+            pipeline(bson!([{"$addFields": {"t": "$$NOW", "later": {"$add": ["$$NOW", 500]}}}]))
+                .run_at(vec![doc! {"_id": 1}, doc! {"_id": 2}], now)
+                .unwrap();
+        assert_eq!(
+            out[1],
+            doc! {"_id": 2, "t": now, "later": DateTime::from_millis(1_500)}
+        );
+    }
+
+    #[test]
+    fn parse_errors_name_the_stage() {
+        assert_eq!(
+            parse_error(bson!([{"$limit": 1}, {"$foo": 1}])),
+            (40324, "Unrecognized pipeline stage name: '$foo'".into())
+        );
+        assert_eq!(
+            parse_error(bson!([{"$match": {}, "$sort": {"a": 1}}])),
+            (
+                40323,
+                "A pipeline stage specification object must contain exactly one field.".into()
+            )
+        );
+        assert_eq!(
+            parse_error(bson!([{"$project": {"a": {"$foo": [1]}}}])).0,
+            31325
+        );
+        assert_eq!(
+            parse_error(bson!([{"$group": {"_id": {"$foo": 1}}}])),
+            (168, "Unrecognized expression '$foo'".into())
+        );
+    }
+
+    #[test]
+    fn reshaping_stages_in_sequence() {
+        let docs = vec![
+            doc! {"_id": 1, "item": "a", "price": 10, "qty": 2, "tags": ["x"]},
+            doc! {"_id": 2, "item": "b", "price": Bson::Decimal128("2.50".parse().unwrap()), "qty": 4},
+        ];
+        let out = run(
+            bson!([
+                {"$set": {"total": {"$multiply": ["$price", "$qty"]}, "meta.seen": true}},
+                {"$unset": ["tags", "qty"]},
+                {"$project": {"item": {"$toUpper": "$item"}, "total": 1, "meta": 1, "cheap": {"$lt": ["$total", 15]}}}
+            ]),
+            docs,
+        );
+        assert_eq!(
+            out,
+            vec![
+                doc! {"_id": 1, "total": 20, "meta": {"seen": true}, "item": "A", "cheap": false},
+                doc! {"_id": 2, "total": Bson::Decimal128("10.00".parse().unwrap()), "meta": {"seen": true}, "item": "B", "cheap": true},
+            ]
+        );
+    }
+
+    #[test]
+    fn group_statistics() {
+        let docs = vec![
+            doc! {"k": "a", "v": 1, "w": 2.5},
+            doc! {"k": "b", "v": 5},
+            doc! {"k": "a", "v": 3, "w": "n/a"},
+            doc! {"k": "a", "v": Bson::Null},
+        ];
+        let out = run(
+            bson!([
+                {"$group": {
+                    "_id": {"key": "$k"},
+                    "n": {"$count": {}},
+                    "sum": {"$sum": "$v"},
+                    "avg": {"$avg": "$v"},
+                    "wsum": {"$sum": "$w"},
+                    "min": {"$min": "$v"},
+                    "max": {"$max": "$v"},
+                    "first": {"$first": "$v"},
+                    "last": {"$last": "$v"},
+                    "all": {"$push": "$v"},
+                    "set": {"$addToSet": "$k"}
+                }},
+                {"$sort": {"_id.key": 1}}
+            ]),
+            docs,
+        );
+        assert_eq!(
+            out[0],
+            doc! {"_id": {"key": "a"}, "n": 3, "sum": 4, "avg": 2.0, "wsum": 2.5, "min": 1, "max": 3,
+            "first": 1, "last": null, "all": [1, 3, null], "set": ["a"]}
+        );
+        assert_eq!(out[1].get("avg"), Some(&Bson::Double(5.0)));
+    }
+
+    #[test]
+    fn group_keys_from_computed_expressions() {
+        let docs = vec![
+            doc! {"a": 1, "b": 2},
+            doc! {"a": 2, "b": 1},
+            doc! {"a": 0, "b": 0},
+        ];
+        let out = run(
+            bson!([
+                {"$group": {"_id": {"$add": ["$a", "$b"]}, "docs": {"$push": "$$ROOT"}}},
+                {"$project": {"_id": 0, "sum": "$_id", "n": {"$size": "$docs"}}},
+                {"$sort": {"sum": -1}}
+            ]),
+            docs,
+        );
+        assert_eq!(out, vec![doc! {"sum": 3, "n": 2}, doc! {"sum": 0, "n": 1}]);
+    }
+
+    #[test]
+    fn decimal_and_date_arithmetic_in_expressions() {
+        let doc = doc! {"d": Bson::Decimal128("1".parse().unwrap()), "t": DateTime::from_millis(86_400_000), "z": Bson::Decimal128("0".parse().unwrap())};
+        let out = run(
+            bson!([{"$project": {
+                "_id": 0,
+                "plus": {"$add": ["$d", 0.1]},
+                "third": {"$divide": ["$d", 3]},
+                "days": {"$divide": [{"$subtract": ["$t", DateTime::from_millis(0)]}, 86_400_000]},
+                "when": {"$toString": {"$add": ["$t", 1]}}
+            }}]),
+            vec![doc.clone()],
+        );
+        assert_eq!(
+            out,
+            vec![doc! {
+                "plus": Bson::Decimal128("1.100000000000000".parse().unwrap()),
+                "third": Bson::Decimal128("0.3333333333333333333333333333333333".parse().unwrap()),
+                "days": 1.0,
+                "when": "1970-01-02T00:00:00.001Z"
+            }]
+        );
+        let err = pipeline(bson!([{"$project": {"m": {"$mod": ["$d", "$z"]}}}]))
+            .run(vec![doc])
+            .unwrap_err();
+        assert_eq!(err.code().code(), 5733415);
+    }
+
+    #[test]
+    fn skip_and_limit_slice_the_stream() {
+        let docs: Vec<Document> = (0..5).map(|i| doc! {"_id": i}).collect();
+        assert_eq!(
+            run(bson!([{"$skip": 3}]), docs.clone()),
+            vec![doc! {"_id": 3}, doc! {"_id": 4}]
+        );
+        assert_eq!(
+            run(bson!([{"$skip": 10}]), docs.clone()),
+            Vec::<Document>::new()
+        );
+        assert_eq!(
+            run(bson!([{"$limit": 2}]), docs.clone()),
+            vec![doc! {"_id": 0}, doc! {"_id": 1}]
+        );
+        assert_eq!(
+            run(bson!([{"$sort": {"_id": -1}}, {"$limit": 1}]), docs),
+            vec![doc! {"_id": 4}]
+        );
+    }
+
+    #[test]
+    fn runtime_errors_carry_the_executor_prefix() {
+        let err = pipeline(bson!([{"$project": {"q": {"$divide": ["$a", 0]}}}]))
+            .run(vec![doc! {"a": 1}])
+            .unwrap_err();
+        assert_eq!(err.code().code(), 16608);
+        assert_eq!(
+            err.message(),
+            "PlanExecutor error during aggregation :: caused by :: can't $divide by zero"
+        );
+        // Nothing to evaluate, nothing to fail.
+        assert!(
+            pipeline(bson!([{"$project": {"q": {"$divide": ["$a", 0]}}}]))
+                .run(vec![])
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    mod never_panics {
+        use super::*;
+        use bson::Decimal128;
+        use proptest::prelude::*;
+
+        fn name() -> impl Strategy<Value = String> {
+            prop::sample::select(vec![
+                "a",
+                "b",
+                "_id",
+                "a.b",
+                "",
+                "$",
+                "$a",
+                "$add",
+                "$sum",
+                "$cond",
+                "$ifNull",
+                "$literal",
+                "$size",
+                "$arrayElemAt",
+                "$divide",
+                "$mod",
+                "$multiply",
+                "$subtract",
+                "$abs",
+                "$concat",
+                "$toString",
+                "$toLower",
+                "$eq",
+                "$cmp",
+                "$and",
+                "$or",
+                "$not",
+                "$in",
+                "$type",
+                "$first",
+                "$last",
+                "$push",
+                "$addToSet",
+                "$avg",
+                "$min",
+                "$max",
+                "$count",
+                "path",
+                "includeArrayIndex",
+                "preserveNullAndEmptyArrays",
+                "if",
+                "then",
+                "else",
+                "newRoot",
+                "$bogus",
+            ])
+            .prop_map(String::from)
+        }
+
+        fn stage_name() -> impl Strategy<Value = String> {
+            prop::sample::select(vec![
+                "$match",
+                "$project",
+                "$addFields",
+                "$set",
+                "$unset",
+                "$group",
+                "$sort",
+                "$skip",
+                "$limit",
+                "$count",
+                "$unwind",
+                "$replaceRoot",
+                "$replaceWith",
+                "$sortByCount",
+                "$nope",
+            ])
+            .prop_map(String::from)
+        }
+
+        fn leaf() -> impl Strategy<Value = Bson> {
+            prop_oneof![
+                any::<i32>().prop_map(Bson::Int32),
+                any::<i64>().prop_map(Bson::Int64),
+                any::<f64>().prop_map(Bson::Double),
+                any::<[u8; 16]>().prop_map(|bytes| Bson::Decimal128(Decimal128::from_bytes(bytes))),
+                any::<i64>().prop_map(|ms| Bson::DateTime(DateTime::from_millis(ms))),
+                any::<bool>().prop_map(Bson::Boolean),
+                Just(Bson::Null),
+                prop::sample::select(vec![
+                    "$a",
+                    "$b",
+                    "$a.b",
+                    "$_id",
+                    "$$ROOT",
+                    "$$CURRENT.a",
+                    "$$REMOVE",
+                    "$$NOW",
+                    "x",
+                    "$"
+                ])
+                .prop_map(|s| Bson::String(s.to_string())),
+            ]
+        }
+
+        fn value() -> impl Strategy<Value = Bson> {
+            leaf().prop_recursive(4, 48, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(Bson::Array),
+                    prop::collection::vec((name(), inner), 0..4)
+                        .prop_map(|fields| Bson::Document(fields.into_iter().collect())),
+                ]
+            })
+        }
+
+        fn document() -> impl Strategy<Value = Document> {
+            prop::collection::vec(
+                (
+                    prop::sample::select(vec!["_id", "a", "b"]).prop_map(String::from),
+                    value(),
+                ),
+                0..4,
+            )
+            .prop_map(|fields| fields.into_iter().collect())
+        }
+
+        proptest! {
+            #[test]
+            fn parsing_and_running_any_pipeline(
+                stages in prop::collection::vec((stage_name(), value()), 1..4),
+                docs in prop::collection::vec(document(), 0..4),
+            ) {
+                let stages: Vec<Document> = stages.into_iter().map(|(name, spec)| doc! {name: spec}).collect();
+                if let Ok(pipeline) = Pipeline::parse(&stages) {
+                    let _ = pipeline.run(docs);
+                }
+            }
+
+            #[test]
+            fn evaluating_any_expression(expr in value(), doc in document()) {
+                let pipeline = Pipeline::parse(&[doc! {"$project": {"_id": 0, "out": expr}}]);
+                if let Ok(pipeline) = pipeline {
+                    let _ = pipeline.run(vec![doc]);
+                }
+            }
+        }
     }
 }

@@ -1,0 +1,370 @@
+//! `$group` and the stages defined in terms of it: `$count` (a group and a projection) and
+//! `$sortByCount` (a group and a sort).
+
+use super::shape::Shape;
+use super::{RunContext, Stage};
+use crate::document::order::{canonical_rank, values_equal};
+use crate::error::{MongoError, Result};
+use crate::shard::aggregate::accumulators::{Accumulator, State, group_output};
+use crate::shard::aggregate::expression::{Expression, Variables};
+use crate::shard::aggregate::numeric::to_f64;
+use crate::shard::aggregate::value::is_number;
+use crate::shard::query::sort::SortSpec;
+use bson::{Bson, Document, doc};
+use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
+pub struct Group {
+    id: Expression,
+    accumulators: Vec<Accumulator>,
+}
+
+pub fn parse_group(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
+    let Bson::Document(spec) = spec else {
+        return Err(MongoError::location(
+            15947,
+            "a group's fields must be specified in an object",
+        ));
+    };
+    let mut id = None;
+    let mut accumulators = Vec::new();
+    for (field, value) in spec {
+        if field == "_id" {
+            if id.is_some() {
+                return Err(id_twice());
+            }
+            id = Some(parse_id(value)?);
+        } else {
+            accumulators.push(Accumulator::parse(field, value)?);
+        }
+    }
+    let id =
+        id.ok_or_else(|| MongoError::location(15955, "a group specification must include an _id"))?;
+    Ok(vec![Stage::Group(Group { id, accumulators })])
+}
+
+fn id_twice() -> MongoError {
+    MongoError::location(15948, "a group's _id may only be specified once")
+}
+
+/// The group key: `{}` is a constant, `{$op: ...}` an expression, and any other object an
+/// object of expressions (which may not be inclusion flags).
+fn parse_id(value: &Bson) -> Result<Expression> {
+    let Bson::Document(fields) = value else {
+        return Expression::parse(value);
+    };
+    match fields.keys().next() {
+        None => Ok(Expression::Constant(Bson::Document(Document::new()))),
+        Some(first) if first.starts_with('$') => Expression::parse_object(fields),
+        Some(_) => {
+            let mut parsed = Vec::with_capacity(fields.len());
+            for (name, field) in fields {
+                if is_number(field) || matches!(field, Bson::Boolean(_)) {
+                    return Err(MongoError::location(
+                        17390,
+                        "$group does not support inclusion-style expressions",
+                    ));
+                }
+                parsed.push((name.clone(), Expression::parse(field)?));
+            }
+            Ok(Expression::Object(parsed))
+        }
+    }
+}
+
+/// `{$count: "name"}`: the number of input documents under `name`, or no document at all when
+/// there is no input.
+pub fn parse_count(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
+    let non_empty_string = "the count field must be a non-empty string";
+    let Bson::String(field) = spec else {
+        return Err(MongoError::location(40156, non_empty_string));
+    };
+    if field.is_empty() {
+        return Err(MongoError::location(40157, non_empty_string));
+    }
+    if field.starts_with('$') {
+        return Err(MongoError::location(
+            40158,
+            "the count field cannot be a $-prefixed path",
+        ));
+    }
+    if field.contains('\0') {
+        return Err(MongoError::location(
+            40159,
+            "the count field cannot contain a null byte",
+        ));
+    }
+    if field.contains('.') {
+        return Err(MongoError::location(
+            40160,
+            "the count field cannot contain '.'",
+        ));
+    }
+    if field == "_id" {
+        return Err(id_twice());
+    }
+    let group = Group {
+        id: Expression::Constant(Bson::Null),
+        accumulators: vec![Accumulator::count(field)],
+    };
+    let project =
+        Shape::projection(&[("_id", &Bson::Int32(0)), (field.as_str(), &Bson::Int32(1))])?;
+    Ok(vec![Stage::Group(group), Stage::Shape(project)])
+}
+
+/// `{$sortByCount: <expr>}`: groups by the expression, counts, and sorts by count descending.
+pub fn parse_sort_by_count(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
+    let must_be_path_or_expression = "the sortByCount field must be defined as a $-prefixed path or an expression inside an object";
+    let id = match spec {
+        Bson::Document(expr) => {
+            if !expr
+                .keys()
+                .next()
+                .is_some_and(|first| first.starts_with('$'))
+            {
+                return Err(MongoError::location(40147, must_be_path_or_expression));
+            }
+            Expression::parse_object(expr)?
+        }
+        Bson::String(path) => {
+            if !path.starts_with('$') {
+                return Err(MongoError::location(40148, must_be_path_or_expression));
+            }
+            Expression::parse(spec)?
+        }
+        _ => {
+            return Err(MongoError::location(
+                40149,
+                "the sortByCount field must be specified as a string or as an object",
+            ));
+        }
+    };
+    let group = Group {
+        id,
+        accumulators: vec![Accumulator::count("count")],
+    };
+    Ok(vec![
+        Stage::Group(group),
+        Stage::Sort(SortSpec::parse(&doc! {"count": -1})?),
+    ])
+}
+
+impl Group {
+    /// Groups in order of first appearance; a missing key groups with null.
+    pub fn run(&self, docs: &[Document], ctx: &RunContext) -> Result<Vec<Document>> {
+        let mut groups: Vec<(Bson, Vec<State>)> = Vec::new();
+        let mut by_hash: HashMap<u64, Vec<usize>> = HashMap::new();
+        for doc in docs {
+            let vars = Variables::new(doc, ctx.now);
+            let key = self.id.evaluate(&vars)?.unwrap_or(Bson::Null);
+            let candidates = by_hash.entry(key_hash(&key)).or_default();
+            let existing = candidates.iter().copied().find(|&i| {
+                groups
+                    .get(i)
+                    .is_some_and(|(seen, _)| values_equal(seen, &key))
+            });
+            let position = match existing {
+                Some(i) => i,
+                None => {
+                    candidates.push(groups.len());
+                    groups.push((
+                        key,
+                        self.accumulators.iter().map(Accumulator::start).collect(),
+                    ));
+                    groups.len() - 1
+                }
+            };
+            let Some((_, states)) = groups.get_mut(position) else {
+                continue;
+            };
+            for (acc, state) in self.accumulators.iter().zip(states.iter_mut()) {
+                state.process(acc.argument.evaluate(&vars)?);
+            }
+        }
+        Ok(groups
+            .into_iter()
+            .map(|(key, states)| group_output(key, &self.accumulators, states))
+            .collect())
+    }
+}
+
+/// A hash that agrees with MongoDB equality: numbers hash by value whatever their type, and
+/// string and symbol alike; the equality check on collision decides.
+fn key_hash(value: &Bson) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    hash_value(value, &mut hasher);
+    hasher.finish()
+}
+
+fn hash_value(value: &Bson, hasher: &mut DefaultHasher) {
+    canonical_rank(value).hash(hasher);
+    match value {
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {
+            let number = to_f64(value);
+            let normalized = if number.is_nan() {
+                f64::NAN.to_bits()
+            } else if number == 0.0 {
+                0
+            } else {
+                number.to_bits()
+            };
+            normalized.hash(hasher);
+        }
+        Bson::String(s) | Bson::Symbol(s) => s.hash(hasher),
+        Bson::Document(doc) => {
+            for (name, field) in doc {
+                name.hash(hasher);
+                hash_value(field, hasher);
+            }
+        }
+        Bson::Array(items) => {
+            for item in items {
+                hash_value(item, hasher);
+            }
+        }
+        Bson::Boolean(b) => b.hash(hasher),
+        Bson::ObjectId(oid) => oid.bytes().hash(hasher),
+        Bson::DateTime(date) => date.timestamp_millis().hash(hasher),
+        Bson::Timestamp(ts) => (ts.time, ts.increment).hash(hasher),
+        Bson::Binary(binary) => binary.bytes.hash(hasher),
+        Bson::RegularExpression(regex) => regex.pattern.hash(hasher),
+        Bson::JavaScriptCode(code) => code.hash(hasher),
+        // Null, undefined, MinKey and MaxKey are fully described by their rank.
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{DateTime, bson};
+
+    fn run(spec: Bson, docs: Vec<Document>) -> Result<Vec<Document>> {
+        let ctx = RunContext {
+            now: DateTime::from_millis(0),
+        };
+        let mut docs = docs;
+        for stage in parse_group("$group", &spec)? {
+            docs = stage.run(docs, &ctx)?;
+        }
+        Ok(docs)
+    }
+
+    fn error(name: &str, spec: Bson) -> (i32, String) {
+        let parsed = match name {
+            "$count" => parse_count(name, &spec),
+            "$sortByCount" => parse_sort_by_count(name, &spec),
+            _ => parse_group(name, &spec),
+        };
+        let err = parsed.err().unwrap();
+        (err.code().code(), err.message().to_string())
+    }
+
+    #[test]
+    fn groups_by_value_equality() {
+        let docs = vec![
+            doc! {"k": 1, "v": 1},
+            doc! {"k": 1.0, "v": 2},
+            doc! {"k": 2_i64, "v": 3},
+            doc! {"v": 4},
+            doc! {"k": null, "v": 5},
+        ];
+        let out = run(
+            bson!({"_id": "$k", "total": {"$sum": "$v"}, "n": {"$sum": 1}}),
+            docs,
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            vec![
+                doc! {"_id": 1, "total": 3, "n": 2},
+                doc! {"_id": 2_i64, "total": 3, "n": 1},
+                doc! {"_id": null, "total": 9, "n": 2}
+            ]
+        );
+    }
+
+    #[test]
+    fn object_keys_leave_out_missing_fields() {
+        let docs = vec![doc! {"a": 1}, doc! {"a": 1, "b": null}, doc! {"a": 1}];
+        let out = run(
+            bson!({"_id": {"a": "$a", "b": "$b"}, "n": {"$sum": 1}}),
+            docs,
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            vec![
+                doc! {"_id": {"a": 1}, "n": 2},
+                doc! {"_id": {"a": 1, "b": null}, "n": 1}
+            ]
+        );
+        assert_eq!(
+            run(bson!({"_id": {}, "n": {"$sum": 1}}), vec![doc! {}]).unwrap(),
+            vec![doc! {"_id": {}, "n": 1}]
+        );
+        assert_eq!(
+            run(bson!({"_id": null}), vec![]).unwrap(),
+            Vec::<Document>::new()
+        );
+    }
+
+    #[test]
+    fn group_specification_errors() {
+        assert_eq!(
+            error("$group", bson!(1)),
+            (
+                15947,
+                "a group's fields must be specified in an object".into()
+            )
+        );
+        assert_eq!(
+            error("$group", bson!({"n": {"$sum": 1}})),
+            (15955, "a group specification must include an _id".into())
+        );
+        assert_eq!(
+            error("$group", bson!({"_id": {"a": 1}})),
+            (
+                17390,
+                "$group does not support inclusion-style expressions".into()
+            )
+        );
+        assert_eq!(error("$group", bson!({"_id": null, "n": 1})).0, 40234);
+        assert_eq!(error("$group", bson!({"_id": {"$foo": 1}})).0, 168);
+    }
+
+    #[test]
+    fn count_specification_errors() {
+        assert_eq!(
+            error("$count", bson!(1)),
+            (40156, "the count field must be a non-empty string".into())
+        );
+        assert_eq!(error("$count", bson!("")).0, 40157);
+        assert_eq!(
+            error("$count", bson!("$n")),
+            (40158, "the count field cannot be a $-prefixed path".into())
+        );
+        assert_eq!(error("$count", bson!("a\0b")).0, 40159);
+        assert_eq!(
+            error("$count", bson!("a.b")),
+            (40160, "the count field cannot contain '.'".into())
+        );
+        assert_eq!(error("$count", bson!("_id")).0, 15948);
+    }
+
+    #[test]
+    fn sort_by_count_specification_errors() {
+        let message = "the sortByCount field must be defined as a $-prefixed path or an expression inside an object";
+        assert_eq!(error("$sortByCount", bson!({})), (40147, message.into()));
+        assert_eq!(error("$sortByCount", bson!({"a": 1})).0, 40147);
+        assert_eq!(error("$sortByCount", bson!("a")), (40148, message.into()));
+        assert_eq!(
+            error("$sortByCount", bson!(1)),
+            (
+                40149,
+                "the sortByCount field must be specified as a string or as an object".into()
+            )
+        );
+    }
+}

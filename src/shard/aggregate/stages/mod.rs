@@ -1,0 +1,190 @@
+//! Pipeline stages: the table of stage names, parsing one stage specification into the
+//! [`Stage`]s it stands for (`$count` and `$sortByCount` are shorthands for two stages), and
+//! running a stage over a batch of documents.
+
+mod basic;
+mod group;
+mod shape;
+mod unwind;
+
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::shard::query::filter::Filter;
+use crate::shard::query::sort::SortSpec;
+use bson::{Bson, DateTime, Document};
+
+pub enum Stage {
+    Match(Filter),
+    Shape(shape::Shape),
+    Group(group::Group),
+    Sort(SortSpec),
+    Skip(u64),
+    Limit(u64),
+    Unwind(unwind::Unwind),
+    ReplaceRoot(basic::ReplaceRoot),
+}
+
+/// Parses a stage's value (the stage name is passed for messages and aliases).
+type Parser = fn(&str, &Bson) -> Result<Vec<Stage>>;
+
+static STAGES: &[(&str, Parser)] = &[
+    ("$addFields", shape::parse_add_fields),
+    ("$count", group::parse_count),
+    ("$group", group::parse_group),
+    ("$limit", basic::parse_limit),
+    ("$match", basic::parse_match),
+    ("$project", shape::parse_project),
+    ("$replaceRoot", basic::parse_replace_root),
+    ("$replaceWith", basic::parse_replace_with),
+    ("$set", shape::parse_add_fields),
+    ("$skip", basic::parse_skip),
+    ("$sort", basic::parse_sort),
+    ("$sortByCount", group::parse_sort_by_count),
+    ("$unset", shape::parse_unset),
+    ("$unwind", unwind::parse),
+];
+
+/// Stages MongoDB has that this server does not run yet: reported as such rather than as
+/// unrecognized names.
+const NOT_YET_SUPPORTED: &[&str] = &[
+    "$bucket",
+    "$bucketAuto",
+    "$changeStream",
+    "$collStats",
+    "$currentOp",
+    "$densify",
+    "$documents",
+    "$facet",
+    "$fill",
+    "$geoNear",
+    "$graphLookup",
+    "$indexStats",
+    "$listLocalSessions",
+    "$listSessions",
+    "$lookup",
+    "$merge",
+    "$out",
+    "$planCacheStats",
+    "$redact",
+    "$sample",
+    "$search",
+    "$searchMeta",
+    "$setWindowFields",
+    "$unionWith",
+    "$vectorSearch",
+];
+
+/// Parses one element of the `pipeline` array.
+pub fn parse(spec: &Document) -> Result<Vec<Stage>> {
+    let mut fields = spec.iter();
+    let (Some((name, value)), None) = (fields.next(), fields.next()) else {
+        return Err(MongoError::location(
+            40323,
+            "A pipeline stage specification object must contain exactly one field.",
+        ));
+    };
+    if let Some((_, parser)) = STAGES.iter().find(|(known, _)| known == name) {
+        return parser(name, value);
+    }
+    if NOT_YET_SUPPORTED.contains(&name.as_str()) {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            format!("The {name} aggregation stage is not supported yet"),
+        ));
+    }
+    Err(MongoError::location(
+        40324,
+        format!("Unrecognized pipeline stage name: '{name}'"),
+    ))
+}
+
+/// What stays the same for every document of one run (`$$NOW` is fixed per pipeline).
+pub struct RunContext {
+    pub now: DateTime,
+}
+
+impl Stage {
+    pub fn as_match(&self) -> Option<&Filter> {
+        match self {
+            Stage::Match(filter) => Some(filter),
+            _ => None,
+        }
+    }
+
+    pub fn run(&self, docs: Vec<Document>, ctx: &RunContext) -> Result<Vec<Document>> {
+        match self {
+            Stage::Match(filter) => {
+                Ok(docs.into_iter().filter(|doc| filter.matches(doc)).collect())
+            }
+            Stage::Shape(shape) => docs.iter().map(|doc| shape.apply(doc, ctx)).collect(),
+            Stage::Group(group) => group.run(&docs, ctx),
+            Stage::Sort(spec) => {
+                let mut docs = docs;
+                docs.sort_by(|a, b| spec.compare(a, b));
+                Ok(docs)
+            }
+            Stage::Skip(n) => Ok(docs
+                .into_iter()
+                .skip(usize::try_from(*n).unwrap_or(usize::MAX))
+                .collect()),
+            Stage::Limit(n) => Ok(docs
+                .into_iter()
+                .take(usize::try_from(*n).unwrap_or(usize::MAX))
+                .collect()),
+            Stage::Unwind(unwind) => Ok(unwind.run(docs)),
+            Stage::ReplaceRoot(replace) => docs.iter().map(|doc| replace.apply(doc, ctx)).collect(),
+        }
+    }
+}
+
+/// Adds the context MongoDB prefixes to an error (`Invalid $project :: caused by :: ...`).
+pub(crate) fn with_context(err: MongoError, context: &str) -> MongoError {
+    let wrapped = MongoError::new(
+        err.code(),
+        format!("{context} :: caused by :: {}", err.message()),
+    );
+    match err.extra() {
+        Some(extra) => wrapped.with_extra(extra.clone()),
+        None => wrapped,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn code(spec: Document) -> i32 {
+        match parse(&spec) {
+            Ok(_) => 0,
+            Err(err) => err.code().code(),
+        }
+    }
+
+    #[test]
+    fn stage_specifications_have_one_known_field() {
+        assert_eq!(code(doc! {}), 40323);
+        assert_eq!(code(doc! {"$match": {}, "$limit": 1}), 40323);
+        let err = parse(&doc! {"$foo": 1}).err().unwrap();
+        assert_eq!(
+            (err.code().code(), err.code().name().to_string()),
+            (40324, "Location40324".to_string())
+        );
+        assert_eq!(err.message(), "Unrecognized pipeline stage name: '$foo'");
+        assert_eq!(code(doc! {"match": {}}), 40324);
+        assert_eq!(code(doc! {"$lookup": {}}), 238);
+        assert_eq!(code(doc! {"$match": {}}), 0);
+    }
+
+    #[test]
+    fn context_wraps_the_message_and_keeps_the_code() {
+        let err = with_context(
+            MongoError::location(31254, "Cannot do exclusion"),
+            "Invalid $project",
+        );
+        assert_eq!(err.code().code(), 31254);
+        assert_eq!(
+            err.message(),
+            "Invalid $project :: caused by :: Cannot do exclusion"
+        );
+    }
+}
