@@ -26,7 +26,7 @@ async fn databases_appear_on_first_write_and_go_with_drop_database() {
         .cloned()
         .expect("app is listed");
     assert!(app.get_i64("sizeOnDisk").unwrap() > 0);
-    assert_eq!(app.get_bool("empty").unwrap(), false);
+    assert!(!app.get_bool("empty").unwrap());
     assert!(list.get_i64("totalSize").unwrap() > 0);
     let filtered = cluster
         .admin(doc! {"listDatabases": 1, "nameOnly": true, "filter": {"name": "app"}})
@@ -174,7 +174,7 @@ async fn stats() {
     assert_eq!(stats.get_i64("objects").unwrap(), 10);
     let coll = db.run_command(doc! {"collStats": "s"}).await.unwrap();
     assert_eq!(coll.get_i64("count").unwrap(), 10);
-    assert_eq!(coll.get_bool("sharded").unwrap(), false);
+    assert!(!coll.get_bool("sharded").unwrap());
     assert!(coll.get_i64("size").unwrap() > 0);
     assert_eq!(coll.get_i32("nindexes").unwrap(), 1);
     let missing = cluster

@@ -18,7 +18,7 @@ async fn hello_answers_as_mongos() {
         } else {
             "ismaster"
         };
-        assert_eq!(reply.get_bool(primary_field).unwrap(), true);
+        assert!(reply.get_bool(primary_field).unwrap());
         assert_eq!(reply.get_i32("maxWireVersion").unwrap(), 25);
         assert_eq!(reply.get_i32("minWireVersion").unwrap(), 0);
         assert_eq!(
@@ -30,7 +30,7 @@ async fn hello_answers_as_mongos() {
         assert_eq!(reply.get_i32("logicalSessionTimeoutMinutes").unwrap(), 30);
         assert!(reply.get_datetime("localTime").is_ok());
         assert!(reply.get_i32("connectionId").unwrap() > 0);
-        assert_eq!(reply.get_bool("helloOk").unwrap(), true);
+        assert!(reply.get_bool("helloOk").unwrap());
         assert!(reply.get("topologyVersion").is_none());
     }
     cluster.shutdown().await;
@@ -115,7 +115,7 @@ async fn parameters() {
     );
     let all = cluster.admin(doc! {"getParameter": "*"}).await.unwrap();
     assert!(all.get("cursorTimeoutMillis").is_some());
-    assert_eq!(all.get_bool("enableTestCommands").unwrap(), false);
+    assert!(!all.get_bool("enableTestCommands").unwrap());
     let err = cluster
         .admin(doc! {"getParameter": "foo"})
         .await

@@ -1,14 +1,19 @@
 //! docgrid: a MongoDB-compatible sharded cluster.
 //!
-//! Leaves: [`wire`] (bytes ⇄ messages), [`document`] (BSON order and paths), [`error`] (MongoDB's
-//! error model). See ARCHITECTURE.md for the map and its invariants.
+//! Leaves: [`wire`] (bytes ⇄ messages), [`document`] (BSON order, key encoding, paths),
+//! [`error`] (MongoDB's error model), [`catalog`] (namespaces, versions). On them: [`command`]
+//! (commands as roles exchange them), [`query`] and [`aggregate`] (the query language, pure),
+//! [`server`] (accept loop, dispatch, shared commands), [`rpc`] (calls between roles). The roles:
+//! [`shard`], [`configsvr`], [`router`]; [`cluster`] assembles processes. See ARCHITECTURE.md.
 
+pub mod aggregate;
 pub mod catalog;
 pub mod cluster;
 pub mod command;
 pub mod configsvr;
 pub mod document;
 pub mod error;
+pub mod query;
 pub mod router;
 pub mod rpc;
 pub mod server;

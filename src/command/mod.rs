@@ -114,7 +114,7 @@ impl CommandRequest {
         let sequence = self.sequences.iter().find(|s| s.identifier == field);
         match (in_body, sequence) {
             (Some(_), Some(_)) => Err(MongoError::new(
-                ErrorCode::Location(40413),
+                ErrorCode::IDLDuplicateField,
                 format!("BSON field '{}.{field}' is a duplicate field", self.name),
             )),
             (None, Some(seq)) => Ok(seq.documents.iter().map(|d| d.as_ref()).collect()),
@@ -135,7 +135,7 @@ impl CommandRequest {
                 bson_type_name(other.element_type())
             ))),
             (None, None) => Err(MongoError::new(
-                ErrorCode::Location(40414),
+                ErrorCode::IDLFailedToParse,
                 format!(
                     "BSON field '{}.{field}' is missing but a required field",
                     self.name

@@ -2,8 +2,8 @@
 //! on the config server's own storage. Only the config server writes routing metadata.
 
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::query::filter::Filter;
 use crate::shard::exec::Position;
-use crate::shard::query::filter::Filter;
 use crate::shard::storage::Storage;
 use bson::{Bson, Document, RawDocumentBuf};
 

@@ -100,7 +100,7 @@ impl RouterState {
             _ => String::new(),
         };
         let id = self.cursors.register(shard.clone(), shard_id, ns);
-        Ok(replace_cursor_id(&reply, id)?)
+        replace_cursor_id(&reply, id)
     }
 }
 

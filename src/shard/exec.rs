@@ -1,10 +1,10 @@
 //! Query execution over storage: choosing an access path (the `_id` index for `_id`
 //! equality, otherwise a collection scan) and producing matching documents in batches.
 
-use super::query::filter::Filter;
-use super::query::projection::Projection;
 use super::storage::{CollectionMeta, DatabaseStore, ReadTxn, RecordId, WriteTxn};
 use crate::error::Result;
+use crate::query::filter::Filter;
+use crate::query::projection::Projection;
 use bson::{Bson, Document, RawDocumentBuf};
 use std::sync::Arc;
 

@@ -3,12 +3,10 @@
 //! MongoDB is a mongod), so storage, query execution and the CRUD commands are shared with it
 //! through [`DataNode`].
 
-pub mod aggregate;
 pub mod commands;
 pub mod cursors;
 pub mod exec;
 mod identity;
-pub mod query;
 pub mod storage;
 mod versioning;
 

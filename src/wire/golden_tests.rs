@@ -35,7 +35,7 @@ fn mongosh_legacy_ismaster_round_trips() {
     assert_eq!(query.full_collection_name, "admin.$cmd");
     let body = query.query.to_document().unwrap();
     assert_eq!(body.get_i32("ismaster").unwrap(), 1);
-    assert_eq!(body.get_bool("helloOk").unwrap(), true);
+    assert!(body.get_bool("helloOk").unwrap());
     assert_eq!(body.get_str("backpressure").unwrap(), "2");
     let mut again = Vec::new();
     query.encode(request_id, &mut again);
@@ -145,11 +145,11 @@ proptest! {
     }
 
     #[test]
-    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 16..512), op in prop::sample::select(vec![1, 2004, 2012, 2013, 7])) {
+    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 16..512), op in prop::sample::select(vec![1i32, 2004, 2012, 2013, 7])) {
         let mut bytes = bytes;
         let len = bytes.len() as i32;
         bytes[..4].copy_from_slice(&len.to_le_bytes());
-        bytes[12..16].copy_from_slice(&(op as i32).to_le_bytes());
+        bytes[12..16].copy_from_slice(&op.to_le_bytes());
         let _ = decode_request(&frame(&bytes));
     }
 

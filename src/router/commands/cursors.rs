@@ -24,7 +24,7 @@ pub(super) async fn get_more(
     };
     let collection = args.str("collection")?.ok_or_else(|| {
         MongoError::new(
-            ErrorCode::Location(40414),
+            ErrorCode::IDLFailedToParse,
             "BSON field 'getMore.collection' is missing but a required field",
         )
     })?;
@@ -85,7 +85,7 @@ pub(super) async fn kill_cursors(
     let ns = format!("{}.{collection}", req.db);
     let ids = args.array("cursors")?.ok_or_else(|| {
         MongoError::new(
-            ErrorCode::Location(40414),
+            ErrorCode::IDLFailedToParse,
             "BSON field 'killCursors.cursors' is missing but a required field",
         )
     })?;

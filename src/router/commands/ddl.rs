@@ -85,7 +85,7 @@ pub(super) async fn rename_collection(
     };
     let target = args.str("to")?.ok_or_else(|| {
         MongoError::new(
-            ErrorCode::Location(40414),
+            ErrorCode::IDLFailedToParse,
             "BSON field 'renameCollection.to' is missing but a required field",
         )
     })?;

@@ -2,13 +2,13 @@
 //! leading `$match`) and its output is returned through a cursor.
 
 use super::super::DataNode;
-use super::super::aggregate::Pipeline;
 use super::super::cursors::{Cursor, CursorBody};
 use super::super::exec::Position;
-use super::super::query::filter::Filter;
 use super::find::{DEFAULT_FIRST_BATCH, cursor_reply};
+use crate::aggregate::Pipeline;
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::query::filter::Filter;
 use crate::server::RequestContext;
 use bson::{Bson, Document, RawBsonRef, RawDocumentBuf};
 use std::collections::VecDeque;
@@ -36,7 +36,7 @@ impl AggregateCommand {
             .array("pipeline")?
             .ok_or_else(|| {
                 MongoError::new(
-                    ErrorCode::Location(40414),
+                    ErrorCode::IDLFailedToParse,
                     "BSON field 'aggregate.pipeline' is missing but a required field",
                 )
             })?

@@ -1,11 +1,11 @@
 //! Collection catalog commands: create, drop, renameCollection, listCollections, listIndexes.
 
 use super::super::DataNode;
-use super::super::query::filter::Filter;
 use super::find::cursor_reply;
 use crate::catalog::{validate_collection_name, validate_user_write};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::query::filter::Filter;
 use crate::server::RequestContext;
 use bson::{Document, RawDocumentBuf, doc};
 
@@ -115,7 +115,7 @@ pub(super) async fn rename<S: DataNode>(
     };
     let target = args.str("to")?.ok_or_else(|| {
         MongoError::new(
-            ErrorCode::Location(40414),
+            ErrorCode::IDLFailedToParse,
             "BSON field 'renameCollection.to' is missing but a required field",
         )
     })?;

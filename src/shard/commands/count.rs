@@ -2,10 +2,10 @@
 
 use super::super::DataNode;
 use super::super::exec::Position;
-use super::super::query::filter::Filter;
 use crate::command::CommandRequest;
 use crate::document::keystring;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::query::filter::Filter;
 use crate::server::RequestContext;
 use bson::{Bson, Document, RawDocumentBuf, doc};
 use std::collections::HashSet;
@@ -87,7 +87,7 @@ pub(super) async fn distinct<S: DataNode>(
     crate::catalog::validate_collection_name(&req.db, collection)?;
     let key = args.str("key")?.ok_or_else(|| {
         MongoError::new(
-            ErrorCode::Location(40414),
+            ErrorCode::IDLFailedToParse,
             "BSON field 'distinct.key' is missing but a required field",
         )
     })?;

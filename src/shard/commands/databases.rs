@@ -1,10 +1,10 @@
 //! Database-level commands: listDatabases, dropDatabase, dbStats, collStats.
 
 use super::super::DataNode;
-use super::super::query::filter::Filter;
 use crate::catalog::validate_collection_name;
 use crate::command::CommandRequest;
 use crate::error::{MongoError, Result};
+use crate::query::filter::Filter;
 use crate::server::RequestContext;
 use bson::{Bson, Document, RawDocumentBuf, doc};
 

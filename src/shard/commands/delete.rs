@@ -2,10 +2,10 @@
 
 use super::super::DataNode;
 use super::super::exec::Position;
-use super::super::query::filter::Filter;
 use super::write::{acknowledge, count_value, finish_reply, target};
 use crate::command::{Args, CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::query::filter::Filter;
 use crate::server::{RequestContext, stats::Stats};
 use crate::wire::MAX_WRITE_BATCH_SIZE;
 use bson::{RawDocument, RawDocumentBuf, rawdoc};
@@ -20,13 +20,13 @@ impl DeleteStatement {
         let args = Args::new("delete.deletes", raw);
         let query = args.document("q")?.ok_or_else(|| {
             MongoError::new(
-                ErrorCode::Location(40414),
+                ErrorCode::IDLFailedToParse,
                 "BSON field 'delete.deletes.q' is missing but a required field",
             )
         })?;
         let limit = args.i64("limit")?.ok_or_else(|| {
             MongoError::new(
-                ErrorCode::Location(40414),
+                ErrorCode::IDLFailedToParse,
                 "BSON field 'delete.deletes.limit' is missing but a required field",
             )
         })?;

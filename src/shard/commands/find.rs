@@ -3,12 +3,12 @@
 use super::super::DataNode;
 use super::super::cursors::{Cursor, CursorBody};
 use super::super::exec::{MAX_BATCH_BYTES, Position, ScanState};
-use super::super::query::filter::Filter;
-use super::super::query::projection::Projection;
-use super::super::query::sort::SortSpec;
 use crate::command::CommandRequest;
 pub use crate::command::cursor_reply;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::query::filter::Filter;
+use crate::query::projection::Projection;
+use crate::query::sort::SortSpec;
 use crate::server::RequestContext;
 use bson::{Bson, Document, RawBsonRef, RawDocumentBuf};
 use std::collections::VecDeque;
@@ -185,7 +185,7 @@ pub(super) async fn get_more<S: DataNode>(
     };
     let collection = args.str("collection")?.ok_or_else(|| {
         MongoError::new(
-            ErrorCode::Location(40414),
+            ErrorCode::IDLFailedToParse,
             "BSON field 'getMore.collection' is missing but a required field",
         )
     })?;
@@ -231,7 +231,7 @@ pub(super) async fn kill_cursors<S: DataNode>(
     let ns = format!("{}.{collection}", req.db);
     let ids = args.array("cursors")?.ok_or_else(|| {
         MongoError::new(
-            ErrorCode::Location(40414),
+            ErrorCode::IDLFailedToParse,
             "BSON field 'killCursors.cursors' is missing but a required field",
         )
     })?;

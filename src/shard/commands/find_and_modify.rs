@@ -3,14 +3,14 @@
 
 use super::super::DataNode;
 use super::super::exec::{Candidate, Position};
-use super::super::query::filter::Filter;
-use super::super::query::projection::Projection;
-use super::super::query::sort::SortSpec;
-use super::super::query::update::UpdateSpec;
 use super::update::{update_candidate, upsert};
 use super::write::{acknowledge, target};
 use crate::command::{CommandRequest, WriteConcern};
 use crate::error::{MongoError, Result};
+use crate::query::filter::Filter;
+use crate::query::projection::Projection;
+use crate::query::sort::SortSpec;
+use crate::query::update::UpdateSpec;
 use crate::server::{RequestContext, stats::Stats};
 use bson::{Bson, Document, RawDocumentBuf, doc};
 

@@ -38,7 +38,7 @@ async fn add_shard(
 ) -> Result<RawDocumentBuf> {
     let doc = req.args().document("shardIdentity")?.ok_or_else(|| {
         MongoError::new(
-            ErrorCode::Location(40414),
+            ErrorCode::IDLFailedToParse,
             "BSON field '_addShard.shardIdentity' is missing but a required field",
         )
     })?;
@@ -97,7 +97,7 @@ async fn rename_collection(
     let from = args.collection()?;
     let to = args.str("to")?.ok_or_else(|| {
         MongoError::new(
-            ErrorCode::Location(40414),
+            ErrorCode::IDLFailedToParse,
             "BSON field '_shardsvrRenameCollection.to' is missing but a required field",
         )
     })?;

@@ -3,13 +3,13 @@
 
 use super::super::DataNode;
 use super::super::exec::{Candidate, Position};
-use super::super::query::filter::Filter;
-use super::super::query::update::{UpdateContext, UpdateSpec, upsert_seed};
 use super::super::storage::{CollectionMeta, WriteTxn};
 use super::insert::prepare_document;
 use super::write::{acknowledge, count_value, finish_reply, target};
 use crate::command::{CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::query::filter::Filter;
+use crate::query::update::{UpdateContext, UpdateSpec, upsert_seed};
 use crate::server::{RequestContext, stats::Stats};
 use crate::wire::MAX_WRITE_BATCH_SIZE;
 use bson::{Bson, Document, RawDocument, RawDocumentBuf, rawdoc};
@@ -59,7 +59,7 @@ impl UpdateStatement {
 
 fn missing(field: &str) -> MongoError {
     MongoError::new(
-        ErrorCode::Location(40414),
+        ErrorCode::IDLFailedToParse,
         format!("BSON field 'update.updates.{field}' is missing but a required field"),
     )
 }

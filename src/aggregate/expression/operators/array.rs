@@ -1,10 +1,10 @@
 //! Array operators: `$size`, `$arrayElemAt`, `$in`.
 
 use super::Args;
+use crate::aggregate::decimal::Dec;
+use crate::aggregate::numeric::{int_or_long, to_f64};
+use crate::aggregate::value::{Value, compare, format_double_g, is_nullish, type_name};
 use crate::error::{MongoError, Result};
-use crate::shard::aggregate::decimal::Dec;
-use crate::shard::aggregate::numeric::{int_or_long, to_f64};
-use crate::shard::aggregate::value::{Value, compare, format_double_g, is_nullish, type_name};
 use bson::Bson;
 
 pub fn size(args: &Args) -> Result<Value> {
@@ -110,7 +110,7 @@ pub fn is_in(args: &Args) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
-    use crate::shard::aggregate::expression::tests::eval;
+    use crate::aggregate::expression::tests::eval;
     use bson::{Bson, bson, doc};
 
     fn run(expr: Bson) -> crate::error::Result<Option<Bson>> {

@@ -278,7 +278,7 @@ pub fn group_output(id: Bson, accumulators: &[Accumulator], states: Vec<State>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shard::aggregate::expression::Variables;
+    use crate::aggregate::expression::Variables;
     use bson::{DateTime, bson, doc};
 
     /// Runs one accumulator over documents whose `v` field holds `values` (`None`: no field).

@@ -3,13 +3,13 @@
 
 use super::shape::Shape;
 use super::{RunContext, Stage};
+use crate::aggregate::accumulators::{Accumulator, State, group_output};
+use crate::aggregate::expression::{Expression, Variables};
+use crate::aggregate::numeric::to_f64;
+use crate::aggregate::value::is_number;
 use crate::document::order::{canonical_rank, values_equal};
 use crate::error::{MongoError, Result};
-use crate::shard::aggregate::accumulators::{Accumulator, State, group_output};
-use crate::shard::aggregate::expression::{Expression, Variables};
-use crate::shard::aggregate::numeric::to_f64;
-use crate::shard::aggregate::value::is_number;
-use crate::shard::query::sort::SortSpec;
+use crate::query::sort::SortSpec;
 use bson::{Bson, Document, doc};
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;

@@ -2,13 +2,13 @@
 //! `$match`, `$sort`, `$skip`, `$limit`, `$replaceRoot` and `$replaceWith`.
 
 use super::{RunContext, Stage};
+use crate::aggregate::decimal::Dec;
+use crate::aggregate::expression::{Expression, Variables};
+use crate::aggregate::value::{bson_type_name, render, render_document, type_name};
 use crate::document::display::value_to_string;
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::shard::aggregate::decimal::Dec;
-use crate::shard::aggregate::expression::{Expression, Variables};
-use crate::shard::aggregate::value::{bson_type_name, render, render_document, type_name};
-use crate::shard::query::filter::Filter;
-use crate::shard::query::sort::SortSpec;
+use crate::query::filter::Filter;
+use crate::query::sort::SortSpec;
 use bson::{Bson, Document};
 
 pub fn parse_match(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {

@@ -2,9 +2,9 @@
 //! of the promotion rules in `aggregate::numeric`.
 
 use super::Args;
+use crate::aggregate::numeric::{self, AddState, MultiplyState};
+use crate::aggregate::value::{Value, bson_type_name, is_nullish, is_number};
 use crate::error::{MongoError, Result};
-use crate::shard::aggregate::numeric::{self, AddState, MultiplyState};
-use crate::shard::aggregate::value::{Value, bson_type_name, is_nullish, is_number};
 use bson::Bson;
 
 /// Arguments are checked left to right: a null or missing one makes the result null without
@@ -66,7 +66,7 @@ pub fn abs(args: &Args) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
-    use crate::shard::aggregate::expression::tests::eval;
+    use crate::aggregate::expression::tests::eval;
     use bson::{Bson, DateTime, bson, doc};
 
     #[test]

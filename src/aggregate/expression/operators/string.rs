@@ -1,10 +1,10 @@
 //! String operators: `$concat`, `$toLower`, `$toUpper`.
 
 use super::Args;
-use crate::error::{MongoError, Result};
-use crate::shard::aggregate::value::{
+use crate::aggregate::value::{
     Value, bson_type_name, format_double_g, format_iso_date, is_nullish,
 };
+use crate::error::{MongoError, Result};
 use bson::Bson;
 
 /// Null if any argument is null or missing (checked left to right, after the type of the
@@ -68,7 +68,7 @@ fn coerce_to_string(value: Option<&Bson>) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use crate::shard::aggregate::expression::tests::eval;
+    use crate::aggregate::expression::tests::eval;
     use bson::{Bson, DateTime, bson, doc};
 
     fn string(expr: Bson) -> Option<Bson> {

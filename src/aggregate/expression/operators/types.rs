@@ -1,10 +1,10 @@
 //! Literal, type and conversion operators: `$literal`, `$type`, `$toString`.
 
 use super::{Args, Expression};
-use crate::error::{ErrorCode, MongoError, Result};
-use crate::shard::aggregate::value::{
+use crate::aggregate::value::{
     Value, bson_type_name, format_double_shortest, format_iso_date, type_name, year_of,
 };
+use crate::error::{ErrorCode, MongoError, Result};
 use bson::Bson;
 use bson::spec::BinarySubtype;
 
@@ -114,7 +114,7 @@ fn base64(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::shard::aggregate::expression::tests::eval;
+    use crate::aggregate::expression::tests::eval;
     use bson::{Binary, Bson, DateTime, bson, doc, oid::ObjectId, spec::BinarySubtype};
 
     fn to_string(value: Bson) -> crate::error::Result<Option<Bson>> {

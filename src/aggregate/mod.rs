@@ -17,7 +17,7 @@ mod stages;
 mod value;
 
 use crate::error::{MongoError, Result};
-use crate::shard::query::filter::Filter;
+use crate::query::filter::Filter;
 use bson::{DateTime, Document};
 use stages::{RunContext, Stage};
 

@@ -2,8 +2,8 @@
 //! sorts below null).
 
 use super::Args;
+use crate::aggregate::value::{Value, compare};
 use crate::error::Result;
-use crate::shard::aggregate::value::{Value, compare};
 use bson::Bson;
 use std::cmp::Ordering;
 
@@ -47,7 +47,7 @@ pub fn cmp(args: &Args) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
-    use crate::shard::aggregate::expression::tests::eval;
+    use crate::aggregate::expression::tests::eval;
     use bson::{Bson, bson, doc};
 
     fn check(expr: Bson) -> Bson {

@@ -10,8 +10,8 @@ mod string;
 mod types;
 
 use super::{Expression, Variables};
+use crate::aggregate::value::Value;
 use crate::error::{MongoError, Result};
-use crate::shard::aggregate::value::Value;
 use bson::Bson;
 
 /// Turns the operator's argument into argument expressions.

@@ -3,11 +3,11 @@
 //! specification becomes a tree of paths, parsed with the server's rules and errors.
 
 use super::{RunContext, Stage, with_context};
+use crate::aggregate::expression::{Expression, Variables, is_operator_name};
+use crate::aggregate::fieldpath::FieldPath;
+use crate::aggregate::value::{Value, bson_type_name, is_number, truthy};
 use crate::document::display::{document_to_string, value_to_string};
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::shard::aggregate::expression::{Expression, Variables, is_operator_name};
-use crate::shard::aggregate::fieldpath::FieldPath;
-use crate::shard::aggregate::value::{Value, bson_type_name, is_number, truthy};
 use bson::{Bson, Document};
 use std::collections::BTreeSet;
 use std::ops::Bound;

@@ -8,8 +8,8 @@ mod shape;
 mod unwind;
 
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::shard::query::filter::Filter;
-use crate::shard::query::sort::SortSpec;
+use crate::query::filter::Filter;
+use crate::query::sort::SortSpec;
 use bson::{Bson, DateTime, Document};
 
 pub enum Stage {

@@ -2,8 +2,8 @@
 //! `$cond` (array and object forms) and the variadic `$ifNull`.
 
 use super::{Args, Expression, nary};
+use crate::aggregate::value::{Value, is_nullish, truthy};
 use crate::error::{MongoError, Result};
-use crate::shard::aggregate::value::{Value, is_nullish, truthy};
 use bson::Bson;
 
 pub fn and(args: &Args) -> Result<Value> {
@@ -91,7 +91,7 @@ pub fn if_null(args: &Args) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
-    use crate::shard::aggregate::expression::tests::eval;
+    use crate::aggregate::expression::tests::eval;
     use bson::{Bson, bson, doc};
 
     #[test]

@@ -2,9 +2,9 @@
 //! index, optionally keeping documents whose field is null, missing or an empty array.
 
 use super::Stage;
+use crate::aggregate::fieldpath::{FieldPath, get_nested, remove_nested, set_nested};
+use crate::aggregate::value::bson_type_name;
 use crate::error::{MongoError, Result};
-use crate::shard::aggregate::fieldpath::{FieldPath, get_nested, remove_nested, set_nested};
-use crate::shard::aggregate::value::bson_type_name;
 use bson::{Bson, Document};
 
 pub struct Unwind {
