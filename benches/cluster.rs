@@ -80,6 +80,20 @@ async fn run() {
     // ~100-byte documents.
     let make = |i: usize| doc! {"_id": i as i64, "name": format!("item-{i:08}"), "qty": (i % 1000) as i32, "price": i as f64 * 0.01, "tag": "abcdefghij"};
 
+    let ceiling = loopback_ping_pong(reads).await;
+
+    // The floor under every request: one round trip through the driver, TCP and the router's
+    // dispatcher, touching no storage.
+    let admin = client.database("admin");
+    let mut latencies = Vec::with_capacity(reads);
+    let start = Instant::now();
+    for _ in 0..reads {
+        let t = Instant::now();
+        admin.run_command(doc! {"ping": 1}).await.unwrap();
+        latencies.push(t.elapsed());
+    }
+    let ping = Report { name: "W0 ping (router round trip)", ops: reads, unit: "commands", elapsed: start.elapsed(), latencies };
+
     let mut latencies = Vec::new();
     let start = Instant::now();
     for batch_start in (0..docs).step_by(1000) {
@@ -119,7 +133,7 @@ async fn run() {
         "{:<36} {:>10} {:>14} {:>10} {:>10}",
         "workload", "ops", "per second", "p50 µs", "p99 µs"
     );
-    for r in [&insert, &point] {
+    for r in [&ceiling, &ping, &insert, &point] {
         println!(
             "{:<36} {:>10} {:>14.0} {:>10} {:>10}",
             r.name,
@@ -132,7 +146,7 @@ async fn run() {
     let out = serde_json::json!({
         "date": mongodb::bson::DateTime::now().try_to_rfc3339_string().unwrap_or_default(),
         "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-        "results": [insert.json(), point.json()],
+        "results": [ceiling.json(), ping.json(), insert.json(), point.json()],
     });
     std::fs::create_dir_all("bench-results").unwrap();
     std::fs::write(
@@ -141,4 +155,34 @@ async fn run() {
     )
     .unwrap();
     running.shutdown().await;
+}
+
+/// The ceiling for a request/reply over loopback TCP in this runtime: a bare echo of a
+/// 100-byte message, no protocol, no work.
+async fn loopback_ping_pong(rounds: usize) -> Report {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        socket.set_nodelay(true).unwrap();
+        let mut buf = [0u8; 100];
+        while socket.read_exact(&mut buf).await.is_ok() {
+            if socket.write_all(&buf).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
+    client.set_nodelay(true).unwrap();
+    let mut buf = [7u8; 100];
+    let mut latencies = Vec::with_capacity(rounds);
+    let start = Instant::now();
+    for _ in 0..rounds {
+        let t = Instant::now();
+        client.write_all(&buf).await.unwrap();
+        client.read_exact(&mut buf).await.unwrap();
+        latencies.push(t.elapsed());
+    }
+    Report { name: "ceiling: loopback TCP ping-pong", ops: rounds, unit: "round trips", elapsed: start.elapsed(), latencies }
 }

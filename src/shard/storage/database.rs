@@ -68,6 +68,8 @@ impl DatabaseStore {
             .max_connections(4)
             .min_connections(0)
             .idle_timeout(Some(Duration::from_secs(60)))
+            // A reader is a local file handle: a ping per acquire would double the cost of a point read.
+            .test_before_acquire(false)
             .connect_lazy_with(options.read_only(true));
         Ok(DatabaseStore {
             name: name.to_string(),
