@@ -92,7 +92,13 @@ async fn run() {
         admin.run_command(doc! {"ping": 1}).await.unwrap();
         latencies.push(t.elapsed());
     }
-    let ping = Report { name: "W0 ping (router round trip)", ops: reads, unit: "commands", elapsed: start.elapsed(), latencies };
+    let ping = Report {
+        name: "W0 ping (router round trip)",
+        ops: reads,
+        unit: "commands",
+        elapsed: start.elapsed(),
+        latencies,
+    };
 
     let mut latencies = Vec::new();
     let start = Instant::now();
@@ -184,5 +190,11 @@ async fn loopback_ping_pong(rounds: usize) -> Report {
         client.read_exact(&mut buf).await.unwrap();
         latencies.push(t.elapsed());
     }
-    Report { name: "ceiling: loopback TCP ping-pong", ops: rounds, unit: "round trips", elapsed: start.elapsed(), latencies }
+    Report {
+        name: "ceiling: loopback TCP ping-pong",
+        ops: rounds,
+        unit: "round trips",
+        elapsed: start.elapsed(),
+        latencies,
+    }
 }

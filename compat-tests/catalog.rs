@@ -1,22 +1,21 @@
 //! Databases and collections through the router: listDatabases, listCollections, create,
 //! drop, dropDatabase, renameCollection, listIndexes, dbStats, collStats.
 
-use crate::harness::{TestCluster, error_code};
+use crate::harness::{admin, both_modes, error_code};
+use mongodb::Client;
 use mongodb::bson::{Bson, Document, doc};
 
-#[tokio::test]
-async fn databases_appear_on_first_write_and_go_with_drop_database() {
-    let cluster = TestCluster::start().await;
-    let names = cluster.client.list_database_names().await.unwrap();
+async fn databases_appear_on_first_write_and_go_with_drop_database(client: &Client) {
+    let names = client.list_database_names().await.unwrap();
     assert!(names.contains(&"admin".to_string()) && names.contains(&"config".to_string()));
     assert!(!names.contains(&"app".to_string()));
-    cluster
-        .db("app")
+    client
+        .database("app")
         .collection::<Document>("users")
         .insert_one(doc! {"a": 1})
         .await
         .unwrap();
-    let list = cluster.admin(doc! {"listDatabases": 1}).await.unwrap();
+    let list = admin(client, doc! {"listDatabases": 1}).await.unwrap();
     let app = list
         .get_array("databases")
         .unwrap()
@@ -28,16 +27,18 @@ async fn databases_appear_on_first_write_and_go_with_drop_database() {
     assert!(app.get_i64("sizeOnDisk").unwrap() > 0);
     assert!(!app.get_bool("empty").unwrap());
     assert!(list.get_i64("totalSize").unwrap() > 0);
-    let filtered = cluster
-        .admin(doc! {"listDatabases": 1, "nameOnly": true, "filter": {"name": "app"}})
-        .await
-        .unwrap();
+    let filtered = admin(
+        client,
+        doc! {"listDatabases": 1, "nameOnly": true, "filter": {"name": "app"}},
+    )
+    .await
+    .unwrap();
     assert_eq!(
         filtered.get_array("databases").unwrap(),
         &vec![Bson::Document(doc! {"name": "app"})]
     );
-    let entry = cluster
-        .db("config")
+    let entry = client
+        .database("config")
         .collection::<Document>("databases")
         .find_one(doc! {"_id": "app"})
         .await
@@ -47,31 +48,27 @@ async fn databases_appear_on_first_write_and_go_with_drop_database() {
     let version = entry.get_document("version").unwrap();
     assert_eq!(version.get_i32("lastMod").unwrap(), 1);
     assert!(version.get_timestamp("timestamp").is_ok());
-    cluster.db("app").drop().await.unwrap();
+    client.database("app").drop().await.unwrap();
     assert!(
-        !cluster
-            .client
+        !client
             .list_database_names()
             .await
             .unwrap()
             .contains(&"app".to_string())
     );
     assert!(
-        cluster
-            .db("config")
+        client
+            .database("config")
             .collection::<Document>("databases")
             .find_one(doc! {"_id": "app"})
             .await
             .unwrap()
             .is_none()
     );
-    cluster.shutdown().await;
 }
 
-#[tokio::test]
-async fn collections_create_list_rename_drop() {
-    let cluster = TestCluster::start().await;
-    let db = cluster.db("app");
+async fn collections_create_list_rename_drop(client: &Client) {
+    let db = client.database("app");
     db.create_collection("a").await.unwrap();
     db.create_collection("a").await.unwrap(); // same options: no error since 7.0
     db.collection::<Document>("b")
@@ -120,8 +117,7 @@ async fn collections_create_list_rename_drop() {
         .await
         .unwrap();
     assert_eq!(indexes, vec!["_id_"]);
-    cluster
-        .admin(doc! {"renameCollection": "app.b", "to": "app.c"})
+    admin(client, doc! {"renameCollection": "app.b", "to": "app.c"})
         .await
         .unwrap();
     assert_eq!(
@@ -131,17 +127,17 @@ async fn collections_create_list_rename_drop() {
             .unwrap(),
         1
     );
-    let err = cluster
-        .admin(doc! {"renameCollection": "app.c", "to": "app.a"})
+    let err = admin(client, doc! {"renameCollection": "app.c", "to": "app.a"})
         .await
         .unwrap_err();
     assert_eq!(error_code(&err), Some(48));
-    cluster
-        .admin(doc! {"renameCollection": "app.c", "to": "app.a", "dropTarget": true})
-        .await
-        .unwrap();
-    let err = cluster
-        .admin(doc! {"renameCollection": "app.nope", "to": "app.z"})
+    admin(
+        client,
+        doc! {"renameCollection": "app.c", "to": "app.a", "dropTarget": true},
+    )
+    .await
+    .unwrap();
+    let err = admin(client, doc! {"renameCollection": "app.nope", "to": "app.z"})
         .await
         .unwrap_err();
     assert_eq!(error_code(&err), Some(26));
@@ -157,13 +153,10 @@ async fn collections_create_list_rename_drop() {
         .await
         .unwrap_err();
     assert_eq!(error_code(&err), Some(26));
-    cluster.shutdown().await;
 }
 
-#[tokio::test]
-async fn stats() {
-    let cluster = TestCluster::start().await;
-    let db = cluster.db("app");
+async fn stats(client: &Client) {
+    let db = client.database("app");
     db.collection::<Document>("s")
         .insert_many((0..10).map(|i| doc! {"i": i}))
         .await
@@ -177,50 +170,53 @@ async fn stats() {
     assert!(!coll.get_bool("sharded").unwrap());
     assert!(coll.get_i64("size").unwrap() > 0);
     assert_eq!(coll.get_i32("nindexes").unwrap(), 1);
-    let missing = cluster
-        .db("nothing")
+    let missing = client
+        .database("nothing")
         .run_command(doc! {"dbStats": 1})
         .await
         .unwrap();
     assert_eq!(missing.get_i64("collections").unwrap(), 0);
-    cluster.shutdown().await;
 }
 
-#[tokio::test]
-async fn internal_databases_are_protected() {
-    let cluster = TestCluster::start().await;
-    let err = cluster
-        .db("admin")
+async fn internal_databases_are_protected(client: &Client) {
+    let err = client
+        .database("admin")
         .run_command(doc! {"dropDatabase": 1})
         .await
         .unwrap_err();
     assert_eq!(error_code(&err), Some(20));
-    let err = cluster
-        .db("config")
+    let err = client
+        .database("config")
         .run_command(doc! {"dropDatabase": 1})
         .await
         .unwrap_err();
     assert_eq!(error_code(&err), Some(20));
-    let err = cluster
-        .db("config")
+    let err = client
+        .database("config")
         .collection::<Document>("shards")
         .drop()
         .await
         .unwrap_err();
     assert_eq!(error_code(&err), Some(20));
-    let err = cluster
-        .db("app")
+    let err = client
+        .database("app")
         .collection::<Document>("system.users")
         .insert_one(doc! {})
         .await
         .unwrap_err();
     assert_eq!(error_code(&err), Some(73));
-    let err = cluster
-        .db("local")
+    let err = client
+        .database("local")
         .collection::<Document>("x")
         .find_one(doc! {})
         .await
         .unwrap_err();
     assert_eq!(error_code(&err), Some(20));
-    cluster.shutdown().await;
 }
+
+both_modes!(
+    databases_appear_on_first_write_and_go_with_drop_database,
+    collections_create_list_rename_drop,
+    stats,
+    internal_databases_are_protected
+);

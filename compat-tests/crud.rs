@@ -1,15 +1,14 @@
 //! CRUD through the router: insert, find, update, delete, findAndModify, count, distinct and
 //! the aggregation subset drivers use for countDocuments.
 
-use crate::harness::{TestCluster, error_code};
+use crate::harness::{both_modes, error_code};
 use futures::TryStreamExt;
+use mongodb::Client;
 use mongodb::bson::{Bson, Document, doc, oid::ObjectId};
 use mongodb::options::{FindOptions, ReturnDocument};
 
-#[tokio::test]
-async fn insert_generates_ids_and_keeps_types() {
-    let cluster = TestCluster::start().await;
-    let coll = cluster.db("app").collection::<Document>("types");
+async fn insert_generates_ids_and_keeps_types(client: &Client) {
+    let coll = client.database("app").collection::<Document>("types");
     let result = coll.insert_one(doc! {"name": "ann"}).await.unwrap();
     assert!(matches!(result.inserted_id, Bson::ObjectId(_)));
     let doc = doc! {
@@ -40,13 +39,10 @@ async fn insert_generates_ids_and_keeps_types() {
     coll.insert_one(doc! {"x": 1, "_id": "last"}).await.unwrap();
     let back = coll.find_one(doc! {"_id": "last"}).await.unwrap().unwrap();
     assert_eq!(back.keys().next().unwrap(), "_id");
-    cluster.shutdown().await;
 }
 
-#[tokio::test]
-async fn duplicate_keys_report_pattern_and_value() {
-    let cluster = TestCluster::start().await;
-    let db = cluster.db("app");
+async fn duplicate_keys_report_pattern_and_value(client: &Client) {
+    let db = client.database("app");
     let coll = db.collection::<Document>("dups");
     coll.insert_one(doc! {"_id": 1}).await.unwrap();
     let err = coll.insert_one(doc! {"_id": 1.0}).await.unwrap_err();
@@ -82,13 +78,10 @@ async fn duplicate_keys_report_pattern_and_value() {
     assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 4);
     let err = coll.insert_one(doc! {"_id": [1, 2]}).await.unwrap_err();
     assert_eq!(error_code(&err), Some(53));
-    cluster.shutdown().await;
 }
 
-#[tokio::test]
-async fn find_with_filter_projection_sort_skip_limit() {
-    let cluster = TestCluster::start().await;
-    let coll = cluster.db("app").collection::<Document>("people");
+async fn find_with_filter_projection_sort_skip_limit(client: &Client) {
+    let coll = client.database("app").collection::<Document>("people");
     coll.insert_many((0..20).map(|i| doc! {"_id": i, "name": format!("p{i:02}"), "age": 20 + (i % 7), "tags": ["x", format!("t{}", i % 3)]}))
         .await
         .unwrap();
@@ -128,13 +121,10 @@ async fn find_with_filter_projection_sort_skip_limit() {
         .await
         .unwrap();
     assert!(none.is_none());
-    cluster.shutdown().await;
 }
 
-#[tokio::test]
-async fn updates_replacements_and_upserts() {
-    let cluster = TestCluster::start().await;
-    let coll = cluster.db("app").collection::<Document>("u");
+async fn updates_replacements_and_upserts(client: &Client) {
+    let coll = client.database("app").collection::<Document>("u");
     coll.insert_many(vec![
         doc! {"_id": 1, "n": 1, "tag": "a"},
         doc! {"_id": 2, "n": 2, "tag": "a"},
@@ -196,13 +186,10 @@ async fn updates_replacements_and_upserts() {
     assert_eq!(error_code(&err), Some(66));
     let doc1 = coll.find_one(doc! {"_id": 1}).await.unwrap().unwrap();
     assert_eq!(doc1.get_i32("n").unwrap(), 11);
-    cluster.shutdown().await;
 }
 
-#[tokio::test]
-async fn deletes_and_find_and_modify() {
-    let cluster = TestCluster::start().await;
-    let coll = cluster.db("app").collection::<Document>("d");
+async fn deletes_and_find_and_modify(client: &Client) {
+    let coll = client.database("app").collection::<Document>("d");
     coll.insert_many((0..10).map(|i| doc! {"_id": i, "even": i % 2 == 0}))
         .await
         .unwrap();
@@ -255,13 +242,10 @@ async fn deletes_and_find_and_modify() {
             .unwrap()
             .is_none()
     );
-    cluster.shutdown().await;
 }
 
-#[tokio::test]
-async fn counts_distinct_and_aggregate() {
-    let cluster = TestCluster::start().await;
-    let coll = cluster.db("app").collection::<Document>("c");
+async fn counts_distinct_and_aggregate(client: &Client) {
+    let coll = client.database("app").collection::<Document>("c");
     assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 0);
     assert_eq!(coll.estimated_document_count().await.unwrap(), 0);
     coll.insert_many((0..30).map(|i| doc! {"_id": i, "g": i % 3, "v": [i % 2, 7]}))
@@ -324,5 +308,13 @@ async fn counts_distinct_and_aggregate() {
         .await
         .unwrap();
     assert_eq!(all.len(), 30);
-    cluster.shutdown().await;
 }
+
+both_modes!(
+    insert_generates_ids_and_keeps_types,
+    duplicate_keys_report_pattern_and_value,
+    find_with_filter_projection_sort_skip_limit,
+    updates_replacements_and_upserts,
+    deletes_and_find_and_modify,
+    counts_distinct_and_aggregate
+);

@@ -1,12 +1,11 @@
 //! Cursors through the router: batches, getMore, killCursors, CursorNotFound.
 
-use crate::harness::{TestCluster, error_code};
+use crate::harness::{both_modes, error_code};
+use mongodb::Client;
 use mongodb::bson::{Bson, Document, doc};
 
-#[tokio::test]
-async fn first_batch_getmore_and_kill() {
-    let cluster = TestCluster::start().await;
-    let db = cluster.db("app");
+async fn first_batch_getmore_and_kill(client: &Client) {
+    let db = client.database("app");
     db.collection::<Document>("many")
         .insert_many((0..250).map(|i| doc! {"_id": i}))
         .await
@@ -86,5 +85,6 @@ async fn first_batch_getmore_and_kill() {
         .await
         .unwrap_err();
     assert_eq!(error_code(&err), Some(14));
-    cluster.shutdown().await;
 }
+
+both_modes!(first_batch_getmore_and_kill);

@@ -223,3 +223,32 @@ impl ProcessCluster {
         client_for(SocketAddr::from(([127, 0, 0, 1], self.router_port))).await
     }
 }
+
+/// Declares a scenario (`async fn(&Client)`) as two tests: against the in-process cluster and
+/// against config server, shards and router running as separate processes.
+macro_rules! both_modes {
+    ($($scenario:ident),* $(,)?) => {
+        $(
+            mod $scenario {
+                #[tokio::test]
+                async fn in_process() {
+                    let cluster = $crate::harness::TestCluster::start().await;
+                    super::$scenario(&cluster.client).await;
+                    cluster.shutdown().await;
+                }
+
+                #[tokio::test]
+                async fn separate_processes() {
+                    let cluster = $crate::harness::ProcessCluster::start(2).await;
+                    super::$scenario(&cluster.client().await).await;
+                }
+            }
+        )*
+    };
+}
+pub(crate) use both_modes;
+
+/// Runs a command on the admin database.
+pub async fn admin(client: &Client, command: Document) -> mongodb::error::Result<Document> {
+    client.database("admin").run_command(command).await
+}

@@ -4,6 +4,7 @@
 mod harness;
 
 mod catalog;
+mod cli;
 mod config_db;
 mod crud;
 mod cursors;

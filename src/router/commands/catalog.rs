@@ -4,6 +4,7 @@
 use super::super::RouterState;
 use crate::command::{CommandRequest, cursor_reply};
 use crate::error::{MongoError, Result};
+use crate::query::filter::Filter;
 use crate::server::RequestContext;
 use bson::{Bson, Document, RawDocumentBuf, doc};
 use std::collections::BTreeMap;
@@ -31,12 +32,9 @@ pub(super) async fn list_databases(
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
     let name_only = args.bool("nameOnly")?.unwrap_or(false);
-    let filter = args.document("filter")?;
-    // Each node filters its own entries; sizes are then summed over shards.
-    let mut forwarded = doc! {"listDatabases": 1, "nameOnly": name_only};
-    if let Some(filter) = &filter {
-        forwarded.insert("filter", filter.clone());
-    }
+    // The filter applies to the cluster-wide entries (sizes summed over shards), so it runs here.
+    let filter = Filter::parse(&args.document("filter")?.unwrap_or_default())?;
+    let forwarded = doc! {"listDatabases": 1};
     let mut databases: BTreeMap<String, DatabaseSummary> = BTreeMap::new();
     let mut sources = vec![(true, state.config.clone())];
     sources.extend(
@@ -68,17 +66,20 @@ pub(super) async fn list_databases(
             summary.empty &= entry.get_bool("empty").unwrap_or(false);
         }
     }
-    let total: i64 = databases.values().map(|d| d.size_on_disk).sum();
-    let list: Vec<Bson> = databases
-        .into_iter()
-        .map(|(name, d)| {
-            Bson::Document(if name_only {
-                doc! {"name": name}
-            } else {
-                doc! {"name": name, "sizeOnDisk": d.size_on_disk, "empty": d.empty}
-            })
-        })
-        .collect();
+    let mut total: i64 = 0;
+    let mut list = Vec::new();
+    for (name, d) in databases {
+        let entry = doc! {"name": &name, "sizeOnDisk": d.size_on_disk, "empty": d.empty};
+        if !filter.matches(&entry) {
+            continue;
+        }
+        total += d.size_on_disk;
+        list.push(Bson::Document(if name_only {
+            doc! {"name": name}
+        } else {
+            entry
+        }));
+    }
     let reply = if name_only {
         doc! {"databases": list}
     } else {
