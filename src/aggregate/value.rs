@@ -18,32 +18,7 @@ pub fn type_name(value: Option<&Bson>) -> &'static str {
     value.map_or("missing", bson_type_name)
 }
 
-/// MongoDB's name for a BSON type (`typeName()` in the server).
-pub fn bson_type_name(value: &Bson) -> &'static str {
-    match value {
-        Bson::Double(_) => "double",
-        Bson::String(_) => "string",
-        Bson::Document(_) => "object",
-        Bson::Array(_) => "array",
-        Bson::Binary(_) => "binData",
-        Bson::Undefined => "undefined",
-        Bson::ObjectId(_) => "objectId",
-        Bson::Boolean(_) => "bool",
-        Bson::DateTime(_) => "date",
-        Bson::Null => "null",
-        Bson::RegularExpression(_) => "regex",
-        Bson::DbPointer(_) => "dbPointer",
-        Bson::JavaScriptCode(_) => "javascript",
-        Bson::Symbol(_) => "symbol",
-        Bson::JavaScriptCodeWithScope(_) => "javascriptWithScope",
-        Bson::Int32(_) => "int",
-        Bson::Timestamp(_) => "timestamp",
-        Bson::Int64(_) => "long",
-        Bson::Decimal128(_) => "decimal",
-        Bson::MinKey => "minKey",
-        Bson::MaxKey => "maxKey",
-    }
-}
+pub use crate::document::types::type_name as bson_type_name;
 
 /// Missing, `null` and `undefined`: the values most operators turn into a `null` result.
 pub fn is_nullish(value: Option<&Bson>) -> bool {
@@ -101,7 +76,7 @@ fn render_bson(value: &Bson) -> String {
         Bson::Decimal128(d) => d.to_string(),
         Bson::ObjectId(oid) => format!("ObjectId('{oid}')"),
         Bson::DateTime(d) => format_iso_date(d.timestamp_millis()),
-        other => crate::document::display::value_to_string(other),
+        other => crate::document::display::render(other),
     }
 }
 

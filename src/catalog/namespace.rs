@@ -44,6 +44,13 @@ pub fn validate_collection_name(db: &str, coll: &str) -> Result<()> {
     Ok(())
 }
 
+/// Splits a full namespace `db.collection` at its first dot.
+pub fn split_namespace(ns: &str) -> Result<(&str, &str)> {
+    ns.split_once('.')
+        .filter(|(db, coll)| !db.is_empty() && !coll.is_empty())
+        .ok_or_else(|| MongoError::invalid_namespace(format!("Invalid namespace specified '{ns}'")))
+}
+
 /// Users may not write to most `system.*` collections or to internal databases' collections.
 pub fn validate_user_write(db: &str, coll: &str) -> Result<()> {
     validate_collection_name(db, coll)?;

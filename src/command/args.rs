@@ -1,35 +1,9 @@
 //! Typed reads of command fields, failing with the TypeMismatch messages MongoDB's IDL gives.
 
 use crate::error::{MongoError, Result};
-use bson::spec::ElementType;
 use bson::{Bson, Document, RawBsonRef, RawDocument};
 
-/// MongoDB's name for a BSON type (as in `$type` and error messages).
-pub fn bson_type_name(t: ElementType) -> &'static str {
-    match t {
-        ElementType::Double => "double",
-        ElementType::String => "string",
-        ElementType::EmbeddedDocument => "object",
-        ElementType::Array => "array",
-        ElementType::Binary => "binData",
-        ElementType::Undefined => "undefined",
-        ElementType::ObjectId => "objectId",
-        ElementType::Boolean => "bool",
-        ElementType::DateTime => "date",
-        ElementType::Null => "null",
-        ElementType::RegularExpression => "regex",
-        ElementType::DbPointer => "dbPointer",
-        ElementType::JavaScriptCode => "javascript",
-        ElementType::Symbol => "symbol",
-        ElementType::JavaScriptCodeWithScope => "javascriptWithScope",
-        ElementType::Int32 => "int",
-        ElementType::Timestamp => "timestamp",
-        ElementType::Int64 => "long",
-        ElementType::Decimal128 => "decimal",
-        ElementType::MinKey => "minKey",
-        ElementType::MaxKey => "maxKey",
-    }
-}
+pub use crate::document::types::element_type_name as bson_type_name;
 
 /// Field access on a command body.
 #[derive(Clone, Copy)]

@@ -2,11 +2,13 @@
 //! OP_MSG document sequences. The in-process transport and TCP carry exactly this.
 
 mod args;
+mod cursor_commands;
 mod replies;
 mod write_concern;
 
 pub use args::{Args, bson_type_name};
-pub use replies::cursor_reply;
+pub use cursor_commands::{GetMore, KillCursors, missing};
+pub use replies::{cursor_reply, first_batch};
 pub use write_concern::WriteConcern;
 
 use crate::error::{ErrorCode, MongoError, Result};
@@ -134,13 +136,7 @@ impl CommandRequest {
                 self.name,
                 bson_type_name(other.element_type())
             ))),
-            (None, None) => Err(MongoError::new(
-                ErrorCode::IDLFailedToParse,
-                format!(
-                    "BSON field '{}.{field}' is missing but a required field",
-                    self.name
-                ),
-            )),
+            (None, None) => Err(missing(&self.name, field)),
         }
     }
 }

@@ -8,3 +8,4 @@ pub mod keystring;
 pub mod numeric;
 pub mod order;
 pub mod path;
+pub mod types;

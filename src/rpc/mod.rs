@@ -2,6 +2,7 @@
 //! either in-process (same process, `dev` mode) or over TCP with OP_MSG. Both carry the same
 //! command documents and give the same replies.
 
+pub mod config;
 mod tcp;
 
 use crate::command::CommandRequest;

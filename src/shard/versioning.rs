@@ -6,7 +6,8 @@ use super::ShardState;
 use crate::catalog::DatabaseVersion;
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
-use bson::{Bson, doc};
+use crate::rpc::config::database_entry;
+use bson::doc;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -68,30 +69,10 @@ impl ShardState {
             )
         })?;
         let config = self.connector.client(&identity.config_host);
-        let reply = config
-            .run_doc(
-                "config",
-                doc! {"find": "databases", "filter": {"_id": db}, "limit": 1, "singleBatch": true},
-            )
-            .await?;
-        let entry = reply
-            .get_document("cursor")
-            .ok()
-            .and_then(|c| c.get_array("firstBatch").ok())
-            .and_then(|b| b.first())
-            .and_then(Bson::as_document);
-        let version = match entry {
-            Some(entry) if entry.get_str("primary").ok() == Some(identity.shard_name.as_str()) => {
-                Some(DatabaseVersion::from_document(
-                    entry.get_document("version").map_err(|_| {
-                        MongoError::internal(format!(
-                            "config.databases entry for {db} has no version"
-                        ))
-                    })?,
-                )?)
-            }
-            _ => None,
-        };
+        let version = database_entry(&config, db)
+            .await?
+            .filter(|entry| entry.primary == identity.shard_name)
+            .map(|entry| entry.version);
         self.versions.set(db, version);
         Ok(version)
     }

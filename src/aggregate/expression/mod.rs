@@ -6,7 +6,7 @@ mod operators;
 
 use super::fieldpath::{self, FieldPath};
 use super::value::Value;
-use crate::document::display::document_to_string;
+use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, DateTime, Document};
 
@@ -106,7 +106,7 @@ impl Expression {
                 15983,
                 format!(
                     "An object representing an expression must have exactly one field: {}",
-                    document_to_string(doc)
+                    render_doc(doc)
                 ),
             ));
         };

@@ -5,7 +5,7 @@ use super::{RunContext, Stage};
 use crate::aggregate::decimal::Dec;
 use crate::aggregate::expression::{Expression, Variables};
 use crate::aggregate::value::{bson_type_name, render, render_document, type_name};
-use crate::document::display::value_to_string;
+use crate::document::display::render as bson_to_string;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
 use crate::query::sort::SortSpec;
@@ -52,7 +52,7 @@ pub fn parse_limit(name: &str, spec: &Bson) -> Result<Vec<Stage>> {
 /// A whole number of documents, of any numeric type, with the server's wording for each way
 /// it can be wrong.
 fn non_negative_count(stage: &str, code: i32, value: &Bson) -> Result<u64> {
-    let shown = || format!("{stage}: {}", value_to_string(value));
+    let shown = || format!("{stage}: {}", bson_to_string(value));
     let invalid = |reason: String| {
         MongoError::location(code, format!("invalid argument to {stage} stage: {reason}"))
     };
@@ -104,12 +104,7 @@ pub fn parse_replace_root(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
         }
         new_root = Some(Expression::parse(value)?);
     }
-    let new_root = new_root.ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::IDLFailedToParse,
-            "BSON field '$replaceRoot.newRoot' is missing but a required field",
-        )
-    })?;
+    let new_root = new_root.ok_or_else(|| crate::command::missing("$replaceRoot", "newRoot"))?;
     Ok(vec![Stage::ReplaceRoot(ReplaceRoot {
         new_root,
         described_as: "'newRoot' expression",

@@ -6,7 +6,7 @@ use super::{RunContext, Stage, with_context};
 use crate::aggregate::expression::{Expression, Variables, is_operator_name};
 use crate::aggregate::fieldpath::FieldPath;
 use crate::aggregate::value::{Value, bson_type_name, is_number, truthy};
-use crate::document::display::{document_to_string, value_to_string};
+use crate::document::display::{render as bson_to_string, render_doc};
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, Document};
 use std::collections::BTreeSet;
@@ -279,7 +279,7 @@ impl ProjectionParser {
                 31310,
                 format!(
                     "Cannot use an expression {name}: {} in an exclusion projection",
-                    value_to_string(value)
+                    bson_to_string(value)
                 ),
             ));
         }
@@ -482,8 +482,8 @@ impl SpecValidator<'_> {
                             "An expression specification must contain exactly one field, the name of the expression. \
                              Found {} fields in {}, while parsing object {}",
                             spec.len(),
-                            document_to_string(spec),
-                            document_to_string(self.raw)
+                            render_doc(spec),
+                            render_doc(self.raw)
                         ),
                     ));
                 }
@@ -495,7 +495,7 @@ impl SpecValidator<'_> {
                     40183,
                     format!(
                         "cannot use dotted field name '{name}' in a sub object: {}",
-                        document_to_string(self.raw)
+                        render_doc(self.raw)
                     ),
                 ));
             }
@@ -528,7 +528,7 @@ impl SpecValidator<'_> {
                 40176,
                 format!(
                     "specification contains two conflicting paths. Cannot specify both '{path}' and '{other}': {}",
-                    document_to_string(self.raw)
+                    render_doc(self.raw)
                 ),
             ));
         }

@@ -2,7 +2,7 @@
 //! table (primary shard and database version).
 
 use super::super::ConfigState;
-use crate::catalog::{DatabaseVersion, validate_db_name};
+use crate::catalog::{DatabaseEntry, DatabaseVersion, validate_db_name};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::{CommandSpec, RequestContext};
@@ -92,8 +92,12 @@ async fn create_database(
         }
         None => least_loaded_shard(state, &shards).await?,
     };
-    let version = DatabaseVersion::new(state.clock.now());
-    let entry = doc! {"_id": &db, "primary": &primary, "version": version.to_document()};
+    let entry = DatabaseEntry {
+        name: db.clone(),
+        primary: primary.clone(),
+        version: DatabaseVersion::new(state.clock.now()),
+    }
+    .to_document();
     store.insert("databases", &entry).await?;
     tracing::info!(db = %db, primary = %primary, "created database");
     reply_for(&entry)

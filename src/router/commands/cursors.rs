@@ -2,7 +2,7 @@
 
 use super::super::RouterState;
 use super::super::forward::replace_cursor_id;
-use crate::command::CommandRequest;
+use crate::command::{CommandRequest, GetMore, KillCursors};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::RequestContext;
 use bson::{Bson, RawBsonRef, RawDocumentBuf, doc};
@@ -12,29 +12,14 @@ pub(super) async fn get_more(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let args = req.args();
-    let id = match args.target()? {
-        RawBsonRef::Int64(id) => id,
-        other => {
-            return Err(MongoError::type_mismatch(format!(
-                "BSON field 'getMore.getMore' is the wrong type '{}', expected type 'long'",
-                crate::command::bson_type_name(other.element_type())
-            )));
-        }
-    };
-    let collection = args.str("collection")?.ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::IDLFailedToParse,
-            "BSON field 'getMore.collection' is missing but a required field",
-        )
-    })?;
-    let cursor = state.cursors.get(id).ok_or_else(|| {
+    let cmd = GetMore::parse(&req)?;
+    let cursor = state.cursors.get(cmd.cursor_id).ok_or_else(|| {
         MongoError::new(
             ErrorCode::CursorNotFound,
-            format!("cursor id {id} not found"),
+            format!("cursor id {} not found", cmd.cursor_id),
         )
     })?;
-    let ns = format!("{}.{collection}", req.db);
+    let ns = cmd.namespace(&req.db);
     if cursor.ns != ns {
         return Err(MongoError::new(
             ErrorCode::Unauthorized,
@@ -44,7 +29,7 @@ pub(super) async fn get_more(
             ),
         ));
     }
-    let mut forwarded = doc! {"getMore": cursor.shard_cursor_id, "collection": collection};
+    let mut forwarded = doc! {"getMore": cursor.shard_cursor_id, "collection": &cmd.collection};
     for field in ["batchSize", "maxTimeMS", "comment"] {
         if let Some(value) = req.body.get(field)? {
             forwarded.insert(field, Bson::try_from(value.to_raw_bson())?);
@@ -56,23 +41,17 @@ pub(super) async fn get_more(
         .await?;
     let shard_id = match reply.get("cursor")? {
         Some(RawBsonRef::Document(c)) => match c.get("id")? {
-            Some(RawBsonRef::Int64(next)) => Some(next),
-            _ => None,
+            Some(RawBsonRef::Int64(next)) => next,
+            _ => 0,
         },
-        _ => None,
+        // An error: the shard cursor is gone.
+        _ => 0,
     };
-    match shard_id {
-        // The shard reported an error: the cursor is gone there too.
-        None => {
-            state.cursors.remove(id);
-            Ok(reply)
-        }
-        Some(0) => {
-            state.cursors.remove(id);
-            Ok(reply)
-        }
-        Some(_) => replace_cursor_id(&reply, id),
+    if shard_id == 0 {
+        state.cursors.remove(cmd.cursor_id);
+        return Ok(reply);
     }
+    replace_cursor_id(&reply, cmd.cursor_id)
 }
 
 pub(super) async fn kill_cursors(
@@ -80,26 +59,15 @@ pub(super) async fn kill_cursors(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let args = req.args();
-    let collection = args.collection()?;
-    let ns = format!("{}.{collection}", req.db);
-    let ids = args.array("cursors")?.ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::IDLFailedToParse,
-            "BSON field 'killCursors.cursors' is missing but a required field",
-        )
-    })?;
+    let cmd = KillCursors::parse(&req)?;
+    let ns = cmd.namespace(&req.db);
     let (mut killed, mut not_found) = (Vec::new(), Vec::new());
-    for id in ids {
-        let Bson::Int64(id) = id else {
-            return Err(MongoError::type_mismatch(
-                "BSON field 'killCursors.cursors' is the wrong type, expected type 'long'",
-            ));
-        };
+    for id in cmd.cursor_ids {
         match state.cursors.get(id) {
             Some(cursor) if cursor.ns == ns => {
                 state.cursors.remove(id);
-                let kill = doc! {"killCursors": collection, "cursors": [cursor.shard_cursor_id]};
+                let kill =
+                    doc! {"killCursors": &cmd.collection, "cursors": [cursor.shard_cursor_id]};
                 // The shard cursor dies with its idle timeout if this fails.
                 let _ = cursor
                     .shard
@@ -110,10 +78,5 @@ pub(super) async fn kill_cursors(
             _ => not_found.push(id),
         }
     }
-    Ok(RawDocumentBuf::from_document(&doc! {
-        "cursorsKilled": killed,
-        "cursorsNotFound": not_found,
-        "cursorsAlive": Bson::Array(vec![]),
-        "cursorsUnknown": Bson::Array(vec![]),
-    })?)
+    KillCursors::reply(killed, not_found)
 }

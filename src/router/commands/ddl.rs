@@ -83,18 +83,11 @@ pub(super) async fn rename_collection(
             ));
         }
     };
-    let target = args.str("to")?.ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::IDLFailedToParse,
-            "BSON field 'renameCollection.to' is missing but a required field",
-        )
-    })?;
-    let (from_db, from_coll) = source.split_once('.').ok_or_else(|| {
-        MongoError::invalid_namespace(format!("Invalid namespace specified '{source}'"))
-    })?;
-    let (to_db, _) = target.split_once('.').ok_or_else(|| {
-        MongoError::invalid_namespace(format!("Invalid namespace specified '{target}'"))
-    })?;
+    let target = args
+        .str("to")?
+        .ok_or_else(|| crate::command::missing("renameCollection", "to"))?;
+    let (from_db, from_coll) = crate::catalog::split_namespace(&source)?;
+    let (to_db, _) = crate::catalog::split_namespace(target)?;
     if from_db != to_db {
         return Err(MongoError::new(
             ErrorCode::NotImplemented,

@@ -7,7 +7,7 @@ use super::super::exec::Position;
 use super::find::{DEFAULT_FIRST_BATCH, cursor_reply};
 use crate::aggregate::Pipeline;
 use crate::command::CommandRequest;
-use crate::error::{ErrorCode, MongoError, Result};
+use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use crate::server::RequestContext;
 use bson::{Bson, Document, RawBsonRef, RawDocumentBuf};
@@ -34,12 +34,7 @@ impl AggregateCommand {
         };
         let pipeline = args
             .array("pipeline")?
-            .ok_or_else(|| {
-                MongoError::new(
-                    ErrorCode::IDLFailedToParse,
-                    "BSON field 'aggregate.pipeline' is missing but a required field",
-                )
-            })?
+            .ok_or_else(|| crate::command::missing("aggregate", "pipeline"))?
             .into_iter()
             .map(|stage| match stage {
                 Bson::Document(d) => Ok(d),
@@ -89,12 +84,7 @@ pub(super) async fn run<S: DataNode>(
     };
     let mut input = Vec::new();
     if let Some(name) = &cmd.collection {
-        if let Some((db, coll)) = state
-            .storage()
-            .database(&req.db)
-            .await
-            .and_then(|db| db.collection(name).map(|c| (db, c)))
-        {
+        if let Some((db, coll)) = state.storage().collection(&req.db, name).await {
             let all = Filter::match_all();
             let filter = pipeline.leading_match().unwrap_or(&all);
             let mut read = db.read().await?;

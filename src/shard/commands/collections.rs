@@ -2,7 +2,7 @@
 
 use super::super::DataNode;
 use super::find::cursor_reply;
-use crate::catalog::{validate_collection_name, validate_user_write};
+use crate::catalog::{split_namespace, validate_collection_name, validate_user_write};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
@@ -93,12 +93,6 @@ pub(super) async fn drop<S: DataNode>(
     )?)
 }
 
-fn split_namespace(ns: &str) -> Result<(&str, &str)> {
-    ns.split_once('.')
-        .filter(|(db, coll)| !db.is_empty() && !coll.is_empty())
-        .ok_or_else(|| MongoError::invalid_namespace(format!("Invalid namespace specified '{ns}'")))
-}
-
 pub(super) async fn rename<S: DataNode>(
     state: &S,
     _ctx: &RequestContext,
@@ -113,12 +107,9 @@ pub(super) async fn rename<S: DataNode>(
             ));
         }
     };
-    let target = args.str("to")?.ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::IDLFailedToParse,
-            "BSON field 'renameCollection.to' is missing but a required field",
-        )
-    })?;
+    let target = args
+        .str("to")?
+        .ok_or_else(|| crate::command::missing("renameCollection", "to"))?;
     let drop_target = args.bool("dropTarget")?.unwrap_or(false);
     rename_namespace(state, source, target, drop_target).await
 }
@@ -205,12 +196,11 @@ pub(super) async fn list_indexes<S: DataNode>(
     let name = req.args().collection()?;
     validate_collection_name(&req.db, name)?;
     let ns = format!("{}.{name}", req.db);
-    let meta = match state.storage().database(&req.db).await {
-        Some(db) => db.collection(name),
-        None => None,
-    };
-    let meta =
-        meta.ok_or_else(|| MongoError::namespace_not_found(format!("ns does not exist: {ns}")))?;
+    let (_, meta) = state
+        .storage()
+        .collection(&req.db, name)
+        .await
+        .ok_or_else(|| MongoError::namespace_not_found(format!("ns does not exist: {ns}")))?;
     let specs = meta
         .indexes
         .iter()

@@ -4,7 +4,7 @@ use super::super::DataNode;
 use super::super::exec::Position;
 use crate::command::CommandRequest;
 use crate::document::keystring;
-use crate::error::{ErrorCode, MongoError, Result};
+use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use crate::server::RequestContext;
 use bson::{Bson, Document, RawDocumentBuf, doc};
@@ -26,12 +26,7 @@ pub(super) async fn count<S: DataNode>(
         .map(|l| l.unsigned_abs())
         .filter(|l| *l > 0);
     let filter = Filter::parse(&query)?;
-    let n = match state
-        .storage()
-        .database(&req.db)
-        .await
-        .and_then(|db| db.collection(collection).map(|c| (db, c)))
-    {
+    let n = match state.storage().collection(&req.db, collection).await {
         None => 0,
         Some((db, coll)) if filter.is_empty() => db.stats(&coll).count.max(0) as u64,
         Some((db, coll)) => {
@@ -85,12 +80,9 @@ pub(super) async fn distinct<S: DataNode>(
     let args = req.args();
     let collection = args.collection()?;
     crate::catalog::validate_collection_name(&req.db, collection)?;
-    let key = args.str("key")?.ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::IDLFailedToParse,
-            "BSON field 'distinct.key' is missing but a required field",
-        )
-    })?;
+    let key = args
+        .str("key")?
+        .ok_or_else(|| crate::command::missing("distinct", "key"))?;
     if key.is_empty() || key.split('.').any(str::is_empty) {
         return Err(MongoError::bad_value(format!(
             "FieldPath field names may not be empty strings. key: {key}"
@@ -101,12 +93,7 @@ pub(super) async fn distinct<S: DataNode>(
     let path: Vec<&str> = key.split('.').collect();
     let mut seen = HashSet::new();
     let mut values = Vec::new();
-    if let Some((db, coll)) = state
-        .storage()
-        .database(&req.db)
-        .await
-        .and_then(|db| db.collection(collection).map(|c| (db, c)))
-    {
+    if let Some((db, coll)) = state.storage().collection(&req.db, collection).await {
         let mut read = db.read().await?;
         let mut position = Position::start(&filter);
         let mut found = Vec::new();

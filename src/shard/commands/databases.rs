@@ -115,9 +115,10 @@ pub(super) async fn coll_stats<S: DataNode>(
     validate_collection_name(&req.db, name)?;
     let scale = scale_of(&req)?;
     let ns = format!("{}.{name}", req.db);
-    let db = state.storage().database(&req.db).await;
-    let (db, meta) = db
-        .and_then(|db| db.collection(name).map(|m| (db, m)))
+    let (db, meta) = state
+        .storage()
+        .collection(&req.db, name)
+        .await
         .ok_or_else(|| MongoError::namespace_not_found(format!("Collection [{ns}] not found.")))?;
     let stats = db.stats(&meta);
     let mut index_sizes = Document::new();

@@ -2,12 +2,11 @@
 
 use super::super::DataNode;
 use super::super::exec::Position;
-use super::write::{acknowledge, count_value, finish_reply, target};
+use super::write::{acknowledge, count_value, finish_reply, statements, target};
 use crate::command::{Args, CommandRequest, WriteConcern};
-use crate::error::{ErrorCode, MongoError, Result};
+use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use crate::server::{RequestContext, stats::Stats};
-use crate::wire::MAX_WRITE_BATCH_SIZE;
 use bson::{RawDocument, RawDocumentBuf, rawdoc};
 
 struct DeleteStatement {
@@ -18,18 +17,12 @@ struct DeleteStatement {
 impl DeleteStatement {
     fn parse(raw: &RawDocument) -> Result<Self> {
         let args = Args::new("delete.deletes", raw);
-        let query = args.document("q")?.ok_or_else(|| {
-            MongoError::new(
-                ErrorCode::IDLFailedToParse,
-                "BSON field 'delete.deletes.q' is missing but a required field",
-            )
-        })?;
-        let limit = args.i64("limit")?.ok_or_else(|| {
-            MongoError::new(
-                ErrorCode::IDLFailedToParse,
-                "BSON field 'delete.deletes.limit' is missing but a required field",
-            )
-        })?;
+        let query = args
+            .document("q")?
+            .ok_or_else(|| crate::command::missing("delete.deletes", "q"))?;
+        let limit = args
+            .i64("limit")?
+            .ok_or_else(|| crate::command::missing("delete.deletes", "limit"))?;
         if limit != 0 && limit != 1 {
             return Err(MongoError::failed_to_parse(format!(
                 "The limit field in delete objects must be 0 or 1. Got {limit}"
@@ -50,16 +43,7 @@ pub(super) async fn run<S: DataNode>(
     let args = req.args();
     let ordered = args.bool("ordered")?.unwrap_or(true);
     let wc = WriteConcern::parse(&args)?;
-    let raw_statements = req.document_array("deletes")?;
-    if raw_statements.is_empty() || raw_statements.len() > MAX_WRITE_BATCH_SIZE {
-        return Err(MongoError::new(
-            ErrorCode::InvalidLength,
-            format!(
-                "Write batch sizes must be between 1 and 100000. Got {} operations.",
-                raw_statements.len()
-            ),
-        ));
-    }
+    let raw_statements = statements(&req, "deletes")?;
     // Deleting from a collection that does not exist deletes nothing and creates nothing.
     let Some((db, coll)) = target(state, &req, false).await? else {
         return finish_reply(rawdoc! {"n": 0}, Vec::new(), &wc);

@@ -3,14 +3,14 @@
 use super::super::DataNode;
 use super::super::cursors::{Cursor, CursorBody};
 use super::super::exec::{MAX_BATCH_BYTES, Position, ScanState};
-use crate::command::CommandRequest;
 pub use crate::command::cursor_reply;
+use crate::command::{CommandRequest, GetMore, KillCursors};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
 use crate::query::projection::Projection;
 use crate::query::sort::SortSpec;
 use crate::server::RequestContext;
-use bson::{Bson, Document, RawBsonRef, RawDocumentBuf};
+use bson::{Document, RawDocumentBuf};
 use std::collections::VecDeque;
 
 /// Documents in a first batch when the client sets no `batchSize`.
@@ -82,10 +82,7 @@ pub(super) async fn find<S: DataNode>(
     let filter = Filter::parse(&cmd.filter)?;
     let projection = cmd.projection.as_ref().map(Projection::parse).transpose()?;
     let sort = cmd.sort.as_ref().map(SortSpec::parse).transpose()?;
-    let Some(db) = state.storage().database(&req.db).await else {
-        return Ok(cursor_reply(&ns, vec![], 0, true));
-    };
-    let Some(coll) = db.collection(&cmd.collection) else {
+    let Some((db, coll)) = state.storage().collection(&req.db, &cmd.collection).await else {
         return Ok(cursor_reply(&ns, vec![], 0, true));
     };
     let first_batch = cmd
@@ -173,37 +170,17 @@ pub(super) async fn get_more<S: DataNode>(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let args = req.args();
-    let id = match args.target()? {
-        RawBsonRef::Int64(id) => id,
-        other => {
-            return Err(MongoError::type_mismatch(format!(
-                "BSON field 'getMore.getMore' is the wrong type '{}', expected type 'long'",
-                crate::command::bson_type_name(other.element_type())
-            )));
-        }
-    };
-    let collection = args.str("collection")?.ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::IDLFailedToParse,
-            "BSON field 'getMore.collection' is missing but a required field",
-        )
-    })?;
-    let batch_size = args
-        .non_negative("batchSize")?
-        .filter(|b| *b > 0)
-        .map(|b| b as usize)
-        .unwrap_or(usize::MAX);
-    let ns = format!("{}.{collection}", req.db);
-    let Some(mut cursor) = state.cursors().take(id) else {
+    let cmd = GetMore::parse(&req)?;
+    let ns = cmd.namespace(&req.db);
+    let Some(mut cursor) = state.cursors().take(cmd.cursor_id) else {
         return Err(MongoError::new(
             ErrorCode::CursorNotFound,
-            format!("cursor id {id} not found"),
+            format!("cursor id {} not found", cmd.cursor_id),
         ));
     };
     if cursor.ns != ns {
         let owner = cursor.ns.clone();
-        state.cursors().put_back(id, cursor);
+        state.cursors().put_back(cmd.cursor_id, cursor);
         return Err(MongoError::new(
             ErrorCode::Unauthorized,
             format!(
@@ -211,12 +188,13 @@ pub(super) async fn get_more<S: DataNode>(
             ),
         ));
     }
-    let (batch, exhausted) = next_batch(&mut cursor.body, batch_size).await?;
+    let (batch, exhausted) =
+        next_batch(&mut cursor.body, cmd.batch_size.unwrap_or(usize::MAX)).await?;
     let reply_id = if exhausted {
         0
     } else {
-        state.cursors().put_back(id, cursor);
-        id
+        state.cursors().put_back(cmd.cursor_id, cursor);
+        cmd.cursor_id
     };
     Ok(cursor_reply(&ns, batch, reply_id, false))
 }
@@ -226,34 +204,14 @@ pub(super) async fn kill_cursors<S: DataNode>(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let args = req.args();
-    let collection = args.collection()?;
-    let ns = format!("{}.{collection}", req.db);
-    let ids = args.array("cursors")?.ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::IDLFailedToParse,
-            "BSON field 'killCursors.cursors' is missing but a required field",
-        )
-    })?;
-    let (mut killed, mut not_found) = (Vec::new(), Vec::new());
-    for id in ids {
-        let Bson::Int64(id) = id else {
-            return Err(MongoError::type_mismatch(
-                "BSON field 'killCursors.cursors' is the wrong type, expected type 'long'",
-            ));
-        };
-        match state.cursors().namespace(id) {
-            Some(owner) if owner == ns => {
-                state.cursors().kill(id);
-                killed.push(id);
-            }
-            _ => not_found.push(id),
-        }
+    let cmd = KillCursors::parse(&req)?;
+    let ns = cmd.namespace(&req.db);
+    let (killed, not_found): (Vec<i64>, Vec<i64>) = cmd
+        .cursor_ids
+        .iter()
+        .partition(|id| state.cursors().namespace(**id).as_deref() == Some(ns.as_str()));
+    for id in &killed {
+        state.cursors().kill(*id);
     }
-    Ok(RawDocumentBuf::from_document(&bson::doc! {
-        "cursorsKilled": killed,
-        "cursorsNotFound": not_found,
-        "cursorsAlive": Bson::Array(vec![]),
-        "cursorsUnknown": Bson::Array(vec![]),
-    })?)
+    KillCursors::reply(killed, not_found)
 }

@@ -4,7 +4,7 @@
 use super::super::DataNode;
 use super::super::exec::{Candidate, Position};
 use super::update::{update_candidate, upsert};
-use super::write::{acknowledge, target};
+use super::write::{acknowledge, array_filters, target};
 use crate::command::{CommandRequest, WriteConcern};
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
@@ -31,19 +31,7 @@ impl FindAndModifyCommand {
         let remove = args.bool("remove")?.unwrap_or(false);
         let return_new = args.bool("new")?.unwrap_or(false);
         let upsert = args.bool("upsert")?.unwrap_or(false);
-        let array_filters: Option<Vec<Document>> = args
-            .array("arrayFilters")?
-            .map(|items| {
-                items
-                    .into_iter()
-                    .map(|f| {
-                        f.as_document().cloned().ok_or_else(|| {
-                            MongoError::type_mismatch("arrayFilters entries must be objects")
-                        })
-                    })
-                    .collect()
-            })
-            .transpose()?;
+        let array_filters = array_filters(&args)?;
         let update = match args.get("update")? {
             Some(u) => Some(UpdateSpec::parse(
                 &Bson::try_from(u.to_raw_bson())?,

@@ -2,11 +2,11 @@
 //! batches; ordered inserts stop at the first error, unordered ones report every error.
 
 use super::super::DataNode;
-use super::write::{acknowledge, count_value, finish_reply, target};
+use super::write::{acknowledge, count_value, finish_reply, statements, target};
 use crate::command::{CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::{RequestContext, stats::Stats};
-use crate::wire::{MAX_BSON_OBJECT_SIZE, MAX_WRITE_BATCH_SIZE};
+use crate::wire::MAX_BSON_OBJECT_SIZE;
 use bson::{RawBsonRef, RawDocument, RawDocumentBuf, oid::ObjectId, rawdoc};
 
 struct InsertCommand<'a> {
@@ -18,22 +18,7 @@ struct InsertCommand<'a> {
 impl<'a> InsertCommand<'a> {
     fn parse(req: &'a CommandRequest) -> Result<Self> {
         let args = req.args();
-        let documents = req.document_array("documents")?;
-        if documents.is_empty() {
-            return Err(MongoError::new(
-                ErrorCode::InvalidLength,
-                "Write batch sizes must be between 1 and 100000. Got 0 operations.",
-            ));
-        }
-        if documents.len() > MAX_WRITE_BATCH_SIZE {
-            return Err(MongoError::new(
-                ErrorCode::InvalidLength,
-                format!(
-                    "Write batch sizes must be between 1 and 100000. Got {} operations.",
-                    documents.len()
-                ),
-            ));
-        }
+        let documents = statements(req, "documents")?;
         Ok(InsertCommand {
             documents,
             ordered: args.bool("ordered")?.unwrap_or(true),

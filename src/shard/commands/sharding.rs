@@ -36,12 +36,10 @@ async fn add_shard(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let doc = req.args().document("shardIdentity")?.ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::IDLFailedToParse,
-            "BSON field '_addShard.shardIdentity' is missing but a required field",
-        )
-    })?;
+    let doc = req
+        .args()
+        .document("shardIdentity")?
+        .ok_or_else(|| crate::command::missing("_addShard", "shardIdentity"))?;
     let identity = ShardIdentity::from_document(&doc)?;
     if let Some(current) = state.identity() {
         if current.shard_name != identity.shard_name || current.cluster_id != identity.cluster_id {
@@ -95,12 +93,9 @@ async fn rename_collection(
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
     let from = args.collection()?;
-    let to = args.str("to")?.ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::IDLFailedToParse,
-            "BSON field '_shardsvrRenameCollection.to' is missing but a required field",
-        )
-    })?;
+    let to = args
+        .str("to")?
+        .ok_or_else(|| crate::command::missing("_shardsvrRenameCollection", "to"))?;
     let drop_target = args.bool("dropTarget")?.unwrap_or(false);
     super::collections::rename_namespace(state, &format!("{}.{from}", req.db), to, drop_target)
         .await

@@ -5,13 +5,12 @@ use super::super::DataNode;
 use super::super::exec::{Candidate, Position};
 use super::super::storage::{CollectionMeta, WriteTxn};
 use super::insert::prepare_document;
-use super::write::{acknowledge, count_value, finish_reply, target};
+use super::write::{acknowledge, array_filters, count_value, finish_reply, statements, target};
 use crate::command::{CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
 use crate::query::update::{UpdateContext, UpdateSpec, upsert_seed};
 use crate::server::{RequestContext, stats::Stats};
-use crate::wire::MAX_WRITE_BATCH_SIZE;
 use bson::{Bson, Document, RawDocument, RawDocumentBuf, rawdoc};
 
 /// One update statement.
@@ -25,22 +24,14 @@ pub(super) struct UpdateStatement {
 impl UpdateStatement {
     fn parse(raw: &RawDocument) -> Result<Self> {
         let args = crate::command::Args::new("update.updates", raw);
-        let query = args.document("q")?.ok_or_else(|| missing("q"))?;
-        let u = args.get("u")?.ok_or_else(|| missing("u"))?;
+        let query = args
+            .document("q")?
+            .ok_or_else(|| crate::command::missing("update.updates", "q"))?;
+        let u = args
+            .get("u")?
+            .ok_or_else(|| crate::command::missing("update.updates", "u"))?;
         let u = Bson::try_from(u.to_raw_bson())?;
-        let array_filters: Option<Vec<Document>> = args
-            .array("arrayFilters")?
-            .map(|items| {
-                items
-                    .into_iter()
-                    .map(|f| {
-                        f.as_document().cloned().ok_or_else(|| {
-                            MongoError::type_mismatch("arrayFilters entries must be objects")
-                        })
-                    })
-                    .collect()
-            })
-            .transpose()?;
+        let array_filters = array_filters(&args)?;
         let update = UpdateSpec::parse(&u, array_filters.as_deref())?;
         let multi = args.bool("multi")?.unwrap_or(false);
         if multi && update.is_replacement() {
@@ -55,13 +46,6 @@ impl UpdateStatement {
             multi,
         })
     }
-}
-
-fn missing(field: &str) -> MongoError {
-    MongoError::new(
-        ErrorCode::IDLFailedToParse,
-        format!("BSON field 'update.updates.{field}' is missing but a required field"),
-    )
 }
 
 /// What one statement did.
@@ -169,16 +153,7 @@ pub(super) async fn run<S: DataNode>(
     let args = req.args();
     let ordered = args.bool("ordered")?.unwrap_or(true);
     let wc = WriteConcern::parse(&args)?;
-    let raw_statements = req.document_array("updates")?;
-    if raw_statements.is_empty() || raw_statements.len() > MAX_WRITE_BATCH_SIZE {
-        return Err(MongoError::new(
-            ErrorCode::InvalidLength,
-            format!(
-                "Write batch sizes must be between 1 and 100000. Got {} operations.",
-                raw_statements.len()
-            ),
-        ));
-    }
+    let raw_statements = statements(&req, "updates")?;
     // Only an upsert creates the collection.
     let may_upsert = raw_statements
         .iter()

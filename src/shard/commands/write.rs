@@ -4,9 +4,10 @@
 use super::super::DataNode;
 use super::super::storage::{CollectionMeta, DatabaseStore};
 use crate::catalog::validate_user_write;
-use crate::command::{CommandRequest, WriteConcern};
-use crate::error::{MongoError, Result};
-use bson::{Bson, RawDocumentBuf};
+use crate::command::{Args, CommandRequest, WriteConcern};
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::wire::MAX_WRITE_BATCH_SIZE;
+use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 use std::sync::Arc;
 
 /// The collection a write goes to, created on first write as MongoDB does.
@@ -18,13 +19,7 @@ pub(super) async fn target<S: DataNode>(
     let coll = req.args().collection()?;
     validate_user_write(&req.db, coll)?;
     if !create {
-        let Some(db) = state.storage().database(&req.db).await else {
-            return Ok(None);
-        };
-        let Some(meta) = db.collection(coll) else {
-            return Ok(None);
-        };
-        return Ok(Some((db, meta)));
+        return Ok(state.storage().collection(&req.db, coll).await);
     }
     let db = state.storage().database_or_create(&req.db).await?;
     let meta = db.ensure_collection(coll).await?;
@@ -63,4 +58,38 @@ pub(super) fn count_value(n: u64) -> bson::RawBson {
     i32::try_from(n)
         .map(bson::RawBson::Int32)
         .unwrap_or(bson::RawBson::Int64(n as i64))
+}
+
+/// The statements of a write batch (`documents`, `updates`, `deletes`), within MongoDB's
+/// batch-size limits.
+pub(super) fn statements<'a>(req: &'a CommandRequest, field: &str) -> Result<Vec<&'a RawDocument>> {
+    let statements = req.document_array(field)?;
+    if statements.is_empty() || statements.len() > MAX_WRITE_BATCH_SIZE {
+        return Err(MongoError::new(
+            ErrorCode::InvalidLength,
+            format!(
+                "Write batch sizes must be between 1 and {MAX_WRITE_BATCH_SIZE}. Got {} operations.",
+                statements.len()
+            ),
+        ));
+    }
+    Ok(statements)
+}
+
+/// The `arrayFilters` argument of an update.
+pub(super) fn array_filters(args: &Args<'_>) -> Result<Option<Vec<Document>>> {
+    args.array("arrayFilters")?
+        .map(|items| {
+            items
+                .into_iter()
+                .map(|f| match f {
+                    Bson::Document(d) => Ok(d),
+                    other => Err(MongoError::type_mismatch(format!(
+                        "BSON field 'arrayFilters' is the wrong type '{}', expected type 'object'",
+                        crate::document::types::type_name(&other)
+                    ))),
+                })
+                .collect()
+        })
+        .transpose()
 }

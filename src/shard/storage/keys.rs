@@ -48,7 +48,7 @@ pub fn duplicate_key_error(ns: &str, index: &IndexMeta, doc: &Document) -> Mongo
         format!(
             "E11000 duplicate key error collection: {ns} index: {} dup key: {}",
             index.name,
-            crate::document::display::document_to_string(&key_value)
+            crate::document::display::render_doc(&key_value)
         ),
     )
     .with_extra(bson::doc! {"keyPattern": index.key_pattern(), "keyValue": key_value})

@@ -65,6 +65,17 @@ impl Storage {
         self.dbs.read().await.get(name).cloned()
     }
 
+    /// A collection with its database, if both exist.
+    pub async fn collection(
+        &self,
+        db: &str,
+        collection: &str,
+    ) -> Option<(Arc<DatabaseStore>, Arc<CollectionMeta>)> {
+        let database = self.database(db).await?;
+        let meta = database.collection(collection)?;
+        Some((database, meta))
+    }
+
     /// The database, created when missing. Names differing only in case are refused, as
     /// MongoDB refuses them.
     pub async fn database_or_create(&self, name: &str) -> Result<Arc<DatabaseStore>> {
