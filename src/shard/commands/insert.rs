@@ -8,6 +8,7 @@ use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::{RequestContext, stats::Stats};
 use crate::wire::MAX_BSON_OBJECT_SIZE;
 use bson::{RawBsonRef, RawDocument, RawDocumentBuf, oid::ObjectId, rawdoc};
+use std::borrow::Cow;
 
 struct InsertCommand<'a> {
     documents: Vec<&'a RawDocument>,
@@ -28,7 +29,7 @@ impl<'a> InsertCommand<'a> {
 }
 
 /// The document as stored: `_id` first (generated when missing), within the size limit.
-pub(super) fn prepare_document(doc: &RawDocument) -> Result<RawDocumentBuf> {
+pub(super) fn prepare_document(doc: &RawDocument) -> Result<Cow<'_, RawDocument>> {
     if doc.as_bytes().len() > MAX_BSON_OBJECT_SIZE {
         return Err(MongoError::new(
             ErrorCode::BSONObjectTooLarge,
@@ -52,7 +53,7 @@ pub(super) fn prepare_document(doc: &RawDocument) -> Result<RawDocumentBuf> {
     if let Some(id) = id {
         check_id(id)?;
         if id_first {
-            return Ok(doc.to_raw_document_buf());
+            return Ok(Cow::Borrowed(doc));
         }
     }
     let mut out = match id {
@@ -69,7 +70,7 @@ pub(super) fn prepare_document(doc: &RawDocument) -> Result<RawDocumentBuf> {
             out.append_ref(key, value);
         }
     }
-    Ok(out)
+    Ok(Cow::Owned(out))
 }
 
 /// `_id` values MongoDB refuses.
@@ -95,7 +96,7 @@ pub(super) async fn run<S: DataNode>(
     let ns = format!("{}.{}", req.db, coll.name);
     let mut errors: Vec<(usize, MongoError)> = Vec::new();
     let mut inserted = 0u64;
-    let mut prepared: Vec<(usize, RawDocumentBuf)> = Vec::with_capacity(cmd.documents.len());
+    let mut prepared: Vec<(usize, Cow<RawDocument>)> = Vec::with_capacity(cmd.documents.len());
     for (i, doc) in cmd.documents.iter().enumerate() {
         match prepare_document(doc) {
             Ok(doc) => prepared.push((i, doc)),

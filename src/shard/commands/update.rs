@@ -110,7 +110,7 @@ pub(super) async fn upsert(
         matched_filter: None,
     };
     update.apply(&mut doc, &ctx)?;
-    let raw = prepare_document(&RawDocumentBuf::from_document(&doc)?)?;
+    let raw = prepare_document(&RawDocumentBuf::from_document(&doc)?)?.into_owned();
     check_size(&raw)?;
     txn.insert_one(coll, &raw).await?;
     Ok(raw.to_document()?)

@@ -3,15 +3,16 @@
 use super::catalog::IndexMeta;
 use crate::document::keystring;
 use crate::error::{MongoError, Result};
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocument};
 
-/// The keys of `doc` in `index`. The `_id` index has exactly one key per document.
-pub fn index_keys(index: &IndexMeta, doc: &Document) -> Result<Vec<Vec<u8>>> {
+/// The keys of `doc` in `index`. The `_id` index has exactly one key per document; it is read
+/// straight from the raw bytes (inserts are the hot path, and need no parsed document).
+pub fn index_keys(index: &IndexMeta, doc: &RawDocument) -> Result<Vec<Vec<u8>>> {
     if index.name == "_id_" {
         let id = doc
-            .get("_id")
+            .get("_id")?
             .ok_or_else(|| MongoError::internal("document without _id reached storage"))?;
-        return Ok(vec![keystring::encode_one(id)]);
+        return Ok(vec![keystring::encode_one(&Bson::try_from(id.to_raw_bson())?)]);
     }
     Err(MongoError::internal(format!(
         "secondary index {} has no key generator",
@@ -41,8 +42,12 @@ pub fn key_value(index: &IndexMeta, doc: &Document) -> Document {
 }
 
 /// MongoDB's DuplicateKey error for `doc` colliding in `index` of `db.coll`.
-pub fn duplicate_key_error(ns: &str, index: &IndexMeta, doc: &Document) -> MongoError {
-    let key_value = key_value(index, doc);
+pub fn duplicate_key_error(ns: &str, index: &IndexMeta, doc: &RawDocument) -> MongoError {
+    let doc = match doc.to_owned().to_document() {
+        Ok(doc) => doc,
+        Err(e) => return e.into(),
+    };
+    let key_value = key_value(index, &doc);
     MongoError::new(
         crate::error::ErrorCode::DuplicateKey,
         format!(

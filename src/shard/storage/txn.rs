@@ -6,7 +6,7 @@ use super::database::{DatabaseStore, Writer};
 use super::keys::{duplicate_key_error, id_key, index_keys};
 use super::sql_error;
 use crate::error::{MongoError, Result};
-use bson::{Bson, Document, RawDocument, RawDocumentBuf};
+use bson::{Bson, RawDocument, RawDocumentBuf};
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Executor, Row, Sqlite, SqliteConnection};
 use std::collections::BTreeMap;
@@ -211,9 +211,8 @@ impl<'a> WriteTxn<'a> {
         for (i, raw) in chunk.iter().enumerate() {
             let rid = first_rid + i as i64;
             bytes += raw.as_bytes().len() as i64;
-            let doc = raw_to_document(raw)?;
             for (slot, index) in coll.indexes.iter().enumerate() {
-                for key in index_keys(index, &doc)? {
+                for key in index_keys(index, raw)? {
                     index_rows[slot].push((key, rid));
                 }
             }
@@ -276,9 +275,8 @@ impl<'a> WriteTxn<'a> {
         raw: &RawDocument,
     ) -> Result<RecordId> {
         let rid = self.next_rids(coll, 1).await?;
-        let doc = raw_to_document(raw)?;
         self.exec("SAVEPOINT insert_one").await?;
-        let result = self.insert_row(coll, rid, raw, &doc).await;
+        let result = self.insert_row(coll, rid, raw).await;
         match result {
             Ok(()) => {
                 self.exec("RELEASE insert_one").await?;
@@ -301,7 +299,6 @@ impl<'a> WriteTxn<'a> {
         coll: &CollectionMeta,
         rid: RecordId,
         raw: &RawDocument,
-        doc: &Document,
     ) -> Result<()> {
         let sql = format!("INSERT INTO {} (rid, doc) VALUES (?, ?)", coll.table());
         sqlx::query(AssertSqlSafe(sql))
@@ -311,8 +308,8 @@ impl<'a> WriteTxn<'a> {
             .await
             .map_err(|e| sql_error("inserting a document", e))?;
         for index in &coll.indexes {
-            for key in index_keys(index, doc)? {
-                self.insert_key(coll, index, key, rid, doc).await?;
+            for key in index_keys(index, raw)? {
+                self.insert_key(coll, index, key, rid, raw).await?;
             }
         }
         Ok(())
@@ -324,7 +321,7 @@ impl<'a> WriteTxn<'a> {
         index: &super::IndexMeta,
         key: Vec<u8>,
         rid: RecordId,
-        doc: &Document,
+        doc: &RawDocument,
     ) -> Result<()> {
         let sql = format!("INSERT INTO {} (key, rid) VALUES (?, ?)", index.table());
         match sqlx::query(AssertSqlSafe(sql))
@@ -367,7 +364,7 @@ impl<'a> WriteTxn<'a> {
         old: &RawDocument,
         new: &RawDocument,
     ) -> Result<()> {
-        let (old_doc, new_doc) = (raw_to_document(old)?, raw_to_document(new)?);
+
         self.exec("SAVEPOINT replace_one").await?;
         let result = async {
             let sql = format!("UPDATE {} SET doc = ? WHERE rid = ?", coll.table());
@@ -378,13 +375,13 @@ impl<'a> WriteTxn<'a> {
                 .await
                 .map_err(|e| sql_error("replacing a document", e))?;
             for index in &coll.indexes {
-                let old_keys = index_keys(index, &old_doc)?;
-                let new_keys = index_keys(index, &new_doc)?;
+                let old_keys = index_keys(index, old)?;
+                let new_keys = index_keys(index, new)?;
                 for key in old_keys.iter().filter(|k| !new_keys.contains(k)) {
                     self.delete_key(index, key, rid).await?;
                 }
                 for key in new_keys.into_iter().filter(|k| !old_keys.contains(k)) {
-                    self.insert_key(coll, index, key, rid, &new_doc).await?;
+                    self.insert_key(coll, index, key, rid, new).await?;
                 }
             }
             Ok(())
@@ -412,7 +409,6 @@ impl<'a> WriteTxn<'a> {
         rid: RecordId,
         old: &RawDocument,
     ) -> Result<()> {
-        let doc = raw_to_document(old)?;
         let sql = format!("DELETE FROM {} WHERE rid = ?", coll.table());
         sqlx::query(AssertSqlSafe(sql))
             .bind(rid)
@@ -420,7 +416,7 @@ impl<'a> WriteTxn<'a> {
             .await
             .map_err(|e| sql_error("deleting a document", e))?;
         for index in &coll.indexes {
-            for key in index_keys(index, &doc)? {
+            for key in index_keys(index, old)? {
                 self.delete_key(index, &key, rid).await?;
             }
         }
@@ -493,6 +489,3 @@ fn placeholders(rows: usize) -> String {
     s
 }
 
-fn raw_to_document(raw: &RawDocument) -> Result<Document> {
-    Ok(raw.to_owned().to_document()?)
-}
