@@ -12,7 +12,9 @@ pub fn index_keys(index: &IndexMeta, doc: &RawDocument) -> Result<Vec<Vec<u8>>> 
         let id = doc
             .get("_id")?
             .ok_or_else(|| MongoError::internal("document without _id reached storage"))?;
-        return Ok(vec![keystring::encode_one(&Bson::try_from(id.to_raw_bson())?)]);
+        return Ok(vec![keystring::encode_one(&Bson::try_from(
+            id.to_raw_bson(),
+        )?)]);
     }
     Err(MongoError::internal(format!(
         "secondary index {} has no key generator",

@@ -364,7 +364,6 @@ impl<'a> WriteTxn<'a> {
         old: &RawDocument,
         new: &RawDocument,
     ) -> Result<()> {
-
         self.exec("SAVEPOINT replace_one").await?;
         let result = async {
             let sql = format!("UPDATE {} SET doc = ? WHERE rid = ?", coll.table());
@@ -488,4 +487,3 @@ fn placeholders(rows: usize) -> String {
     }
     s
 }
-
