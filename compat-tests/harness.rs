@@ -149,7 +149,9 @@ pub fn wait_for_port(port: u16) {
 /// Config server, shards and a router as separate processes.
 pub struct ProcessCluster {
     pub router_port: u16,
-    _processes: Vec<Process>,
+    configdb: String,
+    processes: Vec<Process>,
+    shard_dirs: Vec<String>,
     _dir: tempfile::TempDir,
 }
 
@@ -159,6 +161,7 @@ impl ProcessCluster {
         let config_port = free_port();
         let configdb = format!("127.0.0.1:{config_port}");
         let path = |name: &str| dir.path().join(name).display().to_string();
+        let mut shard_dirs = Vec::new();
         let mut processes = vec![Process::spawn(
             &[
                 "configsvr",
@@ -171,6 +174,7 @@ impl ProcessCluster {
         )];
         for i in 0..shards {
             let port = free_port();
+            shard_dirs.push(path(&format!("shard{i}")));
             processes.push(Process::spawn(
                 &[
                     "shard",
@@ -197,7 +201,9 @@ impl ProcessCluster {
         ));
         let cluster = ProcessCluster {
             router_port,
-            _processes: processes,
+            configdb,
+            processes,
+            shard_dirs,
             _dir: dir,
         };
         // Shards register themselves in the background; wait until all have.
@@ -221,6 +227,45 @@ impl ProcessCluster {
 
     pub async fn client(&self) -> Client {
         client_for(SocketAddr::from(([127, 0, 0, 1], self.router_port))).await
+    }
+
+    /// Kills shard `i` (SIGKILL); returns its name and data directory.
+    pub fn kill_shard(&mut self, i: usize) -> (String, String) {
+        self.processes[1 + i].kill();
+        (format!("shard{i}"), self.shard_dirs[i].clone())
+    }
+
+    /// Starts a shard on `data_dir` at `port` and waits until the config server lists it there.
+    pub async fn restart_shard(&mut self, data_dir: &str, port: u16) {
+        self.processes.push(Process::spawn(
+            &[
+                "shard",
+                "--port",
+                &port.to_string(),
+                "--data-dir",
+                data_dir,
+                "--configdb",
+                &self.configdb,
+            ],
+            port,
+        ));
+        let client = self.client().await;
+        let host = format!("127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let shards = client.database("config").collection::<Document>("shards");
+            if shards
+                .find_one(mongodb::bson::doc! {"host": &host})
+                .await
+                .ok()
+                .flatten()
+                .is_some()
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the shard did not re-register");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 }
 

@@ -130,3 +130,32 @@ async fn a_shard_answers_stale_db_version_to_an_outdated_router() {
         1
     );
 }
+
+#[tokio::test]
+async fn a_shard_restarted_on_another_port_keeps_its_name_and_data() {
+    let mut cluster = ProcessCluster::start(1).await;
+    let client = cluster.client().await;
+    let coll = client.database("app").collection::<Document>("kept");
+    coll.insert_many((0..50).map(|i| doc! {"_id": i}))
+        .await
+        .unwrap();
+    let (name, data_dir) = cluster.kill_shard(0);
+    let port = crate::harness::free_port();
+    cluster.restart_shard(&data_dir, port).await;
+    let shards: Vec<Document> = client
+        .database("config")
+        .collection::<Document>("shards")
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(shards.len(), 1);
+    assert_eq!(shards[0].get_str("_id").unwrap(), name);
+    assert_eq!(
+        shards[0].get_str("host").unwrap(),
+        format!("127.0.0.1:{port}")
+    );
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 50);
+}

@@ -176,16 +176,19 @@ pub async fn start_shard(opts: &NodeOptions, data_dir: &Path, configdb: &str) ->
     node.set_host(&host);
     let connector = Connector::new();
     let shard = ShardState::open(node, data_dir, connector.clone()).await?;
+    // A shard that already belongs to the cluster re-registers under its name, so that the
+    // config server can follow it to a new address.
+    let mut registration = doc! {"_configsvrAddShard": &host};
+    if let Some(identity) = shard.identity() {
+        registration.insert("name", identity.shard_name);
+    }
     let service: Arc<dyn Service> = Arc::new(Dispatcher::new(shard));
     let handle =
         serve(listener, service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
     let config = connector.client(configdb);
     tokio::spawn(async move {
         loop {
-            match config
-                .run_doc("admin", doc! {"_configsvrAddShard": &host})
-                .await
-            {
+            match config.run_doc("admin", registration.clone()).await {
                 Ok(reply) => {
                     tracing::info!(
                         shard = reply.get_str("shardAdded").unwrap_or_default(),

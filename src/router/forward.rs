@@ -53,6 +53,7 @@ impl RouterState {
             let reply = self.config.call(req).await?;
             return Ok(Some((self.config.clone(), reply)));
         }
+        let mut reloaded_shards = false;
         for _ in 0..MAX_STALE_RETRIES {
             let Some(db) = self.databases.get(&self.config, db_name, create).await? else {
                 return Ok(None);
@@ -63,7 +64,17 @@ impl RouterState {
                 "databaseVersion",
                 bson::RawDocumentBuf::from_document(&db.version.to_document())?,
             );
-            let reply = shard.call(versioned).await?;
+            let reply = match shard.call(versioned).await {
+                // Nothing was sent: the shard may have moved; reload the shard list and retry
+                // once (a shard that is down stays an error).
+                Err(e) if e.code() == ErrorCode::HostUnreachable && !reloaded_shards => {
+                    tracing::debug!(shard = %db.primary, error = %e, "shard unreachable; reloading the shard list");
+                    self.shards.reload(&self.config).await?;
+                    reloaded_shards = true;
+                    continue;
+                }
+                other => other?,
+            };
             if reply_code(&reply) == Some(ErrorCode::StaleDbVersion.code()) {
                 tracing::debug!(db = %db_name, "stale database version; refreshing");
                 self.databases.invalidate(db_name);

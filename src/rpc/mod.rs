@@ -123,10 +123,18 @@ impl Connector {
     }
 }
 
-/// The error for a node that cannot be reached.
+/// The error for a node that could not be reached: the request was not sent.
 pub(crate) fn unreachable(host: &str, what: impl std::fmt::Display) -> MongoError {
     MongoError::new(
         ErrorCode::HostUnreachable,
         format!("Error connecting to {host} :: caused by :: {what}"),
+    )
+}
+
+/// The error for a connection lost during a request: the node may or may not have run it.
+pub(crate) fn connection_lost(host: &str, what: impl std::fmt::Display) -> MongoError {
+    MongoError::new(
+        ErrorCode::SocketException,
+        format!("Connection to {host} lost :: caused by :: {what}"),
     )
 }

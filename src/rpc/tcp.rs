@@ -1,7 +1,7 @@
 //! The TCP transport: a pool of OP_MSG connections to one host, one request at a time per
 //! connection.
 
-use super::unreachable;
+use super::{connection_lost, unreachable};
 use crate::command::CommandRequest;
 use crate::error::{MongoError, Result};
 use crate::wire::{OpMsg, WireError, read_frame};
@@ -68,11 +68,11 @@ impl Pool {
         conn.get_mut()
             .write_all(&bytes)
             .await
-            .map_err(|e| unreachable(&self.host, e))?;
+            .map_err(|e| connection_lost(&self.host, e))?;
         let frame = match read_frame(&mut conn).await {
             Ok(Some(frame)) => frame,
-            Ok(None) => return Err(unreachable(&self.host, "connection closed by peer")),
-            Err(e) => return Err(unreachable(&self.host, e)),
+            Ok(None) => return Err(connection_lost(&self.host, "connection closed by peer")),
+            Err(e) => return Err(connection_lost(&self.host, e)),
         };
         let reply = OpMsg::decode(&frame.bytes).map_err(|e| match e {
             WireError::Command(err) => err,

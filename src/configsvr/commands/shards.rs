@@ -60,16 +60,14 @@ async fn add_shard(
         ));
     }
     let existing = state.shards().await?;
+    if let Some(name) = requested_name
+        .as_ref()
+        .filter(|n| existing.iter().any(|(e, _)| e == *n))
+    {
+        return rejoin(state, &client, name, &host).await;
+    }
     let name = match requested_name {
-        Some(name) => {
-            if existing.iter().any(|(n, _)| *n == name) {
-                return Err(MongoError::new(
-                    ErrorCode::IllegalOperation,
-                    format!("A shard named '{name}' already exists"),
-                ));
-            }
-            name
-        }
+        Some(name) => name,
         None => (0..)
             .map(|i| format!("shard{i}"))
             .find(|n| !existing.iter().any(|(e, _)| e == n))
@@ -89,5 +87,40 @@ async fn add_shard(
         .insert("shards", &doc! {"_id": &name, "host": &host, "state": 1, "topologyTime": Bson::Timestamp(state.clock.now())})
         .await?;
     tracing::info!(shard = %name, %host, "added shard");
+    Ok(RawDocumentBuf::from_document(&doc! {"shardAdded": name})?)
+}
+
+/// A known shard that comes back at another address (restarted on another port or host): it
+/// must prove it is that shard with its stored identity; then its entry follows it.
+async fn rejoin(
+    state: &ConfigState,
+    client: &crate::rpc::NodeClient,
+    name: &str,
+    host: &str,
+) -> Result<RawDocumentBuf> {
+    let reply = client
+        .run_doc("admin", doc! {"find": "system.version", "filter": {"_id": "shardIdentity"}, "limit": 1, "singleBatch": true})
+        .await?;
+    let identity = crate::command::first_batch(&reply).into_iter().next();
+    let proven = identity.as_ref().is_some_and(|i| {
+        i.get_str("shardName") == Ok(name)
+            && i.get_object_id("clusterId").ok() == Some(state.cluster_id)
+    });
+    if !proven {
+        return Err(MongoError::new(
+            ErrorCode::IllegalOperation,
+            format!("A shard named '{name}' already exists"),
+        ));
+    }
+    let store = state.store();
+    let mut entry = store
+        .find_one("shards", &doc! {"_id": name})
+        .await?
+        .ok_or_else(|| {
+            MongoError::new(ErrorCode::ShardNotFound, format!("Shard {name} not found"))
+        })?;
+    entry.insert("host", host);
+    store.upsert("shards", &entry).await?;
+    tracing::info!(shard = %name, %host, "shard rejoined at a new address");
     Ok(RawDocumentBuf::from_document(&doc! {"shardAdded": name})?)
 }
