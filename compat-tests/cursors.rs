@@ -88,3 +88,30 @@ async fn first_batch_getmore_and_kill(client: &Client) {
 }
 
 both_modes!(first_batch_getmore_and_kill);
+
+#[tokio::test]
+async fn idle_cursors_time_out() {
+    let cluster = crate::harness::TestCluster::start().await;
+    let db = cluster.db("app");
+    db.collection::<Document>("idle")
+        .insert_many((0..10).map(|i| doc! {"_id": i}))
+        .await
+        .unwrap();
+    cluster
+        .admin(doc! {"setParameter": 1, "cursorTimeoutMillis": 200})
+        .await
+        .unwrap();
+    let reply = db
+        .run_command(doc! {"find": "idle", "batchSize": 2})
+        .await
+        .unwrap();
+    let id = reply.get_document("cursor").unwrap().get_i64("id").unwrap();
+    // The cursor monitor looks every 4 seconds.
+    tokio::time::sleep(std::time::Duration::from_millis(4500)).await;
+    let err = db
+        .run_command(doc! {"getMore": id, "collection": "idle"})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(43));
+    cluster.shutdown().await;
+}

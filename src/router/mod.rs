@@ -8,7 +8,7 @@ mod forward;
 mod shard_registry;
 
 use crate::rpc::{Connector, NodeClient};
-use crate::server::{CommandTable, Node, NodeState};
+use crate::server::{CURSOR_MONITOR_PERIOD, CommandTable, Node, NodeState};
 use bson::doc;
 use catalog_cache::DatabaseCache;
 use cursors::RouterCursors;
@@ -65,22 +65,23 @@ impl RouterState {
 }
 
 fn spawn_background(state: Weak<RouterState>) {
+    let pinger = state.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(PING_INTERVAL);
         loop {
             tick.tick().await;
-            let Some(state) = state.upgrade() else { break };
+            let Some(state) = pinger.upgrade() else { break };
             if let Err(e) = state.ping().await {
                 tracing::debug!(error = %e, "could not record the router in config.mongos");
             }
-            let timeout = state
-                .node
-                .params
-                .get_i64("cursorTimeoutMillis")
-                .unwrap_or(600_000);
-            state
-                .cursors
-                .reap(Duration::from_millis(timeout.max(0) as u64));
+        }
+    });
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(CURSOR_MONITOR_PERIOD);
+        loop {
+            tick.tick().await;
+            let Some(state) = state.upgrade() else { break };
+            state.cursors.reap(state.node.cursor_timeout());
         }
     });
 }

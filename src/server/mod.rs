@@ -20,6 +20,9 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+/// How often idle cursors are looked for (MongoDB's `clientCursorMonitorFrequencySecs`).
+pub const CURSOR_MONITOR_PERIOD: std::time::Duration = std::time::Duration::from_secs(4);
+
 /// A running listener: its bound address and a way to stop it.
 pub struct ServerHandle {
     pub addr: SocketAddr,

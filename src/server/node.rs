@@ -72,6 +72,15 @@ impl Node {
         *self.host.write().expect("poisoned") = host.into();
     }
 
+    /// How long an idle cursor lives (`cursorTimeoutMillis`).
+    pub fn cursor_timeout(&self) -> std::time::Duration {
+        let millis = self
+            .params
+            .get_i64("cursorTimeoutMillis")
+            .unwrap_or(super::params::DEFAULT_CURSOR_TIMEOUT_MS);
+        std::time::Duration::from_millis(millis.max(0) as u64)
+    }
+
     /// A process-wide connection id, as `hello.connectionId` reports.
     pub fn next_connection_id() -> i64 {
         NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed)

@@ -15,11 +15,10 @@ pub use identity::ShardIdentity;
 use crate::command::CommandRequest;
 use crate::error::Result;
 use crate::rpc::Connector;
-use crate::server::{CommandTable, Node, NodeState};
+use crate::server::{CURSOR_MONITOR_PERIOD, CommandTable, Node, NodeState};
 use cursors::CursorRegistry;
 use futures::future::BoxFuture;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 use storage::Storage;
 
 /// A node that stores documents and serves CRUD commands on them.
@@ -94,21 +93,14 @@ impl DataNode for ShardState {
     }
 }
 
-/// Kills cursors idle for longer than `cursorTimeoutMillis`, checking once a minute as MongoDB does.
+/// Kills cursors idle for longer than `cursorTimeoutMillis`.
 pub fn spawn_cursor_reaper<S: DataNode>(state: Weak<S>) {
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        let mut tick = tokio::time::interval(CURSOR_MONITOR_PERIOD);
         loop {
             tick.tick().await;
             let Some(state) = state.upgrade() else { break };
-            let timeout = state
-                .node()
-                .params
-                .get_i64("cursorTimeoutMillis")
-                .unwrap_or(600_000);
-            let reaped = state
-                .cursors()
-                .reap(Duration::from_millis(timeout.max(0) as u64));
+            let reaped = state.cursors().reap(state.node().cursor_timeout());
             if reaped > 0 {
                 tracing::info!(reaped, "killed idle cursors");
             }

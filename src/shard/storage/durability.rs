@@ -11,6 +11,7 @@ pub(super) struct Durability {
     committed: AtomicU64,
     synced: AtomicU64,
     sync_lock: tokio::sync::Mutex<()>,
+    fsyncs: AtomicU64,
 }
 
 impl Durability {
@@ -20,6 +21,7 @@ impl Durability {
             committed: AtomicU64::new(0),
             synced: AtomicU64::new(0),
             sync_lock: tokio::sync::Mutex::new(()),
+            fsyncs: AtomicU64::new(0),
         }
     }
 
@@ -44,7 +46,15 @@ impl Durability {
             .await
             .map_err(|e| MongoError::internal(format!("fsync task failed: {e}")))??;
         self.synced.fetch_max(target, Ordering::SeqCst);
+        self.fsyncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+impl Durability {
+    /// How many fsyncs durability waits have cost so far.
+    pub fn fsyncs(&self) -> u64 {
+        self.fsyncs.load(Ordering::Relaxed)
     }
 }
 

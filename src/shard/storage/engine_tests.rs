@@ -137,3 +137,30 @@ async fn database_names_differing_only_in_case_are_refused() {
     let err = storage.database_or_create("shop").await.err().unwrap();
     assert_eq!(err.code(), crate::error::ErrorCode::DatabaseDifferCase);
 }
+
+#[tokio::test]
+async fn concurrent_durability_waits_share_one_fsync() {
+    let (_dir, storage) = open().await;
+    let db = storage.database_or_create("app").await.unwrap();
+    let coll = db.ensure_collection("c").await.unwrap();
+    let mut seqs = Vec::new();
+    for i in 0..10 {
+        let mut txn = db.write().await.unwrap();
+        txn.insert_one(&coll, &rawdoc! {"_id": i}).await.unwrap();
+        seqs.push(txn.commit().await.unwrap());
+    }
+    let waits = seqs.iter().map(|seq| db.wait_durable(*seq));
+    for result in futures::future::join_all(waits).await {
+        result.unwrap();
+    }
+    assert_eq!(
+        db.fsyncs(),
+        1,
+        "every waiter was covered by the first fsync"
+    );
+    let mut txn = db.write().await.unwrap();
+    txn.insert_one(&coll, &rawdoc! {"_id": 99}).await.unwrap();
+    let seq = txn.commit().await.unwrap();
+    db.wait_durable(seq).await.unwrap();
+    assert_eq!(db.fsyncs(), 2, "a later commit needs its own fsync");
+}

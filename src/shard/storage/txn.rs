@@ -464,6 +464,11 @@ impl DatabaseStore {
     pub async fn wait_durable(&self, seq: u64) -> Result<()> {
         self.durability.wait_durable(seq).await
     }
+
+    /// How many fsyncs `j: true` writes have cost this database so far.
+    pub fn fsyncs(&self) -> u64 {
+        self.durability.fsyncs()
+    }
 }
 
 enum InsertError {
