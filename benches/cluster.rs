@@ -68,7 +68,7 @@ async fn run() {
     let opts = NodeOptions {
         bind: "127.0.0.1".into(),
         port: 0,
-        enable_test_commands: false,
+        parameters: Vec::new(),
         cmdline: CmdLine::default(),
         log: Arc::new(LogBuffer::default()),
     };

@@ -24,7 +24,7 @@ pub fn node_options() -> NodeOptions {
     NodeOptions {
         bind: "127.0.0.1".into(),
         port: 0,
-        enable_test_commands: false,
+        parameters: Vec::new(),
         cmdline: CmdLine::default(),
         log: Arc::new(LogBuffer::default()),
     }
@@ -36,8 +36,25 @@ impl TestCluster {
     }
 
     pub async fn start_with(shards: usize, routers: usize) -> TestCluster {
+        Self::start_with_options(node_options(), shards, routers).await
+    }
+
+    /// A cluster with MongoDB's test commands (`configureFailPoint`) enabled.
+    pub async fn with_test_commands() -> TestCluster {
+        let mut options = node_options();
+        options
+            .parameters
+            .push(("enableTestCommands".into(), "1".into()));
+        Self::start_with_options(options, 2, 1).await
+    }
+
+    async fn start_with_options(
+        options: NodeOptions,
+        shards: usize,
+        routers: usize,
+    ) -> TestCluster {
         let dir = tempfile::tempdir().expect("temp dir");
-        let running = cluster::start_dev_with_routers(&node_options(), dir.path(), shards, routers)
+        let running = cluster::start_dev_with_routers(&options, dir.path(), shards, routers)
             .await
             .expect("cluster starts");
         let client = client_for(running.addr).await;

@@ -9,6 +9,7 @@ mod config_db;
 mod crud;
 mod cursors;
 mod durability;
+mod failpoints;
 mod handshake;
 mod multiprocess;
 mod stale_versions;

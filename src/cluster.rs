@@ -20,19 +20,21 @@ use tokio::net::TcpListener;
 pub struct NodeOptions {
     pub bind: String,
     pub port: u16,
-    pub enable_test_commands: bool,
+    /// Startup parameters (`--setParameter name=value`), e.g. `enableTestCommands=1`.
+    pub parameters: Vec<(String, String)>,
     pub cmdline: CmdLine,
     pub log: Arc<LogBuffer>,
 }
 
 impl NodeOptions {
-    fn node(&self, role: Role) -> Node {
-        Node::new(
+    fn node(&self, role: Role) -> Result<Node> {
+        let params = Parameters::with_startup(&self.parameters)?;
+        Ok(Node::new(
             role,
             self.cmdline.clone(),
-            Parameters::new(self.enable_test_commands),
+            params,
             self.log.clone(),
-        )
+        ))
     }
 
     async fn listen(&self) -> Result<TcpListener> {
@@ -91,7 +93,7 @@ pub async fn start_dev_with_routers(
     routers: usize,
 ) -> Result<Running> {
     let connector = Connector::new();
-    let config_node = opts.node(Role::ConfigServer);
+    let config_node = opts.node(Role::ConfigServer)?;
     config_node.set_host(CONFIG_HOST);
     let config =
         ConfigState::open(config_node, &data_dir.join("config"), connector.clone()).await?;
@@ -103,7 +105,7 @@ pub async fn start_dev_with_routers(
     for i in 0..shards.max(existing) {
         let name = format!("shard{i}");
         let host = format!("inproc:{name}");
-        let node = opts.node(Role::Shard);
+        let node = opts.node(Role::Shard)?;
         node.set_host(&host);
         let shard = ShardState::open(node, &data_dir.join(&name), connector.clone()).await?;
         let service: Arc<dyn Service> = Arc::new(Dispatcher::new(shard));
@@ -115,7 +117,7 @@ pub async fn start_dev_with_routers(
     }
     let mut handles = Vec::new();
     for i in 0..routers.max(1) {
-        let router = RouterState::new(opts.node(Role::Router), connector.clone(), CONFIG_HOST);
+        let router = RouterState::new(opts.node(Role::Router)?, connector.clone(), CONFIG_HOST);
         let mut listen = opts.clone();
         if i > 0 {
             listen.port = 0;
@@ -149,7 +151,7 @@ pub async fn start_configsvr(opts: &NodeOptions, data_dir: &Path) -> Result<Runn
     let addr = listener
         .local_addr()
         .map_err(|e| MongoError::internal(e.to_string()))?;
-    let node = opts.node(Role::ConfigServer);
+    let node = opts.node(Role::ConfigServer)?;
     node.set_host(advertised(addr));
     let connector = Connector::new();
     let config = ConfigState::open(node, data_dir, connector).await?;
@@ -172,7 +174,7 @@ pub async fn start_shard(opts: &NodeOptions, data_dir: &Path, configdb: &str) ->
         .local_addr()
         .map_err(|e| MongoError::internal(e.to_string()))?;
     let host = advertised(addr);
-    let node = opts.node(Role::Shard);
+    let node = opts.node(Role::Shard)?;
     node.set_host(&host);
     let connector = Connector::new();
     let shard = ShardState::open(node, data_dir, connector.clone()).await?;
@@ -217,7 +219,7 @@ pub async fn start_router(opts: &NodeOptions, configdb: &str) -> Result<Running>
     let addr = listener
         .local_addr()
         .map_err(|e| MongoError::internal(e.to_string()))?;
-    let node = opts.node(Role::Router);
+    let node = opts.node(Role::Router)?;
     node.set_host(advertised(addr));
     let router = RouterState::new(node, Connector::new(), configdb);
     let service: Arc<dyn Service> = Arc::new(Dispatcher::new(router));

@@ -79,9 +79,19 @@ struct ListenArgs {
     /// Address to listen on.
     #[arg(long)]
     bind: Option<String>,
-    /// Enable MongoDB's test-only commands (configureFailPoint).
+    /// Enable MongoDB's test-only commands (configureFailPoint); the same as
+    /// `--setParameter enableTestCommands=1`.
     #[arg(long)]
     enable_test_commands: bool,
+    /// A server parameter at startup, as `name=value` (repeatable), like mongod's.
+    #[arg(long = "setParameter", value_name = "NAME=VALUE", value_parser = parse_parameter)]
+    set_parameter: Vec<(String, String)>,
+}
+
+fn parse_parameter(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("expected NAME=VALUE, got '{text}'"))
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -196,8 +206,13 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
             .or_else(|| file.bind.clone())
             .unwrap_or_else(|| "127.0.0.1".into()),
         port: listen.port.or(file.port).unwrap_or(default_port),
-        enable_test_commands: listen.enable_test_commands
-            || file.enable_test_commands.unwrap_or(false),
+        parameters: {
+            let mut parameters = listen.set_parameter.clone();
+            if listen.enable_test_commands || file.enable_test_commands.unwrap_or(false) {
+                parameters.push(("enableTestCommands".into(), "1".into()));
+            }
+            parameters
+        },
         cmdline: CmdLine {
             argv: argv.clone(),
             parsed,
@@ -291,8 +306,13 @@ fn parsed(
         sharding.insert("configDB", configdb);
     }
     parsed.insert("sharding", sharding);
-    if opts.enable_test_commands {
-        parsed.insert("setParameter", doc! {"enableTestCommands": "1"});
+    if !opts.parameters.is_empty() {
+        let set: Document = opts
+            .parameters
+            .iter()
+            .map(|(k, v)| (k.clone(), bson::Bson::String(v.clone())))
+            .collect();
+        parsed.insert("setParameter", set);
     }
     parsed
 }

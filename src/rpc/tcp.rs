@@ -4,8 +4,9 @@
 use super::{connection_lost, unreachable};
 use crate::command::CommandRequest;
 use crate::error::{MongoError, Result};
+use crate::server::commands::MAX_WIRE_VERSION;
 use crate::wire::{OpMsg, WireError, read_frame};
-use bson::RawDocumentBuf;
+use bson::{RawDocumentBuf, rawdoc};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
@@ -50,7 +51,9 @@ impl Pool {
             .map_err(|_| unreachable(&self.host, "connection timed out"))?
             .map_err(|e| unreachable(&self.host, e))?;
         let _ = stream.set_nodelay(true);
-        Ok(BufReader::with_capacity(64 * 1024, stream))
+        let mut conn = BufReader::with_capacity(64 * 1024, stream);
+        self.handshake(&mut conn).await?;
+        Ok(conn)
     }
 
     fn checkin(&self, conn: Conn) {
@@ -62,6 +65,17 @@ impl Pool {
 
     pub async fn call(&self, request: CommandRequest) -> Result<RawDocumentBuf> {
         let mut conn = self.checkout().await?;
+        let reply = self.round_trip(&mut conn, &request).await?;
+        self.checkin(conn);
+        Ok(reply)
+    }
+
+    /// Sends one command on `conn` and reads its reply.
+    async fn round_trip(
+        &self,
+        conn: &mut Conn,
+        request: &CommandRequest,
+    ) -> Result<RawDocumentBuf> {
         let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let mut bytes = Vec::new();
         request.to_op_msg().encode(request_id, 0, &mut bytes);
@@ -69,7 +83,7 @@ impl Pool {
             .write_all(&bytes)
             .await
             .map_err(|e| connection_lost(&self.host, e))?;
-        let frame = match read_frame(&mut conn).await {
+        let frame = match read_frame(conn).await {
             Ok(Some(frame)) => frame,
             Ok(None) => return Err(connection_lost(&self.host, "connection closed by peer")),
             Err(e) => return Err(connection_lost(&self.host, e)),
@@ -78,7 +92,20 @@ impl Pool {
             WireError::Command(err) => err,
             other => MongoError::internal(format!("bad reply from {}: {other}", self.host)),
         })?;
-        self.checkin(conn);
         Ok(reply.body)
+    }
+
+    /// A new connection introduces itself as a cluster node (`internalClient`), as MongoDB's
+    /// nodes do, so that the peer treats its commands as internal.
+    async fn handshake(&self, conn: &mut Conn) -> Result<()> {
+        let hello = rawdoc! {
+            "hello": 1,
+            "internalClient": {"minWireVersion": MAX_WIRE_VERSION, "maxWireVersion": MAX_WIRE_VERSION},
+        };
+        let request = CommandRequest::new("admin", hello)?;
+        self.round_trip(conn, &request)
+            .await
+            .map_err(|e| unreachable(&self.host, e))
+            .map(|_| ())
     }
 }

@@ -92,6 +92,13 @@ pub(super) async fn run(
                 stats.connections_active.fetch_add(1, Relaxed);
                 let reply = service.execute(&ctx, command).await;
                 stats.connections_active.fetch_sub(1, Relaxed);
+                if ctx.close_requested() {
+                    tracing::debug!(
+                        connection = ctx.connection_id,
+                        "closing the connection as a fail point asked"
+                    );
+                    break;
+                }
                 if more_to_come {
                     continue;
                 }

@@ -4,6 +4,7 @@ use crate::wire::Compressor;
 use bson::Document;
 use std::net::SocketAddr;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Per-connection facts shared by the requests of one connection.
 #[derive(Debug, Default)]
@@ -11,10 +12,14 @@ pub struct RequestContext {
     pub connection_id: i64,
     pub peer: Option<SocketAddr>,
     pub local: Option<SocketAddr>,
-    /// True for calls between roles of one process (the in-process transport).
-    pub internal: bool,
+    /// Calls between roles: the in-process transport, or a TCP connection whose hello said
+    /// `internalClient` (as other cluster nodes do).
+    internal: AtomicBool,
     client_metadata: Mutex<Option<Document>>,
     compressors: Mutex<Vec<Compressor>>,
+    /// Set by a command that wants the connection closed without a reply (the `failCommand`
+    /// fail point's `closeConnection`).
+    close_requested: AtomicBool,
 }
 
 impl RequestContext {
@@ -29,9 +34,17 @@ impl RequestContext {
 
     pub fn internal() -> Self {
         RequestContext {
-            internal: true,
+            internal: AtomicBool::new(true),
             ..Default::default()
         }
+    }
+
+    pub fn is_internal(&self) -> bool {
+        self.internal.load(Ordering::Relaxed)
+    }
+
+    pub fn mark_internal(&self) {
+        self.internal.store(true, Ordering::Relaxed);
     }
 
     /// The `client` metadata of the connection's first hello.
@@ -47,6 +60,25 @@ impl RequestContext {
         }
         *slot = Some(metadata);
         true
+    }
+
+    /// The application name from the handshake's client metadata.
+    pub fn app_name(&self) -> Option<String> {
+        let metadata = self.client_metadata.lock().expect("poisoned");
+        metadata
+            .as_ref()
+            .and_then(|m| m.get_document("application").ok())
+            .and_then(|a| a.get_str("name").ok())
+            .map(String::from)
+    }
+
+    pub fn request_close(&self) {
+        self.close_requested.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the last command asked for the connection to be closed.
+    pub fn close_requested(&self) -> bool {
+        self.close_requested.load(Ordering::SeqCst)
     }
 
     pub fn compressors(&self) -> Vec<Compressor> {

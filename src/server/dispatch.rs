@@ -2,6 +2,7 @@
 //! up, checks where it may run, runs it with a panic guard and turns errors into replies.
 
 use super::context::RequestContext;
+use super::failpoint::{CommandFacts, Effect};
 use super::node::Node;
 use super::stats::OpCounter;
 use crate::command::CommandRequest;
@@ -24,6 +25,10 @@ pub struct CommandSpec<S> {
     pub help: &'static str,
     pub admin_only: bool,
     pub counter: OpCounter,
+    /// Exists only with test commands enabled (`enableTestCommands`).
+    pub test_only: bool,
+    /// Takes a `writeConcern` (and so can report a write concern error).
+    pub takes_write_concern: bool,
     pub handler: Handler<S>,
 }
 
@@ -35,8 +40,20 @@ impl<S> CommandSpec<S> {
             help: "",
             admin_only: false,
             counter: OpCounter::Command,
+            test_only: false,
+            takes_write_concern: false,
             handler,
         }
+    }
+
+    pub fn test_only(mut self) -> Self {
+        self.test_only = true;
+        self
+    }
+
+    pub fn takes_write_concern(mut self) -> Self {
+        self.takes_write_concern = true;
+        self
     }
 
     pub fn help(mut self, help: &'static str) -> Self {
@@ -129,15 +146,67 @@ impl<S: NodeState> Dispatcher<S> {
         Dispatcher { state }
     }
 
-    async fn run(&self, ctx: &RequestContext, request: CommandRequest) -> Result<RawDocumentBuf> {
+    /// Runs a command; a `failCommand` write concern error to attach comes back beside the
+    /// outcome.
+    async fn run(
+        &self,
+        ctx: &RequestContext,
+        request: CommandRequest,
+    ) -> (Result<RawDocumentBuf>, Option<Effect>) {
         let state = &*self.state;
         let name = request.name().to_string();
-        let spec = state.commands().get(&name).ok_or_else(|| {
-            MongoError::new(
-                ErrorCode::CommandNotFound,
-                format!("no such command: '{name}'"),
-            )
-        })?;
+        let node = state.node();
+        let spec = match state.commands().get(&name) {
+            Some(spec) if !spec.test_only || node.params.get_bool("enableTestCommands") => spec,
+            _ => {
+                let err = MongoError::new(
+                    ErrorCode::CommandNotFound,
+                    format!("no such command: '{name}'"),
+                );
+                return (Err(err), None);
+            }
+        };
+        let mut attach = None;
+        if node.fail_points.armed() {
+            let facts = CommandFacts {
+                name: spec.name,
+                namespace: namespace_of(&request),
+                app_name: ctx.app_name(),
+                internal: ctx.is_internal(),
+                supports_write_concern: spec.takes_write_concern,
+            };
+            if let Some(failure) = node.fail_points.evaluate(&facts) {
+                if let Some(delay) = failure.block_for {
+                    tokio::time::sleep(delay).await;
+                }
+                match failure.effect {
+                    Effect::CloseConnection => {
+                        ctx.request_close();
+                        return (
+                            Err(MongoError::new(
+                                ErrorCode::SocketException,
+                                "connection closed by failCommand",
+                            )),
+                            None,
+                        );
+                    }
+                    Effect::Error(e) => return (Err(e), None),
+                    effect @ Effect::WriteConcernError { .. } => attach = Some(effect),
+                    Effect::None => {}
+                }
+            }
+        }
+        (self.run_handler(spec, ctx, request).await, attach)
+    }
+
+    async fn run_handler(
+        &self,
+        spec: &CommandSpec<S>,
+        ctx: &RequestContext,
+        request: CommandRequest,
+    ) -> Result<RawDocumentBuf> {
+        let state = &*self.state;
+        let name = spec.name;
         if spec.admin_only && request.db != "admin" {
             return Err(MongoError::new(
                 ErrorCode::Unauthorized,
@@ -177,12 +246,45 @@ impl<S: NodeState> Service for Dispatcher<S> {
         request: CommandRequest,
     ) -> BoxFuture<'a, RawDocumentBuf> {
         Box::pin(async move {
-            match self.run(ctx, request).await {
+            let (outcome, attach) = self.run(ctx, request).await;
+            let reply = match outcome {
                 Ok(reply) => ok_reply(reply),
                 Err(e) => RawDocumentBuf::from_document(&e.to_reply()).unwrap_or_default(),
+            };
+            match attach {
+                Some(Effect::WriteConcernError { error, labels }) => {
+                    attach_write_concern_error(reply, error, labels)
+                }
+                _ => reply,
             }
         })
     }
+}
+
+/// The namespace a command acts on (`db.collection`), when its argument names a collection.
+fn namespace_of(request: &CommandRequest) -> Option<String> {
+    match request.args().target() {
+        Ok(bson::RawBsonRef::String(coll)) => Some(format!("{}.{coll}", request.db)),
+        _ => None,
+    }
+}
+
+/// A reply with `failCommand`'s write concern error (and its error labels, which replace any
+/// the command produced).
+fn attach_write_concern_error(
+    reply: RawDocumentBuf,
+    error: bson::Document,
+    labels: Option<Vec<String>>,
+) -> RawDocumentBuf {
+    let Ok(mut doc) = reply.to_document() else {
+        return reply;
+    };
+    doc.insert("writeConcernError", error);
+    doc.remove("errorLabels");
+    if let Some(labels) = labels.filter(|l| !l.is_empty()) {
+        doc.insert("errorLabels", labels);
+    }
+    RawDocumentBuf::from_document(&doc).unwrap_or(reply)
 }
 
 /// Adds `ok: 1` unless the reply (e.g. one passed through from another node) has `ok` already.
@@ -233,7 +335,7 @@ mod tests {
         let node = Node::new(
             Role::Shard,
             CmdLine::default(),
-            Parameters::new(false),
+            Parameters::new(),
             Arc::new(LogBuffer::default()),
         );
         Dispatcher::new(Arc::new(TestState { node, table }))

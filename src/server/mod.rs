@@ -5,6 +5,7 @@ pub mod commands;
 mod connection;
 mod context;
 mod dispatch;
+pub mod failpoint;
 pub mod logbuf;
 mod node;
 mod params;

@@ -1,6 +1,7 @@
 //! What every process role shares: its role, start time, counters, parameters, startup options
 //! and recent log lines.
 
+use super::failpoint::FailPoints;
 use super::logbuf::LogBuffer;
 use super::params::Parameters;
 use super::stats::Stats;
@@ -44,6 +45,7 @@ pub struct Node {
     pub params: Parameters,
     pub cmdline: CmdLine,
     pub log: Arc<LogBuffer>,
+    pub fail_points: FailPoints,
     host: RwLock<String>,
 }
 
@@ -59,6 +61,7 @@ impl Node {
             params,
             cmdline,
             log,
+            fail_points: FailPoints::default(),
             host: RwLock::new(String::new()),
         }
     }

@@ -21,7 +21,8 @@ pub struct Parameters {
 pub const DEFAULT_CURSOR_TIMEOUT_MS: i64 = 600_000;
 
 impl Parameters {
-    pub fn new(enable_test_commands: bool) -> Self {
+    /// The parameters with their defaults.
+    pub fn new() -> Self {
         let mut params = BTreeMap::new();
         let mut add = |name, value: Bson, runtime| {
             params.insert(name, Param { value, runtime });
@@ -36,11 +37,7 @@ impl Parameters {
             Bson::Int64(DEFAULT_CURSOR_TIMEOUT_MS),
             true,
         );
-        add(
-            "enableTestCommands",
-            Bson::Boolean(enable_test_commands),
-            false,
-        );
+        add("enableTestCommands", Bson::Boolean(false), false);
         add("logicalSessionTimeoutMinutes", Bson::Int32(30), false);
         add("maxBSONDepth", Bson::Int32(200), false);
         add(
@@ -51,6 +48,39 @@ impl Parameters {
         Parameters {
             params: RwLock::new(params),
         }
+    }
+
+    /// The defaults overridden by startup values (`--setParameter name=value`), which may set
+    /// parameters that cannot change at runtime.
+    pub fn with_startup(values: &[(String, String)]) -> Result<Self> {
+        let params = Parameters::new();
+        {
+            let mut map = params.params.write().expect("poisoned");
+            for (name, text) in values {
+                let param = map.get_mut(name.as_str()).ok_or_else(|| {
+                    MongoError::new(
+                        ErrorCode::InvalidOptions,
+                        format!("Unknown --setParameter '{name}'"),
+                    )
+                })?;
+                let converted = match &param.value {
+                    Bson::Boolean(_) => match text.as_str() {
+                        "1" | "true" => Some(Bson::Boolean(true)),
+                        "0" | "false" => Some(Bson::Boolean(false)),
+                        _ => None,
+                    },
+                    Bson::Int64(_) => text.parse().ok().map(Bson::Int64),
+                    Bson::Int32(_) => text.parse().ok().map(Bson::Int32),
+                    _ => None,
+                };
+                param.value = converted.ok_or_else(|| {
+                    MongoError::bad_value(format!(
+                        "Invalid value for --setParameter {name}: {text}"
+                    ))
+                })?;
+            }
+        }
+        Ok(params)
     }
 
     pub fn get(&self, name: &str) -> Option<Bson> {
@@ -148,7 +178,7 @@ mod tests {
 
     #[test]
     fn runtime_parameters_convert_and_others_refuse() {
-        let p = Parameters::new(false);
+        let p = Parameters::new();
         assert_eq!(
             p.set("cursorTimeoutMillis", &Bson::Int32(5)).unwrap(),
             Bson::Int64(600_000)
@@ -158,6 +188,32 @@ mod tests {
         assert_eq!(
             p.set("nope", &Bson::Int32(1)).unwrap_err().code(),
             ErrorCode::InvalidOptions
+        );
+    }
+}
+
+impl Default for Parameters {
+    fn default() -> Self {
+        Parameters::new()
+    }
+}
+
+#[cfg(test)]
+mod startup_tests {
+    use super::*;
+
+    #[test]
+    fn startup_values_set_even_startup_only_parameters() {
+        let p = Parameters::with_startup(&[
+            ("enableTestCommands".into(), "1".into()),
+            ("cursorTimeoutMillis".into(), "5".into()),
+        ])
+        .unwrap();
+        assert!(p.get_bool("enableTestCommands"));
+        assert_eq!(p.get_i64("cursorTimeoutMillis"), Some(5));
+        assert!(Parameters::with_startup(&[("nope".into(), "1".into())]).is_err());
+        assert!(
+            Parameters::with_startup(&[("enableTestCommands".into(), "maybe".into())]).is_err()
         );
     }
 }

@@ -14,10 +14,14 @@ use crate::server::{CommandSpec, CommandTable, commands::common};
 pub(super) fn table() -> CommandTable<RouterState> {
     let mut specs = common();
     specs.extend(vec![
-        CommandSpec::new("insert", |s, c, r| Box::pin(crud::insert(s, c, r))).counter(OpCounter::PerStatement).help("insert documents"),
-        CommandSpec::new("update", |s, c, r| Box::pin(crud::update(s, c, r))).counter(OpCounter::PerStatement).help("update documents"),
-        CommandSpec::new("delete", |s, c, r| Box::pin(crud::delete(s, c, r))).counter(OpCounter::PerStatement).help("delete documents"),
+        CommandSpec::new("insert", |s, c, r| Box::pin(crud::insert(s, c, r)))
+            .takes_write_concern().counter(OpCounter::PerStatement).help("insert documents"),
+        CommandSpec::new("update", |s, c, r| Box::pin(crud::update(s, c, r)))
+            .takes_write_concern().counter(OpCounter::PerStatement).help("update documents"),
+        CommandSpec::new("delete", |s, c, r| Box::pin(crud::delete(s, c, r)))
+            .takes_write_concern().counter(OpCounter::PerStatement).help("delete documents"),
         CommandSpec::new("findAndModify", |s, c, r| Box::pin(crud::find_and_modify(s, c, r)))
+            .takes_write_concern()
             .aliases(&["findandmodify"])
             .help("{ findAndModify: \"collection\", query: {processed:false}, update: {$set: {processed:true}}, new: true}"),
         CommandSpec::new("find", |s, c, r| Box::pin(crud::find(s, c, r))).counter(OpCounter::Query).help("query for documents"),
@@ -37,10 +41,14 @@ pub(super) fn table() -> CommandTable<RouterState> {
         CommandSpec::new("collStats", |s, c, r| Box::pin(catalog::coll_stats(s, c, r)))
             .aliases(&["collstats"])
             .help("{ collStats:\"blog.posts\" , scale : 1 } scale divides sizes e.g. for KB use 1024"),
-        CommandSpec::new("create", |s, c, r| Box::pin(ddl::create(s, c, r))).help("explicitly creates a collection"),
-        CommandSpec::new("drop", |s, c, r| Box::pin(ddl::drop(s, c, r))).help("drop a collection"),
-        CommandSpec::new("dropDatabase", |s, c, r| Box::pin(ddl::drop_database(s, c, r))).help("drop (delete) this database"),
+        CommandSpec::new("create", |s, c, r| Box::pin(ddl::create(s, c, r)))
+            .takes_write_concern().help("explicitly creates a collection"),
+        CommandSpec::new("drop", |s, c, r| Box::pin(ddl::drop(s, c, r)))
+            .takes_write_concern().help("drop a collection"),
+        CommandSpec::new("dropDatabase", |s, c, r| Box::pin(ddl::drop_database(s, c, r)))
+            .takes_write_concern().help("drop (delete) this database"),
         CommandSpec::new("renameCollection", |s, c, r| Box::pin(ddl::rename_collection(s, c, r)))
+            .takes_write_concern()
             .admin_only()
             .help(" example: { renameCollection: foo.a, to: bar.b }"),
         CommandSpec::new("isdbgrid", |s, c, r| Box::pin(admin::isdbgrid(s, c, r))).help("check if this server is a mongos"),

@@ -166,7 +166,11 @@ async fn list_commands<S: NodeState>(
     _req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let mut commands = Document::new();
+    let test_commands = state.node().params.get_bool("enableTestCommands");
     for (name, spec) in state.commands().entries() {
+        if spec.test_only && !test_commands {
+            continue;
+        }
         commands.insert(
             name,
             doc! {

@@ -39,7 +39,7 @@ async fn hello<S: NodeState>(
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
     if let Some(client) = args.document("client")? {
-        if !ctx.set_client_metadata(client) && !ctx.internal {
+        if !ctx.set_client_metadata(client) && !ctx.is_internal() {
             return Err(MongoError::new(
                 ErrorCode::ClientMetadataCannotBeMutated,
                 "The client metadata document may only be sent in the first hello",
@@ -68,6 +68,10 @@ async fn hello<S: NodeState>(
     reply.append("maxWireVersion", MAX_WIRE_VERSION);
     if node.role != Role::Router {
         reply.append("readOnly", false);
+    }
+    // Other cluster nodes identify themselves; fail points leave their commands alone.
+    if args.get("internalClient")?.is_some() {
+        ctx.mark_internal();
     }
     if args.bool("helloOk")? == Some(true) {
         reply.append("helloOk", true);

@@ -4,6 +4,7 @@
 mod diagnostics;
 mod handshake;
 mod parameters;
+mod testing;
 
 pub use handshake::{MAX_WIRE_VERSION, MONGODB_VERSION};
 
@@ -14,5 +15,6 @@ pub fn common<S: NodeState>() -> Vec<CommandSpec<S>> {
     let mut specs = handshake::commands();
     specs.extend(diagnostics::commands());
     specs.extend(parameters::commands());
+    specs.extend(testing::commands());
     specs
 }

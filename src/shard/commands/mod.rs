@@ -30,12 +30,15 @@ pub(super) fn table() -> CommandTable<ShardState> {
 pub fn data_commands<S: DataNode>() -> Vec<CommandSpec<S>> {
     vec![
         CommandSpec::new("insert", |s, c, r| Box::pin(insert::run(s, c, r)))
+            .takes_write_concern()
             .counter(OpCounter::PerStatement)
             .help("insert documents"),
         CommandSpec::new("update", |s, c, r| Box::pin(update::run(s, c, r)))
+            .takes_write_concern()
             .counter(OpCounter::PerStatement)
             .help("update documents"),
         CommandSpec::new("delete", |s, c, r| Box::pin(delete::run(s, c, r)))
+            .takes_write_concern()
             .counter(OpCounter::PerStatement)
             .help("delete documents"),
         CommandSpec::new("find", |s, c, r| Box::pin(find::find(s, c, r)))
@@ -46,15 +49,19 @@ pub fn data_commands<S: DataNode>() -> Vec<CommandSpec<S>> {
             .help("retrieve more results from an existing cursor"),
         CommandSpec::new("killCursors", |s, c, r| Box::pin(find::kill_cursors(s, c, r))).help("Kill a list of cursor ids"),
         CommandSpec::new("findAndModify", |s, c, r| Box::pin(find_and_modify::run(s, c, r)))
+            .takes_write_concern()
             .aliases(&["findandmodify"])
             .help("{ findAndModify: \"collection\", query: {processed:false}, update: {$set: {processed:true}}, new: true}"),
         CommandSpec::new("count", |s, c, r| Box::pin(count::count(s, c, r))).help("count objects in collection"),
         CommandSpec::new("distinct", |s, c, r| Box::pin(count::distinct(s, c, r)))
             .help("{ distinct : 'collection name' , key : 'a.b' , query : {} }"),
         CommandSpec::new("aggregate", |s, c, r| Box::pin(aggregate::run(s, c, r))).help("Runs the aggregation command."),
-        CommandSpec::new("create", |s, c, r| Box::pin(collections::create(s, c, r))).help("explicitly creates a collection"),
-        CommandSpec::new("drop", |s, c, r| Box::pin(collections::drop(s, c, r))).help("drop a collection"),
+        CommandSpec::new("create", |s, c, r| Box::pin(collections::create(s, c, r)))
+            .takes_write_concern().help("explicitly creates a collection"),
+        CommandSpec::new("drop", |s, c, r| Box::pin(collections::drop(s, c, r)))
+            .takes_write_concern().help("drop a collection"),
         CommandSpec::new("renameCollection", |s, c, r| Box::pin(collections::rename(s, c, r)))
+            .takes_write_concern()
             .admin_only()
             .help(" example: { renameCollection: foo.a, to: bar.b }"),
         CommandSpec::new("listCollections", |s, c, r| Box::pin(collections::list_collections(s, c, r)))
@@ -64,7 +71,8 @@ pub fn data_commands<S: DataNode>() -> Vec<CommandSpec<S>> {
         CommandSpec::new("listDatabases", |s, c, r| Box::pin(databases::list_databases(s, c, r)))
             .admin_only()
             .help("{ listDatabases:1, [filter: <filterObject>] [, nameOnly: true ] }"),
-        CommandSpec::new("dropDatabase", |s, c, r| Box::pin(databases::drop_database(s, c, r))).help("drop (delete) this database"),
+        CommandSpec::new("dropDatabase", |s, c, r| Box::pin(databases::drop_database(s, c, r)))
+            .takes_write_concern().help("drop (delete) this database"),
         CommandSpec::new("dbStats", |s, c, r| Box::pin(databases::db_stats(s, c, r)))
             .aliases(&["dbstats"])
             .help("Get stats on a database."),
