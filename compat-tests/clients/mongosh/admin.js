@@ -1,0 +1,26 @@
+// Server and administration commands mongosh users run.
+const assert = require('assert');
+const hello = db.hello();
+assert.strictEqual(hello.msg, 'isdbgrid');
+assert.strictEqual(hello.maxWireVersion, 25);
+assert.ok(db.version().startsWith('8.0'));
+const status = db.serverStatus();
+assert.strictEqual(status.process, 'mongos');
+assert.ok(status.connections.current >= 1);
+assert.ok(db.hostInfo().system.numCores >= 1);
+assert.ok(db.adminCommand({ getCmdLineOpts: 1 }).argv.length >= 1);
+assert.strictEqual(db.adminCommand({ getParameter: 1, featureCompatibilityVersion: 1 }).featureCompatibilityVersion.version, '8.0');
+assert.ok(Array.isArray(db.adminCommand({ getLog: 'global' }).log));
+const app = db.getSiblingDB('clients_mongosh_admin');
+app.dropDatabase();
+app.stats_coll.insertMany([{ a: 1 }, { a: 2 }]);
+assert.strictEqual(Number(app.stats().objects), 2);
+assert.strictEqual(Number(app.runCommand({ collStats: 'stats_coll' }).count), 2);
+assert.deepEqual(app.stats_coll.getIndexes().map((i) => i.name), ['_id_']);
+app.stats_coll.renameCollection('renamed');
+assert.deepEqual(app.getCollectionNames(), ['renamed']);
+const config = db.getSiblingDB('config');
+assert.ok(config.shards.countDocuments({}) >= 1);
+assert.ok(config.databases.findOne({ _id: 'clients_mongosh_admin' }).primary.startsWith('shard'));
+app.dropDatabase();
+print('mongosh admin: ok');
