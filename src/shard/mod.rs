@@ -7,6 +7,7 @@ pub mod commands;
 pub mod cursors;
 pub mod exec;
 mod identity;
+pub mod index;
 pub mod storage;
 mod versioning;
 

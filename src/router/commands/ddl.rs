@@ -20,6 +20,34 @@ pub(super) async fn create(
     Ok(reply)
 }
 
+/// Index builds go where the collection lives (the primary shard, for an unsharded one); the
+/// collection is created when missing, so the database is too.
+pub(super) async fn create_indexes(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let (_, reply) = state
+        .send_to_primary(req, true)
+        .await?
+        .expect("createIndexes creates the database");
+    Ok(reply)
+}
+
+pub(super) async fn drop_indexes(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let ns = format!("{}.{}", req.db, req.args().collection()?);
+    match state.send_to_primary(req, false).await? {
+        Some((_, reply)) => Ok(reply),
+        None => Err(MongoError::namespace_not_found(format!(
+            "ns not found {ns}"
+        ))),
+    }
+}
+
 pub(super) async fn drop(
     state: &RouterState,
     _ctx: &RequestContext,

@@ -41,6 +41,13 @@ pub(super) fn table() -> CommandTable<RouterState> {
         CommandSpec::new("collStats", |s, c, r| Box::pin(catalog::coll_stats(s, c, r)))
             .aliases(&["collstats"])
             .help("{ collStats:\"blog.posts\" , scale : 1 } scale divides sizes e.g. for KB use 1024"),
+        CommandSpec::new("createIndexes", |s, c, r| Box::pin(ddl::create_indexes(s, c, r)))
+            .takes_write_concern()
+            .help("Create indexes on a collection"),
+        CommandSpec::new("dropIndexes", |s, c, r| Box::pin(ddl::drop_indexes(s, c, r)))
+            .aliases(&["deleteIndexes"])
+            .takes_write_concern()
+            .help("drop indexes for a collection"),
         CommandSpec::new("create", |s, c, r| Box::pin(ddl::create(s, c, r)))
             .takes_write_concern().help("explicitly creates a collection"),
         CommandSpec::new("drop", |s, c, r| Box::pin(ddl::drop(s, c, r)))

@@ -201,9 +201,11 @@ pub(super) async fn list_indexes<S: DataNode>(
         .collection(&req.db, name)
         .await
         .ok_or_else(|| MongoError::namespace_not_found(format!("ns does not exist: {ns}")))?;
+    // An index still being built is not listed, as in MongoDB.
     let specs = meta
         .indexes
         .iter()
+        .filter(|i| i.ready)
         .map(|i| RawDocumentBuf::from_document(&i.spec))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(cursor_reply(

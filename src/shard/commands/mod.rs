@@ -8,6 +8,7 @@ mod databases;
 mod delete;
 mod find;
 mod find_and_modify;
+mod indexes;
 mod insert;
 mod sharding;
 mod update;
@@ -66,6 +67,13 @@ pub fn data_commands<S: DataNode>() -> Vec<CommandSpec<S>> {
             .help(" example: { renameCollection: foo.a, to: bar.b }"),
         CommandSpec::new("listCollections", |s, c, r| Box::pin(collections::list_collections(s, c, r)))
             .help("list collections for this db"),
+        CommandSpec::new("createIndexes", |s, c, r| Box::pin(indexes::create_indexes(s, c, r)))
+            .takes_write_concern()
+            .help("Create indexes on a collection"),
+        CommandSpec::new("dropIndexes", |s, c, r| Box::pin(indexes::drop_indexes(s, c, r)))
+            .aliases(&["deleteIndexes"])
+            .takes_write_concern()
+            .help("drop indexes for a collection"),
         CommandSpec::new("listIndexes", |s, c, r| Box::pin(collections::list_indexes(s, c, r)))
             .help("list indexes for a collection"),
         CommandSpec::new("listDatabases", |s, c, r| Box::pin(databases::list_databases(s, c, r)))

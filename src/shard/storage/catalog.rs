@@ -3,13 +3,15 @@
 
 use super::sql_error;
 use crate::error::Result;
+use crate::shard::index::IndexSpec;
 use bson::{Bson, Document, doc};
-use sqlx::{Row, SqliteConnection};
+use sqlx::{Executor, Row, SqliteConnection};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// A collection as the catalog records it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct CollectionMeta {
     pub name: String,
     /// Suffix of the collection's table (`c<ident>`); stable across renames.
@@ -20,13 +22,20 @@ pub struct CollectionMeta {
 }
 
 /// An index as the catalog records it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct IndexMeta {
     pub name: String,
     /// Suffix of the index's table (`x<ident>`).
     pub ident: i64,
     /// The spec `listIndexes` shows (`{v, key, name, ...}`).
     pub spec: Document,
+    /// The parsed spec of a secondary index (`None` for `_id_`, whose keys are just `_id`).
+    pub parsed: Option<Arc<IndexSpec>>,
+    /// Some document produced several keys: range bounds on it may not be intersected.
+    pub multikey: bool,
+    /// Built over all existing documents (queries may use it). Writes maintain an index from
+    /// the moment it exists, built or not.
+    pub ready: bool,
 }
 
 impl IndexMeta {
@@ -36,6 +45,10 @@ impl IndexMeta {
 
     pub fn is_unique(&self) -> bool {
         self.name == "_id_" || matches!(self.spec.get("unique"), Some(Bson::Boolean(true)))
+    }
+
+    pub fn is_id(&self) -> bool {
+        self.parsed.is_none()
     }
 
     pub fn table(&self) -> String {
@@ -82,9 +95,27 @@ CREATE TABLE IF NOT EXISTS docgrid_indexes (
     name TEXT NOT NULL,
     ident INTEGER NOT NULL UNIQUE,
     spec BLOB NOT NULL,
+    multikey INTEGER NOT NULL DEFAULT 0,
+    ready INTEGER NOT NULL DEFAULT 1,
     PRIMARY KEY (collection_ident, name)
 );
 ";
+
+/// Columns added after the first release of the catalog, added to older files on open.
+const ADDED_INDEX_COLUMNS: [(&str, &str); 2] = [
+    ("multikey", "INTEGER NOT NULL DEFAULT 0"),
+    ("ready", "INTEGER NOT NULL DEFAULT 1"),
+];
+
+/// The SQL that creates an index's table: unique indexes key on the key alone (so SQLite
+/// refuses a second document with the same key), others on (key, record id).
+pub(super) fn index_table_sql(index: &IndexMeta) -> String {
+    let primary_key = if index.is_unique() { "key" } else { "key, rid" };
+    format!(
+        "CREATE TABLE {} (key BLOB NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY ({primary_key})) WITHOUT ROWID",
+        index.table()
+    )
+}
 
 /// Document count and data size of a collection, kept exact in the same transactions as the
 /// writes that change them.
@@ -134,21 +165,66 @@ pub(super) async fn load(conn: &mut SqliteConnection) -> Result<LoadedCatalog> {
             },
         );
     }
+    let existing: Vec<String> =
+        sqlx::query("SELECT name FROM pragma_table_info('docgrid_indexes')")
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(|e| sql_error("reading the index catalog's columns", e))?
+            .into_iter()
+            .map(|row| row.get(0))
+            .collect();
+    for (column, definition) in ADDED_INDEX_COLUMNS {
+        if !existing.iter().any(|c| c == column) {
+            let sql = format!("ALTER TABLE docgrid_indexes ADD COLUMN {column} {definition}");
+            conn.execute(sqlx::AssertSqlSafe(sql))
+                .await
+                .map_err(|e| sql_error("upgrading the index catalog", e))?;
+        }
+    }
+    // An index build a crash interrupted is dropped; its createIndexes was never acknowledged.
+    let unfinished: Vec<i64> = sqlx::query("SELECT ident FROM docgrid_indexes WHERE ready = 0")
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(|e| sql_error("loading the index catalog", e))?
+        .into_iter()
+        .map(|row| row.get(0))
+        .collect();
+    for ident in unfinished {
+        conn.execute(sqlx::AssertSqlSafe(format!(
+            "DROP TABLE IF EXISTS x{ident}"
+        )))
+        .await
+        .map_err(|e| sql_error("dropping an unfinished index", e))?;
+        sqlx::query("DELETE FROM docgrid_indexes WHERE ident = ?")
+            .bind(ident)
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| sql_error("dropping an unfinished index", e))?;
+    }
     let rows = sqlx::query(
-        "SELECT collection_ident, name, ident, spec FROM docgrid_indexes ORDER BY ident",
+        "SELECT collection_ident, name, ident, spec, multikey FROM docgrid_indexes ORDER BY ident",
     )
     .fetch_all(&mut *conn)
     .await
     .map_err(|e| sql_error("loading the index catalog", e))?;
     for row in rows {
         let coll: i64 = row.get(0);
+        let name: String = row.get(1);
         let ident: i64 = row.get(2);
         next_ident = next_ident.max(ident + 1);
-        let spec: Vec<u8> = row.get(3);
+        let spec: Document = bson::from_slice(&row.get::<Vec<u8>, _>(3)).unwrap_or_default();
+        let parsed = if name == "_id_" {
+            None
+        } else {
+            Some(Arc::new(IndexSpec::from_catalog(&spec)?))
+        };
         let index = IndexMeta {
-            name: row.get(1),
+            name,
             ident,
-            spec: bson::from_slice(&spec).unwrap_or_default(),
+            spec,
+            parsed,
+            multikey: row.get::<i64, _>(4) != 0,
+            ready: true,
         };
         if let Some(meta) = collections.values_mut().find(|c| c.ident == coll) {
             meta.indexes.push(index);

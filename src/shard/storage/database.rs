@@ -2,16 +2,20 @@
 //! allows one writer; serializing here avoids busy-waiting) and a pool of readers (WAL lets
 //! them run beside the writer).
 
-use super::catalog::{self, CollectionMeta, CollectionStats, IndexMeta, id_index_spec};
+use super::catalog::{
+    self, CollectionMeta, CollectionStats, IndexMeta, id_index_spec, index_table_sql,
+};
 use super::durability::Durability;
 use super::sql_error;
+use super::txn::RecordId;
 use super::txn::{ReadTxn, WriteTxn};
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::shard::index::IndexSpec;
 use bson::Document;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{AssertSqlSafe, Connection, Executor, SqliteConnection};
+use sqlx::{AssertSqlSafe, Connection, Executor, Row, SqliteConnection};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -110,6 +114,35 @@ impl DatabaseStore {
         self.catalog.read().expect("poisoned").get(name).cloned()
     }
 
+    /// A collection by its table ident (stable across renames).
+    pub fn collection_by_ident(&self, ident: i64) -> Option<Arc<CollectionMeta>> {
+        self.catalog
+            .read()
+            .expect("poisoned")
+            .values()
+            .find(|c| c.ident == ident)
+            .cloned()
+    }
+
+    /// Replaces a collection's in-memory catalog entry by `change` applied to a copy of it.
+    fn update_collection(&self, ident: i64, change: impl FnOnce(&mut CollectionMeta)) {
+        let mut catalog = self.catalog.write().expect("poisoned");
+        if let Some(entry) = catalog.values_mut().find(|c| c.ident == ident) {
+            let mut updated = (**entry).clone();
+            change(&mut updated);
+            *entry = Arc::new(updated);
+        }
+    }
+
+    /// Records (after the commit that persisted it) that an index became multikey.
+    pub(super) fn mark_multikey(&self, collection: i64, index: i64) {
+        self.update_collection(collection, |c| {
+            if let Some(i) = c.indexes.iter_mut().find(|i| i.ident == index) {
+                i.multikey = true;
+            }
+        });
+    }
+
     pub fn stats(&self, coll: &CollectionMeta) -> CollectionStats {
         self.stats
             .lock()
@@ -158,6 +191,9 @@ impl DatabaseStore {
             name: "_id_".into(),
             ident: ident + 1,
             spec: id_index_spec(),
+            parsed: None,
+            multikey: false,
+            ready: true,
         };
         let meta = CollectionMeta {
             name: name.to_string(),
@@ -276,6 +312,154 @@ impl DatabaseStore {
         Ok(())
     }
 
+    /// Creates and builds a secondary index. Writes go on while it is built: the index is
+    /// maintained by every write from the moment it exists, and built over the older
+    /// documents in chunks, each its own transaction. A duplicate in a unique index drops it
+    /// again and fails with DuplicateKey.
+    pub async fn create_index(&self, collection: &str, spec: IndexSpec) -> Result<()> {
+        let (coll, index, last_rid) = self.register_index(collection, spec).await?;
+        let built = self.build_index(&coll, &index, last_rid).await;
+        let mut writer = self.writer.lock().await;
+        let finished = match built {
+            Ok(()) => {
+                let ready = async {
+                    let mut txn = begin_catalog_txn(&mut writer).await?;
+                    sqlx::query("UPDATE docgrid_indexes SET ready = 1 WHERE ident = ?")
+                        .bind(index.ident)
+                        .execute(&mut *txn)
+                        .await?;
+                    txn.commit().await
+                };
+                ready
+                    .await
+                    .map_err(|e| sql_error("finishing an index build", e))
+            }
+            Err(e) => Err(e),
+        };
+        match finished {
+            Ok(()) => {
+                self.update_collection(coll.ident, |c| {
+                    if let Some(i) = c.indexes.iter_mut().find(|i| i.ident == index.ident) {
+                        i.ready = true;
+                    }
+                });
+                Ok(())
+            }
+            Err(e) => {
+                let _ = drop_index_tables(&mut writer, &index).await;
+                self.update_collection(coll.ident, |c| {
+                    c.indexes.retain(|i| i.ident != index.ident)
+                });
+                Err(e)
+            }
+        }
+    }
+
+    /// Adds the (not yet ready) index to the catalog and creates its table; returns the last
+    /// record id that existed then (later documents are indexed by their own writes).
+    async fn register_index(
+        &self,
+        collection: &str,
+        spec: IndexSpec,
+    ) -> Result<(Arc<CollectionMeta>, IndexMeta, RecordId)> {
+        let mut writer = self.writer.lock().await;
+        let coll = self.collection(collection).ok_or_else(|| {
+            MongoError::namespace_not_found(format!(
+                "ns does not exist: {}.{collection}",
+                self.name
+            ))
+        })?;
+        if coll.indexes.iter().any(|i| i.name == spec.name) {
+            return Err(MongoError::new(
+                ErrorCode::IndexBuildAlreadyInProgress,
+                format!("an index named {} is already being built", spec.name),
+            ));
+        }
+        let ident = writer.next_ident;
+        let index = IndexMeta {
+            name: spec.name.clone(),
+            ident,
+            spec: spec.document.clone(),
+            parsed: Some(Arc::new(spec)),
+            multikey: false,
+            ready: false,
+        };
+        let spec_bytes = bson::to_vec(&index.spec)?;
+        let table_sql = index_table_sql(&index);
+        let last_table = coll.table();
+        let registered = async {
+            let mut txn = begin_catalog_txn(&mut writer).await?;
+            txn.execute(AssertSqlSafe(table_sql)).await?;
+            sqlx::query("INSERT INTO docgrid_indexes (collection_ident, name, ident, spec, ready) VALUES (?, ?, ?, ?, 0)")
+                .bind(coll.ident)
+                .bind(&index.name)
+                .bind(ident)
+                .bind(spec_bytes)
+                .execute(&mut *txn)
+                .await?;
+            let last: i64 = sqlx::query(AssertSqlSafe(format!(
+                "SELECT coalesce(max(rid), 0) FROM {last_table}"
+            )))
+            .fetch_one(&mut *txn)
+            .await?
+            .get(0);
+            txn.commit().await?;
+            Ok::<i64, sqlx::Error>(last)
+        };
+        let last_rid = registered
+            .await
+            .map_err(|e| sql_error("creating an index", e))?;
+        writer.next_ident = ident + 1;
+        self.update_collection(coll.ident, |c| c.indexes.push(index.clone()));
+        let coll = self
+            .collection_by_ident(coll.ident)
+            .ok_or_else(|| MongoError::internal("collection vanished during index creation"))?;
+        Ok((coll, index, last_rid))
+    }
+
+    async fn build_index(
+        &self,
+        coll: &CollectionMeta,
+        index: &IndexMeta,
+        last_rid: RecordId,
+    ) -> Result<()> {
+        let mut after = 0;
+        while after < last_rid {
+            let mut txn = self.write().await?;
+            let handled = txn
+                .build_index_chunk(coll, index, after, last_rid, INDEX_BUILD_CHUNK)
+                .await?;
+            txn.commit().await?;
+            match handled {
+                Some(rid) => after = rid,
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops a secondary index (its table and catalog entry).
+    pub async fn drop_index(&self, collection: &str, name: &str) -> Result<()> {
+        let mut writer = self.writer.lock().await;
+        let coll = self.collection(collection).ok_or_else(|| {
+            MongoError::namespace_not_found(format!("ns not found {}.{collection}", self.name))
+        })?;
+        let index = coll
+            .indexes
+            .iter()
+            .find(|i| i.name == name)
+            .cloned()
+            .ok_or_else(|| {
+                MongoError::new(
+                    ErrorCode::IndexNotFound,
+                    format!("index not found with name [{name}]"),
+                )
+            })?;
+        drop_index_tables(&mut writer, &index).await?;
+        self.update_collection(coll.ident, |c| c.indexes.retain(|i| i.ident != index.ident));
+        Ok(())
+    }
+
     /// Closes every connection and deletes the files.
     pub(super) async fn close_and_delete(&self) -> Result<()> {
         self.readers.close().await;
@@ -334,4 +518,25 @@ async fn begin_catalog_txn(
         writer.in_txn = false;
     }
     writer.conn.begin().await
+}
+
+/// Documents indexed per transaction while building an index over existing data: small enough
+/// that writes to other collections wait at most one chunk.
+const INDEX_BUILD_CHUNK: i64 = 1000;
+
+async fn drop_index_tables(writer: &mut Writer, index: &IndexMeta) -> Result<()> {
+    let dropped = async {
+        let mut txn = begin_catalog_txn(writer).await?;
+        txn.execute(AssertSqlSafe(format!(
+            "DROP TABLE IF EXISTS {}",
+            index.table()
+        )))
+        .await?;
+        sqlx::query("DELETE FROM docgrid_indexes WHERE ident = ?")
+            .bind(index.ident)
+            .execute(&mut *txn)
+            .await?;
+        txn.commit().await
+    };
+    dropped.await.map_err(|e| sql_error("dropping an index", e))
 }

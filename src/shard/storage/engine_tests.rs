@@ -164,3 +164,65 @@ async fn concurrent_durability_waits_share_one_fsync() {
     db.wait_durable(seq).await.unwrap();
     assert_eq!(db.fsyncs(), 2, "a later commit needs its own fsync");
 }
+
+#[tokio::test]
+async fn secondary_indexes_build_persist_and_follow_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let storage = Storage::open(dir.path()).await.unwrap();
+        let db = storage.database_or_create("app").await.unwrap();
+        let coll = db.ensure_collection("c").await.unwrap();
+        let docs: Vec<_> = (0..2500)
+            .map(|i| rawdoc! {"_id": i, "tag": i % 10})
+            .collect();
+        let refs: Vec<_> = docs.iter().map(|d| d.as_ref()).collect();
+        let mut txn = db.write().await.unwrap();
+        txn.insert(&coll, &refs).await.unwrap();
+        txn.commit().await.unwrap();
+        let spec = crate::shard::index::IndexSpec::parse(&doc! {"key": {"tag": 1}}).unwrap();
+        db.create_index("c", spec).await.unwrap();
+        let coll = db.collection("c").unwrap();
+        let index = coll.indexes.iter().find(|i| i.name == "tag_1").unwrap();
+        assert!(index.ready && !index.multikey);
+        let mut txn = db.write().await.unwrap();
+        txn.insert_one(&coll, &rawdoc! {"_id": "arr", "tag": [1, 2]})
+            .await
+            .unwrap();
+        txn.commit().await.unwrap();
+        assert!(
+            db.collection("c")
+                .unwrap()
+                .indexes
+                .iter()
+                .any(|i| i.name == "tag_1" && i.multikey)
+        );
+        let unique = crate::shard::index::IndexSpec::parse(
+            &doc! {"key": {"tag": 1}, "unique": true, "name": "u"},
+        )
+        .unwrap();
+        let err = db.create_index("c", unique).await.unwrap_err();
+        assert_eq!(err.code(), crate::error::ErrorCode::DuplicateKey);
+        assert!(
+            db.collection("c")
+                .unwrap()
+                .indexes
+                .iter()
+                .all(|i| i.name != "u"),
+            "a failed build leaves nothing"
+        );
+    }
+    let storage = Storage::open(dir.path()).await.unwrap();
+    let db = storage.database("app").await.unwrap();
+    let coll = db.collection("c").unwrap();
+    let names: Vec<_> = coll
+        .indexes
+        .iter()
+        .map(|i| (i.name.clone(), i.multikey))
+        .collect();
+    assert_eq!(
+        names,
+        vec![("_id_".to_string(), false), ("tag_1".to_string(), true)]
+    );
+    db.drop_index("c", "tag_1").await.unwrap();
+    assert_eq!(db.collection("c").unwrap().indexes.len(), 1);
+}

@@ -3,23 +3,38 @@
 use super::catalog::IndexMeta;
 use crate::document::keystring;
 use crate::error::{MongoError, Result};
+use crate::shard::index::{self, IndexKeys};
 use bson::{Bson, Document, RawDocument};
 
-/// The keys of `doc` in `index`. The `_id` index has exactly one key per document; it is read
-/// straight from the raw bytes (inserts are the hot path, and need no parsed document).
-pub fn index_keys(index: &IndexMeta, doc: &RawDocument) -> Result<Vec<Vec<u8>>> {
-    if index.name == "_id_" {
-        let id = doc
-            .get("_id")?
-            .ok_or_else(|| MongoError::internal("document without _id reached storage"))?;
-        return Ok(vec![keystring::encode_one(&Bson::try_from(
-            id.to_raw_bson(),
-        )?)]);
+/// The keys one document produces in the indexes of its collection. The document is parsed at
+/// most once, and only for secondary indexes: the `_id` key is read straight from the raw bytes
+/// (inserts are the hot path).
+pub struct DocumentKeys<'a> {
+    raw: &'a RawDocument,
+    parsed: Option<Document>,
+}
+
+impl<'a> DocumentKeys<'a> {
+    pub fn new(raw: &'a RawDocument) -> Self {
+        DocumentKeys { raw, parsed: None }
     }
-    Err(MongoError::internal(format!(
-        "secondary index {} has no key generator",
-        index.name
-    )))
+
+    pub fn keys(&mut self, index: &IndexMeta) -> Result<IndexKeys> {
+        let Some(spec) = &index.parsed else {
+            let id = self
+                .raw
+                .get("_id")?
+                .ok_or_else(|| MongoError::internal("document without _id reached storage"))?;
+            return Ok(IndexKeys {
+                keys: vec![keystring::encode_one(&Bson::try_from(id.to_raw_bson())?)],
+                multikey: false,
+            });
+        };
+        if self.parsed.is_none() {
+            self.parsed = Some(self.raw.to_owned().to_document()?);
+        }
+        index::index_keys(spec, self.parsed.as_ref().expect("parsed above"))
+    }
 }
 
 /// The key of an `_id` value in the `_id` index.

@@ -1,15 +1,17 @@
 //! Reading and writing documents and their index entries: read views on pooled connections,
 //! write transactions on the single writer.
 
+use super::catalog::IndexMeta;
 use super::catalog::{CollectionMeta, CollectionStats};
 use super::database::{DatabaseStore, Writer};
-use super::keys::{duplicate_key_error, id_key, index_keys};
+use super::keys::{DocumentKeys, duplicate_key_error, id_key};
 use super::sql_error;
 use crate::error::{MongoError, Result};
 use bson::{Bson, RawDocument, RawDocumentBuf};
 use sqlx::pool::PoolConnection;
 use sqlx::{AssertSqlSafe, Executor, Row, Sqlite, SqliteConnection};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// The storage-internal identity of a document within its collection.
 pub type RecordId = i64;
@@ -98,6 +100,8 @@ pub struct WriteTxn<'a> {
     db: &'a DatabaseStore,
     writer: tokio::sync::MutexGuard<'a, Writer>,
     deltas: BTreeMap<i64, CollectionStats>,
+    /// Indexes a document of this transaction made multikey: `(collection ident, index ident)`.
+    multikey: BTreeSet<(i64, i64)>,
 }
 
 fn is_unique_violation(e: &sqlx::Error) -> bool {
@@ -127,6 +131,7 @@ impl<'a> WriteTxn<'a> {
             db,
             writer,
             deltas: BTreeMap::new(),
+            multikey: BTreeSet::new(),
         })
     }
 
@@ -176,6 +181,33 @@ impl<'a> WriteTxn<'a> {
         Ok(())
     }
 
+    /// The collection's current catalog entry: an index created since the caller looked the
+    /// collection up must be maintained too (the writer lock orders this after its creation).
+    fn current(&self, coll: &CollectionMeta) -> Arc<CollectionMeta> {
+        self.db
+            .collection_by_ident(coll.ident)
+            .unwrap_or_else(|| Arc::new(coll.clone()))
+    }
+
+    /// The keys of `doc` in each of `indexes`, noting indexes it makes multikey.
+    fn keys_of(
+        &mut self,
+        coll_ident: i64,
+        indexes: &[IndexMeta],
+        doc: &RawDocument,
+    ) -> Result<Vec<Vec<Vec<u8>>>> {
+        let mut doc_keys = DocumentKeys::new(doc);
+        let mut out = Vec::with_capacity(indexes.len());
+        for index in indexes {
+            let keys = doc_keys.keys(index)?;
+            if keys.multikey && !index.multikey {
+                self.multikey.insert((coll_ident, index.ident));
+            }
+            out.push(keys.keys);
+        }
+        Ok(out)
+    }
+
     /// Inserts documents (each already carrying `_id`) in order. On the first failure, returns
     /// how many were inserted before it and the failure; nothing of the failing document stays.
     pub async fn insert(
@@ -183,13 +215,14 @@ impl<'a> WriteTxn<'a> {
         coll: &CollectionMeta,
         docs: &[&RawDocument],
     ) -> std::result::Result<(), (usize, MongoError)> {
+        let coll = self.current(coll);
         let mut done = 0;
         for chunk in docs.chunks(INSERT_CHUNK) {
-            match self.insert_chunk(coll, chunk).await {
+            match self.insert_chunk(&coll, chunk).await {
                 Ok(()) => done += chunk.len(),
                 Err(InsertError::Duplicate) => {
                     for doc in chunk {
-                        self.insert_one(coll, doc).await.map_err(|e| (done, e))?;
+                        self.insert_one(&coll, doc).await.map_err(|e| (done, e))?;
                         done += 1;
                     }
                 }
@@ -211,10 +244,12 @@ impl<'a> WriteTxn<'a> {
         for (i, raw) in chunk.iter().enumerate() {
             let rid = first_rid + i as i64;
             bytes += raw.as_bytes().len() as i64;
-            for (slot, index) in coll.indexes.iter().enumerate() {
-                for key in index_keys(index, raw)? {
-                    index_rows[slot].push((key, rid));
-                }
+            for (slot, keys) in self
+                .keys_of(coll.ident, &coll.indexes, raw)?
+                .into_iter()
+                .enumerate()
+            {
+                index_rows[slot].extend(keys.into_iter().map(|k| (k, rid)));
             }
         }
         self.exec("SAVEPOINT insert_chunk").await?;
@@ -274,9 +309,10 @@ impl<'a> WriteTxn<'a> {
         coll: &CollectionMeta,
         raw: &RawDocument,
     ) -> Result<RecordId> {
-        let rid = self.next_rids(coll, 1).await?;
+        let coll = self.current(coll);
+        let rid = self.next_rids(&coll, 1).await?;
         self.exec("SAVEPOINT insert_one").await?;
-        let result = self.insert_row(coll, rid, raw).await;
+        let result = self.insert_row(&coll, rid, raw).await;
         match result {
             Ok(()) => {
                 self.exec("RELEASE insert_one").await?;
@@ -307,8 +343,9 @@ impl<'a> WriteTxn<'a> {
             .execute(&mut self.writer.conn)
             .await
             .map_err(|e| sql_error("inserting a document", e))?;
-        for index in &coll.indexes {
-            for key in index_keys(index, raw)? {
+        let keys = self.keys_of(coll.ident, &coll.indexes, raw)?;
+        for (index, keys) in coll.indexes.iter().zip(keys) {
+            for key in keys {
                 self.insert_key(coll, index, key, rid, raw).await?;
             }
         }
@@ -318,7 +355,7 @@ impl<'a> WriteTxn<'a> {
     async fn insert_key(
         &mut self,
         coll: &CollectionMeta,
-        index: &super::IndexMeta,
+        index: &IndexMeta,
         key: Vec<u8>,
         rid: RecordId,
         doc: &RawDocument,
@@ -340,12 +377,69 @@ impl<'a> WriteTxn<'a> {
         }
     }
 
-    async fn delete_key(
+    /// Adds a key for an index being built, unless the document's writes already added it.
+    /// A unique index holding the key for another document is a duplicate.
+    pub(super) async fn add_built_key(
         &mut self,
-        index: &super::IndexMeta,
-        key: &[u8],
+        coll: &CollectionMeta,
+        index: &IndexMeta,
+        key: Vec<u8>,
         rid: RecordId,
+        doc: &RawDocument,
     ) -> Result<()> {
+        let sql = format!(
+            "INSERT INTO {} (key, rid) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            index.table()
+        );
+        let inserted = sqlx::query(AssertSqlSafe(sql))
+            .bind(key.as_slice())
+            .bind(rid)
+            .execute(&mut self.writer.conn)
+            .await
+            .map_err(|e| sql_error("building an index", e))?
+            .rows_affected();
+        if inserted == 0 && index.is_unique() {
+            let sql = format!("SELECT rid FROM {} WHERE key = ?", index.table());
+            let holder: i64 = sqlx::query(AssertSqlSafe(sql))
+                .bind(key.as_slice())
+                .fetch_one(&mut self.writer.conn)
+                .await
+                .map_err(|e| sql_error("building an index", e))?
+                .get(0);
+            if holder != rid {
+                return Err(duplicate_key_error(
+                    &format!("{}.{}", self.db.name(), coll.name),
+                    index,
+                    doc,
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds `index` for the documents with record ids in `(after, last]`; returns the last
+    /// record id handled, or `None` when there was nothing left.
+    pub(super) async fn build_index_chunk(
+        &mut self,
+        coll: &CollectionMeta,
+        index: &IndexMeta,
+        after: RecordId,
+        last: RecordId,
+        limit: i64,
+    ) -> Result<Option<RecordId>> {
+        let rows = self.scan(coll, after, limit).await?;
+        let mut handled = None;
+        for (rid, raw) in rows.iter().take_while(|(rid, _)| *rid <= last) {
+            let keys = self.keys_of(coll.ident, std::slice::from_ref(index), raw)?;
+            for key in keys.into_iter().flatten() {
+                self.add_built_key(coll, index, key, *rid, raw).await?;
+            }
+            handled = Some(*rid);
+        }
+        Ok(handled)
+    }
+
+    async fn delete_key(&mut self, index: &IndexMeta, key: &[u8], rid: RecordId) -> Result<()> {
         let sql = format!("DELETE FROM {} WHERE key = ? AND rid = ?", index.table());
         sqlx::query(AssertSqlSafe(sql))
             .bind(key)
@@ -364,6 +458,7 @@ impl<'a> WriteTxn<'a> {
         old: &RawDocument,
         new: &RawDocument,
     ) -> Result<()> {
+        let coll = self.current(coll);
         self.exec("SAVEPOINT replace_one").await?;
         let result = async {
             let sql = format!("UPDATE {} SET doc = ? WHERE rid = ?", coll.table());
@@ -373,14 +468,14 @@ impl<'a> WriteTxn<'a> {
                 .execute(&mut self.writer.conn)
                 .await
                 .map_err(|e| sql_error("replacing a document", e))?;
-            for index in &coll.indexes {
-                let old_keys = index_keys(index, old)?;
-                let new_keys = index_keys(index, new)?;
+            let old_keys = self.keys_of(coll.ident, &coll.indexes, old)?;
+            let new_keys = self.keys_of(coll.ident, &coll.indexes, new)?;
+            for ((index, old_keys), new_keys) in coll.indexes.iter().zip(old_keys).zip(new_keys) {
                 for key in old_keys.iter().filter(|k| !new_keys.contains(k)) {
                     self.delete_key(index, key, rid).await?;
                 }
                 for key in new_keys.into_iter().filter(|k| !old_keys.contains(k)) {
-                    self.insert_key(coll, index, key, rid, new).await?;
+                    self.insert_key(&coll, index, key, rid, new).await?;
                 }
             }
             Ok(())
@@ -408,14 +503,16 @@ impl<'a> WriteTxn<'a> {
         rid: RecordId,
         old: &RawDocument,
     ) -> Result<()> {
+        let coll = self.current(coll);
         let sql = format!("DELETE FROM {} WHERE rid = ?", coll.table());
         sqlx::query(AssertSqlSafe(sql))
             .bind(rid)
             .execute(&mut self.writer.conn)
             .await
             .map_err(|e| sql_error("deleting a document", e))?;
-        for index in &coll.indexes {
-            for key in index_keys(index, old)? {
+        let keys = self.keys_of(coll.ident, &coll.indexes, old)?;
+        for (index, keys) in coll.indexes.iter().zip(keys) {
+            for key in keys {
                 self.delete_key(index, &key, rid).await?;
             }
         }
@@ -437,8 +534,19 @@ impl<'a> WriteTxn<'a> {
                 .await
                 .map_err(|e| sql_error("updating collection statistics", e))?;
         }
+        let multikey = std::mem::take(&mut self.multikey);
+        for (_, index) in &multikey {
+            sqlx::query("UPDATE docgrid_indexes SET multikey = 1 WHERE ident = ?")
+                .bind(*index)
+                .execute(&mut self.writer.conn)
+                .await
+                .map_err(|e| sql_error("marking an index multikey", e))?;
+        }
         self.exec("COMMIT").await?;
         self.writer.in_txn = false;
+        for (coll, index) in multikey {
+            self.db.mark_multikey(coll, index);
+        }
         let seq = self.db.durability.committed();
         let mut stats = self.db.stats.lock().expect("poisoned");
         for (ident, delta) in deltas {

@@ -1,0 +1,210 @@
+//! `createIndexes` and `dropIndexes` (`listIndexes` lives with the other catalog reads).
+
+use super::super::DataNode;
+use super::write::target;
+use crate::command::{CommandRequest, missing};
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::RequestContext;
+use crate::shard::index::IndexSpec;
+use crate::shard::index::spec::MAX_INDEXES;
+use bson::{Bson, Document, RawDocumentBuf, doc};
+
+pub(super) async fn create_indexes<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let requested = args
+        .array("indexes")?
+        .ok_or_else(|| missing("createIndexes", "indexes"))?;
+    if requested.is_empty() {
+        return Err(MongoError::bad_value(
+            "Must specify at least one index to create",
+        ));
+    }
+    let specs = requested
+        .iter()
+        .map(|spec| match spec {
+            Bson::Document(d) => IndexSpec::parse(d),
+            _ => Err(MongoError::type_mismatch(
+                "The elements of the 'indexes' array must be objects",
+            )),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let existed = state
+        .storage()
+        .collection(&req.db, args.collection()?)
+        .await
+        .is_some();
+    let (db, coll) = target(state, &req, true).await?.expect("created on demand");
+    let before = coll.indexes.iter().filter(|i| i.ready).count();
+    let mut to_build = Vec::new();
+    for spec in specs {
+        if is_existing(&coll.indexes, &spec)?
+            || to_build
+                .iter()
+                .any(|b: &IndexSpec| b.name == spec.name && b.same_index(&spec))
+        {
+            continue;
+        }
+        to_build.push(spec);
+    }
+    if before + to_build.len() > MAX_INDEXES {
+        return Err(MongoError::new(
+            ErrorCode::CannotCreateIndex,
+            format!(
+                "add index fails, too many indexes for {}.{} key:{}",
+                req.db, coll.name, to_build[0].key
+            ),
+        ));
+    }
+    let built = to_build.len();
+    for spec in to_build {
+        db.create_index(&coll.name, spec).await?;
+    }
+    let mut reply = doc! {
+        "numIndexesBefore": before as i32,
+        "numIndexesAfter": (before + built) as i32,
+        "createdCollectionAutomatically": !existed,
+    };
+    if built == 0 {
+        reply.insert("note", "all indexes already exist");
+    }
+    Ok(RawDocumentBuf::from_document(&reply)?)
+}
+
+/// Whether the index exists already; a conflicting index under the same name or key is an error.
+fn is_existing(indexes: &[crate::shard::storage::IndexMeta], spec: &IndexSpec) -> Result<bool> {
+    for index in indexes {
+        let existing = match &index.parsed {
+            Some(parsed) => (**parsed).clone(),
+            None => IndexSpec::parse(&index.spec)?,
+        };
+        if index.name == spec.name {
+            if existing.same_index(spec) {
+                return Ok(true);
+            }
+            let code = if existing.key == spec.key {
+                ErrorCode::IndexOptionsConflict
+            } else {
+                ErrorCode::IndexKeySpecsConflict
+            };
+            let what = if code == ErrorCode::IndexOptionsConflict {
+                "An equivalent index already exists with the same name but different options."
+            } else {
+                "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation."
+            };
+            return Err(MongoError::new(
+                code,
+                format!(
+                    "{what} Requested index: {}, existing index: {}",
+                    spec.document, index.spec
+                ),
+            ));
+        }
+        let same_variant = existing.partial_filter.as_ref().map(|p| &p.0)
+            == spec.partial_filter.as_ref().map(|p| &p.0);
+        if existing.key == spec.key && same_variant {
+            return Err(MongoError::new(
+                ErrorCode::IndexOptionsConflict,
+                format!("Index already exists with a different name: {}", index.name),
+            ));
+        }
+    }
+    Ok(false)
+}
+
+pub(super) async fn drop_indexes<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let name = args.collection()?;
+    let ns = format!("{}.{name}", req.db);
+    let (db, coll) = state
+        .storage()
+        .collection(&req.db, name)
+        .await
+        .ok_or_else(|| MongoError::namespace_not_found(format!("ns not found {ns}")))?;
+    let which = args
+        .get("index")?
+        .ok_or_else(|| missing("dropIndexes", "index"))?;
+    let which = Bson::try_from(which.to_raw_bson())?;
+    let was = coll.indexes.len() as i32;
+    let cannot_drop_id = || MongoError::new(ErrorCode::InvalidOptions, "cannot drop _id index");
+    let names: Vec<String> = match &which {
+        Bson::String(s) if s == "*" => coll
+            .indexes
+            .iter()
+            .filter(|i| !i.is_id())
+            .map(|i| i.name.clone())
+            .collect(),
+        Bson::String(s) => {
+            if s == "_id_" {
+                return Err(cannot_drop_id());
+            }
+            if !coll.indexes.iter().any(|i| &i.name == s) {
+                return Err(MongoError::new(
+                    ErrorCode::IndexNotFound,
+                    format!("index not found with name [{s}]"),
+                ));
+            }
+            vec![s.clone()]
+        }
+        Bson::Document(key) => {
+            let index = coll
+                .indexes
+                .iter()
+                .find(|i| &i.key_pattern() == key)
+                .ok_or_else(|| {
+                    MongoError::new(
+                        ErrorCode::IndexNotFound,
+                        format!(
+                            "can't find index with key: {}",
+                            crate::document::display::render_doc(key)
+                        ),
+                    )
+                })?;
+            if index.is_id() {
+                return Err(cannot_drop_id());
+            }
+            vec![index.name.clone()]
+        }
+        Bson::Array(items) => {
+            let mut names = Vec::new();
+            for item in items {
+                let Bson::String(n) = item else {
+                    return Err(MongoError::type_mismatch(
+                        "dropIndexes 'index' array must contain index names",
+                    ));
+                };
+                if n == "_id_" {
+                    return Err(cannot_drop_id());
+                }
+                if !coll.indexes.iter().any(|i| &i.name == n) {
+                    return Err(MongoError::new(
+                        ErrorCode::IndexNotFound,
+                        format!("index not found with name [{n}]"),
+                    ));
+                }
+                names.push(n.clone());
+            }
+            names
+        }
+        _ => {
+            return Err(MongoError::type_mismatch(
+                "dropIndexes 'index' must be a name, a key pattern, an array of names or \"*\"",
+            ));
+        }
+    };
+    for index in &names {
+        db.drop_index(name, index).await?;
+    }
+    let mut reply: Document = doc! {"nIndexesWas": was};
+    if matches!(&which, Bson::String(s) if s == "*") {
+        reply.insert("msg", "non-_id indexes dropped for collection");
+    }
+    Ok(RawDocumentBuf::from_document(&reply)?)
+}

@@ -1,0 +1,357 @@
+//! Index specifications as `createIndexes` takes them and `listIndexes` shows them: parsing,
+//! validation with MongoDB's errors, default names, and what counts as "the same index".
+
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::query::filter::Filter;
+use bson::{Bson, Document, doc};
+
+/// How one field of a key pattern is indexed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldKind {
+    Ascending,
+    Descending,
+    Hashed,
+}
+
+/// One field of a key pattern.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyField {
+    pub path: String,
+    pub kind: FieldKind,
+}
+
+/// A validated index specification.
+#[derive(Clone, Debug)]
+pub struct IndexSpec {
+    pub name: String,
+    pub key: Document,
+    pub fields: Vec<KeyField>,
+    pub unique: bool,
+    pub sparse: bool,
+    pub partial_filter: Option<(Document, Filter)>,
+    pub expire_after_seconds: Option<i64>,
+    pub hidden: bool,
+    /// The document `listIndexes` shows.
+    pub document: Document,
+}
+
+/// Options MongoDB accepts in an index specification; others are refused (InvalidIndexSpecificationOption).
+const KNOWN_OPTIONS: [&str; 18] = [
+    "key",
+    "name",
+    "v",
+    "unique",
+    "sparse",
+    "partialFilterExpression",
+    "expireAfterSeconds",
+    "hidden",
+    "background",
+    "collation",
+    "storageEngine",
+    "wildcardProjection",
+    "weights",
+    "default_language",
+    "language_override",
+    "textIndexVersion",
+    "2dsphereIndexVersion",
+    "ns",
+];
+
+/// Most indexes a collection may have, as in MongoDB.
+pub const MAX_INDEXES: usize = 64;
+
+fn cannot_create(message: impl Into<String>) -> MongoError {
+    MongoError::new(ErrorCode::CannotCreateIndex, message)
+}
+
+/// The name MongoDB gives an index without one: `field_value` pairs joined by `_`.
+pub fn default_name(key: &Document) -> String {
+    let parts: Vec<String> = key
+        .iter()
+        .map(|(field, value)| {
+            let value = match value {
+                Bson::String(s) => s.clone(),
+                Bson::Int32(n) => n.to_string(),
+                Bson::Int64(n) => n.to_string(),
+                Bson::Double(n) if n.fract() == 0.0 => (*n as i64).to_string(),
+                other => crate::document::display::render(other),
+            };
+            format!("{field}_{value}")
+        })
+        .collect();
+    parts.join("_")
+}
+
+fn parse_key(key: &Document) -> Result<Vec<KeyField>> {
+    if key.is_empty() {
+        return Err(cannot_create("Index keys cannot be an empty field."));
+    }
+    let mut fields = Vec::new();
+    for (path, value) in key {
+        if path.is_empty() || path.split('.').any(str::is_empty) {
+            return Err(cannot_create(format!(
+                "Index key contains an illegal field name: field name starts with '.'. {path}"
+            )));
+        }
+        if path.starts_with('$') && path != "$**" && !path.ends_with(".$**") {
+            return Err(cannot_create(format!(
+                "Index key contains an illegal field name: field name starts with '$'. {path}"
+            )));
+        }
+        let kind = match value {
+            Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {
+                let n = crate::document::numeric::Number::from_bson(value)
+                    .map(|n| n.to_f64())
+                    .unwrap_or(0.0);
+                if n == 0.0 || n.is_nan() {
+                    return Err(cannot_create(format!(
+                        "Values in index key pattern can't be 0. Bad key: {path}: {}",
+                        crate::document::display::render(value)
+                    )));
+                }
+                if n > 0.0 {
+                    FieldKind::Ascending
+                } else {
+                    FieldKind::Descending
+                }
+            }
+            Bson::String(kind) => match kind.as_str() {
+                "hashed" => FieldKind::Hashed,
+                "text" | "2dsphere" | "2d" | "geoHaystack" => {
+                    return Err(cannot_create(format!(
+                        "'{kind}' indexes are not supported yet (index key {path}: \"{kind}\")"
+                    )));
+                }
+                other => return Err(cannot_create(format!("Unknown index plugin '{other}'"))),
+            },
+            other => {
+                return Err(cannot_create(format!(
+                    "Values in v:2 index key pattern cannot be of type {}. Only numbers > 0, numbers < 0, and strings are allowed.",
+                    crate::document::types::type_name(other)
+                )));
+            }
+        };
+        if path.ends_with("$**") {
+            return Err(cannot_create("wildcard indexes are not supported yet"));
+        }
+        fields.push(KeyField {
+            path: path.clone(),
+            kind,
+        });
+    }
+    if fields
+        .iter()
+        .filter(|f| f.kind == FieldKind::Hashed)
+        .count()
+        > 1
+    {
+        return Err(cannot_create(
+            "A maximum of one index field is allowed to be hashed",
+        ));
+    }
+    Ok(fields)
+}
+
+impl IndexSpec {
+    /// Parses one entry of `createIndexes.indexes`.
+    pub fn parse(spec: &Document) -> Result<IndexSpec> {
+        let key = match spec.get("key") {
+            Some(Bson::Document(key)) => key.clone(),
+            Some(_) => {
+                return Err(MongoError::type_mismatch(
+                    "The field 'key' must be an object",
+                ));
+            }
+            None => {
+                return Err(MongoError::new(
+                    ErrorCode::FailedToParse,
+                    "The 'key' field is a required property of an index specification",
+                ));
+            }
+        };
+        for option in spec.keys() {
+            if !KNOWN_OPTIONS.contains(&option.as_str()) {
+                return Err(MongoError::new(
+                    ErrorCode::InvalidIndexSpecificationOption,
+                    format!(
+                        "The field '{option}' is not valid for an index specification. Specification: {spec}"
+                    ),
+                ));
+            }
+        }
+        let fields = parse_key(&key)?;
+        let name = match spec.get("name") {
+            Some(Bson::String(name)) if !name.is_empty() => name.clone(),
+            Some(Bson::String(_)) => return Err(cannot_create("The index name cannot be empty")),
+            Some(_) => {
+                return Err(MongoError::type_mismatch(
+                    "The field 'name' must be a string",
+                ));
+            }
+            None => default_name(&key),
+        };
+        let flag = |option: &str| -> Result<bool> {
+            match spec.get(option) {
+                None => Ok(false),
+                Some(Bson::Boolean(b)) => Ok(*b),
+                Some(Bson::Int32(n)) => Ok(*n != 0),
+                Some(Bson::Int64(n)) => Ok(*n != 0),
+                Some(Bson::Double(n)) => Ok(*n != 0.0),
+                Some(_) => Err(MongoError::type_mismatch(format!(
+                    "The field '{option}' must be a boolean"
+                ))),
+            }
+        };
+        let unique = flag("unique")?;
+        let sparse = flag("sparse")?;
+        let hidden = flag("hidden")?;
+        let partial_filter = match spec.get("partialFilterExpression") {
+            None => None,
+            Some(Bson::Document(expr)) => Some((expr.clone(), Filter::parse(expr)?)),
+            Some(_) => {
+                return Err(MongoError::type_mismatch(
+                    "The field 'partialFilterExpression' must be an object",
+                ));
+            }
+        };
+        if sparse && partial_filter.is_some() {
+            return Err(cannot_create(
+                "cannot mix \"partialFilterExpression\" and \"sparse\" options",
+            ));
+        }
+        let expire_after_seconds = match spec.get("expireAfterSeconds") {
+            None => None,
+            Some(v) => match crate::document::numeric::Number::from_bson(v).map(|n| n.to_f64()) {
+                Some(s) if s.is_finite() && s >= 0.0 && s <= i32::MAX as f64 => Some(s as i64),
+                _ => {
+                    return Err(cannot_create(
+                        "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number",
+                    ));
+                }
+            },
+        };
+        if expire_after_seconds.is_some() && fields.len() > 1 {
+            return Err(cannot_create(
+                "TTL indexes are single-field indexes, compound indexes do not support TTL.",
+            ));
+        }
+        if let Some(Bson::Document(collation)) = spec.get("collation") {
+            if collation.get_str("locale").is_ok_and(|l| l != "simple") {
+                return Err(MongoError::new(
+                    ErrorCode::NotImplemented,
+                    "only the simple collation is supported",
+                ));
+            }
+        }
+        let is_id =
+            key == doc! {"_id": 1} || key == doc! {"_id": 1.0} || key == doc! {"_id": 1_i64};
+        if name == "_id_" && !is_id {
+            return Err(MongoError::new(
+                ErrorCode::BadValue,
+                "The index name '_id_' is reserved for the _id index, which must have key pattern {_id: 1}",
+            ));
+        }
+        if is_id && (sparse || partial_filter.is_some() || expire_after_seconds.is_some() || hidden)
+        {
+            return Err(MongoError::new(
+                ErrorCode::InvalidIndexSpecificationOption,
+                "The _id index cannot be sparse, partial, TTL or hidden",
+            ));
+        }
+        let mut document = doc! {"v": 2, "key": key.clone(), "name": &name};
+        for option in ["unique", "sparse", "hidden"] {
+            if flag(option)? {
+                document.insert(option, true);
+            }
+        }
+        if let Some((expr, _)) = &partial_filter {
+            document.insert("partialFilterExpression", expr.clone());
+        }
+        if let Some(seconds) = expire_after_seconds {
+            document.insert("expireAfterSeconds", seconds as i32);
+        }
+        Ok(IndexSpec {
+            name,
+            key,
+            fields,
+            unique,
+            sparse,
+            partial_filter,
+            expire_after_seconds,
+            hidden,
+            document,
+        })
+    }
+
+    /// Rebuilds a spec from the document the catalog stored.
+    pub fn from_catalog(document: &Document) -> Result<IndexSpec> {
+        let mut spec = IndexSpec::parse(document)?;
+        spec.document = document.clone();
+        Ok(spec)
+    }
+
+    /// Whether `other` asks for this same index (same key and options), which `createIndexes`
+    /// treats as already existing.
+    pub fn same_index(&self, other: &IndexSpec) -> bool {
+        self.key == other.key
+            && self.unique == other.unique
+            && self.sparse == other.sparse
+            && self.partial_filter.as_ref().map(|p| &p.0)
+                == other.partial_filter.as_ref().map(|p| &p.0)
+            && self.expire_after_seconds == other.expire_after_seconds
+            && self.hidden == other.hidden
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(spec: Document) -> i32 {
+        IndexSpec::parse(&spec).unwrap_err().code().code()
+    }
+
+    #[test]
+    fn names_and_kinds() {
+        assert_eq!(default_name(&doc! {"a": 1, "b": -1}), "a_1_b_-1");
+        assert_eq!(
+            default_name(&doc! {"fieldA": 1, "fieldB": "hashed", "fieldC": -1}),
+            "fieldA_1_fieldB_hashed_fieldC_-1"
+        );
+        let spec = IndexSpec::parse(&doc! {"key": {"a.b": -1, "c": "hashed"}}).unwrap();
+        assert_eq!(spec.name, "a.b_-1_c_hashed");
+        assert_eq!(spec.fields[0].kind, FieldKind::Descending);
+        assert_eq!(spec.fields[1].kind, FieldKind::Hashed);
+        assert_eq!(
+            spec.document,
+            doc! {"v": 2, "key": {"a.b": -1, "c": "hashed"}, "name": "a.b_-1_c_hashed"}
+        );
+    }
+
+    #[test]
+    fn mongodb_errors() {
+        assert_eq!(code(doc! {"key": {}}), 67);
+        assert_eq!(code(doc! {"key": {"a": 0}}), 67);
+        assert_eq!(code(doc! {"key": {"a": "text"}}), 67);
+        assert_eq!(code(doc! {"key": {"a": "bogus"}}), 67);
+        assert_eq!(code(doc! {"key": {"a": 1}, "bogus": 1}), 197);
+        assert_eq!(
+            code(doc! {"key": {"a": 1}, "sparse": true, "partialFilterExpression": {"a": 1}}),
+            67
+        );
+        assert_eq!(
+            code(doc! {"key": {"a": 1, "b": 1}, "expireAfterSeconds": 10}),
+            67
+        );
+        assert_eq!(code(doc! {"key": {"a": "hashed", "b": "hashed"}}), 67);
+    }
+
+    #[test]
+    fn same_index_compares_key_and_options() {
+        let a = IndexSpec::parse(&doc! {"key": {"a": 1}, "name": "x"}).unwrap();
+        let b = IndexSpec::parse(&doc! {"key": {"a": 1}, "name": "y"}).unwrap();
+        let c = IndexSpec::parse(&doc! {"key": {"a": 1}, "unique": true}).unwrap();
+        assert!(a.same_index(&b));
+        assert!(!a.same_index(&c));
+    }
+}
