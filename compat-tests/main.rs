@@ -11,6 +11,7 @@ mod cursors;
 mod durability;
 mod failpoints;
 mod handshake;
+mod index_queries;
 mod indexes;
 mod multiprocess;
 mod stale_versions;

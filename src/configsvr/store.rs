@@ -27,11 +27,12 @@ impl<'a> ConfigStore<'a> {
         let Some(coll) = db.collection(collection) else {
             return Ok(Vec::new());
         };
+        let filter_doc = filter;
         let filter = Filter::parse(filter)?;
         let mut read = db.read().await?;
-        let mut position = Position::start(&filter);
+        let mut position = Position::for_filter(&coll, filter_doc)?;
         let mut out = Vec::new();
-        while !position.done {
+        while !position.done() {
             out.extend(
                 position
                     .next_matches(&mut read, &coll, &filter)

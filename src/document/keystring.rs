@@ -730,3 +730,32 @@ pub(crate) mod tests {
         }
     }
 }
+
+/// The smallest byte string greater than every string that starts with `prefix` (`None` when
+/// no such string exists: the prefix is all 0xFF). Half-open key intervals end here.
+pub fn successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut out = prefix.to_vec();
+    while let Some(last) = out.pop() {
+        if last != 0xFF {
+            out.push(last + 1);
+            return Some(out);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod successor_tests {
+    use super::*;
+
+    #[test]
+    fn successor_bounds_every_extension() {
+        assert_eq!(successor(&[1, 2]), Some(vec![1, 3]));
+        assert_eq!(successor(&[1, 0xFF]), Some(vec![2]));
+        assert_eq!(successor(&[0xFF, 0xFF]), None);
+        let key = encode_one(&Bson::Int32(5));
+        let mut longer = key.clone();
+        longer.extend(encode_one(&Bson::String("zzz".into())));
+        assert!(longer > key && longer < successor(&key).unwrap());
+    }
+}

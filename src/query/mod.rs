@@ -9,6 +9,7 @@
 //! - `pcre`: MongoDB (PCRE) regular expressions on the `regex` crate.
 //! - `values`: type names, MongoDB's rendering of values in messages, shared coercions.
 
+pub mod bounds;
 pub mod filter;
 mod pcre;
 pub mod projection;

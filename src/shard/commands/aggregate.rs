@@ -87,9 +87,15 @@ pub(super) async fn run<S: DataNode>(
         if let Some((db, coll)) = state.storage().collection(&req.db, name).await {
             let all = Filter::match_all();
             let filter = pipeline.leading_match().unwrap_or(&all);
+            let empty = Document::new();
+            let filter_doc = cmd
+                .pipeline
+                .first()
+                .and_then(|stage| stage.get_document("$match").ok())
+                .unwrap_or(&empty);
             let mut read = db.read().await?;
-            let mut position = Position::start(filter);
-            while !position.done {
+            let mut position = Position::for_filter(&coll, filter_doc)?;
+            while !position.done() {
                 input.extend(
                     position
                         .next_matches(&mut read, &coll, filter)

@@ -31,9 +31,9 @@ pub(super) async fn count<S: DataNode>(
         Some((db, coll)) if filter.is_empty() => db.stats(&coll).count.max(0) as u64,
         Some((db, coll)) => {
             let mut read = db.read().await?;
-            let mut position = Position::start(&filter);
+            let mut position = Position::for_filter(&coll, &query)?;
             let mut n = 0u64;
-            while !position.done {
+            while !position.done() {
                 n += position
                     .next_matches(&mut read, &coll, &filter)
                     .await?
@@ -95,9 +95,9 @@ pub(super) async fn distinct<S: DataNode>(
     let mut values = Vec::new();
     if let Some((db, coll)) = state.storage().collection(&req.db, collection).await {
         let mut read = db.read().await?;
-        let mut position = Position::start(&filter);
+        let mut position = Position::for_filter(&coll, &query)?;
         let mut found = Vec::new();
-        while !position.done {
+        while !position.done() {
             for candidate in position.next_matches(&mut read, &coll, &filter).await? {
                 found.clear();
                 values_at_path(&Bson::Document(candidate.doc), &path, &mut found);

@@ -10,6 +10,7 @@ use crate::server::{RequestContext, stats::Stats};
 use bson::{RawDocument, RawDocumentBuf, rawdoc};
 
 struct DeleteStatement {
+    query: bson::Document,
     filter: Filter,
     limit_one: bool,
 }
@@ -30,6 +31,7 @@ impl DeleteStatement {
         }
         Ok(DeleteStatement {
             filter: Filter::parse(&query)?,
+            query,
             limit_one: limit == 1,
         })
     }
@@ -55,9 +57,9 @@ pub(super) async fn run<S: DataNode>(
         Stats::add(&state.node().stats.op_delete, 1);
         let outcome: Result<u64> = async {
             let stmt = DeleteStatement::parse(raw)?;
-            let mut position = Position::start(&stmt.filter);
+            let mut position = Position::for_filter(&coll, &stmt.query)?;
             let mut deleted = 0;
-            'scan: while !position.done {
+            'scan: while !position.done() {
                 for candidate in position.next_matches(&mut txn, &coll, &stmt.filter).await? {
                     txn.delete(&coll, candidate.rid, &candidate.raw).await?;
                     deleted += 1;

@@ -2,7 +2,7 @@
 
 use super::super::DataNode;
 use super::super::cursors::{Cursor, CursorBody};
-use super::super::exec::{MAX_BATCH_BYTES, Position, ScanState};
+use super::super::exec::{MAX_BATCH_BYTES, Position, QueryShape, ScanState};
 pub use crate::command::cursor_reply;
 use crate::command::{CommandRequest, GetMore, KillCursors};
 use crate::error::{ErrorCode, MongoError, Result};
@@ -10,7 +10,7 @@ use crate::query::filter::Filter;
 use crate::query::projection::Projection;
 use crate::query::sort::SortSpec;
 use crate::server::RequestContext;
-use bson::{Document, RawDocumentBuf};
+use bson::{Bson, Document, RawDocumentBuf};
 use std::collections::VecDeque;
 
 /// Documents in a first batch when the client sets no `batchSize`.
@@ -26,6 +26,7 @@ struct FindCommand {
     batch_size: Option<u64>,
     single_batch: bool,
     no_cursor_timeout: bool,
+    hint: Option<Bson>,
 }
 
 impl FindCommand {
@@ -67,6 +68,7 @@ impl FindCommand {
             batch_size: args.non_negative("batchSize")?.map(|b| b as u64),
             single_batch: args.bool("singleBatch")?.unwrap_or(false),
             no_cursor_timeout: args.bool("noCursorTimeout")?.unwrap_or(false),
+            hint: parse_hint(&args)?,
         })
     }
 }
@@ -89,28 +91,19 @@ pub(super) async fn find<S: DataNode>(
         .batch_size
         .map(|b| b as usize)
         .unwrap_or(DEFAULT_FIRST_BATCH);
+    let shape = QueryShape {
+        filter: &cmd.filter,
+        sort: sort.as_ref(),
+        hint: cmd.hint.as_ref(),
+    };
+    let position = Position::plan(&coll, &shape)?;
     let mut body = match sort {
-        Some(sort) => {
-            let mut position = Position::start(&filter);
-            let mut read = db.read().await?;
-            let mut docs = Vec::new();
-            while !position.done {
-                docs.extend(
-                    position
-                        .next_matches(&mut read, &coll, &filter)
-                        .await?
-                        .into_iter()
-                        .map(|c| c.doc),
-                );
-            }
-            drop(read);
-            docs.sort_by(|a, b| sort.compare(a, b));
-            let end = cmd
-                .limit
-                .map(|l| (cmd.skip + l) as usize)
-                .unwrap_or(usize::MAX);
-            let mut out = VecDeque::new();
-            for doc in docs.into_iter().take(end).skip(cmd.skip as usize) {
+        // A sort the access path does not deliver is done in memory over every match.
+        Some(sort) if !position.path().provides_sort() => {
+            let docs =
+                sorted_matches(&db, &coll, &filter, position, &sort, cmd.skip, cmd.limit).await?;
+            let mut out = VecDeque::with_capacity(docs.len());
+            for doc in docs {
                 let doc = match &projection {
                     Some(p) => p.apply(&doc),
                     None => doc,
@@ -119,10 +112,10 @@ pub(super) async fn find<S: DataNode>(
             }
             CursorBody::Buffered(out)
         }
-        None => CursorBody::Scan(Box::new(ScanState {
+        _ => CursorBody::Scan(Box::new(ScanState {
             db: db.clone(),
             coll: coll.clone(),
-            position: Position::start(&filter),
+            position,
             filter,
             projection,
             skip: cmd.skip,
@@ -139,6 +132,58 @@ pub(super) async fn find<S: DataNode>(
             .register(Cursor::new(ns.clone(), body, cmd.no_cursor_timeout))
     };
     Ok(cursor_reply(&ns, batch, id, true))
+}
+
+/// The `hint` argument: an index name, a key pattern or `{$natural: 1}`.
+pub(super) fn parse_hint(args: &crate::command::Args<'_>) -> Result<Option<Bson>> {
+    match args.get("hint")? {
+        None => Ok(None),
+        Some(bson::RawBsonRef::String(name)) => Ok(Some(Bson::String(name.to_string()))),
+        Some(bson::RawBsonRef::Document(d)) if d.as_bytes().len() > 5 => {
+            Ok(Some(Bson::Document(d.to_owned().to_document()?)))
+        }
+        Some(bson::RawBsonRef::Document(_)) => Ok(None),
+        Some(_) => Err(MongoError::failed_to_parse(
+            "hint must be a string or an object",
+        )),
+    }
+}
+
+/// Every match, sorted, with skip and limit applied: the blocking sort. With a limit only the
+/// best `skip + limit` documents are kept while reading (top-k).
+async fn sorted_matches(
+    db: &crate::shard::storage::DatabaseStore,
+    coll: &crate::shard::storage::CollectionMeta,
+    filter: &Filter,
+    mut position: Position,
+    sort: &SortSpec,
+    skip: u64,
+    limit: Option<u64>,
+) -> Result<Vec<Document>> {
+    let keep = limit.map(|l| (skip + l) as usize);
+    let mut read = db.read().await?;
+    let mut docs: Vec<Document> = Vec::new();
+    while !position.done() {
+        docs.extend(
+            position
+                .next_matches(&mut read, coll, filter)
+                .await?
+                .into_iter()
+                .map(|c| c.doc),
+        );
+        if let Some(keep) = keep {
+            // Bounded memory for sort + limit: trim back to the best `keep` once it doubles.
+            if docs.len() > keep.max(1000) * 2 {
+                docs.sort_by(|a, b| sort.compare(a, b));
+                docs.truncate(keep);
+            }
+        }
+    }
+    docs.sort_by(|a, b| sort.compare(a, b));
+    if let Some(keep) = keep {
+        docs.truncate(keep);
+    }
+    Ok(docs.into_iter().skip(skip as usize).collect())
 }
 
 /// The next batch of a cursor and whether the cursor has nothing more.

@@ -2,7 +2,7 @@
 //! it (or upsert), returning the document before or after.
 
 use super::super::DataNode;
-use super::super::exec::{Candidate, Position};
+use super::super::exec::{Candidate, Position, QueryShape};
 use super::update::{update_candidate, upsert};
 use super::write::{acknowledge, array_filters, target};
 use crate::command::{CommandRequest, WriteConcern};
@@ -114,7 +114,7 @@ pub(super) async fn run<S: DataNode>(
         Stats::add(&state.node().stats.op_update, 1);
     }
     let mut txn = db.write().await?;
-    let found = first_match(&mut txn, &coll, &filter, cmd.sort.as_ref()).await?;
+    let found = first_match(&mut txn, &coll, &cmd.query, &filter, cmd.sort.as_ref()).await?;
     let (last_error, value) = match (found, &cmd.update) {
         (Some(candidate), None) => {
             txn.delete(&coll, candidate.rid, &candidate.raw).await?;
@@ -158,12 +158,22 @@ pub(super) async fn run<S: DataNode>(
 async fn first_match(
     txn: &mut super::super::storage::WriteTxn<'_>,
     coll: &super::super::storage::CollectionMeta,
+    query: &Document,
     filter: &Filter,
     sort: Option<&SortSpec>,
 ) -> Result<Option<Candidate>> {
-    let mut position = Position::start(filter);
+    let mut position = Position::plan(
+        coll,
+        &QueryShape {
+            filter: query,
+            sort,
+            hint: None,
+        },
+    )?;
+    // An index delivering the sort order makes the first match the answer.
+    let sort = sort.filter(|_| !position.path().provides_sort());
     let mut best: Option<Candidate> = None;
-    while !position.done {
+    while !position.done() {
         for candidate in position.next_matches(txn, coll, filter).await? {
             match sort {
                 None => return Ok(Some(candidate)),

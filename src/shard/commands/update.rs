@@ -123,8 +123,8 @@ async fn run_statement(
 ) -> Result<StatementOutcome> {
     let filter = Filter::parse(&stmt.query)?;
     let mut out = StatementOutcome::default();
-    let mut position = Position::start(&filter);
-    'scan: while !position.done {
+    let mut position = Position::for_filter(coll, &stmt.query)?;
+    'scan: while !position.done() {
         for candidate in position.next_matches(txn, coll, &filter).await? {
             out.matched += 1;
             if update_candidate(txn, coll, &candidate, &stmt.update, &filter)

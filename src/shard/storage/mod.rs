@@ -10,7 +10,7 @@ mod txn;
 
 pub use catalog::{CollectionMeta, IndexMeta};
 pub use database::DatabaseStore;
-pub use txn::{ReadTxn, RecordId, WriteTxn};
+pub use txn::{IndexEntry, IndexRange, ReadTxn, RecordId, WriteTxn};
 
 use crate::error::{ErrorCode, MongoError, Result};
 use std::collections::BTreeMap;

@@ -60,6 +60,68 @@ async fn scan(
         .collect()
 }
 
+/// Index entries in `[low, high)` after `resume` (a `(key, record id)` position), with their
+/// documents, in key order (descending when `reverse`).
+pub struct IndexRange<'a> {
+    pub index: &'a IndexMeta,
+    pub low: &'a [u8],
+    pub high: Option<&'a [u8]>,
+    pub resume: Option<(&'a [u8], RecordId)>,
+    pub reverse: bool,
+    pub limit: i64,
+}
+
+/// One index entry with its document.
+pub type IndexEntry = (Vec<u8>, RecordId, RawDocumentBuf);
+
+async fn index_scan(
+    conn: &mut SqliteConnection,
+    coll: &CollectionMeta,
+    range: &IndexRange<'_>,
+) -> Result<Vec<IndexEntry>> {
+    let mut sql = format!(
+        "SELECT i.key, i.rid, c.doc FROM {} i JOIN {} c ON c.rid = i.rid WHERE i.key >= ?",
+        range.index.table(),
+        coll.table()
+    );
+    if range.high.is_some() {
+        sql.push_str(" AND i.key < ?");
+    }
+    if range.resume.is_some() {
+        sql.push_str(if range.reverse {
+            " AND (i.key, i.rid) < (?, ?)"
+        } else {
+            " AND (i.key, i.rid) > (?, ?)"
+        });
+    }
+    sql.push_str(if range.reverse {
+        " ORDER BY i.key DESC, i.rid DESC LIMIT ?"
+    } else {
+        " ORDER BY i.key, i.rid LIMIT ?"
+    });
+    let mut query = sqlx::query(AssertSqlSafe(sql)).bind(range.low);
+    if let Some(high) = range.high {
+        query = query.bind(high);
+    }
+    if let Some((key, rid)) = range.resume {
+        query = query.bind(key).bind(rid);
+    }
+    let rows = query
+        .bind(range.limit)
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(|e| sql_error("scanning an index", e))?;
+    rows.into_iter()
+        .map(|row| {
+            Ok((
+                row.get::<Vec<u8>, _>(0),
+                row.get::<i64, _>(1),
+                raw_from_row(row.get(2))?,
+            ))
+        })
+        .collect()
+}
+
 fn raw_from_row(bytes: Vec<u8>) -> Result<RawDocumentBuf> {
     RawDocumentBuf::from_bytes(bytes)
         .map_err(|e| MongoError::internal(format!("corrupt document in storage: {e}")))
@@ -81,6 +143,14 @@ impl ReadTxn {
         id: &Bson,
     ) -> Result<Option<(RecordId, RawDocumentBuf)>> {
         fetch_by_id(&mut self.conn, coll, id).await
+    }
+
+    pub async fn index_scan(
+        &mut self,
+        coll: &CollectionMeta,
+        range: &IndexRange<'_>,
+    ) -> Result<Vec<IndexEntry>> {
+        index_scan(&mut self.conn, coll, range).await
     }
 
     /// Up to `limit` documents with record ids above `after`, in record-id order.
@@ -154,6 +224,14 @@ impl<'a> WriteTxn<'a> {
         limit: i64,
     ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
         scan(&mut self.writer.conn, coll, after, limit).await
+    }
+
+    pub async fn index_scan(
+        &mut self,
+        coll: &CollectionMeta,
+        range: &IndexRange<'_>,
+    ) -> Result<Vec<IndexEntry>> {
+        index_scan(&mut self.writer.conn, coll, range).await
     }
 
     async fn next_rids(&mut self, coll: &CollectionMeta, n: usize) -> Result<RecordId> {

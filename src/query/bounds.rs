@@ -1,0 +1,265 @@
+//! The values a filter allows for one field path, as point sets or ranges — what an index scan
+//! needs. Always a superset of the matching values (the filter itself still runs on every
+//! document), so a predicate that cannot be expressed simply adds no bounds.
+
+use crate::document::order::{canonical_rank, compare_values};
+use bson::{Bson, Document};
+use std::cmp::Ordering;
+
+/// The values a filter allows for one path.
+// Short-lived planning values: the size difference between variants does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq)]
+pub enum FieldBounds {
+    /// Exactly these values (sorted, distinct).
+    Points(Vec<Bson>),
+    /// Values between the bounds, within one type (MongoDB's type bracketing: `$gt: 5` means
+    /// numbers above 5). A missing side runs to the end of the type.
+    Range {
+        low: Option<(Bson, bool)>,
+        high: Option<(Bson, bool)>,
+    },
+}
+
+/// A value an equality bound can use: arrays (which also match as whole values), regexes and
+/// `$`-operator documents cannot be a single point.
+fn point(value: &Bson) -> Option<Vec<Bson>> {
+    match value {
+        Bson::Array(_)
+        | Bson::RegularExpression(_)
+        | Bson::Undefined
+        | Bson::MinKey
+        | Bson::MaxKey => None,
+        // `{a: null}` also matches a missing field or `undefined`, which index as null/undefined.
+        Bson::Null => Some(vec![Bson::Undefined, Bson::Null]),
+        other => Some(vec![other.clone()]),
+    }
+}
+
+fn is_operator_document(value: &Bson) -> Option<&Document> {
+    match value {
+        Bson::Document(d) if d.keys().next().is_some_and(|k| k.starts_with('$')) => Some(d),
+        _ => None,
+    }
+}
+
+fn range_value(value: &Bson) -> bool {
+    !matches!(
+        value,
+        Bson::Array(_)
+            | Bson::RegularExpression(_)
+            | Bson::Null
+            | Bson::Undefined
+            | Bson::MinKey
+            | Bson::MaxKey
+            | Bson::Document(_)
+    )
+}
+
+/// The bounds one predicate on the path implies.
+fn predicate_bounds(value: &Bson) -> Vec<FieldBounds> {
+    let Some(ops) = is_operator_document(value) else {
+        return point(value).map(FieldBounds::Points).into_iter().collect();
+    };
+    let mut out = Vec::new();
+    for (op, arg) in ops {
+        match op.as_str() {
+            "$eq" => out.extend(point(arg).map(FieldBounds::Points)),
+            "$in" => {
+                if let Bson::Array(items) = arg {
+                    let points: Option<Vec<Vec<Bson>>> = items.iter().map(point).collect();
+                    if let Some(points) = points {
+                        out.push(FieldBounds::Points(points.into_iter().flatten().collect()));
+                    }
+                }
+            }
+            "$gt" | "$gte" if range_value(arg) => out.push(FieldBounds::Range {
+                low: Some((arg.clone(), op == "$gte")),
+                high: None,
+            }),
+            "$lt" | "$lte" if range_value(arg) => out.push(FieldBounds::Range {
+                low: None,
+                high: Some((arg.clone(), op == "$lte")),
+            }),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Every predicate the filter's top level (and its `$and`s) puts on `path`.
+fn collect(filter: &Document, path: &str, out: &mut Vec<FieldBounds>) {
+    for (key, value) in filter {
+        if key == path {
+            out.extend(predicate_bounds(value));
+        } else if key == "$and" {
+            if let Bson::Array(branches) = value {
+                for branch in branches.iter().filter_map(Bson::as_document) {
+                    collect(branch, path, out);
+                }
+            }
+        }
+    }
+}
+
+fn normalize(mut points: Vec<Bson>) -> Vec<Bson> {
+    points.sort_by(compare_values);
+    points.dedup_by(|a, b| compare_values(a, b) == Ordering::Equal);
+    points
+}
+
+fn within(value: &Bson, low: &Option<(Bson, bool)>, high: &Option<(Bson, bool)>) -> bool {
+    let type_of = low
+        .as_ref()
+        .or(high.as_ref())
+        .map(|(v, _)| canonical_rank(v));
+    if type_of.is_some_and(|t| t != canonical_rank(value)) {
+        return false;
+    }
+    let above = low
+        .as_ref()
+        .is_none_or(|(l, inclusive)| match compare_values(value, l) {
+            Ordering::Greater => true,
+            Ordering::Equal => *inclusive,
+            Ordering::Less => false,
+        });
+    let below = high
+        .as_ref()
+        .is_none_or(|(h, inclusive)| match compare_values(value, h) {
+            Ordering::Less => true,
+            Ordering::Equal => *inclusive,
+            Ordering::Greater => false,
+        });
+    above && below
+}
+
+fn intersect(a: FieldBounds, b: FieldBounds) -> FieldBounds {
+    match (a, b) {
+        (FieldBounds::Points(x), FieldBounds::Points(y)) => FieldBounds::Points(
+            x.into_iter()
+                .filter(|v| y.iter().any(|w| compare_values(v, w) == Ordering::Equal))
+                .collect(),
+        ),
+        (FieldBounds::Points(p), FieldBounds::Range { low, high })
+        | (FieldBounds::Range { low, high }, FieldBounds::Points(p)) => {
+            FieldBounds::Points(p.into_iter().filter(|v| within(v, &low, &high)).collect())
+        }
+        (FieldBounds::Range { low: l1, high: h1 }, FieldBounds::Range { low: l2, high: h2 }) => {
+            let ranks: Vec<u8> = [&l1, &h1, &l2, &h2]
+                .iter()
+                .filter_map(|b| b.as_ref().map(|(v, _)| canonical_rank(v)))
+                .collect();
+            if ranks.windows(2).any(|w| w[0] != w[1]) {
+                return FieldBounds::Points(Vec::new());
+            }
+            let tighter_low = match (l1, l2) {
+                (Some(a), Some(b)) => Some(
+                    if compare_values(&a.0, &b.0) == Ordering::Greater
+                        || (compare_values(&a.0, &b.0) == Ordering::Equal && !a.1)
+                    {
+                        a
+                    } else {
+                        b
+                    },
+                ),
+                (a, b) => a.or(b),
+            };
+            let tighter_high = match (h1, h2) {
+                (Some(a), Some(b)) => Some(
+                    if compare_values(&a.0, &b.0) == Ordering::Less
+                        || (compare_values(&a.0, &b.0) == Ordering::Equal && !a.1)
+                    {
+                        a
+                    } else {
+                        b
+                    },
+                ),
+                (a, b) => a.or(b),
+            };
+            FieldBounds::Range {
+                low: tighter_low,
+                high: tighter_high,
+            }
+        }
+    }
+}
+
+/// The bounds `filter` puts on `path`, if any. On a multikey index, predicates may be
+/// satisfied by different array elements, so they are not intersected: one suffices.
+pub fn field_bounds(filter: &Document, path: &str, multikey: bool) -> Option<FieldBounds> {
+    let mut bounds = Vec::new();
+    collect(filter, path, &mut bounds);
+    let mut bounds = bounds.into_iter();
+    let first = bounds.next()?;
+    let combined = if multikey {
+        // Prefer points (most selective) among the candidates.
+        std::iter::once(first)
+            .chain(bounds)
+            .min_by_key(|b| matches!(b, FieldBounds::Range { .. }))?
+    } else {
+        bounds.fold(first, intersect)
+    };
+    Some(match combined {
+        FieldBounds::Points(p) => FieldBounds::Points(normalize(p)),
+        range => range,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    #[test]
+    fn equality_in_and_ranges() {
+        assert_eq!(
+            field_bounds(&doc! {"a": 5}, "a", false),
+            Some(FieldBounds::Points(vec![Bson::Int32(5)]))
+        );
+        assert_eq!(
+            field_bounds(&doc! {"a": {"$in": [3, 1, 3]}}, "a", false),
+            Some(FieldBounds::Points(vec![Bson::Int32(1), Bson::Int32(3)]))
+        );
+        assert_eq!(
+            field_bounds(&doc! {"a": {"$gt": 1, "$lte": 9}}, "a", false),
+            Some(FieldBounds::Range {
+                low: Some((Bson::Int32(1), false)),
+                high: Some((Bson::Int32(9), true))
+            })
+        );
+        assert_eq!(field_bounds(&doc! {"a": {"$ne": 1}}, "a", false), None);
+        assert_eq!(field_bounds(&doc! {"a": [1, 2]}, "a", false), None);
+        assert_eq!(field_bounds(&doc! {"b": 1}, "a", false), None);
+    }
+
+    #[test]
+    fn and_branches_intersect_unless_multikey() {
+        let filter =
+            doc! {"$and": [{"a": {"$gte": 3}}, {"a": {"$in": [1, 4, 7]}}], "a": {"$lt": 6}};
+        assert_eq!(
+            field_bounds(&filter, "a", false),
+            Some(FieldBounds::Points(vec![Bson::Int32(4)]))
+        );
+        assert_eq!(
+            field_bounds(&filter, "a", true),
+            Some(FieldBounds::Points(vec![
+                Bson::Int32(1),
+                Bson::Int32(4),
+                Bson::Int32(7)
+            ]))
+        );
+        let disjoint = doc! {"$and": [{"a": 1}, {"a": 2}]};
+        assert_eq!(
+            field_bounds(&disjoint, "a", false),
+            Some(FieldBounds::Points(vec![]))
+        );
+    }
+
+    #[test]
+    fn null_includes_undefined_and_missing() {
+        assert_eq!(
+            field_bounds(&doc! {"a": null}, "a", false),
+            Some(FieldBounds::Points(vec![Bson::Undefined, Bson::Null]))
+        );
+    }
+}

@@ -1,0 +1,16 @@
+//! Query execution over storage: choosing an access path (`plan`: the `_id` index, a secondary
+//! index scan over key intervals, or a collection scan) and producing matching documents in
+//! batches (`position`), resumable between `getMore`s (`scan_state`).
+
+mod plan;
+mod position;
+mod scan_state;
+
+pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};
+pub use position::{Candidate, Position, RecordSource};
+pub use scan_state::ScanState;
+
+/// Rows read per storage statement during a scan.
+pub const SCAN_CHUNK: i64 = 1000;
+/// Most bytes of documents in one reply batch.
+pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;

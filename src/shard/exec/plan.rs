@@ -1,0 +1,443 @@
+//! Choosing how to find a query's documents: a point lookup in the `_id` index, a scan of key
+//! intervals in one index (from the filter's bounds, honouring `hint`, and in the query's sort
+//! order when the index provides it), or a collection scan.
+
+use crate::document::{hashed, keystring};
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::query::bounds::{FieldBounds, field_bounds};
+use crate::query::sort::SortSpec;
+use crate::shard::index::{FieldKind, KeyField};
+use crate::shard::storage::{CollectionMeta, IndexMeta};
+use bson::{Bson, Document};
+use std::sync::Arc;
+
+/// Most key intervals one scan may have (a product of `$in` lists); beyond it, fewer fields
+/// are bounded.
+const MAX_INTERVALS: usize = 2000;
+
+/// What a query asks, as far as choosing an access path goes.
+pub struct QueryShape<'a> {
+    pub filter: &'a Document,
+    pub sort: Option<&'a SortSpec>,
+    pub hint: Option<&'a Bson>,
+}
+
+/// A half-open interval `[low, high)` of encoded index keys (`high: None` runs to the end).
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyInterval {
+    pub low: Vec<u8>,
+    pub high: Option<Vec<u8>>,
+}
+
+/// A scan of one index.
+#[derive(Clone, Debug)]
+pub struct IndexScanPlan {
+    pub index: IndexMeta,
+    /// In ascending key order.
+    pub intervals: Vec<KeyInterval>,
+    /// Scan the intervals from the highest key down.
+    pub reverse: bool,
+    /// The documents come out in the query's sort order.
+    pub provides_sort: bool,
+}
+
+/// How documents are located.
+#[derive(Clone, Debug)]
+pub enum AccessPath {
+    /// One lookup in the `_id` index.
+    IdPoint(Bson),
+    IndexScan(Arc<IndexScanPlan>),
+    CollScan,
+}
+
+impl AccessPath {
+    /// The output is already in the order of the query's sort.
+    pub fn provides_sort(&self) -> bool {
+        matches!(self, AccessPath::IndexScan(plan) if plan.provides_sort)
+    }
+
+    /// Chooses the access path for a query on `coll`.
+    pub fn choose(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Result<AccessPath> {
+        if let Some(hint) = shape.hint {
+            return hinted(coll, shape, hint);
+        }
+        if let Some(FieldBounds::Points(ids)) = field_bounds(shape.filter, "_id", false) {
+            if let [id] = ids.as_slice() {
+                return Ok(AccessPath::IdPoint(id.clone()));
+            }
+        }
+        let mut best: Option<(Candidate, IndexScanPlan)> = None;
+        for index in coll.indexes.iter().filter(|i| usable(i)) {
+            let Some((plan, score)) = plan_index(index, shape, false) else {
+                continue;
+            };
+            let better = match &best {
+                None => true,
+                Some((b, _)) => score > *b,
+            };
+            if better {
+                best = Some((score, plan));
+            }
+        }
+        if let Some((_, plan)) = best {
+            return Ok(AccessPath::IndexScan(Arc::new(plan)));
+        }
+        // No index narrows the filter; one may still deliver the sort order.
+        if shape.sort.is_some() {
+            for index in coll
+                .indexes
+                .iter()
+                .filter(|i| usable(i) && can_scan_whole(i))
+            {
+                if let Some((plan, _)) = plan_index(index, shape, true) {
+                    if plan.provides_sort {
+                        return Ok(AccessPath::IndexScan(Arc::new(plan)));
+                    }
+                }
+            }
+        }
+        Ok(AccessPath::CollScan)
+    }
+}
+
+/// How good an index scan is: equality-bounded fields first, then a range, then whether it
+/// delivers the sort, then a unique index.
+type Candidate = (usize, bool, bool, bool);
+
+fn usable(index: &IndexMeta) -> bool {
+    index.ready
+        && index
+            .parsed
+            .as_ref()
+            .is_none_or(|p| !p.hidden && p.partial_filter.is_none())
+}
+
+/// Whether every document has at least one key in the index (so a whole-index scan sees them all).
+fn can_scan_whole(index: &IndexMeta) -> bool {
+    index
+        .parsed
+        .as_ref()
+        .is_none_or(|p| !p.sparse && p.partial_filter.is_none())
+}
+
+fn fields_of(index: &IndexMeta) -> Vec<KeyField> {
+    match &index.parsed {
+        Some(spec) => spec.fields.clone(),
+        None => vec![KeyField {
+            path: "_id".into(),
+            kind: FieldKind::Ascending,
+        }],
+    }
+}
+
+fn hinted(coll: &CollectionMeta, shape: &QueryShape<'_>, hint: &Bson) -> Result<AccessPath> {
+    let index = match hint {
+        Bson::Document(d) if d.keys().next().is_some_and(|k| k == "$natural") => {
+            return Ok(AccessPath::CollScan);
+        }
+        Bson::String(name) => coll.indexes.iter().find(|i| &i.name == name),
+        Bson::Document(key) => coll.indexes.iter().find(|i| &i.key_pattern() == key),
+        _ => None,
+    };
+    let index = index
+        .filter(|i| i.ready && i.parsed.as_ref().is_none_or(|p| !p.hidden))
+        .ok_or_else(|| MongoError::new(ErrorCode::BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index"))?;
+    let (plan, _) = plan_index(index, shape, true).expect("a whole-index scan is always possible");
+    Ok(AccessPath::IndexScan(Arc::new(plan)))
+}
+
+/// The scan of `index` the query's bounds allow, with its score; `None` when the filter does
+/// not bound the index's first field (unless `whole` asks for an unbounded scan).
+fn plan_index(
+    index: &IndexMeta,
+    shape: &QueryShape<'_>,
+    whole: bool,
+) -> Option<(IndexScanPlan, Candidate)> {
+    let fields = fields_of(index);
+    let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
+    let mut point_fields = 0;
+    let mut single_point_fields = 0;
+    let mut range: Option<(FieldBounds, bool)> = None;
+    for field in &fields {
+        match field_bounds(shape.filter, &field.path, index.multikey) {
+            Some(FieldBounds::Points(points)) => {
+                if prefixes.len() * points.len().max(1) > MAX_INTERVALS {
+                    break;
+                }
+                let mut next = Vec::with_capacity(prefixes.len() * points.len());
+                for prefix in &prefixes {
+                    for point in &points {
+                        let mut key = prefix.clone();
+                        let value = match field.kind {
+                            FieldKind::Hashed => Bson::Int64(hashed::hash_value(point).ok()?),
+                            _ => point.clone(),
+                        };
+                        keystring::encode_value(
+                            &value,
+                            field.kind == FieldKind::Descending,
+                            &mut key,
+                        );
+                        next.push(key);
+                    }
+                }
+                prefixes = next;
+                point_fields += 1;
+                if points.len() == 1 && single_point_fields + 1 == point_fields {
+                    single_point_fields += 1;
+                }
+            }
+            Some(bounds @ FieldBounds::Range { .. }) if field.kind != FieldKind::Hashed => {
+                range = Some((bounds, field.kind == FieldKind::Descending));
+                break;
+            }
+            _ => break,
+        }
+    }
+    if point_fields == 0 && range.is_none() && !whole {
+        return None;
+    }
+    let mut intervals: Vec<KeyInterval> = match &range {
+        Some((FieldBounds::Range { low, high }, descending)) => prefixes
+            .iter()
+            .filter_map(|p| range_interval(p, low.as_ref(), high.as_ref(), *descending))
+            .collect(),
+        _ => prefixes
+            .into_iter()
+            .map(|p| KeyInterval {
+                high: if p.is_empty() {
+                    None
+                } else {
+                    keystring::successor(&p)
+                },
+                low: p,
+            })
+            .collect(),
+    };
+    intervals.sort_by(|a, b| a.low.cmp(&b.low));
+    let (provides_sort, reverse) = sort_order(index, &fields, single_point_fields, shape.sort);
+    let all_points = point_fields == fields.len() && range.is_none();
+    let score = (
+        point_fields,
+        range.is_some(),
+        provides_sort,
+        all_points && index.is_unique(),
+    );
+    Some((
+        IndexScanPlan {
+            index: index.clone(),
+            intervals,
+            reverse,
+            provides_sort,
+        },
+        score,
+    ))
+}
+
+/// `[low, high)` for a range on the component after `prefix`. A missing side runs to the end
+/// of the bound's type (all components of one type start with the same tag byte).
+fn range_interval(
+    prefix: &[u8],
+    low: Option<&(Bson, bool)>,
+    high: Option<&(Bson, bool)>,
+    descending: bool,
+) -> Option<KeyInterval> {
+    let bracket_value = low.or(high).map(|(v, _)| v)?;
+    let mut tag = Vec::new();
+    keystring::encode_value(bracket_value, descending, &mut tag);
+    let bracket: Vec<u8> = prefix
+        .iter()
+        .copied()
+        .chain(std::iter::once(tag[0]))
+        .collect();
+    let key = |v: &Bson| {
+        let mut k = prefix.to_vec();
+        keystring::encode_value(v, descending, &mut k);
+        k
+    };
+    // In a descending component larger values have smaller encodings: the sides swap.
+    let (start, end) = if descending { (high, low) } else { (low, high) };
+    let lower = match start {
+        Some((v, true)) => key(v),
+        Some((v, false)) => keystring::successor(&key(v))?,
+        None => bracket.clone(),
+    };
+    let upper = match end {
+        Some((v, true)) => keystring::successor(&key(v)),
+        Some((v, false)) => Some(key(v)),
+        None => keystring::successor(&bracket),
+    };
+    if upper.as_ref().is_some_and(|u| *u <= lower) {
+        return None;
+    }
+    Some(KeyInterval {
+        low: lower,
+        high: upper,
+    })
+}
+
+/// Whether scanning the index (forwards or backwards) yields the sort order: the sort fields
+/// must be the index fields after those fixed by a single equality, all in the index's
+/// direction or all against it. A multikey index cannot promise an order.
+fn sort_order(
+    index: &IndexMeta,
+    fields: &[KeyField],
+    fixed: usize,
+    sort: Option<&SortSpec>,
+) -> (bool, bool) {
+    let Some(sort) = sort else {
+        return (false, false);
+    };
+    if index.multikey || sort.natural().is_some() {
+        return (false, false);
+    }
+    let wanted: Vec<(&str, bool)> = sort.fields().collect();
+    if wanted.is_empty() || fixed + wanted.len() > fields.len() {
+        return (false, false);
+    }
+    let mut direction = None;
+    for ((path, ascending), field) in wanted.iter().zip(&fields[fixed..]) {
+        if field.kind == FieldKind::Hashed || *path != field.path {
+            return (false, false);
+        }
+        // Against the index: ascending wanted on a descending field, or the other way round.
+        let reversed = *ascending == (field.kind == FieldKind::Descending);
+        if direction.is_some_and(|d| d != reversed) {
+            return (false, false);
+        }
+        direction = Some(reversed);
+    }
+    (true, direction.unwrap_or(false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shard::index::IndexSpec;
+    use bson::doc;
+
+    fn index(key: Document, ident: i64) -> IndexMeta {
+        let spec = IndexSpec::parse(&doc! {"key": key}).unwrap();
+        IndexMeta {
+            name: spec.name.clone(),
+            ident,
+            spec: spec.document.clone(),
+            parsed: Some(Arc::new(spec)),
+            multikey: false,
+            ready: true,
+        }
+    }
+
+    fn coll(indexes: Vec<IndexMeta>) -> CollectionMeta {
+        let id = IndexMeta {
+            name: "_id_".into(),
+            ident: 1,
+            spec: doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"},
+            parsed: None,
+            multikey: false,
+            ready: true,
+        };
+        CollectionMeta {
+            name: "c".into(),
+            ident: 0,
+            uuid: uuid::Uuid::nil(),
+            options: Document::new(),
+            indexes: std::iter::once(id).chain(indexes).collect(),
+        }
+    }
+
+    fn choose(coll: &CollectionMeta, filter: Document, sort: Option<Document>) -> AccessPath {
+        let sort = sort.map(|s| SortSpec::parse(&s).unwrap());
+        AccessPath::choose(
+            coll,
+            &QueryShape {
+                filter: &filter,
+                sort: sort.as_ref(),
+                hint: None,
+            },
+        )
+        .unwrap()
+    }
+
+    fn scan_of(path: AccessPath) -> Arc<IndexScanPlan> {
+        match path {
+            AccessPath::IndexScan(plan) => plan,
+            other => panic!("expected an index scan, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn picks_the_most_bounded_index() {
+        let c = coll(vec![
+            index(doc! {"a": 1}, 2),
+            index(doc! {"a": 1, "b": 1}, 3),
+        ]);
+        assert!(matches!(
+            choose(&c, doc! {"_id": 5}, None),
+            AccessPath::IdPoint(_)
+        ));
+        assert_eq!(
+            scan_of(choose(&c, doc! {"a": 1, "b": 2}, None)).index.name,
+            "a_1_b_1"
+        );
+        let plan = scan_of(choose(&c, doc! {"a": {"$in": [2, 1]}}, None));
+        assert_eq!(plan.intervals.len(), 2);
+        assert!(plan.intervals[0].low < plan.intervals[1].low);
+        assert!(matches!(
+            choose(&c, doc! {"z": 1}, None),
+            AccessPath::CollScan
+        ));
+    }
+
+    #[test]
+    fn ranges_cover_exactly_their_values() {
+        let c = coll(vec![index(doc! {"a": 1}, 2)]);
+        let plan = scan_of(choose(&c, doc! {"a": {"$gt": 5, "$lte": 9}}, None));
+        let iv = &plan.intervals[0];
+        let inside = |v: Bson| {
+            let k = keystring::encode_one(&v);
+            k >= iv.low && iv.high.as_ref().is_none_or(|h| &k < h)
+        };
+        assert!(!inside(Bson::Int32(5)));
+        assert!(inside(Bson::Double(5.5)));
+        assert!(inside(Bson::Int64(9)));
+        assert!(!inside(Bson::Int32(10)));
+        assert!(!inside(Bson::String("7".into())));
+        let open = scan_of(choose(&c, doc! {"a": {"$gte": "m"}}, None));
+        let iv = &open.intervals[0];
+        let k = keystring::encode_one(&Bson::String("zz".into()));
+        assert!(k >= iv.low && iv.high.as_ref().is_none_or(|h| &k < h));
+        let doc_key = keystring::encode_one(&Bson::Document(doc! {}));
+        assert!(
+            iv.high.as_ref().is_some_and(|h| &doc_key >= h),
+            "the range stays within strings"
+        );
+    }
+
+    #[test]
+    fn descending_components_swap_sides() {
+        let c = coll(vec![index(doc! {"a": -1}, 2)]);
+        let plan = scan_of(choose(&c, doc! {"a": {"$gte": 3, "$lt": 7}}, None));
+        let iv = &plan.intervals[0];
+        let inside = |v: i32| {
+            let mut k = Vec::new();
+            keystring::encode_value(&Bson::Int32(v), true, &mut k);
+            k >= iv.low && iv.high.as_ref().is_none_or(|h| &k < h)
+        };
+        assert!(inside(3) && inside(6) && !inside(7) && !inside(2));
+    }
+
+    #[test]
+    fn indexes_deliver_sort_orders() {
+        let c = coll(vec![index(doc! {"a": 1, "b": -1}, 2)]);
+        let plan = scan_of(choose(&c, doc! {"a": 3}, Some(doc! {"b": 1})));
+        assert!(plan.provides_sort && plan.reverse);
+        let plan = scan_of(choose(&c, doc! {}, Some(doc! {"a": -1, "b": 1})));
+        assert!(plan.provides_sort && plan.reverse);
+        assert!(matches!(
+            choose(&c, doc! {}, Some(doc! {"b": 1})),
+            AccessPath::CollScan
+        ));
+        let plan = scan_of(choose(&c, doc! {"a": {"$gt": 1}}, Some(doc! {"b": 1})));
+        assert!(!plan.provides_sort);
+    }
+}

@@ -1,0 +1,238 @@
+//! Where a query stands: it reads the next chunk through its access path, keeps the documents
+//! that match the filter, and remembers where to resume.
+
+use super::SCAN_CHUNK;
+use super::plan::{AccessPath, IndexScanPlan, QueryShape};
+use crate::error::Result;
+use crate::query::filter::Filter;
+use crate::shard::storage::{CollectionMeta, IndexEntry, IndexRange, ReadTxn, RecordId, WriteTxn};
+use bson::{Bson, Document, RawDocumentBuf};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// A document found by a query, with its record id.
+pub struct Candidate {
+    pub rid: RecordId,
+    pub raw: RawDocumentBuf,
+    pub doc: Document,
+}
+
+/// Reads from a read view or from inside a write transaction.
+pub trait RecordSource {
+    fn fetch_by_id(
+        &mut self,
+        coll: &CollectionMeta,
+        id: &Bson,
+    ) -> impl Future<Output = Result<Option<(RecordId, RawDocumentBuf)>>> + Send;
+    fn scan(
+        &mut self,
+        coll: &CollectionMeta,
+        after: RecordId,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send;
+    fn index_scan(
+        &mut self,
+        coll: &CollectionMeta,
+        range: &IndexRange<'_>,
+    ) -> impl Future<Output = Result<Vec<IndexEntry>>> + Send;
+}
+
+impl RecordSource for ReadTxn {
+    fn fetch_by_id(
+        &mut self,
+        coll: &CollectionMeta,
+        id: &Bson,
+    ) -> impl Future<Output = Result<Option<(RecordId, RawDocumentBuf)>>> + Send {
+        ReadTxn::fetch_by_id(self, coll, id)
+    }
+    fn scan(
+        &mut self,
+        coll: &CollectionMeta,
+        after: RecordId,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send {
+        ReadTxn::scan(self, coll, after, limit)
+    }
+    fn index_scan(
+        &mut self,
+        coll: &CollectionMeta,
+        range: &IndexRange<'_>,
+    ) -> impl Future<Output = Result<Vec<IndexEntry>>> + Send {
+        ReadTxn::index_scan(self, coll, range)
+    }
+}
+
+impl RecordSource for WriteTxn<'_> {
+    fn fetch_by_id(
+        &mut self,
+        coll: &CollectionMeta,
+        id: &Bson,
+    ) -> impl Future<Output = Result<Option<(RecordId, RawDocumentBuf)>>> + Send {
+        WriteTxn::fetch_by_id(self, coll, id)
+    }
+    fn scan(
+        &mut self,
+        coll: &CollectionMeta,
+        after: RecordId,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send {
+        WriteTxn::scan(self, coll, after, limit)
+    }
+    fn index_scan(
+        &mut self,
+        coll: &CollectionMeta,
+        range: &IndexRange<'_>,
+    ) -> impl Future<Output = Result<Vec<IndexEntry>>> + Send {
+        WriteTxn::index_scan(self, coll, range)
+    }
+}
+
+/// Progress through an index scan's intervals.
+struct IndexCursor {
+    plan: Arc<IndexScanPlan>,
+    /// Position in the intervals, counted in scan order (from the end when reversed).
+    interval: usize,
+    resume: Option<(Vec<u8>, RecordId)>,
+    /// Record ids already returned: a multikey index holds several keys per document.
+    seen: Option<HashSet<RecordId>>,
+}
+
+/// Where a query stands between chunks.
+pub struct Position {
+    path: AccessPath,
+    after: RecordId,
+    index: Option<IndexCursor>,
+    done: bool,
+}
+
+impl Position {
+    /// Plans the query on `coll` and starts at the beginning.
+    pub fn plan(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Result<Self> {
+        Ok(Self::with_path(AccessPath::choose(coll, shape)?))
+    }
+
+    /// A query whose filter is `filter` alone (no sort, no hint).
+    pub fn for_filter(coll: &CollectionMeta, filter: &Document) -> Result<Self> {
+        Self::plan(
+            coll,
+            &QueryShape {
+                filter,
+                sort: None,
+                hint: None,
+            },
+        )
+    }
+
+    pub fn with_path(path: AccessPath) -> Self {
+        let index = match &path {
+            AccessPath::IndexScan(plan) => Some(IndexCursor {
+                seen: plan.index.multikey.then(HashSet::new),
+                plan: plan.clone(),
+                interval: 0,
+                resume: None,
+            }),
+            _ => None,
+        };
+        Position {
+            path,
+            after: 0,
+            index,
+            done: false,
+        }
+    }
+
+    pub fn path(&self) -> &AccessPath {
+        &self.path
+    }
+
+    pub fn done(&self) -> bool {
+        self.done
+    }
+
+    /// The next matching documents: at most one storage statement's worth.
+    pub async fn next_matches<S: RecordSource>(
+        &mut self,
+        src: &mut S,
+        coll: &CollectionMeta,
+        filter: &Filter,
+    ) -> Result<Vec<Candidate>> {
+        if self.done {
+            return Ok(Vec::new());
+        }
+        let rows = match &self.path {
+            AccessPath::IdPoint(id) => {
+                self.done = true;
+                src.fetch_by_id(coll, id).await?.into_iter().collect()
+            }
+            AccessPath::CollScan => {
+                let rows = src.scan(coll, self.after, SCAN_CHUNK).await?;
+                if (rows.len() as i64) < SCAN_CHUNK {
+                    self.done = true;
+                }
+                if let Some((rid, _)) = rows.last() {
+                    self.after = *rid;
+                }
+                rows
+            }
+            AccessPath::IndexScan(_) => self.next_index_rows(src, coll).await?,
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for (rid, raw) in rows {
+            let doc = raw.to_document()?;
+            if filter.matches(&doc) {
+                out.push(Candidate { rid, raw, doc });
+            }
+        }
+        Ok(out)
+    }
+
+    async fn next_index_rows<S: RecordSource>(
+        &mut self,
+        src: &mut S,
+        coll: &CollectionMeta,
+    ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
+        let cursor = self
+            .index
+            .as_mut()
+            .expect("an index scan has an index cursor");
+        let plan = cursor.plan.clone();
+        let count = plan.intervals.len();
+        if cursor.interval >= count {
+            self.done = true;
+            return Ok(Vec::new());
+        }
+        let interval = if plan.reverse {
+            &plan.intervals[count - 1 - cursor.interval]
+        } else {
+            &plan.intervals[cursor.interval]
+        };
+        let range = IndexRange {
+            index: &plan.index,
+            low: &interval.low,
+            high: interval.high.as_deref(),
+            resume: cursor.resume.as_ref().map(|(k, r)| (k.as_slice(), *r)),
+            reverse: plan.reverse,
+            limit: SCAN_CHUNK,
+        };
+        let entries = src.index_scan(coll, &range).await?;
+        if (entries.len() as i64) < SCAN_CHUNK {
+            cursor.interval += 1;
+            cursor.resume = None;
+            if cursor.interval >= count {
+                self.done = true;
+            }
+        } else if let Some((key, rid, _)) = entries.last() {
+            cursor.resume = Some((key.clone(), *rid));
+        }
+        let mut rows = Vec::with_capacity(entries.len());
+        for (_, rid, raw) in entries {
+            if let Some(seen) = &mut cursor.seen {
+                if !seen.insert(rid) {
+                    continue;
+                }
+            }
+            rows.push((rid, raw));
+        }
+        Ok(rows)
+    }
+}
