@@ -9,6 +9,7 @@ mod config_db;
 mod crud;
 mod cursors;
 mod durability;
+mod explain;
 mod failpoints;
 mod handshake;
 mod index_queries;

@@ -49,12 +49,37 @@ impl Pipeline {
 
     /// Runs with `$$NOW` fixed to `now`.
     pub fn run_at(&self, input: Vec<Document>, now: DateTime) -> Result<Vec<Document>> {
+        Ok(self.run_counted_at(input, now)?.0)
+    }
+
+    /// Runs the pipeline and also returns how many documents each stage output (for
+    /// `explain`), one count per stage after parsing (some stages expand into several).
+    pub fn run_counted(&self, input: Vec<Document>) -> Result<(Vec<Document>, Vec<u64>)> {
+        self.run_counted_at(input, DateTime::now())
+    }
+
+    fn run_counted_at(
+        &self,
+        input: Vec<Document>,
+        now: DateTime,
+    ) -> Result<(Vec<Document>, Vec<u64>)> {
         let ctx = RunContext { now };
         let mut docs = input;
+        let mut counts = Vec::with_capacity(self.stages.len());
         for stage in &self.stages {
             docs = stage.run(docs, &ctx).map_err(executor_error)?;
+            counts.push(docs.len() as u64);
         }
-        Ok(docs)
+        Ok((docs, counts))
+    }
+
+    /// Stages after parsing.
+    pub fn len(&self) -> usize {
+        self.stages.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.stages.is_empty()
     }
 }
 

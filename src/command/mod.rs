@@ -3,11 +3,13 @@
 
 mod args;
 mod cursor_commands;
+mod explain;
 mod replies;
 mod write_concern;
 
 pub use args::{Args, bson_type_name};
 pub use cursor_commands::{GetMore, KillCursors, missing};
+pub use explain::{EXPLAINABLE, ExplainRequest, Verbosity};
 pub use replies::{cursor_reply, first_batch};
 pub use write_concern::WriteConcern;
 

@@ -75,6 +75,18 @@ impl Node {
         *self.host.write().expect("poisoned") = host.into();
     }
 
+    /// `serverInfo` as `explain` replies carry it.
+    pub fn server_info(&self) -> bson::Document {
+        let host = self.host();
+        let (name, port) = host.rsplit_once(':').unwrap_or((host.as_str(), "0"));
+        bson::doc! {
+            "host": name,
+            "port": port.parse::<i32>().unwrap_or(0),
+            "version": crate::server::commands::MONGODB_VERSION,
+            "gitVersion": env!("CARGO_PKG_VERSION"),
+        }
+    }
+
     /// How long an idle cursor lives (`cursorTimeoutMillis`).
     pub fn cursor_timeout(&self) -> std::time::Duration {
         let millis = self

@@ -92,6 +92,9 @@ pub(super) async fn aggregate(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
+    if req.args().bool("explain")? == Some(true) {
+        return super::explain::explain_aggregate(state, req).await;
+    }
     cursor_read(state, req).await
 }
 

@@ -6,6 +6,7 @@ mod catalog;
 mod crud;
 mod cursors;
 mod ddl;
+mod explain;
 
 use super::RouterState;
 use crate::server::stats::OpCounter;
@@ -28,6 +29,8 @@ pub(super) fn table() -> CommandTable<RouterState> {
         CommandSpec::new("count", |s, c, r| Box::pin(crud::count(s, c, r))).help("count objects in collection"),
         CommandSpec::new("distinct", |s, c, r| Box::pin(crud::distinct(s, c, r))).help("{ distinct : 'collection name' , key : 'a.b' , query : {} }"),
         CommandSpec::new("aggregate", |s, c, r| Box::pin(crud::aggregate(s, c, r))).help("Runs the aggregation command."),
+        CommandSpec::new("explain", |s, c, r| Box::pin(explain::explain(s, c, r)))
+            .help("explain the plan of a find, count, distinct, aggregate, update, delete or findAndModify"),
         CommandSpec::new("getMore", |s, c, r| Box::pin(cursors::get_more(s, c, r)))
             .counter(OpCounter::GetMore)
             .help("retrieve more results from an existing cursor"),

@@ -13,15 +13,15 @@ use crate::server::RequestContext;
 use bson::{Bson, Document, RawBsonRef, RawDocumentBuf};
 use std::collections::VecDeque;
 
-struct AggregateCommand {
+pub(super) struct AggregateCommand {
     /// `None` for `aggregate: 1` (collection-less pipelines).
-    collection: Option<String>,
-    pipeline: Vec<Document>,
-    batch_size: Option<u64>,
+    pub(super) collection: Option<String>,
+    pub(super) pipeline: Vec<Document>,
+    pub(super) batch_size: Option<u64>,
 }
 
 impl AggregateCommand {
-    fn parse(req: &CommandRequest) -> Result<Self> {
+    pub(super) fn parse(req: &CommandRequest) -> Result<Self> {
         let args = req.args();
         let collection = match args.target()? {
             RawBsonRef::String(name) => Some(name.to_string()),
@@ -73,6 +73,9 @@ pub(super) async fn run<S: DataNode>(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
+    if req.args().bool("explain")? == Some(true) {
+        return super::explain::explain(state, req, crate::command::Verbosity::QueryPlanner).await;
+    }
     let cmd = AggregateCommand::parse(&req)?;
     let pipeline = Pipeline::parse(&cmd.pipeline)?;
     let ns = match &cmd.collection {

@@ -9,14 +9,14 @@ use crate::query::filter::Filter;
 use crate::server::{RequestContext, stats::Stats};
 use bson::{RawDocument, RawDocumentBuf, rawdoc};
 
-struct DeleteStatement {
-    query: bson::Document,
-    filter: Filter,
-    limit_one: bool,
+pub(super) struct DeleteStatement {
+    pub(super) query: bson::Document,
+    pub(super) filter: Filter,
+    pub(super) limit_one: bool,
 }
 
 impl DeleteStatement {
-    fn parse(raw: &RawDocument) -> Result<Self> {
+    pub(super) fn parse(raw: &RawDocument) -> Result<Self> {
         let args = Args::new("delete.deletes", raw);
         let query = args
             .document("q")?

@@ -16,21 +16,21 @@ use std::collections::VecDeque;
 /// Documents in a first batch when the client sets no `batchSize`.
 pub const DEFAULT_FIRST_BATCH: usize = 101;
 
-struct FindCommand {
-    collection: String,
-    filter: Document,
-    projection: Option<Document>,
-    sort: Option<Document>,
-    skip: u64,
-    limit: Option<u64>,
-    batch_size: Option<u64>,
-    single_batch: bool,
-    no_cursor_timeout: bool,
-    hint: Option<Bson>,
+pub(super) struct FindCommand {
+    pub(super) collection: String,
+    pub(super) filter: Document,
+    pub(super) projection: Option<Document>,
+    pub(super) sort: Option<Document>,
+    pub(super) skip: u64,
+    pub(super) limit: Option<u64>,
+    pub(super) batch_size: Option<u64>,
+    pub(super) single_batch: bool,
+    pub(super) no_cursor_timeout: bool,
+    pub(super) hint: Option<Bson>,
 }
 
 impl FindCommand {
-    fn parse(req: &CommandRequest) -> Result<Self> {
+    pub(super) fn parse(req: &CommandRequest) -> Result<Self> {
         let args = req.args();
         let limit = match args.i64("limit")? {
             Some(l) if l < 0 => {

@@ -14,19 +14,19 @@ use crate::query::update::UpdateSpec;
 use crate::server::{RequestContext, stats::Stats};
 use bson::{Bson, Document, RawDocumentBuf, doc};
 
-struct FindAndModifyCommand {
-    query: Document,
-    sort: Option<SortSpec>,
-    remove: bool,
-    update: Option<UpdateSpec>,
-    return_new: bool,
-    fields: Option<Projection>,
-    upsert: bool,
-    write_concern: WriteConcern,
+pub(super) struct FindAndModifyCommand {
+    pub(super) query: Document,
+    pub(super) sort: Option<SortSpec>,
+    pub(super) remove: bool,
+    pub(super) update: Option<UpdateSpec>,
+    pub(super) return_new: bool,
+    pub(super) fields: Option<Projection>,
+    pub(super) upsert: bool,
+    pub(super) write_concern: WriteConcern,
 }
 
 impl FindAndModifyCommand {
-    fn parse(req: &CommandRequest) -> Result<Self> {
+    pub(super) fn parse(req: &CommandRequest) -> Result<Self> {
         let args = req.args();
         let remove = args.bool("remove")?.unwrap_or(false);
         let return_new = args.bool("new")?.unwrap_or(false);

@@ -6,6 +6,7 @@ mod collections;
 mod count;
 mod databases;
 mod delete;
+mod explain;
 mod find;
 mod find_and_modify;
 mod indexes;
@@ -57,6 +58,8 @@ pub fn data_commands<S: DataNode>() -> Vec<CommandSpec<S>> {
         CommandSpec::new("distinct", |s, c, r| Box::pin(count::distinct(s, c, r)))
             .help("{ distinct : 'collection name' , key : 'a.b' , query : {} }"),
         CommandSpec::new("aggregate", |s, c, r| Box::pin(aggregate::run(s, c, r))).help("Runs the aggregation command."),
+        CommandSpec::new("explain", |s, c, r| Box::pin(explain::run(s, c, r)))
+            .help("explain the plan of a find, count, distinct, aggregate, update, delete or findAndModify"),
         CommandSpec::new("create", |s, c, r| Box::pin(collections::create(s, c, r)))
             .takes_write_concern().help("explicitly creates a collection"),
         CommandSpec::new("drop", |s, c, r| Box::pin(collections::drop(s, c, r)))

@@ -22,7 +22,7 @@ pub(super) struct UpdateStatement {
 }
 
 impl UpdateStatement {
-    fn parse(raw: &RawDocument) -> Result<Self> {
+    pub(super) fn parse(raw: &RawDocument) -> Result<Self> {
         let args = crate::command::Args::new("update.updates", raw);
         let query = args
             .document("q")?

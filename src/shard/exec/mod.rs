@@ -1,13 +1,17 @@
 //! Query execution over storage: choosing an access path (`plan`: the `_id` index, a secondary
 //! index scan over key intervals, or a collection scan) and producing matching documents in
-//! batches (`position`), resumable between `getMore`s (`scan_state`).
+//! batches (`position`), resumable between `getMore`s (`scan_state`), and describing the plan
+//! and its work for `explain` (`explain`).
 
+mod explain;
 mod plan;
 mod position;
 mod scan_state;
 
+pub use explain::{Execution, ExplainedQuery, StageTree, number, parsed_query};
 pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};
-pub use position::{Candidate, Position, RecordSource};
+pub use position::{Candidate, Examined, Position, RecordSource};
+
 pub use scan_state::ScanState;
 
 /// Rows read per storage statement during a scan.

@@ -39,6 +39,9 @@ pub struct IndexScanPlan {
     pub reverse: bool,
     /// The documents come out in the query's sort order.
     pub provides_sort: bool,
+    /// The filter's bounds on the leading index fields the scan uses (the fields after them
+    /// are scanned whole), for `explain`.
+    pub bounds: Vec<FieldBounds>,
 }
 
 /// How documents are located.
@@ -120,7 +123,7 @@ fn can_scan_whole(index: &IndexMeta) -> bool {
         .is_none_or(|p| !p.sparse && p.partial_filter.is_none())
 }
 
-fn fields_of(index: &IndexMeta) -> Vec<KeyField> {
+pub(super) fn fields_of(index: &IndexMeta) -> Vec<KeyField> {
     match &index.parsed {
         Some(spec) => spec.fields.clone(),
         None => vec![KeyField {
@@ -158,12 +161,15 @@ fn plan_index(
     let mut point_fields = 0;
     let mut single_point_fields = 0;
     let mut range: Option<(FieldBounds, bool)> = None;
+    let mut bounds = Vec::new();
     for field in &fields {
         match field_bounds(shape.filter, &field.path, index.multikey) {
             Some(FieldBounds::Points(points)) => {
                 if prefixes.len() * points.len().max(1) > MAX_INTERVALS {
                     break;
                 }
+                bounds.push(FieldBounds::Points(points.clone()));
+
                 let mut next = Vec::with_capacity(prefixes.len() * points.len());
                 for prefix in &prefixes {
                     for point in &points {
@@ -186,10 +192,12 @@ fn plan_index(
                     single_point_fields += 1;
                 }
             }
-            Some(bounds @ FieldBounds::Range { .. }) if field.kind != FieldKind::Hashed => {
-                range = Some((bounds, field.kind == FieldKind::Descending));
+            Some(field_range @ FieldBounds::Range { .. }) if field.kind != FieldKind::Hashed => {
+                bounds.push(field_range.clone());
+                range = Some((field_range, field.kind == FieldKind::Descending));
                 break;
             }
+
             _ => break,
         }
     }
@@ -228,6 +236,7 @@ fn plan_index(
             intervals,
             reverse,
             provides_sort,
+            bounds,
         },
         score,
     ))

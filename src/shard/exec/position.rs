@@ -103,6 +103,16 @@ pub struct Position {
     after: RecordId,
     index: Option<IndexCursor>,
     done: bool,
+    /// Rows read per storage statement.
+    chunk: i64,
+    examined: Examined,
+}
+
+/// What a query has read so far, as `explain` reports it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Examined {
+    pub keys: u64,
+    pub docs: u64,
 }
 
 impl Position {
@@ -138,11 +148,24 @@ impl Position {
             after: 0,
             index,
             done: false,
+            chunk: SCAN_CHUNK,
+            examined: Examined::default(),
         }
+    }
+
+    /// Reads `rows` rows per storage statement instead of [`SCAN_CHUNK`]: `explain` reads one
+    /// at a time under a limit so that what it reports examined is exactly what was needed.
+    pub fn with_chunk(mut self, rows: i64) -> Self {
+        self.chunk = rows.max(1);
+        self
     }
 
     pub fn path(&self) -> &AccessPath {
         &self.path
+    }
+
+    pub fn examined(&self) -> Examined {
+        self.examined
     }
 
     pub fn done(&self) -> bool {
@@ -162,13 +185,16 @@ impl Position {
         let rows = match &self.path {
             AccessPath::IdPoint(id) => {
                 self.done = true;
-                src.fetch_by_id(coll, id).await?.into_iter().collect()
+                let found: Vec<_> = src.fetch_by_id(coll, id).await?.into_iter().collect();
+                self.examined.keys += found.len() as u64;
+                found
             }
             AccessPath::CollScan => {
-                let rows = src.scan(coll, self.after, SCAN_CHUNK).await?;
-                if (rows.len() as i64) < SCAN_CHUNK {
+                let rows = src.scan(coll, self.after, self.chunk).await?;
+                if (rows.len() as i64) < self.chunk {
                     self.done = true;
                 }
+
                 if let Some((rid, _)) = rows.last() {
                     self.after = *rid;
                 }
@@ -176,7 +202,9 @@ impl Position {
             }
             AccessPath::IndexScan(_) => self.next_index_rows(src, coll).await?,
         };
+        self.examined.docs += rows.len() as u64;
         let mut out = Vec::with_capacity(rows.len());
+
         for (rid, raw) in rows {
             let doc = raw.to_document()?;
             if filter.matches(&doc) {
@@ -212,10 +240,11 @@ impl Position {
             high: interval.high.as_deref(),
             resume: cursor.resume.as_ref().map(|(k, r)| (k.as_slice(), *r)),
             reverse: plan.reverse,
-            limit: SCAN_CHUNK,
+            limit: self.chunk,
         };
         let entries = src.index_scan(coll, &range).await?;
-        if (entries.len() as i64) < SCAN_CHUNK {
+        self.examined.keys += entries.len() as u64;
+        if (entries.len() as i64) < self.chunk {
             cursor.interval += 1;
             cursor.resume = None;
             if cursor.interval >= count {

@@ -1,0 +1,592 @@
+//! `explain` (and `aggregate` with `explain: true`): the plan a find, count, distinct,
+//! aggregate, update, delete or findAndModify would use and, at `executionStats` verbosity,
+//! what running its read side examines and returns. Nothing is written and no cursor is kept.
+
+use super::super::DataNode;
+use super::super::exec::{
+    AccessPath, Candidate, Execution, ExplainedQuery, Position, QueryShape, StageTree, number,
+    parsed_query,
+};
+use super::super::storage::{CollectionMeta, DatabaseStore};
+use super::aggregate::AggregateCommand;
+use super::delete::DeleteStatement;
+use super::find::{FindCommand, parse_hint};
+use super::find_and_modify::FindAndModifyCommand;
+use super::update::UpdateStatement;
+use crate::aggregate::Pipeline;
+use crate::command::{CommandRequest, ExplainRequest, Verbosity};
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::query::filter::Filter;
+use crate::query::sort::SortSpec;
+use crate::query::update::{UpdateContext, UpdateSpec};
+use crate::server::RequestContext;
+use bson::{Bson, Document, RawDocumentBuf, doc};
+use std::sync::Arc;
+use std::time::Instant;
+
+pub(super) async fn run<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let explain_req = ExplainRequest::parse(&req)?;
+    explain(state, explain_req.command, explain_req.verbosity).await
+}
+
+/// Explains `cmd` (already unwrapped from `explain`).
+pub(super) async fn explain<S: DataNode>(
+    state: &S,
+    cmd: CommandRequest,
+    verbosity: Verbosity,
+) -> Result<RawDocumentBuf> {
+    let mut reply = match cmd.name() {
+        "find" => find(state, &cmd, verbosity).await?,
+        "count" => count(state, &cmd, verbosity).await?,
+        "distinct" => distinct(state, &cmd, verbosity).await?,
+        "aggregate" => aggregate(state, &cmd, verbosity).await?,
+        "update" => update(state, &cmd, verbosity).await?,
+        "delete" => delete(state, &cmd, verbosity).await?,
+        "findAndModify" | "findandmodify" => find_and_modify(state, &cmd, verbosity).await?,
+        name if state.commands().get(name).is_some() => {
+            return Err(MongoError::new(
+                ErrorCode::IllegalOperation,
+                format!("Cannot explain cmd: {name}"),
+            ));
+        }
+        name => {
+            return Err(MongoError::new(
+                ErrorCode::CommandNotFound,
+                format!("Explain failed due to unknown command: {name}"),
+            ));
+        }
+    };
+    let mut command = cmd.body.to_document()?;
+    command.insert("$db", cmd.db.clone());
+    reply.insert("command", command);
+    reply.insert("serverInfo", state.node().server_info());
+    Ok(RawDocumentBuf::from_document(&reply)?)
+}
+
+/// A query's read side, as the commands describe it.
+struct Query<'a> {
+    ns: String,
+    filter: &'a Document,
+    sort: Option<Document>,
+    hint: Option<Bson>,
+    skip: u64,
+    /// Shown in the plan (LIMIT, or SORT's `limitAmount`).
+    limit: Option<u64>,
+    /// Matches to stop after when running (`skip + limit`, or 1 for single-document writes).
+    stop_after: Option<u64>,
+    projection: Option<&'a Document>,
+}
+
+/// What explaining a query found: the stage tree and what running it produced.
+struct Explained {
+    tree: StageTree,
+    run: Execution,
+    ns: String,
+    filter: Document,
+}
+
+impl Explained {
+    /// `queryPlanner` (and `executionStats` when the verbosity asks) for this plan.
+    fn sections(&self, verbosity: Verbosity, out: &mut Document) {
+        out.insert("explainVersion", "1");
+        out.insert(
+            "queryPlanner",
+            doc! {
+                "namespace": &self.ns,
+                "parsedQuery": parsed_query(&self.filter),
+                "indexFilterSet": false,
+                "maxIndexedOrSolutionsReached": false,
+                "maxIndexedAndSolutionsReached": false,
+                "maxScansToExplodeReached": false,
+                "prunedSimilarIndexes": false,
+                "winningPlan": self.tree.to_document(false),
+                "rejectedPlans": [],
+            },
+        );
+        if verbosity.executes() {
+            let mut stats = doc! {
+                "executionSuccess": true,
+                "nReturned": number(self.tree.returned()),
+                "executionTimeMillis": number(self.run.millis),
+                "totalKeysExamined": number(self.run.examined.keys),
+                "totalDocsExamined": number(self.run.examined.docs),
+                "executionStages": self.tree.to_document(true),
+            };
+            if verbosity == Verbosity::AllPlansExecution {
+                // One candidate plan: there are no other plans' trials to show.
+                stats.insert("allPlansExecution", Bson::Array(Vec::new()));
+            }
+            out.insert("executionStats", stats);
+        }
+    }
+
+    fn into_reply(self, verbosity: Verbosity) -> Document {
+        let mut out = Document::new();
+        self.sections(verbosity, &mut out);
+        out
+    }
+}
+
+/// Plans `query` on `target` and, when the verbosity asks, runs it, calling `each` on every
+/// match (up to `stop_after`).
+async fn explain_query(
+    target: Option<(Arc<DatabaseStore>, Arc<CollectionMeta>)>,
+    query: Query<'_>,
+    verbosity: Verbosity,
+    mut each: impl FnMut(&Candidate) -> Result<()>,
+) -> Result<Explained> {
+    let filter = Filter::parse(query.filter)?;
+    let sort = query.sort.as_ref().map(SortSpec::parse).transpose()?;
+    let Some((db, coll)) = target else {
+        let mut tree = StageTree::empty();
+        tree.push("EOF", Document::new(), 0, Document::new());
+        return Ok(Explained {
+            tree,
+            run: Execution::default(),
+            ns: query.ns,
+            filter: query.filter.clone(),
+        });
+    };
+    let shape = QueryShape {
+        filter: query.filter,
+        sort: sort.as_ref(),
+        hint: query.hint.as_ref(),
+    };
+    let mut position = Position::plan(&coll, &shape)?;
+    let blocking_sort = sort.is_some() && !position.path().provides_sort();
+    let stop_after = if blocking_sort {
+        None
+    } else {
+        query.stop_after
+    };
+    // Read one row at a time under a limit, so that what is reported examined is exact.
+    if stop_after.is_some_and(|n| n <= 10_000) {
+        position = position.with_chunk(1);
+    }
+    let mut run = Execution::default();
+    if verbosity.executes() {
+        let started = Instant::now();
+        let mut read = db.read().await?;
+        'scan: while !position.done() {
+            for candidate in position.next_matches(&mut read, &coll, &filter).await? {
+                run.matched += 1;
+                each(&candidate)?;
+                if stop_after.is_some_and(|n| run.matched >= n) {
+                    break 'scan;
+                }
+            }
+        }
+        run.examined = position.examined();
+        run.millis = started.elapsed().as_millis() as u64;
+    }
+    let path: &AccessPath = position.path();
+    let tree = StageTree::for_query(
+        &ExplainedQuery {
+            path,
+            filter: query.filter,
+            sort: query.sort.as_ref(),
+            blocking_sort,
+            skip: query.skip,
+            limit: query.limit,
+            projection: query.projection,
+        },
+        &run,
+    );
+    Ok(Explained {
+        tree,
+        run,
+        ns: query.ns,
+        filter: query.filter.clone(),
+    })
+}
+
+async fn collection<S: DataNode>(
+    state: &S,
+    cmd: &CommandRequest,
+) -> Result<(String, Option<(Arc<DatabaseStore>, Arc<CollectionMeta>)>)> {
+    let name = cmd.args().collection()?;
+    crate::catalog::validate_collection_name(&cmd.db, name)?;
+    Ok((
+        format!("{}.{name}", cmd.db),
+        state.storage().collection(&cmd.db, name).await,
+    ))
+}
+
+async fn find<S: DataNode>(
+    state: &S,
+    cmd: &CommandRequest,
+    verbosity: Verbosity,
+) -> Result<Document> {
+    let find = FindCommand::parse(cmd)?;
+    if let Some(p) = &find.projection {
+        crate::query::projection::Projection::parse(p)?;
+    }
+    let (ns, target) = collection(state, cmd).await?;
+    let query = Query {
+        ns,
+        filter: &find.filter,
+        sort: find.sort.clone(),
+        hint: find.hint.clone(),
+        skip: find.skip,
+        limit: find.limit,
+        stop_after: find.limit.map(|l| find.skip + l),
+        projection: find.projection.as_ref(),
+    };
+    Ok(explain_query(target, query, verbosity, |_| Ok(()))
+        .await?
+        .into_reply(verbosity))
+}
+
+async fn count<S: DataNode>(
+    state: &S,
+    cmd: &CommandRequest,
+    verbosity: Verbosity,
+) -> Result<Document> {
+    let args = cmd.args();
+    let filter = args.document("query")?.unwrap_or_default();
+    let skip = args.non_negative("skip")?.unwrap_or(0) as u64;
+    let limit = args
+        .i64("limit")?
+        .map(|l| l.unsigned_abs())
+        .filter(|l| *l > 0);
+    let hint = parse_hint(&args)?;
+    let (ns, target) = collection(state, cmd).await?;
+    let fast = filter.is_empty() && hint.is_none();
+    let query = Query {
+        ns,
+        filter: &filter,
+        sort: None,
+        hint,
+        skip: 0,
+        limit: None,
+        stop_after: limit.map(|l| skip + l),
+        projection: None,
+    };
+    let has_collection = target.is_some();
+    let fast_count = match (&target, fast) {
+        (Some((db, coll)), true) => Some(db.stats(coll).count.max(0) as u64),
+        _ => None,
+    };
+    let mut explained = if fast_count.is_some() {
+        let mut tree = StageTree::empty();
+        tree.push("EOF", Document::new(), 0, Document::new());
+        Explained {
+            tree,
+            run: Execution::default(),
+            ns: query.ns.clone(),
+            filter: filter.clone(),
+        }
+    } else {
+        explain_query(target, query, verbosity, |_| Ok(())).await?
+    };
+    let total = fast_count.unwrap_or(explained.run.matched);
+    let skipped = total.min(skip);
+    let counted = limit.map_or(total - skipped, |l| (total - skipped).min(l));
+    let stats = if verbosity.executes() {
+        doc! {"nCounted": number(counted), "nSkipped": number(skipped)}
+    } else {
+        Document::new()
+    };
+    if fast_count.is_some() {
+        explained.tree = StageTree::empty();
+        explained
+            .tree
+            .push("RECORD_STORE_FAST_COUNT", Document::new(), 0, stats);
+    } else if has_collection {
+        explained.tree.push("COUNT", Document::new(), 0, stats);
+    }
+    Ok(explained.into_reply(verbosity))
+}
+
+async fn distinct<S: DataNode>(
+    state: &S,
+    cmd: &CommandRequest,
+    verbosity: Verbosity,
+) -> Result<Document> {
+    let args = cmd.args();
+    args.str("key")?
+        .ok_or_else(|| crate::command::missing("distinct", "key"))?;
+    let filter = args.document("query")?.unwrap_or_default();
+    let (ns, target) = collection(state, cmd).await?;
+    let query = Query {
+        ns,
+        filter: &filter,
+        sort: None,
+        hint: parse_hint(&args)?,
+        skip: 0,
+        limit: None,
+        stop_after: None,
+        projection: None,
+    };
+    Ok(explain_query(target, query, verbosity, |_| Ok(()))
+        .await?
+        .into_reply(verbosity))
+}
+
+/// The only statement of an explained write batch.
+fn single_statement<'a>(cmd: &'a CommandRequest, field: &str) -> Result<&'a bson::RawDocument> {
+    let statements = cmd.document_array(field)?;
+    match statements.as_slice() {
+        [only] => Ok(only),
+        _ => Err(MongoError::new(
+            ErrorCode::InvalidLength,
+            "explained write batches must be of size 1",
+        )),
+    }
+}
+
+/// Whether applying `update` to a match would change it.
+fn would_modify(update: &UpdateSpec, filter: &Filter, candidate: &Candidate) -> Result<bool> {
+    let mut doc = candidate.doc.clone();
+    let ctx = UpdateContext {
+        is_upsert_insert: false,
+        now: bson::DateTime::now(),
+        matched_filter: Some(filter),
+    };
+    update.apply(&mut doc, &ctx)
+}
+
+/// Puts the write stage (`UPDATE`, `DELETE`, ...) on top of the read plan, or replaces the plan
+/// by the express stage MongoDB uses for a single-document write by `_id`.
+fn write_stage(
+    explained: &mut Explained,
+    stage: &'static str,
+    express: &'static str,
+    single: bool,
+    stats: Document,
+) {
+    if single && explained.tree.is_express() {
+        let mut express_stats = doc! {
+            "keysExamined": number(explained.run.examined.keys),
+            "docsExamined": number(explained.run.examined.docs),
+        };
+        express_stats.extend(stats);
+        explained.tree = StageTree::empty();
+        explained.tree.push(
+            express,
+            doc! {"keyPattern": "{ _id: 1 }", "indexName": "_id_"},
+            0,
+            express_stats,
+        );
+    } else {
+        explained.tree.push(stage, Document::new(), 0, stats);
+    }
+}
+
+async fn update<S: DataNode>(
+    state: &S,
+    cmd: &CommandRequest,
+    verbosity: Verbosity,
+) -> Result<Document> {
+    let stmt = UpdateStatement::parse(single_statement(cmd, "updates")?)?;
+    let filter = Filter::parse(&stmt.query)?;
+    let (ns, target) = collection(state, cmd).await?;
+    let query = Query {
+        ns,
+        filter: &stmt.query,
+        sort: None,
+        hint: None,
+        skip: 0,
+        limit: None,
+        stop_after: (!stmt.multi).then_some(1),
+        projection: None,
+    };
+    let mut modified = 0u64;
+    let mut explained = explain_query(target, query, verbosity, |c| {
+        modified += would_modify(&stmt.update, &filter, c)? as u64;
+        Ok(())
+    })
+    .await?;
+    let stats = verbosity.executes().then(|| {
+        let matched = explained.run.matched;
+        doc! {
+            "nMatched": number(matched),
+            "nWouldModify": number(modified),
+            "nWouldUpsert": number((matched == 0 && stmt.upsert) as u64),
+        }
+    });
+    write_stage(
+        &mut explained,
+        "UPDATE",
+        "EXPRESS_UPDATE",
+        !stmt.multi,
+        stats.unwrap_or_default(),
+    );
+    Ok(explained.into_reply(verbosity))
+}
+
+async fn delete<S: DataNode>(
+    state: &S,
+    cmd: &CommandRequest,
+    verbosity: Verbosity,
+) -> Result<Document> {
+    let stmt = DeleteStatement::parse(single_statement(cmd, "deletes")?)?;
+    let (ns, target) = collection(state, cmd).await?;
+    let query = Query {
+        ns,
+        filter: &stmt.query,
+        sort: None,
+        hint: None,
+        skip: 0,
+        limit: None,
+        stop_after: stmt.limit_one.then_some(1),
+        projection: None,
+    };
+    let mut explained = explain_query(target, query, verbosity, |_| Ok(())).await?;
+    let stats = if verbosity.executes() {
+        doc! {"nWouldDelete": number(explained.run.matched)}
+    } else {
+        Document::new()
+    };
+    // Multi-document deletes are batched, as in MongoDB 6.1 and later.
+    let stage = if stmt.limit_one {
+        "DELETE"
+    } else {
+        "BATCHED_DELETE"
+    };
+    write_stage(
+        &mut explained,
+        stage,
+        "EXPRESS_DELETE",
+        stmt.limit_one,
+        stats,
+    );
+    Ok(explained.into_reply(verbosity))
+}
+
+async fn find_and_modify<S: DataNode>(
+    state: &S,
+    cmd: &CommandRequest,
+    verbosity: Verbosity,
+) -> Result<Document> {
+    let fam = FindAndModifyCommand::parse(cmd)?;
+    let filter = Filter::parse(&fam.query)?;
+    let args = cmd.args();
+    let sort = args.document("sort")?.filter(|s| !s.is_empty());
+    let (ns, target) = collection(state, cmd).await?;
+    let query = Query {
+        ns,
+        filter: &fam.query,
+        sort: sort.clone(),
+        hint: parse_hint(&args)?,
+        skip: 0,
+        // A sort keeps only the first document.
+        limit: sort.is_some().then_some(1),
+        stop_after: Some(1),
+        projection: None,
+    };
+    let mut modified = 0u64;
+    let mut explained = explain_query(target, query, verbosity, |c| {
+        if let Some(update) = &fam.update {
+            modified += would_modify(update, &filter, c)? as u64;
+        }
+        Ok(())
+    })
+    .await?;
+    let matched = explained.run.matched.min(1);
+    let (stage, express, stats) = if fam.remove {
+        (
+            "DELETE",
+            "EXPRESS_DELETE",
+            doc! {"nWouldDelete": number(matched)},
+        )
+    } else {
+        (
+            "UPDATE",
+            "EXPRESS_UPDATE",
+            doc! {
+                "nMatched": number(matched),
+                "nWouldModify": number(modified.min(1)),
+                "nWouldUpsert": number((matched == 0 && fam.upsert) as u64),
+            },
+        )
+    };
+    let stats = if verbosity.executes() {
+        stats
+    } else {
+        Document::new()
+    };
+    write_stage(&mut explained, stage, express, sort.is_none(), stats);
+    Ok(explained.into_reply(verbosity))
+}
+
+async fn aggregate<S: DataNode>(
+    state: &S,
+    cmd: &CommandRequest,
+    verbosity: Verbosity,
+) -> Result<Document> {
+    let agg = AggregateCommand::parse(cmd)?;
+    let pipeline = Pipeline::parse(&agg.pipeline)?;
+    let leading_match = agg
+        .pipeline
+        .first()
+        .and_then(|s| s.get_document("$match").ok())
+        .cloned();
+    let rest: &[Document] = match leading_match {
+        Some(_) => &agg.pipeline[1..],
+        None => &agg.pipeline,
+    };
+    let filter = leading_match.clone().unwrap_or_default();
+    let Some(name) = &agg.collection else {
+        return Ok(doc! {"explainVersion": "1", "stages": stages_doc(rest, None)});
+    };
+    crate::catalog::validate_collection_name(&cmd.db, name)?;
+    let target = state.storage().collection(&cmd.db, name).await;
+    let query = Query {
+        ns: format!("{}.{name}", cmd.db),
+        filter: &filter,
+        sort: None,
+        hint: parse_hint(&cmd.args())?,
+        skip: 0,
+        limit: None,
+        stop_after: None,
+        projection: None,
+    };
+    let mut input = Vec::new();
+    let explained = explain_query(target, query, verbosity, |c| {
+        input.push(c.doc.clone());
+        Ok(())
+    })
+    .await?;
+    if rest.is_empty() {
+        // The whole pipeline is the query: MongoDB explains it like a find.
+        let mut out = explained.into_reply(verbosity);
+        if let Ok(planner) = out.get_document_mut("queryPlanner") {
+            planner.insert("optimizedPipeline", true);
+        }
+        return Ok(out);
+    }
+    let counts = if verbosity.executes() {
+        let (_, counts) = pipeline.run_counted(input)?;
+        // Per-stage counts line up with the user's stages when no stage expanded.
+        (counts.len() == agg.pipeline.len())
+            .then(|| counts[agg.pipeline.len() - rest.len()..].to_vec())
+    } else {
+        None
+    };
+    let mut cursor = Document::new();
+    explained.sections(verbosity, &mut cursor);
+    cursor.remove("explainVersion");
+    let mut stages = vec![Bson::Document(doc! {"$cursor": cursor})];
+    stages.extend(stages_doc(rest, counts.as_deref()));
+    Ok(doc! {"explainVersion": "1", "stages": stages})
+}
+
+/// The pipeline's stages as explain lists them, with their output counts when known.
+fn stages_doc(stages: &[Document], counts: Option<&[u64]>) -> Vec<Bson> {
+    stages
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| {
+            let mut out = spec.clone();
+            if let Some(n) = counts.and_then(|c| c.get(i)) {
+                out.insert("nReturned", number(*n));
+            }
+            Bson::Document(out)
+        })
+        .collect()
+}
