@@ -185,3 +185,78 @@ async fn fail_command_write_concern_errors_and_app_name() {
     ));
     cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn max_time_ms_limits_commands() {
+    let cluster = TestCluster::with_test_commands().await;
+    let db = cluster.db("app");
+    let coll = db.collection::<Document>("timed");
+    let docs: Vec<Document> = (0..20_000)
+        .map(|i| doc! {"_id": i, "k": (i * 7919) % 20_000, "pad": "x".repeat(100)})
+        .collect();
+    coll.insert_many(docs).await.unwrap();
+    // A limit the command meets, one it cannot meet (a blocking sort over every document in
+    // 1 ms), and the values MongoDB refuses.
+    let ok = db
+        .run_command(doc! {"find": "timed", "filter": {"_id": 3}, "maxTimeMS": 60_000})
+        .await
+        .unwrap();
+    assert_eq!(ok.get_f64("ok").unwrap(), 1.0);
+    let err = db
+        .run_command(doc! {"find": "timed", "sort": {"k": 1, "pad": -1}, "maxTimeMS": 1})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(50));
+    for (value, code) in [
+        (mongodb::bson::Bson::Int32(-1), 2),
+        (mongodb::bson::Bson::Double(1.5), 2),
+        (mongodb::bson::Bson::String("1".into()), 2),
+    ] {
+        let err = db
+            .run_command(doc! {"find": "timed", "maxTimeMS": value})
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&err), Some(code));
+    }
+    // getMore takes no time limit on a non-tailable cursor.
+    let reply = db
+        .run_command(doc! {"find": "timed", "batchSize": 2})
+        .await
+        .unwrap();
+    let id = reply.get_document("cursor").unwrap().get_i64("id").unwrap();
+    let err = db
+        .run_command(doc! {"getMore": id, "collection": "timed", "maxTimeMS": 100})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(2));
+
+    // maxTimeAlwaysTimeOut: every command with a limit expires; commands without one run.
+    cluster
+        .admin(doc! {"configureFailPoint": "maxTimeAlwaysTimeOut", "mode": {"times": 1}})
+        .await
+        .unwrap();
+    let err = db
+        .run_command(doc! {"find": "timed", "filter": {"_id": 1}, "maxTimeMS": 60_000})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(50));
+    db.run_command(doc! {"find": "timed", "filter": {"_id": 1}, "maxTimeMS": 60_000})
+        .await
+        .unwrap();
+    cluster
+        .admin(doc! {"configureFailPoint": "maxTimeAlwaysTimeOut", "mode": "alwaysOn"})
+        .await
+        .unwrap();
+    let err = coll
+        .count_documents(doc! {})
+        .max_time(Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(50));
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 20_000);
+    cluster
+        .admin(doc! {"configureFailPoint": "maxTimeAlwaysTimeOut", "mode": "off"})
+        .await
+        .unwrap();
+    cluster.shutdown().await;
+}

@@ -48,6 +48,17 @@ impl TestCluster {
         Self::start_with_options(options, 2, 1).await
     }
 
+    /// A cluster whose processes start with these `--setParameter` values.
+    pub async fn with_parameters(parameters: &[(&str, &str)]) -> TestCluster {
+        let mut options = node_options();
+        for (name, value) in parameters {
+            options
+                .parameters
+                .push((name.to_string(), value.to_string()));
+        }
+        Self::start_with_options(options, 2, 1).await
+    }
+
     async fn start_with_options(
         options: NodeOptions,
         shards: usize,

@@ -15,5 +15,6 @@ mod handshake;
 mod index_queries;
 mod indexes;
 mod multiprocess;
+mod sorting;
 mod stale_versions;
 mod wire;

@@ -32,6 +32,12 @@ impl GetMore {
             .non_negative("batchSize")?
             .filter(|b| *b > 0)
             .map(|b| b as usize);
+        // Only awaitData cursors (tailable, on capped collections) take a getMore time limit.
+        if super::max_time(&args)?.is_some() {
+            return Err(MongoError::bad_value(
+                "cannot set maxTimeMS on getMore command for a non-awaitData cursor",
+            ));
+        }
         Ok(GetMore {
             cursor_id,
             collection,

@@ -4,12 +4,14 @@
 mod args;
 mod cursor_commands;
 mod explain;
+mod max_time;
 mod replies;
 mod write_concern;
 
 pub use args::{Args, bson_type_name};
 pub use cursor_commands::{GetMore, KillCursors, missing};
 pub use explain::{EXPLAINABLE, ExplainRequest, Verbosity};
+pub use max_time::max_time;
 pub use replies::{cursor_reply, first_batch};
 pub use write_concern::WriteConcern;
 

@@ -214,9 +214,26 @@ impl<S: NodeState> Dispatcher<S> {
             ));
         }
         state.node().stats.count(spec.counter);
+        let limit = crate::command::max_time(&request.args())?;
+        if limit.is_some() && state.node().fail_points.max_time_expires() {
+            return Err(MongoError::new(
+                ErrorCode::MaxTimeMSExpired,
+                "operation exceeded time limit",
+            ));
+        }
         let handled = async {
             state.before_command(&request).await?;
-            (spec.handler)(state, ctx, request).await
+            let run = (spec.handler)(state, ctx, request);
+            match limit {
+                // Dropping the handler at the deadline rolls back its open transaction.
+                Some(limit) => tokio::time::timeout(limit, run).await.unwrap_or_else(|_| {
+                    Err(MongoError::new(
+                        ErrorCode::MaxTimeMSExpired,
+                        "operation exceeded time limit",
+                    ))
+                }),
+                None => run.await,
+            }
         };
         match AssertUnwindSafe(handled).catch_unwind().await {
             Ok(result) => result,

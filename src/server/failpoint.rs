@@ -1,6 +1,7 @@
-//! MongoDB's test fail points, of which this server has `failCommand`: make chosen commands fail
-//! with an error code, a write concern error, a closed connection or a delay, for the drivers'
-//! specification tests. Only reachable with test commands enabled.
+//! MongoDB's test fail points for the drivers' specification tests: `failCommand` (make chosen
+//! commands fail with an error code, a write concern error, a closed connection or a delay) and
+//! `maxTimeAlwaysTimeOut` (every command with a `maxTimeMS` expires). Only reachable with test
+//! commands enabled.
 
 use crate::command::Args;
 use crate::error::{ErrorCode, MongoError, Result};
@@ -73,6 +74,8 @@ pub struct FailPoints {
     /// Fast path: no command pays for the lock while nothing is armed.
     armed: AtomicBool,
     fail_command: Mutex<FailCommandState>,
+    /// `maxTimeAlwaysTimeOut`: commands with a `maxTimeMS` fail as if it had expired.
+    max_time_always_times_out: Mutex<Option<Mode>>,
 }
 
 #[derive(Debug, Default)]
@@ -97,13 +100,21 @@ impl FailPoints {
                 ));
             }
         };
-        if name != "failCommand" {
-            return Err(MongoError::new(
-                ErrorCode::FailPointSetFailed,
-                format!("Cannot find failpoint: {name}"),
-            ));
-        }
         let mode = parse_mode(args.get("mode")?.map(|m| m.to_raw_bson()))?;
+        match name {
+            "failCommand" => {}
+            "maxTimeAlwaysTimeOut" => {
+                let mut state = self.max_time_always_times_out.lock().expect("poisoned");
+                *state = (mode != Mode::Off).then_some(mode);
+                return Ok(0);
+            }
+            _ => {
+                return Err(MongoError::new(
+                    ErrorCode::FailPointSetFailed,
+                    format!("Cannot find failpoint: {name}"),
+                ));
+            }
+        }
         let data = match args.document("data")? {
             Some(data) => parse_data(&data)?,
             None => FailCommandData::default(),
@@ -113,6 +124,24 @@ impl FailPoints {
         state.data = data;
         self.armed.store(state.mode.is_some(), Ordering::SeqCst);
         Ok(state.entered)
+    }
+
+    /// Whether `maxTimeAlwaysTimeOut` makes this command's time limit expire at once (counting
+    /// the trigger).
+    pub fn max_time_expires(&self) -> bool {
+        let mut state = self.max_time_always_times_out.lock().expect("poisoned");
+        match state.clone() {
+            None => false,
+            Some(Mode::Skip(n)) if n > 0 => {
+                *state = Some(Mode::Skip(n - 1));
+                false
+            }
+            Some(Mode::Times(n)) => {
+                *state = (n > 1).then_some(Mode::Times(n - 1));
+                true
+            }
+            Some(_) => true,
+        }
     }
 
     /// Whether any fail point is armed.

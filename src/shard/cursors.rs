@@ -1,7 +1,7 @@
 //! Open cursors of one node: what `getMore` continues and `killCursors` ends. Idle cursors are
 //! reaped after `cursorTimeoutMillis`.
 
-use super::exec::ScanState;
+use super::exec::{ScanState, SortedState};
 use bson::RawDocumentBuf;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -13,6 +13,8 @@ pub enum CursorBody {
     Buffered(VecDeque<RawDocumentBuf>),
     /// A query that resumes scanning where the last batch stopped.
     Scan(Box<ScanState>),
+    /// A find whose blocking sort is done, possibly merging runs spilled to disk.
+    Sorted(Box<SortedState>),
 }
 
 /// A cursor between batches.

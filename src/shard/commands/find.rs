@@ -2,7 +2,10 @@
 
 use super::super::DataNode;
 use super::super::cursors::{Cursor, CursorBody};
-use super::super::exec::{MAX_BATCH_BYTES, Position, QueryShape, ScanState};
+use super::super::exec::{
+    BlockingSort, MAX_BATCH_BYTES, Position, QueryShape, ScanState, SortLimits, SortedDocs,
+    SortedState,
+};
 pub use crate::command::cursor_reply;
 use crate::command::{CommandRequest, GetMore, KillCursors};
 use crate::error::{ErrorCode, MongoError, Result};
@@ -27,6 +30,7 @@ pub(super) struct FindCommand {
     pub(super) single_batch: bool,
     pub(super) no_cursor_timeout: bool,
     pub(super) hint: Option<Bson>,
+    pub(super) allow_disk_use: Option<bool>,
 }
 
 impl FindCommand {
@@ -69,6 +73,7 @@ impl FindCommand {
             single_batch: args.bool("singleBatch")?.unwrap_or(false),
             no_cursor_timeout: args.bool("noCursorTimeout")?.unwrap_or(false),
             hint: parse_hint(&args)?,
+            allow_disk_use: args.bool("allowDiskUse")?,
         })
     }
 }
@@ -100,17 +105,12 @@ pub(super) async fn find<S: DataNode>(
     let mut body = match sort {
         // A sort the access path does not deliver is done in memory over every match.
         Some(sort) if !position.path().provides_sort() => {
-            let docs =
-                sorted_matches(&db, &coll, &filter, position, &sort, cmd.skip, cmd.limit).await?;
-            let mut out = VecDeque::with_capacity(docs.len());
-            for doc in docs {
-                let doc = match &projection {
-                    Some(p) => p.apply(&doc),
-                    None => doc,
-                };
-                out.push_back(RawDocumentBuf::from_document(&doc)?);
-            }
-            CursorBody::Buffered(out)
+            let limits = sort_limits(state, cmd.allow_disk_use);
+            let docs = sorted_matches(
+                &db, &coll, &filter, position, sort, cmd.skip, cmd.limit, limits,
+            )
+            .await?;
+            CursorBody::Sorted(Box::new(SortedState::new(docs, cmd.skip, projection)))
         }
         _ => CursorBody::Scan(Box::new(ScanState {
             db: db.clone(),
@@ -149,41 +149,43 @@ pub(super) fn parse_hint(args: &crate::command::Args<'_>) -> Result<Option<Bson>
     }
 }
 
-/// Every match, sorted, with skip and limit applied: the blocking sort. With a limit only the
-/// best `skip + limit` documents are kept while reading (top-k).
+/// Where the blocking sort may use memory and disk, from the server parameters and the
+/// command's `allowDiskUse`.
+pub(super) fn sort_limits<S: DataNode>(state: &S, allow_disk_use: Option<bool>) -> SortLimits {
+    let params = &state.node().params;
+    SortLimits {
+        max_bytes: params
+            .get_i64("internalQueryMaxBlockingSortMemoryUsageBytes")
+            .unwrap_or(100 * 1024 * 1024)
+            .max(0) as usize,
+        allow_disk_use: allow_disk_use.unwrap_or_else(|| params.get_bool("allowDiskUseByDefault")),
+        spill_dir: state.storage().spill_dir(),
+    }
+}
+
+/// Every match, sorted (the best `skip + limit` when there is a limit); the skip itself is
+/// applied as the cursor returns documents.
+#[allow(clippy::too_many_arguments)]
 async fn sorted_matches(
     db: &crate::shard::storage::DatabaseStore,
     coll: &crate::shard::storage::CollectionMeta,
     filter: &Filter,
     mut position: Position,
-    sort: &SortSpec,
+    sort: SortSpec,
     skip: u64,
     limit: Option<u64>,
-) -> Result<Vec<Document>> {
+    limits: SortLimits,
+) -> Result<SortedDocs> {
     let keep = limit.map(|l| (skip + l) as usize);
+    let mut sorter = BlockingSort::new(sort, keep, limits);
     let mut read = db.read().await?;
-    let mut docs: Vec<Document> = Vec::new();
     while !position.done() {
-        docs.extend(
-            position
-                .next_matches(&mut read, coll, filter)
-                .await?
-                .into_iter()
-                .map(|c| c.doc),
-        );
-        if let Some(keep) = keep {
-            // Bounded memory for sort + limit: trim back to the best `keep` once it doubles.
-            if docs.len() > keep.max(1000) * 2 {
-                docs.sort_by(|a, b| sort.compare(a, b));
-                docs.truncate(keep);
-            }
+        for candidate in position.next_matches(&mut read, coll, filter).await? {
+            let size = candidate.raw.as_bytes().len();
+            sorter.push(candidate.doc, size)?;
         }
     }
-    docs.sort_by(|a, b| sort.compare(a, b));
-    if let Some(keep) = keep {
-        docs.truncate(keep);
-    }
-    Ok(docs.into_iter().skip(skip as usize).collect())
+    sorter.finish()
 }
 
 /// The next batch of a cursor and whether the cursor has nothing more.
@@ -206,6 +208,10 @@ async fn next_batch(body: &mut CursorBody, max_docs: usize) -> Result<(Vec<RawDo
         CursorBody::Scan(scan) => {
             let batch = scan.next_batch(max_docs).await?;
             Ok((batch, scan.exhausted()))
+        }
+        CursorBody::Sorted(sorted) => {
+            let batch = sorted.next_batch(max_docs)?;
+            Ok((batch, sorted.exhausted()))
         }
     }
 }

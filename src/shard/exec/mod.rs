@@ -1,18 +1,20 @@
 //! Query execution over storage: choosing an access path (`plan`: the `_id` index, a secondary
 //! index scan over key intervals, or a collection scan) and producing matching documents in
-//! batches (`position`), resumable between `getMore`s (`scan_state`), and describing the plan
-//! and its work for `explain` (`explain`).
+//! batches (`position`), resumable between `getMore`s (`scan_state`), the blocking sort with
+//! its spill to disk (`sort`), and describing the plan and its work for `explain` (`explain`).
 
 mod explain;
 mod plan;
 mod position;
 mod scan_state;
+mod sort;
 
 pub use explain::{Execution, ExplainedQuery, StageTree, number, parsed_query};
 pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};
 pub use position::{Candidate, Examined, Position, RecordSource};
 
 pub use scan_state::ScanState;
+pub use sort::{BlockingSort, SortLimits, SortedDocs, SortedState};
 
 /// Rows read per storage statement during a scan.
 pub const SCAN_CHUNK: i64 = 1000;

@@ -25,6 +25,7 @@ pub struct Storage {
 }
 
 const FILE_SUFFIX: &str = ".sqlite";
+const SPILL_DIR: &str = "_tmp";
 
 impl Storage {
     /// Opens (creating if needed) the data directory and every database file in it.
@@ -35,6 +36,8 @@ impl Storage {
                 dir.display()
             ))
         })?;
+        // Sort runs a previous process spilled are garbage now (MongoDB clears `_tmp` too).
+        let _ = std::fs::remove_dir_all(dir.join(SPILL_DIR));
         let mut dbs = BTreeMap::new();
         let entries = std::fs::read_dir(dir).map_err(|e| {
             MongoError::internal(format!("cannot read data directory {}: {e}", dir.display()))
@@ -58,6 +61,11 @@ impl Storage {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Where blocking sorts spill runs (`_tmp`, as in MongoDB; cleared at startup).
+    pub fn spill_dir(&self) -> std::path::PathBuf {
+        self.dir.join(SPILL_DIR)
     }
 
     /// The database if it exists on this node (it may hold no collections).
