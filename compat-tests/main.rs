@@ -11,6 +11,7 @@ mod cursors;
 mod durability;
 mod explain;
 mod failpoints;
+mod find_options;
 mod handshake;
 mod index_queries;
 mod indexes;

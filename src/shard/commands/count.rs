@@ -4,6 +4,7 @@ use super::super::DataNode;
 use super::super::exec::Position;
 use crate::command::CommandRequest;
 use crate::document::keystring;
+use crate::document::path::values_at_path;
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use crate::server::RequestContext;
@@ -49,29 +50,6 @@ pub(super) async fn count<S: DataNode>(
     )?)
 }
 
-/// The values `distinct` sees at `path`: array values contribute their elements, and arrays on
-/// the way are traversed element by element.
-pub(crate) fn values_at_path(value: &Bson, path: &[&str], out: &mut Vec<Bson>) {
-    match (value, path.split_first()) {
-        (Bson::Array(items), _) => {
-            for item in items {
-                match (item, path.is_empty()) {
-                    (_, true) => out.push(item.clone()),
-                    (Bson::Document(_), false) => values_at_path(item, path, out),
-                    _ => {}
-                }
-            }
-        }
-        (_, None) => out.push(value.clone()),
-        (Bson::Document(d), Some((first, rest))) => {
-            if let Some(v) = d.get(*first) {
-                values_at_path(v, rest, out);
-            }
-        }
-        _ => {}
-    }
-}
-
 pub(super) async fn distinct<S: DataNode>(
     state: &S,
     _ctx: &RequestContext,
@@ -111,20 +89,4 @@ pub(super) async fn distinct<S: DataNode>(
     }
     let reply: Document = doc! {"values": values};
     Ok(RawDocumentBuf::from_document(&reply)?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn distinct_flattens_arrays_along_the_path() {
-        let doc = Bson::Document(doc! {"a": [{"b": 1}, {"b": [2, 3]}, {"c": 4}], "x": [5, [6]]});
-        let mut out = Vec::new();
-        values_at_path(&doc, &["a", "b"], &mut out);
-        assert_eq!(out, vec![Bson::Int32(1), Bson::Int32(2), Bson::Int32(3)]);
-        out.clear();
-        values_at_path(&doc, &["x"], &mut out);
-        assert_eq!(out, vec![Bson::Int32(5), Bson::Array(vec![Bson::Int32(6)])]);
-    }
 }

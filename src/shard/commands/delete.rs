@@ -1,7 +1,7 @@
 //! `delete`: per statement, remove the first matching document (`limit: 1`) or all (`limit: 0`).
 
 use super::super::DataNode;
-use super::super::exec::Position;
+use super::super::exec::{Position, QueryShape};
 use super::write::{acknowledge, count_value, finish_reply, statements, target};
 use crate::command::{Args, CommandRequest, WriteConcern};
 use crate::error::{MongoError, Result};
@@ -13,6 +13,7 @@ pub(super) struct DeleteStatement {
     pub(super) query: bson::Document,
     pub(super) filter: Filter,
     pub(super) limit_one: bool,
+    pub(super) hint: Option<bson::Bson>,
 }
 
 impl DeleteStatement {
@@ -33,6 +34,7 @@ impl DeleteStatement {
             filter: Filter::parse(&query)?,
             query,
             limit_one: limit == 1,
+            hint: super::find::parse_hint(&args)?,
         })
     }
 }
@@ -57,7 +59,13 @@ pub(super) async fn run<S: DataNode>(
         Stats::add(&state.node().stats.op_delete, 1);
         let outcome: Result<u64> = async {
             let stmt = DeleteStatement::parse(raw)?;
-            let mut position = Position::for_filter(&coll, &stmt.query)?;
+            let mut position = Position::plan(
+                &coll,
+                &QueryShape {
+                    hint: stmt.hint.as_ref(),
+                    ..QueryShape::filter(&stmt.query)
+                },
+            )?;
             let mut deleted = 0;
             'scan: while !position.done() {
                 for candidate in position.next_matches(&mut txn, &coll, &stmt.filter).await? {

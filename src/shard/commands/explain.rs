@@ -79,6 +79,8 @@ struct Query<'a> {
     /// Matches to stop after when running (`skip + limit`, or 1 for single-document writes).
     stop_after: Option<u64>,
     projection: Option<&'a Document>,
+    min: Option<Document>,
+    max: Option<Document>,
 }
 
 /// What explaining a query found: the stage tree and what running it produced.
@@ -155,6 +157,8 @@ async fn explain_query(
         filter: query.filter,
         sort: sort.as_ref(),
         hint: query.hint.as_ref(),
+        min: query.min.as_ref(),
+        max: query.max.as_ref(),
     };
     let mut position = Position::plan(&coll, &shape)?;
     let blocking_sort = sort.is_some() && !position.path().provides_sort();
@@ -235,6 +239,8 @@ async fn find<S: DataNode>(
         limit: find.limit,
         stop_after: find.limit.map(|l| find.skip + l),
         projection: find.projection.as_ref(),
+        min: find.min.clone(),
+        max: find.max.clone(),
     };
     Ok(explain_query(target, query, verbosity, |_| Ok(()))
         .await?
@@ -265,6 +271,8 @@ async fn count<S: DataNode>(
         limit: None,
         stop_after: limit.map(|l| skip + l),
         projection: None,
+        min: None,
+        max: None,
     };
     let has_collection = target.is_some();
     let fast_count = match (&target, fast) {
@@ -321,6 +329,8 @@ async fn distinct<S: DataNode>(
         limit: None,
         stop_after: None,
         projection: None,
+        min: None,
+        max: None,
     };
     Ok(explain_query(target, query, verbosity, |_| Ok(()))
         .await?
@@ -389,11 +399,13 @@ async fn update<S: DataNode>(
         ns,
         filter: &stmt.query,
         sort: None,
-        hint: None,
+        hint: stmt.hint.clone(),
         skip: 0,
         limit: None,
         stop_after: (!stmt.multi).then_some(1),
         projection: None,
+        min: None,
+        max: None,
     };
     let mut modified = 0u64;
     let mut explained = explain_query(target, query, verbosity, |c| {
@@ -430,11 +442,13 @@ async fn delete<S: DataNode>(
         ns,
         filter: &stmt.query,
         sort: None,
-        hint: None,
+        hint: stmt.hint.clone(),
         skip: 0,
         limit: None,
         stop_after: stmt.limit_one.then_some(1),
         projection: None,
+        min: None,
+        max: None,
     };
     let mut explained = explain_query(target, query, verbosity, |_| Ok(())).await?;
     let stats = if verbosity.executes() {
@@ -478,6 +492,8 @@ async fn find_and_modify<S: DataNode>(
         limit: sort.is_some().then_some(1),
         stop_after: Some(1),
         projection: None,
+        min: None,
+        max: None,
     };
     let mut modified = 0u64;
     let mut explained = explain_query(target, query, verbosity, |c| {
@@ -545,6 +561,8 @@ async fn aggregate<S: DataNode>(
         limit: None,
         stop_after: None,
         projection: None,
+        min: None,
+        max: None,
     };
     let mut input = Vec::new();
     let explained = explain_query(target, query, verbosity, |c| {

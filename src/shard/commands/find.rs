@@ -3,8 +3,8 @@
 use super::super::DataNode;
 use super::super::cursors::{Cursor, CursorBody};
 use super::super::exec::{
-    BlockingSort, MAX_BATCH_BYTES, Position, QueryShape, ScanState, SortLimits, SortedDocs,
-    SortedState,
+    BlockingSort, FindOutput, MAX_BATCH_BYTES, Position, QueryShape, RECORD_ID_FIELD, ScanState,
+    SortLimits, SortedDocs, SortedState,
 };
 pub use crate::command::cursor_reply;
 use crate::command::{CommandRequest, GetMore, KillCursors};
@@ -31,6 +31,10 @@ pub(super) struct FindCommand {
     pub(super) no_cursor_timeout: bool,
     pub(super) hint: Option<Bson>,
     pub(super) allow_disk_use: Option<bool>,
+    pub(super) min: Option<Document>,
+    pub(super) max: Option<Document>,
+    pub(super) return_key: bool,
+    pub(super) show_record_id: bool,
 }
 
 impl FindCommand {
@@ -74,6 +78,10 @@ impl FindCommand {
             no_cursor_timeout: args.bool("noCursorTimeout")?.unwrap_or(false),
             hint: parse_hint(&args)?,
             allow_disk_use: args.bool("allowDiskUse")?,
+            min: args.document("min")?.filter(|d| !d.is_empty()),
+            max: args.document("max")?.filter(|d| !d.is_empty()),
+            return_key: args.bool("returnKey")?.unwrap_or(false),
+            show_record_id: args.bool("showRecordId")?.unwrap_or(false),
         })
     }
 }
@@ -100,24 +108,36 @@ pub(super) async fn find<S: DataNode>(
         filter: &cmd.filter,
         sort: sort.as_ref(),
         hint: cmd.hint.as_ref(),
+        min: cmd.min.as_ref(),
+        max: cmd.max.as_ref(),
     };
     let position = Position::plan(&coll, &shape)?;
+    let output = FindOutput::new(
+        projection,
+        cmd.show_record_id,
+        cmd.return_key,
+        position.path(),
+    );
     let mut body = match sort {
         // A sort the access path does not deliver is done in memory over every match.
         Some(sort) if !position.path().provides_sort() => {
             let limits = sort_limits(state, cmd.allow_disk_use);
-            let docs = sorted_matches(
-                &db, &coll, &filter, position, sort, cmd.skip, cmd.limit, limits,
-            )
-            .await?;
-            CursorBody::Sorted(Box::new(SortedState::new(docs, cmd.skip, projection)))
+            let request = SortRequest {
+                sort,
+                skip: cmd.skip,
+                limit: cmd.limit,
+                limits,
+                keep_record_id: cmd.show_record_id,
+            };
+            let docs = sorted_matches(&db, &coll, &filter, position, request).await?;
+            CursorBody::Sorted(Box::new(SortedState::new(docs, cmd.skip, output)))
         }
         _ => CursorBody::Scan(Box::new(ScanState {
             db: db.clone(),
             coll: coll.clone(),
             position,
             filter,
-            projection,
+            output,
             skip: cmd.skip,
             remaining: cmd.limit,
             pending: VecDeque::new(),
@@ -163,26 +183,36 @@ pub(super) fn sort_limits<S: DataNode>(state: &S, allow_disk_use: Option<bool>) 
     }
 }
 
+/// A blocking sort to run.
+struct SortRequest {
+    sort: SortSpec,
+    skip: u64,
+    limit: Option<u64>,
+    limits: SortLimits,
+    /// Carry each document's record id through the sort (for `showRecordId`).
+    keep_record_id: bool,
+}
+
 /// Every match, sorted (the best `skip + limit` when there is a limit); the skip itself is
 /// applied as the cursor returns documents.
-#[allow(clippy::too_many_arguments)]
 async fn sorted_matches(
     db: &crate::shard::storage::DatabaseStore,
     coll: &crate::shard::storage::CollectionMeta,
     filter: &Filter,
     mut position: Position,
-    sort: SortSpec,
-    skip: u64,
-    limit: Option<u64>,
-    limits: SortLimits,
+    request: SortRequest,
 ) -> Result<SortedDocs> {
-    let keep = limit.map(|l| (skip + l) as usize);
-    let mut sorter = BlockingSort::new(sort, keep, limits);
+    let keep = request.limit.map(|l| (request.skip + l) as usize);
+    let mut sorter = BlockingSort::new(request.sort, keep, request.limits);
     let mut read = db.read().await?;
     while !position.done() {
         for candidate in position.next_matches(&mut read, coll, filter).await? {
             let size = candidate.raw.as_bytes().len();
-            sorter.push(candidate.doc, size)?;
+            let mut doc = candidate.doc;
+            if request.keep_record_id {
+                doc.insert(RECORD_ID_FIELD, Bson::Int64(candidate.rid));
+            }
+            sorter.push(doc, size)?;
         }
     }
     sorter.finish()

@@ -23,6 +23,7 @@ pub(super) struct FindAndModifyCommand {
     pub(super) fields: Option<Projection>,
     pub(super) upsert: bool,
     pub(super) write_concern: WriteConcern,
+    pub(super) hint: Option<Bson>,
 }
 
 impl FindAndModifyCommand {
@@ -81,6 +82,7 @@ impl FindAndModifyCommand {
                 .transpose()?,
             upsert,
             write_concern: WriteConcern::parse(&args)?,
+            hint: super::find::parse_hint(&args)?,
         })
     }
 }
@@ -114,7 +116,15 @@ pub(super) async fn run<S: DataNode>(
         Stats::add(&state.node().stats.op_update, 1);
     }
     let mut txn = db.write().await?;
-    let found = first_match(&mut txn, &coll, &cmd.query, &filter, cmd.sort.as_ref()).await?;
+    let found = first_match(
+        &mut txn,
+        &coll,
+        &cmd.query,
+        &filter,
+        cmd.sort.as_ref(),
+        cmd.hint.as_ref(),
+    )
+    .await?;
     let (last_error, value) = match (found, &cmd.update) {
         (Some(candidate), None) => {
             txn.delete(&coll, candidate.rid, &candidate.raw).await?;
@@ -161,13 +171,14 @@ async fn first_match(
     query: &Document,
     filter: &Filter,
     sort: Option<&SortSpec>,
+    hint: Option<&Bson>,
 ) -> Result<Option<Candidate>> {
     let mut position = Position::plan(
         coll,
         &QueryShape {
-            filter: query,
             sort,
-            hint: None,
+            hint,
+            ..QueryShape::filter(query)
         },
     )?;
     // An index delivering the sort order makes the first match the answer.

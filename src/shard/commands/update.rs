@@ -2,7 +2,7 @@
 //! update, and upsert when nothing matched.
 
 use super::super::DataNode;
-use super::super::exec::{Candidate, Position};
+use super::super::exec::{Candidate, Position, QueryShape};
 use super::super::storage::{CollectionMeta, WriteTxn};
 use super::insert::prepare_document;
 use super::write::{acknowledge, array_filters, count_value, finish_reply, statements, target};
@@ -19,6 +19,7 @@ pub(super) struct UpdateStatement {
     pub update: UpdateSpec,
     pub upsert: bool,
     pub multi: bool,
+    pub hint: Option<Bson>,
 }
 
 impl UpdateStatement {
@@ -44,6 +45,7 @@ impl UpdateStatement {
             update,
             upsert: args.bool("upsert")?.unwrap_or(false),
             multi,
+            hint: super::find::parse_hint(&args)?,
         })
     }
 }
@@ -123,7 +125,13 @@ async fn run_statement(
 ) -> Result<StatementOutcome> {
     let filter = Filter::parse(&stmt.query)?;
     let mut out = StatementOutcome::default();
-    let mut position = Position::for_filter(coll, &stmt.query)?;
+    let mut position = Position::plan(
+        coll,
+        &QueryShape {
+            hint: stmt.hint.as_ref(),
+            ..QueryShape::filter(&stmt.query)
+        },
+    )?;
     'scan: while !position.done() {
         for candidate in position.next_matches(txn, coll, &filter).await? {
             out.matched += 1;

@@ -1,15 +1,17 @@
 //! Query execution over storage: choosing an access path (`plan`: the `_id` index, a secondary
 //! index scan over key intervals, or a collection scan) and producing matching documents in
 //! batches (`position`), resumable between `getMore`s (`scan_state`), the blocking sort with
-//! its spill to disk (`sort`), and describing the plan and its work for `explain` (`explain`).
+//! its spill to disk (`sort`), the shape of returned documents (`output`), and describing the plan and its work for `explain` (`explain`).
 
 mod explain;
+mod output;
 mod plan;
 mod position;
 mod scan_state;
 mod sort;
 
 pub use explain::{Execution, ExplainedQuery, StageTree, number, parsed_query};
+pub use output::{FindOutput, RECORD_ID_FIELD};
 pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};
 pub use position::{Candidate, Examined, Position, RecordSource};
 

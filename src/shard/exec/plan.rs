@@ -20,6 +20,23 @@ pub struct QueryShape<'a> {
     pub filter: &'a Document,
     pub sort: Option<&'a SortSpec>,
     pub hint: Option<&'a Bson>,
+    /// find's `min` and `max`: an inclusive lower and an exclusive upper bound in the hinted
+    /// index's key order.
+    pub min: Option<&'a Document>,
+    pub max: Option<&'a Document>,
+}
+
+impl<'a> QueryShape<'a> {
+    /// A query that is just a filter.
+    pub fn filter(filter: &'a Document) -> QueryShape<'a> {
+        QueryShape {
+            filter,
+            sort: None,
+            hint: None,
+            min: None,
+            max: None,
+        }
+    }
 }
 
 /// A half-open interval `[low, high)` of encoded index keys (`high: None` runs to the end).
@@ -61,6 +78,9 @@ impl AccessPath {
 
     /// Chooses the access path for a query on `coll`.
     pub fn choose(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Result<AccessPath> {
+        if shape.min.is_some() || shape.max.is_some() {
+            return min_max(coll, shape);
+        }
         if let Some(hint) = shape.hint {
             return hinted(coll, shape, hint);
         }
@@ -133,11 +153,25 @@ pub(super) fn fields_of(index: &IndexMeta) -> Vec<KeyField> {
     }
 }
 
+fn is_natural(hint: &Bson) -> bool {
+    matches!(hint, Bson::Document(d) if d.keys().next().is_some_and(|k| k == "$natural"))
+}
+
 fn hinted(coll: &CollectionMeta, shape: &QueryShape<'_>, hint: &Bson) -> Result<AccessPath> {
+    if is_natural(hint) {
+        return Ok(AccessPath::CollScan);
+    }
+    Ok(AccessPath::IndexScan(Arc::new(hinted_scan(
+        coll, shape, hint,
+    )?)))
+}
+
+fn hinted_scan(
+    coll: &CollectionMeta,
+    shape: &QueryShape<'_>,
+    hint: &Bson,
+) -> Result<IndexScanPlan> {
     let index = match hint {
-        Bson::Document(d) if d.keys().next().is_some_and(|k| k == "$natural") => {
-            return Ok(AccessPath::CollScan);
-        }
         Bson::String(name) => coll.indexes.iter().find(|i| &i.name == name),
         Bson::Document(key) => coll.indexes.iter().find(|i| &i.key_pattern() == key),
         _ => None,
@@ -146,6 +180,68 @@ fn hinted(coll: &CollectionMeta, shape: &QueryShape<'_>, hint: &Bson) -> Result<
         .filter(|i| i.ready && i.parsed.as_ref().is_none_or(|p| !p.hidden))
         .ok_or_else(|| MongoError::new(ErrorCode::BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index"))?;
     let (plan, _) = plan_index(index, shape, true).expect("a whole-index scan is always possible");
+    Ok(plan)
+}
+
+/// A scan of the hinted index between `min` (inclusive) and `max` (exclusive), which name every
+/// field of the index's key pattern in order.
+fn min_max(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Result<AccessPath> {
+    let hint = shape.hint.filter(|h| !is_natural(h)).ok_or_else(|| {
+        MongoError::location(
+            51173,
+            "When using min()/max() a hint of which index to use must be provided",
+        )
+    })?;
+    let mut plan = hinted_scan(coll, shape, hint)?;
+    let fields = fields_of(&plan.index);
+    let key_of = |bound: &Document| -> Result<Vec<u8>> {
+        let names_match = bound.len() == fields.len()
+            && bound
+                .keys()
+                .zip(&fields)
+                .all(|(name, field)| *name == field.path);
+        if !names_match {
+            return Err(MongoError::location(
+                51174,
+                "The index chosen is not compatible with min/max",
+            ));
+        }
+        let mut key = Vec::new();
+        for (value, field) in bound.values().zip(&fields) {
+            keystring::encode_value(value, field.kind == FieldKind::Descending, &mut key);
+        }
+        Ok(key)
+    };
+    let low = shape.min.map(key_of).transpose()?;
+    let high = shape.max.map(key_of).transpose()?;
+    if let (Some(l), Some(h)) = (&low, &high) {
+        if l >= h {
+            return Err(MongoError::location(
+                51175,
+                "The value provided for min() does not come before the value provided for max() in the hinted index",
+            ));
+        }
+    }
+    plan.intervals = plan
+        .intervals
+        .into_iter()
+        .filter_map(|iv| {
+            let lower = match &low {
+                Some(l) if *l > iv.low => l.clone(),
+                _ => iv.low,
+            };
+            let upper = match (&high, iv.high) {
+                (Some(h), Some(u)) => Some(if *h < u { h.clone() } else { u }),
+                (Some(h), None) => Some(h.clone()),
+                (None, u) => u,
+            };
+            let empty = upper.as_ref().is_some_and(|u| *u <= lower);
+            (!empty).then_some(KeyInterval {
+                low: lower,
+                high: upper,
+            })
+        })
+        .collect();
     Ok(AccessPath::IndexScan(Arc::new(plan)))
 }
 
@@ -359,9 +455,8 @@ mod tests {
         AccessPath::choose(
             coll,
             &QueryShape {
-                filter: &filter,
                 sort: sort.as_ref(),
-                hint: None,
+                ..QueryShape::filter(&filter)
             },
         )
         .unwrap()

@@ -123,14 +123,7 @@ impl Position {
 
     /// A query whose filter is `filter` alone (no sort, no hint).
     pub fn for_filter(coll: &CollectionMeta, filter: &Document) -> Result<Self> {
-        Self::plan(
-            coll,
-            &QueryShape {
-                filter,
-                sort: None,
-                hint: None,
-            },
-        )
+        Self::plan(coll, &QueryShape::filter(filter))
     }
 
     pub fn with_path(path: AccessPath) -> Self {

@@ -1,10 +1,10 @@
 //! A streaming query between batches: it resumes where the last batch stopped.
 
 use super::MAX_BATCH_BYTES;
+use super::output::FindOutput;
 use super::position::Position;
 use crate::error::Result;
 use crate::query::filter::Filter;
-use crate::query::projection::Projection;
 use crate::shard::storage::{CollectionMeta, DatabaseStore};
 use bson::RawDocumentBuf;
 use std::collections::VecDeque;
@@ -15,7 +15,7 @@ pub struct ScanState {
     pub db: Arc<DatabaseStore>,
     pub coll: Arc<CollectionMeta>,
     pub filter: Filter,
-    pub projection: Option<Projection>,
+    pub output: FindOutput,
     pub position: Position,
     pub skip: u64,
     pub remaining: Option<u64>,
@@ -63,9 +63,10 @@ impl ScanState {
                     }
                     *remaining -= 1;
                 }
-                let out = match &self.projection {
-                    Some(p) => RawDocumentBuf::from_document(&p.apply(&candidate.doc))?,
-                    None => candidate.raw,
+                let out = if self.output.is_identity() {
+                    candidate.raw
+                } else {
+                    self.output.render(candidate.rid, &candidate.doc)?
                 };
                 self.pending.push_back(out);
             }

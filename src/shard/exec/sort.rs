@@ -162,21 +162,17 @@ impl SortedDocs {
 pub struct SortedState {
     pub docs: SortedDocs,
     pub skip: u64,
-    pub projection: Option<crate::query::projection::Projection>,
+    pub output: super::output::FindOutput,
     pub ahead: Option<RawDocumentBuf>,
     pub done: bool,
 }
 
 impl SortedState {
-    pub fn new(
-        docs: SortedDocs,
-        skip: u64,
-        projection: Option<crate::query::projection::Projection>,
-    ) -> SortedState {
+    pub fn new(docs: SortedDocs, skip: u64, output: super::output::FindOutput) -> SortedState {
         SortedState {
             docs,
             skip,
-            projection,
+            output,
             ahead: None,
             done: false,
         }
@@ -199,11 +195,7 @@ impl SortedState {
                 self.skip -= 1;
                 continue;
             }
-            let doc = match &self.projection {
-                Some(p) => p.apply(&doc),
-                None => doc,
-            };
-            return Ok(Some(RawDocumentBuf::from_document(&doc)?));
+            return Ok(Some(self.output.render_sorted(doc)?));
         }
         Ok(None)
     }

@@ -1,0 +1,167 @@
+//! What a find returns for each matching document: the document through its projection, with
+//! `$recordId` appended (`showRecordId`), or only the index key it was found by (`returnKey`).
+
+use super::plan::{AccessPath, IndexScanPlan, fields_of};
+use crate::document::{hashed, keystring};
+use crate::error::Result;
+use crate::query::projection::Projection;
+use crate::shard::index::FieldKind;
+use crate::shard::storage::RecordId;
+use bson::{Bson, Document, RawDocumentBuf};
+use std::sync::Arc;
+
+/// The field `showRecordId` adds, and that carries the record id through a blocking sort.
+pub const RECORD_ID_FIELD: &str = "$recordId";
+
+/// Most key combinations tried when looking for the key a multikey index found a document by.
+const MAX_KEY_COMBINATIONS: usize = 1000;
+
+/// How returned documents are shaped.
+pub struct FindOutput {
+    pub projection: Option<Projection>,
+    pub show_record_id: bool,
+    /// `returnKey`: the index the documents come from (`None`: a collection scan, whose keys
+    /// are empty documents).
+    pub return_key: Option<KeySource>,
+}
+
+pub enum KeySource {
+    Id,
+    Index(Arc<IndexScanPlan>),
+    None,
+}
+
+impl FindOutput {
+    pub fn new(
+        projection: Option<Projection>,
+        show_record_id: bool,
+        return_key: bool,
+        path: &AccessPath,
+    ) -> FindOutput {
+        let return_key = return_key.then(|| match path {
+            AccessPath::IdPoint(_) => KeySource::Id,
+            AccessPath::IndexScan(plan) => KeySource::Index(plan.clone()),
+            AccessPath::CollScan => KeySource::None,
+        });
+        FindOutput {
+            projection,
+            show_record_id,
+            return_key,
+        }
+    }
+
+    /// Nothing to change: the stored bytes can be returned as they are.
+    pub fn is_identity(&self) -> bool {
+        self.projection.is_none() && !self.show_record_id && self.return_key.is_none()
+    }
+
+    /// The returned form of a document found at `rid`.
+    pub fn render(&self, rid: RecordId, doc: &Document) -> Result<RawDocumentBuf> {
+        let mut out = match &self.return_key {
+            Some(source) => key_document(source, doc),
+            None => match &self.projection {
+                Some(p) => p.apply(doc),
+                None => doc.clone(),
+            },
+        };
+        if self.show_record_id {
+            out.insert(RECORD_ID_FIELD, Bson::Int64(rid));
+        }
+        Ok(RawDocumentBuf::from_document(&out)?)
+    }
+
+    /// Like [`render`](Self::render) for a document that went through a blocking sort with its
+    /// record id in [`RECORD_ID_FIELD`].
+    pub fn render_sorted(&self, mut doc: Document) -> Result<RawDocumentBuf> {
+        let rid = match doc.remove(RECORD_ID_FIELD) {
+            Some(Bson::Int64(rid)) => rid,
+            _ => 0,
+        };
+        self.render(rid, &doc)
+    }
+}
+
+/// The index key `doc` was found by, as `{<field>: <value>, ...}` in key-pattern order.
+fn key_document(source: &KeySource, doc: &Document) -> Document {
+    let plan = match source {
+        KeySource::None => return Document::new(),
+        KeySource::Id => {
+            let mut key = Document::new();
+            key.insert("_id", doc.get("_id").cloned().unwrap_or(Bson::Null));
+            return key;
+        }
+        KeySource::Index(plan) => plan,
+    };
+    let fields = fields_of(&plan.index);
+    // Each field's candidate key values: the value itself, or an array's elements.
+    let per_field: Vec<Vec<Bson>> = fields
+        .iter()
+        .map(|field| {
+            let mut values = Vec::new();
+            crate::document::path::values_for_key(doc, &field.path, &mut values);
+            if values.is_empty() {
+                values.push(Bson::Null);
+            }
+            values
+                .into_iter()
+                .map(|v| match field.kind {
+                    FieldKind::Hashed => hashed::hash_value(&v).map(Bson::Int64).unwrap_or(v),
+                    _ => v,
+                })
+                .collect()
+        })
+        .collect();
+    // The key the scan met first: the smallest (largest when scanning backwards) combination
+    // inside the scan's intervals.
+    let mut best: Option<(Vec<u8>, Vec<Bson>)> = None;
+    let mut combination = vec![0usize; per_field.len()];
+    for _ in 0..MAX_KEY_COMBINATIONS {
+        let values: Vec<Bson> = combination
+            .iter()
+            .zip(&per_field)
+            .map(|(i, vs)| vs[*i].clone())
+            .collect();
+        let mut encoded = Vec::new();
+        for (value, field) in values.iter().zip(&fields) {
+            keystring::encode_value(value, field.kind == FieldKind::Descending, &mut encoded);
+        }
+        let inside = plan
+            .intervals
+            .iter()
+            .any(|iv| encoded >= iv.low && iv.high.as_ref().is_none_or(|h| &encoded < h));
+        let better = match &best {
+            None => true,
+            Some((b, _)) if plan.reverse => encoded > *b,
+            Some((b, _)) => encoded < *b,
+        };
+        if inside && better {
+            best = Some((encoded, values));
+        }
+        if !advance(&mut combination, &per_field) {
+            break;
+        }
+    }
+    let values = best.map(|(_, v)| v).unwrap_or_else(|| {
+        per_field
+            .iter()
+            .map(|vs| vs.first().cloned().unwrap_or(Bson::Null))
+            .collect()
+    });
+    fields
+        .iter()
+        .zip(values)
+        .map(|(field, value)| (field.path.clone(), value))
+        .collect()
+}
+
+/// The next combination of per-field choices; `false` after the last.
+fn advance(combination: &mut [usize], per_field: &[Vec<Bson>]) -> bool {
+    for i in (0..combination.len()).rev() {
+        combination[i] += 1;
+        if combination[i] < per_field[i].len() {
+            return true;
+        }
+        combination[i] = 0;
+    }
+    false
+}
