@@ -1,0 +1,213 @@
+//! Query filters: MongoDB's match-expression language, parsed from a filter document into a tree
+//! and evaluated against documents with MongoDB's array and dotted-path semantics.
+//!
+//! Evaluation follows the classic matcher: a path is resolved into a set of candidate values
+//! (through arrays of documents, numeric components as indexes or field names, leaf arrays
+//! expanded into their elements plus the array itself) and a leaf predicate matches when any
+//! candidate does. A path that resolves to nothing yields one "missing" candidate unless it ran
+//! into an array, which is why `{"a.b": null}` matches `{a: 5}` but not `{a: [1]}`.
+//!
+//! - here: [`Filter`], its expression tree and the questions other modules ask of it.
+//! - `parse`: the filter document, its top-level and logical operators, and literal equalities.
+//! - `parse_field`: the operators after a path (`{path: {$op: ...}}`), `$not`, `$elemMatch`,
+//!   `$all` and `$in`.
+//! - `predicates`: `$type`, `$mod`, `$regex` and the `$bits*` operators, parsed and tested.
+//! - `eval`: matching documents, resolving dotted paths through arrays into candidates.
+
+mod eval;
+mod parse;
+mod parse_field;
+mod predicates;
+
+use super::pcre::MongoRegex;
+use crate::error::Result;
+use bson::{Bson, Document};
+use parse::Parser;
+
+/// A parsed query filter.
+#[derive(Clone, Debug)]
+pub struct Filter {
+    root: Node,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Node {
+    And(Vec<Node>),
+    Or(Vec<Node>),
+    Nor(Vec<Node>),
+    Not(Box<Node>),
+    AlwaysTrue,
+    AlwaysFalse,
+    Leaf(Leaf),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Leaf {
+    path: String,
+    parts: Vec<String>,
+    op: Op,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CmpOp {
+    Eq,
+    Lt,
+    Lte,
+    Gt,
+    Gte,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BitTest {
+    AllSet,
+    AnySet,
+    AllClear,
+    AnyClear,
+}
+
+#[derive(Clone, Debug)]
+enum BitMask {
+    Positions(Vec<u32>),
+}
+
+#[derive(Clone, Debug, Default)]
+struct TypeSet {
+    all_numbers: bool,
+    codes: Vec<i32>,
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Cmp(CmpOp, Bson),
+    In {
+        values: Vec<Bson>,
+        has_null: bool,
+        regexes: Vec<MongoRegex>,
+    },
+    Regex(MongoRegex),
+    Exists,
+    Type(TypeSet),
+    Size(i64),
+    Mod {
+        divisor: i64,
+        remainder: i64,
+    },
+    Bits(BitTest, BitMask),
+    ElemMatchObject(Box<Node>),
+    ElemMatchValue(Vec<Node>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Level {
+    /// The filter document itself.
+    PredicateTop,
+    /// Matching whole documents, below the filter's top (e.g. inside `$and`).
+    UserDocumentTop,
+    /// Matching embedded documents or array elements (inside `$elemMatch`).
+    SubDocument,
+}
+
+impl Filter {
+    /// Parses a filter document, refusing it with MongoDB's error when it is malformed.
+    pub fn parse(filter: &Document) -> Result<Filter> {
+        let root = Parser { depth: 0 }.parse_doc(filter, Level::PredicateTop)?;
+        Ok(Filter { root })
+    }
+
+    /// A filter that matches every document.
+    pub fn match_all() -> Filter {
+        Filter {
+            root: Node::And(Vec::new()),
+        }
+    }
+
+    /// Whether the document satisfies the filter.
+    pub fn matches(&self, doc: &Document) -> bool {
+        let mut key = None;
+        self.root.matches(doc, &mut key)
+    }
+
+    /// Whether the document matches, and the array position the match was found at (what the
+    /// positional `$` of updates and projections refers to).
+    pub fn matches_with_position(&self, doc: &Document) -> (bool, Option<usize>) {
+        let mut key = None;
+        let matched = self.root.matches(doc, &mut key);
+        (matched, if matched { key } else { None })
+    }
+
+    /// The value `path` is constrained to by plain equality at the top level (or in a top-level
+    /// `$and`), when that value can be looked up exactly: not a regex, array, null or undefined.
+    pub fn equality(&self, path: &str) -> Option<&Bson> {
+        fn find<'a>(node: &'a Node, path: &str) -> Option<&'a Bson> {
+            match node {
+                Node::Leaf(Leaf {
+                    path: p,
+                    op: Op::Cmp(CmpOp::Eq, value),
+                    ..
+                }) if p == path => match value {
+                    Bson::RegularExpression(_) | Bson::Array(_) | Bson::Null | Bson::Undefined => {
+                        None
+                    }
+                    _ => Some(value),
+                },
+                Node::And(children) => children.iter().find_map(|c| find(c, path)),
+                _ => None,
+            }
+        }
+        find(&self.root, path)
+    }
+
+    /// Whether the filter has no predicates at all (`{}` or only `$comment`).
+    pub fn is_empty(&self) -> bool {
+        matches!(&self.root, Node::And(children) if children.is_empty())
+    }
+
+    /// The paths of the leaf predicates reachable through logical operators (not inside
+    /// `$elemMatch`): what positional projection checks its field against.
+    pub fn leaf_paths(&self) -> Vec<&str> {
+        fn collect<'a>(node: &'a Node, out: &mut Vec<&'a str>) {
+            match node {
+                Node::And(c) | Node::Or(c) | Node::Nor(c) => c.iter().for_each(|n| collect(n, out)),
+                Node::Not(n) => collect(n, out),
+                Node::Leaf(l) => out.push(&l.path),
+                Node::AlwaysTrue | Node::AlwaysFalse => {}
+            }
+        }
+        let mut out = Vec::new();
+        collect(&self.root, &mut out);
+        out
+    }
+}
+
+impl Filter {
+    /// The `path = value` equalities an upsert seeds its new document with: top-level (and
+    /// `$and`) equalities, `$eq`, one-value `$in` and one-branch `$or` (which MongoDB's
+    /// optimizer turns into equalities); nothing under other operators.
+    pub(crate) fn upsert_equalities(&self) -> Vec<(&str, &Bson)> {
+        fn collect<'a>(node: &'a Node, out: &mut Vec<(&'a str, &'a Bson)>) {
+            match node {
+                Node::And(children) => children.iter().for_each(|c| collect(c, out)),
+                Node::Or(children) if children.len() == 1 => collect(&children[0], out),
+                Node::Leaf(Leaf {
+                    path,
+                    op: Op::Cmp(CmpOp::Eq, value),
+                    ..
+                }) => out.push((path, value)),
+                Node::Leaf(Leaf {
+                    path,
+                    op: Op::In {
+                        values, regexes, ..
+                    },
+                    ..
+                }) if values.len() == 1 && regexes.is_empty() => out.push((path, &values[0])),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        collect(&self.root, &mut out);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,582 @@
+//! Unit tests of filters: parsing and its errors, array and dotted-path matching, type
+//! bracketing and each operator family.
+
+use super::*;
+use crate::error::{ErrorCode, MongoError};
+use bson::{Binary, Regex as BsonRegex, doc, spec::BinarySubtype};
+
+fn m(filter: Document, doc: Document) -> bool {
+    Filter::parse(&filter)
+        .unwrap_or_else(|e| panic!("{filter}: {e}"))
+        .matches(&doc)
+}
+
+fn err(filter: Document) -> MongoError {
+    Filter::parse(&filter).expect_err(&format!("{filter} should not parse"))
+}
+
+#[test]
+fn equality_on_scalars_documents_and_arrays() {
+    assert!(m(doc! {"a": 1}, doc! {"a": 1.0}));
+    assert!(m(doc! {"a": 1}, doc! {"a": [0, 1]}));
+    assert!(m(doc! {"a": [0, 1]}, doc! {"a": [0, 1]}));
+    assert!(m(doc! {"a": [0, 1]}, doc! {"a": [[0, 1], 2]}));
+    assert!(!m(doc! {"a": [0, 1]}, doc! {"a": [1, 0]}));
+    assert!(!m(doc! {"a": 0}, doc! {"a": [[0, 1]]}));
+    assert!(m(
+        doc! {"a": {"b": 1, "c": 2}},
+        doc! {"a": {"b": 1, "c": 2}}
+    ));
+    assert!(!m(
+        doc! {"a": {"b": 1, "c": 2}},
+        doc! {"a": {"c": 2, "b": 1}}
+    ));
+    assert!(!m(doc! {"a": {"b": 1}}, doc! {"a": {"b": 1, "c": 2}}));
+    assert!(m(doc! {"a": "x"}, doc! {"a": "x"}));
+    assert!(!m(doc! {"a": "1"}, doc! {"a": 1}));
+}
+
+#[test]
+fn dotted_paths_through_arrays() {
+    assert!(m(doc! {"a.b": 1}, doc! {"a": [{"b": 1}, {"b": 2}]}));
+    assert!(m(doc! {"a.b": 2}, doc! {"a": [{"b": 1}, {"b": 2}]}));
+    assert!(!m(doc! {"a.b": 3}, doc! {"a": [{"b": 1}, {"b": 2}]}));
+    assert!(m(doc! {"a.b": 2}, doc! {"a": [{"b": [1, 2]}]}));
+    assert!(m(doc! {"a.b.c": 1}, doc! {"a": {"b": [{"c": 1}]}}));
+    assert!(m(doc! {"a.0": 5}, doc! {"a": [5, 6]}));
+    assert!(!m(doc! {"a.1": 5}, doc! {"a": [5, 6]}));
+    assert!(m(doc! {"a.0.b": 1}, doc! {"a": [{"b": 1}]}));
+    // numeric components also match field names "0"
+    assert!(m(doc! {"a.0": 7}, doc! {"a": {"0": 7}}));
+    assert!(m(doc! {"a.0.b": 3}, doc! {"a": [{"0": {"b": 3}}]}));
+    assert!(m(doc! {"a.0.1": 6}, doc! {"a": [[5, 6]]}));
+    assert!(m(doc! {"a.b": 1}, doc! {"a": [[{"b": 0}], {"b": 1}]}));
+    assert!(!m(doc! {"a.b": 0}, doc! {"a": [[{"b": 0}]]}));
+}
+
+#[test]
+fn null_matches_missing_and_null_but_not_paths_into_scalar_arrays() {
+    assert!(m(doc! {"a": null}, doc! {}));
+    assert!(m(doc! {"a": null}, doc! {"a": null}));
+    assert!(m(doc! {"a": null}, doc! {"a": [1, null]}));
+    assert!(!m(doc! {"a": null}, doc! {"a": [1]}));
+    assert!(!m(doc! {"a": null}, doc! {"a": 0}));
+    assert!(m(doc! {"a.b": null}, doc! {"a": 5}));
+    assert!(m(doc! {"a.b": null}, doc! {"a": [{"c": 1}]}));
+    assert!(!m(doc! {"a.b": null}, doc! {"a": [1, 2]}));
+    assert!(!m(doc! {"a.b": null}, doc! {"a": []}));
+    assert!(m(doc! {"a": {"$exists": false}}, doc! {"b": 1}));
+    assert!(m(doc! {"a": {"$gte": null}}, doc! {}));
+    assert!(!m(doc! {"a": {"$gt": null}}, doc! {}));
+    assert!(m(doc! {"a": null}, doc! {"a": Bson::Undefined}));
+}
+
+#[test]
+fn comparisons_bracket_by_type() {
+    assert!(m(doc! {"a": {"$gt": 1}}, doc! {"a": [0, 5]}));
+    assert!(!m(doc! {"a": {"$gt": 5}}, doc! {"a": [0, 5]}));
+    assert!(m(doc! {"a": {"$gt": 1, "$lt": 3}}, doc! {"a": [0, 5]}));
+    assert!(!m(
+        doc! {"a": {"$elemMatch": {"$gt": 1, "$lt": 3}}},
+        doc! {"a": [0, 5]}
+    ));
+    assert!(m(
+        doc! {"a": {"$elemMatch": {"$gt": 1, "$lt": 3}}},
+        doc! {"a": [0, 2]}
+    ));
+    assert!(!m(doc! {"a": {"$gt": 1}}, doc! {"a": "x"}));
+    assert!(!m(doc! {"a": {"$lt": "a"}}, doc! {"a": 1}));
+    assert!(m(doc! {"a": {"$lt": "b"}}, doc! {"a": "a"}));
+    assert!(m(doc! {"a": {"$gt": Bson::MinKey}}, doc! {"a": "x"}));
+    assert!(m(doc! {"a": {"$gt": Bson::MinKey}}, doc! {}));
+    assert!(m(doc! {"a": {"$lt": Bson::MaxKey}}, doc! {"a": {"b": 1}}));
+    assert!(!m(doc! {"a": {"$lt": Bson::MinKey}}, doc! {"a": 1}));
+    assert!(m(doc! {"a": {"$gte": [1, 2]}}, doc! {"a": [1, 2]}));
+    assert!(m(doc! {"a": {"$lte": 2.5}}, doc! {"a": 2i64}));
+    assert!(m(doc! {"a": {"$gte": {"b": 1}}}, doc! {"a": {"b": 2}}));
+}
+
+#[test]
+fn nan_only_equals_nan() {
+    assert!(m(doc! {"a": f64::NAN}, doc! {"a": f64::NAN}));
+    assert!(!m(doc! {"a": {"$lt": 0}}, doc! {"a": f64::NAN}));
+    assert!(!m(doc! {"a": {"$gt": f64::NAN}}, doc! {"a": 1}));
+    assert!(m(doc! {"a": {"$gte": f64::NAN}}, doc! {"a": f64::NAN}));
+    assert!(m(doc! {"a": {"$in": [f64::NAN]}}, doc! {"a": f64::NAN}));
+}
+
+#[test]
+fn ne_and_nin_against_arrays_and_missing() {
+    assert!(!m(doc! {"a": {"$ne": 1}}, doc! {"a": [1, 2]}));
+    assert!(m(doc! {"a": {"$ne": 3}}, doc! {"a": [1, 2]}));
+    assert!(m(doc! {"a": {"$ne": 1}}, doc! {}));
+    assert!(!m(doc! {"a": {"$ne": null}}, doc! {}));
+    assert!(m(doc! {"a": {"$ne": null}}, doc! {"a": 1}));
+    assert!(!m(doc! {"a": {"$nin": [null]}}, doc! {}));
+    assert!(!m(doc! {"a": {"$nin": [null, 5]}}, doc! {"a": [1, null]}));
+    assert!(m(doc! {"a": {"$nin": [null, 5]}}, doc! {"a": [1, 2]}));
+    assert!(m(doc! {"a": {"$nin": []}}, doc! {}));
+    assert!(m(doc! {"a.b": {"$ne": 1}}, doc! {"a": [1, 2]}));
+}
+
+#[test]
+fn in_with_values_null_and_regexes() {
+    assert!(m(doc! {"a": {"$in": [1, 2]}}, doc! {"a": 2.0}));
+    assert!(m(doc! {"a": {"$in": [null]}}, doc! {}));
+    assert!(m(doc! {"a": {"$in": [[1, 2]]}}, doc! {"a": [1, 2]}));
+    assert!(m(
+        doc! {"a": {"$in": [BsonRegex { pattern: "^ab".into(), options: "".into() }]}},
+        doc! {"a": ["x", "abc"]}
+    ));
+    assert!(!m(doc! {"a": {"$in": []}}, doc! {"a": 1}));
+    assert_eq!(err(doc! {"a": {"$in": 1}}).message(), "$in needs an array");
+    assert_eq!(
+        err(doc! {"a": {"$nin": {}}}).message(),
+        "$nin needs an array"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$in": [{"$gt": 1}]}}).message(),
+        "cannot nest $ under $in"
+    );
+}
+
+#[test]
+fn logical_operators() {
+    assert!(m(doc! {"$or": [{"a": 1}, {"b": 2}]}, doc! {"b": 2}));
+    assert!(!m(doc! {"$and": [{"a": 1}, {"b": 2}]}, doc! {"b": 2}));
+    assert!(m(doc! {"$nor": [{"a": 1}, {"b": 3}]}, doc! {"b": 2}));
+    assert!(m(doc! {"a": {"$not": {"$gt": 5}}}, doc! {"a": 3}));
+    assert!(m(doc! {"a": {"$not": {"$gt": 5}}}, doc! {}));
+    assert!(!m(
+        doc! {"a": {"$not": {"$gt": 1, "$lt": 5}}},
+        doc! {"a": [0, 5]}
+    ));
+    assert!(m(
+        doc! {"a": {"$not": BsonRegex { pattern: "^x".into(), options: "".into() }}},
+        doc! {"a": "y"}
+    ));
+    assert!(m(doc! {"$alwaysTrue": 1}, doc! {}));
+    assert!(!m(doc! {"$alwaysFalse": 1}, doc! {}));
+    assert!(m(doc! {"$comment": "hello", "a": 1}, doc! {"a": 1}));
+    assert_eq!(
+        err(doc! {"$and": []}).message(),
+        "$and/$or/$nor must be a nonempty array"
+    );
+    assert_eq!(err(doc! {"$or": {}}).message(), "$or must be an array");
+    assert_eq!(
+        err(doc! {"$nor": [1]}).message(),
+        "$or/$and/$nor entries need to be full objects"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$not": 1}}).message(),
+        "$not needs a regex or a document"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$not": {}}}).message(),
+        "$not cannot be empty"
+    );
+    assert_eq!(
+        err(doc! {"$alwaysTrue": 2}).message(),
+        "$alwaysTrue must be an integer value of 1"
+    );
+}
+
+#[test]
+fn exists_type_size() {
+    assert!(m(doc! {"a": {"$exists": true}}, doc! {"a": null}));
+    assert!(m(doc! {"a": {"$exists": true}}, doc! {"a": []}));
+    assert!(!m(doc! {"a": {"$exists": 0}}, doc! {"a": 1}));
+    assert!(m(doc! {"a.b": {"$exists": false}}, doc! {"a": [1]}));
+    assert!(m(doc! {"a.b": {"$exists": true}}, doc! {"a": [{"b": 1}]}));
+    assert!(m(doc! {"a": {"$type": "string"}}, doc! {"a": ["x", 1]}));
+    assert!(m(doc! {"a": {"$type": "array"}}, doc! {"a": []}));
+    assert!(m(doc! {"a": {"$type": "number"}}, doc! {"a": 1i64}));
+    assert!(m(doc! {"a": {"$type": [2, "int"]}}, doc! {"a": 5}));
+    assert!(m(doc! {"a": {"$type": 10}}, doc! {"a": null}));
+    assert!(!m(doc! {"a": {"$type": "null"}}, doc! {}));
+    assert!(m(doc! {"a": {"$type": -1}}, doc! {"a": Bson::MinKey}));
+    assert!(m(doc! {"a": {"$size": 0}}, doc! {"a": []}));
+    assert!(!m(doc! {"a": {"$size": 0}}, doc! {}));
+    assert!(m(doc! {"a": {"$size": 1}}, doc! {"a": [[1, 2]]}));
+    assert!(!m(doc! {"a": {"$size": 2}}, doc! {"a": [[1, 2]]}));
+    assert!(m(
+        doc! {"a.b": {"$size": 2}},
+        doc! {"a": [{"b": [1]}, {"b": [1, 2]}]}
+    ));
+    assert!(m(doc! {"a": {"$size": 2.0}}, doc! {"a": [1, 2]}));
+    assert_eq!(
+        err(doc! {"a": {"$type": "String"}}).message(),
+        "Unknown type name alias: String"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$type": 100}}).message(),
+        "Invalid numerical type code: 100"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$type": 1.5}}).message(),
+        "Invalid numerical type code: 1.5"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$type": []}}).message(),
+        "a must match at least one type"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$type": {}}}).code(),
+        ErrorCode::TypeMismatch
+    );
+    assert_eq!(
+        err(doc! {"a": {"$size": -1}}).message(),
+        "Failed to parse $size. Expected a positive number in: $size: -1"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$size": 1.5}}).message(),
+        "Failed to parse $size. Expected an integer: $size: 1.5"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$size": "x"}}).message(),
+        "Failed to parse $size. Expected a number in: $size: \"x\""
+    );
+    assert_eq!(err(doc! {"a": {"$size": "x"}}).code(), ErrorCode::BadValue);
+}
+
+#[test]
+fn elem_match_forms() {
+    let d = doc! {"a": [{"b": 1, "c": 2}, {"b": 2, "c": 1}]};
+    assert!(m(doc! {"a": {"$elemMatch": {"b": 1, "c": 2}}}, d.clone()));
+    assert!(!m(doc! {"a": {"$elemMatch": {"b": 1, "c": 1}}}, d.clone()));
+    assert!(m(doc! {"a.b": 1, "a.c": 1}, d.clone()));
+    assert!(m(
+        doc! {"a": {"$elemMatch": {"$gte": 2, "$lt": 3}}},
+        doc! {"a": [1, 2]}
+    ));
+    assert!(!m(doc! {"a": {"$elemMatch": {"$gt": 1}}}, doc! {"a": 5}));
+    assert!(m(doc! {"a": {"$elemMatch": {}}}, doc! {"a": [1, {}]}));
+    assert!(!m(doc! {"a": {"$elemMatch": {}}}, doc! {"a": [1, 2]}));
+    assert!(m(
+        doc! {"a": {"$elemMatch": {"$or": [{"b": 5}, {"c": 1}]}}},
+        d.clone()
+    ));
+    assert!(m(
+        doc! {"a": {"$elemMatch": {"0": 1}}},
+        doc! {"a": [[1, 2]]}
+    ));
+    assert!(m(
+        doc! {"a": {"$elemMatch": {"$elemMatch": {"$eq": 2}}}},
+        doc! {"a": [[1, 2]]}
+    ));
+    assert_eq!(
+        err(doc! {"a": {"$elemMatch": 1}}).message(),
+        "$elemMatch needs an Object"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$elemMatch": {"$where": "1"}}}).message(),
+        "$where can only be applied to the top-level document"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$elemMatch": {"$expr": 1}}}).message(),
+        "$expr can only be applied to the top-level document"
+    );
+}
+
+#[test]
+fn all_operator() {
+    assert!(m(doc! {"a": {"$all": [1, 2]}}, doc! {"a": [2, 3, 1]}));
+    assert!(!m(doc! {"a": {"$all": [1, 4]}}, doc! {"a": [2, 3, 1]}));
+    assert!(m(doc! {"a": {"$all": [1]}}, doc! {"a": 1}));
+    assert!(!m(doc! {"a": {"$all": []}}, doc! {"a": [1]}));
+    assert!(m(doc! {"a": {"$all": [[1, 2]]}}, doc! {"a": [[1, 2], 3]}));
+    assert!(m(
+        doc! {"a": {"$all": [{"$elemMatch": {"b": 1}}, {"$elemMatch": {"b": 2}}]}},
+        doc! {"a": [{"b": 1}, {"b": 2}]}
+    ));
+    assert_eq!(
+        err(doc! {"a": {"$all": 1}}).message(),
+        "$all needs an array"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$all": [{"$elemMatch": {}}, 1]}}).message(),
+        "$all/$elemMatch has to be consistent"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$all": [1, {"$gt": 1}]}}).message(),
+        "no $ expressions in $all"
+    );
+}
+
+#[test]
+fn regexes() {
+    let re = |p: &str, o: &str| {
+        Bson::RegularExpression(BsonRegex {
+            pattern: p.into(),
+            options: o.into(),
+        })
+    };
+    assert!(m(doc! {"a": re("^ab", "")}, doc! {"a": "abc"}));
+    assert!(m(doc! {"a": re("B", "i")}, doc! {"a": "abc"}));
+    assert!(m(
+        doc! {"a": {"$regex": "b", "$options": "i"}},
+        doc! {"a": ["x", "ABC"]}
+    ));
+    assert!(m(
+        doc! {"a": {"$options": "i", "$regex": "B"}},
+        doc! {"a": "abc"}
+    ));
+    assert!(m(doc! {"a": {"$regex": re("^x", "")}}, doc! {"a": "xy"}));
+    assert!(!m(doc! {"a": re("1", "")}, doc! {"a": 1}));
+    assert!(m(doc! {"a": {"$eq": re("x", "")}}, doc! {"a": re("x", "")}));
+    assert!(!m(doc! {"a": {"$eq": re("x", "")}}, doc! {"a": "x"}));
+    assert!(m(doc! {"a": re("x", "")}, doc! {"a": re("x", "")}));
+    assert_eq!(
+        err(doc! {"a": {"$options": "i"}}).message(),
+        "$options needs a $regex"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$regex": 1}}).message(),
+        "$regex has to be a string"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$regex": re("x", "i"), "$options": "m"}})
+            .code()
+            .code(),
+        51075
+    );
+    assert_eq!(
+        err(doc! {"a": {"$options": "m", "$regex": re("x", "i")}})
+            .code()
+            .code(),
+        51074
+    );
+    assert_eq!(
+        err(doc! {"a": {"$gt": re("x", "")}}).message(),
+        "Can't have RegEx as arg to predicate over field 'a'."
+    );
+    assert_eq!(
+        err(doc! {"a": {"$ne": re("x", "")}}).message(),
+        "Can't have regex as arg to $ne."
+    );
+    assert_eq!(
+        err(doc! {"a": re("(a)\\1", "")}).code(),
+        ErrorCode::BadValue
+    );
+}
+
+#[test]
+fn mod_and_bits() {
+    assert!(m(doc! {"a": {"$mod": [4, 1]}}, doc! {"a": 5}));
+    assert!(m(doc! {"a": {"$mod": [4, -1]}}, doc! {"a": -5}));
+    assert!(m(doc! {"a": {"$mod": [4, 1]}}, doc! {"a": 5.9}));
+    assert!(!m(doc! {"a": {"$mod": [4, 1]}}, doc! {"a": "5"}));
+    assert!(!m(doc! {"a": {"$mod": [4, 0]}}, doc! {"a": f64::NAN}));
+    assert!(m(doc! {"a": {"$mod": [-1, 0]}}, doc! {"a": i64::MIN}));
+    assert_eq!(
+        err(doc! {"a": {"$mod": 1}}).message(),
+        "malformed mod, needs to be an array"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$mod": [1]}}).message(),
+        "malformed mod, not enough elements"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$mod": [1, 2, 3]}}).message(),
+        "malformed mod, too many elements"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$mod": ["a", 1]}}).message(),
+        "malformed mod, divisor not a number"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$mod": [1, "a"]}}).message(),
+        "malformed mod, remainder not a number"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$mod": [0, 1]}}).message(),
+        "divisor cannot be 0"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$mod": [f64::NAN, 1]}}).message(),
+        "malformed mod, divisor value is invalid :: caused by :: Unable to coerce NaN/Inf to integral type"
+    );
+
+    assert!(m(doc! {"a": {"$bitsAllSet": [1, 5]}}, doc! {"a": 34}));
+    assert!(m(doc! {"a": {"$bitsAllSet": 34}}, doc! {"a": 35}));
+    assert!(!m(doc! {"a": {"$bitsAllSet": 34}}, doc! {"a": 33}));
+    assert!(m(doc! {"a": {"$bitsAnySet": [0, 7]}}, doc! {"a": 1}));
+    assert!(m(doc! {"a": {"$bitsAllClear": [1]}}, doc! {"a": 5}));
+    assert!(m(doc! {"a": {"$bitsAnyClear": [0, 1]}}, doc! {"a": 1}));
+    assert!(m(doc! {"a": {"$bitsAllSet": [100]}}, doc! {"a": -1}));
+    assert!(!m(doc! {"a": {"$bitsAllSet": [0]}}, doc! {"a": 1.5}));
+    let bin = Bson::Binary(Binary {
+        subtype: BinarySubtype::Generic,
+        bytes: vec![0b0000_0110],
+    });
+    assert!(m(
+        doc! {"a": {"$bitsAllSet": [1, 2]}},
+        doc! {"a": bin.clone()}
+    ));
+    assert!(m(doc! {"a": {"$bitsAllSet": bin}}, doc! {"a": 6}));
+    assert_eq!(
+        err(doc! {"a": {"$bitsAllSet": -1}}).message(),
+        "Expected a positive number in: $bitsAllSet: -1"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$bitsAllSet": 1.2}}).message(),
+        "Expected an integer: $bitsAllSet: 1.2"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$bitsAllSet": "123"}}).message(),
+        "a takes an Array, a number, or a BinData but received: $bitsAllSet: \"123\""
+    );
+    assert_eq!(
+        err(doc! {"a": {"$bitsAnySet": [-1]}}).message(),
+        "Failed to parse bit position. Expected a positive number in: 0: -1"
+    );
+}
+
+#[test]
+fn unsupported_and_unknown_operators() {
+    assert_eq!(
+        err(doc! {"$foo": 1}).message(),
+        "unknown top level operator: $foo. If you have a field name that starts with a '$' symbol, consider using $getField or $setField."
+    );
+    assert_eq!(
+        err(doc! {"a": {"$foo": 1}}).message(),
+        "unknown operator: $foo"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$gt": 1, "b": 1}}).message(),
+        "unknown operator: b"
+    );
+    assert_eq!(err(doc! {"$where": "true"}).code(), ErrorCode::BadValue);
+    let text = err(doc! {"$text": {"$search": "x"}});
+    assert_eq!(
+        (text.code(), text.message()),
+        (
+            ErrorCode::IndexNotFound,
+            "text index required for $text query"
+        )
+    );
+    assert_eq!(
+        err(doc! {"$expr": {"$eq": [1, 1]}}).code(),
+        ErrorCode::NotImplemented
+    );
+    assert_eq!(err(doc! {"$jsonSchema": 1}).code(), ErrorCode::TypeMismatch);
+    assert_eq!(
+        err(doc! {"a": {"$near": [0, 0]}}).code(),
+        ErrorCode::NotImplemented
+    );
+    assert_eq!(
+        err(doc! {"a": {"$eq": Bson::Undefined}}).message(),
+        "cannot compare to undefined"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$where": "x"}}).message(),
+        "$where cannot be applied to a field"
+    );
+}
+
+#[test]
+fn literal_documents_and_dbrefs_are_equalities() {
+    assert!(m(
+        doc! {"a": {"b": {"$gt": 1}}},
+        doc! {"a": {"b": {"$gt": 1}}}
+    ));
+    assert!(m(
+        doc! {"a": {"$ref": "c", "$id": 1}},
+        doc! {"a": {"$ref": "c", "$id": 1}}
+    ));
+    assert!(m(doc! {"a": {}}, doc! {"a": {}}));
+    assert!(m(doc! {"a.$id": 1}, doc! {"a": {"$ref": "c", "$id": 1}}));
+}
+
+#[test]
+fn equality_helper_and_positions() {
+    let f = Filter::parse(&doc! {"_id": 5, "x": {"$gt": 1}}).unwrap();
+    assert_eq!(f.equality("_id"), Some(&Bson::Int32(5)));
+    assert_eq!(f.equality("x"), None);
+    let f = Filter::parse(&doc! {"$and": [{"_id": {"$eq": "k"}}, {"y": 1}]}).unwrap();
+    assert_eq!(f.equality("_id"), Some(&Bson::String("k".into())));
+    assert_eq!(
+        Filter::parse(&doc! {"_id": [1]}).unwrap().equality("_id"),
+        None
+    );
+    assert_eq!(
+        Filter::parse(&doc! {"_id": null}).unwrap().equality("_id"),
+        None
+    );
+    assert!(Filter::parse(&doc! {}).unwrap().is_empty());
+    assert!(Filter::parse(&doc! {"$comment": "x"}).unwrap().is_empty());
+    assert!(!Filter::parse(&doc! {"a": 1}).unwrap().is_empty());
+
+    let f = Filter::parse(&doc! {"a.b": 2}).unwrap();
+    assert_eq!(
+        f.matches_with_position(&doc! {"a": [{"b": 1}, {"b": 2}]}),
+        (true, Some(1))
+    );
+    let f = Filter::parse(&doc! {"a": {"$gt": 3}}).unwrap();
+    assert_eq!(
+        f.matches_with_position(&doc! {"a": [1, 5, 7]}),
+        (true, Some(1))
+    );
+    let f = Filter::parse(&doc! {"a": {"$elemMatch": {"x": 1}}}).unwrap();
+    assert_eq!(
+        f.matches_with_position(&doc! {"a": [{"x": 0}, {"x": 1}]}),
+        (true, Some(1))
+    );
+    let f = Filter::parse(&doc! {"a": [1, 2]}).unwrap();
+    assert_eq!(f.matches_with_position(&doc! {"a": [1, 2]}), (true, None));
+}
+
+#[test]
+fn null_and_arrays_of_null() {
+    assert!(m(doc! {"a": null}, doc! {"a": [null]}));
+    assert!(m(doc! {"a": {"$in": [null]}}, doc! {"a": [null]}));
+    assert!(!m(doc! {"a": {"$ne": null}}, doc! {"a": [null, 1]}));
+    assert!(m(doc! {"a.b": null}, doc! {"a": [{"b": null}, {"b": 1}]}));
+    assert!(!m(doc! {"a.b": {"$exists": true}}, doc! {"a": [1, 2]}));
+    assert!(m(doc! {"a": {"$all": [null]}}, doc! {}));
+    assert!(m(doc! {"a": {"$type": "null"}}, doc! {"a": [null]}));
+    assert!(!m(doc! {"a": {"$size": 1}}, doc! {"a": null}));
+}
+
+#[test]
+fn implicit_array_matching_versus_elem_match() {
+    let d = doc! {"a": [{"x": 1, "y": 2}, {"x": 2, "y": 1}]};
+    assert!(m(doc! {"a.x": 1, "a.y": 1}, d.clone()));
+    assert!(!m(doc! {"a": {"$elemMatch": {"x": 1, "y": 1}}}, d.clone()));
+    assert!(m(doc! {"a": {"x": 1, "y": 2}}, d.clone()));
+    assert!(!m(doc! {"a": {"y": 2, "x": 1}}, d.clone()));
+    assert!(m(doc! {"a": {"$in": [{"x": 2, "y": 1}]}}, d.clone()));
+    assert!(m(doc! {"a.x": {"$all": [1, 2]}}, d));
+    assert!(m(doc! {"a": {"$gt": 5, "$lt": 1}}, doc! {"a": [0, 6]}));
+    assert!(m(doc! {"a": {"$not": {"$size": 2}}}, doc! {"a": [1]}));
+    assert!(m(
+        doc! {"a": {"$nin": [BsonRegex { pattern: "^x".into(), options: "".into() }]}},
+        doc! {"a": ["y"]}
+    ));
+    assert!(!m(
+        doc! {"a": {"$nin": [BsonRegex { pattern: "^x".into(), options: "".into() }]}},
+        doc! {"a": ["y", "xz"]}
+    ));
+}
+
+#[test]
+fn numbers_compare_across_types() {
+    assert!(m(doc! {"a": 1i64}, doc! {"a": 1.0}));
+    assert!(m(doc! {"a": {"$lt": 2i64}}, doc! {"a": 1.5}));
+    assert!(m(doc! {"a": {"$gt": i64::MAX - 1}}, doc! {"a": i64::MAX}));
+    assert!(m(
+        doc! {"a": {"$gt": i64::MAX}},
+        doc! {"a": 9.223372036854776e18}
+    ));
+    assert!(m(doc! {"a": {"$lte": true}}, doc! {"a": false}));
+    assert!(!m(doc! {"a": {"$lte": true}}, doc! {"a": 0}));
+}
+
+#[test]
+fn deep_nesting_is_refused_not_overflowed() {
+    let mut f = doc! {"a": 1};
+    for _ in 0..200 {
+        f = doc! {"$and": [f]};
+    }
+    assert_eq!(err(f).code(), ErrorCode::BadValue);
+}

@@ -1,0 +1,283 @@
+//! Unit tests of projections: inclusion, exclusion, `$slice`, `$elemMatch`, positional `$`,
+//! computed fields and parse errors.
+
+use super::*;
+use crate::error::ErrorCode;
+use bson::doc;
+
+fn p(spec: Document, doc: Document) -> Document {
+    Projection::parse(&spec)
+        .unwrap_or_else(|e| panic!("{spec}: {e}"))
+        .apply(&doc)
+}
+
+fn perr(spec: Document) -> MongoError {
+    Projection::parse(&spec).expect_err("should fail")
+}
+
+#[test]
+fn inclusion_keeps_id_and_document_order() {
+    let d = doc! {"_id": 1, "a": 1, "b": 2, "c": 3};
+    assert_eq!(
+        p(doc! {"c": 1, "a": 1}, d.clone()),
+        doc! {"_id": 1, "a": 1, "c": 3}
+    );
+    assert_eq!(p(doc! {"a": 1, "_id": 0}, d.clone()), doc! {"a": 1});
+    assert_eq!(p(doc! {"_id": 1}, d.clone()), doc! {"_id": 1});
+    assert_eq!(p(doc! {"a": true}, d.clone()), doc! {"_id": 1, "a": 1});
+    assert_eq!(p(doc! {"a": 5}, d.clone()), doc! {"_id": 1, "a": 1});
+    assert_eq!(p(doc! {"zz": 1}, d.clone()), doc! {"_id": 1});
+    assert_eq!(p(doc! {}, d.clone()), d);
+}
+
+#[test]
+fn exclusion() {
+    let d = doc! {"_id": 1, "a": 1, "b": {"c": 1, "d": 2}};
+    assert_eq!(
+        p(doc! {"a": 0}, d.clone()),
+        doc! {"_id": 1, "b": {"c": 1, "d": 2}}
+    );
+    assert_eq!(
+        p(doc! {"b.c": 0}, d.clone()),
+        doc! {"_id": 1, "a": 1, "b": {"d": 2}}
+    );
+    assert_eq!(
+        p(doc! {"_id": 0}, d.clone()),
+        doc! {"a": 1, "b": {"c": 1, "d": 2}}
+    );
+    assert_eq!(
+        p(doc! {"_id": 1, "a": 0}, d.clone()),
+        doc! {"_id": 1, "b": {"c": 1, "d": 2}}
+    );
+    assert_eq!(
+        p(doc! {"b": {"c": false}}, d),
+        doc! {"_id": 1, "a": 1, "b": {"d": 2}}
+    );
+}
+
+#[test]
+fn dotted_paths_through_arrays() {
+    let d = doc! {"_id": 1, "a": [{"b": 1, "c": 2}, 5, [{"b": 3, "c": 4}], {"c": 6}], "x": {"y": 1, "z": 2}};
+    assert_eq!(
+        p(doc! {"a.b": 1, "_id": 0}, d.clone()),
+        doc! {"a": [{"b": 1}, [{"b": 3}], {}]}
+    );
+    assert_eq!(
+        p(doc! {"a.b": 0, "x": 0}, d.clone()),
+        doc! {"_id": 1, "a": [{"c": 2}, 5, [{"c": 4}], {"c": 6}]}
+    );
+    assert_eq!(
+        p(doc! {"x.z": 1}, d.clone()),
+        doc! {"_id": 1, "x": {"z": 2}}
+    );
+    assert_eq!(
+        p(doc! {"x": {"y": 1}}, d.clone()),
+        doc! {"_id": 1, "x": {"y": 1}}
+    );
+    assert_eq!(p(doc! {"q.r": 1}, doc! {"_id": 1, "q": 5}), doc! {"_id": 1});
+    assert_eq!(
+        p(doc! {"q.r": 1}, doc! {"_id": 1, "q": {"s": 1}}),
+        doc! {"_id": 1, "q": {}}
+    );
+}
+
+#[test]
+fn slice_forms() {
+    let d = doc! {"_id": 1, "a": [1, 2, 3, 4, 5], "b": 1};
+    assert_eq!(
+        p(doc! {"a": {"$slice": 2}}, d.clone()),
+        doc! {"_id": 1, "a": [1, 2], "b": 1}
+    );
+    assert_eq!(
+        p(doc! {"a": {"$slice": -2}}, d.clone()),
+        doc! {"_id": 1, "a": [4, 5], "b": 1}
+    );
+    assert_eq!(
+        p(doc! {"a": {"$slice": [1, 2]}}, d.clone()),
+        doc! {"_id": 1, "a": [2, 3], "b": 1}
+    );
+    assert_eq!(
+        p(doc! {"a": {"$slice": [-2, 5]}}, d.clone()),
+        doc! {"_id": 1, "a": [4, 5], "b": 1}
+    );
+    assert_eq!(
+        p(doc! {"a": {"$slice": [10, 2]}}, d.clone()),
+        doc! {"_id": 1, "a": [], "b": 1}
+    );
+    assert_eq!(
+        p(doc! {"a": {"$slice": 1}, "b": 1}, d.clone()),
+        doc! {"_id": 1, "a": [1], "b": 1}
+    );
+    assert_eq!(
+        p(doc! {"a": {"$slice": 1}, "_id": 1}, d.clone()),
+        doc! {"_id": 1, "a": [1]}
+    );
+    assert_eq!(p(doc! {"b": {"$slice": 1}}, d.clone()), d.clone());
+    // Not find() syntax, but valid syntax for the $slice aggregation expression.
+    assert_eq!(
+        perr(doc! {"a": {"$slice": [1, 0]}}).code(),
+        ErrorCode::NotImplemented
+    );
+    assert_eq!(perr(doc! {"a": {"$slice": [1]}}).code().code(), 28667);
+    assert_eq!(perr(doc! {"a": {"$slice": "x"}}).code().code(), 28667);
+}
+
+#[test]
+fn elem_match_projection() {
+    let d = doc! {"_id": 1, "zip": 5, "s": [{"school": 1, "n": "a"}, {"school": 2, "n": "b"}, {"school": 2, "n": "c"}]};
+    assert_eq!(
+        p(doc! {"s": {"$elemMatch": {"school": 2}}}, d.clone()),
+        doc! {"_id": 1, "s": [{"school": 2, "n": "b"}]}
+    );
+    assert_eq!(
+        p(doc! {"s": {"$elemMatch": {"school": 9}}}, d.clone()),
+        doc! {"_id": 1}
+    );
+    assert_eq!(
+        p(
+            doc! {"s": {"$elemMatch": {"school": 2}}, "zip": 1},
+            doc! {"_id": 1, "s": [{"school": 2}], "zip": 5}
+        ),
+        doc! {"_id": 1, "zip": 5, "s": [{"school": 2}]}
+    );
+    assert_eq!(perr(doc! {"a.b": {"$elemMatch": {}}}).code().code(), 31275);
+    assert_eq!(perr(doc! {"a": {"$elemMatch": 1}}).code().code(), 31274);
+}
+
+#[test]
+fn positional_projection_uses_the_filter_match() {
+    let filter = Filter::parse(&doc! {"a.b": 2}).unwrap();
+    let proj = Projection::parse_with_filter(&doc! {"a.$": 1}, &filter).unwrap();
+    let d = doc! {"_id": 1, "a": [{"b": 1}, {"b": 2}], "c": 1};
+    assert_eq!(
+        proj.apply_with_filter(&d, &filter).unwrap(),
+        doc! {"_id": 1, "a": [{"b": 2}]}
+    );
+    let filter = Filter::parse(&doc! {"a": {"$gte": 3}}).unwrap();
+    let proj = Projection::parse_with_filter(&doc! {"a.$": 1}, &filter).unwrap();
+    assert_eq!(
+        proj.apply_with_filter(&doc! {"_id": 1, "a": [1, 3, 5]}, &filter)
+            .unwrap(),
+        doc! {"_id": 1, "a": [3]}
+    );
+    assert_eq!(
+        Projection::parse(&doc! {"a.$": 1})
+            .unwrap_err()
+            .code()
+            .code(),
+        51050
+    );
+    assert_eq!(
+        Projection::parse_with_filter(&doc! {"b.$": 1}, &filter)
+            .unwrap_err()
+            .code()
+            .code(),
+        31277
+    );
+    let filter = Filter::parse(&doc! {"a": 1}).unwrap();
+    let proj = Projection::parse_with_filter(&doc! {"a.$": 1}, &filter).unwrap();
+    assert_eq!(
+        proj.apply_with_filter(&doc! {"a": 1}, &filter)
+            .unwrap_err()
+            .code()
+            .code(),
+        51246
+    );
+}
+
+#[test]
+fn computed_fields() {
+    let d = doc! {"_id": 1, "a": {"b": 5}, "c": [{"d": 1}, {"d": 2}, 3]};
+    assert_eq!(p(doc! {"x": "$a.b"}, d.clone()), doc! {"_id": 1, "x": 5});
+    assert_eq!(
+        p(doc! {"x": "$c.d"}, d.clone()),
+        doc! {"_id": 1, "x": [1, 2]}
+    );
+    assert_eq!(p(doc! {"x": "lit", "_id": 0}, d.clone()), doc! {"x": "lit"});
+    assert_eq!(
+        p(doc! {"x": {"$literal": 1}, "_id": 0}, d.clone()),
+        doc! {"x": 1}
+    );
+    assert_eq!(p(doc! {"x": "$missing"}, d.clone()), doc! {"_id": 1});
+    assert_eq!(
+        p(doc! {"x": ["$a.b", 1, "$nope"], "_id": 0}, d.clone()),
+        doc! {"x": [5, 1, null]}
+    );
+    assert_eq!(
+        p(doc! {"a.z": "$a.b", "_id": 0}, d.clone()),
+        doc! {"a": {"z": 5}}
+    );
+    assert_eq!(
+        p(doc! {"a.b": 1, "a.z": {"$literal": 7}, "_id": 0}, d.clone()),
+        doc! {"a": {"b": 5, "z": 7}}
+    );
+    assert_eq!(
+        p(doc! {"x": "$$ROOT.a", "_id": 0}, d.clone()),
+        doc! {"x": {"b": 5}}
+    );
+    assert_eq!(p(doc! {"x": null, "_id": 0}, d), doc! {"x": null});
+    assert_eq!(
+        perr(doc! {"x": {"$add": [1, 2]}}).code(),
+        ErrorCode::NotImplemented
+    );
+    assert_eq!(perr(doc! {"x": {"$bogus": 1}}).code().code(), 31325);
+    assert_eq!(perr(doc! {"x": "$$foo"}).code().code(), 17276);
+    assert_eq!(perr(doc! {"a": 0, "x": "$y"}).code().code(), 31310);
+    assert_eq!(
+        perr(doc! {"a": 0, "x": {"$literal": 1}}).code().code(),
+        31252
+    );
+    assert_eq!(
+        perr(doc! {"x": {"$meta": "textScore"}}).code().code(),
+        40218
+    );
+}
+
+#[test]
+fn deep_sub_projections_are_refused() {
+    let mut spec = doc! {"a": 1};
+    for _ in 0..150 {
+        spec = doc! {"a": spec};
+    }
+    assert_eq!(perr(spec).code().code(), 5729100);
+}
+
+#[test]
+fn parse_errors() {
+    let e = perr(doc! {"a": 1, "b": 0});
+    assert_eq!(
+        (e.code().code(), e.message()),
+        (
+            31254,
+            "Cannot do exclusion on field b in inclusion projection"
+        )
+    );
+    let e = perr(doc! {"a": 0, "b": 1});
+    assert_eq!(
+        (e.code().code(), e.message()),
+        (
+            31253,
+            "Cannot do inclusion on field b in exclusion projection"
+        )
+    );
+    let e = perr(doc! {"a": 1, "a.b": 1});
+    assert_eq!(
+        (e.code().code(), e.message()),
+        (31249, "Path collision at a.b remaining portion b")
+    );
+    let e = perr(doc! {"a.b": 1, "a": 1});
+    assert_eq!(
+        (e.code().code(), e.message()),
+        (31250, "Path collision at a")
+    );
+    assert_eq!(perr(doc! {"": 1}).code().code(), 40352);
+    assert_eq!(perr(doc! {"a..b": 1}).code().code(), 15998);
+    assert_eq!(perr(doc! {"$a": 1}).code().code(), 16410);
+    assert_eq!(perr(doc! {"a": {}}).code().code(), 51270);
+    assert!(
+        Projection::parse(&doc! {"_id": 0, "a": 1})
+            .unwrap()
+            .is_inclusion()
+    );
+    assert!(!Projection::parse(&doc! {"_id": 0}).unwrap().is_inclusion());
+}

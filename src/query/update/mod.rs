@@ -1,0 +1,212 @@
+//! Updates: operator documents (`$set`, `$inc`, `$push`, ... with positional `$`, `$[]` and
+//! `$[<id>]`), replacement documents, and the document an upsert starts from. Parsing reports
+//! MongoDB's errors; applying works on a copy and reports whether the document changed
+//! (MongoDB's `nModified`: setting a field to the value it already has is no change).
+//!
+//! Like MongoDB 5.0+, operators apply to fields in path order (numeric components numerically),
+//! so new fields appear in that order whatever order the update document lists them in.
+//!
+//! - here: [`UpdateSpec`], [`UpdateContext`] and the parsed form of an update.
+//! - `parse`: the update document, its paths (positional parts, `arrayFilters`) and conflicts.
+//! - `parse_op`: each operator's argument (`$push` modifiers, `$pull` conditions, `$bit`, ...).
+//! - `path`: resolving positional paths against a document and walking to the value to change.
+//! - `apply`: applying a replacement or the operators in path order, `_id` immutability.
+//! - `field_ops`, `array_ops`, `arith_ops`: what each operator does to the value at its path.
+//! - `upsert`: the document an upsert starts from.
+
+mod apply;
+mod arith_ops;
+mod array_ops;
+mod field_ops;
+mod parse;
+mod parse_op;
+mod path;
+mod upsert;
+
+pub use upsert::upsert_seed;
+
+use super::filter::Filter;
+use super::values::{not_implemented, type_name};
+use crate::error::{ErrorCode, MongoError, Result};
+use apply::{apply_modifiers, apply_replacement};
+use bson::{Bson, Document};
+use parse::parse_modifiers;
+use std::collections::HashMap;
+
+/// What an update needs to know about the write it is part of.
+#[derive(Clone, Copy, Debug)]
+pub struct UpdateContext<'a> {
+    /// The document is being created by an upsert (`$setOnInsert` applies, `_id` may be set).
+    pub is_upsert_insert: bool,
+    /// The time `$currentDate` writes.
+    pub now: bson::DateTime,
+    /// The filter that selected the document, for the positional `$`.
+    pub matched_filter: Option<&'a Filter>,
+}
+
+/// A parsed update: operators or a replacement document.
+#[derive(Clone, Debug)]
+pub struct UpdateSpec {
+    kind: Kind,
+}
+
+#[derive(Clone, Debug)]
+enum Kind {
+    Replacement(Document),
+    Modifiers {
+        entries: Vec<Entry>,
+        array_filters: HashMap<String, Filter>,
+    },
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    comps: Vec<Comp>,
+    op: Op,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Comp {
+    Field(String),
+    /// `$`: the array position the query matched.
+    Positional,
+    /// `$[]`: every element.
+    All,
+    /// `$[<id>]`: the elements the array filter `<id>` matches.
+    Filtered(String),
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Set(Bson),
+    SetOnInsert(Bson),
+    Unset,
+    Inc(Bson),
+    Mul(Bson),
+    Min(Bson),
+    Max(Bson),
+    CurrentDate {
+        timestamp: bool,
+    },
+    Rename {
+        from: String,
+        from_parts: Vec<String>,
+    },
+    Push(Push),
+    AddToSet(Vec<Bson>),
+    Pop {
+        first: bool,
+    },
+    Pull(Pull),
+    PullAll(Vec<Bson>),
+    Bit(Vec<(BitOp, Bson)>),
+}
+
+#[derive(Clone, Debug)]
+struct Push {
+    values: Vec<Bson>,
+    slice: Option<i64>,
+    sort: Option<PushSort>,
+    position: Option<i64>,
+}
+
+#[derive(Clone, Debug)]
+enum PushSort {
+    Whole(bool),
+    Fields(Vec<(String, bool)>),
+}
+
+#[derive(Clone, Debug)]
+enum Pull {
+    /// A plain value: elements equal to it.
+    Equal(Bson),
+    /// A query over the fields of document elements.
+    Object(Box<Filter>),
+    /// An operator condition or regex applied to each element itself.
+    Wrapped(Box<Filter>),
+}
+
+#[derive(Clone, Copy, Debug)]
+enum BitOp {
+    And,
+    Or,
+    Xor,
+}
+
+impl UpdateSpec {
+    /// Parses the `u` of an update statement: an operator document, a replacement document or
+    /// (not yet supported) a pipeline.
+    pub fn parse(update: &Bson, array_filters: Option<&[Document]>) -> Result<UpdateSpec> {
+        match update {
+            Bson::Array(_) => {
+                if array_filters.is_some_and(|f| !f.is_empty()) {
+                    return Err(MongoError::failed_to_parse(
+                        "arrayFilters may not be specified for pipeline-style updates",
+                    ));
+                }
+                Err(not_implemented(
+                    "pipeline-style updates are not supported yet",
+                ))
+            }
+            Bson::Document(d) if d.keys().next().is_some_and(|k| k.starts_with('$')) => {
+                parse_modifiers(d, array_filters.unwrap_or(&[]))
+            }
+            Bson::Document(d) => {
+                for key in d.keys() {
+                    if key.starts_with('$') {
+                        return Err(MongoError::new(
+                            ErrorCode::DollarPrefixedFieldName,
+                            format!(
+                                "The dollar ($) prefixed field '{key}' in '{key}' is not allowed in the context of an update's replacement document. Consider using an aggregation pipeline with $replaceWith."
+                            ),
+                        ));
+                    }
+                }
+                Ok(UpdateSpec {
+                    kind: Kind::Replacement(d.clone()),
+                })
+            }
+            other => Err(MongoError::failed_to_parse(format!(
+                "Update argument must be either an object or an array, not {}",
+                type_name(other)
+            ))),
+        }
+    }
+
+    /// Whether this is a replacement document (as opposed to update operators).
+    pub fn is_replacement(&self) -> bool {
+        matches!(self.kind, Kind::Replacement(_))
+    }
+
+    /// Whether applying needs `UpdateContext::matched_filter` (a positional `$` path).
+    pub fn is_positional(&self) -> bool {
+        match &self.kind {
+            Kind::Modifiers { entries, .. } => {
+                entries.iter().any(|e| e.comps.contains(&Comp::Positional))
+            }
+            Kind::Replacement(_) => false,
+        }
+    }
+
+    /// Applies the update to `doc`; returns whether the document changed. On error `doc` is
+    /// left as it was.
+    pub fn apply(&self, doc: &mut Document, ctx: &UpdateContext) -> Result<bool> {
+        match &self.kind {
+            Kind::Replacement(replacement) => apply_replacement(doc, replacement, ctx),
+            Kind::Modifiers {
+                entries,
+                array_filters,
+            } => {
+                let mut work = doc.clone();
+                let modified = apply_modifiers(&mut work, entries, array_filters, ctx)?;
+                if modified || ctx.is_upsert_insert {
+                    *doc = work;
+                }
+                Ok(modified)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
