@@ -18,4 +18,5 @@ mod indexes;
 mod multiprocess;
 mod sorting;
 mod stale_versions;
+mod ttl;
 mod wire;

@@ -86,6 +86,7 @@ impl ConfigState {
             table: commands::table(),
         });
         spawn_cursor_reaper(Arc::downgrade(&state));
+        crate::shard::ttl::spawn_ttl_monitor(Arc::downgrade(&state));
         Ok(state)
     }
 

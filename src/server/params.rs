@@ -47,6 +47,8 @@ impl Parameters {
         );
         // Since 6.0 a blocking sort past the memory limit spills to disk unless told not to.
         add("allowDiskUseByDefault", Bson::Boolean(true), true);
+        add("ttlMonitorEnabled", Bson::Boolean(true), true);
+        add("ttlMonitorSleepSecs", Bson::Int32(60), false);
         Parameters {
             params: RwLock::new(params),
         }

@@ -1,4 +1,4 @@
-//! Counters behind `serverStatus`: connections, network traffic, opcounters.
+//! Counters behind `serverStatus`: connections, network traffic, opcounters, TTL metrics.
 
 use bson::{Document, doc};
 use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
@@ -18,6 +18,8 @@ pub struct Stats {
     pub op_delete: AtomicI64,
     pub op_getmore: AtomicI64,
     pub op_command: AtomicI64,
+    pub ttl_passes: AtomicI64,
+    pub ttl_deleted_documents: AtomicI64,
 }
 
 /// Which opcounter a command feeds.
@@ -59,6 +61,16 @@ impl Stats {
             "bytesIn": self.bytes_in.load(Relaxed),
             "bytesOut": self.bytes_out.load(Relaxed),
             "numRequests": self.requests.load(Relaxed),
+        }
+    }
+
+    /// `metrics` (the parts this server counts).
+    pub fn metrics(&self) -> Document {
+        doc! {
+            "ttl": {
+                "passes": self.ttl_passes.load(Relaxed),
+                "deletedDocuments": self.ttl_deleted_documents.load(Relaxed),
+            },
         }
     }
 

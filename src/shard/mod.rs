@@ -9,6 +9,7 @@ pub mod exec;
 mod identity;
 pub mod index;
 pub mod storage;
+pub mod ttl;
 mod versioning;
 
 pub use identity::ShardIdentity;
@@ -58,6 +59,7 @@ impl ShardState {
             table: commands::table(),
         });
         spawn_cursor_reaper(Arc::downgrade(&state));
+        ttl::spawn_ttl_monitor(Arc::downgrade(&state));
         Ok(state)
     }
 

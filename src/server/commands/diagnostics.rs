@@ -155,6 +155,7 @@ async fn server_status<S: NodeState>(
         "connections": node.stats.connections(),
         "network": node.stats.network(),
         "opcounters": node.stats.opcounters(),
+        "metrics": node.stats.metrics(),
         "mem": {"bits": 64, "resident": resident, "virtual": virt, "supported": true},
         "docgrid": {"maxIncomingConnections": MAX_CONNECTIONS},
     })?)
