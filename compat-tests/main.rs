@@ -3,6 +3,7 @@
 
 mod harness;
 
+mod bulk_write;
 mod catalog;
 mod cli;
 mod config_db;

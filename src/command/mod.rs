@@ -2,6 +2,7 @@
 //! OP_MSG document sequences. The in-process transport and TCP carry exactly this.
 
 mod args;
+mod bulk_write;
 mod cursor_commands;
 mod explain;
 mod max_time;
@@ -9,6 +10,9 @@ mod replies;
 mod write_concern;
 
 pub use args::{Args, bson_type_name};
+pub use bulk_write::{
+    BULK_WRITE_COUNTS, BULK_WRITE_CURSOR_NS, BulkNamespace, BulkOp, BulkOpKind, BulkWrite,
+};
 pub use cursor_commands::{GetMore, KillCursors, missing};
 pub use explain::{EXPLAINABLE, ExplainRequest, Verbosity};
 pub use max_time::max_time;

@@ -42,20 +42,21 @@ impl ShardState {
             return Ok(());
         };
         let received = DatabaseVersion::from_document(&received)?;
-        if self.versions.get(&request.db) == Some(Some(received)) {
+        let db = versioned_database(request)?;
+        if self.versions.get(&db) == Some(Some(received)) {
             return Ok(());
         }
-        let wanted = self.refresh_database(&request.db).await?;
+        let wanted = self.refresh_database(&db).await?;
         if wanted == Some(received) {
             return Ok(());
         }
-        let mut extra = doc! {"db": &request.db, "vReceived": received.to_document()};
+        let mut extra = doc! {"db": &db, "vReceived": received.to_document()};
         if let Some(wanted) = wanted {
             extra.insert("vWanted", wanted.to_document());
         }
         Err(MongoError::new(
             ErrorCode::StaleDbVersion,
-            format!("Version mismatch for the database {}", request.db),
+            format!("Version mismatch for the database {db}"),
         )
         .with_extra(extra))
     }
@@ -80,4 +81,29 @@ impl ShardState {
     pub(super) fn forget_database_version(&self, db: &str) {
         self.versions.forget(db);
     }
+}
+
+/// The database a versioned request is about: its own, or for `bulkWrite` (sent to `admin`) the
+/// one database of its namespaces (routers send one database's operations per request).
+fn versioned_database(request: &CommandRequest) -> Result<String> {
+    if request.name() != "bulkWrite" {
+        return Ok(request.db.clone());
+    }
+    let mut db: Option<String> = None;
+    for entry in request.document_array("nsInfo")? {
+        let ns = match entry.get("ns")? {
+            Some(bson::RawBsonRef::String(ns)) => ns,
+            _ => continue,
+        };
+        let (name, _) = crate::catalog::split_namespace(ns)?;
+        match &db {
+            Some(d) if d != name => {
+                return Err(MongoError::bad_value(
+                    "a versioned bulkWrite must write to a single database",
+                ));
+            }
+            _ => db = Some(name.to_string()),
+        }
+    }
+    Ok(db.unwrap_or_else(|| request.db.clone()))
 }

@@ -2,6 +2,7 @@
 //! each routed by database (see `forward`).
 
 mod admin;
+mod bulk_write;
 mod catalog;
 mod crud;
 mod cursors;
@@ -21,6 +22,10 @@ pub(super) fn table() -> CommandTable<RouterState> {
             .takes_write_concern().counter(OpCounter::PerStatement).help("update documents"),
         CommandSpec::new("delete", |s, c, r| Box::pin(crud::delete(s, c, r)))
             .takes_write_concern().counter(OpCounter::PerStatement).help("delete documents"),
+        CommandSpec::new("bulkWrite", |s, c, r| Box::pin(bulk_write::bulk_write(s, c, r)))
+            .takes_write_concern()
+            .admin_only()
+            .help("bulk write inserts, updates and deletes across namespaces"),
         CommandSpec::new("findAndModify", |s, c, r| Box::pin(crud::find_and_modify(s, c, r)))
             .takes_write_concern()
             .aliases(&["findandmodify"])

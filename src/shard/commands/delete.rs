@@ -2,6 +2,7 @@
 
 use super::super::DataNode;
 use super::super::exec::{Position, QueryShape};
+use super::super::storage::{CollectionMeta, WriteTxn};
 use super::write::{acknowledge, count_value, finish_reply, statements, target};
 use crate::command::{Args, CommandRequest, WriteConcern};
 use crate::error::{MongoError, Result};
@@ -39,6 +40,32 @@ impl DeleteStatement {
     }
 }
 
+/// Deletes what one statement selects; returns how many documents went.
+pub(super) async fn run_statement(
+    txn: &mut WriteTxn<'_>,
+    coll: &CollectionMeta,
+    stmt: &DeleteStatement,
+) -> Result<u64> {
+    let mut position = Position::plan(
+        coll,
+        &QueryShape {
+            hint: stmt.hint.as_ref(),
+            ..QueryShape::filter(&stmt.query)
+        },
+    )?;
+    let mut deleted = 0;
+    'scan: while !position.done() {
+        for candidate in position.next_matches(txn, coll, &stmt.filter).await? {
+            txn.delete(coll, candidate.rid, &candidate.raw).await?;
+            deleted += 1;
+            if stmt.limit_one {
+                break 'scan;
+            }
+        }
+    }
+    Ok(deleted)
+}
+
 pub(super) async fn run<S: DataNode>(
     state: &S,
     _ctx: &RequestContext,
@@ -57,28 +84,10 @@ pub(super) async fn run<S: DataNode>(
     let mut errors = Vec::new();
     for (i, raw) in raw_statements.iter().enumerate() {
         Stats::add(&state.node().stats.op_delete, 1);
-        let outcome: Result<u64> = async {
-            let stmt = DeleteStatement::parse(raw)?;
-            let mut position = Position::plan(
-                &coll,
-                &QueryShape {
-                    hint: stmt.hint.as_ref(),
-                    ..QueryShape::filter(&stmt.query)
-                },
-            )?;
-            let mut deleted = 0;
-            'scan: while !position.done() {
-                for candidate in position.next_matches(&mut txn, &coll, &stmt.filter).await? {
-                    txn.delete(&coll, candidate.rid, &candidate.raw).await?;
-                    deleted += 1;
-                    if stmt.limit_one {
-                        break 'scan;
-                    }
-                }
-            }
-            Ok(deleted)
-        }
-        .await;
+        let outcome = match DeleteStatement::parse(raw) {
+            Ok(stmt) => run_statement(&mut txn, &coll, &stmt).await,
+            Err(e) => Err(e),
+        };
         match outcome {
             Ok(deleted) => n += deleted,
             Err(e) => {

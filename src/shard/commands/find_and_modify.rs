@@ -165,7 +165,7 @@ pub(super) async fn run<S: DataNode>(
 }
 
 /// The first matching document, in `sort` order when given.
-async fn first_match(
+pub(super) async fn first_match(
     txn: &mut super::super::storage::WriteTxn<'_>,
     coll: &super::super::storage::CollectionMeta,
     query: &Document,

@@ -2,6 +2,7 @@
 //! server through [`DataNode`]), and the shard-only sharding commands.
 
 mod aggregate;
+mod bulk_write;
 mod collections;
 mod count;
 mod databases;
@@ -50,6 +51,10 @@ pub fn data_commands<S: DataNode>() -> Vec<CommandSpec<S>> {
             .counter(OpCounter::GetMore)
             .help("retrieve more results from an existing cursor"),
         CommandSpec::new("killCursors", |s, c, r| Box::pin(find::kill_cursors(s, c, r))).help("Kill a list of cursor ids"),
+        CommandSpec::new("bulkWrite", |s, c, r| Box::pin(bulk_write::run(s, c, r)))
+            .takes_write_concern()
+            .admin_only()
+            .help("bulk write inserts, updates and deletes across namespaces"),
         CommandSpec::new("findAndModify", |s, c, r| Box::pin(find_and_modify::run(s, c, r)))
             .takes_write_concern()
             .aliases(&["findandmodify"])

@@ -4,11 +4,13 @@
 use super::super::DataNode;
 use super::super::exec::{Candidate, Position, QueryShape};
 use super::super::storage::{CollectionMeta, WriteTxn};
+use super::find_and_modify::first_match;
 use super::insert::prepare_document;
 use super::write::{acknowledge, array_filters, count_value, finish_reply, statements, target};
 use crate::command::{CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
+use crate::query::sort::SortSpec;
 use crate::query::update::{UpdateContext, UpdateSpec, upsert_seed};
 use crate::server::{RequestContext, stats::Stats};
 use bson::{Bson, Document, RawDocument, RawDocumentBuf, rawdoc};
@@ -20,6 +22,8 @@ pub(super) struct UpdateStatement {
     pub upsert: bool,
     pub multi: bool,
     pub hint: Option<Bson>,
+    /// Which document a single-document update picks first (8.0).
+    pub sort: Option<SortSpec>,
 }
 
 impl UpdateStatement {
@@ -46,6 +50,15 @@ impl UpdateStatement {
             upsert: args.bool("upsert")?.unwrap_or(false),
             multi,
             hint: super::find::parse_hint(&args)?,
+            sort: match args.document("sort")?.filter(|s| !s.is_empty()) {
+                Some(_) if multi => {
+                    return Err(MongoError::failed_to_parse(
+                        "Cannot specify sort with multi=true",
+                    ));
+                }
+                Some(sort) => Some(SortSpec::parse(&sort)?),
+                None => None,
+            },
         })
     }
 }
@@ -118,31 +131,48 @@ pub(super) async fn upsert(
     Ok(raw.to_document()?)
 }
 
-async fn run_statement(
+pub(super) async fn run_statement(
     txn: &mut WriteTxn<'_>,
     coll: &CollectionMeta,
     stmt: &UpdateStatement,
 ) -> Result<StatementOutcome> {
     let filter = Filter::parse(&stmt.query)?;
     let mut out = StatementOutcome::default();
-    let mut position = Position::plan(
-        coll,
-        &QueryShape {
-            hint: stmt.hint.as_ref(),
-            ..QueryShape::filter(&stmt.query)
-        },
-    )?;
-    'scan: while !position.done() {
-        for candidate in position.next_matches(txn, coll, &filter).await? {
-            out.matched += 1;
-            if update_candidate(txn, coll, &candidate, &stmt.update, &filter)
-                .await?
-                .is_some()
-            {
-                out.modified += 1;
-            }
-            if !stmt.multi {
-                break 'scan;
+    if let Some(sort) = &stmt.sort {
+        let found = first_match(
+            txn,
+            coll,
+            &stmt.query,
+            &filter,
+            Some(sort),
+            stmt.hint.as_ref(),
+        )
+        .await?;
+        if let Some(candidate) = found {
+            out.matched = 1;
+            let changed = update_candidate(txn, coll, &candidate, &stmt.update, &filter).await?;
+            out.modified = changed.is_some() as u64;
+        }
+    } else {
+        let mut position = Position::plan(
+            coll,
+            &QueryShape {
+                hint: stmt.hint.as_ref(),
+                ..QueryShape::filter(&stmt.query)
+            },
+        )?;
+        'scan: while !position.done() {
+            for candidate in position.next_matches(txn, coll, &filter).await? {
+                out.matched += 1;
+                if update_candidate(txn, coll, &candidate, &stmt.update, &filter)
+                    .await?
+                    .is_some()
+                {
+                    out.modified += 1;
+                }
+                if !stmt.multi {
+                    break 'scan;
+                }
             }
         }
     }
