@@ -8,8 +8,8 @@ use crate::values::{read_concern, read_preference, write_concern};
 use mongodb::bson::{Bson, Document, Timestamp};
 use mongodb::change_stream::ChangeStream;
 use mongodb::options::{
-    ClientOptions, CollectionOptions, DatabaseOptions, ServerApi, ServerApiVersion,
-    SessionOptions, TransactionOptions,
+    ClientOptions, CollectionOptions, DatabaseOptions, ServerApi, ServerApiVersion, SessionOptions,
+    TransactionOptions,
 };
 use mongodb::{Client, ClientSession, Collection, Cursor, Database, SessionCursor};
 use std::collections::HashMap;
@@ -369,9 +369,17 @@ async fn create_client(spec: &Document, router: SocketAddr) -> Result<ClientEnti
     } else {
         format!("mongodb://{router}/?{}", query.join("&"))
     };
-    let mut options = ClientOptions::parse(&uri)
-        .await
-        .map_err(|e| CreateError::Failed(format!("client URI {uri}: {e}")))?;
+    let mut options = ClientOptions::parse(&uri).await.map_err(|e| {
+        match e.kind.as_ref() {
+            // A URI option this driver refuses by design (e.g. socketTimeoutMS).
+            mongodb::error::ErrorKind::InvalidArgument { message, .. }
+                if message.contains("does not support") =>
+            {
+                CreateError::Unsupported(message.clone())
+            }
+            _ => CreateError::Failed(format!("client URI {uri}: {e}")),
+        }
+    })?;
     if let Ok(api) = spec.get_document("serverApi") {
         let version = match api.get_str("version") {
             Ok("1") => ServerApiVersion::V1,

@@ -144,7 +144,8 @@ impl Observer {
             }
             CommandEvent::Failed(e) => {
                 let db = log.databases.remove(&e.request_id).unwrap_or_default();
-                if self.hidden(&e.command_name, None) || !self.observe.contains("commandFailedEvent")
+                if self.hidden(&e.command_name, None)
+                    || !self.observe.contains("commandFailedEvent")
                 {
                     return;
                 }
@@ -219,7 +220,12 @@ impl Observer {
     pub fn last_two_started(&self) -> Option<(Document, Document)> {
         let log = self.log.lock().ok()?;
         let n = log.all_started.len();
-        (n >= 2).then(|| (log.all_started[n - 2].clone(), log.all_started[n - 1].clone()))
+        (n >= 2).then(|| {
+            (
+                log.all_started[n - 2].clone(),
+                log.all_started[n - 1].clone(),
+            )
+        })
     }
 }
 
@@ -350,15 +356,19 @@ fn command_event_matches(
                 }
             }
             "command" | "reply" => {
-                matches(value, Some(&Bson::Document(actual.body.clone())), true, lookup).map_err(
-                    |e| {
-                        format!(
-                            "{kind} {}: {key}: {e}; actual {}",
-                            actual.command_name,
-                            short(&Bson::Document(actual.body.clone()))
-                        )
-                    },
-                )?;
+                matches(
+                    value,
+                    Some(&Bson::Document(actual.body.clone())),
+                    true,
+                    lookup,
+                )
+                .map_err(|e| {
+                    format!(
+                        "{kind} {}: {key}: {e}; actual {}",
+                        actual.command_name,
+                        short(&Bson::Document(actual.body.clone()))
+                    )
+                })?;
             }
             "hasServiceId" => {
                 if value.as_bool() != Some(actual.has_service_id) {

@@ -44,9 +44,7 @@ pub struct Expectations {
 impl Expectations {
     pub fn load(path: &Path) -> Result<Expectations, String> {
         let list: ListFile = match std::fs::read_to_string(path) {
-            Ok(text) => {
-                toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?
-            }
+            Ok(text) => toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => ListFile::default(),
             Err(e) => return Err(format!("{}: {e}", path.display())),
         };
@@ -93,12 +91,13 @@ impl Expectations {
                     "PASSES now, remove it from expectations.toml: {}",
                     test.description
                 )),
-                (TestOutcome::SkippedRequirement(r) | TestOutcome::SkippedUnsupported(r), Some(_)) => {
-                    problems.push(format!(
-                        "SKIPPED ({r}) but listed in expectations.toml: {}",
-                        test.description
-                    ))
-                }
+                (
+                    TestOutcome::SkippedRequirement(r) | TestOutcome::SkippedUnsupported(r),
+                    Some(_),
+                ) => problems.push(format!(
+                    "SKIPPED ({r}) but listed in expectations.toml: {}",
+                    test.description
+                )),
                 _ => {}
             }
         }
@@ -119,8 +118,7 @@ impl Expectations {
 
     /// Every entry must name an existing file (and, through `judge`, an existing test).
     pub fn check_entries_exist(&self, files: &[(String, PathBuf)]) -> Result<(), String> {
-        let known: HashMap<&str, &PathBuf> =
-            files.iter().map(|(n, p)| (n.as_str(), p)).collect();
+        let known: HashMap<&str, &PathBuf> = files.iter().map(|(n, p)| (n.as_str(), p)).collect();
         let mut missing = Vec::new();
         let mut descriptions: HashMap<&str, Vec<String>> = HashMap::new();
         for entry in &self.entries {
@@ -173,7 +171,7 @@ impl Expectations {
                 let entry = match self.entry(&report.name, &test.description) {
                     Some(e) => e.clone(),
                     None => {
-                        let (reason, issue) = crate::expectations::classify(message);
+                        let (reason, issue) = classify(&report.name, &test.description, message);
                         Entry {
                             file: report.name.clone(),
                             test: test.description.clone(),
@@ -219,11 +217,12 @@ fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
-/// Proposes a reason and issue for a new failure from its message; unknown failures keep their
-/// first line and `issue = "none"` for a person to classify.
-pub fn classify(message: &str) -> (String, toml::Value) {
+/// Proposes a reason and issue for a new failure from `file | test | message`; unknown failures
+/// keep their first line and `issue = "none"` for a person to classify.
+pub fn classify(file: &str, test: &str, message: &str) -> (String, toml::Value) {
+    let subject = format!("{file} | {test} | {message}");
     for (needle, reason, issue) in crate::classify::RULES {
-        if message.contains(needle) {
+        if subject.contains(needle) {
             let issue = match issue.parse::<i64>() {
                 Ok(n) => toml::Value::Integer(n),
                 Err(_) => toml::Value::String(issue.to_string()),

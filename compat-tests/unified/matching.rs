@@ -62,7 +62,13 @@ fn match_at(
                         short(other)
                     ));
                 }
-                None => return Err(format!("{}: expected {}, absent", at(path), short(expected))),
+                None => {
+                    return Err(format!(
+                        "{}: expected {}, absent",
+                        at(path),
+                        short(expected)
+                    ));
+                }
             };
             for (key, value) in exp {
                 let child = if path.is_empty() {
@@ -109,7 +115,13 @@ fn match_at(
                         short(other)
                     ));
                 }
-                None => return Err(format!("{}: expected {}, absent", at(path), short(expected))),
+                None => {
+                    return Err(format!(
+                        "{}: expected {}, absent",
+                        at(path),
+                        short(expected)
+                    ));
+                }
             };
             if exp.len() != act.len() {
                 return Err(format!(
@@ -240,10 +252,7 @@ fn operator(
                     short(&lsid),
                     short(a)
                 )),
-                None => Err(format!(
-                    "{}: expected the lsid of {name}, absent",
-                    at(path)
-                )),
+                None => Err(format!("{}: expected the lsid of {name}, absent", at(path))),
             }
         }
         "$$matchesHexBytes" => {
@@ -266,7 +275,10 @@ fn operator(
             if got == want {
                 Ok(())
             } else {
-                Err(format!("{}: expected bytes {hex}, got {got:02x?}", at(path)))
+                Err(format!(
+                    "{}: expected bytes {hex}, got {got:02x?}",
+                    at(path)
+                ))
             }
         }
         "$$lte" => {

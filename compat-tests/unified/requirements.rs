@@ -181,6 +181,9 @@ impl ServerInfo {
     }
 
     pub fn version_string(&self) -> String {
-        format!("{}.{}.{}", self.version[0], self.version[1], self.version[2])
+        format!(
+            "{}.{}.{}",
+            self.version[0], self.version[1], self.version[2]
+        )
     }
 }

@@ -152,11 +152,8 @@ impl Summary {
                 "skipped_unsupported": r.skipped_unsupported,
             })
         };
-        let areas: serde_json::Map<String, serde_json::Value> = self
-            .rows
-            .iter()
-            .map(|(a, r)| (a.clone(), row(r)))
-            .collect();
+        let areas: serde_json::Map<String, serde_json::Value> =
+            self.rows.iter().map(|(a, r)| (a.clone(), row(r))).collect();
         let value = json!({
             "areas": areas,
             "total": row(&self.total()),

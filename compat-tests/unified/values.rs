@@ -15,7 +15,8 @@ use std::time::Duration;
 /// order here (the `bson` crate enables `preserve_order`), which matters for command documents,
 /// sort and index specifications.
 pub fn load_file(path: &Path) -> Result<Document, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("read {}: {e}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("read {}: {e}", path.display()))?;
     let json: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("parse {}: {e}", path.display()))?;
     match Bson::try_from(json) {
@@ -123,7 +124,10 @@ impl Args {
         match self.raw(key) {
             None => Ok(None),
             Some(Bson::String(s)) => Ok(Some(s)),
-            Some(other) => Err(format!("{}: `{key}` must be a string, got {other}", self.op)),
+            Some(other) => Err(format!(
+                "{}: `{key}` must be a string, got {other}",
+                self.op
+            )),
         }
     }
 
@@ -136,7 +140,10 @@ impl Args {
         match self.raw(key) {
             None => Ok(None),
             Some(Bson::Boolean(b)) => Ok(Some(b)),
-            Some(other) => Err(format!("{}: `{key}` must be a boolean, got {other}", self.op)),
+            Some(other) => Err(format!(
+                "{}: `{key}` must be a boolean, got {other}",
+                self.op
+            )),
         }
     }
 
@@ -153,7 +160,10 @@ impl Args {
         match self.raw(key) {
             None => Ok(None),
             Some(Bson::Array(a)) => Ok(Some(a)),
-            Some(other) => Err(format!("{}: `{key}` must be an array, got {other}", self.op)),
+            Some(other) => Err(format!(
+                "{}: `{key}` must be an array, got {other}",
+                self.op
+            )),
         }
     }
 

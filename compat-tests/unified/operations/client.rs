@@ -83,10 +83,14 @@ pub async fn run(
             let opts = change_streams::change_stream_options(&mut args)?;
             args.finish()?;
             let stream = client.watch().pipeline(pipeline).with_options(opts).await?;
-            Ok(change_streams::stream_output(stream.with_type::<Document>()))
+            Ok(change_streams::stream_output(
+                stream.with_type::<Document>(),
+            ))
         }
         "clientBulkWrite" => {
-            let models = args.docs("models")?.ok_or("clientBulkWrite: missing models")?;
+            let models = args
+                .docs("models")?
+                .ok_or("clientBulkWrite: missing models")?;
             let models = models
                 .into_iter()
                 .map(write_model)

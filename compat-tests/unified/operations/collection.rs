@@ -16,10 +16,10 @@ pub fn unsupported(name: &str) -> Option<&'static str> {
             "collection-level bulkWrite: the Rust driver has no Collection::bulk_write (only \
              Client::bulk_write, which sends the 8.0 bulkWrite command)"
         }
-        "count" => "the deprecated count helper does not exist in the Rust driver",
-        "mapReduce" => "mapReduce does not exist in the Rust driver",
-        "rename" => "the Rust driver has no Collection::rename",
-        "modifyCollection" => "the Rust driver has no collMod helper (modifyCollection)",
+        "count" => "count: the deprecated count helper does not exist in the Rust driver",
+        "mapReduce" => "mapReduce: the Rust driver has no mapReduce helper",
+        "rename" => "rename: the Rust driver has no Collection::rename",
+        "modifyCollection" => "modifyCollection: the Rust driver has no collMod helper",
         _ => return None,
     })
 }
@@ -63,7 +63,9 @@ pub async fn run(
             let opts = change_streams::change_stream_options(&mut args)?;
             args.finish()?;
             let stream = coll.watch().pipeline(pipeline).with_options(opts).await?;
-            Ok(change_streams::stream_output(stream.with_type::<Document>()))
+            Ok(change_streams::stream_output(
+                stream.with_type::<Document>(),
+            ))
         }
         "createIndex" => {
             let keys = args.req_doc("keys")?;
@@ -102,10 +104,20 @@ pub async fn run(
             args.finish()?;
             let models: Vec<IndexModel> = match session {
                 Some(s) => {
-                    let mut cursor = coll.list_indexes().with_options(opts).session(&mut *s).await?;
+                    let mut cursor = coll
+                        .list_indexes()
+                        .with_options(opts)
+                        .session(&mut *s)
+                        .await?;
                     cursor.stream(s).try_collect().await?
                 }
-                None => coll.list_indexes().with_options(opts).await?.try_collect().await?,
+                None => {
+                    coll.list_indexes()
+                        .with_options(opts)
+                        .await?
+                        .try_collect()
+                        .await?
+                }
             };
             let docs = models
                 .iter()

@@ -51,7 +51,9 @@ fn update_arg(args: &mut Args) -> Result<UpdateModifications, String> {
             })
             .collect::<Result<Vec<_>, _>>()
             .map(UpdateModifications::Pipeline),
-        other => Err(format!("update must be a document or pipeline, got {other}")),
+        other => Err(format!(
+            "update must be a document or pipeline, got {other}"
+        )),
     }
 }
 
@@ -61,8 +63,10 @@ pub async fn insert_one(
     mut args: Args,
 ) -> OpResult {
     let document = args.req_doc("document")?;
-    let opts: InsertOneOptions =
-        options("insertOne", args.options(&["bypassDocumentValidation", "comment"]))?;
+    let opts: InsertOneOptions = options(
+        "insertOne",
+        args.options(&["bypassDocumentValidation", "comment"]),
+    )?;
     args.finish()?;
     let r = with_session!(coll.insert_one(document).with_options(opts), session)?;
     Ok(Output::value(doc! {"insertedId": r.inserted_id}))
@@ -209,10 +213,20 @@ pub async fn find(
     args.finish()?;
     let docs: Vec<Document> = match session {
         Some(s) => {
-            let mut cursor = coll.find(filter).with_options(opts).session(&mut *s).await?;
+            let mut cursor = coll
+                .find(filter)
+                .with_options(opts)
+                .session(&mut *s)
+                .await?;
             cursor.stream(s).try_collect().await?
         }
-        None => coll.find(filter).with_options(opts).await?.try_collect().await?,
+        None => {
+            coll.find(filter)
+                .with_options(opts)
+                .await?
+                .try_collect()
+                .await?
+        }
     };
     Ok(Output::documents(docs))
 }
@@ -325,7 +339,9 @@ pub async fn aggregate(
     session: Option<&mut ClientSession>,
     mut args: Args,
 ) -> OpResult {
-    let pipeline = args.docs("pipeline")?.ok_or("aggregate: missing pipeline")?;
+    let pipeline = args
+        .docs("pipeline")?
+        .ok_or("aggregate: missing pipeline")?;
     let opts = aggregate_options(&mut args)?;
     args.finish()?;
     let docs: Vec<Document> = match session {

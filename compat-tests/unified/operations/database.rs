@@ -61,10 +61,8 @@ pub async fn run(
     name: &str,
     mut args: Args,
 ) -> OpResult {
-    if name == "modifyCollection" {
-        return Err(OpError::Unsupported(
-            "the Rust driver has no collMod helper (modifyCollection)".into(),
-        ));
+    if let Some(reason) = super::collection::unsupported(name) {
+        return Err(OpError::Unsupported(reason.into()));
     }
     // Kept for cursors opened in a session (iterating them needs the session again).
     let session_name = args.str("session")?;
@@ -74,7 +72,9 @@ pub async fn run(
             let command = command_arg(&mut args)?;
             let rp = args.read_preference("readPreference")?;
             args.finish()?;
-            let action = db.run_command(command).optional(rp, |a, rp| a.selection_criteria(rp));
+            let action = db
+                .run_command(command)
+                .optional(rp, |a, rp| a.selection_criteria(rp));
             let reply = match session {
                 Some(s) => action.session(s).await?,
                 None => action.await?,
@@ -118,7 +118,9 @@ pub async fn run(
             }
         }
         "aggregate" => {
-            let pipeline = args.docs("pipeline")?.ok_or("aggregate: missing pipeline")?;
+            let pipeline = args
+                .docs("pipeline")?
+                .ok_or("aggregate: missing pipeline")?;
             let opts = crud::aggregate_options(&mut args)?;
             args.finish()?;
             let docs: Vec<Document> = match session {
@@ -225,7 +227,9 @@ pub async fn run(
             let opts = change_streams::change_stream_options(&mut args)?;
             args.finish()?;
             let stream = db.watch().pipeline(pipeline).with_options(opts).await?;
-            Ok(change_streams::stream_output(stream.with_type::<Document>()))
+            Ok(change_streams::stream_output(
+                stream.with_type::<Document>(),
+            ))
         }
         "drop" | "dropDatabase" => {
             args.finish()?;

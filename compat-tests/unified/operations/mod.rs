@@ -123,9 +123,9 @@ pub async fn dispatch(
         "client" => client::run(state, lent, object, name, args).await,
         "session" => session::run(state, lent, object, name, args).await,
         "change stream" | "cursor" => change_streams::run(state, lent, object, name, args).await,
-        "bucket" => Err(OpError::Unsupported(format!(
-            "GridFS bucket operation `{name}`: GridFS is outside this runner"
-        ))),
+        "bucket" => Err(OpError::Unsupported(
+            "GridFS bucket operations are outside this runner".into(),
+        )),
         other => Err(OpError::Runner(format!(
             "operation `{name}` on a {other} entity"
         ))),

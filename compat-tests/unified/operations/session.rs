@@ -129,7 +129,9 @@ async fn with_transaction(state: &mut TestState, object: &str, mut args: Args) -
     let step = callback.step.take();
     state.entities.session_entity(object)?.session = Some(session);
     match step {
-        Some(Step::Fail(m)) => Err(OpError::Runner(format!("in the withTransaction callback: {m}"))),
+        Some(Step::Fail(m)) => Err(OpError::Runner(format!(
+            "in the withTransaction callback: {m}"
+        ))),
         Some(Step::Skip(m)) => Err(OpError::Unsupported(m)),
         None => {
             result?;

@@ -11,16 +11,24 @@ use std::time::Duration;
 pub fn unsupported(name: &str) -> Option<&'static str> {
     Some(match name {
         "assertSessionPinned" | "assertSessionUnpinned" => {
-            "the Rust driver does not expose whether a session is pinned to a mongos"
+            "assertSessionPinned/Unpinned: the Rust driver does not expose whether a session is \
+             pinned to a mongos"
         }
         "assertSessionDirty" | "assertSessionNotDirty" => {
-            "the Rust driver does not expose whether a session is dirty"
+            "assertSessionDirty/NotDirty: the Rust driver does not expose whether a session is dirty"
         }
         "assertSessionTransactionState" => {
-            "the Rust driver does not expose a session's transaction state"
+            "assertSessionTransactionState: the Rust driver does not expose a session's \
+             transaction state"
         }
-        "loop" | "runOnThread" | "waitForThread" | "waitForEvent" | "assertEventCount"
-        | "recordTopologyDescription" | "assertTopologyType" | "waitForPrimaryChange" => {
+        "loop"
+        | "runOnThread"
+        | "waitForThread"
+        | "waitForEvent"
+        | "assertEventCount"
+        | "recordTopologyDescription"
+        | "assertTopologyType"
+        | "waitForPrimaryChange" => {
             "operation outside what these test files need (threads, loops, SDAM)"
         }
         _ => return None,
@@ -33,7 +41,7 @@ fn fail(e: impl Into<String>) -> Step {
 
 pub async fn run(state: &mut TestState, name: &str, arguments: Document) -> Result<(), Step> {
     if let Some(reason) = unsupported(name) {
-        return Err(Step::Skip(format!("{name}: {reason}")));
+        return Err(Step::Skip(reason.to_string()));
     }
     let mut args = Args::new(name, arguments);
     match name {
@@ -47,7 +55,11 @@ pub async fn run(state: &mut TestState, name: &str, arguments: Document) -> Resu
             args.finish().map_err(fail)?;
             let fp_name = fail_point
                 .get_str("configureFailPoint")
-                .map_err(|_| fail(format!("failPoint without configureFailPoint: {fail_point}")))?
+                .map_err(|_| {
+                    fail(format!(
+                        "failPoint without configureFailPoint: {fail_point}"
+                    ))
+                })?
                 .to_string();
             state
                 .internal
@@ -105,7 +117,12 @@ pub async fn run(state: &mut TestState, name: &str, arguments: Document) -> Resu
         "assertSameLsidOnLastTwoCommands" | "assertDifferentLsidOnLastTwoCommands" => {
             let client = args.req_str("client").map_err(fail)?;
             args.finish().map_err(fail)?;
-            let observer = state.entities.client(&client).map_err(fail)?.observer.clone();
+            let observer = state
+                .entities
+                .client(&client)
+                .map_err(fail)?
+                .observer
+                .clone();
             let (a, b) = observer
                 .last_two_started()
                 .ok_or_else(|| fail(format!("{client} observed fewer than two commands")))?;
@@ -129,7 +146,12 @@ pub async fn run(state: &mut TestState, name: &str, arguments: Document) -> Resu
                 .map_err(fail)?
                 .ok_or_else(|| fail("missing connections"))?;
             args.finish().map_err(fail)?;
-            let observer = state.entities.client(&client).map_err(fail)?.observer.clone();
+            let observer = state
+                .entities
+                .client(&client)
+                .map_err(fail)?
+                .observer
+                .clone();
             // Check-ins happen as the driver finishes with a connection, just after the
             // operation returns; give them a moment before judging.
             let mut got = observer.checked_out();
