@@ -37,7 +37,7 @@ pub enum Entity {
     Client(ClientEntity),
     Database(Database),
     Collection(Collection<Document>),
-    Session(SessionEntity),
+    Session(Box<SessionEntity>),
     /// GridFS buckets are created but their operations are not run (see `runner`).
     Bucket,
     ChangeStream(Box<ChangeStream<Document>>),
@@ -113,7 +113,7 @@ impl Entities {
 
     pub fn session_entity(&mut self, name: &str) -> Result<&mut SessionEntity, String> {
         match self.get_mut(name)? {
-            Entity::Session(s) => Ok(s),
+            Entity::Session(s) => Ok(s.as_mut()),
             other => Err(format!("`{name}` is a {}, not a session", other.kind())),
         }
     }
@@ -247,10 +247,10 @@ pub async fn create_entities(
                     .await
                     .map_err(|e| format!("startSession for {id}: {e}"))?;
                 let lsid = session.id().clone();
-                Entity::Session(SessionEntity {
+                Entity::Session(Box::new(SessionEntity {
                     session: Some(session),
                     lsid,
-                })
+                }))
             }
             "bucket" => Entity::Bucket,
             other => {

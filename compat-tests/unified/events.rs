@@ -280,9 +280,11 @@ pub fn check_expected(
                 }
                 if let Bson::Document(fields) = fields {
                     for (k, v) in fields {
-                        if act.fields.get(k).is_none_or(|a| {
-                            a.to_string().to_ascii_lowercase() != v.to_string().to_ascii_lowercase()
-                        }) {
+                        if act
+                            .fields
+                            .get(k)
+                            .is_none_or(|a| !a.to_string().eq_ignore_ascii_case(&v.to_string()))
+                        {
                             return Err(format!(
                                 "client {client}, cmap event {i} ({kind}): {k} expected {v}, got {:?}",
                                 act.fields.get(k)
