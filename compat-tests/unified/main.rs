@@ -16,6 +16,7 @@ mod matching;
 mod operations;
 mod requirements;
 mod runner;
+mod selfcheck;
 mod summary;
 mod values;
 
@@ -137,7 +138,9 @@ fn main() {
     let reports: Arc<Mutex<Vec<FileReport>>> = Arc::default();
     let files = discover(&dir);
 
-    let mut trials = Vec::new();
+    let mut trials = vec![Trial::test("runner-self-check", || {
+        selfcheck::run().map_err(Failed::from)
+    })];
     {
         // The list itself is checked: every entry must name a file and a test that exist.
         let expectations = expectations.clone();

@@ -15,6 +15,7 @@ use crate::values::{load_file, short};
 use futures::TryStreamExt;
 use futures::future::BoxFuture;
 use mongodb::Client;
+use mongodb::ClusterTime;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::error::{ErrorKind, WriteFailure};
 use mongodb::options::{ReadConcern, ReadPreference, SelectionCriteria, WriteConcern};
@@ -266,6 +267,7 @@ async fn test_body(state: &mut TestState, file: &Document, test: &Document) -> R
                 CreateError::Failed(m) => Step::Fail(format!("createEntities: {m}")),
             })?;
     }
+    advance_session_cluster_times(state).await;
     let operations = test
         .get_array("operations")
         .map_err(|_| Step::Fail("the test has no operations array".into()))?;
@@ -310,6 +312,32 @@ async fn test_body(state: &mut TestState, file: &Document, test: &Document) -> R
             .map_err(|e| Step::Fail(format!("outcome: {e}")))?;
     }
     Ok(())
+}
+
+/// The spec's workaround for MigrationConflict on sharded clusters: sessions start from the
+/// cluster time the internal client last saw (a `ping` after initialData). docgrid does not gossip
+/// `$clusterTime` yet, in which case there is nothing to advance.
+async fn advance_session_cluster_times(state: &mut TestState) {
+    let Ok(reply) = state
+        .internal
+        .database("admin")
+        .run_command(doc! {"ping": 1})
+        .await
+    else {
+        return;
+    };
+    let Some(cluster_time) = reply
+        .get_document("$clusterTime")
+        .ok()
+        .and_then(|d| mongodb::bson::from_document::<ClusterTime>(d.clone()).ok())
+    else {
+        return;
+    };
+    for name in state.entities.names() {
+        if let Ok(session) = state.entities.session(&name) {
+            session.advance_cluster_time(&cluster_time);
+        }
+    }
 }
 
 fn majority() -> WriteConcern {
