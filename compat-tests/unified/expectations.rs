@@ -22,6 +22,7 @@ impl Entry {
     pub fn issue_label(&self) -> String {
         match &self.issue {
             toml::Value::Integer(n) => format!("issue {n}"),
+            toml::Value::String(s) if s == "none" => "none (not scheduled yet)".to_string(),
             toml::Value::String(s) => format!("issue {s}"),
             other => format!("issue {other}"),
         }
