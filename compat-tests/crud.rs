@@ -310,7 +310,54 @@ async fn counts_distinct_and_aggregate(client: &Client) {
     assert_eq!(all.len(), 30);
 }
 
+/// What MongoDB refuses instead of silently answering differently: non-simple collations on
+/// every command that takes one, and `$`-prefixed names inside `_id`.
+async fn refusals_instead_of_wrong_answers(client: &Client) {
+    let db = client.database("refusals");
+    let coll = db.collection::<Document>("c");
+    coll.insert_one(doc! {"_id": 1, "s": "a"}).await.unwrap();
+    let fr = doc! {"locale": "fr"};
+    for command in [
+        doc! {"find": "c", "collation": fr.clone()},
+        doc! {"count": "c", "collation": fr.clone()},
+        doc! {"distinct": "c", "key": "s", "collation": fr.clone()},
+        doc! {"aggregate": "c", "pipeline": [], "cursor": {}, "collation": fr.clone()},
+        doc! {"findAndModify": "c", "query": {}, "remove": true, "collation": fr.clone()},
+    ] {
+        let err = db.run_command(command.clone()).await.unwrap_err();
+        assert_eq!(error_code(&err), Some(238), "{command}");
+    }
+    for command in [
+        doc! {"update": "c", "updates": [{"q": {}, "u": {"$set": {"x": 1}}, "collation": fr.clone()}]},
+        doc! {"delete": "c", "deletes": [{"q": {}, "limit": 0, "collation": fr.clone()}]},
+    ] {
+        let reply = db.run_command(command).await.unwrap();
+        let errors = reply.get_array("writeErrors").unwrap();
+        assert_eq!(
+            errors[0].as_document().unwrap().get_i32("code").unwrap(),
+            238
+        );
+    }
+    assert_eq!(coll.count_documents(doc! {"x": 1}).await.unwrap(), 0);
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 1);
+    let simple = db
+        .run_command(doc! {"count": "c", "collation": {"locale": "simple"}})
+        .await
+        .unwrap();
+    assert_eq!(simple.get_i32("n").unwrap(), 1);
+
+    let err = coll
+        .insert_one(doc! {"_id": {"a": {"$b": 1}}})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(52));
+    coll.insert_one(doc! {"_id": {"a": {"b$": 1}}})
+        .await
+        .unwrap();
+}
+
 both_modes!(
+    refusals_instead_of_wrong_answers,
     insert_generates_ids_and_keeps_types,
     duplicate_keys_report_pattern_and_value,
     find_with_filter_projection_sort_skip_limit,

@@ -41,6 +41,13 @@ impl<'a> Args<'a> {
     }
 
     /// The command's own argument (the value of its first field).
+    /// A field as an owned value, whatever its type.
+    pub fn value(&self, field: &str) -> Result<Option<bson::Bson>> {
+        self.get(field)?
+            .map(|v| bson::Bson::try_from(v.to_raw_bson()).map_err(Into::into))
+            .transpose()
+    }
+
     pub fn target(&self) -> Result<RawBsonRef<'a>> {
         match self.body.iter().next() {
             Some(Ok((_, value))) => Ok(value),

@@ -3,6 +3,7 @@
 
 mod args;
 mod bulk_write;
+mod collation;
 mod cursor_commands;
 mod explain;
 mod max_time;
@@ -13,6 +14,7 @@ pub use args::{Args, bson_type_name};
 pub use bulk_write::{
     BULK_WRITE_COUNTS, BULK_WRITE_CURSOR_NS, BulkNamespace, BulkOp, BulkOpKind, BulkWrite,
 };
+pub use collation::check_collation;
 pub use cursor_commands::{GetMore, KillCursors, missing};
 pub use explain::{EXPLAINABLE, ExplainRequest, Verbosity};
 pub use max_time::max_time;

@@ -23,6 +23,7 @@ pub(super) struct AggregateCommand {
 impl AggregateCommand {
     pub(super) fn parse(req: &CommandRequest) -> Result<Self> {
         let args = req.args();
+        crate::command::check_collation(args.value("collation")?.as_ref())?;
         let collection = match args.target()? {
             RawBsonRef::String(name) => Some(name.to_string()),
             RawBsonRef::Int32(1) | RawBsonRef::Int64(1) | RawBsonRef::Double(1.0) => None,

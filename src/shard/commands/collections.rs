@@ -43,16 +43,8 @@ pub(super) async fn create<S: DataNode>(
                 format!("create option '{key}' is not supported yet"),
             ));
         }
-        if key == "collation"
-            && value
-                .as_document()
-                .and_then(|c| c.get_str("locale").ok())
-                .is_some_and(|l| l != "simple")
-        {
-            return Err(MongoError::new(
-                ErrorCode::NotImplemented,
-                "only the simple collation is supported",
-            ));
+        if key == "collation" {
+            crate::command::check_collation(Some(value))?;
         }
         if PLAIN_OPTIONS.contains(&key.as_str()) && key != "writeConcern" {
             options.insert(key.clone(), value.clone());

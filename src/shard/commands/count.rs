@@ -17,6 +17,7 @@ pub(super) async fn count<S: DataNode>(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
+    crate::command::check_collation(args.value("collation")?.as_ref())?;
     let collection = args.collection()?;
     crate::catalog::validate_collection_name(&req.db, collection)?;
     let query = args.document("query")?.unwrap_or_default();
@@ -56,6 +57,7 @@ pub(super) async fn distinct<S: DataNode>(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
+    crate::command::check_collation(args.value("collation")?.as_ref())?;
     let collection = args.collection()?;
     crate::catalog::validate_collection_name(&req.db, collection)?;
     let key = args

@@ -20,6 +20,7 @@ pub(super) struct DeleteStatement {
 impl DeleteStatement {
     pub(super) fn parse(raw: &RawDocument) -> Result<Self> {
         let args = Args::new("delete.deletes", raw);
+        crate::command::check_collation(args.value("collation")?.as_ref())?;
         let query = args
             .document("q")?
             .ok_or_else(|| crate::command::missing("delete.deletes", "q"))?;

@@ -7,7 +7,7 @@ use super::super::exec::{
     SortLimits, SortedDocs, SortedState,
 };
 pub use crate::command::cursor_reply;
-use crate::command::{CommandRequest, GetMore, KillCursors};
+use crate::command::{CommandRequest, GetMore, KillCursors, check_collation};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
 use crate::query::projection::Projection;
@@ -54,18 +54,7 @@ impl FindCommand {
                 "tailable cursor requested on non capped collection",
             ));
         }
-        if let Some(collation) = args.document("collation")? {
-            if collation
-                .get_str("locale")
-                .map(|l| l != "simple")
-                .unwrap_or(false)
-            {
-                return Err(MongoError::new(
-                    ErrorCode::NotImplemented,
-                    "only the simple collation is supported",
-                ));
-            }
-        }
+        check_collation(args.value("collation")?.as_ref())?;
         Ok(FindCommand {
             collection: args.collection()?.to_string(),
             filter: args.document("filter")?.unwrap_or_default(),

@@ -29,6 +29,7 @@ pub(super) struct FindAndModifyCommand {
 impl FindAndModifyCommand {
     pub(super) fn parse(req: &CommandRequest) -> Result<Self> {
         let args = req.args();
+        crate::command::check_collation(args.value("collation")?.as_ref())?;
         let remove = args.bool("remove")?.unwrap_or(false);
         let return_new = args.bool("new")?.unwrap_or(false);
         let upsert = args.bool("upsert")?.unwrap_or(false);

@@ -82,8 +82,47 @@ pub(super) fn check_id(id: RawBsonRef<'_>) -> Result<()> {
         )),
         RawBsonRef::RegularExpression(_) => Err(MongoError::bad_value("can't use a regex for _id")),
         RawBsonRef::Undefined => Err(MongoError::bad_value("can't use a undefined for _id")),
+        RawBsonRef::Document(d) => match dollar_prefixed(d)? {
+            Some(name) => Err(MongoError::new(
+                ErrorCode::DollarPrefixedFieldName,
+                format!(
+                    "_id fields may not contain '$'-prefixed fields: {name} is not valid for storage."
+                ),
+            )),
+            None => Ok(()),
+        },
         _ => Ok(()),
     }
+}
+
+/// The first `$`-prefixed field name inside `doc`, at any depth.
+fn dollar_prefixed(doc: &RawDocument) -> Result<Option<String>> {
+    for element in doc.iter() {
+        let (key, value) = element?;
+        if key.starts_with('$') {
+            return Ok(Some(key.to_string()));
+        }
+        let nested = match value {
+            RawBsonRef::Document(d) => dollar_prefixed(d)?,
+            RawBsonRef::Array(items) => {
+                let mut found = None;
+                for item in items {
+                    if let RawBsonRef::Document(d) = item? {
+                        found = dollar_prefixed(d)?;
+                        if found.is_some() {
+                            break;
+                        }
+                    }
+                }
+                found
+            }
+            _ => None,
+        };
+        if nested.is_some() {
+            return Ok(nested);
+        }
+    }
+    Ok(None)
 }
 
 pub(super) async fn run<S: DataNode>(

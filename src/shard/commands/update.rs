@@ -29,6 +29,7 @@ pub(super) struct UpdateStatement {
 impl UpdateStatement {
     pub(super) fn parse(raw: &RawDocument) -> Result<Self> {
         let args = crate::command::Args::new("update.updates", raw);
+        crate::command::check_collation(args.value("collation")?.as_ref())?;
         let query = args
             .document("q")?
             .ok_or_else(|| crate::command::missing("update.updates", "q"))?;

@@ -235,14 +235,7 @@ impl IndexSpec {
                 "TTL indexes are single-field indexes, compound indexes do not support TTL.",
             ));
         }
-        if let Some(Bson::Document(collation)) = spec.get("collation") {
-            if collation.get_str("locale").is_ok_and(|l| l != "simple") {
-                return Err(MongoError::new(
-                    ErrorCode::NotImplemented,
-                    "only the simple collation is supported",
-                ));
-            }
-        }
+        crate::command::check_collation(spec.get("collation"))?;
         let is_id =
             key == doc! {"_id": 1} || key == doc! {"_id": 1.0} || key == doc! {"_id": 1_i64};
         if name == "_id_" && !is_id {
