@@ -20,4 +20,5 @@ mod multiprocess;
 mod sorting;
 mod stale_versions;
 mod ttl;
+mod validation;
 mod wire;

@@ -10,6 +10,7 @@ mod identity;
 pub mod index;
 pub mod storage;
 pub mod ttl;
+pub mod validation;
 mod versioning;
 
 pub use identity::ShardIdentity;

@@ -34,6 +34,20 @@ pub(super) async fn create_indexes(
     Ok(reply)
 }
 
+pub(super) async fn coll_mod(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let ns = format!("{}.{}", req.db, req.args().collection()?);
+    match state.send_to_primary(req, false).await? {
+        Some((_, reply)) => Ok(reply),
+        None => Err(MongoError::namespace_not_found(format!(
+            "ns does not exist: {ns}"
+        ))),
+    }
+}
+
 pub(super) async fn drop_indexes(
     state: &RouterState,
     _ctx: &RequestContext,

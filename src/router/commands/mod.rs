@@ -56,6 +56,9 @@ pub(super) fn table() -> CommandTable<RouterState> {
             .aliases(&["deleteIndexes"])
             .takes_write_concern()
             .help("drop indexes for a collection"),
+        CommandSpec::new("collMod", |s, c, r| Box::pin(ddl::coll_mod(s, c, r)))
+            .takes_write_concern()
+            .help("Sets collection options."),
         CommandSpec::new("create", |s, c, r| Box::pin(ddl::create(s, c, r)))
             .takes_write_concern().help("explicitly creates a collection"),
         CommandSpec::new("drop", |s, c, r| Box::pin(ddl::drop(s, c, r)))

@@ -6,8 +6,9 @@
 use super::super::DataNode;
 use super::super::exec::number;
 use super::super::storage::{CollectionMeta, DatabaseStore, WriteTxn};
+use super::super::validation::DocumentValidator;
 use super::delete::{self, DeleteStatement};
-use super::insert::prepare_document;
+use super::insert::{prepare_document, validated};
 use super::update::{self, UpdateStatement};
 use super::write::{acknowledge, count_value};
 use crate::catalog::validate_user_write;
@@ -24,6 +25,7 @@ use std::sync::Arc;
 pub(super) struct BulkWriteCommand<'a> {
     parsed: BulkWrite<'a>,
     write_concern: WriteConcern,
+    bypass_validation: bool,
 }
 
 impl<'a> BulkWriteCommand<'a> {
@@ -31,6 +33,10 @@ impl<'a> BulkWriteCommand<'a> {
         Ok(BulkWriteCommand {
             parsed: BulkWrite::parse(req)?,
             write_concern: WriteConcern::parse(&req.args())?,
+            bypass_validation: req
+                .args()
+                .bool("bypassDocumentValidation")?
+                .unwrap_or(false),
         })
     }
 }
@@ -178,6 +184,15 @@ async fn run_group<S: DataNode>(
                 continue;
             }
         };
+        let validator =
+            match DocumentValidator::for_collection(db_name, &coll, cmd.bypass_validation) {
+                Ok(v) => v,
+                Err(e) => {
+                    out.failure(idx, op.kind, e, cmd.parsed.ordered);
+                    idx += 1;
+                    continue;
+                }
+            };
         let open = txn.as_mut().expect("a transaction is open");
         if op.kind == BulkOpKind::Insert {
             // The run of inserts into this collection goes to storage as one batch.
@@ -186,12 +201,12 @@ async fn run_group<S: DataNode>(
                     cmd.parsed.ops[j].kind != BulkOpKind::Insert || cmd.parsed.ops[j].ns != op.ns
                 })
                 .unwrap_or(end);
-            insert_run(open, &coll, cmd, idx, run_end, out).await;
+            insert_run(open, &coll, validator.as_ref(), cmd, idx, run_end, out).await;
             idx = run_end;
             continue;
         }
         match op.kind {
-            BulkOpKind::Update => match update_op(open, &coll, op.raw).await {
+            BulkOpKind::Update => match update_op(open, &coll, validator.as_ref(), op.raw).await {
                 Ok(fields) => {
                     out.matched += count_of(&fields, "n") - fields.contains_key("upserted") as u64;
                     out.modified += count_of(&fields, "nModified");
@@ -235,6 +250,7 @@ fn count_of(fields: &Document, name: &str) -> u64 {
 async fn insert_run(
     txn: &mut WriteTxn<'_>,
     coll: &CollectionMeta,
+    validator: Option<&DocumentValidator>,
     cmd: &BulkWriteCommand<'_>,
     start: usize,
     end: usize,
@@ -248,7 +264,7 @@ async fn insert_run(
             Ok(Some(RawBsonRef::Document(d))) => d,
             _ => unreachable!("checked when parsing"),
         };
-        match prepare_document(document) {
+        match prepare_document(document).and_then(|doc| validated(doc, validator)) {
             Ok(doc) => prepared.push((idx, doc)),
             Err(e) => {
                 errors.push((idx, e));
@@ -307,6 +323,7 @@ async fn insert_run(
 async fn update_op(
     txn: &mut WriteTxn<'_>,
     coll: &CollectionMeta,
+    validator: Option<&DocumentValidator>,
     raw: &RawDocument,
 ) -> Result<Document> {
     let mut statement = RawDocumentBuf::new();
@@ -320,7 +337,7 @@ async fn update_op(
         }
     }
     let stmt = UpdateStatement::parse(&statement)?;
-    let outcome = update::run_statement(txn, coll, &stmt).await?;
+    let outcome = update::run_statement(txn, coll, &stmt, validator).await?;
     let mut fields = doc! {
         "n": number(outcome.matched + outcome.upserted_id.is_some() as u64),
         "nModified": number(outcome.modified),

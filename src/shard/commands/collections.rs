@@ -11,15 +11,12 @@ use bson::{Document, RawDocumentBuf, doc};
 
 /// `create` options this server implements; every other known option is refused precisely.
 const PLAIN_OPTIONS: [&str; 2] = ["collation", "writeConcern"];
-const UNSUPPORTED_OPTIONS: [&str; 12] = [
+const UNSUPPORTED_OPTIONS: [&str; 9] = [
     "capped",
     "size",
     "max",
     "viewOn",
     "pipeline",
-    "validator",
-    "validationLevel",
-    "validationAction",
     "timeseries",
     "clusteredIndex",
     "changeStreamPreAndPostImages",
@@ -50,6 +47,7 @@ pub(super) async fn create<S: DataNode>(
             options.insert(key.clone(), value.clone());
         }
     }
+    crate::shard::validation::apply_options(&mut options, &body)?;
     let db = state.storage().database_or_create(&req.db).await?;
     match db.create_collection(name, options.clone()).await {
         Ok(_) => Ok(RawDocumentBuf::new()),

@@ -3,6 +3,7 @@
 
 use super::super::DataNode;
 use super::super::exec::{Candidate, Position, QueryShape};
+use super::super::validation::DocumentValidator;
 use super::update::{update_candidate, upsert};
 use super::write::{acknowledge, array_filters, target};
 use crate::command::{CommandRequest, WriteConcern};
@@ -24,6 +25,7 @@ pub(super) struct FindAndModifyCommand {
     pub(super) upsert: bool,
     pub(super) write_concern: WriteConcern,
     pub(super) hint: Option<Bson>,
+    pub(super) bypass_validation: bool,
 }
 
 impl FindAndModifyCommand {
@@ -84,6 +86,7 @@ impl FindAndModifyCommand {
             upsert,
             write_concern: WriteConcern::parse(&args)?,
             hint: super::find::parse_hint(&args)?,
+            bypass_validation: args.bool("bypassDocumentValidation")?.unwrap_or(false),
         })
     }
 }
@@ -116,6 +119,7 @@ pub(super) async fn run<S: DataNode>(
     } else {
         Stats::add(&state.node().stats.op_update, 1);
     }
+    let validator = DocumentValidator::for_collection(&req.db, &coll, cmd.bypass_validation)?;
     let mut txn = db.write().await?;
     let found = first_match(
         &mut txn,
@@ -133,7 +137,15 @@ pub(super) async fn run<S: DataNode>(
         }
         (None, None) => (doc! {"n": 0}, Bson::Null),
         (Some(candidate), Some(update)) => {
-            let updated = update_candidate(&mut txn, &coll, &candidate, update, &filter).await?;
+            let updated = update_candidate(
+                &mut txn,
+                &coll,
+                &candidate,
+                update,
+                &filter,
+                validator.as_ref(),
+            )
+            .await?;
             let value = if cmd.return_new {
                 updated.unwrap_or_else(|| candidate.doc.clone())
             } else {
@@ -142,7 +154,7 @@ pub(super) async fn run<S: DataNode>(
             (doc! {"n": 1, "updatedExisting": true}, project(value))
         }
         (None, Some(update)) if cmd.upsert => {
-            let inserted = upsert(&mut txn, &coll, &cmd.query, update).await?;
+            let inserted = upsert(&mut txn, &coll, &cmd.query, update, validator.as_ref()).await?;
             let id = inserted.get("_id").cloned().unwrap_or(Bson::Null);
             let value = if cmd.return_new {
                 project(inserted)

@@ -2,6 +2,7 @@
 //! batches; ordered inserts stop at the first error, unordered ones report every error.
 
 use super::super::DataNode;
+use super::super::validation::DocumentValidator;
 use super::write::{acknowledge, count_value, finish_reply, statements, target};
 use crate::command::{CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
@@ -14,6 +15,7 @@ struct InsertCommand<'a> {
     documents: Vec<&'a RawDocument>,
     ordered: bool,
     write_concern: WriteConcern,
+    bypass_validation: bool,
 }
 
 impl<'a> InsertCommand<'a> {
@@ -24,6 +26,7 @@ impl<'a> InsertCommand<'a> {
             documents,
             ordered: args.bool("ordered")?.unwrap_or(true),
             write_concern: WriteConcern::parse(&args)?,
+            bypass_validation: args.bool("bypassDocumentValidation")?.unwrap_or(false),
         })
     }
 }
@@ -71,6 +74,17 @@ pub(super) fn prepare_document(doc: &RawDocument) -> Result<Cow<'_, RawDocument>
         }
     }
     Ok(Cow::Owned(out))
+}
+
+/// The document, after the collection's validator accepted it.
+pub(super) fn validated<'a>(
+    doc: Cow<'a, RawDocument>,
+    validator: Option<&DocumentValidator>,
+) -> Result<Cow<'a, RawDocument>> {
+    if let Some(validator) = validator {
+        validator.check(&doc.as_ref().to_owned().to_document()?, None)?;
+    }
+    Ok(doc)
 }
 
 /// `_id` values MongoDB refuses.
@@ -136,8 +150,9 @@ pub(super) async fn run<S: DataNode>(
     let mut errors: Vec<(usize, MongoError)> = Vec::new();
     let mut inserted = 0u64;
     let mut prepared: Vec<(usize, Cow<RawDocument>)> = Vec::with_capacity(cmd.documents.len());
+    let validator = DocumentValidator::for_collection(&req.db, &coll, cmd.bypass_validation)?;
     for (i, doc) in cmd.documents.iter().enumerate() {
-        match prepare_document(doc) {
+        match prepare_document(doc).and_then(|d| validated(d, validator.as_ref())) {
             Ok(doc) => prepared.push((i, doc)),
             Err(e) => {
                 errors.push((i, e));

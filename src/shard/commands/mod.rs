@@ -3,6 +3,7 @@
 
 mod aggregate;
 mod bulk_write;
+mod coll_mod;
 mod collections;
 mod count;
 mod databases;
@@ -67,6 +68,9 @@ pub fn data_commands<S: DataNode>() -> Vec<CommandSpec<S>> {
             .help("explain the plan of a find, count, distinct, aggregate, update, delete or findAndModify"),
         CommandSpec::new("create", |s, c, r| Box::pin(collections::create(s, c, r)))
             .takes_write_concern().help("explicitly creates a collection"),
+        CommandSpec::new("collMod", |s, c, r| Box::pin(coll_mod::run(s, c, r)))
+            .takes_write_concern()
+            .help("Sets collection options."),
         CommandSpec::new("drop", |s, c, r| Box::pin(collections::drop(s, c, r)))
             .takes_write_concern().help("drop a collection"),
         CommandSpec::new("renameCollection", |s, c, r| Box::pin(collections::rename(s, c, r)))

@@ -4,6 +4,7 @@
 use super::super::DataNode;
 use super::super::exec::{Candidate, Position, QueryShape};
 use super::super::storage::{CollectionMeta, WriteTxn};
+use super::super::validation::DocumentValidator;
 use super::find_and_modify::first_match;
 use super::insert::prepare_document;
 use super::write::{acknowledge, array_filters, count_value, finish_reply, statements, target};
@@ -79,6 +80,7 @@ pub(super) async fn update_candidate(
     candidate: &Candidate,
     update: &UpdateSpec,
     filter: &Filter,
+    validator: Option<&DocumentValidator>,
 ) -> Result<Option<Document>> {
     let mut doc = candidate.doc.clone();
     let ctx = UpdateContext {
@@ -94,6 +96,9 @@ pub(super) async fn update_candidate(
             ErrorCode::ImmutableField,
             "Performing an update on the path '_id' would modify the immutable field '_id'",
         ));
+    }
+    if let Some(validator) = validator {
+        validator.check(&doc, Some(&candidate.doc))?;
     }
     let raw = RawDocumentBuf::from_document(&doc)?;
     check_size(&raw)?;
@@ -118,6 +123,7 @@ pub(super) async fn upsert(
     coll: &CollectionMeta,
     query: &Document,
     update: &UpdateSpec,
+    validator: Option<&DocumentValidator>,
 ) -> Result<Document> {
     let mut doc = upsert_seed(query)?;
     let ctx = UpdateContext {
@@ -128,6 +134,9 @@ pub(super) async fn upsert(
     update.apply(&mut doc, &ctx)?;
     let raw = prepare_document(&RawDocumentBuf::from_document(&doc)?)?.into_owned();
     check_size(&raw)?;
+    if let Some(validator) = validator {
+        validator.check(&raw.to_document()?, None)?;
+    }
     txn.insert_one(coll, &raw).await?;
     Ok(raw.to_document()?)
 }
@@ -136,6 +145,7 @@ pub(super) async fn run_statement(
     txn: &mut WriteTxn<'_>,
     coll: &CollectionMeta,
     stmt: &UpdateStatement,
+    validator: Option<&DocumentValidator>,
 ) -> Result<StatementOutcome> {
     let filter = Filter::parse(&stmt.query)?;
     let mut out = StatementOutcome::default();
@@ -151,7 +161,8 @@ pub(super) async fn run_statement(
         .await?;
         if let Some(candidate) = found {
             out.matched = 1;
-            let changed = update_candidate(txn, coll, &candidate, &stmt.update, &filter).await?;
+            let changed =
+                update_candidate(txn, coll, &candidate, &stmt.update, &filter, validator).await?;
             out.modified = changed.is_some() as u64;
         }
     } else {
@@ -165,7 +176,7 @@ pub(super) async fn run_statement(
         'scan: while !position.done() {
             for candidate in position.next_matches(txn, coll, &filter).await? {
                 out.matched += 1;
-                if update_candidate(txn, coll, &candidate, &stmt.update, &filter)
+                if update_candidate(txn, coll, &candidate, &stmt.update, &filter, validator)
                     .await?
                     .is_some()
                 {
@@ -178,7 +189,7 @@ pub(super) async fn run_statement(
         }
     }
     if out.matched == 0 && stmt.upsert {
-        let doc = upsert(txn, coll, &stmt.query, &stmt.update).await?;
+        let doc = upsert(txn, coll, &stmt.query, &stmt.update, validator).await?;
         out.upserted_id = doc.get("_id").cloned();
     }
     Ok(out)
@@ -200,6 +211,8 @@ pub(super) async fn run<S: DataNode>(
     let Some((db, coll)) = target(state, &req, may_upsert).await? else {
         return finish_reply(rawdoc! {"n": 0, "nModified": 0}, Vec::new(), &wc);
     };
+    let bypass = args.bool("bypassDocumentValidation")?.unwrap_or(false);
+    let validator = DocumentValidator::for_collection(&req.db, &coll, bypass)?;
     let mut txn = db.write().await?;
     let (mut n, mut modified) = (0u64, 0u64);
     let mut upserted = Vec::new();
@@ -207,7 +220,7 @@ pub(super) async fn run<S: DataNode>(
     for (i, raw) in raw_statements.iter().enumerate() {
         Stats::add(&state.node().stats.op_update, 1);
         let outcome = match UpdateStatement::parse(raw) {
-            Ok(stmt) => run_statement(&mut txn, &coll, &stmt).await,
+            Ok(stmt) => run_statement(&mut txn, &coll, &stmt, validator.as_ref()).await,
             Err(e) => Err(e),
         };
         match outcome {

@@ -125,7 +125,7 @@ impl DatabaseStore {
     }
 
     /// Replaces a collection's in-memory catalog entry by `change` applied to a copy of it.
-    fn update_collection(&self, ident: i64, change: impl FnOnce(&mut CollectionMeta)) {
+    pub(super) fn update_collection(&self, ident: i64, change: impl FnOnce(&mut CollectionMeta)) {
         let mut catalog = self.catalog.write().expect("poisoned");
         if let Some(entry) = catalog.values_mut().find(|c| c.ident == ident) {
             let mut updated = (**entry).clone();
@@ -510,7 +510,7 @@ async fn drop_tables(writer: &mut Writer, meta: &CollectionMeta) -> Result<()> {
 }
 
 /// A transaction for catalog changes on the writer, after rolling back any abandoned one.
-async fn begin_catalog_txn(
+pub(super) async fn begin_catalog_txn(
     writer: &mut Writer,
 ) -> Result<sqlx::Transaction<'_, sqlx::Sqlite>, sqlx::Error> {
     if writer.in_txn {

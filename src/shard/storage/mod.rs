@@ -3,6 +3,7 @@
 //! `(order-preserving key, record id)`. This is the only module that contains SQL.
 
 mod catalog;
+mod coll_mod;
 mod database;
 mod durability;
 mod keys;
