@@ -64,7 +64,9 @@ impl FindOutput {
                 None => doc.clone(),
             },
         };
-        if self.show_record_id {
+        // With returnKey the key alone is returned (the driver specification tests expect no
+        // `$recordId` beside it).
+        if self.show_record_id && self.return_key.is_none() {
             out.insert(RECORD_ID_FIELD, Bson::Int64(rid));
         }
         Ok(RawDocumentBuf::from_document(&out)?)
