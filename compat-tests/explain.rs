@@ -208,6 +208,38 @@ async fn find_plans(client: &Client) {
     assert_eq!(int(&stats, "nReturned"), expected);
     assert!(int(&stats, "totalKeysExamined") > expected);
 
+    // A `$or` whose branches are all indexed: a union of index scans under one FETCH.
+    let reply = explain(
+        &db,
+        doc! {"find": "c", "filter": {"$or": [{"a": 1}, {"tags": 4}, {"_id": {"$lt": 3}}]}},
+        "executionStats",
+    )
+    .await;
+    let plan = winning_plan(&reply);
+    assert_eq!(stages(&plan), ["FETCH", "OR"]);
+    let or = stage(&plan, "OR");
+    let inputs = or.get_array("inputStages").unwrap();
+    assert_eq!(inputs.len(), 3);
+    let names: Vec<&str> = inputs
+        .iter()
+        .map(|i| i.as_document().unwrap().get_str("indexName").unwrap())
+        .collect();
+    assert_eq!(names, ["a_1_b_-1", "tags_1", "_id_"]);
+    let stats = shard_stats(&reply);
+    let expected = (0..100)
+        .filter(|i| i % 10 == 1 || i % 5 == 4 || *i < 3)
+        .count() as i64;
+    assert_eq!(int(&stats, "nReturned"), expected, "each document once");
+    let plan = winning_plan(
+        &explain(
+            &db,
+            doc! {"find": "c", "filter": {"$or": [{"a": 1}, {"nope": 2}]}},
+            "queryPlanner",
+        )
+        .await,
+    );
+    assert_eq!(stages(&plan), ["COLLSCAN"]);
+
     // The parsed query and the echoed command.
     let reply = explain(
         &db,

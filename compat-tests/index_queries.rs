@@ -102,6 +102,13 @@ async fn indexed_answers_match_scans(client: &Client) {
         doc! {"$and": [{"b": 1}, {"b": {"$in": [1, 3]}}]},
         doc! {"b": 1, "$or": [{"a": 1}, {"s": "b"}]},
         doc! {"a": {"$in": []}},
+        // Unions of index scans: overlapping branches, multikey branches, `_id`, and a branch
+        // no index answers (a collection scan).
+        doc! {"$or": [{"a": 5}, {"s": "c"}]},
+        doc! {"$or": [{"a": {"$gte": 3}}, {"a": {"$lt": 6}}, {"c.d": 1}]},
+        doc! {"$or": [{"_id": 7}, {"c.d": {"$in": [0, 4]}}], "b": {"$ne": 2}},
+        doc! {"$or": [{"a": 2}, {"zzz": 1}]},
+        doc! {"$or": [{"a": {"$in": []}}, {"s": {"$gt": "x"}}]},
     ];
     for query in queries {
         assert_eq!(

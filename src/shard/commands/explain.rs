@@ -185,6 +185,7 @@ async fn explain_query(
             }
         }
         run.examined = position.examined();
+        run.keys_per_scan = position.keys_per_scan();
         run.millis = started.elapsed().as_millis() as u64;
     }
     let path: &AccessPath = position.path();

@@ -34,9 +34,11 @@ pub struct ExplainedQuery<'a> {
 }
 
 /// What running the query's access path and filter produced.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Execution {
     pub examined: Examined,
+    /// Keys read by each scan of a union.
+    pub keys_per_scan: Vec<u64>,
     /// Documents that passed the filter.
     pub matched: u64,
     pub millis: u64,
@@ -47,6 +49,8 @@ struct Stage {
     fields: Document,
     returned: u64,
     stats: Document,
+    /// Several inputs (`inputStages`), each as the plan shows it and with its statistics.
+    inputs: Vec<(Document, Document)>,
 }
 
 /// A plan's stages from the leaf up, with what each returned.
@@ -90,6 +94,38 @@ impl StageTree {
                 let fields = index_fields(None, &doc! {"_id": 1}, "forward", bounds);
                 tree.push("IXSCAN", fields, run.examined.docs, keys);
                 tree.push_fetch(query.filter, &["_id".to_string()], false, run, docs);
+            }
+            AccessPath::Union(plans) => {
+                let mut inputs = Vec::with_capacity(plans.len());
+                for (i, plan) in plans.iter().enumerate() {
+                    let plain = doc! {"stage": "IXSCAN"}
+                        .into_iter()
+                        .chain(scan_fields(plan))
+                        .collect::<Document>();
+                    let keys = run.keys_per_scan.get(i).copied().unwrap_or(0);
+                    let mut stats = doc! {
+                        "stage": "IXSCAN",
+                        "nReturned": number(keys),
+                        "executionTimeMillisEstimate": number(run.millis),
+                        "keysExamined": number(keys),
+                    };
+                    stats.extend(scan_fields(plan));
+                    inputs.push((plain, stats));
+                }
+                tree.push("OR", Document::new(), run.examined.docs, Document::new());
+                tree.stages.last_mut().expect("just pushed").inputs = inputs;
+                let exact = or_branches_exact(plans, query.filter);
+                let mut fields = Document::new();
+                let residual = residual_filter(query.filter, &[], false);
+                let residual = if exact {
+                    without_or(residual)
+                } else {
+                    residual
+                };
+                if !residual.is_empty() {
+                    fields.insert("filter", residual);
+                }
+                tree.push("FETCH", fields, run.matched, docs);
             }
             AccessPath::IndexScan(plan) => {
                 let direction = if plan.reverse { "backward" } else { "forward" };
@@ -190,6 +226,7 @@ impl StageTree {
             fields,
             returned,
             stats,
+            inputs: Vec::new(),
         });
     }
 
@@ -212,9 +249,63 @@ impl StageTree {
             if let Some(input) = below.take() {
                 out.insert("inputStage", input);
             }
+            if !stage.inputs.is_empty() {
+                let inputs: Vec<Bson> = stage
+                    .inputs
+                    .iter()
+                    .map(|(plain, stats)| {
+                        Bson::Document(if with_stats { stats } else { plain }.clone())
+                    })
+                    .collect();
+                out.insert("inputStages", inputs);
+            }
             below = Some(out);
         }
         below.unwrap_or_else(|| doc! {"stage": "EOF"})
+    }
+}
+
+/// The `IXSCAN` fields of one scan.
+fn scan_fields(plan: &IndexScanPlan) -> Document {
+    let direction = if plan.reverse { "backward" } else { "forward" };
+    index_fields(
+        Some(&plan.index),
+        &plan.index.key_pattern(),
+        direction,
+        index_bounds(plan),
+    )
+}
+
+/// Whether each `$or` branch is expressed exactly by its scan's bounds (so FETCH need not
+/// check the `$or` again).
+fn or_branches_exact(plans: &[std::sync::Arc<IndexScanPlan>], filter: &Document) -> bool {
+    let Some(Bson::Array(branches)) = filter.get("$or") else {
+        return false;
+    };
+    branches.len() == plans.len()
+        && branches.iter().zip(plans).all(|(branch, plan)| {
+            let tight = tight_paths(plan);
+            matches!(branch, Bson::Document(d) if residual_filter(d, &tight, plan.index.multikey).is_empty())
+        })
+}
+
+/// A filter without its `$or` conjunct.
+fn without_or(filter: Document) -> Document {
+    let conjuncts: Vec<Document> = match filter.get("$and") {
+        Some(Bson::Array(items)) if filter.len() == 1 => items
+            .iter()
+            .filter_map(|i| i.as_document().cloned())
+            .collect(),
+        _ => vec![filter],
+    };
+    let kept: Vec<Document> = conjuncts
+        .into_iter()
+        .filter(|c| !c.contains_key("$or"))
+        .collect();
+    match kept.len() {
+        0 => Document::new(),
+        1 => kept.into_iter().next().expect("one conjunct"),
+        _ => doc! {"$and": kept.into_iter().map(Bson::Document).collect::<Vec<_>>()},
     }
 }
 

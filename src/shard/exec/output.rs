@@ -27,7 +27,9 @@ pub struct FindOutput {
 
 pub enum KeySource {
     Id,
-    Index(Arc<IndexScanPlan>),
+    /// The scans the documents come from (several for a union: the first that holds a key of
+    /// the document is the one that found it).
+    Indexes(Vec<Arc<IndexScanPlan>>),
     None,
 }
 
@@ -40,7 +42,8 @@ impl FindOutput {
     ) -> FindOutput {
         let return_key = return_key.then(|| match path {
             AccessPath::IdPoint(_) => KeySource::Id,
-            AccessPath::IndexScan(plan) => KeySource::Index(plan.clone()),
+            AccessPath::IndexScan(plan) => KeySource::Indexes(vec![plan.clone()]),
+            AccessPath::Union(plans) => KeySource::Indexes(plans.as_ref().clone()),
             AccessPath::CollScan => KeySource::None,
         });
         FindOutput {
@@ -85,18 +88,25 @@ impl FindOutput {
 
 /// The index key `doc` was found by, as `{<field>: <value>, ...}` in key-pattern order.
 fn key_document(source: &KeySource, doc: &Document) -> Document {
-    let plan = match source {
+    let plans = match source {
         KeySource::None => return Document::new(),
         KeySource::Id => {
             let mut key = Document::new();
             key.insert("_id", doc.get("_id").cloned().unwrap_or(Bson::Null));
             return key;
         }
-        KeySource::Index(plan) => plan,
+        KeySource::Indexes(plans) => plans,
     };
-    let fields = fields_of(&plan.index);
-    // Each field's candidate key values: the value itself, or an array's elements.
-    let per_field: Vec<Vec<Bson>> = fields
+    plans
+        .iter()
+        .find_map(|plan| key_in_scan(plan, doc))
+        .or_else(|| plans.first().map(|plan| first_key(plan, doc)))
+        .unwrap_or_default()
+}
+
+/// Each key field's candidate values in `doc`: the value itself, or an array's elements.
+fn candidate_values(plan: &IndexScanPlan, doc: &Document) -> Vec<Vec<Bson>> {
+    fields_of(&plan.index)
         .iter()
         .map(|field| {
             let mut values = Vec::new();
@@ -112,9 +122,22 @@ fn key_document(source: &KeySource, doc: &Document) -> Document {
                 })
                 .collect()
         })
-        .collect();
-    // The key the scan met first: the smallest (largest when scanning backwards) combination
-    // inside the scan's intervals.
+        .collect()
+}
+
+fn key_of(plan: &IndexScanPlan, values: Vec<Bson>) -> Document {
+    fields_of(&plan.index)
+        .into_iter()
+        .zip(values)
+        .map(|(field, value)| (field.path, value))
+        .collect()
+}
+
+/// The key the scan met first: the smallest (largest when scanning backwards) combination of
+/// the document's values inside the scan's intervals.
+fn key_in_scan(plan: &IndexScanPlan, doc: &Document) -> Option<Document> {
+    let fields = fields_of(&plan.index);
+    let per_field = candidate_values(plan, doc);
     let mut best: Option<(Vec<u8>, Vec<Bson>)> = None;
     let mut combination = vec![0usize; per_field.len()];
     for _ in 0..MAX_KEY_COMBINATIONS {
@@ -143,17 +166,17 @@ fn key_document(source: &KeySource, doc: &Document) -> Document {
             break;
         }
     }
-    let values = best.map(|(_, v)| v).unwrap_or_else(|| {
-        per_field
-            .iter()
-            .map(|vs| vs.first().cloned().unwrap_or(Bson::Null))
-            .collect()
-    });
-    fields
-        .iter()
-        .zip(values)
-        .map(|(field, value)| (field.path.clone(), value))
-        .collect()
+    best.map(|(_, values)| key_of(plan, values))
+}
+
+/// The document's first key in the index, when no key lies inside the scan (it cannot
+/// happen for documents the scan returned, but the output must not fail).
+fn first_key(plan: &IndexScanPlan, doc: &Document) -> Document {
+    let values = candidate_values(plan, doc)
+        .into_iter()
+        .map(|vs| vs.into_iter().next().unwrap_or(Bson::Null))
+        .collect();
+    key_of(plan, values)
 }
 
 /// The next combination of per-field choices; `false` after the last.

@@ -67,6 +67,9 @@ pub enum AccessPath {
     /// One lookup in the `_id` index.
     IdPoint(Bson),
     IndexScan(Arc<IndexScanPlan>),
+    /// A top-level `$or` whose every branch an index answers: the branches' scans one after
+    /// another, each document returned once.
+    Union(Arc<Vec<Arc<IndexScanPlan>>>),
     CollScan,
 }
 
@@ -89,21 +92,11 @@ impl AccessPath {
                 return Ok(AccessPath::IdPoint(id.clone()));
             }
         }
-        let mut best: Option<(Candidate, IndexScanPlan)> = None;
-        for index in coll.indexes.iter().filter(|i| usable(i)) {
-            let Some((plan, score)) = plan_index(index, shape, false) else {
-                continue;
-            };
-            let better = match &best {
-                None => true,
-                Some((b, _)) => score > *b,
-            };
-            if better {
-                best = Some((score, plan));
-            }
-        }
-        if let Some((_, plan)) = best {
+        if let Some(plan) = best_index_scan(coll, shape) {
             return Ok(AccessPath::IndexScan(Arc::new(plan)));
+        }
+        if let Some(plans) = union_of_branches(coll, shape.filter) {
+            return Ok(AccessPath::Union(Arc::new(plans)));
         }
         // No index narrows the filter; one may still deliver the sort order.
         if shape.sort.is_some() {
@@ -121,6 +114,38 @@ impl AccessPath {
         }
         Ok(AccessPath::CollScan)
     }
+}
+
+/// The most selective scan of one index the filter's bounds allow.
+fn best_index_scan(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Option<IndexScanPlan> {
+    let mut best: Option<(Candidate, IndexScanPlan)> = None;
+    for index in coll.indexes.iter().filter(|i| usable(i)) {
+        let Some((plan, score)) = plan_index(index, shape, false) else {
+            continue;
+        };
+        if best.as_ref().is_none_or(|(b, _)| score > *b) {
+            best = Some((score, plan));
+        }
+    }
+    best.map(|(_, plan)| plan)
+}
+
+/// One index scan per branch of the filter's top-level `$or`, when every branch has one.
+fn union_of_branches(coll: &CollectionMeta, filter: &Document) -> Option<Vec<Arc<IndexScanPlan>>> {
+    let Some(Bson::Array(branches)) = filter.get("$or") else {
+        return None;
+    };
+    let mut plans = Vec::with_capacity(branches.len());
+    for branch in branches {
+        let Bson::Document(branch) = branch else {
+            return None;
+        };
+        plans.push(Arc::new(best_index_scan(
+            coll,
+            &QueryShape::filter(branch),
+        )?));
+    }
+    (!plans.is_empty()).then_some(plans)
 }
 
 /// How good an index scan is: equality-bounded fields first, then a range, then whether it

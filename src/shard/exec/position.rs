@@ -87,14 +87,33 @@ impl RecordSource for WriteTxn<'_> {
     }
 }
 
-/// Progress through an index scan's intervals.
+/// Progress through index scans (one, or a union's branches one after another).
 struct IndexCursor {
-    plan: Arc<IndexScanPlan>,
-    /// Position in the intervals, counted in scan order (from the end when reversed).
+    plans: Vec<Arc<IndexScanPlan>>,
+    /// The scan in progress.
+    plan: usize,
+    /// Position in its intervals, counted in scan order (from the end when reversed).
     interval: usize,
     resume: Option<(Vec<u8>, RecordId)>,
-    /// Record ids already returned: a multikey index holds several keys per document.
+    /// Record ids already returned: a multikey index holds several keys per document, and a
+    /// document may match several branches of a union.
     seen: Option<HashSet<RecordId>>,
+    /// Keys read per scan, for `explain`.
+    keys_per_plan: Vec<u64>,
+}
+
+impl IndexCursor {
+    fn new(plans: Vec<Arc<IndexScanPlan>>) -> Self {
+        let dedupe = plans.len() > 1 || plans.iter().any(|p| p.index.multikey);
+        IndexCursor {
+            keys_per_plan: vec![0; plans.len()],
+            plans,
+            plan: 0,
+            interval: 0,
+            resume: None,
+            seen: dedupe.then(HashSet::new),
+        }
+    }
 }
 
 /// Where a query stands between chunks.
@@ -128,12 +147,8 @@ impl Position {
 
     pub fn with_path(path: AccessPath) -> Self {
         let index = match &path {
-            AccessPath::IndexScan(plan) => Some(IndexCursor {
-                seen: plan.index.multikey.then(HashSet::new),
-                plan: plan.clone(),
-                interval: 0,
-                resume: None,
-            }),
+            AccessPath::IndexScan(plan) => Some(IndexCursor::new(vec![plan.clone()])),
+            AccessPath::Union(plans) => Some(IndexCursor::new(plans.as_ref().clone())),
             _ => None,
         };
         Position {
@@ -159,6 +174,14 @@ impl Position {
 
     pub fn examined(&self) -> Examined {
         self.examined
+    }
+
+    /// Keys read by each index scan of the access path (one per union branch), for `explain`.
+    pub fn keys_per_scan(&self) -> Vec<u64> {
+        self.index
+            .as_ref()
+            .map(|c| c.keys_per_plan.clone())
+            .unwrap_or_default()
     }
 
     pub fn done(&self) -> bool {
@@ -193,7 +216,9 @@ impl Position {
                 }
                 rows
             }
-            AccessPath::IndexScan(_) => self.next_index_rows(src, coll).await?,
+            AccessPath::IndexScan(_) | AccessPath::Union(_) => {
+                self.next_index_rows(src, coll).await?
+            }
         };
         self.examined.docs += rows.len() as u64;
         let mut out = Vec::with_capacity(rows.len());
@@ -216,12 +241,19 @@ impl Position {
             .index
             .as_mut()
             .expect("an index scan has an index cursor");
-        let plan = cursor.plan.clone();
-        let count = plan.intervals.len();
-        if cursor.interval >= count {
+        // Skip exhausted scans (a union branch may have no intervals at all).
+        while cursor.plan < cursor.plans.len()
+            && cursor.interval >= cursor.plans[cursor.plan].intervals.len()
+        {
+            cursor.plan += 1;
+            cursor.interval = 0;
+        }
+        if cursor.plan >= cursor.plans.len() {
             self.done = true;
             return Ok(Vec::new());
         }
+        let plan = cursor.plans[cursor.plan].clone();
+        let count = plan.intervals.len();
         let interval = if plan.reverse {
             &plan.intervals[count - 1 - cursor.interval]
         } else {
@@ -237,10 +269,11 @@ impl Position {
         };
         let entries = src.index_scan(coll, &range).await?;
         self.examined.keys += entries.len() as u64;
+        cursor.keys_per_plan[cursor.plan] += entries.len() as u64;
         if (entries.len() as i64) < self.chunk {
             cursor.interval += 1;
             cursor.resume = None;
-            if cursor.interval >= count {
+            if cursor.interval >= count && cursor.plan + 1 >= cursor.plans.len() {
                 self.done = true;
             }
         } else if let Some((key, rid, _)) = entries.last() {
