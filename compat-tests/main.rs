@@ -4,6 +4,7 @@
 mod harness;
 
 mod bulk_write;
+mod capped;
 mod catalog;
 mod cli;
 mod config_db;

@@ -10,6 +10,8 @@ pub struct GetMore {
     pub collection: String,
     /// `None`: as many documents as fit in 16 MiB.
     pub batch_size: Option<usize>,
+    /// How long an awaitData cursor waits for new documents (only those take one).
+    pub max_time: Option<std::time::Duration>,
 }
 
 impl GetMore {
@@ -32,16 +34,11 @@ impl GetMore {
             .non_negative("batchSize")?
             .filter(|b| *b > 0)
             .map(|b| b as usize);
-        // Only awaitData cursors (tailable, on capped collections) take a getMore time limit.
-        if super::max_time(&args)?.is_some() {
-            return Err(MongoError::bad_value(
-                "cannot set maxTimeMS on getMore command for a non-awaitData cursor",
-            ));
-        }
         Ok(GetMore {
             cursor_id,
             collection,
             batch_size,
+            max_time: super::max_time(&args)?,
         })
     }
 

@@ -214,7 +214,11 @@ impl<S: NodeState> Dispatcher<S> {
             ));
         }
         state.node().stats.count(spec.counter);
-        let limit = crate::command::max_time(&request.args())?;
+        // getMore's maxTimeMS is how long an awaitData cursor waits, not a deadline.
+        let limit = match name {
+            "getMore" => None,
+            _ => crate::command::max_time(&request.args())?,
+        };
         if limit.is_some() && state.node().fail_points.max_time_expires() {
             return Err(MongoError::new(
                 ErrorCode::MaxTimeMSExpired,

@@ -30,7 +30,7 @@ pub(super) async fn get_more(
         ));
     }
     let mut forwarded = doc! {"getMore": cursor.shard_cursor_id, "collection": &cmd.collection};
-    for field in ["batchSize", "comment"] {
+    for field in ["batchSize", "maxTimeMS", "comment"] {
         if let Some(value) = req.body.get(field)? {
             forwarded.insert(field, Bson::try_from(value.to_raw_bson())?);
         }

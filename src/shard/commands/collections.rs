@@ -7,14 +7,11 @@ use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
 use crate::server::RequestContext;
-use bson::{Document, RawDocumentBuf, doc};
+use bson::{Bson, Document, RawDocumentBuf, doc};
 
 /// `create` options this server implements; every other known option is refused precisely.
 const PLAIN_OPTIONS: [&str; 2] = ["collation", "writeConcern"];
-const UNSUPPORTED_OPTIONS: [&str; 9] = [
-    "capped",
-    "size",
-    "max",
+const UNSUPPORTED_OPTIONS: [&str; 6] = [
     "viewOn",
     "pipeline",
     "timeseries",
@@ -48,6 +45,7 @@ pub(super) async fn create<S: DataNode>(
         }
     }
     crate::shard::validation::apply_options(&mut options, &body)?;
+    capped_options(&body, &mut options)?;
     let db = state.storage().database_or_create(&req.db).await?;
     match db.create_collection(name, options.clone()).await {
         Ok(_) => Ok(RawDocumentBuf::new()),
@@ -60,6 +58,54 @@ pub(super) async fn create<S: DataNode>(
         }
         Err(e) => Err(e),
     }
+}
+
+/// 1 PB, the largest capped collection MongoDB allows.
+const MAX_CAPPED_SIZE: i64 = 1 << 50;
+
+/// `capped`, `size` and `max`, recorded only for capped collections.
+fn capped_options(body: &Document, options: &mut Document) -> Result<()> {
+    let as_number = |v: &Bson| match v {
+        Bson::Int32(n) => Some(*n as f64),
+        Bson::Int64(n) => Some(*n as f64),
+        Bson::Double(d) => Some(*d),
+        _ => None,
+    };
+    let capped = match body.get("capped") {
+        None => false,
+        Some(Bson::Boolean(b)) => *b,
+        Some(v) => as_number(v).is_some_and(|n| n != 0.0),
+    };
+    if !capped {
+        return Ok(());
+    }
+    let number = |field: &str| -> Result<Option<i64>> {
+        match body.get(field) {
+            None | Some(Bson::Null) => Ok(None),
+            Some(v) => as_number(v).map(|n| Some(n as i64)).ok_or_else(|| {
+                MongoError::type_mismatch(format!(
+                    "BSON field 'create.{field}' is the wrong type, expected a number"
+                ))
+            }),
+        }
+    };
+    let size = number("size")?.ok_or_else(|| {
+        MongoError::new(
+            ErrorCode::InvalidOptions,
+            "the 'size' field is required when 'capped' is true",
+        )
+    })?;
+    if size <= 0 || size > MAX_CAPPED_SIZE {
+        return Err(MongoError::bad_value(format!(
+            "capped collection size must be greater than 0 and at most 1 PB, got {size}"
+        )));
+    }
+    options.insert("capped", true);
+    options.insert("size", size);
+    if let Some(max) = number("max")?.filter(|m| *m > 0) {
+        options.insert("max", max);
+    }
+    Ok(())
 }
 
 pub(super) async fn drop<S: DataNode>(

@@ -130,7 +130,7 @@ pub(super) async fn coll_stats<S: DataNode>(
     } else {
         0
     };
-    Ok(RawDocumentBuf::from_document(&doc! {
+    let mut reply = doc! {
         "ns": ns,
         "size": stats.data_size / scale,
         "count": stats.count,
@@ -141,6 +141,13 @@ pub(super) async fn coll_stats<S: DataNode>(
         "indexSizes": index_sizes,
         "totalSize": stats.data_size / scale,
         "scaleFactor": scale,
-        "capped": false,
-    })?)
+        "capped": meta.capped_limits().is_some(),
+    };
+    if let Some(limits) = meta.capped_limits() {
+        reply.insert("maxSize", limits.size / scale);
+        if let Some(max) = limits.max {
+            reply.insert("max", max);
+        }
+    }
+    Ok(RawDocumentBuf::from_document(&reply)?)
 }

@@ -4,7 +4,7 @@ use super::super::DataNode;
 use super::super::cursors::{Cursor, CursorBody};
 use super::super::exec::{
     BlockingSort, FindOutput, MAX_BATCH_BYTES, Position, QueryShape, RECORD_ID_FIELD, ScanState,
-    SortLimits, SortedDocs, SortedState,
+    SortLimits, SortedDocs, SortedState, Tail,
 };
 pub use crate::command::cursor_reply;
 use crate::command::{CommandRequest, GetMore, KillCursors, check_collation};
@@ -15,6 +15,11 @@ use crate::query::sort::SortSpec;
 use crate::server::RequestContext;
 use bson::{Bson, Document, RawDocumentBuf};
 use std::collections::VecDeque;
+
+/// How long an awaitData `getMore` waits without a `maxTimeMS`.
+const AWAIT_DATA_DEFAULT: std::time::Duration = std::time::Duration::from_secs(1);
+/// How often a waiting `getMore` looks for new documents.
+const AWAIT_DATA_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Documents in a first batch when the client sets no `batchSize`.
 pub const DEFAULT_FIRST_BATCH: usize = 101;
@@ -35,6 +40,8 @@ pub(super) struct FindCommand {
     pub(super) max: Option<Document>,
     pub(super) return_key: bool,
     pub(super) show_record_id: bool,
+    /// `tailable` (and `awaitData`): follow a capped collection.
+    pub(super) tail: Option<Tail>,
 }
 
 impl FindCommand {
@@ -49,9 +56,21 @@ impl FindCommand {
             Some(0) | None => None,
             Some(l) => Some(l as u64),
         };
-        if args.bool("tailable")? == Some(true) {
+        let tailable = args.bool("tailable")?.unwrap_or(false);
+        let await_data = args.bool("awaitData")?.unwrap_or(false);
+        if await_data && !tailable {
+            return Err(MongoError::failed_to_parse(
+                "Cannot set 'awaitData' without also setting 'tailable'",
+            ));
+        }
+        let sort = args.document("sort")?.filter(|s| !s.is_empty());
+        if tailable
+            && sort
+                .as_ref()
+                .is_some_and(|s| s != &bson::doc! {"$natural": 1})
+        {
             return Err(MongoError::bad_value(
-                "tailable cursor requested on non capped collection",
+                "cannot use tailable option with a sort other than {$natural: 1}",
             ));
         }
         check_collation(args.value("collation")?.as_ref())?;
@@ -71,6 +90,7 @@ impl FindCommand {
             max: args.document("max")?.filter(|d| !d.is_empty()),
             return_key: args.bool("returnKey")?.unwrap_or(false),
             show_record_id: args.bool("showRecordId")?.unwrap_or(false),
+            tail: tailable.then_some(Tail { await_data }),
         })
     }
 }
@@ -85,9 +105,27 @@ pub(super) async fn find<S: DataNode>(
     crate::catalog::validate_collection_name(&req.db, &cmd.collection)?;
     let filter = Filter::parse(&cmd.filter)?;
     let projection = cmd.projection.as_ref().map(Projection::parse).transpose()?;
-    let sort = cmd.sort.as_ref().map(SortSpec::parse).transpose()?;
+    // `{$natural: 1}` is the scan order itself: no sort.
+    let sort = cmd
+        .sort
+        .as_ref()
+        .map(SortSpec::parse)
+        .transpose()?
+        .filter(|s| !s.is_empty());
     let Some((db, coll)) = state.storage().collection(&req.db, &cmd.collection).await else {
         return Ok(cursor_reply(&ns, vec![], 0, true));
+    };
+    if cmd.tail.is_some() && coll.capped_limits().is_none() {
+        return Err(MongoError::bad_value(format!(
+            "error processing query: ns={ns} tailable cursor requested on non capped collection"
+        )));
+    }
+    // A tailable cursor follows insertion order.
+    let natural = Bson::Document(bson::doc! {"$natural": 1});
+    let hint = if cmd.tail.is_some() {
+        Some(&natural)
+    } else {
+        cmd.hint.as_ref()
     };
     let first_batch = cmd
         .batch_size
@@ -96,7 +134,7 @@ pub(super) async fn find<S: DataNode>(
     let shape = QueryShape {
         filter: &cmd.filter,
         sort: sort.as_ref(),
-        hint: cmd.hint.as_ref(),
+        hint,
         min: cmd.min.as_ref(),
         max: cmd.max.as_ref(),
     };
@@ -130,10 +168,13 @@ pub(super) async fn find<S: DataNode>(
             skip: cmd.skip,
             remaining: cmd.limit,
             pending: VecDeque::new(),
+            tail: cmd.tail,
         })),
     };
     let (batch, exhausted) = next_batch(&mut body, first_batch).await?;
-    let id = if exhausted || cmd.single_batch {
+    // A tailable cursor that found nothing at first is closed, as in MongoDB.
+    let dead_tail = cmd.tail.is_some() && batch.is_empty();
+    let id = if exhausted || cmd.single_batch || dead_tail {
         0
     } else {
         state
@@ -258,8 +299,24 @@ pub(super) async fn get_more<S: DataNode>(
             ),
         ));
     }
-    let (batch, exhausted) =
-        next_batch(&mut cursor.body, cmd.batch_size.unwrap_or(usize::MAX)).await?;
+    let await_data =
+        matches!(&cursor.body, CursorBody::Scan(scan) if scan.tail.is_some_and(|t| t.await_data));
+    if cmd.max_time.is_some() && !await_data {
+        state.cursors().put_back(cmd.cursor_id, cursor);
+        return Err(MongoError::bad_value(
+            "cannot set maxTimeMS on getMore command for a non-awaitData cursor",
+        ));
+    }
+    let max_docs = cmd.batch_size.unwrap_or(usize::MAX);
+    let (mut batch, mut exhausted) = next_batch(&mut cursor.body, max_docs).await?;
+    if await_data && batch.is_empty() && !exhausted {
+        // Wait for new documents, up to maxTimeMS (1 second by default, as MongoDB).
+        let deadline = tokio::time::Instant::now() + cmd.max_time.unwrap_or(AWAIT_DATA_DEFAULT);
+        while batch.is_empty() && !exhausted && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(AWAIT_DATA_POLL).await;
+            (batch, exhausted) = next_batch(&mut cursor.body, max_docs).await?;
+        }
+    }
     let reply_id = if exhausted {
         0
     } else {

@@ -15,7 +15,7 @@ pub use output::{FindOutput, RECORD_ID_FIELD};
 pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};
 pub use position::{Candidate, Examined, Position, RecordSource};
 
-pub use scan_state::ScanState;
+pub use scan_state::{ScanState, Tail};
 pub use sort::{BlockingSort, SortLimits, SortedDocs, SortedState};
 
 /// Rows read per storage statement during a scan.

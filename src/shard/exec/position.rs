@@ -188,6 +188,15 @@ impl Position {
         self.done
     }
 
+    /// A collection scan that reached the end looks again for documents inserted since
+    /// (tailable cursors). Returns the last record id read.
+    pub fn resume_tail(&mut self) -> RecordId {
+        if matches!(self.path, AccessPath::CollScan) {
+            self.done = false;
+        }
+        self.after
+    }
+
     /// The next matching documents: at most one storage statement's worth.
     pub async fn next_matches<S: RecordSource>(
         &mut self,

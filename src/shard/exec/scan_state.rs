@@ -3,7 +3,7 @@
 use super::MAX_BATCH_BYTES;
 use super::output::FindOutput;
 use super::position::Position;
-use crate::error::Result;
+use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
 use crate::shard::storage::{CollectionMeta, DatabaseStore};
 use bson::RawDocumentBuf;
@@ -21,17 +21,49 @@ pub struct ScanState {
     pub remaining: Option<u64>,
     /// Matches read from storage but not yet returned (a batch filled up mid-chunk).
     pub pending: VecDeque<RawDocumentBuf>,
+    /// A tailable cursor on a capped collection: at the end it waits for new documents.
+    pub tail: Option<Tail>,
+}
+
+/// How a tailable cursor follows its capped collection.
+#[derive(Clone, Copy, Debug)]
+pub struct Tail {
+    /// `getMore` waits (up to its `maxTimeMS`) for new documents instead of returning none.
+    pub await_data: bool,
 }
 
 impl ScanState {
     pub fn exhausted(&self) -> bool {
+        if self.tail.is_some() {
+            return self.pending.is_empty() && self.remaining == Some(0);
+        }
         self.pending.is_empty() && (self.position.done() || self.remaining == Some(0))
+    }
+
+    /// A tailable cursor whose last document was evicted from the capped collection has lost
+    /// its place (eviction removes the oldest documents first).
+    async fn check_position(&self, after: crate::shard::storage::RecordId) -> Result<()> {
+        if after == 0 {
+            return Ok(());
+        }
+        let mut read = self.db.read().await?;
+        let oldest = read.scan(&self.coll, 0, 1).await?;
+        if oldest.first().is_some_and(|(rid, _)| *rid > after) {
+            return Err(MongoError::new(
+                ErrorCode::CappedPositionLost,
+                format!(
+                    "CollectionScan died due to position in capped collection being deleted. Last seen record id: RecordId({after})"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Fills a batch of at most `max_docs` documents; returns the batch.
     pub async fn next_batch(&mut self, max_docs: usize) -> Result<Vec<RawDocumentBuf>> {
         let mut batch = Vec::new();
         let mut bytes = 0;
+        let mut resumed = false;
         loop {
             while let Some(doc) = self.pending.front() {
                 if batch.len() >= max_docs
@@ -43,8 +75,17 @@ impl ScanState {
                 bytes += doc.as_bytes().len();
                 batch.push(doc);
             }
-            if self.position.done() || self.remaining == Some(0) || batch.len() >= max_docs {
+            if self.remaining == Some(0) || batch.len() >= max_docs {
                 return Ok(batch);
+            }
+            if self.position.done() {
+                if self.tail.is_none() || resumed {
+                    return Ok(batch);
+                }
+                // Look once more for documents inserted since the end was reached.
+                resumed = true;
+                let after = self.position.resume_tail();
+                self.check_position(after).await?;
             }
             let mut read = self.db.read().await?;
             let matches = self

@@ -2,6 +2,7 @@
 //! database, each collection a table of `(record id, BSON document)`, each index a table of
 //! `(order-preserving key, record id)`. This is the only module that contains SQL.
 
+mod capped;
 mod catalog;
 mod coll_mod;
 mod database;
@@ -9,6 +10,7 @@ mod durability;
 mod keys;
 mod txn;
 
+pub use capped::CappedLimits;
 pub use catalog::{CollectionMeta, IndexMeta};
 pub use database::DatabaseStore;
 pub use txn::{IndexEntry, IndexRange, ReadTxn, RecordId, WriteTxn};

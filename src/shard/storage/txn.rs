@@ -294,6 +294,13 @@ impl<'a> WriteTxn<'a> {
         docs: &[&RawDocument],
     ) -> std::result::Result<(), (usize, MongoError)> {
         let coll = self.current(coll);
+        if coll.capped_limits().is_some() {
+            // One at a time, each followed by the eviction it causes.
+            for (done, doc) in docs.iter().enumerate() {
+                self.insert_one(&coll, doc).await.map_err(|e| (done, e))?;
+            }
+            return Ok(());
+        }
         let mut done = 0;
         for chunk in docs.chunks(INSERT_CHUNK) {
             match self.insert_chunk(&coll, chunk).await {
@@ -388,6 +395,10 @@ impl<'a> WriteTxn<'a> {
         raw: &RawDocument,
     ) -> Result<RecordId> {
         let coll = self.current(coll);
+        let capped = coll.capped_limits();
+        if let Some(limits) = capped {
+            Self::check_capped_size(limits, raw)?;
+        }
         let rid = self.next_rids(&coll, 1).await?;
         self.exec("SAVEPOINT insert_one").await?;
         let result = self.insert_row(&coll, rid, raw).await;
@@ -397,6 +408,9 @@ impl<'a> WriteTxn<'a> {
                 let delta = self.deltas.entry(coll.ident).or_default();
                 delta.count += 1;
                 delta.data_size += raw.as_bytes().len() as i64;
+                if let Some(limits) = capped {
+                    self.evict_capped(&coll, limits).await?;
+                }
                 Ok(rid)
             }
             Err(e) => {
@@ -598,6 +612,16 @@ impl<'a> WriteTxn<'a> {
         delta.count -= 1;
         delta.data_size -= old.as_bytes().len() as i64;
         Ok(())
+    }
+
+    /// The collection's statistics including this transaction's changes.
+    pub fn collection_stats(&self, coll: &CollectionMeta) -> CollectionStats {
+        let committed = self.db.stats(coll);
+        let delta = self.deltas.get(&coll.ident).copied().unwrap_or_default();
+        CollectionStats {
+            count: committed.count + delta.count,
+            data_size: committed.data_size + delta.data_size,
+        }
     }
 
     /// Commits; the returned number identifies the commit for [`DatabaseStore::wait_durable`].
