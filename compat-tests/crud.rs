@@ -365,3 +365,20 @@ both_modes!(
     deletes_and_find_and_modify,
     counts_distinct_and_aggregate
 );
+
+#[tokio::test]
+async fn documents_nested_too_deep_are_refused() {
+    let cluster = crate::harness::TestCluster::start().await;
+    let coll = cluster.db("deep").collection::<Document>("c");
+    let nest = |levels: usize| {
+        let mut doc = doc! {"leaf": 1};
+        for _ in 0..levels {
+            doc = doc! {"a": doc};
+        }
+        doc
+    };
+    coll.insert_one(nest(170)).await.unwrap();
+    let err = coll.insert_one(nest(185)).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(15));
+    cluster.shutdown().await;
+}

@@ -102,6 +102,7 @@ pub(super) async fn update_candidate(
     }
     let raw = RawDocumentBuf::from_document(&doc)?;
     check_size(&raw)?;
+    super::insert::check_depth(&raw)?;
     txn.replace(coll, candidate.rid, &candidate.raw, &raw)
         .await?;
     Ok(Some(doc))
