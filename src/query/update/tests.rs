@@ -599,14 +599,8 @@ fn replacement_and_pipelines() {
     );
     let e = UpdateSpec::parse(&Bson::Document(doc! {"a": 1, "$set": {"b": 1}}), None).unwrap_err();
     assert_eq!(e.code(), ErrorCode::DollarPrefixedFieldName);
-    let e = UpdateSpec::parse(&Bson::Array(vec![]), None).unwrap_err();
-    assert_eq!(
-        (e.code(), e.message()),
-        (
-            ErrorCode::NotImplemented,
-            "pipeline-style updates are not supported yet"
-        )
-    );
+    let spec = UpdateSpec::parse(&Bson::Array(vec![]), None).unwrap();
+    assert!(spec.is_pipeline() && !spec.is_replacement() && !spec.is_positional());
 }
 
 #[test]
