@@ -1,11 +1,15 @@
 //! Pipeline-style updates (an array of `$set`/`$unset`/`$project`/`$replaceWith` stages as `u`
-//! or as findAndModify's `update`), through the router.
+//! or as findAndModify's `update`) and decimal128 in `$inc`/`$mul`, through the router.
 
 use crate::harness::{both_modes, error_code};
 use futures::TryStreamExt;
 use mongodb::Client;
-use mongodb::bson::{Bson, Document, doc};
+use mongodb::bson::{Bson, Decimal128, Document, doc, oid::ObjectId};
 use mongodb::options::ReturnDocument;
+
+fn dec(s: &str) -> Bson {
+    Bson::Decimal128(s.parse::<Decimal128>().unwrap())
+}
 
 async fn all(coll: &mongodb::Collection<Document>) -> Vec<Document> {
     coll.find(doc! {})
@@ -264,9 +268,64 @@ async fn find_and_modify_with_a_pipeline(client: &Client) {
     );
 }
 
+async fn decimal_inc_and_mul(client: &Client) {
+    let coll = client.database("pipe").collection::<Document>("d");
+    let oid = ObjectId::new();
+    coll.insert_many(vec![
+        doc! {"_id": 1, "d": dec("1.5"), "i": 3, "f": 0.1},
+        doc! {"_id": oid, "d": dec("1234567890123456789012345678901235")},
+    ])
+    .await
+    .unwrap();
+    let r = coll
+        .update_one(
+            doc! {"_id": 1},
+            doc! {"$inc": {"d": 1, "f": dec("0.2")}, "$mul": {"i": dec("1.10"), "m": dec("-2.50")}},
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.modified_count, 1);
+    assert_eq!(
+        coll.find_one(doc! {"_id": 1}).await.unwrap().unwrap(),
+        doc! {"_id": 1, "d": dec("2.5"), "i": dec("3.30"), "f": dec("0.300000000000000"), "m": dec("-0.00")}
+    );
+    // Adding a zero with more decimal places is no change: the stored value stays as it was.
+    let r = coll
+        .update_one(doc! {"_id": 1}, doc! {"$inc": {"d": dec("0.000")}})
+        .await
+        .unwrap();
+    assert_eq!((r.matched_count, r.modified_count), (1, 0));
+    // 34 significant digits, ties rounded to even.
+    coll.update_one(doc! {"_id": oid}, doc! {"$inc": {"d": dec("0.5")}})
+        .await
+        .unwrap();
+    assert_eq!(
+        coll.find_one(doc! {"_id": oid}).await.unwrap().unwrap(),
+        doc! {"_id": oid, "d": dec("1234567890123456789012345678901236")}
+    );
+    // Beyond the largest decimal128 the product is Infinity, not an error.
+    let r = coll
+        .update_one(
+            doc! {"_id": oid},
+            doc! {"$mul": {"d": dec("9.999999999999999999999999999999999E+6144")}},
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.modified_count, 1);
+    assert_eq!(
+        coll.find_one(doc! {"_id": oid})
+            .await
+            .unwrap()
+            .unwrap()
+            .get("d"),
+        Some(&dec("Infinity"))
+    );
+}
+
 both_modes!(
     pipelines_update_and_count_changes,
     pipeline_upserts,
     pipeline_errors,
-    find_and_modify_with_a_pipeline
+    find_and_modify_with_a_pipeline,
+    decimal_inc_and_mul
 );

@@ -23,6 +23,9 @@ use crate::query::filter::Filter;
 use bson::{DateTime, Document};
 use stages::{RunContext, Stage};
 
+/// Decimal128 arithmetic for the update operators `$inc` and `$mul`, which compute like `$add`
+/// and `$multiply` once a decimal is involved.
+pub use numeric::{decimal_product, decimal_sum};
 pub use update_pipeline::UpdatePipeline;
 
 /// A parsed pipeline.
