@@ -18,6 +18,7 @@ mod handshake;
 mod index_queries;
 mod indexes;
 mod multiprocess;
+mod pipeline_updates;
 mod sorting;
 mod stale_versions;
 mod ttl;

@@ -5,7 +5,8 @@
 //! - [`expression`]: the expression tree, its parser, variables and operator table;
 //! - [`accumulators`]: `$group`'s accumulators;
 //! - [`numeric`] and [`decimal`]: arithmetic with MongoDB's promotion rules;
-//! - [`fieldpath`] and [`value`]: paths and values as the pipeline sees them.
+//! - [`fieldpath`] and [`value`]: paths and values as the pipeline sees them;
+//! - [`update_pipeline`]: the restricted pipeline a pipeline-style update runs on one document.
 
 mod accumulators;
 mod decimal;
@@ -14,12 +15,18 @@ pub mod expression;
 mod fieldpath;
 mod numeric;
 mod stages;
+mod update_pipeline;
 mod value;
 
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use bson::{DateTime, Document};
 use stages::{RunContext, Stage};
+
+/// Decimal128 arithmetic for the update operators `$inc` and `$mul`, which compute like `$add`
+/// and `$multiply` once a decimal is involved.
+pub use numeric::{decimal_product, decimal_sum};
+pub use update_pipeline::UpdatePipeline;
 
 /// A parsed pipeline.
 pub struct Pipeline {

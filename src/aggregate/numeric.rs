@@ -63,6 +63,17 @@ pub fn to_dec(value: &Bson) -> Dec {
     }
 }
 
+/// `a + b` in decimal128 (round half to even), other numeric types coerced as `to_dec` does:
+/// MongoDB's `SafeNum` addition as soon as one side is a decimal.
+pub fn decimal_sum(a: &Bson, b: &Bson) -> bson::Decimal128 {
+    to_dec(a).plus(to_dec(b)).encode()
+}
+
+/// `a × b` in decimal128, coerced like [`decimal_sum`].
+pub fn decimal_product(a: &Bson, b: &Bson) -> bson::Decimal128 {
+    to_dec(a).times(to_dec(b)).encode()
+}
+
 fn date_overflow() -> MongoError {
     MongoError::new(ErrorCode::Overflow, "date overflow")
 }

@@ -39,6 +39,9 @@ pub enum Base {
     Root,
     Remove,
     Now,
+    /// `$$CLUSTER_TIME`: parsed, but this server keeps no cluster time, so evaluating it fails
+    /// as it does on a MongoDB node whose logical clock is not running.
+    ClusterTime,
 }
 
 /// What an expression is evaluated against: the document (`$$ROOT`, which `$$CURRENT` equals
@@ -53,8 +56,8 @@ impl<'a> Variables<'a> {
         Variables { root, now }
     }
 
-    fn resolve(&self, base: Base, parts: &[String]) -> Value {
-        match base {
+    fn resolve(&self, base: Base, parts: &[String]) -> Result<Value> {
+        Ok(match base {
             Base::Current | Base::Root => {
                 if parts.is_empty() {
                     Some(Bson::Document(self.root.clone()))
@@ -64,7 +67,13 @@ impl<'a> Variables<'a> {
             }
             Base::Remove => None,
             Base::Now => fieldpath::lookup_in(&Bson::DateTime(self.now), parts),
-        }
+            Base::ClusterTime => {
+                return Err(MongoError::location(
+                    51144,
+                    "Builtin variable '$$CLUSTER_TIME' is not available",
+                ));
+            }
+        })
     }
 }
 
@@ -124,7 +133,7 @@ impl Expression {
     pub fn evaluate(&self, vars: &Variables) -> Result<Value> {
         match self {
             Expression::Constant(value) => Ok(Some(value.clone())),
-            Expression::Path { base, parts } => Ok(vars.resolve(*base, parts)),
+            Expression::Path { base, parts } => vars.resolve(*base, parts),
             Expression::Object(fields) => {
                 let mut doc = Document::new();
                 for (name, expr) in fields {
@@ -174,6 +183,7 @@ fn parse_field_path(raw: &str) -> Result<Expression> {
         "ROOT" => Base::Root,
         "REMOVE" => Base::Remove,
         "NOW" => Base::Now,
+        "CLUSTER_TIME" => Base::ClusterTime,
         _ => {
             return Err(MongoError::location(
                 17276,
@@ -250,6 +260,21 @@ mod tests {
         );
         assert_eq!(eval_ok(bson!("$$REMOVE"), &d), None);
         assert_eq!(eval_ok(bson!("$$NOW"), &d), Some(Bson::DateTime(now())));
+    }
+
+    #[test]
+    fn cluster_time_parses_but_is_not_available() {
+        let d = doc! {"a": 1};
+        let err = eval(bson!({"$add": ["$$CLUSTER_TIME", 1]}), &d).unwrap_err();
+        assert_eq!(
+            (err.code().code(), err.message()),
+            (51144, "Builtin variable '$$CLUSTER_TIME' is not available")
+        );
+        // Only evaluating it fails.
+        assert_eq!(
+            eval_ok(bson!({"$cond": [false, "$$CLUSTER_TIME", 2]}), &d),
+            Some(Bson::Int32(2))
+        );
     }
 
     #[test]

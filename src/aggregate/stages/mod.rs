@@ -97,6 +97,11 @@ pub fn parse(spec: &Document) -> Result<Vec<Stage>> {
     ))
 }
 
+/// Whether `name` is a stage MongoDB has that this server does not run yet.
+pub fn is_not_yet_supported(name: &str) -> bool {
+    NOT_YET_SUPPORTED.contains(&name)
+}
+
 /// What stays the same for every document of one run (`$$NOW` is fixed per pipeline).
 pub struct RunContext {
     pub now: DateTime,
@@ -107,6 +112,21 @@ impl Stage {
         match self {
             Stage::Match(filter) => Some(filter),
             _ => None,
+        }
+    }
+
+    /// The name MongoDB reports when refusing this stage in a pipeline-style update (its
+    /// `getSourceName`, so `$count` and `$sortByCount` answer with the `$group` they expand
+    /// into), or `None` for the single-document transformations an update may use.
+    pub fn name_if_refused_in_update(&self) -> Option<&'static str> {
+        match self {
+            Stage::Shape(_) | Stage::ReplaceRoot(_) => None,
+            Stage::Match(_) => Some("$match"),
+            Stage::Group(_) => Some("$group"),
+            Stage::Sort(_) => Some("$sort"),
+            Stage::Skip(_) => Some("$skip"),
+            Stage::Limit(_) => Some("$limit"),
+            Stage::Unwind(_) => Some("$unwind"),
         }
     }
 

@@ -232,7 +232,7 @@ fn id_text(doc: &Document) -> String {
     }
 }
 
-fn validate_id(doc: &Document) -> Result<()> {
+pub(super) fn validate_id(doc: &Document) -> Result<()> {
     match doc.get("_id") {
         Some(v @ (Bson::Array(_) | Bson::RegularExpression(_) | Bson::Undefined)) => {
             Err(MongoError::new(
@@ -256,7 +256,7 @@ pub(super) fn identical(a: &Bson, b: &Bson) -> bool {
     }
 }
 
-fn identical_docs(a: &Document, b: &Document) -> bool {
+pub(super) fn identical_docs(a: &Document, b: &Document) -> bool {
     a.len() == b.len()
         && a.iter()
             .zip(b.iter())

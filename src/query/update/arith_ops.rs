@@ -1,11 +1,15 @@
-//! The arithmetic and bitwise operators: `$inc` and `$mul` with MongoDB's numeric promotions and
-//! overflow errors, and `$bit` (`and`, `or`, `xor`).
+//! The arithmetic and bitwise operators: `$inc` and `$mul` with MongoDB's numeric promotions
+//! (`SafeNum`: int32 → int64 → double, any decimal128 makes a decimal128) and overflow errors,
+//! and `$bit` (`and`, `or`, `xor`).
 
 use super::apply::{Outcome, identical};
 use super::{BitOp, Op};
+use crate::aggregate::{decimal_product, decimal_sum};
+use crate::document::numeric::{Number, compare};
 use crate::error::{MongoError, Result};
-use crate::query::values::{format_g, is_number, not_implemented, type_name};
+use crate::query::values::{format_g, is_number, type_name};
 use bson::Bson;
+use std::cmp::Ordering;
 
 /// What an arithmetic or bitwise operator does to `existing`, the value at its path.
 pub(super) fn compute(
@@ -23,7 +27,13 @@ pub(super) fn compute(
             let is_inc = matches!(op, Op::Inc(_));
             let name = if is_inc { "$inc" } else { "$mul" };
             match existing {
-                None => Outcome::Set(if is_inc { v.clone() } else { zero_like(v) }),
+                None if is_inc => Outcome::Set(v.clone()),
+                // MongoDB multiplies the operand by int32 0: the operand's type, and for a
+                // double or decimal its sign and exponent (`-2.5` gives `-0.0`).
+                None => match arithmetic(v, &Bson::Int32(0), false) {
+                    Some(zero) => Outcome::Set(zero),
+                    None => return Err(MongoError::internal("a product with 0 overflowed")),
+                },
                 Some(old) => {
                     if !is_number(old) {
                         return Err(MongoError::type_mismatch(format!(
@@ -31,13 +41,17 @@ pub(super) fn compute(
                             type_name(old)
                         )));
                     }
-                    let Some(result) = arithmetic(old, v, is_inc)? else {
+                    let Some(result) = arithmetic(old, v, is_inc) else {
                         return Err(MongoError::bad_value(format!(
                             "Failed to apply {name} operations to current value ({}) for document {id_text}",
                             debug_number(old)
                         )));
                     };
-                    set_if_changed(result)
+                    if same_number(old, &result) {
+                        Outcome::NoOp
+                    } else {
+                        Outcome::Set(result)
+                    }
                 }
             }
         }
@@ -71,33 +85,40 @@ pub(super) fn compute(
     })
 }
 
-fn zero_like(v: &Bson) -> Bson {
-    match v {
-        Bson::Int32(_) => Bson::Int32(0),
-        Bson::Int64(_) => Bson::Int64(0),
-        Bson::Decimal128(_) => {
-            Bson::Decimal128("0".parse().unwrap_or(bson::Decimal128::from_bytes([0; 16])))
+/// MongoDB's `SafeNum::isIdentical`, which decides that `$inc`/`$mul` changed nothing: same
+/// type and equal value, compared as numbers (`-0.0` equals `0.0`, decimal `1.0` equals `1.00`,
+/// NaN equals nothing), so the stored value keeps its representation.
+fn same_number(old: &Bson, new: &Bson) -> bool {
+    match (old, new) {
+        (Bson::Int32(x), Bson::Int32(y)) => x == y,
+        (Bson::Int64(x), Bson::Int64(y)) => x == y,
+        (Bson::Double(x), Bson::Double(y)) => x == y,
+        (Bson::Decimal128(x), Bson::Decimal128(y)) => {
+            let (x, y) = (Number::Decimal(*x), Number::Decimal(*y));
+            !x.is_nan() && !y.is_nan() && compare(x, y) == Ordering::Equal
         }
-        _ => Bson::Double(0.0),
+        _ => false,
     }
 }
 
-/// `$inc`/`$mul` arithmetic with MongoDB's promotions: int32 overflow widens to int64, any
-/// double makes a double; `None` when an int64 result overflows (MongoDB refuses the update).
-fn arithmetic(a: &Bson, b: &Bson, add: bool) -> Result<Option<Bson>> {
+/// `$inc`/`$mul` arithmetic with MongoDB's promotions: any decimal128 makes a decimal128
+/// (doubles rounded to 15 digits first, the result rounded half to even), otherwise int32
+/// overflow widens to int64 and any double makes a double; `None` when an int64 result
+/// overflows (MongoDB refuses the update).
+fn arithmetic(a: &Bson, b: &Bson, add: bool) -> Option<Bson> {
     use Bson::{Decimal128, Double, Int32, Int64};
-    Ok(match (a, b) {
-        (Decimal128(_), _) | (_, Decimal128(_)) => {
-            return Err(not_implemented(
-                "decimal128 arithmetic in $inc and $mul is not supported yet",
-            ));
-        }
+    Some(match (a, b) {
+        (Decimal128(_), _) | (_, Decimal128(_)) => Decimal128(if add {
+            decimal_sum(a, b)
+        } else {
+            decimal_product(a, b)
+        }),
         (Double(_), _) | (_, Double(_)) => {
             let (x, y) = (
                 crate::query::values::as_f64(a),
                 crate::query::values::as_f64(b),
             );
-            Some(Double(if add { x + y } else { x * y }))
+            Double(if add { x + y } else { x * y })
         }
         (Int32(x), Int32(y)) => {
             let narrow = if add {
@@ -105,14 +126,14 @@ fn arithmetic(a: &Bson, b: &Bson, add: bool) -> Result<Option<Bson>> {
             } else {
                 x.checked_mul(*y)
             };
-            Some(match narrow {
+            match narrow {
                 Some(v) => Int32(v),
                 None => Int64(if add {
                     i64::from(*x) + i64::from(*y)
                 } else {
                     i64::from(*x) * i64::from(*y)
                 }),
-            })
+            }
         }
         _ => {
             let as_i64 = |v: &Bson| match v {
@@ -126,7 +147,7 @@ fn arithmetic(a: &Bson, b: &Bson, add: bool) -> Result<Option<Bson>> {
             } else {
                 x.checked_mul(y)
             };
-            result.map(Int64)
+            Int64(result?)
         }
     })
 }

@@ -1,7 +1,8 @@
 //! Updates: operator documents (`$set`, `$inc`, `$push`, ... with positional `$`, `$[]` and
-//! `$[<id>]`), replacement documents, and the document an upsert starts from. Parsing reports
-//! MongoDB's errors; applying works on a copy and reports whether the document changed
-//! (MongoDB's `nModified`: setting a field to the value it already has is no change).
+//! `$[<id>]`), replacement documents, pipelines of aggregation stages (MongoDB 4.2+), and the
+//! document an upsert starts from. Parsing reports MongoDB's errors; applying works on a copy
+//! and reports whether the document changed (MongoDB's `nModified`: setting a field to the
+//! value it already has is no change).
 //!
 //! Like MongoDB 5.0+, operators apply to fields in path order (numeric components numerically),
 //! so new fields appear in that order whatever order the update document lists them in.
@@ -12,6 +13,7 @@
 //! - `path`: resolving positional paths against a document and walking to the value to change.
 //! - `apply`: applying a replacement or the operators in path order, `_id` immutability.
 //! - `field_ops`, `array_ops`, `arith_ops`: what each operator does to the value at its path.
+//! - `pipeline`: pipeline-style updates (parsing checks, running, `_id` rules).
 //! - `upsert`: the document an upsert starts from.
 
 mod apply;
@@ -21,22 +23,27 @@ mod field_ops;
 mod parse;
 mod parse_op;
 mod path;
+mod pipeline;
 mod upsert;
 
 pub use upsert::upsert_seed;
 
 use super::filter::Filter;
-use super::values::{not_implemented, type_name};
+use super::values::type_name;
+use crate::aggregate::UpdatePipeline;
 use crate::error::{ErrorCode, MongoError, Result};
 use apply::{apply_modifiers, apply_replacement};
 use bson::{Bson, Document};
 use parse::parse_modifiers;
+use pipeline::{apply_pipeline, parse_pipeline};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// What an update needs to know about the write it is part of.
 #[derive(Clone, Copy, Debug)]
 pub struct UpdateContext<'a> {
-    /// The document is being created by an upsert (`$setOnInsert` applies, `_id` may be set).
+    /// The document is being created by an upsert (`$setOnInsert` applies, `_id` may be set
+    /// unless the query gave the seed one and the update is a pipeline).
     pub is_upsert_insert: bool,
     /// The time `$currentDate` writes.
     pub now: bson::DateTime,
@@ -44,7 +51,18 @@ pub struct UpdateContext<'a> {
     pub matched_filter: Option<&'a Filter>,
 }
 
-/// A parsed update: operators or a replacement document.
+/// Named constants a pipeline-style update reads as `$$name`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UpdateConstants<'a> {
+    /// The statement's `c`: only pipeline-style updates accept it (MongoDB's Location51198
+    /// otherwise, even when empty).
+    pub statement: Option<&'a Document>,
+    /// The command's `let`, already evaluated to values: visible to a pipeline, ignored by
+    /// operators and replacements (which evaluate no expressions).
+    pub command_let: Option<&'a Document>,
+}
+
+/// A parsed update: operators, a replacement document or a pipeline.
 #[derive(Clone, Debug)]
 pub struct UpdateSpec {
     kind: Kind,
@@ -53,6 +71,8 @@ pub struct UpdateSpec {
 #[derive(Clone, Debug)]
 enum Kind {
     Replacement(Document),
+    /// Shared: parsed stages are not `Clone`, and one statement's update never changes.
+    Pipeline(Arc<UpdatePipeline>),
     Modifiers {
         entries: Vec<Entry>,
         array_filters: HashMap<String, Filter>,
@@ -135,19 +155,28 @@ enum BitOp {
 
 impl UpdateSpec {
     /// Parses the `u` of an update statement: an operator document, a replacement document or
-    /// (not yet supported) a pipeline.
+    /// a pipeline.
     pub fn parse(update: &Bson, array_filters: Option<&[Document]>) -> Result<UpdateSpec> {
+        Self::parse_with_constants(update, array_filters, UpdateConstants::default())
+    }
+
+    /// [`parse`](Self::parse) with the statement's `c` and the command's `let`.
+    pub fn parse_with_constants(
+        update: &Bson,
+        array_filters: Option<&[Document]>,
+        constants: UpdateConstants,
+    ) -> Result<UpdateSpec> {
+        if let Bson::Array(stages) = update {
+            let pipeline = parse_pipeline(stages, array_filters, constants)?;
+            return Ok(UpdateSpec {
+                kind: Kind::Pipeline(Arc::new(pipeline)),
+            });
+        }
         match update {
-            Bson::Array(_) => {
-                if array_filters.is_some_and(|f| !f.is_empty()) {
-                    return Err(MongoError::failed_to_parse(
-                        "arrayFilters may not be specified for pipeline-style updates",
-                    ));
-                }
-                Err(not_implemented(
-                    "pipeline-style updates are not supported yet",
-                ))
-            }
+            Bson::Document(_) if constants.statement.is_some() => Err(MongoError::location(
+                51198,
+                "Constant values may only be specified for pipeline updates",
+            )),
             Bson::Document(d) if d.keys().next().is_some_and(|k| k.starts_with('$')) => {
                 parse_modifiers(d, array_filters.unwrap_or(&[]))
             }
@@ -173,9 +202,14 @@ impl UpdateSpec {
         }
     }
 
-    /// Whether this is a replacement document (as opposed to update operators).
+    /// Whether this is a replacement document (as opposed to update operators or a pipeline).
     pub fn is_replacement(&self) -> bool {
         matches!(self.kind, Kind::Replacement(_))
+    }
+
+    /// Whether this is a pipeline of aggregation stages.
+    pub fn is_pipeline(&self) -> bool {
+        matches!(self.kind, Kind::Pipeline(_))
     }
 
     /// Whether applying needs `UpdateContext::matched_filter` (a positional `$` path).
@@ -184,7 +218,7 @@ impl UpdateSpec {
             Kind::Modifiers { entries, .. } => {
                 entries.iter().any(|e| e.comps.contains(&Comp::Positional))
             }
-            Kind::Replacement(_) => false,
+            Kind::Replacement(_) | Kind::Pipeline(_) => false,
         }
     }
 
@@ -193,6 +227,7 @@ impl UpdateSpec {
     pub fn apply(&self, doc: &mut Document, ctx: &UpdateContext) -> Result<bool> {
         match &self.kind {
             Kind::Replacement(replacement) => apply_replacement(doc, replacement, ctx),
+            Kind::Pipeline(pipeline) => apply_pipeline(doc, pipeline, ctx),
             Kind::Modifiers {
                 entries,
                 array_filters,
@@ -208,5 +243,7 @@ impl UpdateSpec {
     }
 }
 
+#[cfg(test)]
+mod pipeline_tests;
 #[cfg(test)]
 mod tests;
