@@ -329,3 +329,25 @@ both_modes!(
     find_and_modify_with_a_pipeline,
     decimal_inc_and_mul
 );
+
+/// The `_id` rules around updates, compared with MongoDB's numeric equality.
+async fn id_rules(client: &Client) {
+    let db = client.database("pipeline_id_rules");
+    let coll = db.collection::<Document>("c");
+    coll.insert_one(doc! {"_id": 1, "x": 1}).await.unwrap();
+    // 1.0 equals 1: not a change of `_id`.
+    coll.replace_one(doc! {"_id": 1}, doc! {"_id": 1.0, "x": 2})
+        .await
+        .unwrap();
+    assert_eq!(coll.count_documents(doc! {"x": 2}).await.unwrap(), 1);
+    // An upsert cannot move away from the `_id` its query fixed.
+    let err = coll
+        .update_one(doc! {"_id": 5}, doc! {"$set": {"_id": 6}})
+        .upsert(true)
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(66));
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 1);
+}
+
+both_modes!(id_rules);

@@ -26,6 +26,7 @@ pub(super) struct BulkWriteCommand<'a> {
     parsed: BulkWrite<'a>,
     write_concern: WriteConcern,
     bypass_validation: bool,
+    command_let: Option<Document>,
 }
 
 impl<'a> BulkWriteCommand<'a> {
@@ -37,6 +38,7 @@ impl<'a> BulkWriteCommand<'a> {
                 .args()
                 .bool("bypassDocumentValidation")?
                 .unwrap_or(false),
+            command_let: req.args().document("let")?,
         })
     }
 }
@@ -206,7 +208,15 @@ async fn run_group<S: DataNode>(
             continue;
         }
         match op.kind {
-            BulkOpKind::Update => match update_op(open, &coll, validator.as_ref(), op.raw).await {
+            BulkOpKind::Update => match update_op(
+                open,
+                &coll,
+                validator.as_ref(),
+                op.raw,
+                cmd.command_let.as_ref(),
+            )
+            .await
+            {
                 Ok(fields) => {
                     out.matched += count_of(&fields, "n") - fields.contains_key("upserted") as u64;
                     out.modified += count_of(&fields, "nModified");
@@ -325,6 +335,7 @@ async fn update_op(
     coll: &CollectionMeta,
     validator: Option<&DocumentValidator>,
     raw: &RawDocument,
+    command_let: Option<&Document>,
 ) -> Result<Document> {
     let mut statement = RawDocumentBuf::new();
     for element in raw.iter() {
@@ -333,10 +344,11 @@ async fn update_op(
             "update" => {}
             "filter" => statement.append_ref("q", value),
             "updateMods" => statement.append_ref("u", value),
+            "constants" => statement.append_ref("c", value),
             other => statement.append_ref(other, value),
         }
     }
-    let stmt = UpdateStatement::parse(&statement)?;
+    let stmt = UpdateStatement::parse(&statement, command_let)?;
     let outcome = update::run_statement(txn, coll, &stmt, validator).await?;
     let mut fields = doc! {
         "n": number(outcome.matched + outcome.upserted_id.is_some() as u64),

@@ -393,7 +393,8 @@ async fn update<S: DataNode>(
     cmd: &CommandRequest,
     verbosity: Verbosity,
 ) -> Result<Document> {
-    let stmt = UpdateStatement::parse(single_statement(cmd, "updates")?)?;
+    let command_let = cmd.args().document("let")?;
+    let stmt = UpdateStatement::parse(single_statement(cmd, "updates")?, command_let.as_ref())?;
     let filter = Filter::parse(&stmt.query)?;
     let (ns, target) = collection(state, cmd).await?;
     let query = Query {

@@ -37,9 +37,13 @@ impl FindAndModifyCommand {
         let upsert = args.bool("upsert")?.unwrap_or(false);
         let array_filters = array_filters(&args)?;
         let update = match args.get("update")? {
-            Some(u) => Some(UpdateSpec::parse(
+            Some(u) => Some(UpdateSpec::parse_with_constants(
                 &Bson::try_from(u.to_raw_bson())?,
                 array_filters.as_deref(),
+                crate::query::update::UpdateConstants {
+                    statement: None,
+                    command_let: args.document("let")?.as_ref(),
+                },
             )?),
             None => None,
         };

@@ -12,7 +12,7 @@ use crate::command::{CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
 use crate::query::sort::SortSpec;
-use crate::query::update::{UpdateContext, UpdateSpec, upsert_seed};
+use crate::query::update::{UpdateConstants, UpdateContext, UpdateSpec, upsert_seed};
 use crate::server::{RequestContext, stats::Stats};
 use bson::{Bson, Document, RawDocument, RawDocumentBuf, rawdoc};
 
@@ -28,7 +28,8 @@ pub(super) struct UpdateStatement {
 }
 
 impl UpdateStatement {
-    pub(super) fn parse(raw: &RawDocument) -> Result<Self> {
+    /// One statement; `command_let` is the command's `let` (variables a pipeline may use).
+    pub(super) fn parse(raw: &RawDocument, command_let: Option<&Document>) -> Result<Self> {
         let args = crate::command::Args::new("update.updates", raw);
         crate::command::check_collation(args.value("collation")?.as_ref())?;
         let query = args
@@ -39,7 +40,23 @@ impl UpdateStatement {
             .ok_or_else(|| crate::command::missing("update.updates", "u"))?;
         let u = Bson::try_from(u.to_raw_bson())?;
         let array_filters = array_filters(&args)?;
-        let update = UpdateSpec::parse(&u, array_filters.as_deref())?;
+        let statement_constants = match args.get("c")? {
+            None => None,
+            Some(bson::RawBsonRef::Document(c)) => Some(c.to_owned().to_document()?),
+            Some(_) => {
+                return Err(MongoError::type_mismatch(
+                    "BSON field 'update.updates.c' is the wrong type, expected type 'object'",
+                ));
+            }
+        };
+        let update = UpdateSpec::parse_with_constants(
+            &u,
+            array_filters.as_deref(),
+            UpdateConstants {
+                statement: statement_constants.as_ref(),
+                command_let,
+            },
+        )?;
         let multi = args.bool("multi")?.unwrap_or(false);
         if multi && update.is_replacement() {
             return Err(MongoError::failed_to_parse(
@@ -91,7 +108,13 @@ pub(super) async fn update_candidate(
     if !update.apply(&mut doc, &ctx)? {
         return Ok(None);
     }
-    if doc.get("_id") != candidate.doc.get("_id") {
+    let same_id = match (doc.get("_id"), candidate.doc.get("_id")) {
+        (Some(a), Some(b)) => {
+            crate::document::order::compare_values(a, b) == std::cmp::Ordering::Equal
+        }
+        (a, b) => a == b,
+    };
+    if !same_id {
         return Err(MongoError::new(
             ErrorCode::ImmutableField,
             "Performing an update on the path '_id' would modify the immutable field '_id'",
@@ -127,12 +150,25 @@ pub(super) async fn upsert(
     validator: Option<&DocumentValidator>,
 ) -> Result<Document> {
     let mut doc = upsert_seed(query)?;
+    let seeded_id = doc.get("_id").cloned();
     let ctx = UpdateContext {
         is_upsert_insert: true,
         now: bson::DateTime::now(),
         matched_filter: None,
     };
     update.apply(&mut doc, &ctx)?;
+    // An `_id` the query fixed is as immutable as a stored document's.
+    if let (Some(seeded), Some(now)) = (&seeded_id, doc.get("_id")) {
+        if crate::document::order::compare_values(seeded, now) != std::cmp::Ordering::Equal {
+            return Err(MongoError::new(
+                ErrorCode::ImmutableField,
+                format!(
+                    "After applying the update, the (immutable) field '_id' was found to have been altered to {}",
+                    crate::document::display::render_element("_id", now)
+                ),
+            ));
+        }
+    }
     let raw = prepare_document(&RawDocumentBuf::from_document(&doc)?)?.into_owned();
     check_size(&raw)?;
     if let Some(validator) = validator {
@@ -213,6 +249,7 @@ pub(super) async fn run<S: DataNode>(
         return finish_reply(rawdoc! {"n": 0, "nModified": 0}, Vec::new(), &wc);
     };
     let bypass = args.bool("bypassDocumentValidation")?.unwrap_or(false);
+    let command_let = args.document("let")?;
     let validator = DocumentValidator::for_collection(&req.db, &coll, bypass)?;
     let mut txn = db.write().await?;
     let (mut n, mut modified) = (0u64, 0u64);
@@ -220,7 +257,7 @@ pub(super) async fn run<S: DataNode>(
     let mut errors = Vec::new();
     for (i, raw) in raw_statements.iter().enumerate() {
         Stats::add(&state.node().stats.op_update, 1);
-        let outcome = match UpdateStatement::parse(raw) {
+        let outcome = match UpdateStatement::parse(raw, command_let.as_ref()) {
             Ok(stmt) => run_statement(&mut txn, &coll, &stmt, validator.as_ref()).await,
             Err(e) => Err(e),
         };
