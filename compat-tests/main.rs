@@ -23,4 +23,5 @@ mod sorting;
 mod stale_versions;
 mod ttl;
 mod validation;
+mod views;
 mod wire;

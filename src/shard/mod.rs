@@ -12,6 +12,7 @@ pub mod storage;
 pub mod ttl;
 pub mod validation;
 mod versioning;
+pub mod views;
 
 pub use identity::ShardIdentity;
 

@@ -4,6 +4,7 @@
 use super::super::DataNode;
 use super::super::cursors::{Cursor, CursorBody};
 use super::super::exec::Position;
+use super::super::views;
 use super::find::{DEFAULT_FIRST_BATCH, cursor_reply};
 use crate::aggregate::Pipeline;
 use crate::command::CommandRequest;
@@ -69,35 +70,26 @@ impl AggregateCommand {
     }
 }
 
-pub(super) async fn run<S: DataNode>(
+/// Runs `stages` over collection `coll` of `db` (a leading `$match` chooses the access path),
+/// or over nothing for collection-less pipelines.
+pub(super) async fn pipeline_output<S: DataNode>(
     state: &S,
-    _ctx: &RequestContext,
-    req: CommandRequest,
-) -> Result<RawDocumentBuf> {
-    if req.args().bool("explain")? == Some(true) {
-        return super::explain::explain(state, req, crate::command::Verbosity::QueryPlanner).await;
-    }
-    let cmd = AggregateCommand::parse(&req)?;
-    let pipeline = Pipeline::parse(&cmd.pipeline)?;
-    let ns = match &cmd.collection {
-        Some(name) => {
-            crate::catalog::validate_collection_name(&req.db, name)?;
-            format!("{}.{name}", req.db)
-        }
-        None => format!("{}.$cmd.aggregate", req.db),
-    };
+    db: &str,
+    coll: Option<&str>,
+    stages: &[Document],
+) -> Result<Vec<Document>> {
+    let pipeline = Pipeline::parse(stages)?;
     let mut input = Vec::new();
-    if let Some(name) = &cmd.collection {
-        if let Some((db, coll)) = state.storage().collection(&req.db, name).await {
+    if let Some(name) = coll {
+        if let Some((store, coll)) = state.storage().collection(db, name).await {
             let all = Filter::match_all();
             let filter = pipeline.leading_match().unwrap_or(&all);
             let empty = Document::new();
-            let filter_doc = cmd
-                .pipeline
+            let filter_doc = stages
                 .first()
                 .and_then(|stage| stage.get_document("$match").ok())
                 .unwrap_or(&empty);
-            let mut read = db.read().await?;
+            let mut read = store.read().await?;
             let mut position = Position::for_filter(&coll, filter_doc)?;
             while !position.done() {
                 input.extend(
@@ -110,7 +102,37 @@ pub(super) async fn run<S: DataNode>(
             }
         }
     }
-    let output = pipeline.run(input)?;
+    pipeline.run(input)
+}
+
+pub(super) async fn run<S: DataNode>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    if req.args().bool("explain")? == Some(true) {
+        return super::explain::explain(state, req, crate::command::Verbosity::QueryPlanner).await;
+    }
+    let cmd = AggregateCommand::parse(&req)?;
+    let ns = match &cmd.collection {
+        Some(name) => {
+            crate::catalog::validate_collection_name(&req.db, name)?;
+            format!("{}.{name}", req.db)
+        }
+        None => format!("{}.$cmd.aggregate", req.db),
+    };
+    let output = match &cmd.collection {
+        // A view runs its own pipeline first, on its source collection.
+        Some(name) => match views::resolve(state.storage(), &req.db, name).await? {
+            Some(view) => {
+                let mut stages = view.pipeline;
+                stages.extend(cmd.pipeline.iter().cloned());
+                pipeline_output(state, &req.db, Some(&view.source), &stages).await?
+            }
+            None => pipeline_output(state, &req.db, Some(name), &cmd.pipeline).await?,
+        },
+        None => pipeline_output(state, &req.db, None, &cmd.pipeline).await?,
+    };
     let mut docs = output
         .iter()
         .map(RawDocumentBuf::from_document)

@@ -165,7 +165,17 @@ async fn run_group<S: DataNode>(
     while idx < end && !out.stopped {
         let op = &cmd.parsed.ops[idx];
         let coll_name = &cmd.parsed.namespaces[op.ns].coll;
-        if let Err(e) = validate_user_write(db_name, coll_name) {
+        let checked = match validate_user_write(db_name, coll_name) {
+            Ok(()) => {
+                match crate::shard::views::definition(state.storage(), db_name, coll_name).await {
+                    Ok(Some(_)) => Err(crate::shard::views::not_a_collection(db_name, coll_name)),
+                    Ok(None) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = checked {
             out.failure(idx, op.kind, e, cmd.parsed.ordered);
             idx += 1;
             continue;

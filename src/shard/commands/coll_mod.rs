@@ -26,6 +26,7 @@ pub(super) async fn run<S: DataNode>(
     let args = req.args();
     let name = args.collection()?.to_string();
     validate_collection_name(&req.db, &name)?;
+    crate::shard::views::reject(state.storage(), &req.db, &name).await?;
     let body = req.body.to_document()?;
     for key in UNSUPPORTED {
         if body.contains_key(key) {

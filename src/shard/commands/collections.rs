@@ -11,9 +11,7 @@ use bson::{Bson, Document, RawDocumentBuf, doc};
 
 /// `create` options this server implements; every other known option is refused precisely.
 const PLAIN_OPTIONS: [&str; 2] = ["collation", "writeConcern"];
-const UNSUPPORTED_OPTIONS: [&str; 6] = [
-    "viewOn",
-    "pipeline",
+const UNSUPPORTED_OPTIONS: [&str; 4] = [
     "timeseries",
     "clusteredIndex",
     "changeStreamPreAndPostImages",
@@ -29,6 +27,9 @@ pub(super) async fn create<S: DataNode>(
     let name = args.collection()?;
     validate_user_write(&req.db, name)?;
     let body = req.body.to_document()?;
+    if body.contains_key("viewOn") || body.contains_key("pipeline") {
+        return create_view(state, &req.db, name, &body).await;
+    }
     let mut options = Document::new();
     for (key, value) in body.iter().skip(1) {
         if UNSUPPORTED_OPTIONS.contains(&key.as_str()) {
@@ -58,6 +59,55 @@ pub(super) async fn create<S: DataNode>(
         }
         Err(e) => Err(e),
     }
+}
+
+/// `create` with `viewOn` (and `pipeline`).
+async fn create_view<S: DataNode>(
+    state: &S,
+    db: &str,
+    name: &str,
+    body: &Document,
+) -> Result<RawDocumentBuf> {
+    let view_on = match body.get("viewOn") {
+        Some(Bson::String(source)) => source,
+        Some(_) => {
+            return Err(MongoError::type_mismatch(
+                "BSON field 'create.viewOn' is the wrong type, expected type 'string'",
+            ));
+        }
+        None => {
+            return Err(MongoError::bad_value(
+                "'pipeline' requires 'viewOn' to also be specified",
+            ));
+        }
+    };
+    for option in ["capped", "validator", "timeseries", "clusteredIndex"] {
+        if body.contains_key(option) {
+            return Err(MongoError::new(
+                ErrorCode::InvalidOptions,
+                format!("'{option}' is not a valid option for a view"),
+            ));
+        }
+    }
+    let pipeline = match body.get("pipeline") {
+        None => Vec::new(),
+        Some(Bson::Array(stages)) => stages
+            .iter()
+            .map(|stage| match stage {
+                Bson::Document(d) => Ok(d.clone()),
+                _ => Err(MongoError::type_mismatch(
+                    "Each element of the 'pipeline' array must be an object",
+                )),
+            })
+            .collect::<Result<Vec<_>>>()?,
+        Some(_) => {
+            return Err(MongoError::type_mismatch(
+                "BSON field 'create.pipeline' is the wrong type, expected type 'array'",
+            ));
+        }
+    };
+    crate::shard::views::create(state.storage(), db, name, view_on, pipeline).await?;
+    Ok(RawDocumentBuf::new())
 }
 
 /// 1 PB, the largest capped collection MongoDB allows.
@@ -120,6 +170,7 @@ pub(super) async fn drop<S: DataNode>(
         return Ok(RawDocumentBuf::new());
     };
     let Some(meta) = db.collection(&name) else {
+        crate::shard::views::drop(state.storage(), &req.db, &name).await?;
         return Ok(RawDocumentBuf::new());
     };
     db.drop_collection(&name).await?;
@@ -220,6 +271,24 @@ pub(super) async fn list_collections<S: DataNode>(
             };
             entries.push(RawDocumentBuf::from_document(&entry)?);
         }
+        for view in crate::shard::views::all(state.storage(), &req.db).await? {
+            let pipeline: Vec<Bson> = view.pipeline.into_iter().map(Bson::Document).collect();
+            let full = doc! {
+                "name": &view.name,
+                "type": "view",
+                "options": {"viewOn": &view.view_on, "pipeline": pipeline},
+                "info": {"readOnly": true},
+            };
+            if !filter.matches(&full) {
+                continue;
+            }
+            let entry = if name_only {
+                doc! {"name": &view.name, "type": "view"}
+            } else {
+                full
+            };
+            entries.push(RawDocumentBuf::from_document(&entry)?);
+        }
     }
     Ok(cursor_reply(&ns, entries, 0, true))
 }
@@ -231,6 +300,7 @@ pub(super) async fn list_indexes<S: DataNode>(
 ) -> Result<RawDocumentBuf> {
     let name = req.args().collection()?;
     validate_collection_name(&req.db, name)?;
+    crate::shard::views::reject(state.storage(), &req.db, name).await?;
     let ns = format!("{}.{name}", req.db);
     let (_, meta) = state
         .storage()

@@ -2,6 +2,7 @@
 
 use super::super::DataNode;
 use super::super::exec::Position;
+use super::super::views;
 use crate::command::CommandRequest;
 use crate::document::keystring;
 use crate::document::path::values_at_path;
@@ -28,6 +29,20 @@ pub(super) async fn count<S: DataNode>(
         .map(|l| l.unsigned_abs())
         .filter(|l| *l > 0);
     let filter = Filter::parse(&query)?;
+    if let Some(view) = views::resolve(state.storage(), &req.db, collection).await? {
+        let mut stages = view.pipeline;
+        stages.push(doc! {"$match": query});
+        if skip > 0 {
+            stages.push(doc! {"$skip": skip as i64});
+        }
+        if let Some(limit) = limit {
+            stages.push(doc! {"$limit": limit as i64});
+        }
+        let n = super::aggregate::pipeline_output(state, &req.db, Some(&view.source), &stages)
+            .await?
+            .len() as u64;
+        return Ok(RawDocumentBuf::from_document(&doc! {"n": count_bson(n)})?);
+    }
     let n = match state.storage().collection(&req.db, collection).await {
         None => 0,
         Some((db, coll)) if filter.is_empty() => db.stats(&coll).count.max(0) as u64,
@@ -46,9 +61,13 @@ pub(super) async fn count<S: DataNode>(
     };
     let n = n.saturating_sub(skip);
     let n = limit.map_or(n, |l| n.min(l));
-    Ok(RawDocumentBuf::from_document(
-        &doc! {"n": i32::try_from(n).map(Bson::Int32).unwrap_or(Bson::Int64(n as i64))},
-    )?)
+    Ok(RawDocumentBuf::from_document(&doc! {"n": count_bson(n)})?)
+}
+
+fn count_bson(n: u64) -> Bson {
+    i32::try_from(n)
+        .map(Bson::Int32)
+        .unwrap_or(Bson::Int64(n as i64))
 }
 
 pub(super) async fn distinct<S: DataNode>(
@@ -73,19 +92,31 @@ pub(super) async fn distinct<S: DataNode>(
     let path: Vec<&str> = key.split('.').collect();
     let mut seen = HashSet::new();
     let mut values = Vec::new();
+    let mut add = |doc: Document, values: &mut Vec<Bson>| {
+        let mut found = Vec::new();
+        values_at_path(&Bson::Document(doc), &path, &mut found);
+        for value in found {
+            if seen.insert(keystring::encode_one(&value)) {
+                values.push(value);
+            }
+        }
+    };
+    if let Some(view) = views::resolve(state.storage(), &req.db, collection).await? {
+        let mut stages = view.pipeline;
+        stages.push(doc! {"$match": query});
+        for doc in
+            super::aggregate::pipeline_output(state, &req.db, Some(&view.source), &stages).await?
+        {
+            add(doc, &mut values);
+        }
+        return Ok(RawDocumentBuf::from_document(&doc! {"values": values})?);
+    }
     if let Some((db, coll)) = state.storage().collection(&req.db, collection).await {
         let mut read = db.read().await?;
         let mut position = Position::for_filter(&coll, &query)?;
-        let mut found = Vec::new();
         while !position.done() {
             for candidate in position.next_matches(&mut read, &coll, &filter).await? {
-                found.clear();
-                values_at_path(&Bson::Document(candidate.doc), &path, &mut found);
-                for value in found.drain(..) {
-                    if seen.insert(keystring::encode_one(&value)) {
-                        values.push(value);
-                    }
-                }
+                add(candidate.doc, &mut values);
             }
         }
     }

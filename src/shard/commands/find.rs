@@ -6,6 +6,7 @@ use super::super::exec::{
     BlockingSort, FindOutput, MAX_BATCH_BYTES, Position, QueryShape, RECORD_ID_FIELD, ScanState,
     SortLimits, SortedDocs, SortedState, Tail,
 };
+use super::super::views;
 pub use crate::command::cursor_reply;
 use crate::command::{CommandRequest, GetMore, KillCursors, check_collation};
 use crate::error::{ErrorCode, MongoError, Result};
@@ -112,6 +113,27 @@ pub(super) async fn find<S: DataNode>(
         .map(SortSpec::parse)
         .transpose()?
         .filter(|s| !s.is_empty());
+    let first_batch = cmd
+        .batch_size
+        .map(|b| b as usize)
+        .unwrap_or(DEFAULT_FIRST_BATCH);
+    if let Some(view) = views::resolve(state.storage(), &req.db, &cmd.collection).await? {
+        if cmd.tail.is_some() {
+            return Err(views::not_a_collection(&req.db, &cmd.collection));
+        }
+        let docs = super::aggregate::pipeline_output(
+            state,
+            &req.db,
+            Some(&view.source),
+            &view_stages(view.pipeline, &cmd),
+        )
+        .await?;
+        let docs = docs
+            .iter()
+            .map(RawDocumentBuf::from_document)
+            .collect::<Result<VecDeque<_>, _>>()?;
+        return finish(state, &ns, CursorBody::Buffered(docs), first_batch, &cmd).await;
+    }
     let Some((db, coll)) = state.storage().collection(&req.db, &cmd.collection).await else {
         return Ok(cursor_reply(&ns, vec![], 0, true));
     };
@@ -127,10 +149,6 @@ pub(super) async fn find<S: DataNode>(
     } else {
         cmd.hint.as_ref()
     };
-    let first_batch = cmd
-        .batch_size
-        .map(|b| b as usize)
-        .unwrap_or(DEFAULT_FIRST_BATCH);
     let shape = QueryShape {
         filter: &cmd.filter,
         sort: sort.as_ref(),
@@ -145,7 +163,7 @@ pub(super) async fn find<S: DataNode>(
         cmd.return_key,
         position.path(),
     );
-    let mut body = match sort {
+    let body = match sort {
         // A sort the access path does not deliver is done in memory over every match.
         Some(sort) if !position.path().provides_sort() => {
             let limits = sort_limits(state, cmd.allow_disk_use);
@@ -171,6 +189,17 @@ pub(super) async fn find<S: DataNode>(
             tail: cmd.tail,
         })),
     };
+    finish(state, &ns, body, first_batch, &cmd).await
+}
+
+/// The first batch, and a cursor for the rest.
+async fn finish<S: DataNode>(
+    state: &S,
+    ns: &str,
+    mut body: CursorBody,
+    first_batch: usize,
+    cmd: &FindCommand,
+) -> Result<RawDocumentBuf> {
     let (batch, exhausted) = next_batch(&mut body, first_batch).await?;
     // A tailable cursor that found nothing at first is closed, as in MongoDB.
     let dead_tail = cmd.tail.is_some() && batch.is_empty();
@@ -179,9 +208,29 @@ pub(super) async fn find<S: DataNode>(
     } else {
         state
             .cursors()
-            .register(Cursor::new(ns.clone(), body, cmd.no_cursor_timeout))
+            .register(Cursor::new(ns.to_string(), body, cmd.no_cursor_timeout))
     };
-    Ok(cursor_reply(&ns, batch, id, true))
+    Ok(cursor_reply(ns, batch, id, true))
+}
+
+/// A find on a view as the aggregation it is: the view's pipeline, then the query.
+fn view_stages(mut stages: Vec<Document>, cmd: &FindCommand) -> Vec<Document> {
+    if !cmd.filter.is_empty() {
+        stages.push(bson::doc! {"$match": cmd.filter.clone()});
+    }
+    if let Some(sort) = cmd.sort.as_ref().filter(|s| !s.contains_key("$natural")) {
+        stages.push(bson::doc! {"$sort": sort.clone()});
+    }
+    if cmd.skip > 0 {
+        stages.push(bson::doc! {"$skip": cmd.skip as i64});
+    }
+    if let Some(limit) = cmd.limit {
+        stages.push(bson::doc! {"$limit": limit as i64});
+    }
+    if let Some(projection) = &cmd.projection {
+        stages.push(bson::doc! {"$project": projection.clone()});
+    }
+    stages
 }
 
 /// The `hint` argument: an index name, a key pattern or `{$natural: 1}`.

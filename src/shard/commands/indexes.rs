@@ -15,6 +15,7 @@ pub(super) async fn create_indexes<S: DataNode>(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
+    crate::shard::views::reject(state.storage(), &req.db, args.collection()?).await?;
     let requested = args
         .array("indexes")?
         .ok_or_else(|| missing("createIndexes", "indexes"))?;
@@ -122,6 +123,7 @@ pub(super) async fn drop_indexes<S: DataNode>(
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
     let name = args.collection()?;
+    crate::shard::views::reject(state.storage(), &req.db, name).await?;
     let ns = format!("{}.{name}", req.db);
     let (db, coll) = state
         .storage()

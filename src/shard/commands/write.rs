@@ -18,6 +18,7 @@ pub(super) async fn target<S: DataNode>(
 ) -> Result<Option<(Arc<DatabaseStore>, Arc<CollectionMeta>)>> {
     let coll = req.args().collection()?;
     validate_user_write(&req.db, coll)?;
+    crate::shard::views::reject(state.storage(), &req.db, coll).await?;
     if !create {
         return Ok(state.storage().collection(&req.db, coll).await);
     }

@@ -1,0 +1,202 @@
+//! Views (`create` with `viewOn` and `pipeline`): definitions kept, as MongoDB keeps them, in
+//! the database's `system.views` collection (`{_id: "<db>.<view>", viewOn, pipeline}`),
+//! resolved to their source collection and the concatenated pipelines. Views are read-only.
+
+use super::exec::Position;
+use super::storage::Storage;
+use crate::aggregate::Pipeline;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::query::filter::Filter;
+use bson::{Bson, Document, RawDocumentBuf, doc};
+
+/// Where view definitions live.
+pub const VIEWS_COLLECTION: &str = "system.views";
+
+/// Most views one view may be stacked on, as MongoDB allows.
+const MAX_VIEW_DEPTH: usize = 20;
+
+/// Stages a view pipeline may not contain.
+const FORBIDDEN_STAGES: [&str; 3] = ["$out", "$merge", "$changeStream"];
+
+/// One stored definition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ViewDefinition {
+    pub name: String,
+    pub view_on: String,
+    pub pipeline: Vec<Document>,
+}
+
+/// A view resolved down to a collection.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolvedView {
+    pub source: String,
+    /// The pipelines of every view on the way, innermost first.
+    pub pipeline: Vec<Document>,
+}
+
+fn parse_definition(doc: &Document) -> Option<ViewDefinition> {
+    let id = doc.get_str("_id").ok()?;
+    let (_, name) = id.split_once('.')?;
+    let pipeline = doc
+        .get_array("pipeline")
+        .map(|stages| {
+            stages
+                .iter()
+                .filter_map(|s| s.as_document().cloned())
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(ViewDefinition {
+        name: name.to_string(),
+        view_on: doc.get_str("viewOn").ok()?.to_string(),
+        pipeline,
+    })
+}
+
+/// Every view of `db`.
+pub async fn all(storage: &Storage, db: &str) -> Result<Vec<ViewDefinition>> {
+    read_definitions(storage, db, &Document::new()).await
+}
+
+/// The view named `name` in `db`, if it is one.
+pub async fn definition(storage: &Storage, db: &str, name: &str) -> Result<Option<ViewDefinition>> {
+    let filter = doc! {"_id": format!("{db}.{name}")};
+    Ok(read_definitions(storage, db, &filter)
+        .await?
+        .into_iter()
+        .next())
+}
+
+async fn read_definitions(
+    storage: &Storage,
+    db: &str,
+    filter: &Document,
+) -> Result<Vec<ViewDefinition>> {
+    // Most databases have no views: no `system.views`, nothing to read.
+    let Some((store, coll)) = storage.collection(db, VIEWS_COLLECTION).await else {
+        return Ok(Vec::new());
+    };
+    let matcher = Filter::parse(filter)?;
+    let mut read = store.read().await?;
+    let mut position = Position::for_filter(&coll, filter)?;
+    let mut out = Vec::new();
+    while !position.done() {
+        for candidate in position.next_matches(&mut read, &coll, &matcher).await? {
+            out.extend(parse_definition(&candidate.doc));
+        }
+    }
+    Ok(out)
+}
+
+/// Follows `name` through views down to a collection; `None` when `name` is not a view.
+pub async fn resolve(storage: &Storage, db: &str, name: &str) -> Result<Option<ResolvedView>> {
+    let Some(first) = definition(storage, db, name).await? else {
+        return Ok(None);
+    };
+    let mut pipeline = first.pipeline;
+    let mut source = first.view_on;
+    for _ in 0..MAX_VIEW_DEPTH {
+        match definition(storage, db, &source).await? {
+            None => return Ok(Some(ResolvedView { source, pipeline })),
+            Some(inner) => {
+                let mut stages = inner.pipeline;
+                stages.extend(pipeline);
+                pipeline = stages;
+                source = inner.view_on;
+            }
+        }
+    }
+    Err(MongoError::new(
+        ErrorCode::ViewDepthLimitExceeded,
+        format!("View depth too deep or view cycle detected; maximum depth is {MAX_VIEW_DEPTH}"),
+    ))
+}
+
+/// The error writes and index commands on a view answer.
+pub fn not_a_collection(db: &str, name: &str) -> MongoError {
+    MongoError::new(
+        ErrorCode::CommandNotSupportedOnView,
+        format!("Namespace {db}.{name} is a view, not a collection"),
+    )
+}
+
+/// Fails with [`not_a_collection`] when `name` is a view (for commands views do not support).
+pub async fn reject(storage: &Storage, db: &str, name: &str) -> Result<()> {
+    match definition(storage, db, name).await? {
+        Some(_) => Err(not_a_collection(db, name)),
+        None => Ok(()),
+    }
+}
+
+/// Checks a `create` with `viewOn`, then records the view.
+pub async fn create(
+    storage: &Storage,
+    db: &str,
+    name: &str,
+    view_on: &str,
+    pipeline: Vec<Document>,
+) -> Result<()> {
+    crate::catalog::validate_collection_name(db, view_on)?;
+    for stage in &pipeline {
+        if let Some(key) = stage
+            .keys()
+            .next()
+            .filter(|k| FORBIDDEN_STAGES.contains(&k.as_str()))
+        {
+            return Err(MongoError::new(
+                ErrorCode::OptionNotSupportedOnView,
+                format!("{key} cannot be used in a view definition"),
+            ));
+        }
+    }
+    Pipeline::parse(&pipeline)?;
+    let exists = storage.collection(db, name).await.is_some()
+        || definition(storage, db, name).await?.is_some();
+    if exists {
+        return Err(MongoError::new(
+            ErrorCode::NamespaceExists,
+            format!("Namespace {db}.{name} already exists"),
+        ));
+    }
+    // The view must not lead back to itself.
+    let mut current = view_on.to_string();
+    for _ in 0..MAX_VIEW_DEPTH {
+        if current == name {
+            return Err(MongoError::new(
+                ErrorCode::GraphContainsCycle,
+                format!("View cycle detected: {db}.{name} depends on itself"),
+            ));
+        }
+        match definition(storage, db, &current).await? {
+            Some(inner) => current = inner.view_on,
+            None => break,
+        }
+    }
+    let store = storage.database_or_create(db).await?;
+    let coll = store.ensure_collection(VIEWS_COLLECTION).await?;
+    let record = doc! {
+        "_id": format!("{db}.{name}"),
+        "viewOn": view_on,
+        "pipeline": pipeline.into_iter().map(Bson::Document).collect::<Vec<_>>(),
+    };
+    let raw = RawDocumentBuf::from_document(&record)?;
+    let mut txn = store.write().await?;
+    txn.insert_one(&coll, &raw).await?;
+    txn.commit().await?;
+    Ok(())
+}
+
+/// Removes a view; returns whether `name` was one.
+pub async fn drop(storage: &Storage, db: &str, name: &str) -> Result<bool> {
+    let Some((store, coll)) = storage.collection(db, VIEWS_COLLECTION).await else {
+        return Ok(false);
+    };
+    let id = Bson::String(format!("{db}.{name}"));
+    let mut txn = store.write().await?;
+    let Some((rid, raw)) = txn.fetch_by_id(&coll, &id).await? else {
+        return Ok(false);
+    };
+    txn.delete(&coll, rid, &raw).await?;
+    txn.commit().await?;
+    Ok(true)
+}
