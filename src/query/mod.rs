@@ -6,11 +6,14 @@
 //! - [`sort`]: sort specifications and MongoDB's sort order over documents (also the router's
 //!   merge order).
 //! - [`update`]: update operators, replacement documents and upsert seeds.
+//! - [`bounds`] and [`key_intervals`]: the values and encoded key intervals a filter allows for
+//!   key fields (index scans, shard targeting).
 //! - `pcre`: MongoDB (PCRE) regular expressions on the `regex` crate.
 //! - `values`: type names, MongoDB's rendering of values in messages, shared coercions.
 
 pub mod bounds;
 pub mod filter;
+pub mod key_intervals;
 mod pcre;
 pub mod projection;
 pub mod sort;

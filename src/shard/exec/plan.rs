@@ -2,18 +2,16 @@
 //! intervals in one index (from the filter's bounds, honouring `hint`, and in the query's sort
 //! order when the index provides it), or a collection scan.
 
-use crate::document::{hashed, keystring};
+use crate::document::keystring;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::bounds::{FieldBounds, field_bounds};
+pub use crate::query::key_intervals::KeyInterval;
+use crate::query::key_intervals::{KeyIntervals, KeyOrder, KeyPart, key_intervals};
 use crate::query::sort::SortSpec;
 use crate::shard::index::{FieldKind, KeyField};
 use crate::shard::storage::{CollectionMeta, IndexMeta};
 use bson::{Bson, Document};
 use std::sync::Arc;
-
-/// Most key intervals one scan may have (a product of `$in` lists); beyond it, fewer fields
-/// are bounded.
-const MAX_INTERVALS: usize = 2000;
 
 /// What a query asks, as far as choosing an access path goes.
 pub struct QueryShape<'a> {
@@ -37,13 +35,6 @@ impl<'a> QueryShape<'a> {
             max: None,
         }
     }
-}
-
-/// A half-open interval `[low, high)` of encoded index keys (`high: None` runs to the end).
-#[derive(Clone, Debug, PartialEq)]
-pub struct KeyInterval {
-    pub low: Vec<u8>,
-    pub high: Option<Vec<u8>>,
 }
 
 /// A scan of one index.
@@ -278,76 +269,32 @@ fn plan_index(
     whole: bool,
 ) -> Option<(IndexScanPlan, Candidate)> {
     let fields = fields_of(index);
-    let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
-    let mut point_fields = 0;
-    let mut single_point_fields = 0;
-    let mut range: Option<(FieldBounds, bool)> = None;
-    let mut bounds = Vec::new();
-    for field in &fields {
-        match field_bounds(shape.filter, &field.path, index.multikey) {
-            Some(FieldBounds::Points(points)) => {
-                if prefixes.len() * points.len().max(1) > MAX_INTERVALS {
-                    break;
-                }
-                bounds.push(FieldBounds::Points(points.clone()));
-
-                let mut next = Vec::with_capacity(prefixes.len() * points.len());
-                for prefix in &prefixes {
-                    for point in &points {
-                        let mut key = prefix.clone();
-                        let value = match field.kind {
-                            FieldKind::Hashed => Bson::Int64(hashed::hash_value(point).ok()?),
-                            _ => point.clone(),
-                        };
-                        keystring::encode_value(
-                            &value,
-                            field.kind == FieldKind::Descending,
-                            &mut key,
-                        );
-                        next.push(key);
-                    }
-                }
-                prefixes = next;
-                point_fields += 1;
-                if points.len() == 1 && single_point_fields + 1 == point_fields {
-                    single_point_fields += 1;
-                }
-            }
-            Some(field_range @ FieldBounds::Range { .. }) if field.kind != FieldKind::Hashed => {
-                bounds.push(field_range.clone());
-                range = Some((field_range, field.kind == FieldKind::Descending));
-                break;
-            }
-
-            _ => break,
-        }
-    }
-    if point_fields == 0 && range.is_none() && !whole {
+    let parts: Vec<KeyPart<'_>> = fields
+        .iter()
+        .map(|f| KeyPart {
+            path: &f.path,
+            order: match f.kind {
+                FieldKind::Ascending => KeyOrder::Ascending,
+                FieldKind::Descending => KeyOrder::Descending,
+                FieldKind::Hashed => KeyOrder::Hashed,
+            },
+        })
+        .collect();
+    let KeyIntervals {
+        intervals,
+        bounds,
+        point_fields,
+        single_point_fields,
+        has_range,
+    } = key_intervals(&parts, shape.filter, index.multikey)?;
+    if point_fields == 0 && !has_range && !whole {
         return None;
     }
-    let mut intervals: Vec<KeyInterval> = match &range {
-        Some((FieldBounds::Range { low, high }, descending)) => prefixes
-            .iter()
-            .filter_map(|p| range_interval(p, low.as_ref(), high.as_ref(), *descending))
-            .collect(),
-        _ => prefixes
-            .into_iter()
-            .map(|p| KeyInterval {
-                high: if p.is_empty() {
-                    None
-                } else {
-                    keystring::successor(&p)
-                },
-                low: p,
-            })
-            .collect(),
-    };
-    intervals.sort_by(|a, b| a.low.cmp(&b.low));
     let (provides_sort, reverse) = sort_order(index, &fields, single_point_fields, shape.sort);
-    let all_points = point_fields == fields.len() && range.is_none();
+    let all_points = point_fields == fields.len() && !has_range;
     let score = (
         point_fields,
-        range.is_some(),
+        has_range,
         provides_sort,
         all_points && index.is_unique(),
     );
@@ -361,48 +308,6 @@ fn plan_index(
         },
         score,
     ))
-}
-
-/// `[low, high)` for a range on the component after `prefix`. A missing side runs to the end
-/// of the bound's type (all components of one type start with the same tag byte).
-fn range_interval(
-    prefix: &[u8],
-    low: Option<&(Bson, bool)>,
-    high: Option<&(Bson, bool)>,
-    descending: bool,
-) -> Option<KeyInterval> {
-    let bracket_value = low.or(high).map(|(v, _)| v)?;
-    let mut tag = Vec::new();
-    keystring::encode_value(bracket_value, descending, &mut tag);
-    let bracket: Vec<u8> = prefix
-        .iter()
-        .copied()
-        .chain(std::iter::once(tag[0]))
-        .collect();
-    let key = |v: &Bson| {
-        let mut k = prefix.to_vec();
-        keystring::encode_value(v, descending, &mut k);
-        k
-    };
-    // In a descending component larger values have smaller encodings: the sides swap.
-    let (start, end) = if descending { (high, low) } else { (low, high) };
-    let lower = match start {
-        Some((v, true)) => key(v),
-        Some((v, false)) => keystring::successor(&key(v))?,
-        None => bracket.clone(),
-    };
-    let upper = match end {
-        Some((v, true)) => keystring::successor(&key(v)),
-        Some((v, false)) => Some(key(v)),
-        None => keystring::successor(&bracket),
-    };
-    if upper.as_ref().is_some_and(|u| *u <= lower) {
-        return None;
-    }
-    Some(KeyInterval {
-        low: lower,
-        high: upper,
-    })
 }
 
 /// Whether scanning the index (forwards or backwards) yields the sort order: the sort fields
