@@ -1,12 +1,18 @@
 //! Sharding catalog types shared by every role (pure data, no IO): namespaces, database
-//! versions and `config.databases` entries.
+//! versions and `config.databases` entries, chunk versions, shard key patterns and chunk maps.
 
+mod chunk_map;
+mod chunk_version;
 mod database_entry;
 mod database_version;
 mod namespace;
+mod shard_key;
 
+pub use chunk_map::{Chunk, ChunkMap};
+pub use chunk_version::{ChunkVersion, CollectionGeneration};
 pub use database_entry::DatabaseEntry;
 pub use database_version::DatabaseVersion;
 pub use namespace::{
     split_namespace, validate_collection_name, validate_db_name, validate_user_write,
 };
+pub use shard_key::{ShardKeyField, ShardKeyPattern};

@@ -1,0 +1,251 @@
+//! The chunks of a sharded collection: contiguous key ranges `[min, max)` covering the whole
+//! key space, each owned by one shard at one chunk version, ordered by their encoded lower
+//! bound so that finding a key's chunk is O(log chunks).
+
+use super::chunk_version::{ChunkVersion, CollectionGeneration};
+use super::shard_key::ShardKeyPattern;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::query::key_intervals::KeyInterval;
+use bson::Document;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
+
+/// One chunk.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chunk {
+    pub min: Document,
+    pub max: Document,
+    pub shard: String,
+    pub version: ChunkVersion,
+    /// Encoded `min`.
+    pub min_key: Vec<u8>,
+    /// Encoded `max`.
+    pub max_key: Vec<u8>,
+}
+
+impl Chunk {
+    pub fn new(
+        pattern: &ShardKeyPattern,
+        min: Document,
+        max: Document,
+        shard: String,
+        version: ChunkVersion,
+    ) -> Chunk {
+        Chunk {
+            min_key: pattern.encode(&min),
+            max_key: pattern.encode(&max),
+            min,
+            max,
+            shard,
+            version,
+        }
+    }
+
+    /// Whether the chunk holds `key` (the last chunk also holds keys equal to MaxKey).
+    pub fn contains(&self, key: &[u8], last: bool) -> bool {
+        key >= self.min_key.as_slice() && (key < self.max_key.as_slice() || last)
+    }
+}
+
+/// The chunks of one collection generation.
+#[derive(Clone, Debug, Default)]
+pub struct ChunkMap {
+    by_min: BTreeMap<Vec<u8>, Chunk>,
+}
+
+impl ChunkMap {
+    /// Builds the map and checks that the chunks tile the key space without gaps or overlaps.
+    pub fn new(pattern: &ShardKeyPattern, chunks: Vec<Chunk>) -> Result<ChunkMap> {
+        let mut by_min = BTreeMap::new();
+        for chunk in chunks {
+            by_min.insert(chunk.min_key.clone(), chunk);
+        }
+        let map = ChunkMap { by_min };
+        map.check_coverage(pattern)?;
+        Ok(map)
+    }
+
+    fn check_coverage(&self, pattern: &ShardKeyPattern) -> Result<()> {
+        let inconsistent = |what: &str| {
+            MongoError::new(
+                ErrorCode::ConflictingOperationInProgress,
+                format!("the routing table is inconsistent: {what}"),
+            )
+        };
+        let Some(first) = self.by_min.values().next() else {
+            return Err(inconsistent("no chunks"));
+        };
+        if first.min_key != pattern.encode(&pattern.global_min()) {
+            return Err(inconsistent("the first chunk does not start at MinKey"));
+        }
+        let mut expected = first.min_key.clone();
+        for chunk in self.by_min.values() {
+            if chunk.min_key != expected {
+                return Err(inconsistent("chunks overlap or leave a gap"));
+            }
+            expected = chunk.max_key.clone();
+        }
+        if expected != pattern.encode(&pattern.global_max()) {
+            return Err(inconsistent("the last chunk does not end at MaxKey"));
+        }
+        Ok(())
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_min.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_min.is_empty()
+    }
+
+    pub fn chunks(&self) -> impl Iterator<Item = &Chunk> {
+        self.by_min.values()
+    }
+
+    fn is_last(&self, chunk: &Chunk) -> bool {
+        self.by_min
+            .keys()
+            .next_back()
+            .is_some_and(|k| *k == chunk.min_key)
+    }
+
+    /// The chunk holding an encoded key.
+    pub fn chunk_for(&self, key: &[u8]) -> Option<&Chunk> {
+        let (_, chunk) = self
+            .by_min
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
+            .next_back()?;
+        chunk.contains(key, self.is_last(chunk)).then_some(chunk)
+    }
+
+    /// The chunks overlapping an interval of encoded keys, in key order.
+    pub fn overlapping<'a>(
+        &'a self,
+        interval: &'a KeyInterval,
+    ) -> impl Iterator<Item = &'a Chunk> + 'a {
+        // The chunk holding `low` may start before it.
+        let start = self
+            .by_min
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(interval.low.as_slice())))
+            .next_back()
+            .map(|(k, _)| k.clone())
+            .unwrap_or_default();
+        self.by_min
+            .range::<[u8], _>((Bound::Included(start.as_slice()), Bound::Unbounded))
+            .map(|(_, c)| c)
+            .take_while(move |c| {
+                interval
+                    .high
+                    .as_deref()
+                    .is_none_or(|h| c.min_key.as_slice() < h)
+            })
+    }
+
+    /// The shards owning chunks in any of `intervals`.
+    pub fn shards_for(&self, intervals: &[KeyInterval]) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for interval in intervals {
+            for chunk in self.overlapping(interval) {
+                out.insert(chunk.shard.clone());
+            }
+        }
+        out
+    }
+
+    /// Every shard owning at least one chunk.
+    pub fn shards(&self) -> BTreeSet<String> {
+        self.by_min.values().map(|c| c.shard.clone()).collect()
+    }
+
+    /// The highest chunk version overall.
+    pub fn collection_version(&self) -> Option<ChunkVersion> {
+        self.by_min
+            .values()
+            .map(|c| c.version)
+            .max_by_key(|v| (v.major, v.minor))
+    }
+
+    /// The highest chunk version on `shard` (`0|0` of the generation when it owns none).
+    pub fn shard_version(&self, shard: &str, generation: CollectionGeneration) -> ChunkVersion {
+        self.by_min
+            .values()
+            .filter(|c| c.shard == shard)
+            .map(|c| c.version)
+            .max_by_key(|v| (v.major, v.minor))
+            .unwrap_or(ChunkVersion::new(generation, 0, 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{Bson, Timestamp, doc};
+
+    fn setup() -> (ShardKeyPattern, ChunkMap, CollectionGeneration) {
+        let pattern = ShardKeyPattern::parse(&doc! {"a": 1}).unwrap();
+        let generation = CollectionGeneration::new(Timestamp {
+            time: 1,
+            increment: 0,
+        });
+        let bounds = [Bson::MinKey, Bson::Int32(10), Bson::Int32(20), Bson::MaxKey];
+        let chunks = bounds
+            .windows(2)
+            .enumerate()
+            .map(|(i, w)| {
+                Chunk::new(
+                    &pattern,
+                    doc! {"a": w[0].clone()},
+                    doc! {"a": w[1].clone()},
+                    format!("shard{}", i % 2),
+                    ChunkVersion::new(generation, 1, i as u32),
+                )
+            })
+            .collect();
+        let map = ChunkMap::new(&pattern, chunks).unwrap();
+        (pattern, map, generation)
+    }
+
+    #[test]
+    fn keys_find_their_chunk() {
+        let (p, map, _) = setup();
+        let shard_of = |v: Bson| {
+            map.chunk_for(&p.encode(&doc! {"a": v}))
+                .unwrap()
+                .shard
+                .clone()
+        };
+        assert_eq!(shard_of(Bson::Int32(5)), "shard0");
+        assert_eq!(shard_of(Bson::Int32(10)), "shard1");
+        assert_eq!(shard_of(Bson::Int32(25)), "shard0");
+        assert_eq!(
+            shard_of(Bson::MaxKey),
+            "shard0",
+            "the last chunk holds MaxKey"
+        );
+        assert_eq!(shard_of(Bson::String("x".into())), "shard0");
+    }
+
+    #[test]
+    fn intervals_target_overlapping_chunks_and_versions_add_up() {
+        let (p, map, generation) = setup();
+        let iv = p.target_intervals(&doc! {"a": {"$gte": 12, "$lt": 15}});
+        assert_eq!(
+            map.shards_for(&iv).into_iter().collect::<Vec<_>>(),
+            ["shard1"]
+        );
+        let wide = p.target_intervals(&doc! {"a": {"$gte": 5}});
+        assert_eq!(map.shards_for(&wide).len(), 2);
+        assert_eq!(map.collection_version().unwrap().minor, 2);
+        assert_eq!(map.shard_version("shard1", generation).minor, 1);
+        assert!(map.shard_version("shard9", generation).is_unset());
+    }
+
+    #[test]
+    fn gaps_are_refused() {
+        let (p, map, _) = setup();
+        let mut chunks: Vec<Chunk> = map.chunks().cloned().collect();
+        chunks.remove(1);
+        assert!(ChunkMap::new(&p, chunks).is_err());
+    }
+}
