@@ -19,12 +19,22 @@ use std::sync::Arc;
 pub struct ClientEntity {
     pub client: Client,
     pub observer: Arc<Observer>,
+    /// The `retryReads` / `retryWrites` URI options (true unless the test turns them off), for
+    /// the operations the runner retries itself (`commands`, `bulk`).
+    pub retry_reads: bool,
+    pub retry_writes: bool,
 }
 
 pub struct SessionEntity {
     /// `None` while `withTransaction` has lent the session to its callback.
     pub session: Option<ClientSession>,
     pub lsid: Document,
+    /// A transaction started by `startTransaction` and not yet committed or aborted (the
+    /// driver keeps this state private).
+    pub in_transaction: bool,
+    /// The session is causally consistent (`causalConsistency`, true unless `snapshot`): its
+    /// commands read after the operation time it has seen.
+    pub causal: bool,
 }
 
 pub enum CursorEntity {
@@ -63,6 +73,8 @@ impl Entity {
 #[derive(Default)]
 pub struct Entities {
     map: HashMap<String, Entity>,
+    /// The client entity each database and collection entity was created from.
+    owners: HashMap<String, String>,
 }
 
 impl Entities {
@@ -88,6 +100,11 @@ impl Entities {
 
     pub fn remove(&mut self, name: &str) -> Option<Entity> {
         self.map.remove(name)
+    }
+
+    /// The client entity a database or collection entity comes from.
+    pub fn client_of(&self, name: &str) -> Option<&ClientEntity> {
+        self.client(self.owners.get(name)?).ok()
     }
 
     pub fn client(&self, name: &str) -> Result<&ClientEntity, String> {
@@ -197,7 +214,9 @@ pub async fn create_entities(
         let entity = match kind.as_str() {
             "client" => Entity::Client(create_client(spec, router).await?),
             "database" => {
-                let client = entities.client(spec.get_str("client").unwrap_or_default())?;
+                let owner = spec.get_str("client").unwrap_or_default();
+                entities.owners.insert(id.clone(), owner.to_string());
+                let client = entities.client(owner)?;
                 let name = spec
                     .get_str("databaseName")
                     .map_err(|_| format!("database {id} without databaseName"))?;
@@ -215,7 +234,11 @@ pub async fn create_entities(
                 Entity::Database(client.client.database_with_options(name, options))
             }
             "collection" => {
-                let db = entities.database(spec.get_str("database").unwrap_or_default())?;
+                let db_id = spec.get_str("database").unwrap_or_default();
+                if let Some(owner) = entities.owners.get(db_id).cloned() {
+                    entities.owners.insert(id.clone(), owner);
+                }
+                let db = entities.database(db_id)?;
                 let name = spec
                     .get_str("collectionName")
                     .map_err(|_| format!("collection {id} without collectionName"))?;
@@ -241,6 +264,9 @@ pub async fn create_entities(
                     Ok(o) => session_options(o, entities)?,
                     Err(_) => SessionOptions::default(),
                 };
+                let causal = options
+                    .causal_consistency
+                    .unwrap_or(options.snapshot != Some(true));
                 let session = client
                     .start_session()
                     .with_options(options)
@@ -250,6 +276,8 @@ pub async fn create_entities(
                 Entity::Session(Box::new(SessionEntity {
                     session: Some(session),
                     lsid,
+                    in_transaction: false,
+                    causal,
                 }))
             }
             "bucket" => Entity::Bucket,
@@ -353,8 +381,16 @@ fn uri_value(value: &Bson) -> Result<String, CreateError> {
 
 async fn create_client(spec: &Document, router: SocketAddr) -> Result<ClientEntity, CreateError> {
     let mut query = Vec::new();
+    let (mut retry_reads, mut retry_writes) = (true, true);
     if let Ok(uri_options) = spec.get_document("uriOptions") {
         for (k, v) in uri_options {
+            let off = matches!(v, Bson::Boolean(false))
+                || v.as_str().is_some_and(|s| s.eq_ignore_ascii_case("false"));
+            match k.as_str() {
+                "retryReads" => retry_reads = !off,
+                "retryWrites" => retry_writes = !off,
+                _ => {}
+            }
             if k == "readPreferenceTags" {
                 return Err(CreateError::Unsupported(
                     "readPreferenceTags URI option".into(),
@@ -427,5 +463,10 @@ async fn create_client(spec: &Document, router: SocketAddr) -> Result<ClientEnti
     observer.install(&mut options);
     let client = Client::with_options(options)
         .map_err(|e| CreateError::Failed(format!("client from {uri}: {e}")))?;
-    Ok(ClientEntity { client, observer })
+    Ok(ClientEntity {
+        client,
+        observer,
+        retry_reads,
+        retry_writes,
+    })
 }

@@ -12,6 +12,10 @@ use std::sync::Mutex;
 pub struct ServerInfo {
     pub version: [u64; 3],
     pub topology: &'static str,
+    /// `hello`'s `maxBsonObjectSize` and `maxWriteBatchSize`: the limits the collection-level
+    /// bulk write of the runner splits its commands by.
+    pub max_bson_object_size: usize,
+    pub max_write_batch_size: usize,
     parameters: Mutex<HashMap<String, Option<Bson>>>,
 }
 
@@ -56,9 +60,18 @@ impl ServerInfo {
         for (i, v) in array.iter().take(3).enumerate() {
             version[i] = crate::values::as_i64(v).unwrap_or(0).max(0) as u64;
         }
+        let limit = |key: &str, default: usize| {
+            hello
+                .get(key)
+                .and_then(crate::values::as_i64)
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(default)
+        };
         Ok(ServerInfo {
             version,
             topology,
+            max_bson_object_size: limit("maxBsonObjectSize", 16 * 1024 * 1024),
+            max_write_batch_size: limit("maxWriteBatchSize", 100_000),
             parameters: Mutex::default(),
         })
     }

@@ -7,6 +7,7 @@ use crate::Global;
 use crate::entities::{CreateError, Entities, Entity, create_entities};
 use crate::events::check_expected;
 use crate::matching::{Lookup, exactly_equal, matches};
+use crate::operations::bulk::BulkFailure;
 use crate::operations::client::partial_result;
 use crate::operations::{self, Lent, OpError, Output, test_runner};
 use crate::requirements::{SCHEMA_MAJOR, SCHEMA_MINOR, parse_version};
@@ -19,7 +20,7 @@ use mongodb::ClusterTime;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::error::{ErrorKind, WriteFailure};
 use mongodb::options::{ReadConcern, ReadPreference, SelectionCriteria, WriteConcern};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -41,6 +42,8 @@ pub struct TestState {
     /// Fail point names to turn off after the test.
     pub fail_points: Vec<String>,
     pub started_transaction: bool,
+    pub max_bson_object_size: usize,
+    pub max_write_batch_size: usize,
 }
 
 pub async fn run_file(global: &'static Global, name: &str, path: &Path) -> FileReport {
@@ -170,12 +173,6 @@ fn unsupported_reason(file: &Document, test: &Document) -> Option<String> {
                 test_runner::unsupported(name).map(String::from)
             } else {
                 match kinds.get(object).map(String::as_str) {
-                    Some("collection") => {
-                        operations::collection::unsupported(name).map(String::from)
-                    }
-                    Some("database") if name == "modifyCollection" => {
-                        operations::collection::unsupported(name).map(String::from)
-                    }
                     Some("bucket") => {
                         Some("GridFS bucket operations are outside this runner".into())
                     }
@@ -221,6 +218,8 @@ async fn run_test(global: &'static Global, file: &Document, test: &Document) -> 
         entities: Entities::default(),
         fail_points: Vec::new(),
         started_transaction: false,
+        max_bson_object_size: global.server.max_bson_object_size,
+        max_write_batch_size: global.server.max_write_batch_size,
     };
     kill_all_sessions(&state.internal).await;
     let result = match tokio::time::timeout(TEST_TIMEOUT, test_body(&mut state, file, test)).await {
@@ -455,29 +454,12 @@ pub fn run_operation<'a, 's: 'a>(
         match result {
             Err(OpError::Runner(m)) => Err(Step::Fail(m)),
             Err(OpError::Unsupported(m)) => Err(Step::Skip(m)),
-            Err(OpError::Driver(e)) => {
-                if let Some(reason) = driver_limitation(&e) {
-                    return Err(Step::Skip(reason.to_string()));
-                }
-                if ignore {
-                    return Ok(Some(e));
-                }
-                match op.get_document("expectError") {
-                    Ok(expect) => {
-                        check_error(expect, &e, &state.entities).map_err(|step| match step {
-                            Step::Fail(m) => {
-                                Step::Fail(format!("{name}: the error {} {m}", describe_error(&e)))
-                            }
-                            skip => skip,
-                        })?;
-                        Ok(Some(e))
-                    }
-                    Err(_) => Err(Step::Fail(format!(
-                        "{name} on {object} failed: {}",
-                        describe_error(&e)
-                    ))),
-                }
-            }
+            Err(OpError::Driver(e)) if driver_limitation(&e).is_some() => Err(Step::Skip(
+                driver_limitation(&e).unwrap_or_default().to_string(),
+            )),
+            Err(OpError::Driver(e)) => expected_error(state, op, Observed::Driver(e)),
+            Err(OpError::Client(m)) => expected_error(state, op, Observed::Client(m)),
+            Err(OpError::Bulk(b)) => expected_error(state, op, Observed::Bulk(b)),
             Ok(output) => {
                 if ignore {
                     return Ok(None);
@@ -513,6 +495,33 @@ pub fn run_operation<'a, 's: 'a>(
     })
 }
 
+/// An operation failed: the error is checked against `expectError` (or ignored), and handed on
+/// as a driver error for a `withTransaction` callback.
+fn expected_error(
+    state: &TestState,
+    op: &Document,
+    e: Observed,
+) -> Result<Option<mongodb::error::Error>, Step> {
+    let name = op.get_str("name").unwrap_or("?");
+    let object = op.get_str("object").unwrap_or("?");
+    if op.get_bool("ignoreResultAndError").unwrap_or(false) {
+        return Ok(Some(e.into_driver_error()));
+    }
+    match op.get_document("expectError") {
+        Ok(expect) => {
+            check_error(expect, &e, &state.entities).map_err(|step| match step {
+                Step::Fail(m) => Step::Fail(format!("{name}: the error {} {m}", e.describe())),
+                skip => skip,
+            })?;
+            Ok(Some(e.into_driver_error()))
+        }
+        Err(_) => Err(Step::Fail(format!(
+            "{name} on {object} failed: {}",
+            e.describe()
+        ))),
+    }
+}
+
 fn check_result(expected: &Bson, output: &Output, lookup: &dyn Lookup) -> Result<(), String> {
     match (expected, &output.value) {
         // Cursor results: equal length, each document a root-level document.
@@ -535,9 +544,221 @@ fn check_result(expected: &Bson, output: &Output, lookup: &dyn Lookup) -> Result
     }
 }
 
+/// A failed operation as `expectError` examines it: a driver error, a client-side error of an
+/// operation the runner builds itself, or a failed collection-level bulk write of the runner.
+pub enum Observed {
+    Driver(mongodb::error::Error),
+    Client(String),
+    Bulk(Box<BulkFailure>),
+}
+
+impl Observed {
+    /// The driver errors involved: the error and those it wraps, or the command error that
+    /// stopped a bulk write.
+    fn driver_errors(&self) -> Vec<&mongodb::error::Error> {
+        match self {
+            Observed::Driver(e) => chain(e),
+            Observed::Bulk(b) => b.cause.as_ref().map(chain).unwrap_or_default(),
+            Observed::Client(_) => Vec::new(),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Observed::Driver(e) => describe_error(e),
+            Observed::Client(m) => format!("client-side error: {m}"),
+            Observed::Bulk(b) => b.describe(),
+        }
+    }
+
+    /// The error a `withTransaction` callback hands back to the driver.
+    pub fn into_driver_error(self) -> mongodb::error::Error {
+        match self {
+            Observed::Driver(e) => e,
+            Observed::Bulk(b) => match b.cause.clone() {
+                Some(cause) => cause,
+                None => mongodb::error::Error::custom(b.describe()),
+            },
+            Observed::Client(m) => mongodb::error::Error::custom(m),
+        }
+    }
+
+    fn has_label(&self, label: &str) -> bool {
+        match self {
+            Observed::Driver(e) => e.contains_label(label),
+            Observed::Bulk(b) => b.labels.contains(label),
+            Observed::Client(_) => false,
+        }
+    }
+
+    fn labels(&self) -> Vec<String> {
+        match self {
+            Observed::Driver(e) => e.labels().iter().cloned().collect(),
+            Observed::Bulk(b) => b.labels.iter().cloned().collect(),
+            Observed::Client(_) => Vec::new(),
+        }
+    }
+
+    /// Every (code, codeName) the error carries: command errors, write errors, write concern
+    /// errors (bulk errors aggregate several).
+    fn codes(&self) -> Vec<(i32, String)> {
+        let mut out = Vec::new();
+        for e in self.driver_errors() {
+            match e.kind.as_ref() {
+                ErrorKind::Command(c) => out.push((c.code, c.code_name.clone())),
+                ErrorKind::Write(WriteFailure::WriteError(w)) => {
+                    out.push((w.code, w.code_name.clone().unwrap_or_default()))
+                }
+                ErrorKind::Write(WriteFailure::WriteConcernError(w)) => {
+                    out.push((w.code, w.code_name.clone()))
+                }
+                ErrorKind::InsertMany(i) => {
+                    for w in i.write_errors.iter().flatten() {
+                        out.push((w.code, w.code_name.clone().unwrap_or_default()));
+                    }
+                    if let Some(w) = &i.write_concern_error {
+                        out.push((w.code, w.code_name.clone()));
+                    }
+                }
+                ErrorKind::BulkWrite(b) => {
+                    for w in b.write_errors.values() {
+                        out.push((w.code, w.code_name.clone().unwrap_or_default()));
+                    }
+                    for w in &b.write_concern_errors {
+                        out.push((w.code, w.code_name.clone()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Observed::Bulk(b) = self {
+            for w in b.write_errors.values().chain(&b.write_concern_errors) {
+                if let Some(code) = w.get("code").and_then(crate::values::as_i64) {
+                    out.push((
+                        code as i32,
+                        w.get_str("codeName").unwrap_or_default().to_string(),
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every message the error carries (its display and those of aggregated errors).
+    fn messages(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for e in self.driver_errors() {
+            out.push(e.to_string());
+            match e.kind.as_ref() {
+                ErrorKind::InsertMany(i) => {
+                    out.extend(i.write_errors.iter().flatten().map(|w| w.message.clone()));
+                    out.extend(i.write_concern_error.iter().map(|w| w.message.clone()));
+                }
+                ErrorKind::BulkWrite(b) => {
+                    out.extend(b.write_errors.values().map(|w| w.message.clone()));
+                    out.extend(b.write_concern_errors.iter().map(|w| w.message.clone()));
+                }
+                _ => {}
+            }
+        }
+        match self {
+            Observed::Client(m) => out.push(m.clone()),
+            Observed::Bulk(b) => {
+                for w in b.write_errors.values().chain(&b.write_concern_errors) {
+                    out.push(w.get_str("errmsg").unwrap_or_default().to_string());
+                }
+            }
+            Observed::Driver(_) => {}
+        }
+        out
+    }
+
+    /// Whether the error comes from a server response (as opposed to the driver or the runner:
+    /// argument validation, network errors, ...).
+    fn is_server_error(&self) -> bool {
+        let from_driver = self.driver_errors().iter().any(|e| {
+            matches!(
+                e.kind.as_ref(),
+                ErrorKind::Command(_)
+                    | ErrorKind::Write(_)
+                    | ErrorKind::InsertMany(_)
+                    | ErrorKind::BulkWrite(_)
+            )
+        });
+        from_driver
+            || matches!(self, Observed::Bulk(b)
+                if !b.write_errors.is_empty() || !b.write_concern_errors.is_empty())
+    }
+
+    fn is_timeout(&self) -> bool {
+        self.driver_errors().iter().any(|e| match e.kind.as_ref() {
+            ErrorKind::Io(io) => io.kind() == std::io::ErrorKind::TimedOut,
+            _ => false,
+        })
+    }
+
+    fn server_response(&self) -> Option<Document> {
+        let raw = self
+            .driver_errors()
+            .into_iter()
+            .find_map(|e| e.server_response())?;
+        Document::try_from(raw.clone()).ok()
+    }
+
+    /// Write errors by model index and write concern errors, as documents (`code`, `codeName`,
+    /// `errmsg`, `errInfo`), when the error is a bulk write error.
+    fn bulk_errors(&self) -> Option<(BTreeMap<usize, Document>, Vec<Document>)> {
+        if let Observed::Bulk(b) = self {
+            return Some((b.write_errors.clone(), b.write_concern_errors.clone()));
+        }
+        self.driver_errors()
+            .into_iter()
+            .find_map(|e| match e.kind.as_ref() {
+                ErrorKind::BulkWrite(b) => Some(b.clone()),
+                _ => None,
+            })
+            .map(|b| {
+                let write_errors = b
+                    .write_errors
+                    .iter()
+                    .map(|(i, w)| {
+                        let d = write_error_doc(
+                            w.code,
+                            w.code_name.as_deref(),
+                            &w.message,
+                            w.details.as_ref(),
+                        );
+                        (*i, d)
+                    })
+                    .collect();
+                let wces = b
+                    .write_concern_errors
+                    .iter()
+                    .map(|w| {
+                        write_error_doc(w.code, Some(&w.code_name), &w.message, w.details.as_ref())
+                    })
+                    .collect();
+                (write_errors, wces)
+            })
+    }
+
+    /// The partial result a bulk write error carries.
+    fn partial_result(&self) -> Option<Bson> {
+        if let Observed::Bulk(b) = self {
+            return Some(Bson::Document(b.partial.clone()));
+        }
+        self.driver_errors()
+            .into_iter()
+            .find_map(|e| match e.kind.as_ref() {
+                ErrorKind::BulkWrite(b) => b.partial_result.as_ref().map(partial_result),
+                _ => None,
+            })
+    }
+}
+
 /// A driver error with the server's code, as the messages show it.
 pub fn describe_error(e: &mongodb::error::Error) -> String {
-    let codes = codes(e);
+    let codes = Observed::Driver(e.clone()).codes();
     if codes.is_empty() {
         e.to_string()
     } else {
@@ -566,82 +787,6 @@ fn chain(e: &mongodb::error::Error) -> Vec<&mongodb::error::Error> {
     out
 }
 
-/// Every (code, codeName) the error carries: a command error, write errors, write concern errors
-/// (bulk errors aggregate several).
-fn codes(e: &mongodb::error::Error) -> Vec<(i32, String)> {
-    let mut out = Vec::new();
-    for e in chain(e) {
-        match e.kind.as_ref() {
-            ErrorKind::Command(c) => out.push((c.code, c.code_name.clone())),
-            ErrorKind::Write(WriteFailure::WriteError(w)) => {
-                out.push((w.code, w.code_name.clone().unwrap_or_default()))
-            }
-            ErrorKind::Write(WriteFailure::WriteConcernError(w)) => {
-                out.push((w.code, w.code_name.clone()))
-            }
-            ErrorKind::InsertMany(i) => {
-                for w in i.write_errors.iter().flatten() {
-                    out.push((w.code, w.code_name.clone().unwrap_or_default()));
-                }
-                if let Some(w) = &i.write_concern_error {
-                    out.push((w.code, w.code_name.clone()));
-                }
-            }
-            ErrorKind::BulkWrite(b) => {
-                for w in b.write_errors.values() {
-                    out.push((w.code, w.code_name.clone().unwrap_or_default()));
-                }
-                for w in &b.write_concern_errors {
-                    out.push((w.code, w.code_name.clone()));
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-/// Every message the error carries (its display and those of aggregated errors).
-fn messages(e: &mongodb::error::Error) -> Vec<String> {
-    let mut out = Vec::new();
-    for e in chain(e) {
-        out.push(e.to_string());
-        match e.kind.as_ref() {
-            ErrorKind::InsertMany(i) => {
-                out.extend(i.write_errors.iter().flatten().map(|w| w.message.clone()));
-                out.extend(i.write_concern_error.iter().map(|w| w.message.clone()));
-            }
-            ErrorKind::BulkWrite(b) => {
-                out.extend(b.write_errors.values().map(|w| w.message.clone()));
-                out.extend(b.write_concern_errors.iter().map(|w| w.message.clone()));
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-/// Whether the error comes from a server response (as opposed to the driver: argument
-/// validation, network errors, ...).
-fn is_server_error(e: &mongodb::error::Error) -> bool {
-    chain(e).iter().any(|e| {
-        matches!(
-            e.kind.as_ref(),
-            ErrorKind::Command(_)
-                | ErrorKind::Write(_)
-                | ErrorKind::InsertMany(_)
-                | ErrorKind::BulkWrite(_)
-        )
-    })
-}
-
-fn is_timeout(e: &mongodb::error::Error) -> bool {
-    chain(e).iter().any(|e| match e.kind.as_ref() {
-        ErrorKind::Io(io) => io.kind() == std::io::ErrorKind::TimedOut,
-        _ => false,
-    })
-}
-
 fn write_error_doc(
     code: i32,
     code_name: Option<&str>,
@@ -666,32 +811,25 @@ fn driver_limitation(e: &mongodb::error::Error) -> Option<&'static str> {
         ErrorKind::InvalidArgument { message, .. }
             if message.contains("Unacknowledged write concerns are not supported") =>
         {
-            Some("the Rust driver refuses unacknowledged (w: 0) writes for this operation")
+            Some(crate::operations::commands::UNACKNOWLEDGED)
         }
         _ => None,
     }
 }
 
-fn check_error(
-    expect: &Document,
-    e: &mongodb::error::Error,
-    lookup: &dyn Lookup,
-) -> Result<(), Step> {
+fn check_error(expect: &Document, e: &Observed, lookup: &dyn Lookup) -> Result<(), Step> {
     check_error_fields(expect, e, lookup).map_err(Step::Fail)?;
     if let Some(expected) = expect.get("expectResult") {
-        let partial = chain(e).iter().find_map(|e| match e.kind.as_ref() {
-            ErrorKind::BulkWrite(b) => b.partial_result.as_ref().map(partial_result),
-            _ => None,
-        });
+        let partial = e.partial_result();
         if partial.is_none()
-            && chain(e)
+            && e.driver_errors()
                 .iter()
                 .any(|e| matches!(e.kind.as_ref(), ErrorKind::InsertMany(_)))
             && matches(expected, None, true, lookup).is_err()
         {
             return Err(Step::Skip(
                 "the Rust driver's InsertManyError carries no write result to match \
-                 expectError.expectResult against"
+                 expectError.expectResult against (its inserted ids are private to the driver)"
                     .into(),
             ));
         }
@@ -701,17 +839,13 @@ fn check_error(
     Ok(())
 }
 
-fn check_error_fields(
-    expect: &Document,
-    e: &mongodb::error::Error,
-    lookup: &dyn Lookup,
-) -> Result<(), String> {
+fn check_error_fields(expect: &Document, e: &Observed, lookup: &dyn Lookup) -> Result<(), String> {
     for (key, value) in expect {
         match key.as_str() {
             "isError" => {}
             "isClientError" => {
                 let want = value.as_bool().unwrap_or(true);
-                if is_server_error(e) == want {
+                if e.is_server_error() == want {
                     return Err(format!(
                         "is {}a client error",
                         if want { "not " } else { "" }
@@ -720,13 +854,14 @@ fn check_error_fields(
             }
             "isTimeoutError" => {
                 let want = value.as_bool().unwrap_or(true);
-                if is_timeout(e) != want {
+                if e.is_timeout() != want {
                     return Err(format!("is {}a timeout", if want { "not " } else { "" }));
                 }
             }
             "errorContains" => {
                 let needle = value.as_str().unwrap_or_default().to_lowercase();
-                if !messages(e)
+                if !e
+                    .messages()
                     .iter()
                     .any(|m| m.to_lowercase().contains(&needle))
                 {
@@ -735,20 +870,20 @@ fn check_error_fields(
             }
             "errorCode" => {
                 let want = crate::values::as_i64(value).unwrap_or(i64::MIN);
-                if !codes(e).iter().any(|(c, _)| i64::from(*c) == want) {
+                if !e.codes().iter().any(|(c, _)| i64::from(*c) == want) {
                     return Err(format!("does not have code {want}"));
                 }
             }
             "errorCodeName" => {
                 let want = value.as_str().unwrap_or_default();
-                if !codes(e).iter().any(|(_, n)| n.eq_ignore_ascii_case(want)) {
+                if !e.codes().iter().any(|(_, n)| n.eq_ignore_ascii_case(want)) {
                     return Err(format!("does not have codeName {want}"));
                 }
             }
             "errorLabelsContain" => {
                 for label in value.as_array().into_iter().flatten() {
                     let label = label.as_str().unwrap_or_default();
-                    if !e.contains_label(label) {
+                    if !e.has_label(label) {
                         return Err(format!("lacks label {label} (labels {:?})", e.labels()));
                     }
                 }
@@ -756,37 +891,29 @@ fn check_error_fields(
             "errorLabelsOmit" => {
                 for label in value.as_array().into_iter().flatten() {
                     let label = label.as_str().unwrap_or_default();
-                    if e.contains_label(label) {
+                    if e.has_label(label) {
                         return Err(format!("has label {label}"));
                     }
                 }
             }
             "errorResponse" => {
-                let response = chain(e)
-                    .iter()
-                    .find_map(|e| e.server_response())
-                    .ok_or("has no server response")?;
-                let response = Document::try_from(response.clone())
-                    .map_err(|err| format!("server response: {err}"))?;
+                let response = e.server_response().ok_or("has no server response")?;
                 matches(value, Some(&Bson::Document(response)), true, lookup)
                     .map_err(|m| format!("errorResponse: {m}"))?;
             }
             // Checked by check_error, which may have to skip it.
             "expectResult" => {}
             "writeErrors" => {
-                let Some(b) = chain(e).iter().find_map(|e| match e.kind.as_ref() {
-                    ErrorKind::BulkWrite(b) => Some(b.clone()),
-                    _ => None,
-                }) else {
+                let Some((write_errors, _)) = e.bulk_errors() else {
                     return Err("is not a bulk write error (writeErrors)".into());
                 };
                 let Bson::Document(expected) = value else {
                     return Err(format!("writeErrors is not a document: {value}"));
                 };
-                if expected.len() != b.write_errors.len() {
+                if expected.len() != write_errors.len() {
                     return Err(format!(
                         "has {} write errors, expected {}",
-                        b.write_errors.len(),
+                        write_errors.len(),
                         expected.len()
                     ));
                 }
@@ -794,39 +921,27 @@ fn check_error_fields(
                     let i: usize = index
                         .parse()
                         .map_err(|_| format!("writeErrors key {index} is not an index"))?;
-                    let w = b
-                        .write_errors
+                    let actual = write_errors
                         .get(&i)
                         .ok_or_else(|| format!("has no write error at index {i}"))?;
-                    let actual = write_error_doc(
-                        w.code,
-                        w.code_name.as_deref(),
-                        &w.message,
-                        w.details.as_ref(),
-                    );
-                    matches(exp, Some(&Bson::Document(actual)), true, lookup)
+                    matches(exp, Some(&Bson::Document(actual.clone())), true, lookup)
                         .map_err(|m| format!("writeErrors[{i}]: {m}"))?;
                 }
             }
             "writeConcernErrors" => {
-                let Some(b) = chain(e).iter().find_map(|e| match e.kind.as_ref() {
-                    ErrorKind::BulkWrite(b) => Some(b.clone()),
-                    _ => None,
-                }) else {
+                let Some((_, wces)) = e.bulk_errors() else {
                     return Err("is not a bulk write error (writeConcernErrors)".into());
                 };
                 let expected = value.as_array().cloned().unwrap_or_default();
-                if expected.len() != b.write_concern_errors.len() {
+                if expected.len() != wces.len() {
                     return Err(format!(
                         "has {} write concern errors, expected {}",
-                        b.write_concern_errors.len(),
+                        wces.len(),
                         expected.len()
                     ));
                 }
-                for (i, (exp, w)) in expected.iter().zip(&b.write_concern_errors).enumerate() {
-                    let actual =
-                        write_error_doc(w.code, Some(&w.code_name), &w.message, w.details.as_ref());
-                    matches(exp, Some(&Bson::Document(actual)), true, lookup)
+                for (i, (exp, actual)) in expected.iter().zip(&wces).enumerate() {
+                    matches(exp, Some(&Bson::Document(actual.clone())), true, lookup)
                         .map_err(|m| format!("writeConcernErrors[{i}]: {m}"))?;
                 }
             }

@@ -94,6 +94,11 @@ impl Args {
         self.doc.contains_key(key)
     }
 
+    /// A string argument, without taking it.
+    pub fn peek_str(&self, key: &str) -> Option<&str> {
+        self.doc.get_str(key).ok()
+    }
+
     pub fn raw(&mut self, key: &str) -> Option<Bson> {
         self.taken.insert(key.to_string());
         self.doc.get(key).cloned()

@@ -1,7 +1,10 @@
-//! Operations on a collection entity: routes CRUD to `crud`, and implements indexes, drop and
-//! change streams; names the operations the Rust driver has no API for.
+//! Operations on a collection entity: routes CRUD to `crud`, the operations the Rust driver has
+//! no helper for to `commands` (count, rename, mapReduce) and `bulk` (bulkWrite), and implements
+//! indexes, drop and change streams.
 
-use super::{Lent, OpError, OpResult, Output, change_streams, crud, session_arg};
+use super::{
+    Ctx, Lent, OpError, OpResult, Output, bulk, change_streams, commands, crud, session_arg,
+};
 use crate::runner::TestState;
 use crate::values::{Args, options};
 use futures::TryStreamExt;
@@ -9,33 +12,20 @@ use mongodb::bson::{Bson, Document};
 use mongodb::options::{IndexOptions, ListIndexesOptions};
 use mongodb::{Collection, IndexModel};
 
-/// Collection operations the Rust driver cannot express, with the reason the test is skipped.
-pub fn unsupported(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "bulkWrite" => {
-            "collection-level bulkWrite: the Rust driver has no Collection::bulk_write (only \
-             Client::bulk_write, which sends the 8.0 bulkWrite command)"
-        }
-        "count" => "count: the deprecated count helper does not exist in the Rust driver",
-        "mapReduce" => "mapReduce: the Rust driver has no mapReduce helper",
-        "rename" => "rename: the Rust driver has no Collection::rename",
-        "modifyCollection" => "modifyCollection: the Rust driver has no collMod helper",
-        _ => return None,
-    })
-}
-
 pub async fn run(
     state: &mut TestState,
     lent: &mut Lent<'_>,
+    ctx: Ctx,
     coll: &Collection<Document>,
     name: &str,
     mut args: Args,
 ) -> OpResult {
-    if let Some(reason) = unsupported(name) {
-        return Err(OpError::Unsupported(reason.into()));
-    }
     let session = session_arg(&mut state.entities, lent, &mut args)?;
     match name {
+        "bulkWrite" => bulk::bulk_write(coll, session, ctx, args).await,
+        "count" => commands::count(coll, session, ctx, args).await,
+        "rename" => commands::rename(coll, session, ctx, args).await,
+        "mapReduce" => commands::map_reduce(coll, session, ctx, args).await,
         "insertOne" => crud::insert_one(coll, session, args).await,
         "insertMany" => crud::insert_many(coll, session, args).await,
         "updateOne" => crud::update(coll, session, args, false).await,

@@ -2,7 +2,7 @@
 //! `createCommandCursor`), collections (create, drop, list) and database-level aggregate and
 //! change streams.
 
-use super::{Lent, OpError, OpResult, Output, change_streams, crud, session_arg};
+use super::{Ctx, Lent, OpError, OpResult, Output, change_streams, commands, crud, session_arg};
 use crate::entities::{CursorEntity, Entity};
 use crate::runner::TestState;
 use crate::values::{Args, options};
@@ -57,17 +57,16 @@ fn cursor_command_options(args: &mut Args) -> Result<RunCursorCommandOptions, St
 pub async fn run(
     state: &mut TestState,
     lent: &mut Lent<'_>,
+    ctx: Ctx,
     db: &Database,
     name: &str,
     mut args: Args,
 ) -> OpResult {
-    if let Some(reason) = super::collection::unsupported(name) {
-        return Err(OpError::Unsupported(reason.into()));
-    }
     // Kept for cursors opened in a session (iterating them needs the session again).
     let session_name = args.str("session")?;
     let session = session_arg(&mut state.entities, lent, &mut args)?;
     match name {
+        "modifyCollection" => commands::modify_collection(db, session, ctx, args).await,
         "runCommand" => {
             let command = command_arg(&mut args)?;
             let rp = args.read_preference("readPreference")?;

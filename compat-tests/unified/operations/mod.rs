@@ -2,9 +2,11 @@
 //! the operation, and the shapes results take (CRUD result models turned into documents,
 //! iterables fully iterated).
 
+pub mod bulk;
 pub mod change_streams;
 pub mod client;
 pub mod collection;
+pub mod commands;
 pub mod crud;
 pub mod database;
 pub mod session;
@@ -13,6 +15,7 @@ pub mod test_runner;
 use crate::entities::{Entities, Entity};
 use crate::runner::TestState;
 use crate::values::Args;
+use bulk::BulkFailure;
 use mongodb::ClientSession;
 use mongodb::bson::{Bson, Document};
 
@@ -23,6 +26,12 @@ pub type Lent<'s> = Option<(String, &'s mut ClientSession)>;
 pub enum OpError {
     /// The driver (or the server through it) reported an error: what `expectError` examines.
     Driver(mongodb::error::Error),
+    /// An operation the runner carries out with generic commands (`commands`, `bulk`) refused
+    /// its arguments before sending anything, as the spec's drivers do (a client-side error).
+    Client(String),
+    /// A collection-level bulk write carried out by the runner failed: its write errors, write
+    /// concern errors, partial result and the command error that stopped it, if any.
+    Bulk(Box<BulkFailure>),
     /// The runner could not carry the operation out (malformed test, missing entity, ...).
     Runner(String),
     /// The Rust driver has no API for this; the test is skipped with this reason.
@@ -80,6 +89,23 @@ impl Output {
 
 pub type OpResult = Result<Output, OpError>;
 
+/// What an operation carried out with generic commands must know about its context to build the
+/// command the spec's drivers send.
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx {
+    /// The operation runs in a session whose transaction is in progress: no read or write
+    /// concern, no retry (the driver adds the transaction fields itself).
+    pub in_transaction: bool,
+    /// The client's `retryReads` and `retryWrites` (both default to true).
+    pub retry_reads: bool,
+    pub retry_writes: bool,
+    /// The test's session is causally consistent.
+    pub causal_session: bool,
+    /// The server's `maxBsonObjectSize` and `maxWriteBatchSize` (from `hello`).
+    pub max_bson_object_size: usize,
+    pub max_write_batch_size: usize,
+}
+
 /// The session named by the `session` argument, if any: the lent one or the entity's.
 pub fn session_arg<'x>(
     entities: &'x mut Entities,
@@ -111,14 +137,15 @@ pub async fn dispatch(
         (Ok(entity), _) => entity.kind(),
         (Err(e), _) => return Err(OpError::Runner(e)),
     };
+    let ctx = context(state, lent, object, &args);
     match kind {
         "collection" => {
             let coll = state.entities.collection(object)?;
-            collection::run(state, lent, &coll, name, args).await
+            collection::run(state, lent, ctx, &coll, name, args).await
         }
         "database" => {
             let db = state.entities.database(object)?;
-            database::run(state, lent, &db, name, args).await
+            database::run(state, lent, ctx, &db, name, args).await
         }
         "client" => client::run(state, lent, object, name, args).await,
         "session" => session::run(state, lent, object, name, args).await,
@@ -129,5 +156,30 @@ pub async fn dispatch(
         other => Err(OpError::Runner(format!(
             "operation `{name}` on a {other} entity"
         ))),
+    }
+}
+
+/// The context of an operation on `object` (a database or collection entity) with `args`.
+fn context(state: &mut TestState, lent: &Lent<'_>, object: &str, args: &Args) -> Ctx {
+    let session = args
+        .peek_str("session")
+        .and_then(|name| Some((name, state.entities.session_entity(name).ok()?)));
+    let (in_transaction, causal_session) = match session {
+        None => (false, false),
+        // withTransaction lends its session to the callback, inside the transaction.
+        Some((name, s)) if lent.as_ref().is_some_and(|(n, _)| n == name) => (true, s.causal),
+        Some((_, s)) => (s.in_transaction, s.causal),
+    };
+    let (retry_reads, retry_writes) = state
+        .entities
+        .client_of(object)
+        .map_or((true, true), |c| (c.retry_reads, c.retry_writes));
+    Ctx {
+        in_transaction,
+        retry_reads,
+        retry_writes,
+        causal_session,
+        max_bson_object_size: state.max_bson_object_size,
+        max_write_batch_size: state.max_write_batch_size,
     }
 }

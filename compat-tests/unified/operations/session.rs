@@ -46,27 +46,38 @@ pub async fn run(
         drop(entity.session.take());
         return Ok(Output::none());
     }
+    // Whether a transaction is in progress, for the operations the runner builds itself.
+    let mut in_transaction = None;
     let session: &mut ClientSession = match lent {
         Some((n, s)) if n == object => s,
         _ => state.entities.session(object)?,
     };
-    match name {
+    let result = match name {
         "startTransaction" => {
             let options = transaction_arguments(&mut args)?;
             args.finish()?;
             session.start_transaction().with_options(options).await?;
             state.started_transaction = true;
+            in_transaction = Some(true);
             Ok(Output::none())
         }
         "commitTransaction" => {
             args.finish()?;
-            session.commit_transaction().await?;
-            Ok(Output::none())
+            in_transaction = Some(false);
+            session
+                .commit_transaction()
+                .await
+                .map(|()| Output::none())
+                .map_err(OpError::from)
         }
         "abortTransaction" => {
             args.finish()?;
-            session.abort_transaction().await?;
-            Ok(Output::none())
+            in_transaction = Some(false);
+            session
+                .abort_transaction()
+                .await
+                .map(|()| Output::none())
+                .map_err(OpError::from)
         }
         "getSnapshotTime" => {
             args.finish()?;
@@ -75,10 +86,16 @@ pub async fn run(
                 None => Err(OpError::Runner("the session has no snapshot time".into())),
             }
         }
-        other => Err(OpError::Runner(format!(
-            "unknown session operation `{other}`"
-        ))),
+        other => {
+            return Err(OpError::Runner(format!(
+                "unknown session operation `{other}`"
+            )));
+        }
+    };
+    if let (Some(flag), Ok(entity)) = (in_transaction, state.entities.session_entity(object)) {
+        entity.in_transaction = flag;
     }
+    result
 }
 
 async fn with_transaction(state: &mut TestState, object: &str, mut args: Args) -> OpResult {
