@@ -162,3 +162,80 @@ async fn write_hints(client: &Client) {
 }
 
 both_modes!(min_max_and_keys, write_hints);
+
+async fn natural_order_and_new_index_rules(client: &Client) {
+    let db = client.database("find_options_natural");
+    let coll = db.collection::<Document>("c");
+    coll.insert_many(vec![doc! {"_id": 3}, doc! {"_id": 1}, doc! {"_id": 2}])
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&find_in(&db, doc! {"sort": {"$natural": -1}}).await),
+        vec![2, 1, 3]
+    );
+    assert_eq!(
+        ids(&find_in(&db, doc! {"hint": {"$natural": -1}}).await),
+        vec![2, 1, 3]
+    );
+    assert_eq!(
+        ids(&find_in(&db, doc! {"sort": {"$natural": 1}}).await),
+        vec![3, 1, 2]
+    );
+    let explain = db
+        .run_command(
+            doc! {"explain": {"find": "c", "sort": {"$natural": -1}}, "verbosity": "queryPlanner"},
+        )
+        .await
+        .unwrap();
+    let shard_plan = explain
+        .get_document("queryPlanner")
+        .unwrap()
+        .get_document("winningPlan")
+        .unwrap()
+        .get_array("shards")
+        .unwrap()[0]
+        .as_document()
+        .unwrap()
+        .get_document("winningPlan")
+        .unwrap()
+        .clone();
+    assert_eq!(shard_plan.get_str("direction").unwrap(), "backward");
+    // Rules only new indexes follow.
+    for (spec, code) in [
+        (
+            doc! {"key": {"h": "hashed"}, "name": "h_hashed", "unique": true},
+            16764,
+        ),
+        (doc! {"key": {"q": 1}, "name": "*"}, 2),
+        (
+            doc! {"key": {"r": 1}, "name": "r_1", "partialFilterExpression": {"r": {"$regex": "x"}}},
+            67,
+        ),
+        (
+            doc! {"key": {"_id": 1}, "name": "_id_", "unique": true},
+            197,
+        ),
+    ] {
+        let err = db
+            .run_command(doc! {"createIndexes": "c", "indexes": [spec]})
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&err), Some(code));
+    }
+}
+
+async fn find_in(db: &Database, command: Document) -> Vec<Document> {
+    let mut full = doc! {"find": "c"};
+    full.extend(command);
+    let reply = db.run_command(full).await.unwrap();
+    reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()
+        .iter()
+        .map(|d| d.as_document().unwrap().clone())
+        .collect()
+}
+
+both_modes!(natural_order_and_new_index_rules);

@@ -56,8 +56,9 @@ eq(app.items.find({ _id: 7 }, { tags: { $elemMatch: { $gte: 10 } } }).toArray(),
 eq(ids(app.items.find({ a: 3, b: { $lt: 40 } }).hint({ a: 1, b: -1 }).toArray()), [33, 23, 13, 3]);
 eq(ids(app.items.find({ a: 3, b: { $lt: 40 } }).hint('a_1_b_-1').toArray()), [33, 23, 13, 3]);
 expectError(2, () => app.items.find({}).hint('missing_1').toArray());
-// Server bug (see report): sort {$natural: -1} and hint {$natural: -1} return documents in
-// insertion order instead of its reverse. Not asserted here.
+// $natural: -1 scans newest first.
+eq(ids(app.items.find({ _id: { $lt: 5 } }).sort({ $natural: -1 }).toArray()), [4, 3, 2, 1, 0]);
+eq(ids(app.items.find({ _id: { $lt: 5 } }).hint({ $natural: -1 }).toArray()), [4, 3, 2, 1, 0]);
 
 // min/max with a hint: [min, max) in the index's order.
 app.small.insertMany(range(0, 30).map((i) => ({ _id: i, a: i % 10, b: i })));

@@ -41,8 +41,8 @@ const again = app.runCommand({ createIndexes: 'items', indexes: [{ key: { sku: 1
 assert.strictEqual(again.ok, 1);
 assert.strictEqual(again.numIndexesBefore, again.numIndexesAfter);
 assert.strictEqual(again.note, 'all indexes already exist');
-// Server bug (see report): createIndex({h: 'hashed'}, {unique: true}) is accepted; MongoDB refuses
-// it (16764 "Currently hashed indexes cannot guarantee uniqueness"). Not asserted here.
+// A unique hashed index is refused.
+expectError(16764, () => app.items.createIndex({ h: 'hashed' }, { unique: true }));
 
 // getIndexes: every specification, in creation order.
 const specs = app.items.getIndexes();
@@ -110,18 +110,16 @@ expectError(67, () => rawIndex({ key: { a: 0 }, name: 'a_0' }));
 expectError(67, () => rawIndex({ key: { a: 'foo' }, name: 'a_foo' }));
 expectError(67, () => rawIndex({ key: {}, name: 'none' }));
 expectError(14, () => rawIndex({ key: { a: 1 }, name: 'a_1', sparse: 'yes' }));
-// Server bugs (see report), not asserted here: an index named '*' is accepted (MongoDB: BadValue 2
-// "The index name '*' is not valid."); a partialFilterExpression using $regex is accepted (MongoDB:
-// CannotCreateIndex 67 "Expression not supported in partial index"); {_id: 1} with unique: true
-// answers IndexOptionsConflict 85 (MongoDB: InvalidIndexSpecificationOption 197).
+expectError(2, () => rawIndex({ key: { q: 1 }, name: '*' }));
+expectError(67, () => rawIndex({ key: { r: 1 }, name: 'r_1', partialFilterExpression: { r: { $regex: 'x' } } }));
+expectError(197, () => rawIndex({ key: { _id: 1 }, name: '_id_', unique: true }));
 
 // hint in find: by name, by key pattern, $natural; the hinted index gives the order.
 const byCatPrice = app.items.find({ cat: 'tools' }, { _id: 1 }).hint('cat_1_price_-1').toArray();
 eq(byCatPrice.map((d) => d._id), [2, 1, 4]);
 eq(app.items.find({ cat: 'tools' }, { _id: 1 }).hint({ cat: 1, price: -1 }).toArray().map((d) => d._id), [2, 1, 4]);
 eq(app.items.find({ _id: { $lte: 4 } }, { _id: 1 }).hint({ $natural: 1 }).toArray().map((d) => d._id), [1, 2, 3, 4]);
-// Server bug (see report): hint({$natural: -1}) scans forwards (explain says direction "forward");
-// MongoDB returns reverse insertion order. Not asserted here.
+eq(app.items.find({ _id: { $lte: 4 } }, { _id: 1 }).hint({ $natural: -1 }).toArray().map((d) => d._id), [4, 3, 2, 1]);
 eq(app.items.find({ owner: 'ann' }, { _id: 1 }).hint('owner_hashed').sort({ _id: 1 }).toArray(), [{ _id: 1 }, { _id: 3 }]);
 // A sparse index hinted: only the documents it holds.
 eq(app.items.find({}, { _id: 1 }).hint('tag_1').toArray().map((d) => d._id), [1, 3]);

@@ -62,8 +62,9 @@ async function main() {
     assert.deepEqual(ids(await items.find({ a: 3, b: { $lt: 40 } }).hint({ a: 1, b: -1 }).toArray()), [33, 23, 13, 3]);
     assert.deepEqual(ids(await items.find({ a: 3, b: { $lt: 40 } }, { hint: 'a_1_b_-1' }).toArray()), [33, 23, 13, 3]);
     await expectError(2, items.find().hint('missing_1').toArray());
-    // Server bug (see report): sort {$natural: -1} and hint {$natural: -1} return documents in
-    // insertion order instead of its reverse. Not asserted here.
+    // $natural: -1 scans newest first.
+    assert.deepEqual(ids(await items.find({ _id: { $lt: 5 } }).sort({ $natural: -1 }).toArray()), [4, 3, 2, 1, 0]);
+    assert.deepEqual(ids(await items.find({ _id: { $lt: 5 } }).hint({ $natural: -1 }).toArray()), [4, 3, 2, 1, 0]);
 
     // min/max with a hint: [min, max) in the index's order.
     const small = db.collection('small');

@@ -42,8 +42,8 @@ async function main() {
     const again = await db.command({ createIndexes: 'items', indexes: [{ key: { sku: 1 }, name: 'sku_1', unique: true }] });
     assert.equal(again.numIndexesBefore, again.numIndexesAfter);
     assert.equal(again.note, 'all indexes already exist');
-    // Server bug (see report): createIndex({h: 'hashed'}, {unique: true}) is accepted; MongoDB
-    // refuses it (16764 "Currently hashed indexes cannot guarantee uniqueness"). Not asserted here.
+    // A unique hashed index is refused.
+    await expectError(16764, items.createIndex({ h: 'hashed' }, { unique: true }));
 
     // listIndexes / indexes / indexInformation: every specification, in creation order.
     const specs = await items.listIndexes().toArray();
@@ -114,18 +114,16 @@ async function main() {
     await expectError(67, rawIndex({ key: { a: 'foo' }, name: 'a_foo' }));
     await expectError(67, rawIndex({ key: {}, name: 'none' }));
     await expectError(14, rawIndex({ key: { a: 1 }, name: 'a_1', sparse: 'yes' }));
-    // Server bugs (see report), not asserted here: an index named '*' is accepted (MongoDB: BadValue 2
-    // "The index name '*' is not valid."); a partialFilterExpression using $regex is accepted (MongoDB:
-    // CannotCreateIndex 67 "Expression not supported in partial index"); {_id: 1} with unique: true
-    // answers IndexOptionsConflict 85 (MongoDB: InvalidIndexSpecificationOption 197).
+    await expectError(2, rawIndex({ key: { q: 1 }, name: '*' }));
+    await expectError(67, rawIndex({ key: { r: 1 }, name: 'r_1', partialFilterExpression: { r: { $regex: 'x' } } }));
+    await expectError(197, rawIndex({ key: { _id: 1 }, name: '_id_', unique: true }));
 
     // hint in find: by name, by key pattern, $natural; the hinted index gives the order.
     const ids = async (cursor) => (await cursor.toArray()).map((d) => d._id);
     assert.deepEqual(await ids(items.find({ cat: 'tools' }, { projection: { _id: 1 } }).hint('cat_1_price_-1')), [2, 1, 4]);
     assert.deepEqual(await ids(items.find({ cat: 'tools' }, { projection: { _id: 1 }, hint: { cat: 1, price: -1 } })), [2, 1, 4]);
     assert.deepEqual(await ids(items.find({ _id: { $lte: 4 } }).hint({ $natural: 1 })), [1, 2, 3, 4]);
-    // Server bug (see report): hint({$natural: -1}) scans forwards; MongoDB returns reverse
-    // insertion order. Not asserted here.
+    assert.deepEqual(await ids(items.find({ _id: { $lte: 4 } }).hint({ $natural: -1 })), [4, 3, 2, 1]);
     assert.deepEqual(await ids(items.find({ owner: 'ann' }).hint('owner_hashed').sort({ _id: 1 })), [1, 3]);
     // A sparse index hinted: only the documents it holds.
     assert.deepEqual(await ids(items.find({}).hint('tag_1')), [1, 3]);

@@ -87,8 +87,9 @@ def main(uri: str) -> None:
     assert ids(items.find({"a": 3, "b": {"$lt": 40}}).hint([("a", 1), ("b", -1)])) == [33, 23, 13, 3]
     assert ids(items.find({"a": 3, "b": {"$lt": 40}}, hint="a_1_b_-1")) == [33, 23, 13, 3]
     expect_error(2, lambda: list(items.find().hint("missing_1")))
-    # Server bug (see report): sort {$natural: -1} and hint {$natural: -1} return documents in
-    # insertion order instead of its reverse. Not asserted here.
+    # $natural: -1 scans newest first.
+    assert ids(items.find({"_id": {"$lt": 5}}).sort("$natural", -1)) == [4, 3, 2, 1, 0]
+    assert ids(items.find({"_id": {"$lt": 5}}).hint([("$natural", -1)])) == [4, 3, 2, 1, 0]
 
     # min/max with a hint: [min, max) in the index's order.
     small = db.small

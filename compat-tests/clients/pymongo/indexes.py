@@ -54,8 +54,8 @@ def main(uri: str) -> None:
     again = db.command("createIndexes", "items", indexes=[{"key": {"sku": 1}, "name": "sku_1", "unique": True}])
     assert again["numIndexesBefore"] == again["numIndexesAfter"], again
     assert again["note"] == "all indexes already exist", again
-    # Server bug (see report): create_index([("h", HASHED)], unique=True) is accepted; MongoDB
-    # refuses it (16764 "Currently hashed indexes cannot guarantee uniqueness"). Not asserted here.
+    # A unique hashed index is refused.
+    expect_error(16764, lambda: items.create_index([("h", HASHED)], unique=True))
 
     # list_indexes / index_information: every specification, in creation order.
     specs = list(items.list_indexes())
@@ -129,10 +129,9 @@ def main(uri: str) -> None:
     expect_error(67, lambda: raw_index({"key": {"a": "foo"}, "name": "a_foo"}))
     expect_error(67, lambda: raw_index({"key": {}, "name": "none"}))
     expect_error(14, lambda: raw_index({"key": {"a": 1}, "name": "a_1", "sparse": "yes"}))
-    # Server bugs (see report), not asserted here: an index named '*' is accepted (MongoDB: BadValue 2
-    # "The index name '*' is not valid."); a partialFilterExpression using $regex is accepted (MongoDB:
-    # CannotCreateIndex 67 "Expression not supported in partial index"); {_id: 1} with unique: true
-    # answers IndexOptionsConflict 85 (MongoDB: InvalidIndexSpecificationOption 197).
+    expect_error(2, lambda: raw_index({"key": {"q": 1}, "name": "*"}))
+    expect_error(67, lambda: raw_index({"key": {"r": 1}, "name": "r_1", "partialFilterExpression": {"r": {"$regex": "x"}}}))
+    expect_error(197, lambda: raw_index({"key": {"_id": 1}, "name": "_id_", "unique": True}))
 
     # hint in find: by name, by key pattern, $natural; the hinted index gives the order.
     def ids(cursor):
@@ -142,8 +141,7 @@ def main(uri: str) -> None:
     assert ids(items.find({"cat": "tools"}, {"_id": 1}).hint([("cat", 1), ("price", -1)])) == [2, 1, 4]
     assert ids(items.find({"cat": "tools"}, {"_id": 1}, hint="cat_1_price_-1")) == [2, 1, 4]
     assert ids(items.find({"_id": {"$lte": 4}}, {"_id": 1}).hint([("$natural", 1)])) == [1, 2, 3, 4]
-    # Server bug (see report): hint([("$natural", -1)]) scans forwards; MongoDB returns reverse
-    # insertion order. Not asserted here.
+    assert ids(items.find({"_id": {"$lte": 4}}, {"_id": 1}).hint([("$natural", -1)])) == [4, 3, 2, 1]
     assert ids(items.find({"owner": "ann"}, {"_id": 1}).hint("owner_hashed").sort("_id", 1)) == [1, 3]
     # A sparse index hinted: only the documents it holds.
     assert ids(items.find({}, {"_id": 1}).hint("tag_1")) == [1, 3]

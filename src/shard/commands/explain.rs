@@ -161,7 +161,8 @@ async fn explain_query(
         max: query.max.as_ref(),
     };
     let mut position = Position::plan(&coll, &shape)?;
-    let blocking_sort = sort.is_some() && !position.path().provides_sort();
+    let blocking_sort =
+        sort.as_ref().is_some_and(|s| !s.is_empty()) && !position.path().provides_sort();
     let stop_after = if blocking_sort {
         None
     } else {

@@ -107,12 +107,9 @@ pub(super) async fn find<S: DataNode>(
     let filter = Filter::parse(&cmd.filter)?;
     let projection = cmd.projection.as_ref().map(Projection::parse).transpose()?;
     // `{$natural: 1}` is the scan order itself: no sort.
-    let sort = cmd
-        .sort
-        .as_ref()
-        .map(SortSpec::parse)
-        .transpose()?
-        .filter(|s| !s.is_empty());
+    let sort_spec = cmd.sort.as_ref().map(SortSpec::parse).transpose()?;
+    // `{$natural: ±1}` is a scan direction, not a sort.
+    let sort = sort_spec.clone().filter(|s| !s.is_empty());
     let first_batch = cmd
         .batch_size
         .map(|b| b as usize)
@@ -151,7 +148,7 @@ pub(super) async fn find<S: DataNode>(
     };
     let shape = QueryShape {
         filter: &cmd.filter,
-        sort: sort.as_ref(),
+        sort: sort_spec.as_ref(),
         hint,
         min: cmd.min.as_ref(),
         max: cmd.max.as_ref(),

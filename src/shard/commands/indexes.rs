@@ -27,7 +27,10 @@ pub(super) async fn create_indexes<S: DataNode>(
     let specs = requested
         .iter()
         .map(|spec| match spec {
-            Bson::Document(d) => IndexSpec::parse(d),
+            Bson::Document(d) => IndexSpec::parse(d).and_then(|spec| {
+                spec.check_creatable()?;
+                Ok(spec)
+            }),
             _ => Err(MongoError::type_mismatch(
                 "The elements of the 'indexes' array must be objects",
             )),

@@ -69,13 +69,13 @@ impl StageTree {
         let keys = doc! {"keysExamined": number(run.examined.keys)};
         let docs = doc! {"docsExamined": number(run.examined.docs)};
         match query.path {
-            AccessPath::CollScan => {
+            AccessPath::CollScan { reverse } => {
                 let mut fields = Document::new();
                 let parsed = parsed_query(query.filter);
                 if !parsed.is_empty() {
                     fields.insert("filter", parsed);
                 }
-                fields.insert("direction", "forward");
+                fields.insert("direction", if *reverse { "backward" } else { "forward" });
                 tree.push("COLLSCAN", fields, run.matched, docs);
             }
             AccessPath::IdPoint(_) if only_id(query.filter) => {

@@ -44,7 +44,7 @@ impl FindOutput {
             AccessPath::IdPoint(_) => KeySource::Id,
             AccessPath::IndexScan(plan) => KeySource::Indexes(vec![plan.clone()]),
             AccessPath::Union(plans) => KeySource::Indexes(plans.as_ref().clone()),
-            AccessPath::CollScan => KeySource::None,
+            AccessPath::CollScan { .. } => KeySource::None,
         });
         FindOutput {
             projection,

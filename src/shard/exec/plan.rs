@@ -61,7 +61,11 @@ pub enum AccessPath {
     /// A top-level `$or` whose every branch an index answers: the branches' scans one after
     /// another, each document returned once.
     Union(Arc<Vec<Arc<IndexScanPlan>>>),
-    CollScan,
+    /// Every document in record-id (insertion) order, newest first when `reverse`
+    /// (`$natural: -1`).
+    CollScan {
+        reverse: bool,
+    },
 }
 
 impl AccessPath {
@@ -77,6 +81,10 @@ impl AccessPath {
         }
         if let Some(hint) = shape.hint {
             return hinted(coll, shape, hint);
+        }
+        // A `$natural` sort asks for storage order: a collection scan, as in MongoDB.
+        if let Some(forward) = shape.sort.and_then(SortSpec::natural) {
+            return Ok(AccessPath::CollScan { reverse: !forward });
         }
         if let Some(FieldBounds::Points(ids)) = field_bounds(shape.filter, "_id", false) {
             if let [id] = ids.as_slice() {
@@ -103,7 +111,9 @@ impl AccessPath {
                 }
             }
         }
-        Ok(AccessPath::CollScan)
+        Ok(AccessPath::CollScan {
+            reverse: shape.sort.and_then(SortSpec::natural) == Some(false),
+        })
     }
 }
 
@@ -175,7 +185,15 @@ fn is_natural(hint: &Bson) -> bool {
 
 fn hinted(coll: &CollectionMeta, shape: &QueryShape<'_>, hint: &Bson) -> Result<AccessPath> {
     if is_natural(hint) {
-        return Ok(AccessPath::CollScan);
+        let reverse = match hint {
+            Bson::Document(d) => d.values().next().is_some_and(|v| {
+                matches!(v, Bson::Int32(n) if *n < 0)
+                    || matches!(v, Bson::Int64(n) if *n < 0)
+                    || matches!(v, Bson::Double(n) if *n < 0.0)
+            }),
+            _ => false,
+        };
+        return Ok(AccessPath::CollScan { reverse });
     }
     Ok(AccessPath::IndexScan(Arc::new(hinted_scan(
         coll, shape, hint,
@@ -418,7 +436,7 @@ mod tests {
         assert!(plan.intervals[0].low < plan.intervals[1].low);
         assert!(matches!(
             choose(&c, doc! {"z": 1}, None),
-            AccessPath::CollScan
+            AccessPath::CollScan { .. }
         ));
     }
 
@@ -469,7 +487,7 @@ mod tests {
         assert!(plan.provides_sort && plan.reverse);
         assert!(matches!(
             choose(&c, doc! {}, Some(doc! {"b": 1})),
-            AccessPath::CollScan
+            AccessPath::CollScan { .. }
         ));
         let plan = scan_of(choose(&c, doc! {"a": {"$gt": 1}}, Some(doc! {"b": 1})));
         assert!(!plan.provides_sort);

@@ -35,6 +35,12 @@ pub trait RecordSource {
         coll: &CollectionMeta,
         range: &IndexRange<'_>,
     ) -> impl Future<Output = Result<Vec<IndexEntry>>> + Send;
+    fn scan_reverse(
+        &mut self,
+        coll: &CollectionMeta,
+        before: RecordId,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send;
 }
 
 impl RecordSource for ReadTxn {
@@ -60,6 +66,14 @@ impl RecordSource for ReadTxn {
     ) -> impl Future<Output = Result<Vec<IndexEntry>>> + Send {
         ReadTxn::index_scan(self, coll, range)
     }
+    fn scan_reverse(
+        &mut self,
+        coll: &CollectionMeta,
+        before: RecordId,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send {
+        ReadTxn::scan_reverse(self, coll, before, limit)
+    }
 }
 
 impl RecordSource for WriteTxn<'_> {
@@ -84,6 +98,14 @@ impl RecordSource for WriteTxn<'_> {
         range: &IndexRange<'_>,
     ) -> impl Future<Output = Result<Vec<IndexEntry>>> + Send {
         WriteTxn::index_scan(self, coll, range)
+    }
+    fn scan_reverse(
+        &mut self,
+        coll: &CollectionMeta,
+        before: RecordId,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send {
+        WriteTxn::scan_reverse(self, coll, before, limit)
     }
 }
 
@@ -191,7 +213,7 @@ impl Position {
     /// A collection scan that reached the end looks again for documents inserted since
     /// (tailable cursors). Returns the last record id read.
     pub fn resume_tail(&mut self) -> RecordId {
-        if matches!(self.path, AccessPath::CollScan) {
+        if matches!(self.path, AccessPath::CollScan { reverse: false }) {
             self.done = false;
         }
         self.after
@@ -214,8 +236,18 @@ impl Position {
                 self.examined.keys += found.len() as u64;
                 found
             }
-            AccessPath::CollScan => {
-                let rows = src.scan(coll, self.after, self.chunk).await?;
+            AccessPath::CollScan { reverse } => {
+                let rows = if *reverse {
+                    // Newest first: `after` is the lowest record id returned so far.
+                    let before = if self.after == 0 {
+                        i64::MAX
+                    } else {
+                        self.after
+                    };
+                    src.scan_reverse(coll, before, self.chunk).await?
+                } else {
+                    src.scan(coll, self.after, self.chunk).await?
+                };
                 if (rows.len() as i64) < self.chunk {
                     self.done = true;
                 }

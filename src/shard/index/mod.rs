@@ -2,6 +2,7 @@
 //! default names, conflicts) and the keys a document produces in an index (multikey arrays,
 //! parallel-array checks, sparse and partial indexes, hashed fields).
 
+mod creatable;
 mod keys;
 pub mod spec;
 

@@ -45,10 +45,29 @@ async fn scan(
     after: RecordId,
     limit: i64,
 ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
-    let sql = format!(
-        "SELECT rid, doc FROM {} WHERE rid > ? ORDER BY rid LIMIT ?",
-        coll.table()
-    );
+    scan_ordered(conn, coll, after, limit, false).await
+}
+
+/// Documents after `from` in record-id order, or before it in reverse order.
+async fn scan_ordered(
+    conn: &mut SqliteConnection,
+    coll: &CollectionMeta,
+    from: RecordId,
+    limit: i64,
+    reverse: bool,
+) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
+    let sql = if reverse {
+        format!(
+            "SELECT rid, doc FROM {} WHERE rid < ? ORDER BY rid DESC LIMIT ?",
+            coll.table()
+        )
+    } else {
+        format!(
+            "SELECT rid, doc FROM {} WHERE rid > ? ORDER BY rid LIMIT ?",
+            coll.table()
+        )
+    };
+    let after = from;
     let rows = sqlx::query(AssertSqlSafe(sql))
         .bind(after)
         .bind(limit)
@@ -162,6 +181,16 @@ impl ReadTxn {
     ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
         scan(&mut self.conn, coll, after, limit).await
     }
+
+    /// Up to `limit` documents with record ids below `before`, newest first.
+    pub async fn scan_reverse(
+        &mut self,
+        coll: &CollectionMeta,
+        before: RecordId,
+        limit: i64,
+    ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
+        scan_ordered(&mut self.conn, coll, before, limit, true).await
+    }
 }
 
 /// A write transaction holding the database's writer. Dropping it without `commit` rolls back
@@ -224,6 +253,15 @@ impl<'a> WriteTxn<'a> {
         limit: i64,
     ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
         scan(&mut self.writer.conn, coll, after, limit).await
+    }
+
+    pub async fn scan_reverse(
+        &mut self,
+        coll: &CollectionMeta,
+        before: RecordId,
+        limit: i64,
+    ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
+        scan_ordered(&mut self.writer.conn, coll, before, limit, true).await
     }
 
     pub async fn index_scan(
