@@ -16,6 +16,7 @@ mod handshake;
 mod index_queries;
 mod indexes;
 mod multiprocess;
+mod query_expressions;
 mod sorting;
 mod stale_versions;
 mod wire;

@@ -82,6 +82,18 @@ mod robustness {
         "$meta",
         "x",
         "x.b",
+        "$expr",
+        "$jsonSchema",
+        "$add",
+        "$cond",
+        "bsonType",
+        "properties",
+        "required",
+        "items",
+        "enum",
+        "minimum",
+        "multipleOf",
+        "additionalProperties",
     ];
 
     fn leaf() -> impl Strategy<Value = Bson> {
@@ -133,6 +145,7 @@ mod robustness {
         fn nothing_panics(spec in document(), target in document(), filters in prop::collection::vec(document(), 0..2)) {
             if let Ok(filter) = Filter::parse(&spec) {
                 let _ = filter.matches_with_position(&target);
+                let _ = filter.try_matches(&target);
                 let _ = filter.equality("a");
                 if let Ok(p) = Projection::parse_with_filter(&target, &filter) {
                     let _ = p.apply(&target);
@@ -141,6 +154,7 @@ mod robustness {
             }
             if let Ok(p) = Projection::parse(&spec) {
                 let _ = p.apply(&target);
+                let _ = p.try_apply(&target);
             }
             if let Ok(s) = SortSpec::parse(&spec) {
                 let _ = s.compare(&target, &spec);
