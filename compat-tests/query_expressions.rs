@@ -204,6 +204,15 @@ async fn json_schema_in_filters(client: &Client) {
         .unwrap();
     assert_eq!(deleted.deleted_count, 1);
     assert_eq!(ids(&coll, doc! {}).await, vec![1, 2, 3, 4, 5, 6]);
+    // Catalog filters take $jsonSchema too.
+    let db = client.database("qx");
+    db.create_collection("other").await.unwrap();
+    let names = db
+        .list_collection_names()
+        .filter(doc! {"$jsonSchema": {"properties": {"name": {"enum": ["people"]}}}})
+        .await
+        .unwrap();
+    assert_eq!(names, vec!["people".to_string()]);
 }
 
 async fn json_schema_errors(client: &Client) {

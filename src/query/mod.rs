@@ -1,8 +1,12 @@
 //! Document semantics of the query language, independent of storage: filters, projections,
 //! sort orders and update operators over `bson::Document`s. Pure functions, no IO.
 //!
-//! - [`filter`]: match expressions (`find`/`update`/`delete` filters) and their evaluation.
-//! - [`projection`]: `find` projections (inclusion, exclusion, `$slice`, `$elemMatch`, `$`).
+//! - [`filter`]: match expressions (`find`/`update`/`delete` filters) and their evaluation,
+//!   including `$expr` and `$jsonSchema` ([`JsonSchema`], also for collection validators).
+//! - [`projection`]: `find` projections (inclusion, exclusion, `$slice`, `$elemMatch`, `$`,
+//!   computed fields that are aggregation expressions).
+//! - [`LetVariables`]: a command's `let` values and `$$NOW`, shared by its filter and
+//!   projection (`Filter::parse_with_variables`, `Projection::parse_with_variables`).
 //! - [`sort`]: sort specifications and MongoDB's sort order over documents (also the router's
 //!   merge order).
 //! - [`update`]: update operators, replacement documents and upsert seeds.
@@ -17,7 +21,8 @@ pub mod sort;
 pub mod update;
 mod values;
 
-pub use filter::Filter;
+pub use crate::aggregate::expression::LetVariables;
+pub use filter::{Filter, JsonSchema};
 pub use projection::Projection;
 pub use sort::SortSpec;
 pub use update::{UpdateContext, UpdateSpec, upsert_seed};
