@@ -19,6 +19,7 @@ mod index_queries;
 mod indexes;
 mod multiprocess;
 mod pipeline_updates;
+mod query_expressions;
 mod sorting;
 mod stale_versions;
 mod ttl;

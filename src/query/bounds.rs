@@ -256,6 +256,24 @@ mod tests {
     }
 
     #[test]
+    fn expr_and_json_schema_add_no_bounds() {
+        // They are whole-document predicates: the filter checks them on every fetched document.
+        let filter = doc! {
+            "$expr": {"$eq": ["$a", 5]},
+            "$jsonSchema": {"properties": {"a": {"enum": [5]}}},
+        };
+        assert_eq!(field_bounds(&filter, "a", false), None);
+        let mixed = doc! {"a": {"$gt": 1}, "$and": [{"$expr": {"$lt": ["$a", 0]}}]};
+        assert_eq!(
+            field_bounds(&mixed, "a", false),
+            Some(FieldBounds::Range {
+                low: Some((Bson::Int32(1), false)),
+                high: None
+            })
+        );
+    }
+
+    #[test]
     fn null_includes_undefined_and_missing() {
         assert_eq!(
             field_bounds(&doc! {"a": null}, "a", false),

@@ -1,8 +1,12 @@
 //! Document semantics of the query language, independent of storage: filters, projections,
 //! sort orders and update operators over `bson::Document`s. Pure functions, no IO.
 //!
-//! - [`filter`]: match expressions (`find`/`update`/`delete` filters) and their evaluation.
-//! - [`projection`]: `find` projections (inclusion, exclusion, `$slice`, `$elemMatch`, `$`).
+//! - [`filter`]: match expressions (`find`/`update`/`delete` filters) and their evaluation,
+//!   including `$expr` and `$jsonSchema` ([`JsonSchema`], also for collection validators).
+//! - [`projection`]: `find` projections (inclusion, exclusion, `$slice`, `$elemMatch`, `$`,
+//!   computed fields that are aggregation expressions).
+//! - [`LetVariables`]: a command's `let` values and `$$NOW`, shared by its filter and
+//!   projection (`Filter::parse_with_variables`, `Projection::parse_with_variables`).
 //! - [`sort`]: sort specifications and MongoDB's sort order over documents (also the router's
 //!   merge order).
 //! - [`update`]: update operators, replacement documents and upsert seeds.
@@ -20,7 +24,8 @@ pub mod sort;
 pub mod update;
 mod values;
 
-pub use filter::Filter;
+pub use crate::aggregate::expression::LetVariables;
+pub use filter::{Filter, JsonSchema};
 pub use projection::Projection;
 pub use sort::SortSpec;
 pub use update::{UpdateContext, UpdateSpec, upsert_seed};
@@ -85,6 +90,18 @@ mod robustness {
         "$meta",
         "x",
         "x.b",
+        "$expr",
+        "$jsonSchema",
+        "$add",
+        "$cond",
+        "bsonType",
+        "properties",
+        "required",
+        "items",
+        "enum",
+        "minimum",
+        "multipleOf",
+        "additionalProperties",
     ];
 
     fn leaf() -> impl Strategy<Value = Bson> {
@@ -136,6 +153,7 @@ mod robustness {
         fn nothing_panics(spec in document(), target in document(), filters in prop::collection::vec(document(), 0..2)) {
             if let Ok(filter) = Filter::parse(&spec) {
                 let _ = filter.matches_with_position(&target);
+                let _ = filter.try_matches(&target);
                 let _ = filter.equality("a");
                 if let Ok(p) = Projection::parse_with_filter(&target, &filter) {
                     let _ = p.apply(&target);
@@ -144,6 +162,7 @@ mod robustness {
             }
             if let Ok(p) = Projection::parse(&spec) {
                 let _ = p.apply(&target);
+                let _ = p.try_apply(&target);
             }
             if let Ok(s) = SortSpec::parse(&spec) {
                 let _ = s.compare(&target, &spec);

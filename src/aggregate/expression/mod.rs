@@ -1,7 +1,12 @@
 //! The aggregation expression language: an operand is parsed once into an [`Expression`] tree
 //! (field paths, variables, literals, object and array expressions, operators) and evaluated
 //! per document against [`Variables`].
+//!
+//! - here: the tree, parsing (against a [`Scope`] of user variables) and evaluation.
+//! - `operators`: the operator table and the operators by family.
+//! - `let_vars`: a command's `let` parameters, evaluated once into [`LetVariables`].
 
+mod let_vars;
 mod operators;
 
 use super::fieldpath::{self, FieldPath};
@@ -10,6 +15,9 @@ use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, DateTime, Document};
 
+/// MongoDB's `coerceToBool`, which `$expr` applies to its expression's value.
+pub use super::value::truthy;
+pub use let_vars::LetVariables;
 use operators::Args;
 pub(crate) use operators::is_operator_name;
 
@@ -42,18 +50,50 @@ pub enum Base {
     /// `$$CLUSTER_TIME`: parsed, but this server keeps no cluster time, so evaluating it fails
     /// as it does on a MongoDB node whose logical clock is not running.
     ClusterTime,
+    /// A user variable: its slot in [`Variables`] (the order the [`Scope`] defined it in).
+    User(usize),
+}
+
+/// The user variables an expression may name while it is parsed (`$$name`), each with the slot
+/// its value will have when the expression is evaluated. Undefined names are refused at parse
+/// time, as MongoDB's `VariablesParseState` does.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    names: Vec<String>,
+}
+
+/// Parsing without user variables (every stage but those given a command's `let`).
+static EMPTY_SCOPE: Scope = Scope { names: Vec::new() };
+
+impl Scope {
+    /// Defines `name` (shadowing an earlier definition) and returns its slot.
+    pub fn define(&mut self, name: &str) -> usize {
+        self.names.push(name.to_string());
+        self.names.len() - 1
+    }
+
+    fn lookup(&self, name: &str) -> Option<usize> {
+        self.names.iter().rposition(|n| n == name)
+    }
 }
 
 /// What an expression is evaluated against: the document (`$$ROOT`, which `$$CURRENT` equals
-/// in the stages implemented here) and the pipeline-wide `$$NOW`.
+/// in the stages implemented here), the pipeline-wide `$$NOW` and the user variables' values
+/// by slot.
 pub struct Variables<'a> {
     root: &'a Document,
     now: DateTime,
+    user: &'a [Value],
 }
 
 impl<'a> Variables<'a> {
     pub fn new(root: &'a Document, now: DateTime) -> Self {
-        Variables { root, now }
+        Variables::with_user(root, now, &[])
+    }
+
+    /// Variables with user variables' values, indexed by the slots their [`Scope`] gave them.
+    pub fn with_user(root: &'a Document, now: DateTime, user: &'a [Value]) -> Self {
+        Variables { root, now, user }
     }
 
     fn resolve(&self, base: Base, parts: &[String]) -> Result<Value> {
@@ -73,6 +113,10 @@ impl<'a> Variables<'a> {
                     "Builtin variable '$$CLUSTER_TIME' is not available",
                 ));
             }
+            Base::User(slot) => match self.user.get(slot) {
+                Some(Some(value)) => fieldpath::lookup_in(value, parts),
+                _ => None,
+            },
         })
     }
 }
@@ -81,11 +125,19 @@ impl Expression {
     /// Parses any operand: `"$path"`, `"$$variable"`, an operator object, an object or array
     /// expression, or a literal.
     pub fn parse(value: &Bson) -> Result<Expression> {
+        Expression::parse_in(value, &EMPTY_SCOPE)
+    }
+
+    /// [`Expression::parse`] with the user variables of `scope` defined.
+    pub fn parse_in(value: &Bson, scope: &Scope) -> Result<Expression> {
         match value {
-            Bson::String(s) if s.starts_with('$') => parse_field_path(s),
-            Bson::Document(doc) => Expression::parse_object(doc),
+            Bson::String(s) if s.starts_with('$') => parse_field_path(s, scope),
+            Bson::Document(doc) => Expression::parse_object_in(doc, scope),
             Bson::Array(items) => Ok(Expression::Array(
-                items.iter().map(Expression::parse).collect::<Result<_>>()?,
+                items
+                    .iter()
+                    .map(|item| Expression::parse_in(item, scope))
+                    .collect::<Result<_>>()?,
             )),
             other => Ok(Expression::Constant(other.clone())),
         }
@@ -93,14 +145,18 @@ impl Expression {
 
     /// An object operand: `{$op: ...}` is an operator, anything else an object expression.
     pub fn parse_object(doc: &Document) -> Result<Expression> {
+        Expression::parse_object_in(doc, &EMPTY_SCOPE)
+    }
+
+    pub fn parse_object_in(doc: &Document, scope: &Scope) -> Result<Expression> {
         match doc.keys().next() {
             None => Ok(Expression::Object(Vec::new())),
-            Some(first) if first.starts_with('$') => Expression::parse_operator(doc),
+            Some(first) if first.starts_with('$') => Expression::parse_operator_in(doc, scope),
             Some(_) => {
                 let mut fields = Vec::with_capacity(doc.len());
                 for (name, value) in doc {
                     fieldpath::validate_plain_field_name(name)?;
-                    fields.push((name.clone(), Expression::parse(value)?));
+                    fields.push((name.clone(), Expression::parse_in(value, scope)?));
                 }
                 Ok(Expression::Object(fields))
             }
@@ -109,6 +165,10 @@ impl Expression {
 
     /// `{$op: <arguments>}`.
     pub fn parse_operator(doc: &Document) -> Result<Expression> {
+        Expression::parse_operator_in(doc, &EMPTY_SCOPE)
+    }
+
+    pub fn parse_operator_in(doc: &Document, scope: &Scope) -> Result<Expression> {
         let mut entries = doc.iter();
         let (Some((name, argument)), None) = (entries.next(), entries.next()) else {
             return Err(MongoError::location(
@@ -125,7 +185,7 @@ impl Expression {
                 format!("Unrecognized expression '{name}'"),
             )
         })?;
-        let args = (op.parse)(op.name, argument)?;
+        let args = (op.parse)(op.name, argument, scope)?;
         op.arity.check(op.name, args.len())?;
         Ok(Expression::Operator { op, args })
     }
@@ -153,10 +213,23 @@ impl Expression {
             Expression::Operator { op, args } => (op.eval)(&Args::new(args, vars)),
         }
     }
+
+    /// Whether the value depends on the document (a field path, `$$ROOT` or `$$CURRENT`), as
+    /// opposed to constants and variables only.
+    pub fn depends_on_document(&self) -> bool {
+        match self {
+            Expression::Constant(_) => false,
+            Expression::Path { base, .. } => matches!(base, Base::Current | Base::Root),
+            Expression::Object(fields) => fields.iter().any(|(_, e)| e.depends_on_document()),
+            Expression::Array(items) | Expression::Operator { args: items, .. } => {
+                items.iter().any(Expression::depends_on_document)
+            }
+        }
+    }
 }
 
 /// `"$a.b"` or `"$$name.a.b"`.
-fn parse_field_path(raw: &str) -> Result<Expression> {
+fn parse_field_path(raw: &str, scope: &Scope) -> Result<Expression> {
     if raw.len() < 2 {
         return Err(MongoError::location(
             16872,
@@ -171,20 +244,24 @@ fn parse_field_path(raw: &str) -> Result<Expression> {
     }
     let Some(variable_path) = raw.strip_prefix("$$") else {
         let path = FieldPath::parse(&raw[1..])?;
+        // `$a` is `$$CURRENT.a`, so a user variable named CURRENT (which `let` may define)
+        // replaces the document.
         return Ok(Expression::Path {
-            base: Base::Current,
+            base: scope.lookup("CURRENT").map_or(Base::Current, Base::User),
             parts: path.parts().to_vec(),
         });
     };
     let name = variable_path.split('.').next().unwrap_or_default();
     validate_variable_name(name)?;
-    let base = match name {
-        "CURRENT" => Base::Current,
-        "ROOT" => Base::Root,
-        "REMOVE" => Base::Remove,
-        "NOW" => Base::Now,
-        "CLUSTER_TIME" => Base::ClusterTime,
-        _ => {
+    // User variables first: MongoDB's parse state looks them up before the builtins.
+    let base = match (scope.lookup(name), name) {
+        (Some(slot), _) => Base::User(slot),
+        (None, "CURRENT") => Base::Current,
+        (None, "ROOT") => Base::Root,
+        (None, "REMOVE") => Base::Remove,
+        (None, "NOW") => Base::Now,
+        (None, "CLUSTER_TIME") => Base::ClusterTime,
+        (None, _) => {
             return Err(MongoError::location(
                 17276,
                 format!("Use of undefined variable: {name}"),
@@ -300,6 +377,47 @@ mod tests {
         assert_eq!(
             eval_ok(bson!({"$literal": {"$add": [1, 2]}}), &d),
             Some(bson!({"$add": [1, 2]}))
+        );
+    }
+
+    #[test]
+    fn user_variables_from_a_scope() {
+        let mut scope = Scope::default();
+        let x = scope.define("x");
+        let shadowed = scope.define("x");
+        let values = [Some(Bson::Int32(1)), Some(bson!({"a": [{"b": 2}]}))];
+        let d = doc! {"f": 3};
+        let vars = Variables::with_user(&d, now(), &values);
+        let eval_in = |e: Bson| Expression::parse_in(&e, &scope).unwrap().evaluate(&vars);
+        assert_eq!((x, shadowed), (0, 1));
+        assert_eq!(eval_in(bson!("$$x.a.b")).unwrap(), Some(bson!([2])));
+        assert_eq!(
+            eval_in(bson!({"$add": ["$f", {"$size": "$$x.a"}]})).unwrap(),
+            Some(Bson::Int32(4))
+        );
+        assert!(
+            !Expression::parse_in(&bson!("$$x"), &scope)
+                .unwrap()
+                .depends_on_document()
+        );
+        assert!(
+            Expression::parse(&bson!({"$add": [1, "$f"]}))
+                .unwrap()
+                .depends_on_document()
+        );
+        let err = Expression::parse_in(&bson!("$$y"), &scope).unwrap_err();
+        assert_eq!(err.message(), "Use of undefined variable: y");
+    }
+
+    #[test]
+    fn let_variables_rebinding_current() {
+        let vars = LetVariables::parse(Some(&doc! {"CURRENT": {"a": 7}}), now()).unwrap();
+        let d = doc! {"a": 1};
+        let expr =
+            Expression::parse_in(&bson!(["$a", "$$ROOT.a", "$$CURRENT.a"]), vars.scope()).unwrap();
+        assert_eq!(
+            expr.evaluate(&vars.variables(&d)).unwrap(),
+            Some(bson!([7, 1, 7]))
         );
     }
 

@@ -5,14 +5,51 @@
 use super::predicates::{bits_match, mod_matches, regex_matches};
 use super::{CmpOp, Leaf, Node, Op};
 use crate::document::order::{canonical_rank, compare_values, values_equal};
+use crate::error::Result;
 use crate::query::values::{is_nan, is_number, type_code};
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 
 impl Node {
+    /// Whether a whole document matches, or the error a `$expr` raised. `$expr` only occurs in
+    /// the logical tree above the leaves, so only that part can fail.
+    pub(crate) fn try_matches(&self, doc: &Document, key: &mut Option<usize>) -> Result<bool> {
+        match self {
+            Node::And(children) => {
+                for child in children {
+                    if !child.try_matches(doc, key)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Node::Or(children) => {
+                for child in children {
+                    if child.try_matches(doc, key)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+            Node::Nor(children) => {
+                for child in children {
+                    if child.try_matches(doc, &mut None)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Node::Not(child) => Ok(!child.try_matches(doc, &mut None)?),
+            Node::Expr(e) => e.matches(doc),
+            _ => Ok(self.matches(doc, key)),
+        }
+    }
+
     /// Whether a whole document matches; `key` receives the array position of the match.
     pub(crate) fn matches(&self, doc: &Document, key: &mut Option<usize>) -> bool {
         match self {
+            Node::Expr(e) => e.matches(doc).unwrap_or(false),
+            Node::Schema(s) => s.matches(doc),
             Node::And(children) => children.iter().all(|c| c.matches(doc, key)),
             Node::Or(children) => children.iter().any(|c| c.matches(doc, key)),
             Node::Nor(children) => !children.iter().any(|c| c.matches(doc, &mut None)),
@@ -33,6 +70,8 @@ impl Node {
             Node::AlwaysTrue => true,
             Node::AlwaysFalse => false,
             Node::Leaf(l) => l.op.matches_single(value, &mut None),
+            // Only whole-document predicates; the value form of `$elemMatch` cannot hold them.
+            Node::Expr(_) | Node::Schema(_) => false,
         }
     }
 }
@@ -245,7 +284,7 @@ impl Op {
 /// Comparison of one candidate with the operand, with MongoDB's type bracketing: values of
 /// different canonical types never compare, except null against missing/undefined and
 /// MinKey/MaxKey bounds; NaN equals only NaN and is neither above nor below anything.
-fn compare_single(op: CmpOp, rhs: &Bson, value: Option<&Bson>) -> bool {
+pub(super) fn compare_single(op: CmpOp, rhs: &Bson, value: Option<&Bson>) -> bool {
     let inclusive = matches!(op, CmpOp::Eq | CmpOp::Lte | CmpOp::Gte);
     let bound = |rhs: &Bson| match rhs {
         Bson::MaxKey => matches!(op, CmpOp::Lt | CmpOp::Lte),

@@ -13,16 +13,24 @@
 //!   `$all` and `$in`.
 //! - `predicates`: `$type`, `$mod`, `$regex` and the `$bits*` operators, parsed and tested.
 //! - `eval`: matching documents, resolving dotted paths through arrays into candidates.
+//! - `expr`: `$expr`, an aggregation expression as a predicate.
+//! - `json_schema`: `$jsonSchema` ([`JsonSchema`], also what collection validators use).
 
 mod eval;
+mod expr;
+mod json_schema;
 mod parse;
 mod parse_field;
 mod predicates;
 
+pub use json_schema::JsonSchema;
+
 use super::pcre::MongoRegex;
+use crate::aggregate::expression::LetVariables;
 use crate::error::Result;
-use bson::{Bson, Document};
+use bson::{Bson, DateTime, Document};
 use parse::Parser;
+use std::sync::Arc;
 
 /// A parsed query filter.
 #[derive(Clone, Debug)]
@@ -39,6 +47,10 @@ pub(crate) enum Node {
     AlwaysTrue,
     AlwaysFalse,
     Leaf(Leaf),
+    /// `$expr` (only in the top-level logical tree, never inside `$elemMatch`).
+    Expr(Box<expr::ExprPredicate>),
+    /// `$jsonSchema`, matched against the (sub)document.
+    Schema(Box<JsonSchema>),
 }
 
 #[derive(Clone, Debug)]
@@ -108,9 +120,33 @@ enum Level {
 }
 
 impl Filter {
-    /// Parses a filter document, refusing it with MongoDB's error when it is malformed.
+    /// Parses a filter document, refusing it with MongoDB's error when it is malformed. `$expr`
+    /// sees no user variables and `$$NOW` is the time of parsing.
     pub fn parse(filter: &Document) -> Result<Filter> {
-        let root = Parser { depth: 0 }.parse_doc(filter, Level::PredicateTop)?;
+        Self::parse_with_variables(filter, &Arc::new(LetVariables::empty(DateTime::now())))
+    }
+
+    /// Parses a filter of a command that has a `let` document: its values are evaluated once
+    /// (MongoDB's errors for invalid names or values reading fields) and `$expr` reads them as
+    /// `$$name`.
+    pub fn parse_with_let(filter: &Document, let_doc: Option<&Document>) -> Result<Filter> {
+        let vars = LetVariables::parse(let_doc, DateTime::now())?;
+        Self::parse_with_variables(filter, &Arc::new(vars))
+    }
+
+    /// Parses a filter with variables already evaluated, so that a command's filter,
+    /// projection and pipelines share one `$$NOW` and one evaluation of `let`.
+    pub fn parse_with_variables(filter: &Document, vars: &Arc<LetVariables>) -> Result<Filter> {
+        let root = Parser::new(Arc::clone(vars), true).parse_doc(filter, Level::PredicateTop)?;
+        Ok(Filter { root })
+    }
+
+    /// Parses a filter where MongoDB bans its special features (projection `$elemMatch`,
+    /// partial index filters): `$expr` and `$jsonSchema` are refused with
+    /// QueryFeatureNotAllowed.
+    pub fn parse_restricted(filter: &Document) -> Result<Filter> {
+        let vars = Arc::new(LetVariables::empty(DateTime::now()));
+        let root = Parser::new(vars, false).parse_doc(filter, Level::PredicateTop)?;
         Ok(Filter { root })
     }
 
@@ -121,18 +157,42 @@ impl Filter {
         }
     }
 
-    /// Whether the document satisfies the filter.
+    /// Whether the document satisfies the filter; a `$expr` whose evaluation fails counts as
+    /// no match (use [`Filter::try_matches`] to fail the command as MongoDB does).
     pub fn matches(&self, doc: &Document) -> bool {
+        self.try_matches(doc).unwrap_or(false)
+    }
+
+    /// Whether the document satisfies the filter, or the error a `$expr` raised evaluating it.
+    pub fn try_matches(&self, doc: &Document) -> Result<bool> {
         let mut key = None;
-        self.root.matches(doc, &mut key)
+        self.root.try_matches(doc, &mut key)
     }
 
     /// Whether the document matches, and the array position the match was found at (what the
-    /// positional `$` of updates and projections refers to).
+    /// positional `$` of updates and projections refers to). Errors count as no match.
     pub fn matches_with_position(&self, doc: &Document) -> (bool, Option<usize>) {
+        self.try_matches_with_position(doc).unwrap_or((false, None))
+    }
+
+    /// [`Filter::matches_with_position`] with `$expr` evaluation errors reported.
+    pub fn try_matches_with_position(&self, doc: &Document) -> Result<(bool, Option<usize>)> {
         let mut key = None;
-        let matched = self.root.matches(doc, &mut key);
-        (matched, if matched { key } else { None })
+        let matched = self.root.try_matches(doc, &mut key)?;
+        Ok((matched, if matched { key } else { None }))
+    }
+
+    /// Whether the filter has a `$expr` (whose evaluation can fail; see [`Filter::try_matches`]).
+    pub fn has_expr(&self) -> bool {
+        fn walk(node: &Node) -> bool {
+            match node {
+                Node::And(c) | Node::Or(c) | Node::Nor(c) => c.iter().any(walk),
+                Node::Not(n) => walk(n),
+                Node::Expr(_) => true,
+                _ => false,
+            }
+        }
+        walk(&self.root)
     }
 
     /// The value `path` is constrained to by plain equality at the top level (or in a top-level
@@ -170,7 +230,7 @@ impl Filter {
                 Node::And(c) | Node::Or(c) | Node::Nor(c) => c.iter().for_each(|n| collect(n, out)),
                 Node::Not(n) => collect(n, out),
                 Node::Leaf(l) => out.push(&l.path),
-                Node::AlwaysTrue | Node::AlwaysFalse => {}
+                Node::AlwaysTrue | Node::AlwaysFalse | Node::Expr(_) | Node::Schema(_) => {}
             }
         }
         let mut out = Vec::new();

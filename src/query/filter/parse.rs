@@ -2,17 +2,24 @@
 //! operators (`$and`, `$or`, `$nor`, `$comment`, `$expr`, ...), literal equalities and regexes,
 //! with MongoDB's errors and nesting limit.
 
-use super::{CmpOp, Leaf, Level, Node, Op};
+use super::expr::ExprPredicate;
+use super::{CmpOp, JsonSchema, Leaf, Level, Node, Op};
+use crate::aggregate::expression::LetVariables;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::pcre::MongoRegex;
 use crate::query::values::{as_f64, integer_to_i64, is_number, not_implemented};
 use bson::{Bson, Document};
+use std::sync::Arc;
 
 /// Nesting beyond this many levels of operators is refused rather than recursed into.
 const MAX_DEPTH: usize = 100;
 
 pub(super) struct Parser {
     pub(super) depth: usize,
+    /// What `$expr` may read as `$$name`.
+    vars: Arc<LetVariables>,
+    /// Whether `$expr` and `$jsonSchema` are allowed (MongoDB bans them in some contexts).
+    special_features: bool,
 }
 
 pub(super) fn leaf(path: &str, op: Op) -> Node {
@@ -117,6 +124,24 @@ pub(super) fn regex_leaf(path: &str, pattern: &str, options: &str) -> Result<Nod
 }
 
 impl Parser {
+    pub(super) fn new(vars: Arc<LetVariables>, special_features: bool) -> Parser {
+        Parser {
+            depth: 0,
+            vars,
+            special_features,
+        }
+    }
+
+    fn feature_not_allowed(&self, key: &str) -> Result<()> {
+        if self.special_features {
+            return Ok(());
+        }
+        Err(MongoError::new(
+            ErrorCode::QueryFeatureNotAllowed,
+            format!("{key} is not allowed in this context"),
+        ))
+    }
+
     pub(super) fn descend(&mut self) -> Result<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
@@ -213,9 +238,9 @@ impl Parser {
                         "$expr can only be applied to the top-level document",
                     ));
                 }
-                Err(not_implemented(
-                    "$expr is not supported yet: it needs the aggregation expression engine",
-                ))
+                self.feature_not_allowed(key)?;
+                let predicate = ExprPredicate::parse(value, &self.vars)?;
+                Ok(Some(Node::Expr(Box::new(predicate))))
             }
             "where" => {
                 if level == Level::SubDocument {
@@ -239,10 +264,11 @@ impl Parser {
                 ))
             }
             "jsonSchema" => {
-                if !matches!(value, Bson::Document(_)) {
+                self.feature_not_allowed(key)?;
+                let Bson::Document(schema) = value else {
                     return Err(MongoError::type_mismatch("$jsonSchema must be an object"));
-                }
-                Err(not_implemented("$jsonSchema is not supported yet"))
+                };
+                Ok(Some(Node::Schema(Box::new(JsonSchema::parse(schema)?))))
             }
             "sampleRate" => {
                 if level == Level::SubDocument {

@@ -455,10 +455,6 @@ fn unsupported_and_unknown_operators() {
             "text index required for $text query"
         )
     );
-    assert_eq!(
-        err(doc! {"$expr": {"$eq": [1, 1]}}).code(),
-        ErrorCode::NotImplemented
-    );
     assert_eq!(err(doc! {"$jsonSchema": 1}).code(), ErrorCode::TypeMismatch);
     assert_eq!(
         err(doc! {"a": {"$near": [0, 0]}}).code(),
@@ -579,4 +575,205 @@ fn deep_nesting_is_refused_not_overflowed() {
         f = doc! {"$and": [f]};
     }
     assert_eq!(err(f).code(), ErrorCode::BadValue);
+}
+
+fn m_let(filter: Document, let_doc: Document, doc: Document) -> bool {
+    Filter::parse_with_let(&filter, Some(&let_doc))
+        .unwrap_or_else(|e| panic!("{filter}: {e}"))
+        .matches(&doc)
+}
+
+#[test]
+fn expr_uses_aggregation_truthiness() {
+    for truthy in [
+        bson::bson!(true),
+        bson::bson!(1),
+        bson::bson!(""),
+        bson::bson!([]),
+        bson::bson!({}),
+        bson::bson!(f64::NAN),
+    ] {
+        assert!(m(doc! {"$expr": truthy.clone()}, doc! {}), "{truthy}");
+    }
+    for falsy in [
+        bson::bson!(false),
+        bson::bson!(0),
+        bson::bson!(0.0),
+        bson::bson!(null),
+        Bson::Undefined,
+        bson::bson!("$missing"),
+    ] {
+        assert!(!m(doc! {"$expr": falsy.clone()}, doc! {}), "{falsy}");
+    }
+    let zero = Bson::Decimal128("0.00".parse().unwrap());
+    assert!(!m(doc! {"$expr": zero}, doc! {}));
+    assert!(m(doc! {"$expr": "$a"}, doc! {"a": 2}));
+    assert!(!m(doc! {"$expr": "$a"}, doc! {"a": 0}));
+}
+
+#[test]
+fn expr_compares_like_the_expression_language() {
+    let gt = doc! {"$expr": {"$gt": ["$a", "$b"]}};
+    assert!(m(gt.clone(), doc! {"a": 5, "b": 3}));
+    assert!(!m(gt.clone(), doc! {"a": 3, "b": 5}));
+    // No type bracketing: a string sorts above every number.
+    assert!(m(gt.clone(), doc! {"a": "x", "b": 5}));
+    // Missing sorts below null, so {a: 1} > missing.
+    assert!(m(gt, doc! {"a": 1}));
+    // Arrays are whole values, not traversed.
+    let eq = doc! {"$expr": {"$eq": ["$a", 1]}};
+    assert!(!m(eq.clone(), doc! {"a": [1, 2]}));
+    assert!(m(eq, doc! {"a": 1.0}));
+    assert!(m(
+        doc! {"$expr": {"$eq": ["$a", [1, 2]]}},
+        doc! {"a": [1, 2]}
+    ));
+    // Aggregation paths through arrays of documents collect the values.
+    assert!(m(
+        doc! {"$expr": {"$eq": ["$a.b", [1, 2]]}},
+        doc! {"a": [{"b": 1}, {"b": 2}]}
+    ));
+}
+
+#[test]
+fn expr_inside_logical_operators_and_with_other_predicates() {
+    let f = doc! {"x": {"$gt": 0}, "$or": [{"$expr": {"$eq": ["$a", "$b"]}}, {"c": 1}]};
+    assert!(m(f.clone(), doc! {"x": 1, "a": 2, "b": 2}));
+    assert!(m(f.clone(), doc! {"x": 1, "a": 2, "b": 3, "c": 1}));
+    assert!(!m(f.clone(), doc! {"x": 1, "a": 2, "b": 3}));
+    assert!(!m(f, doc! {"x": 0, "a": 2, "b": 2}));
+    assert!(m(doc! {"$nor": [{"$expr": "$a"}]}, doc! {"a": 0}));
+    assert!(m(
+        doc! {"$and": [{"$expr": "$a"}, {"$expr": {"$not": "$b"}}]},
+        doc! {"a": 1, "b": false}
+    ));
+}
+
+#[test]
+fn expr_errors() {
+    let e = err(doc! {"a": {"$elemMatch": {"$expr": {"$eq": [1, 1]}}}});
+    assert_eq!(e.code(), ErrorCode::BadValue);
+    assert_eq!(
+        e.message(),
+        "$expr can only be applied to the top-level document"
+    );
+    assert_eq!(err(doc! {"$expr": {"$bogus": 1}}).code().code(), 168);
+    let e = err(doc! {"$expr": {"$eq": ["$$x", 1]}});
+    assert_eq!(
+        (e.code().code(), e.message()),
+        (17276, "Use of undefined variable: x")
+    );
+    assert_eq!(
+        err(doc! {"a": {"$expr": 1}}).message(),
+        "unknown operator: $expr"
+    );
+    let restricted = Filter::parse_restricted(&doc! {"$expr": true}).unwrap_err();
+    assert_eq!(restricted.code(), ErrorCode::QueryFeatureNotAllowed);
+    assert_eq!(restricted.message(), "$expr is not allowed in this context");
+    let restricted = Filter::parse_restricted(&doc! {"$jsonSchema": {}}).unwrap_err();
+    assert_eq!(
+        restricted.message(),
+        "$jsonSchema is not allowed in this context"
+    );
+}
+
+#[test]
+fn expr_evaluation_errors_fail_try_matches() {
+    let f = Filter::parse(&doc! {"$expr": {"$divide": ["$a", 0]}}).unwrap();
+    assert!(f.has_expr());
+    let e = f.try_matches(&doc! {"a": 1}).unwrap_err();
+    assert_eq!(e.message(), "can't $divide by zero");
+    assert!(!f.matches(&doc! {"a": 1}));
+    // Short-circuiting: the failing branch is not evaluated.
+    let f = Filter::parse(&doc! {"$or": [{"a": 1}, {"$expr": {"$divide": ["$a", 0]}}]}).unwrap();
+    assert!(f.try_matches(&doc! {"a": 1}).unwrap());
+    assert!(!Filter::parse(&doc! {"a": 1}).unwrap().has_expr());
+}
+
+#[test]
+fn expr_with_let_variables() {
+    let l = doc! {"target": 5, "double": {"$multiply": ["$$target", 2]}};
+    assert!(m_let(
+        doc! {"$expr": {"$eq": ["$a", "$$target"]}},
+        l.clone(),
+        doc! {"a": 5}
+    ));
+    assert!(!m_let(
+        doc! {"$expr": {"$eq": ["$a", "$$target"]}},
+        l.clone(),
+        doc! {"a": 6}
+    ));
+    assert!(m_let(
+        doc! {"$expr": {"$eq": ["$a", "$$double"]}},
+        l.clone(),
+        doc! {"a": 10}
+    ));
+    assert!(m_let(
+        doc! {"$expr": {"$eq": ["$$obj.x", 1]}},
+        doc! {"obj": {"x": 1}},
+        doc! {}
+    ));
+    assert!(m_let(
+        doc! {"$expr": {"$lt": ["$d", "$$NOW"]}},
+        doc! {},
+        doc! {"d": bson::DateTime::from_millis(0)}
+    ));
+    assert!(m_let(
+        doc! {"$expr": {"$eq": ["$$ROOT.a", "$$CURRENT.a"]}},
+        doc! {},
+        doc! {"a": 1}
+    ));
+    // A later variable shadows nothing built in, and $$REMOVE gives missing.
+    assert!(!m_let(
+        doc! {"$expr": "$$gone"},
+        doc! {"gone": "$$REMOVE"},
+        doc! {}
+    ));
+    let parse_err = |l: Document| Filter::parse_with_let(&doc! {}, Some(&l)).unwrap_err();
+    let e = parse_err(doc! {"x": "$a"});
+    assert_eq!(e.code().code(), 4890500);
+    assert_eq!(parse_err(doc! {"x": "$$ROOT"}).code().code(), 4890500);
+    let e = parse_err(doc! {"X": 1});
+    assert_eq!(e.code(), ErrorCode::FailedToParse);
+    assert_eq!(
+        e.message(),
+        "Invalid 'let' parameter :: caused by :: 'X' starts with an invalid character for a user variable name"
+    );
+    assert_eq!(parse_err(doc! {"a-b": 1}).code(), ErrorCode::FailedToParse);
+    assert_eq!(parse_err(doc! {"NOW": 1}).code().code(), 4738901);
+    assert_eq!(parse_err(doc! {"y": "$$x"}).code().code(), 17276);
+    assert_eq!(
+        parse_err(doc! {"y": {"$divide": [1, 0]}}).message(),
+        "can't $divide by zero"
+    );
+    let e = Filter::parse_with_let(&doc! {"$expr": "$$undefinedVar"}, Some(&doc! {"x": 1}))
+        .unwrap_err();
+    assert_eq!(e.message(), "Use of undefined variable: undefinedVar");
+}
+
+#[test]
+fn shared_variables_give_one_now() {
+    let vars = Arc::new(LetVariables::parse(None, bson::DateTime::from_millis(42)).unwrap());
+    let f = Filter::parse_with_variables(&doc! {"$expr": {"$eq": ["$$NOW", "$t"]}}, &vars).unwrap();
+    assert!(f.matches(&doc! {"t": bson::DateTime::from_millis(42)}));
+}
+
+#[test]
+fn json_schema_in_filters() {
+    let f = doc! {"$jsonSchema": {"required": ["a"], "properties": {"a": {"bsonType": "int"}}}};
+    assert!(m(f.clone(), doc! {"a": 1}));
+    assert!(!m(f.clone(), doc! {"a": 1.5}));
+    assert!(!m(f, doc! {"b": 1}));
+    let or = doc! {"$or": [{"$jsonSchema": {"properties": {"a": {"minimum": 2}}}}, {"b": 2}]};
+    assert!(m(or.clone(), doc! {"a": 3}));
+    assert!(m(or.clone(), doc! {"a": 1, "b": 2}));
+    assert!(!m(or, doc! {"a": 1}));
+    // Inside $elemMatch the schema applies to each element document.
+    let em = doc! {"xs": {"$elemMatch": {"$jsonSchema": {"required": ["k"]}}}};
+    assert!(m(em.clone(), doc! {"xs": [{"j": 1}, {"k": 1}]}));
+    assert!(!m(em, doc! {"xs": [{"j": 1}]}));
+    assert_eq!(
+        err(doc! {"$jsonSchema": {"foo": 1}}).message(),
+        "Unknown $jsonSchema keyword: foo"
+    );
 }

@@ -4,6 +4,8 @@
 use super::expression::evaluate;
 use super::operators::slice;
 use super::{PathNode, ProjNode};
+use crate::aggregate::expression::LetVariables;
+use crate::error::Result;
 use bson::{Bson, Document};
 
 impl PathNode {
@@ -14,7 +16,7 @@ impl PathNode {
             .map(|(_, node)| node)
     }
 
-    fn has_computed(&self) -> bool {
+    pub(super) fn has_computed(&self) -> bool {
         self.children.iter().any(|(_, node)| match node {
             ProjNode::Expr(_) => true,
             ProjNode::Path(sub) => sub.has_computed(),
@@ -23,7 +25,20 @@ impl PathNode {
     }
 }
 
-pub(super) fn include_doc(doc: &Document, node: &PathNode, root: &Document) -> Document {
+/// Whether a computed field that fails to evaluate fails the projection or is left out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mode {
+    Strict,
+    Lenient,
+}
+
+pub(super) fn include_doc(
+    doc: &Document,
+    node: &PathNode,
+    root: &Document,
+    vars: &LetVariables,
+    mode: Mode,
+) -> Result<Document> {
     let mut out = Document::new();
     for (key, value) in doc {
         match node.get(key) {
@@ -32,10 +47,10 @@ pub(super) fn include_doc(doc: &Document, node: &PathNode, root: &Document) -> D
             }
             Some(ProjNode::Path(sub)) => match value {
                 Bson::Document(d) => {
-                    out.insert(key.clone(), include_doc(d, sub, root));
+                    out.insert(key.clone(), include_doc(d, sub, root, vars, mode)?);
                 }
                 Bson::Array(items) => {
-                    out.insert(key.clone(), include_array(items, sub, root));
+                    out.insert(key.clone(), include_array(items, sub, root, vars, mode)?);
                 }
                 _ => {}
             },
@@ -45,59 +60,86 @@ pub(super) fn include_doc(doc: &Document, node: &PathNode, root: &Document) -> D
             _ => {}
         }
     }
-    apply_expressions(&mut out, node, root);
-    out
+    apply_expressions(&mut out, node, root, vars, mode)?;
+    Ok(out)
 }
 
-fn include_array(items: &[Bson], node: &PathNode, root: &Document) -> Bson {
+fn include_array(
+    items: &[Bson],
+    node: &PathNode,
+    root: &Document,
+    vars: &LetVariables,
+    mode: Mode,
+) -> Result<Bson> {
     let mut out = Vec::new();
     for item in items {
         match item {
-            Bson::Document(d) => out.push(Bson::Document(include_doc(d, node, root))),
-            Bson::Array(inner) => out.push(include_array(inner, node, root)),
+            Bson::Document(d) => out.push(Bson::Document(include_doc(d, node, root, vars, mode)?)),
+            Bson::Array(inner) => out.push(include_array(inner, node, root, vars, mode)?),
             _ => {}
         }
     }
-    Bson::Array(out)
+    Ok(Bson::Array(out))
 }
 
 /// Sets the computed fields of `node` (in projection order) on an already projected level.
-fn apply_expressions(out: &mut Document, node: &PathNode, root: &Document) {
+fn apply_expressions(
+    out: &mut Document,
+    node: &PathNode,
+    root: &Document,
+    vars: &LetVariables,
+    mode: Mode,
+) -> Result<()> {
     for (name, child) in &node.children {
         match child {
-            ProjNode::Expr(expr) => match evaluate(expr, root) {
-                Some(v) => {
-                    out.insert(name.clone(), v);
+            ProjNode::Expr(expr) => {
+                let value = match evaluate(expr, root, vars) {
+                    Ok(value) => value,
+                    Err(e) if mode == Mode::Strict => return Err(e),
+                    Err(_) => None,
+                };
+                match value {
+                    Some(v) => {
+                        out.insert(name.clone(), v);
+                    }
+                    None => {
+                        out.remove(name);
+                    }
                 }
-                None => {
-                    out.remove(name);
-                }
-            },
+            }
             ProjNode::Path(sub) if sub.has_computed() => {
                 let current = out.remove(name);
-                out.insert(name.clone(), expressions_into_value(current, sub, root));
+                let value = expressions_into_value(current, sub, root, vars, mode)?;
+                out.insert(name.clone(), value);
             }
             _ => {}
         }
     }
+    Ok(())
 }
 
-fn expressions_into_value(value: Option<Bson>, node: &PathNode, root: &Document) -> Bson {
+fn expressions_into_value(
+    value: Option<Bson>,
+    node: &PathNode,
+    root: &Document,
+    vars: &LetVariables,
+    mode: Mode,
+) -> Result<Bson> {
     match value {
         Some(Bson::Document(mut d)) => {
-            apply_expressions(&mut d, node, root);
-            Bson::Document(d)
+            apply_expressions(&mut d, node, root, vars, mode)?;
+            Ok(Bson::Document(d))
         }
-        Some(Bson::Array(items)) => Bson::Array(
+        Some(Bson::Array(items)) => Ok(Bson::Array(
             items
                 .into_iter()
-                .map(|item| expressions_into_value(Some(item), node, root))
-                .collect(),
-        ),
+                .map(|item| expressions_into_value(Some(item), node, root, vars, mode))
+                .collect::<Result<_>>()?,
+        )),
         _ => {
             let mut d = Document::new();
-            apply_expressions(&mut d, node, root);
-            Bson::Document(d)
+            apply_expressions(&mut d, node, root, vars, mode)?;
+            Ok(Bson::Document(d))
         }
     }
 }

@@ -1,12 +1,12 @@
 //! `find` projections: inclusion and exclusion of (dotted) paths, the `_id` rules, the find-only
-//! operators `$slice`, `$elemMatch` and positional `$`, and computed fields limited to constants
-//! and field paths until the aggregation expression engine exists. Parsing follows MongoDB 4.4+
-//! (`projection_ast`), including its error codes.
+//! operators `$slice`, `$elemMatch` and positional `$`, and computed fields that are
+//! aggregation expressions. Parsing follows MongoDB 4.4+ (`projection_ast`), including its error
+//! codes.
 //!
 //! - here: [`Projection`], its path tree and its public entry points.
 //! - `parse`: a specification into the path tree, with the inclusion/exclusion and `_id` rules.
 //! - `operators`: the find-only `$slice`, `$elemMatch` and positional `$`, parsed and applied.
-//! - `expression`: computed fields (constants, field paths, `$literal`) and their evaluation.
+//! - `expression`: computed fields (aggregation expressions, `$meta`) and their evaluation.
 //! - `apply`: projecting a document through the path tree.
 
 mod apply;
@@ -15,10 +15,12 @@ mod operators;
 mod parse;
 
 use super::filter::Filter;
+use crate::aggregate::expression::{Expression, LetVariables};
 use crate::error::{MongoError, Result};
-use apply::{exclude_doc, include_doc};
-use bson::{Bson, Document};
+use apply::{Mode, exclude_doc, include_doc};
+use bson::{DateTime, Document};
 use operators::apply_positional;
+use std::sync::Arc;
 
 /// A parsed projection.
 #[derive(Clone, Debug)]
@@ -27,6 +29,8 @@ pub struct Projection {
     inclusion: bool,
     /// The positional projection's path (without `.$`), with the query it refers to.
     positional: Option<Vec<String>>,
+    /// What computed fields read as `$$NOW` and `$$name`.
+    vars: Arc<LetVariables>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -45,30 +49,33 @@ enum ProjNode {
     ElemMatch(Box<Filter>),
     /// Included, then cut down to the element the query matched.
     Positional,
-    Expr(Expr),
-}
-
-/// The computed values a projection can produce without the aggregation engine.
-#[derive(Clone, Debug)]
-enum Expr {
-    Const(Bson),
-    /// A field path from the root document (`"$a.b"`, `"$$ROOT.a"`); empty = the root.
-    Path(Vec<String>),
-    Remove,
-    Array(Vec<Expr>),
-    Object(Vec<(String, Expr)>),
+    Expr(Expression),
 }
 
 impl Projection {
     /// Parses a projection without a query (a positional `$` is refused, as MongoDB refuses it
     /// without a matcher).
     pub fn parse(spec: &Document) -> Result<Projection> {
-        Self::parse_inner(spec, None)
+        Self::parse_inner(spec, None, &Self::no_variables())
     }
 
     /// Parses a projection of a `find` whose filter is `query` (needed for positional `$`).
     pub fn parse_with_filter(spec: &Document, query: &Filter) -> Result<Projection> {
-        Self::parse_inner(spec, Some(query))
+        Self::parse_inner(spec, Some(query), &Self::no_variables())
+    }
+
+    /// Parses a projection whose computed fields see a command's `let` variables (and its
+    /// `$$NOW`); `query` is the `find` filter when there is one (for positional `$`).
+    pub fn parse_with_variables(
+        spec: &Document,
+        query: Option<&Filter>,
+        vars: &Arc<LetVariables>,
+    ) -> Result<Projection> {
+        Self::parse_inner(spec, query, vars)
+    }
+
+    fn no_variables() -> Arc<LetVariables> {
+        Arc::new(LetVariables::empty(DateTime::now()))
     }
 
     /// Whether this is an inclusion projection (fields not mentioned are dropped).
@@ -82,23 +89,39 @@ impl Projection {
     }
 
     /// Projects a document. A positional `$` path keeps its whole array here; use
-    /// [`Projection::apply_with_filter`] to cut it to the matched element.
+    /// [`Projection::apply_with_filter`] to cut it to the matched element. A computed field
+    /// whose evaluation fails is left out (use [`Projection::try_apply`] to get the error, as
+    /// MongoDB fails the command).
     pub fn apply(&self, doc: &Document) -> Document {
+        self.project(doc, Mode::Lenient).unwrap_or_default()
+    }
+
+    /// Projects a document, or the error a computed field raised (`$add` of a string, ...).
+    pub fn try_apply(&self, doc: &Document) -> Result<Document> {
+        self.project(doc, Mode::Strict)
+    }
+
+    /// Whether the projection has computed fields (whose evaluation can fail).
+    pub fn has_expressions(&self) -> bool {
+        self.root.has_computed()
+    }
+
+    fn project(&self, doc: &Document, mode: Mode) -> Result<Document> {
         let mut out = if self.inclusion {
-            include_doc(doc, &self.root, doc)
+            include_doc(doc, &self.root, doc, &self.vars, mode)?
         } else {
             exclude_doc(doc, &self.root)
         };
         self.apply_elem_matches(doc, &mut out);
-        out
+        Ok(out)
     }
 
     /// Projects a document that matched `filter` (the query of the `find`), resolving the
     /// positional `$` from the filter's match.
     pub fn apply_with_filter(&self, doc: &Document, filter: &Filter) -> Result<Document> {
-        let mut out = self.apply(doc);
+        let mut out = self.try_apply(doc)?;
         if let Some(path) = &self.positional {
-            let (_, position) = filter.matches_with_position(doc);
+            let (_, position) = filter.try_matches_with_position(doc)?;
             let Some(position) = position else {
                 return Err(MongoError::location(
                     51246,

@@ -81,7 +81,7 @@ pub(super) fn parse_find_expression(
                     "Cannot use $elemMatch projection on a nested field.",
                 ));
             }
-            let filter = Filter::parse(&doc! {name: {"$elemMatch": arg.clone()}})?;
+            let filter = Filter::parse_restricted(&doc! {name: {"$elemMatch": arg.clone()}})?;
             add_node(parent, name, ProjNode::ElemMatch(Box::new(filter)))?;
             ctx.has_elem_match = true;
             Ok(true)
@@ -97,7 +97,7 @@ pub(super) fn parse_find_expression(
             if !is_meta {
                 ctx.inclusion = Some(true);
             }
-            let expr = parse_expression_object(key, arg)?;
+            let expr = parse_expression_object(key, arg, obj, ctx.scope)?;
             add_node(parent, name, ProjNode::Expr(expr))?;
             Ok(true)
         }

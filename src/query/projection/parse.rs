@@ -4,14 +4,17 @@
 use super::expression::parse_operand;
 use super::operators::parse_find_expression;
 use super::{PathNode, ProjNode, Projection};
+use crate::aggregate::expression::{LetVariables, Scope};
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use crate::query::values::{check_field_path, render_element, truthy};
 use bson::{Bson, Document};
+use std::sync::Arc;
 
-#[derive(Default)]
 pub(super) struct ParseContext<'a> {
     pub(super) query: Option<&'a Filter>,
+    /// The user variables computed fields may read.
+    pub(super) scope: &'a Scope,
     pub(super) inclusion: Option<bool>,
     pub(super) has_positional: bool,
     pub(super) has_elem_match: bool,
@@ -22,10 +25,21 @@ pub(super) struct ParseContext<'a> {
 }
 
 impl Projection {
-    pub(super) fn parse_inner(spec: &Document, query: Option<&Filter>) -> Result<Projection> {
+    pub(super) fn parse_inner(
+        spec: &Document,
+        query: Option<&Filter>,
+        vars: &Arc<LetVariables>,
+    ) -> Result<Projection> {
         let mut ctx = ParseContext {
             query,
-            ..Default::default()
+            scope: vars.scope(),
+            inclusion: None,
+            has_positional: false,
+            has_elem_match: false,
+            has_find_slice: false,
+            id_included_entirely: false,
+            id_excluded_entirely: false,
+            positional: None,
         };
         let mut root = PathNode::default();
         let mut id_specified = false;
@@ -49,6 +63,7 @@ impl Projection {
             root,
             inclusion,
             positional: ctx.positional,
+            vars: Arc::clone(vars),
         })
     }
 }
@@ -100,7 +115,7 @@ fn parse_element(
                     "positional projection cannot be used with a literal",
                 ));
             }
-            let expr = parse_operand(value)?;
+            let expr = parse_operand(value, ctx.scope)?;
             check_field_path(name)?;
             add_node(parent, name, ProjNode::Expr(expr))?;
             if ctx.inclusion == Some(false) {

@@ -217,7 +217,7 @@ fn computed_fields() {
     );
     assert_eq!(p(doc! {"x": null, "_id": 0}, d), doc! {"x": null});
     assert_eq!(
-        perr(doc! {"x": {"$add": [1, 2]}}).code(),
+        perr(doc! {"x": {"$trim": {"input": "a"}}}).code(),
         ErrorCode::NotImplemented
     );
     assert_eq!(perr(doc! {"x": {"$bogus": 1}}).code().code(), 31325);
@@ -280,4 +280,103 @@ fn parse_errors() {
             .is_inclusion()
     );
     assert!(!Projection::parse(&doc! {"_id": 0}).unwrap().is_inclusion());
+}
+
+#[test]
+fn aggregation_expressions_as_computed_fields() {
+    let d = doc! {"_id": 1, "a": 2, "b": 3, "n": "ann", "arr": [1, 2, 3]};
+    assert_eq!(
+        p(
+            doc! {"total": {"$add": ["$a", "$b"]}, "name": {"$toUpper": "$n"}},
+            d.clone()
+        ),
+        doc! {"_id": 1, "total": 5, "name": "ANN"}
+    );
+    assert_eq!(
+        p(
+            doc! {"_id": 0, "big": {"$cond": [{"$gt": ["$a", 1]}, "yes", "no"]}, "n": 1},
+            d.clone()
+        ),
+        doc! {"n": "ann", "big": "yes"}
+    );
+    assert_eq!(
+        p(
+            doc! {"_id": 0, "o": {"sum": {"$add": ["$a", 1]}, "s": {"$size": "$arr"}}},
+            d.clone()
+        ),
+        doc! {"o": {"sum": 3, "s": 3}}
+    );
+    assert_eq!(
+        p(
+            doc! {"_id": 0, "x": {"$concat": ["$n", "-", {"$toString": "$a"}]}},
+            d.clone()
+        ),
+        doc! {"x": "ann-2"}
+    );
+    assert_eq!(
+        p(
+            doc! {"_id": 0, "x": {"$ifNull": ["$nope", "$$REMOVE"]}},
+            d.clone()
+        ),
+        doc! {}
+    );
+    assert_eq!(
+        p(
+            doc! {"_id": 0, "a.c": {"$multiply": ["$a", "$b"]}},
+            d.clone()
+        ),
+        doc! {"a": {"c": 6}}
+    );
+}
+
+#[test]
+fn expression_errors_at_parse_and_evaluation() {
+    assert_eq!(
+        perr(doc! {"x": {"$add": "$a", "$b": 1}}).code().code(),
+        16410
+    );
+    assert_eq!(perr(doc! {"x": {"$cond": [1, 2]}}).code().code(), 16020);
+    assert_eq!(perr(doc! {"x": {"$add": ["$$nope"]}}).code().code(), 17276);
+    assert_eq!(perr(doc! {"a": 0, "x": {"$add": [1]}}).code().code(), 31252);
+    assert_eq!(perr(doc! {"x": {"$add": [1]}, "a": 0}).code().code(), 31254);
+    let proj = Projection::parse(&doc! {"x": {"$add": ["$s", 1]}, "y": 1}).unwrap();
+    assert!(proj.has_expressions());
+    let e = proj
+        .try_apply(&doc! {"_id": 1, "s": "str", "y": 2})
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::TypeMismatch);
+    // The lenient form leaves the failing field out.
+    assert_eq!(
+        proj.apply(&doc! {"_id": 1, "s": "str", "y": 2}),
+        doc! {"_id": 1, "y": 2}
+    );
+    assert!(!Projection::parse(&doc! {"y": 1}).unwrap().has_expressions());
+}
+
+#[test]
+fn let_variables_and_now_in_projections() {
+    let vars = Arc::new(
+        LetVariables::parse(
+            Some(&doc! {"rate": 2, "label": "L"}),
+            DateTime::from_millis(7),
+        )
+        .unwrap(),
+    );
+    let proj = Projection::parse_with_variables(
+        &doc! {"_id": 0, "x": {"$multiply": ["$a", "$$rate"]}, "l": "$$label", "t": "$$NOW"},
+        None,
+        &vars,
+    )
+    .unwrap();
+    assert_eq!(
+        proj.try_apply(&doc! {"a": 4}).unwrap(),
+        doc! {"x": 8, "l": "L", "t": DateTime::from_millis(7)}
+    );
+}
+
+#[test]
+fn json_schema_is_refused_in_elem_match_projection() {
+    let e = perr(doc! {"a": {"$elemMatch": {"$jsonSchema": {}}}});
+    assert_eq!(e.code(), ErrorCode::QueryFeatureNotAllowed);
+    assert_eq!(e.message(), "$jsonSchema is not allowed in this context");
 }

@@ -1,7 +1,7 @@
 //! Boolean and conditional operators: `$and $or $not` (short-circuiting, by truthiness),
 //! `$cond` (array and object forms) and the variadic `$ifNull`.
 
-use super::{Args, Expression, nary};
+use super::{Args, Expression, Scope, nary};
 use crate::aggregate::value::{Value, is_nullish, truthy};
 use crate::error::{MongoError, Result};
 use bson::Bson;
@@ -29,9 +29,9 @@ pub fn not(args: &Args) -> Result<Value> {
 }
 
 /// `[if, then, else]` or `{if, then, else}`, parsed into the same three arguments.
-pub fn parse_cond(name: &'static str, argument: &Bson) -> Result<Vec<Expression>> {
+pub fn parse_cond(name: &'static str, argument: &Bson, scope: &Scope) -> Result<Vec<Expression>> {
     let Bson::Document(spec) = argument else {
-        return nary(name, argument);
+        return nary(name, argument, scope);
     };
     let (mut condition, mut then, mut otherwise) = (None, None, None);
     for (key, value) in spec {
@@ -46,7 +46,7 @@ pub fn parse_cond(name: &'static str, argument: &Bson) -> Result<Vec<Expression>
                 ));
             }
         };
-        *slot = Some(Expression::parse(value)?);
+        *slot = Some(Expression::parse_in(value, scope)?);
     }
     let condition =
         condition.ok_or_else(|| MongoError::location(17080, "Missing 'if' parameter to $cond"))?;
@@ -66,8 +66,12 @@ pub fn cond(args: &Args) -> Result<Value> {
     }
 }
 
-pub fn parse_if_null(name: &'static str, argument: &Bson) -> Result<Vec<Expression>> {
-    let args = nary(name, argument)?;
+pub fn parse_if_null(
+    name: &'static str,
+    argument: &Bson,
+    scope: &Scope,
+) -> Result<Vec<Expression>> {
+    let args = nary(name, argument, scope)?;
     if args.len() < 2 {
         return Err(MongoError::location(
             1257300,

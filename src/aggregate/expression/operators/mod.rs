@@ -9,13 +9,13 @@ mod logical;
 mod string;
 mod types;
 
-use super::{Expression, Variables};
+use super::{Expression, Scope, Variables};
 use crate::aggregate::value::Value;
 use crate::error::{MongoError, Result};
 use bson::Bson;
 
-/// Turns the operator's argument into argument expressions.
-type ParseFn = fn(&'static str, &Bson) -> Result<Vec<Expression>>;
+/// Turns the operator's argument into argument expressions, resolving `$$name` in `scope`.
+type ParseFn = fn(&'static str, &Bson, &Scope) -> Result<Vec<Expression>>;
 /// Evaluates the operator; it decides which arguments to evaluate, and in which order.
 type EvalFn = fn(&Args) -> Result<Value>;
 
@@ -233,10 +233,13 @@ pub fn is_operator_name(name: &str) -> bool {
 }
 
 /// The usual argument form: an array is the argument list, anything else a single argument.
-fn nary(_name: &'static str, argument: &Bson) -> Result<Vec<Expression>> {
+fn nary(_name: &'static str, argument: &Bson, scope: &Scope) -> Result<Vec<Expression>> {
     match argument {
-        Bson::Array(items) => items.iter().map(Expression::parse).collect(),
-        other => Ok(vec![Expression::parse(other)?]),
+        Bson::Array(items) => items
+            .iter()
+            .map(|item| Expression::parse_in(item, scope))
+            .collect(),
+        other => Ok(vec![Expression::parse_in(other, scope)?]),
     }
 }
 

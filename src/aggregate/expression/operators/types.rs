@@ -1,6 +1,6 @@
 //! Literal, type and conversion operators: `$literal`, `$type`, `$toString`.
 
-use super::{Args, Expression};
+use super::{Args, Expression, Scope};
 use crate::aggregate::value::{
     Value, bson_type_name, format_double_shortest, format_iso_date, type_name, year_of,
 };
@@ -9,7 +9,11 @@ use bson::Bson;
 use bson::spec::BinarySubtype;
 
 /// The argument is taken as is, without parsing `$` strings or operator objects.
-pub fn parse_literal(_name: &'static str, argument: &Bson) -> Result<Vec<Expression>> {
+pub fn parse_literal(
+    _name: &'static str,
+    argument: &Bson,
+    _scope: &Scope,
+) -> Result<Vec<Expression>> {
     Ok(vec![Expression::Constant(argument.clone())])
 }
 

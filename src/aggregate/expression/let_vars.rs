@@ -1,0 +1,103 @@
+//! A command's `let` parameters (`find`, `aggregate`, `update`, `delete`, `findAndModify`):
+//! each value is an expression evaluated once, before any document is read, into a constant
+//! user variable that the command's expressions (`$expr`, projections, pipelines) read as
+//! `$$name`.
+
+use super::{Expression, Scope, Variables};
+use crate::aggregate::value::Value;
+use crate::error::{MongoError, Result};
+use bson::{DateTime, Document};
+
+/// The user variables of one command and its `$$NOW`, shared by everything the command parses
+/// so that every expression sees the same values.
+#[derive(Clone, Debug)]
+pub struct LetVariables {
+    scope: Scope,
+    values: Vec<Value>,
+    now: DateTime,
+}
+
+/// System variables a client may not set (MongoDB reserves them for internal propagation).
+const INTERNAL_CONSTANTS: &[&str] = &["NOW", "CLUSTER_TIME", "JS_SCOPE", "IS_MR", "USER_ROLES"];
+
+impl LetVariables {
+    /// No user variables; `$$NOW` is `now`.
+    pub fn empty(now: DateTime) -> LetVariables {
+        LetVariables {
+            scope: Scope::default(),
+            values: Vec::new(),
+            now,
+        }
+    }
+
+    /// Evaluates a `let` document in order (a value may use the variables defined before it),
+    /// with MongoDB's errors for invalid names and values that read the document.
+    pub fn parse(let_doc: Option<&Document>, now: DateTime) -> Result<LetVariables> {
+        let mut vars = LetVariables::empty(now);
+        let empty = Document::new();
+        for (name, value) in let_doc.into_iter().flatten() {
+            validate_let_name(name)?;
+            let expr = Expression::parse_in(value, &vars.scope)?;
+            if expr.depends_on_document() {
+                // The missing space after "because" is MongoDB's.
+                return Err(MongoError::location(
+                    4890500,
+                    "Command let Expression tried to access a field, but this is not allowed becauseCommand let Expressions run before the query examines any documents.",
+                ));
+            }
+            let value = expr.evaluate(&Variables::with_user(&empty, now, &vars.values))?;
+            vars.scope.define(name);
+            vars.values.push(value);
+        }
+        Ok(vars)
+    }
+
+    /// The names expressions of this command may use, for [`Expression::parse_in`].
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// The command's `$$NOW`.
+    pub fn now(&self) -> DateTime {
+        self.now
+    }
+
+    /// What an expression of this command is evaluated against for `root`.
+    pub fn variables<'a>(&'a self, root: &'a Document) -> Variables<'a> {
+        Variables::with_user(root, self.now, &self.values)
+    }
+}
+
+/// MongoDB's `isValidNameForUserWrite` (`CURRENT` may be rebound), wrapped as `let` wraps it.
+fn validate_let_name(name: &str) -> Result<()> {
+    if INTERNAL_CONSTANTS.contains(&name) {
+        return Err(MongoError::location(
+            4738901,
+            format!("Attempt to set internal constant: {name}"),
+        ));
+    }
+    if name == "CURRENT" {
+        return Ok(());
+    }
+    let invalid = |reason: String| {
+        MongoError::failed_to_parse(format!("Invalid 'let' parameter :: caused by :: {reason}"))
+    };
+    let Some(first) = name.chars().next() else {
+        return Err(invalid("empty variable names are not allowed".into()));
+    };
+    if first.is_ascii() && !first.is_ascii_lowercase() {
+        return Err(invalid(format!(
+            "'{name}' starts with an invalid character for a user variable name"
+        )));
+    }
+    if let Some(bad) = name
+        .chars()
+        .skip(1)
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || !c.is_ascii()))
+    {
+        return Err(invalid(format!(
+            "'{name}' contains an invalid character for a variable name: '{bad}'"
+        )));
+    }
+    Ok(())
+}
