@@ -17,6 +17,7 @@ mod find_options;
 mod handshake;
 mod index_queries;
 mod indexes;
+mod let_variables;
 mod multiprocess;
 mod pipeline_updates;
 mod query_expressions;

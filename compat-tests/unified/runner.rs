@@ -797,7 +797,10 @@ fn write_error_doc(
     if let Some(n) = code_name {
         d.insert("codeName", n);
     }
+    // Server replies name the text `errmsg`; the client bulk write specification's error
+    // documents name it `message`.
     d.insert("errmsg", message);
+    d.insert("message", message);
     if let Some(info) = details {
         d.insert("errInfo", info.clone());
     }

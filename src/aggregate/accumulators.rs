@@ -2,7 +2,7 @@
 //! accumulator keeps (`$sum $avg $min $max $first $last $push $addToSet $count`).
 
 use super::decimal::Dec;
-use super::expression::Expression;
+use super::expression::{Expression, Scope};
 use super::numeric::{DoubleDouble, Width, int_or_long, width};
 use super::value::{Value, compare, is_nullish};
 use crate::document::order::values_equal;
@@ -44,7 +44,7 @@ pub struct Accumulator {
 
 impl Accumulator {
     /// Parses `field: {$acc: <expr>}` with the server's checks, in its order.
-    pub fn parse(field: &str, spec: &Bson) -> Result<Accumulator> {
+    pub fn parse(field: &str, spec: &Bson, scope: &Scope) -> Result<Accumulator> {
         let Bson::Document(spec) = spec else {
             return Err(not_an_accumulator(field));
         };
@@ -94,7 +94,7 @@ impl Accumulator {
         Ok(Accumulator {
             field: field.to_string(),
             kind,
-            argument: Expression::parse(argument)?,
+            argument: Expression::parse_in(argument, scope)?,
         })
     }
 
@@ -283,7 +283,7 @@ mod tests {
 
     /// Runs one accumulator over documents whose `v` field holds `values` (`None`: no field).
     fn accumulate(spec: Bson, values: &[Option<Bson>]) -> Bson {
-        let acc = Accumulator::parse("f", &spec).unwrap();
+        let acc = Accumulator::parse("f", &spec, &Scope::default()).unwrap();
         let mut state = acc.start();
         for value in values {
             let doc = value.clone().map_or_else(Document::new, |v| doc! {"v": v});
@@ -294,7 +294,10 @@ mod tests {
     }
 
     fn code(spec: Bson) -> i32 {
-        Accumulator::parse("f", &spec).unwrap_err().code().code()
+        Accumulator::parse("f", &spec, &Scope::default())
+            .unwrap_err()
+            .code()
+            .code()
     }
 
     #[test]
@@ -303,26 +306,26 @@ mod tests {
         assert_eq!(code(bson!({})), 40234);
         assert_eq!(code(bson!({"a": 1})), 40234);
         assert_eq!(
-            Accumulator::parse("a.b", &bson!({"$sum": 1}))
+            Accumulator::parse("a.b", &bson!({"$sum": 1}), &Scope::default())
                 .unwrap_err()
                 .code()
                 .code(),
             40235
         );
         assert_eq!(
-            Accumulator::parse("$a", &bson!({"$sum": 1}))
+            Accumulator::parse("$a", &bson!({"$sum": 1}), &Scope::default())
                 .unwrap_err()
                 .code()
                 .code(),
             40236
         );
         assert_eq!(code(bson!({"$sum": 1, "$avg": 1})), 40238);
-        let err = Accumulator::parse("f", &bson!({"$sum": [1]})).unwrap_err();
+        let err = Accumulator::parse("f", &bson!({"$sum": [1]}), &Scope::default()).unwrap_err();
         assert_eq!(
             (err.code().code(), err.message()),
             (40237, "The $sum accumulator is a unary operator")
         );
-        let err = Accumulator::parse("f", &bson!({"$median": 1})).unwrap_err();
+        let err = Accumulator::parse("f", &bson!({"$median": 1}), &Scope::default()).unwrap_err();
         assert_eq!(
             (err.code().code(), err.message()),
             (15952, "unknown group operator '$median'")
@@ -461,8 +464,8 @@ mod tests {
     #[test]
     fn output_puts_id_first() {
         let accs = vec![
-            Accumulator::parse("n", &bson!({"$sum": 1})).unwrap(),
-            Accumulator::parse("a", &bson!({"$first": 1})).unwrap(),
+            Accumulator::parse("n", &bson!({"$sum": 1}), &Scope::default()).unwrap(),
+            Accumulator::parse("a", &bson!({"$first": 1}), &Scope::default()).unwrap(),
         ];
         let states = accs.iter().map(Accumulator::start).collect();
         assert_eq!(

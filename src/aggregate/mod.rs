@@ -21,26 +21,38 @@ mod value;
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use bson::{DateTime, Document};
+use expression::LetVariables;
 use stages::{RunContext, Stage};
+use std::sync::Arc;
 
 /// Decimal128 arithmetic for the update operators `$inc` and `$mul`, which compute like `$add`
 /// and `$multiply` once a decimal is involved.
 pub use numeric::{decimal_product, decimal_sum};
 pub use update_pipeline::UpdatePipeline;
 
-/// A parsed pipeline.
+/// A parsed pipeline, with the variables its expressions read.
 pub struct Pipeline {
     stages: Vec<Stage>,
+    vars: Arc<LetVariables>,
 }
 
 impl Pipeline {
-    /// Parses and validates every stage.
+    /// Parses and validates every stage; `$$NOW` is the time of parsing.
     pub fn parse(stages: &[Document]) -> Result<Pipeline> {
+        Self::parse_with_variables(stages, Arc::new(LetVariables::empty(DateTime::now())))
+    }
+
+    /// Parses a pipeline of a command with a `let` document (already evaluated), so that its
+    /// expressions read those variables and the command's `$$NOW`.
+    pub fn parse_with_variables(stages: &[Document], vars: Arc<LetVariables>) -> Result<Pipeline> {
         let mut parsed = Vec::with_capacity(stages.len());
         for spec in stages {
-            parsed.extend(stages::parse(spec)?);
+            parsed.extend(stages::parse(spec, &vars)?);
         }
-        Ok(Pipeline { stages: parsed })
+        Ok(Pipeline {
+            stages: parsed,
+            vars,
+        })
     }
 
     /// The filter of a leading `$match`, which the caller may use to choose an access path.
@@ -51,26 +63,15 @@ impl Pipeline {
     /// Runs the pipeline over `input` (the collection's documents, or nothing for
     /// collection-less pipelines) and returns its output.
     pub fn run(&self, input: Vec<Document>) -> Result<Vec<Document>> {
-        self.run_at(input, DateTime::now())
-    }
-
-    /// Runs with `$$NOW` fixed to `now`.
-    pub fn run_at(&self, input: Vec<Document>, now: DateTime) -> Result<Vec<Document>> {
-        Ok(self.run_counted_at(input, now)?.0)
+        Ok(self.run_counted(input)?.0)
     }
 
     /// Runs the pipeline and also returns how many documents each stage output (for
     /// `explain`), one count per stage after parsing (some stages expand into several).
     pub fn run_counted(&self, input: Vec<Document>) -> Result<(Vec<Document>, Vec<u64>)> {
-        self.run_counted_at(input, DateTime::now())
-    }
-
-    fn run_counted_at(
-        &self,
-        input: Vec<Document>,
-        now: DateTime,
-    ) -> Result<(Vec<Document>, Vec<u64>)> {
-        let ctx = RunContext { now };
+        let ctx = RunContext {
+            vars: Arc::clone(&self.vars),
+        };
         let mut docs = input;
         let mut counts = Vec::with_capacity(self.stages.len());
         for stage in &self.stages {
@@ -329,10 +330,11 @@ mod tests {
     #[test]
     fn now_is_fixed_for_the_whole_run() {
         let now = DateTime::from_millis(1_000);
-        let out =
-            pipeline(bson!([{"$addFields": {"t": "$$NOW", "later": {"$add": ["$$NOW", 500]}}}]))
-                .run_at(vec![doc! {"_id": 1}, doc! {"_id": 2}], now)
-                .unwrap();
+        let stages = [doc! {"$addFields": {"t": "$$NOW", "later": {"$add": ["$$NOW", 500]}}}];
+        let out = Pipeline::parse_with_variables(&stages, Arc::new(LetVariables::empty(now)))
+            .unwrap()
+            .run(vec![doc! {"_id": 1}, doc! {"_id": 2}])
+            .unwrap();
         assert_eq!(
             out[1],
             doc! {"_id": 2, "t": now, "later": DateTime::from_millis(1_500)}

@@ -2,13 +2,17 @@
 //! MongoDB allows within an update (`$addFields`/`$set`, `$project`/`$unset`,
 //! `$replaceRoot`/`$replaceWith`), applied to the one document being updated.
 
+use super::expression::LetVariables;
 use super::stages::{self, RunContext, Stage};
 use crate::error::{ErrorCode, MongoError, Result};
-use bson::{DateTime, Document};
+use bson::Document;
+use std::sync::Arc;
 
-/// A parsed update pipeline: single-document transformations only.
+/// A parsed update pipeline: single-document transformations only, with the variables (the
+/// command's `let`, the statement's `c`) its expressions read.
 pub struct UpdatePipeline {
     stages: Vec<Stage>,
+    vars: Arc<LetVariables>,
 }
 
 impl std::fmt::Debug for UpdatePipeline {
@@ -23,7 +27,7 @@ impl UpdatePipeline {
     /// Parses every stage, then refuses the first one an update may not use with MongoDB's
     /// InvalidOptions. MongoDB parses the whole pipeline before that check, so a malformed
     /// stage is reported even when an earlier stage is not allowed.
-    pub fn parse(specs: &[Document]) -> Result<UpdatePipeline> {
+    pub fn parse(specs: &[Document], vars: Arc<LetVariables>) -> Result<UpdatePipeline> {
         let mut parsed = Vec::with_capacity(specs.len());
         let mut refused: Option<String> = None;
         for spec in specs {
@@ -34,7 +38,7 @@ impl UpdatePipeline {
                 refused.get_or_insert_with(|| name.to_string());
                 continue;
             }
-            for stage in stages::parse(spec)? {
+            for stage in stages::parse(spec, &vars)? {
                 if let Some(name) = stage.name_if_refused_in_update() {
                     refused.get_or_insert_with(|| name.to_string());
                 }
@@ -46,14 +50,19 @@ impl UpdatePipeline {
                 ErrorCode::InvalidOptions,
                 format!("{name} is not allowed to be used within an update"),
             )),
-            None => Ok(UpdatePipeline { stages: parsed }),
+            None => Ok(UpdatePipeline {
+                stages: parsed,
+                vars,
+            }),
         }
     }
 
-    /// Runs the stages over `doc` (`$$ROOT` and `$$CURRENT`) with `$$NOW` fixed to `now`.
-    /// Errors are the expressions' own: unlike `aggregate`, an update adds no executor prefix.
-    pub fn apply(&self, doc: &Document, now: DateTime) -> Result<Document> {
-        let ctx = RunContext { now };
+    /// Runs the stages over `doc` (`$$ROOT` and `$$CURRENT`). Errors are the expressions'
+    /// own: unlike `aggregate`, an update adds no executor prefix.
+    pub fn apply(&self, doc: &Document) -> Result<Document> {
+        let ctx = RunContext {
+            vars: Arc::clone(&self.vars),
+        };
         let mut docs = vec![doc.clone()];
         for stage in &self.stages {
             docs = stage.run(docs, &ctx)?;
@@ -76,10 +85,12 @@ fn unsupported_stage(spec: &Document) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::{Bson, doc};
+    use bson::{Bson, DateTime, doc};
+
+    const NOW: DateTime = DateTime::from_millis(42);
 
     fn parse(stages: Vec<Document>) -> Result<UpdatePipeline> {
-        UpdatePipeline::parse(&stages)
+        UpdatePipeline::parse(&stages, Arc::new(LetVariables::empty(NOW)))
     }
 
     fn refusal(stages: Vec<Document>) -> (i32, String) {
@@ -96,9 +107,9 @@ mod tests {
             doc! {"$project": {"a": 0}},
         ])
         .unwrap();
-        let now = DateTime::from_millis(42);
+        let now = NOW;
         assert_eq!(
-            p.apply(&doc! {"_id": 1, "a": 2, "b": 3}, now).unwrap(),
+            p.apply(&doc! {"_id": 1, "a": 2, "b": 3}).unwrap(),
             doc! {"_id": 1, "total": 5, "at": now}
         );
         let p = parse(vec![
@@ -106,12 +117,12 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            p.apply(&doc! {"a": 1}, now).unwrap(),
+            p.apply(&doc! {"a": 1}).unwrap(),
             doc! {"x": 1, "c": {"a": 1}}
         );
         let p = parse(vec![doc! {"$replaceRoot": {"newRoot": "$sub"}}]).unwrap();
         assert_eq!(
-            p.apply(&doc! {"_id": 1, "sub": {"k": true}}, now).unwrap(),
+            p.apply(&doc! {"_id": 1, "sub": {"k": true}}).unwrap(),
             doc! {"k": true}
         );
     }
@@ -120,7 +131,7 @@ mod tests {
     fn an_empty_pipeline_returns_the_document() {
         let p = parse(vec![]).unwrap();
         let d = doc! {"_id": 1, "a": [1, 2]};
-        assert_eq!(p.apply(&d, DateTime::from_millis(0)).unwrap(), d);
+        assert_eq!(p.apply(&d).unwrap(), d);
     }
 
     #[test]
@@ -168,17 +179,13 @@ mod tests {
     #[test]
     fn runtime_errors_have_no_executor_prefix() {
         let p = parse(vec![doc! {"$set": {"q": {"$divide": ["$a", 0]}}}]).unwrap();
-        let err = p
-            .apply(&doc! {"a": 1}, DateTime::from_millis(0))
-            .unwrap_err();
+        let err = p.apply(&doc! {"a": 1}).unwrap_err();
         assert_eq!(
             (err.code().code(), err.message()),
             (16608, "can't $divide by zero")
         );
         let p = parse(vec![doc! {"$replaceWith": "$a"}]).unwrap();
-        let err = p
-            .apply(&doc! {"a": Bson::Int32(1)}, DateTime::from_millis(0))
-            .unwrap_err();
+        let err = p.apply(&doc! {"a": Bson::Int32(1)}).unwrap_err();
         assert_eq!(err.code().code(), 40228);
     }
 }

@@ -1,7 +1,9 @@
 //! Typed reads of command fields, failing with the TypeMismatch messages MongoDB's IDL gives.
 
+use crate::aggregate::expression::LetVariables;
 use crate::error::{MongoError, Result};
 use bson::{Bson, Document, RawBsonRef, RawDocument};
+use std::sync::Arc;
 
 pub use crate::document::types::element_type_name as bson_type_name;
 
@@ -84,6 +86,16 @@ impl<'a> Args<'a> {
             Some(RawBsonRef::Document(d)) => Ok(Some(d.to_owned().to_document()?)),
             Some(other) => Err(self.mismatch(field, other, "object")),
         }
+    }
+
+    /// The command's `let` evaluated once, with the command's `$$NOW`, for everything the
+    /// command parses (filters, projections, pipelines) to share.
+    pub fn let_variables(&self) -> Result<Arc<LetVariables>> {
+        let let_doc = self.document("let")?;
+        Ok(Arc::new(LetVariables::parse(
+            let_doc.as_ref(),
+            bson::DateTime::now(),
+        )?))
     }
 
     pub fn raw_document(&self, field: &str) -> Result<Option<&'a RawDocument>> {

@@ -199,12 +199,16 @@ pub async fn run(
                 ]),
             )?;
             args.finish()?;
-            let action = db.create_collection(collection).with_options(opts);
+            let action = db.create_collection(&collection).with_options(opts);
             match session {
                 Some(s) => action.session(s).await?,
                 None => action.await?,
             }
-            Ok(Output::none())
+            // Drivers return the new collection, which a test may save as an entity.
+            Ok(Output {
+                entity: Some(Entity::Collection(db.collection(&collection))),
+                ..Output::none()
+            })
         }
         "dropCollection" => {
             let collection = args.req_str("collection")?;

@@ -7,6 +7,7 @@ use super::{Expression, Scope, Variables};
 use crate::aggregate::value::Value;
 use crate::error::{MongoError, Result};
 use bson::{DateTime, Document};
+use std::sync::Arc;
 
 /// The user variables of one command and its `$$NOW`, shared by everything the command parses
 /// so that every expression sees the same values.
@@ -30,6 +31,11 @@ impl LetVariables {
         }
     }
 
+    /// No user variables and `$$NOW` now, shared: what a command without `let` parses with.
+    pub fn none() -> Arc<LetVariables> {
+        Arc::new(LetVariables::empty(DateTime::now()))
+    }
+
     /// Evaluates a `let` document in order (a value may use the variables defined before it),
     /// with MongoDB's errors for invalid names and values that read the document.
     pub fn parse(let_doc: Option<&Document>, now: DateTime) -> Result<LetVariables> {
@@ -50,6 +56,17 @@ impl LetVariables {
             vars.values.push(value);
         }
         Ok(vars)
+    }
+
+    /// These variables and, after them, the statement constants `c` of a pipeline-style update:
+    /// literal values (not expressions) that shadow `let` variables of the same name.
+    pub fn with_constants(&self, constants: &Document) -> LetVariables {
+        let mut vars = self.clone();
+        for (name, value) in constants {
+            vars.scope.define(name);
+            vars.values.push(Some(value.clone()));
+        }
+        vars
     }
 
     /// The names expressions of this command may use, for [`Expression::parse_in`].

@@ -3,25 +3,28 @@
 
 use super::{RunContext, Stage};
 use crate::aggregate::decimal::Dec;
-use crate::aggregate::expression::{Expression, Variables};
+use crate::aggregate::expression::{Expression, LetVariables};
 use crate::aggregate::value::{bson_type_name, render, render_document, type_name};
 use crate::document::display::render as bson_to_string;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
 use crate::query::sort::SortSpec;
 use bson::{Bson, Document};
+use std::sync::Arc;
 
-pub fn parse_match(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
+pub fn parse_match(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
     let Bson::Document(filter) = spec else {
         return Err(MongoError::location(
             15959,
             "the match filter must be an expression in an object",
         ));
     };
-    Ok(vec![Stage::Match(Filter::parse(filter)?)])
+    Ok(vec![Stage::Match(Filter::parse_with_variables(
+        filter, vars,
+    )?)])
 }
 
-pub fn parse_sort(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
+pub fn parse_sort(_name: &str, spec: &Bson, _vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
     let Bson::Document(keys) = spec else {
         return Err(MongoError::location(
             15973,
@@ -37,11 +40,11 @@ pub fn parse_sort(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
     Ok(vec![Stage::Sort(SortSpec::parse(keys)?)])
 }
 
-pub fn parse_skip(name: &str, spec: &Bson) -> Result<Vec<Stage>> {
+pub fn parse_skip(name: &str, spec: &Bson, _vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
     Ok(vec![Stage::Skip(non_negative_count(name, 5107200, spec)?)])
 }
 
-pub fn parse_limit(name: &str, spec: &Bson) -> Result<Vec<Stage>> {
+pub fn parse_limit(name: &str, spec: &Bson, _vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
     let limit = non_negative_count(name, 5107201, spec)?;
     if limit == 0 {
         return Err(MongoError::location(15958, "the limit must be positive"));
@@ -84,7 +87,11 @@ pub struct ReplaceRoot {
     described_as: &'static str,
 }
 
-pub fn parse_replace_root(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
+pub fn parse_replace_root(
+    _name: &str,
+    spec: &Bson,
+    vars: &Arc<LetVariables>,
+) -> Result<Vec<Stage>> {
     let Bson::Document(options) = spec else {
         return Err(MongoError::location(
             40229,
@@ -102,7 +109,7 @@ pub fn parse_replace_root(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
                 format!("BSON field '$replaceRoot.{key}' is an unknown field."),
             ));
         }
-        new_root = Some(Expression::parse(value)?);
+        new_root = Some(Expression::parse_in(value, vars.scope())?);
     }
     let new_root = new_root.ok_or_else(|| crate::command::missing("$replaceRoot", "newRoot"))?;
     Ok(vec![Stage::ReplaceRoot(ReplaceRoot {
@@ -111,8 +118,12 @@ pub fn parse_replace_root(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
     })])
 }
 
-pub fn parse_replace_with(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
-    let new_root = Expression::parse(spec)?;
+pub fn parse_replace_with(
+    _name: &str,
+    spec: &Bson,
+    vars: &Arc<LetVariables>,
+) -> Result<Vec<Stage>> {
+    let new_root = Expression::parse_in(spec, vars.scope())?;
     Ok(vec![Stage::ReplaceRoot(ReplaceRoot {
         new_root,
         described_as: "'replacement document'",
@@ -121,7 +132,7 @@ pub fn parse_replace_with(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
 
 impl ReplaceRoot {
     pub fn apply(&self, doc: &Document, ctx: &RunContext) -> Result<Document> {
-        match self.new_root.evaluate(&Variables::new(doc, ctx.now))? {
+        match self.new_root.evaluate(&ctx.variables(doc))? {
             Some(Bson::Document(new_root)) => Ok(new_root),
             other => Err(MongoError::location(
                 40228,
@@ -141,15 +152,16 @@ impl ReplaceRoot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::{DateTime, bson, doc};
+    use crate::aggregate::stages::no_variables;
+    use bson::{bson, doc};
 
     fn error(name: &str, spec: Bson) -> (i32, String) {
         let parsed = match name {
-            "$skip" => parse_skip(name, &spec),
-            "$limit" => parse_limit(name, &spec),
-            "$sort" => parse_sort(name, &spec),
-            "$match" => parse_match(name, &spec),
-            _ => parse_replace_root(name, &spec),
+            "$skip" => parse_skip(name, &spec, &no_variables()),
+            "$limit" => parse_limit(name, &spec, &no_variables()),
+            "$sort" => parse_sort(name, &spec, &no_variables()),
+            "$match" => parse_match(name, &spec, &no_variables()),
+            _ => parse_replace_root(name, &spec, &no_variables()),
         };
         let err = parsed.err().unwrap();
         (err.code().code(), err.message().to_string())
@@ -158,19 +170,24 @@ mod tests {
     #[test]
     fn skip_and_limit_arguments() {
         assert!(matches!(
-            parse_skip("$skip", &bson!(0)).unwrap()[..],
+            parse_skip("$skip", &bson!(0), &no_variables()).unwrap()[..],
             [Stage::Skip(0)]
         ));
         assert!(matches!(
-            parse_skip("$skip", &bson!(3.0)).unwrap()[..],
+            parse_skip("$skip", &bson!(3.0), &no_variables()).unwrap()[..],
             [Stage::Skip(3)]
         ));
         assert!(matches!(
-            parse_limit("$limit", &bson!(2_i64)).unwrap()[..],
+            parse_limit("$limit", &bson!(2_i64), &no_variables()).unwrap()[..],
             [Stage::Limit(2)]
         ));
         assert!(matches!(
-            parse_limit("$limit", &Bson::Decimal128("4".parse().unwrap())).unwrap()[..],
+            parse_limit(
+                "$limit",
+                &Bson::Decimal128("4".parse().unwrap()),
+                &no_variables()
+            )
+            .unwrap()[..],
             [Stage::Limit(4)]
         ));
         assert_eq!(
@@ -257,10 +274,10 @@ mod tests {
 
     #[test]
     fn replace_root_needs_a_document() {
-        let ctx = RunContext {
-            now: DateTime::from_millis(0),
-        };
-        let stages = parse_replace_root("$replaceRoot", &bson!({"newRoot": "$a.b"})).unwrap();
+        let ctx = RunContext::at_epoch();
+        let stages =
+            parse_replace_root("$replaceRoot", &bson!({"newRoot": "$a.b"}), &no_variables())
+                .unwrap();
         let [Stage::ReplaceRoot(replace)] = &stages[..] else {
             panic!("one stage")
         };
@@ -277,7 +294,8 @@ mod tests {
             "'newRoot' expression  must evaluate to an object, but resulting value was: 10. Type of resulting value: 'int'. \
              Input document: {_id: 1, a: {b: 10}, c: 123}"
         );
-        let stages = parse_replace_with("$replaceWith", &bson!("$missing")).unwrap();
+        let stages =
+            parse_replace_with("$replaceWith", &bson!("$missing"), &no_variables()).unwrap();
         let [Stage::ReplaceRoot(replace)] = &stages[..] else {
             panic!("one stage")
         };

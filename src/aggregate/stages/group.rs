@@ -4,7 +4,7 @@
 use super::shape::Shape;
 use super::{RunContext, Stage};
 use crate::aggregate::accumulators::{Accumulator, State, group_output};
-use crate::aggregate::expression::{Expression, Variables};
+use crate::aggregate::expression::{Expression, LetVariables, Scope};
 use crate::aggregate::numeric::to_f64;
 use crate::aggregate::value::is_number;
 use crate::document::order::{canonical_rank, values_equal};
@@ -14,13 +14,15 @@ use bson::{Bson, Document, doc};
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 pub struct Group {
     id: Expression,
     accumulators: Vec<Accumulator>,
 }
 
-pub fn parse_group(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
+pub fn parse_group(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
+    let scope = vars.scope();
     let Bson::Document(spec) = spec else {
         return Err(MongoError::location(
             15947,
@@ -34,9 +36,9 @@ pub fn parse_group(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
             if id.is_some() {
                 return Err(id_twice());
             }
-            id = Some(parse_id(value)?);
+            id = Some(parse_id(value, scope)?);
         } else {
-            accumulators.push(Accumulator::parse(field, value)?);
+            accumulators.push(Accumulator::parse(field, value, scope)?);
         }
     }
     let id =
@@ -50,13 +52,13 @@ fn id_twice() -> MongoError {
 
 /// The group key: `{}` is a constant, `{$op: ...}` an expression, and any other object an
 /// object of expressions (which may not be inclusion flags).
-fn parse_id(value: &Bson) -> Result<Expression> {
+fn parse_id(value: &Bson, scope: &Scope) -> Result<Expression> {
     let Bson::Document(fields) = value else {
-        return Expression::parse(value);
+        return Expression::parse_in(value, scope);
     };
     match fields.keys().next() {
         None => Ok(Expression::Constant(Bson::Document(Document::new()))),
-        Some(first) if first.starts_with('$') => Expression::parse_object(fields),
+        Some(first) if first.starts_with('$') => Expression::parse_object_in(fields, scope),
         Some(_) => {
             let mut parsed = Vec::with_capacity(fields.len());
             for (name, field) in fields {
@@ -66,7 +68,7 @@ fn parse_id(value: &Bson) -> Result<Expression> {
                         "$group does not support inclusion-style expressions",
                     ));
                 }
-                parsed.push((name.clone(), Expression::parse(field)?));
+                parsed.push((name.clone(), Expression::parse_in(field, scope)?));
             }
             Ok(Expression::Object(parsed))
         }
@@ -75,7 +77,7 @@ fn parse_id(value: &Bson) -> Result<Expression> {
 
 /// `{$count: "name"}`: the number of input documents under `name`, or no document at all when
 /// there is no input.
-pub fn parse_count(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
+pub fn parse_count(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
     let non_empty_string = "the count field must be a non-empty string";
     let Bson::String(field) = spec else {
         return Err(MongoError::location(40156, non_empty_string));
@@ -108,13 +110,19 @@ pub fn parse_count(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
         id: Expression::Constant(Bson::Null),
         accumulators: vec![Accumulator::count(field)],
     };
-    let project =
-        Shape::projection(&[("_id", &Bson::Int32(0)), (field.as_str(), &Bson::Int32(1))])?;
+    let project = Shape::projection(
+        &[("_id", &Bson::Int32(0)), (field.as_str(), &Bson::Int32(1))],
+        vars.scope(),
+    )?;
     Ok(vec![Stage::Group(group), Stage::Shape(project)])
 }
 
 /// `{$sortByCount: <expr>}`: groups by the expression, counts, and sorts by count descending.
-pub fn parse_sort_by_count(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
+pub fn parse_sort_by_count(
+    _name: &str,
+    spec: &Bson,
+    vars: &Arc<LetVariables>,
+) -> Result<Vec<Stage>> {
     let must_be_path_or_expression = "the sortByCount field must be defined as a $-prefixed path or an expression inside an object";
     let id = match spec {
         Bson::Document(expr) => {
@@ -125,13 +133,13 @@ pub fn parse_sort_by_count(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
             {
                 return Err(MongoError::location(40147, must_be_path_or_expression));
             }
-            Expression::parse_object(expr)?
+            Expression::parse_object_in(expr, vars.scope())?
         }
         Bson::String(path) => {
             if !path.starts_with('$') {
                 return Err(MongoError::location(40148, must_be_path_or_expression));
             }
-            Expression::parse(spec)?
+            Expression::parse_in(spec, vars.scope())?
         }
         _ => {
             return Err(MongoError::location(
@@ -156,7 +164,7 @@ impl Group {
         let mut groups: Vec<(Bson, Vec<State>)> = Vec::new();
         let mut by_hash: HashMap<u64, Vec<usize>> = HashMap::new();
         for doc in docs {
-            let vars = Variables::new(doc, ctx.now);
+            let vars = ctx.variables(doc);
             let key = self.id.evaluate(&vars)?.unwrap_or(Bson::Null);
             let candidates = by_hash.entry(key_hash(&key)).or_default();
             let existing = candidates.iter().copied().find(|&i| {
@@ -238,14 +246,13 @@ fn hash_value(value: &Bson, hasher: &mut DefaultHasher) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::{DateTime, bson};
+    use crate::aggregate::stages::no_variables;
+    use bson::bson;
 
     fn run(spec: Bson, docs: Vec<Document>) -> Result<Vec<Document>> {
-        let ctx = RunContext {
-            now: DateTime::from_millis(0),
-        };
+        let ctx = RunContext::at_epoch();
         let mut docs = docs;
-        for stage in parse_group("$group", &spec)? {
+        for stage in parse_group("$group", &spec, &no_variables())? {
             docs = stage.run(docs, &ctx)?;
         }
         Ok(docs)
@@ -253,9 +260,9 @@ mod tests {
 
     fn error(name: &str, spec: Bson) -> (i32, String) {
         let parsed = match name {
-            "$count" => parse_count(name, &spec),
-            "$sortByCount" => parse_sort_by_count(name, &spec),
-            _ => parse_group(name, &spec),
+            "$count" => parse_count(name, &spec, &no_variables()),
+            "$sortByCount" => parse_sort_by_count(name, &spec, &no_variables()),
+            _ => parse_group(name, &spec, &no_variables()),
         };
         let err = parsed.err().unwrap();
         (err.code().code(), err.message().to_string())

@@ -7,10 +7,12 @@ mod group;
 mod shape;
 mod unwind;
 
+use crate::aggregate::expression::{LetVariables, Variables};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
 use crate::query::sort::SortSpec;
-use bson::{Bson, DateTime, Document};
+use bson::{Bson, Document};
+use std::sync::Arc;
 
 pub enum Stage {
     Match(Filter),
@@ -23,8 +25,9 @@ pub enum Stage {
     ReplaceRoot(basic::ReplaceRoot),
 }
 
-/// Parses a stage's value (the stage name is passed for messages and aliases).
-type Parser = fn(&str, &Bson) -> Result<Vec<Stage>>;
+/// Parses a stage's value (the stage name is passed for messages and aliases); its expressions
+/// may read the command's variables.
+type Parser = fn(&str, &Bson, &Arc<LetVariables>) -> Result<Vec<Stage>>;
 
 static STAGES: &[(&str, Parser)] = &[
     ("$addFields", shape::parse_add_fields),
@@ -74,7 +77,7 @@ const NOT_YET_SUPPORTED: &[&str] = &[
 ];
 
 /// Parses one element of the `pipeline` array.
-pub fn parse(spec: &Document) -> Result<Vec<Stage>> {
+pub fn parse(spec: &Document, vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
     let mut fields = spec.iter();
     let (Some((name, value)), None) = (fields.next(), fields.next()) else {
         return Err(MongoError::location(
@@ -83,7 +86,7 @@ pub fn parse(spec: &Document) -> Result<Vec<Stage>> {
         ));
     };
     if let Some((_, parser)) = STAGES.iter().find(|(known, _)| known == name) {
-        return parser(name, value);
+        return parser(name, value, vars);
     }
     if NOT_YET_SUPPORTED.contains(&name.as_str()) {
         return Err(MongoError::new(
@@ -102,9 +105,17 @@ pub fn is_not_yet_supported(name: &str) -> bool {
     NOT_YET_SUPPORTED.contains(&name)
 }
 
-/// What stays the same for every document of one run (`$$NOW` is fixed per pipeline).
+/// What stays the same for every document of one run: the command's `let` variables and its
+/// `$$NOW`.
 pub struct RunContext {
-    pub now: DateTime,
+    pub vars: Arc<LetVariables>,
+}
+
+impl RunContext {
+    /// What an expression is evaluated against for `doc`.
+    pub fn variables<'a>(&'a self, doc: &'a Document) -> Variables<'a> {
+        self.vars.variables(doc)
+    }
 }
 
 impl Stage {
@@ -133,7 +144,13 @@ impl Stage {
     pub fn run(&self, docs: Vec<Document>, ctx: &RunContext) -> Result<Vec<Document>> {
         match self {
             Stage::Match(filter) => {
-                Ok(docs.into_iter().filter(|doc| filter.matches(doc)).collect())
+                let mut kept = Vec::with_capacity(docs.len());
+                for doc in docs {
+                    if filter.try_matches(&doc)? {
+                        kept.push(doc);
+                    }
+                }
+                Ok(kept)
             }
             Stage::Shape(shape) => docs.iter().map(|doc| shape.apply(doc, ctx)).collect(),
             Stage::Group(group) => group.run(&docs, ctx),
@@ -156,6 +173,22 @@ impl Stage {
     }
 }
 
+#[cfg(test)]
+impl RunContext {
+    /// A run without user variables and with `$$NOW` at the epoch.
+    pub fn at_epoch() -> RunContext {
+        RunContext {
+            vars: no_variables(),
+        }
+    }
+}
+
+/// No user variables and `$$NOW` at the epoch, for parsing in tests.
+#[cfg(test)]
+pub fn no_variables() -> Arc<LetVariables> {
+    Arc::new(LetVariables::empty(bson::DateTime::from_millis(0)))
+}
+
 /// Adds the context MongoDB prefixes to an error (`Invalid $project :: caused by :: ...`).
 pub(crate) fn with_context(err: MongoError, context: &str) -> MongoError {
     let wrapped = MongoError::new(
@@ -172,6 +205,10 @@ pub(crate) fn with_context(err: MongoError, context: &str) -> MongoError {
 mod tests {
     use super::*;
     use bson::doc;
+
+    fn parse(spec: &Document) -> Result<Vec<Stage>> {
+        super::parse(spec, &Arc::new(LetVariables::empty(bson::DateTime::now())))
+    }
 
     fn code(spec: Document) -> i32 {
         match parse(&spec) {

@@ -2,10 +2,12 @@
 //! index, optionally keeping documents whose field is null, missing or an empty array.
 
 use super::Stage;
+use crate::aggregate::expression::LetVariables;
 use crate::aggregate::fieldpath::{FieldPath, get_nested, remove_nested, set_nested};
 use crate::aggregate::value::bson_type_name;
 use crate::error::{MongoError, Result};
 use bson::{Bson, Document};
+use std::sync::Arc;
 
 pub struct Unwind {
     path: FieldPath,
@@ -14,7 +16,7 @@ pub struct Unwind {
 }
 
 /// `"$path"` or `{path, includeArrayIndex, preserveNullAndEmptyArrays}`.
-pub fn parse(_name: &str, spec: &Bson) -> Result<Vec<Stage>> {
+pub fn parse(_name: &str, spec: &Bson, _vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
     let mut path = String::new();
     let mut preserve = false;
     let mut index = None;
@@ -153,7 +155,7 @@ mod tests {
     use bson::{bson, doc};
 
     fn unwind(spec: Bson, input: Document) -> Vec<Document> {
-        let stages = parse("$unwind", &spec).unwrap();
+        let stages = parse("$unwind", &spec, &crate::aggregate::stages::no_variables()).unwrap();
         let [Stage::Unwind(unwind)] = &stages[..] else {
             panic!("one stage")
         };
@@ -161,7 +163,9 @@ mod tests {
     }
 
     fn error(spec: Bson) -> (i32, String) {
-        let err = parse("$unwind", &spec).err().unwrap();
+        let err = parse("$unwind", &spec, &crate::aggregate::stages::no_variables())
+            .err()
+            .unwrap();
         (err.code().code(), err.message().to_string())
     }
 

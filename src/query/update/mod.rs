@@ -31,6 +31,7 @@ pub use upsert::upsert_seed;
 use super::filter::Filter;
 use super::values::type_name;
 use crate::aggregate::UpdatePipeline;
+use crate::aggregate::expression::LetVariables;
 use crate::error::{ErrorCode, MongoError, Result};
 use apply::{apply_modifiers, apply_replacement};
 use bson::{Bson, Document};
@@ -57,9 +58,9 @@ pub struct UpdateConstants<'a> {
     /// The statement's `c`: only pipeline-style updates accept it (MongoDB's Location51198
     /// otherwise, even when empty).
     pub statement: Option<&'a Document>,
-    /// The command's `let`, already evaluated to values: visible to a pipeline, ignored by
-    /// operators and replacements (which evaluate no expressions).
-    pub command_let: Option<&'a Document>,
+    /// The command's `let`, already evaluated (with the command's `$$NOW`): visible to a
+    /// pipeline, ignored by operators and replacements (which evaluate no expressions).
+    pub command_let: Option<&'a Arc<LetVariables>>,
 }
 
 /// A parsed update: operators, a replacement document or a pipeline.

@@ -11,11 +11,13 @@ use super::apply::{identical_docs, validate_id};
 use super::upsert::id_first;
 use super::{UpdateConstants, UpdateContext};
 use crate::aggregate::UpdatePipeline;
+use crate::aggregate::expression::LetVariables;
 use crate::document::order::compare_values;
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::query::values::{not_implemented, render_element};
-use bson::{Bson, Document, doc};
+use crate::query::values::render_element;
+use bson::{Bson, DateTime, Document, doc};
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 /// Parses the stages of a pipeline-style update, with MongoDB's checks in MongoDB's order:
 /// every element an object, no `arrayFilters`, then the pipeline itself.
@@ -38,17 +40,15 @@ pub(super) fn parse_pipeline(
             "arrayFilters may not be specified for pipeline-style updates",
         ));
     }
-    let has_variables = [constants.statement, constants.command_let]
-        .iter()
-        .any(|vars| vars.is_some_and(|v| !v.is_empty()));
-    if has_variables {
-        // The expression language has no user variables yet; refusing is better than
-        // answering "undefined variable" for a variable the client did define.
-        return Err(not_implemented(
-            "variables ('c' or 'let') in pipeline-style updates are not supported yet",
-        ));
-    }
-    UpdatePipeline::parse(&stages)
+    let command = constants
+        .command_let
+        .cloned()
+        .unwrap_or_else(|| Arc::new(LetVariables::empty(DateTime::now())));
+    let vars = match constants.statement {
+        Some(c) if !c.is_empty() => Arc::new(command.with_constants(c)),
+        _ => command,
+    };
+    UpdatePipeline::parse(&stages, vars)
 }
 
 /// Runs the pipeline on `doc` and replaces it with the output; returns whether the document
@@ -58,7 +58,7 @@ pub(super) fn apply_pipeline(
     pipeline: &UpdatePipeline,
     ctx: &UpdateContext,
 ) -> Result<bool> {
-    let output = pipeline.apply(doc, ctx.now)?;
+    let output = pipeline.apply(doc)?;
     if identical_docs(doc, &output) {
         return Ok(false);
     }

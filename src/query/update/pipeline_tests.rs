@@ -2,6 +2,7 @@
 //! as a change, the `_id` rules for updates and upserts, and variables.
 
 use super::*;
+use crate::aggregate::expression::LetVariables;
 use bson::{bson, doc};
 
 fn ctx() -> UpdateContext<'static> {
@@ -205,10 +206,18 @@ fn upserts_run_the_pipeline_on_the_seed() {
 
 #[test]
 fn system_variables() {
-    let (d, _) = run(
-        doc! {"_id": 1, "a": 1},
-        bson!([{"$set": {"at": "$$NOW", "copy": "$$ROOT", "a2": "$$CURRENT.a"}}]),
-    );
+    // `$$NOW` is the command's, fixed when its `let` was evaluated.
+    let vars = Arc::new(LetVariables::empty(ctx().now));
+    let constants = UpdateConstants {
+        statement: None,
+        command_let: Some(&vars),
+    };
+    let stages = bson!([{"$set": {"at": "$$NOW", "copy": "$$ROOT", "a2": "$$CURRENT.a"}}]);
+    let mut d = doc! {"_id": 1, "a": 1};
+    UpdateSpec::parse_with_constants(&stages, None, constants)
+        .unwrap()
+        .apply(&mut d, &ctx())
+        .unwrap();
     assert_eq!(
         d,
         doc! {"_id": 1, "a": 1, "at": ctx().now, "copy": {"_id": 1, "a": 1}, "a2": 1}
@@ -284,15 +293,41 @@ fn constants_and_let() {
             )
         );
     }
+    let command_let = Arc::new(
+        LetVariables::parse(
+            Some(&doc! {"foo": {"$concat": ["b", "az"]}, "n": 1}),
+            bson::DateTime::from_millis(0),
+        )
+        .unwrap(),
+    );
     let with_let = UpdateConstants {
         statement: None,
-        command_let: Some(&c),
+        command_let: Some(&command_let),
     };
     assert!(UpdateSpec::parse_with_constants(&bson!({"$set": {"a": 1}}), None, with_let).is_ok());
     assert!(UpdateSpec::parse_with_constants(&bson!([]), None, statement(&empty)).is_ok());
-    // The expression language has no user variables yet.
-    for constants in [statement(&c), with_let] {
-        let e = parse_err(bson!([{"$set": {"a": "$$foo"}}]), None, constants);
-        assert_eq!(e.code(), ErrorCode::NotImplemented);
-    }
+    let run = |set: Bson, constants| {
+        let update =
+            UpdateSpec::parse_with_constants(&bson!([{"$set": set}]), None, constants).unwrap();
+        let mut d = doc! {"_id": 1};
+        update.apply(&mut d, &ctx()).unwrap();
+        d
+    };
+    // `let` values are evaluated expressions; `c` values are literals and shadow `let`.
+    let both_fields = bson!({"a": "$$foo", "b": "$$n"});
+    assert_eq!(
+        run(both_fields.clone(), with_let),
+        doc! {"_id": 1, "a": "baz", "b": 1}
+    );
+    assert_eq!(
+        run(bson!({"a": "$$foo"}), statement(&c)),
+        doc! {"_id": 1, "a": "bar"}
+    );
+    let both = UpdateConstants {
+        statement: Some(&c),
+        command_let: Some(&command_let),
+    };
+    assert_eq!(run(both_fields, both), doc! {"_id": 1, "a": "bar", "b": 1});
+    let e = parse_err(bson!([{"$set": {"a": "$$undefinedVar"}}]), None, with_let);
+    assert_eq!(e.code().code(), 17276);
 }

@@ -7,18 +7,22 @@ use super::super::exec::Position;
 use super::super::views;
 use super::find::{DEFAULT_FIRST_BATCH, cursor_reply};
 use crate::aggregate::Pipeline;
+use crate::aggregate::expression::LetVariables;
 use crate::command::CommandRequest;
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use crate::server::RequestContext;
 use bson::{Bson, Document, RawBsonRef, RawDocumentBuf};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 pub(super) struct AggregateCommand {
     /// `None` for `aggregate: 1` (collection-less pipelines).
     pub(super) collection: Option<String>,
     pub(super) pipeline: Vec<Document>,
     pub(super) batch_size: Option<u64>,
+    /// The command's `let`, evaluated.
+    pub(super) vars: Arc<LetVariables>,
 }
 
 impl AggregateCommand {
@@ -66,6 +70,7 @@ impl AggregateCommand {
             collection,
             pipeline,
             batch_size,
+            vars: args.let_variables()?,
         })
     }
 }
@@ -77,8 +82,9 @@ pub(super) async fn pipeline_output<S: DataNode>(
     db: &str,
     coll: Option<&str>,
     stages: &[Document],
+    vars: &Arc<LetVariables>,
 ) -> Result<Vec<Document>> {
-    let pipeline = Pipeline::parse(stages)?;
+    let pipeline = Pipeline::parse_with_variables(stages, Arc::clone(vars))?;
     let mut input = Vec::new();
     if let Some(name) = coll {
         if let Some((store, coll)) = state.storage().collection(db, name).await {
@@ -127,11 +133,11 @@ pub(super) async fn run<S: DataNode>(
             Some(view) => {
                 let mut stages = view.pipeline;
                 stages.extend(cmd.pipeline.iter().cloned());
-                pipeline_output(state, &req.db, Some(&view.source), &stages).await?
+                pipeline_output(state, &req.db, Some(&view.source), &stages, &cmd.vars).await?
             }
-            None => pipeline_output(state, &req.db, Some(name), &cmd.pipeline).await?,
+            None => pipeline_output(state, &req.db, Some(name), &cmd.pipeline, &cmd.vars).await?,
         },
-        None => pipeline_output(state, &req.db, None, &cmd.pipeline).await?,
+        None => pipeline_output(state, &req.db, None, &cmd.pipeline, &cmd.vars).await?,
     };
     let mut docs = output
         .iter()

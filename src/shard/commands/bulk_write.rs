@@ -11,6 +11,7 @@ use super::delete::{self, DeleteStatement};
 use super::insert::{prepare_document, validated};
 use super::update::{self, UpdateStatement};
 use super::write::{acknowledge, count_value};
+use crate::aggregate::expression::LetVariables;
 use crate::catalog::validate_user_write;
 use crate::command::{
     BULK_WRITE_CURSOR_NS, BulkOpKind, BulkWrite, CommandRequest, WriteConcern, cursor_reply,
@@ -26,7 +27,8 @@ pub(super) struct BulkWriteCommand<'a> {
     parsed: BulkWrite<'a>,
     write_concern: WriteConcern,
     bypass_validation: bool,
-    command_let: Option<Document>,
+    /// The command's `let`, evaluated.
+    vars: Arc<LetVariables>,
 }
 
 impl<'a> BulkWriteCommand<'a> {
@@ -38,7 +40,7 @@ impl<'a> BulkWriteCommand<'a> {
                 .args()
                 .bool("bypassDocumentValidation")?
                 .unwrap_or(false),
-            command_let: req.args().document("let")?,
+            vars: req.args().let_variables()?,
         })
     }
 }
@@ -218,24 +220,19 @@ async fn run_group<S: DataNode>(
             continue;
         }
         match op.kind {
-            BulkOpKind::Update => match update_op(
-                open,
-                &coll,
-                validator.as_ref(),
-                op.raw,
-                cmd.command_let.as_ref(),
-            )
-            .await
-            {
-                Ok(fields) => {
-                    out.matched += count_of(&fields, "n") - fields.contains_key("upserted") as u64;
-                    out.modified += count_of(&fields, "nModified");
-                    out.upserted += fields.contains_key("upserted") as u64;
-                    out.success(idx, fields);
+            BulkOpKind::Update => {
+                match update_op(open, &coll, validator.as_ref(), op.raw, &cmd.vars).await {
+                    Ok(fields) => {
+                        out.matched +=
+                            count_of(&fields, "n") - fields.contains_key("upserted") as u64;
+                        out.modified += count_of(&fields, "nModified");
+                        out.upserted += fields.contains_key("upserted") as u64;
+                        out.success(idx, fields);
+                    }
+                    Err(e) => out.failure(idx, op.kind, e, cmd.parsed.ordered),
                 }
-                Err(e) => out.failure(idx, op.kind, e, cmd.parsed.ordered),
-            },
-            BulkOpKind::Delete => match delete_op(open, &coll, op.raw).await {
+            }
+            BulkOpKind::Delete => match delete_op(open, &coll, op.raw, &cmd.vars).await {
                 Ok(n) => {
                     out.deleted += n;
                     out.success(idx, doc! {"n": number(n)});
@@ -345,7 +342,7 @@ async fn update_op(
     coll: &CollectionMeta,
     validator: Option<&DocumentValidator>,
     raw: &RawDocument,
-    command_let: Option<&Document>,
+    vars: &Arc<LetVariables>,
 ) -> Result<Document> {
     let mut statement = RawDocumentBuf::new();
     for element in raw.iter() {
@@ -358,7 +355,7 @@ async fn update_op(
             other => statement.append_ref(other, value),
         }
     }
-    let stmt = UpdateStatement::parse(&statement, command_let)?;
+    let stmt = UpdateStatement::parse(&statement, vars)?;
     let outcome = update::run_statement(txn, coll, &stmt, validator).await?;
     let mut fields = doc! {
         "n": number(outcome.matched + outcome.upserted_id.is_some() as u64),
@@ -375,6 +372,7 @@ async fn delete_op(
     txn: &mut WriteTxn<'_>,
     coll: &CollectionMeta,
     raw: &RawDocument,
+    vars: &Arc<LetVariables>,
 ) -> Result<u64> {
     let mut statement = RawDocumentBuf::new();
     let mut multi = false;
@@ -393,6 +391,6 @@ async fn delete_op(
         }
     }
     statement.append("limit", if multi { 0 } else { 1 });
-    let stmt = DeleteStatement::parse(&statement)?;
+    let stmt = DeleteStatement::parse(&statement, vars)?;
     delete::run_statement(txn, coll, &stmt).await
 }

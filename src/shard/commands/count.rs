@@ -3,6 +3,7 @@
 use super::super::DataNode;
 use super::super::exec::Position;
 use super::super::views;
+use crate::aggregate::expression::LetVariables;
 use crate::command::CommandRequest;
 use crate::document::keystring;
 use crate::document::path::values_at_path;
@@ -38,9 +39,11 @@ pub(super) async fn count<S: DataNode>(
         if let Some(limit) = limit {
             stages.push(doc! {"$limit": limit as i64});
         }
-        let n = super::aggregate::pipeline_output(state, &req.db, Some(&view.source), &stages)
-            .await?
-            .len() as u64;
+        let vars = LetVariables::none();
+        let n =
+            super::aggregate::pipeline_output(state, &req.db, Some(&view.source), &stages, &vars)
+                .await?
+                .len() as u64;
         return Ok(RawDocumentBuf::from_document(&doc! {"n": count_bson(n)})?);
     }
     let n = match state.storage().collection(&req.db, collection).await {
@@ -104,9 +107,11 @@ pub(super) async fn distinct<S: DataNode>(
     if let Some(view) = views::resolve(state.storage(), &req.db, collection).await? {
         let mut stages = view.pipeline;
         stages.push(doc! {"$match": query});
-        for doc in
-            super::aggregate::pipeline_output(state, &req.db, Some(&view.source), &stages).await?
-        {
+        let vars = LetVariables::none();
+        let docs =
+            super::aggregate::pipeline_output(state, &req.db, Some(&view.source), &stages, &vars)
+                .await?;
+        for doc in docs {
             add(doc, &mut values);
         }
         return Ok(RawDocumentBuf::from_document(&doc! {"values": values})?);

@@ -4,11 +4,13 @@ use super::super::DataNode;
 use super::super::exec::{Position, QueryShape};
 use super::super::storage::{CollectionMeta, WriteTxn};
 use super::write::{acknowledge, count_value, finish_reply, statements, target};
+use crate::aggregate::expression::LetVariables;
 use crate::command::{Args, CommandRequest, WriteConcern};
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use crate::server::{RequestContext, stats::Stats};
 use bson::{RawDocument, RawDocumentBuf, rawdoc};
+use std::sync::Arc;
 
 pub(super) struct DeleteStatement {
     pub(super) query: bson::Document,
@@ -18,7 +20,8 @@ pub(super) struct DeleteStatement {
 }
 
 impl DeleteStatement {
-    pub(super) fn parse(raw: &RawDocument) -> Result<Self> {
+    /// One statement; its `$expr` reads the command's `let` variables `vars`.
+    pub(super) fn parse(raw: &RawDocument, vars: &Arc<LetVariables>) -> Result<Self> {
         let args = Args::new("delete.deletes", raw);
         crate::command::check_collation(args.value("collation")?.as_ref())?;
         let query = args
@@ -33,7 +36,7 @@ impl DeleteStatement {
             )));
         }
         Ok(DeleteStatement {
-            filter: Filter::parse(&query)?,
+            filter: Filter::parse_with_variables(&query, vars)?,
             query,
             limit_one: limit == 1,
             hint: super::find::parse_hint(&args)?,
@@ -80,12 +83,13 @@ pub(super) async fn run<S: DataNode>(
     let Some((db, coll)) = target(state, &req, false).await? else {
         return finish_reply(rawdoc! {"n": 0}, Vec::new(), &wc);
     };
+    let vars = args.let_variables()?;
     let mut txn = db.write().await?;
     let mut n = 0u64;
     let mut errors = Vec::new();
     for (i, raw) in raw_statements.iter().enumerate() {
         Stats::add(&state.node().stats.op_delete, 1);
-        let outcome = match DeleteStatement::parse(raw) {
+        let outcome = match DeleteStatement::parse(raw, &vars) {
             Ok(stmt) => run_statement(&mut txn, &coll, &stmt).await,
             Err(e) => Err(e),
         };

@@ -16,6 +16,7 @@ use super::update::UpdateStatement;
 use crate::aggregate::Pipeline;
 use crate::command::{CommandRequest, ExplainRequest, Verbosity};
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::query::LetVariables;
 use crate::query::filter::Filter;
 use crate::query::sort::SortSpec;
 use crate::query::update::{UpdateContext, UpdateSpec};
@@ -71,6 +72,8 @@ pub(super) async fn explain<S: DataNode>(
 struct Query<'a> {
     ns: String,
     filter: &'a Document,
+    /// The command's `let` variables, which the filter's `$expr` reads.
+    vars: Arc<LetVariables>,
     sort: Option<Document>,
     hint: Option<Bson>,
     skip: u64,
@@ -141,7 +144,7 @@ async fn explain_query(
     verbosity: Verbosity,
     mut each: impl FnMut(&Candidate) -> Result<()>,
 ) -> Result<Explained> {
-    let filter = Filter::parse(query.filter)?;
+    let filter = Filter::parse_with_variables(query.filter, &query.vars)?;
     let sort = query.sort.as_ref().map(SortSpec::parse).transpose()?;
     let Some((db, coll)) = target else {
         let mut tree = StageTree::empty();
@@ -228,13 +231,16 @@ async fn find<S: DataNode>(
     verbosity: Verbosity,
 ) -> Result<Document> {
     let find = FindCommand::parse(cmd)?;
+    let vars = cmd.args().let_variables()?;
+    let filter = Filter::parse_with_variables(&find.filter, &vars)?;
     if let Some(p) = &find.projection {
-        crate::query::projection::Projection::parse(p)?;
+        crate::query::projection::Projection::parse_with_variables(p, Some(&filter), &vars)?;
     }
     let (ns, target) = collection(state, cmd).await?;
     let query = Query {
         ns,
         filter: &find.filter,
+        vars,
         sort: find.sort.clone(),
         hint: find.hint.clone(),
         skip: find.skip,
@@ -267,6 +273,7 @@ async fn count<S: DataNode>(
     let query = Query {
         ns,
         filter: &filter,
+        vars: LetVariables::none(),
         sort: None,
         hint,
         skip: 0,
@@ -325,6 +332,7 @@ async fn distinct<S: DataNode>(
     let query = Query {
         ns,
         filter: &filter,
+        vars: LetVariables::none(),
         sort: None,
         hint: parse_hint(&args)?,
         skip: 0,
@@ -394,13 +402,13 @@ async fn update<S: DataNode>(
     cmd: &CommandRequest,
     verbosity: Verbosity,
 ) -> Result<Document> {
-    let command_let = cmd.args().document("let")?;
-    let stmt = UpdateStatement::parse(single_statement(cmd, "updates")?, command_let.as_ref())?;
-    let filter = Filter::parse(&stmt.query)?;
+    let vars = cmd.args().let_variables()?;
+    let stmt = UpdateStatement::parse(single_statement(cmd, "updates")?, &vars)?;
     let (ns, target) = collection(state, cmd).await?;
     let query = Query {
         ns,
         filter: &stmt.query,
+        vars,
         sort: None,
         hint: stmt.hint.clone(),
         skip: 0,
@@ -412,7 +420,7 @@ async fn update<S: DataNode>(
     };
     let mut modified = 0u64;
     let mut explained = explain_query(target, query, verbosity, |c| {
-        modified += would_modify(&stmt.update, &filter, c)? as u64;
+        modified += would_modify(&stmt.update, &stmt.filter, c)? as u64;
         Ok(())
     })
     .await?;
@@ -439,11 +447,13 @@ async fn delete<S: DataNode>(
     cmd: &CommandRequest,
     verbosity: Verbosity,
 ) -> Result<Document> {
-    let stmt = DeleteStatement::parse(single_statement(cmd, "deletes")?)?;
+    let vars = cmd.args().let_variables()?;
+    let stmt = DeleteStatement::parse(single_statement(cmd, "deletes")?, &vars)?;
     let (ns, target) = collection(state, cmd).await?;
     let query = Query {
         ns,
         filter: &stmt.query,
+        vars,
         sort: None,
         hint: stmt.hint.clone(),
         skip: 0,
@@ -481,13 +491,13 @@ async fn find_and_modify<S: DataNode>(
     verbosity: Verbosity,
 ) -> Result<Document> {
     let fam = FindAndModifyCommand::parse(cmd)?;
-    let filter = Filter::parse(&fam.query)?;
     let args = cmd.args();
     let sort = args.document("sort")?.filter(|s| !s.is_empty());
     let (ns, target) = collection(state, cmd).await?;
     let query = Query {
         ns,
         filter: &fam.query,
+        vars: args.let_variables()?,
         sort: sort.clone(),
         hint: parse_hint(&args)?,
         skip: 0,
@@ -501,7 +511,7 @@ async fn find_and_modify<S: DataNode>(
     let mut modified = 0u64;
     let mut explained = explain_query(target, query, verbosity, |c| {
         if let Some(update) = &fam.update {
-            modified += would_modify(update, &filter, c)? as u64;
+            modified += would_modify(update, &fam.filter, c)? as u64;
         }
         Ok(())
     })
@@ -539,7 +549,7 @@ async fn aggregate<S: DataNode>(
     verbosity: Verbosity,
 ) -> Result<Document> {
     let agg = AggregateCommand::parse(cmd)?;
-    let pipeline = Pipeline::parse(&agg.pipeline)?;
+    let pipeline = Pipeline::parse_with_variables(&agg.pipeline, Arc::clone(&agg.vars))?;
     let leading_match = agg
         .pipeline
         .first()
@@ -558,6 +568,7 @@ async fn aggregate<S: DataNode>(
     let query = Query {
         ns: format!("{}.{name}", cmd.db),
         filter: &filter,
+        vars: Arc::clone(&agg.vars),
         sort: None,
         hint: parse_hint(&cmd.args())?,
         skip: 0,

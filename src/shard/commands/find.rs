@@ -104,8 +104,13 @@ pub(super) async fn find<S: DataNode>(
     let cmd = FindCommand::parse(&req)?;
     let ns = format!("{}.{}", req.db, cmd.collection);
     crate::catalog::validate_collection_name(&req.db, &cmd.collection)?;
-    let filter = Filter::parse(&cmd.filter)?;
-    let projection = cmd.projection.as_ref().map(Projection::parse).transpose()?;
+    let vars = req.args().let_variables()?;
+    let filter = Filter::parse_with_variables(&cmd.filter, &vars)?;
+    let projection = cmd
+        .projection
+        .as_ref()
+        .map(|p| Projection::parse_with_variables(p, Some(&filter), &vars))
+        .transpose()?;
     // `{$natural: 1}` is the scan order itself: no sort.
     let sort_spec = cmd.sort.as_ref().map(SortSpec::parse).transpose()?;
     // `{$natural: ±1}` is a scan direction, not a sort.
@@ -123,6 +128,7 @@ pub(super) async fn find<S: DataNode>(
             &req.db,
             Some(&view.source),
             &view_stages(view.pipeline, &cmd),
+            &vars,
         )
         .await?;
         let docs = docs
@@ -156,6 +162,7 @@ pub(super) async fn find<S: DataNode>(
     let position = Position::plan(&coll, &shape)?;
     let output = FindOutput::new(
         projection,
+        &filter,
         cmd.show_record_id,
         cmd.return_key,
         position.path(),

@@ -17,6 +17,8 @@ use bson::{Bson, Document, RawDocumentBuf, doc};
 
 pub(super) struct FindAndModifyCommand {
     pub(super) query: Document,
+    /// `query` parsed, seeing the command's `let` variables.
+    pub(super) filter: Filter,
     pub(super) sort: Option<SortSpec>,
     pub(super) remove: bool,
     pub(super) update: Option<UpdateSpec>,
@@ -36,13 +38,16 @@ impl FindAndModifyCommand {
         let return_new = args.bool("new")?.unwrap_or(false);
         let upsert = args.bool("upsert")?.unwrap_or(false);
         let array_filters = array_filters(&args)?;
+        let vars = args.let_variables()?;
+        let query = args.document("query")?.unwrap_or_default();
+        let filter = Filter::parse_with_variables(&query, &vars)?;
         let update = match args.get("update")? {
             Some(u) => Some(UpdateSpec::parse_with_constants(
                 &Bson::try_from(u.to_raw_bson())?,
                 array_filters.as_deref(),
                 crate::query::update::UpdateConstants {
                     statement: None,
-                    command_let: args.document("let")?.as_ref(),
+                    command_let: Some(&vars),
                 },
             )?),
             None => None,
@@ -70,8 +75,15 @@ impl FindAndModifyCommand {
                 "Cannot specify both upsert=true and remove=true",
             ));
         }
+        let fields = args
+            .document("fields")?
+            .filter(|f| !f.is_empty())
+            .as_ref()
+            .map(|f| Projection::parse_with_variables(f, Some(&filter), &vars))
+            .transpose()?;
         Ok(FindAndModifyCommand {
-            query: args.document("query")?.unwrap_or_default(),
+            query,
+            filter,
             sort: args
                 .document("sort")?
                 .filter(|s| !s.is_empty())
@@ -81,12 +93,7 @@ impl FindAndModifyCommand {
             remove,
             update,
             return_new,
-            fields: args
-                .document("fields")?
-                .filter(|f| !f.is_empty())
-                .as_ref()
-                .map(Projection::parse)
-                .transpose()?,
+            fields,
             upsert,
             write_concern: WriteConcern::parse(&args)?,
             hint: super::find::parse_hint(&args)?,
@@ -101,12 +108,14 @@ pub(super) async fn run<S: DataNode>(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let cmd = FindAndModifyCommand::parse(&req)?;
-    let filter = Filter::parse(&cmd.query)?;
-    let project = |doc: Document| -> Bson {
-        Bson::Document(match &cmd.fields {
-            Some(p) => p.apply(&doc),
+    let filter = &cmd.filter;
+    // Computed fields that fail to evaluate fail the command, as in MongoDB.
+    let project = |doc: Document| -> Result<Bson> {
+        Ok(Bson::Document(match &cmd.fields {
+            Some(p) if p.has_positional() => p.apply_with_filter(&doc, filter)?,
+            Some(p) => p.try_apply(&doc)?,
             None => doc,
-        })
+        }))
     };
     let Some((db, coll)) = target(state, &req, cmd.upsert).await? else {
         let last_error = if cmd.remove {
@@ -129,7 +138,7 @@ pub(super) async fn run<S: DataNode>(
         &mut txn,
         &coll,
         &cmd.query,
-        &filter,
+        filter,
         cmd.sort.as_ref(),
         cmd.hint.as_ref(),
     )
@@ -137,7 +146,7 @@ pub(super) async fn run<S: DataNode>(
     let (last_error, value) = match (found, &cmd.update) {
         (Some(candidate), None) => {
             txn.delete(&coll, candidate.rid, &candidate.raw).await?;
-            (doc! {"n": 1}, project(candidate.doc))
+            (doc! {"n": 1}, project(candidate.doc)?)
         }
         (None, None) => (doc! {"n": 0}, Bson::Null),
         (Some(candidate), Some(update)) => {
@@ -146,7 +155,7 @@ pub(super) async fn run<S: DataNode>(
                 &coll,
                 &candidate,
                 update,
-                &filter,
+                filter,
                 validator.as_ref(),
             )
             .await?;
@@ -155,13 +164,13 @@ pub(super) async fn run<S: DataNode>(
             } else {
                 candidate.doc.clone()
             };
-            (doc! {"n": 1, "updatedExisting": true}, project(value))
+            (doc! {"n": 1, "updatedExisting": true}, project(value)?)
         }
         (None, Some(update)) if cmd.upsert => {
             let inserted = upsert(&mut txn, &coll, &cmd.query, update, validator.as_ref()).await?;
             let id = inserted.get("_id").cloned().unwrap_or(Bson::Null);
             let value = if cmd.return_new {
-                project(inserted)
+                project(inserted)?
             } else {
                 Bson::Null
             };

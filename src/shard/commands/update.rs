@@ -8,6 +8,7 @@ use super::super::validation::DocumentValidator;
 use super::find_and_modify::first_match;
 use super::insert::prepare_document;
 use super::write::{acknowledge, array_filters, count_value, finish_reply, statements, target};
+use crate::aggregate::expression::LetVariables;
 use crate::command::{CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
@@ -15,10 +16,13 @@ use crate::query::sort::SortSpec;
 use crate::query::update::{UpdateConstants, UpdateContext, UpdateSpec, upsert_seed};
 use crate::server::{RequestContext, stats::Stats};
 use bson::{Bson, Document, RawDocument, RawDocumentBuf, rawdoc};
+use std::sync::Arc;
 
 /// One update statement.
 pub(super) struct UpdateStatement {
     pub query: Document,
+    /// `query` parsed, seeing the command's `let` variables.
+    pub filter: Filter,
     pub update: UpdateSpec,
     pub upsert: bool,
     pub multi: bool,
@@ -28,8 +32,9 @@ pub(super) struct UpdateStatement {
 }
 
 impl UpdateStatement {
-    /// One statement; `command_let` is the command's `let` (variables a pipeline may use).
-    pub(super) fn parse(raw: &RawDocument, command_let: Option<&Document>) -> Result<Self> {
+    /// One statement; `vars` is the command's `let`, evaluated (its `$expr` and a pipeline
+    /// `u` read them).
+    pub(super) fn parse(raw: &RawDocument, vars: &Arc<LetVariables>) -> Result<Self> {
         let args = crate::command::Args::new("update.updates", raw);
         crate::command::check_collation(args.value("collation")?.as_ref())?;
         let query = args
@@ -54,7 +59,7 @@ impl UpdateStatement {
             array_filters.as_deref(),
             UpdateConstants {
                 statement: statement_constants.as_ref(),
-                command_let,
+                command_let: Some(vars),
             },
         )?;
         let multi = args.bool("multi")?.unwrap_or(false);
@@ -64,6 +69,7 @@ impl UpdateStatement {
             ));
         }
         Ok(UpdateStatement {
+            filter: Filter::parse_with_variables(&query, vars)?,
             query,
             update,
             upsert: args.bool("upsert")?.unwrap_or(false),
@@ -184,14 +190,14 @@ pub(super) async fn run_statement(
     stmt: &UpdateStatement,
     validator: Option<&DocumentValidator>,
 ) -> Result<StatementOutcome> {
-    let filter = Filter::parse(&stmt.query)?;
+    let filter = &stmt.filter;
     let mut out = StatementOutcome::default();
     if let Some(sort) = &stmt.sort {
         let found = first_match(
             txn,
             coll,
             &stmt.query,
-            &filter,
+            filter,
             Some(sort),
             stmt.hint.as_ref(),
         )
@@ -199,7 +205,7 @@ pub(super) async fn run_statement(
         if let Some(candidate) = found {
             out.matched = 1;
             let changed =
-                update_candidate(txn, coll, &candidate, &stmt.update, &filter, validator).await?;
+                update_candidate(txn, coll, &candidate, &stmt.update, filter, validator).await?;
             out.modified = changed.is_some() as u64;
         }
     } else {
@@ -211,9 +217,9 @@ pub(super) async fn run_statement(
             },
         )?;
         'scan: while !position.done() {
-            for candidate in position.next_matches(txn, coll, &filter).await? {
+            for candidate in position.next_matches(txn, coll, filter).await? {
                 out.matched += 1;
-                if update_candidate(txn, coll, &candidate, &stmt.update, &filter, validator)
+                if update_candidate(txn, coll, &candidate, &stmt.update, filter, validator)
                     .await?
                     .is_some()
                 {
@@ -249,7 +255,7 @@ pub(super) async fn run<S: DataNode>(
         return finish_reply(rawdoc! {"n": 0, "nModified": 0}, Vec::new(), &wc);
     };
     let bypass = args.bool("bypassDocumentValidation")?.unwrap_or(false);
-    let command_let = args.document("let")?;
+    let vars = args.let_variables()?;
     let validator = DocumentValidator::for_collection(&req.db, &coll, bypass)?;
     let mut txn = db.write().await?;
     let (mut n, mut modified) = (0u64, 0u64);
@@ -257,7 +263,7 @@ pub(super) async fn run<S: DataNode>(
     let mut errors = Vec::new();
     for (i, raw) in raw_statements.iter().enumerate() {
         Stats::add(&state.node().stats.op_update, 1);
-        let outcome = match UpdateStatement::parse(raw, command_let.as_ref()) {
+        let outcome = match UpdateStatement::parse(raw, &vars) {
             Ok(stmt) => run_statement(&mut txn, &coll, &stmt, validator.as_ref()).await,
             Err(e) => Err(e),
         };

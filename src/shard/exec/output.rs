@@ -4,6 +4,7 @@
 use super::plan::{AccessPath, IndexScanPlan, fields_of};
 use crate::document::{hashed, keystring};
 use crate::error::Result;
+use crate::query::filter::Filter;
 use crate::query::projection::Projection;
 use crate::shard::index::FieldKind;
 use crate::shard::storage::RecordId;
@@ -19,6 +20,9 @@ const MAX_KEY_COMBINATIONS: usize = 1000;
 /// How returned documents are shaped.
 pub struct FindOutput {
     pub projection: Option<Projection>,
+    /// The query, kept when the projection has a positional `$` (which projects the array
+    /// element the query matched).
+    positional_query: Option<Filter>,
     pub show_record_id: bool,
     /// `returnKey`: the index the documents come from (`None`: a collection scan, whose keys
     /// are empty documents).
@@ -36,6 +40,7 @@ pub enum KeySource {
 impl FindOutput {
     pub fn new(
         projection: Option<Projection>,
+        query: &Filter,
         show_record_id: bool,
         return_key: bool,
         path: &AccessPath,
@@ -46,8 +51,13 @@ impl FindOutput {
             AccessPath::Union(plans) => KeySource::Indexes(plans.as_ref().clone()),
             AccessPath::CollScan { .. } => KeySource::None,
         });
+        let positional_query = projection
+            .as_ref()
+            .is_some_and(Projection::has_positional)
+            .then(|| query.clone());
         FindOutput {
             projection,
+            positional_query,
             show_record_id,
             return_key,
         }
@@ -62,9 +72,11 @@ impl FindOutput {
     pub fn render(&self, rid: RecordId, doc: &Document) -> Result<RawDocumentBuf> {
         let mut out = match &self.return_key {
             Some(source) => key_document(source, doc),
-            None => match &self.projection {
-                Some(p) => p.apply(doc),
-                None => doc.clone(),
+            None => match (&self.projection, &self.positional_query) {
+                (Some(p), Some(query)) => p.apply_with_filter(doc, query)?,
+                // Computed fields fail the query when their evaluation fails, as in MongoDB.
+                (Some(p), None) => p.try_apply(doc)?,
+                (None, _) => doc.clone(),
             },
         };
         // With returnKey the key alone is returned (the driver specification tests expect no

@@ -266,7 +266,7 @@ impl Position {
 
         for (rid, raw) in rows {
             let doc = raw.to_document()?;
-            if filter.matches(&doc) {
+            if filter.try_matches(&doc)? {
                 out.push(Candidate { rid, raw, doc });
             }
         }

@@ -207,7 +207,7 @@ impl IndexSpec {
         let hidden = flag("hidden")?;
         let partial_filter = match spec.get("partialFilterExpression") {
             None => None,
-            Some(Bson::Document(expr)) => Some((expr.clone(), Filter::parse(expr)?)),
+            Some(Bson::Document(expr)) => Some((expr.clone(), Filter::parse_restricted(expr)?)),
             Some(_) => {
                 return Err(MongoError::type_mismatch(
                     "The field 'partialFilterExpression' must be an object",

@@ -2,7 +2,7 @@
 //! every field parsed as an expression into the path tree.
 
 use super::{Entry, Mode, Node, Shape};
-use crate::aggregate::expression::Expression;
+use crate::aggregate::expression::{Expression, LetVariables, Scope};
 use crate::aggregate::fieldpath::FieldPath;
 use crate::aggregate::stages::{Stage, with_context};
 use crate::aggregate::value::bson_type_name;
@@ -11,8 +11,9 @@ use crate::error::{MongoError, Result};
 use bson::{Bson, Document};
 use std::collections::BTreeSet;
 use std::ops::Bound;
+use std::sync::Arc;
 
-pub fn parse_add_fields(name: &str, spec: &Bson) -> Result<Vec<Stage>> {
+pub fn parse_add_fields(name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
     let Bson::Document(spec) = spec else {
         return Err(MongoError::location(
             40272,
@@ -22,14 +23,15 @@ pub fn parse_add_fields(name: &str, spec: &Bson) -> Result<Vec<Stage>> {
             ),
         ));
     };
-    let shape = Shape::add_fields(spec).map_err(|e| with_context(e, &format!("Invalid {name}")))?;
+    let shape = Shape::add_fields(spec, vars.scope())
+        .map_err(|e| with_context(e, &format!("Invalid {name}")))?;
     Ok(vec![Stage::Shape(shape)])
 }
 
 impl Shape {
     /// An `$addFields` specification: every value is an expression, and sub-objects that are
     /// not expressions set fields inside the existing sub-document.
-    pub fn add_fields(spec: &Document) -> Result<Shape> {
+    pub fn add_fields(spec: &Document, scope: &Scope) -> Result<Shape> {
         SpecValidator {
             raw: spec,
             seen: BTreeSet::new(),
@@ -40,7 +42,7 @@ impl Shape {
             let path = FieldPath::parse(name)?;
             let (parents, last) = path.parts().split_at(path.parts().len().saturating_sub(1));
             let node = child_at(&mut root, parents)?;
-            add_computed_field(node, last.first().map_or("", String::as_str), value)?;
+            add_computed_field(node, last.first().map_or("", String::as_str), value, scope)?;
         }
         Ok(Shape {
             root,
@@ -69,7 +71,7 @@ fn child_at<'n>(node: &'n mut Node, parts: &[String]) -> Result<&'n mut Node> {
 
 /// One `$addFields` field: an operator object or a literal is computed; a non-empty object of
 /// fields recurses into the sub-document.
-fn add_computed_field(node: &mut Node, name: &str, value: &Bson) -> Result<()> {
+fn add_computed_field(node: &mut Node, name: &str, value: &Bson, scope: &Scope) -> Result<()> {
     match value {
         Bson::Document(sub)
             if sub
@@ -79,14 +81,14 @@ fn add_computed_field(node: &mut Node, name: &str, value: &Bson) -> Result<()> {
         {
             let child = child_at(node, &[name.to_string()])?;
             for (field, inner) in sub {
-                add_computed_field(child, field, inner)?;
+                add_computed_field(child, field, inner, scope)?;
             }
             Ok(())
         }
         Bson::Document(sub) if !sub.is_empty() => {
-            set_computed(node, name, Expression::parse_operator(sub)?)
+            set_computed(node, name, Expression::parse_operator_in(sub, scope)?)
         }
-        other => set_computed(node, name, Expression::parse(other)?),
+        other => set_computed(node, name, Expression::parse_in(other, scope)?),
     }
 }
 

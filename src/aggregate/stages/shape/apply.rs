@@ -10,7 +10,7 @@ use bson::{Bson, Document};
 
 impl Shape {
     pub fn apply(&self, doc: &Document, ctx: &RunContext) -> Result<Document> {
-        let vars = Variables::new(doc, ctx.now);
+        let vars = ctx.variables(doc);
         match self.mode {
             Mode::Exclusion => Ok(exclude(&self.root, doc)),
             Mode::Inclusion => {

@@ -2,15 +2,16 @@
 //! errors into the path tree (inclusions, exclusions, computed fields, sub-projections).
 
 use super::{Entry, Mode, Node, Shape};
-use crate::aggregate::expression::{Expression, is_operator_name};
+use crate::aggregate::expression::{Expression, LetVariables, Scope, is_operator_name};
 use crate::aggregate::fieldpath::FieldPath;
 use crate::aggregate::stages::{Stage, with_context};
 use crate::aggregate::value::{is_number, truthy};
 use crate::document::display::render as bson_to_string;
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, Document};
+use std::sync::Arc;
 
-pub fn parse_project(name: &str, spec: &Bson) -> Result<Vec<Stage>> {
+pub fn parse_project(name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
     let Bson::Document(spec) = spec else {
         return Err(MongoError::location(
             15969,
@@ -18,13 +19,13 @@ pub fn parse_project(name: &str, spec: &Bson) -> Result<Vec<Stage>> {
         ));
     };
     let fields: Vec<(&str, &Bson)> = spec.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    let shape =
-        Shape::projection(&fields).map_err(|e| with_context(e, &format!("Invalid {name}")))?;
+    let shape = Shape::projection(&fields, vars.scope())
+        .map_err(|e| with_context(e, &format!("Invalid {name}")))?;
     Ok(vec![Stage::Shape(shape)])
 }
 
 /// `$unset: "a"` or `$unset: ["a", "b.c"]`: an exclusion projection of those paths.
-pub fn parse_unset(name: &str, spec: &Bson) -> Result<Vec<Stage>> {
+pub fn parse_unset(name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
     let paths: Vec<&str> = match spec {
         Bson::String(path) => vec![path.as_str()],
         Bson::Array(items) => {
@@ -56,21 +57,26 @@ pub fn parse_unset(name: &str, spec: &Bson) -> Result<Vec<Stage>> {
     };
     let exclude = Bson::Int32(0);
     let fields: Vec<(&str, &Bson)> = paths.into_iter().map(|path| (path, &exclude)).collect();
-    let shape =
-        Shape::projection(&fields).map_err(|e| with_context(e, &format!("Invalid {name}")))?;
+    let shape = Shape::projection(&fields, vars.scope())
+        .map_err(|e| with_context(e, &format!("Invalid {name}")))?;
     Ok(vec![Stage::Shape(shape)])
 }
 
 impl Shape {
     /// A `$project` specification, as the server's projection parser reads it.
-    pub fn projection(fields: &[(&str, &Bson)]) -> Result<Shape> {
+    pub fn projection(fields: &[(&str, &Bson)], scope: &Scope) -> Result<Shape> {
         if fields.is_empty() {
             return Err(MongoError::location(
                 51272,
                 "projection specification must have at least one field",
             ));
         }
-        let mut parser = ProjectionParser::default();
+        let mut parser = ProjectionParser {
+            scope,
+            mode: None,
+            id_specified: false,
+            id_included: false,
+        };
         let mut root = Node::default();
         for (name, value) in fields {
             if *name == "_id" || name.starts_with("_id.") {
@@ -95,14 +101,15 @@ impl Shape {
 }
 
 /// Parse state across one `$project` specification.
-#[derive(Default)]
-struct ProjectionParser {
+struct ProjectionParser<'s> {
+    /// The variables computed fields may read.
+    scope: &'s Scope,
     mode: Option<Mode>,
     id_specified: bool,
     id_included: bool,
 }
 
-impl ProjectionParser {
+impl ProjectionParser<'_> {
     fn element(
         &mut self,
         name: &str,
@@ -163,7 +170,7 @@ impl ProjectionParser {
 
     /// A value that is neither a flag nor an object: `"$path"`, a string, null, an array...
     fn literal(&mut self, name: &str, value: &Bson, parent: &mut Node) -> Result<()> {
-        let expr = Expression::parse(value)?;
+        let expr = Expression::parse_in(value, self.scope)?;
         add_node(parent, &FieldPath::parse(name)?, Entry::Computed(expr))?;
         if self.mode == Some(Mode::Exclusion) {
             return Err(MongoError::location(
@@ -202,7 +209,7 @@ impl ProjectionParser {
                     ));
                 }
                 self.mode.get_or_insert(Mode::Inclusion);
-                let expr = Expression::parse_operator(sub)?;
+                let expr = Expression::parse_operator_in(sub, self.scope)?;
                 return add_node(parent, &path, Entry::Computed(expr));
             }
             // Meant as an expression, unless the name is one a field may have.

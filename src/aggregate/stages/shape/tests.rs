@@ -1,16 +1,16 @@
 //! Unit tests of `$project`, `$addFields`/`$set` and `$unset`: results and the server's errors.
 
 use super::*;
-use crate::aggregate::stages::{RunContext, Stage};
+use crate::aggregate::stages::{RunContext, Stage, no_variables};
 use crate::error::{MongoError, Result};
 use bson::{Bson, Document};
-use bson::{DateTime, bson, doc};
+use bson::{bson, doc};
 
 fn shape(stage: &str, spec: Bson) -> Result<Shape> {
     let stages = match stage {
-        "$project" => parse_project(stage, &spec),
-        "$unset" => parse_unset(stage, &spec),
-        _ => parse_add_fields(stage, &spec),
+        "$project" => parse_project(stage, &spec, &no_variables()),
+        "$unset" => parse_unset(stage, &spec, &no_variables()),
+        _ => parse_add_fields(stage, &spec, &no_variables()),
     }?;
     match stages.into_iter().next() {
         Some(Stage::Shape(shape)) => Ok(shape),
@@ -19,9 +19,7 @@ fn shape(stage: &str, spec: Bson) -> Result<Shape> {
 }
 
 fn apply(stage: &str, spec: Bson, input: Document) -> Document {
-    let ctx = RunContext {
-        now: DateTime::from_millis(0),
-    };
+    let ctx = RunContext::at_epoch();
     shape(stage, spec).unwrap().apply(&input, &ctx).unwrap()
 }
 
