@@ -3,6 +3,7 @@
 
 mod chunk_map;
 mod chunk_version;
+mod collection_entry;
 mod database_entry;
 mod database_version;
 mod namespace;
@@ -10,9 +11,11 @@ mod shard_key;
 
 pub use chunk_map::{Chunk, ChunkMap};
 pub use chunk_version::{ChunkVersion, CollectionGeneration};
+pub use collection_entry::{CollectionEntry, chunk_document, chunk_from_document};
 pub use database_entry::DatabaseEntry;
 pub use database_version::DatabaseVersion;
 pub use namespace::{
-    split_namespace, validate_collection_name, validate_db_name, validate_user_write,
+    check_shardable, split_namespace, validate_collection_name, validate_db_name,
+    validate_user_write,
 };
 pub use shard_key::{ShardKeyField, ShardKeyPattern};

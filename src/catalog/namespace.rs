@@ -71,6 +71,25 @@ pub fn validate_user_write(db: &str, coll: &str) -> Result<()> {
     Ok(())
 }
 
+/// Namespaces MongoDB refuses to shard.
+pub fn check_shardable(db: &str, coll: &str) -> Result<()> {
+    if matches!(db, "admin" | "local") || (db == "config" && coll != "system.sessions") {
+        return Err(MongoError::new(
+            ErrorCode::IllegalOperation,
+            format!(
+                "can't shard {db}.{coll}: only config.system.sessions may be sharded among the internal databases"
+            ),
+        ));
+    }
+    if coll.starts_with("system.") && !(db == "config" && coll == "system.sessions") {
+        return Err(MongoError::new(
+            ErrorCode::IllegalOperation,
+            format!("can't shard system namespaces {db}.{coll}"),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +104,14 @@ mod tests {
         assert!(validate_collection_name("app", "a$b").is_err());
         assert!(validate_user_write("app", "system.users").is_err());
         assert!(validate_user_write("app", "system.js").is_ok());
+    }
+
+    #[test]
+    fn internal_namespaces_cannot_be_sharded() {
+        assert!(check_shardable("admin", "c").is_err());
+        assert!(check_shardable("config", "chunks").is_err());
+        assert!(check_shardable("config", "system.sessions").is_ok());
+        assert!(check_shardable("app", "system.views").is_err());
+        assert!(check_shardable("app", "users").is_ok());
     }
 }

@@ -5,6 +5,7 @@
 
 mod clock;
 mod commands;
+mod namespace_locks;
 pub mod store;
 
 pub use clock::LogicalClock;
@@ -45,6 +46,8 @@ pub struct ConfigState {
     clock: LogicalClock,
     /// Serializes metadata changes (database creation and drop, shard registration).
     ddl_lock: tokio::sync::Mutex<()>,
+    /// Serializes metadata changes per collection namespace.
+    namespace_locks: namespace_locks::NamespaceLocks,
     table: CommandTable<ConfigState>,
 }
 
@@ -83,6 +86,7 @@ impl ConfigState {
             cluster_id,
             clock: LogicalClock::default(),
             ddl_lock: tokio::sync::Mutex::new(()),
+            namespace_locks: namespace_locks::NamespaceLocks::default(),
             table: commands::table(),
         });
         spawn_cursor_reaper(Arc::downgrade(&state));

@@ -9,6 +9,22 @@ use bson::{Bson, Document, RawDocumentBuf};
 
 pub const CONFIG_DB: &str = "config";
 
+/// One write of a [`ConfigStore::write_batch`].
+pub enum ConfigWrite {
+    /// Inserts or replaces the document with this `_id` in the collection.
+    Upsert(&'static str, Document),
+    /// Deletes the document with this `_id` from the collection, if there is one.
+    Delete(&'static str, Bson),
+}
+
+impl ConfigWrite {
+    fn collection(&self) -> &'static str {
+        match self {
+            ConfigWrite::Upsert(c, _) | ConfigWrite::Delete(c, _) => c,
+        }
+    }
+}
+
 /// The config database of the config server.
 pub struct ConfigStore<'a> {
     storage: &'a Storage,
@@ -61,6 +77,45 @@ impl<'a> ConfigStore<'a> {
             Some((rid, old)) => txn.replace(&coll, rid, &old, &raw).await?,
             None => {
                 txn.insert_one(&coll, &raw).await?;
+            }
+        }
+        let seq = txn.commit().await?;
+        db.wait_durable(seq).await
+    }
+
+    /// Applies several writes to config collections in one durable transaction, so that a
+    /// metadata change (a split's chunks, a collection entry and its first chunk) is all or
+    /// nothing.
+    pub async fn write_batch(&self, writes: &[ConfigWrite]) -> Result<()> {
+        let db = self.storage.database_or_create(CONFIG_DB).await?;
+        let mut colls = std::collections::HashMap::new();
+        for write in writes {
+            let name = write.collection();
+            if !colls.contains_key(name) {
+                colls.insert(name, db.ensure_collection(name).await?);
+            }
+        }
+        let mut txn = db.write().await?;
+        for write in writes {
+            let coll = &colls[write.collection()];
+            match write {
+                ConfigWrite::Upsert(_, doc) => {
+                    let id = doc
+                        .get("_id")
+                        .ok_or_else(|| MongoError::internal("config document without _id"))?;
+                    let raw = RawDocumentBuf::from_document(doc)?;
+                    match txn.fetch_by_id(coll, id).await? {
+                        Some((rid, old)) => txn.replace(coll, rid, &old, &raw).await?,
+                        None => {
+                            txn.insert_one(coll, &raw).await?;
+                        }
+                    }
+                }
+                ConfigWrite::Delete(_, id) => {
+                    if let Some((rid, old)) = txn.fetch_by_id(coll, id).await? {
+                        txn.delete(coll, rid, &old).await?;
+                    }
+                }
             }
         }
         let seq = txn.commit().await?;

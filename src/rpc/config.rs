@@ -1,9 +1,10 @@
 //! Reads of the routing table that routers and shards make on the config server.
 
 use super::NodeClient;
-use crate::catalog::DatabaseEntry;
+use crate::catalog::{Chunk, CollectionEntry, DatabaseEntry, chunk_from_document};
 use crate::command::first_batch;
 use crate::error::Result;
+use bson::{Bson, Document, doc};
 
 /// A database's `config.databases` entry, if the database exists.
 pub async fn database_entry(config: &NodeClient, db: &str) -> Result<Option<DatabaseEntry>> {
@@ -14,4 +15,75 @@ pub async fn database_entry(config: &NodeClient, db: &str) -> Result<Option<Data
         .first()
         .map(DatabaseEntry::from_document)
         .transpose()
+}
+
+/// Every document of `config.<collection>` matching `filter`, in `sort` order, following the
+/// cursor to its end (a collection's chunks can be more than one batch).
+pub async fn find_all(
+    config: &NodeClient,
+    collection: &str,
+    filter: Document,
+    sort: Document,
+) -> Result<Vec<Document>> {
+    let reply = config
+        .run_doc(
+            "config",
+            doc! {"find": collection, "filter": filter, "sort": sort, "batchSize": i32::MAX},
+        )
+        .await?;
+    let mut docs = first_batch(&reply);
+    let mut cursor_id = cursor_id(&reply);
+    while cursor_id != 0 {
+        let more = config
+            .run_doc(
+                "config",
+                doc! {"getMore": cursor_id, "collection": collection, "batchSize": i32::MAX},
+            )
+            .await?;
+        let cursor = more.get_document("cursor").ok();
+        docs.extend(
+            cursor
+                .and_then(|c| c.get_array("nextBatch").ok())
+                .into_iter()
+                .flatten()
+                .filter_map(|d| d.as_document().cloned()),
+        );
+        cursor_id = cursor_id_of(cursor);
+    }
+    Ok(docs)
+}
+
+fn cursor_id(reply: &Document) -> i64 {
+    cursor_id_of(reply.get_document("cursor").ok())
+}
+
+fn cursor_id_of(cursor: Option<&Document>) -> i64 {
+    match cursor.and_then(|c| c.get("id")) {
+        Some(Bson::Int64(id)) => *id,
+        Some(Bson::Int32(id)) => i64::from(*id),
+        _ => 0,
+    }
+}
+
+/// A sharded collection's entry and chunks (in key order), if the collection is sharded.
+pub async fn collection_routing(
+    config: &NodeClient,
+    ns: &str,
+) -> Result<Option<(CollectionEntry, Vec<Chunk>)>> {
+    let entries = find_all(config, "collections", doc! {"_id": ns}, doc! {}).await?;
+    let Some(entry) = entries.first() else {
+        return Ok(None);
+    };
+    let entry = CollectionEntry::from_document(entry)?;
+    let chunks = find_all(
+        config,
+        "chunks",
+        doc! {"uuid": Bson::Binary(entry.uuid.clone())},
+        doc! {"min": 1},
+    )
+    .await?
+    .iter()
+    .map(|c| chunk_from_document(&entry.key, entry.generation, c))
+    .collect::<Result<Vec<_>>>()?;
+    Ok(Some((entry, chunks)))
 }

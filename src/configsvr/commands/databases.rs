@@ -144,6 +144,13 @@ async fn drop_database(
         let cmd = doc! {"_shardsvrDropDatabaseParticipant": 1};
         state.connector.client(&host).run_doc(&db, cmd).await?;
     }
+    for entry in store.find("collections", &doc! {}).await? {
+        if let Ok(ns) = entry.get_str("_id") {
+            if crate::catalog::split_namespace(ns).is_ok_and(|(d, _)| d == db) {
+                super::collections::remove_collection_metadata(state, ns).await?;
+            }
+        }
+    }
     store
         .delete_by_id("databases", &Bson::String(db.clone()))
         .await?;

@@ -1,6 +1,7 @@
 //! The config server's command table: shared commands, CRUD on the config and admin
 //! databases, and the `_configsvr*` metadata commands.
 
+mod collections;
 mod databases;
 mod shards;
 
@@ -13,5 +14,6 @@ pub(super) fn table() -> CommandTable<ConfigState> {
     specs.extend(data_commands());
     specs.extend(shards::commands());
     specs.extend(databases::commands());
+    specs.extend(collections::commands());
     CommandTable::new(specs)
 }

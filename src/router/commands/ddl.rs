@@ -76,11 +76,22 @@ pub(super) async fn drop(
             ));
         }
     }
-    Ok(state
+    let ns = format!("{}.{}", req.db, req.args().collection()?);
+    let reply = state
         .send_to_primary(req, false)
         .await?
         .map(|(_, r)| r)
-        .unwrap_or_default())
+        .unwrap_or_default();
+    if matches!(reply.get("ok"), Ok(Some(RawBsonRef::Double(ok))) if ok == 1.0)
+        || matches!(reply.get("ok"), Ok(Some(RawBsonRef::Int32(1))))
+    {
+        // A sharded collection's routing metadata goes with its data.
+        state
+            .config
+            .run_doc("admin", doc! {"_configsvrDropCollection": ns})
+            .await?;
+    }
+    Ok(reply)
 }
 
 pub(super) async fn drop_database(

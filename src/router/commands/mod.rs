@@ -8,6 +8,7 @@ mod crud;
 mod cursors;
 mod ddl;
 mod explain;
+mod sharding;
 
 use super::RouterState;
 use crate::server::stats::OpCounter;
@@ -70,6 +71,28 @@ pub(super) fn table() -> CommandTable<RouterState> {
             .admin_only()
             .help(" example: { renameCollection: foo.a, to: bar.b }"),
         CommandSpec::new("isdbgrid", |s, c, r| Box::pin(admin::isdbgrid(s, c, r))).help("check if this server is a mongos"),
+        CommandSpec::new("addShard", |s, c, r| Box::pin(sharding::add_shard(s, c, r)))
+            .aliases(&["addshard"])
+            .admin_only()
+            .help("add a new shard to the system"),
+        CommandSpec::new("balancerStatus", |s, c, r| Box::pin(sharding::balancer_status(s, c, r)))
+            .admin_only()
+            .help("Reports the balancer's state: docgrid has no balancer yet, so it is off"),
+        CommandSpec::new("listShards", |s, c, r| Box::pin(sharding::list_shards(s, c, r)))
+            .aliases(&["listshards"])
+            .admin_only()
+            .help("list all shards of the system"),
+        CommandSpec::new("enableSharding", |s, c, r| Box::pin(sharding::enable_sharding(s, c, r)))
+            .aliases(&["enablesharding"])
+            .admin_only()
+            .help("Enable sharding for a database. Optionally allows the caller to specify the shard to be used as primary.(Use 'shardcollection' command afterwards.)\n  { enableSharding : \"<dbname>\", primaryShard:  \"<shard>\"}\n"),
+        CommandSpec::new("shardCollection", |s, c, r| Box::pin(sharding::shard_collection(s, c, r)))
+            .aliases(&["shardcollection"])
+            .admin_only()
+            .help("Shard a collection. Sharding must already be enabled for the database.\n   { enablesharding : \"<dbname>\" }\n"),
+        CommandSpec::new("split", |s, c, r| Box::pin(sharding::split(s, c, r)))
+            .admin_only()
+            .help(" example: - split the shard that contains give key\n   { split : 'alleyinsider.blog.posts' , find : { ts : 1 } }\n example: - split the shard that contains the key with this as the middle\n   { split : 'alleyinsider.blog.posts' , middle : { ts : 1 } }\n NOTE: this does not move the chunks, it just creates a logical separation."),
         CommandSpec::new("flushRouterConfig", |s, c, r| Box::pin(admin::flush_router_config(s, c, r)))
             .aliases(&["flushrouterconfig"])
             .admin_only()

@@ -3,6 +3,7 @@
 
 mod aggregate;
 mod bulk_write;
+mod chunks;
 mod coll_mod;
 mod collections;
 mod count;
@@ -13,6 +14,7 @@ mod find;
 mod find_and_modify;
 mod indexes;
 mod insert;
+mod shard_collection;
 mod sharding;
 mod update;
 mod write;

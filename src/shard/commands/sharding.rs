@@ -21,6 +21,20 @@ pub(super) fn commands() -> Vec<CommandSpec<ShardState>> {
             Box::pin(rename_collection(s, c, r))
         })
         .help("Internal: renames an unsharded collection of this shard's database"),
+        CommandSpec::new("_shardsvrCreateCollection", |s, c, r| {
+            Box::pin(super::shard_collection::create_sharded_collection(s, c, r))
+        })
+        .help("Internal: shards a collection of a database this shard is the primary of"),
+        CommandSpec::new("splitVector", |s, c, r| {
+            Box::pin(super::chunks::split_vector(s, c, r))
+        })
+        .admin_only()
+        .help("Internal: the key a chunk's range is split at (its median, with force: true)"),
+        CommandSpec::new("splitChunk", |s, c, r| {
+            Box::pin(super::chunks::split_chunk(s, c, r))
+        })
+        .admin_only()
+        .help("Internal: splits a chunk this shard owns, committing through the config server"),
         CommandSpec::new("_flushDatabaseCacheUpdates", |s, c, r| {
             Box::pin(flush_database(s, c, r))
         })

@@ -1,0 +1,317 @@
+//! Sharded collection metadata: committing a new sharded collection (its `config.collections`
+//! entry and first chunk) and committing chunk splits, with the versioning rules of the
+//! sharding design (a split bumps minor versions, and the major version when the shard owns
+//! the collection version). Changes to one namespace are serialized.
+
+use super::super::ConfigState;
+use super::super::store::ConfigWrite;
+use crate::catalog::{
+    Chunk, ChunkMap, ChunkVersion, CollectionEntry, CollectionGeneration, ShardKeyPattern,
+    chunk_document, chunk_from_document,
+};
+use crate::command::{CommandRequest, missing};
+use crate::document::display::render_doc;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::{CommandSpec, RequestContext};
+use bson::oid::ObjectId;
+use bson::{Binary, Bson, DateTime, Document, RawDocumentBuf, doc};
+
+pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
+    vec![
+        CommandSpec::new("_configsvrCommitShardCollection", |s, c, r| {
+            Box::pin(commit_shard_collection(s, c, r))
+        })
+        .admin_only()
+        .help("Internal: records a newly sharded collection and its first chunk"),
+        CommandSpec::new("_configsvrDropCollection", |s, c, r| {
+            Box::pin(drop_collection(s, c, r))
+        })
+        .admin_only()
+        .help("Internal: forgets a dropped collection's sharding metadata (entry and chunks)"),
+        CommandSpec::new("_configsvrCommitChunkSplit", |s, c, r| {
+            Box::pin(commit_chunk_split(s, c, r))
+        })
+        .admin_only()
+        .help("Internal: replaces a chunk by the chunks its split points delimit"),
+    ]
+}
+
+/// A collection's routing metadata as stored: its entry and its chunks with their `_id`s.
+pub(crate) struct StoredRouting {
+    pub entry: CollectionEntry,
+    pub chunks: Vec<(Bson, Chunk)>,
+}
+
+impl StoredRouting {
+    pub(crate) async fn load(state: &ConfigState, ns: &str) -> Result<Option<StoredRouting>> {
+        let store = state.store();
+        let Some(doc) = store.find_one("collections", &doc! {"_id": ns}).await? else {
+            return Ok(None);
+        };
+        let entry = CollectionEntry::from_document(&doc)?;
+        let mut chunks = Vec::new();
+        for chunk in store
+            .find("chunks", &doc! {"uuid": Bson::Binary(entry.uuid.clone())})
+            .await?
+        {
+            let id = chunk.get("_id").cloned().unwrap_or(Bson::Null);
+            chunks.push((
+                id,
+                chunk_from_document(&entry.key, entry.generation, &chunk)?,
+            ));
+        }
+        Ok(Some(StoredRouting { entry, chunks }))
+    }
+
+    fn chunk_map(&self) -> Result<ChunkMap> {
+        ChunkMap::new(
+            &self.entry.key,
+            self.chunks.iter().map(|(_, c)| c.clone()).collect(),
+        )
+    }
+}
+
+/// Deletes a collection's `config.collections` entry and its chunks, in one transaction.
+pub(super) async fn remove_collection_metadata(state: &ConfigState, ns: &str) -> Result<bool> {
+    let Some(stored) = StoredRouting::load(state, ns).await? else {
+        return Ok(false);
+    };
+    let mut writes: Vec<ConfigWrite> = stored
+        .chunks
+        .into_iter()
+        .map(|(id, _)| ConfigWrite::Delete("chunks", id))
+        .collect();
+    writes.push(ConfigWrite::Delete(
+        "collections",
+        Bson::String(ns.to_string()),
+    ));
+    state.store().write_batch(&writes).await?;
+    tracing::info!(ns = %ns, "removed sharding metadata of a dropped collection");
+    Ok(true)
+}
+
+/// `{_configsvrDropCollection: ns}`, after the collection's data was dropped: its routing
+/// metadata goes too, so a re-created collection is unsharded (a new generation when sharded
+/// again).
+async fn drop_collection(
+    state: &ConfigState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let ns = target_ns(&req)?;
+    let _guard = state.namespace_locks.lock(&ns).await;
+    let removed = remove_collection_metadata(state, &ns).await?;
+    Ok(RawDocumentBuf::from_document(&doc! {"removed": removed})?)
+}
+
+fn target_ns(req: &CommandRequest) -> Result<String> {
+    match req.args().target()? {
+        bson::RawBsonRef::String(ns) => {
+            crate::catalog::split_namespace(ns)?;
+            Ok(ns.to_string())
+        }
+        _ => Err(MongoError::type_mismatch(format!(
+            "{} requires a namespace string",
+            req.name()
+        ))),
+    }
+}
+
+fn version_reply(version: ChunkVersion) -> Result<RawDocumentBuf> {
+    Ok(RawDocumentBuf::from_document(
+        &doc! {"collectionVersion": version.to_document()},
+    )?)
+}
+
+/// `{_configsvrCommitShardCollection: ns, key, unique, uuid, primaryShard}`: the primary shard,
+/// having checked and prepared the collection, records it as sharded with one chunk covering
+/// the whole key space on itself. Sharding again with the same key answers the existing
+/// version; with another key, AlreadyInitialized.
+async fn commit_shard_collection(
+    state: &ConfigState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let ns = target_ns(&req)?;
+    let args = req.args();
+    let key = args
+        .document("key")?
+        .ok_or_else(|| missing(req.name(), "key"))?;
+    let key = ShardKeyPattern::parse(&key)?;
+    let unique = args.bool("unique")?.unwrap_or(false);
+    let uuid = match args.get("uuid")? {
+        Some(bson::RawBsonRef::Binary(b)) => Binary {
+            subtype: b.subtype,
+            bytes: b.bytes.to_vec(),
+        },
+        _ => return Err(missing(req.name(), "uuid")),
+    };
+    let primary = args
+        .str("primaryShard")?
+        .ok_or_else(|| missing(req.name(), "primaryShard"))?
+        .to_string();
+    let _guard = state.namespace_locks.lock(&ns).await;
+    if let Some(existing) = StoredRouting::load(state, &ns).await? {
+        if existing.entry.key == key && existing.entry.unique == unique {
+            let version = existing
+                .chunk_map()?
+                .collection_version()
+                .ok_or_else(|| MongoError::internal("a sharded collection without chunks"))?;
+            return version_reply(version);
+        }
+        return Err(MongoError::new(
+            ErrorCode::AlreadyInitialized,
+            format!(
+                "sharding already enabled for collection {ns} with options {{ _id: \"{ns}\", key: {}, unique: {} }}",
+                render_doc(existing.entry.key.pattern()),
+                existing.entry.unique
+            ),
+        ));
+    }
+    let now = state.clock.now();
+    let generation = CollectionGeneration::new(now);
+    let version = ChunkVersion::new(generation, 1, 0);
+    let chunk = Chunk::new(&key, key.global_min(), key.global_max(), primary, version);
+    let entry = CollectionEntry {
+        ns: ns.clone(),
+        generation,
+        uuid: uuid.clone(),
+        key,
+        unique,
+        last_modified: DateTime::now(),
+        no_balance: false,
+    };
+    state
+        .store()
+        .write_batch(&[
+            ConfigWrite::Upsert(
+                "chunks",
+                chunk_document(&chunk, &uuid, ObjectId::new(), now),
+            ),
+            ConfigWrite::Upsert("collections", entry.to_document()),
+        ])
+        .await?;
+    tracing::info!(ns = %ns, key = %render_doc(entry.key.pattern()), "sharded collection");
+    version_reply(version)
+}
+
+/// `{_configsvrCommitChunkSplit: ns, collEpoch, collTimestamp, shard, min, max, splitPoints}`:
+/// replaces the chunk `[min, max)` owned by `shard` with the chunks the split points delimit.
+async fn commit_chunk_split(
+    state: &ConfigState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let ns = target_ns(&req)?;
+    let args = req.args();
+    let epoch = match args.get("collEpoch")? {
+        Some(bson::RawBsonRef::ObjectId(oid)) => Some(oid),
+        _ => None,
+    };
+    let shard = args
+        .str("shard")?
+        .ok_or_else(|| missing(req.name(), "shard"))?
+        .to_string();
+    let min = args
+        .document("min")?
+        .ok_or_else(|| missing(req.name(), "min"))?;
+    let max = args
+        .document("max")?
+        .ok_or_else(|| missing(req.name(), "max"))?;
+    let split_points: Vec<Document> = args
+        .array("splitPoints")?
+        .ok_or_else(|| missing(req.name(), "splitPoints"))?
+        .into_iter()
+        .map(|p| match p {
+            Bson::Document(d) => Ok(d),
+            _ => Err(MongoError::type_mismatch("split points must be objects")),
+        })
+        .collect::<Result<_>>()?;
+    let _guard = state.namespace_locks.lock(&ns).await;
+    let stored = StoredRouting::load(state, &ns).await?.ok_or_else(|| {
+        MongoError::new(
+            ErrorCode::NamespaceNotSharded,
+            format!("Collection {ns} is not sharded"),
+        )
+    })?;
+    if epoch.is_some_and(|e| e != stored.entry.generation.epoch) {
+        return Err(MongoError::new(
+            ErrorCode::StaleEpoch,
+            format!(
+                "splitChunk cannot split chunk in collection {ns}: the collection was dropped or recreated"
+            ),
+        ));
+    }
+    let map = stored.chunk_map()?;
+    let key = &stored.entry.key;
+    let (id, chunk) = stored
+        .chunks
+        .iter()
+        .find(|(_, c)| c.min == min && c.max == max && c.shard == shard)
+        .ok_or_else(|| {
+            MongoError::new(
+                ErrorCode::StaleConfig,
+                format!(
+                    "splitChunk cannot find chunk [{}, {}) on shard {shard} of {ns}",
+                    render_doc(&min),
+                    render_doc(&max)
+                ),
+            )
+        })?;
+    let mut bounds = vec![chunk.min.clone()];
+    let mut previous = chunk.min_key.clone();
+    for point in &split_points {
+        if !key.is_key_shaped(point) {
+            return Err(MongoError::new(
+                ErrorCode::InvalidOptions,
+                format!(
+                    "split point {} does not match the shard key {}",
+                    render_doc(point),
+                    render_doc(key.pattern())
+                ),
+            ));
+        }
+        let encoded = key.encode(point);
+        if encoded <= previous || encoded >= chunk.max_key {
+            return Err(MongoError::new(
+                ErrorCode::InvalidOptions,
+                format!(
+                    "split keys must be strictly increasing and inside the chunk [{}, {}): {}",
+                    render_doc(&chunk.min),
+                    render_doc(&chunk.max),
+                    render_doc(point)
+                ),
+            ));
+        }
+        previous = encoded;
+        bounds.push(point.clone());
+    }
+    bounds.push(chunk.max.clone());
+    let generation = stored.entry.generation;
+    let collection_version = map
+        .collection_version()
+        .ok_or_else(|| MongoError::internal("a sharded collection without chunks"))?;
+    // The seed's rule (SERVER-41480): when the shard owns the collection version, the major
+    // version moves too, so routers that only track that shard notice the split.
+    let mut next = collection_version;
+    if map.shard_version(&shard, generation) == collection_version {
+        next.major += 1;
+        next.minor = 0;
+    }
+    let now = state.clock.now();
+    let mut writes = vec![ConfigWrite::Delete("chunks", id.clone())];
+    for pair in bounds.windows(2) {
+        next.minor += 1;
+        let piece = Chunk::new(key, pair[0].clone(), pair[1].clone(), shard.clone(), next);
+        writes.push(ConfigWrite::Upsert(
+            "chunks",
+            chunk_document(&piece, &stored.entry.uuid, ObjectId::new(), now),
+        ));
+    }
+    state.store().write_batch(&writes).await?;
+    tracing::info!(ns = %ns, pieces = bounds.len() - 1, "split chunk");
+    Ok(RawDocumentBuf::from_document(&doc! {
+        "shardVersion": next.to_document(),
+        "collectionVersion": next.to_document(),
+    })?)
+}

@@ -1,0 +1,296 @@
+//! Sharding administration on the router: `addShard` and `listShards` (config server),
+//! `enableSharding` (database creation with an optional primary), `shardCollection` (sent to
+//! the database's primary shard, which coordinates it) and `split` (to the shard owning the
+//! chunk, which commits through the config server).
+
+use super::super::RouterState;
+use crate::catalog::{Chunk, CollectionEntry, split_namespace};
+use crate::command::{CommandRequest, missing};
+use crate::document::display::render_doc;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::rpc::config::{collection_routing, find_all};
+use crate::server::RequestContext;
+use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
+
+/// The namespace an admin command names in its first field.
+fn target_namespace(req: &CommandRequest) -> Result<(String, String)> {
+    match req.args().target()? {
+        RawBsonRef::String(ns) => {
+            let (db, coll) = split_namespace(ns).map_err(|_| {
+                MongoError::new(
+                    ErrorCode::InvalidNamespace,
+                    format!("Invalid namespace specified '{ns}'"),
+                )
+            })?;
+            Ok((db.to_string(), coll.to_string()))
+        }
+        _ => Err(MongoError::type_mismatch(format!(
+            "{} requires a namespace string \"<db>.<collection>\"",
+            req.name()
+        ))),
+    }
+}
+
+pub(super) async fn add_shard(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let host = match args.target()? {
+        RawBsonRef::String(h) => h.to_string(),
+        _ => {
+            return Err(MongoError::type_mismatch(
+                "addShard requires the shard's \"host:port\" as a string",
+            ));
+        }
+    };
+    let mut cmd = doc! {"_configsvrAddShard": host};
+    if let Some(name) = args.str("name")? {
+        cmd.insert("name", name);
+    }
+    let reply = state.config.run_doc("admin", cmd).await?;
+    state.shards.reload(&state.config).await?;
+    Ok(RawDocumentBuf::from_document(&doc! {
+        "shardAdded": reply.get_str("shardAdded").unwrap_or_default(),
+    })?)
+}
+
+/// The balancer's state: docgrid has no balancer yet, so it is off and never in a round.
+pub(super) async fn balancer_status(
+    _state: &RouterState,
+    _ctx: &RequestContext,
+    _req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    Ok(RawDocumentBuf::from_document(&doc! {
+        "mode": "off",
+        "inBalancerRound": false,
+        "numBalancerRounds": 0_i64,
+    })?)
+}
+
+pub(super) async fn list_shards(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    _req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let shards = find_all(&state.config, "shards", doc! {}, doc! {"_id": 1}).await?;
+    Ok(RawDocumentBuf::from_document(&doc! {"shards": shards})?)
+}
+
+/// `enableSharding` (no longer needed since 6.0, kept as MongoDB keeps it): creates the
+/// database, on `primaryShard` when given.
+pub(super) async fn enable_sharding(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let db = match args.target()? {
+        RawBsonRef::String(db) => db.to_string(),
+        _ => {
+            return Err(MongoError::type_mismatch(
+                "enableSharding requires a database name",
+            ));
+        }
+    };
+    crate::catalog::validate_db_name(&db)?;
+    let mut cmd = doc! {"_configsvrCreateDatabase": &db};
+    if let Some(primary) = args.str("primaryShard")? {
+        cmd.insert("primaryShard", primary);
+    }
+    let reply = state.config.run_doc("admin", cmd).await?;
+    if let Some(primary) = args.str("primaryShard")? {
+        if reply.get_str("primary") != Ok(primary) {
+            return Err(MongoError::new(
+                ErrorCode::NamespaceExists,
+                format!(
+                    "database {db} already exists with primary shard {}",
+                    reply.get_str("primary").unwrap_or_default()
+                ),
+            ));
+        }
+    }
+    state.databases.invalidate(&db);
+    Ok(RawDocumentBuf::new())
+}
+
+/// `{shardCollection: "db.coll", key, unique}`: forwarded as `_shardsvrCreateCollection` to the
+/// database's primary shard (creating the database if needed).
+pub(super) async fn shard_collection(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let (db, coll) = target_namespace(&req)?;
+    crate::catalog::check_shardable(&db, &coll)?;
+    let args = req.args();
+    let key = args
+        .document("key")?
+        .ok_or_else(|| missing("shardCollection", "key"))?;
+    crate::command::check_collation(args.value("collation")?.as_ref())?;
+    if args.get("timeseries")?.is_some() {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "sharded time-series collections are not supported yet",
+        ));
+    }
+    let mut cmd = doc! {"_shardsvrCreateCollection": &coll, "shardKey": key};
+    if let Some(unique) = args.bool("unique")? {
+        cmd.insert("unique", unique);
+    }
+    let request = CommandRequest::from_document(&db, &cmd)?;
+    let (_, reply) = state
+        .send_to_primary_of(&db, request, true)
+        .await?
+        .expect("shardCollection creates the database");
+    Ok(reply)
+}
+
+/// `{split: ns, middle | find | bounds}`: splits one chunk, at `middle`, or at the median of
+/// the chunk holding `find`'s shard key or bounded by `bounds`.
+pub(super) async fn split(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let (db, coll) = target_namespace(&req)?;
+    let ns = format!("{db}.{coll}");
+    let args = req.args();
+    let middle = args.document("middle")?;
+    let find = args.document("find")?;
+    let bounds = args.array("bounds")?;
+    if [middle.is_some(), find.is_some(), bounds.is_some()]
+        .iter()
+        .filter(|given| **given)
+        .count()
+        != 1
+    {
+        return Err(MongoError::bad_value(
+            "need to specify only one of 'find', 'bounds', or 'middle' parameters",
+        ));
+    }
+    let (entry, chunks) = collection_routing(&state.config, &ns)
+        .await?
+        .ok_or_else(|| {
+            MongoError::new(
+                ErrorCode::NamespaceNotSharded,
+                format!("ns {ns} is not sharded"),
+            )
+        })?;
+    let key = &entry.key;
+    let chunk_holding = |point: &Document| -> Result<Chunk> {
+        let encoded = key.encode(point);
+        let last = chunks.len().saturating_sub(1);
+        chunks
+            .iter()
+            .enumerate()
+            .find(|(i, c)| c.contains(&encoded, *i == last))
+            .map(|(_, c)| c.clone())
+            .ok_or_else(|| MongoError::internal(format!("no chunk holds {}", render_doc(point))))
+    };
+    let (chunk, split_at) = if let Some(middle) = middle {
+        if !key.is_key_shaped(&middle) {
+            return Err(MongoError::bad_value(format!(
+                "new split key {} is not valid for shard key pattern {}",
+                render_doc(&middle),
+                render_doc(key.pattern())
+            )));
+        }
+        let chunk = chunk_holding(&middle)?;
+        if key.encode(&middle) == chunk.min_key {
+            return Err(MongoError::new(
+                ErrorCode::CannotSplit,
+                format!(
+                    "new split key {} is a boundary key of existing chunk [{},{})",
+                    render_doc(&middle),
+                    render_doc(&chunk.min),
+                    render_doc(&chunk.max)
+                ),
+            ));
+        }
+        (chunk, Some(middle))
+    } else if let Some(query) = find {
+        let point = key.equality_key(&query).ok_or_else(|| {
+            MongoError::new(
+                ErrorCode::ShardKeyNotFound,
+                format!("no shard key found in chunk query {}", render_doc(&query)),
+            )
+        })?;
+        (chunk_holding(&point)?, None)
+    } else {
+        let bounds = bounds.unwrap_or_default();
+        let (Some(Bson::Document(min)), Some(Bson::Document(max)), 2) =
+            (bounds.first(), bounds.get(1), bounds.len())
+        else {
+            return Err(MongoError::bad_value(
+                "Specify 'bounds' as an array of two documents: [min, max]",
+            ));
+        };
+        let chunk = chunks
+            .iter()
+            .find(|c| c.min == *min && c.max == *max)
+            .cloned()
+            .ok_or_else(|| {
+                MongoError::bad_value(format!(
+                    "no chunk found with the shard key bounds [{}, {})",
+                    render_doc(min),
+                    render_doc(max)
+                ))
+            })?;
+        (chunk, None)
+    };
+    let shard = state.shards.client(&state.config, &chunk.shard).await?;
+    let split_at = match split_at {
+        Some(point) => point,
+        None => median(&shard, &ns, &entry, &chunk).await?,
+    };
+    shard
+        .run_doc(
+            "admin",
+            doc! {
+                "splitChunk": &ns,
+                "from": &chunk.shard,
+                "keyPattern": key.pattern().clone(),
+                "epoch": entry.generation.epoch,
+                "timestamp": entry.generation.timestamp,
+                "min": chunk.min.clone(),
+                "max": chunk.max.clone(),
+                "splitKeys": [split_at],
+            },
+        )
+        .await?;
+    Ok(RawDocumentBuf::new())
+}
+
+/// The median key of a chunk, from the shard that owns it.
+async fn median(
+    shard: &crate::rpc::NodeClient,
+    ns: &str,
+    entry: &CollectionEntry,
+    chunk: &Chunk,
+) -> Result<Document> {
+    let reply = shard
+        .run_doc(
+            "admin",
+            doc! {
+                "splitVector": ns,
+                "keyPattern": entry.key.pattern().clone(),
+                "min": chunk.min.clone(),
+                "max": chunk.max.clone(),
+                "force": true,
+            },
+        )
+        .await?;
+    match reply.get_array("splitKeys").ok().and_then(|k| k.first()) {
+        Some(Bson::Document(key)) => Ok(key.clone()),
+        _ => Err(MongoError::new(
+            ErrorCode::CannotSplit,
+            format!(
+                "chunk [{}, {}) of {ns} has fewer than two distinct shard key values and cannot be split",
+                render_doc(&chunk.min),
+                render_doc(&chunk.max)
+            ),
+        )),
+    }
+}

@@ -1,0 +1,186 @@
+//! `_shardsvrCreateCollection` with a shard key: the database's primary shard coordinates
+//! `shardCollection`. It checks the collection and its indexes with MongoDB's rules (an index
+//! prefixed by the shard key must exist, or the collection must be empty and gets one; unique
+//! indexes must be prefixed by the shard key; no multikey shard key index), then asks the config
+//! server to record the collection as sharded with one chunk on this shard.
+
+use super::super::{DataNode, ShardState};
+use crate::catalog::ShardKeyPattern;
+use crate::command::{CommandRequest, missing};
+use crate::document::display::render_doc;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::RequestContext;
+use crate::shard::index::IndexSpec;
+use crate::shard::storage::{CollectionMeta, IndexMeta};
+use bson::{Bson, Document, RawDocumentBuf, doc};
+
+pub(super) async fn create_sharded_collection(
+    state: &ShardState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let name = args.collection()?.to_string();
+    let ns = format!("{}.{name}", req.db);
+    let key = args
+        .document("shardKey")?
+        .ok_or_else(|| missing(req.name(), "shardKey"))?;
+    let pattern = ShardKeyPattern::parse(&key)?;
+    let unique = args.bool("unique")?.unwrap_or(false);
+    let identity = state.identity().ok_or_else(|| {
+        MongoError::new(
+            ErrorCode::ShardingStateNotInitialized,
+            "this shard has not been added to a cluster",
+        )
+    })?;
+    crate::catalog::check_shardable(&req.db, &name)?;
+    if unique && pattern.is_hashed() {
+        return Err(MongoError::new(
+            ErrorCode::InvalidOptions,
+            "hashed shard keys cannot be declared unique. It's possible to ensure uniqueness on the hashed field by declaring an additional (non-hashed) unique index on the field.",
+        ));
+    }
+    if crate::shard::views::resolve(state.storage(), &req.db, &name)
+        .await?
+        .is_some()
+    {
+        return Err(MongoError::new(
+            ErrorCode::CommandNotSupportedOnView,
+            format!("Namespace {ns} is a view, not a collection"),
+        ));
+    }
+    let db = state.storage().database_or_create(&req.db).await?;
+    let coll = db.ensure_collection(&name).await?;
+    if coll.capped_limits().is_some() {
+        return Err(MongoError::new(
+            ErrorCode::InvalidOptions,
+            "can't shard a capped collection",
+        ));
+    }
+    check_unique_indexes(&ns, &coll, &pattern)?;
+    if !has_shard_key_index(&coll, &pattern, unique)? {
+        if db.stats(&coll).count > 0 {
+            return Err(MongoError::new(
+                ErrorCode::InvalidOptions,
+                "Please create an index that starts with the proposed shard key before sharding the collection",
+            ));
+        }
+        let mut spec = doc! {"key": pattern.pattern().clone(), "name": crate::shard::index::spec::default_name(pattern.pattern())};
+        if unique {
+            spec.insert("unique", true);
+        }
+        db.create_index(&name, IndexSpec::parse(&spec)?).await?;
+    }
+    let uuid = coll.uuid_bson();
+    let config = state.connector.client(&identity.config_host);
+    config
+        .run_doc(
+            "admin",
+            doc! {
+                "_configsvrCommitShardCollection": &ns,
+                "key": pattern.pattern().clone(),
+                "unique": unique,
+                "uuid": uuid,
+                "primaryShard": &identity.shard_name,
+            },
+        )
+        .await?;
+    Ok(RawDocumentBuf::from_document(&doc! {
+        "collectionsharded": &ns,
+        "collectionUUID": coll.uuid_bson(),
+    })?)
+}
+
+/// Every unique index but `_id` must be prefixed by the shard key, or uniqueness could not be
+/// enforced shard by shard.
+fn check_unique_indexes(ns: &str, coll: &CollectionMeta, pattern: &ShardKeyPattern) -> Result<()> {
+    for index in coll.indexes.iter().filter(|i| i.is_unique() && !i.is_id()) {
+        let key = index.key_pattern();
+        if !is_prefix_of(pattern.pattern(), &key) {
+            return Err(MongoError::new(
+                ErrorCode::InvalidOptions,
+                format!(
+                    "can't shard collection '{ns}' with unique index on {} and proposed shard key {}. Uniqueness can't be maintained unless shard key is a prefix",
+                    render_doc(&key),
+                    render_doc(pattern.pattern())
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether an index can serve the shard key: its key starts with the shard key (for `unique`,
+/// it is exactly the shard key and unique), and it is complete (not sparse, partial or hidden)
+/// and single-valued (not multikey: shard key values may not be arrays).
+fn has_shard_key_index(
+    coll: &CollectionMeta,
+    pattern: &ShardKeyPattern,
+    unique: bool,
+) -> Result<bool> {
+    let useful = |index: &IndexMeta| {
+        let key = index.key_pattern();
+        let shape_ok = if unique {
+            index.is_unique() && same_key(&key, pattern.pattern())
+        } else {
+            is_prefix_of(pattern.pattern(), &key)
+        };
+        let complete = !matches!(index.spec.get("sparse"), Some(Bson::Boolean(true)))
+            && !index.spec.contains_key("partialFilterExpression")
+            && !matches!(index.spec.get("hidden"), Some(Bson::Boolean(true)));
+        shape_ok && complete && index.ready
+    };
+    let candidates: Vec<&IndexMeta> = coll.indexes.iter().filter(|i| useful(i)).collect();
+    if candidates.is_empty() {
+        return Ok(false);
+    }
+    if candidates.iter().all(|i| i.multikey) {
+        return Err(MongoError::new(
+            ErrorCode::InvalidOptions,
+            format!(
+                "Please create an index that starts with the proposed shard key before sharding the collection. The only index on the shard key {} is multikey: shard key values cannot be arrays",
+                render_doc(pattern.pattern())
+            ),
+        ));
+    }
+    Ok(true)
+}
+
+/// Whether `prefix`'s fields start `key`, with the same directions (`1` and `1.0` alike).
+fn is_prefix_of(prefix: &Document, key: &Document) -> bool {
+    prefix.len() <= key.len()
+        && prefix
+            .iter()
+            .zip(key.iter())
+            .all(|((pf, pv), (kf, kv))| pf == kf && same_direction(pv, kv))
+}
+
+fn same_key(a: &Document, b: &Document) -> bool {
+    a.len() == b.len() && is_prefix_of(a, b)
+}
+
+fn same_direction(a: &Bson, b: &Bson) -> bool {
+    match (a, b) {
+        (Bson::String(x), Bson::String(y)) => x == y,
+        (Bson::String(_), _) | (_, Bson::String(_)) => false,
+        _ => crate::document::order::compare_values(a, b) == std::cmp::Ordering::Equal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_compare_fields_and_directions() {
+        assert!(is_prefix_of(&doc! {"a": 1}, &doc! {"a": 1.0, "b": -1}));
+        assert!(!is_prefix_of(&doc! {"a": 1}, &doc! {"a": -1}));
+        assert!(!is_prefix_of(&doc! {"a": 1, "b": 1}, &doc! {"a": 1}));
+        assert!(is_prefix_of(
+            &doc! {"a": "hashed"},
+            &doc! {"a": "hashed", "b": 1}
+        ));
+        assert!(!is_prefix_of(&doc! {"a": "hashed"}, &doc! {"a": 1}));
+        assert!(same_key(&doc! {"a": 1}, &doc! {"a": 1_i64}));
+    }
+}
