@@ -8,23 +8,20 @@ use futures::TryStreamExt;
 use mongodb::Client;
 use mongodb::bson::{Bson, Document, doc};
 
-async fn chunks(client: &Client, ns: &str) -> Vec<Document> {
-    let config = client.database("config");
-    let entry = config
+/// The `config.collections` entry of `ns`, if it is sharded.
+async fn entry(client: &Client, ns: &str) -> Option<Document> {
+    client
+        .database("config")
         .collection::<Document>("collections")
         .find_one(doc! {"_id": ns})
         .await
         .unwrap()
-        .expect("a config.collections entry");
-    config
-        .collection::<Document>("chunks")
-        .find(doc! {"uuid": entry.get("uuid").unwrap().clone()})
-        .sort(doc! {"min": 1})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
+}
+
+/// The chunks of sharded collection `ns`, in key order.
+async fn chunks(client: &Client, ns: &str) -> Vec<Document> {
+    let entry = entry(client, ns).await.expect("a config.collections entry");
+    chunks_of(client, entry.get("uuid").unwrap()).await
 }
 
 fn lastmod(chunk: &Document) -> (u32, u32) {
@@ -73,13 +70,7 @@ async fn shard_collection_records_the_collection(client: &Client) {
             .any(|i| i.get_document("key").unwrap() == &doc! {"region": 1, "uid": 1}),
         "{indexes:?}"
     );
-    let entry = client
-        .database("config")
-        .collection::<Document>("collections")
-        .find_one(doc! {"_id": "shapp.users"})
-        .await
-        .unwrap()
-        .unwrap();
+    let entry = entry(client, "shapp.users").await.unwrap();
     assert_eq!(
         entry.get_document("key").unwrap(),
         &doc! {"region": 1, "uid": 1}
@@ -283,24 +274,14 @@ async fn drops_remove_sharding_metadata(client: &Client) {
     )
     .await
     .unwrap();
-    let first = collections
-        .find_one(doc! {"_id": "shdrop.a"})
-        .await
-        .unwrap()
-        .unwrap();
+    let first = entry(client, "shdrop.a").await.unwrap();
     client
         .database("shdrop")
         .collection::<Document>("a")
         .drop()
         .await
         .unwrap();
-    assert!(
-        collections
-            .find_one(doc! {"_id": "shdrop.a"})
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(entry(client, "shdrop.a").await.is_none());
     assert!(
         chunks_of(client, first.get("uuid").unwrap())
             .await
@@ -313,11 +294,7 @@ async fn drops_remove_sharding_metadata(client: &Client) {
     )
     .await
     .unwrap();
-    let second = collections
-        .find_one(doc! {"_id": "shdrop.a"})
-        .await
-        .unwrap()
-        .unwrap();
+    let second = entry(client, "shdrop.a").await.unwrap();
     assert_ne!(
         first.get_object_id("lastmodEpoch").unwrap(),
         second.get_object_id("lastmodEpoch").unwrap()
@@ -348,6 +325,7 @@ async fn chunks_of(client: &Client, uuid: &Bson) -> Vec<Document> {
         .database("config")
         .collection::<Document>("chunks")
         .find(doc! {"uuid": uuid.clone()})
+        .sort(doc! {"min": 1})
         .await
         .unwrap()
         .try_collect()
