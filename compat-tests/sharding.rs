@@ -333,7 +333,60 @@ async fn chunks_of(client: &Client, uuid: &Bson) -> Vec<Document> {
         .unwrap()
 }
 
+async fn merge_follows_the_versioning_rules(client: &Client) {
+    admin(
+        client,
+        doc! {"shardCollection": "shmerge.m", "key": {"k": 1}},
+    )
+    .await
+    .unwrap();
+    for point in [10, 20, 30] {
+        admin(client, doc! {"split": "shmerge.m", "middle": {"k": point}})
+            .await
+            .unwrap();
+    }
+    // Versions now 2|1 .. 4|2 (each split moved the major); the collection version is 4|2.
+    let before = chunks(client, "shmerge.m").await;
+    assert_eq!(before.len(), 4);
+    let top = before.iter().map(lastmod).max().unwrap();
+    admin(
+        client,
+        doc! {"mergeChunks": "shmerge.m", "bounds": [{"k": 10}, {"k": Bson::MaxKey}]},
+    )
+    .await
+    .unwrap();
+    let after = chunks(client, "shmerge.m").await;
+    assert_eq!(after.len(), 2);
+    assert_eq!(after[1].get_document("min").unwrap(), &doc! {"k": 10});
+    assert_eq!(lastmod(&after[1]), (top.0 + 1, 0));
+    for (bounds, code) in [
+        // Not at chunk boundaries.
+        (vec![doc! {"k": 5}, doc! {"k": Bson::MaxKey}], 72),
+        (vec![doc! {"k": Bson::MinKey}, doc! {"k": 15}], 72),
+        // One chunk only.
+        (vec![doc! {"k": Bson::MinKey}, doc! {"k": 10}], 20),
+        // Not the shard key.
+        (vec![doc! {"x": 1}, doc! {"x": 2}], 2),
+    ] {
+        let err = admin(
+            client,
+            doc! {"mergeChunks": "shmerge.m", "bounds": bounds.clone()},
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(error_code(&err), Some(code), "{bounds:?}");
+    }
+    admin(
+        client,
+        doc! {"mergeChunks": "shmerge.m", "bounds": [{"k": Bson::MinKey}, {"k": Bson::MaxKey}]},
+    )
+    .await
+    .unwrap();
+    assert_eq!(chunks(client, "shmerge.m").await.len(), 1);
+}
+
 both_modes!(
+    merge_follows_the_versioning_rules,
     drops_remove_sharding_metadata,
     shard_collection_records_the_collection,
     shard_collection_validation,

@@ -1,7 +1,8 @@
 //! Sharded collection metadata: committing a new sharded collection (its `config.collections`
-//! entry and first chunk) and committing chunk splits, with the versioning rules of the
-//! sharding design (a split bumps minor versions, and the major version when the shard owns
-//! the collection version). Changes to one namespace are serialized.
+//! entry and first chunk), chunk splits and merges, with the versioning rules of the sharding
+//! design (a split bumps minor versions, and the major version when the shard owns the
+//! collection version; a merge takes the collection version's major plus one). Changes to one
+//! namespace are serialized.
 
 use super::super::ConfigState;
 use super::super::store::ConfigWrite;
@@ -28,6 +29,11 @@ pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
         })
         .admin_only()
         .help("Internal: forgets a dropped collection's sharding metadata (entry and chunks)"),
+        CommandSpec::new("_configsvrCommitChunksMerge", |s, c, r| {
+            Box::pin(commit_chunks_merge(s, c, r))
+        })
+        .admin_only()
+        .help("Internal: replaces contiguous chunks of one shard by one chunk"),
         CommandSpec::new("_configsvrCommitChunkSplit", |s, c, r| {
             Box::pin(commit_chunk_split(s, c, r))
         })
@@ -313,5 +319,104 @@ async fn commit_chunk_split(
     Ok(RawDocumentBuf::from_document(&doc! {
         "shardVersion": next.to_document(),
         "collectionVersion": next.to_document(),
+    })?)
+}
+
+/// `{_configsvrCommitChunksMerge: ns, shard, chunkRange: {min, max}}`: the chunks of `shard`
+/// exactly covering `[min, max)` become one chunk whose version is the collection version's
+/// major plus one, minor zero, as the versioning protocol prescribes for merges.
+async fn commit_chunks_merge(
+    state: &ConfigState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let ns = target_ns(&req)?;
+    let args = req.args();
+    let shard = args
+        .str("shard")?
+        .ok_or_else(|| missing(req.name(), "shard"))?
+        .to_string();
+    let range = args
+        .document("chunkRange")?
+        .ok_or_else(|| missing(req.name(), "chunkRange"))?;
+    let (Ok(min), Ok(max)) = (range.get_document("min"), range.get_document("max")) else {
+        return Err(MongoError::bad_value(
+            "chunkRange needs min and max documents",
+        ));
+    };
+    let _guard = state.namespace_locks.lock(&ns).await;
+    let stored = StoredRouting::load(state, &ns).await?.ok_or_else(|| {
+        MongoError::new(
+            ErrorCode::NamespaceNotSharded,
+            format!("Collection {ns} is not sharded"),
+        )
+    })?;
+    let key = &stored.entry.key;
+    let (min_key, max_key) = (key.encode(min), key.encode(max));
+    let mut pieces: Vec<&(Bson, Chunk)> = stored
+        .chunks
+        .iter()
+        .filter(|(_, c)| c.min_key >= min_key && c.max_key <= max_key)
+        .collect();
+    pieces.sort_by(|a, b| a.1.min_key.cmp(&b.1.min_key));
+    let covers = pieces.first().is_some_and(|(_, c)| c.min_key == min_key)
+        && pieces.last().is_some_and(|(_, c)| c.max_key == max_key)
+        && pieces.windows(2).all(|w| w[0].1.max_key == w[1].1.min_key);
+    let range_text = || format!("[{}, {})", render_doc(min), render_doc(max));
+    if !covers {
+        return Err(MongoError::new(
+            ErrorCode::InvalidOptions,
+            format!(
+                "could not merge chunks of {ns}: the range {} does not start and end at chunk boundaries",
+                range_text()
+            ),
+        ));
+    }
+    if let Some((_, other)) = pieces.iter().find(|(_, c)| c.shard != shard) {
+        return Err(MongoError::new(
+            ErrorCode::IllegalOperation,
+            format!(
+                "could not merge chunks of {ns} in range {}: chunk [{}, {}) is on shard {}, not {shard}",
+                range_text(),
+                render_doc(&other.min),
+                render_doc(&other.max),
+                other.shard
+            ),
+        ));
+    }
+    if pieces.len() < 2 {
+        return Err(MongoError::new(
+            ErrorCode::IllegalOperation,
+            format!(
+                "could not merge chunks of {ns}: the range {} holds only one chunk",
+                range_text()
+            ),
+        ));
+    }
+    let collection_version = stored
+        .chunk_map()?
+        .collection_version()
+        .ok_or_else(|| MongoError::internal("a sharded collection without chunks"))?;
+    let merged_version =
+        ChunkVersion::new(stored.entry.generation, collection_version.major + 1, 0);
+    let merged = Chunk::new(key, min.clone(), max.clone(), shard, merged_version);
+    let mut writes: Vec<ConfigWrite> = pieces
+        .iter()
+        .map(|(id, _)| ConfigWrite::Delete("chunks", id.clone()))
+        .collect();
+    writes.push(ConfigWrite::Upsert(
+        "chunks",
+        chunk_document(
+            &merged,
+            &stored.entry.uuid,
+            ObjectId::new(),
+            state.clock.now(),
+        ),
+    ));
+    state.store().write_batch(&writes).await?;
+    tracing::info!(ns = %ns, merged = pieces.len(), "merged chunks");
+    Ok(RawDocumentBuf::from_document(&doc! {
+        "shardVersion": merged_version.to_document(),
+        "collectionVersion": merged_version.to_document(),
     })?)
 }

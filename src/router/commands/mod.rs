@@ -90,6 +90,10 @@ pub(super) fn table() -> CommandTable<RouterState> {
             .aliases(&["shardcollection"])
             .admin_only()
             .help("Shard a collection. Sharding must already be enabled for the database.\n   { enablesharding : \"<dbname>\" }\n"),
+        CommandSpec::new("mergeChunks", |s, c, r| Box::pin(sharding::merge_chunks(s, c, r)))
+            .aliases(&["mergechunks"])
+            .admin_only()
+            .help("Merge Chunks command\nusage: { mergeChunks : <ns>, bounds : [ <min key>, <max key> ] }"),
         CommandSpec::new("split", |s, c, r| Box::pin(sharding::split(s, c, r)))
             .admin_only()
             .help(" example: - split the shard that contains give key\n   { split : 'alleyinsider.blog.posts' , find : { ts : 1 } }\n example: - split the shard that contains the key with this as the middle\n   { split : 'alleyinsider.blog.posts' , middle : { ts : 1 } }\n NOTE: this does not move the chunks, it just creates a logical separation."),

@@ -1,7 +1,7 @@
 //! Sharding administration on the router: `addShard` and `listShards` (config server),
 //! `enableSharding` (database creation with an optional primary), `shardCollection` (sent to
-//! the database's primary shard, which coordinates it) and `split` (to the shard owning the
-//! chunk, which commits through the config server).
+//! the database's primary shard, which coordinates it), `split` and `mergeChunks` (to the shard
+//! owning the chunks, which commits through the config server).
 
 use super::super::RouterState;
 use crate::catalog::{Chunk, CollectionEntry, split_namespace};
@@ -293,4 +293,67 @@ async fn median(
             ),
         )),
     }
+}
+
+/// `{mergeChunks: ns, bounds: [min, max]}`: merges the chunks covering exactly `[min, max)`,
+/// which must all be on one shard; the shard commits through the config server.
+pub(super) async fn merge_chunks(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let (db, coll) = target_namespace(&req)?;
+    let ns = format!("{db}.{coll}");
+    let bounds = req
+        .args()
+        .array("bounds")?
+        .ok_or_else(|| missing("mergeChunks", "bounds"))?;
+    let (Some(Bson::Document(min)), Some(Bson::Document(_)), 2) =
+        (bounds.first(), bounds.get(1), bounds.len())
+    else {
+        return Err(MongoError::bad_value(
+            "the bounds of mergeChunks must be an array of two documents: [min, max]",
+        ));
+    };
+    let (entry, chunks) = collection_routing(&state.config, &ns)
+        .await?
+        .ok_or_else(|| {
+            MongoError::new(
+                ErrorCode::NamespaceNotSharded,
+                format!("ns {ns} is not sharded"),
+            )
+        })?;
+    for bound in bounds.iter().filter_map(Bson::as_document) {
+        if !entry.key.is_key_shaped(bound) {
+            return Err(MongoError::bad_value(format!(
+                "shard key bounds [{}] are not valid for shard key pattern {}",
+                bounds
+                    .iter()
+                    .filter_map(Bson::as_document)
+                    .map(render_doc)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                render_doc(entry.key.pattern())
+            )));
+        }
+    }
+    // The shard owning the first chunk of the range commits; the config server checks the
+    // others are on it too.
+    let first = chunks.iter().find(|c| c.min == *min).ok_or_else(|| {
+        MongoError::new(
+            ErrorCode::InvalidOptions,
+            format!(
+                "could not merge chunks of {ns}: {} is not a chunk boundary",
+                render_doc(min)
+            ),
+        )
+    })?;
+    let shard = state.shards.client(&state.config, &first.shard).await?;
+    shard
+        .run_doc(
+            "admin",
+            doc! {"mergeChunks": &ns, "bounds": Bson::Array(bounds.clone())},
+        )
+        .await?;
+    Ok(RawDocumentBuf::new())
 }

@@ -1,6 +1,6 @@
 //! Chunk operations on the shard that owns the chunk: `splitVector` (where to split a range:
-//! here its median, as `split` with `find` or `bounds` asks) and `splitChunk` (commit a split
-//! through the config server, which alone writes chunk metadata).
+//! here its median, as `split` with `find` or `bounds` asks), `splitChunk` and `mergeChunks`
+//! (commit a split or a merge through the config server, which alone writes chunk metadata).
 
 use super::super::{DataNode, ShardState};
 use crate::catalog::ShardKeyPattern;
@@ -122,6 +122,47 @@ pub(super) async fn split_chunk(
     }
     let config = state.connector.client(&identity.config_host);
     let reply = config.run_doc("admin", commit).await?;
+    Ok(RawDocumentBuf::from_document(&doc! {
+        "shardVersion": reply.get_document("shardVersion").cloned().unwrap_or_default(),
+    })?)
+}
+
+/// `{mergeChunks: ns, bounds: [min, max]}` on the shard owning the chunks: asks the config
+/// server to commit the merge.
+pub(super) async fn merge_chunks(
+    state: &ShardState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let (db, coll) = namespace(&req)?;
+    let identity = state.identity().ok_or_else(|| {
+        MongoError::new(
+            ErrorCode::ShardingStateNotInitialized,
+            "this shard has not been added to a cluster",
+        )
+    })?;
+    let bounds = req
+        .args()
+        .array("bounds")?
+        .ok_or_else(|| missing("mergeChunks", "bounds"))?;
+    let (Some(Bson::Document(min)), Some(Bson::Document(max)), 2) =
+        (bounds.first(), bounds.get(1), bounds.len())
+    else {
+        return Err(MongoError::bad_value(
+            "bounds must be an array of two documents: [min, max]",
+        ));
+    };
+    let config = state.connector.client(&identity.config_host);
+    let reply = config
+        .run_doc(
+            "admin",
+            doc! {
+                "_configsvrCommitChunksMerge": format!("{db}.{coll}"),
+                "shard": &identity.shard_name,
+                "chunkRange": {"min": min.clone(), "max": max.clone()},
+            },
+        )
+        .await?;
     Ok(RawDocumentBuf::from_document(&doc! {
         "shardVersion": reply.get_document("shardVersion").cloned().unwrap_or_default(),
     })?)

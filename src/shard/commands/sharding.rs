@@ -35,6 +35,9 @@ pub(super) fn commands() -> Vec<CommandSpec<ShardState>> {
         })
         .admin_only()
         .help("Internal: splits a chunk this shard owns, committing through the config server"),
+        CommandSpec::new("mergeChunks", |s, c, r| Box::pin(super::chunks::merge_chunks(s, c, r)))
+            .admin_only()
+            .help("Internal: merges contiguous chunks this shard owns, committing through the config server"),
         CommandSpec::new("_flushDatabaseCacheUpdates", |s, c, r| {
             Box::pin(flush_database(s, c, r))
         })
