@@ -4,7 +4,7 @@
 //! owning the chunks, which commits through the config server).
 
 use super::super::RouterState;
-use crate::catalog::{Chunk, CollectionEntry, split_namespace};
+use crate::catalog::{Chunk, ChunkMap, CollectionEntry, split_namespace};
 use crate::command::{CommandRequest, missing};
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
@@ -179,14 +179,10 @@ pub(super) async fn split(
             )
         })?;
     let key = &entry.key;
+    let map = ChunkMap::new(key, chunks)?;
     let chunk_holding = |point: &Document| -> Result<Chunk> {
-        let encoded = key.encode(point);
-        let last = chunks.len().saturating_sub(1);
-        chunks
-            .iter()
-            .enumerate()
-            .find(|(i, c)| c.contains(&encoded, *i == last))
-            .map(|(_, c)| c.clone())
+        map.chunk_for(&key.encode(point))
+            .cloned()
             .ok_or_else(|| MongoError::internal(format!("no chunk holds {}", render_doc(point))))
     };
     let (chunk, split_at) = if let Some(middle) = middle {
@@ -227,8 +223,8 @@ pub(super) async fn split(
                 "Specify 'bounds' as an array of two documents: [min, max]",
             ));
         };
-        let chunk = chunks
-            .iter()
+        let chunk = map
+            .chunks()
             .find(|c| c.min == *min && c.max == *max)
             .cloned()
             .ok_or_else(|| {
