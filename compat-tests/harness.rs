@@ -257,6 +257,22 @@ impl ProcessCluster {
         client_for(SocketAddr::from(([127, 0, 0, 1], self.router_port))).await
     }
 
+    /// Starts another router process on the same cluster; returns a client of it.
+    pub async fn add_router(&mut self) -> Client {
+        let port = free_port();
+        self.processes.push(Process::spawn(
+            &[
+                "router",
+                "--port",
+                &port.to_string(),
+                "--configdb",
+                &self.configdb,
+            ],
+            port,
+        ));
+        client_for(SocketAddr::from(([127, 0, 0, 1], port))).await
+    }
+
     /// Kills shard `i` (SIGKILL); returns its name and data directory.
     pub fn kill_shard(&mut self, i: usize) -> (String, String) {
         self.processes[1 + i].kill();

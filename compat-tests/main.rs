@@ -21,6 +21,7 @@ mod let_variables;
 mod multiprocess;
 mod pipeline_updates;
 mod query_expressions;
+mod shard_versioning;
 mod sharding;
 mod sorting;
 mod stale_versions;

@@ -6,6 +6,7 @@ use super::RouterState;
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::NodeClient;
+use crate::server::stats::Stats;
 use bson::{RawBsonRef, RawDocumentBuf};
 
 /// MongoDB's router gives up after this many stale-version retries.
@@ -53,32 +54,74 @@ impl RouterState {
             let reply = self.config.call(req).await?;
             return Ok(Some((self.config.clone(), reply)));
         }
+        // The collection the command is about, when it names one (`aggregate: 1` does not).
+        let ns = match req.args().target() {
+            Ok(RawBsonRef::String(coll)) if db_name == req.db => Some(format!("{db_name}.{coll}")),
+            _ => None,
+        };
         let mut reloaded_shards = false;
         for _ in 0..MAX_STALE_RETRIES {
             let Some(db) = self.databases.get(&self.config, db_name, create).await? else {
                 return Ok(None);
             };
-            let shard = self.shards.client(&self.config, &db.primary).await?;
+            let routing = match &ns {
+                Some(ns) => self.collections.get(&self.config, ns).await?,
+                None => None,
+            };
+            // A sharded collection goes to the shard owning its chunks with that shard's
+            // version; anything else to the database's primary with the database version.
+            let (shard_name, field, version) = match &routing {
+                Some(routing) => {
+                    let owners = routing.chunks.shards();
+                    let mut owners = owners.into_iter();
+                    let (Some(owner), None) = (owners.next(), owners.next()) else {
+                        return Err(MongoError::new(
+                            ErrorCode::NotImplemented,
+                            "routing a command to a collection whose chunks are on several shards is not supported yet",
+                        ));
+                    };
+                    let version = routing
+                        .chunks
+                        .shard_version(&owner, routing.entry.generation);
+                    (owner, "shardVersion", version.to_document())
+                }
+                None => (
+                    db.primary.clone(),
+                    "databaseVersion",
+                    db.version.to_document(),
+                ),
+            };
+            let shard = self.shards.client(&self.config, &shard_name).await?;
             let mut versioned = req.clone();
-            versioned.body.append(
-                "databaseVersion",
-                bson::RawDocumentBuf::from_document(&db.version.to_document())?,
-            );
+            versioned
+                .body
+                .append(field, bson::RawDocumentBuf::from_document(&version)?);
             let reply = match shard.call(versioned).await {
                 // Nothing was sent: the shard may have moved; reload the shard list and retry
                 // once (a shard that is down stays an error).
                 Err(e) if e.code() == ErrorCode::HostUnreachable && !reloaded_shards => {
-                    tracing::debug!(shard = %db.primary, error = %e, "shard unreachable; reloading the shard list");
+                    tracing::debug!(shard = %shard_name, error = %e, "shard unreachable; reloading the shard list");
                     self.shards.reload(&self.config).await?;
                     reloaded_shards = true;
                     continue;
                 }
                 other => other?,
             };
-            if reply_code(&reply) == Some(ErrorCode::StaleDbVersion.code()) {
-                tracing::debug!(db = %db_name, "stale database version; refreshing");
-                self.databases.invalidate(db_name);
-                continue;
+            match reply_code(&reply) {
+                Some(code) if code == ErrorCode::StaleDbVersion.code() => {
+                    tracing::info!(db = %db_name, "stale database version; refreshing");
+                    self.databases.invalidate(db_name);
+                    continue;
+                }
+                Some(code) if code == ErrorCode::StaleConfig.code() => {
+                    tracing::info!(ns = ?ns, "stale shard version; refreshing");
+                    Stats::add(&self.node.stats.stale_config_retries, 1);
+                    if let Some(ns) = &ns {
+                        self.collections.invalidate(ns);
+                    }
+                    continue;
+                }
+                _ => {}
             }
             return Ok(Some((shard, reply)));
         }

@@ -10,7 +10,7 @@ mod shard_registry;
 use crate::rpc::{Connector, NodeClient};
 use crate::server::{CURSOR_MONITOR_PERIOD, CommandTable, Node, NodeState};
 use bson::doc;
-use catalog_cache::DatabaseCache;
+use catalog_cache::{CollectionCache, DatabaseCache};
 use cursors::RouterCursors;
 use shard_registry::ShardRegistry;
 use std::sync::{Arc, Weak};
@@ -23,6 +23,7 @@ pub struct RouterState {
     node: Node,
     config: NodeClient,
     databases: DatabaseCache,
+    collections: CollectionCache,
     shards: ShardRegistry,
     cursors: RouterCursors,
     table: CommandTable<RouterState>,
@@ -36,6 +37,7 @@ impl RouterState {
             shards: ShardRegistry::new(connector),
             node,
             databases: DatabaseCache::default(),
+            collections: CollectionCache::default(),
             cursors: RouterCursors::default(),
             table: commands::table(),
         });

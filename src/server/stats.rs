@@ -20,6 +20,8 @@ pub struct Stats {
     pub op_command: AtomicI64,
     pub ttl_passes: AtomicI64,
     pub ttl_deleted_documents: AtomicI64,
+    /// Router: retries after a shard answered StaleConfig (`shardingStatistics`).
+    pub stale_config_retries: AtomicI64,
 }
 
 /// Which opcounter a command feeds.
@@ -72,6 +74,11 @@ impl Stats {
                 "deletedDocuments": self.ttl_deleted_documents.load(Relaxed),
             },
         }
+    }
+
+    /// `serverStatus.shardingStatistics`.
+    pub fn sharding_statistics(&self) -> Document {
+        doc! {"countStaleConfigErrors": self.stale_config_retries.load(Relaxed)}
     }
 
     pub fn opcounters(&self) -> Document {

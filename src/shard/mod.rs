@@ -6,6 +6,7 @@
 pub mod commands;
 pub mod cursors;
 pub mod exec;
+mod filtering;
 mod identity;
 pub mod index;
 pub mod storage;
@@ -39,6 +40,7 @@ pub struct ShardState {
     connector: Arc<Connector>,
     identity: std::sync::RwLock<Option<ShardIdentity>>,
     versions: versioning::DatabaseVersionCache,
+    filtering: filtering::FilteringMetadata,
     table: CommandTable<ShardState>,
 }
 
@@ -58,6 +60,7 @@ impl ShardState {
             connector,
             identity: std::sync::RwLock::new(identity),
             versions: Default::default(),
+            filtering: Default::default(),
             table: commands::table(),
         });
         spawn_cursor_reaper(Arc::downgrade(&state));
@@ -84,7 +87,10 @@ impl NodeState for ShardState {
     }
 
     fn before_command<'a>(&'a self, request: &'a CommandRequest) -> BoxFuture<'a, Result<()>> {
-        Box::pin(self.check_versions(request))
+        Box::pin(async move {
+            self.check_versions(request).await?;
+            self.check_shard_version(request).await
+        })
     }
 }
 

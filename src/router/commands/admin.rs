@@ -21,6 +21,7 @@ pub(super) async fn flush_router_config(
     _req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     state.databases.clear();
+    state.collections.clear();
     state.shards.reload(&state.config).await?;
     Ok(rawdoc! {"flushed": true})
 }

@@ -88,9 +88,10 @@ pub(super) async fn drop(
         // A sharded collection's routing metadata goes with its data.
         state
             .config
-            .run_doc("admin", doc! {"_configsvrDropCollection": ns})
+            .run_doc("admin", doc! {"_configsvrDropCollection": &ns})
             .await?;
     }
+    state.collections.invalidate(&ns);
     Ok(reply)
 }
 
@@ -113,6 +114,7 @@ pub(super) async fn drop_database(
         .await;
     // Whatever happened, this router's view of the database is no longer current.
     state.databases.invalidate(&db);
+    state.collections.invalidate_database(&db);
     let reply = reply?;
     Ok(RawDocumentBuf::from_document(
         &match reply.get_str("dropped") {

@@ -144,6 +144,7 @@ pub(super) async fn shard_collection(
         .send_to_primary_of(&db, request, true)
         .await?
         .expect("shardCollection creates the database");
+    state.collections.invalidate(&format!("{db}.{coll}"));
     Ok(reply)
 }
 
@@ -256,6 +257,7 @@ pub(super) async fn split(
             },
         )
         .await?;
+    state.collections.invalidate(&ns);
     Ok(RawDocumentBuf::new())
 }
 
@@ -351,5 +353,6 @@ pub(super) async fn merge_chunks(
             doc! {"mergeChunks": &ns, "bounds": Bson::Array(bounds.clone())},
         )
         .await?;
+    state.collections.invalidate(&ns);
     Ok(RawDocumentBuf::new())
 }

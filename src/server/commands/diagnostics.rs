@@ -156,6 +156,7 @@ async fn server_status<S: NodeState>(
         "network": node.stats.network(),
         "opcounters": node.stats.opcounters(),
         "metrics": node.stats.metrics(),
+        "shardingStatistics": node.stats.sharding_statistics(),
         "mem": {"bits": 64, "resident": resident, "virtual": virt, "supported": true},
         "docgrid": {"maxIncomingConnections": MAX_CONNECTIONS},
     })?)

@@ -122,6 +122,7 @@ pub(super) async fn split_chunk(
     }
     let config = state.connector.client(&identity.config_host);
     let reply = config.run_doc("admin", commit).await?;
+    state.refresh_collection(&format!("{db}.{coll}")).await?;
     Ok(RawDocumentBuf::from_document(&doc! {
         "shardVersion": reply.get_document("shardVersion").cloned().unwrap_or_default(),
     })?)
@@ -163,6 +164,7 @@ pub(super) async fn merge_chunks(
             },
         )
         .await?;
+    state.refresh_collection(&format!("{db}.{coll}")).await?;
     Ok(RawDocumentBuf::from_document(&doc! {
         "shardVersion": reply.get_document("shardVersion").cloned().unwrap_or_default(),
     })?)

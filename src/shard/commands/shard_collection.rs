@@ -85,6 +85,9 @@ pub(super) async fn create_sharded_collection(
             },
         )
         .await?;
+    // This shard now owns the collection's only chunk: learn its version at once, so routers
+    // that still believe the collection unsharded are told they are stale.
+    state.refresh_collection(&ns).await?;
     Ok(RawDocumentBuf::from_document(&doc! {
         "collectionsharded": &ns,
         "collectionUUID": coll.uuid_bson(),

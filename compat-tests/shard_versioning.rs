@@ -1,0 +1,190 @@
+//! Shard versioning across two routers: router A changes a collection's placement (shards it,
+//! splits, merges, drops and re-shards it); router B, whose cached routing is stale, sends its
+//! old version, the shard answers StaleConfig, and B refreshes, retries and answers correctly,
+//! counting the retries in `serverStatus.shardingStatistics`. Run in-process and as separate
+//! processes.
+
+use crate::harness::{ProcessCluster, TestCluster, admin, error_code};
+use futures::TryStreamExt;
+use mongodb::Client;
+use mongodb::bson::{Document, doc};
+
+async fn stale_config_errors(client: &Client) -> i64 {
+    admin(client, doc! {"serverStatus": 1})
+        .await
+        .unwrap()
+        .get_document("shardingStatistics")
+        .unwrap()
+        .get_i64("countStaleConfigErrors")
+        .unwrap()
+}
+
+async fn keys(client: &Client) -> Vec<i32> {
+    let docs: Vec<Document> = client
+        .database("sv")
+        .collection::<Document>("c")
+        .find(doc! {})
+        .sort(doc! {"k": 1})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    docs.iter().map(|d| d.get_i32("k").unwrap()).collect()
+}
+
+async fn placement_changes_reach_a_stale_router(a: &Client, b: &Client) {
+    let via_a = a.database("sv").collection::<Document>("c");
+    let via_b = b.database("sv").collection::<Document>("c");
+    via_b
+        .insert_many((0..6).map(|k| doc! {"k": k}).collect::<Vec<_>>())
+        .await
+        .unwrap();
+    // B caches the collection as unsharded.
+    assert_eq!(keys(b).await, vec![0, 1, 2, 3, 4, 5]);
+    let before = stale_config_errors(b).await;
+
+    // A shards it: B's next read is refused once, refreshed and answered.
+    a.database("sv")
+        .run_command(doc! {"createIndexes": "c", "indexes": [{"key": {"k": 1}, "name": "k_1"}]})
+        .await
+        .unwrap();
+    admin(a, doc! {"shardCollection": "sv.c", "key": {"k": 1}})
+        .await
+        .unwrap();
+    assert_eq!(keys(b).await, vec![0, 1, 2, 3, 4, 5]);
+    let after_shard = stale_config_errors(b).await;
+    assert!(after_shard > before, "{before} -> {after_shard}");
+
+    // A splits: B's write carries the old version and is retried.
+    admin(a, doc! {"split": "sv.c", "middle": {"k": 3}})
+        .await
+        .unwrap();
+    via_b.insert_one(doc! {"k": 6}).await.unwrap();
+    let after_split = stale_config_errors(b).await;
+    assert!(after_split > after_shard);
+    assert_eq!(via_a.count_documents(doc! {}).await.unwrap(), 7);
+
+    // A merges: B's update is retried.
+    admin(
+        a,
+        doc! {"mergeChunks": "sv.c", "bounds": [{"k": mongodb::bson::Bson::MinKey}, {"k": mongodb::bson::Bson::MaxKey}]},
+    )
+    .await
+    .unwrap();
+    let updated = via_b
+        .update_many(doc! {"k": {"$gte": 5}}, doc! {"$set": {"big": true}})
+        .await
+        .unwrap();
+    assert_eq!(updated.modified_count, 2);
+    assert!(stale_config_errors(b).await > after_split);
+
+    // A drops and re-shards it with another key: a new generation.
+    via_a.drop().await.unwrap();
+    via_a
+        .insert_many((10..13).map(|k| doc! {"k": k, "j": k}).collect::<Vec<_>>())
+        .await
+        .unwrap();
+    a.database("sv")
+        .run_command(doc! {"createIndexes": "c", "indexes": [{"key": {"j": 1}, "name": "j_1"}]})
+        .await
+        .unwrap();
+    admin(a, doc! {"shardCollection": "sv.c", "key": {"j": 1}})
+        .await
+        .unwrap();
+    assert_eq!(keys(b).await, vec![10, 11, 12]);
+    let deleted = via_b.delete_many(doc! {"j": 11}).await.unwrap();
+    assert_eq!(deleted.deleted_count, 1);
+    assert_eq!(keys(a).await, vec![10, 12]);
+}
+
+/// A shard refuses a version newer or older than its own with StaleConfig and MongoDB's fields.
+async fn shards_answer_stale_config(a: &Client) {
+    admin(a, doc! {"shardCollection": "sv.fields", "key": {"k": 1}})
+        .await
+        .unwrap();
+    let entry = a
+        .database("config")
+        .collection::<Document>("collections")
+        .find_one(doc! {"_id": "sv.fields"})
+        .await
+        .unwrap()
+        .unwrap();
+    let shard = a
+        .database("config")
+        .collection::<Document>("chunks")
+        .find_one(doc! {"uuid": entry.get("uuid").unwrap().clone()})
+        .await
+        .unwrap()
+        .unwrap()
+        .get_str("shard")
+        .unwrap()
+        .to_string();
+    let host = a
+        .database("config")
+        .collection::<Document>("shards")
+        .find_one(doc! {"_id": &shard})
+        .await
+        .unwrap()
+        .unwrap()
+        .get_str("host")
+        .unwrap()
+        .to_string();
+    // Only a multi-process cluster has shards a test can reach directly.
+    let Ok(addr) = host.parse::<std::net::SocketAddr>() else {
+        return;
+    };
+    let direct = crate::harness::client_for(addr).await;
+    let wrong = doc! {
+        "e": entry.get_object_id("lastmodEpoch").unwrap(),
+        "t": entry.get_timestamp("timestamp").unwrap(),
+        "v": mongodb::bson::Timestamp {time: 7, increment: 0},
+    };
+    let err = direct
+        .database("sv")
+        .run_command(doc! {"find": "fields", "shardVersion": wrong.clone()})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(13388));
+    let reply = crate::wire::raw_command(
+        addr,
+        doc! {"find": "fields", "$db": "sv", "shardVersion": wrong.clone()},
+    )
+    .await;
+    assert_eq!(reply.get_str("codeName").unwrap(), "StaleConfig");
+    assert_eq!(reply.get_str("ns").unwrap(), "sv.fields");
+    assert_eq!(reply.get_document("vReceived").unwrap(), &wrong);
+    assert_eq!(
+        reply
+            .get_document("vWanted")
+            .unwrap()
+            .get_timestamp("v")
+            .unwrap(),
+        mongodb::bson::Timestamp {
+            time: 1,
+            increment: 0
+        }
+    );
+    assert_eq!(reply.get_str("shardId").unwrap(), shard);
+}
+
+#[tokio::test]
+async fn in_process() {
+    let cluster = TestCluster::start_with(2, 2).await;
+    let (a, b) = (
+        cluster.router_client(0).await,
+        cluster.router_client(1).await,
+    );
+    placement_changes_reach_a_stale_router(&a, &b).await;
+    shards_answer_stale_config(&a).await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn separate_processes() {
+    let mut cluster = ProcessCluster::start(2).await;
+    let a = cluster.client().await;
+    let b = cluster.add_router().await;
+    placement_changes_reach_a_stale_router(&a, &b).await;
+    shards_answer_stale_config(&a).await;
+}
