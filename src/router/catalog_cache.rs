@@ -70,11 +70,19 @@ pub struct CollectionRouting {
     pub chunks: ChunkMap,
 }
 
+/// A cached collection: `None` when it is not sharded. Requests for a namespace being loaded
+/// wait on the one load in flight (no thundering herd on the config server).
+type CollectionSlot = Arc<tokio::sync::OnceCell<Option<Arc<CollectionRouting>>>>;
+
+/// How many times a failed load from the config server is tried before the error is returned
+/// (the first try and two retries, as the design's CatalogCache does).
+const LOAD_ATTEMPTS: usize = 3;
+
 /// Which collections are sharded, and how. Unsharded collections are cached too (as `None`),
 /// so that routing an unsharded collection costs no config server round trip after the first.
 #[derive(Default)]
 pub struct CollectionCache {
-    entries: RwLock<HashMap<String, Option<Arc<CollectionRouting>>>>,
+    entries: RwLock<HashMap<String, CollectionSlot>>,
 }
 
 impl CollectionCache {
@@ -84,21 +92,16 @@ impl CollectionCache {
         config: &NodeClient,
         ns: &str,
     ) -> Result<Option<Arc<CollectionRouting>>> {
-        if let Some(known) = self.entries.read().expect("poisoned").get(ns) {
-            return Ok(known.clone());
-        }
-        let routing = match collection_routing(config, ns).await? {
-            Some((entry, chunks)) => Some(Arc::new(CollectionRouting {
-                chunks: ChunkMap::new(&entry.key, chunks)?,
-                entry,
-            })),
-            None => None,
-        };
-        self.entries
-            .write()
-            .expect("poisoned")
-            .insert(ns.to_string(), routing.clone());
-        Ok(routing)
+        let slot = Arc::clone(
+            self.entries
+                .write()
+                .expect("poisoned")
+                .entry(ns.to_string())
+                .or_default(),
+        );
+        slot.get_or_try_init(|| load_collection(config, ns))
+            .await
+            .cloned()
     }
 
     /// Forgets a collection (after StaleConfig, or a change this router made).
@@ -117,5 +120,108 @@ impl CollectionCache {
 
     pub fn clear(&self) {
         self.entries.write().expect("poisoned").clear();
+    }
+}
+
+async fn load_collection(config: &NodeClient, ns: &str) -> Result<Option<Arc<CollectionRouting>>> {
+    let mut attempt = 1;
+    loop {
+        match collection_routing(config, ns).await {
+            Ok(Some((entry, chunks))) => {
+                return Ok(Some(Arc::new(CollectionRouting {
+                    chunks: ChunkMap::new(&entry.key, chunks)?,
+                    entry,
+                })));
+            }
+            Ok(None) => return Ok(None),
+            Err(e) if attempt < LOAD_ATTEMPTS => {
+                tracing::warn!(ns = %ns, attempt, error = %e, "loading routing info failed; retrying");
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::CommandRequest;
+    use crate::server::logbuf::LogBuffer;
+    use crate::server::{CmdLine, Node, Parameters, RequestContext, Role, Service};
+    use bson::{RawDocumentBuf, rawdoc};
+    use futures::future::BoxFuture;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A config server that knows no sharded collection, counts the lookups and answers slowly
+    /// (so that concurrent lookups overlap); the first `failures` lookups fail.
+    struct FakeConfig {
+        node: Node,
+        lookups: AtomicUsize,
+        failures: usize,
+    }
+
+    impl Service for FakeConfig {
+        fn node(&self) -> &Node {
+            &self.node
+        }
+
+        fn execute<'a>(
+            &'a self,
+            _ctx: &'a RequestContext,
+            _request: CommandRequest,
+        ) -> BoxFuture<'a, RawDocumentBuf> {
+            Box::pin(async move {
+                let n = self.lookups.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                if n < self.failures {
+                    return rawdoc! {"ok": 0.0, "errmsg": "unreachable", "code": 6, "codeName": "HostUnreachable"};
+                }
+                rawdoc! {"cursor": {"id": 0_i64, "ns": "config.collections", "firstBatch": []}, "ok": 1.0}
+            })
+        }
+    }
+
+    fn config(failures: usize) -> (Arc<FakeConfig>, NodeClient) {
+        let fake = Arc::new(FakeConfig {
+            node: Node::new(
+                Role::ConfigServer,
+                CmdLine::default(),
+                Parameters::new(),
+                Arc::new(LogBuffer::default()),
+            ),
+            lookups: AtomicUsize::new(0),
+            failures,
+        });
+        let client = NodeClient::local("inproc:config", fake.clone());
+        (fake, client)
+    }
+
+    #[tokio::test]
+    async fn concurrent_requests_share_one_load() {
+        let (fake, client) = config(0);
+        let cache = CollectionCache::default();
+        let loads = (0..8).map(|_| cache.get(&client, "db.c"));
+        for routing in futures::future::join_all(loads).await {
+            assert!(routing.unwrap().is_none());
+        }
+        assert_eq!(fake.lookups.load(Ordering::SeqCst), 1);
+        // Cached: no more lookups until invalidated.
+        cache.get(&client, "db.c").await.unwrap();
+        assert_eq!(fake.lookups.load(Ordering::SeqCst), 1);
+        cache.invalidate("db.c");
+        cache.get(&client, "db.c").await.unwrap();
+        assert_eq!(fake.lookups.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_failed_load_is_retried_twice() {
+        let (fake, client) = config(2);
+        let cache = CollectionCache::default();
+        assert!(cache.get(&client, "db.c").await.unwrap().is_none());
+        assert_eq!(fake.lookups.load(Ordering::SeqCst), 3);
+        let (fake, client) = config(3);
+        assert!(cache.get(&client, "db.d").await.is_err());
+        assert_eq!(fake.lookups.load(Ordering::SeqCst), 3);
     }
 }
