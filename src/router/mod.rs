@@ -76,6 +76,11 @@ fn spawn_background(state: Weak<RouterState>) {
             if let Err(e) = state.ping().await {
                 tracing::debug!(error = %e, "could not record the router in config.mongos");
             }
+            // The shard registry mirrors config.shards: reloaded on this period as well as on
+            // a miss, so hosts that changed are picked up without a failed request.
+            if let Err(e) = state.shards.reload(&state.config).await {
+                tracing::debug!(error = %e, "could not reload the shard registry");
+            }
         }
     });
     tokio::spawn(async move {

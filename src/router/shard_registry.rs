@@ -1,4 +1,5 @@
-//! The router's view of `config.shards`: shard name → client, reloaded when a name is unknown.
+//! The router's view of `config.shards`: shard name → client, reloaded every 30 s and when a
+//! name is unknown.
 
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::{Connector, NodeClient};
