@@ -190,6 +190,11 @@ impl Position {
         self
     }
 
+    /// Sets the rows read per storage statement from now on.
+    pub fn set_chunk(&mut self, rows: i64) {
+        self.chunk = rows.clamp(1, SCAN_CHUNK);
+    }
+
     pub fn path(&self) -> &AccessPath {
         &self.path
     }

@@ -1,8 +1,8 @@
 //! A streaming query between batches: it resumes where the last batch stopped.
 
-use super::MAX_BATCH_BYTES;
 use super::output::FindOutput;
 use super::position::Position;
+use super::{MAX_BATCH_BYTES, SCAN_CHUNK};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
 use crate::shard::storage::{CollectionMeta, DatabaseStore};
@@ -64,6 +64,15 @@ impl ScanState {
         let mut batch = Vec::new();
         let mut bytes = 0;
         let mut resumed = false;
+        // Read no more than the batch (and the skip before it) can use: a first batch of 101
+        // or a `limit(10)` costs that many rows, not a whole chunk. Reads that come up short
+        // (a residual filter rejected rows) double the size, up to the usual chunk.
+        let wanted = (max_docs.saturating_sub(self.pending.len()) as u64)
+            .min(self.remaining.unwrap_or(u64::MAX))
+            .saturating_add(self.skip);
+        let mut chunk = i64::try_from(wanted)
+            .unwrap_or(SCAN_CHUNK)
+            .clamp(1, SCAN_CHUNK);
         loop {
             while let Some(doc) = self.pending.front() {
                 if batch.len() >= max_docs
@@ -87,6 +96,8 @@ impl ScanState {
                 let after = self.position.resume_tail();
                 self.check_position(after).await?;
             }
+            self.position.set_chunk(chunk);
+            chunk = (chunk * 2).min(SCAN_CHUNK);
             let mut read = self.db.read().await?;
             let matches = self
                 .position

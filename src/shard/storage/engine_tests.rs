@@ -226,3 +226,70 @@ async fn secondary_indexes_build_persist_and_follow_writes() {
     db.drop_index("c", "tag_1").await.unwrap();
     assert_eq!(db.collection("c").unwrap().indexes.len(), 1);
 }
+
+/// A scan resumed after its last entry, forwards and backwards, in chunks smaller than the runs
+/// of equal keys, returns exactly the entries of one unbroken scan.
+#[tokio::test]
+async fn resumed_index_scans_continue_where_they_stopped() {
+    let (_dir, storage) = open().await;
+    let db = storage.database_or_create("app").await.unwrap();
+    let coll = db.ensure_collection("c").await.unwrap();
+    let docs: Vec<_> = (0..200).map(|i| rawdoc! {"_id": i, "g": i % 7}).collect();
+    let refs: Vec<_> = docs.iter().map(|d| d.as_ref()).collect();
+    let mut txn = db.write().await.unwrap();
+    txn.insert(&coll, &refs).await.unwrap();
+    txn.commit().await.unwrap();
+    let spec = crate::shard::index::IndexSpec::parse(&doc! {"key": {"g": 1}}).unwrap();
+    db.create_index("c", spec).await.unwrap();
+    let coll = db.collection("c").unwrap();
+    let index = coll.indexes.iter().find(|i| i.name == "g_1").unwrap();
+    let low = crate::document::keystring::encode_key([(&Bson::Int32(2), false)]);
+    let high = crate::document::keystring::encode_key([(&Bson::Int32(5), false)]);
+    let mut read = db.read().await.unwrap();
+    for reverse in [false, true] {
+        fn scan<'a>(
+            index: &'a IndexMeta,
+            (low, high): (&'a [u8], &'a [u8]),
+            resume: Option<(&'a [u8], RecordId)>,
+            reverse: bool,
+            limit: i64,
+        ) -> IndexRange<'a> {
+            IndexRange {
+                index,
+                low,
+                high: Some(high),
+                resume,
+                reverse,
+                limit,
+            }
+        }
+        let bounds = (low.as_slice(), high.as_slice());
+        let whole: Vec<(Vec<u8>, RecordId)> = read
+            .index_scan(&coll, &scan(index, bounds, None, reverse, 1000))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(k, r, _)| (k, r))
+            .collect();
+        // g in [2, 5): 3 values × ~29 documents each.
+        assert_eq!(
+            whole.len(),
+            (0..200).filter(|i| (2..5).contains(&(i % 7))).count()
+        );
+        let mut pieces = Vec::new();
+        let mut last: Option<(Vec<u8>, RecordId)> = None;
+        loop {
+            let resume = last.as_ref().map(|(k, r)| (k.as_slice(), *r));
+            let chunk = read
+                .index_scan(&coll, &scan(index, bounds, resume, reverse, 4))
+                .await
+                .unwrap();
+            let Some((k, r, _)) = chunk.last() else {
+                break;
+            };
+            last = Some((k.clone(), *r));
+            pieces.extend(chunk.into_iter().map(|(k, r, _)| (k, r)));
+        }
+        assert_eq!(pieces, whole, "reverse: {reverse}");
+    }
+}

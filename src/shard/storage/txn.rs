@@ -98,19 +98,31 @@ async fn index_scan(
     coll: &CollectionMeta,
     range: &IndexRange<'_>,
 ) -> Result<Vec<IndexEntry>> {
+    // A resumed scan seeks straight to where it stopped: the resume key replaces the bound
+    // on its side (it lies inside the range), so SQLite starts the B-tree walk there instead
+    // of at the range's start and filtering everything read before.
     let mut sql = format!(
-        "SELECT i.key, i.rid, c.doc FROM {} i JOIN {} c ON c.rid = i.rid WHERE i.key >= ?",
+        "SELECT i.key, i.rid, c.doc FROM {} i JOIN {} c ON c.rid = i.rid WHERE ",
         range.index.table(),
         coll.table()
     );
-    if range.high.is_some() {
-        sql.push_str(" AND i.key < ?");
+    let (low, high) = match (range.resume, range.reverse) {
+        (Some((key, _)), false) => (key, range.high),
+        _ => (range.low, range.high),
+    };
+    sql.push_str("i.key >= ?");
+    match (range.resume, range.reverse, high) {
+        (Some(_), true, _) => sql.push_str(" AND i.key <= ?"),
+        (_, _, Some(_)) => sql.push_str(" AND i.key < ?"),
+        _ => {}
     }
     if range.resume.is_some() {
+        // Within the bound set by the resume key, `(key, rid)` past it is: a different key,
+        // or the same key and a record id past it.
         sql.push_str(if range.reverse {
-            " AND (i.key, i.rid) < (?, ?)"
+            " AND (i.key < ? OR i.rid < ?)"
         } else {
-            " AND (i.key, i.rid) > (?, ?)"
+            " AND (i.key > ? OR i.rid > ?)"
         });
     }
     sql.push_str(if range.reverse {
@@ -118,9 +130,11 @@ async fn index_scan(
     } else {
         " ORDER BY i.key, i.rid LIMIT ?"
     });
-    let mut query = sqlx::query(AssertSqlSafe(sql)).bind(range.low);
-    if let Some(high) = range.high {
-        query = query.bind(high);
+    let mut query = sqlx::query(AssertSqlSafe(sql)).bind(low);
+    match (range.resume, range.reverse, high) {
+        (Some((key, _)), true, _) => query = query.bind(key),
+        (_, _, Some(high)) => query = query.bind(high),
+        _ => {}
     }
     if let Some((key, rid)) = range.resume {
         query = query.bind(key).bind(rid);
