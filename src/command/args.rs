@@ -72,6 +72,36 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// The `"<db>.<collection>"` an admin command like `split: "db.c"` names, split in two.
+    pub fn namespace(&self) -> Result<(&'a str, &'a str)> {
+        match self.target()? {
+            RawBsonRef::String(ns) => crate::catalog::split_namespace(ns).map_err(|_| {
+                MongoError::new(
+                    crate::error::ErrorCode::InvalidNamespace,
+                    format!("Invalid namespace specified '{ns}'"),
+                )
+            }),
+            _ => Err(MongoError::type_mismatch(format!(
+                "{} requires a namespace string \"<db>.<collection>\"",
+                self.command
+            ))),
+        }
+    }
+
+    /// A `[min, max]` pair of shard key bounds (`bounds` of `split` and `mergeChunks`).
+    pub fn bounds(&self, field: &str) -> Result<Option<(Document, Document)>> {
+        let Some(items) = self.array(field)? else {
+            return Ok(None);
+        };
+        match <[Bson; 2]>::try_from(items) {
+            Ok([Bson::Document(min), Bson::Document(max)]) => Ok(Some((min, max))),
+            _ => Err(MongoError::bad_value(format!(
+                "{}.{field} must be an array of two documents: [min, max]",
+                self.command
+            ))),
+        }
+    }
+
     pub fn str(&self, field: &str) -> Result<Option<&'a str>> {
         match self.get(field)? {
             None => Ok(None),

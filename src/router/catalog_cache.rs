@@ -92,13 +92,18 @@ impl CollectionCache {
         config: &NodeClient,
         ns: &str,
     ) -> Result<Option<Arc<CollectionRouting>>> {
-        let slot = Arc::clone(
-            self.entries
-                .write()
-                .expect("poisoned")
-                .entry(ns.to_string())
-                .or_default(),
-        );
+        // Every routed request passes here: a read lock finds a known namespace.
+        let known = self.entries.read().expect("poisoned").get(ns).cloned();
+        let slot = match known {
+            Some(slot) => slot,
+            None => Arc::clone(
+                self.entries
+                    .write()
+                    .expect("poisoned")
+                    .entry(ns.to_string())
+                    .or_default(),
+            ),
+        };
         slot.get_or_try_init(|| load_collection(config, ns))
             .await
             .cloned()

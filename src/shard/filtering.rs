@@ -81,12 +81,7 @@ impl ShardState {
     /// Reloads a collection's placement from the config server; returns this shard's version
     /// of it (`0|0` of its generation when it owns no chunk; unsharded when not sharded).
     pub(super) async fn refresh_collection(&self, ns: &str) -> Result<ChunkVersion> {
-        let identity = self.identity().ok_or_else(|| {
-            MongoError::new(
-                ErrorCode::ShardingStateNotInitialized,
-                "this shard has not been added to a cluster",
-            )
-        })?;
+        let identity = self.require_identity()?;
         let config = self.connector.client(&identity.config_host);
         let version = match collection_routing(&config, ns).await? {
             Some((entry, chunks)) => ChunkMap::new(&entry.key, chunks)?

@@ -72,6 +72,16 @@ impl ShardState {
         self.identity.read().expect("poisoned").clone()
     }
 
+    /// This shard's identity, or the error for a shard no cluster has added yet.
+    pub fn require_identity(&self) -> Result<ShardIdentity> {
+        self.identity().ok_or_else(|| {
+            crate::error::MongoError::new(
+                crate::error::ErrorCode::ShardingStateNotInitialized,
+                "this shard has not been added to a cluster",
+            )
+        })
+    }
+
     pub fn storage_arc(&self) -> &Arc<Storage> {
         &self.storage
     }

@@ -63,12 +63,7 @@ impl ShardState {
 
     /// Reloads a database's entry from the config server and caches this shard's view of it.
     pub(super) async fn refresh_database(&self, db: &str) -> Result<Option<DatabaseVersion>> {
-        let identity = self.identity().ok_or_else(|| {
-            MongoError::new(
-                ErrorCode::ShardingStateNotInitialized,
-                "this shard has not been added to a cluster",
-            )
-        })?;
+        let identity = self.require_identity()?;
         let config = self.connector.client(&identity.config_host);
         let version = database_entry(&config, db)
             .await?

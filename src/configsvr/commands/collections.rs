@@ -111,16 +111,8 @@ async fn drop_collection(
 }
 
 fn target_ns(req: &CommandRequest) -> Result<String> {
-    match req.args().target()? {
-        bson::RawBsonRef::String(ns) => {
-            crate::catalog::split_namespace(ns)?;
-            Ok(ns.to_string())
-        }
-        _ => Err(MongoError::type_mismatch(format!(
-            "{} requires a namespace string",
-            req.name()
-        ))),
-    }
+    let (db, coll) = req.args().namespace()?;
+    Ok(format!("{db}.{coll}"))
 }
 
 fn version_reply(version: ChunkVersion) -> Result<RawDocumentBuf> {

@@ -4,7 +4,7 @@
 //! owning the chunks, which commits through the config server).
 
 use super::super::RouterState;
-use crate::catalog::{Chunk, ChunkMap, CollectionEntry, split_namespace};
+use crate::catalog::{Chunk, ChunkMap, CollectionEntry};
 use crate::command::{CommandRequest, missing};
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
@@ -14,21 +14,8 @@ use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
 
 /// The namespace an admin command names in its first field.
 fn target_namespace(req: &CommandRequest) -> Result<(String, String)> {
-    match req.args().target()? {
-        RawBsonRef::String(ns) => {
-            let (db, coll) = split_namespace(ns).map_err(|_| {
-                MongoError::new(
-                    ErrorCode::InvalidNamespace,
-                    format!("Invalid namespace specified '{ns}'"),
-                )
-            })?;
-            Ok((db.to_string(), coll.to_string()))
-        }
-        _ => Err(MongoError::type_mismatch(format!(
-            "{} requires a namespace string \"<db>.<collection>\"",
-            req.name()
-        ))),
-    }
+    let (db, coll) = req.args().namespace()?;
+    Ok((db.to_string(), coll.to_string()))
 }
 
 pub(super) async fn add_shard(
@@ -160,7 +147,7 @@ pub(super) async fn split(
     let args = req.args();
     let middle = args.document("middle")?;
     let find = args.document("find")?;
-    let bounds = args.array("bounds")?;
+    let bounds = args.bounds("bounds")?;
     if [middle.is_some(), find.is_some(), bounds.is_some()]
         .iter()
         .filter(|given| **given)
@@ -216,23 +203,16 @@ pub(super) async fn split(
         })?;
         (chunk_holding(&point)?, None)
     } else {
-        let bounds = bounds.unwrap_or_default();
-        let (Some(Bson::Document(min)), Some(Bson::Document(max)), 2) =
-            (bounds.first(), bounds.get(1), bounds.len())
-        else {
-            return Err(MongoError::bad_value(
-                "Specify 'bounds' as an array of two documents: [min, max]",
-            ));
-        };
+        let (min, max) = bounds.expect("one of the three is given");
         let chunk = map
             .chunks()
-            .find(|c| c.min == *min && c.max == *max)
+            .find(|c| c.min == min && c.max == max)
             .cloned()
             .ok_or_else(|| {
                 MongoError::bad_value(format!(
                     "no chunk found with the shard key bounds [{}, {})",
-                    render_doc(min),
-                    render_doc(max)
+                    render_doc(&min),
+                    render_doc(&max)
                 ))
             })?;
         (chunk, None)
@@ -302,17 +282,10 @@ pub(super) async fn merge_chunks(
 ) -> Result<RawDocumentBuf> {
     let (db, coll) = target_namespace(&req)?;
     let ns = format!("{db}.{coll}");
-    let bounds = req
+    let (min, max) = req
         .args()
-        .array("bounds")?
+        .bounds("bounds")?
         .ok_or_else(|| missing("mergeChunks", "bounds"))?;
-    let (Some(Bson::Document(min)), Some(Bson::Document(_)), 2) =
-        (bounds.first(), bounds.get(1), bounds.len())
-    else {
-        return Err(MongoError::bad_value(
-            "the bounds of mergeChunks must be an array of two documents: [min, max]",
-        ));
-    };
     let (entry, chunks) = collection_routing(&state.config, &ns)
         .await?
         .ok_or_else(|| {
@@ -321,37 +294,28 @@ pub(super) async fn merge_chunks(
                 format!("ns {ns} is not sharded"),
             )
         })?;
-    for bound in bounds.iter().filter_map(Bson::as_document) {
-        if !entry.key.is_key_shaped(bound) {
-            return Err(MongoError::bad_value(format!(
-                "shard key bounds [{}] are not valid for shard key pattern {}",
-                bounds
-                    .iter()
-                    .filter_map(Bson::as_document)
-                    .map(render_doc)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                render_doc(entry.key.pattern())
-            )));
-        }
+    if !entry.key.is_key_shaped(&min) || !entry.key.is_key_shaped(&max) {
+        return Err(MongoError::bad_value(format!(
+            "shard key bounds [{}, {}] are not valid for shard key pattern {}",
+            render_doc(&min),
+            render_doc(&max),
+            render_doc(entry.key.pattern())
+        )));
     }
     // The shard owning the first chunk of the range commits; the config server checks the
     // others are on it too.
-    let first = chunks.iter().find(|c| c.min == *min).ok_or_else(|| {
+    let first = chunks.iter().find(|c| c.min == min).ok_or_else(|| {
         MongoError::new(
             ErrorCode::InvalidOptions,
             format!(
                 "could not merge chunks of {ns}: {} is not a chunk boundary",
-                render_doc(min)
+                render_doc(&min)
             ),
         )
     })?;
     let shard = state.shards.client(&state.config, &first.shard).await?;
     shard
-        .run_doc(
-            "admin",
-            doc! {"mergeChunks": &ns, "bounds": Bson::Array(bounds.clone())},
-        )
+        .run_doc("admin", doc! {"mergeChunks": &ns, "bounds": [min, max]})
         .await?;
     state.collections.invalidate(&ns);
     Ok(RawDocumentBuf::new())

@@ -11,19 +11,6 @@ use crate::server::RequestContext;
 use crate::shard::exec::Position;
 use bson::{Bson, Document, RawDocumentBuf, doc};
 
-fn namespace(req: &CommandRequest) -> Result<(String, String)> {
-    match req.args().target()? {
-        bson::RawBsonRef::String(ns) => {
-            let (db, coll) = crate::catalog::split_namespace(ns)?;
-            Ok((db.to_string(), coll.to_string()))
-        }
-        _ => Err(MongoError::type_mismatch(format!(
-            "{} requires a namespace string",
-            req.name()
-        ))),
-    }
-}
-
 /// `{splitVector: ns, keyPattern, min, max, force: true}`: the key of the median document of
 /// `[min, max)` (`splitKeys` is empty when the range holds fewer than two distinct keys).
 /// Without `force`, MongoDB splits by chunk size, which needs the balancer's size bookkeeping.
@@ -32,7 +19,7 @@ pub(super) async fn split_vector(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let (db_name, coll_name) = namespace(&req)?;
+    let (db_name, coll_name) = req.args().namespace()?;
     let args = req.args();
     let pattern = ShardKeyPattern::parse(
         &args
@@ -53,7 +40,7 @@ pub(super) async fn split_vector(
     }
     let (min_key, max_key) = (pattern.encode(&min), pattern.encode(&max));
     let mut keys: Vec<(Vec<u8>, Document)> = Vec::new();
-    if let Some((db, coll)) = state.storage().collection(&db_name, &coll_name).await {
+    if let Some((db, coll)) = state.storage().collection(db_name, coll_name).await {
         let mut read = db.read().await?;
         let all = Filter::match_all();
         let mut position = Position::for_filter(&coll, &Document::new())?;
@@ -87,14 +74,9 @@ pub(super) async fn split_chunk(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let (db, coll) = namespace(&req)?;
+    let (db, coll) = req.args().namespace()?;
     let args = req.args();
-    let identity = state.identity().ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::ShardingStateNotInitialized,
-            "this shard has not been added to a cluster",
-        )
-    })?;
+    let identity = state.require_identity()?;
     let from = args
         .str("from")?
         .ok_or_else(|| missing("splitChunk", "from"))?;
@@ -135,24 +117,12 @@ pub(super) async fn merge_chunks(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let (db, coll) = namespace(&req)?;
-    let identity = state.identity().ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::ShardingStateNotInitialized,
-            "this shard has not been added to a cluster",
-        )
-    })?;
-    let bounds = req
+    let (db, coll) = req.args().namespace()?;
+    let identity = state.require_identity()?;
+    let (min, max) = req
         .args()
-        .array("bounds")?
+        .bounds("bounds")?
         .ok_or_else(|| missing("mergeChunks", "bounds"))?;
-    let (Some(Bson::Document(min)), Some(Bson::Document(max)), 2) =
-        (bounds.first(), bounds.get(1), bounds.len())
-    else {
-        return Err(MongoError::bad_value(
-            "bounds must be an array of two documents: [min, max]",
-        ));
-    };
     let config = state.connector.client(&identity.config_host);
     let reply = config
         .run_doc(
@@ -160,7 +130,7 @@ pub(super) async fn merge_chunks(
             doc! {
                 "_configsvrCommitChunksMerge": format!("{db}.{coll}"),
                 "shard": &identity.shard_name,
-                "chunkRange": {"min": min.clone(), "max": max.clone()},
+                "chunkRange": {"min": min, "max": max},
             },
         )
         .await?;

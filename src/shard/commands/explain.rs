@@ -86,6 +86,25 @@ struct Query<'a> {
     max: Option<Document>,
 }
 
+impl<'a> Query<'a> {
+    /// A query of `filter` on `ns` alone: no sort, hint, skip, limit, projection or bounds.
+    fn new(ns: String, filter: &'a Document, vars: Arc<LetVariables>) -> Self {
+        Query {
+            ns,
+            filter,
+            vars,
+            sort: None,
+            hint: None,
+            skip: 0,
+            limit: None,
+            stop_after: None,
+            projection: None,
+            min: None,
+            max: None,
+        }
+    }
+}
+
 /// What explaining a query found: the stage tree and what running it produced.
 struct Explained {
     tree: StageTree,
@@ -238,9 +257,6 @@ async fn find<S: DataNode>(
     }
     let (ns, target) = collection(state, cmd).await?;
     let query = Query {
-        ns,
-        filter: &find.filter,
-        vars,
         sort: find.sort.clone(),
         hint: find.hint.clone(),
         skip: find.skip,
@@ -249,6 +265,7 @@ async fn find<S: DataNode>(
         projection: find.projection.as_ref(),
         min: find.min.clone(),
         max: find.max.clone(),
+        ..Query::new(ns, &find.filter, vars)
     };
     Ok(explain_query(target, query, verbosity, |_| Ok(()))
         .await?
@@ -271,17 +288,9 @@ async fn count<S: DataNode>(
     let (ns, target) = collection(state, cmd).await?;
     let fast = filter.is_empty() && hint.is_none();
     let query = Query {
-        ns,
-        filter: &filter,
-        vars: LetVariables::none(),
-        sort: None,
         hint,
-        skip: 0,
-        limit: None,
         stop_after: limit.map(|l| skip + l),
-        projection: None,
-        min: None,
-        max: None,
+        ..Query::new(ns, &filter, LetVariables::none())
     };
     let has_collection = target.is_some();
     let fast_count = match (&target, fast) {
@@ -330,17 +339,8 @@ async fn distinct<S: DataNode>(
     let filter = args.document("query")?.unwrap_or_default();
     let (ns, target) = collection(state, cmd).await?;
     let query = Query {
-        ns,
-        filter: &filter,
-        vars: LetVariables::none(),
-        sort: None,
         hint: parse_hint(&args)?,
-        skip: 0,
-        limit: None,
-        stop_after: None,
-        projection: None,
-        min: None,
-        max: None,
+        ..Query::new(ns, &filter, LetVariables::none())
     };
     Ok(explain_query(target, query, verbosity, |_| Ok(()))
         .await?
@@ -406,17 +406,9 @@ async fn update<S: DataNode>(
     let stmt = UpdateStatement::parse(single_statement(cmd, "updates")?, &vars)?;
     let (ns, target) = collection(state, cmd).await?;
     let query = Query {
-        ns,
-        filter: &stmt.query,
-        vars,
-        sort: None,
         hint: stmt.hint.clone(),
-        skip: 0,
-        limit: None,
         stop_after: (!stmt.multi).then_some(1),
-        projection: None,
-        min: None,
-        max: None,
+        ..Query::new(ns, &stmt.query, vars)
     };
     let mut modified = 0u64;
     let mut explained = explain_query(target, query, verbosity, |c| {
@@ -451,17 +443,9 @@ async fn delete<S: DataNode>(
     let stmt = DeleteStatement::parse(single_statement(cmd, "deletes")?, &vars)?;
     let (ns, target) = collection(state, cmd).await?;
     let query = Query {
-        ns,
-        filter: &stmt.query,
-        vars,
-        sort: None,
         hint: stmt.hint.clone(),
-        skip: 0,
-        limit: None,
         stop_after: stmt.limit_one.then_some(1),
-        projection: None,
-        min: None,
-        max: None,
+        ..Query::new(ns, &stmt.query, vars)
     };
     let mut explained = explain_query(target, query, verbosity, |_| Ok(())).await?;
     let stats = if verbosity.executes() {
@@ -495,18 +479,12 @@ async fn find_and_modify<S: DataNode>(
     let sort = args.document("sort")?.filter(|s| !s.is_empty());
     let (ns, target) = collection(state, cmd).await?;
     let query = Query {
-        ns,
-        filter: &fam.query,
-        vars: args.let_variables()?,
         sort: sort.clone(),
         hint: parse_hint(&args)?,
-        skip: 0,
         // A sort keeps only the first document.
         limit: sort.is_some().then_some(1),
         stop_after: Some(1),
-        projection: None,
-        min: None,
-        max: None,
+        ..Query::new(ns, &fam.query, args.let_variables()?)
     };
     let mut modified = 0u64;
     let mut explained = explain_query(target, query, verbosity, |c| {
@@ -566,17 +544,8 @@ async fn aggregate<S: DataNode>(
     crate::catalog::validate_collection_name(&cmd.db, name)?;
     let target = state.storage().collection(&cmd.db, name).await;
     let query = Query {
-        ns: format!("{}.{name}", cmd.db),
-        filter: &filter,
-        vars: Arc::clone(&agg.vars),
-        sort: None,
         hint: parse_hint(&cmd.args())?,
-        skip: 0,
-        limit: None,
-        stop_after: None,
-        projection: None,
-        min: None,
-        max: None,
+        ..Query::new(format!("{}.{name}", cmd.db), &filter, Arc::clone(&agg.vars))
     };
     let mut input = Vec::new();
     let explained = explain_query(target, query, verbosity, |c| {

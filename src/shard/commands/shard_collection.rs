@@ -27,12 +27,7 @@ pub(super) async fn create_sharded_collection(
         .ok_or_else(|| missing(req.name(), "shardKey"))?;
     let pattern = ShardKeyPattern::parse(&key)?;
     let unique = args.bool("unique")?.unwrap_or(false);
-    let identity = state.identity().ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::ShardingStateNotInitialized,
-            "this shard has not been added to a cluster",
-        )
-    })?;
+    let identity = state.require_identity()?;
     crate::catalog::check_shardable(&req.db, &name)?;
     if unique && pattern.is_hashed() {
         return Err(MongoError::new(
