@@ -22,6 +22,7 @@ mod multiprocess;
 mod pipeline_updates;
 mod query_expressions;
 mod shard_versioning;
+mod sharded_queries;
 mod sharding;
 mod sorting;
 mod stale_versions;

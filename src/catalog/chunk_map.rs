@@ -51,16 +51,29 @@ impl Chunk {
 #[derive(Clone, Debug, Default)]
 pub struct ChunkMap {
     by_min: BTreeMap<Vec<u8>, Chunk>,
+    /// Each owning shard's version (its highest chunk version), computed once: every routed
+    /// request needs one, and a scan of 100k chunks per request would not do.
+    shard_versions: BTreeMap<String, ChunkVersion>,
 }
 
 impl ChunkMap {
     /// Builds the map and checks that the chunks tile the key space without gaps or overlaps.
     pub fn new(pattern: &ShardKeyPattern, chunks: Vec<Chunk>) -> Result<ChunkMap> {
         let mut by_min = BTreeMap::new();
+        let mut shard_versions: BTreeMap<String, ChunkVersion> = BTreeMap::new();
         for chunk in chunks {
+            let highest = shard_versions
+                .entry(chunk.shard.clone())
+                .or_insert(chunk.version);
+            if (chunk.version.major, chunk.version.minor) > (highest.major, highest.minor) {
+                *highest = chunk.version;
+            }
             by_min.insert(chunk.min_key.clone(), chunk);
         }
-        let map = ChunkMap { by_min };
+        let map = ChunkMap {
+            by_min,
+            shard_versions,
+        };
         map.check_coverage(pattern)?;
         Ok(map)
     }
@@ -144,6 +157,9 @@ impl ChunkMap {
 
     /// The shards owning chunks in any of `intervals`.
     pub fn shards_for(&self, intervals: &[KeyInterval]) -> BTreeSet<String> {
+        if intervals.iter().any(|iv| *iv == KeyInterval::all()) {
+            return self.shards();
+        }
         let mut out = BTreeSet::new();
         for interval in intervals {
             for chunk in self.overlapping(interval) {
@@ -155,24 +171,22 @@ impl ChunkMap {
 
     /// Every shard owning at least one chunk.
     pub fn shards(&self) -> BTreeSet<String> {
-        self.by_min.values().map(|c| c.shard.clone()).collect()
+        self.shard_versions.keys().cloned().collect()
     }
 
     /// The highest chunk version overall.
     pub fn collection_version(&self) -> Option<ChunkVersion> {
-        self.by_min
+        self.shard_versions
             .values()
-            .map(|c| c.version)
+            .copied()
             .max_by_key(|v| (v.major, v.minor))
     }
 
     /// The highest chunk version on `shard` (`0|0` of the generation when it owns none).
     pub fn shard_version(&self, shard: &str, generation: CollectionGeneration) -> ChunkVersion {
-        self.by_min
-            .values()
-            .filter(|c| c.shard == shard)
-            .map(|c| c.version)
-            .max_by_key(|v| (v.major, v.minor))
+        self.shard_versions
+            .get(shard)
+            .copied()
             .unwrap_or(ChunkVersion::new(generation, 0, 0))
     }
 }

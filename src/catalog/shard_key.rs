@@ -72,6 +72,48 @@ impl ShardKeyPattern {
         self.fields.iter().any(|f| f.hashed)
     }
 
+    /// Whether the leading field is hashed: then an empty collection starts with its chunks
+    /// spread over the shards, since hashed values spread documents evenly.
+    pub fn has_hashed_prefix(&self) -> bool {
+        self.fields.first().is_some_and(|f| f.hashed)
+    }
+
+    /// The split points cutting the hashed prefix's 64-bit range into `chunks` equal parts
+    /// (symmetric around 0, as MongoDB places them); the other fields are MinKey.
+    pub fn hashed_split_points(&self, chunks: usize) -> Vec<Document> {
+        if chunks < 2 || !self.has_hashed_prefix() {
+            return Vec::new();
+        }
+        let chunks = chunks as i64;
+        let interval = (i64::MAX / chunks) * 2;
+        let mut points = Vec::new();
+        let mut current = if chunks % 2 == 0 {
+            points.push(0);
+            interval
+        } else {
+            interval / 2
+        };
+        for _ in 0..(chunks - 1) / 2 {
+            points.push(current);
+            points.push(-current);
+            current = current.saturating_add(interval);
+        }
+        points.sort_unstable();
+        points
+            .into_iter()
+            .map(|p| {
+                self.fields
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| {
+                        let v = if i == 0 { Bson::Int64(p) } else { Bson::MinKey };
+                        (f.path.clone(), v)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     /// Whether `doc`'s field names are exactly the pattern's, in order.
     pub fn is_key_shaped(&self, doc: &Document) -> bool {
         doc.len() == self.fields.len() && doc.keys().zip(&self.fields).all(|(k, f)| *k == f.path)
@@ -226,6 +268,34 @@ mod tests {
         let h = ShardKeyPattern::parse(&doc! {"a": "hashed"}).unwrap();
         let key = h.extract(&doc! {"a": 1}).unwrap();
         assert!(matches!(key.get("a"), Some(Bson::Int64(_))));
+    }
+
+    #[test]
+    fn hashed_split_points_cut_the_range_evenly() {
+        let p = ShardKeyPattern::parse(&doc! {"a": "hashed", "b": 1}).unwrap();
+        assert!(p.has_hashed_prefix());
+        assert!(p.hashed_split_points(1).is_empty());
+        assert_eq!(
+            p.hashed_split_points(2),
+            vec![doc! {"a": 0_i64, "b": Bson::MinKey}]
+        );
+        let three: Vec<i64> = p
+            .hashed_split_points(3)
+            .iter()
+            .map(|d| d.get_i64("a").unwrap())
+            .collect();
+        assert_eq!(three, vec![-(i64::MAX / 3), i64::MAX / 3]);
+        let four: Vec<i64> = p
+            .hashed_split_points(4)
+            .iter()
+            .map(|d| d.get_i64("a").unwrap())
+            .collect();
+        assert_eq!(four, vec![-(i64::MAX / 4) * 2, 0, (i64::MAX / 4) * 2]);
+        assert!(
+            !ShardKeyPattern::parse(&doc! {"a": 1, "b": "hashed"})
+                .unwrap()
+                .has_hashed_prefix()
+        );
     }
 
     #[test]

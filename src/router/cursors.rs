@@ -1,15 +1,27 @@
-//! Router-side cursors: each maps a cursor id the client sees to the shard cursor behind it.
+//! Router-side cursors: each maps a cursor id the client sees to what is behind it — one shard
+//! cursor (a query one shard answered) or a cluster cursor merging several.
 
+use super::cluster_cursor::ClusterCursor;
 use crate::rpc::NodeClient;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A cursor on one shard, seen by the client under a router-owned id.
+/// What a router cursor reads from.
+#[derive(Clone)]
+pub enum CursorSource {
+    Shard {
+        client: NodeClient,
+        cursor_id: i64,
+    },
+    /// Locked for the length of a getMore: the client sends one at a time per cursor.
+    Cluster(Arc<tokio::sync::Mutex<ClusterCursor>>),
+}
+
+/// A cursor seen by the client under a router-owned id.
 #[derive(Clone)]
 pub struct RouterCursor {
-    pub shard: NodeClient,
-    pub shard_cursor_id: i64,
+    pub source: CursorSource,
     pub ns: String,
     last_used: Instant,
 }
@@ -25,7 +37,7 @@ fn new_cursor_id() -> i64 {
 }
 
 impl RouterCursors {
-    pub fn register(&self, shard: NodeClient, shard_cursor_id: i64, ns: String) -> i64 {
+    pub fn register(&self, source: CursorSource, ns: String) -> i64 {
         let mut cursors = self.cursors.lock().expect("poisoned");
         let mut id = new_cursor_id();
         while cursors.contains_key(&id) {
@@ -34,8 +46,7 @@ impl RouterCursors {
         cursors.insert(
             id,
             RouterCursor {
-                shard,
-                shard_cursor_id,
+                source,
                 ns,
                 last_used: Instant::now(),
             },
@@ -54,11 +65,18 @@ impl RouterCursors {
         self.cursors.lock().expect("poisoned").remove(&id)
     }
 
-    /// Forgets cursors idle longer than `timeout` (their shard cursors time out on their own).
-    pub fn reap(&self, timeout: Duration) -> usize {
+    /// Forgets cursors idle longer than `timeout` and returns the cluster cursors among them,
+    /// whose shard cursors the caller closes (a single shard cursor times out on its own).
+    pub fn reap(&self, timeout: Duration) -> Vec<Arc<tokio::sync::Mutex<ClusterCursor>>> {
         let mut cursors = self.cursors.lock().expect("poisoned");
-        let before = cursors.len();
-        cursors.retain(|_, c| c.last_used.elapsed() < timeout);
-        before - cursors.len()
+        let mut reaped = Vec::new();
+        cursors.retain(|_, c| {
+            let keep = c.last_used.elapsed() < timeout;
+            if let (false, CursorSource::Cluster(cluster)) = (keep, &c.source) {
+                reaped.push(cluster.clone());
+            }
+            keep
+        });
+        reaped
     }
 }

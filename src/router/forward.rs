@@ -1,13 +1,18 @@
-//! The router loop for unsharded data: send a command to the database's primary shard with the
-//! cached database version; when the shard answers StaleDbVersion, refresh and retry.
+//! The router loop: run a request against the cached placement of its namespace (database
+//! primary and version; for a sharded collection, its chunks and each shard's version), and when
+//! a shard refuses it as stale (StaleDbVersion, StaleConfig) drop what is stale, reload and run
+//! it again — at most 10 times. Every routed command takes its passes from a [`RoutingLoop`].
 //! Commands on `config` and `admin` go to the config server.
 
 use super::RouterState;
+use super::catalog_cache::CollectionRouting;
+use crate::catalog::DatabaseEntry;
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::NodeClient;
 use crate::server::stats::Stats;
 use bson::{RawBsonRef, RawDocumentBuf};
+use std::sync::Arc;
 
 /// MongoDB's router gives up after this many stale-version retries.
 const MAX_STALE_RETRIES: usize = 10;
@@ -17,10 +22,167 @@ pub fn on_config_server(db: &str) -> bool {
     db == "config" || db == "admin"
 }
 
+/// `local` is each node's own: a router has none to route to.
+pub(super) fn check_routable(db: &str) -> Result<()> {
+    if db == "local" {
+        return Err(MongoError::new(
+            ErrorCode::IllegalOperation,
+            "Can't use 'local' database through mongos",
+        ));
+    }
+    Ok(())
+}
+
+/// The shard owning every chunk of a collection, for commands that are not (yet) merged
+/// across shards.
+pub(super) fn single_owner(routing: &CollectionRouting) -> Result<String> {
+    let mut owners = routing.owners().into_iter();
+    match (owners.next(), owners.next()) {
+        (Some(owner), None) => Ok(owner),
+        _ => Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            format!(
+                "this command is not supported yet on {}, whose chunks are on several shards",
+                routing.entry.ns
+            ),
+        )),
+    }
+}
+
 fn reply_code(reply: &RawDocumentBuf) -> Option<i32> {
     match reply.get("code") {
         Ok(Some(RawBsonRef::Int32(code))) => Some(code),
         _ => None,
+    }
+}
+
+/// Where a namespace's data is, as this router currently believes.
+pub(super) struct Placement {
+    pub db: DatabaseEntry,
+    /// The collection's routing when it is sharded.
+    pub routing: Option<Arc<CollectionRouting>>,
+}
+
+impl Placement {
+    /// `req` with the version `shard` is expected to hold: the shard version for a sharded
+    /// collection, otherwise the database version (which only the primary accepts).
+    pub fn versioned(&self, shard: &str, req: &CommandRequest) -> Result<CommandRequest> {
+        let (field, version) = match &self.routing {
+            Some(routing) => ("shardVersion", routing.version_on(shard).to_document()),
+            None => ("databaseVersion", self.db.version.to_document()),
+        };
+        let mut versioned = req.clone();
+        versioned
+            .body
+            .append(field, RawDocumentBuf::from_document(&version)?);
+        Ok(versioned)
+    }
+}
+
+/// What a shard's refusal says is stale.
+#[derive(Debug)]
+pub(super) enum Stale {
+    Database,
+    /// The collection (the namespace the shard named, if it did).
+    Collection(Option<String>),
+}
+
+/// The staleness a shard reply reports, if it is such a refusal (the shard executed nothing).
+pub(super) fn stale_in(reply: &RawDocumentBuf) -> Option<Stale> {
+    match reply_code(reply) {
+        Some(code) if code == ErrorCode::StaleDbVersion.code() => Some(Stale::Database),
+        Some(code) if code == ErrorCode::StaleConfig.code() => {
+            Some(Stale::Collection(match reply.get("ns") {
+                Ok(Some(RawBsonRef::String(ns))) => Some(ns.to_string()),
+                _ => None,
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// A pass's outcome: its value, or the staleness that made a shard refuse it.
+pub(super) type Pass<T> = std::result::Result<T, Stale>;
+
+/// The error an `ok: 0` reply carries.
+pub(super) fn reply_error(reply: &RawDocumentBuf) -> Result<Option<MongoError>> {
+    let ok = match reply.get("ok")? {
+        Some(RawBsonRef::Double(v)) => v != 0.0,
+        Some(RawBsonRef::Int32(v)) => v != 0,
+        Some(RawBsonRef::Int64(v)) => v != 0,
+        Some(RawBsonRef::Boolean(v)) => v,
+        _ => true,
+    };
+    if ok {
+        return Ok(None);
+    }
+    Ok(MongoError::from_reply(&reply.to_document()?))
+}
+
+/// The passes of one routed operation: each pass gets the cached placement; a pass a shard
+/// refused as stale reports it ([`RoutingLoop::stale`]), which drops the stale cache entry so
+/// the next pass reloads it. An operation that keeps state across passes (a write batch)
+/// resends only what was refused.
+pub(super) struct RoutingLoop<'r> {
+    router: &'r RouterState,
+    db: &'r str,
+    ns: Option<&'r str>,
+    create: bool,
+    passes: usize,
+    last: Option<Stale>,
+}
+
+impl RoutingLoop<'_> {
+    /// The placement for the next pass: `None` when the database does not exist (and is not
+    /// to be created); an error after [`MAX_STALE_RETRIES`] stale passes.
+    pub async fn next(&mut self) -> Result<Option<Placement>> {
+        if self.passes == MAX_STALE_RETRIES {
+            let code = match self.last {
+                Some(Stale::Collection(_)) => ErrorCode::StaleConfig,
+                _ => ErrorCode::StaleDbVersion,
+            };
+            return Err(MongoError::new(
+                code,
+                format!(
+                    "the routing information of {} kept changing; gave up after {MAX_STALE_RETRIES} attempts",
+                    self.ns.unwrap_or(self.db)
+                ),
+            ));
+        }
+        self.passes += 1;
+        let router = self.router;
+        let Some(db) = router
+            .databases
+            .get(&router.config, self.db, self.create)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let routing = match self.ns {
+            Some(ns) => router.collections.get(&router.config, ns).await?,
+            None => None,
+        };
+        Ok(Some(Placement { db, routing }))
+    }
+
+    /// The last pass was refused as stale: forget the stale routing information.
+    pub fn stale(&mut self, stale: Stale) {
+        let router = self.router;
+        match &stale {
+            Stale::Database => {
+                tracing::info!(db = %self.db, "stale database version; refreshing");
+                router.databases.invalidate(self.db);
+            }
+            Stale::Collection(named) => {
+                let ns = named.as_deref().or(self.ns);
+                tracing::info!(ns = ?ns, "stale shard version; refreshing");
+                Stats::add(&router.node.stats.stale_config_retries, 1);
+                if let Some(ns) = ns {
+                    router.collections.invalidate(ns);
+                }
+            }
+        }
+        self.last = Some(stale);
     }
 }
 
@@ -37,19 +199,15 @@ impl RouterState {
     }
 
     /// [`send_to_primary`](Self::send_to_primary) for a command about database `db` sent on
-    /// another database (e.g. an admin command naming `db`).
+    /// another database (e.g. an admin command naming `db`). A sharded collection's command
+    /// goes to the shard owning its chunks when that is one shard.
     pub(super) async fn send_to_primary_of(
         &self,
         db_name: &str,
         req: CommandRequest,
         create: bool,
     ) -> Result<Option<(NodeClient, RawDocumentBuf)>> {
-        if db_name == "local" {
-            return Err(MongoError::new(
-                ErrorCode::IllegalOperation,
-                "Can't use 'local' database through mongos",
-            ));
-        }
+        check_routable(db_name)?;
         if on_config_server(db_name) {
             let reply = self.config.call(req).await?;
             return Ok(Some((self.config.clone(), reply)));
@@ -59,78 +217,125 @@ impl RouterState {
             Ok(RawBsonRef::String(coll)) if db_name == req.db => Some(format!("{db_name}.{coll}")),
             _ => None,
         };
-        let mut reloaded_shards = false;
-        for _ in 0..MAX_STALE_RETRIES {
-            let Some(db) = self.databases.get(&self.config, db_name, create).await? else {
-                return Ok(None);
+        let mut passes = self.routing_loop(db_name, ns.as_deref(), create);
+        while let Some(placement) = passes.next().await? {
+            let shard = match &placement.routing {
+                Some(routing) => single_owner(routing)?,
+                None => placement.db.primary.clone(),
             };
-            let routing = match &ns {
-                Some(ns) => self.collections.get(&self.config, ns).await?,
-                None => None,
-            };
-            // A sharded collection goes to the shard owning its chunks with that shard's
-            // version; anything else to the database's primary with the database version.
-            let (shard_name, field, version) = match &routing {
-                Some(routing) => {
-                    let owners = routing.chunks.shards();
-                    let mut owners = owners.into_iter();
-                    let (Some(owner), None) = (owners.next(), owners.next()) else {
-                        return Err(MongoError::new(
-                            ErrorCode::NotImplemented,
-                            "routing a command to a collection whose chunks are on several shards is not supported yet",
-                        ));
-                    };
-                    let version = routing
-                        .chunks
-                        .shard_version(&owner, routing.entry.generation);
-                    (owner, "shardVersion", version.to_document())
-                }
-                None => (
-                    db.primary.clone(),
-                    "databaseVersion",
-                    db.version.to_document(),
-                ),
-            };
-            let shard = self.shards.client(&self.config, &shard_name).await?;
-            let mut versioned = req.clone();
-            versioned
-                .body
-                .append(field, bson::RawDocumentBuf::from_document(&version)?);
-            let reply = match shard.call(versioned).await {
-                // Nothing was sent: the shard may have moved; reload the shard list and retry
-                // once (a shard that is down stays an error).
-                Err(e) if e.code() == ErrorCode::HostUnreachable && !reloaded_shards => {
-                    tracing::debug!(shard = %shard_name, error = %e, "shard unreachable; reloading the shard list");
-                    self.shards.reload(&self.config).await?;
-                    reloaded_shards = true;
-                    continue;
-                }
-                other => other?,
-            };
-            match reply_code(&reply) {
-                Some(code) if code == ErrorCode::StaleDbVersion.code() => {
-                    tracing::info!(db = %db_name, "stale database version; refreshing");
-                    self.databases.invalidate(db_name);
-                    continue;
-                }
-                Some(code) if code == ErrorCode::StaleConfig.code() => {
-                    tracing::info!(ns = ?ns, "stale shard version; refreshing");
-                    Stats::add(&self.node.stats.stale_config_retries, 1);
-                    if let Some(ns) = &ns {
-                        self.collections.invalidate(ns);
-                    }
-                    continue;
-                }
-                _ => {}
+            let (client, reply) = self
+                .call_shard(&shard, placement.versioned(&shard, &req)?)
+                .await?;
+            match stale_in(&reply) {
+                Some(stale) => passes.stale(stale),
+                None => return Ok(Some((client, reply))),
             }
-            return Ok(Some((shard, reply)));
         }
-        Err(MongoError::new(
-            ErrorCode::StaleDbVersion,
-            format!(
-                "the routing information of database {db_name} kept changing; gave up after {MAX_STALE_RETRIES} attempts"
-            ),
-        ))
+        Ok(None)
+    }
+
+    /// Sends `req` to each of `shards` at once, each with the version `placement` gives it.
+    pub(super) async fn scatter(
+        &self,
+        placement: &Placement,
+        shards: &[String],
+        req: &CommandRequest,
+    ) -> Vec<(String, Result<(NodeClient, RawDocumentBuf)>)> {
+        let sends = shards.iter().map(|shard| async move {
+            let reply = match placement.versioned(shard, req) {
+                Ok(versioned) => self.call_shard(shard, versioned).await,
+                Err(e) => Err(e),
+            };
+            (shard.clone(), reply)
+        });
+        futures::future::join_all(sends).await
+    }
+
+    /// Sends a collection-level command (index and catalog commands, stats) where the
+    /// collection lives: the primary shard for an unsharded collection; for a sharded one every
+    /// shard owning chunks (`all`), or one of them — the primary when it owns chunks, as its
+    /// catalog is the reference. Answers each shard's name, client and reply; `None` when the
+    /// database does not exist.
+    pub(super) async fn send_to_owners(
+        &self,
+        req: CommandRequest,
+        all: bool,
+        create: bool,
+    ) -> Result<Option<Vec<(String, NodeClient, RawDocumentBuf)>>> {
+        check_routable(&req.db)?;
+        if on_config_server(&req.db) {
+            let reply = self.config.call(req).await?;
+            return Ok(Some(vec![(
+                "config".to_string(),
+                self.config.clone(),
+                reply,
+            )]));
+        }
+        let ns = format!("{}.{}", req.db, req.args().collection()?);
+        let mut passes = self.routing_loop(&req.db, Some(&ns), create);
+        'passes: while let Some(placement) = passes.next().await? {
+            let shards = match &placement.routing {
+                None => vec![placement.db.primary.clone()],
+                Some(routing) => {
+                    let owners = routing.owners();
+                    if all {
+                        owners
+                    } else if owners.contains(&placement.db.primary) {
+                        vec![placement.db.primary.clone()]
+                    } else {
+                        owners.into_iter().take(1).collect()
+                    }
+                }
+            };
+            let mut replies = Vec::with_capacity(shards.len());
+            for (shard, result) in self.scatter(&placement, &shards, &req).await {
+                let (client, reply) = result?;
+                if let Some(stale) = stale_in(&reply) {
+                    passes.stale(stale);
+                    continue 'passes;
+                }
+                replies.push((shard, client, reply));
+            }
+            return Ok(Some(replies));
+        }
+        Ok(None)
+    }
+
+    /// The passes of an operation on `ns` (or on database `db` alone).
+    pub(super) fn routing_loop<'r>(
+        &'r self,
+        db: &'r str,
+        ns: Option<&'r str>,
+        create: bool,
+    ) -> RoutingLoop<'r> {
+        RoutingLoop {
+            router: self,
+            db,
+            ns,
+            create,
+            passes: 0,
+            last: None,
+        }
+    }
+
+    /// Sends `req` to shard `shard`. When the shard cannot be reached (nothing was sent) the
+    /// shard list is reloaded — the shard may have moved — and the request sent once more.
+    pub(super) async fn call_shard(
+        &self,
+        shard: &str,
+        req: CommandRequest,
+    ) -> Result<(NodeClient, RawDocumentBuf)> {
+        let client = self.shards.client(&self.config, shard).await?;
+        match client.call(req.clone()).await {
+            Err(e) if e.code() == ErrorCode::HostUnreachable => {
+                tracing::debug!(shard = %shard, error = %e, "shard unreachable; reloading the shard list");
+                self.shards.reload(&self.config).await?;
+                let client = self.shards.client(&self.config, shard).await?;
+                let reply = client.call(req).await?;
+                Ok((client, reply))
+            }
+            other => Ok((client, other?)),
+        }
     }
 
     /// The name of the shard `send_to_primary` sends `db`'s commands to (the config server is
@@ -168,7 +373,11 @@ impl RouterState {
             Ok(Some(RawBsonRef::String(ns))) => ns.to_string(),
             _ => String::new(),
         };
-        let id = self.cursors.register(shard.clone(), shard_id, ns);
+        let source = super::cursors::CursorSource::Shard {
+            client: shard.clone(),
+            cursor_id: shard_id,
+        };
+        let id = self.cursors.register(source, ns);
         replace_cursor_id(&reply, id)
     }
 }

@@ -2,10 +2,13 @@
 //! versioned routing table; it stores no documents.
 
 mod catalog_cache;
+mod cluster_cursor;
 mod commands;
 mod cursors;
 mod forward;
 mod shard_registry;
+mod targeting;
+mod write_batch;
 
 use crate::rpc::{Connector, NodeClient};
 use crate::server::{CURSOR_MONITOR_PERIOD, CommandTable, Node, NodeState};
@@ -88,7 +91,9 @@ fn spawn_background(state: Weak<RouterState>) {
         loop {
             tick.tick().await;
             let Some(state) = state.upgrade() else { break };
-            state.cursors.reap(state.node.cursor_timeout());
+            for cluster in state.cursors.reap(state.node.cursor_timeout()) {
+                cluster.lock().await.kill().await;
+            }
         }
     });
 }

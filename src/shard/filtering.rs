@@ -24,6 +24,10 @@ impl FilteringMetadata {
         self.known.lock().expect("poisoned").get(ns).copied()
     }
 
+    fn forget(&self, ns: &str) {
+        self.known.lock().expect("poisoned").remove(ns);
+    }
+
     fn set(&self, ns: &str, version: ChunkVersion) {
         self.known
             .lock()
@@ -76,6 +80,11 @@ impl ShardState {
             "vWanted": wanted.to_document(),
             "shardId": shard_id,
         }))
+    }
+
+    /// Forgets what this shard knew of a collection's placement (it was dropped).
+    pub(super) fn forget_collection(&self, ns: &str) {
+        self.filtering.forget(ns);
     }
 
     /// Reloads a collection's placement from the config server; returns this shard's version

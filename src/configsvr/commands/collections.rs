@@ -96,9 +96,12 @@ pub(super) async fn remove_collection_metadata(state: &ConfigState, ns: &str) ->
     Ok(true)
 }
 
-/// `{_configsvrDropCollection: ns}`, after the collection's data was dropped: its routing
-/// metadata goes too, so a re-created collection is unsharded (a new generation when sharded
-/// again).
+/// `{_configsvrDropCollection: ns}`: a sharded collection's routing metadata is removed (so a
+/// re-created collection is unsharded, or a new generation when sharded again), then every
+/// shard drops its part of the data and forgets the collection's filtering metadata. The
+/// metadata goes first: a router still holding the old version then only reaches shards that
+/// either still have the old data or answer it is stale. For an unsharded collection the router
+/// has already dropped the data on the primary shard, and this finds no metadata.
 async fn drop_collection(
     state: &ConfigState,
     _ctx: &RequestContext,
@@ -107,7 +110,23 @@ async fn drop_collection(
     let ns = target_ns(&req)?;
     let _guard = state.namespace_locks.lock(&ns).await;
     let removed = remove_collection_metadata(state, &ns).await?;
-    Ok(RawDocumentBuf::from_document(&doc! {"removed": removed})?)
+    let mut reply = doc! {"removed": removed};
+    if removed {
+        let (db, coll) = crate::catalog::split_namespace(&ns)?;
+        for (shard, host) in state.shards().await? {
+            let dropped = state
+                .connector
+                .client(&host)
+                .run_doc(db, doc! {"_shardsvrDropCollectionParticipant": coll})
+                .await?;
+            tracing::debug!(ns = %ns, shard = %shard, "dropped a sharded collection's data");
+            if let (false, Ok(n)) = (reply.contains_key("ns"), dropped.get_i32("nIndexesWas")) {
+                reply.insert("nIndexesWas", n);
+                reply.insert("ns", &ns);
+            }
+        }
+    }
+    Ok(RawDocumentBuf::from_document(&reply)?)
 }
 
 fn target_ns(req: &CommandRequest) -> Result<String> {
@@ -121,10 +140,12 @@ fn version_reply(version: ChunkVersion) -> Result<RawDocumentBuf> {
     )?)
 }
 
-/// `{_configsvrCommitShardCollection: ns, key, unique, uuid, primaryShard}`: the primary shard,
-/// having checked and prepared the collection, records it as sharded with one chunk covering
-/// the whole key space on itself. Sharding again with the same key answers the existing
-/// version; with another key, AlreadyInitialized.
+/// `{_configsvrCommitShardCollection: ns, key, unique, uuid, primaryShard, initialChunks}`: the
+/// primary shard, having checked and prepared the collection (on every shard `initialChunks`
+/// places chunks on), records it as sharded: with the given chunks (`[{min, max, shard}]`,
+/// versions `1|0`, `1|1`, ... in key order), or one chunk covering the whole key space on
+/// itself. Sharding again with the same key answers the existing version; with another key,
+/// AlreadyInitialized.
 async fn commit_shard_collection(
     state: &ConfigState,
     _ctx: &RequestContext,
@@ -148,6 +169,19 @@ async fn commit_shard_collection(
         .str("primaryShard")?
         .ok_or_else(|| missing(req.name(), "primaryShard"))?
         .to_string();
+    let layout = initial_layout(&key, &primary, args.array("initialChunks")?)?;
+    let known: Vec<String> = state
+        .shards()
+        .await?
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    if let Some((_, _, shard)) = layout.iter().find(|(_, _, s)| !known.contains(s)) {
+        return Err(MongoError::new(
+            ErrorCode::ShardNotFound,
+            format!("cannot place a chunk of {ns} on shard {shard}: no such shard"),
+        ));
+    }
     let _guard = state.namespace_locks.lock(&ns).await;
     if let Some(existing) = StoredRouting::load(state, &ns).await? {
         if existing.entry.key == key && existing.entry.unique == unique {
@@ -168,8 +202,22 @@ async fn commit_shard_collection(
     }
     let now = state.clock.now();
     let generation = CollectionGeneration::new(now);
-    let version = ChunkVersion::new(generation, 1, 0);
-    let chunk = Chunk::new(&key, key.global_min(), key.global_max(), primary, version);
+    let chunks: Vec<Chunk> = layout
+        .into_iter()
+        .enumerate()
+        .map(|(i, (min, max, shard))| {
+            Chunk::new(
+                &key,
+                min,
+                max,
+                shard,
+                ChunkVersion::new(generation, 1, i as u32),
+            )
+        })
+        .collect();
+    let version = ChunkMap::new(&key, chunks.clone())?
+        .collection_version()
+        .ok_or_else(|| MongoError::internal("a sharded collection without chunks"))?;
     let entry = CollectionEntry {
         ns: ns.clone(),
         generation,
@@ -179,18 +227,61 @@ async fn commit_shard_collection(
         last_modified: DateTime::now(),
         no_balance: false,
     };
-    state
-        .store()
-        .write_batch(&[
-            ConfigWrite::Upsert(
-                "chunks",
-                chunk_document(&chunk, &uuid, ObjectId::new(), now),
-            ),
-            ConfigWrite::Upsert("collections", entry.to_document()),
-        ])
-        .await?;
-    tracing::info!(ns = %ns, key = %render_doc(entry.key.pattern()), "sharded collection");
+    let mut writes: Vec<ConfigWrite> = chunks
+        .iter()
+        .map(|c| ConfigWrite::Upsert("chunks", chunk_document(c, &uuid, ObjectId::new(), now)))
+        .collect();
+    writes.push(ConfigWrite::Upsert("collections", entry.to_document()));
+    state.store().write_batch(&writes).await?;
+    tracing::info!(ns = %ns, key = %render_doc(entry.key.pattern()), chunks = chunks.len(), "sharded collection");
     version_reply(version)
+}
+
+/// The initial chunks as `(min, max, shard)` in key order: those the primary shard asked for
+/// (checked to tile the key space when the chunk map is built), or one chunk on the primary.
+fn initial_layout(
+    key: &ShardKeyPattern,
+    primary: &str,
+    requested: Option<Vec<Bson>>,
+) -> Result<Vec<(Document, Document, String)>> {
+    let Some(requested) = requested.filter(|r| !r.is_empty()) else {
+        return Ok(vec![(
+            key.global_min(),
+            key.global_max(),
+            primary.to_string(),
+        )]);
+    };
+    let mut layout = Vec::with_capacity(requested.len());
+    for chunk in requested {
+        let Bson::Document(chunk) = chunk else {
+            return Err(MongoError::type_mismatch(
+                "initialChunks must be an array of {min, max, shard} documents",
+            ));
+        };
+        let (Ok(min), Ok(max), Ok(shard)) = (
+            chunk.get_document("min"),
+            chunk.get_document("max"),
+            chunk.get_str("shard"),
+        ) else {
+            return Err(MongoError::bad_value(
+                "each initial chunk needs min, max and shard",
+            ));
+        };
+        if !key.is_key_shaped(min) || !key.is_key_shaped(max) {
+            return Err(MongoError::new(
+                ErrorCode::InvalidOptions,
+                format!(
+                    "initial chunk bounds {} and {} do not match the shard key {}",
+                    render_doc(min),
+                    render_doc(max),
+                    render_doc(key.pattern())
+                ),
+            ));
+        }
+        layout.push((min.clone(), max.clone(), shard.to_string()));
+    }
+    layout.sort_by_key(|(min, _, _)| key.encode(min));
+    Ok(layout)
 }
 
 /// `{_configsvrCommitChunkSplit: ns, collEpoch, collTimestamp, shard, min, max, splitPoints}`:

@@ -2,6 +2,7 @@
 //! server's `admin` and `config`); the others go to the database's primary shard.
 
 use super::super::RouterState;
+use super::super::forward::on_config_server;
 use crate::command::{CommandRequest, cursor_reply};
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
@@ -106,8 +107,13 @@ pub(super) async fn list_indexes(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let ns = format!("{}.{}", req.db, req.args().collection()?);
-    match state.send_to_primary(req, false).await? {
-        Some((shard, reply)) => state.adopt_cursor(&shard, reply),
+    // Every shard owning chunks has the same indexes: one of them answers.
+    match state
+        .send_to_owners(req, false, false)
+        .await?
+        .and_then(|replies| replies.into_iter().next())
+    {
+        Some((_, shard, reply)) => state.adopt_cursor(&shard, reply),
         None => Err(MongoError::namespace_not_found(format!(
             "ns does not exist: {ns}"
         ))),
@@ -146,6 +152,11 @@ pub(super) async fn coll_stats(
 ) -> Result<RawDocumentBuf> {
     let ns = format!("{}.{}", req.db, req.args().collection()?);
     let db = req.db.clone();
+    if !on_config_server(&db) {
+        if let Some(routing) = state.collections.get(&state.config, &ns).await? {
+            return sharded_coll_stats(state, req, &ns, routing.chunks.len()).await;
+        }
+    }
     let Some((_, reply)) = state.send_to_primary(req, false).await? else {
         return Err(MongoError::namespace_not_found(format!(
             "Collection [{ns}] not found."
@@ -171,5 +182,62 @@ pub(super) async fn coll_stats(
     let mut shard_stats = reply.clone();
     shard_stats.remove("ok");
     out.insert("shards", doc! {primary: shard_stats});
+    Ok(RawDocumentBuf::from_document(&out)?)
+}
+
+/// `collStats` of a sharded collection, as mongos reports it: the sums over the shards owning
+/// chunks, each shard's own stats under `shards`, and the number of chunks.
+async fn sharded_coll_stats(
+    state: &RouterState,
+    req: CommandRequest,
+    ns: &str,
+    chunks: usize,
+) -> Result<RawDocumentBuf> {
+    let replies = state
+        .send_to_owners(req, true, false)
+        .await?
+        .ok_or_else(|| MongoError::namespace_not_found(format!("Collection [{ns}] not found.")))?;
+    let mut shards = Document::new();
+    let mut sums: Vec<(&str, i64)> = [
+        "count",
+        "size",
+        "storageSize",
+        "totalIndexSize",
+        "totalSize",
+    ]
+    .into_iter()
+    .map(|f| (f, 0))
+    .collect();
+    let mut index_sizes = Document::new();
+    let mut nindexes = 0;
+    for (shard, _, reply) in replies {
+        let mut stats = reply.to_document()?;
+        if let Some(e) = MongoError::from_reply(&stats) {
+            return Err(e);
+        }
+        stats.remove("ok");
+        for (field, sum) in &mut sums {
+            *sum += as_i64(stats.get(*field));
+        }
+        nindexes = nindexes.max(as_i64(stats.get("nindexes")));
+        if let Ok(sizes) = stats.get_document("indexSizes") {
+            for (name, size) in sizes {
+                let total = as_i64(index_sizes.get(name));
+                index_sizes.insert(name.clone(), total + as_i64(Some(size)));
+            }
+        }
+        shards.insert(shard, stats);
+    }
+    let mut out = doc! {"sharded": true, "ns": ns};
+    let count = sums[0].1;
+    for (field, sum) in sums {
+        out.insert(field, sum);
+    }
+    let size = out.get_i64("size").unwrap_or(0);
+    out.insert("avgObjSize", if count > 0 { size / count } else { 0 });
+    out.insert("nindexes", nindexes);
+    out.insert("indexSizes", index_sizes);
+    out.insert("nchunks", chunks as i64);
+    out.insert("shards", shards);
     Ok(RawDocumentBuf::from_document(&out)?)
 }

@@ -1,8 +1,10 @@
-//! `getMore` and `killCursors` on the router: forwarded to the shard behind the cursor.
+//! `getMore` and `killCursors` on the router: forwarded to the shard behind a cursor, or served
+//! by the cluster cursor merging several shards' cursors.
 
 use super::super::RouterState;
+use super::super::cursors::{CursorSource, RouterCursor};
 use super::super::forward::replace_cursor_id;
-use crate::command::{CommandRequest, GetMore, KillCursors};
+use crate::command::{CommandRequest, GetMore, KillCursors, cursor_reply};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::RequestContext;
 use bson::{Bson, RawBsonRef, RawDocumentBuf, doc};
@@ -29,14 +31,36 @@ pub(super) async fn get_more(
             ),
         ));
     }
-    let mut forwarded = doc! {"getMore": cursor.shard_cursor_id, "collection": &cmd.collection};
+    let (client, shard_cursor_id) = match &cursor.source {
+        CursorSource::Shard { client, cursor_id } => (client, *cursor_id),
+        CursorSource::Cluster(cluster) => {
+            let mut cluster = cluster.lock().await;
+            let batch_size = req.args().i64("batchSize")?.filter(|b| *b > 0);
+            let batch = match cluster.next_batch(batch_size.map(|b| b as usize)).await {
+                Ok(batch) => batch,
+                Err(e) => {
+                    cluster.kill().await;
+                    state.cursors.remove(cmd.cursor_id);
+                    return Err(e);
+                }
+            };
+            let id = if cluster.is_exhausted() {
+                cluster.kill().await;
+                state.cursors.remove(cmd.cursor_id);
+                0
+            } else {
+                cmd.cursor_id
+            };
+            return Ok(cursor_reply(&cursor.ns, batch, id, false));
+        }
+    };
+    let mut forwarded = doc! {"getMore": shard_cursor_id, "collection": &cmd.collection};
     for field in ["batchSize", "maxTimeMS", "comment"] {
         if let Some(value) = req.body.get(field)? {
             forwarded.insert(field, Bson::try_from(value.to_raw_bson())?);
         }
     }
-    let reply = cursor
-        .shard
+    let reply = client
         .call(CommandRequest::from_document(&req.db, &forwarded)?)
         .await?;
     let shard_id = match reply.get("cursor")? {
@@ -66,17 +90,24 @@ pub(super) async fn kill_cursors(
         match state.cursors.get(id) {
             Some(cursor) if cursor.ns == ns => {
                 state.cursors.remove(id);
-                let kill =
-                    doc! {"killCursors": &cmd.collection, "cursors": [cursor.shard_cursor_id]};
-                // The shard cursor dies with its idle timeout if this fails.
-                let _ = cursor
-                    .shard
-                    .call(CommandRequest::from_document(&req.db, &kill)?)
-                    .await;
+                close(&req.db, &cmd.collection, cursor).await?;
                 killed.push(id);
             }
             _ => not_found.push(id),
         }
     }
     KillCursors::reply(killed, not_found)
+}
+
+/// Closes what is behind a router cursor; a shard cursor that cannot be reached dies with its
+/// idle timeout.
+async fn close(db: &str, collection: &str, cursor: RouterCursor) -> Result<()> {
+    match cursor.source {
+        CursorSource::Shard { client, cursor_id } => {
+            let kill = doc! {"killCursors": collection, "cursors": [cursor_id]};
+            let _ = client.call(CommandRequest::from_document(db, &kill)?).await;
+        }
+        CursorSource::Cluster(cluster) => cluster.lock().await.kill().await,
+    }
+    Ok(())
 }

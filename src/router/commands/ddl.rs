@@ -1,10 +1,13 @@
 //! DDL on the router: `create`, `drop` and `renameCollection` of unsharded collections go to the
-//! database's primary shard; `dropDatabase` goes to the config server, which drops the database
-//! on every shard and removes its routing entry.
+//! database's primary shard; index commands and `collMod` go to every shard owning chunks of a
+//! sharded collection; `drop` of a sharded collection and `dropDatabase` go to the config
+//! server, which drops the data on every shard and removes the routing metadata.
 
 use super::super::RouterState;
+use super::super::forward::{on_config_server, reply_error};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::rpc::NodeClient;
 use crate::server::RequestContext;
 use bson::{RawBsonRef, RawDocumentBuf, doc};
 
@@ -20,18 +23,31 @@ pub(super) async fn create(
     Ok(reply)
 }
 
-/// Index builds go where the collection lives (the primary shard, for an unsharded one); the
-/// collection is created when missing, so the database is too.
+/// One reply for a command every owning shard ran: the first failure, else the first reply.
+fn merged_reply(replies: Vec<(String, NodeClient, RawDocumentBuf)>) -> Result<RawDocumentBuf> {
+    let mut first = None;
+    for (_, _, reply) in replies {
+        if reply_error(&reply)?.is_some() {
+            return Ok(reply);
+        }
+        first = first.or(Some(reply));
+    }
+    first.ok_or_else(|| MongoError::internal("no shard answered"))
+}
+
+/// Index builds go where the collection lives (the primary shard for an unsharded one, every
+/// owning shard for a sharded one); the collection is created when missing, so the database
+/// is too.
 pub(super) async fn create_indexes(
     state: &RouterState,
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let (_, reply) = state
-        .send_to_primary(req, true)
+    let replies = state
+        .send_to_owners(req, true, true)
         .await?
-        .expect("createIndexes creates the database");
-    Ok(reply)
+        .ok_or_else(|| MongoError::internal("createIndexes creates the database"))?;
+    merged_reply(replies)
 }
 
 pub(super) async fn coll_mod(
@@ -40,8 +56,8 @@ pub(super) async fn coll_mod(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let ns = format!("{}.{}", req.db, req.args().collection()?);
-    match state.send_to_primary(req, false).await? {
-        Some((_, reply)) => Ok(reply),
+    match state.send_to_owners(req, true, false).await? {
+        Some(replies) => merged_reply(replies),
         None => Err(MongoError::namespace_not_found(format!(
             "ns does not exist: {ns}"
         ))),
@@ -54,8 +70,8 @@ pub(super) async fn drop_indexes(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let ns = format!("{}.{}", req.db, req.args().collection()?);
-    match state.send_to_primary(req, false).await? {
-        Some((_, reply)) => Ok(reply),
+    match state.send_to_owners(req, true, false).await? {
+        Some(replies) => merged_reply(replies),
         None => Err(MongoError::namespace_not_found(format!(
             "ns not found {ns}"
         ))),
@@ -77,6 +93,18 @@ pub(super) async fn drop(
         }
     }
     let ns = format!("{}.{}", req.db, req.args().collection()?);
+    if !on_config_server(&req.db) && state.collections.get(&state.config, &ns).await?.is_some() {
+        // Sharded: the config server removes the routing metadata, then drops the data on
+        // every shard.
+        let dropped = state
+            .config
+            .run_doc("admin", doc! {"_configsvrDropCollection": &ns})
+            .await;
+        state.collections.invalidate(&ns);
+        let mut dropped = dropped?;
+        dropped.remove("removed");
+        return Ok(RawDocumentBuf::from_document(&dropped)?);
+    }
     let reply = state
         .send_to_primary(req, false)
         .await?

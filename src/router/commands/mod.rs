@@ -4,11 +4,12 @@
 mod admin;
 mod bulk_write;
 mod catalog;
-mod crud;
 mod cursors;
 mod ddl;
 mod explain;
+mod reads;
 mod sharding;
+mod writes;
 
 use super::RouterState;
 use crate::server::stats::OpCounter;
@@ -17,24 +18,24 @@ use crate::server::{CommandSpec, CommandTable, commands::common};
 pub(super) fn table() -> CommandTable<RouterState> {
     let mut specs = common();
     specs.extend(vec![
-        CommandSpec::new("insert", |s, c, r| Box::pin(crud::insert(s, c, r)))
+        CommandSpec::new("insert", |s, c, r| Box::pin(writes::insert(s, c, r)))
             .takes_write_concern().counter(OpCounter::PerStatement).help("insert documents"),
-        CommandSpec::new("update", |s, c, r| Box::pin(crud::update(s, c, r)))
+        CommandSpec::new("update", |s, c, r| Box::pin(writes::update(s, c, r)))
             .takes_write_concern().counter(OpCounter::PerStatement).help("update documents"),
-        CommandSpec::new("delete", |s, c, r| Box::pin(crud::delete(s, c, r)))
+        CommandSpec::new("delete", |s, c, r| Box::pin(writes::delete(s, c, r)))
             .takes_write_concern().counter(OpCounter::PerStatement).help("delete documents"),
         CommandSpec::new("bulkWrite", |s, c, r| Box::pin(bulk_write::bulk_write(s, c, r)))
             .takes_write_concern()
             .admin_only()
             .help("bulk write inserts, updates and deletes across namespaces"),
-        CommandSpec::new("findAndModify", |s, c, r| Box::pin(crud::find_and_modify(s, c, r)))
+        CommandSpec::new("findAndModify", |s, c, r| Box::pin(writes::find_and_modify(s, c, r)))
             .takes_write_concern()
             .aliases(&["findandmodify"])
             .help("{ findAndModify: \"collection\", query: {processed:false}, update: {$set: {processed:true}}, new: true}"),
-        CommandSpec::new("find", |s, c, r| Box::pin(crud::find(s, c, r))).counter(OpCounter::Query).help("query for documents"),
-        CommandSpec::new("count", |s, c, r| Box::pin(crud::count(s, c, r))).help("count objects in collection"),
-        CommandSpec::new("distinct", |s, c, r| Box::pin(crud::distinct(s, c, r))).help("{ distinct : 'collection name' , key : 'a.b' , query : {} }"),
-        CommandSpec::new("aggregate", |s, c, r| Box::pin(crud::aggregate(s, c, r))).help("Runs the aggregation command."),
+        CommandSpec::new("find", |s, c, r| Box::pin(reads::find(s, c, r))).counter(OpCounter::Query).help("query for documents"),
+        CommandSpec::new("count", |s, c, r| Box::pin(reads::count(s, c, r))).help("count objects in collection"),
+        CommandSpec::new("distinct", |s, c, r| Box::pin(reads::distinct(s, c, r))).help("{ distinct : 'collection name' , key : 'a.b' , query : {} }"),
+        CommandSpec::new("aggregate", |s, c, r| Box::pin(reads::aggregate(s, c, r))).help("Runs the aggregation command."),
         CommandSpec::new("explain", |s, c, r| Box::pin(explain::explain(s, c, r)))
             .help("explain the plan of a find, count, distinct, aggregate, update, delete or findAndModify"),
         CommandSpec::new("getMore", |s, c, r| Box::pin(cursors::get_more(s, c, r)))

@@ -11,7 +11,7 @@ use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use crate::server::RequestContext;
 use bson::{Bson, Document, RawDocumentBuf, doc};
-use std::collections::HashSet;
+use std::collections::BTreeMap;
 
 pub(super) async fn count<S: DataNode>(
     state: &S,
@@ -93,15 +93,14 @@ pub(super) async fn distinct<S: DataNode>(
     let query = args.document("query")?.unwrap_or_default();
     let filter = Filter::parse(&query)?;
     let path: Vec<&str> = key.split('.').collect();
-    let mut seen = HashSet::new();
-    let mut values = Vec::new();
-    let mut add = |doc: Document, values: &mut Vec<Bson>| {
+    // Keyed by the order-preserving encoding: equal values (1 and 1.0) collapse, and the
+    // values come out in MongoDB's order, as mongod returns them.
+    let mut values: BTreeMap<Vec<u8>, Bson> = BTreeMap::new();
+    let add = |doc: Document, values: &mut BTreeMap<Vec<u8>, Bson>| {
         let mut found = Vec::new();
         values_at_path(&Bson::Document(doc), &path, &mut found);
         for value in found {
-            if seen.insert(keystring::encode_one(&value)) {
-                values.push(value);
-            }
+            values.entry(keystring::encode_one(&value)).or_insert(value);
         }
     };
     if let Some(view) = views::resolve(state.storage(), &req.db, collection).await? {
@@ -114,6 +113,7 @@ pub(super) async fn distinct<S: DataNode>(
         for doc in docs {
             add(doc, &mut values);
         }
+        let values: Vec<Bson> = values.into_values().collect();
         return Ok(RawDocumentBuf::from_document(&doc! {"values": values})?);
     }
     if let Some((db, coll)) = state.storage().collection(&req.db, collection).await {
@@ -125,6 +125,7 @@ pub(super) async fn distinct<S: DataNode>(
             }
         }
     }
+    let values: Vec<Bson> = values.into_values().collect();
     let reply: Document = doc! {"values": values};
     Ok(RawDocumentBuf::from_document(&reply)?)
 }

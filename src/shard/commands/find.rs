@@ -4,7 +4,7 @@ use super::super::DataNode;
 use super::super::cursors::{Cursor, CursorBody};
 use super::super::exec::{
     BlockingSort, FindOutput, MAX_BATCH_BYTES, Position, QueryShape, RECORD_ID_FIELD, ScanState,
-    SortLimits, SortedDocs, SortedState, Tail,
+    SortLimits, SortedDocs, SortedState, Tail, take_sort_key_request,
 };
 use super::super::views;
 pub use crate::command::cursor_reply;
@@ -106,13 +106,23 @@ pub(super) async fn find<S: DataNode>(
     crate::catalog::validate_collection_name(&req.db, &cmd.collection)?;
     let vars = req.args().let_variables()?;
     let filter = Filter::parse_with_variables(&cmd.filter, &vars)?;
-    let projection = cmd
-        .projection
+    let mut projection = cmd.projection.clone();
+    let wants_sort_key = take_sort_key_request(&mut projection);
+    let projection = projection
         .as_ref()
         .map(|p| Projection::parse_with_variables(p, Some(&filter), &vars))
         .transpose()?;
     // `{$natural: 1}` is the scan order itself: no sort.
     let sort_spec = cmd.sort.as_ref().map(SortSpec::parse).transpose()?;
+    let sort_key = match (wants_sort_key, &sort_spec) {
+        (false, _) => None,
+        (true, Some(sort)) if !sort.is_empty() => Some(sort.clone()),
+        (true, _) => {
+            return Err(MongoError::bad_value(
+                "a $sortKey meta-projection requires a sort",
+            ));
+        }
+    };
     // `{$natural: ±1}` is a scan direction, not a sort.
     let sort = sort_spec.clone().filter(|s| !s.is_empty());
     let first_batch = cmd
@@ -160,13 +170,16 @@ pub(super) async fn find<S: DataNode>(
         max: cmd.max.as_ref(),
     };
     let position = Position::plan(&coll, &shape)?;
-    let output = FindOutput::new(
+    let mut output = FindOutput::new(
         projection,
         &filter,
         cmd.show_record_id,
         cmd.return_key,
         position.path(),
     );
+    if let Some(sort) = sort_key {
+        output = output.with_sort_key(sort);
+    }
     let body = match sort {
         // A sort the access path does not deliver is done in memory over every match.
         Some(sort) if !position.path().provides_sort() => {

@@ -2,17 +2,21 @@
 //! `shardCollection`. It checks the collection and its indexes with MongoDB's rules (an index
 //! prefixed by the shard key must exist, or the collection must be empty and gets one; unique
 //! indexes must be prefixed by the shard key; no multikey shard key index), then asks the config
-//! server to record the collection as sharded with one chunk on this shard.
+//! server to record the collection as sharded: with one chunk on this shard, or — for an empty
+//! collection with a hashed leading field — one chunk per shard (MongoDB 8.0's layout), after
+//! every other shard has created the collection with the same UUID and indexes
+//! (`_shardsvrCreateCollectionParticipant`).
 
 use super::super::{DataNode, ShardState};
 use crate::catalog::ShardKeyPattern;
 use crate::command::{CommandRequest, missing};
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::rpc::config::{collection_routing, find_all};
 use crate::server::RequestContext;
 use crate::shard::index::IndexSpec;
 use crate::shard::storage::{CollectionMeta, IndexMeta};
-use bson::{Bson, Document, RawDocumentBuf, doc};
+use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
 
 pub(super) async fn create_sharded_collection(
     state: &ShardState,
@@ -35,6 +39,12 @@ pub(super) async fn create_sharded_collection(
             "hashed shard keys cannot be declared unique. It's possible to ensure uniqueness on the hashed field by declaring an additional (non-hashed) unique index on the field.",
         ));
     }
+    if args.bool("presplitHashedZones")? == Some(true) {
+        return Err(MongoError::new(
+            ErrorCode::InvalidOptions,
+            "presplitHashedZones is true but no zones are defined for the collection (docgrid has no zones yet)",
+        ));
+    }
     if crate::shard::views::resolve(state.storage(), &req.db, &name)
         .await?
         .is_some()
@@ -53,8 +63,9 @@ pub(super) async fn create_sharded_collection(
         ));
     }
     check_unique_indexes(&ns, &coll, &pattern)?;
+    let empty = db.stats(&coll).count == 0;
     if !has_shard_key_index(&coll, &pattern, unique)? {
-        if db.stats(&coll).count > 0 {
+        if !empty {
             return Err(MongoError::new(
                 ErrorCode::InvalidOptions,
                 "Please create an index that starts with the proposed shard key before sharding the collection",
@@ -68,18 +79,26 @@ pub(super) async fn create_sharded_collection(
     }
     let uuid = coll.uuid_bson();
     let config = state.connector.client(&identity.config_host);
-    config
-        .run_doc(
-            "admin",
-            doc! {
-                "_configsvrCommitShardCollection": &ns,
-                "key": pattern.pattern().clone(),
-                "unique": unique,
-                "uuid": uuid,
-                "primaryShard": &identity.shard_name,
-            },
-        )
-        .await?;
+    // Already sharded: the config server answers (the same key succeeds, another fails) and
+    // no shard is asked to create anything again.
+    let already_sharded = collection_routing(&config, &ns).await?.is_some();
+    let mut commit = doc! {
+        "_configsvrCommitShardCollection": &ns,
+        "key": pattern.pattern().clone(),
+        "unique": unique,
+        "uuid": uuid,
+        "primaryShard": &identity.shard_name,
+    };
+    if empty && pattern.has_hashed_prefix() && !already_sharded {
+        // The collection was just read back with its shard key index.
+        let coll = db
+            .collection(&name)
+            .ok_or_else(|| MongoError::internal("collection vanished while being sharded"))?;
+        let chunks =
+            spread_over_shards(state, &req.db, &coll, &pattern, &identity.shard_name).await?;
+        commit.insert("initialChunks", chunks);
+    }
+    config.run_doc("admin", commit).await?;
     // This shard now owns the collection's only chunk: learn its version at once, so routers
     // that still believe the collection unsharded are told they are stale.
     state.refresh_collection(&ns).await?;
@@ -87,6 +106,113 @@ pub(super) async fn create_sharded_collection(
         "collectionsharded": &ns,
         "collectionUUID": coll.uuid_bson(),
     })?)
+}
+
+/// One chunk per shard (shards in name order), the hashed range cut evenly; every shard but
+/// this one first creates the collection with this shard's UUID, options and indexes.
+async fn spread_over_shards(
+    state: &ShardState,
+    db: &str,
+    coll: &CollectionMeta,
+    pattern: &ShardKeyPattern,
+    this_shard: &str,
+) -> Result<Vec<Bson>> {
+    let identity = state.require_identity()?;
+    let config = state.connector.client(&identity.config_host);
+    let shards: Vec<(String, String)> = find_all(&config, "shards", doc! {}, doc! {"_id": 1})
+        .await?
+        .iter()
+        .filter_map(|s| {
+            Some((
+                s.get_str("_id").ok()?.into(),
+                s.get_str("host").ok()?.into(),
+            ))
+        })
+        .collect();
+    if shards.len() < 2 {
+        return Ok(Vec::new());
+    }
+    let indexes: Vec<Bson> = coll
+        .indexes
+        .iter()
+        .filter(|i| !i.is_id())
+        .map(|i| Bson::Document(i.spec.clone()))
+        .collect();
+    let participant = doc! {
+        "_shardsvrCreateCollectionParticipant": &coll.name,
+        "uuid": coll.uuid_bson(),
+        "options": coll.options.clone(),
+        "indexes": indexes,
+    };
+    for (name, host) in &shards {
+        if name != this_shard {
+            state
+                .connector
+                .client(host)
+                .run_doc(db, participant.clone())
+                .await?;
+        }
+    }
+    let mut bounds = vec![pattern.global_min()];
+    bounds.extend(pattern.hashed_split_points(shards.len()));
+    bounds.push(pattern.global_max());
+    Ok(bounds
+        .windows(2)
+        .zip(&shards)
+        .map(|(w, (shard, _))| {
+            Bson::Document(doc! {"min": w[0].clone(), "max": w[1].clone(), "shard": shard})
+        })
+        .collect())
+}
+
+/// `{_shardsvrCreateCollectionParticipant: coll, uuid, options, indexes}`: creates a sharded
+/// collection's local part under the coordinator's UUID, with its options and indexes.
+/// Idempotent; an empty local collection under another UUID (a leftover) is replaced, a
+/// non-empty one refused.
+pub(super) async fn create_collection_participant(
+    state: &ShardState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let name = args.collection()?.to_string();
+    let uuid = match args.get("uuid")? {
+        Some(RawBsonRef::Binary(b)) => uuid::Uuid::from_slice(b.bytes)
+            .map_err(|_| MongoError::bad_value("uuid must be a 16-byte UUID"))?,
+        _ => return Err(missing(req.name(), "uuid")),
+    };
+    let options = args.document("options")?.unwrap_or_default();
+    let db = state.storage().database_or_create(&req.db).await?;
+    if let Some(existing) = db.collection(&name) {
+        if existing.uuid != uuid {
+            if db.stats(&existing).count > 0 {
+                return Err(MongoError::new(
+                    ErrorCode::InvalidUUID,
+                    format!(
+                        "collection {}.{name} already exists on this shard with another UUID and holds documents",
+                        req.db
+                    ),
+                ));
+            }
+            db.drop_collection(&name).await?;
+        }
+    }
+    let coll = match db.collection(&name) {
+        Some(coll) => coll,
+        None => db.create_collection_with_uuid(&name, options, uuid).await?,
+    };
+    for spec in args.array("indexes")?.unwrap_or_default() {
+        let Bson::Document(spec) = spec else {
+            return Err(MongoError::type_mismatch("indexes must be index specs"));
+        };
+        let exists = spec
+            .get_str("name")
+            .is_ok_and(|n| coll.indexes.iter().any(|i| i.name == n));
+        if !exists {
+            db.create_index(&name, IndexSpec::parse(&spec)?).await?;
+        }
+    }
+    Ok(RawDocumentBuf::new())
 }
 
 /// Every unique index but `_id` must be prefixed by the shard key, or uniqueness could not be

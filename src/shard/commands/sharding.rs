@@ -25,6 +25,14 @@ pub(super) fn commands() -> Vec<CommandSpec<ShardState>> {
             Box::pin(super::shard_collection::create_sharded_collection(s, c, r))
         })
         .help("Internal: shards a collection of a database this shard is the primary of"),
+        CommandSpec::new("_shardsvrCreateCollectionParticipant", |s, c, r| {
+            Box::pin(super::shard_collection::create_collection_participant(s, c, r))
+        })
+        .help("Internal: creates this shard's part of a sharded collection (same UUID and indexes)"),
+        CommandSpec::new("_shardsvrDropCollectionParticipant", |s, c, r| {
+            Box::pin(drop_collection_participant(s, c, r))
+        })
+        .help("Internal: drops this shard's part of a sharded collection"),
         CommandSpec::new("splitVector", |s, c, r| {
             Box::pin(super::chunks::split_vector(s, c, r))
         })
@@ -87,6 +95,20 @@ async fn drop_database_participant(
     state.cursors.kill_database(&req.db);
     state.forget_database_version(&req.db);
     Ok(RawDocumentBuf::new())
+}
+
+/// Drops the local part of a dropped sharded collection and forgets its filtering metadata, so
+/// the next versioned request learns the new placement.
+async fn drop_collection_participant(
+    state: &ShardState,
+    ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let coll = req.args().collection()?.to_string();
+    let drop = CommandRequest::from_document(&req.db, &bson::doc! {"drop": &coll})?;
+    let reply = super::collections::drop(state, ctx, drop).await?;
+    state.forget_collection(&format!("{}.{coll}", req.db));
+    Ok(reply)
 }
 
 async fn flush_database(

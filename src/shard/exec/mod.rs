@@ -11,7 +11,7 @@ mod scan_state;
 mod sort;
 
 pub use explain::{Execution, ExplainedQuery, StageTree, number, parsed_query};
-pub use output::{FindOutput, RECORD_ID_FIELD};
+pub use output::{FindOutput, RECORD_ID_FIELD, SORT_KEY_FIELD, take_sort_key_request};
 pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};
 pub use position::{Candidate, Examined, Position, RecordSource};
 

@@ -1,11 +1,13 @@
 //! What a find returns for each matching document: the document through its projection, with
-//! `$recordId` appended (`showRecordId`), or only the index key it was found by (`returnKey`).
+//! `$recordId` appended (`showRecordId`), or only the index key it was found by (`returnKey`);
+//! with `$sortKey` appended when a router merging several shards' results asked for it.
 
 use super::plan::{AccessPath, IndexScanPlan, fields_of};
 use crate::document::{hashed, keystring};
 use crate::error::Result;
 use crate::query::filter::Filter;
 use crate::query::projection::Projection;
+use crate::query::sort::SortSpec;
 use crate::shard::index::FieldKind;
 use crate::shard::storage::RecordId;
 use bson::{Bson, Document, RawDocumentBuf};
@@ -13,6 +15,27 @@ use std::sync::Arc;
 
 /// The field `showRecordId` adds, and that carries the record id through a blocking sort.
 pub const RECORD_ID_FIELD: &str = "$recordId";
+
+/// The field a router asks for with `{$sortKey: {$meta: "sortKey"}}` in the projection: the
+/// document's sort key as `{"": v1, "": v2, ...}`, which the router merges shard streams by.
+pub const SORT_KEY_FIELD: &str = "$sortKey";
+
+/// Takes the router's `$sortKey` request out of a projection (an empty projection then means
+/// none); returns whether it was there.
+pub fn take_sort_key_request(projection: &mut Option<Document>) -> bool {
+    let Some(p) = projection else { return false };
+    let requested = matches!(
+        p.get(SORT_KEY_FIELD),
+        Some(Bson::Document(meta)) if meta.len() == 1 && meta.get_str("$meta") == Ok("sortKey")
+    );
+    if requested {
+        p.remove(SORT_KEY_FIELD);
+        if p.is_empty() {
+            *projection = None;
+        }
+    }
+    requested
+}
 
 /// Most key combinations tried when looking for the key a multikey index found a document by.
 const MAX_KEY_COMBINATIONS: usize = 1000;
@@ -27,6 +50,8 @@ pub struct FindOutput {
     /// `returnKey`: the index the documents come from (`None`: a collection scan, whose keys
     /// are empty documents).
     pub return_key: Option<KeySource>,
+    /// The sort whose key is appended as [`SORT_KEY_FIELD`].
+    pub sort_key: Option<SortSpec>,
 }
 
 pub enum KeySource {
@@ -60,12 +85,22 @@ impl FindOutput {
             positional_query,
             show_record_id,
             return_key,
+            sort_key: None,
         }
+    }
+
+    /// Appends each document's key under `sort` as [`SORT_KEY_FIELD`].
+    pub fn with_sort_key(mut self, sort: SortSpec) -> FindOutput {
+        self.sort_key = Some(sort);
+        self
     }
 
     /// Nothing to change: the stored bytes can be returned as they are.
     pub fn is_identity(&self) -> bool {
-        self.projection.is_none() && !self.show_record_id && self.return_key.is_none()
+        self.projection.is_none()
+            && !self.show_record_id
+            && self.return_key.is_none()
+            && self.sort_key.is_none()
     }
 
     /// The returned form of a document found at `rid`.
@@ -84,7 +119,16 @@ impl FindOutput {
         if self.show_record_id && self.return_key.is_none() {
             out.insert(RECORD_ID_FIELD, Bson::Int64(rid));
         }
-        Ok(RawDocumentBuf::from_document(&out)?)
+        let mut raw = RawDocumentBuf::from_document(&out)?;
+        if let Some(sort) = &self.sort_key {
+            // Keys are all "": a raw document, which may repeat a field name.
+            let mut key = RawDocumentBuf::new();
+            for value in sort.sort_key(doc) {
+                key.append("", bson::RawBson::try_from(value)?);
+            }
+            raw.append(SORT_KEY_FIELD, key);
+        }
+        Ok(raw)
     }
 
     /// Like [`render`](Self::render) for a document that went through a blocking sort with its

@@ -179,6 +179,18 @@ impl DatabaseStore {
         name: &str,
         options: Document,
     ) -> Result<Arc<CollectionMeta>> {
+        self.create_collection_with_uuid(name, options, Uuid::new_v4())
+            .await
+    }
+
+    /// Creates a collection under a given UUID: a sharded collection has one UUID on every
+    /// shard holding its chunks.
+    pub async fn create_collection_with_uuid(
+        &self,
+        name: &str,
+        options: Document,
+        uuid: Uuid,
+    ) -> Result<Arc<CollectionMeta>> {
         let mut writer = self.writer.lock().await;
         if self.collection(name).is_some() {
             return Err(MongoError::new(
@@ -198,7 +210,7 @@ impl DatabaseStore {
         let meta = CollectionMeta {
             name: name.to_string(),
             ident,
-            uuid: Uuid::new_v4(),
+            uuid,
             options,
             indexes: vec![id_index],
         };

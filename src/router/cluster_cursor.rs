@@ -1,0 +1,282 @@
+//! Cluster cursors: one client cursor over the cursors several shards opened for one query.
+//! With a sort, shard streams (each sorted, each document carrying its `$sortKey`) are merged
+//! by the sort key; without one they are read one after the other. `skip` and `limit` apply
+//! once, here (shards were asked for `limit + skip` without skipping).
+
+use crate::command::CommandRequest;
+use crate::error::{MongoError, Result};
+use crate::query::sort::SortSpec;
+use crate::rpc::NodeClient;
+use bson::{Bson, RawBsonRef, RawDocument, RawDocumentBuf, doc};
+use std::cmp::Ordering;
+use std::collections::VecDeque;
+
+/// A reply batch stays under MongoDB's 16 MiB message limit.
+const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
+
+/// The field shards add with a document's sort key (`{$sortKey: {$meta: "sortKey"}}`).
+pub const SORT_KEY_FIELD: &str = "$sortKey";
+
+/// One shard's cursor and what it returned that was not passed on yet.
+struct RemoteCursor {
+    shard: String,
+    client: NodeClient,
+    /// The shard's cursor id; 0 once the shard has nothing more.
+    id: i64,
+    buffer: VecDeque<Buffered>,
+}
+
+struct Buffered {
+    sort_key: Vec<Bson>,
+    doc: RawDocumentBuf,
+}
+
+pub struct ClusterCursor {
+    db: String,
+    collection: String,
+    remotes: Vec<RemoteCursor>,
+    sort: Option<SortSpec>,
+    skip: u64,
+    /// Documents still to return (`None`: no limit).
+    remaining: Option<u64>,
+    /// The batch size getMores ask shards for.
+    shard_batch_size: Option<i64>,
+    /// A document read but not returned because the batch was full.
+    held: Option<RawDocumentBuf>,
+}
+
+impl ClusterCursor {
+    pub fn new(
+        db: &str,
+        collection: &str,
+        sort: Option<SortSpec>,
+        skip: u64,
+        limit: Option<u64>,
+        shard_batch_size: Option<i64>,
+    ) -> ClusterCursor {
+        ClusterCursor {
+            db: db.to_string(),
+            collection: collection.to_string(),
+            remotes: Vec::new(),
+            sort,
+            skip,
+            remaining: limit,
+            shard_batch_size,
+            held: None,
+        }
+    }
+
+    /// Adds a shard's cursor from its reply to the initial command.
+    pub fn add_shard(
+        &mut self,
+        shard: &str,
+        client: NodeClient,
+        reply: &RawDocument,
+    ) -> Result<()> {
+        let mut remote = RemoteCursor {
+            shard: shard.to_string(),
+            client,
+            id: 0,
+            buffer: VecDeque::new(),
+        };
+        remote.absorb(reply, "firstBatch", self.sort.is_some())?;
+        self.remotes.push(remote);
+        Ok(())
+    }
+
+    /// Whether every document has been returned.
+    pub fn is_exhausted(&self) -> bool {
+        self.remaining == Some(0)
+            || (self.held.is_none()
+                && self
+                    .remotes
+                    .iter()
+                    .all(|r| r.id == 0 && r.buffer.is_empty()))
+    }
+
+    /// The next batch: at most `max_docs` documents (and 16 MiB).
+    pub async fn next_batch(&mut self, max_docs: Option<usize>) -> Result<Vec<RawDocumentBuf>> {
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        while self.remaining != Some(0) && max_docs.is_none_or(|max| batch.len() < max) {
+            let doc = match self.held.take() {
+                Some(doc) => doc,
+                None => match self.next_doc().await? {
+                    Some(doc) => doc,
+                    None => break,
+                },
+            };
+            if self.skip > 0 {
+                self.skip -= 1;
+                continue;
+            }
+            if !batch.is_empty() && bytes + doc.as_bytes().len() > MAX_BATCH_BYTES {
+                self.held = Some(doc);
+                break;
+            }
+            bytes += doc.as_bytes().len();
+            batch.push(doc);
+            if let Some(remaining) = &mut self.remaining {
+                *remaining -= 1;
+            }
+        }
+        Ok(batch)
+    }
+
+    /// The next document in merge order, fetching from shards as their buffers run dry.
+    async fn next_doc(&mut self) -> Result<Option<RawDocumentBuf>> {
+        let (db, collection, batch_size) = (&self.db, &self.collection, self.shard_batch_size);
+        let Some(sort) = &self.sort else {
+            for remote in &mut self.remotes {
+                while remote.buffer.is_empty() && remote.id != 0 {
+                    remote.get_more(db, collection, batch_size, false).await?;
+                }
+                if let Some(next) = remote.buffer.pop_front() {
+                    return Ok(Some(next.doc));
+                }
+            }
+            return Ok(None);
+        };
+        // Every shard with more to give must show its next document before one is chosen.
+        let refills = self
+            .remotes
+            .iter_mut()
+            .filter(|r| r.buffer.is_empty() && r.id != 0)
+            .map(|r| r.refill(db, collection, batch_size));
+        futures::future::try_join_all(refills).await?;
+        let best = self
+            .remotes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.buffer.front().map(|b| (i, b)))
+            .min_by(|(i, a), (j, b)| {
+                // Equal keys: the lower shard index first, so the merge is deterministic.
+                match sort.compare_keys(&a.sort_key, &b.sort_key) {
+                    Ordering::Equal => i.cmp(j),
+                    other => other,
+                }
+            })
+            .map(|(i, _)| i);
+        Ok(best.and_then(|i| self.remotes[i].buffer.pop_front().map(|b| b.doc)))
+    }
+
+    /// Closes the shard cursors still open (their shards would time them out otherwise).
+    pub async fn kill(&mut self) {
+        let kills = self.remotes.iter_mut().filter(|r| r.id != 0).map(|r| {
+            let id = std::mem::take(&mut r.id);
+            let kill = doc! {"killCursors": &self.collection, "cursors": [id]};
+            let client = r.client.clone();
+            let db = self.db.clone();
+            async move {
+                if let Ok(req) = CommandRequest::from_document(&db, &kill) {
+                    let _ = client.call(req).await;
+                }
+            }
+        });
+        futures::future::join_all(kills).await;
+    }
+}
+
+impl RemoteCursor {
+    /// Fetches until the buffer holds a document or the shard has none left.
+    async fn refill(&mut self, db: &str, collection: &str, batch_size: Option<i64>) -> Result<()> {
+        while self.buffer.is_empty() && self.id != 0 {
+            self.get_more(db, collection, batch_size, true).await?;
+        }
+        Ok(())
+    }
+
+    async fn get_more(
+        &mut self,
+        db: &str,
+        collection: &str,
+        batch_size: Option<i64>,
+        sorted: bool,
+    ) -> Result<()> {
+        let mut cmd = doc! {"getMore": self.id, "collection": collection};
+        if let Some(size) = batch_size {
+            cmd.insert("batchSize", size);
+        }
+        let reply = self
+            .client
+            .run(CommandRequest::from_document(db, &cmd)?)
+            .await
+            .inspect_err(|_| self.id = 0)?;
+        self.absorb(&reply, "nextBatch", sorted)
+    }
+
+    /// Takes a cursor reply's batch and cursor id.
+    fn absorb(&mut self, reply: &RawDocument, batch_field: &str, sorted: bool) -> Result<()> {
+        let Some(RawBsonRef::Document(cursor)) = reply.get("cursor")? else {
+            return Err(MongoError::internal(format!(
+                "shard {} answered a query without a cursor",
+                self.shard
+            )));
+        };
+        self.id = match cursor.get("id")? {
+            Some(RawBsonRef::Int64(id)) => id,
+            _ => 0,
+        };
+        if let Some(RawBsonRef::Array(batch)) = cursor.get(batch_field)? {
+            for doc in batch {
+                let RawBsonRef::Document(doc) = doc? else {
+                    continue;
+                };
+                self.buffer.push_back(if sorted {
+                    split_sort_key(doc)?
+                } else {
+                    Buffered {
+                        sort_key: Vec::new(),
+                        doc: doc.to_raw_document_buf(),
+                    }
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Separates the `$sortKey` a shard appended from the document returned to the client.
+pub fn take_sort_key(doc: &RawDocument) -> Result<(Vec<Bson>, RawDocumentBuf)> {
+    let Buffered { sort_key, doc } = split_sort_key(doc)?;
+    Ok((sort_key, doc))
+}
+
+fn split_sort_key(doc: &RawDocument) -> Result<Buffered> {
+    let mut out = RawDocumentBuf::new();
+    let mut sort_key = Vec::new();
+    for element in doc {
+        let (name, value) = element?;
+        match (name, value) {
+            (SORT_KEY_FIELD, RawBsonRef::Document(key)) => {
+                for part in key {
+                    let (_, v) = part?;
+                    sort_key.push(Bson::try_from(v.to_raw_bson())?);
+                }
+            }
+            _ => out.append_ref(name, value),
+        }
+    }
+    Ok(Buffered { sort_key, doc: out })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::rawdoc;
+
+    #[test]
+    fn sort_keys_are_split_off() {
+        let mut key = RawDocumentBuf::new();
+        key.append("", 3);
+        key.append("", "x");
+        let mut doc = rawdoc! {"_id": 1, "a": 3};
+        doc.append(SORT_KEY_FIELD, key);
+        let buffered = split_sort_key(&doc).unwrap();
+        assert_eq!(
+            buffered.sort_key,
+            vec![Bson::Int32(3), Bson::String("x".into())]
+        );
+        assert_eq!(buffered.doc, rawdoc! {"_id": 1, "a": 3});
+    }
+}

@@ -1,0 +1,362 @@
+//! Reads on the router: `find`, `count`, `distinct` and `aggregate`. An unsharded collection's
+//! reads go to the database's primary shard. A sharded collection's reads are targeted by the
+//! shard key bounds of their filter: one shard gets the command as it is (with that shard's
+//! version); several get it at once and the router merges — a cluster cursor for `find`
+//! (merge-sorted, `skip` and `limit` applied once here), summed counts, the union of distinct
+//! values.
+
+use super::super::RouterState;
+use super::super::cluster_cursor::{ClusterCursor, SORT_KEY_FIELD};
+use super::super::cursors::CursorSource;
+use super::super::forward::{Pass, Placement, on_config_server, reply_error, stale_in};
+use crate::command::{CommandRequest, cursor_reply};
+use crate::document::order::compare_values;
+use crate::error::{ErrorCategory, ErrorCode, MongoError, Result};
+use crate::query::sort::SortSpec;
+use crate::server::RequestContext;
+use bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf, doc, rawdoc};
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// The first batch of a find without `batchSize`, as MongoDB sizes it.
+const DEFAULT_FIRST_BATCH: i64 = 101;
+
+/// The namespace a cursor over `req`'s collection reports.
+fn namespace(req: &CommandRequest) -> Result<String> {
+    Ok(match req.args().target()? {
+        RawBsonRef::String(coll) => format!("{}.{coll}", req.db),
+        _ => format!("{}.$cmd.{}", req.db, req.name()),
+    })
+}
+
+/// A copy of `body` without the `drop` fields, followed by `add`.
+fn rewrite(body: &RawDocument, drop: &[&str], add: Document) -> Result<RawDocumentBuf> {
+    let mut out = RawDocumentBuf::new();
+    for element in body {
+        let (name, value) = element?;
+        if !drop.contains(&name) && !add.contains_key(name) {
+            out.append_ref(name, value);
+        }
+    }
+    for (name, value) in add {
+        out.append(name, bson::RawBson::try_from(value)?);
+    }
+    Ok(out)
+}
+
+/// The shards a sharded collection's read reaches (the primary for an unsharded one).
+fn targets(placement: &Placement, filter: &Document) -> Vec<String> {
+    match &placement.routing {
+        Some(routing) => routing.shards_for_filter(filter),
+        None => vec![placement.db.primary.clone()],
+    }
+}
+
+/// How a read's results from several shards become one reply.
+enum Merge {
+    Find,
+    Count,
+    Distinct,
+    /// Not merged yet: the read must target one shard.
+    Unsupported,
+}
+
+/// Runs a read on its namespace: when one shard is targeted the command goes there unchanged
+/// (with that shard's version), across several the replies are merged. `None` when the
+/// database does not exist.
+async fn targeted_read(
+    state: &RouterState,
+    req: &CommandRequest,
+    filter: &Document,
+    merge: Merge,
+) -> Result<Option<RawDocumentBuf>> {
+    let ns = namespace(req)?;
+    let mut passes = state.routing_loop(&req.db, Some(&ns), false);
+    while let Some(placement) = passes.next().await? {
+        let shards = targets(&placement, filter);
+        let pass = if let [shard] = shards.as_slice() {
+            let (client, reply) = state
+                .call_shard(shard, placement.versioned(shard, req)?)
+                .await?;
+            match stale_in(&reply) {
+                Some(stale) => Err(stale),
+                None => Ok(state.adopt_cursor(&client, reply)?),
+            }
+        } else {
+            match merge {
+                Merge::Find => scatter_find(state, &placement, &shards, req, &ns).await?,
+                Merge::Count => scatter_count(state, &placement, &shards, req).await?,
+                Merge::Distinct => scatter_distinct(state, &placement, &shards, req).await?,
+                Merge::Unsupported => {
+                    return Err(MongoError::new(
+                        ErrorCode::NotImplemented,
+                        format!(
+                            "{} on {ns} is not supported yet across shards: it reaches chunks on {}",
+                            req.name(),
+                            shards.join(", ")
+                        ),
+                    ));
+                }
+            }
+        };
+        match pass {
+            Ok(reply) => return Ok(Some(reply)),
+            Err(stale) => passes.stale(stale),
+        }
+    }
+    Ok(None)
+}
+
+/// Reads of `config`/`admin` go to the config server as they are.
+async fn config_read(state: &RouterState, req: CommandRequest) -> Result<RawDocumentBuf> {
+    let reply = state.config.call(req).await?;
+    state.adopt_cursor(&state.config, reply)
+}
+
+pub(super) async fn find(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    super::super::forward::check_routable(&req.db)?;
+    if on_config_server(&req.db) {
+        return config_read(state, req).await;
+    }
+    let ns = namespace(&req)?;
+    let filter = req.args().document("filter")?.unwrap_or_default();
+    let merged = targeted_read(state, &req, &filter, Merge::Find).await?;
+    Ok(merged.unwrap_or_else(|| cursor_reply(&ns, Vec::new(), 0, true)))
+}
+
+/// A find over several shards: each runs it without `skip` (and with `limit + skip`), sorted
+/// results carrying their sort keys; a cluster cursor merges them.
+async fn scatter_find(
+    state: &RouterState,
+    placement: &Placement,
+    shards: &[String],
+    req: &CommandRequest,
+    ns: &str,
+) -> Result<Pass<RawDocumentBuf>> {
+    let args = req.args();
+    let collection = args.collection()?;
+    let sort = args
+        .document("sort")?
+        .map(|s| SortSpec::parse(&s))
+        .transpose()?
+        .filter(|s| !s.is_empty());
+    let skip = args.non_negative("skip")?.unwrap_or(0);
+    let limit = args.non_negative("limit")?.filter(|l| *l > 0);
+    let batch_size = args.non_negative("batchSize")?;
+    let single_batch = args.bool("singleBatch")?.unwrap_or(false);
+    let allow_partial = args.bool("allowPartialResults")?.unwrap_or(false);
+    let first_batch = batch_size.unwrap_or(DEFAULT_FIRST_BATCH);
+    let mut add = Document::new();
+    if let Some(limit) = limit {
+        add.insert("limit", limit.saturating_add(skip));
+    }
+    let mut shard_batch = first_batch.saturating_add(skip);
+    if let Some(limit) = limit {
+        shard_batch = shard_batch.min(limit.saturating_add(skip));
+    }
+    add.insert("batchSize", shard_batch);
+    if sort.is_some() {
+        let mut projection = args.document("projection")?.unwrap_or_default();
+        projection.insert(SORT_KEY_FIELD, doc! {"$meta": "sortKey"});
+        add.insert("projection", projection);
+    }
+    let shard_req = CommandRequest::new(
+        req.db.clone(),
+        rewrite(&req.body, &["skip", "limit", "singleBatch"], add)?,
+    )?;
+    let mut cursor = ClusterCursor::new(
+        &req.db,
+        collection,
+        sort,
+        skip as u64,
+        limit.map(|l| l as u64),
+        batch_size.filter(|b| *b > 0),
+    );
+    let mut partial = false;
+    let mut failure: Option<std::result::Result<MongoError, _>> = None;
+    for (shard, result) in state.scatter(placement, shards, &shard_req).await {
+        let outcome = result.and_then(|(client, reply)| {
+            if let Some(stale) = stale_in(&reply) {
+                return Ok(Err(stale));
+            }
+            if let Some(e) = reply_error(&reply)? {
+                return Err(e);
+            }
+            cursor.add_shard(&shard, client, &reply)?;
+            Ok(Ok(()))
+        });
+        match outcome {
+            Ok(Ok(())) => {}
+            Err(e) if allow_partial && e.code().is(ErrorCategory::NetworkError) => {
+                tracing::debug!(shard = %shard, error = %e, "shard unavailable; returning partial results");
+                partial = true;
+            }
+            Ok(Err(stale)) => failure = failure.or(Some(Err(stale))),
+            Err(e) => failure = failure.or(Some(Ok(e))),
+        }
+    }
+    if let Some(failure) = failure {
+        cursor.kill().await;
+        return match failure {
+            Ok(e) => Err(e),
+            Err(stale) => Ok(Err(stale)),
+        };
+    }
+    let batch = match cursor.next_batch(Some(first_batch as usize)).await {
+        Ok(batch) => batch,
+        Err(e) => {
+            cursor.kill().await;
+            return Err(e);
+        }
+    };
+    let id = if single_batch || cursor.is_exhausted() {
+        cursor.kill().await;
+        0
+    } else {
+        let source = CursorSource::Cluster(Arc::new(tokio::sync::Mutex::new(cursor)));
+        state.cursors.register(source, ns.to_string())
+    };
+    let mut reply = cursor_reply(ns, batch, id, true);
+    if partial {
+        reply.append("partialResultsReturned", true);
+    }
+    Ok(Ok(reply))
+}
+
+pub(super) async fn aggregate(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    if req.args().bool("explain")? == Some(true) {
+        return super::explain::explain_aggregate(state, req).await;
+    }
+    super::super::forward::check_routable(&req.db)?;
+    if on_config_server(&req.db) {
+        return config_read(state, req).await;
+    }
+    let ns = namespace(&req)?;
+    // A leading `$match` targets like a find's filter.
+    let first_match = req
+        .args()
+        .array("pipeline")?
+        .and_then(|stages| match stages.into_iter().next() {
+            Some(Bson::Document(stage)) => stage.get_document("$match").ok().cloned(),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let merged = match req.args().target()? {
+        RawBsonRef::String(_) => {
+            targeted_read(state, &req, &first_match, Merge::Unsupported).await?
+        }
+        // `aggregate: 1` names no collection: the database's primary runs it.
+        _ => match state.send_to_primary(req, false).await? {
+            Some((shard, reply)) => Some(state.adopt_cursor(&shard, reply)?),
+            None => None,
+        },
+    };
+    Ok(merged.unwrap_or_else(|| cursor_reply(&ns, Vec::new(), 0, true)))
+}
+
+pub(super) async fn count(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    super::super::forward::check_routable(&req.db)?;
+    if on_config_server(&req.db) {
+        return state.config.call(req).await;
+    }
+    let query = req.args().document("query")?.unwrap_or_default();
+    let merged = targeted_read(state, &req, &query, Merge::Count).await?;
+    Ok(merged.unwrap_or_else(|| rawdoc! {"n": 0}))
+}
+
+/// A count over several shards: each counts without `skip` (up to `limit + skip`); the sum,
+/// less the skip, capped by the limit, is the answer.
+async fn scatter_count(
+    state: &RouterState,
+    placement: &Placement,
+    shards: &[String],
+    req: &CommandRequest,
+) -> Result<Pass<RawDocumentBuf>> {
+    let args = req.args();
+    let skip = args.non_negative("skip")?.unwrap_or(0);
+    // A negative limit counts like its absolute value.
+    let limit = args.i64("limit")?.map(i64::abs).filter(|l| *l > 0);
+    let mut add = Document::new();
+    if let Some(limit) = limit {
+        add.insert("limit", limit.saturating_add(skip));
+    }
+    let shard_req =
+        CommandRequest::new(req.db.clone(), rewrite(&req.body, &["skip", "limit"], add)?)?;
+    let mut total: i64 = 0;
+    for (_, result) in state.scatter(placement, shards, &shard_req).await {
+        let (_, reply) = result?;
+        if let Some(stale) = stale_in(&reply) {
+            return Ok(Err(stale));
+        }
+        if let Some(e) = reply_error(&reply)? {
+            return Err(e);
+        }
+        total += match reply.get("n")? {
+            Some(RawBsonRef::Int32(n)) => i64::from(n),
+            Some(RawBsonRef::Int64(n)) => n,
+            Some(RawBsonRef::Double(n)) => n as i64,
+            _ => 0,
+        };
+    }
+    let mut n = (total - skip).max(0);
+    if let Some(limit) = limit {
+        n = n.min(limit);
+    }
+    Ok(Ok(match i32::try_from(n) {
+        Ok(n) => rawdoc! {"n": n},
+        Err(_) => rawdoc! {"n": n},
+    }))
+}
+
+pub(super) async fn distinct(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    super::super::forward::check_routable(&req.db)?;
+    if on_config_server(&req.db) {
+        return state.config.call(req).await;
+    }
+    let query = req.args().document("query")?.unwrap_or_default();
+    let merged = targeted_read(state, &req, &query, Merge::Distinct).await?;
+    Ok(merged.unwrap_or_else(|| rawdoc! {"values": []}))
+}
+
+/// Distinct values over several shards: the union, in MongoDB's order, without duplicates.
+async fn scatter_distinct(
+    state: &RouterState,
+    placement: &Placement,
+    shards: &[String],
+    req: &CommandRequest,
+) -> Result<Pass<RawDocumentBuf>> {
+    let mut values: Vec<Bson> = Vec::new();
+    for (_, result) in state.scatter(placement, shards, req).await {
+        let (_, reply) = result?;
+        if let Some(stale) = stale_in(&reply) {
+            return Ok(Err(stale));
+        }
+        if let Some(e) = reply_error(&reply)? {
+            return Err(e);
+        }
+        if let Some(RawBsonRef::Array(shard_values)) = reply.get("values")? {
+            for value in shard_values {
+                values.push(Bson::try_from(value?.to_raw_bson())?);
+            }
+        }
+    }
+    values.sort_by(compare_values);
+    values.dedup_by(|a, b| compare_values(a, b) == Ordering::Equal);
+    Ok(Ok(RawDocumentBuf::from_document(&doc! {"values": values})?))
+}

@@ -1,0 +1,185 @@
+//! Writes on the router: `insert`, `update`, `delete` (a [`WriteBatch`] when the collection is
+//! sharded; the whole command to the primary shard otherwise) and `findAndModify` (to the one
+//! shard its query's shard key selects, or in two phases: find the first match's `_id`, then
+//! modify it on its shard).
+
+use super::super::RouterState;
+use super::super::forward::{check_routable, on_config_server, stale_in};
+use super::super::write_batch::{WriteBatch, WriteKind, first_match};
+use crate::command::CommandRequest;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::RequestContext;
+use crate::server::stats::Stats;
+use bson::{Bson, RawDocumentBuf, doc};
+use std::sync::atomic::AtomicI64;
+
+pub(super) async fn insert(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    write(state, req, WriteKind::Insert, |s| &s.op_insert).await
+}
+
+pub(super) async fn update(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    write(state, req, WriteKind::Update, |s| &s.op_update).await
+}
+
+pub(super) async fn delete(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    write(state, req, WriteKind::Delete, |s| &s.op_delete).await
+}
+
+/// A batched write, counted per statement in `opcounters` as mongos counts them. Writes create
+/// the database when it does not exist yet.
+async fn write(
+    state: &RouterState,
+    req: CommandRequest,
+    kind: WriteKind,
+    counter: fn(&Stats) -> &AtomicI64,
+) -> Result<RawDocumentBuf> {
+    let statements = req.document_array(kind.field())?.len();
+    Stats::add(counter(&state.node.stats), statements as i64);
+    check_routable(&req.db)?;
+    if on_config_server(&req.db) {
+        return state.config.call(req).await;
+    }
+    let ns = format!("{}.{}", req.db, req.args().collection()?);
+    let mut batch: Option<WriteBatch> = None;
+    let mut passes = state.routing_loop(&req.db, Some(&ns), true);
+    while let Some(placement) = passes.next().await? {
+        if placement.routing.is_none() && batch.is_none() {
+            // Unsharded, nothing sent yet: the command goes to the primary as it is.
+            let primary = placement.db.primary.clone();
+            let (_, reply) = state
+                .call_shard(&primary, placement.versioned(&primary, &req)?)
+                .await?;
+            match stale_in(&reply) {
+                Some(stale) => passes.stale(stale),
+                None => return Ok(reply),
+            }
+            continue;
+        }
+        let batch = match &mut batch {
+            Some(batch) => batch,
+            None => batch.insert(WriteBatch::parse(&req, kind)?),
+        };
+        match batch.run_pass(state, &placement).await? {
+            Ok(()) => break,
+            Err(stale) => passes.stale(stale),
+        }
+    }
+    match batch {
+        Some(batch) => batch.reply(),
+        None => Err(MongoError::internal(
+            "a write found no database to write to",
+        )),
+    }
+}
+
+pub(super) async fn find_and_modify(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    check_routable(&req.db)?;
+    if on_config_server(&req.db) {
+        return state.config.call(req).await;
+    }
+    let args = req.args();
+    let collection = args.collection()?.to_string();
+    let ns = format!("{}.{collection}", req.db);
+    let query = args.document("query")?.unwrap_or_default();
+    let upsert = args.bool("upsert")?.unwrap_or(false);
+    let remove = args.bool("remove")?.unwrap_or(false);
+    let sort = args.document("sort")?;
+    let mut passes = state.routing_loop(&req.db, Some(&ns), true);
+    while let Some(placement) = passes.next().await? {
+        let (shard, outgoing) = match &placement.routing {
+            None => (placement.db.primary.clone(), req.clone()),
+            Some(routing) => {
+                let shards = routing.shards_for_filter(&query);
+                if let Some(shard) = routing.shard_for_exact_key(&query) {
+                    (shard, req.clone())
+                } else if upsert {
+                    return Err(MongoError::new(
+                        ErrorCode::ShardKeyNotFound,
+                        format!(
+                            "Query for sharded findAndModify with upsert must contain the shard key {}",
+                            crate::document::display::render_doc(routing.entry.key.pattern())
+                        ),
+                    ));
+                } else if let [shard] = shards.as_slice() {
+                    (shard.clone(), req.clone())
+                } else {
+                    let found = first_match(
+                        state,
+                        &placement,
+                        &shards,
+                        &req.db,
+                        &collection,
+                        &query,
+                        sort.clone(),
+                        &req.body,
+                    )
+                    .await?;
+                    match found {
+                        Err(stale) => {
+                            passes.stale(stale);
+                            continue;
+                        }
+                        Ok(None) => return no_match(remove),
+                        Ok(Some((shard, id))) => {
+                            let narrowed = doc! {"$and": [query.clone(), {"_id": id}]};
+                            (shard, with_query(&req, narrowed)?)
+                        }
+                    }
+                }
+            }
+        };
+        let (_, reply) = state
+            .call_shard(&shard, placement.versioned(&shard, &outgoing)?)
+            .await?;
+        match stale_in(&reply) {
+            Some(stale) => passes.stale(stale),
+            None => return Ok(reply),
+        }
+    }
+    Err(MongoError::internal("findAndModify found no database"))
+}
+
+/// `req` with its `query` replaced.
+fn with_query(req: &CommandRequest, query: bson::Document) -> Result<CommandRequest> {
+    let mut body = RawDocumentBuf::new();
+    for element in &req.body {
+        let (name, value) = element?;
+        if name == "query" {
+            body.append("query", RawDocumentBuf::from_document(&query)?);
+        } else {
+            body.append_ref(name, value);
+        }
+    }
+    if req.body.get("query")?.is_none() {
+        body.append("query", RawDocumentBuf::from_document(&query)?);
+    }
+    CommandRequest::new(req.db.clone(), body)
+}
+
+/// findAndModify's reply when no document matched.
+fn no_match(remove: bool) -> Result<RawDocumentBuf> {
+    let last_error = if remove {
+        doc! {"n": 0}
+    } else {
+        doc! {"n": 0, "updatedExisting": false}
+    };
+    Ok(RawDocumentBuf::from_document(
+        &doc! {"lastErrorObject": last_error, "value": Bson::Null},
+    )?)
+}

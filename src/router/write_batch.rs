@@ -1,0 +1,555 @@
+//! A write batch (`insert`, `update` or `delete`) on a sharded collection: each statement is
+//! targeted — an insert by its document's shard key; an update or delete by its filter (one
+//! shard for an exact shard key, the owners of the overlapping chunks for a multi-write) — and
+//! statements travel as per-shard sub-batches: unordered, all at once; ordered, in runs going
+//! to one shard, stopping at the first error. Replies merge with statement indexes mapped
+//! back. A single-document write that could be on several shards runs in two phases (find one
+//! matching `_id`, then write it where it is), as MongoDB 8.0 does. A sub-batch a shard refused
+//! as stale goes back to pending and is re-targeted on the next pass; nothing runs twice.
+
+use super::RouterState;
+use super::cluster_cursor::{SORT_KEY_FIELD, take_sort_key};
+use super::forward::{Pass, Placement, Stale, reply_error, stale_in};
+use crate::command::CommandRequest;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::query::sort::SortSpec;
+use bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf, doc};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteKind {
+    Insert,
+    Update,
+    Delete,
+}
+
+impl WriteKind {
+    /// The field holding the statements.
+    pub fn field(self) -> &'static str {
+        match self {
+            WriteKind::Insert => "documents",
+            WriteKind::Update => "updates",
+            WriteKind::Delete => "deletes",
+        }
+    }
+}
+
+/// Where a statement goes.
+enum Target {
+    Shards(Vec<String>),
+    /// A single-document update or delete whose filter could match on several shards.
+    TwoPhase(Vec<String>),
+}
+
+pub struct WriteBatch {
+    kind: WriteKind,
+    db: String,
+    collection: String,
+    /// The command without its statements and `ordered`.
+    base: RawDocumentBuf,
+    ordered: bool,
+    statements: Vec<RawDocumentBuf>,
+    /// Statements not yet executed, in order.
+    pending: Vec<usize>,
+    n: i64,
+    n_modified: i64,
+    upserted: Vec<(usize, Bson)>,
+    write_errors: Vec<(usize, Document)>,
+    write_concern_error: Option<Document>,
+    /// The shards each statement already ran on (a multi-write refused by some of its shards
+    /// is resent only to those).
+    done: BTreeMap<usize, Vec<String>>,
+}
+
+impl WriteBatch {
+    pub fn parse(req: &CommandRequest, kind: WriteKind) -> Result<WriteBatch> {
+        let args = req.args();
+        let collection = args.collection()?.to_string();
+        let ordered = args.bool("ordered")?.unwrap_or(true);
+        let mut statements = Vec::new();
+        for statement in req.document_array(kind.field())? {
+            statements.push(match kind {
+                WriteKind::Insert => with_id(statement)?,
+                _ => statement.to_raw_document_buf(),
+            });
+        }
+        let mut base = RawDocumentBuf::new();
+        for element in &req.body {
+            let (name, value) = element?;
+            if name != kind.field() && name != "ordered" {
+                base.append_ref(name, value);
+            }
+        }
+        Ok(WriteBatch {
+            kind,
+            db: req.db.clone(),
+            collection,
+            base,
+            ordered,
+            pending: (0..statements.len()).collect(),
+            statements,
+            n: 0,
+            n_modified: 0,
+            upserted: Vec::new(),
+            write_errors: Vec::new(),
+            write_concern_error: None,
+            done: BTreeMap::new(),
+        })
+    }
+
+    /// Runs the pending statements against `placement`: `Err(stale)` when some sub-batch was
+    /// refused as stale (those statements stay pending for the next pass).
+    pub async fn run_pass(
+        &mut self,
+        state: &RouterState,
+        placement: &Placement,
+    ) -> Result<Pass<()>> {
+        let pending = std::mem::take(&mut self.pending);
+        let mut targets = Vec::with_capacity(pending.len());
+        for (position, &index) in pending.iter().enumerate() {
+            match self.target(placement, index) {
+                Ok(Target::Shards(mut shards)) => {
+                    if let Some(done) = self.done.get(&index) {
+                        shards.retain(|s| !done.contains(s));
+                    }
+                    if !shards.is_empty() {
+                        targets.push((index, Target::Shards(shards)));
+                    }
+                }
+                Ok(target) => targets.push((index, target)),
+                Err(e) => {
+                    self.write_errors.push((index, e.to_write_error(index)));
+                    if self.ordered {
+                        // Statements before this one still run; none after it.
+                        targets.truncate(position);
+                        break;
+                    }
+                }
+            }
+        }
+        let mut stale = None;
+        let mut rounds = self.rounds(targets).into_iter();
+        while let Some(round) = rounds.next() {
+            let errors_before = self.write_errors.len();
+            let (refused, round_stale) = match round {
+                Round::SubBatches(by_shard) => self.send_round(state, placement, by_shard).await?,
+                Round::TwoPhase(index, shards) => {
+                    match self.two_phase(state, placement, index, &shards).await? {
+                        Ok(()) => (Vec::new(), None),
+                        Err(s) => (vec![index], Some(s)),
+                    }
+                }
+            };
+            stale = stale.or(round_stale);
+            let refused_any = !refused.is_empty();
+            self.pending.extend(refused);
+            if self.ordered && (self.write_errors.len() > errors_before || refused_any) {
+                // In order: nothing runs after an error; what follows a refused statement
+                // waits for it (next pass).
+                if self.write_errors.len() > errors_before {
+                    self.pending.clear();
+                } else {
+                    for rest in rounds.by_ref() {
+                        self.pending.extend(rest.indexes());
+                    }
+                }
+                break;
+            }
+        }
+        self.pending.dedup();
+        self.pending.sort_unstable();
+        Ok(match stale {
+            Some(s) if !self.pending.is_empty() => Err(s),
+            _ => Ok(()),
+        })
+    }
+
+    /// Where statement `index` goes under `placement`.
+    fn target(&self, placement: &Placement, index: usize) -> Result<Target> {
+        let Some(routing) = &placement.routing else {
+            return Ok(Target::Shards(vec![placement.db.primary.clone()]));
+        };
+        let statement = &self.statements[index];
+        if self.kind == WriteKind::Insert {
+            let doc = statement.to_document()?;
+            return Ok(Target::Shards(vec![routing.shard_for_document(&doc)?]));
+        }
+        let filter = match statement.get("q")? {
+            Some(RawBsonRef::Document(q)) => Document::try_from(q)?,
+            _ => Document::new(),
+        };
+        let multi = match self.kind {
+            WriteKind::Update => matches!(statement.get("multi")?, Some(RawBsonRef::Boolean(true))),
+            // `limit: 0` deletes every match.
+            _ => match statement.get("limit")? {
+                Some(RawBsonRef::Int32(l)) => l == 0,
+                Some(RawBsonRef::Int64(l)) => l == 0,
+                Some(RawBsonRef::Double(l)) => l == 0.0,
+                _ => false,
+            },
+        };
+        if let Some(shard) = routing.shard_for_exact_key(&filter) {
+            return Ok(Target::Shards(vec![shard]));
+        }
+        let upsert = matches!(statement.get("upsert")?, Some(RawBsonRef::Boolean(true)));
+        if upsert {
+            return Err(MongoError::new(
+                ErrorCode::ShardKeyNotFound,
+                format!(
+                    "Failed to target upsert by query :: could not extract exact shard key from the query for the shard key {}",
+                    crate::document::display::render_doc(routing.entry.key.pattern())
+                ),
+            ));
+        }
+        let shards = routing.shards_for_filter(&filter);
+        Ok(if multi || shards.len() == 1 {
+            Target::Shards(shards)
+        } else {
+            Target::TwoPhase(shards)
+        })
+    }
+
+    /// Groups targeted statements into rounds sent one after the other.
+    fn rounds(&self, targets: Vec<(usize, Target)>) -> Vec<Round> {
+        let mut rounds: Vec<Round> = Vec::new();
+        let mut two_phase = Vec::new();
+        for (index, target) in targets {
+            let shards = match target {
+                Target::TwoPhase(shards) if self.ordered => {
+                    rounds.push(Round::TwoPhase(index, shards));
+                    continue;
+                }
+                Target::TwoPhase(shards) => {
+                    two_phase.push(Round::TwoPhase(index, shards));
+                    continue;
+                }
+                Target::Shards(shards) => shards,
+            };
+            // Unordered: one round for everything. Ordered: a run continues while statements
+            // go to the same single shard.
+            let joins = match rounds.last_mut() {
+                Some(Round::SubBatches(by_shard)) if !self.ordered => Some(by_shard),
+                Some(Round::SubBatches(by_shard))
+                    if shards.len() == 1
+                        && by_shard.len() == 1
+                        && by_shard.contains_key(&shards[0]) =>
+                {
+                    Some(by_shard)
+                }
+                _ => None,
+            };
+            match joins {
+                Some(by_shard) => {
+                    for shard in shards {
+                        by_shard.entry(shard).or_default().push(index);
+                    }
+                }
+                None => rounds.push(Round::SubBatches(
+                    shards.into_iter().map(|s| (s, vec![index])).collect(),
+                )),
+            }
+        }
+        rounds.extend(two_phase);
+        rounds
+    }
+
+    /// Sends one round's sub-batches at once; returns the statements a shard refused as stale
+    /// (and why).
+    async fn send_round(
+        &mut self,
+        state: &RouterState,
+        placement: &Placement,
+        by_shard: BTreeMap<String, Vec<usize>>,
+    ) -> Result<(Vec<usize>, Option<Stale>)> {
+        let this = &*self;
+        let sends = by_shard.iter().map(|(shard, indexes)| async move {
+            let req = this.sub_batch(indexes, None)?;
+            state
+                .call_shard(shard, placement.versioned(shard, &req)?)
+                .await
+        });
+        let replies = futures::future::join_all(sends).await;
+        let (mut refused, mut stale) = (Vec::new(), None);
+        for ((shard, indexes), reply) in by_shard.into_iter().zip(replies) {
+            let (_, reply) = reply?;
+            if let Some(s) = stale_in(&reply) {
+                refused.extend(indexes);
+                stale = stale.or(Some(s));
+                continue;
+            }
+            self.absorb(&reply, &indexes)?;
+            // A statement sent to several shards is not sent again where it ran.
+            for i in indexes {
+                self.done.entry(i).or_default().push(shard.clone());
+            }
+        }
+        Ok((refused, stale))
+    }
+
+    /// The command sending `indexes` (with statement `replace` substituted when given).
+    fn sub_batch(
+        &self,
+        indexes: &[usize],
+        replace: Option<&RawDocumentBuf>,
+    ) -> Result<CommandRequest> {
+        let mut body = self.base.clone();
+        let mut statements = bson::RawArrayBuf::new();
+        for &i in indexes {
+            statements.push(replace.unwrap_or(&self.statements[i]).clone());
+        }
+        body.append(self.kind.field(), statements);
+        body.append("ordered", self.ordered);
+        CommandRequest::new(self.db.clone(), body)
+    }
+
+    /// Merges a sub-batch reply; `indexes[i]` is the batch index of its statement `i`.
+    fn absorb(&mut self, reply: &RawDocumentBuf, indexes: &[usize]) -> Result<()> {
+        if let Some(e) = reply_error(reply)? {
+            // The whole sub-batch failed (e.g. a bad command): every statement failed with it.
+            for &i in indexes {
+                self.write_errors.push((i, e.to_write_error(i)));
+            }
+            return Ok(());
+        }
+        self.n += count(reply.get("n")?);
+        self.n_modified += count(reply.get("nModified")?);
+        let batch_index = |entry: &Document| {
+            entry
+                .get("index")
+                .and_then(|i| i.as_i32().map(i64::from).or(i.as_i64()))
+                .and_then(|i| indexes.get(i as usize).copied())
+        };
+        if let Some(RawBsonRef::Array(upserted)) = reply.get("upserted")? {
+            for entry in upserted {
+                let RawBsonRef::Document(entry) = entry? else {
+                    continue;
+                };
+                let entry = Document::try_from(entry)?;
+                if let (Some(i), Some(id)) = (batch_index(&entry), entry.get("_id")) {
+                    self.upserted.push((i, id.clone()));
+                }
+            }
+        }
+        if let Some(RawBsonRef::Array(errors)) = reply.get("writeErrors")? {
+            for entry in errors {
+                let RawBsonRef::Document(entry) = entry? else {
+                    continue;
+                };
+                let mut entry = Document::try_from(entry)?;
+                if let Some(i) = batch_index(&entry) {
+                    entry.insert("index", i as i32);
+                    self.write_errors.push((i, entry));
+                }
+            }
+        }
+        if let (None, Some(RawBsonRef::Document(wce))) =
+            (&self.write_concern_error, reply.get("writeConcernError")?)
+        {
+            self.write_concern_error = Some(Document::try_from(wce)?);
+        }
+        Ok(())
+    }
+
+    /// A single-document update or delete that could match on several shards: find the first
+    /// matching document's `_id` (in the statement's `sort` order), then send the statement to
+    /// its shard restricted to that `_id`. Nothing found: nothing matched.
+    async fn two_phase(
+        &mut self,
+        state: &RouterState,
+        placement: &Placement,
+        index: usize,
+        shards: &[String],
+    ) -> Result<Pass<()>> {
+        let statement = self.statements[index].clone();
+        let filter = match statement.get("q")? {
+            Some(RawBsonRef::Document(q)) => Document::try_from(q)?,
+            _ => Document::new(),
+        };
+        let sort = match statement.get("sort")? {
+            Some(RawBsonRef::Document(s)) => Some(Document::try_from(s)?),
+            _ => None,
+        };
+        let Some((shard, id)) = (match first_match(
+            state,
+            placement,
+            shards,
+            &self.db,
+            &self.collection,
+            &filter,
+            sort,
+            &self.base,
+        )
+        .await?
+        {
+            Ok(found) => found,
+            Err(stale) => return Ok(Err(stale)),
+        }) else {
+            return Ok(Ok(()));
+        };
+        let narrowed = doc! {"$and": [filter, {"_id": id}]};
+        let mut rewritten = RawDocumentBuf::new();
+        for element in &statement {
+            let (name, value) = element?;
+            if name == "q" {
+                rewritten.append("q", RawDocumentBuf::from_document(&narrowed)?);
+            } else {
+                rewritten.append_ref(name, value);
+            }
+        }
+        let req = self.sub_batch(&[index], Some(&rewritten))?;
+        let (_, reply) = state
+            .call_shard(&shard, placement.versioned(&shard, &req)?)
+            .await?;
+        if let Some(stale) = stale_in(&reply) {
+            return Ok(Err(stale));
+        }
+        self.absorb(&reply, &[index])?;
+        Ok(Ok(()))
+    }
+
+    /// The merged reply, as MongoDB shapes a write reply.
+    pub fn reply(mut self) -> Result<RawDocumentBuf> {
+        let mut reply = Document::new();
+        reply.insert("n", narrow(self.n));
+        if self.kind == WriteKind::Update {
+            reply.insert("nModified", narrow(self.n_modified));
+            if !self.upserted.is_empty() {
+                self.upserted.sort_by_key(|(i, _)| *i);
+                let upserted: Vec<Bson> = self
+                    .upserted
+                    .into_iter()
+                    .map(|(i, id)| Bson::Document(doc! {"index": i as i32, "_id": id}))
+                    .collect();
+                reply.insert("upserted", upserted);
+            }
+        }
+        if !self.write_errors.is_empty() {
+            self.write_errors.sort_by_key(|(i, _)| *i);
+            let errors: Vec<Bson> = self
+                .write_errors
+                .into_iter()
+                .map(|(_, e)| Bson::Document(e))
+                .collect();
+            reply.insert("writeErrors", errors);
+        }
+        if let Some(wce) = self.write_concern_error {
+            reply.insert("writeConcernError", wce);
+        }
+        Ok(RawDocumentBuf::from_document(&reply)?)
+    }
+}
+
+/// One round of a batch.
+enum Round {
+    /// Statement indexes per shard, sent at once.
+    SubBatches(BTreeMap<String, Vec<usize>>),
+    TwoPhase(usize, Vec<String>),
+}
+
+impl Round {
+    fn indexes(&self) -> Vec<usize> {
+        match self {
+            Round::SubBatches(by_shard) => {
+                let mut all: Vec<usize> = by_shard.values().flatten().copied().collect();
+                all.sort_unstable();
+                all.dedup();
+                all
+            }
+            Round::TwoPhase(index, _) => vec![*index],
+        }
+    }
+}
+
+/// Phase one of a single-document write without the shard key: the shard and `_id` of the
+/// first document matching `filter` on `shards` (in `sort` order when given). `options` is the
+/// write command, whose `let` and `collation` the lookup shares.
+#[allow(clippy::too_many_arguments)]
+pub async fn first_match(
+    state: &RouterState,
+    placement: &Placement,
+    shards: &[String],
+    db: &str,
+    collection: &str,
+    filter: &Document,
+    sort: Option<Document>,
+    options: &RawDocument,
+) -> Result<Pass<Option<(String, Bson)>>> {
+    let sort = sort.filter(|s| !s.is_empty());
+    let spec = sort.as_ref().map(SortSpec::parse).transpose()?;
+    let mut projection = doc! {"_id": 1};
+    let mut find =
+        doc! {"find": collection, "filter": filter.clone(), "limit": 1, "singleBatch": true};
+    if let Some(sort) = sort {
+        projection.insert(SORT_KEY_FIELD, doc! {"$meta": "sortKey"});
+        find.insert("sort", sort);
+    }
+    find.insert("projection", projection);
+    for shared in ["let", "collation"] {
+        if let Some(value) = options.get(shared)? {
+            find.insert(shared, Bson::try_from(value.to_raw_bson())?);
+        }
+    }
+    let req = CommandRequest::from_document(db, &find)?;
+    let mut best: Option<(Vec<Bson>, String, Bson)> = None;
+    for (shard, result) in state.scatter(placement, shards, &req).await {
+        let (_, reply) = result?;
+        if let Some(stale) = stale_in(&reply) {
+            return Ok(Err(stale));
+        }
+        if let Some(e) = reply_error(&reply)? {
+            return Err(e);
+        }
+        let first = reply.to_document()?;
+        let Some(found) = crate::command::first_batch(&first).into_iter().next() else {
+            continue;
+        };
+        let (key, found) = take_sort_key(&RawDocumentBuf::from_document(&found)?)?;
+        let id = found
+            .get("_id")?
+            .map(|v| v.to_raw_bson())
+            .map(Bson::try_from)
+            .transpose()?;
+        let Some(id) = id else { continue };
+        let better = match (&best, &spec) {
+            (None, _) => true,
+            (Some((best_key, _, _)), Some(spec)) => {
+                spec.compare_keys(&key, best_key) == Ordering::Less
+            }
+            (Some(_), None) => false,
+        };
+        if better {
+            best = Some((key, shard, id));
+        }
+    }
+    Ok(Ok(best.map(|(_, shard, id)| (shard, id))))
+}
+
+/// An inserted document with an `_id` first: the router assigns missing ids, as mongos does,
+/// so a shard key on `_id` can target the insert.
+fn with_id(doc: &RawDocument) -> Result<RawDocumentBuf> {
+    if doc.get("_id")?.is_some() {
+        return Ok(doc.to_raw_document_buf());
+    }
+    let mut out = RawDocumentBuf::new();
+    out.append("_id", bson::oid::ObjectId::new());
+    for element in doc {
+        let (name, value) = element?;
+        out.append_ref(name, value);
+    }
+    Ok(out)
+}
+
+fn count(value: Option<RawBsonRef<'_>>) -> i64 {
+    match value {
+        Some(RawBsonRef::Int32(n)) => i64::from(n),
+        Some(RawBsonRef::Int64(n)) => n,
+        Some(RawBsonRef::Double(n)) => n as i64,
+        _ => 0,
+    }
+}
+
+/// An int32 when it fits, as MongoDB replies counts.
+fn narrow(n: i64) -> Bson {
+    i32::try_from(n).map(Bson::Int32).unwrap_or(Bson::Int64(n))
+}
