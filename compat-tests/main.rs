@@ -21,6 +21,7 @@ mod let_variables;
 mod multiprocess;
 mod pipeline_updates;
 mod query_expressions;
+mod routing_property;
 mod shard_versioning;
 mod sharded_queries;
 mod sharding;

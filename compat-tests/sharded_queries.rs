@@ -208,6 +208,52 @@ async fn scattered_reads_match_an_unsharded_collection(client: &Client) {
             );
         }
     }
+    // Aggregations: the shards run the leading $match, the router the rest.
+    let pipelines = [
+        vec![
+            doc! {"$match": {"b": {"$gte": 2}}},
+            doc! {"$group": {"_id": "$b", "n": {"$sum": 1}, "total": {"$sum": "$a"}}},
+            doc! {"$sort": {"_id": 1}},
+        ],
+        vec![
+            doc! {"$sort": {"a": 1, "_id": 1}},
+            doc! {"$skip": 5},
+            doc! {"$limit": 7},
+            doc! {"$project": {"a": 1}},
+        ],
+        vec![
+            doc! {"$match": {"a": {"$in": [3, 4, 5]}}},
+            doc! {"$count": "n"},
+        ],
+        vec![
+            doc! {"$match": {"$expr": {"$eq": ["$b", "$$wanted"]}}},
+            doc! {"$sort": {"_id": -1}},
+        ],
+    ];
+    for pipeline in pipelines {
+        let aggregate = |coll: &str| {
+            doc! {"aggregate": coll, "pipeline": pipeline.clone(), "cursor": {"batchSize": 4}, "let": {"wanted": 2}}
+        };
+        let mut results = Vec::new();
+        for coll in ["sharded", "plain"] {
+            let reply = run(&database, aggregate(coll)).await;
+            let cursor = reply.get_document("cursor").unwrap();
+            let mut docs = cursor.get_array("firstBatch").unwrap().clone();
+            let mut id = cursor.get_i64("id").unwrap();
+            while id != 0 {
+                let more = run(&database, doc! {"getMore": id, "collection": coll}).await;
+                let cursor = more.get_document("cursor").unwrap();
+                docs.extend(cursor.get_array("nextBatch").unwrap().iter().cloned());
+                id = cursor.get_i64("id").unwrap();
+            }
+            results.push(docs);
+        }
+        assert_eq!(results[0], results[1], "aggregate {pipeline:?}");
+    }
+    assert_eq!(
+        sharded.count_documents(doc! {"b": 3}).await.unwrap(),
+        plain.count_documents(doc! {"b": 3}).await.unwrap()
+    );
     // Killing a scattered cursor closes it.
     let reply = run(
         &database,

@@ -41,8 +41,9 @@ pub struct ClusterCursor {
     remaining: Option<u64>,
     /// The batch size getMores ask shards for.
     shard_batch_size: Option<i64>,
-    /// A document read but not returned because the batch was full.
-    held: Option<RawDocumentBuf>,
+    /// Documents ready to return before anything is read from shards: one read but not
+    /// returned because the batch was full, or the output of a pipeline the router ran.
+    ready: VecDeque<RawDocumentBuf>,
 }
 
 impl ClusterCursor {
@@ -62,8 +63,15 @@ impl ClusterCursor {
             skip,
             remaining: limit,
             shard_batch_size,
-            held: None,
+            ready: VecDeque::new(),
         }
+    }
+
+    /// A cursor over documents the router computed (a pipeline's output).
+    pub fn from_documents(db: &str, collection: &str, docs: Vec<RawDocumentBuf>) -> ClusterCursor {
+        let mut cursor = ClusterCursor::new(db, collection, None, 0, None, None);
+        cursor.ready = docs.into();
+        cursor
     }
 
     /// Adds a shard's cursor from its reply to the initial command.
@@ -87,7 +95,7 @@ impl ClusterCursor {
     /// Whether every document has been returned.
     pub fn is_exhausted(&self) -> bool {
         self.remaining == Some(0)
-            || (self.held.is_none()
+            || (self.ready.is_empty()
                 && self
                     .remotes
                     .iter()
@@ -99,7 +107,7 @@ impl ClusterCursor {
         let mut batch = Vec::new();
         let mut bytes = 0;
         while self.remaining != Some(0) && max_docs.is_none_or(|max| batch.len() < max) {
-            let doc = match self.held.take() {
+            let doc = match self.ready.pop_front() {
                 Some(doc) => doc,
                 None => match self.next_doc().await? {
                     Some(doc) => doc,
@@ -111,7 +119,7 @@ impl ClusterCursor {
                 continue;
             }
             if !batch.is_empty() && bytes + doc.as_bytes().len() > MAX_BATCH_BYTES {
-                self.held = Some(doc);
+                self.ready.push_front(doc);
                 break;
             }
             bytes += doc.as_bytes().len();

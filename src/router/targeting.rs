@@ -122,7 +122,10 @@ mod tests {
     fn hashed_keys_target_equalities_only() {
         let r = routing(doc! {"a": "hashed"});
         let shard = r.shard_for_document(&doc! {"a": "x"}).unwrap();
-        assert_eq!(r.shards_for_filter(&doc! {"a": "x"}), std::slice::from_ref(&shard));
+        assert_eq!(
+            r.shards_for_filter(&doc! {"a": "x"}),
+            std::slice::from_ref(&shard)
+        );
         assert_eq!(r.shard_for_exact_key(&doc! {"a": "x"}), Some(shard));
         assert_eq!(r.shards_for_filter(&doc! {"a": {"$gt": 5}}).len(), 2);
         let spread: std::collections::BTreeSet<String> = (0..50)

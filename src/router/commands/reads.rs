@@ -3,15 +3,17 @@
 //! shard key bounds of their filter: one shard gets the command as it is (with that shard's
 //! version); several get it at once and the router merges — a cluster cursor for `find`
 //! (merge-sorted, `skip` and `limit` applied once here), summed counts, the union of distinct
-//! values.
+//! values, and for `aggregate` the shards' leading `$match` output run through the rest of the
+//! pipeline here.
 
 use super::super::RouterState;
 use super::super::cluster_cursor::{ClusterCursor, SORT_KEY_FIELD};
 use super::super::cursors::CursorSource;
 use super::super::forward::{Pass, Placement, on_config_server, reply_error, stale_in};
+use crate::aggregate::Pipeline;
 use crate::command::{CommandRequest, cursor_reply};
 use crate::document::order::compare_values;
-use crate::error::{ErrorCategory, ErrorCode, MongoError, Result};
+use crate::error::{ErrorCategory, MongoError, Result};
 use crate::query::sort::SortSpec;
 use crate::server::RequestContext;
 use bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf, doc, rawdoc};
@@ -57,8 +59,7 @@ enum Merge {
     Find,
     Count,
     Distinct,
-    /// Not merged yet: the read must target one shard.
-    Unsupported,
+    Aggregate,
 }
 
 /// Runs a read on its namespace: when one shard is targeted the command goes there unchanged
@@ -87,16 +88,7 @@ async fn targeted_read(
                 Merge::Find => scatter_find(state, &placement, &shards, req, &ns).await?,
                 Merge::Count => scatter_count(state, &placement, &shards, req).await?,
                 Merge::Distinct => scatter_distinct(state, &placement, &shards, req).await?,
-                Merge::Unsupported => {
-                    return Err(MongoError::new(
-                        ErrorCode::NotImplemented,
-                        format!(
-                            "{} on {ns} is not supported yet across shards: it reaches chunks on {}",
-                            req.name(),
-                            shards.join(", ")
-                        ),
-                    ));
-                }
+                Merge::Aggregate => scatter_aggregate(state, &placement, &shards, req, &ns).await?,
             }
         };
         match pass {
@@ -176,9 +168,36 @@ async fn scatter_find(
         limit.map(|l| l as u64),
         batch_size.filter(|b| *b > 0),
     );
+    let partial = match open_remotes(
+        state,
+        placement,
+        shards,
+        &shard_req,
+        &mut cursor,
+        allow_partial,
+    )
+    .await?
+    {
+        Ok(partial) => partial,
+        Err(stale) => return Ok(Err(stale)),
+    };
+    open_cursor(state, cursor, ns, first_batch, single_batch, partial).await
+}
+
+/// Sends the shards their part of a query and adds the cursors they open to `cursor`; on a
+/// failure closes those already open. Answers whether some shard was skipped
+/// (`allowPartialResults`).
+async fn open_remotes(
+    state: &RouterState,
+    placement: &Placement,
+    shards: &[String],
+    shard_req: &CommandRequest,
+    cursor: &mut ClusterCursor,
+    allow_partial: bool,
+) -> Result<Pass<bool>> {
     let mut partial = false;
     let mut failure: Option<std::result::Result<MongoError, _>> = None;
-    for (shard, result) in state.scatter(placement, shards, &shard_req).await {
+    for (shard, result) in state.scatter(placement, shards, shard_req).await {
         let outcome = result.and_then(|(client, reply)| {
             if let Some(stale) = stale_in(&reply) {
                 return Ok(Err(stale));
@@ -206,6 +225,18 @@ async fn scatter_find(
             Err(stale) => Ok(Err(stale)),
         };
     }
+    Ok(Ok(partial))
+}
+
+/// The first batch of a merged cursor, and the cursor registered for the rest.
+async fn open_cursor(
+    state: &RouterState,
+    mut cursor: ClusterCursor,
+    ns: &str,
+    first_batch: i64,
+    single_batch: bool,
+    partial: bool,
+) -> Result<Pass<RawDocumentBuf>> {
     let batch = match cursor.next_batch(Some(first_batch as usize)).await {
         Ok(batch) => batch,
         Err(e) => {
@@ -250,9 +281,7 @@ pub(super) async fn aggregate(
         })
         .unwrap_or_default();
     let merged = match req.args().target()? {
-        RawBsonRef::String(_) => {
-            targeted_read(state, &req, &first_match, Merge::Unsupported).await?
-        }
+        RawBsonRef::String(_) => targeted_read(state, &req, &first_match, Merge::Aggregate).await?,
         // `aggregate: 1` names no collection: the database's primary runs it.
         _ => match state.send_to_primary(req, false).await? {
             Some((shard, reply)) => Some(state.adopt_cursor(&shard, reply)?),
@@ -260,6 +289,87 @@ pub(super) async fn aggregate(
         },
     };
     Ok(merged.unwrap_or_else(|| cursor_reply(&ns, Vec::new(), 0, true)))
+}
+
+/// An aggregation over several shards: each runs the pipeline's leading `$match` (with the
+/// command's `let`), and the router runs the rest over their merged output. The pipeline is
+/// parsed here first, so a bad pipeline fails before any shard is asked.
+async fn scatter_aggregate(
+    state: &RouterState,
+    placement: &Placement,
+    shards: &[String],
+    req: &CommandRequest,
+    ns: &str,
+) -> Result<Pass<RawDocumentBuf>> {
+    let args = req.args();
+    let collection = args.collection()?;
+    let mut stages = Vec::new();
+    for stage in args.array("pipeline")?.unwrap_or_default() {
+        match stage {
+            Bson::Document(stage) => stages.push(stage),
+            _ => {
+                return Err(MongoError::type_mismatch(
+                    "Each element of the 'pipeline' array must be an object",
+                ));
+            }
+        }
+    }
+    let split = usize::from(stages.first().is_some_and(|s| s.contains_key("$match")));
+    let merge = Pipeline::parse_with_variables(&stages[split..], args.let_variables()?)?;
+    let batch_size = match args.document("cursor")? {
+        Some(cursor) => match cursor.get("batchSize") {
+            Some(Bson::Int32(n)) if *n >= 0 => Some(i64::from(*n)),
+            Some(Bson::Int64(n)) if *n >= 0 => Some(*n),
+            Some(Bson::Double(n)) if *n >= 0.0 => Some(*n as i64),
+            None => None,
+            Some(_) => {
+                return Err(MongoError::bad_value(
+                    "cursor.batchSize must be a non-negative number",
+                ));
+            }
+        },
+        None => {
+            return Err(MongoError::failed_to_parse(
+                "The 'cursor' option is required, except for aggregate with the explain argument",
+            ));
+        }
+    };
+    let shard_stages: Vec<Document> = stages[..split].to_vec();
+    let shard_req = CommandRequest::new(
+        req.db.clone(),
+        rewrite(
+            &req.body,
+            &[],
+            doc! {"pipeline": shard_stages, "cursor": {}},
+        )?,
+    )?;
+    let mut gathered = ClusterCursor::new(&req.db, collection, None, 0, None, None);
+    let partial =
+        match open_remotes(state, placement, shards, &shard_req, &mut gathered, false).await? {
+            Ok(partial) => partial,
+            Err(stale) => return Ok(Err(stale)),
+        };
+    let mut input = Vec::new();
+    while !gathered.is_exhausted() {
+        for doc in gathered.next_batch(None).await? {
+            input.push(Document::try_from(doc.as_ref())?);
+        }
+    }
+    let output = merge
+        .run(input)?
+        .iter()
+        .map(RawDocumentBuf::from_document)
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let cursor = ClusterCursor::from_documents(&req.db, collection, output);
+    open_cursor(
+        state,
+        cursor,
+        ns,
+        batch_size.unwrap_or(DEFAULT_FIRST_BATCH),
+        false,
+        partial,
+    )
+    .await
 }
 
 pub(super) async fn count(
