@@ -254,6 +254,61 @@ async fn scattered_reads_match_an_unsharded_collection(client: &Client) {
         sharded.count_documents(doc! {"b": 3}).await.unwrap(),
         plain.count_documents(doc! {"b": 3}).await.unwrap()
     );
+    // Explain shows targeted and broadcast queries.
+    let stage = |reply: &Document| {
+        let plan = reply
+            .get_document("queryPlanner")
+            .unwrap()
+            .get_document("winningPlan")
+            .unwrap();
+        (
+            plan.get_str("stage").unwrap().to_string(),
+            plan.get_array("shards").unwrap().len(),
+        )
+    };
+    let explain = |command: Document| doc! {"explain": command, "verbosity": "executionStats"};
+    let targeted = run(
+        &database,
+        explain(doc! {"find": "sharded", "filter": {"a": 14}}),
+    )
+    .await;
+    assert_eq!(stage(&targeted), ("SINGLE_SHARD".to_string(), 1));
+    let broadcast = run(
+        &database,
+        explain(doc! {"find": "sharded", "filter": {"b": 1}}),
+    )
+    .await;
+    assert_eq!(stage(&broadcast), ("SHARD_MERGE".to_string(), 2));
+    let stats = broadcast.get_document("executionStats").unwrap();
+    assert_eq!(stats.get_i32("nReturned").unwrap(), 50);
+    let sorted = run(
+        &database,
+        explain(doc! {"find": "sharded", "filter": {}, "sort": {"s": 1}}),
+    )
+    .await;
+    assert_eq!(stage(&sorted), ("SHARD_MERGE_SORT".to_string(), 2));
+    let counted = run(
+        &database,
+        explain(doc! {"count": "sharded", "query": {"a": {"$in": [1, 2]}}}),
+    )
+    .await;
+    assert!(counted.get_document("queryPlanner").is_ok());
+    let aggregated = run(
+        &database,
+        doc! {"aggregate": "sharded", "pipeline": [{"$match": {"b": 2}}, {"$group": {"_id": null, "n": {"$sum": 1}}}], "explain": true},
+    )
+    .await;
+    assert_eq!(aggregated.get_str("mergeType").unwrap(), "mongos");
+    assert_eq!(aggregated.get_document("shards").unwrap().len(), 2);
+    assert_eq!(
+        aggregated
+            .get_document("splitPipeline")
+            .unwrap()
+            .get_array("mergerPart")
+            .unwrap()
+            .len(),
+        1
+    );
     // Killing a scattered cursor closes it.
     let reply = run(
         &database,

@@ -135,4 +135,8 @@ impl DataNode for ConfigState {
     fn cursors(&self) -> &CursorRegistry {
         &self.cursors
     }
+
+    fn shard_name(&self) -> String {
+        "config".to_string()
+    }
 }

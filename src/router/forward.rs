@@ -338,21 +338,6 @@ impl RouterState {
         }
     }
 
-    /// The name of the shard `send_to_primary` sends `db`'s commands to (the config server is
-    /// `config`, as mongos names it).
-    pub(super) async fn shard_name_of(&self, db: &str) -> Result<String> {
-        if on_config_server(db) {
-            return Ok("config".to_string());
-        }
-        match self.databases.get(&self.config, db, false).await? {
-            Some(entry) => Ok(entry.primary.clone()),
-            None => Err(MongoError::new(
-                ErrorCode::NamespaceNotFound,
-                format!("database {db} not found"),
-            )),
-        }
-    }
-
     /// Replaces a shard cursor id in a cursor reply by a router cursor id (registering the
     /// mapping), so that later `getMore`s come back here and go to the right shard.
     pub(super) fn adopt_cursor(

@@ -30,6 +30,8 @@ use storage::Storage;
 pub trait DataNode: NodeState {
     fn storage(&self) -> &Storage;
     fn cursors(&self) -> &CursorRegistry;
+    /// The name this node's data is reported under (`$collStats`'s `shard`).
+    fn shard_name(&self) -> String;
 }
 
 /// The state of one shard server.
@@ -111,6 +113,10 @@ impl DataNode for ShardState {
 
     fn cursors(&self) -> &CursorRegistry {
         &self.cursors
+    }
+
+    fn shard_name(&self) -> String {
+        self.identity().map(|i| i.shard_name).unwrap_or_default()
     }
 }
 

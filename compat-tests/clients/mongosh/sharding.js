@@ -1,6 +1,7 @@
 // Sharding administration through mongosh's sh helpers: enableSharding with a primary shard,
-// shardCollection (range, compound, hashed), splitAt, splitFind, and sh.status() showing the
-// shards, the sharded collections and their chunks.
+// shardCollection (range, compound, hashed), splitAt, splitFind, sh.status() showing the
+// shards, the sharded collections and their chunks, getShardDistribution() of a hashed
+// collection spread over the shards, and explain of targeted and broadcast queries.
 const assert = require('assert');
 
 function expectError(code, fn) {
@@ -46,4 +47,23 @@ const users = status.value.databases
 assert.strictEqual(JSON.stringify(users.shardKey), '{"uid":1}');
 assert.strictEqual(users.chunks.length, 3);
 assert.strictEqual(db.adminCommand({ balancerStatus: 1 }).mode, 'off');
+
+// The hashed collection was empty: one chunk per shard, and documents spread over both.
+app.sessions.insertMany(Array.from({ length: 200 }, (_, i) => ({ token: `t${i}`, n: i })));
+assert.strictEqual(app.sessions.countDocuments({}), 200);
+assert.strictEqual(app.sessions.find({ n: { $gte: 150 } }).sort({ n: -1 }).limit(3).toArray()
+  .map((d) => d.n).join(','), '199,198,197');
+const distribution = app.sessions.getShardDistribution();
+const perShard = Object.keys(distribution.value).filter((k) => k.startsWith('Shard '));
+assert.strictEqual(perShard.length, 2, JSON.stringify(distribution));
+assert.strictEqual(distribution.value.Totals.docs, 200);
+assert.strictEqual(distribution.value.Totals.chunks, 2);
+for (const key of perShard) {
+  assert.ok(distribution.value[key].docs > 30, `${key}: ${JSON.stringify(distribution.value[key])}`);
+}
+const targeted = app.sessions.find({ token: 't7' }).explain();
+assert.strictEqual(targeted.queryPlanner.winningPlan.stage, 'SINGLE_SHARD');
+const broadcast = app.sessions.find({ n: 7 }).explain();
+assert.strictEqual(broadcast.queryPlanner.winningPlan.stage, 'SHARD_MERGE');
+assert.strictEqual(broadcast.queryPlanner.winningPlan.shards.length, 2);
 print('sharding: ok');

@@ -3,6 +3,7 @@
 //! plans (`SINGLE_SHARD` with a `shards` list; aggregations list their shards by name).
 
 use super::super::RouterState;
+use super::super::forward::{check_routable, on_config_server, stale_in};
 use crate::command::{CommandRequest, EXPLAINABLE, ExplainRequest, Verbosity};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::{NodeState, RequestContext};
@@ -53,7 +54,7 @@ pub(super) async fn explain_aggregate(
     wrap(state, req.clone(), &req, Verbosity::QueryPlanner, true).await
 }
 
-/// Sends `outgoing` to the collection's shard and wraps its reply.
+/// Sends `outgoing` to the shards the explained command targets and wraps their replies.
 async fn wrap(
     state: &RouterState,
     outgoing: CommandRequest,
@@ -63,18 +64,26 @@ async fn wrap(
 ) -> Result<RawDocumentBuf> {
     let started = Instant::now();
     let db = explained.db.clone();
-    let mut out = match state.send_to_primary(outgoing, false).await? {
-        Some((shard, reply)) => {
-            let shard_reply = reply.to_document()?;
-            if let Some(e) = MongoError::from_reply(&shard_reply) {
-                return Err(e);
-            }
-            let shard_name = state.shard_name_of(&db).await?;
+    let mut out = match send_explain(state, &outgoing, explained).await? {
+        Some(replies) => {
             let millis = i32::try_from(started.elapsed().as_millis()).unwrap_or(i32::MAX);
             if aggregate {
-                aggregate_result(&shard_name, shard.host(), shard_reply)
+                aggregate_result(replies, explained)?
             } else {
-                single_shard(&shard_name, shard.host(), shard_reply, verbosity, millis)
+                let stage = match (replies.len(), explained.name()) {
+                    (1, _) => "SINGLE_SHARD",
+                    (_, "update" | "delete" | "findAndModify" | "findandmodify") => "SHARD_WRITE",
+                    (_, "find")
+                        if explained
+                            .args()
+                            .document("sort")?
+                            .is_some_and(|s| !s.is_empty()) =>
+                    {
+                        "SHARD_MERGE_SORT"
+                    }
+                    _ => "SHARD_MERGE",
+                };
+                merged(replies, verbosity, millis, stage)
             }
         }
         // No database, so no collection: nothing to scan on any shard.
@@ -92,82 +101,217 @@ async fn wrap(
     Ok(RawDocumentBuf::from_document(&out)?)
 }
 
-/// mongos's shape for a command that ran on one shard.
-fn single_shard(
-    shard_name: &str,
-    host: &str,
-    mut reply: Document,
-    verbosity: Verbosity,
-    millis: i32,
-) -> Document {
-    let mut planner = doc! {"shardName": shard_name, "connectionString": host};
-    if let Some(Bson::String(v)) = reply.get("explainVersion") {
-        planner.insert("explainVersion", v.clone());
+/// The filter that targets an explained command: `filter` (find), `query` (count, distinct,
+/// findAndModify), the statement's `q` (update, delete), a leading `$match` (aggregate).
+fn targeting_filter(explained: &CommandRequest) -> Result<Document> {
+    let args = explained.args();
+    Ok(match explained.name() {
+        "find" => args.document("filter")?,
+        "update" | "delete" => {
+            let field = if explained.name() == "update" {
+                "updates"
+            } else {
+                "deletes"
+            };
+            explained
+                .document_array(field)?
+                .first()
+                .and_then(|s| s.get_document("q").ok())
+                .map(Document::try_from)
+                .transpose()?
+        }
+        "aggregate" => args
+            .array("pipeline")?
+            .and_then(|stages| match stages.first() {
+                Some(Bson::Document(stage)) => stage.get_document("$match").ok().cloned(),
+                _ => None,
+            }),
+        _ => args.document("query")?,
     }
-    if let Some(Bson::Document(info)) = reply.remove("serverInfo") {
-        planner.insert("serverInfo", info);
+    .unwrap_or_default())
+}
+
+/// One shard's reply to an explained command.
+struct ShardExplain {
+    shard: String,
+    host: String,
+    reply: Document,
+}
+
+/// Sends the explain to every targeted shard (with its version). `None` when the database
+/// does not exist.
+async fn send_explain(
+    state: &RouterState,
+    outgoing: &CommandRequest,
+    explained: &CommandRequest,
+) -> Result<Option<Vec<ShardExplain>>> {
+    check_routable(&outgoing.db)?;
+    if on_config_server(&outgoing.db) {
+        let reply = state.config.call(outgoing.clone()).await?.to_document()?;
+        if let Some(e) = MongoError::from_reply(&reply) {
+            return Err(e);
+        }
+        let host = state.config.host().to_string();
+        return Ok(Some(vec![ShardExplain {
+            shard: "config".into(),
+            host,
+            reply,
+        }]));
     }
-    if let Some(Bson::Document(shard_planner)) = reply.remove("queryPlanner") {
-        planner.extend(shard_planner);
+    let ns = match explained.args().target()? {
+        bson::RawBsonRef::String(coll) => Some(format!("{}.{coll}", explained.db)),
+        _ => None,
+    };
+    let filter = targeting_filter(explained)?;
+    let mut passes = state.routing_loop(&outgoing.db, ns.as_deref(), false);
+    'passes: while let Some(placement) = passes.next().await? {
+        let shards = match &placement.routing {
+            None => vec![placement.db.primary.clone()],
+            Some(routing) => routing.shards_for_filter(&filter),
+        };
+        let mut replies = Vec::with_capacity(shards.len());
+        for (shard, result) in state.scatter(&placement, &shards, outgoing).await {
+            let (client, reply) = result?;
+            if let Some(stale) = stale_in(&reply) {
+                passes.stale(stale);
+                continue 'passes;
+            }
+            let reply = reply.to_document()?;
+            if let Some(e) = MongoError::from_reply(&reply) {
+                return Err(e);
+            }
+            replies.push(ShardExplain {
+                shard,
+                host: client.host().to_string(),
+                reply,
+            });
+        }
+        return Ok(Some(replies));
+    }
+    Ok(None)
+}
+
+/// mongos's shape for a command that ran on one shard (`SINGLE_SHARD`) or several
+/// (`SHARD_MERGE`, `SHARD_MERGE_SORT`, `SHARD_WRITE`): each shard's plan and statistics under
+/// `shards`, the statistics summed at the top.
+fn merged(replies: Vec<ShardExplain>, verbosity: Verbosity, millis: i32, stage: &str) -> Document {
+    let mut planners = Vec::with_capacity(replies.len());
+    let mut shard_stats = Vec::new();
+    let mut all_plans = Vec::new();
+    for ShardExplain {
+        shard,
+        host,
+        mut reply,
+    } in replies
+    {
+        let mut planner = doc! {"shardName": &shard, "connectionString": host};
+        if let Some(Bson::String(v)) = reply.get("explainVersion") {
+            planner.insert("explainVersion", v.clone());
+        }
+        if let Some(Bson::Document(info)) = reply.remove("serverInfo") {
+            planner.insert("serverInfo", info);
+        }
+        if let Some(Bson::Document(shard_planner)) = reply.remove("queryPlanner") {
+            planner.extend(shard_planner);
+        }
+        planners.push(planner);
+        if let Some(Bson::Document(stats)) = reply.remove("executionStats") {
+            let mut entry = doc! {"shardName": &shard};
+            for (k, v) in &stats {
+                if k != "allPlansExecution" {
+                    entry.insert(k.clone(), v.clone());
+                }
+            }
+            let plans = stats
+                .get("allPlansExecution")
+                .cloned()
+                .unwrap_or(Bson::Array(Vec::new()));
+            all_plans.push(doc! {"shardName": &shard, "allPlans": plans});
+            shard_stats.push(entry);
+        }
     }
     let mut out = doc! {
         "explainVersion": "1",
         "queryPlanner": {
             "mongosPlannerVersion": 1,
-            "winningPlan": {"stage": "SINGLE_SHARD", "shards": [planner]},
+            "winningPlan": {"stage": stage, "shards": planners},
         },
     };
-    if !verbosity.executes() {
+    if !verbosity.executes() || shard_stats.is_empty() {
         return out;
     }
-    let Some(Bson::Document(stats)) = reply.remove("executionStats") else {
-        return out;
+    let sum = |name: &str| -> Bson {
+        let total: i64 = shard_stats
+            .iter()
+            .map(|s| match s.get(name) {
+                Some(Bson::Int32(n)) => i64::from(*n),
+                Some(Bson::Int64(n)) => *n,
+                _ => 0,
+            })
+            .sum();
+        i32::try_from(total)
+            .map(Bson::Int32)
+            .unwrap_or(Bson::Int64(total))
     };
-    let number = |name: &str| stats.get(name).cloned().unwrap_or(Bson::Int32(0));
-    let mut shard_stats = doc! {"shardName": shard_name};
-    for (k, v) in &stats {
-        if k != "allPlansExecution" {
-            shard_stats.insert(k.clone(), v.clone());
-        }
-    }
+    let child_millis = shard_stats
+        .iter()
+        .map(|s| match s.get("executionTimeMillis") {
+            Some(Bson::Int32(n)) => i64::from(*n),
+            Some(Bson::Int64(n)) => *n,
+            _ => 0,
+        })
+        .max()
+        .unwrap_or(0);
     let mut top = doc! {
-        "nReturned": number("nReturned"),
+        "nReturned": sum("nReturned"),
         "executionTimeMillis": millis,
-        "totalKeysExamined": number("totalKeysExamined"),
-        "totalDocsExamined": number("totalDocsExamined"),
+        "totalKeysExamined": sum("totalKeysExamined"),
+        "totalDocsExamined": sum("totalDocsExamined"),
         "executionStages": {
-            "stage": "SINGLE_SHARD",
-            "nReturned": number("nReturned"),
+            "stage": stage,
+            "nReturned": sum("nReturned"),
             "executionTimeMillis": millis,
-            "totalKeysExamined": number("totalKeysExamined"),
-            "totalDocsExamined": number("totalDocsExamined"),
-            "totalChildMillis": number("executionTimeMillis"),
-            "shards": [shard_stats],
+            "totalKeysExamined": sum("totalKeysExamined"),
+            "totalDocsExamined": sum("totalDocsExamined"),
+            "totalChildMillis": child_millis,
+            "shards": shard_stats,
         },
     };
     if verbosity == Verbosity::AllPlansExecution {
-        let plans = stats
-            .get("allPlansExecution")
-            .cloned()
-            .unwrap_or(Bson::Array(Vec::new()));
-        top.insert(
-            "allPlansExecution",
-            vec![doc! {"shardName": shard_name, "allPlans": plans}],
-        );
+        top.insert("allPlansExecution", all_plans);
     }
     out.insert("executionStats", top);
     out
 }
 
-/// mongos's shape for an aggregation that ran entirely on one shard.
-fn aggregate_result(shard_name: &str, host: &str, mut reply: Document) -> Document {
-    reply.remove("command");
-    reply.remove("ok");
-    let mut shard = doc! {"host": host};
-    shard.extend(reply);
-    doc! {
-        "explainVersion": "1",
-        "splitPipeline": Bson::Null,
-        "shards": {shard_name: shard},
+/// mongos's shape for an aggregation: on one shard the whole pipeline ran there
+/// (`splitPipeline: null`); on several the shards ran the leading `$match` and the router the
+/// rest (`mergeType: "mongos"`).
+fn aggregate_result(replies: Vec<ShardExplain>, explained: &CommandRequest) -> Result<Document> {
+    let split = replies.len() > 1;
+    let mut shards = Document::new();
+    for ShardExplain {
+        shard,
+        host,
+        mut reply,
+    } in replies
+    {
+        reply.remove("command");
+        reply.remove("ok");
+        let mut entry = doc! {"host": host};
+        entry.extend(reply);
+        shards.insert(shard, entry);
     }
+    if !split {
+        return Ok(doc! {"explainVersion": "1", "splitPipeline": Bson::Null, "shards": shards});
+    }
+    let stages = explained.args().array("pipeline")?.unwrap_or_default();
+    let at =
+        usize::from(matches!(stages.first(), Some(Bson::Document(s)) if s.contains_key("$match")));
+    Ok(doc! {
+        "explainVersion": "1",
+        "mergeType": "mongos",
+        "splitPipeline": {"shardsPart": stages[..at].to_vec(), "mergerPart": stages[at..].to_vec()},
+        "shards": shards,
+    })
 }

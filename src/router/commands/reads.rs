@@ -292,7 +292,7 @@ pub(super) async fn aggregate(
 }
 
 /// An aggregation over several shards: each runs the pipeline's leading `$match` (with the
-/// command's `let`), and the router runs the rest over their merged output. The pipeline is
+/// command's `let`) or `$collStats`, and the router runs the rest over their merged output. The pipeline is
 /// parsed here first, so a bad pipeline fails before any shard is asked.
 async fn scatter_aggregate(
     state: &RouterState,
@@ -314,7 +314,13 @@ async fn scatter_aggregate(
             }
         }
     }
-    let split = usize::from(stages.first().is_some_and(|s| s.contains_key("$match")));
+    // What the shards run: a leading `$match` (or `$collStats`, which describes each shard's
+    // part of the collection).
+    let split = usize::from(
+        stages
+            .first()
+            .is_some_and(|s| s.contains_key("$match") || s.contains_key("$collStats")),
+    );
     let merge = Pipeline::parse_with_variables(&stages[split..], args.let_variables()?)?;
     let batch_size = match args.document("cursor")? {
         Some(cursor) => match cursor.get("batchSize") {

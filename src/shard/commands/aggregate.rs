@@ -12,7 +12,7 @@ use crate::command::CommandRequest;
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use crate::server::RequestContext;
-use bson::{Bson, Document, RawBsonRef, RawDocumentBuf};
+use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -113,7 +113,7 @@ pub(super) async fn pipeline_output<S: DataNode>(
 
 pub(super) async fn run<S: DataNode>(
     state: &S,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     if req.args().bool("explain")? == Some(true) {
@@ -127,17 +127,23 @@ pub(super) async fn run<S: DataNode>(
         }
         None => format!("{}.$cmd.aggregate", req.db),
     };
-    let output = match &cmd.collection {
-        // A view runs its own pipeline first, on its source collection.
-        Some(name) => match views::resolve(state.storage(), &req.db, name).await? {
-            Some(view) => {
-                let mut stages = view.pipeline;
-                stages.extend(cmd.pipeline.iter().cloned());
-                pipeline_output(state, &req.db, Some(&view.source), &stages, &cmd.vars).await?
-            }
-            None => pipeline_output(state, &req.db, Some(name), &cmd.pipeline, &cmd.vars).await?,
-        },
-        None => pipeline_output(state, &req.db, None, &cmd.pipeline, &cmd.vars).await?,
+    let collection_stats = cmd
+        .pipeline
+        .first()
+        .and_then(|s| s.get_document("$collStats").ok());
+    let output = match (&cmd.collection, collection_stats) {
+        (Some(name), Some(spec)) => {
+            let stats = coll_stats_stage(state, ctx, &req.db, name, spec).await?;
+            Pipeline::parse_with_variables(&cmd.pipeline[1..], Arc::clone(&cmd.vars))?
+                .run(vec![stats])?
+        }
+        (None, Some(_)) => {
+            return Err(MongoError::new(
+                crate::error::ErrorCode::InvalidNamespace,
+                "$collStats must be run against a collection namespace",
+            ));
+        }
+        _ => collection_output(state, &req.db, &cmd).await?,
     };
     let mut docs = output
         .iter()
@@ -156,4 +162,89 @@ pub(super) async fn run<S: DataNode>(
             .register(Cursor::new(ns.clone(), CursorBody::Buffered(docs), false))
     };
     Ok(cursor_reply(&ns, batch, id, true))
+}
+
+/// The pipeline's output over the collection (or the view it names), or over nothing.
+async fn collection_output<S: DataNode>(
+    state: &S,
+    db: &str,
+    cmd: &AggregateCommand,
+) -> Result<Vec<Document>> {
+    Ok(match &cmd.collection {
+        // A view runs its own pipeline first, on its source collection.
+        Some(name) => match views::resolve(state.storage(), db, name).await? {
+            Some(view) => {
+                let mut stages = view.pipeline;
+                stages.extend(cmd.pipeline.iter().cloned());
+                pipeline_output(state, db, Some(&view.source), &stages, &cmd.vars).await?
+            }
+            None => pipeline_output(state, db, Some(name), &cmd.pipeline, &cmd.vars).await?,
+        },
+        None => pipeline_output(state, db, None, &cmd.pipeline, &cmd.vars).await?,
+    })
+}
+
+/// `$collStats` (first stage): one document describing the collection on this node — `ns`,
+/// `shard`, `host`, `localTime`, and the sections asked for: `storageStats` (collStats's
+/// figures, with `scale`) and `count`. Latency and query execution statistics are not kept.
+async fn coll_stats_stage<S: DataNode>(
+    state: &S,
+    ctx: &RequestContext,
+    db: &str,
+    coll: &str,
+    spec: &Document,
+) -> Result<Document> {
+    let mut out = doc! {
+        "ns": format!("{db}.{coll}"),
+        "shard": state.shard_name(),
+        "host": state.node().host(),
+        "localTime": bson::DateTime::now(),
+    };
+    for (section, options) in spec {
+        match section.as_str() {
+            "storageStats" | "count" => {
+                let mut command = doc! {"collStats": coll};
+                if let Some(scale) = options.as_document().and_then(|o| o.get("scale")) {
+                    command.insert("scale", scale.clone());
+                }
+                let request = CommandRequest::from_document(db, &command)?;
+                let stats = super::databases::coll_stats(state, ctx, request)
+                    .await
+                    .map_err(|e| {
+                        MongoError::new(
+                            e.code(),
+                            format!(
+                                "Unable to retrieve {section} in $collStats stage :: caused by :: {}",
+                                e.message()
+                            ),
+                        )
+                    })?;
+                let mut stats = stats.to_document()?;
+                stats.remove("ok");
+                if section == "count" {
+                    out.insert(
+                        "count",
+                        stats.get("count").cloned().unwrap_or(Bson::Int64(0)),
+                    );
+                } else {
+                    out.insert("storageStats", stats);
+                }
+            }
+            "latencyStats" | "queryExecStats" => {
+                return Err(MongoError::new(
+                    crate::error::ErrorCode::NotImplemented,
+                    format!(
+                        "$collStats {section} is not supported yet: docgrid keeps no per-collection {section}"
+                    ),
+                ));
+            }
+            other => {
+                return Err(MongoError::location(
+                    40168,
+                    format!("unrecognized option to $collStats: {other}"),
+                ));
+            }
+        }
+    }
+    Ok(out)
 }
