@@ -98,6 +98,85 @@ async fn placement_changes_reach_a_stale_router(a: &Client, b: &Client) {
     assert_eq!(keys(a).await, vec![10, 12]);
 }
 
+/// Per-shard document counts of `sv.<coll>` (router `collStats`).
+async fn spread(client: &Client, coll: &str) -> Vec<i64> {
+    let stats = client
+        .database("sv")
+        .run_command(doc! {"collStats": coll})
+        .await
+        .unwrap();
+    stats
+        .get_document("shards")
+        .unwrap()
+        .values()
+        .map(|s| {
+            let s = s.as_document().unwrap();
+            s.get_i64("count")
+                .or_else(|_| s.get_i32("count").map(i64::from))
+                .unwrap()
+        })
+        .collect()
+}
+
+/// The same with chunks on both shards: B's scattered reads and per-shard writes follow A's
+/// placement changes.
+async fn spread_placement_reaches_a_stale_router(a: &Client, b: &Client) {
+    let via_a = a.database("sv").collection::<Document>("h");
+    let via_b = b.database("sv").collection::<Document>("h");
+    // B caches the (empty) collection as unsharded.
+    assert_eq!(via_b.count_documents(doc! {}).await.unwrap(), 0);
+    let before = stale_config_errors(b).await;
+    admin(a, doc! {"shardCollection": "sv.h", "key": {"h": "hashed"}})
+        .await
+        .unwrap();
+    // B's insert goes to the primary as unsharded, is refused, re-targeted per document.
+    via_b
+        .insert_many((0..100).map(|i| doc! {"h": i, "k": i}).collect::<Vec<_>>())
+        .await
+        .unwrap();
+    assert!(stale_config_errors(b).await > before);
+    let counts = spread(a, "h").await;
+    assert_eq!(counts.len(), 2, "{counts:?}");
+    assert!(counts.iter().all(|n| *n > 20), "{counts:?}");
+    assert_eq!(counts.iter().sum::<i64>(), 100);
+    // A splits a chunk: B's scattered, sorted read refreshes and merges.
+    let before = stale_config_errors(b).await;
+    admin(a, doc! {"split": "sv.h", "find": {"h": 5}})
+        .await
+        .unwrap();
+    let top: Vec<Document> = via_b
+        .find(doc! {"k": {"$gte": 90}})
+        .sort(doc! {"k": -1})
+        .limit(3)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let ks: Vec<i32> = top.iter().map(|d| d.get_i32("k").unwrap()).collect();
+    assert_eq!(ks, vec![99, 98, 97]);
+    assert!(stale_config_errors(b).await > before);
+    // A drops it and shards it again on another field: B's writes land by the new key.
+    via_a.drop().await.unwrap();
+    admin(a, doc! {"shardCollection": "sv.h", "key": {"g": "hashed"}})
+        .await
+        .unwrap();
+    via_b
+        .insert_many((0..40).map(|i| doc! {"g": i, "k": i}).collect::<Vec<_>>())
+        .await
+        .unwrap();
+    let updated = via_b
+        .update_many(doc! {"k": {"$lt": 10}}, doc! {"$set": {"small": true}})
+        .await
+        .unwrap();
+    assert_eq!(updated.modified_count, 10);
+    assert_eq!(
+        via_a.count_documents(doc! {"small": true}).await.unwrap(),
+        10
+    );
+    assert_eq!(spread(a, "h").await.iter().sum::<i64>(), 40);
+}
+
 /// A shard refuses a version newer or older than its own with StaleConfig and MongoDB's fields.
 async fn shards_answer_stale_config(a: &Client) {
     admin(a, doc! {"shardCollection": "sv.fields", "key": {"k": 1}})
@@ -176,6 +255,7 @@ async fn in_process() {
         cluster.router_client(1).await,
     );
     placement_changes_reach_a_stale_router(&a, &b).await;
+    spread_placement_reaches_a_stale_router(&a, &b).await;
     shards_answer_stale_config(&a).await;
     cluster.shutdown().await;
 }
@@ -186,5 +266,6 @@ async fn separate_processes() {
     let a = cluster.client().await;
     let b = cluster.add_router().await;
     placement_changes_reach_a_stale_router(&a, &b).await;
+    spread_placement_reaches_a_stale_router(&a, &b).await;
     shards_answer_stale_config(&a).await;
 }
