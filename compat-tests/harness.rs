@@ -341,3 +341,52 @@ pub(crate) use both_modes;
 pub async fn admin(client: &Client, command: Document) -> mongodb::error::Result<Document> {
     client.database("admin").run_command(command).await
 }
+
+/// Runs a command returning a cursor (`find`, `aggregate`) and follows it with `getMore`s to
+/// its end; the documents of every batch.
+pub async fn cursor_documents(
+    db: &mongodb::Database,
+    command: Document,
+) -> mongodb::error::Result<Vec<Document>> {
+    let collection = command
+        .values()
+        .next()
+        .and_then(|v| v.as_str())
+        .unwrap_or_default()
+        .to_string();
+    let reply = db.run_command(command).await?;
+    let batch = |reply: &Document, field: &str| -> (Vec<Document>, i64) {
+        let cursor = reply.get_document("cursor").expect("a cursor reply");
+        let docs = cursor
+            .get_array(field)
+            .expect("a batch")
+            .iter()
+            .map(|d| d.as_document().expect("documents").clone())
+            .collect();
+        (docs, cursor.get_i64("id").expect("a cursor id"))
+    };
+    let (mut docs, mut id) = batch(&reply, "firstBatch");
+    while id != 0 {
+        let more = db
+            .run_command(
+                mongodb::bson::doc! {"getMore": id, "collection": &collection, "batchSize": 4},
+            )
+            .await?;
+        let (next, next_id) = batch(&more, "nextBatch");
+        docs.extend(next);
+        id = next_id;
+    }
+    Ok(docs)
+}
+
+/// Every document of a collection, in `_id` order.
+pub async fn all_by_id(coll: &mongodb::Collection<Document>) -> Vec<Document> {
+    use futures::TryStreamExt;
+    coll.find(mongodb::bson::doc! {})
+        .sort(mongodb::bson::doc! {"_id": 1})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap()
+}

@@ -1,24 +1,13 @@
 //! Pipeline-style updates (an array of `$set`/`$unset`/`$project`/`$replaceWith` stages as `u`
 //! or as findAndModify's `update`) and decimal128 in `$inc`/`$mul`, through the router.
 
-use crate::harness::{both_modes, error_code};
-use futures::TryStreamExt;
+use crate::harness::{all_by_id as all, both_modes, error_code};
 use mongodb::Client;
 use mongodb::bson::{Bson, Decimal128, Document, doc, oid::ObjectId};
 use mongodb::options::ReturnDocument;
 
 fn dec(s: &str) -> Bson {
     Bson::Decimal128(s.parse::<Decimal128>().unwrap())
-}
-
-async fn all(coll: &mongodb::Collection<Document>) -> Vec<Document> {
-    coll.find(doc! {})
-        .sort(doc! {"_id": 1})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
 }
 
 async fn pipelines_update_and_count_changes(client: &Client) {

@@ -4,7 +4,7 @@
 //! writes, a sharded collection read and written through the router gives exactly the answers
 //! of an unsharded collection holding the same documents. Seeded: a failure names its seed.
 
-use crate::harness::{admin, both_modes};
+use crate::harness::{admin, both_modes, cursor_documents};
 use mongodb::bson::oid::ObjectId;
 use mongodb::bson::{Bson, DateTime, Decimal128, Document, doc};
 use mongodb::{Client, Database};
@@ -112,27 +112,9 @@ async fn run(db: &Database, command: Document) -> Result<Document, String> {
 async fn find_all(db: &Database, coll: &str, spec: &Document) -> Result<Vec<Document>, String> {
     let mut command = doc! {"find": coll, "batchSize": 7};
     command.extend(spec.clone());
-    let reply = run(db, command).await?;
-    let cursor = reply.get_document("cursor").unwrap();
-    let mut docs: Vec<Document> = cursor
-        .get_array("firstBatch")
-        .unwrap()
-        .iter()
-        .map(|d| d.as_document().unwrap().clone())
-        .collect();
-    let mut id = cursor.get_i64("id").unwrap();
-    while id != 0 {
-        let more = run(db, doc! {"getMore": id, "collection": coll}).await?;
-        let cursor = more.get_document("cursor").unwrap();
-        docs.extend(
-            cursor
-                .get_array("nextBatch")
-                .unwrap()
-                .iter()
-                .map(|d| d.as_document().unwrap().clone()),
-        );
-        id = cursor.get_i64("id").unwrap();
-    }
+    let mut docs = cursor_documents(db, command)
+        .await
+        .map_err(|e| crate::harness::error_code(&e).map_or(e.to_string(), |c| c.to_string()))?;
     if !spec.contains_key("sort") {
         docs.sort_by_key(|d| d.get_i32("_id").unwrap_or_default());
     }

@@ -4,7 +4,7 @@
 //! statement (multi-writes broadcast, single writes without the shard key in two phases);
 //! drop removes the data everywhere. Results are compared with an unsharded copy.
 
-use crate::harness::{admin, both_modes, error_code};
+use crate::harness::{admin, all_by_id as contents, both_modes, cursor_documents, error_code};
 use futures::TryStreamExt;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::{Client, Collection, Database};
@@ -103,40 +103,11 @@ async fn hashed_collections_spread_over_the_shards(client: &Client) {
 /// Runs `find` with the options in `spec` on a collection.
 async fn find(coll: &Collection<Document>, spec: &Document) -> Vec<Document> {
     let mut command = doc! {"find": coll.name()};
-    for (k, v) in spec {
-        command.insert(k.clone(), v.clone());
-    }
-    let reply = coll
-        .client()
-        .database(&coll.namespace().db)
-        .run_command(command)
+    command.extend(spec.clone());
+    let db = coll.client().database(&coll.namespace().db);
+    let mut docs = cursor_documents(&db, command)
         .await
         .unwrap_or_else(|e| panic!("{spec}: {e}"));
-    let cursor = reply.get_document("cursor").unwrap();
-    let mut docs: Vec<Document> = cursor
-        .get_array("firstBatch")
-        .unwrap()
-        .iter()
-        .map(|d| d.as_document().unwrap().clone())
-        .collect();
-    let mut id = cursor.get_i64("id").unwrap();
-    while id != 0 {
-        let more = coll
-            .client()
-            .database(&coll.namespace().db)
-            .run_command(doc! {"getMore": id, "collection": coll.name(), "batchSize": 4})
-            .await
-            .unwrap();
-        let cursor = more.get_document("cursor").unwrap();
-        docs.extend(
-            cursor
-                .get_array("nextBatch")
-                .unwrap()
-                .iter()
-                .map(|d| d.as_document().unwrap().clone()),
-        );
-        id = cursor.get_i64("id").unwrap();
-    }
     if !spec.contains_key("sort") {
         docs.sort_by_key(|d| format!("{:?}", d.get("_id")));
     }
@@ -236,17 +207,7 @@ async fn scattered_reads_match_an_unsharded_collection(client: &Client) {
         };
         let mut results = Vec::new();
         for coll in ["sharded", "plain"] {
-            let reply = run(&database, aggregate(coll)).await;
-            let cursor = reply.get_document("cursor").unwrap();
-            let mut docs = cursor.get_array("firstBatch").unwrap().clone();
-            let mut id = cursor.get_i64("id").unwrap();
-            while id != 0 {
-                let more = run(&database, doc! {"getMore": id, "collection": coll}).await;
-                let cursor = more.get_document("cursor").unwrap();
-                docs.extend(cursor.get_array("nextBatch").unwrap().iter().cloned());
-                id = cursor.get_i64("id").unwrap();
-            }
-            results.push(docs);
+            results.push(cursor_documents(&database, aggregate(coll)).await.unwrap());
         }
         assert_eq!(results[0], results[1], "aggregate {pipeline:?}");
     }
@@ -327,16 +288,6 @@ async fn scattered_reads_match_an_unsharded_collection(client: &Client) {
         .await
         .unwrap_err();
     assert_eq!(error_code(&err), Some(43));
-}
-
-async fn contents(coll: &Collection<Document>) -> Vec<Document> {
-    coll.find(doc! {})
-        .sort(doc! {"_id": 1})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
 }
 
 async fn targeted_writes_match_an_unsharded_collection(client: &Client) {

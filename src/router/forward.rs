@@ -119,6 +119,23 @@ pub(super) fn reply_error(reply: &RawDocumentBuf) -> Result<Option<MongoError>> 
     Ok(MongoError::from_reply(&reply.to_document()?))
 }
 
+/// A count in a reply (`n`, `nModified`): MongoDB sends int32, int64 or double.
+pub(super) fn reply_count(value: Option<RawBsonRef<'_>>) -> i64 {
+    match value {
+        Some(RawBsonRef::Int32(n)) => i64::from(n),
+        Some(RawBsonRef::Int64(n)) => n,
+        Some(RawBsonRef::Double(n)) => n as i64,
+        _ => 0,
+    }
+}
+
+/// One shard's successful reply.
+pub(super) struct ShardReply {
+    pub shard: String,
+    pub client: NodeClient,
+    pub reply: RawDocumentBuf,
+}
+
 /// The passes of one routed operation: each pass gets the cached placement; a pass a shard
 /// refused as stale reports it ([`RoutingLoop::stale`]), which drops the stale cache entry so
 /// the next pass reloads it. An operation that keeps state across passes (a write batch)
@@ -252,7 +269,7 @@ impl RouterState {
     }
 
     /// Sends a collection-level command (index and catalog commands, stats) where the
-    /// collection lives: the primary shard for an unsharded collection; for a sharded one every
+    /// collection lives (a shard's error fails the command): the primary shard for an unsharded collection; for a sharded one every
     /// shard owning chunks (`all`), or one of them — the primary when it owns chunks, as its
     /// catalog is the reference. Answers each shard's name, client and reply; `None` when the
     /// database does not exist.
@@ -261,19 +278,19 @@ impl RouterState {
         req: CommandRequest,
         all: bool,
         create: bool,
-    ) -> Result<Option<Vec<(String, NodeClient, RawDocumentBuf)>>> {
+    ) -> Result<Option<Vec<ShardReply>>> {
         check_routable(&req.db)?;
         if on_config_server(&req.db) {
-            let reply = self.config.call(req).await?;
-            return Ok(Some(vec![(
-                "config".to_string(),
-                self.config.clone(),
+            let reply = self.config.run(req).await?;
+            return Ok(Some(vec![ShardReply {
+                shard: "config".to_string(),
+                client: self.config.clone(),
                 reply,
-            )]));
+            }]));
         }
         let ns = format!("{}.{}", req.db, req.args().collection()?);
         let mut passes = self.routing_loop(&req.db, Some(&ns), create);
-        'passes: while let Some(placement) = passes.next().await? {
+        while let Some(placement) = passes.next().await? {
             let shards = match &placement.routing {
                 None => vec![placement.db.primary.clone()],
                 Some(routing) => {
@@ -287,18 +304,38 @@ impl RouterState {
                     }
                 }
             };
-            let mut replies = Vec::with_capacity(shards.len());
-            for (shard, result) in self.scatter(&placement, &shards, &req).await {
-                let (client, reply) = result?;
-                if let Some(stale) = stale_in(&reply) {
-                    passes.stale(stale);
-                    continue 'passes;
-                }
-                replies.push((shard, client, reply));
+            match self.gather(&placement, &shards, &req).await? {
+                Ok(replies) => return Ok(Some(replies)),
+                Err(stale) => passes.stale(stale),
             }
-            return Ok(Some(replies));
         }
         Ok(None)
+    }
+
+    /// [`scatter`](Self::scatter), then every reply checked: the first stale refusal ends the
+    /// pass, the first error fails the command.
+    pub(super) async fn gather(
+        &self,
+        placement: &Placement,
+        shards: &[String],
+        req: &CommandRequest,
+    ) -> Result<Pass<Vec<ShardReply>>> {
+        let mut replies = Vec::with_capacity(shards.len());
+        for (shard, result) in self.scatter(placement, shards, req).await {
+            let (client, reply) = result?;
+            if let Some(stale) = stale_in(&reply) {
+                return Ok(Err(stale));
+            }
+            if let Some(e) = reply_error(&reply)? {
+                return Err(e);
+            }
+            replies.push(ShardReply {
+                shard,
+                client,
+                reply,
+            });
+        }
+        Ok(Ok(replies))
     }
 
     /// The passes of an operation on `ns` (or on database `db` alone).

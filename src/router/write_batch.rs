@@ -9,7 +9,7 @@
 
 use super::RouterState;
 use super::cluster_cursor::{SORT_KEY_FIELD, take_sort_key};
-use super::forward::{Pass, Placement, Stale, reply_error, stale_in};
+use super::forward::{Pass, Placement, ShardReply, Stale, reply_count, reply_error, stale_in};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::sort::SortSpec;
@@ -312,8 +312,8 @@ impl WriteBatch {
             }
             return Ok(());
         }
-        self.n += count(reply.get("n")?);
-        self.n_modified += count(reply.get("nModified")?);
+        self.n += reply_count(reply.get("n")?);
+        self.n_modified += reply_count(reply.get("nModified")?);
         let batch_index = |entry: &Document| {
             entry
                 .get("index")
@@ -491,15 +491,12 @@ pub async fn first_match(
         }
     }
     let req = CommandRequest::from_document(db, &find)?;
+    let replies = match state.gather(placement, shards, &req).await? {
+        Ok(replies) => replies,
+        Err(stale) => return Ok(Err(stale)),
+    };
     let mut best: Option<(Vec<Bson>, String, Bson)> = None;
-    for (shard, result) in state.scatter(placement, shards, &req).await {
-        let (_, reply) = result?;
-        if let Some(stale) = stale_in(&reply) {
-            return Ok(Err(stale));
-        }
-        if let Some(e) = reply_error(&reply)? {
-            return Err(e);
-        }
+    for ShardReply { shard, reply, .. } in replies {
         let first = reply.to_document()?;
         let Some(found) = crate::command::first_batch(&first).into_iter().next() else {
             continue;
@@ -538,15 +535,6 @@ fn with_id(doc: &RawDocument) -> Result<RawDocumentBuf> {
         out.append_ref(name, value);
     }
     Ok(out)
-}
-
-fn count(value: Option<RawBsonRef<'_>>) -> i64 {
-    match value {
-        Some(RawBsonRef::Int32(n)) => i64::from(n),
-        Some(RawBsonRef::Int64(n)) => n,
-        Some(RawBsonRef::Double(n)) => n as i64,
-        _ => 0,
-    }
 }
 
 /// An int32 when it fits, as MongoDB replies counts.

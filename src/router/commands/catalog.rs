@@ -2,7 +2,7 @@
 //! server's `admin` and `config`); the others go to the database's primary shard.
 
 use super::super::RouterState;
-use super::super::forward::on_config_server;
+use super::super::forward::{ShardReply, on_config_server};
 use crate::command::{CommandRequest, cursor_reply};
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
@@ -113,7 +113,7 @@ pub(super) async fn list_indexes(
         .await?
         .and_then(|replies| replies.into_iter().next())
     {
-        Some((_, shard, reply)) => state.adopt_cursor(&shard, reply),
+        Some(first) => state.adopt_cursor(&first.client, first.reply),
         None => Err(MongoError::namespace_not_found(format!(
             "ns does not exist: {ns}"
         ))),
@@ -210,11 +210,8 @@ async fn sharded_coll_stats(
     .collect();
     let mut index_sizes = Document::new();
     let mut nindexes = 0;
-    for (shard, _, reply) in replies {
+    for ShardReply { shard, reply, .. } in replies {
         let mut stats = reply.to_document()?;
-        if let Some(e) = MongoError::from_reply(&stats) {
-            return Err(e);
-        }
         stats.remove("ok");
         for (field, sum) in &mut sums {
             *sum += as_i64(stats.get(*field));

@@ -4,10 +4,9 @@
 //! server, which drops the data on every shard and removes the routing metadata.
 
 use super::super::RouterState;
-use super::super::forward::{on_config_server, reply_error};
+use super::super::forward::{ShardReply, on_config_server};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::rpc::NodeClient;
 use crate::server::RequestContext;
 use bson::{RawBsonRef, RawDocumentBuf, doc};
 
@@ -23,16 +22,13 @@ pub(super) async fn create(
     Ok(reply)
 }
 
-/// One reply for a command every owning shard ran: the first failure, else the first reply.
-fn merged_reply(replies: Vec<(String, NodeClient, RawDocumentBuf)>) -> Result<RawDocumentBuf> {
-    let mut first = None;
-    for (_, _, reply) in replies {
-        if reply_error(&reply)?.is_some() {
-            return Ok(reply);
-        }
-        first = first.or(Some(reply));
-    }
-    first.ok_or_else(|| MongoError::internal("no shard answered"))
+/// One reply for a command every owning shard ran successfully: the first shard's.
+fn merged_reply(replies: Vec<ShardReply>) -> Result<RawDocumentBuf> {
+    replies
+        .into_iter()
+        .next()
+        .map(|r| r.reply)
+        .ok_or_else(|| MongoError::internal("no shard answered"))
 }
 
 /// Index builds go where the collection lives (the primary shard for an unsharded one, every

@@ -3,7 +3,7 @@
 //! plans (`SINGLE_SHARD` with a `shards` list; aggregations list their shards by name).
 
 use super::super::RouterState;
-use super::super::forward::{check_routable, on_config_server, stale_in};
+use super::super::forward::{check_routable, on_config_server};
 use crate::command::{CommandRequest, EXPLAINABLE, ExplainRequest, Verbosity};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::{NodeState, RequestContext};
@@ -164,29 +164,27 @@ async fn send_explain(
     };
     let filter = targeting_filter(explained)?;
     let mut passes = state.routing_loop(&outgoing.db, ns.as_deref(), false);
-    'passes: while let Some(placement) = passes.next().await? {
+    while let Some(placement) = passes.next().await? {
         let shards = match &placement.routing {
             None => vec![placement.db.primary.clone()],
             Some(routing) => routing.shards_for_filter(&filter),
         };
-        let mut replies = Vec::with_capacity(shards.len());
-        for (shard, result) in state.scatter(&placement, &shards, outgoing).await {
-            let (client, reply) = result?;
-            if let Some(stale) = stale_in(&reply) {
-                passes.stale(stale);
-                continue 'passes;
+        match state.gather(&placement, &shards, outgoing).await? {
+            Err(stale) => passes.stale(stale),
+            Ok(replies) => {
+                return replies
+                    .into_iter()
+                    .map(|r| {
+                        Ok(ShardExplain {
+                            host: r.client.host().to_string(),
+                            shard: r.shard,
+                            reply: r.reply.to_document()?,
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()
+                    .map(Some);
             }
-            let reply = reply.to_document()?;
-            if let Some(e) = MongoError::from_reply(&reply) {
-                return Err(e);
-            }
-            replies.push(ShardExplain {
-                shard,
-                host: client.host().to_string(),
-                reply,
-            });
         }
-        return Ok(Some(replies));
     }
     Ok(None)
 }
@@ -240,26 +238,20 @@ fn merged(replies: Vec<ShardExplain>, verbosity: Verbosity, millis: i32, stage: 
     if !verbosity.executes() || shard_stats.is_empty() {
         return out;
     }
+    let stat = |s: &Document, name: &str| match s.get(name) {
+        Some(Bson::Int32(n)) => i64::from(*n),
+        Some(Bson::Int64(n)) => *n,
+        _ => 0,
+    };
     let sum = |name: &str| -> Bson {
-        let total: i64 = shard_stats
-            .iter()
-            .map(|s| match s.get(name) {
-                Some(Bson::Int32(n)) => i64::from(*n),
-                Some(Bson::Int64(n)) => *n,
-                _ => 0,
-            })
-            .sum();
+        let total: i64 = shard_stats.iter().map(|s| stat(s, name)).sum();
         i32::try_from(total)
             .map(Bson::Int32)
             .unwrap_or(Bson::Int64(total))
     };
     let child_millis = shard_stats
         .iter()
-        .map(|s| match s.get("executionTimeMillis") {
-            Some(Bson::Int32(n)) => i64::from(*n),
-            Some(Bson::Int64(n)) => *n,
-            _ => 0,
-        })
+        .map(|s| stat(s, "executionTimeMillis"))
         .max()
         .unwrap_or(0);
     let mut top = doc! {

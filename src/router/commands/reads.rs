@@ -9,7 +9,9 @@
 use super::super::RouterState;
 use super::super::cluster_cursor::{ClusterCursor, SORT_KEY_FIELD};
 use super::super::cursors::CursorSource;
-use super::super::forward::{Pass, Placement, on_config_server, reply_error, stale_in};
+use super::super::forward::{
+    Pass, Placement, on_config_server, reply_count, reply_error, stale_in,
+};
 use crate::aggregate::Pipeline;
 use crate::command::{CommandRequest, cursor_reply};
 use crate::document::order::compare_values;
@@ -292,8 +294,8 @@ pub(super) async fn aggregate(
 }
 
 /// An aggregation over several shards: each runs the pipeline's leading `$match` (with the
-/// command's `let`) or `$collStats`, and the router runs the rest over their merged output. The pipeline is
-/// parsed here first, so a bad pipeline fails before any shard is asked.
+/// command's `let`) or `$collStats`, and the router runs the rest over their merged output.
+/// The pipeline is parsed here first, so a bad pipeline fails before any shard is asked.
 async fn scatter_aggregate(
     state: &RouterState,
     placement: &Placement,
@@ -383,13 +385,24 @@ pub(super) async fn count(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
+    query_read(state, req, Merge::Count, rawdoc! {"n": 0}).await
+}
+
+/// A read targeted by its `query` (count, distinct); `missing` answers for a database that
+/// does not exist.
+async fn query_read(
+    state: &RouterState,
+    req: CommandRequest,
+    merge: Merge,
+    missing: RawDocumentBuf,
+) -> Result<RawDocumentBuf> {
     super::super::forward::check_routable(&req.db)?;
     if on_config_server(&req.db) {
         return state.config.call(req).await;
     }
     let query = req.args().document("query")?.unwrap_or_default();
-    let merged = targeted_read(state, &req, &query, Merge::Count).await?;
-    Ok(merged.unwrap_or_else(|| rawdoc! {"n": 0}))
+    let merged = targeted_read(state, &req, &query, merge).await?;
+    Ok(merged.unwrap_or(missing))
 }
 
 /// A count over several shards: each counts without `skip` (up to `limit + skip`); the sum,
@@ -410,21 +423,13 @@ async fn scatter_count(
     }
     let shard_req =
         CommandRequest::new(req.db.clone(), rewrite(&req.body, &["skip", "limit"], add)?)?;
+    let replies = match state.gather(placement, shards, &shard_req).await? {
+        Ok(replies) => replies,
+        Err(stale) => return Ok(Err(stale)),
+    };
     let mut total: i64 = 0;
-    for (_, result) in state.scatter(placement, shards, &shard_req).await {
-        let (_, reply) = result?;
-        if let Some(stale) = stale_in(&reply) {
-            return Ok(Err(stale));
-        }
-        if let Some(e) = reply_error(&reply)? {
-            return Err(e);
-        }
-        total += match reply.get("n")? {
-            Some(RawBsonRef::Int32(n)) => i64::from(n),
-            Some(RawBsonRef::Int64(n)) => n,
-            Some(RawBsonRef::Double(n)) => n as i64,
-            _ => 0,
-        };
+    for shard in replies {
+        total += reply_count(shard.reply.get("n")?);
     }
     let mut n = (total - skip).max(0);
     if let Some(limit) = limit {
@@ -441,13 +446,7 @@ pub(super) async fn distinct(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    super::super::forward::check_routable(&req.db)?;
-    if on_config_server(&req.db) {
-        return state.config.call(req).await;
-    }
-    let query = req.args().document("query")?.unwrap_or_default();
-    let merged = targeted_read(state, &req, &query, Merge::Distinct).await?;
-    Ok(merged.unwrap_or_else(|| rawdoc! {"values": []}))
+    query_read(state, req, Merge::Distinct, rawdoc! {"values": []}).await
 }
 
 /// Distinct values over several shards: the union, in MongoDB's order, without duplicates.
@@ -457,16 +456,13 @@ async fn scatter_distinct(
     shards: &[String],
     req: &CommandRequest,
 ) -> Result<Pass<RawDocumentBuf>> {
+    let replies = match state.gather(placement, shards, req).await? {
+        Ok(replies) => replies,
+        Err(stale) => return Ok(Err(stale)),
+    };
     let mut values: Vec<Bson> = Vec::new();
-    for (_, result) in state.scatter(placement, shards, req).await {
-        let (_, reply) = result?;
-        if let Some(stale) = stale_in(&reply) {
-            return Ok(Err(stale));
-        }
-        if let Some(e) = reply_error(&reply)? {
-            return Err(e);
-        }
-        if let Some(RawBsonRef::Array(shard_values)) = reply.get("values")? {
+    for shard in replies {
+        if let Some(RawBsonRef::Array(shard_values)) = shard.reply.get("values")? {
             for value in shard_values {
                 values.push(Bson::try_from(value?.to_raw_bson())?);
             }
