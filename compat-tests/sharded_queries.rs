@@ -370,6 +370,18 @@ async fn targeted_writes_match_an_unsharded_collection(client: &Client) {
             .unwrap()
             .is_none()
     );
+    // bulkWrite does not target per shard yet: refused before anything runs.
+    let err = admin(
+        client,
+        doc! {"bulkWrite": 1, "ops": [{"insert": 0, "document": {"_id": 5000, "a": 1}}], "nsInfo": [{"ns": "shq_writes.sharded"}]},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error_code(&err), Some(238), "{err}");
+    assert_eq!(
+        sharded.count_documents(doc! {"_id": 5000}).await.unwrap(),
+        0
+    );
     // An upsert must name the whole shard key.
     let err = sharded
         .update_one(doc! {"s": "new"}, doc! {"$set": {"x": 1}})

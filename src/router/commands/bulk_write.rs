@@ -1,7 +1,9 @@
 //! `bulkWrite` on the router: the operations are cut into runs of consecutive operations on one
 //! database, each run goes (versioned) to that database's primary shard as a `bulkWrite` of its
 //! own, and the per-operation results and counts are merged back in the client's order. An
-//! ordered bulk write stops after the first run with an error.
+//! ordered bulk write stops after the first run with an error. A sharded collection whose
+//! chunks are not all on its database's primary is refused before anything runs (its
+//! operations would need per-shard targeting, which `bulkWrite` does not do yet).
 
 use super::super::RouterState;
 use crate::command::{
@@ -35,6 +37,9 @@ pub(super) async fn bulk_write(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let parsed = BulkWrite::parse(&req)?;
+    for namespace in &parsed.namespaces {
+        check_on_primary(state, &namespace.db, &namespace.ns).await?;
+    }
     let stats = &state.node.stats;
     for op in &parsed.ops {
         let counter = match op.kind {
@@ -71,6 +76,30 @@ pub(super) async fn bulk_write(
         reply.append("writeConcernError", RawDocumentBuf::from_document(&wce)?);
     }
     Ok(reply)
+}
+
+/// Refuses a namespace whose data is not all on its database's primary shard.
+async fn check_on_primary(state: &RouterState, db: &str, ns: &str) -> Result<()> {
+    if super::super::forward::on_config_server(db) {
+        return Ok(());
+    }
+    let Some(routing) = state.collections.get(&state.config, ns).await? else {
+        return Ok(());
+    };
+    let primary = state
+        .databases
+        .get(&state.config, db, false)
+        .await?
+        .map(|d| d.primary);
+    if primary.is_some_and(|p| routing.owners() == [p]) {
+        return Ok(());
+    }
+    Err(MongoError::new(
+        crate::error::ErrorCode::NotImplemented,
+        format!(
+            "bulkWrite on {ns}, a sharded collection with chunks on several shards, is not supported yet; use insert, update and delete"
+        ),
+    ))
 }
 
 /// Sends operations `start..end` (all on one database) to that database's primary shard and
