@@ -173,6 +173,14 @@ pub(super) async fn rename_collection(
             "renaming a collection across databases is not supported yet",
         ));
     }
+    for ns in [source.as_str(), target] {
+        if !on_config_server(from_db) && state.collections.get(&state.config, ns).await?.is_some() {
+            return Err(MongoError::new(
+                ErrorCode::NotImplemented,
+                format!("renaming to or from {ns}, a sharded collection, is not supported yet"),
+            ));
+        }
+    }
     let mut body = doc! {"_shardsvrRenameCollection": from_coll, "to": target};
     if let Some(drop_target) = args.bool("dropTarget")? {
         body.insert("dropTarget", drop_target);
