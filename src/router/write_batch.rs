@@ -107,7 +107,7 @@ impl WriteBatch {
     ) -> Result<Pass<()>> {
         let pending = std::mem::take(&mut self.pending);
         let mut targets = Vec::with_capacity(pending.len());
-        for (position, &index) in pending.iter().enumerate() {
+        for &index in &pending {
             match self.target(placement, index) {
                 Ok(Target::Shards(mut shards)) => {
                     if let Some(done) = self.done.get(&index) {
@@ -122,7 +122,6 @@ impl WriteBatch {
                     self.write_errors.push((index, e.to_write_error(index)));
                     if self.ordered {
                         // Statements before this one still run; none after it.
-                        targets.truncate(position);
                         break;
                     }
                 }
