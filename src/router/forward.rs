@@ -240,9 +240,7 @@ impl RouterState {
                 Some(routing) => single_owner(routing)?,
                 None => placement.db.primary.clone(),
             };
-            let (client, reply) = self
-                .call_shard(&shard, placement.versioned(&shard, &req)?)
-                .await?;
+            let (client, reply) = self.call_shard(&placement, &shard, &req).await?;
             match stale_in(&reply) {
                 Some(stale) => passes.stale(stale),
                 None => return Ok(Some((client, reply))),
@@ -259,11 +257,7 @@ impl RouterState {
         req: &CommandRequest,
     ) -> Vec<(String, Result<(NodeClient, RawDocumentBuf)>)> {
         let sends = shards.iter().map(|shard| async move {
-            let reply = match placement.versioned(shard, req) {
-                Ok(versioned) => self.call_shard(shard, versioned).await,
-                Err(e) => Err(e),
-            };
-            (shard.clone(), reply)
+            (shard.clone(), self.call_shard(placement, shard, req).await)
         });
         futures::future::join_all(sends).await
     }
@@ -355,20 +349,23 @@ impl RouterState {
         }
     }
 
-    /// Sends `req` to shard `shard`. When the shard cannot be reached (nothing was sent) the
-    /// shard list is reloaded — the shard may have moved — and the request sent once more.
+    /// Sends `req` to shard `shard` with the version `placement` gives it. When the shard
+    /// cannot be reached (nothing was sent) the shard list is reloaded — the shard may have
+    /// moved — and the request sent once more (versioned again from `req`, so the usual path
+    /// copies the request once).
     pub(super) async fn call_shard(
         &self,
+        placement: &Placement,
         shard: &str,
-        req: CommandRequest,
+        req: &CommandRequest,
     ) -> Result<(NodeClient, RawDocumentBuf)> {
         let client = self.shards.client(&self.config, shard).await?;
-        match client.call(req.clone()).await {
+        match client.call(placement.versioned(shard, req)?).await {
             Err(e) if e.code() == ErrorCode::HostUnreachable => {
                 tracing::debug!(shard = %shard, error = %e, "shard unreachable; reloading the shard list");
                 self.shards.reload(&self.config).await?;
                 let client = self.shards.client(&self.config, shard).await?;
-                let reply = client.call(req).await?;
+                let reply = client.call(placement.versioned(shard, req)?).await?;
                 Ok((client, reply))
             }
             other => Ok((client, other?)),

@@ -264,9 +264,7 @@ impl WriteBatch {
         let this = &*self;
         let sends = by_shard.iter().map(|(shard, indexes)| async move {
             let req = this.sub_batch(indexes, None)?;
-            state
-                .call_shard(shard, placement.versioned(shard, &req)?)
-                .await
+            state.call_shard(placement, shard, &req).await
         });
         let replies = futures::future::join_all(sends).await;
         let (mut refused, mut stale) = (Vec::new(), None);
@@ -397,9 +395,7 @@ impl WriteBatch {
             }
         }
         let req = self.sub_batch(&[index], Some(&rewritten))?;
-        let (_, reply) = state
-            .call_shard(&shard, placement.versioned(&shard, &req)?)
-            .await?;
+        let (_, reply) = state.call_shard(placement, &shard, &req).await?;
         if let Some(stale) = stale_in(&reply) {
             return Ok(Err(stale));
         }

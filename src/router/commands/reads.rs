@@ -78,9 +78,7 @@ async fn targeted_read(
     while let Some(placement) = passes.next().await? {
         let shards = targets(&placement, filter);
         let pass = if let [shard] = shards.as_slice() {
-            let (client, reply) = state
-                .call_shard(shard, placement.versioned(shard, req)?)
-                .await?;
+            let (client, reply) = state.call_shard(&placement, shard, req).await?;
             match stale_in(&reply) {
                 Some(stale) => Err(stale),
                 None => Ok(state.adopt_cursor(&client, reply)?),

@@ -58,9 +58,7 @@ async fn write(
         if placement.routing.is_none() && batch.is_none() {
             // Unsharded, nothing sent yet: the command goes to the primary as it is.
             let primary = placement.db.primary.clone();
-            let (_, reply) = state
-                .call_shard(&primary, placement.versioned(&primary, &req)?)
-                .await?;
+            let (_, reply) = state.call_shard(&placement, &primary, &req).await?;
             match stale_in(&reply) {
                 Some(stale) => passes.stale(stale),
                 None => return Ok(reply),
@@ -144,9 +142,7 @@ pub(super) async fn find_and_modify(
                 }
             }
         };
-        let (_, reply) = state
-            .call_shard(&shard, placement.versioned(&shard, &outgoing)?)
-            .await?;
+        let (_, reply) = state.call_shard(&placement, &shard, &outgoing).await?;
         match stale_in(&reply) {
             Some(stale) => passes.stale(stale),
             None => return Ok(reply),
