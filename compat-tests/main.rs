@@ -19,6 +19,7 @@ mod index_queries;
 mod indexes;
 mod let_variables;
 mod multiprocess;
+mod ownership;
 mod pipeline_updates;
 mod query_expressions;
 mod routing_property;

@@ -1,5 +1,5 @@
 //! Sharding catalog types shared by every role (pure data, no IO): namespaces, database
-//! versions and `config.databases` entries, chunk versions, shard key patterns and chunk maps.
+//! versions and `config.databases` entries, chunk versions, shard key patterns, chunk maps and what one shard owns.
 
 mod chunk_map;
 mod chunk_version;
@@ -7,6 +7,7 @@ mod collection_entry;
 mod database_entry;
 mod database_version;
 mod namespace;
+mod ownership;
 mod shard_key;
 
 pub use chunk_map::{Chunk, ChunkMap};
@@ -18,4 +19,5 @@ pub use namespace::{
     check_shardable, split_namespace, validate_collection_name, validate_db_name,
     validate_user_write,
 };
+pub use ownership::OwnershipFilter;
 pub use shard_key::{ShardKeyField, ShardKeyPattern};

@@ -119,6 +119,21 @@ impl ShardKeyPattern {
         doc.len() == self.fields.len() && doc.keys().zip(&self.fields).all(|(k, f)| *k == f.path)
     }
 
+    /// Whether a unique index on `index_key` is allowed on a collection with this shard key:
+    /// one led by `_id` always (as MongoDB allows it), any other only when the shard key's
+    /// fields start its key (directions and hashing aside), so each shard can enforce it alone.
+    pub fn is_unique_index_compatible(&self, index_key: &Document) -> bool {
+        if index_key.keys().next().is_some_and(|k| k == "_id") {
+            return true;
+        }
+        self.fields.len() <= index_key.len()
+            && self
+                .fields
+                .iter()
+                .zip(index_key.keys())
+                .all(|(f, k)| f.path == *k)
+    }
+
     /// `{<field>: MinKey, ...}`: the lower end of the first chunk.
     pub fn global_min(&self) -> Document {
         self.fields
@@ -250,6 +265,20 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn unique_indexes_must_start_with_the_shard_key_fields() {
+        let range = ShardKeyPattern::parse(&doc! {"a": 1, "b": 1}).unwrap();
+        assert!(range.is_unique_index_compatible(&doc! {"_id": 1}));
+        assert!(range.is_unique_index_compatible(&doc! {"a": 1, "b": 1}));
+        assert!(range.is_unique_index_compatible(&doc! {"a": -1, "b": 1, "c": 1}));
+        assert!(!range.is_unique_index_compatible(&doc! {"a": 1}));
+        assert!(!range.is_unique_index_compatible(&doc! {"b": 1, "a": 1}));
+        assert!(range.is_unique_index_compatible(&doc! {"_id": 1, "c": 1}));
+        let hashed = ShardKeyPattern::parse(&doc! {"a": "hashed"}).unwrap();
+        assert!(hashed.is_unique_index_compatible(&doc! {"a": 1}));
+        assert!(!hashed.is_unique_index_compatible(&doc! {"c": 1, "a": 1}));
     }
 
     #[test]

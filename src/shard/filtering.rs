@@ -1,42 +1,94 @@
 //! The shard side of shard versioning (the design's CollectionShardingRuntime): what this shard
-//! knows of each collection's placement — unsharded, or sharded at this shard's version —
-//! loaded from the config server on first use and refreshed when a router's version differs.
-//! A router behind this shard gets StaleConfig with `vReceived`, `vWanted` and `shardId`.
+//! knows of each collection's placement — unsharded, or sharded with its chunk map — loaded
+//! from the config server on first use, refreshed when a router's version differs, persisted
+//! (`persisted_routing`) so a restarted shard still knows it. A router behind this shard gets
+//! StaleConfig with `vReceived`, `vWanted` and `shardId`; versioned reads and writes see only
+//! the documents this shard owns (the ownership filter).
 
 use super::ShardState;
-use crate::catalog::{ChunkMap, ChunkVersion};
+use super::persisted_routing;
+use crate::catalog::{ChunkMap, ChunkVersion, OwnershipFilter};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::config::collection_routing;
 use bson::{RawBsonRef, doc};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-/// This shard's version of each collection it has been asked about (`0|0` with no epoch for
-/// unsharded collections).
+/// What this shard knows of one collection's placement.
+#[derive(Clone)]
+pub(super) enum CollectionMetadata {
+    Unsharded,
+    Sharded(Arc<OwnershipFilter>),
+}
+
+impl CollectionMetadata {
+    fn version(&self) -> ChunkVersion {
+        match self {
+            CollectionMetadata::Unsharded => ChunkVersion::unsharded(),
+            CollectionMetadata::Sharded(filter) => filter.shard_version(),
+        }
+    }
+
+    fn ownership(&self) -> Option<Arc<OwnershipFilter>> {
+        match self {
+            CollectionMetadata::Unsharded => None,
+            CollectionMetadata::Sharded(filter) => Some(Arc::clone(filter)),
+        }
+    }
+}
+
+/// This shard's metadata of each collection it has been asked about.
 #[derive(Default)]
 pub(super) struct FilteringMetadata {
-    known: Mutex<HashMap<String, ChunkVersion>>,
+    known: Mutex<HashMap<String, CollectionMetadata>>,
+    /// Persisting replaces a collection's stored chunks in several steps: one at a time.
+    persisting: tokio::sync::Mutex<()>,
 }
 
 impl FilteringMetadata {
-    fn get(&self, ns: &str) -> Option<ChunkVersion> {
-        self.known.lock().expect("poisoned").get(ns).copied()
+    fn get(&self, ns: &str) -> Option<CollectionMetadata> {
+        self.known.lock().expect("poisoned").get(ns).cloned()
     }
 
     fn forget(&self, ns: &str) {
         self.known.lock().expect("poisoned").remove(ns);
     }
 
-    fn set(&self, ns: &str, version: ChunkVersion) {
+    fn namespaces_of(&self, db: &str) -> Vec<String> {
+        let prefix = format!("{db}.");
         self.known
             .lock()
             .expect("poisoned")
-            .insert(ns.to_string(), version);
+            .keys()
+            .filter(|ns| ns.starts_with(&prefix))
+            .cloned()
+            .collect()
+    }
+
+    fn set(&self, ns: &str, metadata: CollectionMetadata) {
+        self.known
+            .lock()
+            .expect("poisoned")
+            .insert(ns.to_string(), metadata);
     }
 }
 
 impl ShardState {
+    /// Loads the persisted routing of sharded collections (at startup).
+    pub(super) async fn load_filtering_metadata(&self) -> Result<()> {
+        let Some(identity) = self.identity() else {
+            return Ok(());
+        };
+        for (entry, chunks) in persisted_routing::load_all(&self.storage).await? {
+            let ns = entry.ns.clone();
+            let filter = OwnershipFilter::new(entry, chunks, &identity.shard_name);
+            self.filtering
+                .set(&ns, CollectionMetadata::Sharded(Arc::new(filter)));
+        }
+        Ok(())
+    }
+
     /// Checks the `shardVersion` a router attached, or, with a `databaseVersion`, that the
     /// collection is not sharded (a router that believes it unsharded is stale).
     pub(super) async fn check_shard_version(&self, request: &CommandRequest) -> Result<()> {
@@ -46,19 +98,18 @@ impl ShardState {
             None if args.get("databaseVersion")?.is_some() => ChunkVersion::unsharded(),
             None => return Ok(()),
         };
-        if received.is_ignored() {
-            return Ok(());
-        }
-        // Commands that name no single collection (`aggregate: 1`, `bulkWrite`) carry the
-        // database version alone.
-        let Ok(RawBsonRef::String(coll)) = args.target() else {
+        let Some(ns) = versioned_namespace(request) else {
             return Ok(());
         };
-        if request.name() == "bulkWrite" {
+        let known = self.filtering.get(&ns);
+        if received.is_ignored() {
+            // No version check, but the ownership filter must be known.
+            if known.is_none() {
+                self.refresh_collection(&ns).await?;
+            }
             return Ok(());
         }
-        let ns = format!("{}.{coll}", request.db);
-        if self.filtering.get(&ns) == Some(received) {
+        if known.map(|m| m.version()) == Some(received) {
             return Ok(());
         }
         let wanted = self.refresh_collection(&ns).await?;
@@ -82,9 +133,39 @@ impl ShardState {
         }))
     }
 
+    /// The ownership filter a request runs under: a request a router versioned for a sharded
+    /// collection sees only this shard's chunks; a request sent to the shard directly (no
+    /// version) sees every document, orphans included, as in MongoDB.
+    pub(super) fn request_ownership(
+        &self,
+        request: &CommandRequest,
+    ) -> Option<Arc<OwnershipFilter>> {
+        if !matches!(request.args().get("shardVersion"), Ok(Some(_))) {
+            return None;
+        }
+        self.filtering
+            .get(&versioned_namespace(request)?)?
+            .ownership()
+    }
+
+    /// What this shard knows of a sharded collection, versioned request or not.
+    pub(super) fn known_sharding(&self, ns: &str) -> Option<Arc<OwnershipFilter>> {
+        self.filtering.get(ns)?.ownership()
+    }
+
     /// Forgets what this shard knew of a collection's placement (it was dropped).
-    pub(super) fn forget_collection(&self, ns: &str) {
+    pub(super) async fn forget_collection(&self, ns: &str) -> Result<()> {
         self.filtering.forget(ns);
+        let _one = self.filtering.persisting.lock().await;
+        persisted_routing::remove(&self.storage, ns).await
+    }
+
+    /// Forgets every collection of a dropped database.
+    pub(super) async fn forget_database_collections(&self, db: &str) -> Result<()> {
+        for ns in self.filtering.namespaces_of(db) {
+            self.forget_collection(&ns).await?;
+        }
+        Ok(())
     }
 
     /// Reloads a collection's placement from the config server; returns this shard's version
@@ -92,12 +173,50 @@ impl ShardState {
     pub(super) async fn refresh_collection(&self, ns: &str) -> Result<ChunkVersion> {
         let identity = self.require_identity()?;
         let config = self.connector.client(&identity.config_host);
-        let version = match collection_routing(&config, ns).await? {
-            Some((entry, chunks)) => ChunkMap::new(&entry.key, chunks)?
-                .shard_version(&identity.shard_name, entry.generation),
-            None => ChunkVersion::unsharded(),
+        let metadata = match collection_routing(&config, ns).await? {
+            Some((entry, chunks)) => {
+                let chunks = ChunkMap::new(&entry.key, chunks)?;
+                CollectionMetadata::Sharded(Arc::new(OwnershipFilter::new(
+                    entry,
+                    chunks,
+                    &identity.shard_name,
+                )))
+            }
+            None => CollectionMetadata::Unsharded,
         };
-        self.filtering.set(ns, version);
+        let version = metadata.version();
+        let _one = self.filtering.persisting.lock().await;
+        let previous = self.filtering.get(ns);
+        match (&previous, &metadata) {
+            (Some(CollectionMetadata::Sharded(old)), CollectionMetadata::Sharded(new))
+                if same_routing(old, new) => {}
+            (_, CollectionMetadata::Sharded(new)) => {
+                persisted_routing::store(&self.storage, new.entry(), new.chunks()).await?
+            }
+            (Some(CollectionMetadata::Sharded(_)) | None, CollectionMetadata::Unsharded) => {
+                persisted_routing::remove(&self.storage, ns).await?
+            }
+            (Some(CollectionMetadata::Unsharded), CollectionMetadata::Unsharded) => {}
+        }
+        self.filtering.set(ns, metadata);
         Ok(version)
+    }
+}
+
+/// Whether two loads of a collection's routing are the same generation at the same version.
+fn same_routing(a: &OwnershipFilter, b: &OwnershipFilter) -> bool {
+    a.entry().generation == b.entry().generation
+        && a.chunks().collection_version() == b.chunks().collection_version()
+}
+
+/// The namespace a versioned request is about; commands that name no single collection
+/// (`aggregate: 1`, `bulkWrite`) carry the database version alone and have none.
+fn versioned_namespace(request: &CommandRequest) -> Option<String> {
+    if request.name() == "bulkWrite" {
+        return None;
+    }
+    match request.args().target() {
+        Ok(RawBsonRef::String(coll)) => Some(format!("{}.{coll}", request.db)),
+        _ => None,
     }
 }

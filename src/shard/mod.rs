@@ -9,6 +9,7 @@ pub mod exec;
 mod filtering;
 mod identity;
 pub mod index;
+mod persisted_routing;
 pub mod storage;
 pub mod ttl;
 pub mod validation;
@@ -17,6 +18,7 @@ pub mod views;
 
 pub use identity::ShardIdentity;
 
+use crate::catalog::OwnershipFilter;
 use crate::command::CommandRequest;
 use crate::error::Result;
 use crate::rpc::Connector;
@@ -32,6 +34,14 @@ pub trait DataNode: NodeState {
     fn cursors(&self) -> &CursorRegistry;
     /// The name this node's data is reported under (`$collStats`'s `shard`).
     fn shard_name(&self) -> String;
+    /// The ownership filter a request runs under (`None`: every document is visible).
+    fn ownership(&self, _request: &CommandRequest) -> Option<Arc<OwnershipFilter>> {
+        None
+    }
+    /// The sharding of a collection as this node knows it (`None`: not sharded, or unknown).
+    fn sharding(&self, _ns: &str) -> Option<Arc<OwnershipFilter>> {
+        None
+    }
 }
 
 /// The state of one shard server.
@@ -65,6 +75,7 @@ impl ShardState {
             filtering: Default::default(),
             table: commands::table(),
         });
+        state.load_filtering_metadata().await?;
         spawn_cursor_reaper(Arc::downgrade(&state));
         ttl::spawn_ttl_monitor(Arc::downgrade(&state));
         Ok(state)
@@ -117,6 +128,14 @@ impl DataNode for ShardState {
 
     fn shard_name(&self) -> String {
         self.identity().map(|i| i.shard_name).unwrap_or_default()
+    }
+
+    fn ownership(&self, request: &CommandRequest) -> Option<Arc<OwnershipFilter>> {
+        self.request_ownership(request)
+    }
+
+    fn sharding(&self, ns: &str) -> Option<Arc<OwnershipFilter>> {
+        self.known_sharding(ns)
     }
 }
 

@@ -8,6 +8,7 @@ use super::super::views;
 use super::find::{DEFAULT_FIRST_BATCH, cursor_reply};
 use crate::aggregate::Pipeline;
 use crate::aggregate::expression::LetVariables;
+use crate::catalog::OwnershipFilter;
 use crate::command::CommandRequest;
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
@@ -83,6 +84,7 @@ pub(super) async fn pipeline_output<S: DataNode>(
     coll: Option<&str>,
     stages: &[Document],
     vars: &Arc<LetVariables>,
+    ownership: Option<Arc<OwnershipFilter>>,
 ) -> Result<Vec<Document>> {
     let pipeline = Pipeline::parse_with_variables(stages, Arc::clone(vars))?;
     let mut input = Vec::new();
@@ -96,7 +98,7 @@ pub(super) async fn pipeline_output<S: DataNode>(
                 .and_then(|stage| stage.get_document("$match").ok())
                 .unwrap_or(&empty);
             let mut read = store.read().await?;
-            let mut position = Position::for_filter(&coll, filter_doc)?;
+            let mut position = Position::for_filter(&coll, filter_doc)?.owned_by(ownership);
             while !position.done() {
                 input.extend(
                     position
@@ -143,7 +145,7 @@ pub(super) async fn run<S: DataNode>(
                 "$collStats must be run against a collection namespace",
             ));
         }
-        _ => collection_output(state, &req.db, &cmd).await?,
+        _ => collection_output(state, &req.db, &cmd, state.ownership(&req)).await?,
     };
     let mut docs = output
         .iter()
@@ -164,11 +166,13 @@ pub(super) async fn run<S: DataNode>(
     Ok(cursor_reply(&ns, batch, id, true))
 }
 
-/// The pipeline's output over the collection (or the view it names), or over nothing.
+/// The pipeline's output over the collection (its documents `ownership` lets through), the
+/// view it names, or nothing.
 async fn collection_output<S: DataNode>(
     state: &S,
     db: &str,
     cmd: &AggregateCommand,
+    ownership: Option<Arc<OwnershipFilter>>,
 ) -> Result<Vec<Document>> {
     Ok(match &cmd.collection {
         // A view runs its own pipeline first, on its source collection.
@@ -176,11 +180,13 @@ async fn collection_output<S: DataNode>(
             Some(view) => {
                 let mut stages = view.pipeline;
                 stages.extend(cmd.pipeline.iter().cloned());
-                pipeline_output(state, db, Some(&view.source), &stages, &cmd.vars).await?
+                pipeline_output(state, db, Some(&view.source), &stages, &cmd.vars, None).await?
             }
-            None => pipeline_output(state, db, Some(name), &cmd.pipeline, &cmd.vars).await?,
+            None => {
+                pipeline_output(state, db, Some(name), &cmd.pipeline, &cmd.vars, ownership).await?
+            }
         },
-        None => pipeline_output(state, db, None, &cmd.pipeline, &cmd.vars).await?,
+        None => pipeline_output(state, db, None, &cmd.pipeline, &cmd.vars, None).await?,
     })
 }
 

@@ -356,7 +356,7 @@ async fn update_op(
         }
     }
     let stmt = UpdateStatement::parse(&statement, vars)?;
-    let outcome = update::run_statement(txn, coll, &stmt, validator).await?;
+    let outcome = update::run_statement(txn, coll, &stmt, validator, None).await?;
     let mut fields = doc! {
         "n": number(outcome.matched + outcome.upserted_id.is_some() as u64),
         "nModified": number(outcome.modified),
@@ -392,5 +392,5 @@ async fn delete_op(
     }
     statement.append("limit", if multi { 0 } else { 1 });
     let stmt = DeleteStatement::parse(&statement, vars)?;
-    delete::run_statement(txn, coll, &stmt).await
+    delete::run_statement(txn, coll, &stmt, None).await
 }

@@ -40,10 +40,16 @@ pub(super) async fn count<S: DataNode>(
             stages.push(doc! {"$limit": limit as i64});
         }
         let vars = LetVariables::none();
-        let n =
-            super::aggregate::pipeline_output(state, &req.db, Some(&view.source), &stages, &vars)
-                .await?
-                .len() as u64;
+        let n = super::aggregate::pipeline_output(
+            state,
+            &req.db,
+            Some(&view.source),
+            &stages,
+            &vars,
+            None,
+        )
+        .await?
+        .len() as u64;
         return Ok(RawDocumentBuf::from_document(&doc! {"n": count_bson(n)})?);
     }
     let n = match state.storage().collection(&req.db, collection).await {
@@ -51,7 +57,7 @@ pub(super) async fn count<S: DataNode>(
         Some((db, coll)) if filter.is_empty() => db.stats(&coll).count.max(0) as u64,
         Some((db, coll)) => {
             let mut read = db.read().await?;
-            let mut position = Position::for_filter(&coll, &query)?;
+            let mut position = Position::for_filter(&coll, &query)?.owned_by(state.ownership(&req));
             let mut n = 0u64;
             while !position.done() {
                 n += position
@@ -107,9 +113,15 @@ pub(super) async fn distinct<S: DataNode>(
         let mut stages = view.pipeline;
         stages.push(doc! {"$match": query});
         let vars = LetVariables::none();
-        let docs =
-            super::aggregate::pipeline_output(state, &req.db, Some(&view.source), &stages, &vars)
-                .await?;
+        let docs = super::aggregate::pipeline_output(
+            state,
+            &req.db,
+            Some(&view.source),
+            &stages,
+            &vars,
+            None,
+        )
+        .await?;
         for doc in docs {
             add(doc, &mut values);
         }
@@ -118,7 +130,7 @@ pub(super) async fn distinct<S: DataNode>(
     }
     if let Some((db, coll)) = state.storage().collection(&req.db, collection).await {
         let mut read = db.read().await?;
-        let mut position = Position::for_filter(&coll, &query)?;
+        let mut position = Position::for_filter(&coll, &query)?.owned_by(state.ownership(&req));
         while !position.done() {
             for candidate in position.next_matches(&mut read, &coll, &filter).await? {
                 add(candidate.doc, &mut values);

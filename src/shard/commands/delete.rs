@@ -5,6 +5,7 @@ use super::super::exec::{Position, QueryShape};
 use super::super::storage::{CollectionMeta, WriteTxn};
 use super::write::{acknowledge, count_value, finish_reply, statements, target};
 use crate::aggregate::expression::LetVariables;
+use crate::catalog::OwnershipFilter;
 use crate::command::{Args, CommandRequest, WriteConcern};
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
@@ -44,11 +45,13 @@ impl DeleteStatement {
     }
 }
 
-/// Deletes what one statement selects; returns how many documents went.
+/// Deletes what one statement selects (of the documents `ownership` lets through); returns
+/// how many documents went.
 pub(super) async fn run_statement(
     txn: &mut WriteTxn<'_>,
     coll: &CollectionMeta,
     stmt: &DeleteStatement,
+    ownership: Option<&Arc<OwnershipFilter>>,
 ) -> Result<u64> {
     let mut position = Position::plan(
         coll,
@@ -56,7 +59,8 @@ pub(super) async fn run_statement(
             hint: stmt.hint.as_ref(),
             ..QueryShape::filter(&stmt.query)
         },
-    )?;
+    )?
+    .owned_by(ownership.cloned());
     let mut deleted = 0;
     'scan: while !position.done() {
         for candidate in position.next_matches(txn, coll, &stmt.filter).await? {
@@ -84,13 +88,14 @@ pub(super) async fn run<S: DataNode>(
         return finish_reply(rawdoc! {"n": 0}, Vec::new(), &wc);
     };
     let vars = args.let_variables()?;
+    let ownership = state.ownership(&req);
     let mut txn = db.write().await?;
     let mut n = 0u64;
     let mut errors = Vec::new();
     for (i, raw) in raw_statements.iter().enumerate() {
         Stats::add(&state.node().stats.op_delete, 1);
         let outcome = match DeleteStatement::parse(raw, &vars) {
-            Ok(stmt) => run_statement(&mut txn, &coll, &stmt).await,
+            Ok(stmt) => run_statement(&mut txn, &coll, &stmt, ownership.as_ref()).await,
             Err(e) => Err(e),
         };
         match outcome {

@@ -139,6 +139,7 @@ pub(super) async fn find<S: DataNode>(
             Some(&view.source),
             &view_stages(view.pipeline, &cmd),
             &vars,
+            None,
         )
         .await?;
         let docs = docs
@@ -169,7 +170,7 @@ pub(super) async fn find<S: DataNode>(
         min: cmd.min.as_ref(),
         max: cmd.max.as_ref(),
     };
-    let position = Position::plan(&coll, &shape)?;
+    let position = Position::plan(&coll, &shape)?.owned_by(state.ownership(&req));
     let mut output = FindOutput::new(
         projection,
         &filter,

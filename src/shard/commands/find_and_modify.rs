@@ -6,6 +6,7 @@ use super::super::exec::{Candidate, Position, QueryShape};
 use super::super::validation::DocumentValidator;
 use super::update::{update_candidate, upsert};
 use super::write::{acknowledge, array_filters, target};
+use crate::catalog::OwnershipFilter;
 use crate::command::{CommandRequest, WriteConcern};
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
@@ -14,6 +15,7 @@ use crate::query::sort::SortSpec;
 use crate::query::update::UpdateSpec;
 use crate::server::{RequestContext, stats::Stats};
 use bson::{Bson, Document, RawDocumentBuf, doc};
+use std::sync::Arc;
 
 pub(super) struct FindAndModifyCommand {
     pub(super) query: Document,
@@ -141,6 +143,7 @@ pub(super) async fn run<S: DataNode>(
         filter,
         cmd.sort.as_ref(),
         cmd.hint.as_ref(),
+        state.ownership(&req).as_ref(),
     )
     .await?;
     let (last_error, value) = match (found, &cmd.update) {
@@ -198,6 +201,7 @@ pub(super) async fn first_match(
     filter: &Filter,
     sort: Option<&SortSpec>,
     hint: Option<&Bson>,
+    ownership: Option<&Arc<OwnershipFilter>>,
 ) -> Result<Option<Candidate>> {
     let mut position = Position::plan(
         coll,
@@ -206,7 +210,8 @@ pub(super) async fn first_match(
             hint,
             ..QueryShape::filter(query)
         },
-    )?;
+    )?
+    .owned_by(ownership.cloned());
     // An index delivering the sort order makes the first match the answer.
     let sort = sort.filter(|_| !position.path().provides_sort());
     let mut best: Option<Candidate> = None;

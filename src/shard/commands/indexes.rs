@@ -3,6 +3,7 @@
 use super::super::DataNode;
 use super::write::target;
 use crate::command::{CommandRequest, missing};
+use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::RequestContext;
 use crate::shard::index::IndexSpec;
@@ -42,6 +43,21 @@ pub(super) async fn create_indexes<S: DataNode>(
         .await
         .is_some();
     let (db, coll) = target(state, &req, true).await?.expect("created on demand");
+    if let Some(sharding) = state.sharding(&format!("{}.{}", req.db, coll.name)) {
+        let key = sharding.key_pattern();
+        for spec in specs.iter().filter(|s| s.unique) {
+            if !key.is_unique_index_compatible(&spec.key) {
+                return Err(MongoError::new(
+                    ErrorCode::CannotCreateIndex,
+                    format!(
+                        "cannot create unique index over {} with shard key pattern {}",
+                        render_doc(&spec.key),
+                        render_doc(key.pattern())
+                    ),
+                ));
+            }
+        }
+    }
     let before = coll.indexes.iter().filter(|i| i.ready).count();
     let mut to_build = Vec::new();
     for spec in specs {

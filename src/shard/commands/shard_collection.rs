@@ -220,7 +220,7 @@ pub(super) async fn create_collection_participant(
 fn check_unique_indexes(ns: &str, coll: &CollectionMeta, pattern: &ShardKeyPattern) -> Result<()> {
     for index in coll.indexes.iter().filter(|i| i.is_unique() && !i.is_id()) {
         let key = index.key_pattern();
-        if !is_prefix_of(pattern.pattern(), &key) {
+        if !pattern.is_unique_index_compatible(&key) {
             return Err(MongoError::new(
                 ErrorCode::InvalidOptions,
                 format!(

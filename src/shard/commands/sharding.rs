@@ -94,6 +94,7 @@ async fn drop_database_participant(
     state.storage_arc().drop_database(&req.db).await?;
     state.cursors.kill_database(&req.db);
     state.forget_database_version(&req.db);
+    state.forget_database_collections(&req.db).await?;
     Ok(RawDocumentBuf::new())
 }
 
@@ -107,7 +108,9 @@ async fn drop_collection_participant(
     let coll = req.args().collection()?.to_string();
     let drop = CommandRequest::from_document(&req.db, &bson::doc! {"drop": &coll})?;
     let reply = super::collections::drop(state, ctx, drop).await?;
-    state.forget_collection(&format!("{}.{coll}", req.db));
+    state
+        .forget_collection(&format!("{}.{coll}", req.db))
+        .await?;
     Ok(reply)
 }
 

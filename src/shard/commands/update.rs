@@ -9,6 +9,7 @@ use super::find_and_modify::first_match;
 use super::insert::prepare_document;
 use super::write::{acknowledge, array_filters, count_value, finish_reply, statements, target};
 use crate::aggregate::expression::LetVariables;
+use crate::catalog::OwnershipFilter;
 use crate::command::{CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
@@ -189,6 +190,7 @@ pub(super) async fn run_statement(
     coll: &CollectionMeta,
     stmt: &UpdateStatement,
     validator: Option<&DocumentValidator>,
+    ownership: Option<&Arc<OwnershipFilter>>,
 ) -> Result<StatementOutcome> {
     let filter = &stmt.filter;
     let mut out = StatementOutcome::default();
@@ -200,6 +202,7 @@ pub(super) async fn run_statement(
             filter,
             Some(sort),
             stmt.hint.as_ref(),
+            ownership,
         )
         .await?;
         if let Some(candidate) = found {
@@ -215,7 +218,8 @@ pub(super) async fn run_statement(
                 hint: stmt.hint.as_ref(),
                 ..QueryShape::filter(&stmt.query)
             },
-        )?;
+        )?
+        .owned_by(ownership.cloned());
         'scan: while !position.done() {
             for candidate in position.next_matches(txn, coll, filter).await? {
                 out.matched += 1;
@@ -257,6 +261,7 @@ pub(super) async fn run<S: DataNode>(
     let bypass = args.bool("bypassDocumentValidation")?.unwrap_or(false);
     let vars = args.let_variables()?;
     let validator = DocumentValidator::for_collection(&req.db, &coll, bypass)?;
+    let ownership = state.ownership(&req);
     let mut txn = db.write().await?;
     let (mut n, mut modified) = (0u64, 0u64);
     let mut upserted = Vec::new();
@@ -264,7 +269,16 @@ pub(super) async fn run<S: DataNode>(
     for (i, raw) in raw_statements.iter().enumerate() {
         Stats::add(&state.node().stats.op_update, 1);
         let outcome = match UpdateStatement::parse(raw, &vars) {
-            Ok(stmt) => run_statement(&mut txn, &coll, &stmt, validator.as_ref()).await,
+            Ok(stmt) => {
+                run_statement(
+                    &mut txn,
+                    &coll,
+                    &stmt,
+                    validator.as_ref(),
+                    ownership.as_ref(),
+                )
+                .await
+            }
             Err(e) => Err(e),
         };
         match outcome {

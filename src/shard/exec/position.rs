@@ -1,8 +1,9 @@
 //! Where a query stands: it reads the next chunk through its access path, keeps the documents
-//! that match the filter, and remembers where to resume.
+//! that match the filter (and, on a shard, lie in its chunks), and remembers where to resume.
 
 use super::SCAN_CHUNK;
 use super::plan::{AccessPath, IndexScanPlan, QueryShape};
+use crate::catalog::OwnershipFilter;
 use crate::error::Result;
 use crate::query::filter::Filter;
 use crate::shard::storage::{CollectionMeta, IndexEntry, IndexRange, ReadTxn, RecordId, WriteTxn};
@@ -147,6 +148,8 @@ pub struct Position {
     /// Rows read per storage statement.
     chunk: i64,
     examined: Examined,
+    /// The shard's ownership filter: documents outside its chunks (orphans) are skipped.
+    ownership: Option<Arc<OwnershipFilter>>,
 }
 
 /// What a query has read so far, as `explain` reports it.
@@ -180,7 +183,15 @@ impl Position {
             done: false,
             chunk: SCAN_CHUNK,
             examined: Examined::default(),
+            ownership: None,
         }
+    }
+
+    /// Skips the documents `ownership` says this shard does not own (MongoDB's
+    /// SHARDING_FILTER stage); `None` keeps every document.
+    pub fn owned_by(mut self, ownership: Option<Arc<OwnershipFilter>>) -> Self {
+        self.ownership = ownership;
+        self
     }
 
     /// Reads `rows` rows per storage statement instead of [`SCAN_CHUNK`]: `explain` reads one
@@ -271,7 +282,7 @@ impl Position {
 
         for (rid, raw) in rows {
             let doc = raw.to_document()?;
-            if filter.try_matches(&doc)? {
+            if filter.try_matches(&doc)? && self.ownership.as_ref().is_none_or(|o| o.owns(&doc)) {
                 out.push(Candidate { rid, raw, doc });
             }
         }

@@ -1,0 +1,193 @@
+//! The shard's persisted copy of the routing of sharded collections it was asked about
+//! (MongoDB's `config.cache.collections` and `config.cache.chunks.<ns>` on a shard), so that a
+//! restarted shard knows its filtering metadata before it can reach the config server.
+//! It is a cache: a copy that is torn (a crash between its writes) fails its consistency check
+//! on load and is simply refreshed from the config server.
+
+use super::storage::Storage;
+use crate::catalog::{
+    Chunk, ChunkMap, CollectionEntry, CollectionGeneration, ShardKeyPattern, chunk_from_document,
+};
+use crate::error::{MongoError, Result};
+use bson::{Bson, Document, RawDocumentBuf, doc};
+
+const DB: &str = "config";
+const COLLECTIONS: &str = "cache.collections";
+
+fn chunks_collection(ns: &str) -> String {
+    format!("cache.chunks.{ns}")
+}
+
+fn entry_document(entry: &CollectionEntry, chunks: &ChunkMap) -> Document {
+    let version = chunks
+        .collection_version()
+        .map(|v| v.lastmod())
+        .unwrap_or(bson::Timestamp {
+            time: 0,
+            increment: 0,
+        });
+    doc! {
+        "_id": &entry.ns,
+        "epoch": entry.generation.epoch,
+        "timestamp": entry.generation.timestamp,
+        "uuid": Bson::Binary(entry.uuid.clone()),
+        "key": entry.key.pattern().clone(),
+        "unique": entry.unique,
+        "lastmod": entry.last_modified,
+        "noBalance": entry.no_balance,
+        "lastRefreshedCollectionMajorMinorVersion": version,
+    }
+}
+
+fn entry_from_document(doc: &Document) -> Result<(CollectionEntry, bson::Timestamp)> {
+    let bad = |field: &str| {
+        MongoError::internal(format!(
+            "malformed config.cache.collections entry: bad or missing `{field}`"
+        ))
+    };
+    let uuid = match doc.get("uuid") {
+        Some(Bson::Binary(b)) => b.clone(),
+        _ => return Err(bad("uuid")),
+    };
+    let entry = CollectionEntry {
+        ns: doc.get_str("_id").map_err(|_| bad("_id"))?.to_string(),
+        generation: CollectionGeneration {
+            epoch: doc.get_object_id("epoch").map_err(|_| bad("epoch"))?,
+            timestamp: doc
+                .get_timestamp("timestamp")
+                .map_err(|_| bad("timestamp"))?,
+        },
+        uuid,
+        key: ShardKeyPattern::parse(doc.get_document("key").map_err(|_| bad("key"))?)?,
+        unique: doc.get_bool("unique").unwrap_or(false),
+        last_modified: doc
+            .get_datetime("lastmod")
+            .copied()
+            .unwrap_or(bson::DateTime::MIN),
+        no_balance: doc.get_bool("noBalance").unwrap_or(false),
+    };
+    let version = doc
+        .get_timestamp("lastRefreshedCollectionMajorMinorVersion")
+        .map_err(|_| bad("lastRefreshedCollectionMajorMinorVersion"))?;
+    Ok((entry, version))
+}
+
+/// Every collection's persisted routing that is whole; torn copies are skipped (and logged).
+pub(super) async fn load_all(storage: &Storage) -> Result<Vec<(CollectionEntry, ChunkMap)>> {
+    let mut out = Vec::new();
+    for doc in all_documents(storage, COLLECTIONS).await? {
+        match load_one(storage, &doc).await {
+            Ok(loaded) => out.push(loaded),
+            Err(e) => tracing::warn!(
+                ns = doc.get_str("_id").unwrap_or_default(),
+                error = %e,
+                "ignoring the persisted routing of a collection; it will be refreshed"
+            ),
+        }
+    }
+    Ok(out)
+}
+
+async fn load_one(storage: &Storage, doc: &Document) -> Result<(CollectionEntry, ChunkMap)> {
+    let (entry, version) = entry_from_document(doc)?;
+    let chunks = all_documents(storage, &chunks_collection(&entry.ns))
+        .await?
+        .iter()
+        .map(|c| chunk_from_document(&entry.key, entry.generation, c))
+        .collect::<Result<Vec<Chunk>>>()?;
+    let map = ChunkMap::new(&entry.key, chunks)?;
+    if map.collection_version().map(|v| v.lastmod()) != Some(version) {
+        return Err(MongoError::internal(
+            "the persisted chunks are not those of the persisted version",
+        ));
+    }
+    Ok((entry, map))
+}
+
+async fn all_documents(storage: &Storage, collection: &str) -> Result<Vec<Document>> {
+    let Some((db, coll)) = storage.collection(DB, collection).await else {
+        return Ok(Vec::new());
+    };
+    let mut read = db.read().await?;
+    let mut out = Vec::new();
+    let mut after = 0;
+    loop {
+        let rows = read
+            .scan(&coll, after, crate::shard::exec::SCAN_CHUNK)
+            .await?;
+        let Some((last, _)) = rows.last() else {
+            return Ok(out);
+        };
+        after = *last;
+        for (_, raw) in rows {
+            out.push(raw.to_document()?);
+        }
+    }
+}
+
+/// Replaces the persisted routing of `entry.ns`: the chunks first, then the entry naming their
+/// version, so that a crash in between leaves a copy that fails its check on load.
+pub(super) async fn store(
+    storage: &Storage,
+    entry: &CollectionEntry,
+    chunks: &ChunkMap,
+) -> Result<()> {
+    let db = storage.database_or_create(DB).await?;
+    let name = chunks_collection(&entry.ns);
+    db.drop_collection(&name).await?;
+    let coll = db.ensure_collection(&name).await?;
+    let docs = chunks
+        .chunks()
+        .map(|c| {
+            RawDocumentBuf::from_document(&doc! {
+                "_id": c.min.clone(),
+                "min": c.min.clone(),
+                "max": c.max.clone(),
+                "shard": &c.shard,
+                "lastmod": c.version.lastmod(),
+            })
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let mut txn = db.write().await?;
+    txn.insert(&coll, &docs.iter().map(|d| d.as_ref()).collect::<Vec<_>>())
+        .await
+        .map_err(|(_, e)| e)?;
+    txn.commit().await?;
+    put_entry(storage, &entry.ns, Some(&entry_document(entry, chunks))).await
+}
+
+/// Forgets the persisted routing of `ns` (it was dropped, or is not sharded any more).
+pub(super) async fn remove(storage: &Storage, ns: &str) -> Result<()> {
+    if storage.collection(DB, COLLECTIONS).await.is_none() {
+        return Ok(());
+    }
+    put_entry(storage, ns, None).await?;
+    if let Some(db) = storage.database(DB).await {
+        db.drop_collection(&chunks_collection(ns)).await?;
+    }
+    Ok(())
+}
+
+/// Writes (or with `None` deletes) the `config.cache.collections` entry of `ns`.
+async fn put_entry(storage: &Storage, ns: &str, entry: Option<&Document>) -> Result<()> {
+    let db = storage.database_or_create(DB).await?;
+    let coll = db.ensure_collection(COLLECTIONS).await?;
+    let mut txn = db.write().await?;
+    let old = txn
+        .fetch_by_id(&coll, &Bson::String(ns.to_string()))
+        .await?;
+    match (old, entry) {
+        (Some((rid, old)), Some(new)) => {
+            txn.replace(&coll, rid, &old, &RawDocumentBuf::from_document(new)?)
+                .await?
+        }
+        (None, Some(new)) => {
+            txn.insert_one(&coll, &RawDocumentBuf::from_document(new)?)
+                .await?;
+        }
+        (Some((rid, old)), None) => txn.delete(&coll, rid, &old).await?,
+        (None, None) => {}
+    }
+    txn.commit().await?;
+    Ok(())
+}
