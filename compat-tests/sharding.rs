@@ -385,7 +385,134 @@ async fn merge_follows_the_versioning_rules(client: &Client) {
     assert_eq!(chunks(client, "shmerge.m").await.len(), 1);
 }
 
+/// `mergeAllChunksOnShard` merges each run of contiguous chunks of the shard; merged chunks are
+/// newer than the collection version. `getShardVersion` reports the router's cached version
+/// (and chunks), and on the shard itself its filtering metadata; `getShardMap` names every node.
+async fn merge_all_chunks_and_version_reports(client: &Client) {
+    let ns = "shmergeall.m";
+    admin(client, doc! {"shardCollection": ns, "key": {"k": 1}})
+        .await
+        .unwrap();
+    let coll = client.database("shmergeall").collection::<Document>("m");
+    coll.insert_many((0..50).map(|k| doc! {"k": k}))
+        .await
+        .unwrap();
+    for point in [10, 20, 30, 40] {
+        admin(client, doc! {"split": ns, "middle": {"k": point}})
+            .await
+            .unwrap();
+    }
+    let before = chunks(client, ns).await;
+    assert_eq!(before.len(), 5);
+    let top = before.iter().map(lastmod).max().unwrap();
+    let shard = before[0].get_str("shard").unwrap().to_string();
+    let entry = entry(client, ns).await.unwrap();
+
+    let version = admin(client, doc! {"getShardVersion": ns, "fullMetadata": true})
+        .await
+        .unwrap();
+    let ts = |t: mongodb::bson::Timestamp| (t.time, t.increment);
+    assert_eq!(ts(version.get_timestamp("version").unwrap()), top);
+    assert_eq!(
+        version.get_object_id("versionEpoch").unwrap(),
+        entry.get_object_id("lastmodEpoch").unwrap()
+    );
+    assert_eq!(version.get_array("chunks").unwrap().len(), 5);
+    let plain = admin(client, doc! {"getShardVersion": ns}).await.unwrap();
+    assert!(plain.get("chunks").is_none());
+
+    // At most three chunks merged: the first three become one.
+    admin(
+        client,
+        doc! {"mergeAllChunksOnShard": ns, "shard": &shard, "maxNumberOfChunksToMerge": 3},
+    )
+    .await
+    .unwrap();
+    let partly = chunks(client, ns).await;
+    assert_eq!(partly.len(), 3);
+    assert_eq!(partly[0].get_document("max").unwrap(), &doc! {"k": 30});
+    assert_eq!(lastmod(&partly[0]), (top.0 + 1, 0));
+    admin(client, doc! {"mergeAllChunksOnShard": ns, "shard": &shard})
+        .await
+        .unwrap();
+    let merged = chunks(client, ns).await;
+    assert_eq!(merged.len(), 1);
+    assert_eq!(lastmod(&merged[0]), (top.0 + 2, 0));
+    // Nothing left to merge is not an error.
+    admin(client, doc! {"mergeAllChunksOnShard": ns, "shard": &shard})
+        .await
+        .unwrap();
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 50);
+    let version = admin(client, doc! {"getShardVersion": ns}).await.unwrap();
+    assert_eq!(
+        ts(version.get_timestamp("version").unwrap()),
+        (top.0 + 2, 0)
+    );
+
+    for (cmd, code) in [
+        (
+            doc! {"mergeAllChunksOnShard": ns, "shard": "nosuchshard"},
+            70,
+        ),
+        (
+            doc! {"mergeAllChunksOnShard": "shmergeall.plain", "shard": &shard},
+            118,
+        ),
+        (doc! {"mergeAllChunksOnShard": ns}, 40414),
+        (doc! {"getShardVersion": "shmergeall.plain"}, 118),
+    ] {
+        let err = admin(client, cmd.clone()).await.unwrap_err();
+        assert_eq!(error_code(&err), Some(code), "{cmd}");
+    }
+    let db = admin(client, doc! {"getShardVersion": "shmergeall"})
+        .await
+        .unwrap();
+    assert_eq!(db.get_str("primaryShard").unwrap(), shard);
+    assert!(db.get_document("version").unwrap().contains_key("uuid"));
+
+    let map = admin(client, doc! {"getShardMap": 1}).await.unwrap();
+    let shards: Vec<Document> = client
+        .database("config")
+        .collection::<Document>("shards")
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let by_name = map.get_document("map").unwrap();
+    let by_host = map.get_document("hosts").unwrap();
+    for s in &shards {
+        let (name, host) = (s.get_str("_id").unwrap(), s.get_str("host").unwrap());
+        assert_eq!(by_name.get_str(name).unwrap(), host);
+        assert_eq!(by_host.get_str(host).unwrap(), name);
+    }
+    assert!(by_name.contains_key("config"));
+
+    // The shard's own view, when a test can reach it directly.
+    let host = shards
+        .iter()
+        .find(|s| s.get_str("_id").unwrap() == shard)
+        .unwrap()
+        .get_str("host")
+        .unwrap();
+    if let Ok(addr) = host.parse::<std::net::SocketAddr>() {
+        let direct = crate::harness::client_for(addr).await;
+        let on_shard = admin(&direct, doc! {"getShardVersion": ns, "fullMetadata": true})
+            .await
+            .unwrap();
+        let metadata = on_shard.get_document("metadata").unwrap();
+        assert_eq!(
+            ts(metadata.get_timestamp("shardVersion").unwrap()),
+            (top.0 + 2, 0)
+        );
+        assert_eq!(metadata.get_document("keyPattern").unwrap(), &doc! {"k": 1});
+        assert_eq!(metadata.get_array("chunks").unwrap().len(), 1);
+    }
+}
+
 both_modes!(
+    merge_all_chunks_and_version_reports,
     merge_follows_the_versioning_rules,
     drops_remove_sharding_metadata,
     shard_collection_records_the_collection,

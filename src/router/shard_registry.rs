@@ -53,11 +53,18 @@ impl ShardRegistry {
         })
     }
 
-    /// Clients of every shard (after a reload).
-    pub async fn all(&self, config: &NodeClient) -> Result<Vec<(String, NodeClient)>> {
+    /// Every shard's name and host (after a reload).
+    pub async fn hosts(&self, config: &NodeClient) -> Result<Vec<(String, String)>> {
         self.reload(config).await?;
         let shards = self.shards.read().expect("poisoned").clone();
-        Ok(shards
+        Ok(shards.into_iter().collect())
+    }
+
+    /// Clients of every shard (after a reload).
+    pub async fn all(&self, config: &NodeClient) -> Result<Vec<(String, NodeClient)>> {
+        Ok(self
+            .hosts(config)
+            .await?
             .into_iter()
             .map(|(name, host)| (name, self.connector.client(&host)))
             .collect())

@@ -5,8 +5,8 @@
 //! StaleConfig with `vReceived`, `vWanted` and `shardId`; versioned reads and writes see only
 //! the documents this shard owns (the ownership filter).
 
-use super::ShardState;
 use super::persisted_routing;
+use super::{DataNode, ShardState};
 use crate::catalog::{ChunkMap, ChunkVersion, OwnershipFilter};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
@@ -146,6 +146,52 @@ impl ShardState {
         self.filtering
             .get(&versioned_namespace(request)?)?
             .ownership()
+    }
+
+    /// `getShardVersion` on a shard: its filtering metadata of `ns` — the version (`"UNKNOWN"`
+    /// before it learned anything), and with `full` the collection version, key pattern and
+    /// the chunks this shard owns.
+    pub(super) fn describe_filtering(&self, ns: &str, full: bool) -> bson::Document {
+        let config = self.identity().map(|i| i.config_host).unwrap_or_default();
+        let mut reply = doc! {"configServer": config, "inShardedMode": false};
+        let Some(known) = self.filtering.get(ns) else {
+            reply.insert("mine", "UNKNOWN");
+            reply.insert("global", "UNKNOWN");
+            return reply;
+        };
+        let version = known.version().lastmod();
+        reply.insert("mine", version);
+        reply.insert("global", version);
+        if !full {
+            return reply;
+        }
+        let metadata = match known {
+            CollectionMetadata::Unsharded => doc! {},
+            CollectionMetadata::Sharded(filter) => {
+                let shard = filter.shard_version();
+                let collection = filter.chunks().collection_version().unwrap_or(shard);
+                let me = self.shard_name();
+                let owned: Vec<bson::Bson> = filter
+                    .chunks()
+                    .chunks()
+                    .filter(|c| c.shard == me)
+                    .map(|c| bson::Bson::Array(vec![c.min.clone().into(), c.max.clone().into()]))
+                    .collect();
+                doc! {
+                    "collVersion": collection.lastmod(),
+                    "collVersionEpoch": collection.generation.epoch,
+                    "collVersionTimestamp": collection.generation.timestamp,
+                    "shardVersion": shard.lastmod(),
+                    "shardVersionEpoch": shard.generation.epoch,
+                    "shardVersionTimestamp": shard.generation.timestamp,
+                    "keyPattern": filter.key_pattern().pattern().clone(),
+                    "chunks": owned,
+                    "pending": [],
+                }
+            }
+        };
+        reply.insert("metadata", metadata);
+        reply
     }
 
     /// What this shard knows of a sharded collection, versioned request or not.

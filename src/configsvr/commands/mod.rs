@@ -1,6 +1,7 @@
 //! The config server's command table: shared commands, CRUD on the config and admin
 //! databases, and the `_configsvr*` metadata commands.
 
+mod chunks;
 mod collections;
 mod databases;
 mod shards;
@@ -15,5 +16,6 @@ pub(super) fn table() -> CommandTable<ConfigState> {
     specs.extend(shards::commands());
     specs.extend(databases::commands());
     specs.extend(collections::commands());
+    specs.extend(chunks::commands());
     CommandTable::new(specs)
 }

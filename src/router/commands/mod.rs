@@ -4,6 +4,7 @@
 mod admin;
 mod bulk_write;
 mod catalog;
+mod chunks;
 mod cursors;
 mod ddl;
 mod explain;
@@ -91,11 +92,23 @@ pub(super) fn table() -> CommandTable<RouterState> {
             .aliases(&["shardcollection"])
             .admin_only()
             .help("Shard a collection. Sharding must already be enabled for the database.\n   { enablesharding : \"<dbname>\" }\n"),
-        CommandSpec::new("mergeChunks", |s, c, r| Box::pin(sharding::merge_chunks(s, c, r)))
+        CommandSpec::new("mergeChunks", |s, c, r| Box::pin(chunks::merge_chunks(s, c, r)))
             .aliases(&["mergechunks"])
             .admin_only()
             .help("Merge Chunks command\nusage: { mergeChunks : <ns>, bounds : [ <min key>, <max key> ] }"),
-        CommandSpec::new("split", |s, c, r| Box::pin(sharding::split(s, c, r)))
+        CommandSpec::new("mergeAllChunksOnShard", |s, c, r| {
+            Box::pin(chunks::merge_all_chunks_on_shard(s, c, r))
+        })
+        .admin_only()
+        .help("Merges every run of contiguous chunks of a shard\nusage: { mergeAllChunksOnShard: <ns>, shard: <shard>, maxNumberOfChunksToMerge: <n> }"),
+        CommandSpec::new("getShardVersion", |s, c, r| Box::pin(admin::get_shard_version(s, c, r)))
+            .aliases(&["getshardversion"])
+            .admin_only()
+            .help(" example: { getShardVersion : 'alleyinsider.foo'  } "),
+        CommandSpec::new("getShardMap", |s, c, r| Box::pin(admin::get_shard_map(s, c, r)))
+            .admin_only()
+            .help("lists the shards and the config server with their hosts"),
+        CommandSpec::new("split", |s, c, r| Box::pin(chunks::split(s, c, r)))
             .admin_only()
             .help(" example: - split the shard that contains give key\n   { split : 'alleyinsider.blog.posts' , find : { ts : 1 } }\n example: - split the shard that contains the key with this as the middle\n   { split : 'alleyinsider.blog.posts' , middle : { ts : 1 } }\n NOTE: this does not move the chunks, it just creates a logical separation."),
         CommandSpec::new("flushRouterConfig", |s, c, r| Box::pin(admin::flush_router_config(s, c, r)))

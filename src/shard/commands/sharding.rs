@@ -13,6 +13,10 @@ pub(super) fn commands() -> Vec<CommandSpec<ShardState>> {
         CommandSpec::new("_addShard", |s, c, r| Box::pin(add_shard(s, c, r)))
             .admin_only()
             .help("Internal: makes this server a shard of a cluster (sets its shard identity)"),
+        CommandSpec::new("getShardVersion", |s, c, r| Box::pin(get_shard_version(s, c, r)))
+            .aliases(&["getshardversion"])
+            .admin_only()
+            .help("this shard's filtering metadata of a collection: { getShardVersion: <ns>, fullMetadata: <bool> }"),
         CommandSpec::new("_shardsvrDropDatabaseParticipant", |s, c, r| {
             Box::pin(drop_database_participant(s, c, r))
         })
@@ -83,6 +87,25 @@ async fn add_shard(
     identity::store(state.storage_arc(), &identity).await?;
     *state.identity.write().expect("poisoned") = Some(identity);
     Ok(RawDocumentBuf::new())
+}
+
+async fn get_shard_version(
+    state: &ShardState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let bson::RawBsonRef::String(ns) = args.target()? else {
+        return Err(MongoError::type_mismatch(
+            "getShardVersion needs a namespace string",
+        ));
+    };
+    let (db, coll) = crate::catalog::split_namespace(ns)?;
+    crate::catalog::validate_collection_name(db, coll)?;
+    let full = args.bool("fullMetadata")?.unwrap_or(false);
+    Ok(RawDocumentBuf::from_document(
+        &state.describe_filtering(ns, full),
+    )?)
 }
 
 async fn drop_database_participant(
