@@ -23,6 +23,7 @@ mod ownership;
 mod pipeline_updates;
 mod query_expressions;
 mod routing_property;
+mod shard_key_updates;
 mod shard_versioning;
 mod sharded_queries;
 mod sharding;

@@ -10,6 +10,7 @@
 use super::RouterState;
 use super::cluster_cursor::{SORT_KEY_FIELD, take_sort_key};
 use super::forward::{Pass, Placement, ShardReply, Stale, reply_count, reply_error, stale_in};
+use super::shard_key_move::ShardKeyMove;
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::sort::SortSpec;
@@ -60,7 +61,13 @@ pub struct WriteBatch {
     /// The shards each statement already ran on (a multi-write refused by some of its shards
     /// is resent only to those).
     done: BTreeMap<usize, Vec<String>>,
+    /// A single-statement update a shard refused with WouldChangeOwningShard: the document
+    /// moves to the shard owning its new key.
+    moving: Option<(usize, ShardKeyMove)>,
 }
+
+/// MongoDB moves a document to another shard only for a batch of one update.
+const MOVE_NEEDS_BATCH_OF_ONE: &str = "Document shard key value updates that cause the doc to move shards must be sent with write batch of size 1";
 
 impl WriteBatch {
     pub fn parse(req: &CommandRequest, kind: WriteKind) -> Result<WriteBatch> {
@@ -95,6 +102,7 @@ impl WriteBatch {
             write_errors: Vec::new(),
             write_concern_error: None,
             done: BTreeMap::new(),
+            moving: None,
         })
     }
 
@@ -131,7 +139,7 @@ impl WriteBatch {
         let mut rounds = self.rounds(targets).into_iter();
         while let Some(round) = rounds.next() {
             let errors_before = self.write_errors.len();
-            let (refused, round_stale) = match round {
+            let (mut refused, mut round_stale) = match round {
                 Round::SubBatches(by_shard) => self.send_round(state, placement, by_shard).await?,
                 Round::TwoPhase(index, shards) => {
                     match self.two_phase(state, placement, index, &shards).await? {
@@ -140,6 +148,10 @@ impl WriteBatch {
                     }
                 }
             };
+            if let Some((index, s)) = self.settle_move(state, placement).await? {
+                refused.push(index);
+                round_stale = round_stale.or(Some(s));
+            }
             stale = stale.or(round_stale);
             let refused_any = !refused.is_empty();
             self.pending.extend(refused);
@@ -275,7 +287,7 @@ impl WriteBatch {
                 stale = stale.or(Some(s));
                 continue;
             }
-            self.absorb(&reply, &indexes)?;
+            self.absorb(&reply, &indexes, &shard)?;
             // A statement sent to several shards is not sent again where it ran.
             for i in indexes {
                 self.done.entry(i).or_default().push(shard.clone());
@@ -300,8 +312,9 @@ impl WriteBatch {
         CommandRequest::new(self.db.clone(), body)
     }
 
-    /// Merges a sub-batch reply; `indexes[i]` is the batch index of its statement `i`.
-    fn absorb(&mut self, reply: &RawDocumentBuf, indexes: &[usize]) -> Result<()> {
+    /// Merges a sub-batch reply from `shard`; `indexes[i]` is the batch index of its statement
+    /// `i`.
+    fn absorb(&mut self, reply: &RawDocumentBuf, indexes: &[usize], shard: &str) -> Result<()> {
         if let Some(e) = reply_error(reply)? {
             // The whole sub-batch failed (e.g. a bad command): every statement failed with it.
             for &i in indexes {
@@ -334,10 +347,23 @@ impl WriteBatch {
                     continue;
                 };
                 let mut entry = Document::try_from(entry)?;
-                if let Some(i) = batch_index(&entry) {
-                    entry.insert("index", i as i32);
-                    self.write_errors.push((i, entry));
+                let Some(i) = batch_index(&entry) else {
+                    continue;
+                };
+                if entry.get_i32("code").is_ok_and(ShardKeyMove::is_refusal) {
+                    if self.statements.len() == 1 {
+                        if let Some(moving) = ShardKeyMove::from_error(shard, &entry) {
+                            self.moving = Some((i, moving));
+                            continue;
+                        }
+                    }
+                    entry = doc! {
+                        "code": ErrorCode::InvalidOptions.code(),
+                        "errmsg": MOVE_NEEDS_BATCH_OF_ONE,
+                    };
                 }
+                entry.insert("index", i as i32);
+                self.write_errors.push((i, entry));
             }
         }
         if let (None, Some(RawBsonRef::Document(wce))) =
@@ -399,8 +425,47 @@ impl WriteBatch {
         if let Some(stale) = stale_in(&reply) {
             return Ok(Err(stale));
         }
-        self.absorb(&reply, &[index])?;
+        self.absorb(&reply, &[index], &shard)?;
         Ok(Ok(()))
+    }
+
+    /// Moves the document of a refused shard key update, if there is one, and counts the
+    /// statement as the update it is; returns the statement and the staleness when the new
+    /// owner refused it as stale (nothing moved: the statement runs again on the next pass).
+    async fn settle_move(
+        &mut self,
+        state: &RouterState,
+        placement: &Placement,
+    ) -> Result<Option<(usize, Stale)>> {
+        let Some((index, moving)) = self.moving.take() else {
+            return Ok(None);
+        };
+        let write_concern = match self.base.get("writeConcern")? {
+            Some(RawBsonRef::Document(wc)) => Some(Document::try_from(wc)?),
+            _ => None,
+        };
+        let outcome = moving
+            .run(state, placement, &self.db, &self.collection, write_concern)
+            .await?;
+        match outcome {
+            Err(stale) => {
+                self.done.remove(&index);
+                return Ok(Some((index, stale)));
+            }
+            Ok(Err(failure)) => self
+                .write_errors
+                .push((index, failure.to_write_error(index))),
+            Ok(Ok(())) if moving.upsert => {
+                self.n += 1;
+                let id = moving.post_image.get("_id").cloned().unwrap_or(Bson::Null);
+                self.upserted.push((index, id));
+            }
+            Ok(Ok(())) => {
+                self.n += 1;
+                self.n_modified += 1;
+            }
+        }
+        Ok(None)
     }
 
     /// The merged reply, as MongoDB shapes a write reply.

@@ -1,13 +1,16 @@
 //! Writes on the router: `insert`, `update`, `delete` (a [`WriteBatch`] when the collection is
 //! sharded; the whole command to the primary shard otherwise) and `findAndModify` (to the one
 //! shard its query's shard key selects, or in two phases: find the first match's `_id`, then
-//! modify it on its shard).
+//! modify it on its shard). A shard key update that moves the document to another shard is
+//! finished here (`shard_key_move`).
 
 use super::super::RouterState;
-use super::super::forward::{check_routable, on_config_server, stale_in};
+use super::super::forward::{check_routable, on_config_server, reply_error, stale_in};
+use super::super::shard_key_move::ShardKeyMove;
 use super::super::write_batch::{WriteBatch, WriteKind, first_match};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::query::projection::Projection;
 use crate::server::RequestContext;
 use crate::server::stats::Stats;
 use bson::{Bson, RawDocumentBuf, doc};
@@ -143,12 +146,65 @@ pub(super) async fn find_and_modify(
             }
         };
         let (_, reply) = state.call_shard(&placement, &shard, &outgoing).await?;
-        match stale_in(&reply) {
-            Some(stale) => passes.stale(stale),
-            None => return Ok(reply),
+        if let Some(stale) = stale_in(&reply) {
+            passes.stale(stale);
+            continue;
+        }
+        let Some(moving) = refused_shard_key_move(&reply, &shard)? else {
+            return Ok(reply);
+        };
+        let write_concern = args.document("writeConcern")?;
+        match moving
+            .run(state, &placement, &req.db, &collection, write_concern)
+            .await?
+        {
+            Err(stale) => passes.stale(stale),
+            Ok(Err(failure)) => return Err(failure),
+            Ok(Ok(())) => return moved_reply(&req, &moving),
         }
     }
     Err(MongoError::internal("findAndModify found no database"))
+}
+
+/// The document move a shard asked for by refusing a shard key update (WouldChangeOwningShard).
+fn refused_shard_key_move(reply: &RawDocumentBuf, shard: &str) -> Result<Option<ShardKeyMove>> {
+    match reply_error(reply)? {
+        Some(e) if ShardKeyMove::is_refusal(e.code().code()) => {
+            Ok(ShardKeyMove::from_error(shard, &reply.to_document()?))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// findAndModify's reply for a document that moved shards: the document before or after
+/// (`new`), shaped by `fields`, as the shard would have answered.
+fn moved_reply(req: &CommandRequest, moving: &ShardKeyMove) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let image = match (args.bool("new")?.unwrap_or(false), moving.upsert) {
+        (true, _) => Some(&moving.post_image),
+        (false, true) => None,
+        (false, false) => Some(&moving.pre_image),
+    };
+    let value = match (image, args.document("fields")?) {
+        (None, _) => bson::Bson::Null,
+        (Some(doc), Some(fields)) if !fields.is_empty() => {
+            bson::Bson::Document(Projection::parse(&fields)?.try_apply(doc)?)
+        }
+        (Some(doc), _) => bson::Bson::Document(doc.clone()),
+    };
+    let last_error = if moving.upsert {
+        let id = moving
+            .post_image
+            .get("_id")
+            .cloned()
+            .unwrap_or(bson::Bson::Null);
+        doc! {"n": 1, "updatedExisting": false, "upserted": id}
+    } else {
+        doc! {"n": 1, "updatedExisting": true}
+    };
+    Ok(RawDocumentBuf::from_document(
+        &doc! {"lastErrorObject": last_error, "value": value},
+    )?)
 }
 
 /// `req` with its `query` replaced.

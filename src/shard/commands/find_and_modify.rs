@@ -5,7 +5,7 @@ use super::super::DataNode;
 use super::super::exec::{Candidate, Position, QueryShape};
 use super::super::validation::DocumentValidator;
 use super::update::{update_candidate, upsert};
-use super::write::{acknowledge, array_filters, target};
+use super::write::{ShardedWrite, acknowledge, array_filters, target};
 use crate::catalog::OwnershipFilter;
 use crate::command::{CommandRequest, WriteConcern};
 use crate::error::{MongoError, Result};
@@ -135,6 +135,8 @@ pub(super) async fn run<S: DataNode>(
         Stats::add(&state.node().stats.op_update, 1);
     }
     let validator = DocumentValidator::for_collection(&req.db, &coll, cmd.bypass_validation)?;
+    let sharded = ShardedWrite::of(state, &req);
+    let rules = sharded.as_ref().map(|s| s.rules(false));
     let mut txn = db.write().await?;
     let found = first_match(
         &mut txn,
@@ -143,7 +145,7 @@ pub(super) async fn run<S: DataNode>(
         filter,
         cmd.sort.as_ref(),
         cmd.hint.as_ref(),
-        state.ownership(&req).as_ref(),
+        sharded.as_ref().map(|s| &s.ownership),
     )
     .await?;
     let (last_error, value) = match (found, &cmd.update) {
@@ -160,6 +162,7 @@ pub(super) async fn run<S: DataNode>(
                 update,
                 filter,
                 validator.as_ref(),
+                rules,
             )
             .await?;
             let value = if cmd.return_new {
@@ -170,7 +173,15 @@ pub(super) async fn run<S: DataNode>(
             (doc! {"n": 1, "updatedExisting": true}, project(value)?)
         }
         (None, Some(update)) if cmd.upsert => {
-            let inserted = upsert(&mut txn, &coll, &cmd.query, update, validator.as_ref()).await?;
+            let inserted = upsert(
+                &mut txn,
+                &coll,
+                &cmd.query,
+                update,
+                validator.as_ref(),
+                rules,
+            )
+            .await?;
             let id = inserted.get("_id").cloned().unwrap_or(Bson::Null);
             let value = if cmd.return_new {
                 project(inserted)?

@@ -7,9 +7,11 @@ use super::super::storage::{CollectionMeta, WriteTxn};
 use super::super::validation::DocumentValidator;
 use super::find_and_modify::first_match;
 use super::insert::prepare_document;
-use super::write::{acknowledge, array_filters, count_value, finish_reply, statements, target};
+use super::write::{
+    ShardKeyRules, ShardedWrite, acknowledge, array_filters, count_value, finish_reply, statements,
+    target,
+};
 use crate::aggregate::expression::LetVariables;
-use crate::catalog::OwnershipFilter;
 use crate::command::{CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
@@ -105,6 +107,7 @@ pub(super) async fn update_candidate(
     update: &UpdateSpec,
     filter: &Filter,
     validator: Option<&DocumentValidator>,
+    shard_key: Option<ShardKeyRules<'_>>,
 ) -> Result<Option<Document>> {
     let mut doc = candidate.doc.clone();
     let ctx = UpdateContext {
@@ -129,6 +132,9 @@ pub(super) async fn update_candidate(
     }
     if let Some(validator) = validator {
         validator.check(&doc, Some(&candidate.doc))?;
+    }
+    if let Some(rules) = shard_key {
+        rules.check_update(&candidate.doc, &doc)?;
     }
     let raw = RawDocumentBuf::from_document(&doc)?;
     check_size(&raw)?;
@@ -155,6 +161,7 @@ pub(super) async fn upsert(
     query: &Document,
     update: &UpdateSpec,
     validator: Option<&DocumentValidator>,
+    shard_key: Option<ShardKeyRules<'_>>,
 ) -> Result<Document> {
     let mut doc = upsert_seed(query)?;
     let seeded_id = doc.get("_id").cloned();
@@ -178,11 +185,15 @@ pub(super) async fn upsert(
     }
     let raw = prepare_document(&RawDocumentBuf::from_document(&doc)?)?.into_owned();
     check_size(&raw)?;
+    let doc = raw.to_document()?;
     if let Some(validator) = validator {
-        validator.check(&raw.to_document()?, None)?;
+        validator.check(&doc, None)?;
+    }
+    if let Some(rules) = shard_key {
+        rules.check_upsert(&doc)?;
     }
     txn.insert_one(coll, &raw).await?;
-    Ok(raw.to_document()?)
+    Ok(doc)
 }
 
 pub(super) async fn run_statement(
@@ -190,9 +201,11 @@ pub(super) async fn run_statement(
     coll: &CollectionMeta,
     stmt: &UpdateStatement,
     validator: Option<&DocumentValidator>,
-    ownership: Option<&Arc<OwnershipFilter>>,
+    sharded: Option<&ShardedWrite>,
 ) -> Result<StatementOutcome> {
     let filter = &stmt.filter;
+    let ownership = sharded.map(|s| &s.ownership);
+    let rules = sharded.map(|s| s.rules(stmt.multi));
     let mut out = StatementOutcome::default();
     if let Some(sort) = &stmt.sort {
         let found = first_match(
@@ -207,8 +220,16 @@ pub(super) async fn run_statement(
         .await?;
         if let Some(candidate) = found {
             out.matched = 1;
-            let changed =
-                update_candidate(txn, coll, &candidate, &stmt.update, filter, validator).await?;
+            let changed = update_candidate(
+                txn,
+                coll,
+                &candidate,
+                &stmt.update,
+                filter,
+                validator,
+                rules,
+            )
+            .await?;
             out.modified = changed.is_some() as u64;
         }
     } else {
@@ -223,9 +244,17 @@ pub(super) async fn run_statement(
         'scan: while !position.done() {
             for candidate in position.next_matches(txn, coll, filter).await? {
                 out.matched += 1;
-                if update_candidate(txn, coll, &candidate, &stmt.update, filter, validator)
-                    .await?
-                    .is_some()
+                if update_candidate(
+                    txn,
+                    coll,
+                    &candidate,
+                    &stmt.update,
+                    filter,
+                    validator,
+                    rules,
+                )
+                .await?
+                .is_some()
                 {
                     out.modified += 1;
                 }
@@ -236,7 +265,7 @@ pub(super) async fn run_statement(
         }
     }
     if out.matched == 0 && stmt.upsert {
-        let doc = upsert(txn, coll, &stmt.query, &stmt.update, validator).await?;
+        let doc = upsert(txn, coll, &stmt.query, &stmt.update, validator, rules).await?;
         out.upserted_id = doc.get("_id").cloned();
     }
     Ok(out)
@@ -261,7 +290,7 @@ pub(super) async fn run<S: DataNode>(
     let bypass = args.bool("bypassDocumentValidation")?.unwrap_or(false);
     let vars = args.let_variables()?;
     let validator = DocumentValidator::for_collection(&req.db, &coll, bypass)?;
-    let ownership = state.ownership(&req);
+    let sharded = ShardedWrite::of(state, &req);
     let mut txn = db.write().await?;
     let (mut n, mut modified) = (0u64, 0u64);
     let mut upserted = Vec::new();
@@ -270,14 +299,7 @@ pub(super) async fn run<S: DataNode>(
         Stats::add(&state.node().stats.op_update, 1);
         let outcome = match UpdateStatement::parse(raw, &vars) {
             Ok(stmt) => {
-                run_statement(
-                    &mut txn,
-                    &coll,
-                    &stmt,
-                    validator.as_ref(),
-                    ownership.as_ref(),
-                )
-                .await
+                run_statement(&mut txn, &coll, &stmt, validator.as_ref(), sharded.as_ref()).await
             }
             Err(e) => Err(e),
         };

@@ -3,7 +3,7 @@
 
 use super::super::DataNode;
 use super::super::storage::{CollectionMeta, DatabaseStore};
-use crate::catalog::validate_user_write;
+use crate::catalog::{OwnershipFilter, validate_user_write};
 use crate::command::{Args, CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::wire::MAX_WRITE_BATCH_SIZE;
@@ -93,4 +93,92 @@ pub(super) fn array_filters(args: &Args<'_>) -> Result<Option<Vec<Document>>> {
                 .collect()
         })
         .transpose()
+}
+
+/// A write a router versioned for a sharded collection: which documents this shard owns, and
+/// whether the write may change a document's shard key (only a retryable write or a
+/// transaction may, as in MongoDB 7.0+).
+pub(super) struct ShardedWrite {
+    pub ownership: Arc<OwnershipFilter>,
+    retryable: bool,
+}
+
+impl ShardedWrite {
+    pub(super) fn of<S: DataNode>(state: &S, req: &CommandRequest) -> Option<ShardedWrite> {
+        Some(ShardedWrite {
+            ownership: state.ownership(req)?,
+            retryable: matches!(req.args().get("txnNumber"), Ok(Some(_))),
+        })
+    }
+
+    /// The shard key rules for one update statement (`multi`: it may update several documents).
+    pub(super) fn rules(&self, multi: bool) -> ShardKeyRules<'_> {
+        ShardKeyRules { write: self, multi }
+    }
+}
+
+/// What an update may do to a document's shard key on this shard.
+#[derive(Clone, Copy)]
+pub(super) struct ShardKeyRules<'a> {
+    write: &'a ShardedWrite,
+    multi: bool,
+}
+
+impl ShardKeyRules<'_> {
+    /// An update turning `old` into `new`: a changed shard key is refused in a multi-update
+    /// (InvalidOptions) and outside a retryable write (IllegalOperation); a new key another
+    /// shard owns answers WouldChangeOwningShard with both images, for the router to move the
+    /// document. Nothing is written before these checks pass.
+    pub(super) fn check_update(&self, old: &Document, new: &Document) -> Result<()> {
+        let key = self.write.ownership.key_pattern();
+        let after = key.encode(&key.extract(new)?);
+        if key
+            .extract(old)
+            .is_ok_and(|before| key.encode(&before) == after)
+        {
+            return Ok(());
+        }
+        if self.multi {
+            return Err(MongoError::new(
+                ErrorCode::InvalidOptions,
+                "Multi-update operations are not allowed when updating the shard key field.",
+            ));
+        }
+        self.require_retryable()?;
+        if self.write.ownership.owns(new) {
+            return Ok(());
+        }
+        Err(would_change_owning_shard(old.clone(), new.clone(), false))
+    }
+
+    /// An upsert inserting `new`: a document another shard owns goes there through the router.
+    pub(super) fn check_upsert(&self, new: &Document) -> Result<()> {
+        if self.write.ownership.owns(new) {
+            return Ok(());
+        }
+        self.require_retryable()?;
+        Err(would_change_owning_shard(
+            Document::new(),
+            new.clone(),
+            true,
+        ))
+    }
+
+    fn require_retryable(&self) -> Result<()> {
+        if self.write.retryable {
+            return Ok(());
+        }
+        Err(MongoError::new(
+            ErrorCode::IllegalOperation,
+            "Must run update to shard key field in a multi-statement transaction or with retryWrites: true.",
+        ))
+    }
+}
+
+fn would_change_owning_shard(pre: Document, post: Document, upsert: bool) -> MongoError {
+    MongoError::new(
+        ErrorCode::WouldChangeOwningShard,
+        "This update would cause the doc to change owning shards",
+    )
+    .with_extra(bson::doc! {"preImage": pre, "postImage": post, "shouldUpsert": upsert})
 }

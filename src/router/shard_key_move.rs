@@ -1,0 +1,120 @@
+//! Moving a document whose shard key an update changed to the shard owning its new key: the
+//! shard holding it refused the update with WouldChangeOwningShard, sending the document as it
+//! was (`preImage`) and as the update makes it (`postImage`). MongoDB deletes and inserts in one
+//! distributed transaction; docgrid has none yet, so the new version is inserted on its owner
+//! first and the old one deleted after: a failure between the two leaves the document on both
+//! shards, never on neither.
+
+use super::RouterState;
+use super::forward::{Pass, Placement, reply_error, stale_in};
+use crate::catalog::ChunkVersion;
+use crate::command::CommandRequest;
+use crate::error::{ErrorCode, MongoError, Result};
+use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
+
+/// A WouldChangeOwningShard refusal: where the document is and what it becomes.
+#[derive(Clone, Debug)]
+pub(super) struct ShardKeyMove {
+    /// The shard holding the document.
+    pub from: String,
+    pub pre_image: Document,
+    pub post_image: Document,
+    /// The refused write was an upsert inserting `post_image` (there is no old document).
+    pub upsert: bool,
+}
+
+impl ShardKeyMove {
+    /// Reads the refusal's details (a write error or a command error document).
+    pub fn from_error(from: &str, error: &Document) -> Option<ShardKeyMove> {
+        Some(ShardKeyMove {
+            from: from.to_string(),
+            pre_image: error.get_document("preImage").ok()?.clone(),
+            post_image: error.get_document("postImage").ok()?.clone(),
+            upsert: error.get_bool("shouldUpsert").unwrap_or(false),
+        })
+    }
+
+    pub fn is_refusal(code: i32) -> bool {
+        code == ErrorCode::WouldChangeOwningShard.code()
+    }
+
+    /// Inserts the new version on its owner, then deletes the old one where it was. `Err` of
+    /// the pass when the owner refused the insert as stale (nothing was done; the whole write
+    /// can run again); the write's failure when the insert failed (e.g. a duplicate key).
+    pub async fn run(
+        &self,
+        state: &RouterState,
+        placement: &Placement,
+        db: &str,
+        collection: &str,
+        write_concern: Option<Document>,
+    ) -> Result<Pass<std::result::Result<(), MongoError>>> {
+        let routing = placement
+            .routing
+            .as_ref()
+            .ok_or_else(|| MongoError::internal("a shard key update on an unsharded collection"))?;
+        let to = routing.shard_for_document(&self.post_image)?;
+        let mut insert =
+            doc! {"insert": collection, "documents": [self.post_image.clone()], "ordered": true};
+        if let Some(wc) = &write_concern {
+            insert.insert("writeConcern", wc.clone());
+        }
+        let (_, reply) = state
+            .call_shard(placement, &to, &CommandRequest::from_document(db, &insert)?)
+            .await?;
+        if let Some(stale) = stale_in(&reply) {
+            return Ok(Err(stale));
+        }
+        if let Some(failure) = write_failure(&reply)? {
+            return Ok(Ok(Err(failure)));
+        }
+        if self.upsert {
+            return Ok(Ok(Ok(())));
+        }
+        // The shard told us the document is there: delete it by `_id` without a version check
+        // (a concurrent split elsewhere must not leave the copy behind); its ownership filter
+        // still applies.
+        let id = self.pre_image.get("_id").cloned().unwrap_or(Bson::Null);
+        let mut delete = doc! {
+            "delete": collection,
+            "deletes": [{"q": {"_id": id}, "limit": 1}],
+            "shardVersion": ChunkVersion::ignored().to_document(),
+        };
+        if let Some(wc) = write_concern {
+            delete.insert("writeConcern", wc);
+        }
+        let client = state.shards.client(&state.config, &self.from).await?;
+        let reply = client
+            .call(CommandRequest::from_document(db, &delete)?)
+            .await?;
+        if let Some(failure) = write_failure(&reply)? {
+            return Err(MongoError::new(
+                ErrorCode::ManualInterventionRequired,
+                format!(
+                    "the document moved to shard {to} but its old version on shard {} could not be deleted ({failure}); delete it there by _id",
+                    self.from
+                ),
+            ));
+        }
+        Ok(Ok(Ok(())))
+    }
+}
+
+/// The failure a single-statement write reply reports: a command error or its write error.
+fn write_failure(reply: &RawDocumentBuf) -> Result<Option<MongoError>> {
+    if let Some(e) = reply_error(reply)? {
+        return Ok(Some(e));
+    }
+    let Some(RawBsonRef::Array(errors)) = reply.get("writeErrors")? else {
+        return Ok(None);
+    };
+    let Some(first) = errors.into_iter().next() else {
+        return Ok(None);
+    };
+    let RawBsonRef::Document(error) = first? else {
+        return Ok(None);
+    };
+    let mut error = Document::try_from(error)?;
+    error.insert("ok", 0.0);
+    Ok(MongoError::from_reply(&error))
+}
