@@ -19,6 +19,21 @@ async fn stale_config_errors(client: &Client) -> i64 {
         .unwrap()
 }
 
+/// `serverStatus.shardingStatistics.catalogCache`: (full, incremental) refreshes started.
+async fn refreshes(client: &Client) -> (i64, i64) {
+    let status = admin(client, doc! {"serverStatus": 1}).await.unwrap();
+    let cache = status
+        .get_document("shardingStatistics")
+        .unwrap()
+        .get_document("catalogCache")
+        .unwrap()
+        .clone();
+    (
+        cache.get_i64("countFullRefreshesStarted").unwrap(),
+        cache.get_i64("countIncrementalRefreshesStarted").unwrap(),
+    )
+}
+
 async fn keys(client: &Client) -> Vec<i32> {
     let docs: Vec<Document> = client
         .database("sv")
@@ -56,13 +71,18 @@ async fn placement_changes_reach_a_stale_router(a: &Client, b: &Client) {
     let after_shard = stale_config_errors(b).await;
     assert!(after_shard > before, "{before} -> {after_shard}");
 
-    // A splits: B's write carries the old version and is retried.
+    // A splits: B's write carries the old version and is retried, after B read only the
+    // chunks the split changed (same generation: an incremental refresh).
     admin(a, doc! {"split": "sv.c", "middle": {"k": 3}})
         .await
         .unwrap();
+    let (full_before, incremental_before) = refreshes(b).await;
     via_b.insert_one(doc! {"k": 6}).await.unwrap();
     let after_split = stale_config_errors(b).await;
     assert!(after_split > after_shard);
+    let (full_after, incremental_after) = refreshes(b).await;
+    assert_eq!(full_after, full_before);
+    assert!(incremental_after > incremental_before);
     assert_eq!(via_a.count_documents(doc! {}).await.unwrap(), 7);
 
     // A merges: B's update is retried.
@@ -92,7 +112,10 @@ async fn placement_changes_reach_a_stale_router(a: &Client, b: &Client) {
     admin(a, doc! {"shardCollection": "sv.c", "key": {"j": 1}})
         .await
         .unwrap();
+    let (full_before, _) = refreshes(b).await;
     assert_eq!(keys(b).await, vec![10, 11, 12]);
+    // A new generation is loaded in full.
+    assert!(refreshes(b).await.0 > full_before);
     let deleted = via_b.delete_many(doc! {"j": 11}).await.unwrap();
     assert_eq!(deleted.deleted_count, 1);
     assert_eq!(keys(a).await, vec![10, 12]);

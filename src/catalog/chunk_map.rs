@@ -104,6 +104,31 @@ impl ChunkMap {
         Ok(())
     }
 
+    /// This map with `updates` applied: chunks changed since it was built (splits, merges) replace
+    /// the chunks they overlap. Coverage is checked again, so an incomplete set of updates is an
+    /// error rather than a wrong map.
+    pub fn with_updates(&self, pattern: &ShardKeyPattern, updates: Vec<Chunk>) -> Result<ChunkMap> {
+        let mut by_min = self.by_min.clone();
+        for chunk in &updates {
+            let range = KeyInterval {
+                low: chunk.min_key.clone(),
+                high: Some(chunk.max_key.clone()),
+            };
+            let replaced: Vec<Vec<u8>> = self
+                .overlapping(&range)
+                .filter(|old| old.max_key > chunk.min_key)
+                .map(|old| old.min_key.clone())
+                .collect();
+            for min in replaced {
+                by_min.remove(&min);
+            }
+        }
+        for chunk in updates {
+            by_min.insert(chunk.min_key.clone(), chunk);
+        }
+        ChunkMap::new(pattern, by_min.into_values().collect())
+    }
+
     pub fn len(&self) -> usize {
         self.by_min.len()
     }
@@ -218,6 +243,57 @@ mod tests {
             .collect();
         let map = ChunkMap::new(&pattern, chunks).unwrap();
         (pattern, map, generation)
+    }
+
+    #[test]
+    fn updates_replace_the_chunks_they_overlap() {
+        let (p, map, generation) = setup();
+        let chunk = |min: Bson, max: Bson, shard: &str, minor: u32| {
+            Chunk::new(
+                &p,
+                doc! {"a": min},
+                doc! {"a": max},
+                shard.into(),
+                ChunkVersion::new(generation, 2, minor),
+            )
+        };
+        // [10, 20) split at 15; then [MinKey, 10) and [10, 15) merged.
+        let split = map
+            .with_updates(
+                &p,
+                vec![
+                    chunk(Bson::Int32(10), Bson::Int32(15), "shard1", 0),
+                    chunk(Bson::Int32(15), Bson::Int32(20), "shard1", 1),
+                ],
+            )
+            .unwrap();
+        assert_eq!(split.len(), 4);
+        let merged = split
+            .with_updates(&p, vec![chunk(Bson::MinKey, Bson::Int32(15), "shard0", 2)])
+            .unwrap();
+        assert_eq!(merged.len(), 3);
+        let owner = |v: i32| {
+            merged
+                .chunk_for(&p.encode(&doc! {"a": v}))
+                .unwrap()
+                .shard
+                .clone()
+        };
+        assert_eq!(owner(12), "shard0");
+        assert_eq!(owner(17), "shard1");
+        assert_eq!(
+            merged.collection_version().map(|v| (v.major, v.minor)),
+            Some((2, 2))
+        );
+        // Changes that leave a gap are refused, not guessed at.
+        assert!(
+            map.with_updates(
+                &p,
+                vec![chunk(Bson::Int32(10), Bson::Int32(15), "shard1", 0)]
+            )
+            .is_err()
+        );
+        assert_eq!(map.with_updates(&p, Vec::new()).unwrap().len(), 3);
     }
 
     #[test]

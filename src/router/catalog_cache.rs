@@ -1,14 +1,17 @@
 //! The router's routing table cache (the design's CatalogCache): databases (primary shard and
 //! database version) and collections (sharded or not; for sharded ones the entry and the chunk
 //! map), loaded lazily from the config server and dropped when a shard says the router is
-//! stale, so the next request reloads them.
+//! stale, so the next request reloads them — incrementally (only the chunks changed since the
+//! cached collection version) when the collection is still the same generation, in full
+//! otherwise (unknown, dropped, re-sharded or refined: a new epoch or timestamp).
 
 use crate::catalog::{ChunkMap, CollectionEntry, DatabaseEntry, DatabaseVersion};
 use crate::error::Result;
 use crate::rpc::{
     NodeClient,
-    config::{collection_routing, database_entry},
+    config::{chunks_since, collection_entry, database_entry},
 };
+use crate::server::stats::Stats;
 use bson::doc;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -83,6 +86,9 @@ const LOAD_ATTEMPTS: usize = 3;
 #[derive(Default)]
 pub struct CollectionCache {
     entries: RwLock<HashMap<String, CollectionSlot>>,
+    /// The routing of collections invalidated since, kept as the base of an incremental
+    /// refresh.
+    previous: RwLock<HashMap<String, Arc<CollectionRouting>>>,
 }
 
 impl CollectionCache {
@@ -91,6 +97,7 @@ impl CollectionCache {
         &self,
         config: &NodeClient,
         ns: &str,
+        stats: &Stats,
     ) -> Result<Option<Arc<CollectionRouting>>> {
         // Every routed request passes here: a read lock finds a known namespace.
         let known = self.entries.read().expect("poisoned").get(ns).cloned();
@@ -104,14 +111,24 @@ impl CollectionCache {
                     .or_default(),
             ),
         };
-        slot.get_or_try_init(|| load_collection(config, ns))
-            .await
-            .cloned()
+        slot.get_or_try_init(|| {
+            let previous = self.previous.write().expect("poisoned").remove(ns);
+            load_collection(config, ns, previous, stats)
+        })
+        .await
+        .cloned()
     }
 
-    /// Forgets a collection (after StaleConfig, or a change this router made).
+    /// Forgets a collection (after StaleConfig, or a change this router made); what was known
+    /// of it is the base of the next, incremental, load.
     pub fn invalidate(&self, ns: &str) {
-        self.entries.write().expect("poisoned").remove(ns);
+        let slot = self.entries.write().expect("poisoned").remove(ns);
+        if let Some(Some(routing)) = slot.as_ref().and_then(|s| s.get()) {
+            self.previous
+                .write()
+                .expect("poisoned")
+                .insert(ns.to_string(), Arc::clone(routing));
+        }
     }
 
     /// Forgets every collection of a database (after it was dropped).
@@ -121,24 +138,28 @@ impl CollectionCache {
             .write()
             .expect("poisoned")
             .retain(|ns, _| !ns.starts_with(&prefix));
+        self.previous
+            .write()
+            .expect("poisoned")
+            .retain(|ns, _| !ns.starts_with(&prefix));
     }
 
     pub fn clear(&self) {
         self.entries.write().expect("poisoned").clear();
+        self.previous.write().expect("poisoned").clear();
     }
 }
 
-async fn load_collection(config: &NodeClient, ns: &str) -> Result<Option<Arc<CollectionRouting>>> {
+async fn load_collection(
+    config: &NodeClient,
+    ns: &str,
+    previous: Option<Arc<CollectionRouting>>,
+    stats: &Stats,
+) -> Result<Option<Arc<CollectionRouting>>> {
     let mut attempt = 1;
     loop {
-        match collection_routing(config, ns).await {
-            Ok(Some((entry, chunks))) => {
-                return Ok(Some(Arc::new(CollectionRouting {
-                    chunks: ChunkMap::new(&entry.key, chunks)?,
-                    entry,
-                })));
-            }
-            Ok(None) => return Ok(None),
+        match refresh(config, ns, previous.as_deref(), stats).await {
+            Ok(routing) => return Ok(routing.map(Arc::new)),
             Err(e) if attempt < LOAD_ATTEMPTS => {
                 tracing::warn!(ns = %ns, attempt, error = %e, "loading routing info failed; retrying");
                 attempt += 1;
@@ -146,6 +167,47 @@ async fn load_collection(config: &NodeClient, ns: &str) -> Result<Option<Arc<Col
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Loads a collection's routing: from `previous` plus the chunks changed since its collection
+/// version when the generation is unchanged, from every chunk otherwise (or when the changes do
+/// not tile with what was cached).
+async fn refresh(
+    config: &NodeClient,
+    ns: &str,
+    previous: Option<&CollectionRouting>,
+    stats: &Stats,
+) -> Result<Option<CollectionRouting>> {
+    let Some(entry) = collection_entry(config, ns).await? else {
+        return Ok(None);
+    };
+    let base = previous
+        .filter(|p| p.entry.generation == entry.generation)
+        .and_then(|p| Some((p, p.chunks.collection_version()?)));
+    if let Some((previous, version)) = base {
+        Stats::add(&stats.incremental_refreshes, 1);
+        let changed = chunks_since(config, &entry, version.lastmod()).await?;
+        match previous.chunks.with_updates(&entry.key, changed) {
+            Ok(chunks) => return Ok(Some(CollectionRouting { entry, chunks })),
+            Err(e) => {
+                tracing::debug!(ns = %ns, error = %e, "incremental refresh incomplete; loading every chunk")
+            }
+        }
+    }
+    Stats::add(&stats.full_refreshes, 1);
+    let all = chunks_since(
+        config,
+        &entry,
+        bson::Timestamp {
+            time: 0,
+            increment: 0,
+        },
+    )
+    .await?;
+    Ok(Some(CollectionRouting {
+        chunks: ChunkMap::new(&entry.key, all)?,
+        entry,
+    }))
 }
 
 #[cfg(test)]
@@ -206,16 +268,17 @@ mod tests {
     async fn concurrent_requests_share_one_load() {
         let (fake, client) = config(0);
         let cache = CollectionCache::default();
-        let loads = (0..8).map(|_| cache.get(&client, "db.c"));
+        let stats = Stats::default();
+        let loads = (0..8).map(|_| cache.get(&client, "db.c", &stats));
         for routing in futures::future::join_all(loads).await {
             assert!(routing.unwrap().is_none());
         }
         assert_eq!(fake.lookups.load(Ordering::SeqCst), 1);
         // Cached: no more lookups until invalidated.
-        cache.get(&client, "db.c").await.unwrap();
+        cache.get(&client, "db.c", &stats).await.unwrap();
         assert_eq!(fake.lookups.load(Ordering::SeqCst), 1);
         cache.invalidate("db.c");
-        cache.get(&client, "db.c").await.unwrap();
+        cache.get(&client, "db.c", &stats).await.unwrap();
         assert_eq!(fake.lookups.load(Ordering::SeqCst), 2);
     }
 
@@ -223,10 +286,11 @@ mod tests {
     async fn a_failed_load_is_retried_twice() {
         let (fake, client) = config(2);
         let cache = CollectionCache::default();
-        assert!(cache.get(&client, "db.c").await.unwrap().is_none());
+        let stats = Stats::default();
+        assert!(cache.get(&client, "db.c", &stats).await.unwrap().is_none());
         assert_eq!(fake.lookups.load(Ordering::SeqCst), 3);
         let (fake, client) = config(3);
-        assert!(cache.get(&client, "db.d").await.is_err());
+        assert!(cache.get(&client, "db.d", &stats).await.is_err());
         assert_eq!(fake.lookups.load(Ordering::SeqCst), 3);
     }
 }

@@ -176,7 +176,12 @@ impl RoutingLoop<'_> {
             return Ok(None);
         };
         let routing = match self.ns {
-            Some(ns) => router.collections.get(&router.config, ns).await?,
+            Some(ns) => {
+                router
+                    .collections
+                    .get(&router.config, ns, &router.node.stats)
+                    .await?
+            }
             None => None,
         };
         Ok(Some(Placement { db, routing }))

@@ -65,16 +65,42 @@ fn cursor_id_of(cursor: Option<&Document>) -> i64 {
     }
 }
 
+/// A sharded collection's entry, if the collection is sharded.
+pub async fn collection_entry(config: &NodeClient, ns: &str) -> Result<Option<CollectionEntry>> {
+    let entries = find_all(config, "collections", doc! {"_id": ns}, doc! {}).await?;
+    entries
+        .first()
+        .map(CollectionEntry::from_document)
+        .transpose()
+}
+
+/// The chunks of `entry`'s collection changed after version `since` (its `lastmod`), in key
+/// order: what an incremental refresh of a cached routing table reads.
+pub async fn chunks_since(
+    config: &NodeClient,
+    entry: &CollectionEntry,
+    since: bson::Timestamp,
+) -> Result<Vec<Chunk>> {
+    find_all(
+        config,
+        "chunks",
+        doc! {"uuid": Bson::Binary(entry.uuid.clone()), "lastmod": {"$gt": since}},
+        doc! {"min": 1},
+    )
+    .await?
+    .iter()
+    .map(|c| chunk_from_document(&entry.key, entry.generation, c))
+    .collect()
+}
+
 /// A sharded collection's entry and chunks (in key order), if the collection is sharded.
 pub async fn collection_routing(
     config: &NodeClient,
     ns: &str,
 ) -> Result<Option<(CollectionEntry, Vec<Chunk>)>> {
-    let entries = find_all(config, "collections", doc! {"_id": ns}, doc! {}).await?;
-    let Some(entry) = entries.first() else {
+    let Some(entry) = collection_entry(config, ns).await? else {
         return Ok(None);
     };
-    let entry = CollectionEntry::from_document(entry)?;
     let chunks = find_all(
         config,
         "chunks",

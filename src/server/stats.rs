@@ -22,6 +22,10 @@ pub struct Stats {
     pub ttl_deleted_documents: AtomicI64,
     /// Router: retries after a shard answered StaleConfig (`shardingStatistics`).
     pub stale_config_retries: AtomicI64,
+    /// Routing table loads of a sharded collection from scratch (router).
+    pub full_refreshes: AtomicI64,
+    /// Routing table refreshes that read only the chunks changed since the cached version.
+    pub incremental_refreshes: AtomicI64,
 }
 
 /// Which opcounter a command feeds.
@@ -78,7 +82,13 @@ impl Stats {
 
     /// `serverStatus.shardingStatistics`.
     pub fn sharding_statistics(&self) -> Document {
-        doc! {"countStaleConfigErrors": self.stale_config_retries.load(Relaxed)}
+        doc! {
+            "countStaleConfigErrors": self.stale_config_retries.load(Relaxed),
+            "catalogCache": {
+                "countFullRefreshesStarted": self.full_refreshes.load(Relaxed),
+                "countIncrementalRefreshesStarted": self.incremental_refreshes.load(Relaxed),
+            },
+        }
     }
 
     pub fn opcounters(&self) -> Document {

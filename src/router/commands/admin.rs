@@ -61,7 +61,7 @@ pub(super) async fn get_shard_version(
     crate::catalog::validate_collection_name(db, coll)?;
     let routing = state
         .collections
-        .get(&state.config, target)
+        .get(&state.config, target, &state.node.stats)
         .await?
         .ok_or_else(|| {
             MongoError::new(

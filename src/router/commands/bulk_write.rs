@@ -83,7 +83,11 @@ async fn check_on_primary(state: &RouterState, db: &str, ns: &str) -> Result<()>
     if super::super::forward::on_config_server(db) {
         return Ok(());
     }
-    let Some(routing) = state.collections.get(&state.config, ns).await? else {
+    let Some(routing) = state
+        .collections
+        .get(&state.config, ns, &state.node.stats)
+        .await?
+    else {
         return Ok(());
     };
     let primary = state

@@ -153,7 +153,11 @@ pub(super) async fn coll_stats(
     let ns = format!("{}.{}", req.db, req.args().collection()?);
     let db = req.db.clone();
     if !on_config_server(&db) {
-        if let Some(routing) = state.collections.get(&state.config, &ns).await? {
+        if let Some(routing) = state
+            .collections
+            .get(&state.config, &ns, &state.node.stats)
+            .await?
+        {
             return sharded_coll_stats(state, req, &ns, routing.chunks.len()).await;
         }
     }

@@ -89,7 +89,13 @@ pub(super) async fn drop(
         }
     }
     let ns = format!("{}.{}", req.db, req.args().collection()?);
-    if !on_config_server(&req.db) && state.collections.get(&state.config, &ns).await?.is_some() {
+    if !on_config_server(&req.db)
+        && state
+            .collections
+            .get(&state.config, &ns, &state.node.stats)
+            .await?
+            .is_some()
+    {
         // Sharded: the config server removes the routing metadata, then drops the data on
         // every shard.
         let dropped = state
@@ -174,7 +180,13 @@ pub(super) async fn rename_collection(
         ));
     }
     for ns in [source.as_str(), target] {
-        if !on_config_server(from_db) && state.collections.get(&state.config, ns).await?.is_some() {
+        if !on_config_server(from_db)
+            && state
+                .collections
+                .get(&state.config, ns, &state.node.stats)
+                .await?
+                .is_some()
+        {
             return Err(MongoError::new(
                 ErrorCode::NotImplemented,
                 format!("renaming to or from {ns}, a sharded collection, is not supported yet"),
