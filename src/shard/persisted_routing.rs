@@ -5,9 +5,7 @@
 //! on load and is simply refreshed from the config server.
 
 use super::storage::Storage;
-use crate::catalog::{
-    Chunk, ChunkMap, CollectionEntry, CollectionGeneration, ShardKeyPattern, chunk_from_document,
-};
+use crate::catalog::{Chunk, ChunkMap, CollectionEntry, chunk_from_document};
 use crate::error::{MongoError, Result};
 use bson::{Bson, Document, RawDocumentBuf, doc};
 
@@ -18,6 +16,8 @@ fn chunks_collection(ns: &str) -> String {
     format!("cache.chunks.{ns}")
 }
 
+/// The cached entry: the `config.collections` entry with the collection version the chunks
+/// beside it were read at.
 fn entry_document(entry: &CollectionEntry, chunks: &ChunkMap) -> Document {
     let version = chunks
         .collection_version()
@@ -26,50 +26,20 @@ fn entry_document(entry: &CollectionEntry, chunks: &ChunkMap) -> Document {
             time: 0,
             increment: 0,
         });
-    doc! {
-        "_id": &entry.ns,
-        "epoch": entry.generation.epoch,
-        "timestamp": entry.generation.timestamp,
-        "uuid": Bson::Binary(entry.uuid.clone()),
-        "key": entry.key.pattern().clone(),
-        "unique": entry.unique,
-        "lastmod": entry.last_modified,
-        "noBalance": entry.no_balance,
-        "lastRefreshedCollectionMajorMinorVersion": version,
-    }
+    let mut doc = entry.to_document();
+    doc.insert("lastRefreshedCollectionMajorMinorVersion", version);
+    doc
 }
 
 fn entry_from_document(doc: &Document) -> Result<(CollectionEntry, bson::Timestamp)> {
-    let bad = |field: &str| {
-        MongoError::internal(format!(
-            "malformed config.cache.collections entry: bad or missing `{field}`"
-        ))
-    };
-    let uuid = match doc.get("uuid") {
-        Some(Bson::Binary(b)) => b.clone(),
-        _ => return Err(bad("uuid")),
-    };
-    let entry = CollectionEntry {
-        ns: doc.get_str("_id").map_err(|_| bad("_id"))?.to_string(),
-        generation: CollectionGeneration {
-            epoch: doc.get_object_id("epoch").map_err(|_| bad("epoch"))?,
-            timestamp: doc
-                .get_timestamp("timestamp")
-                .map_err(|_| bad("timestamp"))?,
-        },
-        uuid,
-        key: ShardKeyPattern::parse(doc.get_document("key").map_err(|_| bad("key"))?)?,
-        unique: doc.get_bool("unique").unwrap_or(false),
-        last_modified: doc
-            .get_datetime("lastmod")
-            .copied()
-            .unwrap_or(bson::DateTime::MIN),
-        no_balance: doc.get_bool("noBalance").unwrap_or(false),
-    };
     let version = doc
         .get_timestamp("lastRefreshedCollectionMajorMinorVersion")
-        .map_err(|_| bad("lastRefreshedCollectionMajorMinorVersion"))?;
-    Ok((entry, version))
+        .map_err(|_| {
+            MongoError::internal(
+                "malformed config.cache.collections entry: no lastRefreshedCollectionMajorMinorVersion",
+            )
+        })?;
+    Ok((CollectionEntry::from_document(doc)?, version))
 }
 
 /// Every collection's persisted routing that is whole; torn copies are skipped (and logged).
