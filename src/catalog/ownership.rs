@@ -53,12 +53,19 @@ impl OwnershipFilter {
         if self.owns_everything {
             return true;
         }
-        let Ok(key) = self.entry.key.extract(doc) else {
-            return true;
-        };
-        self.chunks
-            .chunk_for(&self.entry.key.encode(&key))
-            .is_none_or(|chunk| chunk.shard == self.shard)
+        match self.entry.key.extract(doc) {
+            Ok(key) => self.owns_key(&self.entry.key.encode(&key)),
+            Err(_) => true,
+        }
+    }
+
+    /// Whether an encoded shard key lies in a chunk this shard owns.
+    pub fn owns_key(&self, key: &[u8]) -> bool {
+        self.owns_everything
+            || self
+                .chunks
+                .chunk_for(key)
+                .is_none_or(|chunk| chunk.shard == self.shard)
     }
 }
 

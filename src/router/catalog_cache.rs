@@ -186,7 +186,7 @@ async fn refresh(
         .and_then(|p| Some((p, p.chunks.collection_version()?)));
     if let Some((previous, version)) = base {
         Stats::add(&stats.incremental_refreshes, 1);
-        let changed = chunks_since(config, &entry, version.lastmod()).await?;
+        let changed = chunks_since(config, &entry, Some(version.lastmod())).await?;
         match previous.chunks.with_updates(&entry.key, changed) {
             Ok(chunks) => return Ok(Some(CollectionRouting { entry, chunks })),
             Err(e) => {
@@ -195,15 +195,7 @@ async fn refresh(
         }
     }
     Stats::add(&stats.full_refreshes, 1);
-    let all = chunks_since(
-        config,
-        &entry,
-        bson::Timestamp {
-            time: 0,
-            increment: 0,
-        },
-    )
-    .await?;
+    let all = chunks_since(config, &entry, None).await?;
     Ok(Some(CollectionRouting {
         chunks: ChunkMap::new(&entry.key, all)?,
         entry,

@@ -74,23 +74,22 @@ pub async fn collection_entry(config: &NodeClient, ns: &str) -> Result<Option<Co
         .transpose()
 }
 
-/// The chunks of `entry`'s collection changed after version `since` (its `lastmod`), in key
-/// order: what an incremental refresh of a cached routing table reads.
+/// The chunks of `entry`'s collection in key order: all of them, or with `since` only those
+/// changed after that version (their `lastmod`), which an incremental refresh reads.
 pub async fn chunks_since(
     config: &NodeClient,
     entry: &CollectionEntry,
-    since: bson::Timestamp,
+    since: Option<bson::Timestamp>,
 ) -> Result<Vec<Chunk>> {
-    find_all(
-        config,
-        "chunks",
-        doc! {"uuid": Bson::Binary(entry.uuid.clone()), "lastmod": {"$gt": since}},
-        doc! {"min": 1},
-    )
-    .await?
-    .iter()
-    .map(|c| chunk_from_document(&entry.key, entry.generation, c))
-    .collect()
+    let mut filter = doc! {"uuid": Bson::Binary(entry.uuid.clone())};
+    if let Some(since) = since {
+        filter.insert("lastmod", doc! {"$gt": since});
+    }
+    find_all(config, "chunks", filter, doc! {"min": 1})
+        .await?
+        .iter()
+        .map(|c| chunk_from_document(&entry.key, entry.generation, c))
+        .collect()
 }
 
 /// A sharded collection's entry and chunks (in key order), if the collection is sharded.
@@ -101,15 +100,6 @@ pub async fn collection_routing(
     let Some(entry) = collection_entry(config, ns).await? else {
         return Ok(None);
     };
-    let chunks = find_all(
-        config,
-        "chunks",
-        doc! {"uuid": Bson::Binary(entry.uuid.clone())},
-        doc! {"min": 1},
-    )
-    .await?
-    .iter()
-    .map(|c| chunk_from_document(&entry.key, entry.generation, c))
-    .collect::<Result<Vec<_>>>()?;
+    let chunks = chunks_since(config, &entry, None).await?;
     Ok(Some((entry, chunks)))
 }

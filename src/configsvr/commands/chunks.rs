@@ -34,6 +34,15 @@ pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
     ]
 }
 
+/// The shard a chunk command names (`shard`, required).
+fn shard_argument(req: &CommandRequest) -> Result<String> {
+    Ok(req
+        .args()
+        .str("shard")?
+        .ok_or_else(|| missing(req.name(), "shard"))?
+        .to_string())
+}
+
 /// `{_configsvrCommitChunkSplit: ns, collEpoch, collTimestamp, shard, min, max, splitPoints}`:
 /// replaces the chunk `[min, max)` owned by `shard` with the chunks the split points delimit.
 async fn commit_chunk_split(
@@ -47,10 +56,7 @@ async fn commit_chunk_split(
         Some(bson::RawBsonRef::ObjectId(oid)) => Some(oid),
         _ => None,
     };
-    let shard = args
-        .str("shard")?
-        .ok_or_else(|| missing(req.name(), "shard"))?
-        .to_string();
+    let shard = shard_argument(&req)?;
     let min = args
         .document("min")?
         .ok_or_else(|| missing(req.name(), "min"))?;
@@ -165,10 +171,7 @@ async fn commit_chunks_merge(
 ) -> Result<RawDocumentBuf> {
     let ns = target_ns(&req)?;
     let args = req.args();
-    let shard = args
-        .str("shard")?
-        .ok_or_else(|| missing(req.name(), "shard"))?
-        .to_string();
+    let shard = shard_argument(&req)?;
     let range = args
         .document("chunkRange")?
         .ok_or_else(|| missing(req.name(), "chunkRange"))?;
@@ -266,10 +269,7 @@ async fn commit_merge_all_chunks_on_shard(
 ) -> Result<RawDocumentBuf> {
     let ns = target_ns(&req)?;
     let args = req.args();
-    let shard = args
-        .str("shard")?
-        .ok_or_else(|| missing(req.name(), "shard"))?
-        .to_string();
+    let shard = shard_argument(&req)?;
     let budget = match args.i64("maxNumberOfChunksToMerge")? {
         None => usize::MAX,
         Some(n) if n >= 2 => usize::try_from(n).unwrap_or(usize::MAX),

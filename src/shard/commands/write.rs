@@ -145,7 +145,7 @@ impl ShardKeyRules<'_> {
             ));
         }
         self.require_retryable()?;
-        if self.write.ownership.owns(new) {
+        if self.write.ownership.owns_key(&after) {
             return Ok(());
         }
         Err(would_change_owning_shard(old.clone(), new.clone(), false))
