@@ -22,6 +22,7 @@ mod multiprocess;
 mod ownership;
 mod pipeline_updates;
 mod query_expressions;
+mod refine_shard_key;
 mod routing_property;
 mod shard_key_updates;
 mod shard_versioning;

@@ -1,5 +1,5 @@
 //! Shard versioning across two routers: router A changes a collection's placement (shards it,
-//! splits, merges, drops and re-shards it); router B, whose cached routing is stale, sends its
+//! splits, merges, refines its key, drops and re-shards it); router B, whose cached routing is stale, sends its
 //! old version, the shard answers StaleConfig, and B refreshes, retries and answers correctly,
 //! counting the retries in `serverStatus.shardingStatistics`. Run in-process and as separate
 //! processes.
@@ -97,7 +97,34 @@ async fn placement_changes_reach_a_stale_router(a: &Client, b: &Client) {
         .await
         .unwrap();
     assert_eq!(updated.modified_count, 2);
-    assert!(stale_config_errors(b).await > after_split);
+    let after_merge = stale_config_errors(b).await;
+    assert!(after_merge > after_split);
+
+    // A refines the shard key: a new epoch, so B's write is refused, and B reloads the
+    // collection in full.
+    a.database("sv")
+        .run_command(
+            doc! {"createIndexes": "c", "indexes": [{"key": {"k": 1, "r": 1}, "name": "k_1_r_1"}]},
+        )
+        .await
+        .unwrap();
+    admin(
+        a,
+        doc! {"refineCollectionShardKey": "sv.c", "key": {"k": 1, "r": 1}},
+    )
+    .await
+    .unwrap();
+    let (full_before, _) = refreshes(b).await;
+    via_b.insert_one(doc! {"k": 7, "r": 1}).await.unwrap();
+    assert!(stale_config_errors(b).await > after_merge);
+    assert!(refreshes(b).await.0 > full_before);
+    assert_eq!(
+        via_b
+            .count_documents(doc! {"k": {"$gte": 5}})
+            .await
+            .unwrap(),
+        3
+    );
 
     // A drops and re-shards it with another key: a new generation.
     via_a.drop().await.unwrap();

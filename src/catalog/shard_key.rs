@@ -142,6 +142,29 @@ impl ShardKeyPattern {
             .collect()
     }
 
+    /// Whether `refined` keeps this key's fields (names and hashing, in order) and adds
+    /// fields after them: what `refineCollectionShardKey` may change a key to.
+    pub fn is_extended_by(&self, refined: &ShardKeyPattern) -> bool {
+        self.fields.len() <= refined.fields.len()
+            && self.fields.iter().zip(&refined.fields).all(|(a, b)| a == b)
+    }
+
+    /// A chunk bound of this key as a bound of `refined` (which extends it): the new fields are
+    /// MinKey, except on the global maximum, whose new fields are MaxKey — so every document
+    /// stays in the chunk it was in (a key's old prefix decides, whatever the new fields hold).
+    pub fn refine_bound(&self, refined: &ShardKeyPattern, bound: &Document) -> Document {
+        let filler = if *bound == self.global_max() {
+            Bson::MaxKey
+        } else {
+            Bson::MinKey
+        };
+        let mut refined_bound = bound.clone();
+        for field in &refined.fields[self.fields.len().min(refined.fields.len())..] {
+            refined_bound.insert(field.path.clone(), filler.clone());
+        }
+        refined_bound
+    }
+
     /// `{<field>: MaxKey, ...}`: the upper end of the last chunk.
     pub fn global_max(&self) -> Document {
         self.fields
@@ -241,6 +264,39 @@ fn value_at(doc: &Document, path: &str) -> Result<Option<Bson>> {
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod refine_tests {
+    use super::*;
+    use bson::doc;
+
+    #[test]
+    fn refined_keys_extend_and_bounds_keep_their_documents() {
+        let old = ShardKeyPattern::parse(&doc! {"a": 1, "b": 1}).unwrap();
+        let new = ShardKeyPattern::parse(&doc! {"a": 1, "b": 1, "c": 1, "d": 1}).unwrap();
+        assert!(old.is_extended_by(&new));
+        assert!(old.is_extended_by(&old));
+        assert!(!new.is_extended_by(&old));
+        let swapped = ShardKeyPattern::parse(&doc! {"b": 1, "a": 1, "c": 1}).unwrap();
+        assert!(!old.is_extended_by(&swapped));
+        let hashed = ShardKeyPattern::parse(&doc! {"a": "hashed"}).unwrap();
+        let ranged = ShardKeyPattern::parse(&doc! {"a": 1, "x": 1}).unwrap();
+        assert!(!hashed.is_extended_by(&ranged));
+
+        assert_eq!(
+            old.refine_bound(&new, &doc! {"a": 0, "b": 0}),
+            doc! {"a": 0, "b": 0, "c": Bson::MinKey, "d": Bson::MinKey}
+        );
+        assert_eq!(old.refine_bound(&new, &old.global_min()), new.global_min());
+        assert_eq!(old.refine_bound(&new, &old.global_max()), new.global_max());
+        // A document keeps its chunk: {a: 0, b: 0, c: <anything>} is at or above the refined
+        // bound {a: 0, b: 0, c: MinKey, d: MinKey}, and below the next one.
+        let bound = new.encode(&old.refine_bound(&new, &doc! {"a": 0, "b": 0}));
+        let next = new.encode(&old.refine_bound(&new, &doc! {"a": 0, "b": 1}));
+        let key = new.encode(&doc! {"a": 0, "b": 0, "c": Bson::MaxKey, "d": "z"});
+        assert!(bound <= key && key < next);
+    }
 }
 
 #[cfg(test)]

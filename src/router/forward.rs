@@ -239,7 +239,32 @@ impl RouterState {
             Ok(RawBsonRef::String(coll)) if db_name == req.db => Some(format!("{db_name}.{coll}")),
             _ => None,
         };
-        let mut passes = self.routing_loop(db_name, ns.as_deref(), create);
+        self.route_to_primary(db_name, ns.as_deref(), req, create)
+            .await
+    }
+
+    /// Sends a DDL command about `db` to the database's primary shard, versioned with the
+    /// database version whether or not the collection it names is sharded: the primary
+    /// coordinates it. `None` when the database does not exist.
+    pub(super) async fn send_to_coordinator(
+        &self,
+        db: &str,
+        req: CommandRequest,
+    ) -> Result<Option<(NodeClient, RawDocumentBuf)>> {
+        check_routable(db)?;
+        self.route_to_primary(db, None, req, false).await
+    }
+
+    /// The routing loop of [`send_to_primary_of`](Self::send_to_primary_of): `ns`, when
+    /// given, is a collection whose chunks may decide the shard instead.
+    async fn route_to_primary(
+        &self,
+        db_name: &str,
+        ns: Option<&str>,
+        req: CommandRequest,
+        create: bool,
+    ) -> Result<Option<(NodeClient, RawDocumentBuf)>> {
+        let mut passes = self.routing_loop(db_name, ns, create);
         while let Some(placement) = passes.next().await? {
             let shard = match &placement.routing {
                 Some(routing) => single_owner(routing)?,

@@ -103,3 +103,17 @@ pub async fn collection_routing(
     let chunks = chunks_since(config, &entry, None).await?;
     Ok(Some((entry, chunks)))
 }
+
+/// Every shard's name and host (`config.shards`), in name order.
+pub async fn shard_hosts(config: &NodeClient) -> Result<Vec<(String, String)>> {
+    Ok(find_all(config, "shards", doc! {}, doc! {"_id": 1})
+        .await?
+        .iter()
+        .filter_map(|s| {
+            Some((
+                s.get_str("_id").ok()?.into(),
+                s.get_str("host").ok()?.into(),
+            ))
+        })
+        .collect())
+}

@@ -118,11 +118,18 @@ pub trait NodeState: Send + Sync + Sized + 'static {
     fn commands(&self) -> &CommandTable<Self>;
 
     /// Runs before every command (after lookup): the shard checks the routing versions a
-    /// router attached here.
-    fn before_command<'a>(&'a self, _request: &'a CommandRequest) -> BoxFuture<'a, Result<()>> {
-        Box::pin(async { Ok(()) })
+    /// router attached here. What it returns is held until the command has finished (a
+    /// shard's critical section waits for the commands that hold it).
+    fn before_command<'a>(
+        &'a self,
+        _request: &'a CommandRequest,
+    ) -> BoxFuture<'a, Result<CommandGuard>> {
+        Box::pin(async { Ok(None) })
     }
 }
+
+/// Whatever a role keeps alive while a command runs.
+pub type CommandGuard = Option<Box<dyn std::any::Any + Send + Sync>>;
 
 /// Something that executes commands: a role behind the dispatcher. Both the TCP server and the
 /// in-process transport call it.
@@ -226,7 +233,7 @@ impl<S: NodeState> Dispatcher<S> {
             ));
         }
         let handled = async {
-            state.before_command(&request).await?;
+            let _guard = state.before_command(&request).await?;
             let run = (spec.handler)(state, ctx, request);
             match limit {
                 // Dropping the handler at the deadline rolls back its open transaction.

@@ -12,7 +12,9 @@ mod params;
 pub mod stats;
 
 pub use context::RequestContext;
-pub use dispatch::{CommandSpec, CommandTable, Dispatcher, Handler, NodeState, Service, ok_reply};
+pub use dispatch::{
+    CommandGuard, CommandSpec, CommandTable, Dispatcher, Handler, NodeState, Service, ok_reply,
+};
 pub use node::{CmdLine, Node, Role};
 pub use params::Parameters;
 

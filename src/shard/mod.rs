@@ -4,12 +4,14 @@
 //! through [`DataNode`].
 
 pub mod commands;
+mod critical_section;
 pub mod cursors;
 pub mod exec;
 mod filtering;
 mod identity;
 pub mod index;
 mod persisted_routing;
+mod shard_key_index;
 pub mod storage;
 pub mod ttl;
 pub mod validation;
@@ -22,7 +24,7 @@ use crate::catalog::OwnershipFilter;
 use crate::command::CommandRequest;
 use crate::error::Result;
 use crate::rpc::Connector;
-use crate::server::{CURSOR_MONITOR_PERIOD, CommandTable, Node, NodeState};
+use crate::server::{CURSOR_MONITOR_PERIOD, CommandGuard, CommandTable, Node, NodeState};
 use cursors::CursorRegistry;
 use futures::future::BoxFuture;
 use std::sync::{Arc, Weak};
@@ -53,6 +55,7 @@ pub struct ShardState {
     identity: std::sync::RwLock<Option<ShardIdentity>>,
     versions: versioning::DatabaseVersionCache,
     filtering: filtering::FilteringMetadata,
+    critical_sections: critical_section::CriticalSections,
     table: CommandTable<ShardState>,
 }
 
@@ -73,6 +76,7 @@ impl ShardState {
             identity: std::sync::RwLock::new(identity),
             versions: Default::default(),
             filtering: Default::default(),
+            critical_sections: Default::default(),
             table: commands::table(),
         });
         state.load_filtering_metadata().await?;
@@ -109,10 +113,19 @@ impl NodeState for ShardState {
         &self.table
     }
 
-    fn before_command<'a>(&'a self, request: &'a CommandRequest) -> BoxFuture<'a, Result<()>> {
+    fn before_command<'a>(
+        &'a self,
+        request: &'a CommandRequest,
+    ) -> BoxFuture<'a, Result<CommandGuard>> {
         Box::pin(async move {
+            let admitted = self.admit(request).await?;
             self.check_versions(request).await?;
-            self.check_shard_version(request).await
+            // A DDL coordinator names a collection whose sharding it is about to check or
+            // change: only the database version (that this shard is the primary) applies.
+            if !is_coordinator(request) {
+                self.check_shard_version(request).await?;
+            }
+            Ok(admitted)
         })
     }
 }
@@ -137,6 +150,12 @@ impl DataNode for ShardState {
     fn sharding(&self, ns: &str) -> Option<Arc<OwnershipFilter>> {
         self.known_sharding(ns)
     }
+}
+
+/// The internal DDL commands (`_shardsvr...`) a router sends to a database's primary shard,
+/// which coordinates them.
+fn is_coordinator(request: &CommandRequest) -> bool {
+    request.name().starts_with("_shardsvr")
 }
 
 /// Kills cursors idle for longer than `cursorTimeoutMillis`.

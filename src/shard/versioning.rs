@@ -80,7 +80,7 @@ impl ShardState {
 
 /// The database a versioned request is about: its own, or for `bulkWrite` (sent to `admin`) the
 /// one database of its namespaces (routers send one database's operations per request).
-fn versioned_database(request: &CommandRequest) -> Result<String> {
+pub(super) fn versioned_database(request: &CommandRequest) -> Result<String> {
     if request.name() != "bulkWrite" {
         return Ok(request.db.clone());
     }

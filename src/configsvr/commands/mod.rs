@@ -4,6 +4,7 @@
 mod chunks;
 mod collections;
 mod databases;
+mod refine_shard_key;
 mod shards;
 
 use super::ConfigState;
@@ -17,5 +18,6 @@ pub(super) fn table() -> CommandTable<ConfigState> {
     specs.extend(databases::commands());
     specs.extend(collections::commands());
     specs.extend(chunks::commands());
+    specs.extend(refine_shard_key::commands());
     CommandTable::new(specs)
 }

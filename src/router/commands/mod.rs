@@ -92,6 +92,11 @@ pub(super) fn table() -> CommandTable<RouterState> {
             .aliases(&["shardcollection"])
             .admin_only()
             .help("Shard a collection. Sharding must already be enabled for the database.\n   { enablesharding : \"<dbname>\" }\n"),
+        CommandSpec::new("refineCollectionShardKey", |s, c, r| {
+            Box::pin(sharding::refine_collection_shard_key(s, c, r))
+        })
+        .admin_only()
+        .help("Refines a sharded collection's shard key by adding fields after it\n  { refineCollectionShardKey: \"<db>.<collection>\", key: { <existing key fields>, <new fields> } }"),
         CommandSpec::new("mergeChunks", |s, c, r| Box::pin(chunks::merge_chunks(s, c, r)))
             .aliases(&["mergechunks"])
             .admin_only()

@@ -131,3 +131,31 @@ pub(super) async fn shard_collection(
     state.collections.invalidate(&format!("{db}.{coll}"));
     Ok(reply)
 }
+
+/// `{refineCollectionShardKey: "db.coll", key}`: forwarded as
+/// `_shardsvrRefineCollectionShardKey` to the database's primary shard, which coordinates it;
+/// this router's cached routing of the collection is dropped (its epoch changed).
+pub(super) async fn refine_collection_shard_key(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let (db, coll) = target_namespace(&req)?;
+    let key = req
+        .args()
+        .document("key")?
+        .ok_or_else(|| missing("refineCollectionShardKey", "key"))?;
+    crate::catalog::ShardKeyPattern::parse(&key)?;
+    let ns = format!("{db}.{coll}");
+    let cmd = doc! {"_shardsvrRefineCollectionShardKey": &coll, "newShardKey": key};
+    let request = CommandRequest::from_document(&db, &cmd)?;
+    let sent = state.send_to_coordinator(&db, request).await?;
+    state.collections.invalidate(&ns);
+    match sent {
+        Some((_, reply)) => Ok(reply),
+        None => Err(MongoError::new(
+            ErrorCode::NamespaceNotFound,
+            format!("refineCollectionShardKey: collection {ns} does not exist"),
+        )),
+    }
+}

@@ -5,18 +5,20 @@
 //! server to record the collection as sharded: with one chunk on this shard, or — for an empty
 //! collection with a hashed leading field — one chunk per shard (MongoDB 8.0's layout), after
 //! every other shard has created the collection with the same UUID and indexes
-//! (`_shardsvrCreateCollectionParticipant`).
+//! (`_shardsvrCreateCollectionParticipant`). The database's critical section is held
+//! throughout, so no write lands under the unsharded version meanwhile.
 
 use super::super::{DataNode, ShardState};
 use crate::catalog::ShardKeyPattern;
 use crate::command::{CommandRequest, missing};
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::rpc::config::{collection_routing, find_all};
+use crate::rpc::config::{collection_routing, shard_hosts};
 use crate::server::RequestContext;
 use crate::shard::index::IndexSpec;
-use crate::shard::storage::{CollectionMeta, IndexMeta};
-use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
+use crate::shard::shard_key_index::{KeyFit, ShardKeyIndex};
+use crate::shard::storage::CollectionMeta;
+use bson::{Bson, RawBsonRef, RawDocumentBuf, doc};
 
 pub(super) async fn create_sharded_collection(
     state: &ShardState,
@@ -54,6 +56,11 @@ pub(super) async fn create_sharded_collection(
             format!("Namespace {ns} is a view, not a collection"),
         ));
     }
+    // Writes racing with the commit would land here under the unsharded version, and in a
+    // range another shard is about to own: they wait, and then find the collection sharded.
+    let _section = state
+        .enter_critical_section(&req.db, &format!("shardCollection of {ns}"))
+        .await?;
     let db = state.storage().database_or_create(&req.db).await?;
     let coll = db.ensure_collection(&name).await?;
     if coll.capped_limits().is_some() {
@@ -64,12 +71,16 @@ pub(super) async fn create_sharded_collection(
     }
     check_unique_indexes(&ns, &coll, &pattern)?;
     let empty = db.stats(&coll).count == 0;
-    if !has_shard_key_index(&coll, &pattern, unique)? {
-        if !empty {
-            return Err(MongoError::new(
-                ErrorCode::InvalidOptions,
-                "Please create an index that starts with the proposed shard key before sharding the collection",
-            ));
+    let fit = if unique {
+        KeyFit::UniqueExact
+    } else {
+        KeyFit::Prefix
+    };
+    let index = ShardKeyIndex::of(&coll, &pattern, fit);
+    if index != ShardKeyIndex::Usable {
+        // An empty collection gets the index, unless indexes on the key exist but cannot serve.
+        if !empty || index != ShardKeyIndex::Missing {
+            index.require(&pattern)?;
         }
         let mut spec = doc! {"key": pattern.pattern().clone(), "name": crate::shard::index::spec::default_name(pattern.pattern())};
         if unique {
@@ -119,16 +130,7 @@ async fn spread_over_shards(
 ) -> Result<Vec<Bson>> {
     let identity = state.require_identity()?;
     let config = state.connector.client(&identity.config_host);
-    let shards: Vec<(String, String)> = find_all(&config, "shards", doc! {}, doc! {"_id": 1})
-        .await?
-        .iter()
-        .filter_map(|s| {
-            Some((
-                s.get_str("_id").ok()?.into(),
-                s.get_str("host").ok()?.into(),
-            ))
-        })
-        .collect();
+    let shards = shard_hosts(&config).await?;
     if shards.len() < 2 {
         return Ok(Vec::new());
     }
@@ -232,79 +234,4 @@ fn check_unique_indexes(ns: &str, coll: &CollectionMeta, pattern: &ShardKeyPatte
         }
     }
     Ok(())
-}
-
-/// Whether an index can serve the shard key: its key starts with the shard key (for `unique`,
-/// it is exactly the shard key and unique), and it is complete (not sparse, partial or hidden)
-/// and single-valued (not multikey: shard key values may not be arrays).
-fn has_shard_key_index(
-    coll: &CollectionMeta,
-    pattern: &ShardKeyPattern,
-    unique: bool,
-) -> Result<bool> {
-    let useful = |index: &IndexMeta| {
-        let key = index.key_pattern();
-        let shape_ok = if unique {
-            index.is_unique() && same_key(&key, pattern.pattern())
-        } else {
-            is_prefix_of(pattern.pattern(), &key)
-        };
-        let complete = !matches!(index.spec.get("sparse"), Some(Bson::Boolean(true)))
-            && !index.spec.contains_key("partialFilterExpression")
-            && !matches!(index.spec.get("hidden"), Some(Bson::Boolean(true)));
-        shape_ok && complete && index.ready
-    };
-    let candidates: Vec<&IndexMeta> = coll.indexes.iter().filter(|i| useful(i)).collect();
-    if candidates.is_empty() {
-        return Ok(false);
-    }
-    if candidates.iter().all(|i| i.multikey) {
-        return Err(MongoError::new(
-            ErrorCode::InvalidOptions,
-            format!(
-                "Please create an index that starts with the proposed shard key before sharding the collection. The only index on the shard key {} is multikey: shard key values cannot be arrays",
-                render_doc(pattern.pattern())
-            ),
-        ));
-    }
-    Ok(true)
-}
-
-/// Whether `prefix`'s fields start `key`, with the same directions (`1` and `1.0` alike).
-fn is_prefix_of(prefix: &Document, key: &Document) -> bool {
-    prefix.len() <= key.len()
-        && prefix
-            .iter()
-            .zip(key.iter())
-            .all(|((pf, pv), (kf, kv))| pf == kf && same_direction(pv, kv))
-}
-
-fn same_key(a: &Document, b: &Document) -> bool {
-    a.len() == b.len() && is_prefix_of(a, b)
-}
-
-fn same_direction(a: &Bson, b: &Bson) -> bool {
-    match (a, b) {
-        (Bson::String(x), Bson::String(y)) => x == y,
-        (Bson::String(_), _) | (_, Bson::String(_)) => false,
-        _ => crate::document::order::compare_values(a, b) == std::cmp::Ordering::Equal,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn prefixes_compare_fields_and_directions() {
-        assert!(is_prefix_of(&doc! {"a": 1}, &doc! {"a": 1.0, "b": -1}));
-        assert!(!is_prefix_of(&doc! {"a": 1}, &doc! {"a": -1}));
-        assert!(!is_prefix_of(&doc! {"a": 1, "b": 1}, &doc! {"a": 1}));
-        assert!(is_prefix_of(
-            &doc! {"a": "hashed"},
-            &doc! {"a": "hashed", "b": 1}
-        ));
-        assert!(!is_prefix_of(&doc! {"a": "hashed"}, &doc! {"a": 1}));
-        assert!(same_key(&doc! {"a": 1}, &doc! {"a": 1_i64}));
-    }
 }

@@ -33,6 +33,19 @@ pub(super) fn commands() -> Vec<CommandSpec<ShardState>> {
             Box::pin(super::shard_collection::create_collection_participant(s, c, r))
         })
         .help("Internal: creates this shard's part of a sharded collection (same UUID and indexes)"),
+        CommandSpec::new("_shardsvrRefineCollectionShardKey", |s, c, r| {
+            Box::pin(super::refine_shard_key::refine(s, c, r))
+        })
+        .help("Internal: refines the shard key of a collection of a database this shard is the primary of"),
+        CommandSpec::new("_shardsvrValidateShardKeyCandidate", |s, c, r| {
+            Box::pin(super::refine_shard_key::validate_candidate(s, c, r))
+        })
+        .help("Internal: checks that this shard has an index that can serve a shard key"),
+        CommandSpec::new("_flushRoutingTableCacheUpdates", |s, c, r| {
+            Box::pin(flush_collection(s, c, r))
+        })
+        .admin_only()
+        .help("Internal: reloads this shard's filtering metadata of a collection from the config server"),
         CommandSpec::new("_shardsvrDropCollectionParticipant", |s, c, r| {
             Box::pin(drop_collection_participant(s, c, r))
         })
@@ -148,6 +161,16 @@ async fn flush_database(
         .unwrap_or_default()
         .to_string();
     state.forget_database_version(&db);
+    Ok(RawDocumentBuf::new())
+}
+
+async fn flush_collection(
+    state: &ShardState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let (db, coll) = req.args().namespace()?;
+    state.refresh_collection(&format!("{db}.{coll}")).await?;
     Ok(RawDocumentBuf::new())
 }
 

@@ -1,0 +1,106 @@
+//! `_configsvrCommitRefineCollectionShardKey`: records a sharded collection's refined shard
+//! key. The collection gets a new generation (epoch and timestamp) so every cached routing
+//! table and filtering metadata of the old key is stale; its chunks keep their shards and
+//! versions (major|minor), their bounds extended to the new key's fields.
+
+use super::super::ConfigState;
+use super::super::store::ConfigWrite;
+use super::collections::{StoredRouting, target_ns};
+use crate::catalog::{CollectionEntry, CollectionGeneration, ShardKeyPattern};
+use crate::command::{CommandRequest, missing};
+use crate::document::display::render_doc;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::{CommandSpec, RequestContext};
+use bson::{Bson, DateTime, RawBsonRef, RawDocumentBuf, doc};
+
+pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
+    vec![
+        CommandSpec::new("_configsvrCommitRefineCollectionShardKey", |s, c, r| {
+            Box::pin(commit_refine(s, c, r))
+        })
+        .admin_only()
+        .help("Internal: records a sharded collection's refined shard key under a new epoch"),
+    ]
+}
+
+/// `{_configsvrCommitRefineCollectionShardKey: ns, key, expectedEpoch}`: the primary shard
+/// validated `key` against the generation `expectedEpoch`; a collection changed since (dropped,
+/// re-sharded, refined by someone else) is refused with ConflictingOperationInProgress.
+async fn commit_refine(
+    state: &ConfigState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let ns = target_ns(&req)?;
+    let args = req.args();
+    let key = args
+        .document("key")?
+        .ok_or_else(|| missing(req.name(), "key"))?;
+    let refined = ShardKeyPattern::parse(&key)?;
+    let expected_epoch = match args.get("expectedEpoch")? {
+        Some(RawBsonRef::ObjectId(epoch)) => epoch,
+        _ => return Err(missing(req.name(), "expectedEpoch")),
+    };
+    let _guard = state.namespace_locks.lock(&ns).await;
+    let Some(stored) = StoredRouting::load(state, &ns).await? else {
+        return Err(MongoError::new(
+            ErrorCode::NamespaceNotSharded,
+            format!("Can't execute refineCollectionShardKey on unsharded collection {ns}"),
+        ));
+    };
+    let current = &stored.entry;
+    if current.generation.epoch != expected_epoch {
+        return Err(MongoError::new(
+            ErrorCode::ConflictingOperationInProgress,
+            format!(
+                "collection {ns} changed while its shard key was being refined (epoch {} instead of {expected_epoch})",
+                current.generation.epoch
+            ),
+        ));
+    }
+    if !current.key.is_extended_by(&refined) {
+        return Err(MongoError::new(
+            ErrorCode::InvalidOptions,
+            format!(
+                "refineCollectionShardKey shard key {} does not extend the current shard key {}",
+                render_doc(refined.pattern()),
+                render_doc(current.key.pattern())
+            ),
+        ));
+    }
+    let generation = CollectionGeneration::new(state.clock.now());
+    let store = state.store();
+    let mut writes = Vec::with_capacity(stored.chunks.len() + 1);
+    for mut chunk in store
+        .find("chunks", &doc! {"uuid": Bson::Binary(current.uuid.clone())})
+        .await?
+    {
+        // Only the bounds change: `_id`, shard, lastmod and history stay.
+        for bound in ["min", "max"] {
+            let old = chunk
+                .get_document(bound)
+                .map_err(|_| MongoError::internal(format!("a chunk of {ns} without {bound}")))?;
+            let new = current.key.refine_bound(&refined, old);
+            chunk.insert(bound, new);
+        }
+        writes.push(ConfigWrite::Upsert("chunks", chunk));
+    }
+    let entry = CollectionEntry {
+        generation,
+        key: refined,
+        last_modified: DateTime::now(),
+        ..current.clone()
+    };
+    writes.push(ConfigWrite::Upsert("collections", entry.to_document()));
+    store.write_batch(&writes).await?;
+    tracing::info!(
+        ns = %ns,
+        key = %render_doc(entry.key.pattern()),
+        epoch = %entry.generation.epoch,
+        "refined shard key"
+    );
+    Ok(RawDocumentBuf::from_document(&doc! {
+        "epoch": entry.generation.epoch,
+        "timestamp": entry.generation.timestamp,
+    })?)
+}
