@@ -18,6 +18,7 @@ mod handshake;
 mod index_queries;
 mod indexes;
 mod let_variables;
+mod move_primary;
 mod multiprocess;
 mod ownership;
 mod pipeline_updates;

@@ -1,8 +1,8 @@
 //! Shard versioning across two routers: router A changes a collection's placement (shards it,
-//! splits, merges, refines its key, drops and re-shards it); router B, whose cached routing is stale, sends its
-//! old version, the shard answers StaleConfig, and B refreshes, retries and answers correctly,
-//! counting the retries in `serverStatus.shardingStatistics`. Run in-process and as separate
-//! processes.
+//! splits, merges, refines its key, drops and re-shards it) or its database's primary shard;
+//! router B, whose cached routing is stale, sends its old version, the shard answers
+//! StaleConfig (StaleDbVersion), and B refreshes, retries and answers correctly, counting the
+//! retries in `serverStatus.shardingStatistics`. Run in-process and as separate processes.
 
 use crate::harness::{ProcessCluster, TestCluster, admin, error_code};
 use futures::TryStreamExt;
@@ -146,6 +146,47 @@ async fn placement_changes_reach_a_stale_router(a: &Client, b: &Client) {
     let deleted = via_b.delete_many(doc! {"j": 11}).await.unwrap();
     assert_eq!(deleted.deleted_count, 1);
     assert_eq!(keys(a).await, vec![10, 12]);
+}
+
+/// A moves a database's primary shard: B, still sending the old database version to the old
+/// primary, is refused (StaleDbVersion), reloads the database entry and reads and writes on
+/// the new primary.
+async fn primary_moves_reach_a_stale_router(a: &Client, b: &Client) {
+    let shards: Vec<String> = admin(a, doc! {"listShards": 1})
+        .await
+        .unwrap()
+        .get_array("shards")
+        .unwrap()
+        .iter()
+        .map(|s| s.as_document().unwrap().get_str("_id").unwrap().to_string())
+        .collect();
+    admin(
+        a,
+        doc! {"enableSharding": "svp", "primaryShard": &shards[0]},
+    )
+    .await
+    .unwrap();
+    let via_b = b.database("svp").collection::<Document>("c");
+    via_b
+        .insert_many((0..3).map(|i| doc! {"i": i}))
+        .await
+        .unwrap();
+    assert_eq!(via_b.count_documents(doc! {}).await.unwrap(), 3);
+    admin(a, doc! {"movePrimary": "svp", "to": &shards[1]})
+        .await
+        .unwrap();
+    assert_eq!(via_b.count_documents(doc! {}).await.unwrap(), 3);
+    via_b.insert_one(doc! {"i": 3}).await.unwrap();
+    let via_a = a.database("svp").collection::<Document>("c");
+    assert_eq!(via_a.count_documents(doc! {}).await.unwrap(), 4);
+    let entry = a
+        .database("config")
+        .collection::<Document>("databases")
+        .find_one(doc! {"_id": "svp"})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(entry.get_str("primary").unwrap(), shards[1]);
 }
 
 /// Per-shard document counts of `sv.<coll>` (router `collStats`).
@@ -306,6 +347,7 @@ async fn in_process() {
     );
     placement_changes_reach_a_stale_router(&a, &b).await;
     spread_placement_reaches_a_stale_router(&a, &b).await;
+    primary_moves_reach_a_stale_router(&a, &b).await;
     shards_answer_stale_config(&a).await;
     cluster.shutdown().await;
 }
@@ -317,5 +359,6 @@ async fn separate_processes() {
     let b = cluster.add_router().await;
     placement_changes_reach_a_stale_router(&a, &b).await;
     spread_placement_reaches_a_stale_router(&a, &b).await;
+    primary_moves_reach_a_stale_router(&a, &b).await;
     shards_answer_stale_config(&a).await;
 }

@@ -20,6 +20,11 @@ pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
         })
         .admin_only()
         .help("Internal: drops a database on every shard and removes its entry"),
+        CommandSpec::new("_configsvrCommitMovePrimary", |s, c, r| {
+            Box::pin(commit_move_primary(s, c, r))
+        })
+        .admin_only()
+        .help("Internal: records a database's new primary shard, bumping its version's lastMod"),
     ]
 }
 
@@ -123,6 +128,60 @@ async fn least_loaded_shard(state: &ConfigState, shards: &[(String, String)]) ->
         }
     }
     Ok(best.expect("at least one shard").1)
+}
+
+/// `{_configsvrCommitMovePrimary: db, to, expectedDatabaseVersion}`: the old primary copied
+/// the database's unsharded collections to `to` under the version it names; a database changed
+/// since (dropped, re-created, moved by someone else) is refused with
+/// ConflictingOperationInProgress. The new version keeps uuid and timestamp, lastMod + 1.
+async fn commit_move_primary(
+    state: &ConfigState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let db = target_db(&req)?;
+    let args = req.args();
+    let to = args
+        .str("to")?
+        .ok_or_else(|| crate::command::missing(req.name(), "to"))?
+        .to_string();
+    let expected = args
+        .document("expectedDatabaseVersion")?
+        .ok_or_else(|| crate::command::missing(req.name(), "expectedDatabaseVersion"))?;
+    let expected = DatabaseVersion::from_document(&expected)?;
+    let _guard = state.ddl_lock.lock().await;
+    if !state.shards().await?.iter().any(|(name, _)| *name == to) {
+        return Err(MongoError::new(
+            ErrorCode::ShardNotFound,
+            format!("Shard {to} not found"),
+        ));
+    }
+    let store = state.store();
+    let Some(current) = store.find_one("databases", &doc! {"_id": &db}).await? else {
+        return Err(MongoError::new(
+            ErrorCode::NamespaceNotFound,
+            format!("database {db} not found"),
+        ));
+    };
+    let current = DatabaseEntry::from_document(&current)?;
+    if current.version != expected {
+        return Err(MongoError::new(
+            ErrorCode::ConflictingOperationInProgress,
+            format!("database {db} changed while its primary shard was being moved"),
+        ));
+    }
+    let moved = DatabaseEntry {
+        primary: to.clone(),
+        version: DatabaseVersion {
+            last_mod: current.version.last_mod + 1,
+            ..current.version
+        },
+        ..current
+    }
+    .to_document();
+    store.upsert("databases", &moved).await?;
+    tracing::info!(db = %db, to = %to, "moved the primary shard of a database");
+    reply_for(&moved)
 }
 
 async fn drop_database(

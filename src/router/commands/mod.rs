@@ -92,6 +92,10 @@ pub(super) fn table() -> CommandTable<RouterState> {
             .aliases(&["shardcollection"])
             .admin_only()
             .help("Shard a collection. Sharding must already be enabled for the database.\n   { enablesharding : \"<dbname>\" }\n"),
+        CommandSpec::new("movePrimary", |s, c, r| Box::pin(sharding::move_primary(s, c, r)))
+            .aliases(&["moveprimary"])
+            .admin_only()
+            .help("Moves a database's unsharded collections to another shard, which becomes its primary\n  { movePrimary: \"<db>\", to: \"<shard>\" }"),
         CommandSpec::new("refineCollectionShardKey", |s, c, r| {
             Box::pin(sharding::refine_collection_shard_key(s, c, r))
         })

@@ -1,6 +1,7 @@
 //! Sharding administration on the router: `addShard` and `listShards` (config server),
-//! `enableSharding` (database creation with an optional primary), `shardCollection` (sent to
-//! the database's primary shard, which coordinates it), `balancerStatus`.
+//! `enableSharding` (database creation with an optional primary), `shardCollection`,
+//! `refineCollectionShardKey` and `movePrimary` (sent to the database's primary shard, which
+//! coordinates them), `balancerStatus`.
 
 use super::super::RouterState;
 use crate::command::{CommandRequest, missing};
@@ -156,6 +157,51 @@ pub(super) async fn refine_collection_shard_key(
         None => Err(MongoError::new(
             ErrorCode::NamespaceNotFound,
             format!("refineCollectionShardKey: collection {ns} does not exist"),
+        )),
+    }
+}
+
+/// `{movePrimary: db, to: shard}`: forwarded as `_shardsvrMovePrimary` to the database's
+/// current primary shard, which moves its unsharded collections and commits the new primary;
+/// this router's cached database entry is dropped.
+pub(super) async fn move_primary(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let db = match args.target()? {
+        RawBsonRef::String(db) => db.to_string(),
+        _ => {
+            return Err(MongoError::type_mismatch(
+                "movePrimary requires a database name",
+            ));
+        }
+    };
+    if matches!(db.as_str(), "admin" | "config" | "local") {
+        return Err(MongoError::new(
+            ErrorCode::InvalidOptions,
+            format!("Can't move primary for {db} database"),
+        ));
+    }
+    crate::catalog::validate_db_name(&db)?;
+    let to = args
+        .str("to")?
+        .ok_or_else(|| missing("movePrimary", "to"))?;
+    if to.is_empty() {
+        return Err(MongoError::new(
+            ErrorCode::InvalidOptions,
+            "you have to specify where you want to move it",
+        ));
+    }
+    let request = CommandRequest::from_document(&db, &doc! {"_shardsvrMovePrimary": 1, "to": to})?;
+    let sent = state.send_to_coordinator(&db, request).await?;
+    state.databases.invalidate(&db);
+    match sent {
+        Some((_, reply)) => Ok(reply),
+        None => Err(MongoError::new(
+            ErrorCode::NamespaceNotFound,
+            format!("Database {db} not found"),
         )),
     }
 }

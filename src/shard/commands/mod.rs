@@ -14,6 +14,7 @@ mod find;
 mod find_and_modify;
 mod indexes;
 mod insert;
+mod move_primary;
 mod refine_shard_key;
 mod shard_collection;
 mod sharding;

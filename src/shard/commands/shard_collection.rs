@@ -167,10 +167,11 @@ async fn spread_over_shards(
         .collect())
 }
 
-/// `{_shardsvrCreateCollectionParticipant: coll, uuid, options, indexes}`: creates a sharded
-/// collection's local part under the coordinator's UUID, with its options and indexes.
-/// Idempotent; an empty local collection under another UUID (a leftover) is replaced, a
-/// non-empty one refused.
+/// `{_shardsvrCreateCollectionParticipant: coll, uuid, options, indexes, replaceLeftover}`:
+/// creates a collection's local part under the coordinator's UUID, with its options and
+/// indexes. Idempotent; an empty local collection under another UUID (a leftover) is replaced,
+/// a non-empty one refused. With `replaceLeftover` (movePrimary's copies), a local collection
+/// under the same UUID is a failed earlier copy: it is dropped and created afresh.
 pub(super) async fn create_collection_participant(
     state: &ShardState,
     _ctx: &RequestContext,
@@ -184,9 +185,12 @@ pub(super) async fn create_collection_participant(
         _ => return Err(missing(req.name(), "uuid")),
     };
     let options = args.document("options")?.unwrap_or_default();
+    let replace_leftover = args.bool("replaceLeftover")?.unwrap_or(false);
     let db = state.storage().database_or_create(&req.db).await?;
     if let Some(existing) = db.collection(&name) {
-        if existing.uuid != uuid {
+        if existing.uuid == uuid && replace_leftover {
+            db.drop_collection(&name).await?;
+        } else if existing.uuid != uuid {
             if db.stats(&existing).count > 0 {
                 return Err(MongoError::new(
                     ErrorCode::InvalidUUID,

@@ -33,6 +33,10 @@ pub(super) fn commands() -> Vec<CommandSpec<ShardState>> {
             Box::pin(super::shard_collection::create_collection_participant(s, c, r))
         })
         .help("Internal: creates this shard's part of a sharded collection (same UUID and indexes)"),
+        CommandSpec::new("_shardsvrMovePrimary", |s, c, r| {
+            Box::pin(super::move_primary::move_primary(s, c, r))
+        })
+        .help("Internal: moves a database this shard is the primary of to another shard"),
         CommandSpec::new("_shardsvrRefineCollectionShardKey", |s, c, r| {
             Box::pin(super::refine_shard_key::refine(s, c, r))
         })
