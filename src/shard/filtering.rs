@@ -44,6 +44,7 @@ pub(super) struct FilteringMetadata {
     known: Mutex<HashMap<String, CollectionMetadata>>,
     /// Persisting replaces a collection's stored chunks in several steps: one at a time.
     persisting: tokio::sync::Mutex<()>,
+    refreshes: super::single_flight::SingleFlight,
 }
 
 impl FilteringMetadata {
@@ -216,7 +217,19 @@ impl ShardState {
 
     /// Reloads a collection's placement from the config server; returns this shard's version
     /// of it (`0|0` of its generation when it owns no chunk; unsharded when not sharded).
+    /// Concurrent requests share refreshes.
     pub(super) async fn refresh_collection(&self, ns: &str) -> Result<ChunkVersion> {
+        self.filtering
+            .refreshes
+            .refresh(
+                ns,
+                || self.filtering.get(ns).map(|m| m.version()),
+                || self.load_collection_metadata(ns),
+            )
+            .await
+    }
+
+    async fn load_collection_metadata(&self, ns: &str) -> Result<ChunkVersion> {
         let identity = self.require_identity()?;
         let config = self.connector.client(&identity.config_host);
         let metadata = match collection_routing(&config, ns).await? {

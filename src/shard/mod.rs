@@ -12,6 +12,7 @@ mod identity;
 pub mod index;
 mod persisted_routing;
 mod shard_key_index;
+mod single_flight;
 pub mod storage;
 pub mod ttl;
 pub mod validation;

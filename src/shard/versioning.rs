@@ -16,6 +16,7 @@ use std::sync::Mutex;
 #[derive(Default)]
 pub(super) struct DatabaseVersionCache {
     known: Mutex<HashMap<String, Option<DatabaseVersion>>>,
+    refreshes: super::single_flight::SingleFlight,
 }
 
 impl DatabaseVersionCache {
@@ -62,7 +63,15 @@ impl ShardState {
     }
 
     /// Reloads a database's entry from the config server and caches this shard's view of it.
+    /// Concurrent requests share refreshes.
     pub(super) async fn refresh_database(&self, db: &str) -> Result<Option<DatabaseVersion>> {
+        self.versions
+            .refreshes
+            .refresh(db, || self.versions.get(db), || self.load_database_version(db))
+            .await
+    }
+
+    async fn load_database_version(&self, db: &str) -> Result<Option<DatabaseVersion>> {
         let identity = self.require_identity()?;
         let config = self.connector.client(&identity.config_host);
         let version = database_entry(&config, db)
