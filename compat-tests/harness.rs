@@ -259,17 +259,16 @@ impl ProcessCluster {
 
     /// Starts another router process on the same cluster; returns a client of it.
     pub async fn add_router(&mut self) -> Client {
+        self.add_router_with(&[]).await
+    }
+
+    /// [`add_router`](Self::add_router) with more command-line arguments.
+    pub async fn add_router_with(&mut self, extra: &[&str]) -> Client {
         let port = free_port();
-        self.processes.push(Process::spawn(
-            &[
-                "router",
-                "--port",
-                &port.to_string(),
-                "--configdb",
-                &self.configdb,
-            ],
-            port,
-        ));
+        let port_arg = port.to_string();
+        let mut args = vec!["router", "--port", &port_arg, "--configdb", &self.configdb];
+        args.extend_from_slice(extra);
+        self.processes.push(Process::spawn(&args, port));
         client_for(SocketAddr::from(([127, 0, 0, 1], port))).await
     }
 

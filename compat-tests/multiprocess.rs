@@ -159,3 +159,90 @@ async fn a_shard_restarted_on_another_port_keeps_its_name_and_data() {
     );
     assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 50);
 }
+
+/// A router whose pools hold at most two connections per shard serves sixteen concurrent
+/// clients; with one shard down, only the operations that need it fail (`allowPartialResults`
+/// answers from the shards that are up).
+#[tokio::test]
+async fn bounded_pools_and_a_shard_down() {
+    let mut cluster = ProcessCluster::start(2).await;
+    let client = cluster.client().await;
+    let shards: Vec<String> = client
+        .database("admin")
+        .run_command(doc! {"listShards": 1})
+        .await
+        .unwrap()
+        .get_array("shards")
+        .unwrap()
+        .iter()
+        .map(|s| s.as_document().unwrap().get_str("_id").unwrap().to_string())
+        .collect();
+    for (db, shard) in [("pa", &shards[0]), ("pb", &shards[1])] {
+        client
+            .database("admin")
+            .run_command(doc! {"enableSharding": db, "primaryShard": shard})
+            .await
+            .unwrap();
+        client
+            .database(db)
+            .collection::<Document>("c")
+            .insert_many((0..100).map(|i| doc! {"_id": i}))
+            .await
+            .unwrap();
+    }
+    client
+        .database("admin")
+        .run_command(doc! {"shardCollection": "pa.h", "key": {"h": "hashed"}})
+        .await
+        .unwrap();
+    let spread = client.database("pa").collection::<Document>("h");
+    spread
+        .insert_many((0..100).map(|i| doc! {"h": i}))
+        .await
+        .unwrap();
+
+    let small = cluster
+        .add_router_with(&["--setParameter", "ShardingTaskExecutorPoolMaxSize=2"])
+        .await;
+    let readers: Vec<_> = (0..16)
+        .map(|t| {
+            let small = small.clone();
+            tokio::spawn(async move {
+                for i in 0..20 {
+                    let db = if (t + i) % 2 == 0 { "pa" } else { "pb" };
+                    let found = small
+                        .database(db)
+                        .collection::<Document>("c")
+                        .find_one(doc! {"_id": i})
+                        .await
+                        .unwrap();
+                    assert_eq!(found, Some(doc! {"_id": i}));
+                }
+            })
+        })
+        .collect();
+    for reader in readers {
+        reader.await.unwrap();
+    }
+
+    cluster.kill_shard(1);
+    let pa = small.database("pa").collection::<Document>("c");
+    assert_eq!(pa.count_documents(doc! {}).await.unwrap(), 100);
+    let pb = small.database("pb").collection::<Document>("c");
+    assert!(pb.count_documents(doc! {}).await.is_err());
+    let via_small = small.database("pa").collection::<Document>("h");
+    assert!(via_small.count_documents(doc! {}).await.is_err());
+    let partial: Vec<Document> = via_small
+        .find(doc! {})
+        .allow_partial_results(true)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert!(
+        !partial.is_empty() && partial.len() < 100,
+        "{} documents from the shard that is up",
+        partial.len()
+    );
+}

@@ -4,7 +4,7 @@
 use crate::configsvr::ConfigState;
 use crate::error::{MongoError, Result};
 use crate::router::RouterState;
-use crate::rpc::Connector;
+use crate::rpc::{Connector, PoolLimits};
 use crate::server::logbuf::LogBuffer;
 use crate::server::{CmdLine, Dispatcher, Node, Parameters, Role, ServerHandle, Service, serve};
 use crate::shard::ShardState;
@@ -92,9 +92,9 @@ pub async fn start_dev_with_routers(
     shards: usize,
     routers: usize,
 ) -> Result<Running> {
-    let connector = Connector::new();
     let config_node = opts.node(Role::ConfigServer)?;
     config_node.set_host(CONFIG_HOST);
+    let connector = connector_for(&config_node);
     let config =
         ConfigState::open(config_node, &data_dir.join("config"), connector.clone()).await?;
     let config_service: Arc<dyn Service> = Arc::new(Dispatcher::new(config));
@@ -153,7 +153,7 @@ pub async fn start_configsvr(opts: &NodeOptions, data_dir: &Path) -> Result<Runn
         .map_err(|e| MongoError::internal(e.to_string()))?;
     let node = opts.node(Role::ConfigServer)?;
     node.set_host(advertised(addr));
-    let connector = Connector::new();
+    let connector = connector_for(&node);
     let config = ConfigState::open(node, data_dir, connector).await?;
     let service: Arc<dyn Service> = Arc::new(Dispatcher::new(config));
     let handle =
@@ -176,7 +176,7 @@ pub async fn start_shard(opts: &NodeOptions, data_dir: &Path, configdb: &str) ->
     let host = advertised(addr);
     let node = opts.node(Role::Shard)?;
     node.set_host(&host);
-    let connector = Connector::new();
+    let connector = connector_for(&node);
     let shard = ShardState::open(node, data_dir, connector.clone()).await?;
     // A shard that already belongs to the cluster re-registers under its name, so that the
     // config server can follow it to a new address.
@@ -221,7 +221,8 @@ pub async fn start_router(opts: &NodeOptions, configdb: &str) -> Result<Running>
         .map_err(|e| MongoError::internal(e.to_string()))?;
     let node = opts.node(Role::Router)?;
     node.set_host(advertised(addr));
-    let router = RouterState::new(node, Connector::new(), configdb);
+    let connector = connector_for(&node);
+    let router = RouterState::new(node, connector, configdb);
     let service: Arc<dyn Service> = Arc::new(Dispatcher::new(router));
     let handle =
         serve(listener, service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
@@ -231,6 +232,11 @@ pub async fn start_router(opts: &NodeOptions, configdb: &str) -> Result<Running>
         handles: vec![handle],
         _services: vec![service],
     })
+}
+
+/// The connector of a node, its pools sized by the node's startup parameters.
+fn connector_for(node: &Node) -> Arc<Connector> {
+    Connector::with_limits(PoolLimits::from_params(&node.params))
 }
 
 /// The default data directory of `dev` mode.

@@ -5,6 +5,8 @@
 pub mod config;
 mod tcp;
 
+pub use tcp::PoolLimits;
+
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::{RequestContext, Service};
@@ -34,11 +36,12 @@ impl NodeClient {
         }
     }
 
-    /// A client that connects to `host` (`address:port`) over TCP.
-    pub fn tcp(host: &str) -> Self {
+    /// A client that connects to `host` (`address:port`) over TCP, through a pool bounded
+    /// by `limits`.
+    pub fn tcp(host: &str, limits: PoolLimits) -> Self {
         NodeClient {
             host: host.into(),
-            target: Target::Tcp(Arc::new(tcp::Pool::new(host))),
+            target: Target::Tcp(Arc::new(tcp::Pool::new(host, limits))),
         }
     }
 
@@ -90,11 +93,20 @@ impl NodeClient {
 pub struct Connector {
     local: RwLock<HashMap<String, Arc<dyn Service>>>,
     clients: RwLock<HashMap<String, NodeClient>>,
+    limits: PoolLimits,
 }
 
 impl Connector {
     pub fn new() -> Arc<Self> {
         Arc::new(Connector::default())
+    }
+
+    /// A connector whose TCP pools follow `limits`.
+    pub fn with_limits(limits: PoolLimits) -> Arc<Self> {
+        Arc::new(Connector {
+            limits,
+            ..Connector::default()
+        })
     }
 
     /// Makes `host` resolve to a service in this process.
@@ -112,7 +124,7 @@ impl Connector {
         }
         let client = match self.local.read().expect("poisoned").get(host) {
             Some(service) => NodeClient::local(host, service.clone()),
-            None => NodeClient::tcp(host),
+            None => NodeClient::tcp(host, self.limits),
         };
         self.clients
             .write()

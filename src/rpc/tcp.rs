@@ -1,51 +1,194 @@
-//! The TCP transport: a pool of OP_MSG connections to one host, one request at a time per
-//! connection.
+//! The TCP transport: a bounded pool of OP_MSG connections to one host, one request at a time
+//! per connection. Idle connections are checked before reuse — a closed one is dropped, one
+//! idle past the refresh requirement must answer `hello` first — and closed once idle past the
+//! host timeout, as MongoDB's ShardingTaskExecutorPool does.
 
 use super::{connection_lost, unreachable};
 use crate::command::CommandRequest;
-use crate::error::{MongoError, Result};
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::Parameters;
 use crate::server::commands::MAX_WIRE_VERSION;
 use crate::wire::{OpMsg, WireError, read_frame};
 use bson::{RawDocumentBuf, rawdoc};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-const MAX_IDLE: usize = 64;
 
 type Conn = BufReader<TcpStream>;
 
+/// The limits of each host's pool (MongoDB's `ShardingTaskExecutorPool*` parameters).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PoolLimits {
+    /// Connections open to one host at most; more requests wait for one to be returned.
+    pub max_size: usize,
+    /// How long a request waits for a connection (and a health check for its answer).
+    pub refresh_timeout: Duration,
+    /// A connection idle this long answers `hello` before it is used again.
+    pub refresh_requirement: Duration,
+    /// A connection idle this long is closed.
+    pub host_timeout: Duration,
+}
+
+impl Default for PoolLimits {
+    fn default() -> Self {
+        PoolLimits {
+            max_size: 64,
+            refresh_timeout: Duration::from_secs(20),
+            refresh_requirement: Duration::from_secs(60),
+            host_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+impl PoolLimits {
+    /// The limits a node's startup parameters set.
+    pub fn from_params(params: &Parameters) -> Self {
+        let defaults = PoolLimits::default();
+        let millis = |name: &str, default: Duration| {
+            params
+                .get_i64(name)
+                .and_then(|ms| u64::try_from(ms).ok())
+                .map_or(default, Duration::from_millis)
+        };
+        PoolLimits {
+            max_size: params
+                .get_i64("ShardingTaskExecutorPoolMaxSize")
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|n| *n > 0)
+                .unwrap_or(defaults.max_size),
+            refresh_timeout: millis(
+                "ShardingTaskExecutorPoolRefreshTimeoutMS",
+                defaults.refresh_timeout,
+            ),
+            refresh_requirement: millis(
+                "ShardingTaskExecutorPoolRefreshRequirementMS",
+                defaults.refresh_requirement,
+            ),
+            host_timeout: millis(
+                "ShardingTaskExecutorPoolHostTimeoutMS",
+                defaults.host_timeout,
+            ),
+        }
+    }
+}
+
+struct Idle {
+    conn: Conn,
+    since: Instant,
+}
+
+/// A connection lent to one request, with its place in the pool's bound.
+struct Lease {
+    conn: Conn,
+    _permit: OwnedSemaphorePermit,
+}
+
 pub(super) struct Pool {
     host: String,
-    idle: Mutex<Vec<Conn>>,
+    limits: PoolLimits,
+    idle: Mutex<Vec<Idle>>,
+    /// One permit per connection that may be open.
+    permits: Arc<Semaphore>,
     next_request_id: AtomicI32,
 }
 
 impl Pool {
-    pub fn new(host: &str) -> Self {
+    pub fn new(host: &str, limits: PoolLimits) -> Self {
         Pool {
             host: host.to_string(),
+            limits,
             idle: Mutex::new(Vec::new()),
+            permits: Arc::new(Semaphore::new(limits.max_size.max(1))),
             next_request_id: AtomicI32::new(1),
         }
     }
 
-    /// An idle connection that the peer has not closed, or a new one.
-    async fn checkout(&self) -> Result<Conn> {
-        loop {
-            let Some(conn) = self.idle.lock().expect("poisoned").pop() else {
-                break;
-            };
-            let mut probe = [0u8; 1];
-            match conn.get_ref().try_read(&mut probe) {
-                // No data and not closed: the connection is idle and alive.
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(conn),
-                _ => continue,
+    pub async fn call(&self, request: CommandRequest) -> Result<RawDocumentBuf> {
+        let mut lease = self.checkout().await?;
+        let reply = self.round_trip(&mut lease.conn, &request).await?;
+        self.checkin(lease.conn);
+        Ok(reply)
+    }
+
+    /// A healthy idle connection, or a new one once the pool has room.
+    async fn checkout(&self) -> Result<Lease> {
+        let permit = tokio::time::timeout(
+            self.limits.refresh_timeout,
+            Arc::clone(&self.permits).acquire_owned(),
+        )
+        .await
+        .map_err(|_| {
+            MongoError::new(
+                ErrorCode::NetworkInterfaceExceededTimeLimit,
+                format!(
+                    "Couldn't get a connection to {} within the time limit of {}ms: all {} are in use",
+                    self.host,
+                    self.limits.refresh_timeout.as_millis(),
+                    self.limits.max_size
+                ),
+            )
+        })?
+        .map_err(|_| MongoError::internal("connection pool closed"))?;
+        while let Some(idle) = self.take_idle() {
+            if let Some(conn) = self.healthy(idle).await {
+                return Ok(Lease {
+                    conn,
+                    _permit: permit,
+                });
             }
         }
+        Ok(Lease {
+            conn: self.connect().await?,
+            _permit: permit,
+        })
+    }
+
+    /// The most recently used idle connection; those idle past the host timeout are closed.
+    fn take_idle(&self) -> Option<Idle> {
+        let mut idle = self.idle.lock().expect("poisoned");
+        let timeout = self.limits.host_timeout;
+        idle.retain(|c| c.since.elapsed() < timeout);
+        idle.pop()
+    }
+
+    /// The connection if it is still usable: not closed by the peer, and — idle past the
+    /// refresh requirement — answering `hello` in time.
+    async fn healthy(&self, idle: Idle) -> Option<Conn> {
+        let mut conn = idle.conn;
+        let mut probe = [0u8; 1];
+        match conn.get_ref().try_read(&mut probe) {
+            // No data and not closed: the connection is idle and alive.
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            _ => return None,
+        }
+        if idle.since.elapsed() >= self.limits.refresh_requirement {
+            let ping = CommandRequest::new("admin", rawdoc! {"hello": 1}).ok()?;
+            let answered = tokio::time::timeout(
+                self.limits.refresh_timeout,
+                self.round_trip(&mut conn, &ping),
+            )
+            .await;
+            if !matches!(answered, Ok(Ok(_))) {
+                tracing::debug!(host = %self.host, "an idle connection failed its health check");
+                return None;
+            }
+        }
+        Some(conn)
+    }
+
+    fn checkin(&self, conn: Conn) {
+        self.idle.lock().expect("poisoned").push(Idle {
+            conn,
+            since: Instant::now(),
+        });
+    }
+
+    async fn connect(&self) -> Result<Conn> {
         let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&self.host))
             .await
             .map_err(|_| unreachable(&self.host, "connection timed out"))?
@@ -54,20 +197,6 @@ impl Pool {
         let mut conn = BufReader::with_capacity(64 * 1024, stream);
         self.handshake(&mut conn).await?;
         Ok(conn)
-    }
-
-    fn checkin(&self, conn: Conn) {
-        let mut idle = self.idle.lock().expect("poisoned");
-        if idle.len() < MAX_IDLE {
-            idle.push(conn);
-        }
-    }
-
-    pub async fn call(&self, request: CommandRequest) -> Result<RawDocumentBuf> {
-        let mut conn = self.checkout().await?;
-        let reply = self.round_trip(&mut conn, &request).await?;
-        self.checkin(conn);
-        Ok(reply)
     }
 
     /// Sends one command on `conn` and reads its reply.
@@ -107,5 +236,135 @@ impl Pool {
             .await
             .map_err(|e| unreachable(&self.host, e))
             .map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use tokio::net::TcpListener;
+
+    /// A peer answering every command `{ok: 1}` after `delay`, counting its connections and
+    /// closing each after `replies_per_connection` replies.
+    async fn peer(delay: Duration, replies_per_connection: usize) -> (String, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let host = listener.local_addr().unwrap().to_string();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&accepted);
+        tokio::spawn(async move {
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                counter.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut conn = BufReader::new(stream);
+                    // The handshake's reply does not count.
+                    for _ in 0..=replies_per_connection {
+                        let Ok(Some(frame)) = read_frame(&mut conn).await else {
+                            return;
+                        };
+                        tokio::time::sleep(delay).await;
+                        let mut out = Vec::new();
+                        OpMsg::new(rawdoc! {"ok": 1.0}).encode(
+                            1,
+                            frame.header.request_id,
+                            &mut out,
+                        );
+                        if conn.get_mut().write_all(&out).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (host, accepted)
+    }
+
+    fn ping() -> CommandRequest {
+        CommandRequest::new("admin", rawdoc! {"ping": 1}).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_pool_never_opens_more_than_its_size() {
+        let (host, accepted) = peer(Duration::from_millis(20), usize::MAX).await;
+        let limits = PoolLimits {
+            max_size: 2,
+            ..PoolLimits::default()
+        };
+        let pool = Arc::new(Pool::new(&host, limits));
+        let calls: Vec<_> = (0..10)
+            .map(|_| {
+                let pool = Arc::clone(&pool);
+                tokio::spawn(async move { pool.call(ping()).await })
+            })
+            .collect();
+        for call in calls {
+            call.await.unwrap().unwrap();
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_full_pool_times_out_with_mongodbs_error() {
+        let (host, _) = peer(Duration::from_millis(300), usize::MAX).await;
+        let limits = PoolLimits {
+            max_size: 1,
+            refresh_timeout: Duration::from_millis(50),
+            ..PoolLimits::default()
+        };
+        let pool = Arc::new(Pool::new(&host, limits));
+        let busy = {
+            let pool = Arc::clone(&pool);
+            tokio::spawn(async move { pool.call(ping()).await })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let err = pool.call(ping()).await.unwrap_err();
+        assert_eq!(err.code(), ErrorCode::NetworkInterfaceExceededTimeLimit);
+        busy.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn closed_and_stale_connections_are_replaced() {
+        // The peer closes each connection after one reply: the next call notices and
+        // reconnects instead of failing.
+        let (host, accepted) = peer(Duration::ZERO, 1).await;
+        let pool = Pool::new(&host, PoolLimits::default());
+        pool.call(ping()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        pool.call(ping()).await.unwrap();
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+
+        // With no refresh requirement, an idle connection answers `hello` before reuse. This
+        // peer closes after three replies: the first call, the health check and the second
+        // call use them up, so the third call needs a new connection (without health checks
+        // it would still have had one).
+        let (host, accepted) = peer(Duration::ZERO, 3).await;
+        let limits = PoolLimits {
+            refresh_requirement: Duration::ZERO,
+            ..PoolLimits::default()
+        };
+        let pool = Pool::new(&host, limits);
+        pool.call(ping()).await.unwrap();
+        pool.call(ping()).await.unwrap();
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            1,
+            "ping and call on one connection"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        pool.call(ping()).await.unwrap();
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+
+        // Connections idle past the host timeout are closed, not reused.
+        let (host, accepted) = peer(Duration::ZERO, usize::MAX).await;
+        let limits = PoolLimits {
+            host_timeout: Duration::from_millis(10),
+            ..PoolLimits::default()
+        };
+        let pool = Pool::new(&host, limits);
+        pool.call(ping()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        pool.call(ping()).await.unwrap();
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
     }
 }

@@ -49,6 +49,23 @@ impl Parameters {
         add("allowDiskUseByDefault", Bson::Boolean(true), true);
         add("ttlMonitorEnabled", Bson::Boolean(true), true);
         add("ttlMonitorSleepSecs", Bson::Int32(60), false);
+        // The pools of connections to other cluster nodes (see `rpc::PoolLimits`).
+        add("ShardingTaskExecutorPoolMaxSize", Bson::Int32(64), false);
+        add(
+            "ShardingTaskExecutorPoolRefreshTimeoutMS",
+            Bson::Int32(20_000),
+            false,
+        );
+        add(
+            "ShardingTaskExecutorPoolRefreshRequirementMS",
+            Bson::Int32(60_000),
+            false,
+        );
+        add(
+            "ShardingTaskExecutorPoolHostTimeoutMS",
+            Bson::Int32(300_000),
+            false,
+        );
         Parameters {
             params: RwLock::new(params),
         }

@@ -93,7 +93,9 @@ mod tests {
         // Other keys are independent, and a later request refreshes again.
         let other = flights.refresh("db.d", || None, || async { Ok(7) }).await;
         assert_eq!(other.unwrap(), 7);
-        let again = flights.refresh("db.c", || Some(0), || async { Ok(99) }).await;
+        let again = flights
+            .refresh("db.c", || Some(0), || async { Ok(99) })
+            .await;
         assert_eq!(again.unwrap(), 99);
     }
 }

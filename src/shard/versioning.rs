@@ -67,7 +67,11 @@ impl ShardState {
     pub(super) async fn refresh_database(&self, db: &str) -> Result<Option<DatabaseVersion>> {
         self.versions
             .refreshes
-            .refresh(db, || self.versions.get(db), || self.load_database_version(db))
+            .refresh(
+                db,
+                || self.versions.get(db),
+                || self.load_database_version(db),
+            )
             .await
     }
 
