@@ -188,4 +188,102 @@ async fn views_refuse_writes_and_cycles(client: &Client) {
     );
 }
 
-both_modes!(reads_through_views, views_refuse_writes_and_cycles);
+/// A view over a collection sharded across both shards: the primary shard hands the read back
+/// resolved and the router runs it over every shard — find (sorted, skipped, limited,
+/// projected, with getMores under the view's name), count, distinct and aggregate see every
+/// document once, as over an unsharded copy.
+async fn views_over_sharded_collections(client: &Client) {
+    use crate::harness::admin;
+    let db = client.database("vsh");
+    admin(
+        client,
+        doc! {"shardCollection": "vsh.src", "key": {"k": "hashed"}},
+    )
+    .await
+    .unwrap();
+    let docs: Vec<Document> = (0..300)
+        .map(|i| doc! {"_id": i, "k": i, "g": i % 7, "tags": [i % 3, 10 + i % 2]})
+        .collect();
+    db.collection::<Document>("src")
+        .insert_many(docs.clone())
+        .await
+        .unwrap();
+    db.collection::<Document>("copy")
+        .insert_many(docs)
+        .await
+        .unwrap();
+    let pipeline = vec![
+        doc! {"$match": {"g": {"$ne": 0}}},
+        doc! {"$set": {"twice": {"$multiply": ["$k", 2]}}},
+    ];
+    for (view, on) in [("sv", "src"), ("cv", "copy")] {
+        db.run_command(doc! {"create": view, "viewOn": on, "pipeline": pipeline.clone()})
+            .await
+            .unwrap();
+    }
+    // A view on the view stacks both pipelines.
+    db.run_command(
+        doc! {"create": "sv2", "viewOn": "sv", "pipeline": [{"$match": {"k": {"$lt": 100}}}]},
+    )
+    .await
+    .unwrap();
+    let (sharded, copy) = (
+        db.collection::<Document>("sv"),
+        db.collection::<Document>("cv"),
+    );
+    for filter in [doc! {}, doc! {"g": 3}, doc! {"k": {"$gte": 150}}] {
+        let read = |c: mongodb::Collection<Document>, f: Document| async move {
+            c.find(f)
+                .sort(doc! {"twice": -1})
+                .skip(5)
+                .limit(150)
+                .projection(doc! {"g": 1, "twice": 1})
+                .batch_size(20)
+                .await
+                .unwrap()
+                .try_collect::<Vec<_>>()
+                .await
+                .unwrap()
+        };
+        let got = read(sharded.clone(), filter.clone()).await;
+        assert!(!got.is_empty());
+        assert_eq!(got, read(copy.clone(), filter.clone()).await, "{filter}");
+        assert_eq!(
+            sharded.count_documents(filter.clone()).await.unwrap(),
+            copy.count_documents(filter.clone()).await.unwrap()
+        );
+    }
+    assert_eq!(sharded.count_documents(doc! {}).await.unwrap(), 257);
+    let distinct = sharded
+        .distinct("tags", doc! {"g": {"$gt": 3}})
+        .await
+        .unwrap();
+    assert_eq!(
+        distinct,
+        copy.distinct("tags", doc! {"g": {"$gt": 3}}).await.unwrap()
+    );
+    assert_eq!(distinct.len(), 5);
+    let grouped = |c: mongodb::Collection<Document>| async move {
+        c.aggregate([
+            doc! {"$group": {"_id": "$g", "n": {"$sum": 1}}},
+            doc! {"$sort": {"_id": 1}},
+        ])
+        .await
+        .unwrap()
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+    };
+    assert_eq!(grouped(sharded.clone()).await, grouped(copy.clone()).await);
+    let stacked = db.collection::<Document>("sv2");
+    assert_eq!(stacked.count_documents(doc! {}).await.unwrap(), 85);
+    // Writes to the view are still refused.
+    let err = sharded.insert_one(doc! {"k": 1}).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(166));
+}
+
+both_modes!(
+    reads_through_views,
+    views_refuse_writes_and_cycles,
+    views_over_sharded_collections
+);

@@ -171,6 +171,7 @@ error_codes! {
     CommandNotSupportedOnView = 166;
     OptionNotSupportedOnView = 167;
     InvalidPipelineOperator = 168;
+    CommandOnShardedViewNotSupportedOnMongod = 169;
     TooManyMatchingDocuments = 170;
     CannotIndexParallelArrays = 171;
     QueryPlanKilled = 175 [CursorInvalidatedError];

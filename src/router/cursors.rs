@@ -13,6 +13,9 @@ pub enum CursorSource {
     Shard {
         client: NodeClient,
         cursor_id: i64,
+        /// The collection the shard's cursor reads (a view's source, when the client sees
+        /// the view).
+        collection: String,
     },
     /// Locked for the length of a getMore: the client sends one at a time per cursor.
     Cluster(Arc<tokio::sync::Mutex<ClusterCursor>>),
@@ -59,6 +62,14 @@ impl RouterCursors {
         let cursor = cursors.get_mut(&id)?;
         cursor.last_used = Instant::now();
         Some(cursor.clone())
+    }
+
+    /// Registers cursor `id` under another namespace (a read on a view answered from its
+    /// source collection).
+    pub fn rename(&self, id: i64, ns: &str) {
+        if let Some(cursor) = self.cursors.lock().expect("poisoned").get_mut(&id) {
+            cursor.ns = ns.to_string();
+        }
     }
 
     pub fn remove(&self, id: i64) -> Option<RouterCursor> {

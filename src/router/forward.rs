@@ -425,6 +425,10 @@ impl RouterState {
         let source = super::cursors::CursorSource::Shard {
             client: shard.clone(),
             cursor_id: shard_id,
+            collection: ns
+                .split_once('.')
+                .map(|(_, c)| c.to_string())
+                .unwrap_or_default(),
         };
         let id = self.cursors.register(source, ns);
         replace_cursor_id(&reply, id)

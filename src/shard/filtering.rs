@@ -195,6 +195,17 @@ impl ShardState {
         reply
     }
 
+    /// Whether `ns` is sharded: as this shard knows it, or as the config server says.
+    pub(super) async fn collection_is_sharded(&self, ns: &str) -> Result<bool> {
+        if self.filtering.get(ns).is_none() {
+            self.refresh_collection(ns).await?;
+        }
+        Ok(matches!(
+            self.filtering.get(ns),
+            Some(CollectionMetadata::Sharded(_))
+        ))
+    }
+
     /// What this shard knows of a sharded collection, versioned request or not.
     pub(super) fn known_sharding(&self, ns: &str) -> Option<Arc<OwnershipFilter>> {
         self.filtering.get(ns)?.ownership()

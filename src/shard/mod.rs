@@ -45,6 +45,10 @@ pub trait DataNode: NodeState {
     fn sharding(&self, _ns: &str) -> Option<Arc<OwnershipFilter>> {
         None
     }
+    /// Whether a collection is sharded, asking the config server when this node does not know.
+    fn is_sharded<'a>(&'a self, _ns: &'a str) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async { Ok(false) })
+    }
 }
 
 /// The state of one shard server.
@@ -150,6 +154,10 @@ impl DataNode for ShardState {
 
     fn sharding(&self, ns: &str) -> Option<Arc<OwnershipFilter>> {
         self.known_sharding(ns)
+    }
+
+    fn is_sharded<'a>(&'a self, ns: &'a str) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(self.collection_is_sharded(ns))
     }
 }
 

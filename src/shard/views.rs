@@ -2,9 +2,11 @@
 //! the database's `system.views` collection (`{_id: "<db>.<view>", viewOn, pipeline}`),
 //! resolved to their source collection and the concatenated pipelines. Views are read-only.
 
+use super::DataNode;
 use super::exec::Position;
 use super::storage::Storage;
 use crate::aggregate::Pipeline;
+use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
 use bson::{Bson, Document, RawDocumentBuf, doc};
@@ -110,6 +112,29 @@ pub async fn resolve(storage: &Storage, db: &str, name: &str) -> Result<Option<R
         ErrorCode::ViewDepthLimitExceeded,
         format!("View depth too deep or view cycle detected; maximum depth is {MAX_VIEW_DEPTH}"),
     ))
+}
+
+/// A router that sent a read on a view over a sharded collection must run it itself over the
+/// source's shards: it is told so with the resolved view (MongoDB's
+/// CommandOnShardedViewNotSupportedOnMongod), since this shard holds only part of the source.
+/// A request sent to this node directly reads the view over its local data.
+pub async fn require_unsharded_source<S: DataNode>(
+    state: &S,
+    request: &CommandRequest,
+    view: &ResolvedView,
+) -> Result<()> {
+    let args = request.args();
+    let routed = args.get("databaseVersion")?.is_some() || args.get("shardVersion")?.is_some();
+    let ns = format!("{}.{}", request.db, view.source);
+    if !routed || !state.is_sharded(&ns).await? {
+        return Ok(());
+    }
+    let pipeline: Vec<Bson> = view.pipeline.iter().cloned().map(Bson::Document).collect();
+    Err(MongoError::new(
+        ErrorCode::CommandOnShardedViewNotSupportedOnMongod,
+        "Resolved views on sharded collections must be executed by mongos",
+    )
+    .with_extra(doc! {"resolvedView": {"ns": ns, "pipeline": pipeline}}))
 }
 
 /// The error writes and index commands on a view answer.

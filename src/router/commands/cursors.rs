@@ -31,8 +31,12 @@ pub(super) async fn get_more(
             ),
         ));
     }
-    let (client, shard_cursor_id) = match &cursor.source {
-        CursorSource::Shard { client, cursor_id } => (client, *cursor_id),
+    let (client, shard_cursor_id, collection) = match &cursor.source {
+        CursorSource::Shard {
+            client,
+            cursor_id,
+            collection,
+        } => (client, *cursor_id, collection),
         CursorSource::Cluster(cluster) => {
             let mut cluster = cluster.lock().await;
             let batch_size = req.args().i64("batchSize")?.filter(|b| *b > 0);
@@ -54,7 +58,7 @@ pub(super) async fn get_more(
             return Ok(cursor_reply(&cursor.ns, batch, id, false));
         }
     };
-    let mut forwarded = doc! {"getMore": shard_cursor_id, "collection": &cmd.collection};
+    let mut forwarded = doc! {"getMore": shard_cursor_id, "collection": collection};
     for field in ["batchSize", "maxTimeMS", "comment"] {
         if let Some(value) = req.body.get(field)? {
             forwarded.insert(field, Bson::try_from(value.to_raw_bson())?);
@@ -90,7 +94,7 @@ pub(super) async fn kill_cursors(
         match state.cursors.get(id) {
             Some(cursor) if cursor.ns == ns => {
                 state.cursors.remove(id);
-                close(&req.db, &cmd.collection, cursor).await?;
+                close(&req.db, cursor).await?;
                 killed.push(id);
             }
             _ => not_found.push(id),
@@ -101,9 +105,13 @@ pub(super) async fn kill_cursors(
 
 /// Closes what is behind a router cursor; a shard cursor that cannot be reached dies with its
 /// idle timeout.
-async fn close(db: &str, collection: &str, cursor: RouterCursor) -> Result<()> {
+async fn close(db: &str, cursor: RouterCursor) -> Result<()> {
     match cursor.source {
-        CursorSource::Shard { client, cursor_id } => {
+        CursorSource::Shard {
+            client,
+            cursor_id,
+            collection,
+        } => {
             let kill = doc! {"killCursors": collection, "cursors": [cursor_id]};
             let _ = client.call(CommandRequest::from_document(db, &kill)?).await;
         }

@@ -9,6 +9,7 @@ mod cursors;
 mod ddl;
 mod explain;
 mod reads;
+mod sharded_views;
 mod sharding;
 mod writes;
 

@@ -57,7 +57,7 @@ fn targets(placement: &Placement, filter: &Document) -> Vec<String> {
 }
 
 /// How a read's results from several shards become one reply.
-enum Merge {
+pub(super) enum Merge {
     Find,
     Count,
     Distinct,
@@ -65,9 +65,10 @@ enum Merge {
 }
 
 /// Runs a read on its namespace: when one shard is targeted the command goes there unchanged
-/// (with that shard's version), across several the replies are merged. `None` when the
-/// database does not exist.
-async fn targeted_read(
+/// (with that shard's version), across several the replies are merged. A read on a view over a
+/// sharded collection, which the primary shard hands back resolved, runs over the source
+/// (`sharded_views`). `None` when the database does not exist.
+pub(super) async fn targeted_read(
     state: &RouterState,
     req: &CommandRequest,
     filter: &Document,
@@ -92,7 +93,14 @@ async fn targeted_read(
             }
         };
         match pass {
-            Ok(reply) => return Ok(Some(reply)),
+            Ok(reply) => {
+                return match super::sharded_views::resolved_view(&reply)? {
+                    Some(view) => super::sharded_views::read(state, req, view, merge)
+                        .await
+                        .map(Some),
+                    None => Ok(Some(reply)),
+                };
+            }
             Err(stale) => passes.stale(stale),
         }
     }

@@ -145,7 +145,7 @@ pub(super) async fn run<S: DataNode>(
                 "$collStats must be run against a collection namespace",
             ));
         }
-        _ => collection_output(state, &req.db, &cmd, state.ownership(&req)).await?,
+        _ => collection_output(state, &req, &cmd, state.ownership(&req)).await?,
     };
     let mut docs = output
         .iter()
@@ -170,14 +170,16 @@ pub(super) async fn run<S: DataNode>(
 /// view it names, or nothing.
 async fn collection_output<S: DataNode>(
     state: &S,
-    db: &str,
+    req: &CommandRequest,
     cmd: &AggregateCommand,
     ownership: Option<Arc<OwnershipFilter>>,
 ) -> Result<Vec<Document>> {
+    let db = req.db.as_str();
     Ok(match &cmd.collection {
         // A view runs its own pipeline first, on its source collection.
         Some(name) => match views::resolve(state.storage(), db, name).await? {
             Some(view) => {
+                views::require_unsharded_source(state, req, &view).await?;
                 let mut stages = view.pipeline;
                 stages.extend(cmd.pipeline.iter().cloned());
                 pipeline_output(state, db, Some(&view.source), &stages, &cmd.vars, None).await?

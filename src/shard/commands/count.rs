@@ -31,6 +31,7 @@ pub(super) async fn count<S: DataNode>(
         .filter(|l| *l > 0);
     let filter = Filter::parse(&query)?;
     if let Some(view) = views::resolve(state.storage(), &req.db, collection).await? {
+        views::require_unsharded_source(state, &req, &view).await?;
         let mut stages = view.pipeline;
         stages.push(doc! {"$match": query});
         if skip > 0 {
@@ -110,6 +111,7 @@ pub(super) async fn distinct<S: DataNode>(
         }
     };
     if let Some(view) = views::resolve(state.storage(), &req.db, collection).await? {
+        views::require_unsharded_source(state, &req, &view).await?;
         let mut stages = view.pipeline;
         stages.push(doc! {"$match": query});
         let vars = LetVariables::none();

@@ -130,6 +130,7 @@ pub(super) async fn find<S: DataNode>(
         .map(|b| b as usize)
         .unwrap_or(DEFAULT_FIRST_BATCH);
     if let Some(view) = views::resolve(state.storage(), &req.db, &cmd.collection).await? {
+        views::require_unsharded_source(state, &req, &view).await?;
         if cmd.tail.is_some() {
             return Err(views::not_a_collection(&req.db, &cmd.collection));
         }
