@@ -97,6 +97,46 @@ async fn orphans_are_invisible_through_the_router() {
     };
     check_reads(docs.clone()).await;
 
+    // Explain shows each shard's SHARDING_FILTER, and shard 0's skipped orphans.
+    let explained = client
+        .database("orph")
+        .run_command(
+            doc! {"explain": {"find": "c", "filter": {"v": 0}}, "verbosity": "executionStats"},
+        )
+        .await
+        .unwrap();
+    let shards = explained
+        .get_document("executionStats")
+        .unwrap()
+        .get_document("executionStages")
+        .unwrap()
+        .get_array("shards")
+        .unwrap();
+    let mut skipped = Vec::new();
+    for shard in shards {
+        let stages = shard
+            .as_document()
+            .unwrap()
+            .get_document("executionStages")
+            .unwrap();
+        assert_eq!(
+            stages.get_str("stage").unwrap(),
+            "SHARDING_FILTER",
+            "{stages}"
+        );
+        assert_eq!(
+            stages
+                .get_document("inputStage")
+                .unwrap()
+                .get_str("stage")
+                .unwrap(),
+            "COLLSCAN"
+        );
+        skipped.push(stages.get_i32("chunkSkips").unwrap() as usize);
+    }
+    skipped.sort_unstable();
+    assert_eq!(skipped, vec![0, owned1.len()]);
+
     // Multi-writes skip orphans: the orphans keep v = 0, the owned copies move on.
     let updated = coll
         .update_many(doc! {}, doc! {"$inc": {"v": 1}})

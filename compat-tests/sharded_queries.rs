@@ -234,6 +234,24 @@ async fn scattered_reads_match_an_unsharded_collection(client: &Client) {
     )
     .await;
     assert_eq!(stage(&targeted), ("SINGLE_SHARD".to_string(), 1));
+    // The shard filters what it does not own, as MongoDB's shards do.
+    let shard_plan = targeted
+        .get_document("queryPlanner")
+        .unwrap()
+        .get_document("winningPlan")
+        .unwrap()
+        .get_array("shards")
+        .unwrap()[0]
+        .as_document()
+        .unwrap()
+        .get_document("winningPlan")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        shard_plan.get_str("stage").unwrap(),
+        "SHARDING_FILTER",
+        "{shard_plan}"
+    );
     let broadcast = run(
         &database,
         explain(doc! {"find": "sharded", "filter": {"b": 1}}),

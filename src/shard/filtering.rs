@@ -279,14 +279,20 @@ fn same_routing(a: &OwnershipFilter, b: &OwnershipFilter) -> bool {
         && a.chunks().collection_version() == b.chunks().collection_version()
 }
 
-/// The namespace a versioned request is about; commands that name no single collection
-/// (`aggregate: 1`, `bulkWrite`) carry the database version alone and have none.
+/// The namespace a versioned request is about (for `explain`, the explained command's);
+/// commands that name no single collection (`aggregate: 1`, `bulkWrite`) carry the database
+/// version alone and have none.
 fn versioned_namespace(request: &CommandRequest) -> Option<String> {
-    if request.name() == "bulkWrite" {
-        return None;
-    }
-    match request.args().target() {
-        Ok(RawBsonRef::String(coll)) => Some(format!("{}.{coll}", request.db)),
+    let target = match request.name() {
+        "bulkWrite" => return None,
+        "explain" => match request.args().target() {
+            Ok(RawBsonRef::Document(inner)) => inner.iter().next()?.ok()?.1,
+            _ => return None,
+        },
+        _ => request.args().target().ok()?,
+    };
+    match target {
+        RawBsonRef::String(coll) => Some(format!("{}.{coll}", request.db)),
         _ => None,
     }
 }

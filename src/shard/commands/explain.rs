@@ -14,6 +14,7 @@ use super::find::{FindCommand, parse_hint};
 use super::find_and_modify::FindAndModifyCommand;
 use super::update::UpdateStatement;
 use crate::aggregate::Pipeline;
+use crate::catalog::OwnershipFilter;
 use crate::command::{CommandRequest, ExplainRequest, Verbosity};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::LetVariables;
@@ -30,7 +31,16 @@ pub(super) async fn run<S: DataNode>(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let explain_req = ExplainRequest::parse(&req)?;
+    let mut explain_req = ExplainRequest::parse(&req)?;
+    // The explained command runs under the version the router sent with it.
+    for field in ["shardVersion", "databaseVersion"] {
+        if let Some(version) = req.body.get(field)? {
+            explain_req
+                .command
+                .body
+                .append(field, version.to_raw_bson());
+        }
+    }
     explain(state, explain_req.command, explain_req.verbosity).await
 }
 
@@ -84,6 +94,8 @@ struct Query<'a> {
     projection: Option<&'a Document>,
     min: Option<Document>,
     max: Option<Document>,
+    /// The shard's ownership filter when a router versioned the request (SHARDING_FILTER).
+    ownership: Option<Arc<OwnershipFilter>>,
 }
 
 impl<'a> Query<'a> {
@@ -101,6 +113,7 @@ impl<'a> Query<'a> {
             projection: None,
             min: None,
             max: None,
+            ownership: None,
         }
     }
 }
@@ -182,7 +195,7 @@ async fn explain_query(
         min: query.min.as_ref(),
         max: query.max.as_ref(),
     };
-    let mut position = Position::plan(&coll, &shape)?;
+    let mut position = Position::plan(&coll, &shape)?.owned_by(query.ownership.clone());
     let blocking_sort =
         sort.as_ref().is_some_and(|s| !s.is_empty()) && !position.path().provides_sort();
     let stop_after = if blocking_sort {
@@ -221,6 +234,7 @@ async fn explain_query(
             skip: query.skip,
             limit: query.limit,
             projection: query.projection,
+            sharded: query.ownership.is_some(),
         },
         &run,
     );
@@ -265,6 +279,7 @@ async fn find<S: DataNode>(
         projection: find.projection.as_ref(),
         min: find.min.clone(),
         max: find.max.clone(),
+        ownership: state.ownership(cmd),
         ..Query::new(ns, &find.filter, vars)
     };
     Ok(explain_query(target, query, verbosity, |_| Ok(()))
@@ -290,6 +305,7 @@ async fn count<S: DataNode>(
     let query = Query {
         hint,
         stop_after: limit.map(|l| skip + l),
+        ownership: state.ownership(cmd),
         ..Query::new(ns, &filter, LetVariables::none())
     };
     let has_collection = target.is_some();
@@ -340,6 +356,7 @@ async fn distinct<S: DataNode>(
     let (ns, target) = collection(state, cmd).await?;
     let query = Query {
         hint: parse_hint(&args)?,
+        ownership: state.ownership(cmd),
         ..Query::new(ns, &filter, LetVariables::none())
     };
     Ok(explain_query(target, query, verbosity, |_| Ok(()))
@@ -408,6 +425,7 @@ async fn update<S: DataNode>(
     let query = Query {
         hint: stmt.hint.clone(),
         stop_after: (!stmt.multi).then_some(1),
+        ownership: state.ownership(cmd),
         ..Query::new(ns, &stmt.query, vars)
     };
     let mut modified = 0u64;
@@ -445,6 +463,7 @@ async fn delete<S: DataNode>(
     let query = Query {
         hint: stmt.hint.clone(),
         stop_after: stmt.limit_one.then_some(1),
+        ownership: state.ownership(cmd),
         ..Query::new(ns, &stmt.query, vars)
     };
     let mut explained = explain_query(target, query, verbosity, |_| Ok(())).await?;
@@ -484,6 +503,7 @@ async fn find_and_modify<S: DataNode>(
         // A sort keeps only the first document.
         limit: sort.is_some().then_some(1),
         stop_after: Some(1),
+        ownership: state.ownership(cmd),
         ..Query::new(ns, &fam.query, args.let_variables()?)
     };
     let mut modified = 0u64;
@@ -545,6 +565,7 @@ async fn aggregate<S: DataNode>(
     let target = state.storage().collection(&cmd.db, name).await;
     let query = Query {
         hint: parse_hint(&cmd.args())?,
+        ownership: state.ownership(cmd),
         ..Query::new(format!("{}.{name}", cmd.db), &filter, Arc::clone(&agg.vars))
     };
     let mut input = Vec::new();

@@ -31,6 +31,9 @@ pub struct ExplainedQuery<'a> {
     pub skip: u64,
     pub limit: Option<u64>,
     pub projection: Option<&'a Document>,
+    /// A router versioned the query for a sharded collection: the shard filters orphans out
+    /// (SHARDING_FILTER above the fetch).
+    pub sharded: bool,
 }
 
 /// What running the query's access path and filter produced.
@@ -68,6 +71,8 @@ impl StageTree {
         };
         let keys = doc! {"keysExamined": number(run.examined.keys)};
         let docs = doc! {"docsExamined": number(run.examined.docs)};
+        // What the fetch passed up: the matches, orphans included (the filter above drops them).
+        let fetched = run.matched + run.examined.chunk_skips;
         match query.path {
             AccessPath::CollScan { reverse } => {
                 let mut fields = Document::new();
@@ -76,17 +81,19 @@ impl StageTree {
                     fields.insert("filter", parsed);
                 }
                 fields.insert("direction", if *reverse { "backward" } else { "forward" });
-                tree.push("COLLSCAN", fields, run.matched, docs);
+                tree.push("COLLSCAN", fields, fetched, docs);
             }
             AccessPath::IdPoint(_) if only_id(query.filter) => {
-                let express = query.skip == 0 && query.limit.is_none_or(|l| l <= 1);
+                // The express path is for unsharded collections, as in MongoDB.
+                let express =
+                    !query.sharded && query.skip == 0 && query.limit.is_none_or(|l| l <= 1);
                 let mut stats = keys;
                 stats.extend(docs);
                 if express {
                     let fields = doc! {"keyPattern": "{ _id: 1 }", "indexName": "_id_"};
-                    tree.push("EXPRESS_IXSCAN", fields, run.matched, stats);
+                    tree.push("EXPRESS_IXSCAN", fields, fetched, stats);
                 } else {
-                    tree.push("IDHACK", Document::new(), run.matched, stats);
+                    tree.push("IDHACK", Document::new(), fetched, stats);
                 }
             }
             AccessPath::IdPoint(id) => {
@@ -125,7 +132,7 @@ impl StageTree {
                 if !residual.is_empty() {
                     fields.insert("filter", residual);
                 }
-                tree.push("FETCH", fields, run.matched, docs);
+                tree.push("FETCH", fields, fetched, docs);
             }
             AccessPath::IndexScan(plan) => {
                 let direction = if plan.reverse { "backward" } else { "forward" };
@@ -144,6 +151,10 @@ impl StageTree {
                     docs,
                 );
             }
+        }
+        if query.sharded {
+            let stats = doc! {"chunkSkips": number(run.examined.chunk_skips)};
+            tree.push("SHARDING_FILTER", Document::new(), run.matched, stats);
         }
         let mut n = run.matched;
         if query.blocking_sort {
@@ -202,7 +213,12 @@ impl StageTree {
         if !residual.is_empty() {
             fields.insert("filter", residual);
         }
-        self.push("FETCH", fields, run.matched, stats);
+        self.push(
+            "FETCH",
+            fields,
+            run.matched + run.examined.chunk_skips,
+            stats,
+        );
     }
 
     /// A tree with no stages yet.

@@ -157,6 +157,8 @@ pub struct Position {
 pub struct Examined {
     pub keys: u64,
     pub docs: u64,
+    /// Documents that matched but belong to another shard's chunks (orphans), skipped.
+    pub chunk_skips: u64,
 }
 
 impl Position {
@@ -282,8 +284,13 @@ impl Position {
 
         for (rid, raw) in rows {
             let doc = raw.to_document()?;
-            if filter.try_matches(&doc)? && self.ownership.as_ref().is_none_or(|o| o.owns(&doc)) {
+            if !filter.try_matches(&doc)? {
+                continue;
+            }
+            if self.ownership.as_ref().is_none_or(|o| o.owns(&doc)) {
                 out.push(Candidate { rid, raw, doc });
+            } else {
+                self.examined.chunk_skips += 1;
             }
         }
         Ok(out)
