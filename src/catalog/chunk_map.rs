@@ -9,6 +9,12 @@ use crate::query::key_intervals::KeyInterval;
 use bson::Document;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
+use std::sync::Arc;
+
+/// Whether `a` is a later version than `b` of the same generation.
+fn newer(a: &ChunkVersion, b: &ChunkVersion) -> bool {
+    (a.major, a.minor) > (b.major, b.minor)
+}
 
 /// One chunk.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,86 +53,176 @@ impl Chunk {
     }
 }
 
-/// The chunks of one collection generation.
+/// The chunks of one collection generation. Chunks are shared (`Arc`), so the copy an
+/// incremental refresh patches costs pointers, not chunks.
 #[derive(Clone, Debug, Default)]
 pub struct ChunkMap {
-    by_min: BTreeMap<Vec<u8>, Chunk>,
-    /// Each owning shard's version (its highest chunk version), computed once: every routed
-    /// request needs one, and a scan of 100k chunks per request would not do.
-    shard_versions: BTreeMap<String, ChunkVersion>,
+    by_min: BTreeMap<Arc<[u8]>, Arc<Chunk>>,
+    /// Each owning shard's version (its highest chunk version) and chunk count, kept up to
+    /// date: every routed request needs a version, and a scan of 100k chunks per request would
+    /// not do.
+    shards: BTreeMap<String, ShardPlacement>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ShardPlacement {
+    version: ChunkVersion,
+    chunks: usize,
 }
 
 impl ChunkMap {
     /// Builds the map and checks that the chunks tile the key space without gaps or overlaps.
     pub fn new(pattern: &ShardKeyPattern, chunks: Vec<Chunk>) -> Result<ChunkMap> {
-        let mut by_min = BTreeMap::new();
-        let mut shard_versions: BTreeMap<String, ChunkVersion> = BTreeMap::new();
+        let mut map = ChunkMap::default();
         for chunk in chunks {
-            let highest = shard_versions
-                .entry(chunk.shard.clone())
-                .or_insert(chunk.version);
-            if (chunk.version.major, chunk.version.minor) > (highest.major, highest.minor) {
-                *highest = chunk.version;
-            }
-            by_min.insert(chunk.min_key.clone(), chunk);
+            map.insert(Arc::new(chunk));
         }
-        let map = ChunkMap {
-            by_min,
-            shard_versions,
-        };
         map.check_coverage(pattern)?;
         Ok(map)
     }
 
-    fn check_coverage(&self, pattern: &ShardKeyPattern) -> Result<()> {
-        let inconsistent = |what: &str| {
-            MongoError::new(
-                ErrorCode::ConflictingOperationInProgress,
-                format!("the routing table is inconsistent: {what}"),
-            )
+    fn insert(&mut self, chunk: Arc<Chunk>) {
+        let placement = self
+            .shards
+            .entry(chunk.shard.clone())
+            .or_insert(ShardPlacement {
+                version: chunk.version,
+                chunks: 0,
+            });
+        placement.chunks += 1;
+        if newer(&chunk.version, &placement.version) {
+            placement.version = chunk.version;
+        }
+        if let Some(replaced) = self
+            .by_min
+            .insert(Arc::from(chunk.min_key.as_slice()), chunk)
+        {
+            self.forget_placement(&replaced);
+        }
+    }
+
+    fn remove(&mut self, min_key: &[u8]) {
+        if let Some(removed) = self.by_min.remove(min_key) {
+            self.forget_placement(&removed);
+        }
+    }
+
+    /// Accounts for a chunk leaving the map: its shard may own nothing any more, or its
+    /// version may have been the shard's highest.
+    fn forget_placement(&mut self, chunk: &Chunk) {
+        let Some(placement) = self.shards.get_mut(&chunk.shard) else {
+            return;
         };
+        placement.chunks -= 1;
+        if placement.chunks == 0 {
+            self.shards.remove(&chunk.shard);
+        } else if placement.version == chunk.version {
+            // Rare (versions only grow in a valid history): find the next highest.
+            let highest = self
+                .by_min
+                .values()
+                .filter(|c| c.shard == chunk.shard)
+                .map(|c| c.version)
+                .max_by_key(|v| (v.major, v.minor));
+            if let Some(highest) = highest {
+                placement.version = highest;
+            }
+        }
+    }
+
+    fn inconsistent(what: &str) -> MongoError {
+        MongoError::new(
+            ErrorCode::ConflictingOperationInProgress,
+            format!("the routing table is inconsistent: {what}"),
+        )
+    }
+
+    fn check_coverage(&self, pattern: &ShardKeyPattern) -> Result<()> {
         let Some(first) = self.by_min.values().next() else {
-            return Err(inconsistent("no chunks"));
+            return Err(Self::inconsistent("no chunks"));
         };
         if first.min_key != pattern.encode(&pattern.global_min()) {
-            return Err(inconsistent("the first chunk does not start at MinKey"));
+            return Err(Self::inconsistent(
+                "the first chunk does not start at MinKey",
+            ));
         }
-        let mut expected = first.min_key.clone();
+        let mut expected = first.min_key.as_slice();
         for chunk in self.by_min.values() {
             if chunk.min_key != expected {
-                return Err(inconsistent("chunks overlap or leave a gap"));
+                return Err(Self::inconsistent("chunks overlap or leave a gap"));
             }
-            expected = chunk.max_key.clone();
+            expected = &chunk.max_key;
         }
         if expected != pattern.encode(&pattern.global_max()) {
-            return Err(inconsistent("the last chunk does not end at MaxKey"));
+            return Err(Self::inconsistent("the last chunk does not end at MaxKey"));
         }
         Ok(())
     }
 
-    /// This map with `updates` applied: chunks changed since it was built (splits, merges) replace
-    /// the chunks they overlap. Coverage is checked again, so an incomplete set of updates is an
-    /// error rather than a wrong map.
+    /// Whether `chunk` (in the map) meets its neighbours: the previous one ends where it
+    /// starts (or it starts at MinKey), the next one starts where it ends (or it ends at MaxKey).
+    fn meets_neighbours(&self, pattern: &ShardKeyPattern, chunk: &Chunk) -> bool {
+        let before = self
+            .by_min
+            .range::<[u8], _>((Bound::Unbounded, Bound::Excluded(chunk.min_key.as_slice())))
+            .next_back();
+        let after = self
+            .by_min
+            .range::<[u8], _>((Bound::Excluded(chunk.min_key.as_slice()), Bound::Unbounded))
+            .next();
+        let starts = match before {
+            Some((_, previous)) => previous.max_key == chunk.min_key,
+            None => chunk.min_key == pattern.encode(&pattern.global_min()),
+        };
+        let ends = match after {
+            Some((next, _)) => **next == *chunk.max_key,
+            None => chunk.max_key == pattern.encode(&pattern.global_max()),
+        };
+        starts && ends
+    }
+
+    /// This map with `updates` applied: chunks changed since it was built (splits, merges)
+    /// replace the chunks they overlap. The tiling is checked where it changed, so an
+    /// incomplete set of updates is an error rather than a wrong map; the rest of the map is
+    /// shared with this one.
     pub fn with_updates(&self, pattern: &ShardKeyPattern, updates: Vec<Chunk>) -> Result<ChunkMap> {
-        let mut by_min = self.by_min.clone();
+        let mut replaced = BTreeSet::new();
         for chunk in &updates {
             let range = KeyInterval {
                 low: chunk.min_key.clone(),
                 high: Some(chunk.max_key.clone()),
             };
-            let replaced: Vec<Vec<u8>> = self
-                .overlapping(&range)
-                .filter(|old| old.max_key > chunk.min_key)
-                .map(|old| old.min_key.clone())
-                .collect();
-            for min in replaced {
-                by_min.remove(&min);
+            replaced.extend(
+                self.overlapping(&range)
+                    .filter(|old| old.max_key > chunk.min_key)
+                    .map(|old| old.min_key.clone()),
+            );
+        }
+        // The updates go in first, so that a shard's version moves up to theirs before the
+        // chunks they replace leave (no search for the shard's next highest version).
+        let mut map = self.clone();
+        let updates: Vec<Arc<Chunk>> = updates.into_iter().map(Arc::new).collect();
+        for chunk in &updates {
+            map.insert(Arc::clone(chunk));
+        }
+        for min in replaced {
+            if !updates.iter().any(|u| u.min_key == min) {
+                map.remove(&min);
             }
         }
-        for chunk in updates {
-            by_min.insert(chunk.min_key.clone(), chunk);
+        for chunk in &updates {
+            let present = map
+                .by_min
+                .get(chunk.min_key.as_slice())
+                .is_some_and(|c| Arc::ptr_eq(c, chunk));
+            if present && !map.meets_neighbours(pattern, chunk) {
+                return Err(Self::inconsistent("chunks overlap or leave a gap"));
+            }
         }
-        ChunkMap::new(pattern, by_min.into_values().collect())
+        if map.by_min.is_empty() {
+            return Err(Self::inconsistent("no chunks"));
+        }
+        Ok(map)
     }
 
     pub fn len(&self) -> usize {
@@ -138,14 +234,14 @@ impl ChunkMap {
     }
 
     pub fn chunks(&self) -> impl Iterator<Item = &Chunk> {
-        self.by_min.values()
+        self.by_min.values().map(|c| &**c)
     }
 
     fn is_last(&self, chunk: &Chunk) -> bool {
         self.by_min
             .keys()
             .next_back()
-            .is_some_and(|k| *k == chunk.min_key)
+            .is_some_and(|k| **k == *chunk.min_key)
     }
 
     /// The chunk holding an encoded key.
@@ -154,7 +250,7 @@ impl ChunkMap {
             .by_min
             .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
             .next_back()?;
-        chunk.contains(key, self.is_last(chunk)).then_some(chunk)
+        chunk.contains(key, self.is_last(chunk)).then_some(&**chunk)
     }
 
     /// The chunks overlapping an interval of encoded keys, in key order.
@@ -167,11 +263,11 @@ impl ChunkMap {
             .by_min
             .range::<[u8], _>((Bound::Unbounded, Bound::Included(interval.low.as_slice())))
             .next_back()
-            .map(|(k, _)| k.clone())
-            .unwrap_or_default();
+            .map(|(k, _)| Arc::clone(k))
+            .unwrap_or_else(|| Arc::from(&[][..]));
         self.by_min
-            .range::<[u8], _>((Bound::Included(start.as_slice()), Bound::Unbounded))
-            .map(|(_, c)| c)
+            .range::<[u8], _>((Bound::Included(&*start), Bound::Unbounded))
+            .map(|(_, c)| &**c)
             .take_while(move |c| {
                 interval
                     .high
@@ -196,22 +292,22 @@ impl ChunkMap {
 
     /// Every shard owning at least one chunk.
     pub fn shards(&self) -> BTreeSet<String> {
-        self.shard_versions.keys().cloned().collect()
+        self.shards.keys().cloned().collect()
     }
 
     /// The highest chunk version overall.
     pub fn collection_version(&self) -> Option<ChunkVersion> {
-        self.shard_versions
+        self.shards
             .values()
-            .copied()
+            .map(|p| p.version)
             .max_by_key(|v| (v.major, v.minor))
     }
 
     /// The highest chunk version on `shard` (`0|0` of the generation when it owns none).
     pub fn shard_version(&self, shard: &str, generation: CollectionGeneration) -> ChunkVersion {
-        self.shard_versions
+        self.shards
             .get(shard)
-            .copied()
+            .map(|p| p.version)
             .unwrap_or(ChunkVersion::new(generation, 0, 0))
     }
 }
@@ -294,6 +390,38 @@ mod tests {
             .is_err()
         );
         assert_eq!(map.with_updates(&p, Vec::new()).unwrap().len(), 3);
+        assert!(
+            map.with_updates(
+                &p,
+                vec![chunk(Bson::Int32(5), Bson::Int32(15), "shard1", 0)]
+            )
+            .is_err()
+        );
+        // A shard whose only chunk moves away owns nothing any more; the map patched from is
+        // unchanged.
+        let moved = map
+            .with_updates(
+                &p,
+                vec![chunk(Bson::Int32(10), Bson::Int32(20), "shard0", 0)],
+            )
+            .unwrap();
+        assert_eq!(moved.shards().into_iter().collect::<Vec<_>>(), ["shard0"]);
+        let version = |m: &ChunkMap, s: &str| {
+            let v = m.shard_version(s, generation);
+            (v.major, v.minor)
+        };
+        assert_eq!(version(&moved, "shard1"), (0, 0));
+        assert_eq!(version(&moved, "shard0"), (2, 0));
+        assert_eq!(version(&map, "shard1"), (1, 1));
+        assert_eq!(map.shards().len(), 2);
+        // A patched map answers as one built from its chunks.
+        for patched in [&split, &merged, &moved] {
+            let rebuilt = ChunkMap::new(&p, patched.chunks().cloned().collect()).unwrap();
+            for shard in ["shard0", "shard1"] {
+                assert_eq!(version(patched, shard), version(&rebuilt, shard));
+            }
+            assert_eq!(patched.shards(), rebuilt.shards());
+        }
     }
 
     #[test]
