@@ -1,7 +1,8 @@
 // Sharding administration through mongosh's sh helpers: enableSharding with a primary shard,
 // shardCollection (range, compound, hashed), splitAt, splitFind, sh.status() showing the
 // shards, the sharded collections and their chunks, getShardDistribution() of a hashed
-// collection spread over the shards, and explain of targeted and broadcast queries.
+// collection spread over the shards, sh.getShardedDataDistribution(), and explain of targeted
+// and broadcast queries.
 const assert = require('assert');
 
 function expectError(code, fn) {
@@ -60,6 +61,16 @@ assert.strictEqual(distribution.value.Totals.docs, 200);
 assert.strictEqual(distribution.value.Totals.chunks, 2);
 for (const key of perShard) {
   assert.ok(distribution.value[key].docs > 30, `${key}: ${JSON.stringify(distribution.value[key])}`);
+}
+// sh.getShardedDataDistribution(): per sharded collection, what each shard owns.
+const dataDistribution = sh.getShardedDataDistribution().toArray();
+const sessions = dataDistribution.find((d) => d.ns === `${dbName}.sessions`);
+assert.ok(sessions, JSON.stringify(dataDistribution));
+assert.strictEqual(sessions.shards.length, 2);
+assert.strictEqual(sessions.shards.reduce((n, s) => n + s.numOwnedDocuments, 0), 200);
+for (const shard of sessions.shards) {
+  assert.strictEqual(shard.numOrphanedDocs, 0);
+  assert.ok(shard.ownedSizeBytes > 0, JSON.stringify(shard));
 }
 const targeted = app.sessions.find({ token: 't7' }).explain();
 assert.strictEqual(targeted.queryPlanner.winningPlan.stage, 'SINGLE_SHARD');

@@ -6,6 +6,7 @@ mod bulk_write;
 mod catalog;
 mod chunks;
 mod cursors;
+mod data_distribution;
 mod ddl;
 mod explain;
 mod reads;

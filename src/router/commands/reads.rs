@@ -237,7 +237,7 @@ async fn open_remotes(
 }
 
 /// The first batch of a merged cursor, and the cursor registered for the rest.
-async fn open_cursor(
+pub(super) async fn open_cursor(
     state: &RouterState,
     mut cursor: ClusterCursor,
     ns: &str,
@@ -275,6 +275,22 @@ pub(super) async fn aggregate(
         return super::explain::explain_aggregate(state, req).await;
     }
     super::super::forward::check_routable(&req.db)?;
+    let stages: Vec<Document> = req
+        .args()
+        .array("pipeline")?
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|s| match s {
+            Bson::Document(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    if stages
+        .first()
+        .is_some_and(|s| s.contains_key(super::data_distribution::STAGE))
+    {
+        return super::data_distribution::run(state, &req, &stages).await;
+    }
     if on_config_server(&req.db) {
         return config_read(state, req).await;
     }

@@ -7,7 +7,7 @@
 
 use super::super::RouterState;
 use super::reads::{Merge, targeted_read};
-use crate::command::{CommandRequest, cursor_reply};
+use crate::command::{CommandRequest, cursor_reply, first_batch};
 use crate::document::keystring;
 use crate::document::path::values_at_path;
 use crate::error::{ErrorCode, MongoError, Result};
@@ -87,7 +87,7 @@ pub(super) async fn read(
     match merge {
         Merge::Find | Merge::Aggregate => under_view_namespace(state, &reply, &view_ns),
         Merge::Count => {
-            let n = first_batch(&reply)?
+            let n = first_batch(&reply.to_document()?)
                 .first()
                 .and_then(|d| d.get("n").cloned())
                 .unwrap_or(Bson::Int32(0));
@@ -215,15 +215,6 @@ fn under_view_namespace(
     Ok(cursor_reply(view_ns, batch, id, true))
 }
 
-fn first_batch(reply: &RawDocumentBuf) -> Result<Vec<Document>> {
-    Ok(reply
-        .to_document()?
-        .get_document("cursor")
-        .and_then(|c| c.get_array("firstBatch"))
-        .map(|b| b.iter().filter_map(|d| d.as_document().cloned()).collect())
-        .unwrap_or_default())
-}
-
 /// Every document of a cursor reply: its first batch and, while it stays open, the router's
 /// own getMores.
 async fn all_documents(
@@ -232,7 +223,7 @@ async fn all_documents(
     db: &str,
     collection: &str,
 ) -> Result<Vec<Document>> {
-    let mut docs = first_batch(reply)?;
+    let mut docs = first_batch(&reply.to_document()?);
     let mut id = reply
         .to_document()?
         .get_document("cursor")
