@@ -336,6 +336,18 @@ macro_rules! both_modes {
 }
 pub(crate) use both_modes;
 
+/// The shards' names, as `listShards` gives them.
+pub async fn shard_names(client: &Client) -> Vec<String> {
+    admin(client, mongodb::bson::doc! {"listShards": 1})
+        .await
+        .unwrap()
+        .get_array("shards")
+        .unwrap()
+        .iter()
+        .map(|s| s.as_document().unwrap().get_str("_id").unwrap().to_string())
+        .collect()
+}
+
 /// Runs a command on the admin database.
 pub async fn admin(client: &Client, command: Document) -> mongodb::error::Result<Document> {
     client.database("admin").run_command(command).await

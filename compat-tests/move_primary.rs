@@ -4,19 +4,9 @@
 //! names the new primary at lastMod + 1, every collection answers as before from its new
 //! place, and writes after the move land there.
 
-use crate::harness::{admin, both_modes, cursor_documents, error_code};
+use crate::harness::{admin, both_modes, cursor_documents, error_code, shard_names};
 use mongodb::Client;
 use mongodb::bson::{Document, doc};
-
-async fn shard_names(client: &Client) -> Vec<String> {
-    let reply = admin(client, doc! {"listShards": 1}).await.unwrap();
-    reply
-        .get_array("shards")
-        .unwrap()
-        .iter()
-        .map(|s| s.as_document().unwrap().get_str("_id").unwrap().to_string())
-        .collect()
-}
 
 async fn database_entry(client: &Client, db: &str) -> Document {
     client

@@ -167,16 +167,7 @@ async fn a_shard_restarted_on_another_port_keeps_its_name_and_data() {
 async fn bounded_pools_and_a_shard_down() {
     let mut cluster = ProcessCluster::start(2).await;
     let client = cluster.client().await;
-    let shards: Vec<String> = client
-        .database("admin")
-        .run_command(doc! {"listShards": 1})
-        .await
-        .unwrap()
-        .get_array("shards")
-        .unwrap()
-        .iter()
-        .map(|s| s.as_document().unwrap().get_str("_id").unwrap().to_string())
-        .collect();
+    let shards = crate::harness::shard_names(&client).await;
     for (db, shard) in [("pa", &shards[0]), ("pb", &shards[1])] {
         client
             .database("admin")

@@ -152,14 +152,7 @@ async fn placement_changes_reach_a_stale_router(a: &Client, b: &Client) {
 /// primary, is refused (StaleDbVersion), reloads the database entry and reads and writes on
 /// the new primary.
 async fn primary_moves_reach_a_stale_router(a: &Client, b: &Client) {
-    let shards: Vec<String> = admin(a, doc! {"listShards": 1})
-        .await
-        .unwrap()
-        .get_array("shards")
-        .unwrap()
-        .iter()
-        .map(|s| s.as_document().unwrap().get_str("_id").unwrap().to_string())
-        .collect();
+    let shards = crate::harness::shard_names(a).await;
     admin(
         a,
         doc! {"enableSharding": "svp", "primaryShard": &shards[0]},

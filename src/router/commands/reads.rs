@@ -48,6 +48,21 @@ fn rewrite(body: &RawDocument, drop: &[&str], add: Document) -> Result<RawDocume
     Ok(out)
 }
 
+/// An aggregate's `pipeline` as documents (TypeMismatch for any other element, as MongoDB).
+pub(super) fn pipeline_stages(req: &CommandRequest) -> Result<Vec<Document>> {
+    req.args()
+        .array("pipeline")?
+        .unwrap_or_default()
+        .into_iter()
+        .map(|stage| match stage {
+            Bson::Document(stage) => Ok(stage),
+            _ => Err(MongoError::type_mismatch(
+                "Each element of the 'pipeline' array must be an object",
+            )),
+        })
+        .collect()
+}
+
 /// The shards a sharded collection's read reaches (the primary for an unsharded one).
 fn targets(placement: &Placement, filter: &Document) -> Vec<String> {
     match &placement.routing {
@@ -275,16 +290,7 @@ pub(super) async fn aggregate(
         return super::explain::explain_aggregate(state, req).await;
     }
     super::super::forward::check_routable(&req.db)?;
-    let stages: Vec<Document> = req
-        .args()
-        .array("pipeline")?
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|s| match s {
-            Bson::Document(s) => Some(s),
-            _ => None,
-        })
-        .collect();
+    let stages = pipeline_stages(&req)?;
     if stages
         .first()
         .is_some_and(|s| s.contains_key(super::data_distribution::STAGE))
@@ -327,17 +333,7 @@ async fn scatter_aggregate(
 ) -> Result<Pass<RawDocumentBuf>> {
     let args = req.args();
     let collection = args.collection()?;
-    let mut stages = Vec::new();
-    for stage in args.array("pipeline")?.unwrap_or_default() {
-        match stage {
-            Bson::Document(stage) => stages.push(stage),
-            _ => {
-                return Err(MongoError::type_mismatch(
-                    "Each element of the 'pipeline' array must be an object",
-                ));
-            }
-        }
-    }
+    let stages = pipeline_stages(req)?;
     // What the shards run: a leading `$match` (or `$collStats`, which describes each shard's
     // part of the collection).
     let split = usize::from(

@@ -159,16 +159,7 @@ fn aggregation(req: &CommandRequest, view: &ResolvedView, merge: &Merge) -> Resu
             }
         }
         Merge::Aggregate => {
-            for stage in args.array("pipeline")?.unwrap_or_default() {
-                match stage {
-                    Bson::Document(stage) => stages.push(stage),
-                    _ => {
-                        return Err(MongoError::type_mismatch(
-                            "Each element of the 'pipeline' array must be an object",
-                        ));
-                    }
-                }
-            }
+            stages.extend(super::reads::pipeline_stages(req)?);
             cursor = args.document("cursor")?.unwrap_or_default();
         }
     }

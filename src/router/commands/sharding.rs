@@ -16,20 +16,25 @@ pub(super) fn target_namespace(req: &CommandRequest) -> Result<(String, String)>
     Ok((db.to_string(), coll.to_string()))
 }
 
+/// The string a command names in its first field (a host, a database), or TypeMismatch
+/// saying what it should have been.
+fn target_string(req: &CommandRequest, what: &str) -> Result<String> {
+    match req.args().target()? {
+        RawBsonRef::String(s) => Ok(s.to_string()),
+        _ => Err(MongoError::type_mismatch(format!(
+            "{} requires {what}",
+            req.name()
+        ))),
+    }
+}
+
 pub(super) async fn add_shard(
     state: &RouterState,
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
-    let host = match args.target()? {
-        RawBsonRef::String(h) => h.to_string(),
-        _ => {
-            return Err(MongoError::type_mismatch(
-                "addShard requires the shard's \"host:port\" as a string",
-            ));
-        }
-    };
+    let host = target_string(&req, "the shard's \"host:port\" as a string")?;
     let mut cmd = doc! {"_configsvrAddShard": host};
     if let Some(name) = args.str("name")? {
         cmd.insert("name", name);
@@ -71,14 +76,7 @@ pub(super) async fn enable_sharding(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
-    let db = match args.target()? {
-        RawBsonRef::String(db) => db.to_string(),
-        _ => {
-            return Err(MongoError::type_mismatch(
-                "enableSharding requires a database name",
-            ));
-        }
-    };
+    let db = target_string(&req, "a database name")?;
     crate::catalog::validate_db_name(&db)?;
     let mut cmd = doc! {"_configsvrCreateDatabase": &db};
     if let Some(primary) = args.str("primaryShard")? {
@@ -170,14 +168,7 @@ pub(super) async fn move_primary(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
-    let db = match args.target()? {
-        RawBsonRef::String(db) => db.to_string(),
-        _ => {
-            return Err(MongoError::type_mismatch(
-                "movePrimary requires a database name",
-            ));
-        }
-    };
+    let db = target_string(&req, "a database name")?;
     if matches!(db.as_str(), "admin" | "config" | "local") {
         return Err(MongoError::new(
             ErrorCode::InvalidOptions,

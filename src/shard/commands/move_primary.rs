@@ -18,7 +18,7 @@ use crate::rpc::NodeClient;
 use crate::rpc::config::{collection_entry, database_entry, shard_hosts};
 use crate::server::RequestContext;
 use crate::shard::storage::{CollectionMeta, DatabaseStore};
-use bson::{Bson, RawArrayBuf, RawDocumentBuf, doc};
+use bson::{RawArrayBuf, RawDocumentBuf, doc};
 
 /// Documents per storage read while copying.
 const READ_BATCH: i64 = 1_000;
@@ -131,18 +131,7 @@ async fn clone_collections(
     for coll in database.collections() {
         let ns = format!("{db_name}.{}", coll.name);
         let sharded = collection_entry(config, &ns).await?.is_some();
-        let indexes: Vec<Bson> = coll
-            .indexes
-            .iter()
-            .filter(|i| !i.is_id())
-            .map(|i| Bson::Document(i.spec.clone()))
-            .collect();
-        let mut create = doc! {
-            "_shardsvrCreateCollectionParticipant": &coll.name,
-            "uuid": coll.uuid_bson(),
-            "options": coll.options.clone(),
-            "indexes": indexes,
-        };
+        let mut create = super::shard_collection::participant_command(&coll);
         if !sharded {
             create.insert("replaceLeftover", true);
         }

@@ -134,18 +134,7 @@ async fn spread_over_shards(
     if shards.len() < 2 {
         return Ok(Vec::new());
     }
-    let indexes: Vec<Bson> = coll
-        .indexes
-        .iter()
-        .filter(|i| !i.is_id())
-        .map(|i| Bson::Document(i.spec.clone()))
-        .collect();
-    let participant = doc! {
-        "_shardsvrCreateCollectionParticipant": &coll.name,
-        "uuid": coll.uuid_bson(),
-        "options": coll.options.clone(),
-        "indexes": indexes,
-    };
+    let participant = participant_command(coll);
     for (name, host) in &shards {
         if name != this_shard {
             state
@@ -165,6 +154,23 @@ async fn spread_over_shards(
             Bson::Document(doc! {"min": w[0].clone(), "max": w[1].clone(), "shard": shard})
         })
         .collect())
+}
+
+/// The command that has another shard create `coll` as this shard has it: same UUID, options
+/// and secondary indexes.
+pub(super) fn participant_command(coll: &CollectionMeta) -> bson::Document {
+    let indexes: Vec<Bson> = coll
+        .indexes
+        .iter()
+        .filter(|i| !i.is_id())
+        .map(|i| Bson::Document(i.spec.clone()))
+        .collect();
+    doc! {
+        "_shardsvrCreateCollectionParticipant": &coll.name,
+        "uuid": coll.uuid_bson(),
+        "options": coll.options.clone(),
+        "indexes": indexes,
+    }
 }
 
 /// `{_shardsvrCreateCollectionParticipant: coll, uuid, options, indexes, replaceLeftover}`:
