@@ -147,15 +147,24 @@ pub(super) async fn refine_collection_shard_key(
     crate::catalog::ShardKeyPattern::parse(&key)?;
     let ns = format!("{db}.{coll}");
     let cmd = doc! {"_shardsvrRefineCollectionShardKey": &coll, "newShardKey": key};
-    let request = CommandRequest::from_document(&db, &cmd)?;
-    let sent = state.send_to_coordinator(&db, request).await?;
+    let missing = format!("refineCollectionShardKey: collection {ns} does not exist");
+    let reply = coordinate(state, &db, cmd, missing).await;
     state.collections.invalidate(&ns);
-    match sent {
+    reply
+}
+
+/// Sends a DDL command to `db`'s primary shard, which coordinates it; `missing` is the
+/// NamespaceNotFound message for a database that does not exist.
+async fn coordinate(
+    state: &RouterState,
+    db: &str,
+    cmd: bson::Document,
+    missing: String,
+) -> Result<RawDocumentBuf> {
+    let request = CommandRequest::from_document(db, &cmd)?;
+    match state.send_to_coordinator(db, request).await? {
         Some((_, reply)) => Ok(reply),
-        None => Err(MongoError::new(
-            ErrorCode::NamespaceNotFound,
-            format!("refineCollectionShardKey: collection {ns} does not exist"),
-        )),
+        None => Err(MongoError::new(ErrorCode::NamespaceNotFound, missing)),
     }
 }
 
@@ -185,14 +194,8 @@ pub(super) async fn move_primary(
             "you have to specify where you want to move it",
         ));
     }
-    let request = CommandRequest::from_document(&db, &doc! {"_shardsvrMovePrimary": 1, "to": to})?;
-    let sent = state.send_to_coordinator(&db, request).await?;
+    let cmd = doc! {"_shardsvrMovePrimary": 1, "to": to};
+    let reply = coordinate(state, &db, cmd, format!("Database {db} not found")).await;
     state.databases.invalidate(&db);
-    match sent {
-        Some((_, reply)) => Ok(reply),
-        None => Err(MongoError::new(
-            ErrorCode::NamespaceNotFound,
-            format!("Database {db} not found"),
-        )),
-    }
+    reply
 }
