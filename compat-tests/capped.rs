@@ -43,20 +43,7 @@ async fn oldest_documents_make_room(client: &Client) {
     let stats = db.run_command(doc! {"collStats": "log"}).await.unwrap();
     assert!(stats.get_bool("capped").unwrap());
     assert_eq!(stats.get_i64("max").unwrap(), 5);
-    let info = db
-        .run_command(doc! {"listCollections": 1, "filter": {"name": "log"}})
-        .await
-        .unwrap();
-    let options = info
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap()[0]
-        .as_document()
-        .unwrap()
-        .get_document("options")
-        .unwrap()
-        .clone();
+    let options = crate::harness::collection_options(&db, "log").await;
     assert!(options.get_bool("capped").unwrap());
 
     // The size limit: ~300-byte documents in 1,000 bytes.

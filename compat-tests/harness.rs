@@ -390,6 +390,17 @@ pub async fn cursor_documents(
     Ok(docs)
 }
 
+/// A collection's `options`, as `listCollections` shows them.
+pub async fn collection_options(db: &mongodb::Database, name: &str) -> Document {
+    let infos = cursor_documents(
+        db,
+        mongodb::bson::doc! {"listCollections": 1, "filter": {"name": name}},
+    )
+    .await
+    .unwrap();
+    infos[0].get_document("options").unwrap().clone()
+}
+
 /// Every document of a collection, in `_id` order.
 pub async fn all_by_id(coll: &mongodb::Collection<Document>) -> Vec<Document> {
     use futures::TryStreamExt;

@@ -145,20 +145,7 @@ async fn collections_move_with_their_database(client: &Client) {
             .unwrap(),
         25
     );
-    let capped = db
-        .run_command(doc! {"listCollections": 1, "filter": {"name": "capped"}})
-        .await
-        .unwrap();
-    let options = capped
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap()[0]
-        .as_document()
-        .unwrap()
-        .get_document("options")
-        .unwrap()
-        .clone();
+    let options = crate::harness::collection_options(&db, "capped").await;
     assert_eq!(options.get_bool("capped"), Ok(true));
     assert_eq!(
         db.collection::<Document>("capped")

@@ -24,20 +24,7 @@ async fn validators_guard_every_write(client: &Client) {
     )
     .await
     .unwrap();
-    let info = db
-        .run_command(doc! {"listCollections": 1, "filter": {"name": "people"}})
-        .await
-        .unwrap();
-    let options = info
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap()[0]
-        .as_document()
-        .unwrap()
-        .get_document("options")
-        .unwrap()
-        .clone();
+    let options = crate::harness::collection_options(&db, "people").await;
     assert_eq!(options.get_str("validationLevel").unwrap(), "strict");
     assert_eq!(options.get_str("validationAction").unwrap(), "error");
 

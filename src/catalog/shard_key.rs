@@ -149,6 +149,21 @@ impl ShardKeyPattern {
             && self.fields.iter().zip(&refined.fields).all(|(a, b)| a == b)
     }
 
+    /// [`is_extended_by`](Self::is_extended_by), or MongoDB's InvalidOptions refusal.
+    pub fn check_refinement(&self, refined: &ShardKeyPattern) -> Result<()> {
+        if self.is_extended_by(refined) {
+            return Ok(());
+        }
+        Err(MongoError::new(
+            ErrorCode::InvalidOptions,
+            format!(
+                "refineCollectionShardKey shard key {} does not extend the current shard key {}",
+                crate::document::display::render_doc(refined.pattern()),
+                crate::document::display::render_doc(self.pattern())
+            ),
+        ))
+    }
+
     /// A chunk bound of this key as a bound of `refined` (which extends it): the new fields are
     /// MinKey, except on the global maximum, whose new fields are MaxKey — so every document
     /// stays in the chunk it was in (a key's old prefix decides, whatever the new fields hold).

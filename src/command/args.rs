@@ -25,6 +25,14 @@ impl<'a> Args<'a> {
         self.body
     }
 
+    /// A required shard key pattern (BadValue when it is not a valid one).
+    pub fn shard_key(&self, field: &str) -> Result<crate::catalog::ShardKeyPattern> {
+        let key = self
+            .document(field)?
+            .ok_or_else(|| super::missing(self.command, field))?;
+        crate::catalog::ShardKeyPattern::parse(&key)
+    }
+
     fn mismatch(&self, field: &str, found: RawBsonRef<'_>, expected: &str) -> MongoError {
         let plural = if expected.starts_with('[') {
             "types"

@@ -73,12 +73,7 @@ async fn commit_chunk_split(
         })
         .collect::<Result<_>>()?;
     let _guard = state.namespace_locks.lock(&ns).await;
-    let stored = StoredRouting::load(state, &ns).await?.ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::NamespaceNotSharded,
-            format!("Collection {ns} is not sharded"),
-        )
-    })?;
+    let stored = StoredRouting::load_sharded(state, &ns).await?;
     if epoch.is_some_and(|e| e != stored.entry.generation.epoch) {
         return Err(MongoError::new(
             ErrorCode::StaleEpoch,
@@ -181,12 +176,7 @@ async fn commit_chunks_merge(
         ));
     };
     let _guard = state.namespace_locks.lock(&ns).await;
-    let stored = StoredRouting::load(state, &ns).await?.ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::NamespaceNotSharded,
-            format!("Collection {ns} is not sharded"),
-        )
-    })?;
+    let stored = StoredRouting::load_sharded(state, &ns).await?;
     let key = &stored.entry.key;
     let (min_key, max_key) = (key.encode(min), key.encode(max));
     let mut pieces: Vec<&(Bson, Chunk)> = stored
@@ -286,12 +276,7 @@ async fn commit_merge_all_chunks_on_shard(
         ));
     }
     let _guard = state.namespace_locks.lock(&ns).await;
-    let stored = StoredRouting::load(state, &ns).await?.ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::NamespaceNotSharded,
-            format!("Collection {ns} is not sharded"),
-        )
-    })?;
+    let stored = StoredRouting::load_sharded(state, &ns).await?;
     let map = stored.chunk_map()?;
     let collection_version = map
         .collection_version()

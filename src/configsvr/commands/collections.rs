@@ -37,12 +37,25 @@ pub(crate) struct StoredRouting {
 }
 
 impl StoredRouting {
-    pub(crate) async fn load(state: &ConfigState, ns: &str) -> Result<Option<StoredRouting>> {
+    /// A collection's `config.collections` entry, if it is sharded.
+    pub(crate) async fn entry(state: &ConfigState, ns: &str) -> Result<Option<CollectionEntry>> {
         let store = state.store();
-        let Some(doc) = store.find_one("collections", &doc! {"_id": ns}).await? else {
+        match store.find_one("collections", &doc! {"_id": ns}).await? {
+            Some(doc) => Ok(Some(CollectionEntry::from_document(&doc)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// [`entry`](Self::entry), or NamespaceNotSharded.
+    pub(crate) async fn sharded_entry(state: &ConfigState, ns: &str) -> Result<CollectionEntry> {
+        Self::entry(state, ns).await?.ok_or_else(|| not_sharded(ns))
+    }
+
+    pub(crate) async fn load(state: &ConfigState, ns: &str) -> Result<Option<StoredRouting>> {
+        let Some(entry) = Self::entry(state, ns).await? else {
             return Ok(None);
         };
-        let entry = CollectionEntry::from_document(&doc)?;
+        let store = state.store();
         let mut chunks = Vec::new();
         for chunk in store
             .find("chunks", &doc! {"uuid": Bson::Binary(entry.uuid.clone())})
@@ -57,12 +70,24 @@ impl StoredRouting {
         Ok(Some(StoredRouting { entry, chunks }))
     }
 
+    /// [`load`](Self::load), or NamespaceNotSharded.
+    pub(crate) async fn load_sharded(state: &ConfigState, ns: &str) -> Result<StoredRouting> {
+        Self::load(state, ns).await?.ok_or_else(|| not_sharded(ns))
+    }
+
     pub(super) fn chunk_map(&self) -> Result<ChunkMap> {
         ChunkMap::new(
             &self.entry.key,
             self.chunks.iter().map(|(_, c)| c.clone()).collect(),
         )
     }
+}
+
+fn not_sharded(ns: &str) -> MongoError {
+    MongoError::new(
+        ErrorCode::NamespaceNotSharded,
+        format!("Collection {ns} is not sharded"),
+    )
 }
 
 /// Deletes a collection's `config.collections` entry and its chunks, in one transaction.
@@ -141,10 +166,7 @@ async fn commit_shard_collection(
 ) -> Result<RawDocumentBuf> {
     let ns = target_ns(&req)?;
     let args = req.args();
-    let key = args
-        .document("key")?
-        .ok_or_else(|| missing(req.name(), "key"))?;
-    let key = ShardKeyPattern::parse(&key)?;
+    let key = args.shard_key("key")?;
     let unique = args.bool("unique")?.unwrap_or(false);
     let uuid = match args.get("uuid")? {
         Some(bson::RawBsonRef::Binary(b)) => Binary {

@@ -6,7 +6,7 @@
 use super::super::ConfigState;
 use super::super::store::ConfigWrite;
 use super::collections::{StoredRouting, target_ns};
-use crate::catalog::{CollectionEntry, CollectionGeneration, ShardKeyPattern};
+use crate::catalog::{CollectionEntry, CollectionGeneration};
 use crate::command::{CommandRequest, missing};
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
@@ -33,22 +33,13 @@ async fn commit_refine(
 ) -> Result<RawDocumentBuf> {
     let ns = target_ns(&req)?;
     let args = req.args();
-    let key = args
-        .document("key")?
-        .ok_or_else(|| missing(req.name(), "key"))?;
-    let refined = ShardKeyPattern::parse(&key)?;
+    let refined = args.shard_key("key")?;
     let expected_epoch = match args.get("expectedEpoch")? {
         Some(RawBsonRef::ObjectId(epoch)) => epoch,
         _ => return Err(missing(req.name(), "expectedEpoch")),
     };
     let _guard = state.namespace_locks.lock(&ns).await;
-    let Some(stored) = StoredRouting::load(state, &ns).await? else {
-        return Err(MongoError::new(
-            ErrorCode::NamespaceNotSharded,
-            format!("Can't execute refineCollectionShardKey on unsharded collection {ns}"),
-        ));
-    };
-    let current = &stored.entry;
+    let current = StoredRouting::sharded_entry(state, &ns).await?;
     if current.generation.epoch != expected_epoch {
         return Err(MongoError::new(
             ErrorCode::ConflictingOperationInProgress,
@@ -58,19 +49,11 @@ async fn commit_refine(
             ),
         ));
     }
-    if !current.key.is_extended_by(&refined) {
-        return Err(MongoError::new(
-            ErrorCode::InvalidOptions,
-            format!(
-                "refineCollectionShardKey shard key {} does not extend the current shard key {}",
-                render_doc(refined.pattern()),
-                render_doc(current.key.pattern())
-            ),
-        ));
-    }
+    current.key.check_refinement(&refined)?;
     let generation = CollectionGeneration::new(state.clock.now());
     let store = state.store();
-    let mut writes = Vec::with_capacity(stored.chunks.len() + 1);
+    // The chunks as stored (not parsed): only their bounds change.
+    let mut writes = Vec::new();
     for mut chunk in store
         .find("chunks", &doc! {"uuid": Bson::Binary(current.uuid.clone())})
         .await?
@@ -89,7 +72,7 @@ async fn commit_refine(
         generation,
         key: refined,
         last_modified: DateTime::now(),
-        ..current.clone()
+        ..current
     };
     writes.push(ConfigWrite::Upsert("collections", entry.to_document()));
     store.write_batch(&writes).await?;

@@ -140,11 +140,7 @@ pub(super) async fn refine_collection_shard_key(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let (db, coll) = target_namespace(&req)?;
-    let key = req
-        .args()
-        .document("key")?
-        .ok_or_else(|| missing("refineCollectionShardKey", "key"))?;
-    crate::catalog::ShardKeyPattern::parse(&key)?;
+    let key = req.args().shard_key("key")?.pattern().clone();
     let ns = format!("{db}.{coll}");
     let cmd = doc! {"_shardsvrRefineCollectionShardKey": &coll, "newShardKey": key};
     let missing = format!("refineCollectionShardKey: collection {ns} does not exist");

@@ -8,7 +8,7 @@
 
 use super::super::{DataNode, ShardState};
 use crate::catalog::{CollectionEntry, ShardKeyPattern};
-use crate::command::{CommandRequest, missing};
+use crate::command::CommandRequest;
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::config::{collection_routing, shard_hosts};
@@ -25,10 +25,7 @@ pub(super) async fn refine(
     let args = req.args();
     let name = args.collection()?.to_string();
     let ns = format!("{}.{name}", req.db);
-    let key = args
-        .document("newShardKey")?
-        .ok_or_else(|| missing(req.name(), "newShardKey"))?;
-    let refined = ShardKeyPattern::parse(&key)?;
+    let refined = args.shard_key("newShardKey")?;
     let identity = state.require_identity()?;
     let config = state.connector.client(&identity.config_host);
     let Some((entry, chunks)) = collection_routing(&config, &ns).await? else {
@@ -49,16 +46,7 @@ pub(super) async fn refine(
         // Already refined (or asked for the current key): nothing to do, as in MongoDB.
         return Ok(RawDocumentBuf::new());
     }
-    if !entry.key.is_extended_by(&refined) {
-        return Err(MongoError::new(
-            ErrorCode::InvalidOptions,
-            format!(
-                "refineCollectionShardKey shard key {} does not extend the current shard key {}",
-                render_doc(refined.pattern()),
-                render_doc(entry.key.pattern())
-            ),
-        ));
-    }
+    entry.key.check_refinement(&refined)?;
     let mut holders: BTreeSet<String> = chunks.into_iter().map(|c| c.shard).collect();
     holders.insert(identity.shard_name.clone());
     let hosts = shard_hosts(&config).await?;
@@ -130,10 +118,7 @@ pub(super) async fn validate_candidate(
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
     let name = args.collection()?.to_string();
-    let key = args
-        .document("key")?
-        .ok_or_else(|| missing(req.name(), "key"))?;
-    let pattern = ShardKeyPattern::parse(&key)?;
+    let pattern = args.shard_key("key")?;
     let unique = args.bool("unique")?.unwrap_or(false);
     check_candidate(state, &req.db, &name, &pattern, unique).await?;
     Ok(RawDocumentBuf::new())

@@ -28,10 +28,7 @@ pub(super) async fn create_sharded_collection(
     let args = req.args();
     let name = args.collection()?.to_string();
     let ns = format!("{}.{name}", req.db);
-    let key = args
-        .document("shardKey")?
-        .ok_or_else(|| missing(req.name(), "shardKey"))?;
-    let pattern = ShardKeyPattern::parse(&key)?;
+    let pattern = args.shard_key("shardKey")?;
     let unique = args.bool("unique")?.unwrap_or(false);
     let identity = state.require_identity()?;
     crate::catalog::check_shardable(&req.db, &name)?;
