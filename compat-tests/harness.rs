@@ -98,6 +98,15 @@ impl TestCluster {
     }
 }
 
+/// A client of one node, not discovering others.
+pub async fn direct_client(port: u16) -> Client {
+    Client::with_uri_str(format!(
+        "mongodb://127.0.0.1:{port}/?directConnection=true&serverSelectionTimeoutMS=10000"
+    ))
+    .await
+    .expect("client")
+}
+
 pub async fn client_for(addr: SocketAddr) -> Client {
     Client::with_uri_str(format!("mongodb://{addr}/?serverSelectionTimeoutMS=5000"))
         .await
@@ -138,10 +147,17 @@ pub fn free_port() -> u16 {
 /// A `docgrid` child process, killed (SIGKILL) when dropped.
 pub struct Process {
     pub child: Child,
+    /// Its command line, to start it again.
+    pub args: Vec<String>,
 }
 
 impl Process {
     pub fn spawn(args: &[&str], port: u16) -> Process {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        Self::spawn_owned(&args, port)
+    }
+
+    pub fn spawn_owned(args: &[String], port: u16) -> Process {
         let child = Command::new(env!("CARGO_BIN_EXE_docgrid"))
             .args(args)
             .env("RUST_LOG", "warn")
@@ -149,7 +165,10 @@ impl Process {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("docgrid starts");
-        let process = Process { child };
+        let process = Process {
+            child,
+            args: args.to_vec(),
+        };
         wait_for_port(port);
         process
     }
@@ -177,34 +196,48 @@ pub fn wait_for_port(port: u16) {
 /// Config server, shards and a router as separate processes.
 pub struct ProcessCluster {
     pub router_port: u16,
+    pub config_port: u16,
     configdb: String,
     processes: Vec<Process>,
     shard_dirs: Vec<String>,
+    /// Arguments every config server and shard process gets.
+    extra: Vec<String>,
     _dir: tempfile::TempDir,
 }
 
 impl ProcessCluster {
     pub async fn start(shards: usize) -> ProcessCluster {
+        Self::start_with(shards, &[]).await
+    }
+
+    /// [`start`](Self::start) with more arguments for the config server and the shards.
+    pub async fn start_with(shards: usize, extra: &[&str]) -> ProcessCluster {
         let dir = tempfile::tempdir().expect("temp dir");
         let config_port = free_port();
         let configdb = format!("127.0.0.1:{config_port}");
         let path = |name: &str| dir.path().join(name).display().to_string();
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let with_extra = |args: &[&str]| {
+            let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+            args.extend(extra.iter().cloned());
+            args
+        };
         let mut shard_dirs = Vec::new();
-        let mut processes = vec![Process::spawn(
-            &[
+        let mut processes = vec![Process::spawn_owned(
+            &with_extra(&[
                 "configsvr",
                 "--port",
                 &config_port.to_string(),
                 "--data-dir",
                 &path("config"),
-            ],
+            ]),
             config_port,
         )];
         for i in 0..shards {
             let port = free_port();
             shard_dirs.push(path(&format!("shard{i}")));
-            processes.push(Process::spawn(
-                &[
+            processes.push(Process::spawn_owned(
+                &with_extra(&[
                     "shard",
                     "--port",
                     &port.to_string(),
@@ -212,7 +245,7 @@ impl ProcessCluster {
                     &path(&format!("shard{i}")),
                     "--configdb",
                     &configdb,
-                ],
+                ]),
                 port,
             ));
         }
@@ -229,9 +262,11 @@ impl ProcessCluster {
         ));
         let cluster = ProcessCluster {
             router_port,
+            config_port,
             configdb,
             processes,
             shard_dirs,
+            extra,
             _dir: dir,
         };
         // Shards register themselves in the background; wait until all have.
@@ -272,6 +307,69 @@ impl ProcessCluster {
         client_for(SocketAddr::from(([127, 0, 0, 1], port))).await
     }
 
+    /// A client connected to the config server directly.
+    pub async fn config_client(&self) -> Client {
+        direct_client(self.config_port).await
+    }
+
+    /// A client connected to shard `i` directly (it must not have been restarted elsewhere).
+    pub async fn shard_client(&self, i: usize) -> Client {
+        direct_client(self.shard_port(i)).await
+    }
+
+    fn shard_port(&self, i: usize) -> u16 {
+        let args: Vec<String> = self.processes[1 + i].args.clone();
+        let at = args.iter().position(|a| a == "--port").expect("a port");
+        args[at + 1].parse().expect("a port number")
+    }
+
+    /// Kills the config server (SIGKILL) and starts it again on the same port and data.
+    pub fn restart_config(&mut self) {
+        let args = self.processes[0].args.clone();
+        self.processes[0].kill();
+        self.processes[0] = Process::spawn_owned(&args, self.config_port);
+    }
+
+    fn router_process(&mut self) -> &mut Process {
+        let port = self.router_port.to_string();
+        self.processes
+            .iter_mut()
+            .find(|p| p.args.first().is_some_and(|a| a == "router") && p.args.contains(&port))
+            .expect("the first router")
+    }
+
+    /// Kills the first router (SIGKILL); [`start_router_again`](Self::start_router_again)
+    /// brings it back.
+    pub fn stop_router(&mut self) {
+        self.router_process().kill();
+    }
+
+    pub fn start_router_again(&mut self) {
+        let port = self.router_port;
+        let process = self.router_process();
+        let args = process.args.clone();
+        *process = Process::spawn_owned(&args, port);
+    }
+
+    /// Kills shard `i` (SIGKILL); [`start_shard_again`](Self::start_shard_again) brings it back.
+    pub fn stop_shard(&mut self, i: usize) {
+        self.processes[1 + i].kill();
+    }
+
+    /// Starts the stopped shard `i` again on the same port and data.
+    pub fn start_shard_again(&mut self, i: usize) {
+        let args = self.processes[1 + i].args.clone();
+        let port = self.shard_port(i);
+        self.processes[1 + i] = Process::spawn_owned(&args, port);
+    }
+
+    /// The index of the shard process listening at `host` (`127.0.0.1:port`).
+    pub fn shard_index(&self, host: &str) -> usize {
+        (0..self.shard_dirs.len())
+            .find(|i| host.ends_with(&format!(":{}", self.shard_port(*i))))
+            .expect("a shard of this cluster")
+    }
+
     /// Kills shard `i` (SIGKILL); returns its name and data directory.
     pub fn kill_shard(&mut self, i: usize) -> (String, String) {
         self.processes[1 + i].kill();
@@ -280,18 +378,20 @@ impl ProcessCluster {
 
     /// Starts a shard on `data_dir` at `port` and waits until the config server lists it there.
     pub async fn restart_shard(&mut self, data_dir: &str, port: u16) {
-        self.processes.push(Process::spawn(
-            &[
-                "shard",
-                "--port",
-                &port.to_string(),
-                "--data-dir",
-                data_dir,
-                "--configdb",
-                &self.configdb,
-            ],
-            port,
-        ));
+        let mut args: Vec<String> = [
+            "shard",
+            "--port",
+            &port.to_string(),
+            "--data-dir",
+            data_dir,
+            "--configdb",
+            &self.configdb,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(self.extra.iter().cloned());
+        self.processes.push(Process::spawn_owned(&args, port));
         let client = self.client().await;
         let host = format!("127.0.0.1:{port}");
         let deadline = Instant::now() + Duration::from_secs(30);

@@ -10,6 +10,8 @@ mod cli;
 mod config_db;
 mod crud;
 mod cursors;
+mod ddl_faults;
+mod ddl_locks;
 mod durability;
 mod explain;
 mod failpoints;

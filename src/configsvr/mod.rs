@@ -5,7 +5,8 @@
 
 mod clock;
 mod commands;
-mod namespace_locks;
+mod coordinators;
+pub mod ddl_locks;
 pub mod store;
 
 pub use clock::LogicalClock;
@@ -44,10 +45,17 @@ pub struct ConfigState {
     connector: Arc<Connector>,
     cluster_id: ObjectId,
     clock: LogicalClock,
-    /// Serializes metadata changes (database creation and drop, shard registration).
-    ddl_lock: tokio::sync::Mutex<()>,
-    /// Serializes metadata changes per collection namespace.
-    namespace_locks: namespace_locks::NamespaceLocks,
+    /// Serializes conflicting DDL across the cluster (see `ddl_locks`).
+    ddl_locks: Arc<ddl_locks::DdlLocks>,
+    coordinators: coordinators::Coordinators,
+    /// MongoDB's chunk ResourceMutex: every change of `config.chunks` (splits, merges, DDL
+    /// commits) takes it, so they never interleave.
+    chunk_op_lock: tokio::sync::Mutex<()>,
+    /// MongoDB's database ResourceMutex: changes of `config.databases` entries.
+    database_op_lock: tokio::sync::Mutex<()>,
+    /// Serializes changes of `config.shards`.
+    shard_membership_lock: tokio::sync::Mutex<()>,
+    me: std::sync::Weak<ConfigState>,
     table: CommandTable<ConfigState>,
 }
 
@@ -78,20 +86,61 @@ impl ConfigState {
         // version (and makes the admin database visible to listDatabases).
         let admin = storage.database_or_create("admin").await?;
         admin.ensure_collection("system.version").await?;
-        let state = Arc::new(ConfigState {
+        let lease = node.params.get_i64("ddlLockLeaseMillis").unwrap_or(900_000);
+        let ddl_locks = ddl_locks::DdlLocks::open(
+            Arc::clone(&storage),
+            std::time::Duration::from_millis(lease.max(1) as u64),
+        )
+        .await?;
+        let state = Arc::new_cyclic(|me| ConfigState {
             node,
             storage,
             cursors: CursorRegistry::default(),
             connector,
             cluster_id,
             clock: LogicalClock::default(),
-            ddl_lock: tokio::sync::Mutex::new(()),
-            namespace_locks: namespace_locks::NamespaceLocks::default(),
+            ddl_locks,
+            coordinators: coordinators::Coordinators::default(),
+            chunk_op_lock: tokio::sync::Mutex::new(()),
+            database_op_lock: tokio::sync::Mutex::new(()),
+            shard_membership_lock: tokio::sync::Mutex::new(()),
+            me: me.clone(),
             table: commands::table(),
         });
+        coordinators::Coordinators::recover(&state).await?;
         spawn_cursor_reaper(Arc::downgrade(&state));
         crate::shard::ttl::spawn_ttl_monitor(Arc::downgrade(&state));
         Ok(state)
+    }
+
+    /// This state as an `Arc`, for tasks that outlive the request (coordinators).
+    fn arc(&self) -> Arc<ConfigState> {
+        self.me.upgrade().expect("a running config server")
+    }
+
+    /// The fence of a commit sent by a shard coordinating a DDL under the lock on `resource`:
+    /// the commit names the lock's term (`ddlLockTerm`), and is refused once another holder
+    /// took the lock over. Held while the commit writes.
+    async fn fence_commit(
+        &self,
+        req: &crate::command::CommandRequest,
+        resource: &str,
+    ) -> Result<tokio::sync::MutexGuard<'_, ()>> {
+        let term = req
+            .args()
+            .i64("ddlLockTerm")?
+            .ok_or_else(|| crate::command::missing(req.name(), "ddlLockTerm"))?;
+        self.ddl_locks.fence(resource, term).await
+    }
+
+    /// How long a DDL waits for a conflicting one (`ddlLockTimeoutMillis`).
+    fn lock_timeout(&self) -> std::time::Duration {
+        let ms = self
+            .node
+            .params
+            .get_i64("ddlLockTimeoutMillis")
+            .unwrap_or(300_000);
+        std::time::Duration::from_millis(ms.max(0) as u64)
     }
 
     pub fn cluster_id(&self) -> ObjectId {
@@ -114,6 +163,21 @@ impl ConfigState {
                 _ => None,
             })
             .collect())
+    }
+}
+
+impl ConfigState {
+    /// Every shard's name, the database's primary first (where its unsharded collections and
+    /// views live).
+    async fn shards_primary_first(&self, db: &str) -> Result<Vec<String>> {
+        let primary = self
+            .store()
+            .find_one("databases", &doc! {"_id": db})
+            .await?
+            .and_then(|d| d.get_str("primary").ok().map(str::to_string));
+        let mut shards: Vec<String> = self.shards().await?.into_iter().map(|(n, _)| n).collect();
+        shards.sort_by_key(|name| Some(name) != primary.as_ref());
+        Ok(shards)
     }
 }
 

@@ -189,6 +189,7 @@ error_codes! {
     FailPointEnabled = 192;
     BalancerInterrupted = 194;
     InvalidIndexSpecificationOption = 197;
+    LockStateChangeFailed = 198;
     ChunkRangeCleanupPending = 200;
     CannotBuildIndexKeys = 201;
     NetworkInterfaceExceededTimeLimit = 202 [ExceededTimeLimitError];

@@ -59,6 +59,20 @@ impl MongoError {
         &self.labels
     }
 
+    /// Whether an idempotent internal hop that failed this way may simply be sent again: the
+    /// node was unreachable, shutting down or not primary, or the error says so.
+    pub fn retryable_hop(&self) -> bool {
+        let code = self.code;
+        code.is(ErrorCategory::NetworkError)
+            || code.is(ErrorCategory::ShutdownError)
+            || code.is(ErrorCategory::NotPrimaryError)
+            || code.is(ErrorCategory::RetriableError)
+            || matches!(
+                code,
+                ErrorCode::HostUnreachable | ErrorCode::NetworkInterfaceExceededTimeLimit
+            )
+    }
+
     pub fn bad_value(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::BadValue, message)
     }

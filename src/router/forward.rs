@@ -14,6 +14,9 @@ use crate::server::stats::Stats;
 use bson::{RawBsonRef, RawDocumentBuf};
 use std::sync::Arc;
 
+/// How long a router keeps resending an idempotent DDL to a config server it cannot reach.
+const CONFIG_DDL_RETRY_WINDOW: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// MongoDB's router gives up after this many stale-version retries.
 const MAX_STALE_RETRIES: usize = 10;
 
@@ -241,6 +244,24 @@ impl RouterState {
         };
         self.route_to_primary(db_name, ns.as_deref(), req, create)
             .await
+    }
+
+    /// Sends an idempotent DDL command to the config server, which coordinates it; sent again
+    /// while the config server cannot be reached (it may be restarting, and then resumes the
+    /// operation), for up to 30 seconds.
+    pub(super) async fn config_ddl(&self, command: bson::Document) -> Result<bson::Document> {
+        let deadline = tokio::time::Instant::now() + CONFIG_DDL_RETRY_WINDOW;
+        let mut backoff = std::time::Duration::from_millis(50);
+        loop {
+            match self.config.run_doc("admin", command.clone()).await {
+                Err(e) if e.retryable_hop() && tokio::time::Instant::now() + backoff < deadline => {
+                    tracing::warn!(error = %e, "retrying a DDL on the config server");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(std::time::Duration::from_secs(1));
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Sends a DDL command about `db` to the database's primary shard, versioned with the

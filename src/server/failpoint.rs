@@ -1,7 +1,9 @@
 //! MongoDB's test fail points for the drivers' specification tests: `failCommand` (make chosen
 //! commands fail with an error code, a write concern error, a closed connection or a delay) and
-//! `maxTimeAlwaysTimeOut` (every command with a `maxTimeMS` expires). Only reachable with test
-//! commands enabled.
+//! `maxTimeAlwaysTimeOut` (every command with a `maxTimeMS` expires) — and the pause points
+//! the fault tests stop a process at (`hangBeforeDdlPhase`: a DDL coordinator waits before a
+//! phase until the point is turned off, so a test can kill the process there). Only reachable
+//! with test commands enabled.
 
 use crate::command::Args;
 use crate::error::{ErrorCode, MongoError, Result};
@@ -76,7 +78,22 @@ pub struct FailPoints {
     fail_command: Mutex<FailCommandState>,
     /// `maxTimeAlwaysTimeOut`: commands with a `maxTimeMS` fail as if it had expired.
     max_time_always_times_out: Mutex<Option<Mode>>,
+    /// Pause points by name: their mode, the facts they match (`data`), and how often they
+    /// were entered.
+    pauses: Mutex<std::collections::HashMap<String, PauseState>>,
 }
+
+#[derive(Debug, Default)]
+struct PauseState {
+    mode: Option<Mode>,
+    data: Document,
+    entered: i64,
+    /// Bumped by every configuration: a paused task goes on when it changes.
+    generation: u64,
+}
+
+/// The pause points a process has.
+const PAUSE_POINTS: [&str; 1] = ["hangBeforeDdlPhase"];
 
 #[derive(Debug, Default)]
 struct FailCommandState {
@@ -107,6 +124,14 @@ impl FailPoints {
                 let mut state = self.max_time_always_times_out.lock().expect("poisoned");
                 *state = (mode != Mode::Off).then_some(mode);
                 return Ok(0);
+            }
+            name if PAUSE_POINTS.contains(&name) => {
+                let mut pauses = self.pauses.lock().expect("poisoned");
+                let pause = pauses.entry(name.to_string()).or_default();
+                pause.mode = (mode != Mode::Off).then_some(mode);
+                pause.data = args.document("data")?.unwrap_or_default();
+                pause.generation += 1;
+                return Ok(pause.entered);
             }
             _ => {
                 return Err(MongoError::new(
@@ -142,6 +167,52 @@ impl FailPoints {
             }
             Some(_) => true,
         }
+    }
+
+    /// Pauses while the pause point `name` is on and every field of its `data` equals the
+    /// same field of `facts` (a test then kills the process, or turns the point off).
+    pub async fn pause_if(&self, name: &str, facts: &Document) {
+        let paused_in = {
+            let mut pauses = self.pauses.lock().expect("poisoned");
+            match pauses.get_mut(name) {
+                Some(pause)
+                    if pause.mode.is_some()
+                        && pause.data.iter().all(|(k, v)| facts.get(k) == Some(v)) =>
+                {
+                    if let Some(Mode::Times(n)) = pause.mode {
+                        pause.mode = (n > 1).then_some(Mode::Times(n - 1));
+                    }
+                    pause.entered += 1;
+                    pause.generation
+                }
+                _ => return,
+            }
+        };
+        tracing::warn!(fail_point = name, facts = %facts, "paused at a fail point");
+        // Test-only: polling keeps the fail point table free of wakers.
+        while self.pause_generation(name) == paused_in {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn pause_generation(&self, name: &str) -> u64 {
+        let pauses = self.pauses.lock().expect("poisoned");
+        pauses.get(name).map_or(0, |p| p.generation)
+    }
+
+    /// How often the fail point `name` has been entered (`waitForFailPoint`).
+    pub fn times_entered(&self, name: &str) -> Result<i64> {
+        if name == "failCommand" {
+            return Ok(self.fail_command.lock().expect("poisoned").entered);
+        }
+        if !PAUSE_POINTS.contains(&name) {
+            return Err(MongoError::new(
+                ErrorCode::FailPointSetFailed,
+                format!("Cannot find failpoint: {name}"),
+            ));
+        }
+        let pauses = self.pauses.lock().expect("poisoned");
+        Ok(pauses.get(name).map_or(0, |p| p.entered))
     }
 
     /// Whether any fail point is armed.

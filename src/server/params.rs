@@ -49,6 +49,12 @@ impl Parameters {
         add("allowDiskUseByDefault", Bson::Boolean(true), true);
         add("ttlMonitorEnabled", Bson::Boolean(true), true);
         add("ttlMonitorSleepSecs", Bson::Int32(60), false);
+        // DDL locks (config server): how long a DDL waits for a conflicting one (MongoDB's
+        // 5 minutes), and how long a lock holder outside the config server may go without
+        // pinging before its locks can be taken over (the 15 minutes of MongoDB's distributed
+        // locks).
+        add("ddlLockTimeoutMillis", Bson::Int64(300_000), true);
+        add("ddlLockLeaseMillis", Bson::Int64(900_000), false);
         // The pools of connections to other cluster nodes (see `rpc::PoolLimits`).
         add("ShardingTaskExecutorPoolMaxSize", Bson::Int32(64), false);
         add(

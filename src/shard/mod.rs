@@ -6,6 +6,7 @@
 pub mod commands;
 mod critical_section;
 pub mod cursors;
+mod ddl_lock;
 pub mod exec;
 mod filtering;
 mod identity;
@@ -48,6 +49,17 @@ pub trait DataNode: NodeState {
     /// Whether a collection is sharded, asking the config server when this node does not know.
     fn is_sharded<'a>(&'a self, _ns: &'a str) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async { Ok(false) })
+    }
+    /// For a DDL a router sent to this node as the database's primary, the cluster's DDL lock
+    /// on `names` (held until the returned guard drops); `None` where there is nothing to
+    /// lock (a request sent to this node directly, or a node outside a cluster).
+    fn routed_ddl_lock<'a>(
+        &'a self,
+        _request: &'a CommandRequest,
+        _names: Vec<String>,
+        _reason: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Box<dyn Send + Sync>>>> {
+        Box::pin(async { Ok(None) })
     }
 }
 
@@ -159,12 +171,31 @@ impl DataNode for ShardState {
     fn is_sharded<'a>(&'a self, ns: &'a str) -> BoxFuture<'a, Result<bool>> {
         Box::pin(self.collection_is_sharded(ns))
     }
+
+    fn routed_ddl_lock<'a>(
+        &'a self,
+        request: &'a CommandRequest,
+        names: Vec<String>,
+        reason: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Box<dyn Send + Sync>>>> {
+        Box::pin(async move {
+            let routed = request.args().get("databaseVersion")?.is_some();
+            if !routed || self.identity().is_none() {
+                return Ok(None);
+            }
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let lock = self.ddl_lock(&names, reason).await?;
+            Ok(Some(Box::new(lock) as Box<dyn Send + Sync>))
+        })
+    }
 }
 
-/// The internal DDL commands (`_shardsvr...`) a router sends to a database's primary shard,
-/// which coordinates them.
+/// The DDL commands a router sends to a database's primary shard, which coordinates them
+/// under the cluster's DDL lock (`ddl_lock`) rather than inside the critical section: the
+/// internal `_shardsvr...` ones and `create`. Waiting for a DDL lock while admitted would
+/// deadlock with a coordinator that holds it and enters the critical section.
 fn is_coordinator(request: &CommandRequest) -> bool {
-    request.name().starts_with("_shardsvr")
+    request.name().starts_with("_shardsvr") || request.name() == "create"
 }
 
 /// Kills cursors idle for longer than `cursorTimeoutMillis`.

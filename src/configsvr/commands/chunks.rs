@@ -1,7 +1,7 @@
 //! Chunk metadata: splits, merges and merging every mergeable run of one shard's chunks, with
 //! the versioning rules of the sharding design (a split bumps minor versions, and the major
 //! version when the shard owns the collection version; a merge takes the collection version's
-//! major plus one). Changes to one namespace are serialized.
+//! major plus one). Every change takes the chunk resource mutex, as MongoDB's do.
 
 use super::super::ConfigState;
 use super::super::store::ConfigWrite;
@@ -72,7 +72,7 @@ async fn commit_chunk_split(
             _ => Err(MongoError::type_mismatch("split points must be objects")),
         })
         .collect::<Result<_>>()?;
-    let _guard = state.namespace_locks.lock(&ns).await;
+    let _chunks = state.chunk_op_lock.lock().await;
     let stored = StoredRouting::load_sharded(state, &ns).await?;
     if epoch.is_some_and(|e| e != stored.entry.generation.epoch) {
         return Err(MongoError::new(
@@ -175,7 +175,7 @@ async fn commit_chunks_merge(
             "chunkRange needs min and max documents",
         ));
     };
-    let _guard = state.namespace_locks.lock(&ns).await;
+    let _chunks = state.chunk_op_lock.lock().await;
     let stored = StoredRouting::load_sharded(state, &ns).await?;
     let key = &stored.entry.key;
     let (min_key, max_key) = (key.encode(min), key.encode(max));
@@ -275,7 +275,7 @@ async fn commit_merge_all_chunks_on_shard(
             format!("Shard {shard} not found"),
         ));
     }
-    let _guard = state.namespace_locks.lock(&ns).await;
+    let _chunks = state.chunk_op_lock.lock().await;
     let stored = StoredRouting::load_sharded(state, &ns).await?;
     let map = stored.chunk_map()?;
     let collection_version = map

@@ -1,6 +1,6 @@
 //! Sharded collection metadata: committing a new sharded collection (its `config.collections`
-//! entry and first chunks) and removing a dropped one. Changes to one namespace are serialized
-//! (chunk splits and merges are in `chunks`).
+//! entry and first chunks), and `_configsvrDropCollection`, which hands a drop to its
+//! coordinator (chunk splits and merges are in `chunks`).
 
 use super::super::ConfigState;
 use super::super::store::ConfigWrite;
@@ -26,7 +26,7 @@ pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
             Box::pin(drop_collection(s, c, r))
         })
         .admin_only()
-        .help("Internal: forgets a dropped collection's sharding metadata (entry and chunks)"),
+        .help("Internal: drops a collection on every shard and removes its routing metadata"),
     ]
 }
 
@@ -90,55 +90,17 @@ fn not_sharded(ns: &str) -> MongoError {
     )
 }
 
-/// Deletes a collection's `config.collections` entry and its chunks, in one transaction.
-pub(super) async fn remove_collection_metadata(state: &ConfigState, ns: &str) -> Result<bool> {
-    let Some(stored) = StoredRouting::load(state, ns).await? else {
-        return Ok(false);
-    };
-    let mut writes: Vec<ConfigWrite> = stored
-        .chunks
-        .into_iter()
-        .map(|(id, _)| ConfigWrite::Delete("chunks", id))
-        .collect();
-    writes.push(ConfigWrite::Delete(
-        "collections",
-        Bson::String(ns.to_string()),
-    ));
-    state.store().write_batch(&writes).await?;
-    tracing::info!(ns = %ns, "removed sharding metadata of a dropped collection");
-    Ok(true)
-}
-
-/// `{_configsvrDropCollection: ns}`: a sharded collection's routing metadata is removed (so a
-/// re-created collection is unsharded, or a new generation when sharded again), then every
-/// shard drops its part of the data and forgets the collection's filtering metadata. The
-/// metadata goes first: a router still holding the old version then only reaches shards that
-/// either still have the old data or answer it is stale. For an unsharded collection the router
-/// has already dropped the data on the primary shard, and this finds no metadata.
+/// `{_configsvrDropCollection: ns}`: drops the collection, sharded or not, through its
+/// coordinator (`coordinators::drop_collection`); replies `{ns, nIndexesWas}` when it existed.
 async fn drop_collection(
     state: &ConfigState,
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let ns = target_ns(&req)?;
-    let _guard = state.namespace_locks.lock(&ns).await;
-    let removed = remove_collection_metadata(state, &ns).await?;
-    let mut reply = doc! {"removed": removed};
-    if removed {
-        let (db, coll) = crate::catalog::split_namespace(&ns)?;
-        for (shard, host) in state.shards().await? {
-            let dropped = state
-                .connector
-                .client(&host)
-                .run_doc(db, doc! {"_shardsvrDropCollectionParticipant": coll})
-                .await?;
-            tracing::debug!(ns = %ns, shard = %shard, "dropped a sharded collection's data");
-            if let (false, Ok(n)) = (reply.contains_key("ns"), dropped.get_i32("nIndexesWas")) {
-                reply.insert("nIndexesWas", n);
-                reply.insert("ns", &ns);
-            }
-        }
-    }
+    let (db, coll) = crate::catalog::split_namespace(&ns)?;
+    crate::catalog::validate_collection_name(db, coll)?;
+    let reply = super::super::coordinators::drop_collection(state, &ns).await?;
     Ok(RawDocumentBuf::from_document(&reply)?)
 }
 
@@ -192,7 +154,8 @@ async fn commit_shard_collection(
             format!("cannot place a chunk of {ns} on shard {shard}: no such shard"),
         ));
     }
-    let _guard = state.namespace_locks.lock(&ns).await;
+    let _chunks = state.chunk_op_lock.lock().await;
+    let _fence = state.fence_commit(&req, &ns).await?;
     if let Some(existing) = StoredRouting::load(state, &ns).await? {
         if existing.entry.key == key && existing.entry.unique == unique {
             let version = existing

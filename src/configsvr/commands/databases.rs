@@ -2,6 +2,7 @@
 //! table (primary shard and database version).
 
 use super::super::ConfigState;
+use super::super::ddl_locks::{LocalDdlLock, LockScope};
 use crate::catalog::{DatabaseEntry, DatabaseVersion, validate_db_name};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
@@ -61,8 +62,19 @@ async fn create_database(
         ));
     }
     let requested_primary = req.args().str("primaryShard")?.map(str::to_string);
-    let _guard = state.ddl_lock.lock().await;
     let store = state.store();
+    if let Some(entry) = store.find_one("databases", &doc! {"_id": &db}).await? {
+        return reply_for(&entry);
+    }
+    // Creating waits for a dropDatabase of the same name to finish.
+    let _ddl = LocalDdlLock::acquire(
+        &state.ddl_locks,
+        &LockScope::database(&db),
+        "createDatabase",
+        state.lock_timeout(),
+    )
+    .await?;
+    let _entries = state.database_op_lock.lock().await;
     if let Some(entry) = store.find_one("databases", &doc! {"_id": &db}).await? {
         return reply_for(&entry);
     }
@@ -149,7 +161,8 @@ async fn commit_move_primary(
         .document("expectedDatabaseVersion")?
         .ok_or_else(|| crate::command::missing(req.name(), "expectedDatabaseVersion"))?;
     let expected = DatabaseVersion::from_document(&expected)?;
-    let _guard = state.ddl_lock.lock().await;
+    let _entries = state.database_op_lock.lock().await;
+    let _fence = state.fence_commit(&req, &db).await?;
     if !state.shards().await?.iter().any(|(name, _)| *name == to) {
         return Err(MongoError::new(
             ErrorCode::ShardNotFound,
@@ -184,35 +197,19 @@ async fn commit_move_primary(
     reply_for(&moved)
 }
 
+/// `{_configsvrDropDatabase: db}`: through its coordinator (`coordinators::drop_database`).
 async fn drop_database(
     state: &ConfigState,
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let db = target_db(&req)?;
-    let _guard = state.ddl_lock.lock().await;
-    let store = state.store();
-    if store
-        .find_one("databases", &doc! {"_id": &db})
-        .await?
-        .is_none()
-    {
-        return Ok(RawDocumentBuf::new());
+    if matches!(db.as_str(), "admin" | "config" | "local") {
+        return Err(MongoError::new(
+            ErrorCode::IllegalOperation,
+            format!("Cannot drop '{db}' database"),
+        ));
     }
-    for (_, host) in state.shards().await? {
-        let cmd = doc! {"_shardsvrDropDatabaseParticipant": 1};
-        state.connector.client(&host).run_doc(&db, cmd).await?;
-    }
-    for entry in store.find("collections", &doc! {}).await? {
-        if let Ok(ns) = entry.get_str("_id") {
-            if crate::catalog::split_namespace(ns).is_ok_and(|(d, _)| d == db) {
-                super::collections::remove_collection_metadata(state, ns).await?;
-            }
-        }
-    }
-    store
-        .delete_by_id("databases", &Bson::String(db.clone()))
-        .await?;
-    tracing::info!(db = %db, "dropped database");
-    Ok(RawDocumentBuf::from_document(&doc! {"dropped": db})?)
+    let reply = super::super::coordinators::drop_database(state, &db).await?;
+    Ok(RawDocumentBuf::from_document(&reply)?)
 }

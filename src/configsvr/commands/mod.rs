@@ -4,6 +4,7 @@
 mod chunks;
 mod collections;
 mod databases;
+mod ddl_locks;
 mod refine_shard_key;
 mod shards;
 
@@ -16,6 +17,7 @@ pub(super) fn table() -> CommandTable<ConfigState> {
     specs.extend(data_commands());
     specs.extend(shards::commands());
     specs.extend(databases::commands());
+    specs.extend(ddl_locks::commands());
     specs.extend(collections::commands());
     specs.extend(chunks::commands());
     specs.extend(refine_shard_key::commands());

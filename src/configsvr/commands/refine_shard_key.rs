@@ -38,7 +38,8 @@ async fn commit_refine(
         Some(RawBsonRef::ObjectId(epoch)) => epoch,
         _ => return Err(missing(req.name(), "expectedEpoch")),
     };
-    let _guard = state.namespace_locks.lock(&ns).await;
+    let _chunks = state.chunk_op_lock.lock().await;
+    let _fence = state.fence_commit(&req, &ns).await?;
     let current = StoredRouting::sharded_entry(state, &ns).await?;
     if current.generation.epoch != expected_epoch {
         return Err(MongoError::new(

@@ -30,7 +30,7 @@ async fn add_shard(
         }
     };
     let requested_name = args.str("name")?.map(str::to_string);
-    let _guard = state.ddl_lock.lock().await;
+    let _guard = state.shard_membership_lock.lock().await;
     let store = state.store();
     if let Some(existing) = store.find_one("shards", &doc! {"host": &host}).await? {
         let name = existing.get_str("_id").unwrap_or_default().to_string();

@@ -1,7 +1,7 @@
-//! DDL on the router: `create`, `drop` and `renameCollection` of unsharded collections go to the
+//! DDL on the router: `create` and `renameCollection` of unsharded collections go to the
 //! database's primary shard; index commands and `collMod` go to every shard owning chunks of a
-//! sharded collection; `drop` of a sharded collection and `dropDatabase` go to the config
-//! server, which drops the data on every shard and removes the routing metadata.
+//! sharded collection; `drop` (sharded or not) and `dropDatabase` go to the config server,
+//! whose coordinators drop the data on every shard and remove the routing metadata.
 
 use super::super::RouterState;
 use super::super::forward::{ShardReply, on_config_server};
@@ -88,41 +88,18 @@ pub(super) async fn drop(
             ));
         }
     }
-    let ns = format!("{}.{}", req.db, req.args().collection()?);
-    if !on_config_server(&req.db)
-        && state
-            .collections
-            .get(&state.config, &ns, &state.node.stats)
-            .await?
-            .is_some()
-    {
-        // Sharded: the config server removes the routing metadata, then drops the data on
-        // every shard.
-        let dropped = state
-            .config
-            .run_doc("admin", doc! {"_configsvrDropCollection": &ns})
-            .await;
-        state.collections.invalidate(&ns);
-        let mut dropped = dropped?;
-        dropped.remove("removed");
-        return Ok(RawDocumentBuf::from_document(&dropped)?);
+    if on_config_server(&req.db) {
+        return state.config.run(req).await;
     }
-    let reply = state
-        .send_to_primary(req, false)
-        .await?
-        .map(|(_, r)| r)
-        .unwrap_or_default();
-    if matches!(reply.get("ok"), Ok(Some(RawBsonRef::Double(ok))) if ok == 1.0)
-        || matches!(reply.get("ok"), Ok(Some(RawBsonRef::Int32(1))))
-    {
-        // A sharded collection's routing metadata goes with its data.
-        state
-            .config
-            .run_doc("admin", doc! {"_configsvrDropCollection": &ns})
-            .await?;
-    }
+    let coll = req.args().collection()?;
+    crate::catalog::validate_collection_name(&req.db, coll)?;
+    let ns = format!("{}.{coll}", req.db);
+    let dropped = state
+        .config_ddl(doc! {"_configsvrDropCollection": &ns})
+        .await;
+    // Whatever happened, this router's view of the collection is no longer current.
     state.collections.invalidate(&ns);
-    Ok(reply)
+    Ok(RawDocumentBuf::from_document(&dropped?)?)
 }
 
 pub(super) async fn drop_database(
@@ -138,10 +115,7 @@ pub(super) async fn drop_database(
             format!("Cannot drop '{db}' database"),
         ));
     }
-    let reply = state
-        .config
-        .run_doc("admin", doc! {"_configsvrDropDatabase": &db})
-        .await;
+    let reply = state.config_ddl(doc! {"_configsvrDropDatabase": &db}).await;
     // Whatever happened, this router's view of the database is no longer current.
     state.databases.invalidate(&db);
     state.collections.invalidate_database(&db);

@@ -26,6 +26,10 @@ pub(super) async fn create<S: DataNode>(
     let args = req.args();
     let name = args.collection()?;
     validate_user_write(&req.db, name)?;
+    // Waits for a conflicting DDL (a drop of the same name) anywhere in the cluster.
+    let _ddl = state
+        .routed_ddl_lock(&req, vec![format!("{}.{name}", req.db)], "create")
+        .await?;
     let body = req.body.to_document()?;
     if body.contains_key("viewOn") || body.contains_key("pipeline") {
         return create_view(state, &req.db, name, &body).await;

@@ -51,6 +51,7 @@ pub(super) async fn move_primary(
     if to == identity.shard_name {
         return Ok(RawDocumentBuf::new());
     }
+    let ddl = state.ddl_lock(&[&db_name], "movePrimary").await?;
     let _section = state
         .enter_critical_section(&db_name, &format!("movePrimary of {db_name} to {to}"))
         .await?;
@@ -87,6 +88,7 @@ pub(super) async fn move_primary(
                     "_configsvrCommitMovePrimary": &db_name,
                     "to": &to,
                     "expectedDatabaseVersion": entry.version.to_document(),
+                    "ddlLockTerm": ddl.term(),
                 },
             )
             .await

@@ -28,6 +28,7 @@ pub(super) async fn refine(
     let refined = args.shard_key("newShardKey")?;
     let identity = state.require_identity()?;
     let config = state.connector.client(&identity.config_host);
+    let ddl = state.ddl_lock(&[&ns], "refineCollectionShardKey").await?;
     let Some((entry, chunks)) = collection_routing(&config, &ns).await? else {
         let exists = state.storage().collection(&req.db, &name).await.is_some();
         return Err(if exists {
@@ -66,7 +67,7 @@ pub(super) async fn refine(
                 .await?;
         }
     }
-    commit(state, &entry, &refined).await?;
+    commit(state, &entry, &refined, ddl.term()).await?;
     // Shards refresh on their next versioned request anyway; telling them now warms their
     // metadata. A shard that cannot be told is not an error: the commit is done.
     for (shard, host) in hosts.iter().filter(|(s, _)| holders.contains(s)) {
@@ -91,6 +92,7 @@ async fn commit(
     state: &ShardState,
     entry: &CollectionEntry,
     refined: &ShardKeyPattern,
+    ddl_lock_term: i64,
 ) -> Result<()> {
     let identity = state.require_identity()?;
     state
@@ -102,6 +104,7 @@ async fn commit(
                 "_configsvrCommitRefineCollectionShardKey": &entry.ns,
                 "key": refined.pattern().clone(),
                 "expectedEpoch": entry.generation.epoch,
+                "ddlLockTerm": ddl_lock_term,
             },
         )
         .await?;

@@ -53,6 +53,9 @@ pub(super) async fn create_sharded_collection(
             format!("Namespace {ns} is a view, not a collection"),
         ));
     }
+    // No other DDL on the collection anywhere in the cluster until this one is committed;
+    // the commit carries the lock's term.
+    let ddl = state.ddl_lock(&[&ns], "shardCollection").await?;
     // Writes racing with the commit would land here under the unsharded version, and in a
     // range another shard is about to own: they wait, and then find the collection sharded.
     let _section = state
@@ -96,6 +99,7 @@ pub(super) async fn create_sharded_collection(
         "unique": unique,
         "uuid": uuid,
         "primaryShard": &identity.shard_name,
+        "ddlLockTerm": ddl.term(),
     };
     if empty && pattern.has_hashed_prefix() && !already_sharded {
         // The collection was just read back with its shard key index.

@@ -131,6 +131,11 @@ async fn drop_database_participant(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     crate::catalog::validate_db_name(&req.db)?;
+    // Requests admitted under the old version finish first; those waiting meet the dropped
+    // database's version forgotten, refresh, and are refused as stale.
+    let _section = state
+        .enter_critical_section(&req.db, "dropDatabase")
+        .await?;
     state.storage_arc().drop_database(&req.db).await?;
     state.cursors.kill_database(&req.db);
     state.forget_database_version(&req.db);
@@ -138,14 +143,19 @@ async fn drop_database_participant(
     Ok(RawDocumentBuf::new())
 }
 
-/// Drops the local part of a dropped sharded collection and forgets its filtering metadata, so
-/// the next versioned request learns the new placement.
+/// Drops this shard's part of a dropped collection (sharded or not) and forgets its filtering
+/// metadata, so the next versioned request learns the new placement. Idempotent: the drop
+/// coordinator sends it again after a crash.
 async fn drop_collection_participant(
     state: &ShardState,
     ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let coll = req.args().collection()?.to_string();
+    let ns = format!("{}.{coll}", req.db);
+    let _section = state
+        .enter_critical_section(&req.db, &format!("drop of {ns}"))
+        .await?;
     let drop = CommandRequest::from_document(&req.db, &bson::doc! {"drop": &coll})?;
     let reply = super::collections::drop(state, ctx, drop).await?;
     state
@@ -189,6 +199,7 @@ async fn rename_collection(
         .str("to")?
         .ok_or_else(|| crate::command::missing("_shardsvrRenameCollection", "to"))?;
     let drop_target = args.bool("dropTarget")?.unwrap_or(false);
-    super::collections::rename_namespace(state, &format!("{}.{from}", req.db), to, drop_target)
-        .await
+    let from = format!("{}.{from}", req.db);
+    let _ddl = state.ddl_lock(&[&from, to], "renameCollection").await?;
+    super::collections::rename_namespace(state, &from, to, drop_target).await
 }

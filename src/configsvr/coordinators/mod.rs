@@ -1,0 +1,307 @@
+//! DDL coordinators on the config server. A coordinated DDL takes its DDL locks, persists a
+//! coordinator document (`config.system.sharding_ddl_coordinators`, `_id: {namespace,
+//! operationType}`) and records each phase in it before acting, in the same transaction as the
+//! metadata change of that phase. A restarted config server resumes every document from its
+//! phase; a request for a DDL already running joins it and gets its outcome.
+
+mod drop_collection;
+mod drop_database;
+
+pub(super) use drop_collection::drop_collection;
+pub(super) use drop_database::drop_database;
+
+use super::ConfigState;
+use super::ddl_locks::{LocalDdlLock, LockScope};
+use super::store::{ConfigStore, ConfigWrite};
+use crate::error::{ErrorCode, MongoError, Result};
+use bson::{Bson, Document, doc};
+use futures::future::BoxFuture;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+pub(super) const COORDINATORS: &str = "system.sharding_ddl_coordinators";
+
+/// The phase every coordinator document starts in.
+const FIRST_PHASE: &str = "removeMetadata";
+
+type Outcome = Option<Result<Document>>;
+
+/// Coordinators running in this process, by `(namespace, operationType)`.
+#[derive(Default)]
+pub(super) struct Coordinators {
+    running: Mutex<HashMap<(String, String), watch::Receiver<Outcome>>>,
+}
+
+/// A coordinator's persisted state: its document, rewritten at every phase.
+pub(super) struct CoordinatorDoc {
+    doc: Document,
+}
+
+impl CoordinatorDoc {
+    fn new(namespace: &str, operation: &str, fields: Document) -> CoordinatorDoc {
+        let mut doc = doc! {
+            "_id": {"namespace": namespace, "operationType": operation},
+            "phase": FIRST_PHASE,
+        };
+        doc.extend(fields);
+        CoordinatorDoc { doc }
+    }
+
+    pub fn namespace(&self) -> &str {
+        self.id_field("namespace")
+    }
+
+    pub fn operation(&self) -> &str {
+        self.id_field("operationType")
+    }
+
+    fn id_field(&self, field: &str) -> &str {
+        self.doc
+            .get_document("_id")
+            .ok()
+            .and_then(|id| id.get_str(field).ok())
+            .unwrap_or_default()
+    }
+
+    pub fn phase(&self) -> &str {
+        self.doc.get_str("phase").unwrap_or(FIRST_PHASE)
+    }
+
+    pub fn fields(&self) -> &Document {
+        &self.doc
+    }
+
+    fn id(&self) -> Bson {
+        self.doc.get("_id").cloned().unwrap_or(Bson::Null)
+    }
+
+    /// Moves to `phase`, recording `fields`, in one transaction with `writes` (the previous
+    /// phase's metadata change): after a crash, the document names the phase to redo.
+    pub async fn enter_phase(
+        &mut self,
+        state: &ConfigState,
+        phase: &str,
+        fields: Document,
+        mut writes: Vec<ConfigWrite>,
+    ) -> Result<()> {
+        let mut next = self.doc.clone();
+        next.insert("phase", phase);
+        next.extend(fields);
+        writes.push(ConfigWrite::Upsert(COORDINATORS, next.clone()));
+        state.store().write_batch(&writes).await?;
+        self.doc = next;
+        Ok(())
+    }
+
+    /// Pauses here when a fault test asked to (`hangBeforeDdlPhase`).
+    pub async fn checkpoint(&self, state: &ConfigState) {
+        state
+            .node
+            .fail_points
+            .pause_if(
+                "hangBeforeDdlPhase",
+                &doc! {"operation": self.operation(), "phase": self.phase()},
+            )
+            .await;
+    }
+}
+
+/// What a coordinator locks, by operation.
+fn scope_of(operation: &str, namespace: &str) -> Result<LockScope> {
+    match operation {
+        "dropDatabase" => Ok(LockScope::database(namespace)),
+        _ => LockScope::collections(&[namespace]),
+    }
+}
+
+/// Runs the coordinator's phases from the one its document names.
+fn body(state: Arc<ConfigState>, doc: CoordinatorDoc) -> BoxFuture<'static, Result<Document>> {
+    Box::pin(async move {
+        match doc.operation() {
+            "dropCollection" => drop_collection::run(&state, doc).await,
+            "dropDatabase" => drop_database::run(&state, doc).await,
+            other => Err(MongoError::internal(format!(
+                "unknown DDL coordinator {other}"
+            ))),
+        }
+    })
+}
+
+impl Coordinators {
+    /// Starts the coordinator for `(namespace, operation)`, or joins it when it already runs;
+    /// waits for its outcome. The coordinator runs in its own task, so a client that goes
+    /// away does not stop it half-way.
+    pub(super) async fn run(
+        state: &ConfigState,
+        namespace: &str,
+        operation: &str,
+        fields: Document,
+    ) -> Result<Document> {
+        let key = (namespace.to_string(), operation.to_string());
+        let mut outcome = {
+            let mut running = state.coordinators.running.lock().expect("poisoned");
+            match running.get(&key) {
+                Some(outcome) => outcome.clone(),
+                None => {
+                    let (tx, rx) = watch::channel(None);
+                    running.insert(key.clone(), rx.clone());
+                    let doc = CoordinatorDoc::new(namespace, operation, fields);
+                    let state = state.arc();
+                    tokio::spawn(async move {
+                        let result = start(&state, doc).await;
+                        finish(&state, &key, tx, result);
+                    });
+                    rx
+                }
+            }
+        };
+        let result = outcome
+            .wait_for(Option::is_some)
+            .await
+            .map_err(|_| MongoError::internal("the DDL coordinator went away"))?;
+        result.clone().expect("waited for an outcome")
+    }
+
+    /// Resumes the coordinators of the config server's previous run. Their locks are taken
+    /// before this returns, so no new DDL slips in ahead of them.
+    pub(super) async fn recover(state: &Arc<ConfigState>) -> Result<()> {
+        let docs = state.store().find(COORDINATORS, &doc! {}).await?;
+        for doc in docs {
+            let doc = CoordinatorDoc { doc };
+            let key = (doc.namespace().to_string(), doc.operation().to_string());
+            let scope = scope_of(doc.operation(), doc.namespace())?;
+            let reason = doc.operation().to_string();
+            let lock =
+                LocalDdlLock::acquire(&state.ddl_locks, &scope, &reason, state.lock_timeout())
+                    .await?;
+            tracing::info!(
+                namespace = %doc.namespace(),
+                operation = %doc.operation(),
+                phase = %doc.phase(),
+                "resuming a DDL coordinator"
+            );
+            let (tx, rx) = watch::channel(None);
+            state
+                .coordinators
+                .running
+                .lock()
+                .expect("poisoned")
+                .insert(key.clone(), rx);
+            let state = Arc::clone(state);
+            tokio::spawn(async move {
+                let result = resume(&state, doc, lock).await;
+                finish(&state, &key, tx, result);
+            });
+        }
+        Ok(())
+    }
+}
+
+fn finish(
+    state: &ConfigState,
+    key: &(String, String),
+    tx: watch::Sender<Outcome>,
+    result: Result<Document>,
+) {
+    state
+        .coordinators
+        .running
+        .lock()
+        .expect("poisoned")
+        .remove(key);
+    tx.send_replace(Some(result));
+}
+
+async fn start(state: &Arc<ConfigState>, doc: CoordinatorDoc) -> Result<Document> {
+    let scope = scope_of(doc.operation(), doc.namespace())?;
+    let lock = LocalDdlLock::acquire(
+        &state.ddl_locks,
+        &scope,
+        doc.operation(),
+        state.lock_timeout(),
+    )
+    .await?;
+    state.store().upsert(COORDINATORS, doc.fields()).await?;
+    resume(state, doc, lock).await
+}
+
+async fn resume(
+    state: &Arc<ConfigState>,
+    doc: CoordinatorDoc,
+    lock: LocalDdlLock,
+) -> Result<Document> {
+    let id = doc.id();
+    let result = body(Arc::clone(state), doc).await;
+    // Done (or refused before changing anything): nothing left to resume.
+    let forgotten = state.store().delete_by_id(COORDINATORS, &id).await;
+    drop(lock);
+    forgotten?;
+    result
+}
+
+/// Sends an idempotent command to the shard named `shard` until it succeeds, with backoff,
+/// looking the shard's host up again each time (it may restart at another address). Past a
+/// coordinator's commit there is no going back, so every failure is retried; before it, only
+/// retryable ones (the shard down or restarting).
+pub(super) async fn run_on_shard(
+    state: &ConfigState,
+    shard: &str,
+    db: &str,
+    command: Document,
+    committed: bool,
+) -> Result<Document> {
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        let host = state
+            .shards()
+            .await?
+            .into_iter()
+            .find(|(name, _)| name == shard)
+            .map(|(_, host)| host);
+        let result = match host {
+            Some(host) => {
+                state
+                    .connector
+                    .client(&host)
+                    .run_doc(db, command.clone())
+                    .await
+            }
+            None => Err(MongoError::new(
+                ErrorCode::ShardNotFound,
+                format!("shard {shard} not found"),
+            )),
+        };
+        match result {
+            Err(e) if committed || e.retryable_hop() => {
+                tracing::warn!(shard = %shard, error = %e, "retrying a DDL participant");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The writes removing a sharded collection's routing metadata (entry and chunks); none for an
+/// unsharded collection.
+pub(super) async fn metadata_removal(state: &ConfigState, ns: &str) -> Result<Vec<ConfigWrite>> {
+    let store: ConfigStore<'_> = state.store();
+    let Some(entry) = store.find_one("collections", &doc! {"_id": ns}).await? else {
+        return Ok(Vec::new());
+    };
+    let uuid = entry.get("uuid").cloned().unwrap_or(Bson::Null);
+    let mut writes: Vec<ConfigWrite> = store
+        .find("chunks", &doc! {"uuid": uuid})
+        .await?
+        .into_iter()
+        .filter_map(|chunk| chunk.get("_id").cloned())
+        .map(|id| ConfigWrite::Delete("chunks", id))
+        .collect();
+    writes.push(ConfigWrite::Delete(
+        "collections",
+        Bson::String(ns.to_string()),
+    ));
+    Ok(writes)
+}
