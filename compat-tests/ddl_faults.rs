@@ -141,6 +141,20 @@ async fn check_converged(cluster: &ProcessCluster, operation: &str) {
             assert_eq!(n, 100, "{DB}.{name} lost documents");
         }
     }
+    let consistency = client
+        .database("admin")
+        .run_command(doc! {"checkMetadataConsistency": 1, "checkIndexes": true})
+        .await
+        .unwrap();
+    let found = consistency
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    assert!(
+        found.is_empty(),
+        "inconsistent after {operation}: {found:?}"
+    );
     let untouched = client
         .database("untouched")
         .collection::<Document>("data")

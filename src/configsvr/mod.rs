@@ -5,6 +5,7 @@
 
 mod clock;
 mod commands;
+mod consistency;
 mod coordinators;
 pub mod ddl_locks;
 pub mod store;

@@ -9,7 +9,7 @@ use crate::catalog::{ChunkMap, CollectionEntry, DatabaseEntry, DatabaseVersion};
 use crate::error::Result;
 use crate::rpc::{
     NodeClient,
-    config::{chunks_since, collection_entry, database_entry},
+    config::{chunks_since, collection_entry, collection_routing, database_entry},
 };
 use crate::server::stats::Stats;
 use bson::doc;
@@ -195,11 +195,9 @@ async fn refresh(
         }
     }
     Stats::add(&stats.full_refreshes, 1);
-    let all = chunks_since(config, &entry, None).await?;
-    Ok(Some(CollectionRouting {
-        chunks: ChunkMap::new(&entry.key, all)?,
-        entry,
-    }))
+    Ok(collection_routing(config, ns)
+        .await?
+        .map(|(entry, chunks)| CollectionRouting { entry, chunks }))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Reads of the routing table that routers and shards make on the config server.
 
 use super::NodeClient;
-use crate::catalog::{Chunk, CollectionEntry, DatabaseEntry, chunk_from_document};
+use crate::catalog::{Chunk, ChunkMap, CollectionEntry, DatabaseEntry, chunk_from_document};
 use crate::command::first_batch;
 use crate::error::Result;
 use bson::{Bson, Document, doc};
@@ -92,16 +92,32 @@ pub async fn chunks_since(
         .collect()
 }
 
-/// A sharded collection's entry and chunks (in key order), if the collection is sharded.
+/// How often a routing read starts over because the collection changed while it was read.
+const SNAPSHOT_ATTEMPTS: usize = 5;
+
+/// A sharded collection's entry and chunk map, if the collection is sharded. Entry and chunks
+/// are separate reads, so a DDL or chunk commit between them (a drop removing the chunks, a
+/// re-shard under a new UUID, a split between two pages of chunks) leaves chunks that do not
+/// tile; the read then starts over and meets the new state.
 pub async fn collection_routing(
     config: &NodeClient,
     ns: &str,
-) -> Result<Option<(CollectionEntry, Vec<Chunk>)>> {
-    let Some(entry) = collection_entry(config, ns).await? else {
-        return Ok(None);
-    };
-    let chunks = chunks_since(config, &entry, None).await?;
-    Ok(Some((entry, chunks)))
+) -> Result<Option<(CollectionEntry, ChunkMap)>> {
+    let mut attempt = 1;
+    loop {
+        let Some(entry) = collection_entry(config, ns).await? else {
+            return Ok(None);
+        };
+        let chunks = chunks_since(config, &entry, None).await?;
+        match ChunkMap::new(&entry.key, chunks) {
+            Ok(map) => return Ok(Some((entry, map))),
+            Err(e) if attempt < SNAPSHOT_ATTEMPTS => {
+                tracing::debug!(ns = %ns, error = %e, "the routing table changed while read; reading again");
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Every shard's name and host (`config.shards`), in name order.

@@ -7,7 +7,7 @@
 
 use super::persisted_routing;
 use super::{DataNode, ShardState};
-use crate::catalog::{ChunkMap, ChunkVersion, OwnershipFilter};
+use crate::catalog::{ChunkVersion, OwnershipFilter};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::config::collection_routing;
@@ -243,17 +243,13 @@ impl ShardState {
     async fn load_collection_metadata(&self, ns: &str) -> Result<ChunkVersion> {
         let identity = self.require_identity()?;
         let config = self.connector.client(&identity.config_host);
-        let metadata = match collection_routing(&config, ns).await? {
-            Some((entry, chunks)) => {
-                let chunks = ChunkMap::new(&entry.key, chunks)?;
-                CollectionMetadata::Sharded(Arc::new(OwnershipFilter::new(
-                    entry,
-                    chunks,
-                    &identity.shard_name,
-                )))
-            }
-            None => CollectionMetadata::Unsharded,
-        };
+        let metadata =
+            match collection_routing(&config, ns).await? {
+                Some((entry, chunks)) => CollectionMetadata::Sharded(Arc::new(
+                    OwnershipFilter::new(entry, chunks, &identity.shard_name),
+                )),
+                None => CollectionMetadata::Unsharded,
+            };
         let version = metadata.version();
         let _one = self.filtering.persisting.lock().await;
         let previous = self.filtering.get(ns);

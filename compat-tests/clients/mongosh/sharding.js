@@ -77,4 +77,19 @@ assert.strictEqual(targeted.queryPlanner.winningPlan.stage, 'SINGLE_SHARD');
 const broadcast = app.sessions.find({ n: 7 }).explain();
 assert.strictEqual(broadcast.queryPlanner.winningPlan.stage, 'SHARD_MERGE');
 assert.strictEqual(broadcast.queryPlanner.winningPlan.shards.length, 2);
+// The metadata checks mongosh offers: nothing inconsistent, at every level.
+for (const found of [
+  sh.checkMetadataConsistency().toArray(),
+  app.checkMetadataConsistency({ checkIndexes: true }).toArray(),
+  app.sessions.checkMetadataConsistency().toArray(),
+]) {
+  assert.strictEqual(found.length, 0, JSON.stringify(found));
+}
+// DDL helpers through the config server's coordinators.
+app.createCollection('ddl_tmp');
+app.ddl_tmp.createIndex({ a: 1 });
+app.ddl_tmp.renameCollection('ddl_tmp2');
+assert.ok(app.getCollectionNames().includes('ddl_tmp2'));
+assert.strictEqual(app.ddl_tmp2.drop(), true);
+assert.ok(!app.getCollectionNames().includes('ddl_tmp2'));
 print('sharding: ok');

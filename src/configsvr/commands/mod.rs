@@ -5,6 +5,7 @@ mod chunks;
 mod collections;
 mod databases;
 mod ddl_locks;
+mod metadata_consistency;
 mod refine_shard_key;
 mod shards;
 
@@ -18,6 +19,7 @@ pub(super) fn table() -> CommandTable<ConfigState> {
     specs.extend(shards::commands());
     specs.extend(databases::commands());
     specs.extend(ddl_locks::commands());
+    specs.extend(metadata_consistency::commands());
     specs.extend(collections::commands());
     specs.extend(chunks::commands());
     specs.extend(refine_shard_key::commands());

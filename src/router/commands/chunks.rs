@@ -4,7 +4,7 @@
 
 use super::super::RouterState;
 use super::sharding::target_namespace;
-use crate::catalog::{Chunk, ChunkMap, CollectionEntry};
+use crate::catalog::{Chunk, CollectionEntry};
 use crate::command::{CommandRequest, missing};
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
@@ -35,7 +35,7 @@ pub(super) async fn split(
             "need to specify only one of 'find', 'bounds', or 'middle' parameters",
         ));
     }
-    let (entry, chunks) = collection_routing(&state.config, &ns)
+    let (entry, map) = collection_routing(&state.config, &ns)
         .await?
         .ok_or_else(|| {
             MongoError::new(
@@ -44,7 +44,6 @@ pub(super) async fn split(
             )
         })?;
     let key = &entry.key;
-    let map = ChunkMap::new(key, chunks)?;
     let chunk_holding = |point: &Document| -> Result<Chunk> {
         map.chunk_for(&key.encode(point))
             .cloned()
@@ -181,7 +180,7 @@ pub(super) async fn merge_chunks(
     }
     // The shard owning the first chunk of the range commits; the config server checks the
     // others are on it too.
-    let first = chunks.iter().find(|c| c.min == min).ok_or_else(|| {
+    let first = chunks.chunks().find(|c| c.min == min).ok_or_else(|| {
         MongoError::new(
             ErrorCode::InvalidOptions,
             format!(

@@ -9,6 +9,7 @@ mod cursors;
 mod data_distribution;
 mod ddl;
 mod explain;
+mod metadata_consistency;
 mod reads;
 mod sharded_views;
 mod sharding;
@@ -122,6 +123,10 @@ pub(super) fn table() -> CommandTable<RouterState> {
         CommandSpec::new("split", |s, c, r| Box::pin(chunks::split(s, c, r)))
             .admin_only()
             .help(" example: - split the shard that contains give key\n   { split : 'alleyinsider.blog.posts' , find : { ts : 1 } }\n example: - split the shard that contains the key with this as the middle\n   { split : 'alleyinsider.blog.posts' , middle : { ts : 1 } }\n NOTE: this does not move the chunks, it just creates a logical separation."),
+        CommandSpec::new("checkMetadataConsistency", |s, c, r| {
+            Box::pin(metadata_consistency::check_metadata_consistency(s, c, r))
+        })
+        .help("Checks the cluster's sharding metadata against every shard\n  { checkMetadataConsistency: 1 | \"<collection>\", checkIndexes: <bool> }"),
         CommandSpec::new("flushRouterConfig", |s, c, r| Box::pin(admin::flush_router_config(s, c, r)))
             .aliases(&["flushrouterconfig"])
             .admin_only()

@@ -61,10 +61,14 @@ pub(super) async fn create_indexes<S: DataNode>(
     let before = coll.indexes.iter().filter(|i| i.ready).count();
     let mut to_build = Vec::new();
     for spec in specs {
-        if is_existing(&coll.indexes, &spec)?
-            || to_build
-                .iter()
-                .any(|b: &IndexSpec| b.name == spec.name && b.same_index(&spec))
+        if is_existing(&coll.indexes, &spec)? {
+            // The same index may still be building for another request: answer once it is.
+            wait_for_build(&db, &coll.name, &spec.name).await;
+            continue;
+        }
+        if to_build
+            .iter()
+            .any(|b: &IndexSpec| b.name == spec.name && b.same_index(&spec))
         {
             continue;
         }
@@ -79,9 +83,30 @@ pub(super) async fn create_indexes<S: DataNode>(
             ),
         ));
     }
-    let built = to_build.len();
+    let mut built = 0;
     for spec in to_build {
-        db.create_index(&coll.name, spec).await?;
+        loop {
+            match db.create_index(&coll.name, spec.clone()).await {
+                Ok(()) => built += 1,
+                // Another request registered the same name first: as MongoDB does, wait for
+                // that build, then answer as for an existing index (or build ours, if that
+                // build failed).
+                Err(e) if e.code() == ErrorCode::IndexBuildAlreadyInProgress => {
+                    wait_for_build(&db, &coll.name, &spec.name).await;
+                    let current = db.collection(&coll.name).ok_or_else(|| {
+                        MongoError::namespace_not_found(format!(
+                            "ns does not exist: {}.{}",
+                            req.db, coll.name
+                        ))
+                    })?;
+                    if !is_existing(&current.indexes, &spec)? {
+                        continue;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+            break;
+        }
     }
     let mut reply = doc! {
         "numIndexesBefore": before as i32,
@@ -92,6 +117,18 @@ pub(super) async fn create_indexes<S: DataNode>(
         reply.insert("note", "all indexes already exist");
     }
     Ok(RawDocumentBuf::from_document(&reply)?)
+}
+
+/// Waits while the index `name` of `collection` exists but is not ready (another request builds
+/// it).
+async fn wait_for_build(db: &crate::shard::storage::DatabaseStore, collection: &str, name: &str) {
+    let building = || {
+        db.collection(collection)
+            .is_some_and(|c| c.indexes.iter().any(|i| i.name == name && !i.ready))
+    };
+    while building() {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }
 
 /// Whether the index exists already; a conflicting index under the same name or key is an error.

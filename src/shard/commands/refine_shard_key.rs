@@ -48,7 +48,7 @@ pub(super) async fn refine(
         return Ok(RawDocumentBuf::new());
     }
     entry.key.check_refinement(&refined)?;
-    let mut holders: BTreeSet<String> = chunks.into_iter().map(|c| c.shard).collect();
+    let mut holders: BTreeSet<String> = chunks.chunks().map(|c| c.shard.clone()).collect();
     holders.insert(identity.shard_name.clone());
     let hosts = shard_hosts(&config).await?;
     let validate = doc! {

@@ -201,5 +201,23 @@ async fn rename_collection(
     let drop_target = args.bool("dropTarget")?.unwrap_or(false);
     let from = format!("{}.{from}", req.db);
     let _ddl = state.ddl_lock(&[&from, to], "renameCollection").await?;
+    // The router checked neither name is sharded, but only under the lock does that stay true.
+    let identity = state.require_identity()?;
+    let config = state.connector.client(&identity.config_host);
+    for ns in [from.as_str(), to] {
+        if crate::rpc::config::collection_entry(&config, ns)
+            .await?
+            .is_some()
+        {
+            return Err(MongoError::new(
+                ErrorCode::NotImplemented,
+                format!("renaming to or from {ns}, a sharded collection, is not supported yet"),
+            ));
+        }
+    }
+    // Requests running on either name finish first (a dropped target's table goes away).
+    let _section = state
+        .enter_critical_section(&req.db, &format!("rename of {from} to {to}"))
+        .await?;
     super::collections::rename_namespace(state, &from, to, drop_target).await
 }
