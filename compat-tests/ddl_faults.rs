@@ -226,15 +226,10 @@ async fn config_server_killed_before(operation: &'static str, phase: &str) {
     check_converged(&cluster, operation).await;
 }
 
-/// Kills the database's primary shard while the coordinator is about to drop on the shards,
-/// and starts it again while the coordinator retries.
-async fn primary_shard_killed_during(operation: &'static str) {
-    let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
-    let client = cluster.client().await;
-    populate(&client).await;
-    let config = cluster.config_client().await;
+/// The process indexes of the database's primary shard and of the other shard.
+async fn primary_and_other(cluster: &ProcessCluster) -> (usize, usize) {
+    let config = cluster.config_client().await.database("config");
     let primary = config
-        .database("config")
         .collection::<Document>("databases")
         .find_one(doc! {"_id": DB})
         .await
@@ -244,7 +239,6 @@ async fn primary_shard_killed_during(operation: &'static str) {
         .unwrap()
         .to_string();
     let host = config
-        .database("config")
         .collection::<Document>("shards")
         .find_one(doc! {"_id": &primary})
         .await
@@ -253,7 +247,18 @@ async fn primary_shard_killed_during(operation: &'static str) {
         .get_str("host")
         .unwrap()
         .to_string();
-    let index = cluster.shard_index(&host);
+    let primary = cluster.shard_index(&host);
+    (primary, 1 - primary)
+}
+
+/// Kills the database's primary shard while the coordinator is about to drop on the shards,
+/// and starts it again while the coordinator retries.
+async fn primary_shard_killed_during(operation: &'static str) {
+    let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
+    let client = cluster.client().await;
+    populate(&client).await;
+    let config = cluster.config_client().await;
+    let (index, _) = primary_and_other(&cluster).await;
     pause_before(&config, operation, "dropOnShards").await;
     let ddl = tokio::spawn(run_ddl(client.clone(), operation));
     wait_paused(&config).await;
@@ -301,4 +306,276 @@ async fn drop_database_survives_a_config_server_crash_before_dropping_on_shards(
 #[tokio::test]
 async fn drop_database_survives_a_participant_crash() {
     primary_shard_killed_during("dropDatabase").await;
+}
+
+/// `shardCollection` of the empty `faults.fresh` on a hashed key: one chunk per shard.
+async fn shard_fresh(client: Client) -> mongodb::error::Result<Document> {
+    client
+        .database("admin")
+        .run_command(doc! {"shardCollection": format!("{DB}.fresh"), "key": {"k": "hashed"}})
+        .await
+}
+
+/// After `shardCollection` of `faults.fresh`, wherever it crashed: sharded once, a chunk on
+/// each shard, consistent, and usable.
+async fn check_sharded(cluster: &ProcessCluster) {
+    let client = cluster.client().await;
+    let config = client.database("config");
+    let entry = config
+        .collection::<Document>("collections")
+        .find_one(doc! {"_id": format!("{DB}.fresh")})
+        .await
+        .unwrap()
+        .expect("sharded");
+    let chunks: Vec<Document> = config
+        .collection::<Document>("chunks")
+        .find(doc! {"uuid": entry.get("uuid").unwrap()})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(chunks.len(), 2, "{chunks:?}");
+    let consistency = client
+        .database("admin")
+        .run_command(doc! {"checkMetadataConsistency": 1, "checkIndexes": true})
+        .await
+        .unwrap();
+    let found = consistency
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    assert!(found.is_empty(), "inconsistent: {found:?}");
+    let fresh = client.database(DB).collection::<Document>("fresh");
+    fresh
+        .insert_many((0..100).map(|i| doc! {"k": i}))
+        .await
+        .unwrap();
+    assert_eq!(fresh.count_documents(doc! {}).await.unwrap(), 100);
+    for i in 0..2 {
+        let local = cluster
+            .shard_client(i)
+            .await
+            .database(DB)
+            .collection::<Document>("fresh")
+            .count_documents(doc! {})
+            .await
+            .unwrap();
+        assert!(
+            local > 0,
+            "shard {i} got no document of a hashed collection"
+        );
+    }
+    assert_eq!(
+        names(&client, DB).await,
+        vec!["fresh", "gone", "keep", "sgone", "skeep"]
+    );
+}
+
+#[tokio::test]
+async fn shard_collection_survives_a_config_server_crash() {
+    let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
+    let client = cluster.client().await;
+    populate(&client).await;
+    pause_before(
+        &cluster.config_client().await,
+        "shardCollection",
+        "shardOnPrimary",
+    )
+    .await;
+    let ddl = tokio::spawn(shard_fresh(client.clone()));
+    wait_paused(&cluster.config_client().await).await;
+    cluster.stop_router();
+    cluster.restart_config();
+    assert!(ddl.await.unwrap().is_err(), "its router was killed");
+    let config = cluster.config_client().await.database("config");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while config
+        .collection::<Document>("system.sharding_ddl_coordinators")
+        .count_documents(doc! {})
+        .await
+        .unwrap()
+        > 0
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the coordinator did not finish"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    cluster.start_router_again();
+    // A client retrying gets the outcome.
+    shard_fresh(cluster.client().await).await.unwrap();
+    check_sharded(&cluster).await;
+}
+
+#[tokio::test]
+async fn shard_collection_survives_a_crash_of_its_coordinating_shard() {
+    let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
+    let client = cluster.client().await;
+    populate(&client).await;
+    let (primary, _) = primary_and_other(&cluster).await;
+    // The primary stops just before its commit: the other shard already has its copy.
+    let on_primary = cluster.shard_client(primary).await;
+    pause_before(&on_primary, "shardCollection", "commit").await;
+    let ddl = tokio::spawn(shard_fresh(client.clone()));
+    wait_paused(&on_primary).await;
+    cluster.stop_shard(primary);
+    cluster.start_shard_again(primary);
+    // The config server's coordinator sends the step again to the restarted primary.
+    ddl.await
+        .unwrap()
+        .expect("shardCollection after its primary restarted");
+    check_sharded(&cluster).await;
+}
+
+#[tokio::test]
+async fn shard_collection_survives_a_participant_crash() {
+    let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
+    let client = cluster.client().await;
+    populate(&client).await;
+    let (_, other) = primary_and_other(&cluster).await;
+    let config = cluster.config_client().await;
+    pause_before(&config, "shardCollection", "shardOnPrimary").await;
+    let ddl = tokio::spawn(shard_fresh(client.clone()));
+    wait_paused(&config).await;
+    cluster.stop_shard(other);
+    admin(
+        &config,
+        doc! {"configureFailPoint": "hangBeforeDdlPhase", "mode": "off"},
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !ddl.is_finished(),
+        "the coordinator waits for the other shard"
+    );
+    cluster.start_shard_again(other);
+    ddl.await
+        .unwrap()
+        .expect("shardCollection after a participant restarted");
+    check_sharded(&cluster).await;
+}
+
+/// `renameCollection` of `faults.keep` to `faults.kept`.
+async fn rename_keep(client: Client) -> mongodb::error::Result<Document> {
+    client
+        .database("admin")
+        .run_command(doc! {"renameCollection": format!("{DB}.keep"), "to": format!("{DB}.kept")})
+        .await
+}
+
+async fn check_renamed(cluster: &ProcessCluster) {
+    let client = cluster.client().await;
+    assert_eq!(
+        names(&client, DB).await,
+        vec!["gone", "kept", "sgone", "skeep"]
+    );
+    let kept = client.database(DB).collection::<Document>("kept");
+    assert_eq!(kept.count_documents(doc! {}).await.unwrap(), 100);
+    let consistency = client
+        .database("admin")
+        .run_command(doc! {"checkMetadataConsistency": 1})
+        .await
+        .unwrap();
+    let found = consistency
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    assert!(found.is_empty(), "inconsistent: {found:?}");
+    let locked: Vec<Document> = cluster
+        .config_client()
+        .await
+        .database("config")
+        .collection::<Document>("locks")
+        .find(doc! {"state": 2})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert!(locked.is_empty(), "DDL locks left held: {locked:?}");
+}
+
+#[tokio::test]
+async fn rename_survives_a_crash_of_the_primary_shard_holding_the_lock() {
+    // The default lease (15 minutes): only the restart can free the lock in time.
+    let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
+    let client = cluster.client().await;
+    populate(&client).await;
+    let (primary, _) = primary_and_other(&cluster).await;
+    let on_primary = cluster.shard_client(primary).await;
+    pause_before(&on_primary, "renameCollection", "rename").await;
+    let ddl = tokio::spawn(rename_keep(client.clone()));
+    wait_paused(&on_primary).await;
+    cluster.stop_shard(primary);
+    assert!(ddl.await.unwrap().is_err(), "its primary shard died");
+    cluster.start_shard_again(primary);
+    // The restarted shard registers again, which releases its previous run's lock; the
+    // rename never happened, and the client's retry does it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match rename_keep(client.clone()).await {
+            Ok(_) => break,
+            Err(e) => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "rename kept failing: {e}"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+    check_renamed(&cluster).await;
+}
+
+#[tokio::test]
+async fn rename_survives_a_config_server_crash_while_a_shard_holds_the_lock() {
+    let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
+    let client = cluster.client().await;
+    populate(&client).await;
+    let (primary, _) = primary_and_other(&cluster).await;
+    let on_primary = cluster.shard_client(primary).await;
+    pause_before(&on_primary, "renameCollection", "rename").await;
+    let ddl = tokio::spawn(rename_keep(client.clone()));
+    wait_paused(&on_primary).await;
+    cluster.restart_config();
+    // The restarted config server still knows the shard holds the lock: a conflicting DDL
+    // waits for it.
+    let locks = cluster.config_client().await.database("config");
+    let held = locks
+        .collection::<Document>("locks")
+        .find_one(doc! {"_id": format!("{DB}.keep"), "state": 2})
+        .await
+        .unwrap();
+    assert!(
+        held.is_some(),
+        "the shard's lock survives the config server's restart"
+    );
+    let drop = tokio::spawn({
+        let client = client.clone();
+        async move {
+            client
+                .database(DB)
+                .collection::<Document>("keep")
+                .drop()
+                .await
+        }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!drop.is_finished(), "the drop waits for the rename's lock");
+    admin(
+        &on_primary,
+        doc! {"configureFailPoint": "hangBeforeDdlPhase", "mode": "off"},
+    )
+    .await
+    .unwrap();
+    ddl.await.unwrap().expect("the rename finishes");
+    drop.await
+        .unwrap()
+        .expect("then the drop (of a name that no longer exists)");
+    check_renamed(&cluster).await;
 }

@@ -182,6 +182,8 @@ pub async fn start_shard(opts: &NodeOptions, data_dir: &Path, configdb: &str) ->
     // config server can follow it to a new address.
     let mut registration = doc! {"_configsvrAddShard": &host};
     if let Some(identity) = shard.identity() {
+        // Named with this run's lock holder name, so locks of the previous run are released.
+        registration.insert("process", shard.lock_process(&identity.shard_name));
         registration.insert("name", identity.shard_name);
     }
     let service: Arc<dyn Service> = Arc::new(Dispatcher::new(shard));

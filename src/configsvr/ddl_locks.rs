@@ -401,6 +401,27 @@ impl DdlLocks {
         Ok(!removed.is_empty())
     }
 
+    /// Releases the grants of every earlier run of `shard` (processes `shard:...` other than
+    /// `current`): a shard that starts again proves the previous run is gone.
+    pub async fn release_previous(&self, shard: &str, current: &str) -> Result<()> {
+        let prefix = format!("{shard}:");
+        let terms: std::collections::BTreeSet<i64> = {
+            let table = self.table.lock().expect("poisoned");
+            table
+                .grants
+                .values()
+                .flatten()
+                .filter(|g| g.process.starts_with(&prefix) && g.process != current)
+                .map(|g| g.term)
+                .collect()
+        };
+        for term in terms {
+            tracing::info!(shard, term, "released a DDL lock of a shard's previous run");
+            self.release(term).await?;
+        }
+        Ok(())
+    }
+
     /// Keeps the grants of a remote process alive.
     pub async fn ping(&self, process: &str) -> Result<()> {
         self.table
@@ -469,10 +490,12 @@ async fn freed_documents(store: &ConfigStore<'_>, removed: &[Grant]) -> Result<V
     Ok(writes)
 }
 
-/// A lock the config server holds for one of its coordinators: released when dropped.
+/// A lock the config server holds for one of its coordinators: released with
+/// [`release`](Self::release) before the DDL answers, or in the background when dropped.
 pub struct LocalDdlLock {
     locks: Arc<DdlLocks>,
     term: i64,
+    released: bool,
 }
 
 impl LocalDdlLock {
@@ -488,16 +511,25 @@ impl LocalDdlLock {
         Ok(LocalDdlLock {
             locks: Arc::clone(locks),
             term,
+            released: false,
         })
     }
 
     pub fn term(&self) -> i64 {
         self.term
     }
+
+    pub async fn release(mut self) -> Result<bool> {
+        self.released = true;
+        self.locks.release(self.term).await
+    }
 }
 
 impl Drop for LocalDdlLock {
     fn drop(&mut self) {
+        if self.released {
+            return;
+        }
         let locks = Arc::clone(&self.locks);
         let term = self.term;
         // Releasing writes config.locks, which is async; the grant stays in the table until
@@ -655,5 +687,17 @@ mod tests {
             .unwrap();
         assert!(t3 > t2, "terms keep increasing across restarts");
         drop(reopened.fence("db.theirs", t2).await.unwrap());
+        // That holder restarts: its new run releases what the old one held.
+        reopened
+            .release_previous("shard0", "shard0:b")
+            .await
+            .unwrap();
+        assert!(reopened.fence("db.theirs", t2).await.is_err());
+        assert!(
+            reopened
+                .held()
+                .iter()
+                .all(|(_, _, p)| p == CONFIG_SERVER_PROCESS)
+        );
     }
 }

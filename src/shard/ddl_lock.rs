@@ -12,10 +12,34 @@ use bson::doc;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-pub(crate) struct RemoteDdlLock {
+/// The DDL lock a shard's DDL step runs under: taken by this shard, or held by the config
+/// server's coordinator that sent the step (its term came with the request).
+pub(crate) enum DdlLockHold {
+    Own(RemoteDdlLock),
+    Coordinator(i64),
+}
+
+impl DdlLockHold {
+    pub fn term(&self) -> i64 {
+        match self {
+            DdlLockHold::Own(lock) => lock.term(),
+            DdlLockHold::Coordinator(term) => *term,
+        }
+    }
+
+    /// Gives this shard's own lock back (the coordinator releases its own).
+    pub async fn release(self) {
+        if let DdlLockHold::Own(lock) = self {
+            lock.release().await;
+        }
+    }
+}
+
+pub struct RemoteDdlLock {
     config: NodeClient,
     term: i64,
     pinger: tokio::task::JoinHandle<()>,
+    released: bool,
 }
 
 impl RemoteDdlLock {
@@ -23,23 +47,36 @@ impl RemoteDdlLock {
     pub fn term(&self) -> i64 {
         self.term
     }
+
+    /// Gives the lock back before the DDL answers, so the client's next DDL finds it free.
+    /// (Dropped unreleased, on an error path, it is given back in the background.)
+    pub async fn release(mut self) {
+        self.released = true;
+        self.pinger.abort();
+        release(&self.config, self.term).await;
+    }
+}
+
+async fn release(config: &NodeClient, term: i64) {
+    if let Err(e) = config
+        .run_doc("admin", doc! {"_configsvrReleaseDdlLock": term})
+        .await
+    {
+        // Unreleased, the lock lapses with the lease once pings stop.
+        tracing::warn!(term, error = %e, "could not release a DDL lock");
+    }
 }
 
 impl Drop for RemoteDdlLock {
     fn drop(&mut self) {
         self.pinger.abort();
+        if self.released {
+            return;
+        }
         let config = self.config.clone();
         let term = self.term;
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                if let Err(e) = config
-                    .run_doc("admin", doc! {"_configsvrReleaseDdlLock": term})
-                    .await
-                {
-                    // Unreleased, the lock lapses with the lease once pings stop.
-                    tracing::warn!(term, error = %e, "could not release a DDL lock");
-                }
-            });
+            runtime.spawn(async move { release(&config, term).await });
         }
     }
 }
@@ -47,7 +84,7 @@ impl Drop for RemoteDdlLock {
 impl ShardState {
     /// This process as a lock holder: shard name, address, start time and a random part, as
     /// MongoDB names lock holders (a restarted shard is another holder).
-    fn lock_process(&self, shard: &str) -> String {
+    pub(crate) fn lock_process(&self, shard: &str) -> String {
         static RANDOM: OnceLock<u32> = OnceLock::new();
         let random = *RANDOM.get_or_init(|| uuid::Uuid::new_v4().as_fields().0);
         format!(
@@ -55,6 +92,20 @@ impl ShardState {
             self.node.host(),
             self.node.started_at.timestamp_millis()
         )
+    }
+
+    /// The lock for a DDL step: the coordinator's when the request names its term
+    /// (`ddlLockTerm`), else this shard's own ([`ddl_lock`](Self::ddl_lock)).
+    pub(crate) async fn ddl_lock_for(
+        &self,
+        request: &crate::command::CommandRequest,
+        names: &[&str],
+        reason: &str,
+    ) -> Result<DdlLockHold> {
+        match request.args().i64("ddlLockTerm")? {
+            Some(term) => Ok(DdlLockHold::Coordinator(term)),
+            None => Ok(DdlLockHold::Own(self.ddl_lock(names, reason).await?)),
+        }
     }
 
     /// Takes the DDL lock of a database (`["db"]`) or of collections (`["db.a", ...]`) on the
@@ -99,6 +150,7 @@ impl ShardState {
             config,
             term,
             pinger,
+            released: false,
         })
     }
 }

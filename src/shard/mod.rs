@@ -6,7 +6,7 @@
 pub mod commands;
 mod critical_section;
 pub mod cursors;
-mod ddl_lock;
+pub mod ddl_lock;
 pub mod exec;
 mod filtering;
 mod identity;
@@ -58,7 +58,7 @@ pub trait DataNode: NodeState {
         _request: &'a CommandRequest,
         _names: Vec<String>,
         _reason: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Box<dyn Send + Sync>>>> {
+    ) -> BoxFuture<'a, Result<Option<ddl_lock::RemoteDdlLock>>> {
         Box::pin(async { Ok(None) })
     }
 }
@@ -177,15 +177,14 @@ impl DataNode for ShardState {
         request: &'a CommandRequest,
         names: Vec<String>,
         reason: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Box<dyn Send + Sync>>>> {
+    ) -> BoxFuture<'a, Result<Option<ddl_lock::RemoteDdlLock>>> {
         Box::pin(async move {
             let routed = request.args().get("databaseVersion")?.is_some();
             if !routed || self.identity().is_none() {
                 return Ok(None);
             }
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            let lock = self.ddl_lock(&names, reason).await?;
-            Ok(Some(Box::new(lock) as Box<dyn Send + Sync>))
+            Ok(Some(self.ddl_lock(&names, reason).await?))
         })
     }
 }

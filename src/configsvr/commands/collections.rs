@@ -22,6 +22,11 @@ pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
         })
         .admin_only()
         .help("Internal: records a newly sharded collection and its first chunk"),
+        CommandSpec::new("_configsvrShardCollection", |s, c, r| {
+            Box::pin(shard_collection(s, c, r))
+        })
+        .admin_only()
+        .help("Internal: shards a collection through its coordinator (the primary shard does the work)"),
         CommandSpec::new("_configsvrDropCollection", |s, c, r| {
             Box::pin(drop_collection(s, c, r))
         })
@@ -88,6 +93,24 @@ fn not_sharded(ns: &str) -> MongoError {
         ErrorCode::NamespaceNotSharded,
         format!("Collection {ns} is not sharded"),
     )
+}
+
+/// `{_configsvrShardCollection: ns, key, unique}`: through its coordinator
+/// (`coordinators::shard_collection`); replies as the primary shard did (`collectionsharded`,
+/// `collectionUUID`).
+async fn shard_collection(
+    state: &ConfigState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let ns = target_ns(&req)?;
+    let args = req.args();
+    let mut options = doc! {"key": args.shard_key("key")?.pattern().clone()};
+    if let Some(unique) = args.bool("unique")? {
+        options.insert("unique", unique);
+    }
+    let reply = super::super::coordinators::shard_collection(state, &ns, options).await?;
+    Ok(RawDocumentBuf::from_document(&reply)?)
 }
 
 /// `{_configsvrDropCollection: ns}`: drops the collection, sharded or not, through its

@@ -67,20 +67,32 @@ async fn create_database(
         return reply_for(&entry);
     }
     // Creating waits for a dropDatabase of the same name to finish.
-    let _ddl = LocalDdlLock::acquire(
+    let ddl = LocalDdlLock::acquire(
         &state.ddl_locks,
         &LockScope::database(&db),
         "createDatabase",
         state.lock_timeout(),
     )
     .await?;
+    let created = create_locked(state, &db, requested_primary).await;
+    ddl.release().await?;
+    created
+}
+
+/// Creates the database entry, under the database's DDL lock.
+async fn create_locked(
+    state: &ConfigState,
+    db: &str,
+    requested_primary: Option<String>,
+) -> Result<RawDocumentBuf> {
+    let store = state.store();
     let _entries = state.database_op_lock.lock().await;
     if let Some(entry) = store.find_one("databases", &doc! {"_id": &db}).await? {
         return reply_for(&entry);
     }
     for entry in store.find("databases", &doc! {}).await? {
         if let Ok(other) = entry.get_str("_id") {
-            if other.eq_ignore_ascii_case(&db) {
+            if other.eq_ignore_ascii_case(db) {
                 return Err(MongoError::new(
                     ErrorCode::DatabaseDifferCase,
                     format!(
@@ -110,7 +122,7 @@ async fn create_database(
         None => least_loaded_shard(state, &shards).await?,
     };
     let entry = DatabaseEntry {
-        name: db.clone(),
+        name: db.to_string(),
         primary: primary.clone(),
         version: DatabaseVersion::new(state.clock.now()),
     }

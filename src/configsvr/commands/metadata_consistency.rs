@@ -73,40 +73,45 @@ async fn check_metadata_consistency(
     };
     let mut inconsistencies = Vec::new();
     for db in databases {
-        let _lock = LocalDdlLock::acquire(
+        let lock = LocalDdlLock::acquire(
             &state.ddl_locks,
             &LockScope::database(&db),
             "checkMetadataConsistency",
             state.lock_timeout(),
         )
         .await?;
-        let routing = routing_view(state, &db, only_coll.as_deref()).await?;
-        let sharded: BTreeSet<String> = routing
-            .collections
-            .iter()
-            .filter_map(|(entry, _)| entry.get_str("_id").ok().map(str::to_string))
-            .collect();
-        let mut catalogs = Vec::new();
-        for (shard, host) in &shards {
-            let collections = shard_collections(
-                state,
-                host,
-                &db,
-                only_coll.as_deref(),
-                &sharded,
-                check_indexes,
-            )
-            .await?;
-            catalogs.push(ShardCatalog {
-                shard: shard.clone(),
-                collections,
-            });
-        }
-        inconsistencies.extend(check(&routing, &catalogs, check_indexes));
+        let found = check_database(state, &shards, &db, only_coll.as_deref(), check_indexes).await;
+        lock.release().await?;
+        inconsistencies.extend(found?);
     }
     Ok(RawDocumentBuf::from_document(
         &doc! {"inconsistencies": inconsistencies},
     )?)
+}
+
+/// The inconsistencies of one database (or one collection of it), under its DDL lock.
+async fn check_database(
+    state: &ConfigState,
+    shards: &[(String, String)],
+    db: &str,
+    coll: Option<&str>,
+    check_indexes: bool,
+) -> Result<Vec<Document>> {
+    let routing = routing_view(state, db, coll).await?;
+    let sharded: BTreeSet<String> = routing
+        .collections
+        .iter()
+        .filter_map(|(entry, _)| entry.get_str("_id").ok().map(str::to_string))
+        .collect();
+    let mut catalogs = Vec::new();
+    for (shard, host) in shards {
+        let collections = shard_collections(state, host, db, coll, &sharded, check_indexes).await?;
+        catalogs.push(ShardCatalog {
+            shard: shard.clone(),
+            collections,
+        });
+    }
+    Ok(check(&routing, &catalogs, check_indexes))
 }
 
 /// The routing table's entries for `db` (and `coll`).

@@ -31,6 +31,13 @@ async fn add_shard(
     };
     let requested_name = args.str("name")?.map(str::to_string);
     let _guard = state.shard_membership_lock.lock().await;
+    // A restarted shard: the DDL locks its previous run held die with it, at once rather than
+    // when their lease lapses.
+    if let (Some(name), Some(process)) = (&requested_name, args.str("process")?) {
+        if process.starts_with(&format!("{name}:")) {
+            state.ddl_locks.release_previous(name, process).await?;
+        }
+    }
     let store = state.store();
     if let Some(existing) = store.find_one("shards", &doc! {"host": &host}).await? {
         let name = existing.get_str("_id").unwrap_or_default().to_string();

@@ -6,9 +6,11 @@
 
 mod drop_collection;
 mod drop_database;
+mod shard_collection;
 
 pub(super) use drop_collection::drop_collection;
 pub(super) use drop_database::drop_database;
+pub(super) use shard_collection::shard_collection;
 
 use super::ConfigState;
 use super::ddl_locks::{LocalDdlLock, LockScope};
@@ -23,9 +25,6 @@ use tokio::sync::watch;
 
 pub(super) const COORDINATORS: &str = "system.sharding_ddl_coordinators";
 
-/// The phase every coordinator document starts in.
-const FIRST_PHASE: &str = "removeMetadata";
-
 type Outcome = Option<Result<Document>>;
 
 /// Coordinators running in this process, by `(namespace, operationType)`.
@@ -37,16 +36,24 @@ pub(super) struct Coordinators {
 /// A coordinator's persisted state: its document, rewritten at every phase.
 pub(super) struct CoordinatorDoc {
     doc: Document,
+    /// The fencing term of the DDL lock this run holds (not persisted: a resumed coordinator
+    /// holds a new one).
+    lock_term: i64,
 }
 
 impl CoordinatorDoc {
     fn new(namespace: &str, operation: &str, fields: Document) -> CoordinatorDoc {
         let mut doc = doc! {
             "_id": {"namespace": namespace, "operationType": operation},
-            "phase": FIRST_PHASE,
+            "phase": first_phase(operation),
         };
         doc.extend(fields);
-        CoordinatorDoc { doc }
+        CoordinatorDoc { doc, lock_term: 0 }
+    }
+
+    /// The term shards pass back with the commits they send for this coordinator.
+    pub fn lock_term(&self) -> i64 {
+        self.lock_term
     }
 
     pub fn namespace(&self) -> &str {
@@ -66,7 +73,9 @@ impl CoordinatorDoc {
     }
 
     pub fn phase(&self) -> &str {
-        self.doc.get_str("phase").unwrap_or(FIRST_PHASE)
+        self.doc
+            .get_str("phase")
+            .unwrap_or_else(|_| first_phase(self.operation()))
     }
 
     pub fn fields(&self) -> &Document {
@@ -108,8 +117,17 @@ impl CoordinatorDoc {
     }
 }
 
+/// The phase a coordinator of `operation` starts in.
+fn first_phase(operation: &str) -> &'static str {
+    match operation {
+        "shardCollection" => "shardOnPrimary",
+        _ => "removeMetadata",
+    }
+}
+
 /// What a coordinator locks, by operation.
 fn scope_of(operation: &str, namespace: &str) -> Result<LockScope> {
+    // dropCollection, shardCollection: the collection.
     match operation {
         "dropDatabase" => Ok(LockScope::database(namespace)),
         _ => LockScope::collections(&[namespace]),
@@ -122,6 +140,7 @@ fn body(state: Arc<ConfigState>, doc: CoordinatorDoc) -> BoxFuture<'static, Resu
         match doc.operation() {
             "dropCollection" => drop_collection::run(&state, doc).await,
             "dropDatabase" => drop_database::run(&state, doc).await,
+            "shardCollection" => shard_collection::run(&state, doc).await,
             other => Err(MongoError::internal(format!(
                 "unknown DDL coordinator {other}"
             ))),
@@ -169,7 +188,7 @@ impl Coordinators {
     pub(super) async fn recover(state: &Arc<ConfigState>) -> Result<()> {
         let docs = state.store().find(COORDINATORS, &doc! {}).await?;
         for doc in docs {
-            let doc = CoordinatorDoc { doc };
+            let doc = CoordinatorDoc { doc, lock_term: 0 };
             let key = (doc.namespace().to_string(), doc.operation().to_string());
             let scope = scope_of(doc.operation(), doc.namespace())?;
             let reason = doc.operation().to_string();
@@ -229,15 +248,17 @@ async fn start(state: &Arc<ConfigState>, doc: CoordinatorDoc) -> Result<Document
 
 async fn resume(
     state: &Arc<ConfigState>,
-    doc: CoordinatorDoc,
+    mut doc: CoordinatorDoc,
     lock: LocalDdlLock,
 ) -> Result<Document> {
+    doc.lock_term = lock.term();
     let id = doc.id();
     let result = body(Arc::clone(state), doc).await;
     // Done (or refused before changing anything): nothing left to resume.
     let forgotten = state.store().delete_by_id(COORDINATORS, &id).await;
-    drop(lock);
+    let released = lock.release().await;
     forgotten?;
+    released?;
     result
 }
 

@@ -98,8 +98,9 @@ pub(super) async fn enable_sharding(
     Ok(RawDocumentBuf::new())
 }
 
-/// `{shardCollection: "db.coll", key, unique}`: forwarded as `_shardsvrCreateCollection` to the
-/// database's primary shard (creating the database if needed).
+/// `{shardCollection: "db.coll", key, unique}`: the database is created if needed, then the
+/// config server's coordinator takes the collection's DDL lock and has the database's primary
+/// shard do it (`_configsvrShardCollection` → `_shardsvrCreateCollection`).
 pub(super) async fn shard_collection(
     state: &RouterState,
     _ctx: &RequestContext,
@@ -118,17 +119,15 @@ pub(super) async fn shard_collection(
             "sharded time-series collections are not supported yet",
         ));
     }
-    let mut cmd = doc! {"_shardsvrCreateCollection": &coll, "shardKey": key};
+    let ns = format!("{db}.{coll}");
+    let mut cmd = doc! {"_configsvrShardCollection": &ns, "key": key};
     if let Some(unique) = args.bool("unique")? {
         cmd.insert("unique", unique);
     }
-    let request = CommandRequest::from_document(&db, &cmd)?;
-    let (_, reply) = state
-        .send_to_primary_of(&db, request, true)
-        .await?
-        .expect("shardCollection creates the database");
-    state.collections.invalidate(&format!("{db}.{coll}"));
-    Ok(reply)
+    state.databases.get(&state.config, &db, true).await?;
+    let reply = state.config_ddl(cmd).await;
+    state.collections.invalidate(&ns);
+    Ok(RawDocumentBuf::from_document(&reply?)?)
 }
 
 /// `{refineCollectionShardKey: "db.coll", key}`: forwarded as

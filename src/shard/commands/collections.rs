@@ -23,13 +23,24 @@ pub(super) async fn create<S: DataNode>(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let args = req.args();
-    let name = args.collection()?;
+    let name = req.args().collection()?;
     validate_user_write(&req.db, name)?;
     // Waits for a conflicting DDL (a drop of the same name) anywhere in the cluster.
-    let _ddl = state
+    let ddl = state
         .routed_ddl_lock(&req, vec![format!("{}.{name}", req.db)], "create")
         .await?;
+    let created = create_collection_or_view(state, &req, name).await;
+    if let Some(ddl) = ddl {
+        ddl.release().await;
+    }
+    created
+}
+
+async fn create_collection_or_view<S: DataNode>(
+    state: &S,
+    req: &CommandRequest,
+    name: &str,
+) -> Result<RawDocumentBuf> {
     let body = req.body.to_document()?;
     if body.contains_key("viewOn") || body.contains_key("pipeline") {
         return create_view(state, &req.db, name, &body).await;

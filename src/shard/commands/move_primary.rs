@@ -118,6 +118,7 @@ pub(super) async fn move_primary(
         tracing::warn!(db = %db_name, error = %e, "could not tell the new primary to refresh");
     }
     tracing::info!(db = %db_name, to = %to, collections = copied.len(), "moved the primary shard");
+    ddl.release().await;
     Ok(RawDocumentBuf::new())
 }
 

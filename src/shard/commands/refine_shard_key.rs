@@ -68,6 +68,7 @@ pub(super) async fn refine(
         }
     }
     commit(state, &entry, &refined, ddl.term()).await?;
+    ddl.release().await;
     // Shards refresh on their next versioned request anyway; telling them now warms their
     // metadata. A shard that cannot be told is not an error: the commit is done.
     for (shard, host) in hosts.iter().filter(|(s, _)| holders.contains(s)) {

@@ -55,7 +55,7 @@ pub(super) async fn create_sharded_collection(
     }
     // No other DDL on the collection anywhere in the cluster until this one is committed;
     // the commit carries the lock's term.
-    let ddl = state.ddl_lock(&[&ns], "shardCollection").await?;
+    let ddl = state.ddl_lock_for(&req, &[&ns], "shardCollection").await?;
     // Writes racing with the commit would land here under the unsharded version, and in a
     // range another shard is about to own: they wait, and then find the collection sharded.
     let _section = state
@@ -110,10 +110,19 @@ pub(super) async fn create_sharded_collection(
             spread_over_shards(state, &req.db, &coll, &pattern, &identity.shard_name).await?;
         commit.insert("initialChunks", chunks);
     }
+    state
+        .node
+        .fail_points
+        .pause_if(
+            "hangBeforeDdlPhase",
+            &doc! {"operation": "shardCollection", "phase": "commit"},
+        )
+        .await;
     config.run_doc("admin", commit).await?;
     // This shard now owns the collection's only chunk: learn its version at once, so routers
     // that still believe the collection unsharded are told they are stale.
     state.refresh_collection(&ns).await?;
+    ddl.release().await;
     Ok(RawDocumentBuf::from_document(&doc! {
         "collectionsharded": &ns,
         "collectionUUID": coll.uuid_bson(),

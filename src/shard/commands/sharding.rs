@@ -200,11 +200,24 @@ async fn rename_collection(
         .ok_or_else(|| crate::command::missing("_shardsvrRenameCollection", "to"))?;
     let drop_target = args.bool("dropTarget")?.unwrap_or(false);
     let from = format!("{}.{from}", req.db);
-    let _ddl = state.ddl_lock(&[&from, to], "renameCollection").await?;
+    let ddl = state.ddl_lock(&[&from, to], "renameCollection").await?;
+    let renamed = rename_locked(state, &req, &from, to, drop_target).await;
+    ddl.release().await;
+    renamed
+}
+
+/// The rename itself, under the cluster's DDL lock on both names.
+async fn rename_locked(
+    state: &ShardState,
+    req: &CommandRequest,
+    from: &str,
+    to: &str,
+    drop_target: bool,
+) -> Result<RawDocumentBuf> {
     // The router checked neither name is sharded, but only under the lock does that stay true.
     let identity = state.require_identity()?;
     let config = state.connector.client(&identity.config_host);
-    for ns in [from.as_str(), to] {
+    for ns in [from, to] {
         if crate::rpc::config::collection_entry(&config, ns)
             .await?
             .is_some()
@@ -219,5 +232,13 @@ async fn rename_collection(
     let _section = state
         .enter_critical_section(&req.db, &format!("rename of {from} to {to}"))
         .await?;
-    super::collections::rename_namespace(state, &from, to, drop_target).await
+    state
+        .node
+        .fail_points
+        .pause_if(
+            "hangBeforeDdlPhase",
+            &bson::doc! {"operation": "renameCollection", "phase": "rename"},
+        )
+        .await;
+    super::collections::rename_namespace(state, from, to, drop_target).await
 }
