@@ -5,7 +5,7 @@
 //! routers and every shard agree: the metadata is consistent, each collection reads the same
 //! through both routers, and a dropped collection leaves nothing behind on any shard.
 
-use crate::harness::{ProcessCluster, TestCluster, error_code};
+use crate::harness::{ProcessCluster, TestCluster, assert_metadata_consistent, error_code};
 use mongodb::Client;
 use mongodb::bson::{Document, doc};
 use std::time::{Duration, Instant};
@@ -121,17 +121,7 @@ async fn run(clients: [Client; 2]) {
 
 /// What must hold once the race is over.
 async fn check_agreement(clients: &[Client; 2]) {
-    let consistency = clients[0]
-        .database("admin")
-        .run_command(doc! {"checkMetadataConsistency": 1})
-        .await
-        .unwrap();
-    let found = consistency
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap();
-    assert!(found.is_empty(), "inconsistent metadata: {found:?}");
+    assert_metadata_consistent(&clients[0], false, "the race").await;
     for name in COLLECTIONS {
         let mut seen = Vec::new();
         for client in clients {
@@ -175,19 +165,7 @@ async fn check_agreement(clients: &[Client; 2]) {
             "left after dropping everything: {names:?}"
         );
     }
-    let consistency = clients[1]
-        .database("admin")
-        .run_command(doc! {"checkMetadataConsistency": 1})
-        .await
-        .unwrap();
-    assert!(
-        consistency
-            .get_document("cursor")
-            .unwrap()
-            .get_array("firstBatch")
-            .unwrap()
-            .is_empty()
-    );
+    assert_metadata_consistent(&clients[1], false, "dropping everything").await;
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@
 //! on its own, the metadata is consistent, no other collection or database is touched, and a
 //! client sending the same DDL again gets its outcome.
 
-use crate::harness::{ProcessCluster, admin};
+use crate::harness::{ProcessCluster, admin, assert_metadata_consistent};
 use futures::TryStreamExt;
 use mongodb::Client;
 use mongodb::bson::{Document, doc};
@@ -141,20 +141,7 @@ async fn check_converged(cluster: &ProcessCluster, operation: &str) {
             assert_eq!(n, 100, "{DB}.{name} lost documents");
         }
     }
-    let consistency = client
-        .database("admin")
-        .run_command(doc! {"checkMetadataConsistency": 1, "checkIndexes": true})
-        .await
-        .unwrap();
-    let found = consistency
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap();
-    assert!(
-        found.is_empty(),
-        "inconsistent after {operation}: {found:?}"
-    );
+    assert_metadata_consistent(&client, true, operation).await;
     let untouched = client
         .database("untouched")
         .collection::<Document>("data")
@@ -190,18 +177,9 @@ async fn wait_paused(config: &Client) {
     .unwrap();
 }
 
-/// Kills the config server while the coordinator waits before `phase`.
-async fn config_server_killed_before(operation: &'static str, phase: &str) {
-    let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
-    let client = cluster.client().await;
-    populate(&client).await;
-    pause_before(&cluster.config_client().await, operation, phase).await;
-    let ddl = tokio::spawn(run_ddl(client.clone(), operation));
-    wait_paused(&cluster.config_client().await).await;
-    cluster.stop_router();
-    cluster.restart_config();
-    assert!(ddl.await.unwrap().is_err(), "its router was killed");
-    // Nobody sends the DDL again: the restarted config server resumes it by itself.
+/// Waits until the config server has no DDL coordinator left (a restarted one resumes them by
+/// itself).
+async fn wait_for_coordinators(cluster: &ProcessCluster) {
     let config = cluster.config_client().await.database("config");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while config
@@ -217,6 +195,21 @@ async fn config_server_killed_before(operation: &'static str, phase: &str) {
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+}
+
+/// Kills the config server while the coordinator waits before `phase`.
+async fn config_server_killed_before(operation: &'static str, phase: &str) {
+    let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
+    let client = cluster.client().await;
+    populate(&client).await;
+    pause_before(&cluster.config_client().await, operation, phase).await;
+    let ddl = tokio::spawn(run_ddl(client.clone(), operation));
+    wait_paused(&cluster.config_client().await).await;
+    cluster.stop_router();
+    cluster.restart_config();
+    assert!(ddl.await.unwrap().is_err(), "its router was killed");
+    // Nobody sends the DDL again: the restarted config server resumes it by itself.
+    wait_for_coordinators(&cluster).await;
     cluster.start_router_again();
     let client = cluster.client().await;
     // A client retrying gets the outcome.
@@ -336,17 +329,7 @@ async fn check_sharded(cluster: &ProcessCluster) {
         .await
         .unwrap();
     assert_eq!(chunks.len(), 2, "{chunks:?}");
-    let consistency = client
-        .database("admin")
-        .run_command(doc! {"checkMetadataConsistency": 1, "checkIndexes": true})
-        .await
-        .unwrap();
-    let found = consistency
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap();
-    assert!(found.is_empty(), "inconsistent: {found:?}");
+    assert_metadata_consistent(&client, true, "shardCollection").await;
     let fresh = client.database(DB).collection::<Document>("fresh");
     fresh
         .insert_many((0..100).map(|i| doc! {"k": i}))
@@ -389,21 +372,7 @@ async fn shard_collection_survives_a_config_server_crash() {
     cluster.stop_router();
     cluster.restart_config();
     assert!(ddl.await.unwrap().is_err(), "its router was killed");
-    let config = cluster.config_client().await.database("config");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while config
-        .collection::<Document>("system.sharding_ddl_coordinators")
-        .count_documents(doc! {})
-        .await
-        .unwrap()
-        > 0
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the coordinator did not finish"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    wait_for_coordinators(&cluster).await;
     cluster.start_router_again();
     // A client retrying gets the outcome.
     shard_fresh(cluster.client().await).await.unwrap();
@@ -475,17 +444,7 @@ async fn check_renamed(cluster: &ProcessCluster) {
     );
     let kept = client.database(DB).collection::<Document>("kept");
     assert_eq!(kept.count_documents(doc! {}).await.unwrap(), 100);
-    let consistency = client
-        .database("admin")
-        .run_command(doc! {"checkMetadataConsistency": 1})
-        .await
-        .unwrap();
-    let found = consistency
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap();
-    assert!(found.is_empty(), "inconsistent: {found:?}");
+    assert_metadata_consistent(&client, false, "renameCollection").await;
     let locked: Vec<Document> = cluster
         .config_client()
         .await

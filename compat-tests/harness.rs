@@ -436,6 +436,27 @@ macro_rules! both_modes {
 }
 pub(crate) use both_modes;
 
+/// Fails unless `checkMetadataConsistency` (cluster level, `checkIndexes` as given) reports
+/// nothing; `what` says after what.
+pub async fn assert_metadata_consistent(client: &Client, check_indexes: bool, what: &str) {
+    let reply = client
+        .database("admin")
+        .run_command(
+            mongodb::bson::doc! {"checkMetadataConsistency": 1, "checkIndexes": check_indexes},
+        )
+        .await
+        .unwrap();
+    let found = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    assert!(
+        found.is_empty(),
+        "inconsistent metadata after {what}: {found:?}"
+    );
+}
+
 /// The shards' names, as `listShards` gives them.
 pub async fn shard_names(client: &Client) -> Vec<String> {
     admin(client, mongodb::bson::doc! {"listShards": 1})
