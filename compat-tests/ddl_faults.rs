@@ -538,3 +538,120 @@ async fn rename_survives_a_config_server_crash_while_a_shard_holds_the_lock() {
         .expect("then the drop (of a name that no longer exists)");
     check_renamed(&cluster).await;
 }
+
+/// `movePrimary` of `faults` to the shard `to`.
+async fn move_faults(client: Client, to: String) -> mongodb::error::Result<Document> {
+    client
+        .database("admin")
+        .run_command(doc! {"movePrimary": DB, "to": to})
+        .await
+}
+
+/// The name of the shard process `index`, as the routing table knows it.
+async fn shard_name(cluster: &ProcessCluster, index: usize) -> String {
+    let shards: Vec<Document> = cluster
+        .config_client()
+        .await
+        .database("config")
+        .collection::<Document>("shards")
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    shards
+        .into_iter()
+        .find(|s| cluster.shard_index(s.get_str("host").unwrap()) == index)
+        .unwrap()
+        .get_str("_id")
+        .unwrap()
+        .to_string()
+}
+
+/// After `movePrimary` of `faults` from shard process `donor` to `recipient` (named `to`),
+/// wherever it crashed: the new primary recorded, every collection readable from its new
+/// place, nothing left behind on the donor but its parts of the sharded collections.
+async fn check_moved(cluster: &ProcessCluster, donor: usize, recipient: usize, to: &str) {
+    let client = cluster.client().await;
+    let entry = client
+        .database("config")
+        .collection::<Document>("databases")
+        .find_one(doc! {"_id": DB})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(entry.get_str("primary"), Ok(to));
+    assert_eq!(
+        names(&client, DB).await,
+        vec!["gone", "keep", "sgone", "skeep"]
+    );
+    for name in ["gone", "keep", "sgone", "skeep"] {
+        let n = client
+            .database(DB)
+            .collection::<Document>(name)
+            .count_documents(doc! {})
+            .await
+            .unwrap();
+        assert_eq!(n, 100, "{DB}.{name} after the move");
+    }
+    assert_eq!(
+        names(&cluster.shard_client(donor).await, DB).await,
+        vec!["sgone", "skeep"]
+    );
+    let on_recipient = names(&cluster.shard_client(recipient).await, DB).await;
+    assert_eq!(on_recipient, vec!["gone", "keep", "sgone", "skeep"]);
+    assert_metadata_consistent(&client, true, "movePrimary").await;
+}
+
+/// Kills the config server while the movePrimary coordinator waits before `phase`.
+async fn move_primary_with_config_server_killed_before(phase: &str) {
+    let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
+    let client = cluster.client().await;
+    populate(&client).await;
+    let (donor, recipient) = primary_and_other(&cluster).await;
+    let to = shard_name(&cluster, recipient).await;
+    pause_before(&cluster.config_client().await, "movePrimary", phase).await;
+    let ddl = tokio::spawn(move_faults(client.clone(), to.clone()));
+    wait_paused(&cluster.config_client().await).await;
+    cluster.stop_router();
+    cluster.restart_config();
+    assert!(ddl.await.unwrap().is_err(), "its router was killed");
+    wait_for_coordinators(&cluster).await;
+    cluster.start_router_again();
+    // A client retrying gets the outcome.
+    move_faults(cluster.client().await, to.clone())
+        .await
+        .unwrap();
+    check_moved(&cluster, donor, recipient, &to).await;
+}
+
+#[tokio::test]
+async fn move_primary_survives_a_config_server_crash_before_the_move() {
+    move_primary_with_config_server_killed_before("moveOnDonor").await;
+}
+
+#[tokio::test]
+async fn move_primary_survives_a_config_server_crash_before_the_cleanup() {
+    move_primary_with_config_server_killed_before("cleanupDonor").await;
+}
+
+#[tokio::test]
+async fn move_primary_survives_a_crash_of_the_donor_before_its_commit() {
+    let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
+    let client = cluster.client().await;
+    populate(&client).await;
+    let (donor, recipient) = primary_and_other(&cluster).await;
+    let to = shard_name(&cluster, recipient).await;
+    let on_donor = cluster.shard_client(donor).await;
+    // The recipient holds every copy when the donor dies.
+    pause_before(&on_donor, "movePrimary", "commit").await;
+    let ddl = tokio::spawn(move_faults(client.clone(), to.clone()));
+    wait_paused(&on_donor).await;
+    cluster.stop_shard(donor);
+    cluster.start_shard_again(donor);
+    ddl.await
+        .unwrap()
+        .expect("movePrimary after its donor restarted");
+    check_moved(&cluster, donor, recipient, &to).await;
+}

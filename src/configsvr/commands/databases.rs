@@ -21,6 +21,11 @@ pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
         })
         .admin_only()
         .help("Internal: drops a database on every shard and removes its entry"),
+        CommandSpec::new("_configsvrMovePrimary", |s, c, r| {
+            Box::pin(move_primary(s, c, r))
+        })
+        .admin_only()
+        .help("Internal: moves a database's primary shard through its coordinator"),
         CommandSpec::new("_configsvrCommitMovePrimary", |s, c, r| {
             Box::pin(commit_move_primary(s, c, r))
         })
@@ -152,6 +157,22 @@ async fn least_loaded_shard(state: &ConfigState, shards: &[(String, String)]) ->
         }
     }
     Ok(best.expect("at least one shard").1)
+}
+
+/// `{_configsvrMovePrimary: db, to}`: through its coordinator (`coordinators::move_primary`).
+async fn move_primary(
+    state: &ConfigState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let db = target_db(&req)?;
+    let to = req
+        .args()
+        .str("to")?
+        .ok_or_else(|| crate::command::missing(req.name(), "to"))?
+        .to_string();
+    let reply = super::super::coordinators::move_primary(state, &db, &to).await?;
+    Ok(RawDocumentBuf::from_document(&reply)?)
 }
 
 /// `{_configsvrCommitMovePrimary: db, to, expectedDatabaseVersion}`: the old primary copied

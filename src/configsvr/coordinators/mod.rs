@@ -6,10 +6,12 @@
 
 mod drop_collection;
 mod drop_database;
+mod move_primary;
 mod shard_collection;
 
 pub(super) use drop_collection::drop_collection;
 pub(super) use drop_database::drop_database;
+pub(super) use move_primary::move_primary;
 pub(super) use shard_collection::shard_collection;
 
 use super::ConfigState;
@@ -121,6 +123,7 @@ impl CoordinatorDoc {
 fn first_phase(operation: &str) -> &'static str {
     match operation {
         "shardCollection" => "shardOnPrimary",
+        "movePrimary" => "start",
         _ => "removeMetadata",
     }
 }
@@ -129,7 +132,7 @@ fn first_phase(operation: &str) -> &'static str {
 fn scope_of(operation: &str, namespace: &str) -> Result<LockScope> {
     // dropCollection, shardCollection: the collection.
     match operation {
-        "dropDatabase" => Ok(LockScope::database(namespace)),
+        "dropDatabase" | "movePrimary" => Ok(LockScope::database(namespace)),
         _ => LockScope::collections(&[namespace]),
     }
 }
@@ -141,6 +144,7 @@ fn body(state: Arc<ConfigState>, doc: CoordinatorDoc) -> BoxFuture<'static, Resu
             "dropCollection" => drop_collection::run(&state, doc).await,
             "dropDatabase" => drop_database::run(&state, doc).await,
             "shardCollection" => shard_collection::run(&state, doc).await,
+            "movePrimary" => move_primary::run(&state, doc).await,
             other => Err(MongoError::internal(format!(
                 "unknown DDL coordinator {other}"
             ))),
@@ -265,7 +269,8 @@ async fn resume(
 /// Sends an idempotent command to the shard named `shard` until it succeeds, with backoff,
 /// looking the shard's host up again each time (it may restart at another address). Past a
 /// coordinator's commit there is no going back, so every failure is retried; before it, only
-/// retryable ones (the shard down or restarting).
+/// retryable ones (the shard down or restarting, or still busy with an earlier attempt: LockBusy
+/// from its critical section).
 pub(super) async fn run_on_shard(
     state: &ConfigState,
     shard: &str,
@@ -295,7 +300,7 @@ pub(super) async fn run_on_shard(
             )),
         };
         match result {
-            Err(e) if committed || e.retryable_hop() => {
+            Err(e) if committed || e.retryable_hop() || e.code() == ErrorCode::LockBusy => {
                 tracing::warn!(shard = %shard, error = %e, "retrying a DDL participant");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(2));

@@ -163,8 +163,8 @@ async fn coordinate(
     }
 }
 
-/// `{movePrimary: db, to: shard}`: forwarded as `_shardsvrMovePrimary` to the database's
-/// current primary shard, which moves its unsharded collections and commits the new primary;
+/// `{movePrimary: db, to: shard}`: the config server's coordinator has the current primary move
+/// the database's unsharded collections and commit the new primary (`_configsvrMovePrimary`);
 /// this router's cached database entry is dropped.
 pub(super) async fn move_primary(
     state: &RouterState,
@@ -189,8 +189,9 @@ pub(super) async fn move_primary(
             "you have to specify where you want to move it",
         ));
     }
-    let cmd = doc! {"_shardsvrMovePrimary": 1, "to": to};
-    let reply = coordinate(state, &db, cmd, format!("Database {db} not found")).await;
+    let reply = state
+        .config_ddl(doc! {"_configsvrMovePrimary": &db, "to": to})
+        .await;
     state.databases.invalidate(&db);
-    reply
+    Ok(RawDocumentBuf::from_document(&reply?)?)
 }

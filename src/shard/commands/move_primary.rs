@@ -1,15 +1,16 @@
-//! `movePrimary` on the database's current primary shard (`_shardsvrMovePrimary`), which
-//! coordinates it. Inside the database's critical section (requests routers version for the
-//! database wait, running ones finish first) it gives the new primary every collection of the
-//! database: sharded ones as catalog entries (UUID, options, indexes; their documents stay with
-//! their chunks), unsharded ones with their documents. Then the config server records the new
-//! primary (database version lastMod + 1), this shard drops its copies of the unsharded
-//! collections and leaves the section: the waiting requests meet the new version, answer
-//! StaleDbVersion, and their routers go to the new primary.
+//! The donor's part of `movePrimary`, sent by the config server's coordinator under its lock
+//! (`_shardsvrMovePrimary`): inside the database's critical section (requests routers version
+//! for the database wait, running ones finish first) it gives the new primary every collection
+//! of the database — sharded ones as catalog entries (UUID, options, indexes; their documents
+//! stay with their chunks), unsharded ones with their documents —, has the config server record
+//! the new primary (database version lastMod + 1, fenced by the coordinator's term) and leaves
+//! the section: the waiting requests meet the new version, answer StaleDbVersion, and their
+//! routers go to the new primary. Then the coordinator has it drop its unread copies
+//! (`_shardsvrMovePrimaryCleanup`).
 //!
 //! A failure before the commit leaves this shard the primary with all its data; the copies the
-//! recipient made are dropped (and a later attempt replaces any it could not drop, recognised
-//! by their UUID). A crash after the commit leaves stale copies here, which no router reads.
+//! recipient made are dropped (and the coordinator's next attempt replaces any it could not
+//! drop, recognised by their UUID).
 
 use super::super::{DataNode, ShardState};
 use crate::command::{CommandRequest, missing};
@@ -51,7 +52,7 @@ pub(super) async fn move_primary(
     if to == identity.shard_name {
         return Ok(RawDocumentBuf::new());
     }
-    let ddl = state.ddl_lock(&[&db_name], "movePrimary").await?;
+    let ddl = state.ddl_lock_for(&req, &[&db_name], "movePrimary").await?;
     let _section = state
         .enter_critical_section(&db_name, &format!("movePrimary of {db_name} to {to}"))
         .await?;
@@ -80,6 +81,14 @@ pub(super) async fn move_primary(
         Some(database) => clone_collections(database, &config, &recipient, &mut copied).await,
         None => Ok(()),
     };
+    state
+        .node
+        .fail_points
+        .pause_if(
+            "hangBeforeDdlPhase",
+            &doc! {"operation": "movePrimary", "phase": "commit"},
+        )
+        .await;
     let committed = match cloned {
         Ok(()) => config
             .run_doc(
@@ -104,21 +113,46 @@ pub(super) async fn move_primary(
         return Err(err);
     }
     state.forget_database_version(&db_name);
-    if let Some(database) = database {
-        for name in &copied {
-            if let Err(e) = database.drop_collection(name).await {
-                tracing::warn!(db = %db_name, collection = %name, error = %e, "could not drop a moved collection on the old primary");
-            }
+    tracing::info!(db = %db_name, to = %to, collections = copied.len(), "committed the move of the primary shard");
+    ddl.release().await;
+    Ok(RawDocumentBuf::new())
+}
+
+/// `{_shardsvrMovePrimaryCleanup: 1}` on a database's former primary: drops its copies of the
+/// unsharded collections (and views) it gave away, keeping the sharded collections, whose
+/// chunks it may own. Idempotent; refuses to run on the database's primary.
+pub(super) async fn cleanup(
+    state: &ShardState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let db_name = req.db.clone();
+    let identity = state.require_identity()?;
+    let config = state.connector.client(&identity.config_host);
+    let entry = database_entry(&config, &db_name).await?;
+    if entry.is_some_and(|e| e.primary == identity.shard_name) {
+        return Err(MongoError::new(
+            ErrorCode::IllegalOperation,
+            format!(
+                "{} is the primary shard of {db_name}: its collections stay",
+                identity.shard_name
+            ),
+        ));
+    }
+    let _section = state
+        .enter_critical_section(&db_name, &format!("cleanup after movePrimary of {db_name}"))
+        .await?;
+    state.forget_database_version(&db_name);
+    let Some(database) = state.storage().database(&db_name).await else {
+        return Ok(RawDocumentBuf::new());
+    };
+    for coll in database.collections() {
+        let ns = format!("{db_name}.{}", coll.name);
+        if collection_entry(&config, &ns).await?.is_none() {
+            database.drop_collection(&coll.name).await?;
+            state.cursors.kill_namespace(&ns);
         }
     }
-    if let Err(e) = recipient
-        .run_doc("admin", doc! {"_flushDatabaseCacheUpdates": &db_name})
-        .await
-    {
-        tracing::warn!(db = %db_name, error = %e, "could not tell the new primary to refresh");
-    }
-    tracing::info!(db = %db_name, to = %to, collections = copied.len(), "moved the primary shard");
-    ddl.release().await;
     Ok(RawDocumentBuf::new())
 }
 

@@ -33,6 +33,10 @@ pub(super) fn commands() -> Vec<CommandSpec<ShardState>> {
             Box::pin(super::shard_collection::create_collection_participant(s, c, r))
         })
         .help("Internal: creates this shard's part of a sharded collection (same UUID and indexes)"),
+        CommandSpec::new("_shardsvrMovePrimaryCleanup", |s, c, r| {
+            Box::pin(super::move_primary::cleanup(s, c, r))
+        })
+        .help("Internal: drops a former primary's copies of the collections it gave away"),
         CommandSpec::new("_shardsvrMovePrimary", |s, c, r| {
             Box::pin(super::move_primary::move_primary(s, c, r))
         })
