@@ -364,7 +364,7 @@ async fn shard_collection_survives_a_config_server_crash() {
     pause_before(
         &cluster.config_client().await,
         "shardCollection",
-        "shardOnPrimary",
+        "onPrimary",
     )
     .await;
     let ddl = tokio::spawn(shard_fresh(client.clone()));
@@ -406,7 +406,7 @@ async fn shard_collection_survives_a_participant_crash() {
     populate(&client).await;
     let (_, other) = primary_and_other(&cluster).await;
     let config = cluster.config_client().await;
-    pause_before(&config, "shardCollection", "shardOnPrimary").await;
+    pause_before(&config, "shardCollection", "onPrimary").await;
     let ddl = tokio::spawn(shard_fresh(client.clone()));
     wait_paused(&config).await;
     cluster.stop_shard(other);
@@ -654,4 +654,85 @@ async fn move_primary_survives_a_crash_of_the_donor_before_its_commit() {
         .unwrap()
         .expect("movePrimary after its donor restarted");
     check_moved(&cluster, donor, recipient, &to).await;
+}
+
+/// Refines `faults.skeep`'s key `{_id: "hashed"}` to `{_id: "hashed", v: 1}` (after the index it
+/// needs).
+async fn refine_skeep(client: Client) -> mongodb::error::Result<Document> {
+    client
+        .database("admin")
+        .run_command(doc! {
+            "refineCollectionShardKey": format!("{DB}.skeep"),
+            "key": {"_id": "hashed", "v": 1},
+        })
+        .await
+}
+
+async fn prepare_refine(client: &Client) {
+    populate(client).await;
+    client
+        .database(DB)
+        .collection::<Document>("skeep")
+        .create_index(
+            mongodb::IndexModel::builder()
+                .keys(doc! {"_id": "hashed", "v": 1})
+                .build(),
+        )
+        .await
+        .unwrap();
+}
+
+async fn check_refined(cluster: &ProcessCluster) {
+    let client = cluster.client().await;
+    let entry = client
+        .database("config")
+        .collection::<Document>("collections")
+        .find_one(doc! {"_id": format!("{DB}.skeep")})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        entry.get_document("key").unwrap(),
+        &doc! {"_id": "hashed", "v": 1}
+    );
+    let skeep = client.database(DB).collection::<Document>("skeep");
+    assert_eq!(skeep.count_documents(doc! {}).await.unwrap(), 100);
+    assert_eq!(skeep.count_documents(doc! {"v": 7}).await.unwrap(), 1);
+    assert_metadata_consistent(&client, true, "refineCollectionShardKey").await;
+}
+
+#[tokio::test]
+async fn refine_survives_a_config_server_crash() {
+    let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
+    let client = cluster.client().await;
+    prepare_refine(&client).await;
+    let config = cluster.config_client().await;
+    pause_before(&config, "refineCollectionShardKey", "onPrimary").await;
+    let ddl = tokio::spawn(refine_skeep(client.clone()));
+    wait_paused(&config).await;
+    cluster.stop_router();
+    cluster.restart_config();
+    assert!(ddl.await.unwrap().is_err(), "its router was killed");
+    wait_for_coordinators(&cluster).await;
+    cluster.start_router_again();
+    refine_skeep(cluster.client().await).await.unwrap();
+    check_refined(&cluster).await;
+}
+
+#[tokio::test]
+async fn refine_survives_a_crash_of_its_coordinating_shard() {
+    let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
+    let client = cluster.client().await;
+    prepare_refine(&client).await;
+    let (primary, _) = primary_and_other(&cluster).await;
+    let on_primary = cluster.shard_client(primary).await;
+    pause_before(&on_primary, "refineCollectionShardKey", "commit").await;
+    let ddl = tokio::spawn(refine_skeep(client.clone()));
+    wait_paused(&on_primary).await;
+    cluster.stop_shard(primary);
+    cluster.start_shard_again(primary);
+    ddl.await
+        .unwrap()
+        .expect("refine after its primary restarted");
+    check_refined(&cluster).await;
 }

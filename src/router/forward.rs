@@ -264,18 +264,6 @@ impl RouterState {
         }
     }
 
-    /// Sends a DDL command about `db` to the database's primary shard, versioned with the
-    /// database version whether or not the collection it names is sharded: the primary
-    /// coordinates it. `None` when the database does not exist.
-    pub(super) async fn send_to_coordinator(
-        &self,
-        db: &str,
-        req: CommandRequest,
-    ) -> Result<Option<(NodeClient, RawDocumentBuf)>> {
-        check_routable(db)?;
-        self.route_to_primary(db, None, req, false).await
-    }
-
     /// The routing loop of [`send_to_primary_of`](Self::send_to_primary_of): `ns`, when
     /// given, is a collection whose chunks may decide the shard instead.
     async fn route_to_primary(

@@ -15,6 +15,11 @@ use bson::{Bson, DateTime, RawBsonRef, RawDocumentBuf, doc};
 
 pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
     vec![
+        CommandSpec::new("_configsvrRefineCollectionShardKey", |s, c, r| {
+            Box::pin(refine(s, c, r))
+        })
+        .admin_only()
+        .help("Internal: refines a shard key through its coordinator (the primary shard does the work)"),
         CommandSpec::new("_configsvrCommitRefineCollectionShardKey", |s, c, r| {
             Box::pin(commit_refine(s, c, r))
         })
@@ -26,6 +31,19 @@ pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
 /// `{_configsvrCommitRefineCollectionShardKey: ns, key, expectedEpoch}`: the primary shard
 /// validated `key` against the generation `expectedEpoch`; a collection changed since (dropped,
 /// re-sharded, refined by someone else) is refused with ConflictingOperationInProgress.
+/// `{_configsvrRefineCollectionShardKey: ns, key}`: through its coordinator
+/// (`coordinators::refine_shard_key`).
+async fn refine(
+    state: &ConfigState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let ns = target_ns(&req)?;
+    let key = req.args().shard_key("key")?.pattern().clone();
+    let reply = super::super::coordinators::refine_shard_key(state, &ns, key).await?;
+    Ok(RawDocumentBuf::from_document(&reply)?)
+}
+
 async fn commit_refine(
     state: &ConfigState,
     _ctx: &RequestContext,

@@ -7,11 +7,13 @@
 mod drop_collection;
 mod drop_database;
 mod move_primary;
+mod refine_shard_key;
 mod shard_collection;
 
 pub(super) use drop_collection::drop_collection;
 pub(super) use drop_database::drop_database;
 pub(super) use move_primary::move_primary;
+pub(super) use refine_shard_key::refine_shard_key;
 pub(super) use shard_collection::shard_collection;
 
 use super::ConfigState;
@@ -122,7 +124,7 @@ impl CoordinatorDoc {
 /// The phase a coordinator of `operation` starts in.
 fn first_phase(operation: &str) -> &'static str {
     match operation {
-        "shardCollection" => "shardOnPrimary",
+        "shardCollection" | "refineCollectionShardKey" => "onPrimary",
         "movePrimary" => "start",
         _ => "removeMetadata",
     }
@@ -130,7 +132,7 @@ fn first_phase(operation: &str) -> &'static str {
 
 /// What a coordinator locks, by operation.
 fn scope_of(operation: &str, namespace: &str) -> Result<LockScope> {
-    // dropCollection, shardCollection: the collection.
+    // dropCollection, shardCollection, refineCollectionShardKey: the collection.
     match operation {
         "dropDatabase" | "movePrimary" => Ok(LockScope::database(namespace)),
         _ => LockScope::collections(&[namespace]),
@@ -145,6 +147,7 @@ fn body(state: Arc<ConfigState>, doc: CoordinatorDoc) -> BoxFuture<'static, Resu
             "dropDatabase" => drop_database::run(&state, doc).await,
             "shardCollection" => shard_collection::run(&state, doc).await,
             "movePrimary" => move_primary::run(&state, doc).await,
+            "refineCollectionShardKey" => refine_shard_key::run(&state, doc).await,
             other => Err(MongoError::internal(format!(
                 "unknown DDL coordinator {other}"
             ))),

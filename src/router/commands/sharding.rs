@@ -130,9 +130,10 @@ pub(super) async fn shard_collection(
     Ok(RawDocumentBuf::from_document(&reply?)?)
 }
 
-/// `{refineCollectionShardKey: "db.coll", key}`: forwarded as
-/// `_shardsvrRefineCollectionShardKey` to the database's primary shard, which coordinates it;
-/// this router's cached routing of the collection is dropped (its epoch changed).
+/// `{refineCollectionShardKey: "db.coll", key}`: the config server's coordinator takes the
+/// collection's DDL lock and has the database's primary shard do it
+/// (`_configsvrRefineCollectionShardKey` → `_shardsvrRefineCollectionShardKey`); this router's
+/// cached routing of the collection is dropped (its epoch changed).
 pub(super) async fn refine_collection_shard_key(
     state: &RouterState,
     _ctx: &RequestContext,
@@ -141,26 +142,11 @@ pub(super) async fn refine_collection_shard_key(
     let (db, coll) = target_namespace(&req)?;
     let key = req.args().shard_key("key")?.pattern().clone();
     let ns = format!("{db}.{coll}");
-    let cmd = doc! {"_shardsvrRefineCollectionShardKey": &coll, "newShardKey": key};
-    let missing = format!("refineCollectionShardKey: collection {ns} does not exist");
-    let reply = coordinate(state, &db, cmd, missing).await;
+    let reply = state
+        .config_ddl(doc! {"_configsvrRefineCollectionShardKey": &ns, "key": key})
+        .await;
     state.collections.invalidate(&ns);
-    reply
-}
-
-/// Sends a DDL command to `db`'s primary shard, which coordinates it; `missing` is the
-/// NamespaceNotFound message for a database that does not exist.
-async fn coordinate(
-    state: &RouterState,
-    db: &str,
-    cmd: bson::Document,
-    missing: String,
-) -> Result<RawDocumentBuf> {
-    let request = CommandRequest::from_document(db, &cmd)?;
-    match state.send_to_coordinator(db, request).await? {
-        Some((_, reply)) => Ok(reply),
-        None => Err(MongoError::new(ErrorCode::NamespaceNotFound, missing)),
-    }
+    Ok(RawDocumentBuf::from_document(&reply?)?)
 }
 
 /// `{movePrimary: db, to: shard}`: the config server's coordinator has the current primary move

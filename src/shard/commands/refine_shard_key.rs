@@ -28,7 +28,9 @@ pub(super) async fn refine(
     let refined = args.shard_key("newShardKey")?;
     let identity = state.require_identity()?;
     let config = state.connector.client(&identity.config_host);
-    let ddl = state.ddl_lock(&[&ns], "refineCollectionShardKey").await?;
+    let ddl = state
+        .ddl_lock_for(&req, &[&ns], "refineCollectionShardKey")
+        .await?;
     let Some((entry, chunks)) = collection_routing(&config, &ns).await? else {
         let exists = state.storage().collection(&req.db, &name).await.is_some();
         return Err(if exists {
@@ -67,6 +69,14 @@ pub(super) async fn refine(
                 .await?;
         }
     }
+    state
+        .node
+        .fail_points
+        .pause_if(
+            "hangBeforeDdlPhase",
+            &doc! {"operation": "refineCollectionShardKey", "phase": "commit"},
+        )
+        .await;
     commit(state, &entry, &refined, ddl.term()).await?;
     ddl.release().await;
     // Shards refresh on their next versioned request anyway; telling them now warms their
