@@ -736,3 +736,44 @@ async fn refine_survives_a_crash_of_its_coordinating_shard() {
         .expect("refine after its primary restarted");
     check_refined(&cluster).await;
 }
+
+#[tokio::test]
+async fn coll_mod_survives_a_config_server_crash() {
+    let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
+    let client = cluster.client().await;
+    populate(&client).await;
+    let config = cluster.config_client().await;
+    pause_before(&config, "collMod", "onShards").await;
+    let validator = doc! {"collMod": "skeep", "validator": {"v": {"$type": "int"}}};
+    let ddl = tokio::spawn({
+        let db = client.database(DB);
+        let validator = validator.clone();
+        async move { db.run_command(validator).await }
+    });
+    wait_paused(&config).await;
+    cluster.stop_router();
+    cluster.restart_config();
+    assert!(ddl.await.unwrap().is_err(), "its router was killed");
+    wait_for_coordinators(&cluster).await;
+    cluster.start_router_again();
+    let client = cluster.client().await;
+    client.database(DB).run_command(validator).await.unwrap();
+    // Both shards enforce it: documents hashed to either are refused.
+    let skeep = client.database(DB).collection::<Document>("skeep");
+    for i in 1000..1010 {
+        let refused = skeep
+            .insert_one(doc! {"_id": i, "v": "not an int"})
+            .await
+            .unwrap_err();
+        assert_eq!(crate::harness::error_code(&refused), Some(121), "{refused}");
+    }
+    for i in 0..2 {
+        let options = crate::harness::collection_options(
+            &cluster.shard_client(i).await.database(DB),
+            "skeep",
+        )
+        .await;
+        assert!(options.contains_key("validator"), "shard {i}: {options}");
+    }
+    assert_metadata_consistent(&client, true, "collMod").await;
+}

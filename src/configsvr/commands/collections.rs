@@ -27,6 +27,9 @@ pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
         })
         .admin_only()
         .help("Internal: shards a collection through its coordinator (the primary shard does the work)"),
+        CommandSpec::new("_configsvrCollMod", |s, c, r| Box::pin(coll_mod(s, c, r)))
+            .admin_only()
+            .help("Internal: applies a collMod on every shard holding the collection, through its coordinator"),
         CommandSpec::new("_configsvrDropCollection", |s, c, r| {
             Box::pin(drop_collection(s, c, r))
         })
@@ -110,6 +113,22 @@ async fn shard_collection(
         options.insert("unique", unique);
     }
     let reply = super::super::coordinators::shard_collection(state, &ns, options).await?;
+    Ok(RawDocumentBuf::from_document(&reply)?)
+}
+
+/// `{_configsvrCollMod: ns, command}`: through its coordinator (`coordinators::coll_mod`);
+/// replies as the primary shard did.
+async fn coll_mod(
+    state: &ConfigState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let ns = target_ns(&req)?;
+    let command = req
+        .args()
+        .document("command")?
+        .ok_or_else(|| missing(req.name(), "command"))?;
+    let reply = super::super::coordinators::coll_mod(state, &ns, command).await?;
     Ok(RawDocumentBuf::from_document(&reply)?)
 }
 

@@ -4,12 +4,14 @@
 //! metadata change of that phase. A restarted config server resumes every document from its
 //! phase; a request for a DDL already running joins it and gets its outcome.
 
+mod coll_mod;
 mod drop_collection;
 mod drop_database;
 mod move_primary;
 mod refine_shard_key;
 mod shard_collection;
 
+pub(super) use coll_mod::coll_mod;
 pub(super) use drop_collection::drop_collection;
 pub(super) use drop_database::drop_database;
 pub(super) use move_primary::move_primary;
@@ -125,6 +127,7 @@ impl CoordinatorDoc {
 fn first_phase(operation: &str) -> &'static str {
     match operation {
         "shardCollection" | "refineCollectionShardKey" => "onPrimary",
+        "collMod" => "onShards",
         "movePrimary" => "start",
         _ => "removeMetadata",
     }
@@ -132,7 +135,7 @@ fn first_phase(operation: &str) -> &'static str {
 
 /// What a coordinator locks, by operation.
 fn scope_of(operation: &str, namespace: &str) -> Result<LockScope> {
-    // dropCollection, shardCollection, refineCollectionShardKey: the collection.
+    // dropCollection, shardCollection, refineCollectionShardKey, collMod: the collection.
     match operation {
         "dropDatabase" | "movePrimary" => Ok(LockScope::database(namespace)),
         _ => LockScope::collections(&[namespace]),
@@ -148,6 +151,7 @@ fn body(state: Arc<ConfigState>, doc: CoordinatorDoc) -> BoxFuture<'static, Resu
             "shardCollection" => shard_collection::run(&state, doc).await,
             "movePrimary" => move_primary::run(&state, doc).await,
             "refineCollectionShardKey" => refine_shard_key::run(&state, doc).await,
+            "collMod" => coll_mod::run(&state, doc).await,
             other => Err(MongoError::internal(format!(
                 "unknown DDL coordinator {other}"
             ))),

@@ -1,7 +1,7 @@
 //! DDL on the router: `create` and `renameCollection` of unsharded collections go to the
-//! database's primary shard; index commands and `collMod` go to every shard owning chunks of a
-//! sharded collection; `drop` (sharded or not) and `dropDatabase` go to the config server,
-//! whose coordinators drop the data on every shard and remove the routing metadata.
+//! database's primary shard; index commands go to every shard owning chunks of a sharded
+//! collection; `drop` (sharded or not), `dropDatabase` and `collMod` go to the config server,
+//! whose coordinators apply them on the shards (and remove the routing metadata of drops).
 
 use super::super::RouterState;
 use super::super::forward::{ShardReply, on_config_server};
@@ -46,18 +46,44 @@ pub(super) async fn create_indexes(
     merged_reply(replies)
 }
 
+/// Fields of a request that are about the request (session, routing, API version, the
+/// client's write concern), not about the command a coordinator runs on the shards.
+const REQUEST_FIELDS: [&str; 10] = [
+    "lsid",
+    "txnNumber",
+    "autocommit",
+    "startTransaction",
+    "writeConcern",
+    "readConcern",
+    "apiVersion",
+    "apiStrict",
+    "apiDeprecationErrors",
+    "maxTimeMS",
+];
+
+/// `collMod` goes to the config server, whose coordinator applies it on every shard holding the
+/// collection under the collection's DDL lock.
 pub(super) async fn coll_mod(
     state: &RouterState,
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let ns = format!("{}.{}", req.db, req.args().collection()?);
-    match state.send_to_owners(req, true, false).await? {
-        Some(replies) => merged_reply(replies),
-        None => Err(MongoError::namespace_not_found(format!(
-            "ns does not exist: {ns}"
-        ))),
+    if on_config_server(&req.db) {
+        return state.config.run(req).await;
     }
+    let coll = req.args().collection()?;
+    crate::catalog::validate_collection_name(&req.db, coll)?;
+    let ns = format!("{}.{coll}", req.db);
+    let command: bson::Document = req
+        .body
+        .to_document()?
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with('$') && !REQUEST_FIELDS.contains(&k.as_str()))
+        .collect();
+    let reply = state
+        .config_ddl(doc! {"_configsvrCollMod": &ns, "command": command})
+        .await?;
+    Ok(RawDocumentBuf::from_document(&reply)?)
 }
 
 pub(super) async fn drop_indexes(

@@ -1,0 +1,53 @@
+//! The collMod coordinator: the config server holds the collection's DDL lock and sends the
+//! `collMod` to every shard holding the collection — the database's primary and, for a sharded
+//! collection, every shard owning chunks — one after another, the primary first (its reply is
+//! the command's). `collMod` is idempotent, so after a crash the coordinator sends it again to
+//! all of them.
+
+use super::{CoordinatorDoc, Coordinators, run_on_shard};
+use crate::configsvr::ConfigState;
+use crate::error::{MongoError, Result};
+use bson::{Bson, Document, doc};
+
+/// `collMod` of `ns` (`command` is the command as the client sent it), through its coordinator.
+pub(in crate::configsvr) async fn coll_mod(
+    state: &ConfigState,
+    ns: &str,
+    command: Document,
+) -> Result<Document> {
+    Coordinators::run(state, ns, "collMod", doc! {"command": command}).await
+}
+
+pub(super) async fn run(state: &ConfigState, doc: CoordinatorDoc) -> Result<Document> {
+    let ns = doc.namespace().to_string();
+    let (db, _) = crate::catalog::split_namespace(&ns)?;
+    doc.checkpoint(state).await;
+    let command = doc
+        .fields()
+        .get_document("command")
+        .cloned()
+        .unwrap_or_default();
+    let store = state.store();
+    let Some(database) = store.find_one("databases", &doc! {"_id": db}).await? else {
+        return Err(MongoError::namespace_not_found(format!(
+            "ns does not exist: {ns}"
+        )));
+    };
+    let mut shards = vec![database.get_str("primary").unwrap_or_default().to_string()];
+    if let Some(entry) = store.find_one("collections", &doc! {"_id": &ns}).await? {
+        let uuid = entry.get("uuid").cloned().unwrap_or(Bson::Null);
+        for chunk in store.find("chunks", &doc! {"uuid": uuid}).await? {
+            if let Ok(shard) = chunk.get_str("shard") {
+                if !shards.iter().any(|s| s == shard) {
+                    shards.push(shard.to_string());
+                }
+            }
+        }
+    }
+    let mut reply = None;
+    for shard in shards {
+        let answered = run_on_shard(state, &shard, db, command.clone(), false).await?;
+        reply.get_or_insert(answered);
+    }
+    Ok(reply.unwrap_or_default())
+}
