@@ -197,25 +197,42 @@ async fn wait_for_coordinators(cluster: &ProcessCluster) {
     }
 }
 
+/// Sends `ddl` through the router and kills the config server — with the router, so nothing
+/// sends the DDL again — while its coordinator waits before `phase`; once the restarted config
+/// server has finished it by itself, sends it again through a new router: the retry gets the
+/// outcome.
+async fn crash_config_server_during<F, Fut, T>(
+    cluster: &mut ProcessCluster,
+    operation: &str,
+    phase: &str,
+    ddl: F,
+) where
+    F: Fn(Client) -> Fut,
+    Fut: std::future::Future<Output = mongodb::error::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    let config = cluster.config_client().await;
+    pause_before(&config, operation, phase).await;
+    let first = tokio::spawn(ddl(cluster.client().await));
+    wait_paused(&config).await;
+    cluster.stop_router();
+    cluster.restart_config();
+    assert!(first.await.unwrap().is_err(), "its router was killed");
+    wait_for_coordinators(cluster).await;
+    cluster.start_router_again();
+    if let Err(e) = ddl(cluster.client().await).await {
+        panic!("{operation} sent again after a crash before {phase}: {e}");
+    }
+}
+
 /// Kills the config server while the coordinator waits before `phase`.
 async fn config_server_killed_before(operation: &'static str, phase: &str) {
     let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
-    let client = cluster.client().await;
-    populate(&client).await;
-    pause_before(&cluster.config_client().await, operation, phase).await;
-    let ddl = tokio::spawn(run_ddl(client.clone(), operation));
-    wait_paused(&cluster.config_client().await).await;
-    cluster.stop_router();
-    cluster.restart_config();
-    assert!(ddl.await.unwrap().is_err(), "its router was killed");
-    // Nobody sends the DDL again: the restarted config server resumes it by itself.
-    wait_for_coordinators(&cluster).await;
-    cluster.start_router_again();
-    let client = cluster.client().await;
-    // A client retrying gets the outcome.
-    run_ddl(client, operation)
-        .await
-        .unwrap_or_else(|e| panic!("{operation} again after a crash before {phase}: {e}"));
+    populate(&cluster.client().await).await;
+    crash_config_server_during(&mut cluster, operation, phase, |client| {
+        run_ddl(client, operation)
+    })
+    .await;
     check_converged(&cluster, operation).await;
 }
 
@@ -359,23 +376,8 @@ async fn check_sharded(cluster: &ProcessCluster) {
 #[tokio::test]
 async fn shard_collection_survives_a_config_server_crash() {
     let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
-    let client = cluster.client().await;
-    populate(&client).await;
-    pause_before(
-        &cluster.config_client().await,
-        "shardCollection",
-        "onPrimary",
-    )
-    .await;
-    let ddl = tokio::spawn(shard_fresh(client.clone()));
-    wait_paused(&cluster.config_client().await).await;
-    cluster.stop_router();
-    cluster.restart_config();
-    assert!(ddl.await.unwrap().is_err(), "its router was killed");
-    wait_for_coordinators(&cluster).await;
-    cluster.start_router_again();
-    // A client retrying gets the outcome.
-    shard_fresh(cluster.client().await).await.unwrap();
+    populate(&cluster.client().await).await;
+    crash_config_server_during(&mut cluster, "shardCollection", "onPrimary", shard_fresh).await;
     check_sharded(&cluster).await;
 }
 
@@ -611,18 +613,10 @@ async fn move_primary_with_config_server_killed_before(phase: &str) {
     populate(&client).await;
     let (donor, recipient) = primary_and_other(&cluster).await;
     let to = shard_name(&cluster, recipient).await;
-    pause_before(&cluster.config_client().await, "movePrimary", phase).await;
-    let ddl = tokio::spawn(move_faults(client.clone(), to.clone()));
-    wait_paused(&cluster.config_client().await).await;
-    cluster.stop_router();
-    cluster.restart_config();
-    assert!(ddl.await.unwrap().is_err(), "its router was killed");
-    wait_for_coordinators(&cluster).await;
-    cluster.start_router_again();
-    // A client retrying gets the outcome.
-    move_faults(cluster.client().await, to.clone())
-        .await
-        .unwrap();
+    crash_config_server_during(&mut cluster, "movePrimary", phase, |client| {
+        move_faults(client, to.clone())
+    })
+    .await;
     check_moved(&cluster, donor, recipient, &to).await;
 }
 
@@ -706,16 +700,13 @@ async fn refine_survives_a_config_server_crash() {
     let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
     let client = cluster.client().await;
     prepare_refine(&client).await;
-    let config = cluster.config_client().await;
-    pause_before(&config, "refineCollectionShardKey", "onPrimary").await;
-    let ddl = tokio::spawn(refine_skeep(client.clone()));
-    wait_paused(&config).await;
-    cluster.stop_router();
-    cluster.restart_config();
-    assert!(ddl.await.unwrap().is_err(), "its router was killed");
-    wait_for_coordinators(&cluster).await;
-    cluster.start_router_again();
-    refine_skeep(cluster.client().await).await.unwrap();
+    crash_config_server_during(
+        &mut cluster,
+        "refineCollectionShardKey",
+        "onPrimary",
+        refine_skeep,
+    )
+    .await;
     check_refined(&cluster).await;
 }
 
@@ -742,22 +733,13 @@ async fn coll_mod_survives_a_config_server_crash() {
     let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
     let client = cluster.client().await;
     populate(&client).await;
-    let config = cluster.config_client().await;
-    pause_before(&config, "collMod", "onShards").await;
     let validator = doc! {"collMod": "skeep", "validator": {"v": {"$type": "int"}}};
-    let ddl = tokio::spawn({
-        let db = client.database(DB);
+    crash_config_server_during(&mut cluster, "collMod", "onShards", |client| {
         let validator = validator.clone();
-        async move { db.run_command(validator).await }
-    });
-    wait_paused(&config).await;
-    cluster.stop_router();
-    cluster.restart_config();
-    assert!(ddl.await.unwrap().is_err(), "its router was killed");
-    wait_for_coordinators(&cluster).await;
-    cluster.start_router_again();
+        async move { client.database(DB).run_command(validator).await }
+    })
+    .await;
     let client = cluster.client().await;
-    client.database(DB).run_command(validator).await.unwrap();
     // Both shards enforce it: documents hashed to either are refused.
     let skeep = client.database(DB).collection::<Document>("skeep");
     for i in 1000..1010 {

@@ -4,9 +4,9 @@
 //! the command's). `collMod` is idempotent, so after a crash the coordinator sends it again to
 //! all of them.
 
-use super::{CoordinatorDoc, Coordinators, run_on_shard};
+use super::{CoordinatorDoc, Coordinators, database_entry, run_on_shard};
 use crate::configsvr::ConfigState;
-use crate::error::{MongoError, Result};
+use crate::error::Result;
 use bson::{Bson, Document, doc};
 
 /// `collMod` of `ns` (`command` is the command as the client sent it), through its coordinator.
@@ -27,13 +27,9 @@ pub(super) async fn run(state: &ConfigState, doc: CoordinatorDoc) -> Result<Docu
         .get_document("command")
         .cloned()
         .unwrap_or_default();
+    let database = database_entry(state, db, || format!("ns does not exist: {ns}")).await?;
     let store = state.store();
-    let Some(database) = store.find_one("databases", &doc! {"_id": db}).await? else {
-        return Err(MongoError::namespace_not_found(format!(
-            "ns does not exist: {ns}"
-        )));
-    };
-    let mut shards = vec![database.get_str("primary").unwrap_or_default().to_string()];
+    let mut shards = vec![database.primary];
     if let Some(entry) = store.find_one("collections", &doc! {"_id": &ns}).await? {
         let uuid = entry.get("uuid").cloned().unwrap_or(Bson::Null);
         for chunk in store.find("chunks", &doc! {"uuid": uuid}).await? {

@@ -317,6 +317,22 @@ pub(super) async fn run_on_shard(
     }
 }
 
+/// The database's routing table entry, or NamespaceNotFound with `missing` as message.
+pub(super) async fn database_entry(
+    state: &ConfigState,
+    db: &str,
+    missing: impl FnOnce() -> String,
+) -> Result<crate::catalog::DatabaseEntry> {
+    match state
+        .store()
+        .find_one("databases", &doc! {"_id": db})
+        .await?
+    {
+        Some(entry) => crate::catalog::DatabaseEntry::from_document(&entry),
+        None => Err(MongoError::new(ErrorCode::NamespaceNotFound, missing())),
+    }
+}
+
 /// The writes removing a sharded collection's routing metadata (entry and chunks); none for an
 /// unsharded collection.
 pub(super) async fn metadata_removal(state: &ConfigState, ns: &str) -> Result<Vec<ConfigWrite>> {

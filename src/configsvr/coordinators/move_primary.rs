@@ -6,8 +6,7 @@
 //! donor's step is idempotent before its commit (the recipient's copies are replaced), so it is
 //! sent again after any crash; the cleanup is idempotent.
 
-use super::{CoordinatorDoc, Coordinators, run_on_shard};
-use crate::catalog::DatabaseEntry;
+use super::{CoordinatorDoc, Coordinators, database_entry, run_on_shard};
 use crate::configsvr::ConfigState;
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Document, doc};
@@ -21,26 +20,12 @@ pub(in crate::configsvr) async fn move_primary(
     Coordinators::run(state, db, "movePrimary", doc! {"to": to}).await
 }
 
-async fn database_entry(state: &ConfigState, db: &str) -> Result<DatabaseEntry> {
-    let entry = state
-        .store()
-        .find_one("databases", &doc! {"_id": db})
-        .await?
-        .ok_or_else(|| {
-            MongoError::new(
-                ErrorCode::NamespaceNotFound,
-                format!("Database {db} not found"),
-            )
-        })?;
-    DatabaseEntry::from_document(&entry)
-}
-
 pub(super) async fn run(state: &ConfigState, mut doc: CoordinatorDoc) -> Result<Document> {
     let db = doc.namespace().to_string();
     let to = doc.fields().get_str("to").unwrap_or_default().to_string();
     if doc.phase() == "start" {
         doc.checkpoint(state).await;
-        let entry = database_entry(state, &db).await?;
+        let entry = database_entry(state, &db, || format!("Database {db} not found")).await?;
         if !state.shards().await?.iter().any(|(name, _)| *name == to) {
             return Err(MongoError::new(
                 ErrorCode::ShardNotFound,
@@ -65,7 +50,7 @@ pub(super) async fn run(state: &ConfigState, mut doc: CoordinatorDoc) -> Result<
         .to_string();
     if doc.phase() == "moveOnDonor" {
         doc.checkpoint(state).await;
-        let entry = database_entry(state, &db).await?;
+        let entry = database_entry(state, &db, || format!("Database {db} not found")).await?;
         if entry.primary == donor {
             let command = doc! {
                 "_shardsvrMovePrimary": 1,

@@ -4,9 +4,9 @@
 //! by this coordinator's term). The step is idempotent — once committed, the same key again
 //! changes nothing — so it is sent again after any crash until it succeeds.
 
-use super::{CoordinatorDoc, Coordinators, run_on_shard};
+use super::{CoordinatorDoc, Coordinators, database_entry, run_on_shard};
 use crate::configsvr::ConfigState;
-use crate::error::{ErrorCode, MongoError, Result};
+use crate::error::Result;
 use bson::{Document, doc};
 
 /// `refineCollectionShardKey` of `ns` to `key`, through its coordinator.
@@ -22,22 +22,15 @@ pub(super) async fn run(state: &ConfigState, doc: CoordinatorDoc) -> Result<Docu
     let ns = doc.namespace().to_string();
     let (db, coll) = crate::catalog::split_namespace(&ns)?;
     doc.checkpoint(state).await;
-    let entry = state
-        .store()
-        .find_one("databases", &doc! {"_id": db})
-        .await?
-        .ok_or_else(|| {
-            MongoError::new(
-                ErrorCode::NamespaceNotFound,
-                format!("refineCollectionShardKey: collection {ns} does not exist"),
-            )
-        })?;
-    let primary = entry.get_str("primary").unwrap_or_default().to_string();
+    let entry = database_entry(state, db, || {
+        format!("refineCollectionShardKey: collection {ns} does not exist")
+    })
+    .await?;
     let command = doc! {
         "_shardsvrRefineCollectionShardKey": coll,
         "newShardKey": doc.fields().get_document("key").cloned().unwrap_or_default(),
         "ddlLockTerm": doc.lock_term(),
-        "databaseVersion": entry.get_document("version").cloned().unwrap_or_default(),
+        "databaseVersion": entry.version.to_document(),
     };
-    run_on_shard(state, &primary, db, command, false).await
+    run_on_shard(state, &entry.primary, db, command, false).await
 }

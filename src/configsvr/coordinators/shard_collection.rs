@@ -6,9 +6,9 @@
 //! succeeds; a late commit from an attempt before a config server restart carries a term that
 //! no longer holds the lock and is refused.
 
-use super::{CoordinatorDoc, Coordinators, run_on_shard};
+use super::{CoordinatorDoc, Coordinators, database_entry, run_on_shard};
 use crate::configsvr::ConfigState;
-use crate::error::{ErrorCode, MongoError, Result};
+use crate::error::Result;
 use bson::{Document, doc};
 
 /// `shardCollection` of `ns` with `options` (`key`, `unique`), through its coordinator.
@@ -24,26 +24,16 @@ pub(super) async fn run(state: &ConfigState, doc: CoordinatorDoc) -> Result<Docu
     let ns = doc.namespace().to_string();
     let (db, coll) = crate::catalog::split_namespace(&ns)?;
     doc.checkpoint(state).await;
-    let entry = state
-        .store()
-        .find_one("databases", &doc! {"_id": db})
-        .await?
-        .ok_or_else(|| {
-            MongoError::new(
-                ErrorCode::NamespaceNotFound,
-                format!("database {db} not found"),
-            )
-        })?;
-    let primary = entry.get_str("primary").unwrap_or_default().to_string();
+    let entry = database_entry(state, db, || format!("database {db} not found")).await?;
     let fields = doc.fields();
     let mut command = doc! {
         "_shardsvrCreateCollection": coll,
         "shardKey": fields.get_document("key").cloned().unwrap_or_default(),
         "ddlLockTerm": doc.lock_term(),
-        "databaseVersion": entry.get_document("version").cloned().unwrap_or_default(),
+        "databaseVersion": entry.version.to_document(),
     };
     if let Ok(unique) = fields.get_bool("unique") {
         command.insert("unique", unique);
     }
-    run_on_shard(state, &primary, db, command, false).await
+    run_on_shard(state, &entry.primary, db, command, false).await
 }
