@@ -180,8 +180,11 @@ impl Coordinators {
                     let doc = CoordinatorDoc::new(namespace, operation, fields);
                     let state = state.arc();
                     tokio::spawn(async move {
-                        let result = start(&state, doc).await;
-                        finish(&state, &key, tx, result);
+                        let run = tokio::spawn({
+                            let state = Arc::clone(&state);
+                            async move { start(&state, doc).await }
+                        });
+                        finish(&state, &key, tx, outcome_of(run.await));
                     });
                     rx
                 }
@@ -221,12 +224,28 @@ impl Coordinators {
                 .insert(key.clone(), rx);
             let state = Arc::clone(state);
             tokio::spawn(async move {
-                let result = resume(&state, doc, lock).await;
-                finish(&state, &key, tx, result);
+                let run = tokio::spawn({
+                    let state = Arc::clone(&state);
+                    async move { resume(&state, doc, lock).await }
+                });
+                finish(&state, &key, tx, outcome_of(run.await));
             });
         }
         Ok(())
     }
+}
+
+/// A coordinator task's outcome; one that panicked (a bug) answers InternalError, its document
+/// stays for the next start to resume, and the same DDL can be sent again.
+fn outcome_of(
+    joined: std::result::Result<Result<Document>, tokio::task::JoinError>,
+) -> Result<Document> {
+    joined.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "a DDL coordinator failed");
+        Err(MongoError::internal(format!(
+            "the DDL coordinator failed: {e}"
+        )))
+    })
 }
 
 fn finish(
