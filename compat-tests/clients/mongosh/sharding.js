@@ -88,7 +88,11 @@ for (const found of [
 // DDL helpers through the config server's coordinators.
 app.createCollection('ddl_tmp');
 app.ddl_tmp.createIndex({ a: 1 });
+app.ddl_tmp.createIndex({ b: 1 });
+assert.strictEqual(app.ddl_tmp.dropIndex('b_1').ok, 1);
+assert.deepStrictEqual(app.ddl_tmp.getIndexes().map((i) => i.name).sort().join(','), '_id_,a_1');
 app.ddl_tmp.renameCollection('ddl_tmp2');
+assert.deepStrictEqual(app.ddl_tmp2.getIndexes().map((i) => i.name).sort().join(','), '_id_,a_1');
 assert.ok(app.getCollectionNames().includes('ddl_tmp2'));
 assert.strictEqual(app.ddl_tmp2.drop(), true);
 assert.ok(!app.getCollectionNames().includes('ddl_tmp2'));
