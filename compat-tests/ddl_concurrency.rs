@@ -1,6 +1,6 @@
 //! DDL racing with DDL and CRUD: clients run random `create`, `drop`, `shardCollection`,
-//! `createIndexes`, `dropIndexes`, `renameCollection`, inserts and reads on a few overlapping
-//! namespaces through two routers for a bounded time. No operation hangs (a deadlock would),
+//! `createIndexes`, `dropIndexes`, `renameCollection`, `dropDatabase`, `movePrimary`, inserts and
+//! reads on a few overlapping namespaces through two routers for a bounded time. No operation hangs (a deadlock would),
 //! no operation fails with anything but the errors its race explains, and afterwards both
 //! routers and every shard agree: the metadata is consistent, each collection reads the same
 //! through both routers, and a dropped collection leaves nothing behind on any shard.
@@ -45,7 +45,7 @@ async fn one_operation(
     let db = client.database(DB);
     let name = COLLECTIONS[rng.next(COLLECTIONS.len())];
     let coll = db.collection::<Document>(name);
-    match rng.next(9) {
+    match rng.next(11) {
         0 => db.create_collection(name).await,
         1 => coll.drop().await,
         2 => db
@@ -71,6 +71,16 @@ async fn one_operation(
                     "to": format!("{DB}.{to}"),
                     "dropTarget": true,
                 })
+                .await
+                .map(|_| ())
+        }
+        9 => db.drop().await,
+        10 => {
+            let shards = crate::harness::shard_names(db.client()).await;
+            let to = &shards[rng.next(shards.len())];
+            db.client()
+                .database("admin")
+                .run_command(doc! {"movePrimary": DB, "to": to})
                 .await
                 .map(|_| ())
         }

@@ -108,6 +108,24 @@ impl ShardState {
         }
     }
 
+    /// [`ddl_lock`](Self::ddl_lock) for a DDL a router sent with the database version: the
+    /// version is checked again once the lock is held, because a DDL that held it meanwhile
+    /// (movePrimary, dropDatabase) may have moved or dropped the database — the router then
+    /// meets StaleDbVersion and goes to the current primary.
+    pub(crate) async fn routed_ddl_lock(
+        &self,
+        request: &crate::command::CommandRequest,
+        names: &[&str],
+        reason: &str,
+    ) -> Result<RemoteDdlLock> {
+        let lock = self.ddl_lock(names, reason).await?;
+        if let Err(e) = self.check_versions(request).await {
+            lock.release().await;
+            return Err(e);
+        }
+        Ok(lock)
+    }
+
     /// Takes the DDL lock of a database (`["db"]`) or of collections (`["db.a", ...]`) on the
     /// config server, waiting as long as the config server lets DDL wait (then LockBusy).
     pub(crate) async fn ddl_lock(&self, names: &[&str], reason: &str) -> Result<RemoteDdlLock> {

@@ -184,7 +184,9 @@ impl DataNode for ShardState {
                 return Ok(None);
             }
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            Ok(Some(self.ddl_lock(&names, reason).await?))
+            Ok(Some(
+                ShardState::routed_ddl_lock(self, request, &names, reason).await?,
+            ))
         })
     }
 }

@@ -63,7 +63,7 @@ pub(super) async fn create_indexes<S: DataNode>(
     for spec in specs {
         if is_existing(&coll.indexes, &spec)? {
             // The same index may still be building for another request: answer once it is.
-            wait_for_build(&db, &coll.name, &spec.name).await;
+            db.wait_for_index_build(&coll.name, &spec.name).await;
             continue;
         }
         if to_build
@@ -92,7 +92,7 @@ pub(super) async fn create_indexes<S: DataNode>(
                 // that build, then answer as for an existing index (or build ours, if that
                 // build failed).
                 Err(e) if e.code() == ErrorCode::IndexBuildAlreadyInProgress => {
-                    wait_for_build(&db, &coll.name, &spec.name).await;
+                    db.wait_for_index_build(&coll.name, &spec.name).await;
                     let current = db.collection(&coll.name).ok_or_else(|| {
                         MongoError::namespace_not_found(format!(
                             "ns does not exist: {}.{}",
@@ -117,18 +117,6 @@ pub(super) async fn create_indexes<S: DataNode>(
         reply.insert("note", "all indexes already exist");
     }
     Ok(RawDocumentBuf::from_document(&reply)?)
-}
-
-/// Waits while the index `name` of `collection` exists but is not ready (another request builds
-/// it).
-async fn wait_for_build(db: &crate::shard::storage::DatabaseStore, collection: &str, name: &str) {
-    let building = || {
-        db.collection(collection)
-            .is_some_and(|c| c.indexes.iter().any(|i| i.name == name && !i.ready))
-    };
-    while building() {
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
 }
 
 /// Whether the index exists already; a conflicting index under the same name or key is an error.

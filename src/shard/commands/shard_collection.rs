@@ -86,7 +86,7 @@ pub(super) async fn create_sharded_collection(
         if unique {
             spec.insert("unique", true);
         }
-        db.create_index(&name, IndexSpec::parse(&spec)?).await?;
+        db.ensure_index(&name, IndexSpec::parse(&spec)?).await?;
     }
     let uuid = coll.uuid_bson();
     let config = state.connector.client(&identity.config_host);
@@ -231,7 +231,7 @@ pub(super) async fn create_collection_participant(
             .get_str("name")
             .is_ok_and(|n| coll.indexes.iter().any(|i| i.name == n));
         if !exists {
-            db.create_index(&name, IndexSpec::parse(&spec)?).await?;
+            db.ensure_index(&name, IndexSpec::parse(&spec)?).await?;
         }
     }
     Ok(RawDocumentBuf::new())

@@ -204,7 +204,9 @@ async fn rename_collection(
         .ok_or_else(|| crate::command::missing("_shardsvrRenameCollection", "to"))?;
     let drop_target = args.bool("dropTarget")?.unwrap_or(false);
     let from = format!("{}.{from}", req.db);
-    let ddl = state.ddl_lock(&[&from, to], "renameCollection").await?;
+    let ddl = state
+        .routed_ddl_lock(&req, &[&from, to], "renameCollection")
+        .await?;
     let renamed = rename_locked(state, &req, &from, to, drop_target).await;
     ddl.release().await;
     renamed

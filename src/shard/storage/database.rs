@@ -324,6 +324,36 @@ impl DatabaseStore {
         Ok(())
     }
 
+    /// Creates the index unless an index of that name exists; when another request is building
+    /// it, waits for that build (and builds it itself if that build failed).
+    pub async fn ensure_index(&self, collection: &str, spec: IndexSpec) -> Result<()> {
+        loop {
+            match self.create_index(collection, spec.clone()).await {
+                Err(e) if e.code() == ErrorCode::IndexBuildAlreadyInProgress => {
+                    self.wait_for_index_build(collection, &spec.name).await;
+                    let exists = self
+                        .collection(collection)
+                        .is_some_and(|c| c.indexes.iter().any(|i| i.name == spec.name));
+                    if exists {
+                        return Ok(());
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Waits while the index `name` of `collection` exists but is not ready (being built).
+    pub async fn wait_for_index_build(&self, collection: &str, name: &str) {
+        let building = || {
+            self.collection(collection)
+                .is_some_and(|c| c.indexes.iter().any(|i| i.name == name && !i.ready))
+        };
+        while building() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
     /// Creates and builds a secondary index. Writes go on while it is built: the index is
     /// maintained by every write from the moment it exists, and built over the older
     /// documents in chunks, each its own transaction. A duplicate in a unique index drops it
