@@ -381,23 +381,36 @@ async fn shard_collection_survives_a_config_server_crash() {
     check_sharded(&cluster).await;
 }
 
+/// Sends `ddl` through the router and kills the database's primary shard, which does the
+/// coordinator's work, while it waits just before its commit (the other shard already holds
+/// its copy); starts it again: the config server's coordinator sends the step again and the
+/// client's request answers.
+async fn crash_primary_before_commit<Fut, T>(
+    cluster: &mut ProcessCluster,
+    operation: &str,
+    ddl: Fut,
+) where
+    Fut: std::future::Future<Output = mongodb::error::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    let (primary, _) = primary_and_other(cluster).await;
+    let on_primary = cluster.shard_client(primary).await;
+    pause_before(&on_primary, operation, "commit").await;
+    let ddl = tokio::spawn(ddl);
+    wait_paused(&on_primary).await;
+    cluster.stop_shard(primary);
+    cluster.start_shard_again(primary);
+    if let Err(e) = ddl.await.unwrap() {
+        panic!("{operation} after its primary restarted: {e}");
+    }
+}
+
 #[tokio::test]
 async fn shard_collection_survives_a_crash_of_its_coordinating_shard() {
     let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
     let client = cluster.client().await;
     populate(&client).await;
-    let (primary, _) = primary_and_other(&cluster).await;
-    // The primary stops just before its commit: the other shard already has its copy.
-    let on_primary = cluster.shard_client(primary).await;
-    pause_before(&on_primary, "shardCollection", "commit").await;
-    let ddl = tokio::spawn(shard_fresh(client.clone()));
-    wait_paused(&on_primary).await;
-    cluster.stop_shard(primary);
-    cluster.start_shard_again(primary);
-    // The config server's coordinator sends the step again to the restarted primary.
-    ddl.await
-        .unwrap()
-        .expect("shardCollection after its primary restarted");
+    crash_primary_before_commit(&mut cluster, "shardCollection", shard_fresh(client)).await;
     check_sharded(&cluster).await;
 }
 
@@ -637,16 +650,8 @@ async fn move_primary_survives_a_crash_of_the_donor_before_its_commit() {
     populate(&client).await;
     let (donor, recipient) = primary_and_other(&cluster).await;
     let to = shard_name(&cluster, recipient).await;
-    let on_donor = cluster.shard_client(donor).await;
     // The recipient holds every copy when the donor dies.
-    pause_before(&on_donor, "movePrimary", "commit").await;
-    let ddl = tokio::spawn(move_faults(client.clone(), to.clone()));
-    wait_paused(&on_donor).await;
-    cluster.stop_shard(donor);
-    cluster.start_shard_again(donor);
-    ddl.await
-        .unwrap()
-        .expect("movePrimary after its donor restarted");
+    crash_primary_before_commit(&mut cluster, "movePrimary", move_faults(client, to.clone())).await;
     check_moved(&cluster, donor, recipient, &to).await;
 }
 
@@ -715,16 +720,12 @@ async fn refine_survives_a_crash_of_its_coordinating_shard() {
     let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
     let client = cluster.client().await;
     prepare_refine(&client).await;
-    let (primary, _) = primary_and_other(&cluster).await;
-    let on_primary = cluster.shard_client(primary).await;
-    pause_before(&on_primary, "refineCollectionShardKey", "commit").await;
-    let ddl = tokio::spawn(refine_skeep(client.clone()));
-    wait_paused(&on_primary).await;
-    cluster.stop_shard(primary);
-    cluster.start_shard_again(primary);
-    ddl.await
-        .unwrap()
-        .expect("refine after its primary restarted");
+    crash_primary_before_commit(
+        &mut cluster,
+        "refineCollectionShardKey",
+        refine_skeep(client),
+    )
+    .await;
     check_refined(&cluster).await;
 }
 

@@ -4,7 +4,7 @@
 //! the command's). `collMod` is idempotent, so after a crash the coordinator sends it again to
 //! all of them.
 
-use super::{CoordinatorDoc, Coordinators, database_entry, run_on_shard};
+use super::{CoordinatorDoc, Coordinators, Operation, database_entry, run_on_shard};
 use crate::configsvr::ConfigState;
 use crate::error::Result;
 use bson::{Bson, Document, doc};
@@ -15,7 +15,7 @@ pub(in crate::configsvr) async fn coll_mod(
     ns: &str,
     command: Document,
 ) -> Result<Document> {
-    Coordinators::run(state, ns, "collMod", doc! {"command": command}).await
+    Coordinators::run(state, ns, Operation::CollMod, doc! {"command": command}).await
 }
 
 pub(super) async fn run(state: &ConfigState, doc: CoordinatorDoc) -> Result<Document> {

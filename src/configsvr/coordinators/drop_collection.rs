@@ -4,7 +4,7 @@
 //! primary first: unsharded collections and views live there), each inside its critical
 //! section so requests already admitted finish first.
 
-use super::{CoordinatorDoc, Coordinators, metadata_removal, run_on_shard};
+use super::{CoordinatorDoc, Coordinators, Operation, metadata_removal, run_on_shard};
 use crate::configsvr::ConfigState;
 use crate::error::Result;
 use bson::{Document, doc};
@@ -14,7 +14,7 @@ pub(in crate::configsvr) async fn drop_collection(
     state: &ConfigState,
     ns: &str,
 ) -> Result<Document> {
-    Coordinators::run(state, ns, "dropCollection", doc! {}).await
+    Coordinators::run(state, ns, Operation::DropCollection, doc! {}).await
 }
 
 pub(super) async fn run(state: &ConfigState, mut doc: CoordinatorDoc) -> Result<Document> {

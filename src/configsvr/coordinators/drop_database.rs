@@ -4,14 +4,14 @@
 //! also forgets its cached database version, so a router still holding the old version meets
 //! StaleDbVersion.
 
-use super::{CoordinatorDoc, Coordinators, metadata_removal, run_on_shard};
+use super::{CoordinatorDoc, Coordinators, Operation, metadata_removal, run_on_shard};
 use crate::configsvr::ConfigState;
 use crate::error::Result;
 use bson::{Bson, Document, doc};
 
 /// `dropDatabase` of `db`, through its coordinator.
 pub(in crate::configsvr) async fn drop_database(state: &ConfigState, db: &str) -> Result<Document> {
-    Coordinators::run(state, db, "dropDatabase", doc! {}).await
+    Coordinators::run(state, db, Operation::DropDatabase, doc! {}).await
 }
 
 pub(super) async fn run(state: &ConfigState, mut doc: CoordinatorDoc) -> Result<Document> {

@@ -42,19 +42,24 @@ pub(super) struct Coordinators {
 /// A coordinator's persisted state: its document, rewritten at every phase.
 pub(super) struct CoordinatorDoc {
     doc: Document,
+    operation: Operation,
     /// The fencing term of the DDL lock this run holds (not persisted: a resumed coordinator
     /// holds a new one).
     lock_term: i64,
 }
 
 impl CoordinatorDoc {
-    fn new(namespace: &str, operation: &str, fields: Document) -> CoordinatorDoc {
+    fn new(namespace: &str, operation: Operation, fields: Document) -> CoordinatorDoc {
         let mut doc = doc! {
-            "_id": {"namespace": namespace, "operationType": operation},
-            "phase": first_phase(operation),
+            "_id": {"namespace": namespace, "operationType": operation.name()},
+            "phase": operation.first_phase(),
         };
         doc.extend(fields);
-        CoordinatorDoc { doc, lock_term: 0 }
+        CoordinatorDoc {
+            doc,
+            operation,
+            lock_term: 0,
+        }
     }
 
     /// The term shards pass back with the commits they send for this coordinator.
@@ -66,8 +71,8 @@ impl CoordinatorDoc {
         self.id_field("namespace")
     }
 
-    pub fn operation(&self) -> &str {
-        self.id_field("operationType")
+    pub fn operation(&self) -> &'static str {
+        self.operation.name()
     }
 
     fn id_field(&self, field: &str) -> &str {
@@ -79,9 +84,7 @@ impl CoordinatorDoc {
     }
 
     pub fn phase(&self) -> &str {
-        self.doc
-            .get_str("phase")
-            .unwrap_or_else(|_| first_phase(self.operation()))
+        self.doc.get_str("phase").unwrap_or_default()
     }
 
     pub fn fields(&self) -> &Document {
@@ -123,40 +126,81 @@ impl CoordinatorDoc {
     }
 }
 
-/// The phase a coordinator of `operation` starts in.
-fn first_phase(operation: &str) -> &'static str {
-    match operation {
-        "shardCollection" | "refineCollectionShardKey" => "onPrimary",
-        "collMod" => "onShards",
-        "movePrimary" => "start",
-        _ => "removeMetadata",
-    }
+/// The coordinated DDL operations: what each is called in its document, the phase it starts
+/// in, what it locks, and its phases.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Operation {
+    DropCollection,
+    DropDatabase,
+    CollMod,
+    ShardCollection,
+    RefineCollectionShardKey,
+    MovePrimary,
 }
 
-/// What a coordinator locks, by operation.
-fn scope_of(operation: &str, namespace: &str) -> Result<LockScope> {
-    // dropCollection, shardCollection, refineCollectionShardKey, collMod: the collection.
-    match operation {
-        "dropDatabase" | "movePrimary" => Ok(LockScope::database(namespace)),
-        _ => LockScope::collections(&[namespace]),
-    }
-}
+impl Operation {
+    const ALL: [Operation; 6] = [
+        Operation::DropCollection,
+        Operation::DropDatabase,
+        Operation::CollMod,
+        Operation::ShardCollection,
+        Operation::RefineCollectionShardKey,
+        Operation::MovePrimary,
+    ];
 
-/// Runs the coordinator's phases from the one its document names.
-fn body(state: Arc<ConfigState>, doc: CoordinatorDoc) -> BoxFuture<'static, Result<Document>> {
-    Box::pin(async move {
-        match doc.operation() {
-            "dropCollection" => drop_collection::run(&state, doc).await,
-            "dropDatabase" => drop_database::run(&state, doc).await,
-            "shardCollection" => shard_collection::run(&state, doc).await,
-            "movePrimary" => move_primary::run(&state, doc).await,
-            "refineCollectionShardKey" => refine_shard_key::run(&state, doc).await,
-            "collMod" => coll_mod::run(&state, doc).await,
-            other => Err(MongoError::internal(format!(
-                "unknown DDL coordinator {other}"
-            ))),
+    /// The `operationType` of its documents (MongoDB's names).
+    fn name(self) -> &'static str {
+        match self {
+            Operation::DropCollection => "dropCollection",
+            Operation::DropDatabase => "dropDatabase",
+            Operation::CollMod => "collMod",
+            Operation::ShardCollection => "shardCollection",
+            Operation::RefineCollectionShardKey => "refineCollectionShardKey",
+            Operation::MovePrimary => "movePrimary",
         }
-    })
+    }
+
+    fn named(name: &str) -> Result<Operation> {
+        Operation::ALL
+            .into_iter()
+            .find(|op| op.name() == name)
+            .ok_or_else(|| MongoError::internal(format!("unknown DDL coordinator {name}")))
+    }
+
+    fn first_phase(self) -> &'static str {
+        match self {
+            Operation::DropCollection | Operation::DropDatabase => "removeMetadata",
+            Operation::CollMod => "onShards",
+            Operation::ShardCollection | Operation::RefineCollectionShardKey => "onPrimary",
+            Operation::MovePrimary => "start",
+        }
+    }
+
+    /// A database operation locks the database, the others their collection.
+    fn scope(self, namespace: &str) -> Result<LockScope> {
+        match self {
+            Operation::DropDatabase | Operation::MovePrimary => Ok(LockScope::database(namespace)),
+            _ => LockScope::collections(&[namespace]),
+        }
+    }
+
+    /// Runs the coordinator's phases from the one its document names.
+    fn run(
+        self,
+        state: Arc<ConfigState>,
+        doc: CoordinatorDoc,
+    ) -> BoxFuture<'static, Result<Document>> {
+        Box::pin(async move {
+            match self {
+                Operation::DropCollection => drop_collection::run(&state, doc).await,
+                Operation::DropDatabase => drop_database::run(&state, doc).await,
+                Operation::CollMod => coll_mod::run(&state, doc).await,
+                Operation::ShardCollection => shard_collection::run(&state, doc).await,
+                Operation::RefineCollectionShardKey => refine_shard_key::run(&state, doc).await,
+                Operation::MovePrimary => move_primary::run(&state, doc).await,
+            }
+        })
+    }
 }
 
 impl Coordinators {
@@ -166,10 +210,10 @@ impl Coordinators {
     pub(super) async fn run(
         state: &ConfigState,
         namespace: &str,
-        operation: &str,
+        operation: Operation,
         fields: Document,
     ) -> Result<Document> {
-        let key = (namespace.to_string(), operation.to_string());
+        let key = (namespace.to_string(), operation.name().to_string());
         let mut outcome = {
             let mut running = state.coordinators.running.lock().expect("poisoned");
             match running.get(&key) {
@@ -202,13 +246,25 @@ impl Coordinators {
     pub(super) async fn recover(state: &Arc<ConfigState>) -> Result<()> {
         let docs = state.store().find(COORDINATORS, &doc! {}).await?;
         for doc in docs {
-            let doc = CoordinatorDoc { doc, lock_term: 0 };
+            let operation = doc
+                .get_document("_id")
+                .ok()
+                .and_then(|id| id.get_str("operationType").ok())
+                .unwrap_or_default();
+            let doc = CoordinatorDoc {
+                operation: Operation::named(operation)?,
+                doc,
+                lock_term: 0,
+            };
             let key = (doc.namespace().to_string(), doc.operation().to_string());
-            let scope = scope_of(doc.operation(), doc.namespace())?;
-            let reason = doc.operation().to_string();
-            let lock =
-                LocalDdlLock::acquire(&state.ddl_locks, &scope, &reason, state.lock_timeout())
-                    .await?;
+            let scope = doc.operation.scope(doc.namespace())?;
+            let lock = LocalDdlLock::acquire(
+                &state.ddl_locks,
+                &scope,
+                doc.operation(),
+                state.lock_timeout(),
+            )
+            .await?;
             tracing::info!(
                 namespace = %doc.namespace(),
                 operation = %doc.operation(),
@@ -264,7 +320,7 @@ fn finish(
 }
 
 async fn start(state: &Arc<ConfigState>, doc: CoordinatorDoc) -> Result<Document> {
-    let scope = scope_of(doc.operation(), doc.namespace())?;
+    let scope = doc.operation.scope(doc.namespace())?;
     let lock = LocalDdlLock::acquire(
         &state.ddl_locks,
         &scope,
@@ -283,7 +339,7 @@ async fn resume(
 ) -> Result<Document> {
     doc.lock_term = lock.term();
     let id = doc.id();
-    let result = body(Arc::clone(state), doc).await;
+    let result = doc.operation.run(Arc::clone(state), doc).await;
     // Done (or refused before changing anything): nothing left to resume.
     let forgotten = state.store().delete_by_id(COORDINATORS, &id).await;
     let released = lock.release().await;

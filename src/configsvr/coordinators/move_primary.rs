@@ -6,7 +6,7 @@
 //! donor's step is idempotent before its commit (the recipient's copies are replaced), so it is
 //! sent again after any crash; the cleanup is idempotent.
 
-use super::{CoordinatorDoc, Coordinators, database_entry, run_on_shard};
+use super::{CoordinatorDoc, Coordinators, Operation, database_entry, run_on_shard};
 use crate::configsvr::ConfigState;
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Document, doc};
@@ -17,7 +17,7 @@ pub(in crate::configsvr) async fn move_primary(
     db: &str,
     to: &str,
 ) -> Result<Document> {
-    Coordinators::run(state, db, "movePrimary", doc! {"to": to}).await
+    Coordinators::run(state, db, Operation::MovePrimary, doc! {"to": to}).await
 }
 
 pub(super) async fn run(state: &ConfigState, mut doc: CoordinatorDoc) -> Result<Document> {

@@ -4,7 +4,7 @@
 //! by this coordinator's term). The step is idempotent — once committed, the same key again
 //! changes nothing — so it is sent again after any crash until it succeeds.
 
-use super::{CoordinatorDoc, Coordinators, database_entry, run_on_shard};
+use super::{CoordinatorDoc, Coordinators, Operation, database_entry, run_on_shard};
 use crate::configsvr::ConfigState;
 use crate::error::Result;
 use bson::{Document, doc};
@@ -15,7 +15,13 @@ pub(in crate::configsvr) async fn refine_shard_key(
     ns: &str,
     key: Document,
 ) -> Result<Document> {
-    Coordinators::run(state, ns, "refineCollectionShardKey", doc! {"key": key}).await
+    Coordinators::run(
+        state,
+        ns,
+        Operation::RefineCollectionShardKey,
+        doc! {"key": key},
+    )
+    .await
 }
 
 pub(super) async fn run(state: &ConfigState, doc: CoordinatorDoc) -> Result<Document> {

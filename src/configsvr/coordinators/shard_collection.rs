@@ -6,7 +6,7 @@
 //! succeeds; a late commit from an attempt before a config server restart carries a term that
 //! no longer holds the lock and is refused.
 
-use super::{CoordinatorDoc, Coordinators, database_entry, run_on_shard};
+use super::{CoordinatorDoc, Coordinators, Operation, database_entry, run_on_shard};
 use crate::configsvr::ConfigState;
 use crate::error::Result;
 use bson::{Document, doc};
@@ -17,7 +17,7 @@ pub(in crate::configsvr) async fn shard_collection(
     ns: &str,
     options: Document,
 ) -> Result<Document> {
-    Coordinators::run(state, ns, "shardCollection", options).await
+    Coordinators::run(state, ns, Operation::ShardCollection, options).await
 }
 
 pub(super) async fn run(state: &ConfigState, doc: CoordinatorDoc) -> Result<Document> {
