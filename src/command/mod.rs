@@ -23,6 +23,27 @@ pub use write_concern::WriteConcern;
 
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::wire::{DocumentSequence, OpMsg};
+
+/// Fields every command may carry that are about the request (session, transaction, time limit,
+/// concerns, API version, comment), not parameters of the command itself.
+pub fn is_generic_field(name: &str) -> bool {
+    name.starts_with('$')
+        || matches!(
+            name,
+            "lsid"
+                | "txnNumber"
+                | "comment"
+                | "maxTimeMS"
+                | "readConcern"
+                | "writeConcern"
+                | "apiVersion"
+                | "apiStrict"
+                | "apiDeprecationErrors"
+                | "autocommit"
+                | "startTransaction"
+                | "backpressure"
+        )
+}
 use bson::{Document, RawArrayBuf, RawDocument, RawDocumentBuf};
 
 /// One command: `body` is the kind-0 section (with or without `$db`), `sequences` the kind-1

@@ -1,6 +1,8 @@
-//! DDL locks this shard holds on the config server while it coordinates a DDL itself (as the
-//! database's primary: create, rename, shardCollection, refineCollectionShardKey, movePrimary),
-//! so that it never interleaves with a conflicting DDL anywhere in the cluster. While held, a
+//! DDL locks this shard holds on the config server while it runs a DDL a router sent it as the
+//! database's primary (`create`, `renameCollection`), so that it never interleaves with a
+//! conflicting DDL anywhere in the cluster. (The steps a config server coordinator sends —
+//! `_shardsvrCreateCollection`, `_shardsvrRefineCollectionShardKey`, `_shardsvrMovePrimary` —
+//! run under the coordinator's lock and carry its term, [`coordinator_term`].) While held, a
 //! task pings the config server at a third of the lease; a shard that dies stops pinging and
 //! its lock is taken over once the lease lapses. The commit it sends carries the lock's term,
 //! which the config server refuses once the lock was taken over (fencing).
@@ -12,27 +14,13 @@ use bson::doc;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-/// The DDL lock a shard's DDL step runs under: taken by this shard, or held by the config
-/// server's coordinator that sent the step (its term came with the request).
-pub(crate) enum DdlLockHold {
-    Own(RemoteDdlLock),
-    Coordinator(i64),
-}
-
-impl DdlLockHold {
-    pub fn term(&self) -> i64 {
-        match self {
-            DdlLockHold::Own(lock) => lock.term(),
-            DdlLockHold::Coordinator(term) => *term,
-        }
-    }
-
-    /// Gives this shard's own lock back (the coordinator releases its own).
-    pub async fn release(self) {
-        if let DdlLockHold::Own(lock) = self {
-            lock.release().await;
-        }
-    }
+/// The fencing term of the config server coordinator that sent a DDL step
+/// (`ddlLockTerm`): the step's commit carries it back.
+pub(crate) fn coordinator_term(request: &crate::command::CommandRequest) -> Result<i64> {
+    request
+        .args()
+        .i64("ddlLockTerm")?
+        .ok_or_else(|| crate::command::missing(request.name(), "ddlLockTerm"))
 }
 
 pub struct RemoteDdlLock {
@@ -43,11 +31,6 @@ pub struct RemoteDdlLock {
 }
 
 impl RemoteDdlLock {
-    /// The fencing term, sent with the commit as `ddlLockTerm`.
-    pub fn term(&self) -> i64 {
-        self.term
-    }
-
     /// Gives the lock back before the DDL answers, so the client's next DDL finds it free.
     /// (Dropped unreleased, on an error path, it is given back in the background.)
     pub async fn release(mut self) {
@@ -92,20 +75,6 @@ impl ShardState {
             self.node.host(),
             self.node.started_at.timestamp_millis()
         )
-    }
-
-    /// The lock for a DDL step: the coordinator's when the request names its term
-    /// (`ddlLockTerm`), else this shard's own ([`ddl_lock`](Self::ddl_lock)).
-    pub(crate) async fn ddl_lock_for(
-        &self,
-        request: &crate::command::CommandRequest,
-        names: &[&str],
-        reason: &str,
-    ) -> Result<DdlLockHold> {
-        match request.args().i64("ddlLockTerm")? {
-            Some(term) => Ok(DdlLockHold::Coordinator(term)),
-            None => Ok(DdlLockHold::Own(self.ddl_lock(names, reason).await?)),
-        }
     }
 
     /// [`ddl_lock`](Self::ddl_lock) for a DDL a router sent with the database version: the

@@ -46,21 +46,6 @@ pub(super) async fn create_indexes(
     merged_reply(replies)
 }
 
-/// Fields of a request that are about the request (session, routing, API version, the
-/// client's write concern), not about the command a coordinator runs on the shards.
-const REQUEST_FIELDS: [&str; 10] = [
-    "lsid",
-    "txnNumber",
-    "autocommit",
-    "startTransaction",
-    "writeConcern",
-    "readConcern",
-    "apiVersion",
-    "apiStrict",
-    "apiDeprecationErrors",
-    "maxTimeMS",
-];
-
 /// `collMod` goes to the config server, whose coordinator applies it on every shard holding the
 /// collection under the collection's DDL lock.
 pub(super) async fn coll_mod(
@@ -78,7 +63,7 @@ pub(super) async fn coll_mod(
         .body
         .to_document()?
         .into_iter()
-        .filter(|(k, _)| !k.starts_with('$') && !REQUEST_FIELDS.contains(&k.as_str()))
+        .filter(|(k, _)| !crate::command::is_generic_field(k))
         .collect();
     let reply = state
         .config_ddl(doc! {"_configsvrCollMod": &ns, "command": command})

@@ -22,26 +22,6 @@ pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     ]
 }
 
-/// Fields of every command that are not parameters.
-fn is_generic_field(name: &str) -> bool {
-    name.starts_with('$')
-        || matches!(
-            name,
-            "lsid"
-                | "txnNumber"
-                | "comment"
-                | "maxTimeMS"
-                | "readConcern"
-                | "writeConcern"
-                | "apiVersion"
-                | "apiStrict"
-                | "apiDeprecationErrors"
-                | "autocommit"
-                | "startTransaction"
-                | "backpressure"
-        )
-}
-
 async fn get_parameter<S: NodeState>(
     state: &S,
     _ctx: &RequestContext,
@@ -65,7 +45,7 @@ async fn get_parameter<S: NodeState>(
         let mut out = Document::new();
         for item in req.body.iter().skip(1) {
             let (name, _) = item?;
-            if is_generic_field(name) {
+            if crate::command::is_generic_field(name) {
                 continue;
             }
             if let Some(value) = params.describe(name, details) {
@@ -89,7 +69,10 @@ async fn set_parameter<S: NodeState>(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let body = req.body.to_document()?;
-    let mut changes = body.iter().skip(1).filter(|(k, _)| !is_generic_field(k));
+    let mut changes = body
+        .iter()
+        .skip(1)
+        .filter(|(k, _)| !crate::command::is_generic_field(k));
     let (name, value) = changes.next().ok_or_else(|| {
         MongoError::new(
             ErrorCode::Location(16),

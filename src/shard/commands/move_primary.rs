@@ -18,6 +18,7 @@ use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::NodeClient;
 use crate::rpc::config::{collection_entry, database_entry, shard_hosts};
 use crate::server::RequestContext;
+use crate::shard::ddl_lock::coordinator_term;
 use crate::shard::storage::{CollectionMeta, DatabaseStore};
 use bson::{RawArrayBuf, RawDocumentBuf, doc};
 
@@ -52,7 +53,7 @@ pub(super) async fn move_primary(
     if to == identity.shard_name {
         return Ok(RawDocumentBuf::new());
     }
-    let ddl = state.ddl_lock_for(&req, &[&db_name], "movePrimary").await?;
+    let ddl_lock_term = coordinator_term(&req)?;
     let _section = state
         .enter_critical_section(&db_name, &format!("movePrimary of {db_name} to {to}"))
         .await?;
@@ -97,7 +98,7 @@ pub(super) async fn move_primary(
                     "_configsvrCommitMovePrimary": &db_name,
                     "to": &to,
                     "expectedDatabaseVersion": entry.version.to_document(),
-                    "ddlLockTerm": ddl.term(),
+                    "ddlLockTerm": ddl_lock_term,
                 },
             )
             .await
@@ -114,7 +115,6 @@ pub(super) async fn move_primary(
     }
     state.forget_database_version(&db_name);
     tracing::info!(db = %db_name, to = %to, collections = copied.len(), "committed the move of the primary shard");
-    ddl.release().await;
     Ok(RawDocumentBuf::new())
 }
 

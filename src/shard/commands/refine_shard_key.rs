@@ -13,6 +13,7 @@ use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::config::{collection_routing, shard_hosts};
 use crate::server::RequestContext;
+use crate::shard::ddl_lock::coordinator_term;
 use crate::shard::shard_key_index::{KeyFit, ShardKeyIndex};
 use bson::{RawDocumentBuf, doc};
 use std::collections::BTreeSet;
@@ -28,9 +29,7 @@ pub(super) async fn refine(
     let refined = args.shard_key("newShardKey")?;
     let identity = state.require_identity()?;
     let config = state.connector.client(&identity.config_host);
-    let ddl = state
-        .ddl_lock_for(&req, &[&ns], "refineCollectionShardKey")
-        .await?;
+    let ddl_lock_term = coordinator_term(&req)?;
     let Some((entry, chunks)) = collection_routing(&config, &ns).await? else {
         let exists = state.storage().collection(&req.db, &name).await.is_some();
         return Err(if exists {
@@ -77,8 +76,7 @@ pub(super) async fn refine(
             &doc! {"operation": "refineCollectionShardKey", "phase": "commit"},
         )
         .await;
-    commit(state, &entry, &refined, ddl.term()).await?;
-    ddl.release().await;
+    commit(state, &entry, &refined, ddl_lock_term).await?;
     // Shards refresh on their next versioned request anyway; telling them now warms their
     // metadata. A shard that cannot be told is not an error: the commit is done.
     for (shard, host) in hosts.iter().filter(|(s, _)| holders.contains(s)) {

@@ -15,6 +15,7 @@ use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::config::{collection_routing, shard_hosts};
 use crate::server::RequestContext;
+use crate::shard::ddl_lock::coordinator_term;
 use crate::shard::index::IndexSpec;
 use crate::shard::shard_key_index::{KeyFit, ShardKeyIndex};
 use crate::shard::storage::CollectionMeta;
@@ -55,7 +56,7 @@ pub(super) async fn create_sharded_collection(
     }
     // No other DDL on the collection anywhere in the cluster until this one is committed;
     // the commit carries the lock's term.
-    let ddl = state.ddl_lock_for(&req, &[&ns], "shardCollection").await?;
+    let ddl_lock_term = coordinator_term(&req)?;
     // Writes racing with the commit would land here under the unsharded version, and in a
     // range another shard is about to own: they wait, and then find the collection sharded.
     let _section = state
@@ -99,7 +100,7 @@ pub(super) async fn create_sharded_collection(
         "unique": unique,
         "uuid": uuid,
         "primaryShard": &identity.shard_name,
-        "ddlLockTerm": ddl.term(),
+        "ddlLockTerm": ddl_lock_term,
     };
     if empty && pattern.has_hashed_prefix() && !already_sharded {
         // The collection was just read back with its shard key index.
@@ -122,7 +123,6 @@ pub(super) async fn create_sharded_collection(
     // This shard now owns the collection's only chunk: learn its version at once, so routers
     // that still believe the collection unsharded are told they are stale.
     state.refresh_collection(&ns).await?;
-    ddl.release().await;
     Ok(RawDocumentBuf::from_document(&doc! {
         "collectionsharded": &ns,
         "collectionUUID": coll.uuid_bson(),
