@@ -10,12 +10,12 @@ use futures::TryStreamExt;
 use mongodb::Client;
 use mongodb::bson::{Document, doc};
 
-const TEST_COMMANDS: &[&str] = &["--enable-test-commands"];
-const DB: &str = "faults";
+pub(crate) const TEST_COMMANDS: &[&str] = &["--enable-test-commands"];
+pub(crate) const DB: &str = "faults";
 
 /// `faults.keep` (unsharded), `faults.skeep` (sharded over both shards), the collections a
 /// test drops (`faults.gone` unsharded, `faults.sgone` sharded), and `untouched.data`.
-async fn populate(client: &Client) {
+pub(crate) async fn populate(client: &Client) {
     let db = client.database(DB);
     for name in ["keep", "gone", "skeep", "sgone"] {
         db.create_collection(name).await.unwrap();
@@ -54,7 +54,7 @@ async fn run_ddl(client: Client, operation: &str) -> mongodb::error::Result<()> 
     }
 }
 
-async fn names(client: &Client, db: &str) -> Vec<String> {
+pub(crate) async fn names(client: &Client, db: &str) -> Vec<String> {
     let mut names = client.database(db).list_collection_names().await.unwrap();
     names.sort();
     names
@@ -81,24 +81,7 @@ async fn check_converged(cluster: &ProcessCluster, operation: &str) {
             .unwrap();
         assert!(entry.is_none(), "{ns} left in config.collections");
     }
-    // No chunk outlives its collection.
-    let uuids: Vec<_> = config
-        .collection::<Document>("collections")
-        .find(doc! {})
-        .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
-        .into_iter()
-        .filter_map(|c| c.get("uuid").cloned())
-        .collect();
-    let orphaned = config
-        .collection::<Document>("chunks")
-        .count_documents(doc! {"uuid": {"$nin": uuids}})
-        .await
-        .unwrap();
-    assert_eq!(orphaned, 0, "chunks of dropped collections");
+    assert_no_chunk_outlives_its_collection(&config).await;
     let pending = config
         .collection::<Document>("system.sharding_ddl_coordinators")
         .count_documents(doc! {})
@@ -155,7 +138,28 @@ async fn check_converged(cluster: &ProcessCluster, operation: &str) {
     assert_eq!(again.count_documents(doc! {}).await.unwrap(), 1);
 }
 
-async fn pause_before(config: &Client, operation: &str, phase: &str) {
+/// Fails if `config.chunks` holds chunks of a collection `config.collections` no longer has.
+pub(crate) async fn assert_no_chunk_outlives_its_collection(config: &mongodb::Database) {
+    let uuids: Vec<_> = config
+        .collection::<Document>("collections")
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|c| c.get("uuid").cloned())
+        .collect();
+    let orphaned = config
+        .collection::<Document>("chunks")
+        .count_documents(doc! {"uuid": {"$nin": uuids}})
+        .await
+        .unwrap();
+    assert_eq!(orphaned, 0, "chunks of dropped collections");
+}
+
+pub(crate) async fn pause_before(config: &Client, operation: &str, phase: &str) {
     admin(
         config,
         doc! {
@@ -168,7 +172,7 @@ async fn pause_before(config: &Client, operation: &str, phase: &str) {
     .unwrap();
 }
 
-async fn wait_paused(config: &Client) {
+pub(crate) async fn wait_paused(config: &Client) {
     admin(
         config,
         doc! {"waitForFailPoint": "hangBeforeDdlPhase", "timesEntered": 1, "maxTimeMS": 30000},
@@ -179,7 +183,7 @@ async fn wait_paused(config: &Client) {
 
 /// Waits until the config server has no DDL coordinator left (a restarted one resumes them by
 /// itself).
-async fn wait_for_coordinators(cluster: &ProcessCluster) {
+pub(crate) async fn wait_for_coordinators(cluster: &ProcessCluster) {
     let config = cluster.config_client().await.database("config");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while config
@@ -201,7 +205,7 @@ async fn wait_for_coordinators(cluster: &ProcessCluster) {
 /// sends the DDL again — while its coordinator waits before `phase`; once the restarted config
 /// server has finished it by itself, sends it again through a new router: the retry gets the
 /// outcome.
-async fn crash_config_server_during<F, Fut, T>(
+pub(crate) async fn crash_config_server_during<F, Fut, T>(
     cluster: &mut ProcessCluster,
     operation: &str,
     phase: &str,
@@ -237,7 +241,7 @@ async fn config_server_killed_before(operation: &'static str, phase: &str) {
 }
 
 /// The process indexes of the database's primary shard and of the other shard.
-async fn primary_and_other(cluster: &ProcessCluster) -> (usize, usize) {
+pub(crate) async fn primary_and_other(cluster: &ProcessCluster) -> (usize, usize) {
     let config = cluster.config_client().await.database("config");
     let primary = config
         .collection::<Document>("databases")

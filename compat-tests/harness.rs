@@ -458,6 +458,16 @@ pub async fn assert_metadata_consistent(client: &Client, check_indexes: bool, wh
 }
 
 /// The shards' names, as `listShards` gives them.
+/// The `config.collections` entry of `ns`, if it is sharded.
+pub async fn collection_entry(client: &Client, ns: &str) -> Option<Document> {
+    client
+        .database("config")
+        .collection::<Document>("collections")
+        .find_one(mongodb::bson::doc! {"_id": ns})
+        .await
+        .unwrap()
+}
+
 pub async fn shard_names(client: &Client) -> Vec<String> {
     admin(client, mongodb::bson::doc! {"listShards": 1})
         .await

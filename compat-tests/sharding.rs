@@ -3,24 +3,16 @@
 //! documents it writes) and `split` (middle, find, bounds) with the chunk versions the
 //! versioning protocol prescribes.
 
-use crate::harness::{admin, both_modes, error_code};
+use crate::harness::{admin, both_modes, collection_entry, error_code};
 use futures::TryStreamExt;
 use mongodb::Client;
 use mongodb::bson::{Bson, Document, doc};
 
-/// The `config.collections` entry of `ns`, if it is sharded.
-async fn entry(client: &Client, ns: &str) -> Option<Document> {
-    client
-        .database("config")
-        .collection::<Document>("collections")
-        .find_one(doc! {"_id": ns})
-        .await
-        .unwrap()
-}
-
 /// The chunks of sharded collection `ns`, in key order.
 async fn chunks(client: &Client, ns: &str) -> Vec<Document> {
-    let entry = entry(client, ns).await.expect("a config.collections entry");
+    let entry = collection_entry(client, ns)
+        .await
+        .expect("a config.collections entry");
     chunks_of(client, entry.get("uuid").unwrap()).await
 }
 
@@ -70,7 +62,7 @@ async fn shard_collection_records_the_collection(client: &Client) {
             .any(|i| i.get_document("key").unwrap() == &doc! {"region": 1, "uid": 1}),
         "{indexes:?}"
     );
-    let entry = entry(client, "shapp.users").await.unwrap();
+    let entry = collection_entry(client, "shapp.users").await.unwrap();
     assert_eq!(
         entry.get_document("key").unwrap(),
         &doc! {"region": 1, "uid": 1}
@@ -274,14 +266,14 @@ async fn drops_remove_sharding_metadata(client: &Client) {
     )
     .await
     .unwrap();
-    let first = entry(client, "shdrop.a").await.unwrap();
+    let first = collection_entry(client, "shdrop.a").await.unwrap();
     client
         .database("shdrop")
         .collection::<Document>("a")
         .drop()
         .await
         .unwrap();
-    assert!(entry(client, "shdrop.a").await.is_none());
+    assert!(collection_entry(client, "shdrop.a").await.is_none());
     assert!(
         chunks_of(client, first.get("uuid").unwrap())
             .await
@@ -294,7 +286,7 @@ async fn drops_remove_sharding_metadata(client: &Client) {
     )
     .await
     .unwrap();
-    let second = entry(client, "shdrop.a").await.unwrap();
+    let second = collection_entry(client, "shdrop.a").await.unwrap();
     assert_ne!(
         first.get_object_id("lastmodEpoch").unwrap(),
         second.get_object_id("lastmodEpoch").unwrap()
@@ -406,7 +398,7 @@ async fn merge_all_chunks_and_version_reports(client: &Client) {
     assert_eq!(before.len(), 5);
     let top = before.iter().map(lastmod).max().unwrap();
     let shard = before[0].get_str("shard").unwrap().to_string();
-    let entry = entry(client, ns).await.unwrap();
+    let entry = collection_entry(client, ns).await.unwrap();
 
     let version = admin(client, doc! {"getShardVersion": ns, "fullMetadata": true})
         .await

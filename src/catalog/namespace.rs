@@ -71,6 +71,28 @@ pub fn validate_user_write(db: &str, coll: &str) -> Result<()> {
     Ok(())
 }
 
+/// What any rename of `source` to `target` (full namespaces) must satisfy: both are names users
+/// may write to, they differ, and they are in one database (the only renames supported).
+pub fn check_rename(source: &str, target: &str) -> Result<()> {
+    let (from_db, from) = split_namespace(source)?;
+    let (to_db, to) = split_namespace(target)?;
+    validate_user_write(from_db, from)?;
+    validate_user_write(to_db, to)?;
+    if source == target {
+        return Err(MongoError::new(
+            ErrorCode::IllegalOperation,
+            "Can't rename a collection to itself",
+        ));
+    }
+    if from_db != to_db {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "renaming a collection across databases is not supported yet",
+        ));
+    }
+    Ok(())
+}
+
 /// Namespaces MongoDB refuses to shard.
 pub fn check_shardable(db: &str, coll: &str) -> Result<()> {
     if matches!(db, "admin" | "local") || (db == "config" && coll != "system.sessions") {
@@ -104,6 +126,19 @@ mod tests {
         assert!(validate_collection_name("app", "a$b").is_err());
         assert!(validate_user_write("app", "system.users").is_err());
         assert!(validate_user_write("app", "system.js").is_ok());
+    }
+
+    #[test]
+    fn renames_stay_in_one_database_under_another_name() {
+        assert!(check_rename("app.a", "app.b").is_ok());
+        let code = |from, to| check_rename(from, to).unwrap_err().code();
+        assert_eq!(code("app.a", "app.a"), ErrorCode::IllegalOperation);
+        assert_eq!(code("app.a", "other.a"), ErrorCode::NotImplemented);
+        assert_eq!(
+            code("app.a", "app.system.users"),
+            ErrorCode::InvalidNamespace
+        );
+        assert_eq!(code("app.a", "app"), ErrorCode::InvalidNamespace);
     }
 
     #[test]

@@ -232,11 +232,6 @@ impl RouterState {
         req: CommandRequest,
         create: bool,
     ) -> Result<Option<(NodeClient, RawDocumentBuf)>> {
-        check_routable(db_name)?;
-        if on_config_server(db_name) {
-            let reply = self.config.call(req).await?;
-            return Ok(Some((self.config.clone(), reply)));
-        }
         // The collection the command is about, when it names one (`aggregate: 1` does not).
         let ns = match req.args().target() {
             Ok(RawBsonRef::String(coll)) if db_name == req.db => Some(format!("{db_name}.{coll}")),
@@ -244,6 +239,17 @@ impl RouterState {
         };
         self.route_to_primary(db_name, ns.as_deref(), req, create)
             .await
+    }
+
+    /// Sends a DDL about collections of `db_name` to the database's primary shard with the
+    /// database version, whether they are sharded or not: the primary coordinates it.
+    pub(super) async fn send_to_database_primary(
+        &self,
+        db_name: &str,
+        req: CommandRequest,
+        create: bool,
+    ) -> Result<Option<(NodeClient, RawDocumentBuf)>> {
+        self.route_to_primary(db_name, None, req, create).await
     }
 
     /// Sends an idempotent DDL command to the config server, which coordinates it; sent again
@@ -273,6 +279,11 @@ impl RouterState {
         req: CommandRequest,
         create: bool,
     ) -> Result<Option<(NodeClient, RawDocumentBuf)>> {
+        check_routable(db_name)?;
+        if on_config_server(db_name) {
+            let reply = self.config.call(req).await?;
+            return Ok(Some((self.config.clone(), reply)));
+        }
         let mut passes = self.routing_loop(db_name, ns, create);
         while let Some(placement) = passes.next().await? {
             let shard = match &placement.routing {

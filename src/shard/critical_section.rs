@@ -1,16 +1,27 @@
 //! Critical sections: while this shard changes where a database's data lives (the commit of
 //! `shardCollection`, `movePrimary`), the requests routers version for that database wait, and
-//! the ones already running finish first. A section is held by the coordinating command on
-//! this shard and ends with it (or with the process): it is never left behind by a crash.
+//! the ones already running finish first. Such a section is held by the coordinating command
+//! on this shard and ends with it (or with the process): it is never left behind by a crash.
+//!
+//! A DDL that spans several commands from the config server (renaming a sharded collection)
+//! takes *recoverable* sections instead: per collection, persisted in
+//! `config.collection_critical_sections` as MongoDB does, so a shard restarted in the middle
+//! still blocks those collections until the coordinator releases them.
 
 use super::ShardState;
+use super::storage::Storage;
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::CommandGuard;
+use bson::{Bson, Document, doc};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
+use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock, watch};
+
+/// Where recoverable sections are persisted (on the shard's own `config` database).
+const SECTIONS_DB: &str = "config";
+const SECTIONS: &str = "collection_critical_sections";
 
 /// How long a coordinator waits for the database's running requests to finish before it gives
 /// up with LockBusy (MongoDB's DDL lock timeout is of the same order).
@@ -18,10 +29,24 @@ const ENTER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One reader-writer lock per database: versioned requests share it, a critical section holds
 /// it alone. Tokio's lock is fair, so requests arriving after a section asked for it queue
-/// behind the section instead of starving it.
-#[derive(Default)]
+/// behind the section instead of starving it. Recoverable sections are a set of collections
+/// the requests admitted under the database's lock must not touch.
 pub(super) struct CriticalSections {
     databases: Mutex<HashMap<String, Arc<RwLock<()>>>>,
+    /// Collections in a recoverable section, with the reason it was entered for.
+    collections: Mutex<HashMap<String, Document>>,
+    /// Bumped at every release: requests waiting for a collection look again.
+    released: watch::Sender<u64>,
+}
+
+impl Default for CriticalSections {
+    fn default() -> Self {
+        CriticalSections {
+            databases: Mutex::default(),
+            collections: Mutex::default(),
+            released: watch::Sender::new(0),
+        }
+    }
 }
 
 /// A critical section held on one database; dropping it lets the waiting requests run.
@@ -35,9 +60,109 @@ impl CriticalSections {
         Arc::clone(databases.entry(db.to_string()).or_default())
     }
 
-    /// Admits one versioned request on `db`: waits while a critical section is held.
-    pub async fn admit(&self, db: &str) -> OwnedRwLockReadGuard<()> {
-        self.lock_of(db).read_owned().await
+    /// Admits one versioned request on `db` about `namespaces`: waits while a critical section
+    /// holds the database or one of those collections.
+    pub async fn admit(&self, db: &str, namespaces: &[String]) -> OwnedRwLockReadGuard<()> {
+        loop {
+            let mut released = self.released.subscribe();
+            let admitted = self.lock_of(db).read_owned().await;
+            if !self.blocks_any(namespaces) {
+                return admitted;
+            }
+            drop(admitted);
+            // The sender lives as long as `self`: this only ends at a release.
+            let _ = released.changed().await;
+        }
+    }
+
+    fn blocks_any(&self, namespaces: &[String]) -> bool {
+        let held = self.collections.lock().expect("poisoned");
+        namespaces.iter().any(|ns| held.contains_key(ns))
+    }
+
+    /// Loads the recoverable sections a previous run of this shard left held.
+    pub async fn load(&self, storage: &Storage) -> Result<()> {
+        let mut held = self.collections.lock().expect("poisoned").clone();
+        for section in storage.documents(SECTIONS_DB, SECTIONS).await? {
+            if let (Ok(ns), Ok(reason)) = (section.get_str("_id"), section.get_document("reason")) {
+                tracing::info!(ns = %ns, reason = %reason, "a recoverable critical section is still held");
+                held.insert(ns.to_string(), reason.clone());
+            }
+        }
+        *self.collections.lock().expect("poisoned") = held;
+        Ok(())
+    }
+
+    /// Enters a recoverable section on `namespaces` (collections of `db`) for `reason`, once
+    /// the requests running on the database have finished; persisted before this returns.
+    /// Entering again for the same reason changes nothing (the coordinator resends its steps).
+    pub async fn enter_recoverable(
+        &self,
+        storage: &Storage,
+        db: &str,
+        namespaces: &[&str],
+        reason: &Document,
+    ) -> Result<()> {
+        let missing = self.not_yet_held(namespaces, reason)?;
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let _drained = self.enter(db, &reason.to_string()).await?;
+        for ns in missing {
+            let id = Bson::String(ns.to_string());
+            let section = doc! {"_id": ns, "reason": reason.clone(), "blockReads": true};
+            storage
+                .put_document(SECTIONS_DB, SECTIONS, &id, Some(&section), true)
+                .await?;
+            self.collections
+                .lock()
+                .expect("poisoned")
+                .insert(ns.to_string(), reason.clone());
+        }
+        Ok(())
+    }
+
+    /// Which of `namespaces` are not in a section yet; ConflictingOperationInProgress when one
+    /// is, for another reason.
+    fn not_yet_held<'a>(&self, namespaces: &[&'a str], reason: &Document) -> Result<Vec<&'a str>> {
+        let held = self.collections.lock().expect("poisoned");
+        let mut missing = Vec::new();
+        for ns in namespaces {
+            match held.get(*ns) {
+                Some(other) if other != reason => {
+                    return Err(MongoError::new(
+                        ErrorCode::ConflictingOperationInProgress,
+                        format!("{ns} is in a critical section for {other}"),
+                    ));
+                }
+                Some(_) => {}
+                None => missing.push(*ns),
+            }
+        }
+        Ok(missing)
+    }
+
+    /// Leaves the recoverable sections entered for `reason` on `namespaces`; the requests
+    /// waiting for them run. Sections not held (already released) are skipped.
+    pub async fn release_recoverable(
+        &self,
+        storage: &Storage,
+        namespaces: &[&str],
+        reason: &Document,
+    ) -> Result<()> {
+        for ns in namespaces {
+            let ours = self.collections.lock().expect("poisoned").get(*ns) == Some(reason);
+            if !ours {
+                continue;
+            }
+            let id = Bson::String(ns.to_string());
+            storage
+                .put_document(SECTIONS_DB, SECTIONS, &id, None, true)
+                .await?;
+            self.collections.lock().expect("poisoned").remove(*ns);
+        }
+        self.released.send_modify(|n| *n += 1);
+        Ok(())
     }
 
     /// Enters `db`'s critical section once its running versioned requests have finished.
@@ -71,7 +196,10 @@ impl ShardState {
             return Ok(None);
         }
         let db = super::versioning::versioned_database(request)?;
-        Ok(Some(Box::new(self.critical_sections.admit(&db).await)))
+        let namespaces = super::filtering::versioned_namespaces(request);
+        Ok(Some(Box::new(
+            self.critical_sections.admit(&db, &namespaces).await,
+        )))
     }
 
     /// Enters `db`'s critical section (see [`CriticalSections::enter`]).
@@ -91,7 +219,7 @@ mod tests {
     #[tokio::test]
     async fn a_section_waits_for_running_requests_and_blocks_new_ones() {
         let sections = Arc::new(CriticalSections::default());
-        let running = sections.admit("db").await;
+        let running = sections.admit("db", &[]).await;
         let entering = {
             let sections = Arc::clone(&sections);
             tokio::spawn(async move { sections.enter("db", "test").await.map(|_| ()) })
@@ -102,12 +230,12 @@ mod tests {
         entering.await.unwrap().unwrap();
 
         let held = sections.enter("db", "test").await.unwrap();
-        let other_db = sections.admit("other").await;
+        let other_db = sections.admit("other", &[]).await;
         drop(other_db);
         let blocked = {
             let sections = Arc::clone(&sections);
             tokio::spawn(async move {
-                drop(sections.admit("db").await);
+                drop(sections.admit("db", &[]).await);
             })
         };
         tokio::task::yield_now().await;
@@ -117,5 +245,51 @@ mod tests {
         );
         drop(held);
         blocked.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_recoverable_section_blocks_its_collections_across_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::open(dir.path()).await.unwrap();
+        let reason = doc! {"command": "rename", "from": "db.a", "to": "db.b"};
+        let sections = Arc::new(CriticalSections::default());
+        sections
+            .enter_recoverable(&storage, "db", &["db.a", "db.b"], &reason)
+            .await
+            .unwrap();
+        // Again for the same reason: nothing changes; for another: refused.
+        sections
+            .enter_recoverable(&storage, "db", &["db.a", "db.b"], &reason)
+            .await
+            .unwrap();
+        let other = doc! {"command": "drop"};
+        let refused = sections
+            .enter_recoverable(&storage, "db", &["db.a"], &other)
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code(), ErrorCode::ConflictingOperationInProgress);
+
+        // Another collection of the database is admitted; the blocked one waits.
+        drop(sections.admit("db", &["db.c".to_string()]).await);
+        let restarted = Arc::new(CriticalSections::default());
+        restarted.load(&storage).await.unwrap();
+        for sections in [&sections, &restarted] {
+            let blocked = {
+                let sections = Arc::clone(sections);
+                tokio::spawn(async move {
+                    drop(sections.admit("db", &["db.a".to_string()]).await);
+                })
+            };
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(!blocked.is_finished(), "a request on db.a waits");
+            sections
+                .release_recoverable(&storage, &["db.a", "db.b"], &reason)
+                .await
+                .unwrap();
+            blocked.await.unwrap();
+        }
+        let again = CriticalSections::default();
+        again.load(&storage).await.unwrap();
+        assert!(!again.blocks_any(&["db.a".to_string(), "db.b".to_string()]));
     }
 }

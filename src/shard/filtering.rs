@@ -275,6 +275,23 @@ fn same_routing(a: &OwnershipFilter, b: &OwnershipFilter) -> bool {
         && a.chunks().collection_version() == b.chunks().collection_version()
 }
 
+/// Every collection a versioned request is about: its namespace, or a `bulkWrite`'s.
+pub(super) fn versioned_namespaces(request: &CommandRequest) -> Vec<String> {
+    if request.name() != "bulkWrite" {
+        return versioned_namespace(request).into_iter().collect();
+    }
+    let Ok(entries) = request.document_array("nsInfo") else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter_map(|entry| match entry.get("ns") {
+            Ok(Some(RawBsonRef::String(ns))) => Some(ns.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The namespace a versioned request is about (for `explain`, the explained command's);
 /// commands that name no single collection (`aggregate: 1`, `bulkWrite`) carry the database
 /// version alone and have none.

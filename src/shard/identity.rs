@@ -3,7 +3,7 @@
 
 use super::storage::Storage;
 use crate::error::{MongoError, Result};
-use bson::{Bson, Document, RawDocumentBuf, doc, oid::ObjectId};
+use bson::{Bson, Document, doc, oid::ObjectId};
 
 const ADMIN: &str = "admin";
 const VERSION_COLLECTION: &str = "system.version";
@@ -55,16 +55,9 @@ pub(super) async fn load(storage: &Storage) -> Result<Option<ShardIdentity>> {
 
 /// Persists the identity (durably: it names the shard for the rest of its life).
 pub(super) async fn store(storage: &Storage, identity: &ShardIdentity) -> Result<()> {
-    let db = storage.database_or_create(ADMIN).await?;
-    let coll = db.ensure_collection(VERSION_COLLECTION).await?;
-    let raw = RawDocumentBuf::from_document(&identity.to_document())?;
-    let mut txn = db.write().await?;
-    match txn.fetch_by_id(&coll, &Bson::String(ID.into())).await? {
-        Some((rid, old)) => txn.replace(&coll, rid, &old, &raw).await?,
-        None => {
-            txn.insert_one(&coll, &raw).await?;
-        }
-    }
-    let seq = txn.commit().await?;
-    db.wait_durable(seq).await
+    let id = Bson::String(ID.into());
+    let document = identity.to_document();
+    storage
+        .put_document(ADMIN, VERSION_COLLECTION, &id, Some(&document), true)
+        .await
 }

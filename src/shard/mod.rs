@@ -97,6 +97,7 @@ impl ShardState {
             table: commands::table(),
         });
         state.load_filtering_metadata().await?;
+        state.critical_sections.load(&state.storage).await?;
         spawn_cursor_reaper(Arc::downgrade(&state));
         ttl::spawn_ttl_monitor(Arc::downgrade(&state));
         Ok(state)

@@ -45,7 +45,7 @@ fn entry_from_document(doc: &Document) -> Result<(CollectionEntry, bson::Timesta
 /// Every collection's persisted routing that is whole; torn copies are skipped (and logged).
 pub(super) async fn load_all(storage: &Storage) -> Result<Vec<(CollectionEntry, ChunkMap)>> {
     let mut out = Vec::new();
-    for doc in all_documents(storage, COLLECTIONS).await? {
+    for doc in storage.documents(DB, COLLECTIONS).await? {
         match load_one(storage, &doc).await {
             Ok(loaded) => out.push(loaded),
             Err(e) => tracing::warn!(
@@ -60,7 +60,8 @@ pub(super) async fn load_all(storage: &Storage) -> Result<Vec<(CollectionEntry, 
 
 async fn load_one(storage: &Storage, doc: &Document) -> Result<(CollectionEntry, ChunkMap)> {
     let (entry, version) = entry_from_document(doc)?;
-    let chunks = all_documents(storage, &chunks_collection(&entry.ns))
+    let chunks = storage
+        .documents(DB, &chunks_collection(&entry.ns))
         .await?
         .iter()
         .map(|c| chunk_from_document(&entry.key, entry.generation, c))
@@ -72,27 +73,6 @@ async fn load_one(storage: &Storage, doc: &Document) -> Result<(CollectionEntry,
         ));
     }
     Ok((entry, map))
-}
-
-async fn all_documents(storage: &Storage, collection: &str) -> Result<Vec<Document>> {
-    let Some((db, coll)) = storage.collection(DB, collection).await else {
-        return Ok(Vec::new());
-    };
-    let mut read = db.read().await?;
-    let mut out = Vec::new();
-    let mut after = 0;
-    loop {
-        let rows = read
-            .scan(&coll, after, crate::shard::exec::SCAN_CHUNK)
-            .await?;
-        let Some((last, _)) = rows.last() else {
-            return Ok(out);
-        };
-        after = *last;
-        for (_, raw) in rows {
-            out.push(raw.to_document()?);
-        }
-    }
 }
 
 /// Replaces the persisted routing of `entry.ns`: the chunks first, then the entry naming their
@@ -128,9 +108,6 @@ pub(super) async fn store(
 
 /// Forgets the persisted routing of `ns` (it was dropped, or is not sharded any more).
 pub(super) async fn remove(storage: &Storage, ns: &str) -> Result<()> {
-    if storage.collection(DB, COLLECTIONS).await.is_none() {
-        return Ok(());
-    }
     put_entry(storage, ns, None).await?;
     if let Some(db) = storage.database(DB).await {
         db.drop_collection(&chunks_collection(ns)).await?;
@@ -140,24 +117,8 @@ pub(super) async fn remove(storage: &Storage, ns: &str) -> Result<()> {
 
 /// Writes (or with `None` deletes) the `config.cache.collections` entry of `ns`.
 async fn put_entry(storage: &Storage, ns: &str, entry: Option<&Document>) -> Result<()> {
-    let db = storage.database_or_create(DB).await?;
-    let coll = db.ensure_collection(COLLECTIONS).await?;
-    let mut txn = db.write().await?;
-    let old = txn
-        .fetch_by_id(&coll, &Bson::String(ns.to_string()))
-        .await?;
-    match (old, entry) {
-        (Some((rid, old)), Some(new)) => {
-            txn.replace(&coll, rid, &old, &RawDocumentBuf::from_document(new)?)
-                .await?
-        }
-        (None, Some(new)) => {
-            txn.insert_one(&coll, &RawDocumentBuf::from_document(new)?)
-                .await?;
-        }
-        (Some((rid, old)), None) => txn.delete(&coll, rid, &old).await?,
-        (None, None) => {}
-    }
-    txn.commit().await?;
-    Ok(())
+    let id = Bson::String(ns.to_string());
+    storage
+        .put_document(DB, COLLECTIONS, &id, entry, false)
+        .await
 }

@@ -96,4 +96,15 @@ assert.deepStrictEqual(app.ddl_tmp2.getIndexes().map((i) => i.name).sort().join(
 assert.ok(app.getCollectionNames().includes('ddl_tmp2'));
 assert.strictEqual(app.ddl_tmp2.drop(), true);
 assert.ok(!app.getCollectionNames().includes('ddl_tmp2'));
+// A sharded collection renamed keeps its documents, shard key and indexes.
+sh.shardCollection(`${dbName}.ddl_sharded`, { _id: 'hashed' });
+app.ddl_sharded.createIndex({ a: 1 });
+app.ddl_sharded.insertMany([...Array(20).keys()].map((i) => ({ _id: i, a: i })));
+assert.strictEqual(app.ddl_sharded.renameCollection('ddl_sharded2').ok, 1);
+assert.strictEqual(app.ddl_sharded2.countDocuments({}), 20);
+assert.strictEqual(app.ddl_sharded.countDocuments({}), 0);
+assert.deepStrictEqual(app.ddl_sharded2.getIndexes().map((i) => i.name).sort().join(','), '_id_,_id_hashed,a_1');
+const renamedEntry = db.getSiblingDB('config').collections.findOne({ _id: `${dbName}.ddl_sharded2` });
+assert.strictEqual(JSON.stringify(renamedEntry.key), JSON.stringify({ _id: 'hashed' }));
+assert.strictEqual(sh.checkMetadataConsistency().toArray().length, 0);
 print('sharding: ok');

@@ -1,6 +1,6 @@
 //! Sharded collection metadata: committing a new sharded collection (its `config.collections`
-//! entry and first chunks), and `_configsvrDropCollection`, which hands a drop to its
-//! coordinator (chunk splits and merges are in `chunks`).
+//! entry and first chunks); `_configsvrDropCollection` and `_configsvrRenameCollection`, which
+//! hand a drop or a rename to its coordinator (chunk splits and merges are in `chunks`).
 
 use super::super::ConfigState;
 use super::super::store::ConfigWrite;
@@ -35,6 +35,11 @@ pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
         })
         .admin_only()
         .help("Internal: drops a collection on every shard and removes its routing metadata"),
+        CommandSpec::new("_configsvrRenameCollection", |s, c, r| {
+            Box::pin(rename_collection(s, c, r))
+        })
+        .admin_only()
+        .help("Internal: renames a collection when a sharded one is involved, on every shard and in the routing table"),
     ]
 }
 
@@ -143,6 +148,27 @@ async fn drop_collection(
     let (db, coll) = crate::catalog::split_namespace(&ns)?;
     crate::catalog::validate_collection_name(db, coll)?;
     let reply = super::super::coordinators::drop_collection(state, &ns).await?;
+    Ok(RawDocumentBuf::from_document(&reply)?)
+}
+
+/// `{_configsvrRenameCollection: from, to, dropTarget}` (full namespaces): through its
+/// coordinator (`coordinators::rename_collection`).
+async fn rename_collection(
+    state: &ConfigState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let args = req.args();
+    let from = args
+        .str(req.name())?
+        .ok_or_else(|| missing(req.name(), req.name()))?;
+    let to = args.str("to")?.ok_or_else(|| missing(req.name(), "to"))?;
+    for ns in [from, to] {
+        let (db, coll) = crate::catalog::split_namespace(ns)?;
+        crate::catalog::validate_collection_name(db, coll)?;
+    }
+    let drop_target = args.bool("dropTarget")?.unwrap_or(false);
+    let reply = super::super::coordinators::rename_collection(state, from, to, drop_target).await?;
     Ok(RawDocumentBuf::from_document(&reply)?)
 }
 

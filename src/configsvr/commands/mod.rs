@@ -9,6 +9,8 @@ mod metadata_consistency;
 mod refine_shard_key;
 mod shards;
 
+pub(super) use collections::StoredRouting;
+
 use super::ConfigState;
 use crate::server::{CommandTable, commands::common};
 use crate::shard::commands::data_commands;

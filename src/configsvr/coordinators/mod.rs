@@ -9,6 +9,7 @@ mod drop_collection;
 mod drop_database;
 mod move_primary;
 mod refine_shard_key;
+mod rename_collection;
 mod shard_collection;
 
 pub(super) use coll_mod::coll_mod;
@@ -16,6 +17,7 @@ pub(super) use drop_collection::drop_collection;
 pub(super) use drop_database::drop_database;
 pub(super) use move_primary::move_primary;
 pub(super) use refine_shard_key::refine_shard_key;
+pub(super) use rename_collection::rename_collection;
 pub(super) use shard_collection::shard_collection;
 
 use super::ConfigState;
@@ -33,10 +35,17 @@ pub(super) const COORDINATORS: &str = "system.sharding_ddl_coordinators";
 
 type Outcome = Option<Result<Document>>;
 
+/// A running coordinator: its document's fields when it started (what a request joining it
+/// must agree with) and where its outcome will appear.
+struct Running {
+    fields: Document,
+    outcome: watch::Receiver<Outcome>,
+}
+
 /// Coordinators running in this process, by `(namespace, operationType)`.
 #[derive(Default)]
 pub(super) struct Coordinators {
-    running: Mutex<HashMap<(String, String), watch::Receiver<Outcome>>>,
+    running: Mutex<HashMap<(String, String), Running>>,
 }
 
 /// A coordinator's persisted state: its document, rewritten at every phase.
@@ -136,16 +145,18 @@ pub(super) enum Operation {
     ShardCollection,
     RefineCollectionShardKey,
     MovePrimary,
+    RenameCollection,
 }
 
 impl Operation {
-    const ALL: [Operation; 6] = [
+    const ALL: [Operation; 7] = [
         Operation::DropCollection,
         Operation::DropDatabase,
         Operation::CollMod,
         Operation::ShardCollection,
         Operation::RefineCollectionShardKey,
         Operation::MovePrimary,
+        Operation::RenameCollection,
     ];
 
     /// The `operationType` of its documents (MongoDB's names).
@@ -157,6 +168,7 @@ impl Operation {
             Operation::ShardCollection => "shardCollection",
             Operation::RefineCollectionShardKey => "refineCollectionShardKey",
             Operation::MovePrimary => "movePrimary",
+            Operation::RenameCollection => "renameCollection",
         }
     }
 
@@ -173,13 +185,20 @@ impl Operation {
             Operation::CollMod => "onShards",
             Operation::ShardCollection | Operation::RefineCollectionShardKey => "onPrimary",
             Operation::MovePrimary => "start",
+            Operation::RenameCollection => "checkPreconditions",
         }
     }
 
-    /// A database operation locks the database, the others their collection.
-    fn scope(self, namespace: &str) -> Result<LockScope> {
+    /// A database operation locks the database, a rename both its names, the others their
+    /// collection.
+    fn scope(self, doc: &CoordinatorDoc) -> Result<LockScope> {
+        let namespace = doc.namespace();
         match self {
             Operation::DropDatabase | Operation::MovePrimary => Ok(LockScope::database(namespace)),
+            Operation::RenameCollection => {
+                let to = rename_collection::target(doc.fields())?;
+                LockScope::collections(&[namespace, to])
+            }
             _ => LockScope::collections(&[namespace]),
         }
     }
@@ -198,15 +217,17 @@ impl Operation {
                 Operation::ShardCollection => shard_collection::run(&state, doc).await,
                 Operation::RefineCollectionShardKey => refine_shard_key::run(&state, doc).await,
                 Operation::MovePrimary => move_primary::run(&state, doc).await,
+                Operation::RenameCollection => rename_collection::run(&state, doc).await,
             }
         })
     }
 }
 
 impl Coordinators {
-    /// Starts the coordinator for `(namespace, operation)`, or joins it when it already runs;
-    /// waits for its outcome. The coordinator runs in its own task, so a client that goes
-    /// away does not stop it half-way.
+    /// Starts the coordinator for `(namespace, operation)`, or joins it when it already runs
+    /// with the same arguments (ConflictingOperationInProgress when not); waits for its
+    /// outcome. The coordinator runs in its own task, so a client that goes away does not stop
+    /// it half-way.
     pub(super) async fn run(
         state: &ConfigState,
         namespace: &str,
@@ -217,10 +238,26 @@ impl Coordinators {
         let mut outcome = {
             let mut running = state.coordinators.running.lock().expect("poisoned");
             match running.get(&key) {
-                Some(outcome) => outcome.clone(),
+                Some(other) if fields.iter().any(|(k, v)| other.fields.get(k) != Some(v)) => {
+                    return Err(MongoError::new(
+                        ErrorCode::ConflictingOperationInProgress,
+                        format!(
+                            "Another {} with different arguments is already running for the same namespace {namespace}",
+                            operation.name()
+                        ),
+                    ));
+                }
+                Some(other) => other.outcome.clone(),
                 None => {
                     let (tx, rx) = watch::channel(None);
-                    running.insert(key.clone(), rx.clone());
+                    let running_fields = fields.clone();
+                    running.insert(
+                        key.clone(),
+                        Running {
+                            fields: running_fields,
+                            outcome: rx.clone(),
+                        },
+                    );
                     let doc = CoordinatorDoc::new(namespace, operation, fields);
                     let state = state.arc();
                     tokio::spawn(async move {
@@ -257,7 +294,7 @@ impl Coordinators {
                 lock_term: 0,
             };
             let key = (doc.namespace().to_string(), doc.operation().to_string());
-            let scope = doc.operation.scope(doc.namespace())?;
+            let scope = doc.operation.scope(&doc)?;
             let lock = LocalDdlLock::acquire(
                 &state.ddl_locks,
                 &scope,
@@ -272,12 +309,16 @@ impl Coordinators {
                 "resuming a DDL coordinator"
             );
             let (tx, rx) = watch::channel(None);
+            let running = Running {
+                fields: doc.fields().clone(),
+                outcome: rx,
+            };
             state
                 .coordinators
                 .running
                 .lock()
                 .expect("poisoned")
-                .insert(key.clone(), rx);
+                .insert(key.clone(), running);
             let state = Arc::clone(state);
             tokio::spawn(async move {
                 let run = tokio::spawn({
@@ -320,7 +361,7 @@ fn finish(
 }
 
 async fn start(state: &Arc<ConfigState>, doc: CoordinatorDoc) -> Result<Document> {
-    let scope = doc.operation.scope(doc.namespace())?;
+    let scope = doc.operation.scope(&doc)?;
     let lock = LocalDdlLock::acquire(
         &state.ddl_locks,
         &scope,

@@ -1,5 +1,5 @@
-//! DDL on the router: `create` and `renameCollection` of unsharded collections go to the
-//! database's primary shard; index commands go to every shard owning chunks of a sharded
+//! DDL on the router: `create` and `renameCollection` go to the database's primary shard (which
+//! hands a rename involving a sharded collection to the config server); index commands go to every shard owning chunks of a sharded
 //! collection; `drop` (sharded or not), `dropDatabase` and `collMod` go to the config server,
 //! whose coordinators apply them on the shards (and remove the routing metadata of drops).
 
@@ -15,8 +15,9 @@ pub(super) async fn create(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
+    let db = req.db.clone();
     let (_, reply) = state
-        .send_to_primary(req, true)
+        .send_to_database_primary(&db, req, true)
         .await?
         .expect("create creates the database");
     Ok(reply)
@@ -156,34 +157,22 @@ pub(super) async fn rename_collection(
     let target = args
         .str("to")?
         .ok_or_else(|| crate::command::missing("renameCollection", "to"))?;
+    crate::catalog::check_rename(&source, target)?;
     let (from_db, from_coll) = crate::catalog::split_namespace(&source)?;
-    let (to_db, _) = crate::catalog::split_namespace(target)?;
-    if from_db != to_db {
-        return Err(MongoError::new(
-            ErrorCode::NotImplemented,
-            "renaming a collection across databases is not supported yet",
-        ));
-    }
-    for ns in [source.as_str(), target] {
-        if !on_config_server(from_db)
-            && state
-                .collections
-                .get(&state.config, ns, &state.node.stats)
-                .await?
-                .is_some()
-        {
-            return Err(MongoError::new(
-                ErrorCode::NotImplemented,
-                format!("renaming to or from {ns}, a sharded collection, is not supported yet"),
-            ));
-        }
-    }
+    // The primary decides, under the DDL lock, whether the rename involves a sharded
+    // collection (then the config server coordinates it): this router's cache may be stale.
     let mut body = doc! {"_shardsvrRenameCollection": from_coll, "to": target};
     if let Some(drop_target) = args.bool("dropTarget")? {
         body.insert("dropTarget", drop_target);
     }
     let forwarded = CommandRequest::from_document(from_db, &body)?;
-    match state.send_to_primary_of(from_db, forwarded, false).await? {
+    let sent = state
+        .send_to_database_primary(from_db, forwarded, false)
+        .await;
+    for ns in [source.as_str(), target] {
+        state.collections.invalidate(ns);
+    }
+    match sent? {
         Some((_, reply)) => Ok(reply),
         None => Err(MongoError::namespace_not_found(format!(
             "Source collection {source} does not exist"

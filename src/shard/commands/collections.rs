@@ -223,22 +223,9 @@ pub(super) async fn rename_namespace<S: DataNode>(
     target: &str,
     drop_target: bool,
 ) -> Result<RawDocumentBuf> {
+    crate::catalog::check_rename(source, target)?;
     let (from_db, from) = split_namespace(source)?;
-    let (to_db, to) = split_namespace(target)?;
-    validate_user_write(from_db, from)?;
-    validate_user_write(to_db, to)?;
-    if source == target {
-        return Err(MongoError::new(
-            ErrorCode::IllegalOperation,
-            "Can't rename a collection to itself",
-        ));
-    }
-    if from_db != to_db {
-        return Err(MongoError::new(
-            ErrorCode::NotImplemented,
-            "renaming a collection across databases is not supported yet",
-        ));
-    }
+    let (_, to) = split_namespace(target)?;
     let db = state.storage().database(from_db).await;
     let Some(db) = db.filter(|d| d.collection(from).is_some()) else {
         return Err(MongoError::namespace_not_found(format!(

@@ -16,6 +16,7 @@ mod indexes;
 mod insert;
 mod move_primary;
 mod refine_shard_key;
+mod rename;
 mod shard_collection;
 mod sharding;
 mod update;
@@ -31,6 +32,7 @@ pub(super) fn table() -> CommandTable<ShardState> {
     let mut specs = common();
     specs.extend(data_commands());
     specs.extend(sharding::commands());
+    specs.extend(rename::commands());
     CommandTable::new(specs)
 }
 

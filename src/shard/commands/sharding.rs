@@ -21,10 +21,6 @@ pub(super) fn commands() -> Vec<CommandSpec<ShardState>> {
             Box::pin(drop_database_participant(s, c, r))
         })
         .help("Internal: drops this shard's data of a database"),
-        CommandSpec::new("_shardsvrRenameCollection", |s, c, r| {
-            Box::pin(rename_collection(s, c, r))
-        })
-        .help("Internal: renames an unsharded collection of this shard's database"),
         CommandSpec::new("_shardsvrCreateCollection", |s, c, r| {
             Box::pin(super::shard_collection::create_sharded_collection(s, c, r))
         })
@@ -190,61 +186,4 @@ async fn flush_collection(
     let (db, coll) = req.args().namespace()?;
     state.refresh_collection(&format!("{db}.{coll}")).await?;
     Ok(RawDocumentBuf::new())
-}
-
-async fn rename_collection(
-    state: &ShardState,
-    _ctx: &RequestContext,
-    req: CommandRequest,
-) -> Result<RawDocumentBuf> {
-    let args = req.args();
-    let from = args.collection()?;
-    let to = args
-        .str("to")?
-        .ok_or_else(|| crate::command::missing("_shardsvrRenameCollection", "to"))?;
-    let drop_target = args.bool("dropTarget")?.unwrap_or(false);
-    let from = format!("{}.{from}", req.db);
-    let ddl = state
-        .routed_ddl_lock(&req, &[&from, to], "renameCollection")
-        .await?;
-    let renamed = rename_locked(state, &req, &from, to, drop_target).await;
-    ddl.release().await;
-    renamed
-}
-
-/// The rename itself, under the cluster's DDL lock on both names.
-async fn rename_locked(
-    state: &ShardState,
-    req: &CommandRequest,
-    from: &str,
-    to: &str,
-    drop_target: bool,
-) -> Result<RawDocumentBuf> {
-    // The router checked neither name is sharded, but only under the lock does that stay true.
-    let identity = state.require_identity()?;
-    let config = state.connector.client(&identity.config_host);
-    for ns in [from, to] {
-        if crate::rpc::config::collection_entry(&config, ns)
-            .await?
-            .is_some()
-        {
-            return Err(MongoError::new(
-                ErrorCode::NotImplemented,
-                format!("renaming to or from {ns}, a sharded collection, is not supported yet"),
-            ));
-        }
-    }
-    // Requests running on either name finish first (a dropped target's table goes away).
-    let _section = state
-        .enter_critical_section(&req.db, &format!("rename of {from} to {to}"))
-        .await?;
-    state
-        .node
-        .fail_points
-        .pause_if(
-            "hangBeforeDdlPhase",
-            &bson::doc! {"operation": "renameCollection", "phase": "rename"},
-        )
-        .await;
-    super::collections::rename_namespace(state, from, to, drop_target).await
 }

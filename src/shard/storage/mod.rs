@@ -6,6 +6,7 @@ mod capped;
 mod catalog;
 mod coll_mod;
 mod database;
+mod documents;
 mod durability;
 mod keys;
 mod txn;
