@@ -2,10 +2,50 @@
 //! of the promotion rules in `aggregate::numeric`.
 
 use super::Args;
+use super::{Arity, Operator, nary};
 use crate::aggregate::numeric::{self, AddState, MultiplyState};
 use crate::aggregate::value::{Value, bson_type_name, is_nullish, is_number};
 use crate::error::{MongoError, Result};
 use bson::Bson;
+
+pub(super) static OPERATORS: &[Operator] = &[
+    Operator {
+        name: "$abs",
+        arity: Arity::Exactly(1),
+        parse: nary,
+        eval: abs,
+    },
+    Operator {
+        name: "$add",
+        arity: Arity::Any,
+        parse: nary,
+        eval: add,
+    },
+    Operator {
+        name: "$divide",
+        arity: Arity::Exactly(2),
+        parse: nary,
+        eval: divide,
+    },
+    Operator {
+        name: "$mod",
+        arity: Arity::Exactly(2),
+        parse: nary,
+        eval: modulo,
+    },
+    Operator {
+        name: "$multiply",
+        arity: Arity::Any,
+        parse: nary,
+        eval: multiply,
+    },
+    Operator {
+        name: "$subtract",
+        arity: Arity::Exactly(2),
+        parse: nary,
+        eval: subtract,
+    },
+];
 
 /// Arguments are checked left to right: a null or missing one makes the result null without
 /// evaluating the rest, a non-number before it is an error.

@@ -1,11 +1,33 @@
 //! Array operators: `$size`, `$arrayElemAt`, `$in`.
 
 use super::Args;
+use super::{Arity, Operator, nary};
 use crate::aggregate::decimal::Dec;
 use crate::aggregate::numeric::{int_or_long, to_f64};
 use crate::aggregate::value::{Value, compare, format_double_g, is_nullish, type_name};
 use crate::error::{MongoError, Result};
 use bson::Bson;
+
+pub(super) static OPERATORS: &[Operator] = &[
+    Operator {
+        name: "$arrayElemAt",
+        arity: Arity::Exactly(2),
+        parse: nary,
+        eval: array_elem_at,
+    },
+    Operator {
+        name: "$in",
+        arity: Arity::Exactly(2),
+        parse: nary,
+        eval: is_in,
+    },
+    Operator {
+        name: "$size",
+        arity: Arity::Exactly(1),
+        parse: nary,
+        eval: size,
+    },
+];
 
 pub fn size(args: &Args) -> Result<Value> {
     match args.eval(0)? {

@@ -2,10 +2,56 @@
 //! sorts below null).
 
 use super::Args;
+use super::{Arity, Operator, nary};
 use crate::aggregate::value::{Value, compare};
 use crate::error::Result;
 use bson::Bson;
 use std::cmp::Ordering;
+
+pub(super) static OPERATORS: &[Operator] = &[
+    Operator {
+        name: "$cmp",
+        arity: Arity::Exactly(2),
+        parse: nary,
+        eval: cmp,
+    },
+    Operator {
+        name: "$eq",
+        arity: Arity::Exactly(2),
+        parse: nary,
+        eval: eq,
+    },
+    Operator {
+        name: "$gt",
+        arity: Arity::Exactly(2),
+        parse: nary,
+        eval: gt,
+    },
+    Operator {
+        name: "$gte",
+        arity: Arity::Exactly(2),
+        parse: nary,
+        eval: gte,
+    },
+    Operator {
+        name: "$lt",
+        arity: Arity::Exactly(2),
+        parse: nary,
+        eval: lt,
+    },
+    Operator {
+        name: "$lte",
+        arity: Arity::Exactly(2),
+        parse: nary,
+        eval: lte,
+    },
+    Operator {
+        name: "$ne",
+        arity: Arity::Exactly(2),
+        parse: nary,
+        eval: ne,
+    },
+];
 
 fn ordering(args: &Args) -> Result<Ordering> {
     let (lhs, rhs) = args.eval_pair()?;

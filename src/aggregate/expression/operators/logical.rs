@@ -2,9 +2,43 @@
 //! `$cond` (array and object forms) and the variadic `$ifNull`.
 
 use super::{Args, Expression, Scope, nary};
+use super::{Arity, Operator};
 use crate::aggregate::value::{Value, is_nullish, truthy};
 use crate::error::{MongoError, Result};
 use bson::Bson;
+
+pub(super) static OPERATORS: &[Operator] = &[
+    Operator {
+        name: "$and",
+        arity: Arity::Any,
+        parse: nary,
+        eval: and,
+    },
+    Operator {
+        name: "$cond",
+        arity: Arity::Exactly(3),
+        parse: parse_cond,
+        eval: cond,
+    },
+    Operator {
+        name: "$ifNull",
+        arity: Arity::Any,
+        parse: parse_if_null,
+        eval: if_null,
+    },
+    Operator {
+        name: "$not",
+        arity: Arity::Exactly(1),
+        parse: nary,
+        eval: not,
+    },
+    Operator {
+        name: "$or",
+        arity: Arity::Any,
+        parse: nary,
+        eval: or,
+    },
+];
 
 pub fn and(args: &Args) -> Result<Value> {
     for i in 0..args.len() {

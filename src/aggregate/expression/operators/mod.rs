@@ -1,6 +1,7 @@
 //! The operator table: every `{$op: ...}` expression the evaluator knows, with its arity, how
-//! its arguments are parsed and how it is evaluated. A new operator is one entry in
-//! [`OPERATORS`] and one function in the family module it belongs to.
+//! its arguments are parsed and how it is evaluated. Each family module lists its
+//! operators (its `OPERATORS`, one entry and one function per operator); [`FAMILIES`] lists
+//! the families.
 
 mod arithmetic;
 mod array;
@@ -51,179 +52,21 @@ impl Arity {
     }
 }
 
-static OPERATORS: &[Operator] = &[
-    // Arithmetic.
-    Operator {
-        name: "$abs",
-        arity: Arity::Exactly(1),
-        parse: nary,
-        eval: arithmetic::abs,
-    },
-    Operator {
-        name: "$add",
-        arity: Arity::Any,
-        parse: nary,
-        eval: arithmetic::add,
-    },
-    Operator {
-        name: "$divide",
-        arity: Arity::Exactly(2),
-        parse: nary,
-        eval: arithmetic::divide,
-    },
-    Operator {
-        name: "$mod",
-        arity: Arity::Exactly(2),
-        parse: nary,
-        eval: arithmetic::modulo,
-    },
-    Operator {
-        name: "$multiply",
-        arity: Arity::Any,
-        parse: nary,
-        eval: arithmetic::multiply,
-    },
-    Operator {
-        name: "$subtract",
-        arity: Arity::Exactly(2),
-        parse: nary,
-        eval: arithmetic::subtract,
-    },
-    // Comparison.
-    Operator {
-        name: "$cmp",
-        arity: Arity::Exactly(2),
-        parse: nary,
-        eval: comparison::cmp,
-    },
-    Operator {
-        name: "$eq",
-        arity: Arity::Exactly(2),
-        parse: nary,
-        eval: comparison::eq,
-    },
-    Operator {
-        name: "$gt",
-        arity: Arity::Exactly(2),
-        parse: nary,
-        eval: comparison::gt,
-    },
-    Operator {
-        name: "$gte",
-        arity: Arity::Exactly(2),
-        parse: nary,
-        eval: comparison::gte,
-    },
-    Operator {
-        name: "$lt",
-        arity: Arity::Exactly(2),
-        parse: nary,
-        eval: comparison::lt,
-    },
-    Operator {
-        name: "$lte",
-        arity: Arity::Exactly(2),
-        parse: nary,
-        eval: comparison::lte,
-    },
-    Operator {
-        name: "$ne",
-        arity: Arity::Exactly(2),
-        parse: nary,
-        eval: comparison::ne,
-    },
-    // Boolean and conditional.
-    Operator {
-        name: "$and",
-        arity: Arity::Any,
-        parse: nary,
-        eval: logical::and,
-    },
-    Operator {
-        name: "$cond",
-        arity: Arity::Exactly(3),
-        parse: logical::parse_cond,
-        eval: logical::cond,
-    },
-    Operator {
-        name: "$ifNull",
-        arity: Arity::Any,
-        parse: logical::parse_if_null,
-        eval: logical::if_null,
-    },
-    Operator {
-        name: "$not",
-        arity: Arity::Exactly(1),
-        parse: nary,
-        eval: logical::not,
-    },
-    Operator {
-        name: "$or",
-        arity: Arity::Any,
-        parse: nary,
-        eval: logical::or,
-    },
-    // Strings.
-    Operator {
-        name: "$concat",
-        arity: Arity::Any,
-        parse: nary,
-        eval: string::concat,
-    },
-    Operator {
-        name: "$toLower",
-        arity: Arity::Exactly(1),
-        parse: nary,
-        eval: string::to_lower,
-    },
-    Operator {
-        name: "$toUpper",
-        arity: Arity::Exactly(1),
-        parse: nary,
-        eval: string::to_upper,
-    },
-    // Arrays.
-    Operator {
-        name: "$arrayElemAt",
-        arity: Arity::Exactly(2),
-        parse: nary,
-        eval: array::array_elem_at,
-    },
-    Operator {
-        name: "$in",
-        arity: Arity::Exactly(2),
-        parse: nary,
-        eval: array::is_in,
-    },
-    Operator {
-        name: "$size",
-        arity: Arity::Exactly(1),
-        parse: nary,
-        eval: array::size,
-    },
-    // Literals, types and conversion.
-    Operator {
-        name: "$literal",
-        arity: Arity::Exactly(1),
-        parse: types::parse_literal,
-        eval: types::literal,
-    },
-    Operator {
-        name: "$toString",
-        arity: Arity::Exactly(1),
-        parse: nary,
-        eval: types::to_string,
-    },
-    Operator {
-        name: "$type",
-        arity: Arity::Exactly(1),
-        parse: nary,
-        eval: types::type_of,
-    },
+/// Every family's operators.
+static FAMILIES: &[&[Operator]] = &[
+    arithmetic::OPERATORS,
+    comparison::OPERATORS,
+    logical::OPERATORS,
+    string::OPERATORS,
+    array::OPERATORS,
+    types::OPERATORS,
 ];
 
 pub(super) fn lookup(name: &str) -> Option<&'static Operator> {
-    OPERATORS.iter().find(|op| op.name == name)
+    FAMILIES
+        .iter()
+        .flat_map(|family| family.iter())
+        .find(|op| op.name == name)
 }
 
 /// Whether `name` is an expression operator (a `{$name: ...}` projection value is then an
@@ -233,7 +76,7 @@ pub fn is_operator_name(name: &str) -> bool {
 }
 
 /// The usual argument form: an array is the argument list, anything else a single argument.
-fn nary(_name: &'static str, argument: &Bson, scope: &Scope) -> Result<Vec<Expression>> {
+pub(super) fn nary(_name: &'static str, argument: &Bson, scope: &Scope) -> Result<Vec<Expression>> {
     match argument {
         Bson::Array(items) => items
             .iter()

@@ -1,11 +1,33 @@
 //! String operators: `$concat`, `$toLower`, `$toUpper`.
 
 use super::Args;
+use super::{Arity, Operator, nary};
 use crate::aggregate::value::{
     Value, bson_type_name, format_double_g, format_iso_date, is_nullish,
 };
 use crate::error::{MongoError, Result};
 use bson::Bson;
+
+pub(super) static OPERATORS: &[Operator] = &[
+    Operator {
+        name: "$concat",
+        arity: Arity::Any,
+        parse: nary,
+        eval: concat,
+    },
+    Operator {
+        name: "$toLower",
+        arity: Arity::Exactly(1),
+        parse: nary,
+        eval: to_lower,
+    },
+    Operator {
+        name: "$toUpper",
+        arity: Arity::Exactly(1),
+        parse: nary,
+        eval: to_upper,
+    },
+];
 
 /// Null if any argument is null or missing (checked left to right, after the type of the
 /// arguments before it).

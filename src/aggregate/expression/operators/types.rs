@@ -1,12 +1,34 @@
 //! Literal, type and conversion operators: `$literal`, `$type`, `$toString`.
 
 use super::{Args, Expression, Scope};
+use super::{Arity, Operator, nary};
 use crate::aggregate::value::{
     Value, bson_type_name, format_double_shortest, format_iso_date, type_name, year_of,
 };
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::Bson;
 use bson::spec::BinarySubtype;
+
+pub(super) static OPERATORS: &[Operator] = &[
+    Operator {
+        name: "$literal",
+        arity: Arity::Exactly(1),
+        parse: parse_literal,
+        eval: literal,
+    },
+    Operator {
+        name: "$toString",
+        arity: Arity::Exactly(1),
+        parse: nary,
+        eval: to_string,
+    },
+    Operator {
+        name: "$type",
+        arity: Arity::Exactly(1),
+        parse: nary,
+        eval: type_of,
+    },
+];
 
 /// The argument is taken as is, without parsing `$` strings or operator objects.
 pub fn parse_literal(
