@@ -412,7 +412,7 @@ async fn targeted_writes_match_an_unsharded_collection(client: &Client) {
 async fn dropping_a_sharded_collection_drops_every_shard_part(client: &Client) {
     let docs = documents(60);
     let (sharded, _) = pair(client, "shq_drop", doc! {"a": "hashed"}, &docs).await;
-    // Renamed away and back (`sharded_rename` tests renames in depth), then dropped.
+    // Renamed away and back (`renames` tests renames in depth), then dropped.
     for (from, to) in [("sharded", "renamed"), ("renamed", "sharded")] {
         admin(
             client,

@@ -72,7 +72,7 @@ pub fn validate_user_write(db: &str, coll: &str) -> Result<()> {
 }
 
 /// What any rename of `source` to `target` (full namespaces) must satisfy: both are names users
-/// may write to, they differ, and they are in one database (the only renames supported).
+/// may write to, and they differ.
 pub fn check_rename(source: &str, target: &str) -> Result<()> {
     let (from_db, from) = split_namespace(source)?;
     let (to_db, to) = split_namespace(target)?;
@@ -82,12 +82,6 @@ pub fn check_rename(source: &str, target: &str) -> Result<()> {
         return Err(MongoError::new(
             ErrorCode::IllegalOperation,
             "Can't rename a collection to itself",
-        ));
-    }
-    if from_db != to_db {
-        return Err(MongoError::new(
-            ErrorCode::NotImplemented,
-            "renaming a collection across databases is not supported yet",
         ));
     }
     Ok(())
@@ -129,11 +123,11 @@ mod tests {
     }
 
     #[test]
-    fn renames_stay_in_one_database_under_another_name() {
+    fn renames_go_to_another_writable_name() {
         assert!(check_rename("app.a", "app.b").is_ok());
+        assert!(check_rename("app.a", "other.a").is_ok());
         let code = |from, to| check_rename(from, to).unwrap_err().code();
         assert_eq!(code("app.a", "app.a"), ErrorCode::IllegalOperation);
-        assert_eq!(code("app.a", "other.a"), ErrorCode::NotImplemented);
         assert_eq!(
             code("app.a", "app.system.users"),
             ErrorCode::InvalidNamespace

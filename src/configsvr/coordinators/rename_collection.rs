@@ -104,7 +104,13 @@ async fn check_preconditions(
 ) -> Result<Document> {
     crate::catalog::check_rename(from, to)?;
     let (db, from_coll) = crate::catalog::split_namespace(from)?;
-    let (_, to_coll) = crate::catalog::split_namespace(to)?;
+    let (to_db, to_coll) = crate::catalog::split_namespace(to)?;
+    if db != to_db {
+        return Err(MongoError::new(
+            ErrorCode::CommandFailed,
+            "Source and destination collections must be on the same database.",
+        ));
+    }
     let missing = || format!("Source collection {from} does not exist");
     let database = database_entry(state, db, missing).await?;
     let local = primary_collections(state, &database.primary, db, &[from_coll, to_coll]).await?;

@@ -140,6 +140,36 @@ pub(super) async fn drop_database(
     )?)
 }
 
+/// A rename into another database needs both on one shard (MongoDB's rule): a target database
+/// that does not exist yet is created on the source's primary shard.
+async fn target_database_beside(
+    state: &RouterState,
+    from_db: &str,
+    to_db: &str,
+    source: &str,
+) -> Result<()> {
+    if on_config_server(from_db) || on_config_server(to_db) {
+        return Err(MongoError::location(
+            5448802,
+            "Source and destination collections must be on same shard",
+        ));
+    }
+    let Some(from) = state.databases.get(&state.config, from_db, false).await? else {
+        return Err(MongoError::namespace_not_found(format!(
+            "Source collection {source} does not exist"
+        )));
+    };
+    state
+        .config
+        .run_doc(
+            "admin",
+            doc! {"_configsvrCreateDatabase": to_db, "primaryShard": &from.primary},
+        )
+        .await?;
+    state.databases.invalidate(to_db);
+    Ok(())
+}
+
 pub(super) async fn rename_collection(
     state: &RouterState,
     _ctx: &RequestContext,
@@ -159,6 +189,10 @@ pub(super) async fn rename_collection(
         .ok_or_else(|| crate::command::missing("renameCollection", "to"))?;
     crate::catalog::check_rename(&source, target)?;
     let (from_db, from_coll) = crate::catalog::split_namespace(&source)?;
+    let (to_db, _) = crate::catalog::split_namespace(target)?;
+    if to_db != from_db {
+        target_database_beside(state, from_db, to_db, &source).await?;
+    }
     // The primary decides, under the DDL lock, whether the rename involves a sharded
     // collection (then the config server coordinates it): this router's cache may be stale.
     let mut body = doc! {"_shardsvrRenameCollection": from_coll, "to": target};

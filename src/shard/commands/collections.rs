@@ -225,7 +225,16 @@ pub(super) async fn rename_namespace<S: DataNode>(
 ) -> Result<RawDocumentBuf> {
     crate::catalog::check_rename(source, target)?;
     let (from_db, from) = split_namespace(source)?;
-    let (_, to) = split_namespace(target)?;
+    let (to_db, to) = split_namespace(target)?;
+    if from_db != to_db {
+        state
+            .storage()
+            .rename_across_databases((from_db, from), (to_db, to), drop_target)
+            .await?;
+        state.cursors().kill_namespace(source);
+        state.cursors().kill_namespace(target);
+        return Ok(RawDocumentBuf::new());
+    }
     let db = state.storage().database(from_db).await;
     let Some(db) = db.filter(|d| d.collection(from).is_some()) else {
         return Err(MongoError::namespace_not_found(format!(

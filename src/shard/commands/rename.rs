@@ -7,7 +7,7 @@
 
 use super::super::ShardState;
 use crate::command::CommandRequest;
-use crate::error::Result;
+use crate::error::{MongoError, Result};
 use crate::server::{CommandSpec, RequestContext};
 use bson::{Bson, Document, RawDocumentBuf, doc};
 
@@ -89,7 +89,8 @@ async fn involves_sharded(state: &ShardState, from: &str, to: &str) -> Result<bo
     Ok(false)
 }
 
-/// The rename of an unsharded collection, under the cluster's DDL lock on both names.
+/// The rename of an unsharded collection, under the cluster's DDL lock on both names. Into
+/// another database only when this shard is that database's primary too, as MongoDB requires.
 async fn rename_unsharded(
     state: &ShardState,
     req: &CommandRequest,
@@ -97,10 +98,30 @@ async fn rename_unsharded(
     to: &str,
     drop_target: bool,
 ) -> Result<RawDocumentBuf> {
-    // Requests running on either name finish first (a dropped target's table goes away).
-    let _section = state
-        .enter_critical_section(&req.db, &format!("rename of {from} to {to}"))
-        .await?;
+    let (to_db, _) = crate::catalog::split_namespace(to)?;
+    if to_db != req.db {
+        let identity = state.require_identity()?;
+        let config = state.connector.client(&identity.config_host);
+        let primary = crate::rpc::config::database_entry(&config, to_db)
+            .await?
+            .map(|entry| entry.primary);
+        if primary.as_deref() != Some(identity.shard_name.as_str()) {
+            return Err(MongoError::location(
+                5448802,
+                "Source and destination collections must be on same shard",
+            ));
+        }
+    }
+    // Requests running on either name finish first (a dropped target's table goes away); in
+    // name order, so two renames between the same databases cannot wait for each other.
+    let reason = format!("rename of {from} to {to}");
+    let mut dbs = [req.db.as_str(), to_db];
+    dbs.sort_unstable();
+    let _first = state.enter_critical_section(dbs[0], &reason).await?;
+    let _second = match dbs[1] != dbs[0] {
+        true => Some(state.enter_critical_section(dbs[1], &reason).await?),
+        false => None,
+    };
     pause_before(state, "renameCollection", "rename").await;
     super::collections::rename_namespace(state, from, to, drop_target).await
 }
@@ -201,12 +222,12 @@ mod tests {
         );
         let req = CommandRequest::from_document(
             "db",
-            &doc! {"_shardsvrRenameCollectionParticipant": "a", "to": "other.b"},
+            &doc! {"_shardsvrRenameCollection": "a", "to": "db.a"},
         )
         .unwrap();
         assert_eq!(
             names(&req).unwrap_err().code(),
-            crate::error::ErrorCode::NotImplemented
+            crate::error::ErrorCode::IllegalOperation
         );
     }
 }

@@ -293,3 +293,51 @@ async fn resumed_index_scans_continue_where_they_stopped() {
         assert_eq!(pieces, whole, "reverse: {reverse}");
     }
 }
+
+#[tokio::test]
+async fn renames_across_databases_copy_everything_and_leave_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let storage = Storage::open(dir.path()).await.unwrap();
+        let db = storage.database_or_create("a").await.unwrap();
+        let coll = db
+            .create_collection("c", doc! {"validator": {"x": {"$gte": 0}}})
+            .await
+            .unwrap();
+        let spec =
+            crate::shard::index::IndexSpec::parse(&doc! {"key": {"x": 1}, "unique": true}).unwrap();
+        db.create_index("c", spec).await.unwrap();
+        let docs: Vec<_> = (0..2500).map(|i| rawdoc! {"_id": i, "x": i}).collect();
+        let refs: Vec<_> = docs.iter().map(|d| d.as_ref()).collect();
+        let mut txn = db.write().await.unwrap();
+        txn.insert(&coll, &refs).await.unwrap();
+        txn.commit().await.unwrap();
+
+        storage
+            .rename_across_databases(("a", "c"), ("b", "d"), false)
+            .await
+            .unwrap();
+        assert!(db.collection("c").is_none());
+        let b = storage.database("b").await.unwrap();
+        let moved = b.collection("d").unwrap();
+        assert_eq!(b.stats(&moved).count, 2500);
+        assert_eq!(moved.options, doc! {"validator": {"x": {"$gte": 0}}});
+        let names: Vec<_> = moved.indexes.iter().map(|i| i.name.clone()).collect();
+        assert_eq!(names, vec!["_id_", "x_1"]);
+        assert_eq!(b.collections().len(), 1, "no temporary collection left");
+        let missing = storage
+            .rename_across_databases(("a", "c"), ("b", "e"), false)
+            .await
+            .unwrap_err();
+        assert_eq!(missing.code(), crate::error::ErrorCode::NamespaceNotFound);
+
+        // What a crash during a copy leaves behind.
+        b.create_collection("system.docgrid_rename.0123", doc! {})
+            .await
+            .unwrap();
+    }
+    let storage = Storage::open(dir.path()).await.unwrap();
+    let b = storage.database("b").await.unwrap();
+    let names: Vec<_> = b.collections().iter().map(|c| c.name.clone()).collect();
+    assert_eq!(names, vec!["d"]);
+}

@@ -5,6 +5,7 @@
 mod capped;
 mod catalog;
 mod coll_mod;
+mod copy;
 mod database;
 mod documents;
 mod durability;
@@ -57,10 +58,12 @@ impl Storage {
             let db = DatabaseStore::open(&name, &entry.path()).await?;
             dbs.insert(name, Arc::new(db));
         }
-        Ok(Arc::new(Storage {
+        let storage = Arc::new(Storage {
             dir: dir.to_path_buf(),
             dbs: RwLock::new(dbs),
-        }))
+        });
+        storage.drop_rename_leftovers().await?;
+        Ok(storage)
     }
 
     pub fn dir(&self) -> &Path {

@@ -1,8 +1,10 @@
-//! `renameCollection` with a sharded collection on either side, as MongoDB 5.0+ allows (same
-//! database): the collection keeps its UUID, chunks, shard key and indexes under the new name,
-//! at a new generation; a router that cached the old routing finds the new placement; a
-//! sharded target is replaced with `dropTarget`; MongoDB's refusals; CRUD on either name waits
-//! while the shards are in the rename's critical section.
+//! `renameCollection` in a cluster. With a sharded collection on either side, as MongoDB 5.0+
+//! allows (same database): the collection keeps its UUID, chunks, shard key and indexes under
+//! the new name, at a new generation; a router that cached the old routing finds the new
+//! placement; a sharded target is replaced with `dropTarget`; CRUD on either name waits while
+//! the shards are in the rename's critical section. Unsharded collections also move to another
+//! database on the same primary shard (a new target database is created there). MongoDB's
+//! refusals.
 
 use crate::harness::{
     ProcessCluster, TestCluster, admin, assert_metadata_consistent, collection_entry,
@@ -185,15 +187,119 @@ async fn refusals_follow_mongodb(client: &Client) {
         let err = rename(client, from, to, false).await.unwrap_err();
         assert_eq!(error_code(&err), Some(code), "{from} -> {to}: {err}");
     }
+    // A sharded collection stays in its database.
     let across = admin(
         client,
-        doc! {"renameCollection": format!("{DB}.s"), "to": "otherdb.s"},
+        doc! {"renameCollection": format!("{DB}.s"), "to": "srn_other.s"},
     )
     .await
     .unwrap_err();
-    assert!(error_code(&across).is_some(), "{across}");
+    assert_eq!(error_code(&across), Some(125), "{across}");
     assert_eq!(count(client, "s", doc! {}).await, 100);
     assert_metadata_consistent(client, true, "refused renames").await;
+}
+
+async fn database_primary(client: &Client, db: &str) -> String {
+    client
+        .database("config")
+        .collection::<Document>("databases")
+        .find_one(doc! {"_id": db})
+        .await
+        .unwrap()
+        .unwrap()
+        .get_str("primary")
+        .unwrap()
+        .to_string()
+}
+
+/// An unsharded collection renamed into another database keeps its documents, options and
+/// indexes; a new target database is created on the source's primary; a target database on
+/// another shard is refused.
+async fn renames_across_databases(client: &Client) {
+    for db in ["xdb_a", "xdb_b", "xdb_far"] {
+        client.database(db).drop().await.unwrap();
+    }
+    let source = client.database("xdb_a").collection::<Document>("c");
+    source
+        .insert_many((0..30).map(|i| doc! {"_id": i, "x": i}))
+        .await
+        .unwrap();
+    source
+        .create_index(mongodb::IndexModel::builder().keys(doc! {"x": -1}).build())
+        .await
+        .unwrap();
+    let from = "xdb_a.c".to_string();
+    admin(
+        client,
+        doc! {"renameCollection": &from, "to": "xdb_b.moved"},
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        database_primary(client, "xdb_b").await,
+        database_primary(client, "xdb_a").await
+    );
+    let moved = client.database("xdb_b").collection::<Document>("moved");
+    assert_eq!(moved.count_documents(doc! {}).await.unwrap(), 30);
+    assert_eq!(
+        moved
+            .count_documents(doc! {"x": {"$gte": 20}})
+            .await
+            .unwrap(),
+        10
+    );
+    let indexes: Vec<String> =
+        cursor_documents(&client.database("xdb_b"), doc! {"listIndexes": "moved"})
+            .await
+            .unwrap()
+            .iter()
+            .map(|i| i.get_str("name").unwrap().to_string())
+            .collect();
+    assert_eq!(indexes, vec!["_id_", "x_-1"]);
+    assert!(
+        !client
+            .database("xdb_a")
+            .list_collection_names()
+            .await
+            .unwrap()
+            .contains(&"c".to_string())
+    );
+    // Back, over an existing target.
+    source.insert_one(doc! {"_id": "old"}).await.unwrap();
+    let err = admin(
+        client,
+        doc! {"renameCollection": "xdb_b.moved", "to": &from},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error_code(&err), Some(48), "{err}");
+    admin(
+        client,
+        doc! {"renameCollection": "xdb_b.moved", "to": &from, "dropTarget": true},
+    )
+    .await
+    .unwrap();
+    assert_eq!(source.count_documents(doc! {}).await.unwrap(), 30);
+    assert_eq!(
+        source.count_documents(doc! {"_id": "old"}).await.unwrap(),
+        0
+    );
+    // A target database whose primary is another shard.
+    let shards = crate::harness::shard_names(client).await;
+    let primary = database_primary(client, "xdb_a").await;
+    let other = shards.iter().find(|s| **s != primary).unwrap();
+    admin(
+        client,
+        doc! {"enableSharding": "xdb_far", "primaryShard": other},
+    )
+    .await
+    .unwrap();
+    let err = admin(client, doc! {"renameCollection": &from, "to": "xdb_far.c"})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(5448802), "{err}");
+    assert_eq!(source.count_documents(doc! {}).await.unwrap(), 30);
+    assert_metadata_consistent(client, true, "renames across databases").await;
 }
 
 #[tokio::test]
@@ -203,6 +309,7 @@ async fn in_process() {
     renames_a_sharded_collection(&cluster.client, &b).await;
     drop_target_replaces_a_sharded_target(&cluster.client).await;
     refusals_follow_mongodb(&cluster.client).await;
+    renames_across_databases(&cluster.client).await;
     cluster.shutdown().await;
 }
 
@@ -214,6 +321,7 @@ async fn separate_processes() {
     renames_a_sharded_collection(&a, &b).await;
     drop_target_replaces_a_sharded_target(&a).await;
     refusals_follow_mongodb(&a).await;
+    renames_across_databases(&a).await;
 }
 
 /// While the shards hold the rename's critical section, reads and writes of either name wait
