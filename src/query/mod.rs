@@ -18,7 +18,7 @@
 pub mod bounds;
 pub mod filter;
 pub mod key_intervals;
-mod pcre;
+pub(crate) mod pcre;
 pub mod projection;
 pub mod sort;
 pub mod update;

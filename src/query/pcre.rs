@@ -4,6 +4,7 @@
 
 use crate::error::{MongoError, Result};
 use regex::{Regex, RegexBuilder};
+use std::ops::Range;
 
 /// A compiled MongoDB regular expression, keeping its source for equality and display.
 #[derive(Clone, Debug)]
@@ -77,6 +78,25 @@ impl MongoRegex {
     pub fn is_match(&self, text: &str) -> bool {
         self.compiled.is_match(text)
     }
+
+    /// The first match that starts at or after byte `start` of `text`. Anchors and word
+    /// boundaries still see the text before `start`, as with PCRE's start offset.
+    pub fn find_at(&self, text: &str, start: usize) -> Option<RegexMatch> {
+        let captures = self.compiled.captures_at(text, start)?;
+        let whole = captures.get(0)?.range();
+        let groups = (1..captures.len())
+            .map(|i| captures.get(i).map(|group| group.range()))
+            .collect();
+        Some(RegexMatch { whole, groups })
+    }
+}
+
+/// Where a match lies in the text, in bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegexMatch {
+    pub whole: Range<usize>,
+    /// Each capture group in pattern order; `None` when the group took no part in the match.
+    pub groups: Vec<Option<Range<usize>>>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -547,6 +567,24 @@ mod tests {
         assert!(m("(?i)abc", "", "ABC"));
         assert!(m("[]a]", "", "]"));
         assert!(m("é", "", "café"));
+    }
+
+    #[test]
+    fn matches_report_positions_and_groups() {
+        let re = MongoRegex::new("(a)|(b)", "").unwrap();
+        assert_eq!(
+            re.find_at("xxb", 0),
+            Some(RegexMatch {
+                whole: 2..3,
+                groups: vec![None, Some(2..3)]
+            })
+        );
+        assert_eq!(re.find_at("ab", 1).map(|m| m.whole), Some(1..2));
+        // The start offset keeps the text before it for anchors.
+        let anchored = MongoRegex::new("^a", "").unwrap();
+        assert_eq!(anchored.find_at("aa", 1), None);
+        let named = MongoRegex::new("(?'x'\\d)(?:-)(\\d)", "").unwrap();
+        assert_eq!(named.find_at("1-2", 0).map(|m| m.groups.len()), Some(2));
     }
 
     #[test]

@@ -217,7 +217,7 @@ fn computed_fields() {
     );
     assert_eq!(p(doc! {"x": null, "_id": 0}, d), doc! {"x": null});
     assert_eq!(
-        perr(doc! {"x": {"$trim": {"input": "a"}}}).code(),
+        perr(doc! {"x": {"$function": {"body": "", "args": [], "lang": "js"}}}).code(),
         ErrorCode::NotImplemented
     );
     assert_eq!(perr(doc! {"x": {"$bogus": 1}}).code().code(), 31325);

@@ -97,7 +97,7 @@ pub fn array_elem_at(args: &Args) -> Result<Value> {
 }
 
 /// A number that is integral and fits an int32 (`Value::integral`).
-fn int32_value(value: &Bson) -> Option<i32> {
+pub(super) fn int32_value(value: &Bson) -> Option<i32> {
     match value {
         Bson::Int32(v) => Some(*v),
         Bson::Int64(v) => i32::try_from(*v).ok(),

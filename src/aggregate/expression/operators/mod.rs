@@ -6,8 +6,13 @@
 mod arithmetic;
 mod array;
 mod comparison;
+mod index_of;
 mod logical;
+mod regex;
+mod set;
 mod string;
+mod string_rewrite;
+mod substring;
 mod types;
 
 use super::{Expression, Scope, Variables};
@@ -60,6 +65,11 @@ static FAMILIES: &[&[Operator]] = &[
     string::OPERATORS,
     array::OPERATORS,
     types::OPERATORS,
+    string_rewrite::OPERATORS,
+    substring::OPERATORS,
+    index_of::OPERATORS,
+    regex::OPERATORS,
+    set::OPERATORS,
 ];
 
 pub(super) fn lookup(name: &str) -> Option<&'static Operator> {

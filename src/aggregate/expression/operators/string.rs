@@ -1,9 +1,10 @@
-//! String operators: `$concat`, `$toLower`, `$toUpper`.
+//! String operators on whole strings: `$concat`, `$toLower`, `$toUpper`, `$strcasecmp`,
+//! `$strLenBytes`, `$strLenCP`, `$split`.
 
 use super::Args;
 use super::{Arity, Operator, nary};
 use crate::aggregate::value::{
-    Value, bson_type_name, format_double_g, format_iso_date, is_nullish,
+    Value, bson_type_name, format_double_g, format_iso_date, is_nullish, type_name,
 };
 use crate::error::{MongoError, Result};
 use bson::Bson;
@@ -14,6 +15,30 @@ pub(super) static OPERATORS: &[Operator] = &[
         arity: Arity::Any,
         parse: nary,
         eval: concat,
+    },
+    Operator {
+        name: "$split",
+        arity: Arity::Exactly(2),
+        parse: nary,
+        eval: split,
+    },
+    Operator {
+        name: "$strLenBytes",
+        arity: Arity::Exactly(1),
+        parse: nary,
+        eval: str_len_bytes,
+    },
+    Operator {
+        name: "$strLenCP",
+        arity: Arity::Exactly(1),
+        parse: nary,
+        eval: str_len_cp,
+    },
+    Operator {
+        name: "$strcasecmp",
+        arity: Arity::Exactly(2),
+        parse: nary,
+        eval: strcasecmp,
     },
     Operator {
         name: "$toLower",
@@ -65,8 +90,95 @@ pub fn to_upper(args: &Args) -> Result<Value> {
     )))
 }
 
+/// Compares the ASCII upper-cased strings byte by byte (upper, not lower: `_` sorts after
+/// the letters only that way, as in the server): -1, 0 or 1.
+pub fn strcasecmp(args: &Args) -> Result<Value> {
+    let (left, right) = args.eval_pair()?;
+    let left = coerce_to_string(left.as_ref())?.to_ascii_uppercase();
+    let right = coerce_to_string(right.as_ref())?.to_ascii_uppercase();
+    Ok(Some(Bson::Int32(match left.cmp(&right) {
+        std::cmp::Ordering::Less => -1,
+        std::cmp::Ordering::Equal => 0,
+        std::cmp::Ordering::Greater => 1,
+    })))
+}
+
+pub fn str_len_bytes(args: &Args) -> Result<Value> {
+    match args.eval(0)? {
+        Some(Bson::String(s)) => string_length(s.len(), 34470),
+        other => Err(MongoError::location(
+            34473,
+            format!(
+                "$strLenBytes requires a string argument, found: {}",
+                type_name(other.as_ref())
+            ),
+        )),
+    }
+}
+
+pub fn str_len_cp(args: &Args) -> Result<Value> {
+    match args.eval(0)? {
+        Some(Bson::String(s)) => string_length(s.chars().count(), 34472),
+        other => Err(MongoError::location(
+            34471,
+            format!(
+                "$strLenCP requires a string argument, found: {}",
+                type_name(other.as_ref())
+            ),
+        )),
+    }
+}
+
+/// Lengths are ints; a longer string (impossible within a 16MB document) is an error.
+fn string_length(len: usize, code: i32) -> Result<Value> {
+    i32::try_from(len)
+        .map(|len| Some(Bson::Int32(len)))
+        .map_err(|_| {
+            MongoError::location(code, "string length could not be represented as an int.")
+        })
+}
+
+/// Null if either argument is null or missing; a separator at either end yields an empty
+/// string there.
+pub fn split(args: &Args) -> Result<Value> {
+    let (input, separator) = args.eval_pair()?;
+    if is_nullish(input.as_ref()) || is_nullish(separator.as_ref()) {
+        return Ok(Some(Bson::Null));
+    }
+    let Some(Bson::String(input)) = input else {
+        return Err(MongoError::location(
+            40085,
+            format!(
+                "$split requires an expression that evaluates to a string as a first argument, found: {}",
+                type_name(input.as_ref())
+            ),
+        ));
+    };
+    let Some(Bson::String(separator)) = separator else {
+        return Err(MongoError::location(
+            40086,
+            format!(
+                "$split requires an expression that evaluates to a string as a second argument, found: {}",
+                type_name(separator.as_ref())
+            ),
+        ));
+    };
+    if separator.is_empty() {
+        return Err(MongoError::location(
+            40087,
+            "$split requires a non-empty separator",
+        ));
+    }
+    Ok(Some(Bson::Array(
+        input
+            .split(separator.as_str())
+            .map(|part| Bson::String(part.to_string()))
+            .collect(),
+    )))
+}
+
 /// `Value::coerceToString`: null and missing become the empty string.
-fn coerce_to_string(value: Option<&Bson>) -> Result<String> {
+pub(super) fn coerce_to_string(value: Option<&Bson>) -> Result<String> {
     Ok(match value {
         None | Some(Bson::Null) | Some(Bson::Undefined) => String::new(),
         Some(Bson::String(s)) | Some(Bson::Symbol(s)) | Some(Bson::JavaScriptCode(s)) => s.clone(),
@@ -153,5 +265,129 @@ mod tests {
             (err.code().code(), err.message()),
             (16007, "can't convert from BSON type object to String")
         );
+    }
+
+    fn code(expr: Bson) -> i32 {
+        eval(expr, &doc! {"o": {}}).unwrap_err().code().code()
+    }
+
+    #[test]
+    fn strcasecmp_compares_upper_cased_strings() {
+        for (a, b, expected) in [
+            ("13Q1", "13q4", -1),
+            ("13Q4", "13q4", 0),
+            ("14Q2", "13q4", 1),
+            // '_' is between the upper and the lower case letters.
+            ("a", "_", -1),
+            ("", "", 0),
+        ] {
+            assert_eq!(
+                string(bson!({"$strcasecmp": [a, b]})),
+                Some(Bson::Int32(expected)),
+                "{a} vs {b}"
+            );
+        }
+        assert_eq!(
+            string(bson!({"$strcasecmp": ["$missing", null]})),
+            Some(Bson::Int32(0))
+        );
+        assert_eq!(
+            string(bson!({"$strcasecmp": [2.5, "$n"]})),
+            Some(Bson::Int32(0))
+        );
+        assert_eq!(code(bson!({"$strcasecmp": ["a", "$o"]})), 16007);
+        assert_eq!(code(bson!({"$strcasecmp": ["a"]})), 16020);
+    }
+
+    #[test]
+    fn string_lengths_in_bytes_and_code_points() {
+        for (s, bytes, code_points) in [
+            ("abcde", 5, 5),
+            ("Hello World!", 12, 12),
+            ("cafétéria", 11, 9),
+            ("", 0, 0),
+            ("寿司", 6, 2),
+            ("\u{1F600}", 4, 1),
+        ] {
+            assert_eq!(
+                string(bson!({"$strLenBytes": s})),
+                Some(Bson::Int32(bytes)),
+                "{s}"
+            );
+            assert_eq!(
+                string(bson!({"$strLenCP": [s]})),
+                Some(Bson::Int32(code_points)),
+                "{s}"
+            );
+        }
+        let err = eval(bson!({"$strLenBytes": "$missing"}), &doc! {}).unwrap_err();
+        assert_eq!(
+            (err.code().code(), err.message()),
+            (
+                34473,
+                "$strLenBytes requires a string argument, found: missing"
+            )
+        );
+        let err = eval(bson!({"$strLenCP": null}), &doc! {}).unwrap_err();
+        assert_eq!(
+            (err.code().code(), err.message()),
+            (34471, "$strLenCP requires a string argument, found: null")
+        );
+        assert_eq!(code(bson!({"$strLenCP": 1})), 34471);
+    }
+
+    #[test]
+    fn split_on_a_separator() {
+        assert_eq!(
+            string(bson!({"$split": ["June-15-2013", "-"]})),
+            Some(bson!(["June", "15", "2013"]))
+        );
+        assert_eq!(
+            string(bson!({"$split": ["banana split", "a"]})),
+            Some(bson!(["b", "n", "n", " split"]))
+        );
+        assert_eq!(
+            string(bson!({"$split": ["Hello World", " "]})),
+            Some(bson!(["Hello", "World"]))
+        );
+        assert_eq!(
+            string(bson!({"$split": ["astronomical", "astro"]})),
+            Some(bson!(["", "nomical"]))
+        );
+        assert_eq!(
+            string(bson!({"$split": ["pea", "pea"]})),
+            Some(bson!(["", ""]))
+        );
+        assert_eq!(
+            string(bson!({"$split": ["aaa", "aa"]})),
+            Some(bson!(["", "a"]))
+        );
+        assert_eq!(string(bson!({"$split": ["", ","]})), Some(bson!([""])));
+        assert_eq!(
+            string(bson!({"$split": ["abc", "x"]})),
+            Some(bson!(["abc"]))
+        );
+        assert_eq!(
+            string(bson!({"$split": ["$missing", ","]})),
+            Some(Bson::Null)
+        );
+        assert_eq!(string(bson!({"$split": ["a", null]})), Some(Bson::Null));
+        // Null wins over a type error in the other argument.
+        assert_eq!(string(bson!({"$split": [1, null]})), Some(Bson::Null));
+        let err = eval(bson!({"$split": [1, ","]}), &doc! {}).unwrap_err();
+        assert_eq!(
+            (err.code().code(), err.message()),
+            (
+                40085,
+                "$split requires an expression that evaluates to a string as a first argument, found: int"
+            )
+        );
+        assert_eq!(code(bson!({"$split": ["a", "$o"]})), 40086);
+        let err = eval(bson!({"$split": ["abc", ""]}), &doc! {}).unwrap_err();
+        assert_eq!(
+            (err.code().code(), err.message()),
+            (40087, "$split requires a non-empty separator")
+        );
+        assert_eq!(code(bson!({"$split": ["abc"]})), 16020);
     }
 }
