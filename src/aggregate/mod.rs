@@ -10,6 +10,7 @@
 
 mod accumulators;
 mod decimal;
+mod decimal_math;
 /// Public so that the query engine's `$expr` can evaluate the same language.
 pub mod expression;
 mod fieldpath;

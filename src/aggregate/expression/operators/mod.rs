@@ -7,6 +7,7 @@ mod arithmetic;
 mod array;
 mod comparison;
 mod logical;
+mod math;
 mod string;
 mod types;
 
@@ -55,6 +56,7 @@ impl Arity {
 /// Every family's operators.
 static FAMILIES: &[&[Operator]] = &[
     arithmetic::OPERATORS,
+    math::OPERATORS,
     comparison::OPERATORS,
     logical::OPERATORS,
     string::OPERATORS,
