@@ -6,6 +6,7 @@
 mod arithmetic;
 mod array;
 mod comparison;
+mod conversion;
 mod logical;
 mod math;
 mod string;
@@ -62,6 +63,7 @@ static FAMILIES: &[&[Operator]] = &[
     string::OPERATORS,
     array::OPERATORS,
     types::OPERATORS,
+    conversion::OPERATORS,
 ];
 
 pub(super) fn lookup(name: &str) -> Option<&'static Operator> {
