@@ -9,6 +9,7 @@ mod comparison;
 mod conversion;
 mod logical;
 mod math;
+mod rounding;
 mod string;
 mod types;
 
@@ -58,6 +59,7 @@ impl Arity {
 static FAMILIES: &[&[Operator]] = &[
     arithmetic::OPERATORS,
     math::OPERATORS,
+    rounding::OPERATORS,
     comparison::OPERATORS,
     logical::OPERATORS,
     string::OPERATORS,
