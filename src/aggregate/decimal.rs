@@ -298,6 +298,172 @@ impl Dec {
     }
 }
 
+/// The rounding directions `quantize` supports (`$round`, `$trunc`, `$ceil`, `$floor`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rounding {
+    HalfEven,
+    TowardZero,
+    TowardPositive,
+    TowardNegative,
+}
+
+impl Dec {
+    /// IEEE `quantize`: the value with exponent `exp`, rounded in direction `mode`. NaN when the
+    /// value is infinite or the coefficient would need more than 34 digits.
+    pub fn quantize(self, exp: i32, mode: Rounding) -> Dec {
+        let Dec::Finite {
+            neg,
+            coeff,
+            exp: from,
+        } = self
+        else {
+            return Dec::NaN;
+        };
+        if from >= exp {
+            if coeff == 0 {
+                return Dec::Finite { neg, coeff, exp };
+            }
+            let shift = (from - exp) as u32;
+            return match 10u128.checked_pow(shift).and_then(|f| coeff.checked_mul(f)) {
+                Some(scaled) if scaled <= MAX_COEFF => Dec::Finite {
+                    neg,
+                    coeff: scaled,
+                    exp,
+                },
+                _ => Dec::NaN,
+            };
+        }
+        let shift = exp.abs_diff(from);
+        let (quotient, remainder, divisor) = match 10u128.checked_pow(shift) {
+            Some(divisor) => (coeff / divisor, coeff % divisor, Some(divisor)),
+            None => (0, coeff, None),
+        };
+        // How the dropped part compares with one half of the last kept unit.
+        let half = match divisor {
+            Some(divisor) => (remainder * 2).cmp(&divisor),
+            None => Ordering::Less,
+        };
+        let inexact = remainder != 0;
+        let up = match mode {
+            Rounding::HalfEven => {
+                half == Ordering::Greater || (half == Ordering::Equal && quotient % 2 == 1)
+            }
+            Rounding::TowardZero => false,
+            Rounding::TowardPositive => inexact && !neg,
+            Rounding::TowardNegative => inexact && neg,
+        };
+        Dec::Finite {
+            neg,
+            coeff: quotient + u128::from(up),
+            exp,
+        }
+    }
+
+    /// Parses a decimal string as the server's `Decimal128(string)` does: an optional sign, digits
+    /// with an optional point and exponent, or `Infinity`/`Inf`/`NaN` in any case; more than 34
+    /// digits round half to even. `None` when the text is not a number, `Some(Err)` carries
+    /// why a number is out of range ("overflow" or "underflow").
+    pub fn parse(text: &str) -> Option<std::result::Result<Dec, &'static str>> {
+        let (neg, body) = match text.as_bytes().first() {
+            Some(b'-') => (true, &text[1..]),
+            Some(b'+') => (false, &text[1..]),
+            _ => (false, text),
+        };
+        match body.to_ascii_lowercase().as_str() {
+            "inf" | "infinity" => return Some(Ok(Dec::Inf { neg })),
+            "nan" => return Some(Ok(Dec::NaN)),
+            _ => {}
+        }
+        let (mantissa, exponent) = match body.find(['e', 'E']) {
+            Some(at) => (&body[..at], Some(&body[at + 1..])),
+            None => (body, None),
+        };
+        let mut exp: i64 = match exponent {
+            Some(e) => {
+                let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                // Exponents this large only matter for their sign.
+                e.parse::<i64>().unwrap_or(if e.starts_with('-') {
+                    -100_000
+                } else {
+                    100_000
+                })
+            }
+            None => 0,
+        };
+        let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        if int_part.is_empty() && frac_part.is_empty()
+            || !int_part
+                .bytes()
+                .chain(frac_part.bytes())
+                .all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        exp -= frac_part.len() as i64;
+        // Keep 37 significant digits and a sticky digit for the rest: enough to round to 34.
+        let (mut coeff, mut dropped, mut sticky, mut significant) = (0u128, 0i64, false, 0);
+        for b in int_part.bytes().chain(frac_part.bytes()) {
+            let digit = u128::from(b - b'0');
+            if significant < 37 {
+                coeff = coeff * 10 + digit;
+                if coeff != 0 {
+                    significant += 1;
+                }
+            } else {
+                dropped += 1;
+                sticky |= digit != 0;
+            }
+        }
+        exp += dropped;
+        if sticky {
+            coeff = coeff * 10 + 1;
+            exp -= 1;
+        }
+        let value = finish(neg, U256::from_u128(coeff), exp);
+        Some(match value {
+            Dec::Inf { .. } => Err("overflow"),
+            Dec::Finite { coeff: 0, .. } if coeff != 0 => Err("underflow"),
+            _ => Ok(value),
+        })
+    }
+
+    /// Less than zero (NaN and zeros are not).
+    pub fn is_negative(self) -> bool {
+        match self {
+            Dec::Finite { neg, coeff, .. } => neg && coeff != 0,
+            Dec::Inf { neg } => neg,
+            Dec::NaN => false,
+        }
+    }
+
+    /// Greater than zero (NaN is not).
+    pub fn is_positive(self) -> bool {
+        match self {
+            Dec::Finite { neg, coeff, .. } => !neg && coeff != 0,
+            Dec::Inf { neg } => !neg,
+            Dec::NaN => false,
+        }
+    }
+
+    /// The value times `10^shift`, exactly (only the exponent changes, within its range).
+    pub fn scale_by_pow10(self, shift: i64) -> Dec {
+        match self {
+            Dec::Finite { neg, coeff, exp } => {
+                finish(neg, U256::from_u128(coeff), i64::from(exp) + shift)
+            }
+            other => other,
+        }
+    }
+
+    /// The value truncated toward zero, if that fits an int64.
+    pub fn to_i64_truncated(self) -> Option<i64> {
+        self.quantize(0, Rounding::TowardZero).to_i64_exact()
+    }
+}
+
 impl std::fmt::Display for Dec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.encode())

@@ -9,11 +9,14 @@
 //! - [`update_pipeline`]: the restricted pipeline a pipeline-style update runs on one document.
 
 mod accumulators;
+mod convert;
 mod decimal;
+mod decimal_math;
 /// Public so that the query engine's `$expr` can evaluate the same language.
 pub mod expression;
 mod fieldpath;
 mod numeric;
+mod parse_text;
 mod stages;
 mod update_pipeline;
 mod value;

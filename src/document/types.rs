@@ -79,6 +79,13 @@ pub fn type_code_for_alias(alias: &str) -> Option<i32> {
         .map(element_type_code)
 }
 
+/// The alias of a type code (`-1` is `"minKey"`).
+pub fn type_alias_for_code(code: i32) -> Option<&'static str> {
+    ALL.into_iter()
+        .find(|t| element_type_code(*t) == code)
+        .map(element_type_name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,5 +99,8 @@ mod tests {
         assert_eq!(type_code_for_alias("decimal"), Some(19));
         assert_eq!(type_code_for_alias("objectId"), Some(7));
         assert_eq!(type_code_for_alias("number"), None);
+        assert_eq!(type_alias_for_code(-1), Some("minKey"));
+        assert_eq!(type_alias_for_code(19), Some("decimal"));
+        assert_eq!(type_alias_for_code(20), None);
     }
 }

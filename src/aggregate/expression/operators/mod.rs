@@ -6,9 +6,12 @@
 mod arithmetic;
 mod array;
 mod comparison;
+mod conversion;
 mod index_of;
 mod logical;
+mod math;
 mod regex;
+mod rounding;
 mod set;
 mod string;
 mod string_rewrite;
@@ -60,6 +63,8 @@ impl Arity {
 /// Every family's operators.
 static FAMILIES: &[&[Operator]] = &[
     arithmetic::OPERATORS,
+    math::OPERATORS,
+    rounding::OPERATORS,
     comparison::OPERATORS,
     logical::OPERATORS,
     string::OPERATORS,
@@ -70,6 +75,7 @@ static FAMILIES: &[&[Operator]] = &[
     index_of::OPERATORS,
     regex::OPERATORS,
     set::OPERATORS,
+    conversion::OPERATORS,
 ];
 
 pub(super) fn lookup(name: &str) -> Option<&'static Operator> {
