@@ -3,7 +3,7 @@
 //! user variable that the command's expressions (`$expr`, projections, pipelines) read as
 //! `$$name`.
 
-use super::{Expression, Scope, Variables};
+use super::{Expression, Scope, Variables, validate_name_for_user_write};
 use crate::aggregate::value::Value;
 use crate::error::{MongoError, Result};
 use bson::{DateTime, Document};
@@ -93,28 +93,10 @@ fn validate_let_name(name: &str) -> Result<()> {
             format!("Attempt to set internal constant: {name}"),
         ));
     }
-    if name == "CURRENT" {
-        return Ok(());
-    }
-    let invalid = |reason: String| {
-        MongoError::failed_to_parse(format!("Invalid 'let' parameter :: caused by :: {reason}"))
-    };
-    let Some(first) = name.chars().next() else {
-        return Err(invalid("empty variable names are not allowed".into()));
-    };
-    if first.is_ascii() && !first.is_ascii_lowercase() {
-        return Err(invalid(format!(
-            "'{name}' starts with an invalid character for a user variable name"
-        )));
-    }
-    if let Some(bad) = name
-        .chars()
-        .skip(1)
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || !c.is_ascii()))
-    {
-        return Err(invalid(format!(
-            "'{name}' contains an invalid character for a variable name: '{bad}'"
-        )));
-    }
-    Ok(())
+    validate_name_for_user_write(name).map_err(|err| {
+        MongoError::failed_to_parse(format!(
+            "Invalid 'let' parameter :: caused by :: {}",
+            err.message()
+        ))
+    })
 }

@@ -96,6 +96,20 @@ impl<'a> Variables<'a> {
         Variables { root, now, user }
     }
 
+    /// The same document and `$$NOW` with other user variable values: what the arguments of an
+    /// operator that binds variables (`$let`, `$map`...) are evaluated against.
+    fn with_user_values<'b>(&'b self, user: &'b [Value]) -> Variables<'b> {
+        Variables {
+            root: self.root,
+            now: self.now,
+            user,
+        }
+    }
+
+    fn user_values(&self) -> &[Value] {
+        self.user
+    }
+
     fn resolve(&self, base: Base, parts: &[String]) -> Result<Value> {
         Ok(match base {
             Base::Current | Base::Root => {
@@ -285,6 +299,34 @@ fn validate_variable_name(name: &str) -> Result<()> {
         ));
     };
     if !(first.is_ascii_alphabetic() || first >= 0x80) {
+        return Err(MongoError::failed_to_parse(format!(
+            "'{name}' starts with an invalid character for a user variable name"
+        )));
+    }
+    if let Some(bad) = name
+        .chars()
+        .skip(1)
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || !c.is_ascii()))
+    {
+        return Err(MongoError::failed_to_parse(format!(
+            "'{name}' contains an invalid character for a variable name: '{bad}'"
+        )));
+    }
+    Ok(())
+}
+
+/// MongoDB's `validateNameForUserWrite`, for the names `let`, `$let`, `$map`... bind: `CURRENT`,
+/// or a lowercase letter or non-ASCII character, then letters, digits, `_` or non-ASCII.
+pub(crate) fn validate_name_for_user_write(name: &str) -> Result<()> {
+    if name == "CURRENT" {
+        return Ok(());
+    }
+    let Some(first) = name.chars().next() else {
+        return Err(MongoError::failed_to_parse(
+            "empty variable names are not allowed",
+        ));
+    };
+    if first.is_ascii() && !first.is_ascii_lowercase() {
         return Err(MongoError::failed_to_parse(format!(
             "'{name}' starts with an invalid character for a user variable name"
         )));

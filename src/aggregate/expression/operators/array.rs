@@ -1,10 +1,11 @@
-//! Array operators: `$size`, `$arrayElemAt`, `$in`.
+//! Array element access and search: `$size`, `$arrayElemAt`, `$first`, `$last`, `$in`,
+//! `$indexOfArray`, `$isArray`.
 
 use super::Args;
 use super::{Arity, Operator, nary};
 use crate::aggregate::decimal::Dec;
 use crate::aggregate::numeric::{int_or_long, to_f64};
-use crate::aggregate::value::{Value, compare, format_double_g, is_nullish, type_name};
+use crate::aggregate::value::{Value, compare, format_double_g, is_nullish, render, type_name};
 use crate::error::{MongoError, Result};
 use bson::Bson;
 
@@ -16,10 +17,34 @@ pub(super) static OPERATORS: &[Operator] = &[
         eval: array_elem_at,
     },
     Operator {
+        name: "$first",
+        arity: Arity::Exactly(1),
+        parse: nary,
+        eval: first,
+    },
+    Operator {
         name: "$in",
         arity: Arity::Exactly(2),
         parse: nary,
         eval: is_in,
+    },
+    Operator {
+        name: "$indexOfArray",
+        arity: Arity::Range(2, 4),
+        parse: nary,
+        eval: index_of_array,
+    },
+    Operator {
+        name: "$isArray",
+        arity: Arity::Exactly(1),
+        parse: nary,
+        eval: is_array,
+    },
+    Operator {
+        name: "$last",
+        arity: Arity::Exactly(1),
+        parse: nary,
+        eval: last,
     },
     Operator {
         name: "$size",
@@ -45,6 +70,21 @@ pub fn size(args: &Args) -> Result<Value> {
 /// A negative index counts from the end; an index out of bounds yields missing.
 pub fn array_elem_at(args: &Args) -> Result<Value> {
     let (array, index) = args.eval_pair()?;
+    element_at("$arrayElemAt's first argument", array, index)
+}
+
+/// `{$arrayElemAt: [<array>, 0]}`.
+pub fn first(args: &Args) -> Result<Value> {
+    element_at("$first's argument", args.eval(0)?, Some(Bson::Int32(0)))
+}
+
+/// `{$arrayElemAt: [<array>, -1]}`.
+pub fn last(args: &Args) -> Result<Value> {
+    element_at("$last's argument", args.eval(0)?, Some(Bson::Int32(-1)))
+}
+
+/// MongoDB's `arrayElemAt`; `argument` names the array in the error message.
+fn element_at(argument: &str, array: Value, index: Value) -> Result<Value> {
     if is_nullish(array.as_ref()) || is_nullish(index.as_ref()) {
         return Ok(Some(Bson::Null));
     }
@@ -52,7 +92,7 @@ pub fn array_elem_at(args: &Args) -> Result<Value> {
         return Err(MongoError::location(
             28689,
             format!(
-                "$arrayElemAt's first argument must be an array, but is {}",
+                "{argument} must be an array, but is {}",
                 type_name(array.as_ref())
             ),
         ));
@@ -111,6 +151,65 @@ pub(super) fn int32_value(value: &Bson) -> Option<i32> {
             .and_then(|v| i32::try_from(v).ok()),
         _ => None,
     }
+}
+
+pub fn is_array(args: &Args) -> Result<Value> {
+    Ok(Some(Bson::Boolean(matches!(
+        args.eval(0)?,
+        Some(Bson::Array(_))
+    ))))
+}
+
+/// The first index of a value (by value equality) in `[start, end)`, or -1.
+pub fn index_of_array(args: &Args) -> Result<Value> {
+    let array = args.eval(0)?;
+    if is_nullish(array.as_ref()) {
+        return Ok(Some(Bson::Null));
+    }
+    let Some(Bson::Array(items)) = array else {
+        return Err(MongoError::location(
+            40090,
+            format!(
+                "$indexOfArray requires an array as a first argument, found: {}",
+                type_name(array.as_ref())
+            ),
+        ));
+    };
+    let start = match args.len() > 2 {
+        true => index_bound(args.eval(2)?, "starting index")?,
+        false => 0,
+    };
+    let end = match args.len() > 3 {
+        true => index_bound(args.eval(3)?, "ending index")?.min(items.len()),
+        false => items.len(),
+    };
+    let needle = args.eval(1)?;
+    let found = (start..end).find(|&i| compare(needle.as_ref(), Some(&items[i])).is_eq());
+    Ok(Some(Bson::Int32(found.map_or(-1, |i| i as i32))))
+}
+
+/// A starting or ending index of `$indexOfArray`: an int32-representable, non-negative number.
+fn index_bound(value: Value, what: &str) -> Result<usize> {
+    let index = value.as_ref().and_then(int32_value).ok_or_else(|| {
+        // The missing space after the operator's name is MongoDB's.
+        MongoError::location(
+            40096,
+            format!(
+                "$indexOfArrayrequires an integral {what}, found a value of type: {}, with value: {}",
+                type_name(value.as_ref()),
+                render(value.as_ref())
+            ),
+        )
+    })?;
+    usize::try_from(index).map_err(|_| {
+        MongoError::location(
+            40097,
+            format!(
+                "$indexOfArray requires a nonnegative {what}, found: {}",
+                render(value.as_ref())
+            ),
+        )
+    })
 }
 
 pub fn is_in(args: &Args) -> Result<Value> {
@@ -201,6 +300,113 @@ mod tests {
                 .code()
                 .code(),
             28691
+        );
+    }
+
+    #[test]
+    fn first_and_last() {
+        assert_eq!(run(bson!({"$first": "$a"})).unwrap(), Some(Bson::Int32(10)));
+        assert_eq!(
+            run(bson!({"$last": ["$a"]})).unwrap(),
+            Some(Bson::Int32(30))
+        );
+        assert_eq!(run(bson!({"$first": [[]]})).unwrap(), None);
+        assert_eq!(run(bson!({"$last": "$missing"})).unwrap(), Some(Bson::Null));
+        let err = run(bson!({"$first": "$s"})).unwrap_err();
+        assert_eq!(
+            (err.code().code(), err.message()),
+            (28689, "$first's argument must be an array, but is string")
+        );
+        let err = run(bson!({"$last": 1})).unwrap_err();
+        assert_eq!(
+            err.message(),
+            "$last's argument must be an array, but is int"
+        );
+        assert_eq!(
+            run(bson!({"$first": [1, 2]})).unwrap_err().code().code(),
+            16020
+        );
+    }
+
+    #[test]
+    fn is_array() {
+        assert_eq!(
+            run(bson!({"$isArray": "$a"})).unwrap(),
+            Some(Bson::Boolean(true))
+        );
+        assert_eq!(
+            run(bson!({"$isArray": ["$s"]})).unwrap(),
+            Some(Bson::Boolean(false))
+        );
+        assert_eq!(
+            run(bson!({"$isArray": "$missing"})).unwrap(),
+            Some(Bson::Boolean(false))
+        );
+    }
+
+    #[test]
+    fn index_of_array_searches_a_range() {
+        let d = doc! {"items": ["one", "two", "three", "two"], "n": null};
+        let run = |e: Bson| eval(e, &d);
+        assert_eq!(
+            run(bson!({"$indexOfArray": ["$items", "two"]})).unwrap(),
+            Some(Bson::Int32(1))
+        );
+        assert_eq!(
+            run(bson!({"$indexOfArray": ["$items", "two", 2]})).unwrap(),
+            Some(Bson::Int32(3))
+        );
+        assert_eq!(
+            run(bson!({"$indexOfArray": ["$items", "two", 2, 3]})).unwrap(),
+            Some(Bson::Int32(-1))
+        );
+        assert_eq!(
+            run(bson!({"$indexOfArray": ["$items", "two", 5, 1]})).unwrap(),
+            Some(Bson::Int32(-1))
+        );
+        assert_eq!(
+            run(bson!({"$indexOfArray": [[1, 2.0], 2_i64, 0.0, 100]})).unwrap(),
+            Some(Bson::Int32(1))
+        );
+        assert_eq!(
+            run(bson!({"$indexOfArray": ["$n", "two"]})).unwrap(),
+            Some(Bson::Null)
+        );
+        assert_eq!(
+            run(bson!({"$indexOfArray": [[null], "$missing"]})).unwrap(),
+            Some(Bson::Int32(-1))
+        );
+        let err = run(bson!({"$indexOfArray": ["x", "two"]})).unwrap_err();
+        assert_eq!(
+            (err.code().code(), err.message()),
+            (
+                40090,
+                "$indexOfArray requires an array as a first argument, found: string"
+            )
+        );
+        let err = run(bson!({"$indexOfArray": ["$items", "two", 1.5]})).unwrap_err();
+        assert_eq!(
+            (err.code().code(), err.message()),
+            (
+                40096,
+                "$indexOfArrayrequires an integral starting index, found a value of type: double, with value: 1.5"
+            )
+        );
+        let err = run(bson!({"$indexOfArray": ["$items", "two", 0, -1]})).unwrap_err();
+        assert_eq!(
+            (err.code().code(), err.message()),
+            (
+                40097,
+                "$indexOfArray requires a nonnegative ending index, found: -1"
+            )
+        );
+        let err = run(bson!({"$indexOfArray": ["$items"]})).unwrap_err();
+        assert_eq!(
+            (err.code().code(), err.message()),
+            (
+                28667,
+                "Expression $indexOfArray takes at least 2 arguments, and at most 4, but 1 were passed in."
+            )
         );
     }
 

@@ -5,23 +5,29 @@
 
 mod arithmetic;
 mod array;
+mod array_build;
+mod array_sort;
 mod comparison;
 mod conversion;
+mod higher_order;
 mod index_of;
 mod logical;
 mod math;
+mod object;
 mod regex;
+mod reshape;
 mod rounding;
 mod set;
 mod string;
 mod string_rewrite;
 mod substring;
 mod types;
+mod variables;
 
-use super::{Expression, Scope, Variables};
+use super::{Base, Expression, Scope, Variables};
 use crate::aggregate::value::Value;
 use crate::error::{MongoError, Result};
-use bson::Bson;
+use bson::{Bson, Document};
 
 /// Turns the operator's argument into argument expressions, resolving `$$name` in `scope`.
 type ParseFn = fn(&'static str, &Bson, &Scope) -> Result<Vec<Expression>>;
@@ -45,6 +51,8 @@ impl std::fmt::Debug for Operator {
 #[derive(Clone, Copy, Debug)]
 pub enum Arity {
     Exactly(usize),
+    /// From the first to the second number of arguments.
+    Range(usize, usize),
     Any,
 }
 
@@ -54,6 +62,12 @@ impl Arity {
             Arity::Exactly(n) if count != n => Err(MongoError::location(
                 16020,
                 format!("Expression {name} takes exactly {n} arguments. {count} were passed in."),
+            )),
+            Arity::Range(min, max) if count < min || count > max => Err(MongoError::location(
+                28667,
+                format!(
+                    "Expression {name} takes at least {min} arguments, and at most {max}, but {count} were passed in."
+                ),
             )),
             _ => Ok(()),
         }
@@ -76,6 +90,12 @@ static FAMILIES: &[&[Operator]] = &[
     regex::OPERATORS,
     set::OPERATORS,
     conversion::OPERATORS,
+    variables::OPERATORS,
+    higher_order::OPERATORS,
+    array_build::OPERATORS,
+    array_sort::OPERATORS,
+    object::OPERATORS,
+    reshape::OPERATORS,
 ];
 
 pub(super) fn lookup(name: &str) -> Option<&'static Operator> {
@@ -99,6 +119,35 @@ pub(super) fn nary(_name: &'static str, argument: &Bson, scope: &Scope) -> Resul
             .map(|item| Expression::parse_in(item, scope))
             .collect(),
         other => Ok(vec![Expression::parse_in(other, scope)?]),
+    }
+}
+
+/// The fields of a named-argument operand (`{input: ..., as: ...}`) in the order of `names`,
+/// refusing any other field with `unknown(field)`.
+pub(super) fn named_args<'b, const N: usize>(
+    spec: &'b Document,
+    names: [&str; N],
+    unknown: impl Fn(&str) -> MongoError,
+) -> Result<[Option<&'b Bson>; N]> {
+    let mut found = [None; N];
+    for (key, value) in spec {
+        let position = names
+            .iter()
+            .position(|name| name == key)
+            .ok_or_else(|| unknown(key))?;
+        found[position] = Some(value);
+    }
+    Ok(found)
+}
+
+/// A variable that an operator binds for some of its arguments (`$let`, `$map`, `$filter`,
+/// `$reduce`): `name` is defined in `scope`, the child scope those arguments are parsed in, and
+/// the reference returned is passed to the operator as one more argument, which
+/// [`Frame::bind`] is given to set the variable.
+pub(super) fn bind_variable(scope: &mut Scope, name: &str) -> Expression {
+    Expression::Path {
+        base: Base::User(scope.define(name)),
+        parts: Vec::new(),
     }
 }
 
@@ -129,5 +178,45 @@ impl<'a> Args<'a> {
     /// Evaluates the first two arguments, left to right.
     pub fn eval_pair(&self) -> Result<(Value, Value)> {
         Ok((self.eval(0)?, self.eval(1)?))
+    }
+
+    /// A frame in which to bind the variables of [`bind_variable`] and evaluate the arguments
+    /// that see them.
+    pub fn frame(&self) -> Frame<'_> {
+        Frame {
+            args: self,
+            user: self.vars.user_values().to_vec(),
+        }
+    }
+}
+
+/// The user variables of an operator's expression plus the ones the operator binds.
+pub struct Frame<'a> {
+    args: &'a Args<'a>,
+    user: Vec<Value>,
+}
+
+impl Frame<'_> {
+    /// Sets the variable that argument `variable` refers to (see [`bind_variable`]).
+    pub fn bind(&mut self, variable: usize, value: Value) {
+        let Some(Expression::Path {
+            base: Base::User(slot),
+            ..
+        }) = self.args.exprs.get(variable)
+        else {
+            unreachable!("argument {variable} is not a bound variable");
+        };
+        if self.user.len() <= *slot {
+            self.user.resize(slot + 1, None);
+        }
+        self.user[*slot] = value;
+    }
+
+    /// Evaluates argument `index` with the variables bound so far.
+    pub fn eval(&self, index: usize) -> Result<Value> {
+        match self.args.exprs.get(index) {
+            Some(expr) => expr.evaluate(&self.args.vars.with_user_values(&self.user)),
+            None => Ok(None),
+        }
     }
 }
