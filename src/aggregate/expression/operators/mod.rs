@@ -220,3 +220,21 @@ impl Frame<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::FAMILIES;
+
+    #[test]
+    fn every_operator_is_listed_once() {
+        let mut names: Vec<&str> = FAMILIES
+            .iter()
+            .flat_map(|family| family.iter().map(|op| op.name))
+            .collect();
+        let listed = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), listed, "an operator is listed twice");
+        assert!(names.iter().all(|n| n.starts_with('$')));
+    }
+}
