@@ -123,11 +123,17 @@ async fn check_preconditions(
                 format!("cannot rename view {from}"),
             ));
         }
+        // The shards' steps tell the renamed collection from an old target by this UUID: it
+        // must be known.
         (None, Some(info)) => info
             .get_document("info")
             .ok()
-            .and_then(|i| i.get("uuid").cloned())
-            .unwrap_or(Bson::Null),
+            .and_then(|i| i.get("uuid"))
+            .filter(|uuid| matches!(uuid, Bson::Binary(_)))
+            .cloned()
+            .ok_or_else(|| {
+                MongoError::internal(format!("the primary shard reported no UUID for {from}"))
+            })?,
         (None, None) => return Err(MongoError::namespace_not_found(missing())),
     };
     let target_exists =

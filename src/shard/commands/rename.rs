@@ -154,8 +154,8 @@ async fn participant(
 ) -> Result<RawDocumentBuf> {
     let (from, to) = names(&req)?;
     let source_uuid = match req.args().get("sourceUUID")? {
-        Some(uuid) => Bson::try_from(uuid.to_raw_bson())?,
-        None => return Err(crate::command::missing(req.name(), "sourceUUID")),
+        Some(uuid @ bson::RawBsonRef::Binary(_)) => Bson::try_from(uuid.to_raw_bson())?,
+        _ => return Err(crate::command::missing(req.name(), "sourceUUID")),
     };
     state
         .critical_sections
