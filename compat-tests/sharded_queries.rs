@@ -179,8 +179,23 @@ async fn scattered_reads_match_an_unsharded_collection(client: &Client) {
             );
         }
     }
-    // Aggregations: the shards run the leading $match, the router the rest.
+    // Aggregations: the shards run the per-document stages and a sort with what the skip and
+    // limit after it keep, the router the rest.
     let pipelines = [
+        vec![
+            doc! {"$project": {"a": 1, "b": 1}},
+            doc! {"$addFields": {"c": {"$multiply": ["$a", 2]}}},
+            doc! {"$match": {"c": {"$gte": 4}}},
+            doc! {"$sort": {"c": -1, "_id": 1}},
+            doc! {"$skip": 3},
+            doc! {"$limit": 4},
+        ],
+        vec![
+            doc! {"$set": {"pair": ["$a", "$b"]}},
+            doc! {"$unwind": "$pair"},
+            doc! {"$limit": 5},
+            doc! {"$count": "n"},
+        ],
         vec![
             doc! {"$match": {"b": {"$gte": 2}}},
             doc! {"$group": {"_id": "$b", "n": {"$sum": 1}, "total": {"$sum": "$a"}}},
@@ -288,6 +303,20 @@ async fn scattered_reads_match_an_unsharded_collection(client: &Client) {
             .len(),
         1
     );
+    let sorted = run(
+        &database,
+        doc! {"aggregate": "sharded", "pipeline": [{"$sort": {"a": 1}}, {"$skip": 2}, {"$limit": 3}], "explain": true},
+    )
+    .await;
+    let split = sorted.get_document("splitPipeline").unwrap();
+    assert_eq!(
+        split.get_array("shardsPart").unwrap(),
+        &vec![
+            Bson::Document(doc! {"$sort": {"a": 1}}),
+            Bson::Document(doc! {"$limit": 5_i64})
+        ]
+    );
+    assert_eq!(split.get_array("mergerPart").unwrap().len(), 3);
     // Killing a scattered cursor closes it.
     let reply = run(
         &database,

@@ -277,8 +277,8 @@ fn merged(replies: Vec<ShardExplain>, verbosity: Verbosity, millis: i32, stage: 
 }
 
 /// mongos's shape for an aggregation: on one shard the whole pipeline ran there
-/// (`splitPipeline: null`); on several the shards ran the leading `$match` and the router the
-/// rest (`mergeType: "mongos"`).
+/// (`splitPipeline: null`); on several the shards ran their part and the router the rest
+/// (`mergeType: "mongos"`, `pipeline_split`).
 fn aggregate_result(replies: Vec<ShardExplain>, explained: &CommandRequest) -> Result<Document> {
     let split = replies.len() > 1;
     let mut shards = Document::new();
@@ -297,13 +297,12 @@ fn aggregate_result(replies: Vec<ShardExplain>, explained: &CommandRequest) -> R
     if !split {
         return Ok(doc! {"explainVersion": "1", "splitPipeline": Bson::Null, "shards": shards});
     }
-    let stages = explained.args().array("pipeline")?.unwrap_or_default();
-    let at =
-        usize::from(matches!(stages.first(), Some(Bson::Document(s)) if s.contains_key("$match")));
+    let stages = super::reads::pipeline_stages(explained)?;
+    let split = crate::router::pipeline_split::split(&stages);
     Ok(doc! {
         "explainVersion": "1",
         "mergeType": "mongos",
-        "splitPipeline": {"shardsPart": stages[..at].to_vec(), "mergerPart": stages[at..].to_vec()},
+        "splitPipeline": {"shardsPart": split.shards_part, "mergerPart": split.merger_part},
         "shards": shards,
     })
 }

@@ -3,8 +3,8 @@
 //! shard key bounds of their filter: one shard gets the command as it is (with that shard's
 //! version); several get it at once and the router merges — a cluster cursor for `find`
 //! (merge-sorted, `skip` and `limit` applied once here), summed counts, the union of distinct
-//! values, and for `aggregate` the shards' leading `$match` output run through the rest of the
-//! pipeline here.
+//! values, and for `aggregate` the output of the shards' part of the pipeline (`pipeline_split`)
+//! run through the merger's part here.
 
 use super::super::RouterState;
 use super::super::cluster_cursor::{ClusterCursor, SORT_KEY_FIELD};
@@ -321,9 +321,8 @@ pub(super) async fn aggregate(
     Ok(merged.unwrap_or_else(|| cursor_reply(&ns, Vec::new(), 0, true)))
 }
 
-/// An aggregation over several shards: each runs the pipeline's leading `$match` (with the
-/// command's `let`) or `$collStats`, and the router runs the rest over their merged output.
-/// The pipeline is parsed here first, so a bad pipeline fails before any shard is asked.
+/// An aggregation over several shards, split as `pipeline_split` says: each shard runs the
+/// shards' part (with the command's `let`), the router the merger's part over their output.
 async fn scatter_aggregate(
     state: &RouterState,
     placement: &Placement,
@@ -334,14 +333,10 @@ async fn scatter_aggregate(
     let args = req.args();
     let collection = args.collection()?;
     let stages = pipeline_stages(req)?;
-    // What the shards run: a leading `$match` (or `$collStats`, which describes each shard's
-    // part of the collection).
-    let split = usize::from(
-        stages
-            .first()
-            .is_some_and(|s| s.contains_key("$match") || s.contains_key("$collStats")),
-    );
-    let merge = Pipeline::parse_with_variables(&stages[split..], args.let_variables()?)?;
+    // The whole pipeline is parsed here first, so a bad one fails before any shard is asked.
+    Pipeline::parse_with_variables(&stages, args.let_variables()?)?;
+    let split = crate::router::pipeline_split::split(&stages);
+    let merge = Pipeline::parse_with_variables(&split.merger_part, args.let_variables()?)?;
     let batch_size = match args.document("cursor")? {
         Some(cursor) => match cursor.get("batchSize") {
             Some(Bson::Int32(n)) if *n >= 0 => Some(i64::from(*n)),
@@ -360,7 +355,7 @@ async fn scatter_aggregate(
             ));
         }
     };
-    let shard_stages: Vec<Document> = stages[..split].to_vec();
+    let shard_stages = split.shards_part;
     let shard_req = CommandRequest::new(
         req.db.clone(),
         rewrite(
