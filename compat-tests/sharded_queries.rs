@@ -303,6 +303,14 @@ async fn scattered_reads_match_an_unsharded_collection(client: &Client) {
             .len(),
         1
     );
+    // `$collStats` describes each shard's part: it runs on the shards, the rest on the router.
+    let per_shard = cursor_documents(
+        &database,
+        doc! {"aggregate": "sharded", "pipeline": [{"$collStats": {"count": {}}}, {"$project": {"shard": 1, "count": 1}}], "cursor": {}},
+    )
+    .await
+    .unwrap();
+    assert_eq!(per_shard.len(), 2, "{per_shard:?}");
     let sorted = run(
         &database,
         doc! {"aggregate": "sharded", "pipeline": [{"$sort": {"a": 1}}, {"$skip": 2}, {"$limit": 3}], "explain": true},

@@ -333,9 +333,9 @@ async fn scatter_aggregate(
     let args = req.args();
     let collection = args.collection()?;
     let stages = pipeline_stages(req)?;
-    // The whole pipeline is parsed here first, so a bad one fails before any shard is asked.
-    Pipeline::parse_with_variables(&stages, args.let_variables()?)?;
     let split = crate::router::pipeline_split::split(&stages);
+    // The merger's part is parsed first, so a bad one fails before any shard is asked (the
+    // shards check theirs: `$collStats` only runs there).
     let merge = Pipeline::parse_with_variables(&split.merger_part, args.let_variables()?)?;
     let batch_size = match args.document("cursor")? {
         Some(cursor) => match cursor.get("batchSize") {
