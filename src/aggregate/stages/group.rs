@@ -38,7 +38,7 @@ pub fn parse_group(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result
             }
             id = Some(parse_id(value, scope)?);
         } else {
-            accumulators.push(Accumulator::parse(field, value, scope)?);
+            accumulators.push(Accumulator::parse(field, value, vars)?);
         }
     }
     let id =
@@ -60,17 +60,16 @@ fn parse_id(value: &Bson, scope: &Scope) -> Result<Expression> {
         None => Ok(Expression::Constant(Bson::Document(Document::new()))),
         Some(first) if first.starts_with('$') => Expression::parse_object_in(fields, scope),
         Some(_) => {
-            let mut parsed = Vec::with_capacity(fields.len());
-            for (name, field) in fields {
-                if is_number(field) || matches!(field, Bson::Boolean(_)) {
-                    return Err(MongoError::location(
-                        17390,
-                        "$group does not support inclusion-style expressions",
-                    ));
-                }
-                parsed.push((name.clone(), Expression::parse_in(field, scope)?));
+            if fields
+                .values()
+                .any(|field| is_number(field) || matches!(field, Bson::Boolean(_)))
+            {
+                return Err(MongoError::location(
+                    17390,
+                    "$group does not support inclusion-style expressions",
+                ));
             }
-            Ok(Expression::Object(parsed))
+            Expression::parse_object_in(fields, scope)
         }
     }
 }
@@ -175,11 +174,9 @@ impl Group {
             let position = match existing {
                 Some(i) => i,
                 None => {
+                    let states = self.start_group(&key, ctx)?;
                     candidates.push(groups.len());
-                    groups.push((
-                        key,
-                        self.accumulators.iter().map(Accumulator::start).collect(),
-                    ));
+                    groups.push((key, states));
                     groups.len() - 1
                 }
             };
@@ -187,13 +184,30 @@ impl Group {
                 continue;
             };
             for (acc, state) in self.accumulators.iter().zip(states.iter_mut()) {
-                state.process(acc.argument.evaluate(&vars)?);
+                state.process(acc.argument().evaluate(&vars)?)?;
             }
         }
         Ok(groups
             .into_iter()
             .map(|(key, states)| group_output(key, &self.accumulators, states))
             .collect())
+    }
+}
+
+impl Group {
+    /// A new group's accumulator states; what they are initialized from (`n`) reads the group
+    /// key's fields when the key is a document.
+    fn start_group(&self, key: &Bson, ctx: &RunContext) -> Result<Vec<State>> {
+        let empty = Document::new();
+        let key_doc = match key {
+            Bson::Document(fields) => fields,
+            _ => &empty,
+        };
+        let vars = ctx.variables(key_doc);
+        self.accumulators
+            .iter()
+            .map(|acc| acc.start(&vars))
+            .collect()
     }
 }
 
@@ -339,6 +353,37 @@ mod tests {
         );
         assert_eq!(error("$group", bson!({"_id": null, "n": 1})).0, 40234);
         assert_eq!(error("$group", bson!({"_id": {"$foo": 1}})).0, 168);
+        // The inclusion check covers every field before any is parsed.
+        assert_eq!(
+            error("$group", bson!({"_id": {"a": "$", "b": true}})).0,
+            17390
+        );
+        assert_eq!(error("$group", bson!({"_id": {"a.b": "$x"}})).0, 16412);
+        assert_eq!(
+            error("$group", bson!({"_id": null, "x": {"$foo": 1}})),
+            (15952, "unknown group operator '$foo'".into())
+        );
+    }
+
+    #[test]
+    fn accumulator_errors_stop_the_run() {
+        assert_eq!(
+            run(
+                bson!({"_id": null, "m": {"$mergeObjects": "$v"}}),
+                vec![doc! {"v": "x"}]
+            )
+            .unwrap_err()
+            .code()
+            .code(),
+            40400
+        );
+        // `n` is checked when a group starts, so an empty input has nothing to complain about.
+        let spec = bson!({"_id": "$k", "f": {"$firstN": {"input": "$v", "n": 0}}});
+        assert!(run(spec.clone(), vec![]).unwrap().is_empty());
+        assert_eq!(
+            run(spec, vec![doc! {"k": 1}]).unwrap_err().code().code(),
+            5787908
+        );
     }
 
     #[test]
