@@ -27,6 +27,37 @@ pub fn width(value: &Bson) -> Option<Width> {
 }
 
 /// An int32 when the value fits, otherwise an int64 (`Value::createIntOrLong`).
+/// The `n` of the `N` operators and accumulators (`$firstN`, `$topN`, ...): a number with an
+/// integral value, greater than zero.
+pub fn n_argument(value: &Value) -> Result<usize> {
+    let not_integral = |code| {
+        MongoError::location(
+            code,
+            format!(
+                "Value for 'n' must be of integral type, but found {}",
+                super::value::render(value.as_ref())
+            ),
+        )
+    };
+    let count = match value {
+        Some(Bson::Int32(v)) => i64::from(*v),
+        Some(Bson::Int64(v)) => *v,
+        Some(Bson::Double(v)) if v.fract() == 0.0 && v.abs() < 9.2e18 => *v as i64,
+        Some(Bson::Decimal128(d)) => Dec::decode(*d)
+            .to_i64_exact()
+            .ok_or_else(|| not_integral(5787903))?,
+        Some(Bson::Double(_)) => return Err(not_integral(5787903)),
+        _ => return Err(not_integral(5787902)),
+    };
+    if count <= 0 {
+        return Err(MongoError::location(
+            5787908,
+            format!("'n' must be greater than 0, found {count}"),
+        ));
+    }
+    Ok(usize::try_from(count).unwrap_or(usize::MAX))
+}
+
 pub fn int_or_long(value: i64) -> Bson {
     i32::try_from(value).map_or(Bson::Int64(value), Bson::Int32)
 }

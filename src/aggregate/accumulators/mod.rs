@@ -183,7 +183,7 @@ impl Accumulator {
     /// document, nothing otherwise): that is what `n` may read.
     pub fn start(&self, key_vars: &Variables) -> Result<State> {
         let n = match &self.n {
-            Some(n) => n_results::validate_n(n.evaluate(key_vars)?)?,
+            Some(n) => crate::aggregate::numeric::n_argument(&n.evaluate(key_vars)?)?,
             None => 1,
         };
         Ok(match &self.kind {

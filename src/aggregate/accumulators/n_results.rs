@@ -5,7 +5,6 @@
 
 use super::top_bottom::{SortOrder, sort_entry};
 use super::{Kind, Parsed};
-use crate::aggregate::decimal::Dec;
 use crate::aggregate::expression::{Expression, LetVariables};
 use crate::aggregate::value::{Value, is_nullish, render};
 use crate::document::order::compare_values;
@@ -60,38 +59,6 @@ pub(super) fn expect_object<'a>(name: &str, argument: &'a Bson, code: i32) -> Re
     }
 }
 
-/// `n` as the server accepts it: a number with an integral value, greater than zero.
-pub fn validate_n(value: Value) -> Result<usize> {
-    let not_integral = |code| {
-        MongoError::location(
-            code,
-            format!(
-                "Value for 'n' must be of integral type, but found {}",
-                render(value.as_ref())
-            ),
-        )
-    };
-    let (long, double) = match &value {
-        Some(Bson::Int32(v)) => (i64::from(*v), f64::from(*v)),
-        Some(Bson::Int64(v)) => (*v, *v as f64),
-        Some(Bson::Double(v)) => (*v as i64, *v),
-        Some(Bson::Decimal128(d)) => {
-            let d = Dec::decode(*d);
-            (d.to_i64_truncated().unwrap_or(0), d.to_f64())
-        }
-        _ => return Err(not_integral(5787902)),
-    };
-    if long as f64 != double {
-        return Err(not_integral(5787903));
-    }
-    if long <= 0 {
-        return Err(MongoError::location(
-            5787908,
-            format!("'n' must be greater than 0, found {long}"),
-        ));
-    }
-    Ok(usize::try_from(long).unwrap_or(usize::MAX))
-}
 
 /// `$firstN`: the first `n` values, missing ones as null.
 #[derive(Clone, Debug)]

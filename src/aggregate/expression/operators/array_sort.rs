@@ -204,36 +204,11 @@ pub fn parse_n(name: &'static str, argument: &Bson, scope: &Scope) -> Result<Vec
 
 /// `n` (a positive integer) and the input array, evaluated in that order.
 fn n_and_input(args: &Args) -> Result<(usize, Vec<Bson>)> {
-    let n = args.eval(0)?;
-    let not_integral = |code| {
-        MongoError::location(
-            code,
-            format!(
-                "Value for 'n' must be of integral type, but found {}",
-                render(n.as_ref())
-            ),
-        )
-    };
-    let count = match &n {
-        Some(Bson::Int32(v)) => i64::from(*v),
-        Some(Bson::Int64(v)) => *v,
-        Some(Bson::Double(v)) if v.fract() == 0.0 && v.abs() < 9.2e18 => *v as i64,
-        Some(Bson::Decimal128(d)) => Dec::decode(*d)
-            .to_i64_exact()
-            .ok_or_else(|| not_integral(5787903))?,
-        Some(Bson::Double(_)) => return Err(not_integral(5787903)),
-        _ => return Err(not_integral(5787902)),
-    };
-    if count <= 0 {
-        return Err(MongoError::location(
-            5787908,
-            format!("'n' must be greater than 0, found {count}"),
-        ));
-    }
+    let count = crate::aggregate::numeric::n_argument(&args.eval(0)?)?;
     let Some(Bson::Array(items)) = args.eval(1)? else {
         return Err(MongoError::location(5788200, "Input must be an array"));
     };
-    Ok((usize::try_from(count).unwrap_or(usize::MAX), items))
+    Ok((count, items))
 }
 
 pub fn first_n(args: &Args) -> Result<Value> {
