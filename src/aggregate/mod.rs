@@ -10,6 +10,7 @@
 
 mod accumulators;
 mod convert;
+mod datetime;
 mod decimal;
 mod decimal_math;
 /// Public so that the query engine's `$expr` can evaluate the same language.

@@ -9,6 +9,12 @@ mod array_build;
 mod array_sort;
 mod comparison;
 mod conversion;
+mod date_args;
+mod date_arith;
+mod date_format;
+mod date_from_parts;
+mod date_parts;
+mod date_trunc;
 mod higher_order;
 mod index_of;
 mod logical;
@@ -96,6 +102,11 @@ static FAMILIES: &[&[Operator]] = &[
     array_sort::OPERATORS,
     object::OPERATORS,
     reshape::OPERATORS,
+    date_parts::OPERATORS,
+    date_format::OPERATORS,
+    date_from_parts::OPERATORS,
+    date_arith::OPERATORS,
+    date_trunc::OPERATORS,
 ];
 
 pub(super) fn lookup(name: &str) -> Option<&'static Operator> {
