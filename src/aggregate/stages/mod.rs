@@ -5,6 +5,9 @@
 mod basic;
 mod bucket;
 mod bucket_auto;
+mod densify;
+#[cfg(test)]
+mod densify_tests;
 mod facet;
 mod fill;
 mod granularity;
@@ -16,6 +19,7 @@ mod time_unit;
 mod unwind;
 mod window;
 mod window_functions;
+mod window_math;
 #[cfg(test)]
 mod window_tests;
 
@@ -40,6 +44,7 @@ pub enum Stage {
     Sample(u64),
     Redact(redact::Redact),
     SetWindowFields(window::SetWindowFields),
+    Densify(densify::Densify),
 }
 
 /// Parses a stage's value (the stage name is passed for messages and aliases); its expressions
@@ -51,6 +56,7 @@ static STAGES: &[(&str, Parser)] = &[
     ("$bucket", bucket::parse),
     ("$bucketAuto", bucket_auto::parse),
     ("$count", group::parse_count),
+    ("$densify", densify::parse),
     ("$facet", facet::parse),
     ("$fill", fill::parse),
     ("$group", group::parse_group),
@@ -76,7 +82,6 @@ const NOT_YET_SUPPORTED: &[&str] = &[
     "$changeStream",
     "$collStats",
     "$currentOp",
-    "$densify",
     "$documents",
     "$geoNear",
     "$graphLookup",
@@ -160,6 +165,7 @@ impl Stage {
             Stage::Sample(_) => Some("$sample"),
             Stage::Redact(_) => Some("$redact"),
             Stage::SetWindowFields(_) => Some("$setWindowFields"),
+            Stage::Densify(_) => Some("$densify"),
         }
     }
 
@@ -196,6 +202,7 @@ impl Stage {
             Stage::Sample(size) => Ok(sample::run(docs, *size)),
             Stage::Redact(redact) => redact.run(docs, ctx),
             Stage::SetWindowFields(window) => window.run(docs, ctx),
+            Stage::Densify(densify) => densify.run(docs, ctx),
         }
     }
 }
