@@ -32,9 +32,7 @@ impl UpdatePipeline {
         let mut refused: Option<String> = None;
         for spec in specs {
             if let Some(name) = unsupported_stage(spec) {
-                // Stages this server cannot parse yet are all refused within an update
-                // anyway; MongoDB reports `$bucket` by the `$group` it expands into.
-                let name = if name == "$bucket" { "$group" } else { name };
+                // Stages this server cannot parse yet are all refused within an update anyway.
                 refused.get_or_insert_with(|| name.to_string());
                 continue;
             }
@@ -146,8 +144,12 @@ mod tests {
             (doc! {"$count": "n"}, "$group"),
             (doc! {"$sortByCount": "$a"}, "$group"),
             (doc! {"$lookup": {"from": "x"}}, "$lookup"),
-            (doc! {"$facet": {}}, "$facet"),
-            (doc! {"$bucket": {}}, "$group"),
+            (doc! {"$facet": {"a": [{"$match": {}}]}}, "$facet"),
+            (
+                doc! {"$bucket": {"groupBy": "$a", "boundaries": [0, 1]}},
+                "$group",
+            ),
+            (doc! {"$sample": {"size": 1}}, "$sample"),
         ] {
             assert_eq!(
                 refusal(vec![doc! {"$set": {"a": 1}}, stage]),

@@ -74,6 +74,12 @@ impl LetVariables {
         &self.scope
     }
 
+    /// The variables' values, by the slots of [`LetVariables::scope`] (for stages that define
+    /// further variables after them, as `$redact` does).
+    pub fn values(&self) -> &[Value] {
+        &self.values
+    }
+
     /// The command's `$$NOW`.
     pub fn now(&self) -> DateTime {
         self.now

@@ -158,6 +158,11 @@ pub fn parse_sort_by_count(
 }
 
 impl Group {
+    /// A group by `id` with `accumulators`, for the stages that desugar into one (`$bucket`).
+    pub(super) fn new(id: Expression, accumulators: Vec<Accumulator>) -> Group {
+        Group { id, accumulators }
+    }
+
     /// Groups in order of first appearance; a missing key groups with null.
     pub fn run(&self, docs: &[Document], ctx: &RunContext) -> Result<Vec<Document>> {
         let mut groups: Vec<(Bson, Vec<State>)> = Vec::new();

@@ -3,9 +3,25 @@
 //! running a stage over a batch of documents.
 
 mod basic;
+mod bucket;
+mod bucket_auto;
+mod densify;
+#[cfg(test)]
+mod densify_tests;
+mod facet;
+mod fill;
+mod granularity;
 mod group;
+mod redact;
+mod sample;
 mod shape;
+mod time_unit;
 mod unwind;
+mod window;
+mod window_functions;
+mod window_math;
+#[cfg(test)]
+mod window_tests;
 
 use crate::aggregate::expression::{LetVariables, Variables};
 use crate::error::{ErrorCode, MongoError, Result};
@@ -23,6 +39,12 @@ pub enum Stage {
     Limit(u64),
     Unwind(unwind::Unwind),
     ReplaceRoot(basic::ReplaceRoot),
+    BucketAuto(bucket_auto::BucketAuto),
+    Facet(facet::Facet),
+    Sample(u64),
+    Redact(redact::Redact),
+    SetWindowFields(window::SetWindowFields),
+    Densify(densify::Densify),
 }
 
 /// Parses a stage's value (the stage name is passed for messages and aliases); its expressions
@@ -31,14 +53,22 @@ type Parser = fn(&str, &Bson, &Arc<LetVariables>) -> Result<Vec<Stage>>;
 
 static STAGES: &[(&str, Parser)] = &[
     ("$addFields", shape::parse_add_fields),
+    ("$bucket", bucket::parse),
+    ("$bucketAuto", bucket_auto::parse),
     ("$count", group::parse_count),
+    ("$densify", densify::parse),
+    ("$facet", facet::parse),
+    ("$fill", fill::parse),
     ("$group", group::parse_group),
     ("$limit", basic::parse_limit),
     ("$match", basic::parse_match),
     ("$project", shape::parse_project),
+    ("$redact", redact::parse),
     ("$replaceRoot", basic::parse_replace_root),
     ("$replaceWith", basic::parse_replace_with),
+    ("$sample", sample::parse),
     ("$set", shape::parse_add_fields),
+    ("$setWindowFields", window::parse),
     ("$skip", basic::parse_skip),
     ("$sort", basic::parse_sort),
     ("$sortByCount", group::parse_sort_by_count),
@@ -49,15 +79,10 @@ static STAGES: &[(&str, Parser)] = &[
 /// Stages MongoDB has that this server does not run yet: reported as such rather than as
 /// unrecognized names.
 const NOT_YET_SUPPORTED: &[&str] = &[
-    "$bucket",
-    "$bucketAuto",
     "$changeStream",
     "$collStats",
     "$currentOp",
-    "$densify",
     "$documents",
-    "$facet",
-    "$fill",
     "$geoNear",
     "$graphLookup",
     "$indexStats",
@@ -67,11 +92,8 @@ const NOT_YET_SUPPORTED: &[&str] = &[
     "$merge",
     "$out",
     "$planCacheStats",
-    "$redact",
-    "$sample",
     "$search",
     "$searchMeta",
-    "$setWindowFields",
     "$unionWith",
     "$vectorSearch",
 ];
@@ -138,6 +160,12 @@ impl Stage {
             Stage::Skip(_) => Some("$skip"),
             Stage::Limit(_) => Some("$limit"),
             Stage::Unwind(_) => Some("$unwind"),
+            Stage::BucketAuto(_) => Some("$bucketAuto"),
+            Stage::Facet(_) => Some("$facet"),
+            Stage::Sample(_) => Some("$sample"),
+            Stage::Redact(_) => Some("$redact"),
+            Stage::SetWindowFields(_) => Some("$setWindowFields"),
+            Stage::Densify(_) => Some("$densify"),
         }
     }
 
@@ -169,6 +197,12 @@ impl Stage {
                 .collect()),
             Stage::Unwind(unwind) => Ok(unwind.run(docs)),
             Stage::ReplaceRoot(replace) => docs.iter().map(|doc| replace.apply(doc, ctx)).collect(),
+            Stage::BucketAuto(bucket) => bucket.run(&docs, ctx),
+            Stage::Facet(facet) => facet.run(&docs, ctx),
+            Stage::Sample(size) => Ok(sample::run(docs, *size)),
+            Stage::Redact(redact) => redact.run(docs, ctx),
+            Stage::SetWindowFields(window) => window.run(docs, ctx),
+            Stage::Densify(densify) => densify.run(docs, ctx),
         }
     }
 }

@@ -1,0 +1,249 @@
+//! `$facet`: several sub-pipelines over the same input, whose outputs become the array fields
+//! of one output document.
+
+use super::{RunContext, Stage, with_context};
+use crate::aggregate::expression::LetVariables;
+use crate::aggregate::fieldpath::validate_plain_field_name;
+use crate::aggregate::value::{bson_type_name, render};
+use crate::error::{MongoError, Result};
+use bson::{Bson, Document};
+use std::sync::Arc;
+
+/// Stages whose constraints forbid them inside a `$facet` (they write, must come first, or
+/// read something else than the input documents).
+const NOT_ALLOWED_INSIDE: &[&str] = &[
+    "$changeStream",
+    "$changeStreamSplitLargeEvent",
+    "$collStats",
+    "$currentOp",
+    "$documents",
+    "$facet",
+    "$geoNear",
+    "$indexStats",
+    "$listLocalSessions",
+    "$listSampledQueries",
+    "$listSearchIndexes",
+    "$listSessions",
+    "$merge",
+    "$out",
+    "$planCacheStats",
+    "$search",
+    "$searchMeta",
+    "$vectorSearch",
+];
+
+pub struct Facet {
+    facets: Vec<(String, Vec<Stage>)>,
+}
+
+pub fn parse(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
+    let spec = match spec {
+        Bson::Document(spec) if !spec.is_empty() => spec,
+        _ => {
+            return Err(MongoError::location(
+                40169,
+                format!(
+                    "the $facet specification must be a non-empty object, but found: {}",
+                    render(Some(spec))
+                ),
+            ));
+        }
+    };
+    let mut raw = Vec::with_capacity(spec.len());
+    for (name, pipeline) in spec {
+        validate_plain_field_name(name).map_err(|err| {
+            with_context(
+                err,
+                "$facet pipeline names must follow the naming rules of field path expressions.",
+            )
+        })?;
+        let Bson::Array(stages) = pipeline else {
+            return Err(MongoError::location(
+                40170,
+                format!(
+                    "arguments to $facet must be arrays, {name} is type {}",
+                    bson_type_name(pipeline)
+                ),
+            ));
+        };
+        let mut specs = Vec::with_capacity(stages.len());
+        for stage in stages {
+            let Bson::Document(stage) = stage else {
+                return Err(MongoError::location(
+                    40171,
+                    format!(
+                        "elements of arrays in $facet spec must be non-empty objects, {name} argument contained an element of type {}: {}",
+                        bson_type_name(stage),
+                        render(Some(stage))
+                    ),
+                ));
+            };
+            specs.push(stage);
+        }
+        raw.push((name, specs));
+    }
+    let mut facets = Vec::with_capacity(raw.len());
+    for (name, specs) in raw {
+        if specs.is_empty() {
+            return Err(MongoError::bad_value(
+                "sub-pipeline in $facet stage cannot be empty",
+            ));
+        }
+        let mut stages = Vec::with_capacity(specs.len());
+        for stage in specs {
+            if let Some(refused) = stage
+                .keys()
+                .next()
+                .filter(|n| NOT_ALLOWED_INSIDE.contains(&n.as_str()))
+            {
+                return Err(MongoError::location(
+                    40600,
+                    format!("{refused} is not allowed to be used within a $facet stage"),
+                ));
+            }
+            stages.extend(super::parse(stage, vars)?);
+        }
+        facets.push((name.clone(), stages));
+    }
+    Ok(vec![Stage::Facet(Facet { facets })])
+}
+
+impl Facet {
+    pub fn run(&self, docs: &[Document], ctx: &RunContext) -> Result<Vec<Document>> {
+        let mut out = Document::new();
+        for (name, stages) in &self.facets {
+            let mut results = docs.to_vec();
+            for stage in stages {
+                results = stage.run(results, ctx)?;
+            }
+            out.insert(
+                name.clone(),
+                Bson::Array(results.into_iter().map(Bson::Document).collect()),
+            );
+        }
+        Ok(vec![out])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::aggregate::Pipeline;
+    use bson::{Bson, Document, bson, doc};
+
+    fn pipeline(stages: Bson) -> crate::error::Result<Pipeline> {
+        let stages: Vec<Document> = stages
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_document().unwrap().clone())
+            .collect();
+        Pipeline::parse(&stages)
+    }
+
+    fn code(spec: Bson) -> (i32, String) {
+        let err = pipeline(bson!([{"$facet": spec}])).err().unwrap();
+        (err.code().code(), err.message().to_string())
+    }
+
+    fn artwork() -> Vec<Document> {
+        vec![
+            doc! {"_id": 1, "title": "The Pillars of Society", "year": 1926, "price": 199.99, "tags": ["painting", "satire", "Expressionism", "caricature"]},
+            doc! {"_id": 2, "title": "Melancholy III", "year": 1902, "price": 280.00, "tags": ["woodcut", "Expressionism"]},
+            doc! {"_id": 3, "title": "Dancer", "year": 1925, "price": 76.04, "tags": ["oil", "Surrealism", "painting"]},
+            doc! {"_id": 4, "title": "The Great Wave off Kanagawa", "price": 167.30, "tags": ["woodblock", "ukiyo-e"]},
+            doc! {"_id": 5, "title": "The Persistence of Memory", "year": 1931, "price": 483.00, "tags": ["Surrealism", "painting", "oil"]},
+            doc! {"_id": 6, "title": "Composition VII", "year": 1913, "price": 385.00, "tags": ["oil", "painting", "abstract"]},
+            doc! {"_id": 7, "title": "The Scream", "year": 1893, "tags": ["Expressionism", "painting", "oil"]},
+            doc! {"_id": 8, "title": "Blue Flower", "year": 1918, "price": 118.42, "tags": ["abstract", "painting"]},
+        ]
+    }
+
+    /// The manual's multi-faceted artwork example (categorizedByTags and categorizedByPrice).
+    #[test]
+    fn manual_artwork_facets() {
+        let out = pipeline(bson!([{"$facet": {
+            "categorizedByTags": [
+                {"$unwind": "$tags"},
+                {"$sortByCount": "$tags"}
+            ],
+            "categorizedByPrice": [
+                {"$match": {"price": {"$exists": 1}}},
+                {"$bucket": {
+                    "groupBy": "$price",
+                    "boundaries": [0, 150, 200, 300, 400],
+                    "default": "Other",
+                    "output": {"count": {"$sum": 1}, "titles": {"$push": "$title"}}
+                }}
+            ],
+            "categorizedByYears(Auto)": [
+                {"$bucketAuto": {"groupBy": "$year", "buckets": 4}}
+            ]
+        }}]))
+        .unwrap()
+        .run(artwork())
+        .unwrap();
+        assert_eq!(out.len(), 1);
+        let facet = &out[0];
+        let tags = facet.get_array("categorizedByTags").unwrap();
+        assert_eq!(tags.first(), Some(&bson!({"_id": "painting", "count": 6})));
+        assert_eq!(tags.len(), 10);
+        assert_eq!(
+            facet.get("categorizedByPrice"),
+            Some(&bson!([
+                {"_id": 0, "count": 2, "titles": ["Dancer", "Blue Flower"]},
+                {"_id": 150, "count": 2, "titles": ["The Pillars of Society", "The Great Wave off Kanagawa"]},
+                {"_id": 200, "count": 1, "titles": ["Melancholy III"]},
+                {"_id": 300, "count": 1, "titles": ["Composition VII"]},
+                {"_id": "Other", "count": 1, "titles": ["The Persistence of Memory"]}
+            ]))
+        );
+        assert_eq!(
+            facet.get("categorizedByYears(Auto)"),
+            Some(&bson!([
+                {"_id": {"min": null, "max": 1902}, "count": 2},
+                {"_id": {"min": 1902, "max": 1918}, "count": 2},
+                {"_id": {"min": 1918, "max": 1926}, "count": 2},
+                {"_id": {"min": 1926, "max": 1931}, "count": 2}
+            ]))
+        );
+    }
+
+    #[test]
+    fn empty_input_gives_empty_arrays() {
+        let out = pipeline(bson!([{"$facet": {"a": [{"$match": {}}], "n": [{"$count": "n"}]}}]))
+            .unwrap()
+            .run(vec![])
+            .unwrap();
+        assert_eq!(out, vec![doc! {"a": [], "n": []}]);
+    }
+
+    #[test]
+    fn specification_errors() {
+        assert_eq!(code(bson!({})).0, 40169);
+        assert_eq!(code(bson!(1)).0, 40169);
+        assert_eq!(
+            code(bson!({"a": 1})),
+            (
+                40170,
+                "arguments to $facet must be arrays, a is type int".into()
+            )
+        );
+        assert_eq!(code(bson!({"a": [1]})).0, 40171);
+        assert_eq!(code(bson!({"a": []})).0, 2);
+        assert_eq!(code(bson!({"$a": [{"$match": {}}]})).0, 16410);
+        assert_eq!(code(bson!({"a.b": [{"$match": {}}]})).0, 16412);
+        assert_eq!(
+            code(bson!({"a": [{"$out": "x"}]})),
+            (
+                40600,
+                "$out is not allowed to be used within a $facet stage".into()
+            )
+        );
+        assert_eq!(code(bson!({"a": [{"$merge": "x"}]})).0, 40600);
+        assert_eq!(
+            code(bson!({"a": [{"$facet": {"b": [{"$match": {}}]}}]})).0,
+            40600
+        );
+        assert_eq!(code(bson!({"a": [{"$foo": 1}]})).0, 40324);
+    }
+}
