@@ -59,7 +59,6 @@ pub(super) fn expect_object<'a>(name: &str, argument: &'a Bson, code: i32) -> Re
     }
 }
 
-
 /// `$firstN`: the first `n` values, missing ones as null.
 #[derive(Clone, Debug)]
 pub struct FirstN {

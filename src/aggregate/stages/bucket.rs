@@ -127,7 +127,7 @@ pub fn parse(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<S
     let accumulators = match output {
         Some(fields) => fields
             .iter()
-            .map(|(field, acc)| Accumulator::parse(field, acc, scope))
+            .map(|(field, acc)| Accumulator::parse(field, acc, vars))
             .collect::<Result<Vec<_>>>()?,
         None => vec![Accumulator::count("count")],
     };

@@ -67,7 +67,7 @@ pub fn parse(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<S
                     ));
                 };
                 for (field, acc) in fields {
-                    accumulators.push(Accumulator::parse(field, acc, scope)?);
+                    accumulators.push(Accumulator::parse(field, acc, vars)?);
                 }
             }
             "granularity" => {
@@ -173,7 +173,7 @@ impl BucketAuto {
             let mut bucket = Bucket {
                 min,
                 max: key.clone(),
-                states: self.accumulators.iter().map(Accumulator::start).collect(),
+                states: self.start_bucket(ctx)?,
             };
             self.add(&mut bucket, key, &docs[index], ctx)?;
             let is_last = number == self.buckets;
@@ -252,11 +252,21 @@ impl BucketAuto {
         Ok(key.unwrap_or(Bson::Null))
     }
 
+    /// A new bucket's accumulator states (`n` arguments read no group key here: none exists).
+    fn start_bucket(&self, ctx: &RunContext) -> Result<Vec<State>> {
+        let empty = Document::new();
+        let vars = ctx.variables(&empty);
+        self.accumulators
+            .iter()
+            .map(|acc| acc.start(&vars))
+            .collect()
+    }
+
     fn add(&self, bucket: &mut Bucket, key: Bson, doc: &Document, ctx: &RunContext) -> Result<()> {
         bucket.max = key;
         let vars = ctx.variables(doc);
         for (acc, state) in self.accumulators.iter().zip(bucket.states.iter_mut()) {
-            state.process(acc.argument.evaluate(&vars)?);
+            state.process(acc.argument().evaluate(&vars)?)?;
         }
         Ok(())
     }

@@ -112,7 +112,7 @@ pub fn parse(name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<St
             function,
             sort_by.is_some(),
             sort_field.is_some(),
-            scope,
+            vars,
         )?;
         let bounds = match (function.get("window"), needs) {
             (Some(window), Needs::Window | Needs::ExplicitWindow) => parse_bounds(

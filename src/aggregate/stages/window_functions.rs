@@ -7,7 +7,7 @@ use super::RunContext;
 use super::time_unit::TimeUnit;
 use super::window_math::{covariance, linear_fill, num, numbers, positions, std_dev};
 use crate::aggregate::accumulators::Accumulator;
-use crate::aggregate::expression::{Expression, Scope};
+use crate::aggregate::expression::{Expression, LetVariables, Scope};
 use crate::aggregate::numeric::to_f64;
 use crate::aggregate::value::{Value, is_nullish, is_number};
 use crate::document::order::values_equal;
@@ -85,8 +85,9 @@ pub fn parse(
     spec: &Document,
     has_sort: bool,
     sorted_by_one_field: bool,
-    scope: &Scope,
+    vars: &LetVariables,
 ) -> Result<(Function, Needs)> {
+    let scope = vars.scope();
     let Some((name, argument)) = spec.iter().find(|(k, _)| k.starts_with('$')) else {
         let first = spec
             .keys()
@@ -107,7 +108,7 @@ pub fn parse(
         let single = Document::from_iter([(name.to_string(), argument.clone())]);
         // Output paths may be dotted, which `$group` field names may not.
         let name_for_messages = field.rsplit('.').next().unwrap_or(field);
-        let acc = Accumulator::parse(name_for_messages, &Bson::Document(single), scope)?;
+        let acc = Accumulator::parse(name_for_messages, &Bson::Document(single), vars)?;
         return Ok((Function::Accumulate(acc), Needs::Window));
     }
     let expr = |value: &Bson| Expression::parse_in(value, scope);
@@ -362,19 +363,22 @@ impl Function {
         let n = part.docs.len();
         Ok(match self {
             Function::Accumulate(acc) => {
-                let inputs = eval_all(&acc.argument)?;
+                let inputs = eval_all(acc.argument())?;
+                // A window has no group key for an `n` argument to read.
+                let no_key = Document::new();
+                let key_vars = ctx.variables(&no_key);
                 windows
                     .iter()
                     .map(|window| {
-                        let mut state = acc.start();
+                        let mut state = acc.start(&key_vars)?;
                         if let Some((lo, hi)) = *window {
                             for input in &inputs[lo..=hi] {
-                                state.process(input.clone());
+                                state.process(input.clone())?;
                             }
                         }
-                        state.finish()
+                        Ok(state.finish())
                     })
-                    .collect()
+                    .collect::<Result<Vec<_>>>()?
             }
             Function::StdDev { input, sample } => {
                 let inputs = eval_all(input)?;
