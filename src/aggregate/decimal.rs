@@ -736,14 +736,14 @@ impl U256 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn dec(text: &str) -> Dec {
+    pub(crate) fn dec(text: &str) -> Dec {
         Dec::decode(text.parse().unwrap())
     }
 
-    fn show(value: Dec) -> String {
+    pub(crate) fn show(value: Dec) -> String {
         value.to_string()
     }
 

@@ -223,14 +223,7 @@ fn power_by_squaring(mut base: Dec, mut n: u64) -> Dec {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn dec(text: &str) -> Dec {
-        Dec::decode(text.parse().unwrap())
-    }
-
-    fn show(value: Dec) -> String {
-        value.to_string()
-    }
+    use crate::aggregate::decimal::tests::{dec, show};
 
     /// Agreement with a reference value to `digits` significant digits.
     fn close(value: Dec, expected: &str, digits: i32) -> bool {

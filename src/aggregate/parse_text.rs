@@ -2,6 +2,7 @@
 //! `NumberParser` (base 10 integers, `strtod` doubles, Decimal128 strings, no surrounding
 //! whitespace) and the ISO-8601 forms its date parser accepts by default.
 
+use super::datetime::{days_from_civil, days_in_month};
 use super::decimal::Dec;
 
 /// Why a string is not a number, in the server's words.
@@ -329,26 +330,6 @@ impl Cursor<'_> {
         }
         Ok(sign * (hours * 60 + minutes))
     }
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let yoe = year.rem_euclid(400);
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Values as aggregation expressions see them: a BSON value or *missing*, with MongoDB's type
 //! names, truthiness and comparison, and the way the server prints values in its messages.
 
+use super::datetime::civil_from_days;
 use super::decimal::Dec;
 use crate::document::order::compare_values;
 use bson::{Bson, Document};
@@ -181,17 +182,8 @@ pub fn year_of(millis: i64) -> i64 {
 fn civil_from_millis(millis: i64) -> (i64, u32, u32, i64) {
     let days = millis.div_euclid(86_400_000);
     let rest = millis.rem_euclid(86_400_000);
-    // Howard Hinnant's days-to-civil algorithm, shifted so that eras start on March 1st.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = (if mp < 10 { mp + 3 } else { mp - 9 }) as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day, rest)
+    let (year, month, day) = civil_from_days(days);
+    (year, month as u32, day as u32, rest)
 }
 
 #[cfg(test)]

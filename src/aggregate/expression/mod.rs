@@ -292,27 +292,9 @@ fn parse_field_path(raw: &str, scope: &Scope) -> Result<Expression> {
 /// Names read as `$$name`: a letter (system variables are upper case) or a non-ASCII byte,
 /// then letters, digits, `_` or non-ASCII bytes.
 fn validate_variable_name(name: &str) -> Result<()> {
-    let bytes = name.as_bytes();
-    let Some(&first) = bytes.first() else {
-        return Err(MongoError::failed_to_parse(
-            "empty variable names are not allowed",
-        ));
-    };
-    if !(first.is_ascii_alphabetic() || first >= 0x80) {
-        return Err(MongoError::failed_to_parse(format!(
-            "'{name}' starts with an invalid character for a user variable name"
-        )));
-    }
-    if let Some(bad) = name
-        .chars()
-        .skip(1)
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || !c.is_ascii()))
-    {
-        return Err(MongoError::failed_to_parse(format!(
-            "'{name}' contains an invalid character for a variable name: '{bad}'"
-        )));
-    }
-    Ok(())
+    check_variable_name(name, |first| {
+        first.is_ascii_alphabetic() || !first.is_ascii()
+    })
 }
 
 /// MongoDB's `validateNameForUserWrite`, for the names `let`, `$let`, `$map`... bind: `CURRENT`,
@@ -321,12 +303,19 @@ pub(crate) fn validate_name_for_user_write(name: &str) -> Result<()> {
     if name == "CURRENT" {
         return Ok(());
     }
+    check_variable_name(name, |first| {
+        !first.is_ascii() || first.is_ascii_lowercase()
+    })
+}
+
+/// Reading and binding differ only in the first characters they accept; the errors are alike.
+fn check_variable_name(name: &str, valid_first: impl Fn(char) -> bool) -> Result<()> {
     let Some(first) = name.chars().next() else {
         return Err(MongoError::failed_to_parse(
             "empty variable names are not allowed",
         ));
     };
-    if first.is_ascii() && !first.is_ascii_lowercase() {
+    if !valid_first(first) {
         return Err(MongoError::failed_to_parse(format!(
             "'{name}' starts with an invalid character for a user variable name"
         )));
@@ -355,6 +344,39 @@ mod tests {
     /// Parses `expr` and evaluates it against `doc`.
     pub(crate) fn eval(expr: Bson, doc: &Document) -> Result<Value> {
         Expression::parse(&expr)?.evaluate(&Variables::new(doc, now()))
+    }
+
+    /// The value of `expr` on an empty document, which must be one.
+    pub(crate) fn value_of(expr: Bson) -> Bson {
+        eval(expr, &doc! {}).unwrap().unwrap()
+    }
+
+    /// The error code of `expr` on an empty document, which must fail.
+    pub(crate) fn error_code(expr: Bson) -> i32 {
+        eval(expr, &doc! {}).unwrap_err().code().code()
+    }
+
+    /// The code and message of an evaluation that must fail.
+    pub(crate) fn failure(result: Result<Value>) -> (i32, String) {
+        let err = result.unwrap_err();
+        (err.code().code(), err.message().to_string())
+    }
+
+    /// A date from ISO text, through `$dateFromString`.
+    pub(crate) fn date_at(text: &str) -> Bson {
+        value_of(bson!({"$dateFromString": {"dateString": text}}))
+    }
+
+    pub(crate) fn decimal(text: &str) -> Bson {
+        Bson::Decimal128(text.parse().unwrap())
+    }
+
+    /// Decimals compare by their printed form, which shows the exponent.
+    pub(crate) fn shown(value: Bson) -> String {
+        match value {
+            Bson::Decimal128(d) => d.to_string(),
+            other => format!("{other:?}"),
+        }
     }
 
     fn eval_ok(expr: Bson, doc: &Document) -> Value {

@@ -96,49 +96,30 @@ impl Rounder {
     }
 
     pub fn round_up(self, value: &Bson) -> Result<Bson> {
-        self.check(value)?;
-        if to_f64(value) == 0.0 {
-            return Ok(value.clone());
-        }
-        Ok(match self {
-            Rounder::Series(series) => match value {
-                Bson::Decimal128(d) => series_decimal(series, Dec::decode(*d), true),
-                _ => Bson::Double(series_up(series, to_f64(value))),
-            },
-            Rounder::PowersOf2 => {
-                let exponent = match value {
-                    Bson::Double(v) => v.log2().floor() as i64 + 1,
-                    Bson::Decimal128(d) => Dec::decode(*d).to_f64().log2().floor() as i64 + 1,
-                    _ => 64 - i64::from(long_of(value).leading_zeros()),
-                };
-                power_of_two(exponent, matches!(value, Bson::Decimal128(_)))
-            }
-        })
+        self.round(value, true)
     }
 
     pub fn round_down(self, value: &Bson) -> Result<Bson> {
+        self.round(value, false)
+    }
+
+    /// Both directions check alike and pass zero through; only the walk differs.
+    fn round(self, value: &Bson, up: bool) -> Result<Bson> {
         self.check(value)?;
         if to_f64(value) == 0.0 {
             return Ok(value.clone());
         }
         Ok(match self {
             Rounder::Series(series) => match value {
-                Bson::Decimal128(d) => series_decimal(series, Dec::decode(*d), false),
+                Bson::Decimal128(d) => series_decimal(series, Dec::decode(*d), up),
+                _ if up => Bson::Double(series_up(series, to_f64(value))),
                 _ => Bson::Double(series_down(series, to_f64(value))),
             },
             Rounder::PowersOf2 => {
-                let exponent = match value {
-                    Bson::Double(v) => v.log2().ceil() as i64 - 1,
-                    Bson::Decimal128(d) => Dec::decode(*d).to_f64().log2().ceil() as i64 - 1,
-                    _ => {
-                        let n = long_of(value);
-                        let floor_log = 63 - i64::from(n.leading_zeros());
-                        if n.count_ones() == 1 {
-                            floor_log - 1
-                        } else {
-                            floor_log
-                        }
-                    }
+                let exponent = if up {
+                    exponent_up(value)
+                } else {
+                    exponent_down(value)
                 };
                 power_of_two(exponent, matches!(value, Bson::Decimal128(_)))
             }
@@ -174,6 +155,32 @@ impl Rounder {
             ));
         }
         Ok(())
+    }
+}
+
+/// The exponent of the smallest power of two above `value`.
+fn exponent_up(value: &Bson) -> i64 {
+    match value {
+        Bson::Double(v) => v.log2().floor() as i64 + 1,
+        Bson::Decimal128(d) => Dec::decode(*d).to_f64().log2().floor() as i64 + 1,
+        _ => 64 - i64::from(long_of(value).leading_zeros()),
+    }
+}
+
+/// The exponent of the largest power of two below `value`.
+fn exponent_down(value: &Bson) -> i64 {
+    match value {
+        Bson::Double(v) => v.log2().ceil() as i64 - 1,
+        Bson::Decimal128(d) => Dec::decode(*d).to_f64().log2().ceil() as i64 - 1,
+        _ => {
+            let n = long_of(value);
+            let floor_log = 63 - i64::from(n.leading_zeros());
+            if n.count_ones() == 1 {
+                floor_log - 1
+            } else {
+                floor_log
+            }
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Operators that build arrays: `$concatArrays`, `$slice`, `$reverseArray`, `$range`.
 
 use super::array::int32_value;
-use super::{Args, Arity, Operator, nary};
+use super::{Args, Arity, Operator, array_or_null, nary};
 use crate::aggregate::numeric::to_f64;
 use crate::aggregate::value::{
     Value, bson_type_name, format_double_g, is_nullish, is_number, render, type_name,
@@ -46,38 +46,37 @@ const RANGE_ARRAY_BYTES: i64 = 24;
 pub fn concat_arrays(args: &Args) -> Result<Value> {
     let mut out = Vec::new();
     for i in 0..args.len() {
-        match args.eval(i)? {
-            Some(Bson::Array(items)) => out.extend(items),
-            value if is_nullish(value.as_ref()) => return Ok(Some(Bson::Null)),
-            value => {
-                return Err(MongoError::location(
-                    28664,
-                    format!(
-                        "$concatArrays only supports arrays, not {}",
-                        type_name(value.as_ref())
-                    ),
-                ));
-            }
-        }
+        let items = array_or_null(args.eval(i)?, |value| {
+            MongoError::location(
+                28664,
+                format!(
+                    "$concatArrays only supports arrays, not {}",
+                    type_name(value.as_ref())
+                ),
+            )
+        })?;
+        let Some(items) = items else {
+            return Ok(Some(Bson::Null));
+        };
+        out.extend(items);
     }
     Ok(Some(Bson::Array(out)))
 }
 
 pub fn reverse_array(args: &Args) -> Result<Value> {
-    match args.eval(0)? {
-        Some(Bson::Array(mut items)) => {
-            items.reverse();
-            Ok(Some(Bson::Array(items)))
-        }
-        value if is_nullish(value.as_ref()) => Ok(Some(Bson::Null)),
-        value => Err(MongoError::location(
+    let items = array_or_null(args.eval(0)?, |value| {
+        MongoError::location(
             34435,
             format!(
                 "The argument to $reverseArray must be an array, but was of type: {}",
                 type_name(value.as_ref())
             ),
-        )),
-    }
+        )
+    })?;
+    Ok(Some(items.map_or(Bson::Null, |mut items| {
+        items.reverse();
+        Bson::Array(items)
+    })))
 }
 
 /// `[array, n]` (the first n, or the last -n) or `[array, position, n]` (a negative position
@@ -225,7 +224,7 @@ fn range_bound(value: Value, what: &str, not_numeric: i32, not_int: i32) -> Resu
 
 #[cfg(test)]
 mod tests {
-    use crate::aggregate::expression::tests::eval;
+    use crate::aggregate::expression::tests::{eval, failure};
     use bson::{Bson, bson, doc};
 
     fn run(expr: Bson) -> crate::error::Result<Option<Bson>> {
@@ -233,12 +232,11 @@ mod tests {
     }
 
     fn code(expr: Bson) -> i32 {
-        run(expr).unwrap_err().code().code()
+        failure(run(expr)).0
     }
 
     fn message(expr: Bson) -> (i32, String) {
-        let err = run(expr).unwrap_err();
-        (err.code().code(), err.message().to_string())
+        failure(run(expr))
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! Ordering and picking array elements: `$sortArray` and the expression forms of `$firstN`,
 //! `$lastN`, `$maxN`, `$minN`.
 
-use super::{Args, Arity, Expression, Operator, Scope, named_args};
+use super::{Args, Arity, Expression, Operator, Scope, named_args, requires_object, unspecified};
 use crate::aggregate::decimal::Dec;
-use crate::aggregate::value::{Value, bson_type_name, compare, is_nullish, render, type_name};
+use crate::aggregate::value::{Value, compare, is_nullish, render, type_name};
 use crate::document::order::compare_values;
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, Document};
@@ -49,27 +49,15 @@ pub fn parse_sort_array(
     argument: &Bson,
     scope: &Scope,
 ) -> Result<Vec<Expression>> {
-    let Bson::Document(spec) = argument else {
-        return Err(MongoError::location(
-            2942500,
-            format!(
-                "$sortArray requires an object as an argument, found: {}",
-                bson_type_name(argument)
-            ),
-        ));
-    };
+    let spec = requires_object("$sortArray", argument, 2942500)?;
     let [input, sort_by] = named_args(spec, ["input", "sortBy"], |field| {
         MongoError::location(
             2942501,
             format!("$sortArray found an unknown argument: {field}"),
         )
     })?;
-    let input = input.ok_or_else(|| {
-        MongoError::location(2942502, "$sortArray requires 'input' to be specified")
-    })?;
-    let sort_by = sort_by.ok_or_else(|| {
-        MongoError::location(2942503, "$sortArray requires 'sortBy' to be specified")
-    })?;
+    let input = input.ok_or_else(|| unspecified(2942502, "$sortArray", "input"))?;
+    let sort_by = sort_by.ok_or_else(|| unspecified(2942503, "$sortArray", "sortBy"))?;
     let sort_by = match sort_by {
         Bson::Document(pattern) => {
             check_sort_pattern(pattern)?;

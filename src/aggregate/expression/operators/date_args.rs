@@ -1,7 +1,7 @@
 //! What the date operators share: their named-argument form (`{date, timezone, ...}`, with
 //! which fields were given), the `timezone` argument, and the values that convert to a date.
 
-use super::{Args, Expression, Scope};
+use super::{Args, Expression, Scope, missing_parameter};
 use crate::aggregate::datetime::TimeZone;
 use crate::aggregate::decimal::Dec;
 use crate::aggregate::value::{Value, bson_type_name, is_nullish};
@@ -30,6 +30,14 @@ pub(super) fn parse_fields(
     Ok(exprs)
 }
 
+/// Fields that must be given, each with the code of its error when it is not.
+pub(super) fn require_fields(spec: &Document, name: &str, required: &[(i32, &str)]) -> Result<()> {
+    match required.iter().find(|(_, field)| !spec.contains_key(field)) {
+        Some(&(code, field)) => Err(missing_parameter(code, name, field)),
+        None => Ok(()),
+    }
+}
+
 /// The arguments of an operator parsed by [`parse_fields`].
 pub(super) struct Fields<'a> {
     args: &'a Args<'a>,
@@ -51,6 +59,23 @@ impl<'a> Fields<'a> {
 
     pub fn eval(&self, field: usize) -> Result<Value> {
         self.args.eval(field + 1)
+    }
+
+    /// The first fields, in order, `None` as soon as one is null or missing; a field left out
+    /// with a default takes it without being evaluated.
+    pub fn values(&self, defaults: &[Option<Bson>]) -> Result<Option<Vec<Bson>>> {
+        let mut values = Vec::with_capacity(defaults.len());
+        for (field, default) in defaults.iter().enumerate() {
+            let value = match default {
+                Some(default) if !self.given(field) => default.clone(),
+                _ => match non_null(self.eval(field)?) {
+                    Some(value) => value,
+                    None => return Ok(None),
+                },
+            };
+            values.push(value);
+        }
+        Ok(Some(values))
     }
 
     /// The `timezone` field: UTC when not given, `None` when null or missing.
@@ -75,18 +100,6 @@ impl<'a> Fields<'a> {
 /// The value unless it is null, undefined or missing.
 pub(super) fn non_null(value: Value) -> Option<Bson> {
     value.filter(|v| !is_nullish(Some(v)))
-}
-
-/// The argument must be an object; `message` says so otherwise.
-pub(super) fn object_argument(
-    argument: &Bson,
-    code: i32,
-    message: impl FnOnce() -> String,
-) -> Result<&Document> {
-    match argument {
-        Bson::Document(spec) => Ok(spec),
-        _ => Err(MongoError::location(code, message())),
-    }
 }
 
 /// Dates, timestamps (their seconds) and ObjectIds (their creation second) are dates.

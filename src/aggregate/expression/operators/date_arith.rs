@@ -2,8 +2,8 @@
 //! timezone}`) and `$dateDiff` (`{startDate, endDate, unit, timezone, startOfWeek}`), and the
 //! argument checks `$dateTrunc` shares with `$dateDiff`.
 
-use super::date_args::{Fields, as_date, integral_i64, non_null, object_argument, parse_fields};
-use super::{Args, Arity, Expression, Operator, Scope};
+use super::date_args::{Fields, as_date, integral_i64, non_null, parse_fields, require_fields};
+use super::{Args, Arity, Expression, Operator, Scope, object_argument, only_object};
 use crate::aggregate::datetime::{TimeUnit, TimeZone, date_add, date_diff, parse_day_of_week};
 use crate::aggregate::value::{Value, bson_type_name};
 use crate::error::{MongoError, Result};
@@ -71,13 +71,9 @@ fn date_subtract_op(args: &Args) -> Result<Value> {
 /// Null when any argument is null or missing; then the types are checked.
 fn date_arithmetic(args: &Args, name: &str, subtract: bool) -> Result<Value> {
     let fields = Fields::new(args)?;
-    let mut values = Vec::with_capacity(3);
-    for field in 0..3 {
-        let Some(value) = non_null(fields.eval(field)?) else {
-            return Ok(Some(Bson::Null));
-        };
-        values.push(value);
-    }
+    let Some(values) = fields.values(&[None, None, None])? else {
+        return Ok(Some(Bson::Null));
+    };
     let Some(zone) = fields.zone(3)? else {
         return Ok(Some(Bson::Null));
     };
@@ -190,40 +186,31 @@ pub(super) fn zone_with_context(
 const DIFF_FIELDS: [&str; 5] = ["startDate", "endDate", "unit", "timezone", "startOfWeek"];
 
 fn parse_date_diff(_: &'static str, argument: &Bson, scope: &Scope) -> Result<Vec<Expression>> {
-    let spec = object_argument(argument, 5166301, || {
-        "$dateDiff only supports an object as its argument".into()
-    })?;
+    let spec = only_object("$dateDiff", argument, 5166301)?;
     let exprs = parse_fields(spec, &DIFF_FIELDS, scope, |key| {
         MongoError::location(
             5166302,
             format!("Unrecognized argument to $dateDiff: {key}"),
         )
     })?;
-    for (code, field) in [
-        (5166303, "startDate"),
-        (5166304, "endDate"),
-        (5166305, "unit"),
-    ] {
-        if !spec.contains_key(field) {
-            return Err(MongoError::location(
-                code,
-                format!("Missing '{field}' parameter to $dateDiff"),
-            ));
-        }
-    }
+    require_fields(
+        spec,
+        "$dateDiff",
+        &[
+            (5166303, "startDate"),
+            (5166304, "endDate"),
+            (5166305, "unit"),
+        ],
+    )?;
     Ok(exprs)
 }
 
 /// A long; null when an argument is null or missing.
 fn date_diff_op(args: &Args) -> Result<Value> {
     let fields = Fields::new(args)?;
-    let mut values = Vec::with_capacity(3);
-    for field in 0..3 {
-        let Some(value) = non_null(fields.eval(field)?) else {
-            return Ok(Some(Bson::Null));
-        };
-        values.push(value);
-    }
+    let Some(values) = fields.values(&[None, None, None])? else {
+        return Ok(Some(Bson::Null));
+    };
     let Some(week_start) = eval_start_of_week(&fields, 4, &values[2])? else {
         return Ok(Some(Bson::Null));
     };
@@ -252,22 +239,11 @@ fn date_diff_op(args: &Args) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
-    use crate::aggregate::expression::tests::eval;
+    use crate::aggregate::expression::tests::{date_at as at, error_code as code, eval};
     use bson::{Bson, DateTime, bson, doc};
-
-    /// Milliseconds of an ISO date-time, through `$dateFromString`.
-    fn at(text: &str) -> Bson {
-        eval(bson!({"$dateFromString": {"dateString": text}}), &doc! {})
-            .unwrap()
-            .unwrap()
-    }
 
     fn run(expr: Bson) -> Option<Bson> {
         eval(expr, &doc! {}).unwrap()
-    }
-
-    fn code(expr: Bson) -> i32 {
-        eval(expr, &doc! {}).unwrap_err().code().code()
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Dates to and from strings: `$dateToString` (`{date, format, timezone, onNull}`) and
 //! `$dateFromString` (`{dateString, format, timezone, onError, onNull}`).
 
-use super::date_args::{Fields, non_null, object_argument, parse_fields, to_date};
-use super::{Args, Arity, Expression, Operator, Scope};
+use super::date_args::{Fields, non_null, parse_fields, require_fields, to_date};
+use super::{Args, Arity, Expression, Operator, Scope, object_argument, only_object};
 use crate::aggregate::datetime::{format_date, parse_date, validate_format};
 use crate::aggregate::value::{Value, bson_type_name, is_nullish, render, type_name};
 use crate::error::{ErrorCode, MongoError, Result};
@@ -30,21 +30,14 @@ fn parse_date_to_string(
     argument: &Bson,
     scope: &Scope,
 ) -> Result<Vec<Expression>> {
-    let spec = object_argument(argument, 18629, || {
-        "$dateToString only supports an object as its argument".into()
-    })?;
+    let spec = only_object("$dateToString", argument, 18629)?;
     let exprs = parse_fields(spec, &TO_STRING_FIELDS, scope, |key| {
         MongoError::location(
             18534,
             format!("Unrecognized argument to $dateToString: {key}"),
         )
     })?;
-    if !spec.contains_key("date") {
-        return Err(MongoError::location(
-            18628,
-            "Missing 'date' parameter to $dateToString",
-        ));
-    }
+    require_fields(spec, "$dateToString", &[(18628, "date")])?;
     Ok(exprs)
 }
 
@@ -126,12 +119,7 @@ fn parse_date_from_string(
             format!("Unrecognized argument to $dateFromString: {key}"),
         )
     })?;
-    if !spec.contains_key("dateString") {
-        return Err(MongoError::location(
-            40542,
-            "Missing 'dateString' parameter to $dateFromString",
-        ));
-    }
+    require_fields(spec, "$dateFromString", &[(40542, "dateString")])?;
     Ok(exprs)
 }
 

@@ -3,8 +3,8 @@
 //! Fields out of their natural range carry into the next larger one (month 14 is February of
 //! the next year, hour -1 is 23:00 the day before).
 
-use super::date_args::{Fields, integral_i64, non_null, object_argument, parse_fields};
-use super::{Args, Arity, Expression, Operator, Scope};
+use super::date_args::{Fields, integral_i64, non_null, parse_fields};
+use super::{Args, Arity, Expression, Operator, Scope, only_object};
 use crate::aggregate::datetime::{MILLIS_PER_DAY, days_from_civil, days_from_iso};
 use crate::aggregate::value::{Value, bson_type_name, render};
 use crate::error::{ErrorCode, MongoError, Result};
@@ -47,9 +47,7 @@ fn parse_date_from_parts(
     argument: &Bson,
     scope: &Scope,
 ) -> Result<Vec<Expression>> {
-    let spec = object_argument(argument, 40519, || {
-        "$dateFromParts only supports an object as its argument".into()
-    })?;
+    let spec = only_object("$dateFromParts", argument, 40519)?;
     let exprs = parse_fields(spec, &FIELDS, scope, |key| {
         MongoError::location(
             40518,

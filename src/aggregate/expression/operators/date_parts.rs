@@ -2,8 +2,8 @@
 //! `$millisecond`, `$dayOfWeek`, `$dayOfYear`, `$week`, `$isoWeek`, `$isoWeekYear`,
 //! `$isoDayOfWeek` (`<date>`, `[<date>]` or `{date, timezone}`), and `$dateToParts`.
 
-use super::date_args::{Fields, non_null, object_argument, parse_fields, to_date};
-use super::{Args, Arity, Expression, Operator, Scope};
+use super::date_args::{Fields, non_null, parse_fields, require_fields, to_date};
+use super::{Args, Arity, Expression, Operator, Scope, only_object};
 use crate::aggregate::datetime::{Parts, TimeZone};
 use crate::aggregate::value::{Value, bson_type_name, render, render_document};
 use crate::error::{MongoError, Result};
@@ -171,21 +171,14 @@ fn iso_day_of_week(args: &Args) -> Result<Value> {
 const TO_PARTS_FIELDS: [&str; 3] = ["date", "timezone", "iso8601"];
 
 fn parse_date_to_parts(_: &'static str, argument: &Bson, scope: &Scope) -> Result<Vec<Expression>> {
-    let spec = object_argument(argument, 40524, || {
-        "$dateToParts only supports an object as its argument".into()
-    })?;
+    let spec = only_object("$dateToParts", argument, 40524)?;
     let exprs = parse_fields(spec, &TO_PARTS_FIELDS, scope, |key| {
         MongoError::location(
             40520,
             format!("Unrecognized argument to $dateToParts: {key}"),
         )
     })?;
-    if !spec.contains_key("date") {
-        return Err(MongoError::location(
-            40522,
-            "Missing 'date' parameter to $dateToParts",
-        ));
-    }
+    require_fields(spec, "$dateToParts", &[(40522, "date")])?;
     Ok(exprs)
 }
 

@@ -1,9 +1,9 @@
 //! `$dateTrunc` (`{date, unit, binSize, timezone, startOfWeek}`): the start of the bin of
 //! `binSize` units a date falls in.
 
-use super::date_args::{Fields, as_date, integral_i64, non_null, object_argument, parse_fields};
+use super::date_args::{Fields, as_date, integral_i64, parse_fields, require_fields};
 use super::date_arith::{eval_start_of_week, start_of_week, time_unit, zone_with_context};
-use super::{Args, Arity, Expression, Operator, Scope};
+use super::{Args, Arity, Expression, Operator, Scope, only_object};
 use crate::aggregate::datetime::truncate;
 use crate::aggregate::value::{Value, bson_type_name, render};
 use crate::error::{MongoError, Result};
@@ -19,9 +19,7 @@ pub(super) static OPERATORS: &[Operator] = &[Operator {
 const TRUNC_FIELDS: [&str; 5] = ["date", "unit", "binSize", "timezone", "startOfWeek"];
 
 fn parse_date_trunc(_: &'static str, argument: &Bson, scope: &Scope) -> Result<Vec<Expression>> {
-    let spec = object_argument(argument, 5439007, || {
-        "$dateTrunc only supports an object as its argument".into()
-    })?;
+    let spec = only_object("$dateTrunc", argument, 5439007)?;
     let exprs = parse_fields(spec, &TRUNC_FIELDS, scope, |key| {
         MongoError::location(
             5439008,
@@ -30,30 +28,16 @@ fn parse_date_trunc(_: &'static str, argument: &Bson, scope: &Scope) -> Result<V
             ),
         )
     })?;
-    for (code, field) in [(5439009, "date"), (5439010, "unit")] {
-        if !spec.contains_key(field) {
-            return Err(MongoError::location(
-                code,
-                format!("Missing '{field}' parameter to $dateTrunc"),
-            ));
-        }
-    }
+    require_fields(spec, "$dateTrunc", &[(5439009, "date"), (5439010, "unit")])?;
     Ok(exprs)
 }
 
 fn date_trunc_op(args: &Args) -> Result<Value> {
     let fields = Fields::new(args)?;
-    let mut values = Vec::with_capacity(3);
-    for field in 0..3 {
-        if field == 2 && !fields.given(2) {
-            values.push(Bson::Int64(1));
-            continue;
-        }
-        let Some(value) = non_null(fields.eval(field)?) else {
-            return Ok(Some(Bson::Null));
-        };
-        values.push(value);
-    }
+    // A binSize left out is 1.
+    let Some(values) = fields.values(&[None, None, Some(Bson::Int64(1))])? else {
+        return Ok(Some(Bson::Null));
+    };
     let Some(week_start) = eval_start_of_week(&fields, 4, &values[1])? else {
         return Ok(Some(Bson::Null));
     };
@@ -93,22 +77,11 @@ fn date_trunc_op(args: &Args) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
-    use crate::aggregate::expression::tests::eval;
+    use crate::aggregate::expression::tests::{date_at as at, error_code as code, eval};
     use bson::{Bson, bson, doc};
-
-    /// Milliseconds of an ISO date-time, through `$dateFromString`.
-    fn at(text: &str) -> Bson {
-        eval(bson!({"$dateFromString": {"dateString": text}}), &doc! {})
-            .unwrap()
-            .unwrap()
-    }
 
     fn run(expr: Bson) -> Option<Bson> {
         eval(expr, &doc! {}).unwrap()
-    }
-
-    fn code(expr: Bson) -> i32 {
-        eval(expr, &doc! {}).unwrap_err().code().code()
     }
 
     #[test]

@@ -2,9 +2,12 @@
 //! variable: `$filter`, `$map`, `$reduce`.
 
 use super::array::int32_value;
-use super::{Args, Arity, Expression, Operator, Scope, bind_variable, named_args};
+use super::{
+    Args, Arity, Expression, Operator, Scope, bind_variable, missing_parameter, named_args,
+    only_object, requires_object, unspecified,
+};
 use crate::aggregate::expression::validate_name_for_user_write;
-use crate::aggregate::value::{Value, bson_type_name, is_nullish, render, truthy, type_name};
+use crate::aggregate::value::{Value, is_nullish, render, truthy, type_name};
 use crate::error::{MongoError, Result};
 use bson::Bson;
 
@@ -49,19 +52,12 @@ pub fn parse_filter(
     argument: &Bson,
     scope: &Scope,
 ) -> Result<Vec<Expression>> {
-    let Bson::Document(spec) = argument else {
-        return Err(MongoError::location(
-            28646,
-            "$filter only supports an object as its argument",
-        ));
-    };
+    let spec = only_object("$filter", argument, 28646)?;
     let [input, name, cond, limit] = named_args(spec, ["input", "as", "cond", "limit"], |field| {
         MongoError::location(28647, format!("Unrecognized parameter to $filter: {field}"))
     })?;
-    let input =
-        input.ok_or_else(|| MongoError::location(28648, "Missing 'input' parameter to $filter"))?;
-    let cond =
-        cond.ok_or_else(|| MongoError::location(28650, "Missing 'cond' parameter to $filter"))?;
+    let input = input.ok_or_else(|| missing_parameter(28648, "$filter", "input"))?;
+    let cond = cond.ok_or_else(|| missing_parameter(28650, "$filter", "cond"))?;
     let input = Expression::parse_in(input, scope)?;
     let (variable, inner) = bind_as(name, scope)?;
     let mut args = vec![input, variable, Expression::parse_in(cond, &inner)?];
@@ -137,18 +133,12 @@ fn filter_limit(limit: Value) -> Result<Option<i32>> {
 
 /// `{input, as, in}` as `[input, variable, in]`.
 pub fn parse_map(_name: &'static str, argument: &Bson, scope: &Scope) -> Result<Vec<Expression>> {
-    let Bson::Document(spec) = argument else {
-        return Err(MongoError::location(
-            16878,
-            "$map only supports an object as its argument",
-        ));
-    };
+    let spec = only_object("$map", argument, 16878)?;
     let [input, name, each] = named_args(spec, ["input", "as", "in"], |field| {
         MongoError::location(16879, format!("Unrecognized parameter to $map: {field}"))
     })?;
-    let input =
-        input.ok_or_else(|| MongoError::location(16880, "Missing 'input' parameter to $map"))?;
-    let each = each.ok_or_else(|| MongoError::location(16882, "Missing 'in' parameter to $map"))?;
+    let input = input.ok_or_else(|| missing_parameter(16880, "$map", "input"))?;
+    let each = each.ok_or_else(|| missing_parameter(16882, "$map", "in"))?;
     let input = Expression::parse_in(input, scope)?;
     let (variable, inner) = bind_as(name, scope)?;
     Ok(vec![input, variable, Expression::parse_in(each, &inner)?])
@@ -184,25 +174,13 @@ pub fn parse_reduce(
     argument: &Bson,
     scope: &Scope,
 ) -> Result<Vec<Expression>> {
-    let Bson::Document(spec) = argument else {
-        return Err(MongoError::location(
-            40075,
-            format!(
-                "$reduce requires an object as an argument, found: {}",
-                bson_type_name(argument)
-            ),
-        ));
-    };
+    let spec = requires_object("$reduce", argument, 40075)?;
     let [input, initial, each] = named_args(spec, ["input", "initialValue", "in"], |field| {
         MongoError::location(40076, format!("$reduce found an unknown argument: {field}"))
     })?;
-    let input = input
-        .ok_or_else(|| MongoError::location(40077, "$reduce requires 'input' to be specified"))?;
-    let initial = initial.ok_or_else(|| {
-        MongoError::location(40078, "$reduce requires 'initialValue' to be specified")
-    })?;
-    let each =
-        each.ok_or_else(|| MongoError::location(40079, "$reduce requires 'in' to be specified"))?;
+    let input = input.ok_or_else(|| unspecified(40077, "$reduce", "input"))?;
+    let initial = initial.ok_or_else(|| unspecified(40078, "$reduce", "initialValue"))?;
+    let each = each.ok_or_else(|| unspecified(40079, "$reduce", "in"))?;
     let mut inner = scope.clone();
     let this = bind_variable(&mut inner, "this");
     let value = bind_variable(&mut inner, "value");

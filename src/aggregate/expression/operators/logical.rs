@@ -1,7 +1,7 @@
 //! Boolean and conditional operators: `$and $or $not` (short-circuiting, by truthiness),
 //! `$cond` (array and object forms) and the variadic `$ifNull`.
 
-use super::{Args, Expression, Scope, nary};
+use super::{Args, Expression, Scope, missing_parameter, nary, nary_at_least_two};
 use super::{Arity, Operator};
 use crate::aggregate::value::{Value, is_nullish, truthy};
 use crate::error::{MongoError, Result};
@@ -82,12 +82,9 @@ pub fn parse_cond(name: &'static str, argument: &Bson, scope: &Scope) -> Result<
         };
         *slot = Some(Expression::parse_in(value, scope)?);
     }
-    let condition =
-        condition.ok_or_else(|| MongoError::location(17080, "Missing 'if' parameter to $cond"))?;
-    let then =
-        then.ok_or_else(|| MongoError::location(17081, "Missing 'then' parameter to $cond"))?;
-    let otherwise = otherwise
-        .ok_or_else(|| MongoError::location(17082, "Missing 'else' parameter to $cond"))?;
+    let condition = condition.ok_or_else(|| missing_parameter(17080, "$cond", "if"))?;
+    let then = then.ok_or_else(|| missing_parameter(17081, "$cond", "then"))?;
+    let otherwise = otherwise.ok_or_else(|| missing_parameter(17082, "$cond", "else"))?;
     Ok(vec![condition, then, otherwise])
 }
 
@@ -100,19 +97,9 @@ pub fn cond(args: &Args) -> Result<Value> {
     }
 }
 
-pub fn parse_if_null(
-    name: &'static str,
-    argument: &Bson,
-    scope: &Scope,
-) -> Result<Vec<Expression>> {
-    let args = nary(name, argument, scope)?;
-    if args.len() < 2 {
-        return Err(MongoError::location(
-            1257300,
-            format!("$ifNull needs at least two arguments, had: {}", args.len()),
-        ));
-    }
-    Ok(args)
+pub fn parse_if_null(_: &'static str, argument: &Bson, scope: &Scope) -> Result<Vec<Expression>> {
+    let too_few = "$ifNull needs at least two arguments, had: ";
+    nary_at_least_two(argument, scope, 1257300, too_few)
 }
 
 /// The first argument that is not null or missing; the last one's value (even missing)

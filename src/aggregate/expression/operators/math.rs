@@ -287,28 +287,10 @@ pub fn rand(_args: &Args) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
-    use crate::aggregate::expression::tests::eval;
-    use bson::{Bson, Decimal128, bson, doc};
-
-    fn ok(expr: Bson) -> Bson {
-        eval(expr, &doc! {}).unwrap().unwrap()
-    }
-
-    fn code(expr: Bson) -> i32 {
-        eval(expr, &doc! {}).unwrap_err().code().code()
-    }
-
-    fn dec(text: &str) -> Bson {
-        Bson::Decimal128(text.parse::<Decimal128>().unwrap())
-    }
-
-    /// Decimals compare by their printed form, which shows the exponent.
-    fn shown(value: Bson) -> String {
-        match value {
-            Bson::Decimal128(d) => d.to_string(),
-            other => format!("{other:?}"),
-        }
-    }
+    use crate::aggregate::expression::tests::{
+        decimal as dec, error_code as code, eval, shown, value_of as ok,
+    };
+    use bson::{Bson, bson, doc};
 
     #[test]
     fn exponentials_and_logarithms() {

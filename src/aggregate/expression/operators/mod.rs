@@ -31,7 +31,7 @@ mod types;
 mod variables;
 
 use super::{Base, Expression, Scope, Variables};
-use crate::aggregate::value::Value;
+use crate::aggregate::value::{Value, bson_type_name, is_nullish};
 use crate::error::{MongoError, Result};
 use bson::{Bson, Document};
 
@@ -130,6 +130,92 @@ pub(super) fn nary(_name: &'static str, argument: &Bson, scope: &Scope) -> Resul
             .map(|item| Expression::parse_in(item, scope))
             .collect(),
         other => Ok(vec![Expression::parse_in(other, scope)?]),
+    }
+}
+
+/// [`nary`] for the operators that need two arguments or more; their error is `code` with
+/// `too_few` followed by the count.
+pub(super) fn nary_at_least_two(
+    argument: &Bson,
+    scope: &Scope,
+    code: i32,
+    too_few: &str,
+) -> Result<Vec<Expression>> {
+    let args = nary("", argument, scope)?;
+    if args.len() < 2 {
+        return Err(MongoError::location(
+            code,
+            format!("{too_few}{}", args.len()),
+        ));
+    }
+    Ok(args)
+}
+
+/// The operand must be an object; `message` says so otherwise.
+pub(super) fn object_argument(
+    argument: &Bson,
+    code: i32,
+    message: impl FnOnce() -> String,
+) -> Result<&Document> {
+    match argument {
+        Bson::Document(spec) => Ok(spec),
+        _ => Err(MongoError::location(code, message())),
+    }
+}
+
+/// [`object_argument`] for the operators whose message names the type found.
+pub(super) fn requires_object<'b>(
+    name: &str,
+    argument: &'b Bson,
+    code: i32,
+) -> Result<&'b Document> {
+    object_argument(argument, code, || {
+        format!(
+            "{name} requires an object as an argument, found: {}",
+            bson_type_name(argument)
+        )
+    })
+}
+
+/// [`object_argument`] for the operators whose message does not name the type found.
+pub(super) fn only_object<'b>(name: &str, argument: &'b Bson, code: i32) -> Result<&'b Document> {
+    object_argument(argument, code, || {
+        format!("{name} only supports an object as its argument")
+    })
+}
+
+/// The error for a named argument left out, in the `$filter`/`$let`/`$dateDiff` wording.
+pub(super) fn missing_parameter(code: i32, name: &str, field: &str) -> MongoError {
+    MongoError::location(code, format!("Missing '{field}' parameter to {name}"))
+}
+
+/// The error for a named argument left out, in the `$reduce`/`$getField`/`$replaceOne` wording.
+pub(super) fn unspecified(code: i32, name: &str, field: &str) -> MongoError {
+    MongoError::location(code, format!("{name} requires '{field}' to be specified"))
+}
+
+/// An argument that must be an array: `None` when it is null or missing (the operator's
+/// result is then null), `wrong(value)` for anything else.
+pub(super) fn array_or_null(
+    value: Value,
+    wrong: impl FnOnce(Value) -> MongoError,
+) -> Result<Option<Vec<Bson>>> {
+    match value {
+        Some(Bson::Array(items)) => Ok(Some(items)),
+        value if is_nullish(value.as_ref()) => Ok(None),
+        value => Err(wrong(value)),
+    }
+}
+
+/// [`array_or_null`] for an argument that must be a document.
+pub(super) fn document_or_null(
+    value: Value,
+    wrong: impl FnOnce(Value) -> MongoError,
+) -> Result<Option<Document>> {
+    match value {
+        Some(Bson::Document(doc)) => Ok(Some(doc)),
+        value if is_nullish(value.as_ref()) => Ok(None),
+        value => Err(wrong(value)),
     }
 }
 
@@ -234,7 +320,9 @@ impl Frame<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::FAMILIES;
+    use super::{FAMILIES, array_or_null, document_or_null};
+    use crate::error::MongoError;
+    use bson::{Bson, bson, doc};
 
     #[test]
     fn every_operator_is_listed_once() {
@@ -247,5 +335,24 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), listed, "an operator is listed twice");
         assert!(names.iter().all(|n| n.starts_with('$')));
+    }
+
+    #[test]
+    fn null_or_missing_inputs_are_no_error() {
+        let wrong = |_| MongoError::location(1, "wrong");
+        assert_eq!(array_or_null(None, wrong).unwrap(), None);
+        assert_eq!(array_or_null(Some(Bson::Undefined), wrong).unwrap(), None);
+        assert_eq!(
+            array_or_null(Some(bson!([1])), wrong).unwrap(),
+            Some(vec![Bson::Int32(1)])
+        );
+        let err = array_or_null(Some(Bson::Int32(1)), wrong).unwrap_err();
+        assert_eq!(err.code().code(), 1);
+        assert_eq!(document_or_null(Some(Bson::Null), wrong).unwrap(), None);
+        assert_eq!(
+            document_or_null(Some(bson!({"a": 1})), wrong).unwrap(),
+            Some(doc! {"a": 1})
+        );
+        assert!(document_or_null(Some(bson!([])), wrong).is_err());
     }
 }

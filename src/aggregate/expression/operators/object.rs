@@ -1,6 +1,9 @@
 //! Object operators: `$mergeObjects`, `$getField`, `$setField`, `$unsetField`.
 
-use super::{Args, Arity, Expression, Operator, Scope, named_args, nary};
+use super::{
+    Args, Arity, Expression, Operator, Scope, document_or_null, named_args, nary, only_object,
+    unspecified,
+};
 use crate::aggregate::value::{Value, bson_type_name, is_nullish, render, type_name};
 use crate::error::{MongoError, Result};
 use bson::{Bson, Document};
@@ -72,12 +75,8 @@ pub fn parse_get_field(
                     format!("$getField found an unknown argument: {key}"),
                 )
             })?;
-            let field = field.ok_or_else(|| {
-                MongoError::location(3041702, "$getField requires 'field' to be specified")
-            })?;
-            let input = input.ok_or_else(|| {
-                MongoError::location(3041703, "$getField requires 'input' to be specified")
-            })?;
+            let field = field.ok_or_else(|| unspecified(3041702, "$getField", "field"))?;
+            let input = input.ok_or_else(|| unspecified(3041703, "$getField", "input"))?;
             (
                 Expression::parse_in(field, scope)?,
                 Expression::parse_in(input, scope)?,
@@ -135,12 +134,7 @@ pub fn parse_set_field(
     argument: &Bson,
     scope: &Scope,
 ) -> Result<Vec<Expression>> {
-    let Bson::Document(spec) = argument else {
-        return Err(MongoError::location(
-            4161100,
-            format!("{name} only supports an object as its argument"),
-        ));
-    };
+    let spec = only_object(name, argument, 4161100)?;
     let unset = name == "$unsetField";
     let names: &[&str] = if unset {
         &["field", "input"]
@@ -155,22 +149,15 @@ pub fn parse_set_field(
         fields[position] = Some(value);
     }
     let [field, input, value] = fields;
-    let field = field.ok_or_else(|| {
-        MongoError::location(4161102, format!("{name} requires 'field' to be specified"))
-    })?;
+    let field = field.ok_or_else(|| unspecified(4161102, name, "field"))?;
     let value = match (unset, value) {
         (true, _) => Expression::parse_in(&Bson::String("$$REMOVE".into()), scope)?,
         (false, Some(value)) => Expression::parse_in(value, scope)?,
         (false, None) => {
-            return Err(MongoError::location(
-                4161103,
-                format!("{name} requires 'value' to be specified"),
-            ));
+            return Err(unspecified(4161103, name, "value"));
         }
     };
-    let input = input.ok_or_else(|| {
-        MongoError::location(4161109, format!("{name} requires 'input' to be specified"))
-    })?;
+    let input = input.ok_or_else(|| unspecified(4161109, name, "input"))?;
     let parsed = Expression::parse_in(field, scope)?;
     check_constant_field(name, field, &parsed)?;
     Ok(vec![parsed, Expression::parse_in(input, scope)?, value])
@@ -215,15 +202,14 @@ pub fn unset_field(args: &Args) -> Result<Value> {
 /// The input with the field set (a missing value, e.g. `$$REMOVE`, removes it): null when the
 /// input is null or missing.
 fn with_field(args: &Args, name: &str) -> Result<Value> {
-    let mut doc = match args.eval(1)? {
-        Some(Bson::Document(doc)) => doc,
-        value if is_nullish(value.as_ref()) => return Ok(Some(Bson::Null)),
-        _ => {
-            return Err(MongoError::location(
-                4161105,
-                format!("{name} requires 'input' to evaluate to type Object"),
-            ));
-        }
+    let doc = document_or_null(args.eval(1)?, |_| {
+        MongoError::location(
+            4161105,
+            format!("{name} requires 'input' to evaluate to type Object"),
+        )
+    })?;
+    let Some(mut doc) = doc else {
+        return Ok(Some(Bson::Null));
     };
     // The parser made sure the field is a constant string.
     let Some(Bson::String(field)) = args.eval(0)? else {
@@ -242,7 +228,7 @@ fn with_field(args: &Args, name: &str) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
-    use crate::aggregate::expression::tests::eval;
+    use crate::aggregate::expression::tests::{eval, failure};
     use bson::{Bson, bson, doc};
 
     fn run(expr: Bson) -> crate::error::Result<Option<Bson>> {
@@ -254,12 +240,11 @@ mod tests {
     }
 
     fn code(expr: Bson) -> i32 {
-        run(expr).unwrap_err().code().code()
+        failure(run(expr)).0
     }
 
     fn message(expr: Bson) -> (i32, String) {
-        let err = run(expr).unwrap_err();
-        (err.code().code(), err.message().to_string())
+        failure(run(expr))
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! Reshaping between arrays and documents: `$zip` (transposes arrays), `$objectToArray` and
 //! `$arrayToObject`.
 
-use super::{Args, Arity, Expression, Operator, Scope, named_args, nary};
-use crate::aggregate::value::{
-    Value, bson_type_name, is_nullish, render, render_document, type_name,
+use super::{
+    Args, Arity, Expression, Operator, Scope, array_or_null, document_or_null, named_args, nary,
 };
+use crate::aggregate::value::{Value, bson_type_name, render, render_document, type_name};
 use crate::error::{MongoError, Result};
 use bson::{Bson, Document};
 
@@ -111,19 +111,19 @@ pub fn zip(args: &Args) -> Result<Value> {
     };
     let mut arrays = Vec::with_capacity(inputs);
     for i in 0..inputs {
-        match args.eval(2 + i)? {
-            Some(Bson::Array(items)) => arrays.push(items),
-            value if is_nullish(value.as_ref()) => return Ok(Some(Bson::Null)),
-            value => {
-                return Err(MongoError::location(
-                    34468,
-                    format!(
-                        "$zip found a non-array expression in input: {}",
-                        render(value.as_ref())
-                    ),
-                ));
-            }
-        }
+        let items = array_or_null(args.eval(2 + i)?, |value| {
+            MongoError::location(
+                34468,
+                format!(
+                    "$zip found a non-array expression in input: {}",
+                    render(value.as_ref())
+                ),
+            )
+        })?;
+        let Some(items) = items else {
+            return Ok(Some(Bson::Null));
+        };
+        arrays.push(items);
     }
     let shortest = arrays.iter().map(Vec::len).min().unwrap_or(0);
     let longest_len = arrays.iter().map(Vec::len).max().unwrap_or(0);
@@ -149,38 +149,38 @@ pub fn zip(args: &Args) -> Result<Value> {
 
 /// `[{k, v}, ...]` in field order.
 pub fn object_to_array(args: &Args) -> Result<Value> {
-    match args.eval(0)? {
-        Some(Bson::Document(doc)) => Ok(Some(Bson::Array(
-            doc.into_iter()
-                .map(|(k, v)| Bson::Document(bson::doc! {"k": k, "v": v}))
-                .collect(),
-        ))),
-        value if is_nullish(value.as_ref()) => Ok(Some(Bson::Null)),
-        value => Err(MongoError::location(
+    let doc = document_or_null(args.eval(0)?, |value| {
+        MongoError::location(
             40390,
             format!(
                 "$objectToArray requires a document input, found: {}",
                 type_name(value.as_ref())
             ),
-        )),
-    }
+        )
+    })?;
+    Ok(Some(doc.map_or(Bson::Null, |doc| {
+        Bson::Array(
+            doc.into_iter()
+                .map(|(k, v)| Bson::Document(bson::doc! {"k": k, "v": v}))
+                .collect(),
+        )
+    })))
 }
 
 /// `[[k, v], ...]` or `[{k, v}, ...]` (the first element decides which); a repeated key keeps
 /// its first position and takes the last value.
 pub fn array_to_object(args: &Args) -> Result<Value> {
-    let items = match args.eval(0)? {
-        Some(Bson::Array(items)) => items,
-        value if is_nullish(value.as_ref()) => return Ok(Some(Bson::Null)),
-        value => {
-            return Err(MongoError::location(
-                40386,
-                format!(
-                    "$arrayToObject requires an array input, found: {}",
-                    type_name(value.as_ref())
-                ),
-            ));
-        }
+    let items = array_or_null(args.eval(0)?, |value| {
+        MongoError::location(
+            40386,
+            format!(
+                "$arrayToObject requires an array input, found: {}",
+                type_name(value.as_ref())
+            ),
+        )
+    })?;
+    let Some(items) = items else {
+        return Ok(Some(Bson::Null));
     };
     let mut out = Document::new();
     let pairs = match items.first() {
@@ -295,7 +295,7 @@ fn checked_key(key: String, code: i32) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use crate::aggregate::expression::tests::eval;
+    use crate::aggregate::expression::tests::{eval, failure};
     use bson::{Bson, bson, doc};
 
     fn run(expr: Bson) -> crate::error::Result<Option<Bson>> {
@@ -306,12 +306,11 @@ mod tests {
     }
 
     fn code(expr: Bson) -> i32 {
-        run(expr).unwrap_err().code().code()
+        failure(run(expr)).0
     }
 
     fn message(expr: Bson) -> (i32, String) {
-        let err = run(expr).unwrap_err();
-        (err.code().code(), err.message().to_string())
+        failure(run(expr))
     }
 
     #[test]

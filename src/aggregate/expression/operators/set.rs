@@ -5,7 +5,7 @@
 //! the order unspecified), except `$setDifference`, which keeps its first argument's order.
 
 use super::{Args, Expression, Scope};
-use super::{Arity, Operator, nary};
+use super::{Arity, Operator, nary, nary_at_least_two};
 use crate::aggregate::value::{Value, compare, is_nullish, truthy, type_name};
 use crate::error::{MongoError, Result};
 use bson::Bson;
@@ -94,21 +94,12 @@ fn into_array(set: BTreeSet<Element>) -> Value {
 }
 
 pub fn parse_set_equals(
-    name: &'static str,
+    _: &'static str,
     argument: &Bson,
     scope: &Scope,
 ) -> Result<Vec<Expression>> {
-    let args = nary(name, argument, scope)?;
-    if args.len() < 2 {
-        return Err(MongoError::location(
-            17045,
-            format!(
-                "$setEquals needs at least two arguments had: {}",
-                args.len()
-            ),
-        ));
-    }
-    Ok(args)
+    let too_few = "$setEquals needs at least two arguments had: ";
+    nary_at_least_two(argument, scope, 17045, too_few)
 }
 
 /// Every argument must be an array (null is an error here).

@@ -1,7 +1,7 @@
 //! String operators taking named arguments that rewrite their input: `$trim`, `$ltrim`,
 //! `$rtrim` (`{input, chars}`) and `$replaceOne`, `$replaceAll` (`{input, find, replacement}`).
 
-use super::{Args, Expression, Scope};
+use super::{Args, Expression, Scope, requires_object, unspecified};
 use super::{Arity, Operator};
 use crate::aggregate::value::{Value, bson_type_name, is_nullish, render, type_name};
 use crate::error::{MongoError, Result};
@@ -143,15 +143,7 @@ pub fn parse_replace(
     argument: &Bson,
     scope: &Scope,
 ) -> Result<Vec<Expression>> {
-    let Bson::Document(spec) = argument else {
-        return Err(MongoError::location(
-            51751,
-            format!(
-                "{name} requires an object as an argument, found: {}",
-                bson_type_name(argument)
-            ),
-        ));
-    };
+    let spec = requires_object(name, argument, 51751)?;
     let (mut input, mut find, mut replacement) = (None, None, None);
     for (key, value) in spec {
         let slot = match key.as_str() {
@@ -167,13 +159,10 @@ pub fn parse_replace(
         };
         *slot = Some(Expression::parse_in(value, scope)?);
     }
-    let missing = |code, field| {
-        MongoError::location(code, format!("{name} requires '{field}' to be specified"))
-    };
     Ok(vec![
-        input.ok_or_else(|| missing(51749, "input"))?,
-        find.ok_or_else(|| missing(51748, "find"))?,
-        replacement.ok_or_else(|| missing(51747, "replacement"))?,
+        input.ok_or_else(|| unspecified(51749, name, "input"))?,
+        find.ok_or_else(|| unspecified(51748, name, "find"))?,
+        replacement.ok_or_else(|| unspecified(51747, name, "replacement"))?,
     ])
 }
 

@@ -1,7 +1,10 @@
 //! Variables and multi-way branching: `$let` (binds variables for its `in` expression) and
 //! `$switch`.
 
-use super::{Args, Arity, Expression, Operator, Scope, bind_variable, named_args};
+use super::{
+    Args, Arity, Expression, Operator, Scope, bind_variable, missing_parameter, named_args,
+    only_object, requires_object,
+};
 use crate::aggregate::expression::validate_name_for_user_write;
 use crate::aggregate::value::{Value, bson_type_name, truthy};
 use crate::error::{MongoError, Result};
@@ -25,18 +28,12 @@ pub(super) static OPERATORS: &[Operator] = &[
 /// `{vars: {name: <expr>, ...}, in: <expr>}` as `[variable, value]` pairs then `in`. The values
 /// are parsed in the outer scope (they cannot see each other), `in` with all the variables.
 pub fn parse_let(_name: &'static str, argument: &Bson, scope: &Scope) -> Result<Vec<Expression>> {
-    let Bson::Document(spec) = argument else {
-        return Err(MongoError::location(
-            16874,
-            "$let only supports an object as its argument",
-        ));
-    };
+    let spec = only_object("$let", argument, 16874)?;
     let [vars, body] = named_args(spec, ["vars", "in"], |field| {
         MongoError::location(16875, format!("Unrecognized parameter to $let: {field}"))
     })?;
-    let vars =
-        vars.ok_or_else(|| MongoError::location(16876, "Missing 'vars' parameter to $let"))?;
-    let body = body.ok_or_else(|| MongoError::location(16877, "Missing 'in' parameter to $let"))?;
+    let vars = vars.ok_or_else(|| missing_parameter(16876, "$let", "vars"))?;
+    let body = body.ok_or_else(|| missing_parameter(16877, "$let", "in"))?;
     let Bson::Document(vars) = vars else {
         return Err(MongoError::location(
             10065,
@@ -69,15 +66,7 @@ pub fn parse_switch(
     argument: &Bson,
     scope: &Scope,
 ) -> Result<Vec<Expression>> {
-    let Bson::Document(spec) = argument else {
-        return Err(MongoError::location(
-            40060,
-            format!(
-                "$switch requires an object as an argument, found: {}",
-                bson_type_name(argument)
-            ),
-        ));
-    };
+    let spec = requires_object("$switch", argument, 40060)?;
     let mut args = Vec::new();
     let mut default = None;
     for (key, value) in spec {
