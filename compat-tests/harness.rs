@@ -458,6 +458,17 @@ pub async fn assert_metadata_consistent(client: &Client, check_indexes: bool, wh
 }
 
 /// The shards' names, as `listShards` gives them.
+/// The `config.databases` entry of `db` (which must exist).
+pub async fn database_entry(client: &Client, db: &str) -> Document {
+    client
+        .database("config")
+        .collection::<Document>("databases")
+        .find_one(mongodb::bson::doc! {"_id": db})
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 /// The `config.collections` entry of `ns`, if it is sharded.
 pub async fn collection_entry(client: &Client, ns: &str) -> Option<Document> {
     client

@@ -4,19 +4,11 @@
 //! names the new primary at lastMod + 1, every collection answers as before from its new
 //! place, and writes after the move land there.
 
-use crate::harness::{admin, both_modes, cursor_documents, error_code, shard_names};
+use crate::harness::{
+    admin, both_modes, cursor_documents, database_entry, error_code, shard_names,
+};
 use mongodb::Client;
 use mongodb::bson::{Document, doc};
-
-async fn database_entry(client: &Client, db: &str) -> Document {
-    client
-        .database("config")
-        .collection::<Document>("databases")
-        .find_one(doc! {"_id": db})
-        .await
-        .unwrap()
-        .unwrap()
-}
 
 async fn refusals_follow_mongodb(client: &Client) {
     let shards = shard_names(client).await;

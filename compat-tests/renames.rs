@@ -200,16 +200,8 @@ async fn refusals_follow_mongodb(client: &Client) {
 }
 
 async fn database_primary(client: &Client, db: &str) -> String {
-    client
-        .database("config")
-        .collection::<Document>("databases")
-        .find_one(doc! {"_id": db})
-        .await
-        .unwrap()
-        .unwrap()
-        .get_str("primary")
-        .unwrap()
-        .to_string()
+    let entry = crate::harness::database_entry(client, db).await;
+    entry.get_str("primary").unwrap().to_string()
 }
 
 /// An unsharded collection renamed into another database keeps its documents, options and
