@@ -163,10 +163,7 @@ async fn rename_collection(
         .str(req.name())?
         .ok_or_else(|| missing(req.name(), req.name()))?;
     let to = args.str("to")?.ok_or_else(|| missing(req.name(), "to"))?;
-    for ns in [from, to] {
-        let (db, coll) = crate::catalog::split_namespace(ns)?;
-        crate::catalog::validate_collection_name(db, coll)?;
-    }
+    crate::catalog::check_rename(from, to)?;
     let drop_target = args.bool("dropTarget")?.unwrap_or(false);
     let reply = super::super::coordinators::rename_collection(state, from, to, drop_target).await?;
     Ok(RawDocumentBuf::from_document(&reply)?)
