@@ -5,7 +5,10 @@
 //! on its own, the metadata is consistent, no other collection or database is touched, and a
 //! client sending the same DDL again gets its outcome.
 
-use crate::harness::{ProcessCluster, admin, assert_metadata_consistent};
+use crate::harness::{
+    ProcessCluster, admin, assert_metadata_consistent, database_entry, find_all, shard_documents,
+    shard_host,
+};
 use futures::TryStreamExt;
 use mongodb::Client;
 use mongodb::bson::{Document, doc};
@@ -140,14 +143,8 @@ async fn check_converged(cluster: &ProcessCluster, operation: &str) {
 
 /// Fails if `config.chunks` holds chunks of a collection `config.collections` no longer has.
 pub(crate) async fn assert_no_chunk_outlives_its_collection(config: &mongodb::Database) {
-    let uuids: Vec<_> = config
-        .collection::<Document>("collections")
-        .find(doc! {})
+    let uuids: Vec<_> = find_all(&config.collection::<Document>("collections"), doc! {})
         .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
         .into_iter()
         .filter_map(|c| c.get("uuid").cloned())
         .collect();
@@ -242,25 +239,9 @@ async fn config_server_killed_before(operation: &'static str, phase: &str) {
 
 /// The process indexes of the database's primary shard and of the other shard.
 pub(crate) async fn primary_and_other(cluster: &ProcessCluster) -> (usize, usize) {
-    let config = cluster.config_client().await.database("config");
-    let primary = config
-        .collection::<Document>("databases")
-        .find_one(doc! {"_id": DB})
-        .await
-        .unwrap()
-        .unwrap()
-        .get_str("primary")
-        .unwrap()
-        .to_string();
-    let host = config
-        .collection::<Document>("shards")
-        .find_one(doc! {"_id": &primary})
-        .await
-        .unwrap()
-        .unwrap()
-        .get_str("host")
-        .unwrap()
-        .to_string();
+    let config = cluster.config_client().await;
+    let entry = database_entry(&config, DB).await;
+    let host = shard_host(&config, entry.get_str("primary").unwrap()).await;
     let primary = cluster.shard_index(&host);
     (primary, 1 - primary)
 }
@@ -341,14 +322,11 @@ async fn check_sharded(cluster: &ProcessCluster) {
         .await
         .unwrap()
         .expect("sharded");
-    let chunks: Vec<Document> = config
-        .collection::<Document>("chunks")
-        .find(doc! {"uuid": entry.get("uuid").unwrap()})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let chunks = find_all(
+        &config.collection::<Document>("chunks"),
+        doc! {"uuid": entry.get("uuid").unwrap()},
+    )
+    .await;
     assert_eq!(chunks.len(), 2, "{chunks:?}");
     assert_metadata_consistent(&client, true, "shardCollection").await;
     let fresh = client.database(DB).collection::<Document>("fresh");
@@ -568,18 +546,8 @@ async fn move_faults(client: Client, to: String) -> mongodb::error::Result<Docum
 
 /// The name of the shard process `index`, as the routing table knows it.
 async fn shard_name(cluster: &ProcessCluster, index: usize) -> String {
-    let shards: Vec<Document> = cluster
-        .config_client()
+    shard_documents(&cluster.config_client().await)
         .await
-        .database("config")
-        .collection::<Document>("shards")
-        .find(doc! {})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
-    shards
         .into_iter()
         .find(|s| cluster.shard_index(s.get_str("host").unwrap()) == index)
         .unwrap()

@@ -554,3 +554,34 @@ pub async fn all_by_id(coll: &mongodb::Collection<Document>) -> Vec<Document> {
         .await
         .unwrap()
 }
+
+/// Every document of `coll` matching `filter`, in the server's order.
+pub async fn find_all(coll: &mongodb::Collection<Document>, filter: Document) -> Vec<Document> {
+    use futures::TryStreamExt;
+    coll.find(filter)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap()
+}
+
+/// The `config.shards` documents (`_id`, `host`, ...).
+pub async fn shard_documents(client: &Client) -> Vec<Document> {
+    let shards = client.database("config").collection::<Document>("shards");
+    find_all(&shards, Document::new()).await
+}
+
+/// The host of the shard named `name`, as `config.shards` records it.
+pub async fn shard_host(client: &Client, name: &str) -> String {
+    client
+        .database("config")
+        .collection::<Document>("shards")
+        .find_one(mongodb::bson::doc! {"_id": name})
+        .await
+        .unwrap()
+        .unwrap()
+        .get_str("host")
+        .unwrap()
+        .to_string()
+}

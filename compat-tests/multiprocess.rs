@@ -41,15 +41,7 @@ async fn user_story_across_processes() {
             .deleted_count,
         30
     );
-    let shards: Vec<Document> = client
-        .database("config")
-        .collection::<Document>("shards")
-        .find(doc! {})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let shards = crate::harness::shard_documents(&client).await;
     assert_eq!(shards.len(), 2);
     assert!(
         shards
@@ -142,15 +134,7 @@ async fn a_shard_restarted_on_another_port_keeps_its_name_and_data() {
     let (name, data_dir) = cluster.kill_shard(0);
     let port = crate::harness::free_port();
     cluster.restart_shard(&data_dir, port).await;
-    let shards: Vec<Document> = client
-        .database("config")
-        .collection::<Document>("shards")
-        .find(doc! {})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let shards = crate::harness::shard_documents(&client).await;
     assert_eq!(shards.len(), 1);
     assert_eq!(shards[0].get_str("_id").unwrap(), name);
     assert_eq!(

@@ -283,16 +283,7 @@ async fn shards_answer_stale_config(a: &Client) {
         .get_str("shard")
         .unwrap()
         .to_string();
-    let host = a
-        .database("config")
-        .collection::<Document>("shards")
-        .find_one(doc! {"_id": &shard})
-        .await
-        .unwrap()
-        .unwrap()
-        .get_str("host")
-        .unwrap()
-        .to_string();
+    let host = crate::harness::shard_host(a, &shard).await;
     // Only a multi-process cluster has shards a test can reach directly.
     let Ok(addr) = host.parse::<std::net::SocketAddr>() else {
         return;

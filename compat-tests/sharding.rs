@@ -463,15 +463,7 @@ async fn merge_all_chunks_and_version_reports(client: &Client) {
     assert!(db.get_document("version").unwrap().contains_key("uuid"));
 
     let map = admin(client, doc! {"getShardMap": 1}).await.unwrap();
-    let shards: Vec<Document> = client
-        .database("config")
-        .collection::<Document>("shards")
-        .find(doc! {})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let shards = crate::harness::shard_documents(client).await;
     let by_name = map.get_document("map").unwrap();
     let by_host = map.get_document("hosts").unwrap();
     for s in &shards {
