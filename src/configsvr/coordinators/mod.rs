@@ -294,14 +294,7 @@ impl Coordinators {
                 lock_term: 0,
             };
             let key = (doc.namespace().to_string(), doc.operation().to_string());
-            let scope = doc.operation.scope(&doc)?;
-            let lock = LocalDdlLock::acquire(
-                &state.ddl_locks,
-                &scope,
-                doc.operation(),
-                state.lock_timeout(),
-            )
-            .await?;
+            let lock = take_locks(state, &doc).await?;
             tracing::info!(
                 namespace = %doc.namespace(),
                 operation = %doc.operation(),
@@ -360,15 +353,20 @@ fn finish(
     tx.send_replace(Some(result));
 }
 
-async fn start(state: &Arc<ConfigState>, doc: CoordinatorDoc) -> Result<Document> {
-    let scope = doc.operation.scope(&doc)?;
-    let lock = LocalDdlLock::acquire(
+/// The DDL locks a coordinator holds while it runs (its operation's scope).
+async fn take_locks(state: &ConfigState, doc: &CoordinatorDoc) -> Result<LocalDdlLock> {
+    let scope = doc.operation.scope(doc)?;
+    LocalDdlLock::acquire(
         &state.ddl_locks,
         &scope,
         doc.operation(),
         state.lock_timeout(),
     )
-    .await?;
+    .await
+}
+
+async fn start(state: &Arc<ConfigState>, doc: CoordinatorDoc) -> Result<Document> {
+    let lock = take_locks(state, &doc).await?;
     state.store().upsert(COORDINATORS, doc.fields()).await?;
     resume(state, doc, lock).await
 }
