@@ -7,6 +7,7 @@ mod bulk_write;
 mod capped;
 mod catalog;
 mod cli;
+mod collection_stages;
 mod config_db;
 mod crud;
 mod cursors;

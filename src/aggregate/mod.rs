@@ -16,6 +16,8 @@ mod decimal_math;
 /// Public so that the query engine's `$expr` can evaluate the same language.
 pub mod expression;
 mod fieldpath;
+/// Public so that the router and the nodes can give pipelines their [`foreign::Host`].
+pub mod foreign;
 mod numeric;
 mod parse_text;
 mod stages;
@@ -49,6 +51,7 @@ impl Pipeline {
     /// Parses a pipeline of a command with a `let` document (already evaluated), so that its
     /// expressions read those variables and the command's `$$NOW`.
     pub fn parse_with_variables(stages: &[Document], vars: Arc<LetVariables>) -> Result<Pipeline> {
+        check_positions(stages)?;
         let mut parsed = Vec::with_capacity(stages.len());
         for spec in stages {
             parsed.extend(stages::parse(spec, &vars)?);
@@ -68,6 +71,32 @@ impl Pipeline {
     /// collection-less pipelines) and returns its output.
     pub fn run(&self, input: Vec<Document>) -> Result<Vec<Document>> {
         Ok(self.run_counted(input)?.0)
+    }
+
+    /// Runs the pipeline over `input`, reaching other collections (`$lookup`, `$out`...)
+    /// through `host`.
+    pub async fn run_with(
+        &self,
+        input: Vec<Document>,
+        host: &foreign::Host<'_>,
+    ) -> Result<Vec<Document>> {
+        let ctx = RunContext {
+            vars: Arc::clone(&self.vars),
+        };
+        stages::run_all(&self.stages, input, &ctx, Some(host))
+            .await
+            .map_err(executor_error)
+    }
+
+    /// Whether the pipeline reads or writes other collections, so that it must run where a
+    /// [`foreign::Host`] reaches them.
+    pub fn reaches_other_collections(&self) -> bool {
+        self.stages.iter().any(Stage::reaches_other_collections)
+    }
+
+    /// Whether the pipeline starts with `$documents`, which makes its own input.
+    pub fn makes_its_input(&self) -> bool {
+        matches!(self.stages.first(), Some(Stage::Documents(_)))
     }
 
     /// Runs the pipeline and also returns how many documents each stage output (for
@@ -93,6 +122,30 @@ impl Pipeline {
     pub fn is_empty(&self) -> bool {
         self.stages.is_empty()
     }
+}
+
+/// Refuses stages out of the place they must have: `$out` and `$merge` last, `$documents`
+/// first (a router checks the whole pipeline before splitting it).
+pub fn check_positions(stages: &[Document]) -> Result<()> {
+    for (i, spec) in stages.iter().enumerate() {
+        let name = spec.keys().next().map(String::as_str).unwrap_or_default();
+        match name {
+            "$out" | "$merge" if i + 1 < stages.len() => {
+                return Err(MongoError::location(
+                    40601,
+                    format!("{name} can only be the final stage in the pipeline"),
+                ));
+            }
+            "$documents" if i > 0 => {
+                return Err(MongoError::location(
+                    40602,
+                    "$documents is only valid as the first stage in a pipeline",
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Errors raised while documents flow carry the prefix the server's executor adds.

@@ -143,7 +143,10 @@ mod tests {
             (doc! {"$group": {"_id": null}}, "$group"),
             (doc! {"$count": "n"}, "$group"),
             (doc! {"$sortByCount": "$a"}, "$group"),
-            (doc! {"$lookup": {"from": "x"}}, "$lookup"),
+            (
+                doc! {"$lookup": {"from": "x", "localField": "a", "foreignField": "b", "as": "c"}},
+                "$lookup",
+            ),
             (doc! {"$facet": {"a": [{"$match": {}}]}}, "$facet"),
             (
                 doc! {"$bucket": {"groupBy": "$a", "boundaries": [0, 1]}},

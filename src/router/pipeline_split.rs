@@ -80,6 +80,37 @@ fn documents_needed(stages: &[Document]) -> Option<i64> {
     None
 }
 
+/// Stages that read or write other collections.
+const REACH_OTHER_COLLECTIONS: &[&str] =
+    &["$lookup", "$graphLookup", "$unionWith", "$out", "$merge"];
+
+/// Where the part of a pipeline the router runs itself starts — the router reaches other
+/// collections through its own routing, wherever they are: at the first stage that reads or
+/// writes one (inside a `$facet` too), or at the start of a pipeline that makes its own
+/// documents (`$documents`). `None`: the shards can run it all.
+pub fn router_part_start(stages: &[Document]) -> Option<usize> {
+    if stages.first().is_some_and(|s| name(s) == "$documents") {
+        return Some(0);
+    }
+    stages.iter().position(reaches_other_collections)
+}
+
+fn reaches_other_collections(stage: &Document) -> bool {
+    match name(stage) {
+        "$facet" => stage.get_document("$facet").is_ok_and(|facets| {
+            facets.values().any(|pipeline| {
+                pipeline.as_array().is_some_and(|stages| {
+                    stages
+                        .iter()
+                        .filter_map(Bson::as_document)
+                        .any(reaches_other_collections)
+                })
+            })
+        }),
+        other => REACH_OTHER_COLLECTIONS.contains(&other),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +164,30 @@ mod tests {
         assert!(shards.is_empty());
         let (shards, _) = split_of(vec![doc! {"$limit": -1}]);
         assert!(shards.is_empty(), "the merger reports the bad limit");
+    }
+
+    #[test]
+    fn the_router_runs_stages_that_reach_other_collections() {
+        assert_eq!(
+            router_part_start(&[
+                doc! {"$match": {}},
+                doc! {"$lookup": {}},
+                doc! {"$out": "x"}
+            ]),
+            Some(1)
+        );
+        assert_eq!(
+            router_part_start(&[doc! {"$facet": {"a": [{"$unionWith": "b"}]}}]),
+            Some(0)
+        );
+        assert_eq!(
+            router_part_start(&[doc! {"$documents": []}, doc! {"$match": {}}]),
+            Some(0)
+        );
+        assert_eq!(
+            router_part_start(&[doc! {"$facet": {"a": [{"$match": {}}]}}]),
+            None
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod connection;
 mod context;
 mod dispatch;
 pub mod failpoint;
+mod local_commands;
 pub mod logbuf;
 mod node;
 mod params;
@@ -15,6 +16,7 @@ pub use context::RequestContext;
 pub use dispatch::{
     CommandGuard, CommandSpec, CommandTable, Dispatcher, Handler, NodeState, Service, ok_reply,
 };
+pub use local_commands::LocalCommands;
 pub use node::{CmdLine, Node, Role};
 pub use params::Parameters;
 

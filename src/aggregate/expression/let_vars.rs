@@ -80,6 +80,16 @@ impl LetVariables {
         &self.values
     }
 
+    /// Each variable's name and value, once (a later definition shadows an earlier one).
+    pub fn named_values(&self) -> Vec<(String, Value)> {
+        let mut out: Vec<(String, Value)> = Vec::with_capacity(self.values.len());
+        for (name, value) in self.scope.names.iter().zip(&self.values) {
+            out.retain(|(seen, _)| seen != name);
+            out.push((name.clone(), value.clone()));
+        }
+        out
+    }
+
     /// The command's `$$NOW`.
     pub fn now(&self) -> DateTime {
         self.now

@@ -109,6 +109,30 @@ pub fn parse(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<S
 }
 
 impl Facet {
+    pub fn reaches_other_collections(&self) -> bool {
+        self.facets
+            .iter()
+            .any(|(_, stages)| stages.iter().any(Stage::reaches_other_collections))
+    }
+
+    /// [`Facet::run`] for sub-pipelines that read other collections through `host`.
+    pub async fn run_with(
+        &self,
+        docs: Vec<Document>,
+        ctx: &RunContext,
+        host: &super::Host<'_>,
+    ) -> Result<Vec<Document>> {
+        let mut out = Document::new();
+        for (name, stages) in &self.facets {
+            let results = super::run_all(stages, docs.clone(), ctx, Some(host)).await?;
+            out.insert(
+                name.clone(),
+                Bson::Array(results.into_iter().map(Bson::Document).collect()),
+            );
+        }
+        Ok(vec![out])
+    }
+
     pub fn run(&self, docs: &[Document], ctx: &RunContext) -> Result<Vec<Document>> {
         let mut out = Document::new();
         for (name, stages) in &self.facets {

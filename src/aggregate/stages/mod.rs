@@ -8,6 +8,7 @@ mod bucket_auto;
 mod densify;
 #[cfg(test)]
 mod densify_tests;
+mod documents;
 mod facet;
 mod fill;
 mod granularity;
@@ -24,10 +25,12 @@ mod window_math;
 mod window_tests;
 
 use crate::aggregate::expression::{LetVariables, Variables};
+use crate::aggregate::foreign::{self, GraphLookup, Host, Lookup, Merge, Out, UnionWith};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
 use crate::query::sort::SortSpec;
 use bson::{Bson, Document};
+use futures::future::BoxFuture;
 use std::sync::Arc;
 
 pub enum Stage {
@@ -45,6 +48,12 @@ pub enum Stage {
     Redact(redact::Redact),
     SetWindowFields(window::SetWindowFields),
     Densify(densify::Densify),
+    Documents(documents::Documents),
+    Lookup(Lookup),
+    GraphLookup(GraphLookup),
+    UnionWith(UnionWith),
+    Out(Out),
+    Merge(Merge),
 }
 
 /// Parses a stage's value (the stage name is passed for messages and aliases); its expressions
@@ -57,11 +66,16 @@ static STAGES: &[(&str, Parser)] = &[
     ("$bucketAuto", bucket_auto::parse),
     ("$count", group::parse_count),
     ("$densify", densify::parse),
+    ("$documents", documents::parse),
     ("$facet", facet::parse),
     ("$fill", fill::parse),
+    ("$graphLookup", foreign::parse_graph_lookup),
     ("$group", group::parse_group),
     ("$limit", basic::parse_limit),
+    ("$lookup", foreign::parse_lookup),
     ("$match", basic::parse_match),
+    ("$merge", foreign::parse_merge),
+    ("$out", foreign::parse_out),
     ("$project", shape::parse_project),
     ("$redact", redact::parse),
     ("$replaceRoot", basic::parse_replace_root),
@@ -72,6 +86,7 @@ static STAGES: &[(&str, Parser)] = &[
     ("$skip", basic::parse_skip),
     ("$sort", basic::parse_sort),
     ("$sortByCount", group::parse_sort_by_count),
+    ("$unionWith", foreign::parse_union_with),
     ("$unset", shape::parse_unset),
     ("$unwind", unwind::parse),
 ];
@@ -82,19 +97,13 @@ const NOT_YET_SUPPORTED: &[&str] = &[
     "$changeStream",
     "$collStats",
     "$currentOp",
-    "$documents",
     "$geoNear",
-    "$graphLookup",
     "$indexStats",
     "$listLocalSessions",
     "$listSessions",
-    "$lookup",
-    "$merge",
-    "$out",
     "$planCacheStats",
     "$search",
     "$searchMeta",
-    "$unionWith",
     "$vectorSearch",
 ];
 
@@ -166,6 +175,26 @@ impl Stage {
             Stage::Redact(_) => Some("$redact"),
             Stage::SetWindowFields(_) => Some("$setWindowFields"),
             Stage::Densify(_) => Some("$densify"),
+            Stage::Documents(_) => Some("$documents"),
+            Stage::Lookup(_) => Some("$lookup"),
+            Stage::GraphLookup(_) => Some("$graphLookup"),
+            Stage::UnionWith(_) => Some("$unionWith"),
+            Stage::Out(_) => Some("$out"),
+            Stage::Merge(_) => Some("$merge"),
+        }
+    }
+
+    /// Whether the stage reads or writes other collections (itself or inside a `$facet`),
+    /// so that it runs only where a [`Host`] reaches them.
+    pub fn reaches_other_collections(&self) -> bool {
+        match self {
+            Stage::Lookup(_)
+            | Stage::GraphLookup(_)
+            | Stage::UnionWith(_)
+            | Stage::Out(_)
+            | Stage::Merge(_) => true,
+            Stage::Facet(facet) => facet.reaches_other_collections(),
+            _ => false,
         }
     }
 
@@ -203,8 +232,51 @@ impl Stage {
             Stage::Redact(redact) => redact.run(docs, ctx),
             Stage::SetWindowFields(window) => window.run(docs, ctx),
             Stage::Densify(densify) => densify.run(docs, ctx),
+            Stage::Documents(documents) => documents.run(ctx),
+            Stage::Lookup(_)
+            | Stage::GraphLookup(_)
+            | Stage::UnionWith(_)
+            | Stage::Out(_)
+            | Stage::Merge(_) => Err(MongoError::new(
+                ErrorCode::NotImplemented,
+                "this stage reads or writes other collections, which is not possible here",
+            )),
         }
     }
+}
+
+/// Runs `stages` in order over `docs`; stages that reach other collections do it through
+/// `host` (without one they fail).
+pub fn run_all<'a>(
+    stages: &'a [Stage],
+    mut docs: Vec<Document>,
+    ctx: &'a RunContext,
+    host: Option<&'a Host<'a>>,
+) -> BoxFuture<'a, Result<Vec<Document>>> {
+    Box::pin(async move {
+        for stage in stages {
+            let Some(host) = host.filter(|_| stage.reaches_other_collections()) else {
+                docs = stage.run(docs, ctx)?;
+                continue;
+            };
+            docs = match stage {
+                Stage::Lookup(lookup) => lookup.run(docs, ctx, host).await?,
+                Stage::GraphLookup(graph) => graph.run(docs, ctx, host).await?,
+                Stage::UnionWith(union) => union.run(docs, ctx, host).await?,
+                Stage::Facet(facet) => facet.run_with(docs, ctx, host).await?,
+                Stage::Out(out) => {
+                    out.run(docs, host).await?;
+                    Vec::new()
+                }
+                Stage::Merge(merge) => {
+                    merge.run(docs, ctx, host).await?;
+                    Vec::new()
+                }
+                other => other.run(docs, ctx)?,
+            };
+        }
+        Ok(docs)
+    })
 }
 
 #[cfg(test)]
@@ -262,7 +334,8 @@ mod tests {
         );
         assert_eq!(err.message(), "Unrecognized pipeline stage name: '$foo'");
         assert_eq!(code(doc! {"match": {}}), 40324);
-        assert_eq!(code(doc! {"$lookup": {}}), 238);
+        assert_eq!(code(doc! {"$search": {}}), 238);
+        assert_eq!(code(doc! {"$lookup": {}}), 9);
         assert_eq!(code(doc! {"$match": {}}), 0);
     }
 

@@ -11,6 +11,7 @@ mod ddl;
 mod explain;
 mod metadata_consistency;
 mod reads;
+mod router_pipeline;
 mod sharded_views;
 mod sharding;
 mod writes;

@@ -23,7 +23,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 /// The first batch of a find without `batchSize`, as MongoDB sizes it.
-const DEFAULT_FIRST_BATCH: i64 = 101;
+pub(super) const DEFAULT_FIRST_BATCH: i64 = 101;
 
 /// The namespace a cursor over `req`'s collection reports.
 fn namespace(req: &CommandRequest) -> Result<String> {
@@ -283,7 +283,7 @@ pub(super) async fn open_cursor(
 
 pub(super) async fn aggregate(
     state: &RouterState,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     if req.args().bool("explain")? == Some(true) {
@@ -291,6 +291,7 @@ pub(super) async fn aggregate(
     }
     super::super::forward::check_routable(&req.db)?;
     let stages = pipeline_stages(&req)?;
+    crate::aggregate::check_positions(&stages)?;
     if stages
         .first()
         .is_some_and(|s| s.contains_key(super::data_distribution::STAGE))
@@ -299,6 +300,9 @@ pub(super) async fn aggregate(
     }
     if on_config_server(&req.db) {
         return config_read(state, req).await;
+    }
+    if let Some(start) = crate::router::pipeline_split::router_part_start(&stages) {
+        return super::router_pipeline::run(state, ctx, &req, &stages, start).await;
     }
     let ns = namespace(&req)?;
     // A leading `$match` targets like a find's filter.
@@ -337,24 +341,7 @@ async fn scatter_aggregate(
     // The merger's part is parsed first, so a bad one fails before any shard is asked (the
     // shards check theirs: `$collStats` only runs there).
     let merge = Pipeline::parse_with_variables(&split.merger_part, args.let_variables()?)?;
-    let batch_size = match args.document("cursor")? {
-        Some(cursor) => match cursor.get("batchSize") {
-            Some(Bson::Int32(n)) if *n >= 0 => Some(i64::from(*n)),
-            Some(Bson::Int64(n)) if *n >= 0 => Some(*n),
-            Some(Bson::Double(n)) if *n >= 0.0 => Some(*n as i64),
-            None => None,
-            Some(_) => {
-                return Err(MongoError::bad_value(
-                    "cursor.batchSize must be a non-negative number",
-                ));
-            }
-        },
-        None => {
-            return Err(MongoError::failed_to_parse(
-                "The 'cursor' option is required, except for aggregate with the explain argument",
-            ));
-        }
-    };
+    let batch_size = cursor_batch_size(req)?;
     let shard_stages = split.shards_part;
     let shard_req = CommandRequest::new(
         req.db.clone(),
@@ -391,6 +378,24 @@ async fn scatter_aggregate(
         partial,
     )
     .await
+}
+
+/// An aggregate's `cursor.batchSize`, with MongoDB's errors for a bad or missing `cursor`.
+pub(super) fn cursor_batch_size(req: &CommandRequest) -> Result<Option<i64>> {
+    match req.args().document("cursor")? {
+        Some(cursor) => match cursor.get("batchSize") {
+            Some(Bson::Int32(n)) if *n >= 0 => Ok(Some(i64::from(*n))),
+            Some(Bson::Int64(n)) if *n >= 0 => Ok(Some(*n)),
+            Some(Bson::Double(n)) if *n >= 0.0 => Ok(Some(*n as i64)),
+            None => Ok(None),
+            Some(_) => Err(MongoError::bad_value(
+                "cursor.batchSize must be a non-negative number",
+            )),
+        },
+        None => Err(MongoError::failed_to_parse(
+            "The 'cursor' option is required, except for aggregate with the explain argument",
+        )),
+    }
 }
 
 pub(super) async fn count(

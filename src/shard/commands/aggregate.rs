@@ -8,11 +8,12 @@ use super::super::views;
 use super::find::{DEFAULT_FIRST_BATCH, cursor_reply};
 use crate::aggregate::Pipeline;
 use crate::aggregate::expression::LetVariables;
+use crate::aggregate::foreign::Host;
 use crate::catalog::OwnershipFilter;
 use crate::command::CommandRequest;
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
-use crate::server::RequestContext;
+use crate::server::{LocalCommands, RequestContext};
 use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -87,6 +88,11 @@ pub(super) async fn pipeline_output<S: DataNode>(
     ownership: Option<Arc<OwnershipFilter>>,
 ) -> Result<Vec<Document>> {
     let pipeline = Pipeline::parse_with_variables(stages, Arc::clone(vars))?;
+    if coll.is_some() && pipeline.makes_its_input() {
+        return Err(MongoError::invalid_namespace(
+            "'$documents' can only be run with {aggregate: 1}",
+        ));
+    }
     let mut input = Vec::new();
     if let Some(name) = coll {
         if let Some((store, coll)) = state.storage().collection(db, name).await {
@@ -110,7 +116,19 @@ pub(super) async fn pipeline_output<S: DataNode>(
             }
         }
     }
-    pipeline.run(input)
+    if !pipeline.reaches_other_collections() {
+        return pipeline.run(input);
+    }
+    // A client talking to this node directly: other collections are this node's own.
+    let ctx = RequestContext::internal();
+    let runner = LocalCommands::new(state, &ctx);
+    let host = Host {
+        db,
+        runner: &runner,
+        write_concern: None,
+        bypass_document_validation: false,
+    };
+    pipeline.run_with(input, &host).await
 }
 
 pub(super) async fn run<S: DataNode>(

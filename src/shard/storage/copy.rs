@@ -48,13 +48,18 @@ impl Storage {
         Ok(())
     }
 
-    /// Drops the temporary collections of cross-database renames a crash interrupted.
+    /// Drops the temporary collections a crash left: those of cross-database renames and of
+    /// `$out` stages.
     pub(super) async fn drop_rename_leftovers(&self) -> Result<()> {
         let dbs: Vec<_> = self.dbs.read().await.values().cloned().collect();
         for db in dbs {
             for coll in db.collections() {
-                if coll.name.starts_with(TEMP_PREFIX) {
-                    tracing::info!(db = %db.name(), collection = %coll.name, "dropping the leftover of an interrupted rename");
+                let temporary = coll.name.starts_with(TEMP_PREFIX)
+                    || coll
+                        .name
+                        .starts_with(crate::aggregate::foreign::OUT_TEMP_PREFIX);
+                if temporary {
+                    tracing::info!(db = %db.name(), collection = %coll.name, "dropping the leftover of an interrupted rename or $out");
                     db.drop_collection(&coll.name).await?;
                 }
             }

@@ -335,6 +335,10 @@ async fn renames_across_databases_copy_everything_and_leave_nothing_behind() {
         b.create_collection("system.docgrid_rename.0123", doc! {})
             .await
             .unwrap();
+        // And one during a `$out`.
+        b.create_collection("tmp.agg_out.4567", doc! {})
+            .await
+            .unwrap();
     }
     let storage = Storage::open(dir.path()).await.unwrap();
     let b = storage.database("b").await.unwrap();

@@ -1,0 +1,192 @@
+//! Stages that reach other collections — `$lookup`, `$graphLookup`, `$unionWith` read them,
+//! `$out` and `$merge` write them — through commands a [`CommandRunner`] runs where the
+//! pipeline runs: on the router through its routing (so the other collection may be sharded,
+//! unsharded on another shard, or a view), on a node against the node itself.
+
+mod graph_lookup;
+mod lookup;
+mod merge;
+mod out;
+mod union_with;
+
+pub use graph_lookup::GraphLookup;
+pub(crate) use graph_lookup::parse as parse_graph_lookup;
+pub use lookup::Lookup;
+pub(crate) use lookup::parse as parse_lookup;
+pub use merge::Merge;
+pub use out::{Out, TEMP_PREFIX as OUT_TEMP_PREFIX};
+pub use union_with::UnionWith;
+pub(crate) use union_with::parse as parse_union_with;
+
+use crate::aggregate::stages::Stage;
+use std::sync::Arc;
+
+use crate::aggregate::expression::LetVariables;
+use crate::error::{MongoError, Result};
+use bson::{Bson, Document, doc};
+use futures::future::BoxFuture;
+
+/// Runs commands for the stages of this module.
+pub trait CommandRunner: Send + Sync {
+    /// Runs `command` against database `db`; a failed command comes back as its error.
+    fn run_command<'a>(&'a self, db: &'a str, command: Document)
+    -> BoxFuture<'a, Result<Document>>;
+}
+
+/// Where a pipeline runs: the database its namespace is in, how it reaches other collections,
+/// and what the aggregate command said about its writes.
+pub struct Host<'a> {
+    pub db: &'a str,
+    pub runner: &'a dyn CommandRunner,
+    /// The command's `writeConcern`, for `$out`/`$merge`.
+    pub write_concern: Option<Document>,
+    pub bypass_document_validation: bool,
+}
+
+pub(crate) fn parse_out(_name: &str, spec: &Bson, _vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
+    Ok(vec![Stage::Out(out::parse(spec)?)])
+}
+
+pub(crate) fn parse_merge(
+    _name: &str,
+    spec: &Bson,
+    vars: &Arc<LetVariables>,
+) -> Result<Vec<Stage>> {
+    Ok(vec![Stage::Merge(merge::parse(spec, vars)?)])
+}
+
+/// Stages a sub-pipeline of `$lookup`/`$unionWith` may not contain (MongoDB's
+/// `isAllowedInLookupPipeline`/`isAllowedInUnionPipeline` constraints).
+pub(crate) const WRITE_STAGES: &[&str] = &["$out", "$merge"];
+
+/// Refuses a write stage inside a sub-pipeline of `stage`, with the code MongoDB uses there.
+pub(crate) fn check_sub_pipeline(stage: &str, code: i32, pipeline: &[Document]) -> Result<()> {
+    for spec in pipeline {
+        if let Some(name) = spec
+            .keys()
+            .next()
+            .filter(|n| WRITE_STAGES.contains(&n.as_str()))
+        {
+            return Err(MongoError::location(
+                code,
+                format!("{name} is not allowed within a {stage}'s sub-pipeline"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A sub-pipeline's stages, parsed only to report its errors when the enclosing stage is
+/// parsed (it runs later, as its own command); `names` are the variables the enclosing stage
+/// binds for it.
+pub(crate) fn validate_sub_pipeline(
+    pipeline: &[Document],
+    vars: &LetVariables,
+    names: &[String],
+) -> Result<()> {
+    let mut bound = Document::new();
+    for name in names {
+        bound.insert(name.clone(), Bson::Null);
+    }
+    let scope = std::sync::Arc::new(vars.with_constants(&bound));
+    for spec in pipeline {
+        super::stages::parse(spec, &scope)?;
+    }
+    Ok(())
+}
+
+/// The `let` document that gives a sub-command the enclosing pipeline's variables and then
+/// `bound` (literal values; the later of two equal names wins, as in the enclosing scope).
+pub(crate) fn let_for_sub_command(
+    vars: &LetVariables,
+    bound: &[(String, Option<Bson>)],
+) -> Document {
+    let mut out = Document::new();
+    for (name, value) in vars.named_values().into_iter().chain(bound.iter().cloned()) {
+        let literal = match value {
+            Some(value) => Bson::Document(doc! {"$literal": value}),
+            // A variable may hold "missing"; no literal says that, `$$REMOVE` does.
+            None => Bson::String("$$REMOVE".into()),
+        };
+        out.insert(name, literal);
+    }
+    out
+}
+
+/// Every document an aggregation outputs: `coll` of `db` (`None`: a collection-less
+/// `aggregate: 1`), the cursor drained with `getMore`.
+pub(crate) async fn aggregate_all(
+    host: &Host<'_>,
+    db: &str,
+    coll: Option<&str>,
+    pipeline: Vec<Document>,
+    let_doc: Document,
+) -> Result<Vec<Document>> {
+    let target = match coll {
+        Some(coll) => Bson::String(coll.to_string()),
+        None => Bson::Int32(1),
+    };
+    // A pipeline that makes its own input runs collection-less, whatever `coll` says.
+    let target = match pipeline.first() {
+        Some(first) if first.contains_key("$documents") => Bson::Int32(1),
+        _ => target,
+    };
+    let mut command = doc! {"aggregate": target, "pipeline": pipeline, "cursor": {}};
+    if !let_doc.is_empty() {
+        command.insert("let", let_doc);
+    }
+    let mut reply = host.runner.run_command(db, command).await?;
+    let mut out = Vec::new();
+    let mut batch_field = "firstBatch";
+    loop {
+        let cursor = reply
+            .get_document("cursor")
+            .map_err(|_| MongoError::internal("aggregate reply without a cursor"))?;
+        for doc in cursor.get_array(batch_field).into_iter().flatten() {
+            if let Bson::Document(doc) = doc {
+                out.push(doc.clone());
+            }
+        }
+        let id = match cursor.get("id") {
+            Some(Bson::Int64(id)) => *id,
+            Some(Bson::Int32(id)) => i64::from(*id),
+            _ => 0,
+        };
+        if id == 0 {
+            return Ok(out);
+        }
+        let collection = cursor
+            .get_str("ns")
+            .ok()
+            .and_then(|ns| ns.split_once('.'))
+            .map(|(_, coll)| coll.to_string())
+            .unwrap_or_else(|| coll.unwrap_or("$cmd.aggregate").to_string());
+        reply = host
+            .runner
+            .run_command(db, doc! {"getMore": id, "collection": collection})
+            .await?;
+        batch_field = "nextBatch";
+    }
+}
+
+/// A write command's outcome as an error: its first write error, or its write concern error.
+pub(crate) fn write_outcome(reply: &Document) -> Result<()> {
+    if let Ok(errors) = reply.get_array("writeErrors") {
+        if let Some(Bson::Document(first)) = errors.first() {
+            let mut failed = first.clone();
+            failed.remove("index");
+            failed.insert("ok", 0);
+            if let Some(err) = MongoError::from_reply(&failed) {
+                return Err(err);
+            }
+        }
+    }
+    if let Ok(wce) = reply.get_document("writeConcernError") {
+        let mut failed = wce.clone();
+        failed.insert("ok", 0);
+        if let Some(err) = MongoError::from_reply(&failed) {
+            return Err(err);
+        }
+    }
+    Ok(())
+}
