@@ -3,6 +3,7 @@
 
 mod harness;
 
+mod aggregation_sharding;
 mod bulk_write;
 mod capped;
 mod catalog;

@@ -476,6 +476,11 @@ impl DoubleDouble {
         }
     }
 
+    /// The unevaluated pair `(sum, addend)`: what a partial `$sum` sends to be merged.
+    pub fn parts(&self) -> (f64, f64) {
+        (self.sum, self.addend)
+    }
+
     /// Whether the sum rounds to a value in the int64 range.
     pub fn fits_long(&self) -> bool {
         const MIN: f64 = -9_223_372_036_854_775_808.0;

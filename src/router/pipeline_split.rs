@@ -4,7 +4,16 @@
 //! part) and, when a `$skip`/`$limit` run follows, only the documents that run can keep. The
 //! router runs the rest over the shards' output, the `$sort`, `$skip` and `$limit` included,
 //! so the answer is the same as on one node.
+//!
+//! A `$group` there (also as `$count` or `$sortByCount`, which are one) runs in two halves as
+//! in MongoDB: each shard groups its documents into partial states (`$willBeMerged: true`),
+//! the router groups those by `_id` again, merging the states (`$doingMerge: true`, each
+//! accumulator reading `$$ROOT.<field>`). A group keeps running whole on the router when an
+//! accumulator's answer depends on the order the shards' outputs arrive in (`$first`,
+//! `$last`, `$firstN`, `$lastN`), or when the stage does not parse without the command (a bad
+//! specification, or one reading `let` variables): the merger's parse reports the former.
 
+use crate::aggregate::Pipeline;
 use bson::{Bson, Document, doc};
 
 /// Stages that transform each document on its own.
@@ -29,6 +38,26 @@ fn name(stage: &Document) -> &str {
     stage.keys().next().map(String::as_str).unwrap_or_default()
 }
 
+impl SplitPipeline {
+    /// The shards' part as mongos's explain shows it: a partial `$group` without the
+    /// `$willBeMerged` flag (a shard infers it from the request there).
+    pub fn shards_part_explained(&self) -> Vec<Document> {
+        self.shards_part
+            .iter()
+            .map(|stage| match stage.get("$group") {
+                Some(Bson::Document(spec)) if spec.contains_key(WILL_BE_MERGED) => {
+                    let mut spec = spec.clone();
+                    spec.remove(WILL_BE_MERGED);
+                    doc! {"$group": spec}
+                }
+                _ => stage.clone(),
+            })
+            .collect()
+    }
+}
+
+const WILL_BE_MERGED: &str = "$willBeMerged";
+
 pub fn split(stages: &[Document]) -> SplitPipeline {
     // `$collStats` describes each shard's part of the collection: it runs there.
     let mut at = usize::from(stages.first().is_some_and(|s| name(s) == "$collStats"));
@@ -37,6 +66,14 @@ pub fn split(stages: &[Document]) -> SplitPipeline {
     }
     let mut shards_part = stages[..at].to_vec();
     let rest = &stages[at..];
+    if let Some((partial, mut merger_part)) = rest.first().and_then(split_group) {
+        shards_part.push(partial);
+        merger_part.extend_from_slice(&rest[1..]);
+        return SplitPipeline {
+            shards_part,
+            merger_part,
+        };
+    }
     match rest.first() {
         Some(sort) if name(sort) == "$sort" => {
             shards_part.push(sort.clone());
@@ -54,6 +91,66 @@ pub fn split(stages: &[Document]) -> SplitPipeline {
         shards_part,
         merger_part: rest.to_vec(),
     }
+}
+
+/// A `$group`, `$count` or `$sortByCount` as the shards' partial `$group` and the merger's
+/// stages (the merging `$group`, then what the shorthand adds after it); `None` when it must
+/// run whole on the router.
+fn split_group(stage: &Document) -> Option<(Document, Vec<Document>)> {
+    let (group, after) = match (name(stage), stage.values().next()?) {
+        ("$group", Bson::Document(spec)) => (spec.clone(), Vec::new()),
+        ("$count", Bson::String(field)) => (
+            doc! {"_id": Bson::Null, field.as_str(): {"$sum": 1}},
+            vec![doc! {"$project": {"_id": 0, field.as_str(): 1}}],
+        ),
+        ("$sortByCount", by) => (
+            doc! {"_id": by.clone(), "count": {"$sum": 1}},
+            vec![doc! {"$sort": {"count": -1}}],
+        ),
+        _ => return None,
+    };
+    Pipeline::parse(std::slice::from_ref(stage)).ok()?;
+    let mut merging = doc! {"_id": "$$ROOT._id"};
+    for (field, spec) in &group {
+        if field == "_id" {
+            continue;
+        }
+        // Anything else (`$doingMerge` written by the client) leaves the group whole.
+        let Bson::Document(spec) = spec else {
+            return None;
+        };
+        let (operator, argument) = spec.iter().next()?;
+        merging.insert(field, merging_accumulator(operator, argument, field)?);
+    }
+    merging.insert("$doingMerge", true);
+    let mut partial = group;
+    partial.insert(WILL_BE_MERGED, true);
+    let mut merger = vec![doc! {"$group": merging}];
+    merger.extend(after);
+    Some((doc! {"$group": partial}, merger))
+}
+
+/// The merging form of `field: {operator: argument}`: the same accumulator over the
+/// partials, which the shards output under `field`.
+fn merging_accumulator(operator: &str, argument: &Bson, field: &str) -> Option<Document> {
+    let partial = Bson::String(format!("$$ROOT.{field}"));
+    let with = |name: &str| -> Option<Bson> {
+        let Bson::Document(spec) = argument else {
+            return None;
+        };
+        let mut spec = spec.clone();
+        spec.insert(name, partial.clone());
+        Some(Bson::Document(spec))
+    };
+    let argument = match operator {
+        "$sum" | "$avg" | "$min" | "$max" | "$push" | "$addToSet" | "$mergeObjects"
+        | "$stdDevPop" | "$stdDevSamp" => partial.clone(),
+        "$count" => return Some(doc! {"$sum": partial}),
+        "$top" | "$bottom" | "$topN" | "$bottomN" => with("output")?,
+        "$minN" | "$maxN" | "$percentile" | "$median" => with("input")?,
+        _ => return None,
+    };
+    Some(doc! {operator: argument})
 }
 
 /// How many documents from the start of their input a run of `$skip` and `$limit` stages can
@@ -126,10 +223,10 @@ mod tests {
             doc! {"$match": {"a": 1}},
             doc! {"$project": {"a": 1}},
             doc! {"$unwind": "$a"},
-            doc! {"$group": {"_id": "$a"}},
+            doc! {"$sort": {"a": 1}},
             doc! {"$match": {"_id": 1}},
         ]);
-        assert_eq!(shards.len(), 3);
+        assert_eq!(shards.len(), 4);
         assert_eq!(merger, 2);
     }
 
@@ -197,7 +294,212 @@ mod tests {
             doc! {"$project": {"shard": 1}},
             doc! {"$group": {"_id": null}},
         ]);
-        assert_eq!(shards.len(), 2);
+        assert_eq!(shards.len(), 3);
         assert_eq!(merger, 1);
+    }
+
+    #[test]
+    fn a_group_runs_partially_on_the_shards_and_merges_on_the_router() {
+        let split = split(&[
+            doc! {"$match": {"a": 1}},
+            doc! {"$group": {"_id": "$k", "s": {"$sum": "$v"}, "n": {"$count": {}},
+            "t": {"$topN": {"n": 2, "output": "$v", "sortBy": {"v": -1}}},
+            "p": {"$median": {"input": "$v", "method": "approximate"}}}},
+            doc! {"$sort": {"_id": 1}},
+        ]);
+        assert_eq!(
+            split.shards_part,
+            vec![
+                doc! {"$match": {"a": 1}},
+                doc! {"$group": {"_id": "$k", "s": {"$sum": "$v"}, "n": {"$count": {}},
+                "t": {"$topN": {"n": 2, "output": "$v", "sortBy": {"v": -1}}},
+                "p": {"$median": {"input": "$v", "method": "approximate"}},
+                "$willBeMerged": true}},
+            ]
+        );
+        assert_eq!(
+            split.merger_part,
+            vec![
+                doc! {"$group": {"_id": "$$ROOT._id", "s": {"$sum": "$$ROOT.s"},
+                "n": {"$sum": "$$ROOT.n"},
+                "t": {"$topN": {"n": 2, "output": "$$ROOT.t", "sortBy": {"v": -1}}},
+                "p": {"$median": {"input": "$$ROOT.p", "method": "approximate"}},
+                "$doingMerge": true}},
+                doc! {"$sort": {"_id": 1}},
+            ]
+        );
+        assert_eq!(
+            split.shards_part_explained()[1],
+            doc! {"$group": {"_id": "$k", "s": {"$sum": "$v"}, "n": {"$count": {}},
+            "t": {"$topN": {"n": 2, "output": "$v", "sortBy": {"v": -1}}},
+            "p": {"$median": {"input": "$v", "method": "approximate"}}}}
+        );
+    }
+
+    #[test]
+    fn count_and_sort_by_count_split_as_the_groups_they_are() {
+        let split = super::split(&[doc! {"$count": "total"}]);
+        assert_eq!(
+            split.shards_part,
+            vec![doc! {"$group": {"_id": null, "total": {"$sum": 1}, "$willBeMerged": true}}]
+        );
+        assert_eq!(
+            split.merger_part,
+            vec![
+                doc! {"$group": {"_id": "$$ROOT._id", "total": {"$sum": "$$ROOT.total"}, "$doingMerge": true}},
+                doc! {"$project": {"_id": 0, "total": 1}},
+            ]
+        );
+        let split = super::split(&[doc! {"$sortByCount": "$k"}, doc! {"$limit": 2}]);
+        assert_eq!(
+            split.shards_part,
+            vec![doc! {"$group": {"_id": "$k", "count": {"$sum": 1}, "$willBeMerged": true}}]
+        );
+        assert_eq!(split.merger_part.len(), 3);
+        assert_eq!(split.merger_part[1], doc! {"$sort": {"count": -1}});
+    }
+
+    #[test]
+    fn groups_that_cannot_split_run_whole_on_the_router() {
+        for stage in [
+            // Order-dependent accumulators.
+            doc! {"$group": {"_id": "$k", "f": {"$first": "$v"}}},
+            doc! {"$group": {"_id": "$k", "s": {"$sum": 1}, "l": {"$lastN": {"input": "$v", "n": 2}}}},
+            // What the merger reports.
+            doc! {"$group": {"_id": "$k", "f": {"$bogus": "$v"}}},
+            doc! {"$group": {"n": {"$sum": 1}}},
+            doc! {"$count": "$n"},
+            doc! {"$sortByCount": "k"},
+            // Variables the command's `let` defines.
+            doc! {"$group": {"_id": "$$wanted"}},
+            // Already a merge.
+            doc! {"$group": {"_id": "$_id", "$doingMerge": true}},
+        ] {
+            let split = super::split(std::slice::from_ref(&stage));
+            assert!(split.shards_part.is_empty(), "{stage}");
+            assert_eq!(split.merger_part, vec![stage]);
+        }
+        // A group after a sort sees the merged sorted stream on the router.
+        let (shards, merger) = split_of(vec![
+            doc! {"$sort": {"v": 1}},
+            doc! {"$group": {"_id": "$k", "f": {"$first": "$v"}}},
+        ]);
+        assert_eq!(shards, vec![doc! {"$sort": {"v": 1}}]);
+        assert_eq!(merger, 2);
+    }
+}
+
+/// Runs split pipelines as the cluster does — the shards' part over each shard's documents,
+/// the merger's part over their outputs in shard order — against the whole pipeline over
+/// every document. Shards holding consecutive runs of the documents see them in the same
+/// order as one node, so even order-dependent outputs (`$push`, group order) must agree.
+#[cfg(test)]
+mod merge_tests {
+    use super::split;
+    use crate::aggregate::Pipeline;
+    use bson::{Bson, Decimal128, Document, doc};
+
+    fn documents() -> Vec<Document> {
+        let numbers = [
+            Bson::Int32(i32::MAX - 3),
+            Bson::Int32(7),
+            Bson::Int64(1 << 40),
+            Bson::Double(2.5),
+            Bson::Decimal128("1.25".parse::<Decimal128>().unwrap()),
+            Bson::Null,
+            Bson::String("x".into()),
+            Bson::Int32(-12),
+            Bson::Double(-0.5),
+        ];
+        (0..60)
+            .map(|i: i32| {
+                let mut doc =
+                    doc! {"_id": i, "k": format!("k{}", i % 4), "o": {format!("f{}", i % 3): i}};
+                if i % 11 != 5 {
+                    doc.insert("v", numbers[(i as usize * 7) % numbers.len()].clone());
+                }
+                if i % 6 == 0 {
+                    doc.insert("a", vec![Bson::Int32(i), Bson::Int32(i + 1)]);
+                }
+                doc
+            })
+            .collect()
+    }
+
+    fn run(stages: &[Document], docs: Vec<Document>) -> Vec<Document> {
+        Pipeline::parse(stages).unwrap().run(docs).unwrap()
+    }
+
+    fn assert_split_agrees(stages: Vec<Document>) {
+        let docs = documents();
+        let whole = run(&stages, docs.clone());
+        let split = split(&stages);
+        assert!(
+            split.shards_part.iter().any(|s| s.contains_key("$group")),
+            "{stages:?} did not split its group"
+        );
+        let mut gathered = Vec::new();
+        for shard in docs.chunks(23) {
+            gathered.extend(run(&split.shards_part, shard.to_vec()));
+        }
+        assert_eq!(run(&split.merger_part, gathered), whole, "{stages:?}");
+    }
+
+    #[test]
+    fn split_groups_give_the_whole_groups_answer() {
+        let accumulators = doc! {
+            "sum": {"$sum": "$v"}, "count": {"$count": {}}, "avg": {"$avg": "$v"},
+            "min": {"$min": "$v"}, "max": {"$max": "$v"}, "push": {"$push": "$v"},
+            "set": {"$addToSet": "$v"}, "merged": {"$mergeObjects": "$o"},
+            "minN": {"$minN": {"input": "$v", "n": 3}}, "maxN": {"$maxN": {"input": "$v", "n": 2}},
+            "top": {"$top": {"output": "$_id", "sortBy": {"v": 1, "_id": 1}}},
+            "bottomN": {"$bottomN": {"output": ["$_id", "$v"], "sortBy": {"v": -1, "_id": 1}, "n": 3}},
+            "topN": {"$topN": {"output": "$o", "sortBy": {"a": 1, "_id": -1}, "n": {"$cond": [{"$eq": ["$_id", "k1"]}, 1, 4]}}},
+            "median": {"$median": {"input": "$v", "method": "approximate"}},
+            "pct": {"$percentile": {"input": "$v", "p": [0.2, 0.9], "method": "approximate"}},
+            "pop": {"$stdDevPop": "$_id"}, "samp": {"$stdDevSamp": {"$mod": ["$_id", 7]}},
+        };
+        // Sharded standard deviations merge in another order of operations: compare rounded.
+        let rounded =
+            doc! {"$set": {"pop": {"$round": ["$pop", 9]}, "samp": {"$round": ["$samp", 9]}}};
+        for id in [
+            Bson::from("$k"),
+            Bson::Null,
+            Bson::from(doc! {"k": "$k", "n": {"$isNumber": "$v"}}),
+        ] {
+            let mut spec = doc! {"_id": id};
+            spec.extend(accumulators.clone());
+            assert_split_agrees(vec![doc! {"$group": spec}, rounded.clone()]);
+        }
+        assert_split_agrees(vec![
+            doc! {"$match": {"v": {"$ne": null}}},
+            doc! {"$unwind": {"path": "$a", "preserveNullAndEmptyArrays": true}},
+            doc! {"$group": {"_id": "$a", "n": {"$sum": 1}, "v": {"$push": "$v"}}},
+            doc! {"$sort": {"n": -1, "_id": 1}},
+            doc! {"$limit": 5},
+        ]);
+        assert_split_agrees(vec![doc! {"$count": "n"}]);
+        assert_split_agrees(vec![doc! {"$sortByCount": {"$type": "$v"}}]);
+        assert_split_agrees(vec![
+            doc! {"$group": {"_id": "$k", "s": {"$sum": "$v"}}},
+            doc! {"$group": {"_id": {"$type": "$s"}, "n": {"$sum": 1}}},
+        ]);
+    }
+
+    #[test]
+    fn int_sums_overflow_across_shards_as_in_one_place() {
+        let docs: Vec<Document> = (0..6).map(|_| doc! {"v": i32::MAX}).collect();
+        let stages = vec![doc! {"$group": {"_id": null, "s": {"$sum": "$v"}, "a": {"$avg": "$v"}}}];
+        let split = split(&stages);
+        let mut gathered = Vec::new();
+        for shard in docs.chunks(2) {
+            gathered.extend(run(&split.shards_part, shard.to_vec()));
+        }
+        let merged = run(&split.merger_part, gathered);
+        assert_eq!(merged, run(&stages, docs));
+        assert_eq!(
+            merged,
+            vec![doc! {"_id": null, "s": 6 * i64::from(i32::MAX), "a": f64::from(i32::MAX)}]
+        );
     }
 }

@@ -59,6 +59,9 @@ pub fn merge_into(merged: &mut Document, input: Value) -> Result<()> {
 #[derive(Clone, Debug)]
 pub struct Sum {
     widest: Width,
+    /// The widest type among the non-decimal inputs: a partial sum reports it with its
+    /// double-double total.
+    non_decimal_widest: Width,
     non_decimal: DoubleDouble,
     decimal: Dec,
 }
@@ -67,6 +70,7 @@ impl Default for Sum {
     fn default() -> Self {
         Sum {
             widest: Width::Int,
+            non_decimal_widest: Width::Int,
             non_decimal: DoubleDouble::default(),
             decimal: Dec::ZERO,
         }
@@ -83,6 +87,9 @@ impl Sum {
             return false;
         };
         self.widest = self.widest.max(input_width);
+        if input_width != Width::Decimal {
+            self.non_decimal_widest = self.non_decimal_widest.max(input_width);
+        }
         match input {
             Bson::Int32(v) => self.non_decimal.add_double(f64::from(*v)),
             Bson::Int64(v) => self.non_decimal.add_long(*v),
@@ -108,6 +115,58 @@ impl Sum {
         self.decimal.plus(self.non_decimal.get_decimal())
     }
 
+    /// The sum as a shard sends it to be merged, the server's partial sum:
+    /// `[<non-decimal type code>, sum, addend]` of the double-double total, and the decimal
+    /// total as a fourth element when any input was a decimal. The whole state travels so that
+    /// the merged total rounds as a single sum would.
+    pub fn partial(&self) -> Bson {
+        let (sum, addend) = self.non_decimal.parts();
+        let mut parts = vec![
+            Bson::Int32(type_code(self.non_decimal_widest)),
+            Bson::Double(sum),
+            Bson::Double(addend),
+        ];
+        if self.widest == Width::Decimal {
+            parts.push(Bson::Decimal128(self.decimal.encode()));
+        }
+        Bson::Array(parts)
+    }
+
+    /// Adds a partial sum made by [`Sum::partial`].
+    pub fn merge_partial(&mut self, partial: Option<&Bson>) -> Result<()> {
+        let malformed = || {
+            MongoError::type_mismatch(format!(
+                "a partial sum must be [type, sum, addend, decimal?], found {}",
+                render(partial)
+            ))
+        };
+        let Some(Bson::Array(parts)) = partial else {
+            return Err(malformed());
+        };
+        let (Some(Bson::Int32(code)), Some(Bson::Double(sum)), Some(Bson::Double(addend))) =
+            (parts.first(), parts.get(1), parts.get(2))
+        else {
+            return Err(malformed());
+        };
+        let non_decimal = width_of_code(*code).ok_or_else(malformed)?;
+        self.non_decimal_widest = self.non_decimal_widest.max(non_decimal);
+        self.widest = self.widest.max(non_decimal);
+        self.non_decimal.add_double(*sum);
+        // An infinite sum carries a NaN addend that a single sum would never have added.
+        if sum.is_finite() || !addend.is_nan() {
+            self.non_decimal.add_double(*addend);
+        }
+        match parts.get(3) {
+            None => {}
+            Some(Bson::Decimal128(decimal)) => {
+                self.widest = Width::Decimal;
+                self.decimal = self.decimal.plus(Dec::decode(*decimal));
+            }
+            Some(_) => return Err(malformed()),
+        }
+        Ok(())
+    }
+
     /// `$avg`: null without numeric input, a decimal if any input was one, else a double.
     pub fn average(&self, count: u64) -> Bson {
         if count == 0 {
@@ -118,6 +177,26 @@ impl Sum {
             return Bson::Decimal128(self.decimal_total().divided_by(count).encode());
         }
         Bson::Double(self.non_decimal.get_double() / count as f64)
+    }
+}
+
+/// BSON's type numbers, which a partial sum names its type with.
+fn type_code(width: Width) -> i32 {
+    match width {
+        Width::Int => 16,
+        Width::Long => 18,
+        Width::Double => 1,
+        Width::Decimal => 19,
+    }
+}
+
+fn width_of_code(code: i32) -> Option<Width> {
+    match code {
+        16 => Some(Width::Int),
+        18 => Some(Width::Long),
+        1 => Some(Width::Double),
+        19 => Some(Width::Decimal),
+        _ => None,
     }
 }
 

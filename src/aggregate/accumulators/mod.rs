@@ -7,8 +7,10 @@
 //!   the bounded ordered state they share with `top_bottom`.
 //! - `top_bottom`: `$top $bottom $topN $bottomN`.
 //! - `stats`: `$stdDevPop $stdDevSamp $percentile $median`.
+//! - `merge`: the partial states shards send for a split `$group`, and merging them.
 
 mod basic;
+mod merge;
 mod n_results;
 mod stats;
 mod top_bottom;
@@ -177,6 +179,16 @@ impl Accumulator {
     /// The expression evaluated for each document of the group.
     pub fn argument(&self) -> &Expression {
         &self.argument
+    }
+
+    /// What a merging `$group` (`$doingMerge`) reads a shard's partial with: the argument,
+    /// or for `$top`/`$bottom`/`$topN`/`$bottomN` its `output` (the partial carries the sort
+    /// keys already).
+    pub fn merge_argument(&self) -> &Expression {
+        match (&self.kind, &self.argument) {
+            (Kind::Sorted(_), Expression::Array(items)) => items.first().unwrap_or(&self.argument),
+            _ => &self.argument,
+        }
     }
 
     /// A new group's state. `key_vars` evaluate against the group key (its fields when it is a

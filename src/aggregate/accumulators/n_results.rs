@@ -9,7 +9,7 @@ use crate::aggregate::expression::{Expression, LetVariables};
 use crate::aggregate::value::{Value, is_nullish, render};
 use crate::document::order::compare_values;
 use crate::error::{MongoError, Result};
-use bson::{Bson, Document};
+use bson::{Bson, Document, doc};
 use std::cmp::Ordering;
 use std::collections::VecDeque;
 
@@ -56,6 +56,18 @@ pub(super) fn expect_object<'a>(name: &str, argument: &'a Bson, code: i32) -> Re
                 render(Some(other))
             ),
         )),
+    }
+}
+
+/// The elements of a partial that is an array of values (`$firstN`, `$lastN`, `$minN`,
+/// `$maxN`, `$top`...).
+pub(super) fn partial_items(partial: Option<&Bson>) -> Result<Vec<Bson>> {
+    match partial {
+        Some(Bson::Array(items)) => Ok(items.clone()),
+        other => Err(MongoError::type_mismatch(format!(
+            "a partial group value must be an array, found {}",
+            render(other)
+        ))),
     }
 }
 
@@ -186,6 +198,11 @@ impl Bounded {
             },
             Mode::Sorted(order) => sort_entry(input, &order.ascending),
         };
+        self.insert(entry);
+    }
+
+    /// Keeps `entry` if it is among the `n` best so far.
+    fn insert(&mut self, entry: (Bson, Bson)) {
         if self.entries.len() >= self.n {
             let worst = if self.keeps_largest() {
                 self.entries.first()
@@ -213,6 +230,44 @@ impl Bounded {
             .entries
             .partition_point(|(key, _)| !self.compare(key, &entry.0).is_gt());
         self.entries.insert(at, entry);
+    }
+
+    /// What a shard sends to be merged: for `$minN`/`$maxN` the values (as the final value
+    /// has them), for the sorted accumulators every kept entry as
+    /// `{generatedSortKey, output}`, so the merger need not recompute the sort keys.
+    pub fn partial(self) -> Bson {
+        match self.mode {
+            Mode::MinN | Mode::MaxN => self.finish(),
+            Mode::Sorted(_) => Bson::Array(
+                self.entries
+                    .into_iter()
+                    .map(|(key, output)| {
+                        Bson::Document(doc! {"generatedSortKey": key, "output": output})
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Adds the entries of a partial made by [`Bounded::partial`].
+    pub fn merge_partial(&mut self, partial: Option<&Bson>) -> Result<()> {
+        for item in partial_items(partial)? {
+            match (&self.mode, item) {
+                (Mode::Sorted(_), Bson::Document(mut entry)) => {
+                    let key = entry.remove("generatedSortKey").unwrap_or(Bson::Null);
+                    let output = entry.remove("output").unwrap_or(Bson::Null);
+                    self.insert((key, output));
+                }
+                (Mode::Sorted(_), other) => {
+                    return Err(MongoError::type_mismatch(format!(
+                        "a partial top/bottom entry must be an object, found {}",
+                        render(Some(&other))
+                    )));
+                }
+                (_, value) => self.add(Some(value)),
+            }
+        }
+        Ok(())
     }
 
     pub fn finish(self) -> Bson {

@@ -9,7 +9,7 @@ use crate::aggregate::expression::{Expression, LetVariables};
 use crate::aggregate::numeric::to_f64;
 use crate::aggregate::value::{bson_type_name, format_double_g, is_number, render};
 use crate::error::{ErrorCode, MongoError, Result};
-use bson::{Bson, Document};
+use bson::{Bson, Document, doc};
 
 /// `$stdDevPop` / `$stdDevSamp`.
 #[derive(Clone, Debug)]
@@ -41,6 +41,46 @@ impl StdDev {
             self.mean += delta / self.count as f64;
             self.m2 += delta * (value - self.mean);
         }
+    }
+
+    /// What a shard sends to be merged: `{m2, mean, count}`.
+    pub fn partial(&self) -> Bson {
+        Bson::Document(doc! {
+            "m2": self.m2,
+            "mean": self.mean,
+            "count": i64::try_from(self.count).unwrap_or(i64::MAX),
+        })
+    }
+
+    /// Combines a partial made by [`StdDev::partial`] (the parallel form of Welford's update).
+    pub fn merge_partial(&mut self, partial: Option<&Bson>) -> Result<()> {
+        let Some(Bson::Document(fields)) = partial else {
+            return Err(MongoError::type_mismatch(format!(
+                "a partial standard deviation must be an object, found {}",
+                render(partial)
+            )));
+        };
+        let number = |name: &str| fields.get(name).filter(|v| is_number(v)).map(to_f64);
+        let (Some(m2), Some(mean), Some(count)) = (number("m2"), number("mean"), number("count"))
+        else {
+            return Err(MongoError::type_mismatch(format!(
+                "a partial standard deviation must be {{m2, mean, count}}, found {}",
+                render(partial)
+            )));
+        };
+        let count = count as u64;
+        if count == 0 {
+            return Ok(());
+        }
+        let delta = mean - self.mean;
+        let total = self.count + count;
+        if delta != 0.0 {
+            self.mean = (self.count as f64 * self.mean + count as f64 * mean) / total as f64;
+            self.m2 += delta * delta * (self.count as f64 * count as f64 / total as f64);
+        }
+        self.m2 += m2;
+        self.count = total;
+        Ok(())
     }
 
     /// Null when undefined: no numeric input, or only one for the sample deviation.
@@ -80,6 +120,26 @@ impl Percentile {
                 self.values.push(value);
             }
         }
+    }
+
+    /// What a shard sends to be merged: its numeric inputs, as doubles. (The server sends its
+    /// t-digest; this computes the percentiles exactly, so the inputs themselves travel.)
+    pub fn partial(&self) -> Bson {
+        Bson::Array(self.values.iter().map(|v| Bson::Double(*v)).collect())
+    }
+
+    /// Adds the inputs of a partial made by [`Percentile::partial`].
+    pub fn merge_partial(&mut self, partial: Option<&Bson>) -> Result<()> {
+        let Some(Bson::Array(values)) = partial else {
+            return Err(MongoError::type_mismatch(format!(
+                "a partial percentile must be an array, found {}",
+                render(partial)
+            )));
+        };
+        for value in values {
+            self.add(Some(value));
+        }
+        Ok(())
     }
 
     pub fn finish(mut self) -> Bson {

@@ -1,5 +1,7 @@
 //! `$group` and the stages defined in terms of it: `$count` (a group and a projection) and
-//! `$sortByCount` (a group and a sort).
+//! `$sortByCount` (a group and a sort). A `$group` split over shards runs in two halves: on
+//! each shard with `$willBeMerged: true` (it outputs partial states), on the router with
+//! `$doingMerge: true` (it merges them), as the router's pipeline split writes them.
 
 use super::shape::Shape;
 use super::{RunContext, Stage};
@@ -19,6 +21,10 @@ use std::sync::Arc;
 pub struct Group {
     id: Expression,
     accumulators: Vec<Accumulator>,
+    /// `$doingMerge`: the input documents are other groups' partial outputs.
+    doing_merge: bool,
+    /// `$willBeMerged`: outputs partial states for a merging `$group`.
+    will_be_merged: bool,
 }
 
 pub fn parse_group(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
@@ -31,19 +37,41 @@ pub fn parse_group(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result
     };
     let mut id = None;
     let mut accumulators = Vec::new();
+    let (mut doing_merge, mut will_be_merged) = (false, false);
     for (field, value) in spec {
-        if field == "_id" {
-            if id.is_some() {
-                return Err(id_twice());
+        match field.as_str() {
+            "_id" => {
+                if id.is_some() {
+                    return Err(id_twice());
+                }
+                id = Some(parse_id(value, scope)?);
             }
-            id = Some(parse_id(value, scope)?);
-        } else {
-            accumulators.push(Accumulator::parse(field, value, vars)?);
+            "$doingMerge" => {
+                if value != &Bson::Boolean(true) {
+                    return Err(MongoError::location(
+                        17030,
+                        "$doingMerge should be true if present",
+                    ));
+                }
+                doing_merge = true;
+            }
+            "$willBeMerged" => {
+                let Bson::Boolean(merged) = value else {
+                    return Err(MongoError::type_mismatch("$willBeMerged must be a boolean"));
+                };
+                will_be_merged = *merged;
+            }
+            _ => accumulators.push(Accumulator::parse(field, value, vars)?),
         }
     }
     let id =
         id.ok_or_else(|| MongoError::location(15955, "a group specification must include an _id"))?;
-    Ok(vec![Stage::Group(Group { id, accumulators })])
+    Ok(vec![Stage::Group(Group {
+        id,
+        accumulators,
+        doing_merge,
+        will_be_merged,
+    })])
 }
 
 fn id_twice() -> MongoError {
@@ -105,10 +133,10 @@ pub fn parse_count(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result
     if field == "_id" {
         return Err(id_twice());
     }
-    let group = Group {
-        id: Expression::Constant(Bson::Null),
-        accumulators: vec![Accumulator::count(field)],
-    };
+    let group = Group::new(
+        Expression::Constant(Bson::Null),
+        vec![Accumulator::count(field)],
+    );
     let project = Shape::projection(
         &[("_id", &Bson::Int32(0)), (field.as_str(), &Bson::Int32(1))],
         vars.scope(),
@@ -147,10 +175,7 @@ pub fn parse_sort_by_count(
             ));
         }
     };
-    let group = Group {
-        id,
-        accumulators: vec![Accumulator::count("count")],
-    };
+    let group = Group::new(id, vec![Accumulator::count("count")]);
     Ok(vec![
         Stage::Group(group),
         Stage::Sort(SortSpec::parse(&doc! {"count": -1})?),
@@ -160,7 +185,12 @@ pub fn parse_sort_by_count(
 impl Group {
     /// A group by `id` with `accumulators`, for the stages that desugar into one (`$bucket`).
     pub(super) fn new(id: Expression, accumulators: Vec<Accumulator>) -> Group {
-        Group { id, accumulators }
+        Group {
+            id,
+            accumulators,
+            doing_merge: false,
+            will_be_merged: false,
+        }
     }
 
     /// Groups in order of first appearance; a missing key groups with null.
@@ -189,12 +219,22 @@ impl Group {
                 continue;
             };
             for (acc, state) in self.accumulators.iter().zip(states.iter_mut()) {
-                state.process(acc.argument().evaluate(&vars)?)?;
+                if self.doing_merge {
+                    state.merge(acc.merge_argument().evaluate(&vars)?)?;
+                } else {
+                    state.process(acc.argument().evaluate(&vars)?)?;
+                }
             }
         }
         Ok(groups
             .into_iter()
-            .map(|(key, states)| group_output(key, &self.accumulators, states))
+            .map(|(key, states)| {
+                if self.will_be_merged {
+                    partial_output(key, &self.accumulators, states)
+                } else {
+                    group_output(key, &self.accumulators, states)
+                }
+            })
             .collect())
     }
 }
@@ -214,6 +254,16 @@ impl Group {
             .map(|acc| acc.start(&vars))
             .collect()
     }
+}
+
+/// A group as a shard sends it to be merged: `_id`, then each accumulator's partial state.
+fn partial_output(id: Bson, accumulators: &[Accumulator], states: Vec<State>) -> Document {
+    let mut out = Document::new();
+    out.insert("_id", id);
+    for (acc, state) in accumulators.iter().zip(states) {
+        out.insert(acc.field.clone(), state.partial());
+    }
+    out
 }
 
 /// A hash that agrees with MongoDB equality: numbers hash by value whatever their type, and
@@ -389,6 +439,34 @@ mod tests {
             run(spec, vec![doc! {"k": 1}]).unwrap_err().code().code(),
             5787908
         );
+    }
+
+    #[test]
+    fn partial_and_merging_groups() {
+        assert_eq!(
+            error("$group", bson!({"_id": null, "$doingMerge": false})),
+            (17030, "$doingMerge should be true if present".into())
+        );
+        assert_eq!(
+            error("$group", bson!({"_id": null, "$willBeMerged": 1})).0,
+            14
+        );
+        let partial = run(
+            bson!({"_id": "$k", "s": {"$sum": "$v"}, "a": {"$avg": "$v"}, "$willBeMerged": true}),
+            vec![doc! {"k": 1, "v": 2}, doc! {"k": 1, "v": 3_i64}],
+        )
+        .unwrap();
+        assert_eq!(
+            partial,
+            vec![doc! {"_id": 1, "s": [18, 5.0, 0.0], "a": {"count": 2_i64, "ps": [18, 5.0, 0.0]}}]
+        );
+        let merged = run(
+            bson!({"_id": "$$ROOT._id", "s": {"$sum": "$$ROOT.s"}, "a": {"$avg": "$$ROOT.a"},
+                   "$doingMerge": true}),
+            [partial.clone(), partial].concat(),
+        )
+        .unwrap();
+        assert_eq!(merged, vec![doc! {"_id": 1, "s": 10_i64, "a": 2.5}]);
     }
 
     #[test]

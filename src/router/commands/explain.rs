@@ -302,7 +302,7 @@ fn aggregate_result(replies: Vec<ShardExplain>, explained: &CommandRequest) -> R
     Ok(doc! {
         "explainVersion": "1",
         "mergeType": "mongos",
-        "splitPipeline": {"shardsPart": split.shards_part, "mergerPart": split.merger_part},
+        "splitPipeline": {"shardsPart": split.shards_part_explained(), "mergerPart": split.merger_part},
         "shards": shards,
     })
 }
