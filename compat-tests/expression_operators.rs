@@ -1,12 +1,15 @@
 //! The expression language end to end, through the router: one `$project` using operators of
 //! every family (strings, regexes, variables binding operators, arrays, sets, objects,
 //! arithmetic, conversion) on an unsharded and on a sharded collection gives MongoDB's
-//! values and types; a conversion that fails answers ConversionFailure (241).
+//! values and types; a conversion that fails answers ConversionFailure (241). The expression
+//! forms of the accumulators, binData conversions and the N and quantile window functions
+//! run the same way.
 
 use crate::harness::{admin, both_modes, error_code};
 use futures::TryStreamExt;
 use mongodb::Client;
-use mongodb::bson::{Bson, Document, doc};
+use mongodb::bson::spec::BinarySubtype;
+use mongodb::bson::{Binary, Bson, Document, doc};
 
 fn projection() -> Document {
     doc! {
@@ -110,3 +113,124 @@ async fn every_family_evaluates_as_mongodb(client: &Client) {
 }
 
 both_modes!(every_family_evaluates_as_mongodb);
+
+/// The bytes of the UUID 867dee52-c331-484e-92d1-c56479b8e67e.
+const UUID_BYTES: [u8; 16] = [
+    0x86, 0x7d, 0xee, 0x52, 0xc3, 0x31, 0x48, 0x4e, 0x92, 0xd1, 0xc5, 0x64, 0x79, 0xb8, 0xe6, 0x7e,
+];
+
+async fn accumulator_forms_bin_data_and_n_windows(client: &Client) {
+    let db = client.database("exprforms");
+    db.drop().await.unwrap();
+    admin(
+        client,
+        doc! {"shardCollection": "exprforms.sharded", "key": {"_id": "hashed"}},
+    )
+    .await
+    .unwrap();
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        let docs: Vec<Document> = [
+            ("CA", 13, 120),
+            ("CA", 12, 145),
+            ("CA", 41, 162),
+            ("WA", 13, 104),
+            ("WA", 14, 140),
+            ("WA", 43, 134),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, (state, price, quantity))| {
+            doc! {"_id": i as i32, "state": state, "price": price, "quantity": quantity,
+            "scores": [85, 90, 71], "uuid": "867dee52-c331-484e-92d1-c56479b8e67e"}
+        })
+        .collect();
+        coll.insert_many(docs).await.unwrap();
+
+        let projected: Vec<Document> = coll
+            .aggregate(vec![
+                doc! {"$match": {"_id": 0}},
+                doc! {"$project": {
+                    "_id": 0,
+                    "sum": {"$sum": "$scores"},
+                    "avg": {"$avg": ["$price", "$quantity", "x"]},
+                    "max": {"$max": "$scores"},
+                    "median": {"$median": {"input": "$scores", "method": "approximate"}},
+                    "pcts": {"$percentile": {"input": "$scores", "p": [0.1, 1], "method": "approximate"}},
+                    "sd": {"$stdDevPop": [2, 4]},
+                    "uuid": {"$toUUID": "$uuid"},
+                    "b64": {"$convert": {"input": "hn3uUsMxSE6S0cVkebjmfg==", "to": {"type": "binData", "subtype": 0}, "format": "base64"}},
+                    "hex": {"$convert": {"input": {"$toUUID": "$uuid"}, "to": "string", "format": "hex"}},
+                }},
+            ])
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        let binary = |subtype| {
+            Bson::Binary(Binary {
+                subtype,
+                bytes: UUID_BYTES.to_vec(),
+            })
+        };
+        assert_eq!(
+            projected,
+            vec![doc! {
+                "sum": 246, "avg": 66.5, "max": 90, "median": 85.0, "pcts": [71.0, 90.0], "sd": 1.0,
+                "uuid": binary(BinarySubtype::Uuid), "b64": binary(BinarySubtype::Generic),
+                "hex": "867DEE52C331484E92D1C56479B8E67E",
+            }],
+            "{name}"
+        );
+
+        let windowed: Vec<Document> = coll
+            .aggregate(vec![
+                doc! {"$setWindowFields": {"partitionBy": "$state", "sortBy": {"price": 1}, "output": {
+                    "cheapest": {"$topN": {"n": 2, "sortBy": {"price": 1}, "output": "$_id"}},
+                    "running": {"$median": {"input": "$quantity", "method": "approximate"},
+                        "window": {"documents": ["unbounded", "current"]}},
+                    "near": {"$maxN": {"input": "$quantity", "n": 2}, "window": {"range": [-1, 1]}},
+                }}},
+                doc! {"$sort": {"_id": 1}},
+                doc! {"$project": {"cheapest": 1, "running": 1, "near": 1}},
+            ])
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(
+            windowed,
+            vec![
+                doc! {"_id": 0, "cheapest": [1, 0], "running": 120.0, "near": [145, 120]},
+                doc! {"_id": 1, "cheapest": [1, 0], "running": 145.0, "near": [145, 120]},
+                doc! {"_id": 2, "cheapest": [1, 0], "running": 145.0, "near": [162]},
+                doc! {"_id": 3, "cheapest": [3, 4], "running": 104.0, "near": [140, 104]},
+                doc! {"_id": 4, "cheapest": [3, 4], "running": 104.0, "near": [140, 104]},
+                doc! {"_id": 5, "cheapest": [3, 4], "running": 134.0, "near": [134]},
+            ],
+            "{name}"
+        );
+
+        for (stage, code) in [
+            (
+                doc! {"$project": {"s": {"$convert": {"input": "x", "to": "binData", "format": "base32", "onError": 0}}}},
+                4341125,
+            ),
+            (
+                doc! {"$project": {"s": {"$convert": {"input": "x", "to": "binData", "format": "uuid"}}}},
+                241,
+            ),
+            (
+                doc! {"$setWindowFields": {"output": {"t": {"$topN": {"n": 1, "output": "$_id"}}}}},
+                5788005,
+            ),
+        ] {
+            let err = coll.aggregate(vec![stage]).await.unwrap_err();
+            assert_eq!(error_code(&err), Some(code), "{name}: {err}");
+        }
+    }
+}
+
+both_modes!(accumulator_forms_bin_data_and_n_windows);

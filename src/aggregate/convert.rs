@@ -1,6 +1,9 @@
 //! `$convert`'s conversion table between BSON types, shared by `$convert`, its shorthands
 //! (`$toInt`, `$toString`...) and anything else that converts values as MongoDB does. Failed
-//! conversions are `ConversionFailure` errors, which `$convert`'s `onError` replaces.
+//! conversions are `ConversionFailure` errors, which `$convert`'s `onError` replaces. String
+//! and binData conversions, which take a `format` and a `subtype`, are in `binary`.
+
+mod binary;
 
 use super::decimal::Dec;
 use super::numeric::to_dec;
@@ -9,14 +12,15 @@ use super::value::{
     bson_type_name, format_double_g, format_double_shortest, format_iso_date, truthy, year_of,
 };
 use crate::error::{ErrorCode, MongoError, Result};
+pub use binary::Format;
 use bson::oid::ObjectId;
-use bson::spec::BinarySubtype;
 use bson::{Bson, DateTime};
 
 /// BSON type codes of the conversion targets.
 pub mod target {
     pub const DOUBLE: i32 = 1;
     pub const STRING: i32 = 2;
+    pub const BIN_DATA: i32 = 5;
     pub const OBJECT_ID: i32 = 7;
     pub const BOOL: i32 = 8;
     pub const DATE: i32 = 9;
@@ -29,8 +33,31 @@ fn failure(message: impl Into<String>) -> MongoError {
     MongoError::new(ErrorCode::ConversionFailure, message)
 }
 
+/// What `$convert` says about binary data besides the target type: the `subtype` of
+/// `to: {type, subtype}` and the string `format`.
+#[derive(Clone, Debug)]
+pub struct BinaryArgs {
+    pub subtype: Bson,
+    pub format: Option<Format>,
+}
+
+/// [`convert`] with `$convert`'s binary arguments: string and binData conversions need a
+/// `format`, and binData targets a `subtype`.
+pub fn convert_with(value: &Bson, target: i32, binary: &BinaryArgs) -> Result<Bson> {
+    match (value, target) {
+        (Bson::Binary(data), target::STRING) => {
+            Ok(Bson::String(binary::to_string(data, binary.format)?))
+        }
+        (Bson::String(text), target::BIN_DATA) => {
+            binary::from_string(text, binary.format, &binary.subtype)
+        }
+        (Bson::Binary(data), target::BIN_DATA) => binary::to_binary(data, &binary.subtype),
+        _ => convert(value, target),
+    }
+}
+
 /// Converts a value that is not null, undefined or missing to the type with code `target`
-/// (`crate::document::types` codes; 0 is "missing").
+/// (`crate::document::types` codes; 0 is "missing"), as the shorthands do.
 pub fn convert(value: &Bson, target: i32) -> Result<Bson> {
     let unsupported = || {
         failure(format!(
@@ -227,13 +254,7 @@ pub fn to_string(value: &Bson) -> Result<String> {
             }
             format_iso_date(millis)
         }
-        Bson::Binary(binary) => {
-            if binary.subtype == BinarySubtype::Uuid && binary.bytes.len() == 16 {
-                format_uuid(&binary.bytes)
-            } else {
-                base64(&binary.bytes)
-            }
-        }
+        Bson::Binary(data) => binary::to_string(data, Some(Format::Auto))?,
         other => {
             return Err(failure(format!(
                 "Unsupported conversion from {} to string in $convert with no onError value",
@@ -257,32 +278,4 @@ fn format_double(v: f64) -> String {
     } else {
         format_double_shortest(v)
     }
-}
-
-fn format_uuid(bytes: &[u8]) -> String {
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    let (a, rest) = hex.split_at(8);
-    let (b, rest) = rest.split_at(4);
-    let (c, rest) = rest.split_at(4);
-    let (d, e) = rest.split_at(4);
-    format!("{a}-{b}-{c}-{d}-{e}")
-}
-
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |acc, (i, &b)| acc | (u32::from(b) << (16 - 8 * i)));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 0x3f) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }

@@ -22,6 +22,7 @@ use basic::Sum;
 use bson::{Bson, Document};
 use n_results::{Bounded, FirstN, LastN};
 use stats::{Percentile, StdDev};
+pub(crate) use stats::{percentiles, quantile_spec};
 use top_bottom::SortOrder;
 
 /// What an accumulator computes; the data is what parsing fixed once for all groups.
@@ -248,6 +249,25 @@ pub enum State {
 }
 
 impl State {
+    /// A new state for the expression form of `name` (`{$sum: [...]}` in `$project`), which
+    /// accumulates its arguments as a group accumulates documents; `None` for the other names.
+    pub fn for_expression(name: &str) -> Option<State> {
+        Some(match name {
+            "$sum" => State::Sum(Sum::default()),
+            "$avg" => State::Avg(Sum::default(), 0),
+            "$min" => State::Min(None),
+            "$max" => State::Max(None),
+            "$stdDevPop" => State::StdDev(StdDev::new(false)),
+            "$stdDevSamp" => State::StdDev(StdDev::new(true)),
+            _ => return None,
+        })
+    }
+
+    /// A new `$percentile` (`ps` given) or `$median` state.
+    pub fn quantiles(ps: Option<Vec<f64>>) -> State {
+        State::Percentile(Percentile::new(ps))
+    }
+
     pub fn process(&mut self, input: Value) -> Result<()> {
         match self {
             State::Sum(sum) => {

@@ -199,6 +199,17 @@ fn parse_spec<'a>(
     not_object: i32,
     vars: &LetVariables,
 ) -> Result<(Expression, Option<&'a Bson>)> {
+    let (input, p) = quantile_spec(name, argument, not_object)?;
+    Ok((Expression::parse_in(input, vars.scope())?, p))
+}
+
+/// [`parse_spec`] before parsing `input`, for the expression forms, which parse it in their
+/// own scope: the raw `input` and `p`.
+pub fn quantile_spec<'a>(
+    name: &str,
+    argument: &'a Bson,
+    not_object: i32,
+) -> Result<(&'a Bson, Option<&'a Bson>)> {
     let Bson::Document(spec) = argument else {
         return Err(MongoError::location(
             not_object,
@@ -230,8 +241,7 @@ fn parse_spec<'a>(
             format!("BSON field '{name}.{missing}' is missing but a required field"),
         ));
     }
-    let input = Expression::parse_in(spec.get("input").unwrap_or(&Bson::Null), vars.scope())?;
-    Ok((input, spec.get("p")))
+    Ok((spec.get("input").unwrap_or(&Bson::Null), spec.get("p")))
 }
 
 /// MongoDB 8.0 accepts only the approximate method (which it computes exactly on small inputs).
@@ -264,7 +274,11 @@ fn parse_p(p: &Bson, vars: &LetVariables) -> Result<Vec<f64>> {
         ));
     }
     let empty = Document::new();
-    let value = expr.evaluate(&vars.variables(&empty))?;
+    percentiles(expr.evaluate(&vars.variables(&empty))?)
+}
+
+/// The value of a constant `p`: a non-empty array of numbers in [0, 1].
+pub fn percentiles(value: Option<Bson>) -> Result<Vec<f64>> {
     let message =
         "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: ";
     let items = match &value {

@@ -22,6 +22,8 @@ mod window;
 mod window_functions;
 mod window_math;
 #[cfg(test)]
+mod window_n_tests;
+#[cfg(test)]
 mod window_tests;
 
 use crate::aggregate::expression::{LetVariables, Variables};

@@ -71,6 +71,16 @@ const ACCUMULATORS: &[&str] = &[
     "$addToSet",
     "$first",
     "$last",
+    "$firstN",
+    "$lastN",
+    "$minN",
+    "$maxN",
+    "$top",
+    "$bottom",
+    "$topN",
+    "$bottomN",
+    "$median",
+    "$percentile",
 ];
 
 fn failed(message: impl Into<String>) -> MongoError {

@@ -1,10 +1,12 @@
 //! Type conversion operators: `$convert`, its shorthands `$toBool`, `$toDate`, `$toDecimal`,
-//! `$toDouble`, `$toInt`, `$toLong`, `$toObjectId`, `$toString`, and `$isNumber`. The
-//! conversion table itself is `aggregate::convert`.
+//! `$toDouble`, `$toInt`, `$toLong`, `$toObjectId`, `$toString`, `$toUUID`, and `$isNumber`.
+//! The conversion table itself is `aggregate::convert`.
 
 use super::{Args, Expression, Scope};
 use super::{Arity, Operator, nary};
-use crate::aggregate::convert::{convert as convert_value, target};
+use crate::aggregate::convert::{
+    BinaryArgs, Format, convert as convert_value, convert_with, target,
+};
 use crate::aggregate::value::{Value, bson_type_name, is_nullish, is_number};
 use crate::document::types::{type_alias_for_code, type_code_for_alias};
 use crate::error::{ErrorCode, MongoError, Result};
@@ -13,7 +15,7 @@ use bson::Bson;
 pub(super) static OPERATORS: &[Operator] = &[
     Operator {
         name: "$convert",
-        arity: Arity::Exactly(5),
+        arity: Arity::Exactly(6),
         parse: parse_convert,
         eval: convert,
     },
@@ -71,14 +73,20 @@ pub(super) static OPERATORS: &[Operator] = &[
         parse: nary,
         eval: to_string,
     },
+    Operator {
+        name: "$toUUID",
+        arity: Arity::Exactly(1),
+        parse: nary,
+        eval: to_uuid,
+    },
 ];
 
 /// Which of `onError` and `onNull` were given, in the first (constant) argument.
 const HAS_ON_ERROR: i32 = 1;
 const HAS_ON_NULL: i32 = 2;
 
-/// `{input, to, onError?, onNull?}` becomes `[flags, input, to, onError, onNull]`, absent
-/// fields as missing constants and `flags` saying which were given: an `onError` that
+/// `{input, to, format?, onError?, onNull?}` becomes `[flags, input, to, onError, onNull,
+/// format]`, absent fields as missing constants and `flags` saying which were given: an `onError` that
 /// evaluates to missing is not the same as no `onError`.
 pub fn parse_convert(
     name: &'static str,
@@ -91,13 +99,14 @@ pub fn parse_convert(
             bson_type_name(argument)
         )));
     };
-    let (mut input, mut to, mut on_error, mut on_null) = (None, None, None, None);
+    let (mut input, mut to, mut on_error, mut on_null, mut format) = (None, None, None, None, None);
     for (field, value) in spec {
         let slot = match field.as_str() {
             "input" => &mut input,
             "to" => &mut to,
             "onError" => &mut on_error,
             "onNull" => &mut on_null,
+            "format" => &mut format,
             _ => {
                 return Err(MongoError::failed_to_parse(format!(
                     "{name} found an unknown argument: {field}"
@@ -123,11 +132,13 @@ pub fn parse_convert(
         to,
         on_error.unwrap_or_else(absent),
         on_null.unwrap_or_else(absent),
+        format.unwrap_or_else(absent),
     ])
 }
 
-/// `to` is evaluated first, then `input`; a bad `to` is an error even for a null input (and
-/// `onError` does not cover it), a null `to` makes the result null.
+/// `to` is evaluated first, then `input` and `format`; a bad `to` is an error even for a null
+/// input (and `onError` does not cover it), a null `to` makes the result null. A bad `format`
+/// is an error only for a conversion that happens, and `onError` does not cover it either.
 pub fn convert(args: &Args) -> Result<Value> {
     let flags = match args.eval(0)? {
         Some(Bson::Int32(flags)) => flags,
@@ -135,6 +146,7 @@ pub fn convert(args: &Args) -> Result<Value> {
     };
     let to = args.eval(2)?;
     let input = args.eval(1)?;
+    let format = args.eval(5)?;
     let target = target_type(to.as_ref())?;
     let Some(input) = input.filter(|v| !is_nullish(Some(v))) else {
         if flags & HAS_ON_NULL != 0 {
@@ -142,10 +154,14 @@ pub fn convert(args: &Args) -> Result<Value> {
         }
         return Ok(Some(Bson::Null));
     };
-    let Some(target) = target else {
+    let Some((target, subtype)) = target else {
         return Ok(Some(Bson::Null));
     };
-    match convert_value(&input, target) {
+    let binary = BinaryArgs {
+        subtype,
+        format: Format::parse(format.as_ref())?,
+    };
+    match convert_with(&input, target, &binary) {
         Ok(value) => Ok(Some(value)),
         Err(err) if err.code() == ErrorCode::ConversionFailure && flags & HAS_ON_ERROR != 0 => {
             args.eval(3)
@@ -154,14 +170,17 @@ pub fn convert(args: &Args) -> Result<Value> {
     }
 }
 
-/// The type code `to` names (a type name, a type number, or `{type: ..., subtype: ...}`);
-/// `None` when it is null or missing.
-fn target_type(to: Option<&Bson>) -> Result<Option<i32>> {
-    let to = match to {
-        Some(Bson::Document(spec)) if spec.contains_key("type") => spec.get("type"),
-        other => other,
+/// The type code `to` names (a type name, a type number, or `{type: ..., subtype: ...}`) and
+/// the binData subtype (0 unless the object gives one); `None` when it is null or missing.
+fn target_type(to: Option<&Bson>) -> Result<Option<(i32, Bson)>> {
+    let (to, subtype) = match to {
+        Some(Bson::Document(spec)) if spec.contains_key("type") => (
+            spec.get("type"),
+            spec.get("subtype").cloned().unwrap_or(Bson::Int32(0)),
+        ),
+        other => (other, Bson::Int32(0)),
     };
-    match to {
+    let code = match to {
         None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(None),
         Some(Bson::String(name)) => match (name.as_str(), type_code_for_alias(name)) {
             ("missing", _) => Ok(Some(0)),
@@ -195,7 +214,8 @@ fn target_type(to: Option<&Bson>) -> Result<Option<i32>> {
             "$convert's 'to' argument must be a string or number, but is {}",
             bson_type_name(other)
         ))),
-    }
+    }?;
+    Ok(code.map(|code| (code, subtype)))
 }
 
 /// The shorthands: `$convert` without `onError` or `onNull`.
@@ -238,12 +258,30 @@ pub fn to_string(args: &Args) -> Result<Value> {
     shorthand(args, target::STRING)
 }
 
+/// `$convert` to binData subtype 4 from a string in the `uuid` format.
+pub fn to_uuid(args: &Args) -> Result<Value> {
+    let uuid = BinaryArgs {
+        subtype: Bson::Int32(4),
+        format: Some(Format::Uuid),
+    };
+    match args.eval(0)? {
+        Some(value) if !is_nullish(Some(&value)) => {
+            Ok(Some(convert_with(&value, target::BIN_DATA, &uuid)?))
+        }
+        _ => Ok(Some(Bson::Null)),
+    }
+}
+
 /// Whether the value is an int, long, double or decimal (false for missing).
 pub fn is_number_op(args: &Args) -> Result<Value> {
     Ok(Some(Bson::Boolean(
         args.eval(0)?.as_ref().is_some_and(is_number),
     )))
 }
+
+#[cfg(test)]
+#[path = "conversion_binary_tests.rs"]
+mod binary_tests;
 
 #[cfg(test)]
 mod tests {

@@ -15,6 +15,7 @@ mod date_format;
 mod date_from_parts;
 mod date_parts;
 mod date_trunc;
+mod from_accumulator;
 mod higher_order;
 mod index_of;
 mod logical;
@@ -107,6 +108,7 @@ static FAMILIES: &[&[Operator]] = &[
     date_from_parts::OPERATORS,
     date_arith::OPERATORS,
     date_trunc::OPERATORS,
+    from_accumulator::OPERATORS,
 ];
 
 pub(super) fn lookup(name: &str) -> Option<&'static Operator> {
