@@ -30,8 +30,13 @@ fn name(stage: &Document) -> &str {
 }
 
 pub fn split(stages: &[Document]) -> SplitPipeline {
-    // `$collStats` describes each shard's part of the collection: it runs there.
-    let mut at = usize::from(stages.first().is_some_and(|s| name(s) == "$collStats"));
+    // `$collStats`, `$indexStats` and `$planCacheStats` describe each shard's part of the
+    // collection: they run there.
+    let mut at = usize::from(
+        stages
+            .first()
+            .is_some_and(|s| matches!(name(s), "$collStats" | "$indexStats" | "$planCacheStats")),
+    );
     while at < stages.len() && PER_DOCUMENT.contains(&name(&stages[at])) {
         at += 1;
     }
@@ -133,6 +138,22 @@ mod tests {
         assert!(shards.is_empty());
         let (shards, _) = split_of(vec![doc! {"$limit": -1}]);
         assert!(shards.is_empty(), "the merger reports the bad limit");
+    }
+
+    #[test]
+    fn index_and_plan_cache_stats_run_on_each_shard() {
+        for stage in ["$indexStats", "$planCacheStats"] {
+            let (shards, merger) = split_of(vec![
+                doc! {stage: {}},
+                doc! {"$match": {"name": "a_1"}},
+                doc! {"$group": {"_id": "$name"}},
+            ]);
+            assert_eq!(
+                shards,
+                vec![doc! {stage: {}}, doc! {"$match": {"name": "a_1"}}]
+            );
+            assert_eq!(merger, 1);
+        }
     }
 
     #[test]

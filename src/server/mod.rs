@@ -4,11 +4,14 @@
 pub mod commands;
 mod connection;
 mod context;
+pub mod current_op;
 mod dispatch;
 pub mod failpoint;
 pub mod logbuf;
 mod node;
+pub mod operations;
 mod params;
+pub mod sessions;
 pub mod stats;
 
 pub use context::RequestContext;
