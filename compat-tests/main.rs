@@ -23,6 +23,7 @@ mod find_options;
 mod handshake;
 mod index_queries;
 mod indexes;
+mod introspection;
 mod let_variables;
 mod metadata_consistency;
 mod move_primary;

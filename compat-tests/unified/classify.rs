@@ -52,11 +52,6 @@ pub const RULES: &[(&str, &str, &str)] = &[
         "none",
     ),
     (
-        "$listLocalSessions",
-        "server sessions are not tracked ($listLocalSessions): not scheduled yet",
-        "none",
-    ),
-    (
         "afterClusterTime",
         "causal consistency is not implemented (no operationTime/$clusterTime, so no afterClusterTime): not scheduled yet",
         "none",

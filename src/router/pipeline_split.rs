@@ -59,8 +59,13 @@ impl SplitPipeline {
 const WILL_BE_MERGED: &str = "$willBeMerged";
 
 pub fn split(stages: &[Document]) -> SplitPipeline {
-    // `$collStats` describes each shard's part of the collection: it runs there.
-    let mut at = usize::from(stages.first().is_some_and(|s| name(s) == "$collStats"));
+    // `$collStats`, `$indexStats` and `$planCacheStats` describe each shard's part of the
+    // collection: they run there.
+    let mut at = usize::from(
+        stages
+            .first()
+            .is_some_and(|s| matches!(name(s), "$collStats" | "$indexStats" | "$planCacheStats")),
+    );
     while at < stages.len() && PER_DOCUMENT.contains(&name(&stages[at])) {
         at += 1;
     }
@@ -285,6 +290,23 @@ mod tests {
             router_part_start(&[doc! {"$facet": {"a": [{"$match": {}}]}}]),
             None
         );
+    }
+
+    #[test]
+    fn index_and_plan_cache_stats_run_on_each_shard() {
+        for stage in ["$indexStats", "$planCacheStats"] {
+            let (shards, merger) = split_of(vec![
+                doc! {stage: {}},
+                doc! {"$match": {"name": "a_1"}},
+                doc! {"$group": {"_id": "$name"}},
+            ]);
+            assert_eq!(
+                shards[..2],
+                [doc! {stage: {}}, doc! {"$match": {"name": "a_1"}}]
+            );
+            assert!(shards[2].contains_key("$group"), "a partial group");
+            assert_eq!(merger, 1);
+        }
     }
 
     #[test]

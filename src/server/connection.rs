@@ -45,7 +45,12 @@ pub(super) async fn run(
     let _ = stream.set_nodelay(true);
     let local = stream.local_addr().ok();
     let stats = &service.node().stats;
-    let ctx = RequestContext::connection(Node::next_connection_id(), peer, local);
+    let ctx = Arc::new(RequestContext::connection(
+        Node::next_connection_id(),
+        peer,
+        local,
+    ));
+    let _listed = service.node().operations.connection_opened(&ctx);
     Stats::add(&stats.connections_current, 1);
     Stats::add(&stats.connections_total, 1);
     tracing::debug!(connection = ctx.connection_id, %peer, "connection accepted");

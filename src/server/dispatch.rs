@@ -173,6 +173,29 @@ impl<S: NodeState> Dispatcher<S> {
                 return (Err(err), None);
             }
         };
+        if let Ok(Some(bson::RawBsonRef::Document(lsid))) = request.body.get("lsid") {
+            node.sessions.touch(lsid, node.session_refresh_period());
+        }
+        // Listed in `$currentOp` while it runs; `killOp` drops the command's future, which
+        // rolls back its open transaction as a maxTimeMS deadline does.
+        let registered = node.operations.begin(ctx, &request);
+        tokio::select! {
+            outcome = self.run_spec(spec, ctx, request) => outcome,
+            _ = registered.op.killed() => (
+                Err(MongoError::new(ErrorCode::Interrupted, "operation was interrupted")),
+                None,
+            ),
+        }
+    }
+
+    /// Runs a command found in the table: the `failCommand` fail point first, then its handler.
+    async fn run_spec(
+        &self,
+        spec: &CommandSpec<S>,
+        ctx: &RequestContext,
+        request: CommandRequest,
+    ) -> (Result<RawDocumentBuf>, Option<Effect>) {
+        let node = self.state.node();
         let mut attach = None;
         if node.fail_points.armed() {
             let facts = CommandFacts {

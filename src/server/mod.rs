@@ -4,12 +4,15 @@
 pub mod commands;
 mod connection;
 mod context;
+pub mod current_op;
 mod dispatch;
 pub mod failpoint;
 mod local_commands;
 pub mod logbuf;
 mod node;
+pub mod operations;
 mod params;
+pub mod sessions;
 pub mod stats;
 
 pub use context::RequestContext;

@@ -3,7 +3,9 @@
 
 use super::failpoint::FailPoints;
 use super::logbuf::LogBuffer;
+use super::operations::Operations;
 use super::params::Parameters;
+use super::sessions::SessionCache;
 use super::stats::Stats;
 use bson::Document;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -46,6 +48,10 @@ pub struct Node {
     pub cmdline: CmdLine,
     pub log: Arc<LogBuffer>,
     pub fail_points: FailPoints,
+    /// The commands running now (`$currentOp`, `killOp`).
+    pub operations: Operations,
+    /// The logical sessions used lately (`$listLocalSessions`).
+    pub sessions: SessionCache,
     host: RwLock<String>,
 }
 
@@ -62,6 +68,8 @@ impl Node {
             cmdline,
             log,
             fail_points: FailPoints::default(),
+            operations: Operations::default(),
+            sessions: SessionCache::default(),
             host: RwLock::new(String::new()),
         }
     }
@@ -93,6 +101,15 @@ impl Node {
             .params
             .get_i64("cursorTimeoutMillis")
             .unwrap_or(super::params::DEFAULT_CURSOR_TIMEOUT_MS);
+        std::time::Duration::from_millis(millis.max(0) as u64)
+    }
+
+    /// How often the logical session cache starts over (`logicalSessionRefreshMillis`).
+    pub fn session_refresh_period(&self) -> std::time::Duration {
+        let millis = self
+            .params
+            .get_i64("logicalSessionRefreshMillis")
+            .unwrap_or(300_000);
         std::time::Duration::from_millis(millis.max(0) as u64)
     }
 

@@ -39,6 +39,7 @@ impl Parameters {
         );
         add("enableTestCommands", Bson::Boolean(false), false);
         add("logicalSessionTimeoutMinutes", Bson::Int32(30), false);
+        add("logicalSessionRefreshMillis", Bson::Int32(300_000), false);
         add("maxBSONDepth", Bson::Int32(200), false);
         add(
             "internalQueryMaxBlockingSortMemoryUsageBytes",

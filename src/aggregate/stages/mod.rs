@@ -98,12 +98,8 @@ static STAGES: &[(&str, Parser)] = &[
 const NOT_YET_SUPPORTED: &[&str] = &[
     "$changeStream",
     "$collStats",
-    "$currentOp",
     "$geoNear",
-    "$indexStats",
-    "$listLocalSessions",
     "$listSessions",
-    "$planCacheStats",
     "$search",
     "$searchMeta",
     "$vectorSearch",

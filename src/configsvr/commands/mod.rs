@@ -17,6 +17,7 @@ use crate::shard::commands::data_commands;
 
 pub(super) fn table() -> CommandTable<ConfigState> {
     let mut specs = common();
+    specs.push(crate::server::commands::kill_op());
     specs.extend(data_commands());
     specs.extend(shards::commands());
     specs.extend(databases::commands());

@@ -9,6 +9,7 @@ mod cursors;
 mod data_distribution;
 mod ddl;
 mod explain;
+mod introspection;
 mod metadata_consistency;
 mod reads;
 mod router_pipeline;
@@ -43,6 +44,9 @@ pub(super) fn table() -> CommandTable<RouterState> {
         CommandSpec::new("aggregate", |s, c, r| Box::pin(reads::aggregate(s, c, r))).help("Runs the aggregation command."),
         CommandSpec::new("explain", |s, c, r| Box::pin(explain::explain(s, c, r)))
             .help("explain the plan of a find, count, distinct, aggregate, update, delete or findAndModify"),
+        CommandSpec::new("killOp", |s, c, r| Box::pin(introspection::kill_op(s, c, r)))
+            .admin_only()
+            .help("kill an operation in progress"),
         CommandSpec::new("getMore", |s, c, r| Box::pin(cursors::get_more(s, c, r)))
             .counter(OpCounter::GetMore)
             .help("retrieve more results from an existing cursor"),

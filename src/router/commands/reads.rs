@@ -298,6 +298,9 @@ pub(super) async fn aggregate(
     {
         return super::data_distribution::run(state, &req, &stages).await;
     }
+    if let Some(reply) = super::introspection::aggregate(state, &req, &stages).await? {
+        return Ok(reply);
+    }
     if on_config_server(&req.db) {
         return config_read(state, req).await;
     }

@@ -1,5 +1,5 @@
 //! The handshake and identity commands: hello/isMaster, buildInfo, ping, whatsmyuri,
-//! connectionStatus, logout, endSessions.
+//! connectionStatus, logout.
 
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
@@ -28,7 +28,6 @@ pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
             .help("Returns connection-specific information such as logged-in users and their roles"),
         CommandSpec::new("logout", |_, _, _| Box::pin(async { Ok(RawDocumentBuf::new()) }))
             .help("de-authenticate"),
-        CommandSpec::new("endSessions", |_, _, r| Box::pin(end_sessions(r))).help("end a set of logical sessions"),
     ]
 }
 
@@ -139,14 +138,4 @@ async fn connection_status(req: CommandRequest) -> Result<RawDocumentBuf> {
         auth.insert("authenticatedUserPrivileges", Bson::Array(vec![]));
     }
     Ok(RawDocumentBuf::from_document(&doc! {"authInfo": auth})?)
-}
-
-async fn end_sessions(req: CommandRequest) -> Result<RawDocumentBuf> {
-    match req.args().target()? {
-        bson::RawBsonRef::Array(_) => Ok(RawDocumentBuf::new()),
-        other => Err(MongoError::type_mismatch(format!(
-            "BSON field 'endSessions.endSessions' is the wrong type '{}', expected type 'array'",
-            crate::command::bson_type_name(other.element_type())
-        ))),
-    }
 }

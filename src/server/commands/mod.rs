@@ -3,10 +3,12 @@
 
 mod diagnostics;
 mod handshake;
+mod introspection;
 mod parameters;
 mod testing;
 
 pub use handshake::{MAX_WIRE_VERSION, MONGODB_VERSION};
+pub use introspection::{kill_op, parse_op_id};
 
 use super::dispatch::{CommandSpec, NodeState};
 
@@ -16,5 +18,6 @@ pub fn common<S: NodeState>() -> Vec<CommandSpec<S>> {
     specs.extend(diagnostics::commands());
     specs.extend(parameters::commands());
     specs.extend(testing::commands());
+    specs.extend(introspection::commands());
     specs
 }

@@ -105,6 +105,9 @@ pub(super) async fn pipeline_output<S: DataNode>(
                 .unwrap_or(&empty);
             let mut read = store.read().await?;
             let mut position = Position::for_filter(&coll, filter_doc)?.owned_by(ownership);
+            store
+                .index_usage()
+                .record(&coll, position.path().indexes_used(&coll));
             while !position.done() {
                 input.extend(
                     position
@@ -163,7 +166,10 @@ pub(super) async fn run<S: DataNode>(
                 "$collStats must be run against a collection namespace",
             ));
         }
-        _ => collection_output(state, &req, &cmd, state.ownership(&req)).await?,
+        _ => match super::sources::run(state, &req, &cmd).await? {
+            Some(output) => output,
+            None => collection_output(state, &req, &cmd, state.ownership(&req)).await?,
+        },
     };
     let mut docs = output
         .iter()

@@ -59,6 +59,8 @@ pub(super) async fn count<S: DataNode>(
         Some((db, coll)) => {
             let mut read = db.read().await?;
             let mut position = Position::for_filter(&coll, &query)?.owned_by(state.ownership(&req));
+            db.index_usage()
+                .record(&coll, position.path().indexes_used(&coll));
             let mut n = 0u64;
             while !position.done() {
                 n += position
@@ -133,6 +135,8 @@ pub(super) async fn distinct<S: DataNode>(
     if let Some((db, coll)) = state.storage().collection(&req.db, collection).await {
         let mut read = db.read().await?;
         let mut position = Position::for_filter(&coll, &query)?.owned_by(state.ownership(&req));
+        db.index_usage()
+            .record(&coll, position.path().indexes_used(&coll));
         while !position.done() {
             for candidate in position.next_matches(&mut read, &coll, &filter).await? {
                 add(candidate.doc, &mut values);

@@ -61,6 +61,8 @@ pub(super) async fn run_statement(
         },
     )?
     .owned_by(ownership.cloned());
+    txn.index_usage()
+        .record(coll, position.path().indexes_used(coll));
     let mut deleted = 0;
     'scan: while !position.done() {
         for candidate in position.next_matches(txn, coll, &stmt.filter).await? {

@@ -172,6 +172,8 @@ pub(super) async fn find<S: DataNode>(
         max: cmd.max.as_ref(),
     };
     let position = Position::plan(&coll, &shape)?.owned_by(state.ownership(&req));
+    db.index_usage()
+        .record(&coll, position.path().indexes_used(&coll));
     let mut output = FindOutput::new(
         projection,
         &filter,

@@ -223,6 +223,8 @@ pub(super) async fn first_match(
         },
     )?
     .owned_by(ownership.cloned());
+    txn.index_usage()
+        .record(coll, position.path().indexes_used(coll));
     // An index delivering the sort order makes the first match the answer.
     let sort = sort.filter(|_| !position.path().provides_sort());
     let mut best: Option<Candidate> = None;

@@ -19,6 +19,7 @@ mod refine_shard_key;
 mod rename;
 mod shard_collection;
 mod sharding;
+mod sources;
 mod update;
 mod write;
 
@@ -30,6 +31,7 @@ use crate::server::{CommandSpec, CommandTable, commands::common};
 
 pub(super) fn table() -> CommandTable<ShardState> {
     let mut specs = common();
+    specs.push(crate::server::commands::kill_op());
     specs.extend(data_commands());
     specs.extend(sharding::commands());
     specs.extend(rename::commands());

@@ -241,6 +241,8 @@ pub(super) async fn run_statement(
             },
         )?
         .owned_by(ownership.cloned());
+        txn.index_usage()
+            .record(coll, position.path().indexes_used(coll));
         'scan: while !position.done() {
             for candidate in position.next_matches(txn, coll, filter).await? {
                 out.matched += 1;

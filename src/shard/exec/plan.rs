@@ -74,6 +74,19 @@ impl AccessPath {
         matches!(self, AccessPath::IndexScan(plan) if plan.provides_sort)
     }
 
+    /// The indexes this path reads, each once (what `$indexStats` counts as an access).
+    pub fn indexes_used<'a>(&'a self, coll: &'a CollectionMeta) -> Vec<&'a IndexMeta> {
+        let mut used: Vec<&IndexMeta> = match self {
+            AccessPath::IdPoint(_) => coll.indexes.iter().filter(|i| i.name == "_id_").collect(),
+            AccessPath::IndexScan(plan) => vec![&plan.index],
+            AccessPath::Union(plans) => plans.iter().map(|plan| &plan.index).collect(),
+            AccessPath::CollScan { .. } => Vec::new(),
+        };
+        used.sort_by_key(|index| index.ident);
+        used.dedup_by_key(|index| index.ident);
+        used
+    }
+
     /// Chooses the access path for a query on `coll`.
     pub fn choose(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Result<AccessPath> {
         if shape.min.is_some() || shape.max.is_some() {

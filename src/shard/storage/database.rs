@@ -41,6 +41,7 @@ pub struct DatabaseStore {
     catalog: RwLock<BTreeMap<String, Arc<CollectionMeta>>>,
     pub(super) stats: std::sync::Mutex<BTreeMap<i64, CollectionStats>>,
     pub(super) durability: Durability,
+    index_usage: super::IndexUsage,
 }
 
 fn connect_options(path: &Path) -> SqliteConnectOptions {
@@ -79,6 +80,7 @@ impl DatabaseStore {
             name: name.to_string(),
             path: path.to_path_buf(),
             durability: Durability::new(path),
+            index_usage: Default::default(),
             writer: tokio::sync::Mutex::new(Writer {
                 conn,
                 in_txn: false,
@@ -141,6 +143,11 @@ impl DatabaseStore {
                 i.multikey = true;
             }
         });
+    }
+
+    /// How often queries used this database's indexes.
+    pub fn index_usage(&self) -> &super::IndexUsage {
+        &self.index_usage
     }
 
     pub fn stats(&self, coll: &CollectionMeta) -> CollectionStats {

@@ -9,12 +9,14 @@ mod copy;
 mod database;
 mod documents;
 mod durability;
+mod index_usage;
 mod keys;
 mod txn;
 
 pub use capped::CappedLimits;
 pub use catalog::{CollectionMeta, IndexMeta};
 pub use database::DatabaseStore;
+pub use index_usage::IndexUsage;
 pub use txn::{IndexEntry, IndexRange, ReadTxn, RecordId, WriteTxn};
 
 use crate::error::{ErrorCode, MongoError, Result};

@@ -222,6 +222,11 @@ fn is_unique_violation(e: &sqlx::Error) -> bool {
 }
 
 impl<'a> WriteTxn<'a> {
+    /// How often queries used the indexes of the transaction's database.
+    pub fn index_usage(&self) -> &'a super::IndexUsage {
+        self.db.index_usage()
+    }
+
     pub(super) async fn begin(
         db: &'a DatabaseStore,
         mut writer: tokio::sync::MutexGuard<'a, Writer>,

@@ -1,0 +1,442 @@
+//! The operations in progress on this process (what `$currentOp` reports and `killOp` ends):
+//! each command gets an op id for as long as the dispatcher runs it, and each client
+//! connection is known while it is open (for `idleConnections`).
+
+use super::context::RequestContext;
+use crate::command::CommandRequest;
+use bson::{Bson, Document, RawDocumentBuf, doc};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
+use tokio::sync::Notify;
+
+/// The registry of one process.
+#[derive(Debug, Default)]
+pub struct Operations {
+    next_opid: AtomicI32,
+    ops: Mutex<BTreeMap<i32, Arc<Operation>>>,
+    connections: Mutex<BTreeMap<i64, Weak<RequestContext>>>,
+}
+
+/// One running command.
+#[derive(Debug)]
+pub struct Operation {
+    pub opid: i32,
+    started: Instant,
+    /// MongoDB's logical op: `query`, `getmore`, `insert`, `update`, `remove` or `command`.
+    op: &'static str,
+    ns: String,
+    command: RawDocumentBuf,
+    connection_id: i64,
+    client: Option<String>,
+    client_metadata: Option<Document>,
+    app_name: Option<String>,
+    internal: bool,
+    killed: AtomicBool,
+    kill: Notify,
+}
+
+/// Keeps an operation registered until dropped (the command finished or was cancelled).
+pub struct OpGuard<'a> {
+    registry: &'a Operations,
+    pub op: Arc<Operation>,
+}
+
+impl Drop for OpGuard<'_> {
+    fn drop(&mut self) {
+        self.registry
+            .ops
+            .lock()
+            .expect("poisoned")
+            .remove(&self.op.opid);
+    }
+}
+
+/// Keeps a client connection listed until dropped.
+pub struct ConnectionGuard<'a> {
+    registry: &'a Operations,
+    id: i64,
+}
+
+impl Drop for ConnectionGuard<'_> {
+    fn drop(&mut self) {
+        self.registry
+            .connections
+            .lock()
+            .expect("poisoned")
+            .remove(&self.id);
+    }
+}
+
+/// What `$currentOp` is asked to include.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Report {
+    pub idle_connections: bool,
+    /// Cut each `command` to about 1000 bytes (the `currentOp` command does).
+    pub truncate: bool,
+}
+
+impl Operations {
+    /// Registers `request` (running on `ctx`) under a new op id.
+    pub fn begin(&self, ctx: &RequestContext, request: &CommandRequest) -> OpGuard<'_> {
+        // Op ids are 32-bit in MongoDB (killOp refuses wider ones).
+        let opid = self
+            .next_opid
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_add(1);
+        let op = Arc::new(Operation {
+            opid,
+            started: Instant::now(),
+            op: logical_op(request.name()),
+            ns: namespace(request),
+            command: request.body.clone(),
+            connection_id: ctx.connection_id,
+            client: ctx.peer.map(|p| p.to_string()),
+            client_metadata: ctx.client_metadata(),
+            app_name: ctx.app_name(),
+            internal: ctx.is_internal(),
+            killed: AtomicBool::new(false),
+            kill: Notify::new(),
+        });
+        self.ops
+            .lock()
+            .expect("poisoned")
+            .insert(opid, Arc::clone(&op));
+        OpGuard { registry: self, op }
+    }
+
+    /// Lists a client connection while the guard lives.
+    pub fn connection_opened(&self, ctx: &Arc<RequestContext>) -> ConnectionGuard<'_> {
+        self.connections
+            .lock()
+            .expect("poisoned")
+            .insert(ctx.connection_id, Arc::downgrade(ctx));
+        ConnectionGuard {
+            registry: self,
+            id: ctx.connection_id,
+        }
+    }
+
+    /// Asks operation `opid` to stop; false when no such operation runs.
+    pub fn kill(&self, opid: i32) -> bool {
+        let op = self.ops.lock().expect("poisoned").get(&opid).cloned();
+        match op {
+            Some(op) => {
+                op.killed.store(true, Ordering::SeqCst);
+                op.kill.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The `$currentOp` documents of this process, `host` being its `host:port`.
+    pub fn report(&self, host: &str, what: Report) -> Vec<Document> {
+        let now = current_op_time();
+        let ops: Vec<Arc<Operation>> = self
+            .ops
+            .lock()
+            .expect("poisoned")
+            .values()
+            .cloned()
+            .collect();
+        let mut out: Vec<Document> = ops.iter().map(|op| op.report(host, &now, what)).collect();
+        if what.idle_connections {
+            let busy: std::collections::BTreeSet<i64> =
+                ops.iter().map(|op| op.connection_id).collect();
+            let connections: Vec<Arc<RequestContext>> = self
+                .connections
+                .lock()
+                .expect("poisoned")
+                .values()
+                .filter_map(Weak::upgrade)
+                .collect();
+            for ctx in connections {
+                if !busy.contains(&ctx.connection_id) {
+                    out.push(idle_connection(host, &now, &ctx));
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Operation {
+    /// Resolves once `killOp` named this operation.
+    pub async fn killed(&self) {
+        loop {
+            let notified = self.kill.notified();
+            if self.killed.load(Ordering::SeqCst) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    fn report(&self, host: &str, now: &str, what: Report) -> Document {
+        let mut out = client_fields(
+            host,
+            self.connection_id,
+            self.client.as_deref(),
+            self.app_name.as_deref(),
+            self.client_metadata.as_ref(),
+        );
+        out.insert("active", true);
+        out.insert("currentOpTime", now);
+        out.insert("isFromUserConnection", !self.internal);
+        out.insert("threaded", true);
+        out.insert("opid", self.opid);
+        if let Ok(Some(bson::RawBsonRef::Document(lsid))) = self.command.get("lsid") {
+            if let Ok(lsid) = Document::try_from(lsid) {
+                out.insert("lsid", lsid);
+            }
+        }
+        if self.killed.load(Ordering::SeqCst) {
+            out.insert("killPending", true);
+        }
+        let elapsed = self.started.elapsed();
+        out.insert("secs_running", elapsed.as_secs() as i64);
+        out.insert("microsecs_running", elapsed.as_micros() as i64);
+        out.insert("op", self.op);
+        out.insert("ns", &self.ns);
+        out.insert("redacted", false);
+        out.insert("command", self.command_document(what.truncate));
+        out.insert("numYields", 0);
+        out.insert("locks", Document::new());
+        out.insert("waitingForLock", false);
+        out
+    }
+
+    /// The command as received; past 1000 bytes when truncating, MongoDB's `$truncated` form
+    /// (the command printed as text, cut) with the `comment` kept.
+    fn command_document(&self, truncate: bool) -> Document {
+        let full = self.command.to_document().unwrap_or_default();
+        if !truncate || self.command.as_bytes().len() <= TRUNCATED_COMMAND_BYTES {
+            return full;
+        }
+        let text = Bson::Document(full.clone())
+            .into_relaxed_extjson()
+            .to_string();
+        let cut: String = text.chars().take(TRUNCATED_COMMAND_BYTES).collect();
+        let mut out = doc! {"$truncated": cut};
+        if let Some(comment) = full.get("comment") {
+            out.insert("comment", comment.clone());
+        }
+        out
+    }
+}
+
+/// How much of a command `truncateOps` keeps.
+const TRUNCATED_COMMAND_BYTES: usize = 1000;
+
+/// The fields describing the client side of an operation or idle connection.
+fn client_fields(
+    host: &str,
+    connection_id: i64,
+    client: Option<&str>,
+    app_name: Option<&str>,
+    metadata: Option<&Document>,
+) -> Document {
+    let mut out = doc! {"type": "op", "host": host};
+    if connection_id > 0 {
+        out.insert("desc", format!("conn{connection_id}"));
+        out.insert("connectionId", connection_id);
+    }
+    if let Some(client) = client {
+        out.insert("client", client);
+    }
+    if let Some(name) = app_name {
+        out.insert("appName", name);
+    }
+    if let Some(metadata) = metadata {
+        out.insert("clientMetadata", metadata.clone());
+    }
+    out
+}
+
+fn idle_connection(host: &str, now: &str, ctx: &RequestContext) -> Document {
+    let peer = ctx.peer.map(|p| p.to_string());
+    let metadata = ctx.client_metadata();
+    let app_name = ctx.app_name();
+    let mut out = client_fields(
+        host,
+        ctx.connection_id,
+        peer.as_deref(),
+        app_name.as_deref(),
+        metadata.as_ref(),
+    );
+    out.insert("active", false);
+    out.insert("currentOpTime", now);
+    out.insert("isFromUserConnection", !ctx.is_internal());
+    out.insert("threaded", true);
+    out
+}
+
+/// The time now as MongoDB prints `currentOpTime` (ISO 8601 with a numeric offset).
+fn current_op_time() -> String {
+    let now = bson::DateTime::now();
+    match now.try_to_rfc3339_string() {
+        Ok(text) => match text.strip_suffix('Z') {
+            Some(base) => format!("{base}+00:00"),
+            None => text,
+        },
+        Err(_) => String::new(),
+    }
+}
+
+/// MongoDB's logical operation of a command.
+fn logical_op(command: &str) -> &'static str {
+    match command {
+        "find" => "query",
+        "getMore" => "getmore",
+        "insert" => "insert",
+        "update" => "update",
+        "delete" => "remove",
+        "killCursors" => "killcursors",
+        _ => "command",
+    }
+}
+
+/// The namespace `$currentOp` shows: the collection a command names, `getMore`'s collection,
+/// or the database's command namespace.
+fn namespace(request: &CommandRequest) -> String {
+    let args = request.args();
+    match args.target() {
+        Ok(bson::RawBsonRef::String(coll)) => format!("{}.{coll}", request.db),
+        _ if request.name() == "getMore" => match request.body.get_str("collection") {
+            Ok(coll) => format!("{}.{coll}", request.db),
+            Err(_) => format!("{}.$cmd", request.db),
+        },
+        _ if request.name() == "aggregate" => format!("{}.$cmd.aggregate", request.db),
+        _ => format!("{}.$cmd", request.db),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::rawdoc;
+
+    fn request(db: &str, body: RawDocumentBuf) -> CommandRequest {
+        CommandRequest::new(db, body).unwrap()
+    }
+
+    #[test]
+    fn a_command_is_listed_while_it_runs() {
+        let ops = Operations::default();
+        let ctx = RequestContext::connection(7, "127.0.0.1:5000".parse().unwrap(), None);
+        let guard = ops.begin(&ctx, &request("app", rawdoc! {"find": "c", "filter": {}}));
+        let report = ops.report("h:1", Report::default());
+        assert_eq!(report.len(), 1);
+        let op = &report[0];
+        assert_eq!(op.get_str("type").unwrap(), "op");
+        assert_eq!(op.get_str("host").unwrap(), "h:1");
+        assert_eq!(op.get_str("desc").unwrap(), "conn7");
+        assert_eq!(op.get_i64("connectionId").unwrap(), 7);
+        assert_eq!(op.get_str("client").unwrap(), "127.0.0.1:5000");
+        assert!(op.get_bool("active").unwrap());
+        assert_eq!(op.get_i32("opid").unwrap(), guard.op.opid);
+        assert_eq!(op.get_str("op").unwrap(), "query");
+        assert_eq!(op.get_str("ns").unwrap(), "app.c");
+        assert_eq!(
+            op.get_document("command").unwrap(),
+            &doc! {"find": "c", "filter": {}}
+        );
+        assert!(op.get_str("currentOpTime").unwrap().ends_with("+00:00"));
+        drop(guard);
+        assert!(ops.report("h:1", Report::default()).is_empty());
+    }
+
+    #[test]
+    fn logical_ops_and_namespaces() {
+        let ops = Operations::default();
+        let ctx = RequestContext::internal();
+        let cases = [
+            (rawdoc! {"insert": "c"}, "insert", "app.c"),
+            (rawdoc! {"delete": "c"}, "remove", "app.c"),
+            (
+                rawdoc! {"getMore": 5_i64, "collection": "d"},
+                "getmore",
+                "app.d",
+            ),
+            (rawdoc! {"aggregate": 1}, "command", "app.$cmd.aggregate"),
+            (rawdoc! {"ping": 1}, "command", "app.$cmd"),
+        ];
+        for (body, op, ns) in cases {
+            let _guard = ops.begin(&ctx, &request("app", body));
+            let report = ops.report("", Report::default());
+            assert_eq!(report[0].get_str("op").unwrap(), op);
+            assert_eq!(report[0].get_str("ns").unwrap(), ns);
+            assert!(!report[0].get_bool("isFromUserConnection").unwrap());
+        }
+    }
+
+    #[test]
+    fn idle_connections_are_listed_when_asked() {
+        let ops = Operations::default();
+        let idle = Arc::new(RequestContext::connection(
+            3,
+            "10.0.0.1:1".parse().unwrap(),
+            None,
+        ));
+        let busy = Arc::new(RequestContext::connection(
+            4,
+            "10.0.0.2:1".parse().unwrap(),
+            None,
+        ));
+        let _c1 = ops.connection_opened(&idle);
+        let _c2 = ops.connection_opened(&busy);
+        let _op = ops.begin(&busy, &request("app", rawdoc! {"ping": 1}));
+        assert_eq!(ops.report("", Report::default()).len(), 1);
+        let all = ops.report(
+            "",
+            Report {
+                idle_connections: true,
+                ..Report::default()
+            },
+        );
+        assert_eq!(all.len(), 2);
+        let idle_doc = all.iter().find(|d| !d.get_bool("active").unwrap()).unwrap();
+        assert_eq!(idle_doc.get_i64("connectionId").unwrap(), 3);
+        assert!(!idle_doc.contains_key("opid"));
+    }
+
+    #[tokio::test]
+    async fn kill_wakes_the_operation() {
+        let ops = Operations::default();
+        let ctx = RequestContext::internal();
+        let guard = ops.begin(&ctx, &request("app", rawdoc! {"find": "c"}));
+        let op = Arc::clone(&guard.op);
+        assert!(!ops.kill(op.opid + 1000));
+        let waiter = tokio::spawn(async move { op.killed().await });
+        assert!(ops.kill(guard.op.opid));
+        waiter.await.unwrap();
+        let report = ops.report("", Report::default());
+        assert!(report[0].get_bool("killPending").unwrap());
+    }
+
+    #[test]
+    fn truncated_commands_keep_their_comment() {
+        let ops = Operations::default();
+        let ctx = RequestContext::internal();
+        let long = "x".repeat(3000);
+        let _guard = ops.begin(
+            &ctx,
+            &request(
+                "app",
+                rawdoc! {"find": "c", "filter": {"a": long}, "comment": "mine"},
+            ),
+        );
+        let report = ops.report(
+            "",
+            Report {
+                truncate: true,
+                ..Report::default()
+            },
+        );
+        let command = report[0].get_document("command").unwrap();
+        assert!(command.get_str("$truncated").unwrap().len() <= 1000);
+        assert_eq!(command.get_str("comment").unwrap(), "mine");
+    }
+}
