@@ -193,6 +193,23 @@ async fn lookups_join_sharded_and_unsharded_collections(client: &Client) {
         .await,
         Some(51047)
     );
+    // Explain: the shards explain the part before the `$lookup`, which the router runs.
+    let lookup = doc! {"$lookup": {"from": "inventory", "localField": "item", "foreignField": "sku", "as": "i"}};
+    let explained = db
+        .run_command(doc! {"aggregate": "orders", "explain": true,
+        "pipeline": [{"$match": {"price": {"$gt": 1}}}, lookup.clone()]})
+        .await
+        .unwrap();
+    assert_eq!(explained.get_str("mergeType").unwrap(), "mongos");
+    let split = explained.get_document("splitPipeline").unwrap();
+    assert_eq!(
+        split.get_array("shardsPart").unwrap(),
+        &vec![Bson::Document(doc! {"$match": {"price": {"$gt": 1}}})]
+    );
+    assert_eq!(
+        split.get_array("mergerPart").unwrap(),
+        &vec![Bson::Document(lookup)]
+    );
     assert_eq!(
         run_err(
             &orders,

@@ -64,6 +64,10 @@ async fn wrap(
 ) -> Result<RawDocumentBuf> {
     let started = Instant::now();
     let db = explained.db.clone();
+    let outgoing = match aggregate {
+        true => without_router_part(outgoing)?,
+        false => outgoing,
+    };
     let mut out = match send_explain(state, &outgoing, explained).await? {
         Some(replies) => {
             let millis = i32::try_from(started.elapsed().as_millis()).unwrap_or(i32::MAX);
@@ -279,8 +283,33 @@ fn merged(replies: Vec<ShardExplain>, verbosity: Verbosity, millis: i32, stage: 
 /// mongos's shape for an aggregation: on one shard the whole pipeline ran there
 /// (`splitPipeline: null`); on several the shards ran their part and the router the rest
 /// (`mergeType: "mongos"`, `pipeline_split`).
+/// An explained aggregation as the shards see it: without the stages the router runs itself
+/// (`router_pipeline`), which reach other collections.
+fn without_router_part(outgoing: CommandRequest) -> Result<CommandRequest> {
+    let mut body = outgoing.body.to_document()?;
+    let command = match body.get_mut("explain") {
+        Some(Bson::Document(inner)) => inner,
+        _ => &mut body,
+    };
+    let stages: Vec<Document> = match command.get_array("pipeline") {
+        Ok(stages) => stages
+            .iter()
+            .filter_map(|s| s.as_document().cloned())
+            .collect(),
+        Err(_) => return Ok(outgoing),
+    };
+    let Some(start) = crate::router::pipeline_split::router_part_start(&stages) else {
+        return Ok(outgoing);
+    };
+    command.insert("pipeline", stages[..start].to_vec());
+    body.remove("$db");
+    CommandRequest::from_document(outgoing.db.clone(), &body)
+}
+
 fn aggregate_result(replies: Vec<ShardExplain>, explained: &CommandRequest) -> Result<Document> {
-    let split = replies.len() > 1;
+    let stages = super::reads::pipeline_stages(explained)?;
+    let router_start = crate::router::pipeline_split::router_part_start(&stages);
+    let split = replies.len() > 1 || router_start.is_some();
     let mut shards = Document::new();
     for ShardExplain {
         shard,
@@ -297,12 +326,18 @@ fn aggregate_result(replies: Vec<ShardExplain>, explained: &CommandRequest) -> R
     if !split {
         return Ok(doc! {"explainVersion": "1", "splitPipeline": Bson::Null, "shards": shards});
     }
-    let stages = super::reads::pipeline_stages(explained)?;
-    let split = crate::router::pipeline_split::split(&stages);
+    let start = router_start.unwrap_or(stages.len());
+    let (shards_part, mut merger_part) = if shards.len() > 1 {
+        let split = crate::router::pipeline_split::split(&stages[..start]);
+        (split.shards_part_explained(), split.merger_part)
+    } else {
+        (stages[..start].to_vec(), Vec::new())
+    };
+    merger_part.extend_from_slice(&stages[start..]);
     Ok(doc! {
         "explainVersion": "1",
         "mergeType": "mongos",
-        "splitPipeline": {"shardsPart": split.shards_part_explained(), "mergerPart": split.merger_part},
+        "splitPipeline": {"shardsPart": shards_part, "mergerPart": merger_part},
         "shards": shards,
     })
 }
