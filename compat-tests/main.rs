@@ -4,6 +4,7 @@
 mod harness;
 
 mod aggregation_sharding;
+mod aggregation_stages;
 mod bulk_write;
 mod capped;
 mod catalog;
