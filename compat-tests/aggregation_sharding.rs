@@ -7,33 +7,9 @@
 //! easy to get wrong, the explained split, and errors raised on the shards. Seeded: a failure
 //! names its seed.
 
-use crate::harness::{ProcessCluster, TestCluster, admin, cursor_documents, error_code};
+use crate::harness::{ProcessCluster, Rng, TestCluster, admin, cursor_documents, error_code};
 use mongodb::bson::{Bson, Decimal128, Document, doc};
 use mongodb::{Client, Database};
-
-/// xorshift64*: small, deterministic, good enough to pick test cases.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<T: Clone>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len())].clone()
-    }
-}
 
 fn decimal(text: &str) -> Bson {
     Bson::Decimal128(text.parse::<Decimal128>().unwrap())
@@ -70,7 +46,7 @@ fn document(rng: &mut Rng, id: i32) -> Document {
         Some(Bson::Null),
         None,
     ];
-    if let Some(k) = rng.pick(&keys) {
+    if let Some(k) = rng.pick(&keys).clone() {
         doc.insert("k", k);
     }
     doc.insert("g", rng.below(3) as i32);
@@ -149,25 +125,34 @@ fn accumulators() -> Vec<(&'static str, Document)> {
 fn pipeline(rng: &mut Rng) -> (Vec<Document>, bool) {
     let mut stages = Vec::new();
     if rng.chance(40) {
-        stages.push(rng.pick(&[
-            doc! {"$match": {"g": {"$ne": 1}}},
-            doc! {"$match": {"n": {"$gte": 0}}},
-            doc! {"$match": {"k": {"$in": ["a", "c", 1, null]}}},
-            doc! {"$match": {"$expr": {"$isNumber": "$n"}}},
-        ]));
+        stages.push(
+            rng.pick(&[
+                doc! {"$match": {"g": {"$ne": 1}}},
+                doc! {"$match": {"n": {"$gte": 0}}},
+                doc! {"$match": {"k": {"$in": ["a", "c", 1, null]}}},
+                doc! {"$match": {"$expr": {"$isNumber": "$n"}}},
+            ])
+            .clone(),
+        );
     }
     if rng.chance(30) {
-        stages.push(rng.pick(&[
-            doc! {"$project": {"k": 1, "g": 1, "n": 1, "o": 1, "arr": 1}},
-            doc! {"$set": {"g": {"$mod": ["$_id", 4]}}},
-            doc! {"$set": {"n": {"$cond": [{"$isNumber": "$n"}, {"$add": ["$n", 1]}, "$n"]}}},
-        ]));
+        stages.push(
+            rng.pick(&[
+                doc! {"$project": {"k": 1, "g": 1, "n": 1, "o": 1, "arr": 1}},
+                doc! {"$set": {"g": {"$mod": ["$_id", 4]}}},
+                doc! {"$set": {"n": {"$cond": [{"$isNumber": "$n"}, {"$add": ["$n", 1]}, "$n"]}}},
+            ])
+            .clone(),
+        );
     }
     if rng.chance(25) {
-        stages.push(rng.pick(&[
-            doc! {"$unwind": "$arr"},
-            doc! {"$unwind": {"path": "$arr", "preserveNullAndEmptyArrays": true}},
-        ]));
+        stages.push(
+            rng.pick(&[
+                doc! {"$unwind": "$arr"},
+                doc! {"$unwind": {"path": "$arr", "preserveNullAndEmptyArrays": true}},
+            ])
+            .clone(),
+        );
     }
     let mut ordered = false;
     match rng.below(10) {
@@ -175,10 +160,13 @@ fn pipeline(rng: &mut Rng) -> (Vec<Document>, bool) {
             stages.push(doc! {"$count": "total"});
             ordered = true;
         }
-        1 => stages.push(rng.pick(&[
-            doc! {"$sortByCount": "$k"},
-            doc! {"$sortByCount": {"$type": "$n"}},
-        ])),
+        1 => stages.push(
+            rng.pick(&[
+                doc! {"$sortByCount": "$k"},
+                doc! {"$sortByCount": {"$type": "$n"}},
+            ])
+            .clone(),
+        ),
         2 => {
             stages.push(doc! {"$bucket": {
                 "groupBy": "$n",
@@ -211,10 +199,10 @@ fn pipeline(rng: &mut Rng) -> (Vec<Document>, bool) {
                 // Sorted as a whole (an array `_id` would sort by its smallest element).
                 Bson::from(doc! {"a": "$arr"}),
             ];
-            let mut spec = doc! {"_id": rng.pick(&ids)};
+            let mut spec = doc! {"_id": rng.pick(&ids).clone()};
             let all = accumulators();
             for _ in 0..1 + rng.below(5) {
-                let (name, acc) = rng.pick(&all);
+                let (name, acc) = rng.pick(&all).clone();
                 spec.insert(name, acc);
             }
             stages.push(doc! {"$group": spec});

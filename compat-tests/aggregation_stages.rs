@@ -3,19 +3,9 @@
 //! `$bucketAuto`, `$sample`, `$redact`, `$densify`, `$fill`, `$replaceRoot`, `$facet`,
 //! `$setWindowFields`, `$unwind`'s options, `$sortByCount`, with null and missing values.
 
-use crate::harness::{admin, both_modes, error_code};
-use futures::TryStreamExt;
+use crate::harness::{admin, aggregate_documents as run, both_modes, error_code};
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::{Client, Collection};
-
-async fn run(coll: &Collection<Document>, pipeline: Vec<Document>) -> Vec<Document> {
-    coll.aggregate(pipeline)
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
-}
 
 /// The same documents in an unsharded and in a sharded collection.
 async fn copies(client: &Client, db: &str, docs: Vec<Document>) -> [Collection<Document>; 2] {

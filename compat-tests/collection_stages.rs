@@ -3,29 +3,10 @@
 //! reading sharded and unsharded collections, and `$out`/`$merge` writing them, with MongoDB's
 //! errors for targets they may not write.
 
-use crate::harness::{admin, both_modes, error_code};
+use crate::harness::{admin, aggregate_documents as run, aggregate_error as run_err, both_modes};
 use futures::TryStreamExt;
 use mongodb::bson::{Bson, Document, doc};
-use mongodb::{Client, Collection, Database};
-
-async fn run(coll: &Collection<Document>, pipeline: Vec<Document>) -> Vec<Document> {
-    coll.aggregate(pipeline)
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
-}
-
-async fn run_err(coll: &Collection<Document>, pipeline: Vec<Document>) -> Option<i32> {
-    match coll.aggregate(pipeline).await {
-        Ok(cursor) => match cursor.try_collect::<Vec<Document>>().await {
-            Ok(docs) => panic!("expected an error, got {docs:?}"),
-            Err(e) => error_code(&e),
-        },
-        Err(e) => error_code(&e),
-    }
-}
+use mongodb::{Client, Database};
 
 async fn shard(client: &Client, ns: &str, key: Document) {
     admin(client, doc! {"shardCollection": ns, "key": key})

@@ -5,7 +5,7 @@
 //! routers and every shard agree: the metadata is consistent, each collection reads the same
 //! through both routers, and a dropped collection leaves nothing behind on any shard.
 
-use crate::harness::{ProcessCluster, TestCluster, assert_metadata_consistent, error_code};
+use crate::harness::{ProcessCluster, Rng, TestCluster, assert_metadata_consistent, error_code};
 use mongodb::Client;
 use mongodb::bson::{Document, doc};
 use std::time::{Duration, Instant};
@@ -24,18 +24,6 @@ const STUCK: Duration = Duration::from_secs(60);
 /// test.
 const EXPLAINED: [i32; 8] = [20, 26, 27, 48, 72, 117, 118, 166];
 
-/// A tiny deterministic generator, so a failing run can be replayed from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-}
-
 async fn one_operation(
     client: &Client,
     rng: &mut Rng,
@@ -43,9 +31,9 @@ async fn one_operation(
     step: usize,
 ) -> mongodb::error::Result<()> {
     let db = client.database(DB);
-    let name = COLLECTIONS[rng.next(COLLECTIONS.len())];
+    let name = COLLECTIONS[rng.below(COLLECTIONS.len())];
     let coll = db.collection::<Document>(name);
-    match rng.next(11) {
+    match rng.below(11) {
         0 => db.create_collection(name).await,
         1 => coll.drop().await,
         2 => db
@@ -60,7 +48,7 @@ async fn one_operation(
             .map(|_| ()),
         4 => coll.drop_index("x_1").await,
         5 => {
-            let to = COLLECTIONS[rng.next(COLLECTIONS.len())];
+            let to = COLLECTIONS[rng.below(COLLECTIONS.len())];
             if to == name {
                 return Ok(());
             }
@@ -77,7 +65,7 @@ async fn one_operation(
         9 => db.drop().await,
         10 => {
             let shards = crate::harness::shard_names(db.client()).await;
-            let to = &shards[rng.next(shards.len())];
+            let to = &shards[rng.below(shards.len())];
             db.client()
                 .database("admin")
                 .run_command(doc! {"movePrimary": DB, "to": to})

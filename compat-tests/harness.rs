@@ -585,3 +585,56 @@ pub async fn shard_host(client: &Client, name: &str) -> String {
         .unwrap()
         .to_string()
 }
+
+/// xorshift64*: small, deterministic, good enough to pick test cases.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    pub fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+/// The documents an aggregation outputs.
+pub async fn aggregate_documents(
+    coll: &mongodb::Collection<Document>,
+    pipeline: Vec<Document>,
+) -> Vec<Document> {
+    use futures::TryStreamExt;
+    coll.aggregate(pipeline)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap()
+}
+
+/// The error code an aggregation fails with, whether at once or while its cursor is read.
+pub async fn aggregate_error(
+    coll: &mongodb::Collection<Document>,
+    pipeline: Vec<Document>,
+) -> Option<i32> {
+    use futures::TryStreamExt;
+    match coll.aggregate(pipeline).await {
+        Ok(cursor) => match cursor.try_collect::<Vec<Document>>().await {
+            Ok(docs) => panic!("expected an error, got {docs:?}"),
+            Err(e) => error_code(&e),
+        },
+        Err(e) => error_code(&e),
+    }
+}

@@ -4,30 +4,10 @@
 //! writes, a sharded collection read and written through the router gives exactly the answers
 //! of an unsharded collection holding the same documents. Seeded: a failure names its seed.
 
-use crate::harness::{admin, both_modes, cursor_documents};
+use crate::harness::{Rng, admin, both_modes, cursor_documents};
 use mongodb::bson::oid::ObjectId;
 use mongodb::bson::{Bson, DateTime, Decimal128, Document, doc};
 use mongodb::{Client, Database};
-
-/// xorshift64*: small, deterministic, good enough to pick test cases.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
 
 /// Shard key values: every comparable BSON type, with numerically equal values of different
 /// types (they must land in the same chunk and match the same queries).

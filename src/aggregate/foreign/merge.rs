@@ -391,14 +391,8 @@ impl Merge {
         coll: &str,
         statements: Vec<Document>,
     ) -> Result<i64> {
-        let mut command = doc! {"update": coll, "updates": statements, "ordered": true};
-        if host.bypass_document_validation {
-            command.insert("bypassDocumentValidation", true);
-        }
-        if let Some(wc) = &host.write_concern {
-            command.insert("writeConcern", wc.clone());
-        }
-        let reply = host.runner.run_command(db, command).await?;
+        let command = doc! {"update": coll, "updates": statements, "ordered": true};
+        let reply = host.run_write(db, command).await?;
         write_outcome(&reply)?;
         let n = match reply.get("n") {
             Some(Bson::Int32(n)) => i64::from(*n),

@@ -55,6 +55,21 @@ pub(crate) fn parse_merge(
     Ok(vec![Stage::Merge(merge::parse(spec, vars)?)])
 }
 
+impl Host<'_> {
+    /// Runs a write `command` with the aggregate's `writeConcern` and, where the command takes
+    /// it, its `bypassDocumentValidation`.
+    pub(crate) async fn run_write(&self, db: &str, mut command: Document) -> Result<Document> {
+        let validates = command.contains_key("insert") || command.contains_key("update");
+        if self.bypass_document_validation && validates {
+            command.insert("bypassDocumentValidation", true);
+        }
+        if let Some(wc) = &self.write_concern {
+            command.insert("writeConcern", wc.clone());
+        }
+        self.runner.run_command(db, command).await
+    }
+}
+
 /// Stages a sub-pipeline of `$lookup`/`$unionWith` may not contain (MongoDB's
 /// `isAllowedInLookupPipeline`/`isAllowedInUnionPipeline` constraints).
 pub(crate) const WRITE_STAGES: &[&str] = &["$out", "$merge"];

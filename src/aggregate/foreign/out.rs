@@ -246,15 +246,12 @@ impl Out {
         if !batch.is_empty() {
             insert(host, db, temp, batch).await?;
         }
-        let mut rename = doc! {
+        let rename = doc! {
             "renameCollection": format!("{db}.{temp}"),
             "to": format!("{db}.{coll}"),
             "dropTarget": true,
         };
-        if let Some(wc) = &host.write_concern {
-            rename.insert("writeConcern", wc.clone());
-        }
-        host.runner.run_command("admin", rename).await?;
+        host.run_write("admin", rename).await?;
         Ok(())
     }
 }
@@ -266,14 +263,8 @@ pub(super) async fn insert(
     coll: &str,
     docs: Vec<Document>,
 ) -> Result<()> {
-    let mut command = doc! {"insert": coll, "documents": docs, "ordered": true};
-    if host.bypass_document_validation {
-        command.insert("bypassDocumentValidation", true);
-    }
-    if let Some(wc) = &host.write_concern {
-        command.insert("writeConcern", wc.clone());
-    }
-    let reply = host.runner.run_command(db, command).await?;
+    let command = doc! {"insert": coll, "documents": docs, "ordered": true};
+    let reply = host.run_write(db, command).await?;
     write_outcome(&reply)
 }
 
