@@ -11,6 +11,7 @@ mod catalog;
 mod cli;
 mod collection_stages;
 mod config_db;
+mod covered_queries;
 mod crud;
 mod cursors;
 mod ddl_concurrency;

@@ -4,6 +4,7 @@
 
 pub mod display;
 pub mod hashed;
+pub mod key_decode;
 pub mod keystring;
 pub mod numeric;
 pub mod order;

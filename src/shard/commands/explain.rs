@@ -4,8 +4,8 @@
 
 use super::super::DataNode;
 use super::super::exec::{
-    AccessPath, Candidate, Execution, ExplainedQuery, Position, QueryShape, StageTree, number,
-    parsed_query,
+    AccessPath, Candidate, CoverRequest, Covered, Execution, ExplainedQuery, Position, QueryShape,
+    StageTree, number, parsed_query, take_sort_key_request,
 };
 use super::super::storage::{CollectionMeta, DatabaseStore};
 use super::aggregate::AggregateCommand;
@@ -96,6 +96,9 @@ struct Query<'a> {
     max: Option<Document>,
     /// The shard's ownership filter when a router versioned the request (SHARDING_FILTER).
     ownership: Option<Arc<OwnershipFilter>>,
+    /// find's `returnKey` and `showRecordId`, which a covered projection does not answer.
+    return_key: bool,
+    show_record_id: bool,
 }
 
 impl<'a> Query<'a> {
@@ -114,6 +117,8 @@ impl<'a> Query<'a> {
             min: None,
             max: None,
             ownership: None,
+            return_key: false,
+            show_record_id: false,
         }
     }
 }
@@ -198,6 +203,21 @@ async fn explain_query(
     let mut position = Position::plan(&coll, &shape)?.owned_by(query.ownership.clone());
     let blocking_sort =
         sort.as_ref().is_some_and(|s| !s.is_empty()) && !position.path().provides_sort();
+    let mut projection = query.projection.cloned();
+    take_sort_key_request(&mut projection);
+    let covered = Covered::analyze(
+        position.path(),
+        &CoverRequest {
+            filter: query.filter,
+            projection: projection.as_ref(),
+            sort: sort.as_ref(),
+            return_key: query.return_key,
+            show_record_id: query.show_record_id,
+            ownership: query.ownership.as_deref(),
+        },
+    )
+    .ok();
+    position = position.covered_by(covered, &db, &coll);
     let stop_after = if blocking_sort {
         None
     } else {
@@ -235,6 +255,7 @@ async fn explain_query(
             limit: query.limit,
             projection: query.projection,
             sharded: query.ownership.is_some(),
+            covered: position.is_covered(),
         },
         &run,
     );
@@ -280,6 +301,8 @@ async fn find<S: DataNode>(
         min: find.min.clone(),
         max: find.max.clone(),
         ownership: state.ownership(cmd),
+        return_key: find.return_key,
+        show_record_id: find.show_record_id,
         ..Query::new(ns, &find.filter, vars)
     };
     Ok(explain_query(target, query, verbosity, |_| Ok(()))

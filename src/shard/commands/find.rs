@@ -3,8 +3,8 @@
 use super::super::DataNode;
 use super::super::cursors::{Cursor, CursorBody};
 use super::super::exec::{
-    BlockingSort, FindOutput, MAX_BATCH_BYTES, Position, QueryShape, RECORD_ID_FIELD, ScanState,
-    SortLimits, SortedDocs, SortedState, Tail, take_sort_key_request,
+    BlockingSort, CoverRequest, Covered, FindOutput, MAX_BATCH_BYTES, Position, QueryShape,
+    RECORD_ID_FIELD, ScanState, SortLimits, SortedDocs, SortedState, Tail, take_sort_key_request,
 };
 use super::super::views;
 pub use crate::command::cursor_reply;
@@ -108,7 +108,8 @@ pub(super) async fn find<S: DataNode>(
     let filter = Filter::parse_with_variables(&cmd.filter, &vars)?;
     let mut projection = cmd.projection.clone();
     let wants_sort_key = take_sort_key_request(&mut projection);
-    let projection = projection
+    let projection_spec = projection;
+    let projection = projection_spec
         .as_ref()
         .map(|p| Projection::parse_with_variables(p, Some(&filter), &vars))
         .transpose()?;
@@ -171,7 +172,21 @@ pub(super) async fn find<S: DataNode>(
         min: cmd.min.as_ref(),
         max: cmd.max.as_ref(),
     };
-    let position = Position::plan(&coll, &shape)?.owned_by(state.ownership(&req));
+    let ownership = state.ownership(&req);
+    let position = Position::plan(&coll, &shape)?.owned_by(ownership.clone());
+    let covered = Covered::analyze(
+        position.path(),
+        &CoverRequest {
+            filter: &cmd.filter,
+            projection: projection_spec.as_ref(),
+            sort: sort.as_ref(),
+            return_key: cmd.return_key,
+            show_record_id: cmd.show_record_id,
+            ownership: ownership.as_deref(),
+        },
+    )
+    .ok();
+    let position = position.covered_by(covered, &db, &coll);
     db.index_usage()
         .record(&coll, position.path().indexes_used(&coll));
     let mut output = FindOutput::new(

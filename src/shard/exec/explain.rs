@@ -34,6 +34,9 @@ pub struct ExplainedQuery<'a> {
     /// A router versioned the query for a sharded collection: the shard filters orphans out
     /// (SHARDING_FILTER above the fetch).
     pub sharded: bool,
+    /// The index scan covers the query: no FETCH, the filter runs on the index keys and the
+    /// projection is PROJECTION_COVERED.
+    pub covered: bool,
 }
 
 /// What running the query's access path and filter produced.
@@ -134,6 +137,15 @@ impl StageTree {
                 }
                 tree.push("FETCH", fields, fetched, docs);
             }
+            AccessPath::IndexScan(plan) if query.covered => {
+                let mut fields = Document::new();
+                let residual = residual_filter(query.filter, &tight_paths(plan), false);
+                if !residual.is_empty() {
+                    fields.insert("filter", residual);
+                }
+                fields.extend(scan_fields(plan));
+                tree.push("IXSCAN", fields, fetched, keys);
+            }
             AccessPath::IndexScan(plan) => {
                 let direction = if plan.reverse { "backward" } else { "forward" };
                 let fields = index_fields(
@@ -185,7 +197,9 @@ impl StageTree {
             );
         }
         if let Some(projection) = query.projection {
-            let name = if simple_projection(projection) {
+            let name = if query.covered {
+                "PROJECTION_COVERED"
+            } else if simple_projection(projection) {
                 "PROJECTION_SIMPLE"
             } else {
                 "PROJECTION_DEFAULT"

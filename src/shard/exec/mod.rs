@@ -3,6 +3,7 @@
 //! batches (`position`), resumable between `getMore`s (`scan_state`), the blocking sort with
 //! its spill to disk (`sort`), the shape of returned documents (`output`), and describing the plan and its work for `explain` (`explain`).
 
+mod cover;
 mod explain;
 mod output;
 mod plan;
@@ -10,6 +11,7 @@ mod position;
 mod scan_state;
 mod sort;
 
+pub use cover::{CoverRequest, Covered};
 pub use explain::{Execution, ExplainedQuery, StageTree, number, parsed_query};
 pub use output::{FindOutput, RECORD_ID_FIELD, SORT_KEY_FIELD, take_sort_key_request};
 pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};

@@ -2,11 +2,14 @@
 //! that match the filter (and, on a shard, lie in its chunks), and remembers where to resume.
 
 use super::SCAN_CHUNK;
+use super::cover::Covered;
 use super::plan::{AccessPath, IndexScanPlan, QueryShape};
 use crate::catalog::OwnershipFilter;
 use crate::error::Result;
 use crate::query::filter::Filter;
-use crate::shard::storage::{CollectionMeta, IndexEntry, IndexRange, ReadTxn, RecordId, WriteTxn};
+use crate::shard::storage::{
+    CollectionMeta, DatabaseStore, IndexEntry, IndexRange, ReadTxn, RecordId, WriteTxn,
+};
 use bson::{Bson, Document, RawDocumentBuf};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -42,6 +45,16 @@ pub trait RecordSource {
         before: RecordId,
         limit: i64,
     ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send;
+    /// Index entries without their documents.
+    fn index_keys(
+        &mut self,
+        range: &IndexRange<'_>,
+    ) -> impl Future<Output = Result<Vec<(Vec<u8>, RecordId)>>> + Send;
+    fn fetch_by_rid(
+        &mut self,
+        coll: &CollectionMeta,
+        rid: RecordId,
+    ) -> impl Future<Output = Result<Option<RawDocumentBuf>>> + Send;
 }
 
 impl RecordSource for ReadTxn {
@@ -75,6 +88,19 @@ impl RecordSource for ReadTxn {
     ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send {
         ReadTxn::scan_reverse(self, coll, before, limit)
     }
+    fn index_keys(
+        &mut self,
+        range: &IndexRange<'_>,
+    ) -> impl Future<Output = Result<Vec<(Vec<u8>, RecordId)>>> + Send {
+        ReadTxn::index_keys(self, range)
+    }
+    fn fetch_by_rid(
+        &mut self,
+        coll: &CollectionMeta,
+        rid: RecordId,
+    ) -> impl Future<Output = Result<Option<RawDocumentBuf>>> + Send {
+        ReadTxn::fetch_by_rid(self, coll, rid)
+    }
 }
 
 impl RecordSource for WriteTxn<'_> {
@@ -107,6 +133,19 @@ impl RecordSource for WriteTxn<'_> {
         limit: i64,
     ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send {
         WriteTxn::scan_reverse(self, coll, before, limit)
+    }
+    fn index_keys(
+        &mut self,
+        range: &IndexRange<'_>,
+    ) -> impl Future<Output = Result<Vec<(Vec<u8>, RecordId)>>> + Send {
+        WriteTxn::index_keys(self, range)
+    }
+    fn fetch_by_rid(
+        &mut self,
+        coll: &CollectionMeta,
+        rid: RecordId,
+    ) -> impl Future<Output = Result<Option<RawDocumentBuf>>> + Send {
+        WriteTxn::fetch_by_rid(self, coll, rid)
     }
 }
 
@@ -150,6 +189,19 @@ pub struct Position {
     examined: Examined,
     /// The shard's ownership filter: documents outside its chunks (orphans) are skipped.
     ownership: Option<Arc<OwnershipFilter>>,
+    /// The scan covers the query: entries are answered from their keys.
+    cover: Option<CoverState>,
+}
+
+/// A covered scan's state.
+struct CoverState {
+    covered: Covered,
+    store: Arc<DatabaseStore>,
+    coll_ident: i64,
+    index_ident: i64,
+    /// The index became multikey since the plan was made: its keys may be array elements, so
+    /// every entry's document is read.
+    multikey: bool,
 }
 
 /// What a query has read so far, as `explain` reports it.
@@ -186,7 +238,35 @@ impl Position {
             chunk: SCAN_CHUNK,
             examined: Examined::default(),
             ownership: None,
+            cover: None,
         }
+    }
+
+    /// Answers entries from their index keys when `covered` (see [`Covered::analyze`]) says
+    /// the scan covers the query; `store` holds the collection, whose index is checked after
+    /// every read for having become multikey.
+    pub fn covered_by(
+        mut self,
+        covered: Option<Covered>,
+        store: &Arc<DatabaseStore>,
+        coll: &CollectionMeta,
+    ) -> Self {
+        let AccessPath::IndexScan(plan) = &self.path else {
+            return self;
+        };
+        self.cover = covered.map(|covered| CoverState {
+            covered,
+            store: store.clone(),
+            coll_ident: coll.ident,
+            index_ident: plan.index.ident,
+            multikey: false,
+        });
+        self
+    }
+
+    /// The plan answers from index keys (PROJECTION_COVERED).
+    pub fn is_covered(&self) -> bool {
+        self.cover.is_some()
     }
 
     /// Skips the documents `ownership` says this shard does not own (MongoDB's
@@ -247,6 +327,9 @@ impl Position {
         if self.done {
             return Ok(Vec::new());
         }
+        if self.cover.is_some() {
+            return self.next_covered(src, coll, filter).await;
+        }
         let rows = match &self.path {
             AccessPath::IdPoint(id) => {
                 self.done = true;
@@ -296,11 +379,88 @@ impl Position {
         Ok(out)
     }
 
+    /// The next matches of a covered scan: each entry's document of index fields comes from its
+    /// key, or from the document when the key does not determine a needed value.
+    async fn next_covered<S: RecordSource>(
+        &mut self,
+        src: &mut S,
+        coll: &CollectionMeta,
+        filter: &Filter,
+    ) -> Result<Vec<Candidate>> {
+        let entries = self.next_index_entries(src, coll, false).await?;
+        let cover = self.cover.as_mut().expect("a covered scan");
+        if !cover.multikey {
+            cover.multikey = cover
+                .store
+                .collection_by_ident(cover.coll_ident)
+                .is_none_or(|c| {
+                    c.indexes
+                        .iter()
+                        .find(|i| i.ident == cover.index_ident)
+                        .is_none_or(|i| i.multikey)
+                });
+        }
+        let mut out = Vec::with_capacity(entries.len());
+        for (key, rid, _) in entries {
+            let from_key = if cover.multikey {
+                None
+            } else {
+                cover.covered.from_key(&key)
+            };
+            let doc = match from_key {
+                Some(doc) => {
+                    if !filter.try_matches(&doc)? {
+                        continue;
+                    }
+                    if !self.ownership.as_ref().is_none_or(|o| o.owns(&doc)) {
+                        self.examined.chunk_skips += 1;
+                        continue;
+                    }
+                    doc
+                }
+                None => {
+                    // Deleted since the key was read: no longer a match.
+                    let Some(raw) = src.fetch_by_rid(coll, rid).await? else {
+                        continue;
+                    };
+                    self.examined.docs += 1;
+                    let full = raw.to_document()?;
+                    if !filter.try_matches(&full)? {
+                        continue;
+                    }
+                    if !self.ownership.as_ref().is_none_or(|o| o.owns(&full)) {
+                        self.examined.chunk_skips += 1;
+                        continue;
+                    }
+                    cover.covered.from_document(&full)
+                }
+            };
+            let raw = RawDocumentBuf::from_document(&doc)?;
+            out.push(Candidate { rid, raw, doc });
+        }
+        Ok(out)
+    }
+
     async fn next_index_rows<S: RecordSource>(
         &mut self,
         src: &mut S,
         coll: &CollectionMeta,
     ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
+        let entries = self.next_index_entries(src, coll, true).await?;
+        Ok(entries
+            .into_iter()
+            .filter_map(|(_, rid, raw)| raw.map(|raw| (rid, raw)))
+            .collect())
+    }
+
+    /// The next entries of the index scans, each record once, with their documents when
+    /// `with_docs`.
+    async fn next_index_entries<S: RecordSource>(
+        &mut self,
+        src: &mut S,
+        coll: &CollectionMeta,
+        with_docs: bool,
+    ) -> Result<Vec<(Vec<u8>, RecordId, Option<RawDocumentBuf>)>> {
         let cursor = self
             .index
             .as_mut()
@@ -331,7 +491,19 @@ impl Position {
             reverse: plan.reverse,
             limit: self.chunk,
         };
-        let entries = src.index_scan(coll, &range).await?;
+        let entries: Vec<(Vec<u8>, RecordId, Option<RawDocumentBuf>)> = if with_docs {
+            src.index_scan(coll, &range)
+                .await?
+                .into_iter()
+                .map(|(key, rid, raw)| (key, rid, Some(raw)))
+                .collect()
+        } else {
+            src.index_keys(&range)
+                .await?
+                .into_iter()
+                .map(|(key, rid)| (key, rid, None))
+                .collect()
+        };
         self.examined.keys += entries.len() as u64;
         cursor.keys_per_plan[cursor.plan] += entries.len() as u64;
         if (entries.len() as i64) < self.chunk {
@@ -344,13 +516,13 @@ impl Position {
             cursor.resume = Some((key.clone(), *rid));
         }
         let mut rows = Vec::with_capacity(entries.len());
-        for (_, rid, raw) in entries {
+        for (key, rid, raw) in entries {
             if let Some(seen) = &mut cursor.seen {
                 if !seen.insert(rid) {
                     continue;
                 }
             }
-            rows.push((rid, raw));
+            rows.push((key, rid, raw));
         }
         Ok(rows)
     }

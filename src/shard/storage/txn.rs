@@ -101,11 +101,59 @@ async fn index_scan(
     // A resumed scan seeks straight to where it stopped: the resume key replaces the bound
     // on its side (it lies inside the range), so SQLite starts the B-tree walk there instead
     // of at the range's start and filtering everything read before.
-    let mut sql = format!(
-        "SELECT i.key, i.rid, c.doc FROM {} i JOIN {} c ON c.rid = i.rid WHERE ",
-        range.index.table(),
-        coll.table()
-    );
+    let rows = index_scan_rows(conn, Some(coll), range).await?;
+    rows.into_iter()
+        .map(|row| {
+            Ok((
+                row.get::<Vec<u8>, _>(0),
+                row.get::<i64, _>(1),
+                raw_from_row(row.get(2))?,
+            ))
+        })
+        .collect()
+}
+
+/// Index entries in the range without their documents (a covered query's scan).
+async fn index_keys(
+    conn: &mut SqliteConnection,
+    range: &IndexRange<'_>,
+) -> Result<Vec<(Vec<u8>, RecordId)>> {
+    let rows = index_scan_rows(conn, None, range).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| (row.get::<Vec<u8>, _>(0), row.get::<i64, _>(1)))
+        .collect())
+}
+
+/// The document at `rid`, if any.
+async fn fetch_by_rid(
+    conn: &mut SqliteConnection,
+    coll: &CollectionMeta,
+    rid: RecordId,
+) -> Result<Option<RawDocumentBuf>> {
+    let sql = format!("SELECT doc FROM {} WHERE rid = ?", coll.table());
+    let row = sqlx::query(AssertSqlSafe(sql))
+        .bind(rid)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(|e| sql_error("reading by record id", e))?;
+    row.map(|row| raw_from_row(row.get(0))).transpose()
+}
+
+/// The rows of an index range: key, record id and, when `coll` is given, the document.
+async fn index_scan_rows(
+    conn: &mut SqliteConnection,
+    coll: Option<&CollectionMeta>,
+    range: &IndexRange<'_>,
+) -> Result<Vec<sqlx::sqlite::SqliteRow>> {
+    let mut sql = match coll {
+        Some(coll) => format!(
+            "SELECT i.key, i.rid, c.doc FROM {} i JOIN {} c ON c.rid = i.rid WHERE ",
+            range.index.table(),
+            coll.table()
+        ),
+        None => format!("SELECT i.key, i.rid FROM {} i WHERE ", range.index.table()),
+    };
     let (low, high) = match (range.resume, range.reverse) {
         (Some((key, _)), false) => (key, range.high),
         _ => (range.low, range.high),
@@ -139,20 +187,11 @@ async fn index_scan(
     if let Some((key, rid)) = range.resume {
         query = query.bind(key).bind(rid);
     }
-    let rows = query
+    query
         .bind(range.limit)
         .fetch_all(&mut *conn)
         .await
-        .map_err(|e| sql_error("scanning an index", e))?;
-    rows.into_iter()
-        .map(|row| {
-            Ok((
-                row.get::<Vec<u8>, _>(0),
-                row.get::<i64, _>(1),
-                raw_from_row(row.get(2))?,
-            ))
-        })
-        .collect()
+        .map_err(|e| sql_error("scanning an index", e))
 }
 
 fn raw_from_row(bytes: Vec<u8>) -> Result<RawDocumentBuf> {
@@ -184,6 +223,19 @@ impl ReadTxn {
         range: &IndexRange<'_>,
     ) -> Result<Vec<IndexEntry>> {
         index_scan(&mut self.conn, coll, range).await
+    }
+
+    /// Index entries without their documents.
+    pub async fn index_keys(&mut self, range: &IndexRange<'_>) -> Result<Vec<(Vec<u8>, RecordId)>> {
+        index_keys(&mut self.conn, range).await
+    }
+
+    pub async fn fetch_by_rid(
+        &mut self,
+        coll: &CollectionMeta,
+        rid: RecordId,
+    ) -> Result<Option<RawDocumentBuf>> {
+        fetch_by_rid(&mut self.conn, coll, rid).await
     }
 
     /// Up to `limit` documents with record ids above `after`, in record-id order.
@@ -289,6 +341,19 @@ impl<'a> WriteTxn<'a> {
         range: &IndexRange<'_>,
     ) -> Result<Vec<IndexEntry>> {
         index_scan(&mut self.writer.conn, coll, range).await
+    }
+
+    /// Index entries without their documents.
+    pub async fn index_keys(&mut self, range: &IndexRange<'_>) -> Result<Vec<(Vec<u8>, RecordId)>> {
+        index_keys(&mut self.writer.conn, range).await
+    }
+
+    pub async fn fetch_by_rid(
+        &mut self,
+        coll: &CollectionMeta,
+        rid: RecordId,
+    ) -> Result<Option<RawDocumentBuf>> {
+        fetch_by_rid(&mut self.writer.conn, coll, rid).await
     }
 
     async fn next_rids(&mut self, coll: &CollectionMeta, n: usize) -> Result<RecordId> {
@@ -701,11 +766,13 @@ impl<'a> WriteTxn<'a> {
                 .await
                 .map_err(|e| sql_error("marking an index multikey", e))?;
         }
+        // Marked before the commit makes the keys visible: a covered scan that reads an array's
+        // keys then finds the index multikey and reads the documents instead.
+        for (coll, index) in &multikey {
+            self.db.mark_multikey(*coll, *index);
+        }
         self.exec("COMMIT").await?;
         self.writer.in_txn = false;
-        for (coll, index) in multikey {
-            self.db.mark_multikey(coll, index);
-        }
         let seq = self.db.durability.committed();
         let mut stats = self.db.stats.lock().expect("poisoned");
         for (ident, delta) in deltas {
