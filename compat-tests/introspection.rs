@@ -441,3 +441,61 @@ async fn plan_cache_stats_is_empty() {
     );
     cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn list_sessions_reads_what_the_router_flushed() {
+    let cluster = TestCluster::start().await;
+    let coll = cluster.db("app").collection::<Document>("c");
+    let mut session = cluster.client.start_session().await.unwrap();
+    let id = session.id().get("id").unwrap().clone();
+    coll.find_one(doc! {}).session(&mut session).await.unwrap();
+    cluster
+        .admin(doc! {"refreshLogicalSessionCacheNow": 1})
+        .await
+        .unwrap();
+    let listed = aggregate(
+        &cluster.client,
+        "config",
+        doc! {"aggregate": "system.sessions", "pipeline": [
+            {"$listSessions": {"allUsers": true}},
+            {"$match": {"_id.id": &id}},
+        ], "cursor": {}},
+    )
+    .await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert!(listed[0].get_datetime("lastUse").is_ok());
+    let own = aggregate(
+        &cluster.client,
+        "config",
+        doc! {"aggregate": "system.sessions", "pipeline": [{"$listSessions": {}}], "cursor": {}},
+    )
+    .await;
+    assert!(
+        own.iter()
+            .any(|r| r.get_document("_id").unwrap().get("id") == Some(&id))
+    );
+    // Unused sessions expire through a TTL index, as MongoDB's sessions collection.
+    let indexes = aggregate(
+        &cluster.client,
+        "config",
+        doc! {"listIndexes": "system.sessions", "cursor": {}},
+    )
+    .await;
+    assert!(
+        indexes
+            .iter()
+            .any(|i| i.get_str("name") == Ok("lsidTTLIndex")
+                && i.get("expireAfterSeconds").is_some()),
+        "{indexes:?}"
+    );
+    assert_eq!(
+        aggregate_error(
+            &cluster.client,
+            "app",
+            doc! {"aggregate": "c", "pipeline": [{"$listSessions": {}}], "cursor": {}},
+        )
+        .await,
+        Some(73)
+    );
+    cluster.shutdown().await;
+}

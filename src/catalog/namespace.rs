@@ -55,9 +55,12 @@ pub fn split_namespace(ns: &str) -> Result<(&str, &str)> {
 pub fn validate_user_write(db: &str, coll: &str) -> Result<()> {
     validate_collection_name(db, coll)?;
     let allowed_system = ["system.js", "system.views", "system.profile"];
+    // `config.system.sessions` is where routers flush their logical session caches.
+    let sessions = db == "config" && coll == "system.sessions";
     if coll.starts_with("system.")
         && !allowed_system.contains(&coll)
         && !coll.starts_with("system.buckets.")
+        && !sessions
     {
         return Err(MongoError::new(
             ErrorCode::InvalidNamespace,

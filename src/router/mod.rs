@@ -7,6 +7,7 @@ mod commands;
 mod cursors;
 mod forward;
 mod pipeline_split;
+mod sessions;
 mod shard_key_move;
 mod shard_registry;
 mod targeting;
@@ -47,6 +48,7 @@ impl RouterState {
             table: commands::table(),
         });
         spawn_background(Arc::downgrade(&state));
+        sessions::spawn_session_refresh(Arc::downgrade(&state));
         state
     }
 

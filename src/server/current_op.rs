@@ -98,9 +98,10 @@ pub fn check_namespace(db: &str, collectionless: bool) -> Result<()> {
 
 /// The stages whose documents come from the server rather than a collection: each must come
 /// first (MongoDB's error 40602 otherwise).
-pub const SOURCE_STAGES: [&str; 4] = [
+pub const SOURCE_STAGES: [&str; 5] = [
     "$currentOp",
     "$listLocalSessions",
+    "$listSessions",
     "$indexStats",
     "$planCacheStats",
 ];

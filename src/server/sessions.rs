@@ -2,7 +2,8 @@
 //! session with the time of use, `endSessions` forgets it, `refreshSessions` and `startSession`
 //! record it. As in MongoDB, the cache holds the sessions used since its last refresh
 //! (`logicalSessionRefreshMillis`): at each refresh it starts empty again. `$listLocalSessions`
-//! lists it.
+//! lists it. A router's cache is flushed: what each refresh clears (and what is in use) is
+//! written to `config.system.sessions`, which `$listSessions` reads.
 
 use crate::document::types::type_name;
 use crate::error::{ErrorCode, MongoError, Result};
@@ -31,6 +32,10 @@ pub struct SessionCache {
 struct Inner {
     records: BTreeMap<SessionKey, bson::DateTime>,
     last_refresh: Instant,
+    /// Whether the records a refresh clears are kept for [`SessionCache::take_for_flush`].
+    flushes: bool,
+    /// Records cleared by refreshes since the last flush.
+    unflushed: BTreeMap<SessionKey, bson::DateTime>,
 }
 
 impl Default for SessionCache {
@@ -39,6 +44,8 @@ impl Default for SessionCache {
             inner: Mutex::new(Inner {
                 records: BTreeMap::new(),
                 last_refresh: Instant::now(),
+                flushes: false,
+                unflushed: BTreeMap::new(),
             }),
         }
     }
@@ -57,7 +64,13 @@ impl Inner {
     fn refresh_if_due(&mut self, period: Duration) {
         let elapsed = self.last_refresh.elapsed();
         if !period.is_zero() && elapsed >= period {
-            self.records.clear();
+            let cleared = std::mem::take(&mut self.records);
+            if self.flushes {
+                for (key, last_use) in cleared {
+                    let kept = self.unflushed.entry(key).or_insert(last_use);
+                    *kept = (*kept).max(last_use);
+                }
+            }
             let periods = (elapsed.as_nanos() / period.as_nanos()).min(u128::from(u32::MAX));
             self.last_refresh += period * periods as u32;
         }
@@ -73,6 +86,28 @@ impl SessionCache {
             inner.refresh_if_due(period);
             inner.records.insert(key, bson::DateTime::now());
         }
+    }
+
+    /// Keeps what refreshes clear until [`SessionCache::take_for_flush`] takes it (a router,
+    /// which writes it to `config.system.sessions`).
+    pub fn enable_flushing(&self) {
+        self.inner.lock().expect("poisoned").flushes = true;
+    }
+
+    /// The session records to write to the sessions collection: those refreshes cleared since
+    /// the last flush and those in use now.
+    pub fn take_for_flush(&self, period: Duration) -> Vec<Document> {
+        let mut inner = self.inner.lock().expect("poisoned");
+        inner.refresh_if_due(period);
+        let mut taken = std::mem::take(&mut inner.unflushed);
+        for (key, last_use) in &inner.records {
+            let kept = taken.entry(key.clone()).or_insert(*last_use);
+            *kept = (*kept).max(*last_use);
+        }
+        taken
+            .iter()
+            .map(|(key, last_use)| record(key, *last_use))
+            .collect()
     }
 
     /// Forgets the sessions `lsids` name.
@@ -105,16 +140,39 @@ impl SessionCache {
             .records
             .iter()
             .filter(|((_, uid), _)| digests.as_ref().is_none_or(|d| d.contains(&&uid[..])))
-            .map(|((id, uid), last_use)| {
-                doc! {
-                    "_id": {
-                        "id": Binary {subtype: BinarySubtype::Uuid, bytes: id.clone()},
-                        "uid": Binary {subtype: BinarySubtype::Generic, bytes: uid.clone()},
-                    },
-                    "lastUse": *last_use,
-                }
-            })
+            .map(|(key, last_use)| record(key, *last_use))
             .collect()
+    }
+}
+
+/// A session as MongoDB records it: `{_id: {id, uid}, lastUse}`.
+fn record((id, uid): &SessionKey, last_use: bson::DateTime) -> Document {
+    doc! {
+        "_id": {
+            "id": Binary {subtype: BinarySubtype::Uuid, bytes: id.clone()},
+            "uid": Binary {subtype: BinarySubtype::Generic, bytes: uid.clone()},
+        },
+        "lastUse": last_use,
+    }
+}
+
+/// The filter on session records (`config.system.sessions`) that selects those of `owners`.
+pub fn owners_filter(owners: &SessionOwners) -> Document {
+    match owners {
+        SessionOwners::All => Document::new(),
+        SessionOwners::Users(users) => {
+            let digests: Vec<Bson> = users
+                .iter()
+                .filter(|(user, db)| user.is_empty() && db.is_empty())
+                .map(|_| {
+                    Bson::Binary(Binary {
+                        subtype: BinarySubtype::Generic,
+                        bytes: NO_AUTH_DIGEST.to_vec(),
+                    })
+                })
+                .collect();
+            doc! {"_id.uid": {"$in": digests}}
+        }
     }
 }
 
@@ -282,6 +340,30 @@ mod tests {
             cache
                 .list(&SessionOwners::All, Duration::from_nanos(1))
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_flushing_cache_keeps_what_refreshes_clear_until_flushed() {
+        let cache = SessionCache::default();
+        cache.enable_flushing();
+        cache.touch(&lsid(1), HOUR);
+        // A refresh clears the cache but keeps the record for the flush.
+        assert!(
+            cache
+                .list(&SessionOwners::All, Duration::from_nanos(1))
+                .is_empty()
+        );
+        cache.touch(&lsid(2), HOUR);
+        let flushed = cache.take_for_flush(HOUR);
+        assert_eq!(flushed.len(), 2);
+        assert!(flushed.iter().all(|r| r.get_datetime("lastUse").is_ok()));
+        // Records in use stay in the cache; cleared ones are flushed once.
+        assert_eq!(cache.take_for_flush(HOUR).len(), 1);
+        assert_eq!(
+            owners_filter(&SessionOwners::All),
+            Document::new(),
+            "every user's sessions"
         );
     }
 

@@ -99,7 +99,6 @@ const NOT_YET_SUPPORTED: &[&str] = &[
     "$changeStream",
     "$collStats",
     "$geoNear",
-    "$listSessions",
     "$search",
     "$searchMeta",
     "$vectorSearch",

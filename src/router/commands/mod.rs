@@ -44,6 +44,8 @@ pub(super) fn table() -> CommandTable<RouterState> {
         CommandSpec::new("aggregate", |s, c, r| Box::pin(reads::aggregate(s, c, r))).help("Runs the aggregation command."),
         CommandSpec::new("explain", |s, c, r| Box::pin(explain::explain(s, c, r)))
             .help("explain the plan of a find, count, distinct, aggregate, update, delete or findAndModify"),
+        CommandSpec::new("refreshLogicalSessionCacheNow", |s, c, r| Box::pin(introspection::refresh_sessions_now(s, c, r)))
+        .help("force the logical session cache to write its sessions to config.system.sessions"),
         CommandSpec::new("killOp", |s, c, r| Box::pin(introspection::kill_op(s, c, r)))
             .admin_only()
             .help("kill an operation in progress"),

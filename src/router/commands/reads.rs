@@ -292,6 +292,14 @@ pub(super) async fn aggregate(
     super::super::forward::check_routable(&req.db)?;
     let stages = pipeline_stages(&req)?;
     crate::aggregate::check_positions(&stages)?;
+    let list_sessions = stages
+        .first()
+        .is_some_and(|s| s.contains_key("$listSessions"));
+    if list_sessions && namespace(&req)? != "config.system.sessions" {
+        return Err(MongoError::invalid_namespace(
+            "$listSessions may only be run against config.system.sessions",
+        ));
+    }
     if stages
         .first()
         .is_some_and(|s| s.contains_key(super::data_distribution::STAGE))

@@ -1,6 +1,7 @@
 //! The aggregation source stages a node answers from its own state rather than a collection:
 //! `$currentOp`, `$listLocalSessions` (`server::sessions`), `$indexStats` and
 //! `$planCacheStats`. Each makes the documents the rest of the pipeline then runs over.
+//! `$listSessions` reads `config.system.sessions`, where routers flush their session caches.
 
 mod current_op;
 mod index_stats;
@@ -12,7 +13,7 @@ use crate::aggregate::Pipeline;
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::current_op::check_sources_first;
-use crate::server::sessions::list_local_sessions;
+use crate::server::sessions::{list_local_sessions, owners_filter, parse_list_sessions};
 use bson::Document;
 use std::sync::Arc;
 
@@ -33,6 +34,22 @@ pub(super) async fn run<S: DataNode>(
         "$indexStats" => {
             let coll = required_collection(name, collection)?;
             index_stats::documents(state, &req.db, coll, spec).await?
+        }
+        "$listSessions" => {
+            if req.db != "config" || collection != Some("system.sessions") {
+                return Err(MongoError::new(
+                    ErrorCode::InvalidNamespace,
+                    "$listSessions may only be run against config.system.sessions",
+                ));
+            }
+            let owners = parse_list_sessions(name, spec)?;
+            let mut stages = vec![bson::doc! {"$match": owners_filter(&owners)}];
+            stages.extend(cmd.pipeline[1..].iter().cloned());
+            let docs = super::aggregate::pipeline_output(
+                state, &req.db, collection, &stages, &cmd.vars, None,
+            )
+            .await?;
+            return Ok(Some(docs));
         }
         "$planCacheStats" => {
             let coll = required_collection(name, collection)?;
