@@ -18,4 +18,5 @@ pub mod router;
 pub mod rpc;
 pub mod server;
 pub mod shard;
+pub mod spill;
 pub mod wire;

@@ -1,7 +1,9 @@
 //! The aggregation pipeline on one node: stages over a stream of documents, and the expression
-//! language they evaluate. Pure: the caller supplies the input documents.
+//! language they evaluate. The caller supplies the input documents, all at once or in batches
+//! ([`PipelineRun`]); the only side effect is blocking stages spilling to the directory the
+//! [`MemoryLimits`] name.
 //!
-//! - [`stages`]: stage names, specification parsing, per-stage execution;
+//! - [`stages`]: stage names, specification parsing, execution as a stream of batches;
 //! - [`expression`]: the expression tree, its parser, variables and operator table;
 //! - [`accumulators`]: `$group`'s accumulators;
 //! - [`numeric`] and [`decimal`]: arithmetic with MongoDB's promotion rules;
@@ -28,18 +30,22 @@ use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use bson::{DateTime, Document};
 use expression::LetVariables;
-use stages::{RunContext, Stage};
+use stages::{Flow, RunContext, Stage};
 use std::sync::Arc;
+
+pub use stages::MemoryLimits;
 
 /// Decimal128 arithmetic for the update operators `$inc` and `$mul`, which compute like `$add`
 /// and `$multiply` once a decimal is involved.
 pub use numeric::{decimal_product, decimal_sum};
 pub use update_pipeline::UpdatePipeline;
 
-/// A parsed pipeline, with the variables its expressions read.
+/// A parsed pipeline, with the variables its expressions read and the memory its blocking
+/// stages may use (unlimited unless [`Pipeline::with_limits`] says otherwise).
 pub struct Pipeline {
     stages: Vec<Stage>,
     vars: Arc<LetVariables>,
+    limits: MemoryLimits,
 }
 
 impl Pipeline {
@@ -59,7 +65,37 @@ impl Pipeline {
         Ok(Pipeline {
             stages: parsed,
             vars,
+            limits: MemoryLimits::unlimited(),
         })
+    }
+
+    /// The pipeline with its blocking stages held to `limits`.
+    pub fn with_limits(mut self, limits: MemoryLimits) -> Pipeline {
+        self.limits = limits;
+        self
+    }
+
+    fn context(&self) -> RunContext {
+        RunContext::new(Arc::clone(&self.vars), self.limits.clone())
+    }
+
+    /// Starts a run that takes its input in batches.
+    pub fn start(&self) -> PipelineRun<'_> {
+        // Stages from the first one that reaches other collections run once the input is
+        // complete, through a host.
+        let local = self
+            .stages
+            .iter()
+            .position(Stage::reaches_other_collections)
+            .unwrap_or(self.stages.len());
+        let ctx = self.context();
+        let flow = Flow::new(&self.stages[..local], &ctx);
+        PipelineRun {
+            flow,
+            ctx,
+            tail: &self.stages[local..],
+            held: Vec::new(),
+        }
     }
 
     /// The filter of a leading `$match`, which the caller may use to choose an access path.
@@ -80,12 +116,10 @@ impl Pipeline {
         input: Vec<Document>,
         host: &foreign::Host<'_>,
     ) -> Result<Vec<Document>> {
-        let ctx = RunContext {
-            vars: Arc::clone(&self.vars),
-        };
-        stages::run_all(&self.stages, input, &ctx, Some(host))
-            .await
-            .map_err(executor_error)
+        let mut run = self.start();
+        let mut out = run.push(input)?;
+        out.extend(run.finish_with(host).await?);
+        Ok(out)
     }
 
     /// Whether the pipeline reads or writes other collections, so that it must run where a
@@ -102,16 +136,7 @@ impl Pipeline {
     /// Runs the pipeline and also returns how many documents each stage output (for
     /// `explain`), one count per stage after parsing (some stages expand into several).
     pub fn run_counted(&self, input: Vec<Document>) -> Result<(Vec<Document>, Vec<u64>)> {
-        let ctx = RunContext {
-            vars: Arc::clone(&self.vars),
-        };
-        let mut docs = input;
-        let mut counts = Vec::with_capacity(self.stages.len());
-        for stage in &self.stages {
-            docs = stage.run(docs, &ctx).map_err(executor_error)?;
-            counts.push(docs.len() as u64);
-        }
-        Ok((docs, counts))
+        stages::run_counted(&self.stages, input, &self.context()).map_err(executor_error)
     }
 
     /// Stages after parsing.
@@ -121,6 +146,79 @@ impl Pipeline {
 
     pub fn is_empty(&self) -> bool {
         self.stages.is_empty()
+    }
+}
+
+/// A pipeline taking its input in batches: [`PipelineRun::push`] each batch (while
+/// [`PipelineRun::wants_input`]), then finish.
+pub struct PipelineRun<'p> {
+    flow: Flow<'p>,
+    ctx: RunContext,
+    /// The stages from the first that reaches other collections on.
+    tail: &'p [Stage],
+    /// The flow's output, when a tail is to run over it.
+    held: Vec<Document>,
+}
+
+impl PipelineRun<'_> {
+    /// Feeds a batch of input; returns the output it produced already.
+    pub fn push(&mut self, batch: Vec<Document>) -> Result<Vec<Document>> {
+        let out = self.flow.push(batch, &self.ctx).map_err(executor_error)?;
+        if self.tail.is_empty() {
+            return Ok(out);
+        }
+        self.held.extend(out);
+        Ok(Vec::new())
+    }
+
+    /// False once more input cannot change the output (a `$limit` is satisfied).
+    pub fn wants_input(&self) -> bool {
+        self.flow.wants_input()
+    }
+
+    /// Ends the input; the rest of the output goes to `sink` a batch at a time. Stages that
+    /// reach other collections fail here (they need [`PipelineRun::finish_with`]).
+    pub fn finish_into(self, mut sink: impl FnMut(Vec<Document>) -> Result<()>) -> Result<()> {
+        let PipelineRun {
+            flow,
+            ctx,
+            tail,
+            mut held,
+        } = self;
+        if tail.is_empty() {
+            flow.finish(&ctx, &mut sink).map_err(executor_error)?;
+            return Ok(());
+        }
+        flow.finish(&ctx, &mut |batch| {
+            held.extend(batch);
+            Ok(())
+        })
+        .map_err(executor_error)?;
+        sink(stages::run_stages(tail, held, &ctx).map_err(executor_error)?)
+    }
+
+    /// Ends the input and returns the rest of the output; stages that reach other collections
+    /// do it through `host`.
+    pub async fn finish_with(self, host: &foreign::Host<'_>) -> Result<Vec<Document>> {
+        let PipelineRun {
+            flow,
+            ctx,
+            tail,
+            mut held,
+        } = self;
+        let mut out = Vec::new();
+        let sink = if tail.is_empty() { &mut out } else { &mut held };
+        flow.finish(&ctx, &mut |batch| {
+            sink.extend(batch);
+            Ok(())
+        })
+        .map_err(executor_error)?;
+        if tail.is_empty() {
+            return Ok(out);
+        }
+        stages::run_all(tail, held, &ctx, Some(host))
+            .await
+            .map_err(executor_error)
     }
 }
 

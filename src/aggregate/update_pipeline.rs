@@ -3,7 +3,7 @@
 //! `$replaceRoot`/`$replaceWith`), applied to the one document being updated.
 
 use super::expression::LetVariables;
-use super::stages::{self, RunContext, Stage};
+use super::stages::{self, MemoryLimits, RunContext, Stage};
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::Document;
 use std::sync::Arc;
@@ -58,9 +58,7 @@ impl UpdatePipeline {
     /// Runs the stages over `doc` (`$$ROOT` and `$$CURRENT`). Errors are the expressions'
     /// own: unlike `aggregate`, an update adds no executor prefix.
     pub fn apply(&self, doc: &Document) -> Result<Document> {
-        let ctx = RunContext {
-            vars: Arc::clone(&self.vars),
-        };
+        let ctx = RunContext::new(Arc::clone(&self.vars), MemoryLimits::unlimited());
         let mut docs = vec![doc.clone()];
         for stage in &self.stages {
             docs = stage.run(docs, &ctx)?;

@@ -46,6 +46,11 @@ impl Parameters {
             Bson::Int64(100 * 1024 * 1024),
             true,
         );
+        add(
+            "internalDocumentSourceGroupMaxMemoryBytes",
+            Bson::Int64(100 * 1024 * 1024),
+            true,
+        );
         // Since 6.0 a blocking sort past the memory limit spills to disk unless told not to.
         add("allowDiskUseByDefault", Bson::Boolean(true), true);
         add("ttlMonitorEnabled", Bson::Boolean(true), true);

@@ -8,8 +8,10 @@
 //! - `top_bottom`: `$top $bottom $topN $bottomN`.
 //! - `stats`: `$stdDevPop $stdDevSamp $percentile $median`.
 //! - `merge`: the partial states shards send for a split `$group`, and merging them.
+//! - `memory`: how much a state grows as it accumulates, for `$group`'s memory limit.
 
 mod basic;
+mod memory;
 mod merge;
 mod n_results;
 mod stats;
@@ -20,6 +22,7 @@ use super::value::Value;
 use crate::error::{MongoError, Result};
 use basic::Sum;
 use bson::{Bson, Document};
+pub use memory::STATE_OVERHEAD;
 use n_results::{Bounded, FirstN, LastN};
 use stats::{Percentile, StdDev};
 pub(crate) use stats::{percentiles, quantile_spec};

@@ -95,6 +95,11 @@ impl FirstN {
     pub fn finish(self) -> Bson {
         Bson::Array(self.values)
     }
+
+    /// How many values are kept.
+    pub(super) fn held(&self) -> usize {
+        self.values.len()
+    }
 }
 
 /// `$lastN`: the last `n` values, missing ones as null.
@@ -121,6 +126,11 @@ impl LastN {
 
     pub fn finish(self) -> Bson {
         Bson::Array(self.values.into())
+    }
+
+    /// How many values are kept.
+    pub(super) fn held(&self) -> usize {
+        self.values.len()
     }
 }
 
@@ -162,6 +172,11 @@ impl Bounded {
             mode,
             entries: Vec::new(),
         }
+    }
+
+    /// How many entries are kept.
+    pub(super) fn held(&self) -> usize {
+        self.entries.len()
     }
 
     fn keeps_largest(&self) -> bool {

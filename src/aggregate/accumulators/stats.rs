@@ -113,6 +113,11 @@ impl Percentile {
         }
     }
 
+    /// How many numbers are kept.
+    pub(super) fn held(&self) -> usize {
+        self.values.len()
+    }
+
     /// Numbers count as doubles; NaN is skipped, as the server's algorithms skip it.
     pub fn add(&mut self, input: Option<&Bson>) {
         if let Some(value) = input.filter(|v| is_number(v)).map(to_f64) {

@@ -136,10 +136,7 @@ impl Facet {
     pub fn run(&self, docs: &[Document], ctx: &RunContext) -> Result<Vec<Document>> {
         let mut out = Document::new();
         for (name, stages) in &self.facets {
-            let mut results = docs.to_vec();
-            for stage in stages {
-                results = stage.run(results, ctx)?;
-            }
+            let results = super::run_stages(stages, docs.to_vec(), ctx)?;
             out.insert(
                 name.clone(),
                 Bson::Array(results.into_iter().map(Bson::Document).collect()),

@@ -7,24 +7,19 @@ use super::shape::Shape;
 use super::{RunContext, Stage};
 use crate::aggregate::accumulators::{Accumulator, State, group_output};
 use crate::aggregate::expression::{Expression, LetVariables, Scope};
-use crate::aggregate::numeric::to_f64;
 use crate::aggregate::value::is_number;
-use crate::document::order::{canonical_rank, values_equal};
 use crate::error::{MongoError, Result};
 use crate::query::sort::SortSpec;
 use bson::{Bson, Document, doc};
-use std::collections::HashMap;
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 pub struct Group {
-    id: Expression,
-    accumulators: Vec<Accumulator>,
+    pub(super) id: Expression,
+    pub(super) accumulators: Vec<Accumulator>,
     /// `$doingMerge`: the input documents are other groups' partial outputs.
-    doing_merge: bool,
+    pub(super) doing_merge: bool,
     /// `$willBeMerged`: outputs partial states for a merging `$group`.
-    will_be_merged: bool,
+    pub(super) will_be_merged: bool,
 }
 
 pub fn parse_group(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
@@ -192,57 +187,12 @@ impl Group {
             will_be_merged: false,
         }
     }
-
-    /// Groups in order of first appearance; a missing key groups with null.
-    pub fn run(&self, docs: &[Document], ctx: &RunContext) -> Result<Vec<Document>> {
-        let mut groups: Vec<(Bson, Vec<State>)> = Vec::new();
-        let mut by_hash: HashMap<u64, Vec<usize>> = HashMap::new();
-        for doc in docs {
-            let vars = ctx.variables(doc);
-            let key = self.id.evaluate(&vars)?.unwrap_or(Bson::Null);
-            let candidates = by_hash.entry(key_hash(&key)).or_default();
-            let existing = candidates.iter().copied().find(|&i| {
-                groups
-                    .get(i)
-                    .is_some_and(|(seen, _)| values_equal(seen, &key))
-            });
-            let position = match existing {
-                Some(i) => i,
-                None => {
-                    let states = self.start_group(&key, ctx)?;
-                    candidates.push(groups.len());
-                    groups.push((key, states));
-                    groups.len() - 1
-                }
-            };
-            let Some((_, states)) = groups.get_mut(position) else {
-                continue;
-            };
-            for (acc, state) in self.accumulators.iter().zip(states.iter_mut()) {
-                if self.doing_merge {
-                    state.merge(acc.merge_argument().evaluate(&vars)?)?;
-                } else {
-                    state.process(acc.argument().evaluate(&vars)?)?;
-                }
-            }
-        }
-        Ok(groups
-            .into_iter()
-            .map(|(key, states)| {
-                if self.will_be_merged {
-                    partial_output(key, &self.accumulators, states)
-                } else {
-                    group_output(key, &self.accumulators, states)
-                }
-            })
-            .collect())
-    }
 }
 
 impl Group {
     /// A new group's accumulator states; what they are initialized from (`n`) reads the group
     /// key's fields when the key is a document.
-    fn start_group(&self, key: &Bson, ctx: &RunContext) -> Result<Vec<State>> {
+    pub(super) fn start_group(&self, key: &Bson, ctx: &RunContext) -> Result<Vec<State>> {
         let empty = Document::new();
         let key_doc = match key {
             Bson::Document(fields) => fields,
@@ -254,6 +204,16 @@ impl Group {
             .map(|acc| acc.start(&vars))
             .collect()
     }
+
+    /// A finished group's output document: final values, or partial states for a merging
+    /// `$group`.
+    pub(super) fn output(&self, key: Bson, states: Vec<State>) -> Document {
+        if self.will_be_merged {
+            partial_output(key, &self.accumulators, states)
+        } else {
+            group_output(key, &self.accumulators, states)
+        }
+    }
 }
 
 /// A group as a shard sends it to be merged: `_id`, then each accumulator's partial state.
@@ -264,52 +224,6 @@ fn partial_output(id: Bson, accumulators: &[Accumulator], states: Vec<State>) ->
         out.insert(acc.field.clone(), state.partial());
     }
     out
-}
-
-/// A hash that agrees with MongoDB equality: numbers hash by value whatever their type, and
-/// string and symbol alike; the equality check on collision decides.
-fn key_hash(value: &Bson) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    hash_value(value, &mut hasher);
-    hasher.finish()
-}
-
-fn hash_value(value: &Bson, hasher: &mut DefaultHasher) {
-    canonical_rank(value).hash(hasher);
-    match value {
-        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {
-            let number = to_f64(value);
-            let normalized = if number.is_nan() {
-                f64::NAN.to_bits()
-            } else if number == 0.0 {
-                0
-            } else {
-                number.to_bits()
-            };
-            normalized.hash(hasher);
-        }
-        Bson::String(s) | Bson::Symbol(s) => s.hash(hasher),
-        Bson::Document(doc) => {
-            for (name, field) in doc {
-                name.hash(hasher);
-                hash_value(field, hasher);
-            }
-        }
-        Bson::Array(items) => {
-            for item in items {
-                hash_value(item, hasher);
-            }
-        }
-        Bson::Boolean(b) => b.hash(hasher),
-        Bson::ObjectId(oid) => oid.bytes().hash(hasher),
-        Bson::DateTime(date) => date.timestamp_millis().hash(hasher),
-        Bson::Timestamp(ts) => (ts.time, ts.increment).hash(hasher),
-        Bson::Binary(binary) => binary.bytes.hash(hasher),
-        Bson::RegularExpression(regex) => regex.pattern.hash(hasher),
-        Bson::JavaScriptCode(code) => code.hash(hasher),
-        // Null, undefined, MinKey and MaxKey are fully described by their rank.
-        _ => {}
-    }
 }
 
 #[cfg(test)]

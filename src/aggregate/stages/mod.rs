@@ -1,6 +1,7 @@
 //! Pipeline stages: the table of stage names, parsing one stage specification into the
 //! [`Stage`]s it stands for (`$count` and `$sortByCount` are shorthands for two stages), and
-//! running a stage over a batch of documents.
+//! running stages: `stream` feeds them batches, within the memory limits of the
+//! [`RunContext`]; stages that reach other collections run through a [`Host`] (`run_all`).
 
 mod basic;
 mod bucket;
@@ -13,9 +14,13 @@ mod facet;
 mod fill;
 mod granularity;
 mod group;
+mod group_run;
 mod redact;
 mod sample;
 mod shape;
+mod stream;
+#[cfg(test)]
+mod stream_tests;
 mod time_unit;
 mod unwind;
 mod window;
@@ -33,7 +38,10 @@ use crate::query::filter::Filter;
 use crate::query::sort::SortSpec;
 use bson::{Bson, Document};
 use futures::future::BoxFuture;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+pub use stream::{Flow, run_counted, run_stages};
 
 pub enum Stage {
     Match(Filter),
@@ -134,12 +142,62 @@ pub fn is_not_yet_supported(name: &str) -> bool {
 }
 
 /// What stays the same for every document of one run: the command's `let` variables and its
-/// `$$NOW`.
+/// `$$NOW`, and how much memory and disk its blocking stages may use.
 pub struct RunContext {
     pub vars: Arc<LetVariables>,
+    pub limits: MemoryLimits,
+}
+
+/// How much memory the blocking stages of a run may hold, and whether and where they may
+/// spill past it.
+#[derive(Clone, Debug)]
+pub struct MemoryLimits {
+    /// A `$sort`'s documents (`internalQueryMaxBlockingSortMemoryUsageBytes`).
+    pub max_sort_bytes: usize,
+    /// A `$group`'s keys and accumulator states (`internalDocumentSourceGroupMaxMemoryBytes`).
+    pub max_group_bytes: usize,
+    /// The command's `allowDiskUse` (default `allowDiskUseByDefault`).
+    pub allow_disk_use: bool,
+    /// Where spilled runs go; `None` where the process keeps no data.
+    pub spill_dir: Option<PathBuf>,
+}
+
+impl MemoryLimits {
+    /// No limits: what a pure evaluation (tests, a router without a data directory) uses.
+    pub fn unlimited() -> MemoryLimits {
+        MemoryLimits {
+            max_sort_bytes: usize::MAX,
+            max_group_bytes: usize::MAX,
+            allow_disk_use: false,
+            spill_dir: None,
+        }
+    }
+
+    /// The directory to spill to, when spilling is allowed and possible.
+    pub fn disk(&self) -> Option<&Path> {
+        self.spill_dir.as_deref().filter(|_| self.allow_disk_use)
+    }
+
+    fn sort_limits(&self) -> crate::spill::SortLimits {
+        crate::spill::SortLimits {
+            max_bytes: self.max_sort_bytes,
+            allow_disk_use: self.disk().is_some(),
+            spill_dir: self.spill_dir.clone().unwrap_or_default(),
+        }
+    }
+}
+
+impl Default for MemoryLimits {
+    fn default() -> Self {
+        MemoryLimits::unlimited()
+    }
 }
 
 impl RunContext {
+    pub fn new(vars: Arc<LetVariables>, limits: MemoryLimits) -> RunContext {
+        RunContext { vars, limits }
+    }
+
     /// What an expression is evaluated against for `doc`.
     pub fn variables<'a>(&'a self, doc: &'a Document) -> Variables<'a> {
         self.vars.variables(doc)
@@ -195,7 +253,14 @@ impl Stage {
         }
     }
 
+    /// Runs the stage over all of its input.
     pub fn run(&self, docs: Vec<Document>, ctx: &RunContext) -> Result<Vec<Document>> {
+        run_stages(std::slice::from_ref(self), docs, ctx)
+    }
+
+    /// Runs a per-document stage over a batch, or another stage over its whole input (the
+    /// stream runs `$sort`, `$group`, `$skip` and `$limit` itself).
+    fn run_batch(&self, docs: Vec<Document>, ctx: &RunContext) -> Result<Vec<Document>> {
         match self {
             Stage::Match(filter) => {
                 let mut kept = Vec::with_capacity(docs.len());
@@ -207,20 +272,9 @@ impl Stage {
                 Ok(kept)
             }
             Stage::Shape(shape) => docs.iter().map(|doc| shape.apply(doc, ctx)).collect(),
-            Stage::Group(group) => group.run(&docs, ctx),
-            Stage::Sort(spec) => {
-                let mut docs = docs;
-                docs.sort_by(|a, b| spec.compare(a, b));
-                Ok(docs)
+            Stage::Group(_) | Stage::Sort(_) | Stage::Skip(_) | Stage::Limit(_) => {
+                self.run(docs, ctx)
             }
-            Stage::Skip(n) => Ok(docs
-                .into_iter()
-                .skip(usize::try_from(*n).unwrap_or(usize::MAX))
-                .collect()),
-            Stage::Limit(n) => Ok(docs
-                .into_iter()
-                .take(usize::try_from(*n).unwrap_or(usize::MAX))
-                .collect()),
             Stage::Unwind(unwind) => Ok(unwind.run(docs)),
             Stage::ReplaceRoot(replace) => docs.iter().map(|doc| replace.apply(doc, ctx)).collect(),
             Stage::BucketAuto(bucket) => bucket.run(&docs, ctx),
@@ -243,7 +297,7 @@ impl Stage {
 }
 
 /// Runs `stages` in order over `docs`; stages that reach other collections do it through
-/// `host` (without one they fail).
+/// `host` (without one they fail), the stretches between them as a stream.
 pub fn run_all<'a>(
     stages: &'a [Stage],
     mut docs: Vec<Document>,
@@ -251,11 +305,24 @@ pub fn run_all<'a>(
     host: Option<&'a Host<'a>>,
 ) -> BoxFuture<'a, Result<Vec<Document>>> {
     Box::pin(async move {
-        for stage in stages {
-            let Some(host) = host.filter(|_| stage.reaches_other_collections()) else {
-                docs = stage.run(docs, ctx)?;
-                continue;
+        let mut rest = stages;
+        while !rest.is_empty() {
+            let local = match host {
+                Some(_) => rest
+                    .iter()
+                    .position(Stage::reaches_other_collections)
+                    .unwrap_or(rest.len()),
+                None => rest.len(),
             };
+            if local > 0 {
+                docs = run_stages(&rest[..local], docs, ctx)?;
+                rest = &rest[local..];
+                continue;
+            }
+            let (Some(host), [stage, after @ ..]) = (host, rest) else {
+                break;
+            };
+            rest = after;
             docs = match stage {
                 Stage::Lookup(lookup) => lookup.run(docs, ctx, host).await?,
                 Stage::GraphLookup(graph) => graph.run(docs, ctx, host).await?,
@@ -280,9 +347,7 @@ pub fn run_all<'a>(
 impl RunContext {
     /// A run without user variables and with `$$NOW` at the epoch.
     pub fn at_epoch() -> RunContext {
-        RunContext {
-            vars: no_variables(),
-        }
+        RunContext::new(no_variables(), MemoryLimits::unlimited())
     }
 }
 

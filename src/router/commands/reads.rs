@@ -368,17 +368,29 @@ async fn scatter_aggregate(
             Ok(partial) => partial,
             Err(stale) => return Ok(Err(stale)),
         };
-    let mut input = Vec::new();
-    while !gathered.is_exhausted() {
-        for doc in gathered.next_batch(None).await? {
-            input.push(Document::try_from(doc.as_ref())?);
+    // The merger takes the shards' batches as they arrive, and stops asking once its output
+    // is complete (a satisfied `$limit`).
+    let mut run = merge.start();
+    let mut output = Vec::new();
+    let mut keep = |batch: Vec<Document>| {
+        for doc in &batch {
+            output.push(RawDocumentBuf::from_document(doc)?);
         }
+        Ok(())
+    };
+    while !gathered.is_exhausted() && run.wants_input() {
+        let batch = gathered
+            .next_batch(None)
+            .await?
+            .iter()
+            .map(|doc| Document::try_from(doc.as_ref()))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        keep(run.push(batch)?)?;
     }
-    let output = merge
-        .run(input)?
-        .iter()
-        .map(RawDocumentBuf::from_document)
-        .collect::<std::result::Result<Vec<_>, _>>()?;
+    if !gathered.is_exhausted() {
+        gathered.kill().await;
+    }
+    run.finish_into(keep)?;
     let cursor = ClusterCursor::from_documents(&req.db, collection, output);
     open_cursor(
         state,

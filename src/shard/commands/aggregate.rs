@@ -6,9 +6,9 @@ use super::super::cursors::{Cursor, CursorBody};
 use super::super::exec::Position;
 use super::super::views;
 use super::find::{DEFAULT_FIRST_BATCH, cursor_reply};
-use crate::aggregate::Pipeline;
 use crate::aggregate::expression::LetVariables;
 use crate::aggregate::foreign::Host;
+use crate::aggregate::{MemoryLimits, Pipeline};
 use crate::catalog::OwnershipFilter;
 use crate::command::CommandRequest;
 use crate::error::{MongoError, Result};
@@ -25,6 +25,8 @@ pub(super) struct AggregateCommand {
     pub(super) batch_size: Option<u64>,
     /// The command's `let`, evaluated.
     pub(super) vars: Arc<LetVariables>,
+    /// `allowDiskUse`; `None` leaves it to `allowDiskUseByDefault`.
+    pub(super) allow_disk_use: Option<bool>,
 }
 
 impl AggregateCommand {
@@ -73,12 +75,29 @@ impl AggregateCommand {
             pipeline,
             batch_size,
             vars: args.let_variables()?,
+            allow_disk_use: args.bool("allowDiskUse")?,
         })
     }
 }
 
+/// Where a pipeline's blocking stages may use memory and disk, from the server parameters and
+/// the command's `allowDiskUse`.
+pub(super) fn memory_limits<S: DataNode>(state: &S, allow_disk_use: Option<bool>) -> MemoryLimits {
+    let params = &state.node().params;
+    let bytes = |name: &str| params.get_i64(name).unwrap_or(100 * 1024 * 1024).max(0) as usize;
+    MemoryLimits {
+        max_sort_bytes: bytes("internalQueryMaxBlockingSortMemoryUsageBytes"),
+        max_group_bytes: bytes("internalDocumentSourceGroupMaxMemoryBytes"),
+        allow_disk_use: allow_disk_use.unwrap_or_else(|| params.get_bool("allowDiskUseByDefault")),
+        spill_dir: Some(state.storage().spill_dir()),
+    }
+}
+
+/// Where a pipeline's output goes, a batch at a time.
+pub(super) type Sink<'s> = dyn FnMut(Vec<Document>) -> Result<()> + Send + 's;
+
 /// Runs `stages` over collection `coll` of `db` (a leading `$match` chooses the access path),
-/// or over nothing for collection-less pipelines.
+/// or over nothing for collection-less pipelines, and returns the output.
 pub(super) async fn pipeline_output<S: DataNode>(
     state: &S,
     db: &str,
@@ -87,13 +106,37 @@ pub(super) async fn pipeline_output<S: DataNode>(
     vars: &Arc<LetVariables>,
     ownership: Option<Arc<OwnershipFilter>>,
 ) -> Result<Vec<Document>> {
-    let pipeline = Pipeline::parse_with_variables(stages, Arc::clone(vars))?;
+    let mut out = Vec::new();
+    let limits = memory_limits(state, None);
+    let mut sink = |batch: Vec<Document>| {
+        out.extend(batch);
+        Ok(())
+    };
+    stream_pipeline(state, db, coll, stages, vars, ownership, limits, &mut sink).await?;
+    Ok(out)
+}
+
+/// Runs `stages` over collection `coll` of `db` as its documents are read, a batch at a time,
+/// within `limits`; the output goes to `sink`. Reading stops once more input cannot change the
+/// output (a satisfied `$limit`).
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn stream_pipeline<S: DataNode>(
+    state: &S,
+    db: &str,
+    coll: Option<&str>,
+    stages: &[Document],
+    vars: &Arc<LetVariables>,
+    ownership: Option<Arc<OwnershipFilter>>,
+    limits: MemoryLimits,
+    sink: &mut Sink<'_>,
+) -> Result<()> {
+    let pipeline = Pipeline::parse_with_variables(stages, Arc::clone(vars))?.with_limits(limits);
     if coll.is_some() && pipeline.makes_its_input() {
         return Err(MongoError::invalid_namespace(
             "'$documents' can only be run with {aggregate: 1}",
         ));
     }
-    let mut input = Vec::new();
+    let mut run = pipeline.start();
     if let Some(name) = coll {
         if let Some((store, coll)) = state.storage().collection(db, name).await {
             let all = Filter::match_all();
@@ -108,19 +151,22 @@ pub(super) async fn pipeline_output<S: DataNode>(
             store
                 .index_usage()
                 .record(&coll, position.path().indexes_used(&coll));
-            while !position.done() {
-                input.extend(
-                    position
-                        .next_matches(&mut read, &coll, filter)
-                        .await?
-                        .into_iter()
-                        .map(|c| c.doc),
-                );
+            while !position.done() && run.wants_input() {
+                let batch: Vec<Document> = position
+                    .next_matches(&mut read, &coll, filter)
+                    .await?
+                    .into_iter()
+                    .map(|c| c.doc)
+                    .collect();
+                let out = run.push(batch)?;
+                if !out.is_empty() {
+                    sink(out)?;
+                }
             }
         }
     }
     if !pipeline.reaches_other_collections() {
-        return pipeline.run(input);
+        return run.finish_into(sink);
     }
     // A client talking to this node directly: other collections are this node's own.
     let ctx = RequestContext::internal();
@@ -131,7 +177,8 @@ pub(super) async fn pipeline_output<S: DataNode>(
         write_concern: None,
         bypass_document_validation: false,
     };
-    pipeline.run_with(input, &host).await
+    let out = run.finish_with(&host).await?;
+    sink(out)
 }
 
 pub(super) async fn run<S: DataNode>(
@@ -154,11 +201,20 @@ pub(super) async fn run<S: DataNode>(
         .pipeline
         .first()
         .and_then(|s| s.get_document("$collStats").ok());
-    let output = match (&cmd.collection, collection_stats) {
+    let mut docs = VecDeque::new();
+    let mut sink = |batch: Vec<Document>| {
+        for doc in &batch {
+            docs.push_back(RawDocumentBuf::from_document(doc)?);
+        }
+        Ok(())
+    };
+    match (&cmd.collection, collection_stats) {
         (Some(name), Some(spec)) => {
             let stats = coll_stats_stage(state, ctx, &req.db, name, spec).await?;
-            Pipeline::parse_with_variables(&cmd.pipeline[1..], Arc::clone(&cmd.vars))?
-                .run(vec![stats])?
+            sink(
+                Pipeline::parse_with_variables(&cmd.pipeline[1..], Arc::clone(&cmd.vars))?
+                    .run(vec![stats])?,
+            )?;
         }
         (None, Some(_)) => {
             return Err(MongoError::new(
@@ -167,14 +223,13 @@ pub(super) async fn run<S: DataNode>(
             ));
         }
         _ => match super::sources::run(state, &req, &cmd).await? {
-            Some(output) => output,
-            None => collection_output(state, &req, &cmd, state.ownership(&req)).await?,
+            Some(output) => sink(output)?,
+            None => {
+                let ownership = state.ownership(&req);
+                collection_output(state, &req, &cmd, ownership, &mut sink).await?
+            }
         },
-    };
-    let mut docs = output
-        .iter()
-        .map(RawDocumentBuf::from_document)
-        .collect::<Result<VecDeque<_>, _>>()?;
+    }
     let first = cmd
         .batch_size
         .map(|b| b as usize)
@@ -191,29 +246,34 @@ pub(super) async fn run<S: DataNode>(
 }
 
 /// The pipeline's output over the collection (its documents `ownership` lets through), the
-/// view it names, or nothing.
+/// view it names, or nothing, into `sink`.
 async fn collection_output<S: DataNode>(
     state: &S,
     req: &CommandRequest,
     cmd: &AggregateCommand,
     ownership: Option<Arc<OwnershipFilter>>,
-) -> Result<Vec<Document>> {
+    sink: &mut Sink<'_>,
+) -> Result<()> {
     let db = req.db.as_str();
-    Ok(match &cmd.collection {
+    let limits = memory_limits(state, cmd.allow_disk_use);
+    let vars = &cmd.vars;
+    match &cmd.collection {
         // A view runs its own pipeline first, on its source collection.
         Some(name) => match views::resolve(state.storage(), db, name).await? {
             Some(view) => {
                 views::require_unsharded_source(state, req, &view).await?;
                 let mut stages = view.pipeline;
                 stages.extend(cmd.pipeline.iter().cloned());
-                pipeline_output(state, db, Some(&view.source), &stages, &cmd.vars, None).await?
+                let source = Some(view.source.as_str());
+                stream_pipeline(state, db, source, &stages, vars, None, limits, sink).await
             }
             None => {
-                pipeline_output(state, db, Some(name), &cmd.pipeline, &cmd.vars, ownership).await?
+                let stages = &cmd.pipeline;
+                stream_pipeline(state, db, Some(name), stages, vars, ownership, limits, sink).await
             }
         },
-        None => pipeline_output(state, db, None, &cmd.pipeline, &cmd.vars, None).await?,
-    })
+        None => stream_pipeline(state, db, None, &cmd.pipeline, vars, None, limits, sink).await,
+    }
 }
 
 /// `$collStats` (first stage): one document describing the collection on this node — `ns`,

@@ -4,7 +4,8 @@ use super::super::DataNode;
 use super::super::cursors::{Cursor, CursorBody};
 use super::super::exec::{
     BlockingSort, CoverRequest, Covered, FindOutput, MAX_BATCH_BYTES, Position, QueryShape,
-    RECORD_ID_FIELD, ScanState, SortLimits, SortedDocs, SortedState, Tail, take_sort_key_request,
+    RECORD_ID_FIELD, ScanState, SortLimits, SortedDocs, SortedState, Tail, find_sort_error,
+    take_sort_key_request,
 };
 use super::super::views;
 pub use crate::command::cursor_reply;
@@ -327,7 +328,7 @@ async fn sorted_matches(
             if request.keep_record_id {
                 doc.insert(RECORD_ID_FIELD, Bson::Int64(candidate.rid));
             }
-            sorter.push(doc, size)?;
+            sorter.push(doc, size).map_err(find_sort_error)?;
         }
     }
     sorter.finish()

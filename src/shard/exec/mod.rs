@@ -18,7 +18,7 @@ pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};
 pub use position::{Candidate, Examined, Position, RecordSource};
 
 pub use scan_state::{ScanState, Tail};
-pub use sort::{BlockingSort, SortLimits, SortedDocs, SortedState};
+pub use sort::{BlockingSort, SortLimits, SortedDocs, SortedState, find_sort_error};
 
 /// Rows read per storage statement during a scan.
 pub const SCAN_CHUNK: i64 = 1000;
