@@ -9,4 +9,5 @@ pub mod keystring;
 pub mod numeric;
 pub mod order;
 pub mod path;
+pub mod type_bits;
 pub mod types;

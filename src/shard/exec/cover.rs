@@ -1,11 +1,12 @@
 //! Covered queries: whether one index scan's keys hold everything a find needs (its filter,
 //! projection, sort key and the shard's ownership check), and the document of index fields
-//! each entry stands for, read from the key or, when the key does not determine a value (see
-//! `document::key_decode`), from the document itself.
+//! each entry stands for, read from the key and its type bits or, when they do not determine a
+//! value (entries written before type bits existed; see `document::key_decode`), from the
+//! document itself.
 
 use super::plan::{AccessPath, IndexScanPlan, fields_of};
 use crate::catalog::OwnershipFilter;
-use crate::document::key_decode::decode_key;
+use crate::document::key_decode::{KeyValue, decode_key};
 use crate::document::path::get_path;
 use crate::query::sort::SortSpec;
 use crate::shard::index::FieldKind;
@@ -95,15 +96,20 @@ impl Covered {
         Ok(Covered { components })
     }
 
-    /// The document of needed index fields an entry's key stands for, in key-pattern order;
-    /// `None` when a needed value is not determined by the key.
-    pub fn from_key(&self, key: &[u8]) -> Option<Document> {
+    /// The document of needed index fields an entry's key and type bits (`None`: not
+    /// recorded) stand for, in key-pattern order, without the fields the document lacks;
+    /// `None` when a needed value is not determined.
+    pub fn from_key(&self, key: &[u8], types: Option<&[u8]>) -> Option<Document> {
         let descending: Vec<bool> = self.components.iter().map(|(_, d)| *d).collect();
-        let values = decode_key(key, &descending)?;
+        let values = decode_key(key, &descending, types)?;
         let mut doc = Document::new();
         for ((path, _), value) in self.components.iter().zip(values) {
             if let Some(path) = path {
-                set_path(&mut doc, path, value?);
+                match value {
+                    KeyValue::Value(value) => set_path(&mut doc, path, value),
+                    KeyValue::Missing => {}
+                    KeyValue::Unknown => return None,
+                }
             }
         }
         Some(doc)
@@ -204,6 +210,7 @@ fn set_path(doc: &mut Document, path: &str, value: Bson) {
 mod tests {
     use super::*;
     use crate::document::keystring::encode_key;
+    use crate::document::type_bits::TypeBits;
     use crate::shard::exec::plan::QueryShape;
     use crate::shard::index::IndexSpec;
     use crate::shard::storage::{CollectionMeta, IndexMeta};
@@ -456,22 +463,46 @@ mod tests {
         ]);
         // `n` is not needed, so its number (whose type the key loses) does not matter.
         assert_eq!(
-            covered.from_key(&key),
+            covered.from_key(&key, None),
             Some(doc! {"d": date, "o": {"id": oid}})
         );
-        // A needed number or a null (maybe a missing field) is read from the document.
-        let key = encode_key([
-            (&Bson::Int32(1), true),
+        // Without type bits a needed number or a null (maybe a missing field) is unknown.
+        let bits = |values: [(&Bson, bool); 3]| {
+            let mut bits = TypeBits::new();
+            for (value, missing) in values {
+                bits.push_component(value, missing);
+            }
+            bits.into_bytes()
+        };
+        let number = [
+            (&Bson::Double(-0.0), true),
             (&Bson::ObjectId(oid), false),
             (&Bson::Int32(5), false),
-        ]);
-        assert_eq!(covered.from_key(&key), None);
-        let key = encode_key([
+        ];
+        let key = encode_key(number);
+        assert_eq!(covered.from_key(&key, None), None);
+        // With them, the exact value.
+        let types = bits(number.map(|(v, _)| (v, false)));
+        let back = covered.from_key(&key, Some(&types)).unwrap();
+        assert!(matches!(back.get("d"), Some(Bson::Double(d)) if d.is_sign_negative()));
+        let null = [
             (&Bson::DateTime(date), true),
             (&Bson::Null, false),
             (&Bson::Int32(5), false),
-        ]);
-        assert_eq!(covered.from_key(&key), None);
+        ];
+        let key = encode_key(null);
+        assert_eq!(covered.from_key(&key, None), None);
+        let present = bits(null.map(|(v, _)| (v, false)));
+        assert_eq!(
+            covered.from_key(&key, Some(&present)),
+            Some(doc! {"d": date, "o": {"id": null}})
+        );
+        // A missing field stays missing, as in the document.
+        let missing = bits([(null[0].0, false), (&Bson::Null, true), (null[2].0, false)]);
+        assert_eq!(
+            covered.from_key(&key, Some(&missing)),
+            Some(doc! {"d": date})
+        );
         let full = doc! {"_id": 1, "n": 5, "o": {"x": 1, "id": oid}, "d": 1.5};
         assert_eq!(
             covered.from_document(&full),

@@ -8,7 +8,7 @@ use crate::catalog::OwnershipFilter;
 use crate::error::Result;
 use crate::query::filter::Filter;
 use crate::shard::storage::{
-    CollectionMeta, DatabaseStore, IndexEntry, IndexRange, ReadTxn, RecordId, WriteTxn,
+    CollectionMeta, DatabaseStore, IndexEntry, IndexRange, KeyEntry, ReadTxn, RecordId, WriteTxn,
 };
 use bson::{Bson, Document, RawDocumentBuf};
 use std::collections::HashSet;
@@ -49,7 +49,7 @@ pub trait RecordSource {
     fn index_keys(
         &mut self,
         range: &IndexRange<'_>,
-    ) -> impl Future<Output = Result<Vec<(Vec<u8>, RecordId)>>> + Send;
+    ) -> impl Future<Output = Result<Vec<KeyEntry>>> + Send;
     fn fetch_by_rid(
         &mut self,
         coll: &CollectionMeta,
@@ -91,7 +91,7 @@ impl RecordSource for ReadTxn {
     fn index_keys(
         &mut self,
         range: &IndexRange<'_>,
-    ) -> impl Future<Output = Result<Vec<(Vec<u8>, RecordId)>>> + Send {
+    ) -> impl Future<Output = Result<Vec<KeyEntry>>> + Send {
         ReadTxn::index_keys(self, range)
     }
     fn fetch_by_rid(
@@ -137,7 +137,7 @@ impl RecordSource for WriteTxn<'_> {
     fn index_keys(
         &mut self,
         range: &IndexRange<'_>,
-    ) -> impl Future<Output = Result<Vec<(Vec<u8>, RecordId)>>> + Send {
+    ) -> impl Future<Output = Result<Vec<KeyEntry>>> + Send {
         WriteTxn::index_keys(self, range)
     }
     fn fetch_by_rid(
@@ -148,6 +148,9 @@ impl RecordSource for WriteTxn<'_> {
         WriteTxn::fetch_by_rid(self, coll, rid)
     }
 }
+
+/// An index entry as a scan returns it: key, record id, type bits, document.
+type ScanEntry = (Vec<u8>, RecordId, Option<Vec<u8>>, Option<RawDocumentBuf>);
 
 /// Progress through index scans (one, or a union's branches one after another).
 struct IndexCursor {
@@ -401,11 +404,11 @@ impl Position {
                 });
         }
         let mut out = Vec::with_capacity(entries.len());
-        for (key, rid, _) in entries {
+        for (key, rid, types, _) in entries {
             let from_key = if cover.multikey {
                 None
             } else {
-                cover.covered.from_key(&key)
+                cover.covered.from_key(&key, types.as_deref())
             };
             let doc = match from_key {
                 Some(doc) => {
@@ -449,18 +452,18 @@ impl Position {
         let entries = self.next_index_entries(src, coll, true).await?;
         Ok(entries
             .into_iter()
-            .filter_map(|(_, rid, raw)| raw.map(|raw| (rid, raw)))
+            .filter_map(|(_, rid, _, raw)| raw.map(|raw| (rid, raw)))
             .collect())
     }
 
-    /// The next entries of the index scans, each record once, with their documents when
-    /// `with_docs`.
+    /// The next entries of the index scans, each record once, with their type bits (when
+    /// recorded) without `with_docs`, or with their documents.
     async fn next_index_entries<S: RecordSource>(
         &mut self,
         src: &mut S,
         coll: &CollectionMeta,
         with_docs: bool,
-    ) -> Result<Vec<(Vec<u8>, RecordId, Option<RawDocumentBuf>)>> {
+    ) -> Result<Vec<ScanEntry>> {
         let cursor = self
             .index
             .as_mut()
@@ -491,17 +494,17 @@ impl Position {
             reverse: plan.reverse,
             limit: self.chunk,
         };
-        let entries: Vec<(Vec<u8>, RecordId, Option<RawDocumentBuf>)> = if with_docs {
+        let entries: Vec<ScanEntry> = if with_docs {
             src.index_scan(coll, &range)
                 .await?
                 .into_iter()
-                .map(|(key, rid, raw)| (key, rid, Some(raw)))
+                .map(|(key, rid, raw)| (key, rid, None, Some(raw)))
                 .collect()
         } else {
             src.index_keys(&range)
                 .await?
                 .into_iter()
-                .map(|(key, rid)| (key, rid, None))
+                .map(|(key, rid, types)| (key, rid, types, None))
                 .collect()
         };
         self.examined.keys += entries.len() as u64;
@@ -512,17 +515,17 @@ impl Position {
             if cursor.interval >= count && cursor.plan + 1 >= cursor.plans.len() {
                 self.done = true;
             }
-        } else if let Some((key, rid, _)) = entries.last() {
+        } else if let Some((key, rid, _, _)) = entries.last() {
             cursor.resume = Some((key.clone(), *rid));
         }
         let mut rows = Vec::with_capacity(entries.len());
-        for (key, rid, raw) in entries {
+        for (key, rid, types, raw) in entries {
             if let Some(seen) = &mut cursor.seen {
                 if !seen.insert(rid) {
                     continue;
                 }
             }
-            rows.push((key, rid, raw));
+            rows.push((key, rid, types, raw));
         }
         Ok(rows)
     }

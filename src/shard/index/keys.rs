@@ -4,6 +4,7 @@
 //! values, and two fields may not both run through different arrays ("parallel arrays").
 
 use super::spec::{FieldKind, IndexSpec};
+use crate::document::type_bits::TypeBits;
 use crate::document::{hashed, keystring};
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, Document};
@@ -13,6 +14,9 @@ use bson::{Bson, Document};
 pub struct IndexKeys {
     /// Encoded keys, deduplicated, in ascending order.
     pub keys: Vec<Vec<u8>>,
+    /// Each key's type bits (`document::type_bits`), what the key's bytes leave out of the
+    /// values; for a key two array elements share, the first element's.
+    pub types: Vec<Vec<u8>>,
     /// An array was expanded: the index is multikey from now on.
     pub multikey: bool,
 }
@@ -140,11 +144,12 @@ pub fn index_keys(index: &IndexSpec, doc: &Document) -> Result<IndexKeys> {
         }
     }
     let multikey = !array_fields.is_empty();
-    let mut components: Vec<Vec<(Bson, bool)>> = Vec::with_capacity(fields.len());
+    // Per field, each value to encode: the value, whether descending, and its type bits.
+    let mut components: Vec<Vec<(Bson, bool, TypeBits)>> = Vec::with_capacity(fields.len());
     for (field, values) in index.fields.iter().zip(&fields) {
         let mut encoded = Vec::with_capacity(values.values.len());
         for value in &values.values {
-            match field.kind {
+            let (value, descending) = match field.kind {
                 FieldKind::Hashed => {
                     if !values.arrays.is_empty() {
                         return Err(MongoError::new(
@@ -152,29 +157,42 @@ pub fn index_keys(index: &IndexSpec, doc: &Document) -> Result<IndexKeys> {
                             "Error: hashed indexes do not currently support array values",
                         ));
                     }
-                    encoded.push((Bson::Int64(hashed::hash_value(value)?), false));
+                    (Bson::Int64(hashed::hash_value(value)?), false)
                 }
-                FieldKind::Ascending => encoded.push((value.clone(), false)),
-                FieldKind::Descending => encoded.push((value.clone(), true)),
-            }
+                FieldKind::Ascending => (value.clone(), false),
+                FieldKind::Descending => (value.clone(), true),
+            };
+            let bits = TypeBits::of_component(&value, values.missing);
+            encoded.push((value, descending, bits));
         }
         components.push(encoded);
     }
-    let mut keys = vec![Vec::new()];
+    let mut keys = vec![(Vec::new(), TypeBits::new())];
     for options in &components {
         let mut next = Vec::with_capacity(keys.len() * options.len());
-        for prefix in &keys {
-            for (value, descending) in options {
+        for (prefix, prefix_bits) in &keys {
+            for (value, descending, bits) in options {
                 let mut key = prefix.clone();
                 keystring::encode_value(value, *descending, &mut key);
-                next.push(key);
+                let mut key_bits = prefix_bits.clone();
+                key_bits.append(bits);
+                next.push((key, key_bits));
             }
         }
         keys = next;
     }
-    keys.sort();
-    keys.dedup();
-    Ok(IndexKeys { keys, multikey })
+    // Stable: of keys two elements share, the first element's type bits stay.
+    keys.sort_by(|a, b| a.0.cmp(&b.0));
+    keys.dedup_by(|a, b| a.0 == b.0);
+    let (keys, types) = keys
+        .into_iter()
+        .map(|(key, bits)| (key, bits.into_bytes()))
+        .unzip();
+    Ok(IndexKeys {
+        keys,
+        types,
+        multikey,
+    })
 }
 
 #[cfg(test)]

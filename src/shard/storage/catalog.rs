@@ -108,13 +108,37 @@ const ADDED_INDEX_COLUMNS: [(&str, &str); 2] = [
 ];
 
 /// The SQL that creates an index's table: unique indexes key on the key alone (so SQLite
-/// refuses a second document with the same key), others on (key, record id).
+/// refuses a second document with the same key), others on (key, record id). `type_bits` holds
+/// what the key's bytes leave out of its values (`document::type_bits`); NULL means unknown
+/// (an entry written before the column existed).
 pub(super) fn index_table_sql(index: &IndexMeta) -> String {
     let primary_key = if index.is_unique() { "key" } else { "key, rid" };
     format!(
-        "CREATE TABLE {} (key BLOB NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY ({primary_key})) WITHOUT ROWID",
+        "CREATE TABLE {} (key BLOB NOT NULL, rid INTEGER NOT NULL, type_bits BLOB, PRIMARY KEY ({primary_key})) WITHOUT ROWID",
         index.table()
     )
+}
+
+/// Adds the `type_bits` column to index tables made before it existed: their entries keep
+/// NULL (a covered query reads their documents) until rewritten or the index is rebuilt.
+async fn add_type_bits_columns(conn: &mut SqliteConnection) -> Result<()> {
+    let tables: Vec<String> = sqlx::query(
+        "SELECT m.name FROM sqlite_schema m WHERE m.type = 'table' AND m.name GLOB 'x[0-9]*' \
+         AND NOT EXISTS (SELECT 1 FROM pragma_table_info(m.name) p WHERE p.name = 'type_bits')",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(|e| sql_error("reading the index tables' columns", e))?
+    .into_iter()
+    .map(|row| row.get(0))
+    .collect();
+    for table in tables {
+        let sql = format!("ALTER TABLE {table} ADD COLUMN type_bits BLOB");
+        conn.execute(sqlx::AssertSqlSafe(sql))
+            .await
+            .map_err(|e| sql_error("adding type bits to an index table", e))?;
+    }
+    Ok(())
 }
 
 /// Document count and data size of a collection, kept exact in the same transactions as the
@@ -181,6 +205,7 @@ pub(super) async fn load(conn: &mut SqliteConnection) -> Result<LoadedCatalog> {
                 .map_err(|e| sql_error("upgrading the index catalog", e))?;
         }
     }
+    add_type_bits_columns(conn).await?;
     // An index build a crash interrupted is dropped; its createIndexes was never acknowledged.
     let unfinished: Vec<i64> = sqlx::query("SELECT ident FROM docgrid_indexes WHERE ready = 0")
         .fetch_all(&mut *conn)

@@ -226,7 +226,7 @@ impl DatabaseStore {
         let statements = [
             format!("CREATE TABLE c{ident} (rid INTEGER PRIMARY KEY, doc BLOB NOT NULL)"),
             format!(
-                "CREATE TABLE x{} (key BLOB PRIMARY KEY, rid INTEGER NOT NULL) WITHOUT ROWID",
+                "CREATE TABLE x{} (key BLOB PRIMARY KEY, rid INTEGER NOT NULL, type_bits BLOB) WITHOUT ROWID",
                 ident + 1
             ),
         ];

@@ -2,6 +2,7 @@
 
 use super::catalog::IndexMeta;
 use crate::document::keystring;
+use crate::document::type_bits::TypeBits;
 use crate::error::{MongoError, Result};
 use crate::shard::index::{self, IndexKeys};
 use bson::{Bson, Document, RawDocument};
@@ -25,8 +26,10 @@ impl<'a> DocumentKeys<'a> {
                 .raw
                 .get("_id")?
                 .ok_or_else(|| MongoError::internal("document without _id reached storage"))?;
+            let id = Bson::try_from(id.to_raw_bson())?;
             return Ok(IndexKeys {
-                keys: vec![keystring::encode_one(&Bson::try_from(id.to_raw_bson())?)],
+                keys: vec![keystring::encode_one(&id)],
+                types: vec![TypeBits::of_component(&id, false).into_bytes()],
                 multikey: false,
             });
         };

@@ -1,6 +1,6 @@
 //! The shard's storage engine on SQLite (through `sqlx`): one database file per MongoDB
 //! database, each collection a table of `(record id, BSON document)`, each index a table of
-//! `(order-preserving key, record id)`. This is the only module that contains SQL.
+//! `(order-preserving key, record id, type bits)`. This is the only module that contains SQL.
 
 mod capped;
 mod catalog;
@@ -17,7 +17,7 @@ pub use capped::CappedLimits;
 pub use catalog::{CollectionMeta, IndexMeta};
 pub use database::DatabaseStore;
 pub use index_usage::IndexUsage;
-pub use txn::{IndexEntry, IndexRange, ReadTxn, RecordId, WriteTxn};
+pub use txn::{IndexEntry, IndexRange, KeyEntry, ReadTxn, RecordId, WriteTxn};
 
 use crate::error::{ErrorCode, MongoError, Result};
 use std::collections::BTreeMap;
@@ -192,3 +192,6 @@ mod tests {
 
 #[cfg(test)]
 mod engine_tests;
+
+#[cfg(test)]
+mod type_bits_tests;

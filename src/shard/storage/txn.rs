@@ -113,15 +113,25 @@ async fn index_scan(
         .collect()
 }
 
+/// An index key with its type bits.
+type TypedKey = (Vec<u8>, Vec<u8>);
+
+/// One index entry without its document: key, record id and type bits (`None`: written
+/// before type bits were recorded).
+pub type KeyEntry = (Vec<u8>, RecordId, Option<Vec<u8>>);
+
 /// Index entries in the range without their documents (a covered query's scan).
-async fn index_keys(
-    conn: &mut SqliteConnection,
-    range: &IndexRange<'_>,
-) -> Result<Vec<(Vec<u8>, RecordId)>> {
+async fn index_keys(conn: &mut SqliteConnection, range: &IndexRange<'_>) -> Result<Vec<KeyEntry>> {
     let rows = index_scan_rows(conn, None, range).await?;
     Ok(rows
         .into_iter()
-        .map(|row| (row.get::<Vec<u8>, _>(0), row.get::<i64, _>(1)))
+        .map(|row| {
+            (
+                row.get::<Vec<u8>, _>(0),
+                row.get::<i64, _>(1),
+                row.get::<Option<Vec<u8>>, _>(2),
+            )
+        })
         .collect())
 }
 
@@ -152,7 +162,10 @@ async fn index_scan_rows(
             range.index.table(),
             coll.table()
         ),
-        None => format!("SELECT i.key, i.rid FROM {} i WHERE ", range.index.table()),
+        None => format!(
+            "SELECT i.key, i.rid, i.type_bits FROM {} i WHERE ",
+            range.index.table()
+        ),
     };
     let (low, high) = match (range.resume, range.reverse) {
         (Some((key, _)), false) => (key, range.high),
@@ -226,7 +239,7 @@ impl ReadTxn {
     }
 
     /// Index entries without their documents.
-    pub async fn index_keys(&mut self, range: &IndexRange<'_>) -> Result<Vec<(Vec<u8>, RecordId)>> {
+    pub async fn index_keys(&mut self, range: &IndexRange<'_>) -> Result<Vec<KeyEntry>> {
         index_keys(&mut self.conn, range).await
     }
 
@@ -344,7 +357,7 @@ impl<'a> WriteTxn<'a> {
     }
 
     /// Index entries without their documents.
-    pub async fn index_keys(&mut self, range: &IndexRange<'_>) -> Result<Vec<(Vec<u8>, RecordId)>> {
+    pub async fn index_keys(&mut self, range: &IndexRange<'_>) -> Result<Vec<KeyEntry>> {
         index_keys(&mut self.writer.conn, range).await
     }
 
@@ -389,13 +402,14 @@ impl<'a> WriteTxn<'a> {
             .unwrap_or_else(|| Arc::new(coll.clone()))
     }
 
-    /// The keys of `doc` in each of `indexes`, noting indexes it makes multikey.
+    /// The keys of `doc` in each of `indexes`, each with its type bits, noting indexes it
+    /// makes multikey.
     fn keys_of(
         &mut self,
         coll_ident: i64,
         indexes: &[IndexMeta],
         doc: &RawDocument,
-    ) -> Result<Vec<Vec<Vec<u8>>>> {
+    ) -> Result<Vec<Vec<TypedKey>>> {
         let mut doc_keys = DocumentKeys::new(doc);
         let mut out = Vec::with_capacity(indexes.len());
         for index in indexes {
@@ -403,7 +417,7 @@ impl<'a> WriteTxn<'a> {
             if keys.multikey && !index.multikey {
                 self.multikey.insert((coll_ident, index.ident));
             }
-            out.push(keys.keys);
+            out.push(keys.keys.into_iter().zip(keys.types).collect());
         }
         Ok(out)
     }
@@ -446,7 +460,7 @@ impl<'a> WriteTxn<'a> {
         chunk: &[&RawDocument],
     ) -> std::result::Result<(), InsertError> {
         let first_rid = self.next_rids(coll, chunk.len()).await?;
-        let mut index_rows: Vec<Vec<(Vec<u8>, RecordId)>> = vec![Vec::new(); coll.indexes.len()];
+        let mut index_rows: Vec<Vec<(TypedKey, RecordId)>> = vec![Vec::new(); coll.indexes.len()];
         let mut bytes = 0i64;
         for (i, raw) in chunk.iter().enumerate() {
             let rid = first_rid + i as i64;
@@ -456,7 +470,7 @@ impl<'a> WriteTxn<'a> {
                 .into_iter()
                 .enumerate()
             {
-                index_rows[slot].extend(keys.into_iter().map(|k| (k, rid)));
+                index_rows[slot].extend(keys.into_iter().map(|key| (key, rid)));
             }
         }
         self.exec("SAVEPOINT insert_chunk").await?;
@@ -464,7 +478,7 @@ impl<'a> WriteTxn<'a> {
             let sql = format!(
                 "INSERT INTO {} (rid, doc) VALUES {}",
                 coll.table(),
-                placeholders(chunk.len())
+                placeholders(chunk.len(), 2)
             );
             let mut query = sqlx::query(AssertSqlSafe(sql));
             for (i, raw) in chunk.iter().enumerate() {
@@ -474,13 +488,13 @@ impl<'a> WriteTxn<'a> {
             for (slot, index) in coll.indexes.iter().enumerate() {
                 for rows in index_rows[slot].chunks(INSERT_CHUNK) {
                     let sql = format!(
-                        "INSERT INTO {} (key, rid) VALUES {}",
+                        "INSERT INTO {} (key, rid, type_bits) VALUES {}",
                         index.table(),
-                        placeholders(rows.len())
+                        placeholders(rows.len(), 3)
                     );
                     let mut query = sqlx::query(AssertSqlSafe(sql));
-                    for (key, rid) in rows {
-                        query = query.bind(key.as_slice()).bind(*rid);
+                    for ((key, types), rid) in rows {
+                        query = query.bind(key.as_slice()).bind(*rid).bind(types.as_slice());
                     }
                     query.execute(&mut self.writer.conn).await?;
                 }
@@ -559,8 +573,8 @@ impl<'a> WriteTxn<'a> {
             .map_err(|e| sql_error("inserting a document", e))?;
         let keys = self.keys_of(coll.ident, &coll.indexes, raw)?;
         for (index, keys) in coll.indexes.iter().zip(keys) {
-            for key in keys {
-                self.insert_key(coll, index, key, rid, raw).await?;
+            for (key, types) in keys {
+                self.insert_key(coll, index, (key, types), rid, raw).await?;
             }
         }
         Ok(())
@@ -570,14 +584,18 @@ impl<'a> WriteTxn<'a> {
         &mut self,
         coll: &CollectionMeta,
         index: &IndexMeta,
-        key: Vec<u8>,
+        (key, types): (Vec<u8>, Vec<u8>),
         rid: RecordId,
         doc: &RawDocument,
     ) -> Result<()> {
-        let sql = format!("INSERT INTO {} (key, rid) VALUES (?, ?)", index.table());
+        let sql = format!(
+            "INSERT INTO {} (key, rid, type_bits) VALUES (?, ?, ?)",
+            index.table()
+        );
         match sqlx::query(AssertSqlSafe(sql))
             .bind(key)
             .bind(rid)
+            .bind(types)
             .execute(&mut self.writer.conn)
             .await
         {
@@ -597,17 +615,18 @@ impl<'a> WriteTxn<'a> {
         &mut self,
         coll: &CollectionMeta,
         index: &IndexMeta,
-        key: Vec<u8>,
+        (key, types): (Vec<u8>, Vec<u8>),
         rid: RecordId,
         doc: &RawDocument,
     ) -> Result<()> {
         let sql = format!(
-            "INSERT INTO {} (key, rid) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            "INSERT INTO {} (key, rid, type_bits) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             index.table()
         );
         let inserted = sqlx::query(AssertSqlSafe(sql))
             .bind(key.as_slice())
             .bind(rid)
+            .bind(types)
             .execute(&mut self.writer.conn)
             .await
             .map_err(|e| sql_error("building an index", e))?
@@ -664,6 +683,27 @@ impl<'a> WriteTxn<'a> {
         Ok(())
     }
 
+    async fn set_type_bits(
+        &mut self,
+        index: &IndexMeta,
+        key: &[u8],
+        rid: RecordId,
+        types: &[u8],
+    ) -> Result<()> {
+        let sql = format!(
+            "UPDATE {} SET type_bits = ? WHERE key = ? AND rid = ?",
+            index.table()
+        );
+        sqlx::query(AssertSqlSafe(sql))
+            .bind(types)
+            .bind(key)
+            .bind(rid)
+            .execute(&mut self.writer.conn)
+            .await
+            .map_err(|e| sql_error("updating an index entry's type bits", e))?;
+        Ok(())
+    }
+
     /// Replaces the document at `rid`, moving its index entries from `old`'s keys to `new`'s.
     pub async fn replace(
         &mut self,
@@ -685,11 +725,27 @@ impl<'a> WriteTxn<'a> {
             let old_keys = self.keys_of(coll.ident, &coll.indexes, old)?;
             let new_keys = self.keys_of(coll.ident, &coll.indexes, new)?;
             for ((index, old_keys), new_keys) in coll.indexes.iter().zip(old_keys).zip(new_keys) {
-                for key in old_keys.iter().filter(|k| !new_keys.contains(k)) {
-                    self.delete_key(index, key, rid).await?;
+                let old_types: BTreeMap<&[u8], &[u8]> = old_keys
+                    .iter()
+                    .map(|(k, t)| (k.as_slice(), t.as_slice()))
+                    .collect();
+                for (key, _) in &old_keys {
+                    if !new_keys.iter().any(|(k, _)| k == key) {
+                        self.delete_key(index, key, rid).await?;
+                    }
                 }
-                for key in new_keys.into_iter().filter(|k| !old_keys.contains(k)) {
-                    self.insert_key(&coll, index, key, rid, new).await?;
+                for (key, types) in new_keys {
+                    match old_types.get(key.as_slice()) {
+                        None => {
+                            self.insert_key(&coll, index, (key, types), rid, new)
+                                .await?
+                        }
+                        // The same key, other types (`1` became `1.0`): only the type bits change.
+                        Some(old) if *old != types.as_slice() => {
+                            self.set_type_bits(index, &key, rid, &types).await?
+                        }
+                        Some(_) => {}
+                    }
                 }
             }
             Ok(())
@@ -726,7 +782,7 @@ impl<'a> WriteTxn<'a> {
             .map_err(|e| sql_error("deleting a document", e))?;
         let keys = self.keys_of(coll.ident, &coll.indexes, old)?;
         for (index, keys) in coll.indexes.iter().zip(keys) {
-            for key in keys {
+            for (key, _) in keys {
                 self.delete_key(index, &key, rid).await?;
             }
         }
@@ -816,13 +872,8 @@ impl From<MongoError> for InsertError {
     }
 }
 
-fn placeholders(rows: usize) -> String {
-    let mut s = String::with_capacity(rows * 7);
-    for i in 0..rows {
-        if i > 0 {
-            s.push(',');
-        }
-        s.push_str("(?,?)");
-    }
-    s
+/// `rows` groups of `columns` placeholders: `(?,?),(?,?)`.
+fn placeholders(rows: usize, columns: usize) -> String {
+    let row = format!("({})", vec!["?"; columns].join(","));
+    vec![row; rows].join(",")
 }
