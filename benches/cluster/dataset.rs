@@ -1,0 +1,131 @@
+//! A collection of `n` documents in a cluster beside the same rows in a scratch SQLite file,
+//! and the reads timed on both: a workload and its storage ceiling always see the same data.
+
+use crate::ceiling_sqlx::Scratch;
+use crate::ceiling_tcp::NetCeilings;
+use crate::measure::Timing;
+use crate::ops::{self, Coll};
+use crate::report::{Ceiling, Outcome, Part};
+use crate::rss::{Rss, Servers};
+use mongodb::bson::doc;
+use std::path::Path;
+
+pub struct Dataset {
+    pub n: usize,
+    pub coll: Coll,
+    pub scratch: Scratch,
+}
+
+/// The timings of loading a dataset.
+pub struct Loaded {
+    pub cluster: (Timing, Rss),
+    pub ceiling: Timing,
+}
+
+impl Dataset {
+    /// Loads `n` documents into `coll` and into a scratch file in `dir`, and indexes `k`:
+    /// before loading when `index_first` (the loading then maintains it), else after (the
+    /// loading is then timed with the `_id` index alone, as W1 is).
+    pub async fn load(
+        coll: Coll,
+        n: usize,
+        batch: usize,
+        index_first: bool,
+        dir: &Path,
+        servers: &Servers,
+    ) -> anyhow::Result<(Dataset, Loaded)> {
+        let _ = coll.drop().await;
+        let index = mongodb::IndexModel::builder().keys(doc! {"k": 1}).build();
+        if index_first {
+            coll.create_index(index.clone()).await?;
+        }
+        let cluster = servers.observe(ops::load(&coll, n, batch, true)).await?;
+        if !index_first {
+            coll.create_index(index).await?;
+        }
+        let scratch = Scratch::create(dir, n).await?;
+        let ceiling = scratch.load(batch).await?;
+        scratch.build_k_index().await?;
+        Ok((Dataset { n, coll, scratch }, Loaded { cluster, ceiling }))
+    }
+
+    /// Point reads by `_id` from `clients` clients (without their ceiling, so that the memory
+    /// after them can be read before the ceiling's connections come and go).
+    pub async fn point_reads(
+        &self,
+        (id, name): (&str, &str),
+        ops: usize,
+        clients: usize,
+        servers: &Servers,
+    ) -> anyhow::Result<Outcome> {
+        let n = self.n;
+        let run = servers
+            .observe(ops::point_reads(&self.coll, ops, clients, move |i| {
+                doc! {"_id": ops::uniform_key(i, n)}
+            }))
+            .await?;
+        Ok(Outcome::new(id, name, "dev", "reads", run).with("documents", n.into()))
+    }
+
+    /// The ceiling of [`point_reads`](Self::point_reads): the round trip of a one-document
+    /// `find` plus a prepared point select of the same keys.
+    pub async fn point_ceiling(
+        &self,
+        ops: usize,
+        clients: usize,
+        net: &NetCeilings,
+    ) -> anyhow::Result<Ceiling> {
+        let n = self.n;
+        let select = self
+            .scratch
+            .point_selects(ops, clients, move |i| ops::uniform_key(i, n))
+            .await?;
+        let tcp = if clients > 1 {
+            &net.find_concurrent
+        } else {
+            &net.find
+        };
+        Ok(Ceiling::of(vec![
+            (
+                1.0,
+                Part::new(format!("tcp ping-pong, {clients} client(s)"), tcp, 1.0),
+            ),
+            (
+                1.0,
+                Part::new(
+                    format!("sqlx point select, {clients} reader(s)"),
+                    &select,
+                    1.0,
+                ),
+            ),
+        ]))
+    }
+
+    /// Range reads of 10 documents on `k` beside their ceiling: a round trip carrying ten
+    /// documents plus a prepared range select.
+    pub async fn range_reads(
+        &self,
+        (id, name): (&str, &str),
+        ops: usize,
+        net: &NetCeilings,
+        servers: &Servers,
+    ) -> anyhow::Result<Outcome> {
+        let n = self.n;
+        let run = servers
+            .observe(ops::range_reads(&self.coll, ops, n))
+            .await?;
+        let select = self
+            .scratch
+            .range_selects(ops, ops::RANGE_WIDTH, move |i| ops::range_start(i, n))
+            .await?;
+        Ok(Outcome::new(id, name, "dev", "queries", run)
+            .ceiling(Ceiling::of(vec![
+                (
+                    1.0,
+                    Part::new("tcp ping-pong, 10-document reply", &net.range, 1.0),
+                ),
+                (1.0, Part::new("sqlx range select of 10", &select, 1.0)),
+            ]))
+            .with("documents", n.into()))
+    }
+}

@@ -1,0 +1,380 @@
+//! The suite against a `dev` cluster (router, config server and 2 shards in this process,
+//! reached by the driver over loopback TCP): W0-W8 and W10 beside their ceilings, then W9.
+
+use crate::ceiling_tcp::NetCeilings;
+use crate::config::Config;
+use crate::dataset::Dataset;
+use crate::measure::{self, Timing, Zipfian};
+use crate::ops::{self, Coll, Mix};
+use crate::report::{Ceiling, Outcome, Part, Report};
+use crate::rss::Servers;
+use crate::{processes, sharded};
+use docgrid::cluster::{self, NodeOptions};
+use docgrid::server::CmdLine;
+use docgrid::server::logbuf::LogBuffer;
+use futures::TryStreamExt;
+use mongodb::bson::{RawDocumentBuf, doc};
+use serde_json::json;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub async fn run(
+    config: &Config,
+    report: &mut Report,
+    net: &NetCeilings,
+    dir: &Path,
+) -> anyhow::Result<()> {
+    let options = NodeOptions {
+        bind: "127.0.0.1".into(),
+        port: 0,
+        parameters: Vec::new(),
+        cmdline: CmdLine::default(),
+        log: Arc::new(LogBuffer::default()),
+    };
+    let running = cluster::start_dev(&options, &dir.join("dev"), 2).await?;
+    let client = processes::client(running.addr.port(), false).await?;
+    let servers = Servers::this_process();
+    let db = client.database("bench");
+    db.run_command(doc! {"ping": 1}).await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    report.facts.insert(
+        "idle_rss_dev_kib".into(),
+        json!({"kib": servers.current_kib(), "scope": servers.scope}),
+    );
+
+    if config.runs("W0") {
+        let admin = client.database("admin");
+        let run = servers
+            .observe(measure::run(config.ops, 1, move |_, _| {
+                let admin = admin.clone();
+                async move {
+                    admin.run_command(doc! {"ping": 1}).await?;
+                    Ok(())
+                }
+            }))
+            .await?;
+        report.push(
+            Outcome::new("W0", "ping through the router", "dev", "commands", run).ceiling(
+                Ceiling::of(vec![(1.0, Part::new("tcp ping-pong", &net.find, 1.0))]),
+            ),
+        );
+    }
+
+    let (main, loaded) = Dataset::load(
+        db.collection("items"),
+        config.docs,
+        config.batch,
+        false,
+        dir,
+        &servers,
+    )
+    .await?;
+    if config.runs("W1") {
+        report.push(
+            Outcome::new(
+                "W1",
+                "insert_many, 1,000-doc batches",
+                "dev",
+                "docs",
+                loaded.cluster,
+            )
+            .items(config.batch)
+            .ceiling(Ceiling::of(vec![
+                (
+                    1.0,
+                    Part::new("tcp ping-pong of a batch", &net.insert, config.batch as f64),
+                ),
+                (
+                    1.0,
+                    Part::new(
+                        "sqlx multi-row insert",
+                        &loaded.ceiling,
+                        config.batch as f64,
+                    ),
+                ),
+            ]))
+            .with("documents", config.docs.into()),
+        );
+    }
+    if config.runs("W2") {
+        let o = main
+            .point_reads(("W2", "find by _id, 1 client"), config.ops, 1, &servers)
+            .await?;
+        let ceiling = main.point_ceiling(config.ops, 1, net).await?;
+        report.push(o.ceiling(ceiling));
+    }
+    if config.runs("W3") {
+        let before = servers.current_kib();
+        let name = format!("find by _id, {} clients", config.clients);
+        let o = main
+            .point_reads(("W3", &name), config.ops, config.clients, &servers)
+            .await?;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        report.facts.insert(
+            "w3_rss_dev_kib".into(),
+            json!({"before": before, "peak": o.rss.peak_kib, "after_2s": servers.current_kib(),
+                   "scope": servers.scope}),
+        );
+        let ceiling = main.point_ceiling(config.ops, config.clients, net).await?;
+        report.push(o.ceiling(ceiling));
+    }
+    if config.runs("W4") {
+        let o = main
+            .range_reads(
+                ("W4", "range of 10 on a secondary index"),
+                config.ops,
+                net,
+                &servers,
+            )
+            .await?;
+        report.push(o);
+    }
+    if config.runs("W5") {
+        report.push(update_many(&main, config.update_docs.min(main.n), &servers).await?);
+    }
+    if config.runs("W6") {
+        report.push(group(&main, config.scans, &servers).await?);
+    }
+    if config.runs("W7") {
+        report.push(count(&main, config.scans, &servers).await?);
+    }
+    if config.runs("W8") {
+        let zipf = Arc::new(Zipfian::new(main.n));
+        for (id, name, read_fraction) in [
+            ("W8a", "YCSB A, 50% reads / 50% updates", 0.5),
+            ("W8b", "YCSB B, 95% reads / 5% updates", 0.95),
+            ("W8c", "YCSB C, reads only", 1.0),
+        ] {
+            let mix = Mix {
+                read_fraction,
+                zipf: zipf.clone(),
+            };
+            let o = ycsb(&main, id, name, mix, config, net, &servers).await?;
+            report.push(o);
+        }
+    }
+    if config.runs("W10") {
+        scale(config, report, net, dir, &main, &db, &servers).await?;
+    }
+    if config.runs("W9") {
+        let w1 = report.find("W1", "dev").and_then(|o| o.ceiling.clone());
+        let w2 = report.find("W2", "dev").and_then(|o| o.ceiling.clone());
+        let outcomes = sharded::run(&client, "dev", config, &servers, &[], (w1, w2)).await?;
+        outcomes.into_iter().for_each(|o| report.push(o));
+    }
+    drop(main);
+    running.shutdown().await;
+    Ok(())
+}
+
+/// W5: one `update_many` of `$inc` over the documents with `_id < docs`.
+async fn update_many(main: &Dataset, docs: usize, servers: &Servers) -> anyhow::Result<Outcome> {
+    let coll = main.coll.clone();
+    let run = servers
+        .observe(async move {
+            let start = Instant::now();
+            let result = coll
+                .update_many(
+                    doc! {"_id": {"$lt": docs as i64}},
+                    doc! {"$inc": {"qty": 1}},
+                )
+                .await?;
+            anyhow::ensure!(result.modified_count == docs as u64);
+            Ok(Timing::single(start.elapsed()))
+        })
+        .await?;
+    let ceiling = main.scratch.update_inc(docs).await?;
+    Ok(Outcome::new("W5", "update_many $inc", "dev", "docs", run)
+        .items(docs)
+        .ceiling(Ceiling::of(vec![(
+            1.0,
+            Part::new(
+                "sqlx read-modify-write in one transaction",
+                &ceiling,
+                docs as f64,
+            ),
+        )])))
+}
+
+/// W6: `$group` by `qty` (1,000 groups) counting and summing `price` over the collection.
+async fn group(main: &Dataset, scans: usize, servers: &Servers) -> anyhow::Result<Outcome> {
+    let coll = main.coll.clone();
+    let run = servers
+        .observe(measure::run(scans, 1, move |_, _| {
+            let coll = coll.clone();
+            async move {
+                let pipeline = [doc! {"$group": {
+                    "_id": "$qty", "n": {"$sum": 1}, "total": {"$sum": "$price"},
+                }}];
+                let groups: Vec<_> = coll.aggregate(pipeline).await?.try_collect().await?;
+                anyhow::ensure!(!groups.is_empty());
+                Ok(())
+            }
+        }))
+        .await?;
+    let mut ceiling = Timing::default();
+    for _ in 0..scans {
+        ceiling.add(main.scratch.group_scan().await?);
+    }
+    Ok(
+        Outcome::new("W6", "$group over the collection", "dev", "docs", run)
+            .items(main.n)
+            .ceiling(Ceiling::of(vec![(
+                1.0,
+                Part::new("sqlx scan decoding qty and price", &ceiling, main.n as f64),
+            )])),
+    )
+}
+
+/// W7: the `count` command with a filter matching 10% of the collection (`qty < 100`, no index).
+async fn count(main: &Dataset, scans: usize, servers: &Servers) -> anyhow::Result<Outcome> {
+    let db = main.coll.namespace().db;
+    let client_db = main.coll.client().database(&db);
+    let name = main.coll.name().to_string();
+    let run = servers
+        .observe(measure::run(scans, 1, move |_, _| {
+            let db = client_db.clone();
+            let name = name.clone();
+            async move {
+                let reply = db
+                    .run_command(doc! {"count": name, "query": {"qty": {"$lt": 100}}})
+                    .await?;
+                anyhow::ensure!(
+                    reply.get_i32("n").map(|n| n > 0).unwrap_or(false),
+                    "{reply}"
+                );
+                Ok(())
+            }
+        }))
+        .await?;
+    let mut ceiling = Timing::default();
+    for _ in 0..scans {
+        ceiling.add(main.scratch.count_scan(100).await?);
+    }
+    Ok(
+        Outcome::new("W7", "count {qty: {$lt: 100}}", "dev", "docs", run)
+            .items(main.n)
+            .ceiling(Ceiling::of(vec![(
+                1.0,
+                Part::new("sqlx scan testing qty", &ceiling, main.n as f64),
+            )])),
+    )
+}
+
+/// W8: a YCSB mix from the concurrent clients; its ceiling weighs a round trip, a point select
+/// per read and a single-document read-modify-write transaction per update.
+async fn ycsb(
+    main: &Dataset,
+    id: &str,
+    name: &str,
+    mix: Mix,
+    config: &Config,
+    net: &NetCeilings,
+    servers: &Servers,
+) -> anyhow::Result<Outcome> {
+    let (ops, clients) = (config.ops, config.clients);
+    let run = servers
+        .observe(ops::ycsb(&main.coll, ops, clients, mix.clone()))
+        .await?;
+    let reads = mix.clone();
+    let select = main
+        .scratch
+        .point_selects(ops, clients, move |i| reads.op(i).1)
+        .await?;
+    let mut parts = vec![
+        (
+            1.0,
+            Part::new(
+                format!("tcp ping-pong, {clients} clients"),
+                &net.find_concurrent,
+                1.0,
+            ),
+        ),
+        (
+            mix.read_fraction,
+            Part::new("sqlx point select", &select, 1.0),
+        ),
+    ];
+    if mix.read_fraction < 1.0 {
+        let writes = mix.clone();
+        let updates = ((ops as f64 * (1.0 - mix.read_fraction)) as usize).max(100);
+        let update = main
+            .scratch
+            .point_updates(updates, clients, move |i| writes.op(i).1)
+            .await?;
+        parts.push((
+            1.0 - mix.read_fraction,
+            Part::new("sqlx point read-modify-write", &update, 1.0),
+        ));
+    }
+    Ok(Outcome::new(id, name, "dev", "ops", run).ceiling(Ceiling::of(parts)))
+}
+
+/// W10: W2 and W4 on collections of each configured size (the main collection where the size
+/// matches), each beside its ceiling at the same size; then how p50 grows with the size.
+async fn scale(
+    config: &Config,
+    report: &mut Report,
+    net: &NetCeilings,
+    dir: &Path,
+    main: &Dataset,
+    db: &mongodb::Database,
+    servers: &Servers,
+) -> anyhow::Result<()> {
+    let mut p50s = Vec::new();
+    for &n in &config.scale_sizes {
+        let loaded;
+        let dataset = if n == main.n {
+            main
+        } else {
+            let coll: Coll = db.collection::<RawDocumentBuf>(&format!("scale_{n}"));
+            loaded = Dataset::load(coll, n, config.batch, true, dir, servers)
+                .await?
+                .0;
+            &loaded
+        };
+        let label = human(n);
+        let id = format!("W10/{label}");
+        let w2 = dataset
+            .point_reads(
+                (&id, &format!("W2 at {label} docs")),
+                config.ops,
+                1,
+                servers,
+            )
+            .await?;
+        let w2 = w2.ceiling(dataset.point_ceiling(config.ops, 1, net).await?);
+        let w4 = dataset
+            .range_reads(
+                (&id, &format!("W4 at {label} docs")),
+                config.ops,
+                net,
+                servers,
+            )
+            .await?;
+        p50s.push(json!({
+            "documents": n,
+            "w2_p50_us": w2.timing.p50().as_micros() as u64,
+            "w2_ceiling_p50_us": w2.ceiling.as_ref().map(|c| c.p50().as_micros() as u64),
+            "w4_p50_us": w4.timing.p50().as_micros() as u64,
+            "w4_ceiling_p50_us": w4.ceiling.as_ref().map(|c| c.p50().as_micros() as u64),
+        }));
+        report.push(w2);
+        report.push(w4);
+        if n != main.n {
+            let _ = dataset.coll.drop().await;
+        }
+    }
+    report.facts.insert("w10_p50_by_size".into(), json!(p50s));
+    Ok(())
+}
+
+/// 10000 → "10k", 1000000 → "1M".
+pub fn human(n: usize) -> String {
+    match n {
+        n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{}M", n / 1_000_000),
+        n if n >= 1_000 && n % 1_000 == 0 => format!("{}k", n / 1_000),
+        n => n.to_string(),
+    }
+}
