@@ -20,6 +20,7 @@ mod ddl_faults;
 mod ddl_locks;
 mod durability;
 mod explain;
+mod expression_catalog;
 mod expression_operators;
 mod failpoints;
 mod find_options;
