@@ -4,6 +4,7 @@
 //! `$setWindowFields`, `$unwind`'s options, `$sortByCount`, with null and missing values.
 
 use crate::harness::{admin, aggregate_documents as run, both_modes, error_code};
+use futures::TryStreamExt;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::{Client, Collection};
 
@@ -231,4 +232,52 @@ async fn densify_and_fill(client: &Client) {
     );
 }
 
-both_modes!(reshaping_and_blocking_stages, densify_and_fill);
+/// `hint` makes the leading `$match` use the named index (`explain` shows it); a hint naming no
+/// index is BadValue (2).
+async fn aggregate_hint(client: &Client) {
+    let colls = copies(client, "agghint", numbers()).await;
+    for coll in &colls {
+        coll.create_index(mongodb::IndexModel::builder().keys(doc! {"g": 1}).build())
+            .await
+            .unwrap();
+        let pipeline = vec![
+            doc! {"$match": {"n": {"$gte": 5}, "g": 1}},
+            doc! {"$sort": {"n": 1}},
+            doc! {"$project": {"_id": 0, "n": 1}},
+        ];
+        let hinted: Vec<Document> = coll
+            .aggregate(pipeline.clone())
+            .hint(mongodb::options::Hint::Name("g_1".into()))
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(hinted, vec![doc! {"n": 7}]);
+        let explained = client
+            .database("agghint")
+            .run_command(
+                doc! {"aggregate": coll.name(), "pipeline": pipeline.clone(),
+                "explain": true, "hint": {"g": 1}},
+            )
+            .await
+            .unwrap()
+            .to_string();
+        assert!(
+            explained.contains("IXSCAN") && explained.contains("g_1"),
+            "{explained}"
+        );
+        let err = coll
+            .aggregate(pipeline)
+            .hint(mongodb::options::Hint::Name("nope".into()))
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&err), Some(2), "{err}");
+    }
+}
+
+both_modes!(
+    reshaping_and_blocking_stages,
+    densify_and_fill,
+    aggregate_hint
+);

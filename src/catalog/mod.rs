@@ -20,4 +20,6 @@ pub use namespace::{
     validate_user_write,
 };
 pub use ownership::OwnershipFilter;
+#[cfg(test)]
+pub(crate) use ownership::owning_every_chunk;
 pub use shard_key::{ShardKeyField, ShardKeyPattern};

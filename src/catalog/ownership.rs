@@ -69,6 +69,39 @@ impl OwnershipFilter {
     }
 }
 
+/// A filter of shard `shard` owning the whole key range of a collection sharded on `key`, for
+/// tests.
+#[cfg(test)]
+pub(crate) fn owning_every_chunk(key: Document, shard: &str) -> OwnershipFilter {
+    use crate::catalog::{Chunk, CollectionGeneration};
+    let key = ShardKeyPattern::parse(&key).expect("a valid shard key");
+    let generation = CollectionGeneration::new(bson::Timestamp {
+        time: 1,
+        increment: 0,
+    });
+    let chunk = Chunk::new(
+        &key,
+        key.global_min(),
+        key.global_max(),
+        shard.into(),
+        ChunkVersion::new(generation, 1, 0),
+    );
+    let chunks = ChunkMap::new(&key, vec![chunk]).expect("one chunk covers the range");
+    let entry = CollectionEntry {
+        ns: "db.c".into(),
+        generation,
+        uuid: bson::Binary {
+            subtype: bson::spec::BinarySubtype::Uuid,
+            bytes: vec![0; 16],
+        },
+        key,
+        unique: false,
+        last_modified: bson::DateTime::MIN,
+        no_balance: false,
+    };
+    OwnershipFilter::new(entry, chunks, shard)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,22 +173,7 @@ mod tests {
 
     #[test]
     fn a_shard_owning_every_chunk_has_no_orphans() {
-        let key = ShardKeyPattern::parse(&doc! {"a": 1}).unwrap();
-        let generation = CollectionGeneration::new(Timestamp {
-            time: 1,
-            increment: 0,
-        });
-        let chunk = Chunk::new(
-            &key,
-            key.global_min(),
-            key.global_max(),
-            "s0".into(),
-            ChunkVersion::new(generation, 1, 0),
-        );
-        let chunks = ChunkMap::new(&key, vec![chunk]).unwrap();
-        let mut entry = filter(doc! {"a": 1}, doc! {"a": 0}, "s0").entry;
-        entry.key = key;
-        let only = OwnershipFilter::new(entry, chunks, "s0");
+        let only = owning_every_chunk(doc! {"a": 1}, "s0");
         assert!(only.owns(&doc! {"a": [1, 2]}));
         assert!(only.owns(&doc! {"a": 5}));
     }

@@ -219,6 +219,7 @@ impl GraphLookup {
                 Some(&self.from),
                 vec![doc! {"$match": filter}],
                 Document::new(),
+                None,
             )
             .await?;
             for mut result in results {

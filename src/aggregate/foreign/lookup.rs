@@ -250,6 +250,7 @@ impl Lookup {
                 self.from.as_deref(),
                 vec![doc! {"$match": any_value_filter(foreign, values)}],
                 Document::new(),
+                None,
             )
             .await?;
             for mut doc in batch {
@@ -320,7 +321,8 @@ impl Lookup {
             bound.push((name.clone(), expr.evaluate(&vars)?));
         }
         let let_doc = let_for_sub_command(&ctx.vars, &bound);
-        let results = aggregate_all(host, host.db, self.from.as_deref(), stages, let_doc).await?;
+        let results =
+            aggregate_all(host, host.db, self.from.as_deref(), stages, let_doc, None).await?;
         let mut bytes = 0;
         let mut joined = Vec::with_capacity(results.len());
         for result in results {

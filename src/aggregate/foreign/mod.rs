@@ -129,13 +129,14 @@ pub(crate) fn let_for_sub_command(
 }
 
 /// Every document an aggregation outputs: `coll` of `db` (`None`: a collection-less
-/// `aggregate: 1`), the cursor drained with `getMore`.
+/// `aggregate: 1`) with the command's `let` and `hint`, the cursor drained with `getMore`.
 pub(crate) async fn aggregate_all(
     host: &Host<'_>,
     db: &str,
     coll: Option<&str>,
     pipeline: Vec<Document>,
     let_doc: Document,
+    hint: Option<&Bson>,
 ) -> Result<Vec<Document>> {
     let target = match coll {
         Some(coll) => Bson::String(coll.to_string()),
@@ -149,6 +150,9 @@ pub(crate) async fn aggregate_all(
     let mut command = doc! {"aggregate": target, "pipeline": pipeline, "cursor": {}};
     if !let_doc.is_empty() {
         command.insert("let", let_doc);
+    }
+    if let Some(hint) = hint {
+        command.insert("hint", hint.clone());
     }
     let mut reply = host.runner.run_command(db, command).await?;
     let mut out = Vec::new();

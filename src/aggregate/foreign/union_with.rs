@@ -80,6 +80,7 @@ impl UnionWith {
                 self.coll.as_deref(),
                 self.pipeline.clone(),
                 let_doc,
+                None,
             )
             .await?,
         );

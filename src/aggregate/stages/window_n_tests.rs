@@ -4,23 +4,9 @@
 //! misused window functions.
 
 use crate::aggregate::Pipeline;
-use bson::{Bson, DateTime, Document, bson, doc};
+use bson::{Bson, Document, bson, doc};
 
-fn date(text: &str) -> DateTime {
-    DateTime::parse_rfc3339_str(text).unwrap()
-}
-
-/// The `cakeSales` collection of MongoDB's window function examples.
-fn cake_sales() -> Vec<Document> {
-    vec![
-        doc! {"_id": 0, "type": "chocolate", "orderDate": date("2020-05-18T14:10:30Z"), "state": "CA", "price": 13, "quantity": 120},
-        doc! {"_id": 1, "type": "chocolate", "orderDate": date("2021-03-20T11:30:05Z"), "state": "WA", "price": 14, "quantity": 140},
-        doc! {"_id": 2, "type": "vanilla", "orderDate": date("2021-01-11T06:31:15Z"), "state": "CA", "price": 12, "quantity": 145},
-        doc! {"_id": 3, "type": "vanilla", "orderDate": date("2020-02-08T13:13:23Z"), "state": "WA", "price": 13, "quantity": 104},
-        doc! {"_id": 4, "type": "strawberry", "orderDate": date("2019-05-18T16:09:01Z"), "state": "CA", "price": 41, "quantity": 162},
-        doc! {"_id": 5, "type": "strawberry", "orderDate": date("2019-01-08T06:12:03Z"), "state": "WA", "price": 43, "quantity": 134},
-    ]
-}
+use super::window_tests::cake_sales;
 
 fn run(spec: Bson) -> crate::error::Result<Vec<Document>> {
     Pipeline::parse(&[doc! {"$setWindowFields": spec}])?.run(cake_sales())

@@ -4,11 +4,12 @@
 use crate::aggregate::Pipeline;
 use bson::{Bson, DateTime, Document, bson, doc};
 
-fn date(text: &str) -> DateTime {
+pub(super) fn date(text: &str) -> DateTime {
     DateTime::parse_rfc3339_str(text).unwrap()
 }
 
-fn cake_sales() -> Vec<Document> {
+/// The `cakeSales` collection of MongoDB's window function examples.
+pub(super) fn cake_sales() -> Vec<Document> {
     vec![
         doc! {"_id": 0, "type": "chocolate", "orderDate": date("2020-05-18T14:10:30Z"), "state": "CA", "price": 13, "quantity": 120},
         doc! {"_id": 1, "type": "chocolate", "orderDate": date("2021-03-20T11:30:05Z"), "state": "WA", "price": 14, "quantity": 140},

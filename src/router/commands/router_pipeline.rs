@@ -67,6 +67,7 @@ pub(super) async fn run(
             collection.as_deref(),
             stages[..start].to_vec(),
             let_doc,
+            args.value("hint")?.as_ref(),
         )
         .await?
     };

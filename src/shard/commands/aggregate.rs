@@ -3,7 +3,7 @@
 
 use super::super::DataNode;
 use super::super::cursors::{Cursor, CursorBody};
-use super::super::exec::Position;
+use super::super::exec::{Position, QueryShape};
 use super::super::views;
 use super::find::{DEFAULT_FIRST_BATCH, cursor_reply};
 use crate::aggregate::expression::LetVariables;
@@ -27,6 +27,15 @@ pub(super) struct AggregateCommand {
     pub(super) vars: Arc<LetVariables>,
     /// `allowDiskUse`; `None` leaves it to `allowDiskUseByDefault`.
     pub(super) allow_disk_use: Option<bool>,
+    /// The index the leading `$match` must use (`hint`: a name, a key pattern, `$natural`).
+    pub(super) hint: Option<Bson>,
+}
+
+/// How a pipeline reads its collection: the ownership filter it runs under and the index hint.
+#[derive(Default)]
+pub(super) struct Access {
+    pub(super) ownership: Option<Arc<OwnershipFilter>>,
+    pub(super) hint: Option<Bson>,
 }
 
 impl AggregateCommand {
@@ -76,6 +85,7 @@ impl AggregateCommand {
             batch_size,
             vars: args.let_variables()?,
             allow_disk_use: args.bool("allowDiskUse")?,
+            hint: super::find::parse_hint(&args)?,
         })
     }
 }
@@ -112,7 +122,11 @@ pub(super) async fn pipeline_output<S: DataNode>(
         out.extend(batch);
         Ok(())
     };
-    stream_pipeline(state, db, coll, stages, vars, ownership, limits, &mut sink).await?;
+    let access = Access {
+        ownership,
+        hint: None,
+    };
+    stream_pipeline(state, db, coll, stages, vars, access, limits, &mut sink).await?;
     Ok(out)
 }
 
@@ -126,7 +140,7 @@ pub(super) async fn stream_pipeline<S: DataNode>(
     coll: Option<&str>,
     stages: &[Document],
     vars: &Arc<LetVariables>,
-    ownership: Option<Arc<OwnershipFilter>>,
+    access: Access,
     limits: MemoryLimits,
     sink: &mut Sink<'_>,
 ) -> Result<()> {
@@ -147,7 +161,11 @@ pub(super) async fn stream_pipeline<S: DataNode>(
                 .and_then(|stage| stage.get_document("$match").ok())
                 .unwrap_or(&empty);
             let mut read = store.read().await?;
-            let mut position = Position::for_filter(&coll, filter_doc)?.owned_by(ownership);
+            let shape = QueryShape {
+                hint: access.hint.as_ref(),
+                ..QueryShape::filter(filter_doc)
+            };
+            let mut position = Position::plan(&coll, &shape)?.owned_by(access.ownership);
             store
                 .index_usage()
                 .record(&coll, position.path().indexes_used(&coll));
@@ -265,14 +283,22 @@ async fn collection_output<S: DataNode>(
                 let mut stages = view.pipeline;
                 stages.extend(cmd.pipeline.iter().cloned());
                 let source = Some(view.source.as_str());
-                stream_pipeline(state, db, source, &stages, vars, None, limits, sink).await
+                let access = Access::default();
+                stream_pipeline(state, db, source, &stages, vars, access, limits, sink).await
             }
             None => {
                 let stages = &cmd.pipeline;
-                stream_pipeline(state, db, Some(name), stages, vars, ownership, limits, sink).await
+                let access = Access {
+                    ownership,
+                    hint: cmd.hint.clone(),
+                };
+                stream_pipeline(state, db, Some(name), stages, vars, access, limits, sink).await
             }
         },
-        None => stream_pipeline(state, db, None, &cmd.pipeline, vars, None, limits, sink).await,
+        None => {
+            let access = Access::default();
+            stream_pipeline(state, db, None, &cmd.pipeline, vars, access, limits, sink).await
+        }
     }
 }
 

@@ -212,40 +212,10 @@ mod tests {
     use crate::document::keystring::encode_key;
     use crate::document::type_bits::TypeBits;
     use crate::shard::exec::plan::QueryShape;
-    use crate::shard::index::IndexSpec;
-    use crate::shard::storage::{CollectionMeta, IndexMeta};
+    use crate::shard::storage::CollectionMeta;
     use bson::{DateTime, doc, oid::ObjectId};
-    use std::sync::Arc;
 
-    fn index(key: Document, ident: i64, multikey: bool) -> IndexMeta {
-        let spec = IndexSpec::parse(&doc! {"key": key}).unwrap();
-        IndexMeta {
-            name: spec.name.clone(),
-            ident,
-            spec: spec.document.clone(),
-            parsed: Some(Arc::new(spec)),
-            multikey,
-            ready: true,
-        }
-    }
-
-    fn coll(indexes: Vec<IndexMeta>) -> CollectionMeta {
-        let id = IndexMeta {
-            name: "_id_".into(),
-            ident: 1,
-            spec: doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"},
-            parsed: None,
-            multikey: false,
-            ready: true,
-        };
-        CollectionMeta {
-            name: "c".into(),
-            ident: 0,
-            uuid: uuid::Uuid::nil(),
-            options: Document::new(),
-            indexes: std::iter::once(id).chain(indexes).collect(),
-        }
-    }
+    use crate::shard::exec::test_catalog::{collection as coll, index};
 
     fn analyze(
         coll: &CollectionMeta,
@@ -383,35 +353,7 @@ mod tests {
     }
 
     fn ownership(key: Document) -> OwnershipFilter {
-        use crate::catalog::{
-            Chunk, ChunkMap, ChunkVersion, CollectionEntry, CollectionGeneration, ShardKeyPattern,
-        };
-        let key = ShardKeyPattern::parse(&key).unwrap();
-        let generation = CollectionGeneration::new(bson::Timestamp {
-            time: 1,
-            increment: 0,
-        });
-        let chunk = Chunk::new(
-            &key,
-            key.global_min(),
-            key.global_max(),
-            "s0".into(),
-            ChunkVersion::new(generation, 1, 0),
-        );
-        let chunks = ChunkMap::new(&key, vec![chunk]).unwrap();
-        let entry = CollectionEntry {
-            ns: "db.c".into(),
-            generation,
-            uuid: bson::Binary {
-                subtype: bson::spec::BinarySubtype::Uuid,
-                bytes: vec![0; 16],
-            },
-            key,
-            unique: false,
-            last_modified: DateTime::MIN,
-            no_balance: false,
-        };
-        OwnershipFilter::new(entry, chunks, "s0")
+        crate::catalog::owning_every_chunk(key, "s0")
     }
 
     #[test]

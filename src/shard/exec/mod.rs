@@ -10,6 +10,8 @@ mod plan;
 mod position;
 mod scan_state;
 mod sort;
+#[cfg(test)]
+mod test_catalog;
 
 pub use cover::{CoverRequest, Covered};
 pub use explain::{Execution, ExplainedQuery, StageTree, number, parsed_query};

@@ -378,37 +378,12 @@ fn sort_order(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shard::index::IndexSpec;
     use bson::doc;
 
-    fn index(key: Document, ident: i64) -> IndexMeta {
-        let spec = IndexSpec::parse(&doc! {"key": key}).unwrap();
-        IndexMeta {
-            name: spec.name.clone(),
-            ident,
-            spec: spec.document.clone(),
-            parsed: Some(Arc::new(spec)),
-            multikey: false,
-            ready: true,
-        }
-    }
+    use crate::shard::exec::test_catalog::collection as coll;
 
-    fn coll(indexes: Vec<IndexMeta>) -> CollectionMeta {
-        let id = IndexMeta {
-            name: "_id_".into(),
-            ident: 1,
-            spec: doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"},
-            parsed: None,
-            multikey: false,
-            ready: true,
-        };
-        CollectionMeta {
-            name: "c".into(),
-            ident: 0,
-            uuid: uuid::Uuid::nil(),
-            options: Document::new(),
-            indexes: std::iter::once(id).chain(indexes).collect(),
-        }
+    fn index(key: Document, ident: i64) -> IndexMeta {
+        crate::shard::exec::test_catalog::index(key, ident, false)
     }
 
     fn choose(coll: &CollectionMeta, filter: Document, sort: Option<Document>) -> AccessPath {
