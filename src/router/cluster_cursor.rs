@@ -1,7 +1,8 @@
 //! Cluster cursors: one client cursor over the cursors several shards opened for one query.
-//! With a sort, shard streams (each sorted, each document carrying its `$sortKey`) are merged
-//! by the sort key; without one they are read one after the other. `skip` and `limit` apply
-//! once, here (shards were asked for `limit + skip` without skipping).
+//! With a sort, shard streams (each sorted, each document carrying its `$sortKey` — or, for an
+//! aggregation's sorted shard part, the key computed here from the document) are merged by the
+//! sort key; without one they are read one after the other. `skip` and `limit` apply once,
+//! here (shards were asked for `limit + skip` without skipping).
 
 use crate::command::CommandRequest;
 use crate::error::{MongoError, Result};
@@ -31,6 +32,17 @@ struct Buffered {
     doc: RawDocumentBuf,
 }
 
+/// Where the sort keys of a shard's documents come from.
+#[derive(Clone, Copy)]
+enum Keys<'a> {
+    /// Not merged by a sort.
+    None,
+    /// The `$sortKey` field the shard added (find).
+    Field,
+    /// Computed from the document (an aggregation's shard part ending in `$sort`).
+    Computed(&'a SortSpec),
+}
+
 pub struct ClusterCursor {
     db: String,
     collection: String,
@@ -44,6 +56,8 @@ pub struct ClusterCursor {
     /// Documents ready to return before anything is read from shards: one read but not
     /// returned because the batch was full, or the output of a pipeline the router ran.
     ready: VecDeque<RawDocumentBuf>,
+    /// Whether sort keys are computed from the documents rather than read from `$sortKey`.
+    keys_from_documents: bool,
 }
 
 impl ClusterCursor {
@@ -64,6 +78,23 @@ impl ClusterCursor {
             remaining: limit,
             shard_batch_size,
             ready: VecDeque::new(),
+            keys_from_documents: false,
+        }
+    }
+
+    /// A cursor merging shard streams sorted by `sort`, whose documents carry no `$sortKey`
+    /// (the shards' part of an aggregation ending in `$sort`).
+    pub fn merging_sorted_documents(db: &str, collection: &str, sort: SortSpec) -> ClusterCursor {
+        let mut cursor = ClusterCursor::new(db, collection, Some(sort), 0, None, None);
+        cursor.keys_from_documents = true;
+        cursor
+    }
+
+    fn keys(&self) -> Keys<'_> {
+        match (&self.sort, self.keys_from_documents) {
+            (None, _) => Keys::None,
+            (Some(_), false) => Keys::Field,
+            (Some(sort), true) => Keys::Computed(sort),
         }
     }
 
@@ -87,7 +118,7 @@ impl ClusterCursor {
             id: 0,
             buffer: VecDeque::new(),
         };
-        remote.absorb(reply, "firstBatch", self.sort.is_some())?;
+        remote.absorb(reply, "firstBatch", self.keys())?;
         self.remotes.push(remote);
         Ok(())
     }
@@ -133,11 +164,17 @@ impl ClusterCursor {
 
     /// The next document in merge order, fetching from shards as their buffers run dry.
     async fn next_doc(&mut self) -> Result<Option<RawDocumentBuf>> {
+        let keys = match (&self.sort, self.keys_from_documents) {
+            (Some(sort), true) => Keys::Computed(sort),
+            _ => Keys::Field,
+        };
         let (db, collection, batch_size) = (&self.db, &self.collection, self.shard_batch_size);
         let Some(sort) = &self.sort else {
             for remote in &mut self.remotes {
                 while remote.buffer.is_empty() && remote.id != 0 {
-                    remote.get_more(db, collection, batch_size, false).await?;
+                    remote
+                        .get_more(db, collection, batch_size, Keys::None)
+                        .await?;
                 }
                 if let Some(next) = remote.buffer.pop_front() {
                     return Ok(Some(next.doc));
@@ -150,7 +187,7 @@ impl ClusterCursor {
             .remotes
             .iter_mut()
             .filter(|r| r.buffer.is_empty() && r.id != 0)
-            .map(|r| r.refill(db, collection, batch_size));
+            .map(|r| r.refill(db, collection, batch_size, keys));
         futures::future::try_join_all(refills).await?;
         let best = self
             .remotes
@@ -187,9 +224,15 @@ impl ClusterCursor {
 
 impl RemoteCursor {
     /// Fetches until the buffer holds a document or the shard has none left.
-    async fn refill(&mut self, db: &str, collection: &str, batch_size: Option<i64>) -> Result<()> {
+    async fn refill(
+        &mut self,
+        db: &str,
+        collection: &str,
+        batch_size: Option<i64>,
+        keys: Keys<'_>,
+    ) -> Result<()> {
         while self.buffer.is_empty() && self.id != 0 {
-            self.get_more(db, collection, batch_size, true).await?;
+            self.get_more(db, collection, batch_size, keys).await?;
         }
         Ok(())
     }
@@ -199,7 +242,7 @@ impl RemoteCursor {
         db: &str,
         collection: &str,
         batch_size: Option<i64>,
-        sorted: bool,
+        keys: Keys<'_>,
     ) -> Result<()> {
         let mut cmd = doc! {"getMore": self.id, "collection": collection};
         if let Some(size) = batch_size {
@@ -210,11 +253,11 @@ impl RemoteCursor {
             .run(CommandRequest::from_document(db, &cmd)?)
             .await
             .inspect_err(|_| self.id = 0)?;
-        self.absorb(&reply, "nextBatch", sorted)
+        self.absorb(&reply, "nextBatch", keys)
     }
 
     /// Takes a cursor reply's batch and cursor id.
-    fn absorb(&mut self, reply: &RawDocument, batch_field: &str, sorted: bool) -> Result<()> {
+    fn absorb(&mut self, reply: &RawDocument, batch_field: &str, keys: Keys<'_>) -> Result<()> {
         let Some(RawBsonRef::Document(cursor)) = reply.get("cursor")? else {
             return Err(MongoError::internal(format!(
                 "shard {} answered a query without a cursor",
@@ -230,13 +273,16 @@ impl RemoteCursor {
                 let RawBsonRef::Document(doc) = doc? else {
                     continue;
                 };
-                self.buffer.push_back(if sorted {
-                    split_sort_key(doc)?
-                } else {
-                    Buffered {
+                self.buffer.push_back(match keys {
+                    Keys::Field => split_sort_key(doc)?,
+                    Keys::Computed(sort) => Buffered {
+                        sort_key: sort.sort_key(&bson::Document::try_from(doc)?),
+                        doc: doc.to_raw_document_buf(),
+                    },
+                    Keys::None => Buffered {
                         sort_key: Vec::new(),
                         doc: doc.to_raw_document_buf(),
-                    }
+                    },
                 });
             }
         }

@@ -351,7 +351,24 @@ async fn scatter_aggregate(
     let split = crate::router::pipeline_split::split(&stages);
     // The merger's part is parsed first, so a bad one fails before any shard is asked (the
     // shards check theirs: `$collStats` only runs there).
-    let merge = Pipeline::parse_with_variables(&split.merger_part, args.let_variables()?)?;
+    let vars = args.let_variables()?;
+    let mut merge = Pipeline::parse_with_variables(&split.merger_part, Arc::clone(&vars))?;
+    // Shards that sorted their part send sorted streams: merging them keeps the order, so the
+    // merger's `$sort` is not run again (and needs no memory).
+    let sorted_by = split
+        .merger_part
+        .first()
+        .filter(|first| first.contains_key("$sort") && split.shards_part.contains(first))
+        .and_then(|first| first.get_document("$sort").ok())
+        .map(SortSpec::parse)
+        .transpose()?;
+    let mut gathered = match sorted_by {
+        Some(sort) => {
+            merge = Pipeline::parse_with_variables(&split.merger_part[1..], vars)?;
+            ClusterCursor::merging_sorted_documents(&req.db, collection, sort)
+        }
+        None => ClusterCursor::new(&req.db, collection, None, 0, None, None),
+    };
     let batch_size = cursor_batch_size(req)?;
     let shard_stages = split.shards_part;
     let shard_req = CommandRequest::new(
@@ -362,7 +379,6 @@ async fn scatter_aggregate(
             doc! {"pipeline": shard_stages, "cursor": {}},
         )?,
     )?;
-    let mut gathered = ClusterCursor::new(&req.db, collection, None, 0, None, None);
     let partial =
         match open_remotes(state, placement, shards, &shard_req, &mut gathered, false).await? {
             Ok(partial) => partial,
