@@ -7,11 +7,12 @@ use crate::aggregate::expression::{Expression, LetVariables};
 use crate::aggregate::fieldpath::{FieldPath, set_nested};
 use crate::aggregate::stages::{RunContext, Stage};
 use crate::aggregate::value::bson_type_name;
-use crate::document::order::values_equal;
+use crate::document::keystring::encode_one;
 use crate::document::path::values_for_key;
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use bson::{Bson, Document, doc};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Most bytes of found documents one output document may hold
@@ -190,25 +191,23 @@ impl GraphLookup {
         Ok(out)
     }
 
-    /// Documents reachable from `frontier`, each once (by `_id`), depth by depth.
+    /// Documents reachable from `frontier`, each once (by `_id`), depth by depth. Values are
+    /// told apart by their key encoding, in which values MongoDB compares equal (1 and 1.0)
+    /// are the same bytes.
     async fn search(&self, mut frontier: Vec<Bson>, host: &Host<'_>) -> Result<Vec<Bson>> {
-        let mut visited_ids: Vec<Bson> = Vec::new();
-        let mut queried: Vec<Bson> = Vec::new();
+        let mut visited_ids: HashSet<Vec<u8>> = HashSet::new();
+        let mut queried: HashSet<Vec<u8>> = HashSet::new();
         let mut found = Vec::new();
         let mut bytes = 0;
         let mut depth: i64 = 0;
         loop {
-            frontier.retain(|v| !queried.iter().any(|q| values_equal(q, v)));
-            let mut values: Vec<Bson> = Vec::new();
-            for value in frontier.drain(..) {
-                if !values.iter().any(|v| values_equal(v, &value)) {
-                    values.push(value);
-                }
-            }
+            let values: Vec<Bson> = frontier
+                .drain(..)
+                .filter(|value| queried.insert(encode_one(value)))
+                .collect();
             if values.is_empty() {
                 return Ok(found);
             }
-            queried.extend(values.iter().cloned());
             let mut filter = any_value_filter(&self.connect_to, values);
             if let Some(restrict) = &self.restrict {
                 filter = doc! {"$and": [filter, restrict.clone()]};
@@ -232,10 +231,9 @@ impl GraphLookup {
                         ),
                     ));
                 };
-                if visited_ids.iter().any(|seen| values_equal(seen, &id)) {
+                if !visited_ids.insert(encode_one(&id)) {
                     continue;
                 }
-                visited_ids.push(id);
                 if let Some(field) = &self.depth_field {
                     set_nested(&mut result, field.parts(), Bson::Int64(depth));
                 }
