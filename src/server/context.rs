@@ -3,8 +3,8 @@
 use crate::wire::Compressor;
 use bson::Document;
 use std::net::SocketAddr;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Per-connection facts shared by the requests of one connection.
 #[derive(Debug, Default)]
@@ -15,7 +15,8 @@ pub struct RequestContext {
     /// Calls between roles: the in-process transport, or a TCP connection whose hello said
     /// `internalClient` (as other cluster nodes do).
     internal: AtomicBool,
-    client_metadata: Mutex<Option<Document>>,
+    /// Shared, so that every command registered in `$currentOp` holds it without a copy.
+    client_metadata: Mutex<Option<Arc<Document>>>,
     compressors: Mutex<Vec<Compressor>>,
     /// Set by a command that wants the connection closed without a reply (the `failCommand`
     /// fail point's `closeConnection`).
@@ -48,7 +49,7 @@ impl RequestContext {
     }
 
     /// The `client` metadata of the connection's first hello.
-    pub fn client_metadata(&self) -> Option<Document> {
+    pub fn client_metadata(&self) -> Option<Arc<Document>> {
         self.client_metadata.lock().expect("poisoned").clone()
     }
 
@@ -58,18 +59,14 @@ impl RequestContext {
         if slot.is_some() {
             return false;
         }
-        *slot = Some(metadata);
+        *slot = Some(Arc::new(metadata));
         true
     }
 
     /// The application name from the handshake's client metadata.
     pub fn app_name(&self) -> Option<String> {
         let metadata = self.client_metadata.lock().expect("poisoned");
-        metadata
-            .as_ref()
-            .and_then(|m| m.get_document("application").ok())
-            .and_then(|a| a.get_str("name").ok())
-            .map(String::from)
+        app_name_of(metadata.as_deref()).map(String::from)
     }
 
     pub fn request_close(&self) {
@@ -88,4 +85,11 @@ impl RequestContext {
     pub fn set_compressors(&self, compressors: Vec<Compressor>) {
         *self.compressors.lock().expect("poisoned") = compressors;
     }
+}
+
+/// The application name in a handshake's client metadata.
+pub fn app_name_of(metadata: Option<&Document>) -> Option<&str> {
+    metadata
+        .and_then(|m| m.get_document("application").ok())
+        .and_then(|a| a.get_str("name").ok())
 }

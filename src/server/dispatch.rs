@@ -161,14 +161,13 @@ impl<S: NodeState> Dispatcher<S> {
         request: CommandRequest,
     ) -> (Result<RawDocumentBuf>, Option<Effect>) {
         let state = &*self.state;
-        let name = request.name().to_string();
         let node = state.node();
-        let spec = match state.commands().get(&name) {
+        let spec = match state.commands().get(request.name()) {
             Some(spec) if !spec.test_only || node.params.get_bool("enableTestCommands") => spec,
             _ => {
                 let err = MongoError::new(
                     ErrorCode::CommandNotFound,
-                    format!("no such command: '{name}'"),
+                    format!("no such command: '{}'", request.name()),
                 );
                 return (Err(err), None);
             }

@@ -29,9 +29,9 @@ pub struct Operation {
     ns: String,
     command: RawDocumentBuf,
     connection_id: i64,
-    client: Option<String>,
-    client_metadata: Option<Document>,
-    app_name: Option<String>,
+    /// Formatted (with the application name) only when `$currentOp` reports the operation.
+    peer: Option<std::net::SocketAddr>,
+    client_metadata: Option<Arc<Document>>,
     internal: bool,
     killed: AtomicBool,
     kill: Notify,
@@ -92,9 +92,8 @@ impl Operations {
             ns: namespace(request),
             command: request.body.clone(),
             connection_id: ctx.connection_id,
-            client: ctx.peer.map(|p| p.to_string()),
+            peer: ctx.peer,
             client_metadata: ctx.client_metadata(),
-            app_name: ctx.app_name(),
             internal: ctx.is_internal(),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
@@ -175,12 +174,14 @@ impl Operation {
     }
 
     fn report(&self, host: &str, now: &str, what: Report) -> Document {
+        let client = self.peer.map(|p| p.to_string());
+        let metadata = self.client_metadata.as_deref();
         let mut out = client_fields(
             host,
             self.connection_id,
-            self.client.as_deref(),
-            self.app_name.as_deref(),
-            self.client_metadata.as_ref(),
+            client.as_deref(),
+            super::context::app_name_of(metadata),
+            metadata,
         );
         out.insert("active", true);
         out.insert("currentOpTime", now);
@@ -258,13 +259,12 @@ fn client_fields(
 fn idle_connection(host: &str, now: &str, ctx: &RequestContext) -> Document {
     let peer = ctx.peer.map(|p| p.to_string());
     let metadata = ctx.client_metadata();
-    let app_name = ctx.app_name();
     let mut out = client_fields(
         host,
         ctx.connection_id,
         peer.as_deref(),
-        app_name.as_deref(),
-        metadata.as_ref(),
+        super::context::app_name_of(metadata.as_deref()),
+        metadata.as_deref(),
     );
     out.insert("active", false);
     out.insert("currentOpTime", now);

@@ -6,15 +6,14 @@ use super::catalog::{
     self, CollectionMeta, CollectionStats, IndexMeta, id_index_spec, index_table_sql,
 };
 use super::durability::Durability;
+use super::readers::Readers;
 use super::sql_error;
 use super::txn::RecordId;
 use super::txn::{ReadTxn, WriteTxn};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::shard::index::IndexSpec;
 use bson::Document;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{AssertSqlSafe, Connection, Executor, Row, SqliteConnection};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -37,7 +36,7 @@ pub struct DatabaseStore {
     name: String,
     path: PathBuf,
     pub(super) writer: tokio::sync::Mutex<Writer>,
-    readers: SqlitePool,
+    readers: Readers,
     catalog: RwLock<BTreeMap<String, Arc<CollectionMeta>>>,
     pub(super) stats: std::sync::Mutex<BTreeMap<i64, CollectionStats>>,
     pub(super) durability: Durability,
@@ -69,13 +68,7 @@ impl DatabaseStore {
             .await
             .map_err(|e| sql_error("creating the catalog", e))?;
         let loaded = catalog::load(&mut conn).await?;
-        let readers = SqlitePoolOptions::new()
-            .max_connections(4)
-            .min_connections(0)
-            .idle_timeout(Some(Duration::from_secs(60)))
-            // A reader is a local file handle: a ping per acquire would double the cost of a point read.
-            .test_before_acquire(false)
-            .connect_lazy_with(options.read_only(true));
+        let readers = Readers::new(options, 4, Duration::from_secs(60));
         Ok(DatabaseStore {
             name: name.to_string(),
             path: path.to_path_buf(),
@@ -172,12 +165,7 @@ impl DatabaseStore {
 
     /// A read-only view on a pooled reader connection.
     pub async fn read(&self) -> Result<ReadTxn> {
-        let conn = self
-            .readers
-            .acquire()
-            .await
-            .map_err(|e| sql_error("acquiring a reader", e))?;
-        Ok(ReadTxn::new(conn))
+        Ok(ReadTxn::new(self.readers.acquire().await?))
     }
 
     /// Creates a collection; `NamespaceExists` if it exists.

@@ -11,6 +11,7 @@ mod documents;
 mod durability;
 mod index_usage;
 mod keys;
+mod readers;
 mod txn;
 
 pub use capped::CappedLimits;

@@ -5,11 +5,11 @@ use super::catalog::IndexMeta;
 use super::catalog::{CollectionMeta, CollectionStats};
 use super::database::{DatabaseStore, Writer};
 use super::keys::{DocumentKeys, duplicate_key_error, id_key};
+use super::readers::Reader;
 use super::sql_error;
 use crate::error::{MongoError, Result};
 use bson::{Bson, RawDocument, RawDocumentBuf};
-use sqlx::pool::PoolConnection;
-use sqlx::{AssertSqlSafe, Executor, Row, Sqlite, SqliteConnection};
+use sqlx::{AssertSqlSafe, Executor, Row, SqliteConnection};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -214,11 +214,11 @@ fn raw_from_row(bytes: Vec<u8>) -> Result<RawDocumentBuf> {
 
 /// A read view on one pooled connection. Each statement sees the latest committed state.
 pub struct ReadTxn {
-    conn: PoolConnection<Sqlite>,
+    conn: Reader,
 }
 
 impl ReadTxn {
-    pub(super) fn new(conn: PoolConnection<Sqlite>) -> Self {
+    pub(super) fn new(conn: Reader) -> Self {
         ReadTxn { conn }
     }
 
