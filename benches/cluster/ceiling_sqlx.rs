@@ -12,15 +12,13 @@
 use crate::data;
 use crate::measure::{self, Timing};
 use mongodb::bson::{Bson, Document, RawDocument};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
 use sqlx::{AssertSqlSafe, Connection, Row, SqliteConnection};
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::sync::Mutex;
 
 /// Rows per multi-row `INSERT` statement (two bound values per row, far below SQLite's limit).
@@ -38,26 +36,14 @@ pub struct Scratch {
 
 type Writer = Arc<Mutex<SqliteConnection>>;
 
-/// The order-preserving key bytes of an int64 (a type byte, then the value with its sign bit
-/// flipped, big-endian), about what an index key of an int64 costs.
+/// The index key of an int64, encoded as the shard encodes it.
 fn key_bytes(v: i64) -> Vec<u8> {
-    let mut key = Vec::with_capacity(9);
-    key.push(0x12);
-    key.extend_from_slice(&((v as u64) ^ (1 << 63)).to_be_bytes());
-    key
+    docgrid::document::keystring::encode_one(&bson::Bson::Int64(v))
 }
 
+/// The scratch file is opened exactly as a shard opens its files.
 fn options(path: &Path) -> SqliteConnectOptions {
-    SqliteConnectOptions::new()
-        .filename(path)
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Normal)
-        .busy_timeout(Duration::from_secs(30))
-        .pragma("cache_size", "-32768")
-        .pragma("mmap_size", "268435456")
-        .pragma("temp_store", "memory")
-        .statement_cache_capacity(256)
+    docgrid::shard::storage::connect_options(path)
 }
 
 impl Scratch {
@@ -235,12 +221,7 @@ impl Scratch {
             .await?;
         for row in rows {
             let rid: i64 = row.try_get(0)?;
-            let updated = inc_qty(row.try_get::<&[u8], _>(1)?)?;
-            sqlx::query("UPDATE items SET doc = ? WHERE rid = ?")
-                .bind(updated)
-                .bind(rid)
-                .execute(&mut *tx)
-                .await?;
+            update_row(&mut tx, rid, row.try_get::<&[u8], _>(1)?).await?;
         }
         tx.commit().await?;
         let elapsed = start.elapsed();
@@ -270,12 +251,7 @@ impl Scratch {
                     .fetch_one(&mut *tx)
                     .await?;
                     let rid: i64 = row.try_get(0)?;
-                    let updated = inc_qty(row.try_get::<&[u8], _>(1)?)?;
-                    sqlx::query("UPDATE items SET doc = ? WHERE rid = ?")
-                        .bind(updated)
-                        .bind(rid)
-                        .execute(&mut *tx)
-                        .await?;
+                    update_row(&mut tx, rid, row.try_get::<&[u8], _>(1)?).await?;
                     tx.commit().await?;
                     Ok(())
                 }
@@ -341,6 +317,16 @@ impl Scratch {
 fn insert_sql(table: &str, columns: &str, rows: usize) -> String {
     let values = vec!["(?, ?)"; rows].join(", ");
     format!("INSERT INTO {table} ({columns}) VALUES {values}")
+}
+
+/// Rewrites row `rid` with its document's `qty` incremented.
+async fn update_row(conn: &mut SqliteConnection, rid: i64, doc: &[u8]) -> anyhow::Result<()> {
+    sqlx::query("UPDATE items SET doc = ? WHERE rid = ?")
+        .bind(inc_qty(doc)?)
+        .bind(rid)
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 fn inc_qty(bytes: &[u8]) -> anyhow::Result<Vec<u8>> {

@@ -43,7 +43,8 @@ pub struct DatabaseStore {
     index_usage: super::IndexUsage,
 }
 
-fn connect_options(path: &Path) -> SqliteConnectOptions {
+/// How a shard opens a database file (also what the benchmarks' raw-SQLite ceiling uses).
+pub fn connect_options(path: &Path) -> SqliteConnectOptions {
     SqliteConnectOptions::new()
         .filename(path)
         .create_if_missing(true)

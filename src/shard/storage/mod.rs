@@ -16,7 +16,7 @@ mod txn;
 
 pub use capped::CappedLimits;
 pub use catalog::{CollectionMeta, IndexMeta};
-pub use database::DatabaseStore;
+pub use database::{DatabaseStore, connect_options};
 pub use index_usage::IndexUsage;
 pub use txn::{IndexEntry, IndexRange, KeyEntry, ReadTxn, RecordId, WriteTxn};
 
