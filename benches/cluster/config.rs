@@ -27,6 +27,9 @@ pub struct Config {
     pub only: Vec<String>,
     /// Where the temporary data directories go.
     pub dir: Option<String>,
+    /// Seconds after W3 at which the resident set is read again: past a shard's reader idle
+    /// timeout (60 s, checked every 10 s), when the readers W3 opened have closed.
+    pub rss_settle_secs: u64,
 }
 
 impl Config {
@@ -55,6 +58,7 @@ impl Config {
                 .map(|v| v.split(',').map(|s| s.trim().to_uppercase()).collect())
                 .unwrap_or_default(),
             dir: std::env::var("DOCGRID_BENCH_DIR").ok(),
+            rss_settle_secs: env_usize("DOCGRID_BENCH_RSS_SETTLE_SECS", pick(75, 2)) as u64,
             preset,
         }
     }
@@ -77,6 +81,7 @@ impl Config {
             "sharded_docs": self.sharded_docs,
             "processes": self.processes,
             "only": self.only,
+            "rss_settle_secs": self.rss_settle_secs,
         })
     }
 }

@@ -18,7 +18,8 @@
 //!   separate-process cluster's collection (full: 100,000);
 //! - `DOCGRID_BENCH_PROCESSES` `0` skips the separate-process half;
 //! - `DOCGRID_BENCH_ONLY` workload ids to run, e.g. `W1,W2,W9` (default: all);
-//! - `DOCGRID_BENCH_DIR` where the temporary data directories go.
+//! - `DOCGRID_BENCH_DIR` where the temporary data directories go;
+//! - `DOCGRID_BENCH_RSS_SETTLE_SECS` when the resident set is read again after W3 (full: 75).
 
 mod ceiling_sqlx;
 mod ceiling_tcp;

@@ -154,14 +154,16 @@ pub fn judge(report: &Report) -> Vec<Target> {
             Some((
                 f["before"].as_u64()?,
                 f["peak"].as_u64()?,
-                f["after_2s"].as_u64()?,
+                f["settled"].as_u64()?,
+                f["settle_secs"].as_u64()?,
             ))
         });
+        let settle = figures.map(|f| f.3).unwrap_or(0);
         targets.push(Target {
             what: what.into(),
-            goal: "2 s after ≤ before + 10%".into(),
+            goal: format!("{settle} s after ≤ before + 10%"),
             measured: figures
-                .map(|(b, p, a)| {
+                .map(|(b, p, a, _)| {
                     format!(
                         "{:.0} → peak {:.0} → {:.0} MiB",
                         b as f64 / MIB,
@@ -170,7 +172,7 @@ pub fn judge(report: &Report) -> Vec<Target> {
                     )
                 })
                 .unwrap_or_default(),
-            met: figures.map(|(b, _, a)| a as f64 <= b as f64 * 1.1),
+            met: figures.map(|(b, _, a, _)| a as f64 <= b as f64 * 1.1),
         });
     }
     targets

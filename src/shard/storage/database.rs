@@ -43,20 +43,36 @@ pub struct DatabaseStore {
     index_usage: super::IndexUsage,
 }
 
+/// Settings of every connection to a database file, the writer's and the readers': a 32 MiB
+/// page cache, a 256 MiB mmap window, temporary tables in memory.
+pub(super) const CONNECTION_PRAGMAS: [(&str, &str); 3] = [
+    ("cache_size", "-32768"),
+    ("mmap_size", "268435456"),
+    ("temp_store", "memory"),
+];
+
+/// How long a connection waits for a lock another one holds.
+pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Prepared statements each connection keeps.
+pub(super) const STATEMENT_CACHE: usize = 256;
+
 /// How a shard opens a database file (also what the benchmarks' raw-SQLite ceiling uses).
 pub fn connect_options(path: &Path) -> SqliteConnectOptions {
-    SqliteConnectOptions::new()
+    let options = SqliteConnectOptions::new()
         .filename(path)
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
         // WAL + NORMAL: a committed transaction survives a process crash (it is in the WAL in the
         // OS page cache); `j: true` writes additionally fsync the WAL (see durability).
         .synchronous(SqliteSynchronous::Normal)
-        .busy_timeout(Duration::from_secs(30))
-        .pragma("cache_size", "-32768")
-        .pragma("mmap_size", "268435456")
-        .pragma("temp_store", "memory")
-        .statement_cache_capacity(256)
+        .busy_timeout(BUSY_TIMEOUT)
+        .statement_cache_capacity(STATEMENT_CACHE);
+    CONNECTION_PRAGMAS
+        .iter()
+        .fold(options, |options, (name, value)| {
+            options.pragma(*name, *value)
+        })
 }
 
 impl DatabaseStore {
@@ -69,7 +85,7 @@ impl DatabaseStore {
             .await
             .map_err(|e| sql_error("creating the catalog", e))?;
         let loaded = catalog::load(&mut conn).await?;
-        let readers = Readers::new(options, 4, Duration::from_secs(60));
+        let readers = Readers::new(path, 4, Duration::from_secs(60));
         Ok(DatabaseStore {
             name: name.to_string(),
             path: path.to_path_buf(),

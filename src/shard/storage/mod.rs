@@ -1,6 +1,7 @@
-//! The shard's storage engine on SQLite (through `sqlx`): one database file per MongoDB
-//! database, each collection a table of `(record id, BSON document)`, each index a table of
-//! `(order-preserving key, record id, type bits)`. This is the only module that contains SQL.
+//! The shard's storage engine on SQLite (writes through `sqlx`, reads through `rusqlite` on the
+//! calling thread): one database file per MongoDB database, each collection a table of
+//! `(record id, BSON document)`, each index a table of `(order-preserving key, record id, type
+//! bits)`. This is the only module that contains SQL.
 
 mod capped;
 mod catalog;
@@ -11,6 +12,7 @@ mod documents;
 mod durability;
 mod index_usage;
 mod keys;
+mod read_sql;
 mod readers;
 mod txn;
 

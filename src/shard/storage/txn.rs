@@ -5,214 +5,59 @@ use super::catalog::IndexMeta;
 use super::catalog::{CollectionMeta, CollectionStats};
 use super::database::{DatabaseStore, Writer};
 use super::keys::{DocumentKeys, duplicate_key_error, id_key};
+use super::read_sql::{self, Param, ReadQuery, ResultRow, column_error};
+pub use super::read_sql::{IndexEntry, IndexRange, KeyEntry, RecordId};
 use super::readers::Reader;
 use super::sql_error;
 use crate::error::{MongoError, Result};
 use bson::{Bson, RawDocument, RawDocumentBuf};
+use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, Executor, Row, SqliteConnection};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-
-/// The storage-internal identity of a document within its collection.
-pub type RecordId = i64;
 
 /// Rows per multi-row INSERT: large enough to amortize the per-statement cost, small enough to
 /// stay far below SQLite's bound-parameter limit.
 const INSERT_CHUNK: usize = 500;
 
-async fn fetch_by_id(
-    conn: &mut SqliteConnection,
-    coll: &CollectionMeta,
-    id: &Bson,
-) -> Result<Option<(RecordId, RawDocumentBuf)>> {
-    let sql = format!(
-        "SELECT c.rid, c.doc FROM {} i JOIN {} c ON c.rid = i.rid WHERE i.key = ?",
-        coll.id_index().table(),
-        coll.table()
-    );
-    let row = sqlx::query(AssertSqlSafe(sql))
-        .bind(id_key(id))
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(|e| sql_error("reading by _id", e))?;
-    row.map(|row| Ok((row.get::<i64, _>(0), raw_from_row(row.get(1))?)))
-        .transpose()
-}
-
-async fn scan(
-    conn: &mut SqliteConnection,
-    coll: &CollectionMeta,
-    after: RecordId,
-    limit: i64,
-) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
-    scan_ordered(conn, coll, after, limit, false).await
-}
-
-/// Documents after `from` in record-id order, or before it in reverse order.
-async fn scan_ordered(
-    conn: &mut SqliteConnection,
-    coll: &CollectionMeta,
-    from: RecordId,
-    limit: i64,
-    reverse: bool,
-) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
-    let sql = if reverse {
-        format!(
-            "SELECT rid, doc FROM {} WHERE rid < ? ORDER BY rid DESC LIMIT ?",
-            coll.table()
-        )
-    } else {
-        format!(
-            "SELECT rid, doc FROM {} WHERE rid > ? ORDER BY rid LIMIT ?",
-            coll.table()
-        )
-    };
-    let after = from;
-    let rows = sqlx::query(AssertSqlSafe(sql))
-        .bind(after)
-        .bind(limit)
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(|e| sql_error("scanning a collection", e))?;
-    rows.into_iter()
-        .map(|row| Ok((row.get::<i64, _>(0), raw_from_row(row.get(1))?)))
-        .collect()
-}
-
-/// Index entries in `[low, high)` after `resume` (a `(key, record id)` position), with their
-/// documents, in key order (descending when `reverse`).
-pub struct IndexRange<'a> {
-    pub index: &'a IndexMeta,
-    pub low: &'a [u8],
-    pub high: Option<&'a [u8]>,
-    pub resume: Option<(&'a [u8], RecordId)>,
-    pub reverse: bool,
-    pub limit: i64,
-}
-
-/// One index entry with its document.
-pub type IndexEntry = (Vec<u8>, RecordId, RawDocumentBuf);
-
-async fn index_scan(
-    conn: &mut SqliteConnection,
-    coll: &CollectionMeta,
-    range: &IndexRange<'_>,
-) -> Result<Vec<IndexEntry>> {
-    // A resumed scan seeks straight to where it stopped: the resume key replaces the bound
-    // on its side (it lies inside the range), so SQLite starts the B-tree walk there instead
-    // of at the range's start and filtering everything read before.
-    let rows = index_scan_rows(conn, Some(coll), range).await?;
-    rows.into_iter()
-        .map(|row| {
-            Ok((
-                row.get::<Vec<u8>, _>(0),
-                row.get::<i64, _>(1),
-                raw_from_row(row.get(2))?,
-            ))
-        })
-        .collect()
-}
-
 /// An index key with its type bits.
 type TypedKey = (Vec<u8>, Vec<u8>);
 
-/// One index entry without its document: key, record id and type bits (`None`: written
-/// before type bits were recorded).
-pub type KeyEntry = (Vec<u8>, RecordId, Option<Vec<u8>>);
-
-/// Index entries in the range without their documents (a covered query's scan).
-async fn index_keys(conn: &mut SqliteConnection, range: &IndexRange<'_>) -> Result<Vec<KeyEntry>> {
-    let rows = index_scan_rows(conn, None, range).await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| {
-            (
-                row.get::<Vec<u8>, _>(0),
-                row.get::<i64, _>(1),
-                row.get::<Option<Vec<u8>>, _>(2),
-            )
-        })
-        .collect())
-}
-
-/// The document at `rid`, if any.
-async fn fetch_by_rid(
+/// Runs a read statement on the writer's connection (inside its transaction) and decodes
+/// its rows.
+async fn fetch<T>(
     conn: &mut SqliteConnection,
-    coll: &CollectionMeta,
-    rid: RecordId,
-) -> Result<Option<RawDocumentBuf>> {
-    let sql = format!("SELECT doc FROM {} WHERE rid = ?", coll.table());
-    let row = sqlx::query(AssertSqlSafe(sql))
-        .bind(rid)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(|e| sql_error("reading by record id", e))?;
-    row.map(|row| raw_from_row(row.get(0))).transpose()
-}
-
-/// The rows of an index range: key, record id and, when `coll` is given, the document.
-async fn index_scan_rows(
-    conn: &mut SqliteConnection,
-    coll: Option<&CollectionMeta>,
-    range: &IndexRange<'_>,
-) -> Result<Vec<sqlx::sqlite::SqliteRow>> {
-    let mut sql = match coll {
-        Some(coll) => format!(
-            "SELECT i.key, i.rid, c.doc FROM {} i JOIN {} c ON c.rid = i.rid WHERE ",
-            range.index.table(),
-            coll.table()
-        ),
-        None => format!(
-            "SELECT i.key, i.rid, i.type_bits FROM {} i WHERE ",
-            range.index.table()
-        ),
-    };
-    let (low, high) = match (range.resume, range.reverse) {
-        (Some((key, _)), false) => (key, range.high),
-        _ => (range.low, range.high),
-    };
-    sql.push_str("i.key >= ?");
-    match (range.resume, range.reverse, high) {
-        (Some(_), true, _) => sql.push_str(" AND i.key <= ?"),
-        (_, _, Some(_)) => sql.push_str(" AND i.key < ?"),
-        _ => {}
+    q: ReadQuery<'_>,
+    context: &str,
+    decode: fn(&dyn ResultRow) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut query = sqlx::query(AssertSqlSafe(q.sql));
+    for param in q.params {
+        query = match param {
+            Param::Int(v) => query.bind(v),
+            Param::Blob(b) => query.bind(b),
+        };
     }
-    if range.resume.is_some() {
-        // Within the bound set by the resume key, `(key, rid)` past it is: a different key,
-        // or the same key and a record id past it.
-        sql.push_str(if range.reverse {
-            " AND (i.key < ? OR i.rid < ?)"
-        } else {
-            " AND (i.key > ? OR i.rid > ?)"
-        });
-    }
-    sql.push_str(if range.reverse {
-        " ORDER BY i.key DESC, i.rid DESC LIMIT ?"
-    } else {
-        " ORDER BY i.key, i.rid LIMIT ?"
-    });
-    let mut query = sqlx::query(AssertSqlSafe(sql)).bind(low);
-    match (range.resume, range.reverse, high) {
-        (Some((key, _)), true, _) => query = query.bind(key),
-        (_, _, Some(high)) => query = query.bind(high),
-        _ => {}
-    }
-    if let Some((key, rid)) = range.resume {
-        query = query.bind(key).bind(rid);
-    }
-    query
-        .bind(range.limit)
+    let rows = query
         .fetch_all(&mut *conn)
         .await
-        .map_err(|e| sql_error("scanning an index", e))
+        .map_err(|e| sql_error(context, e))?;
+    rows.iter().map(|row| decode(row)).collect()
 }
 
-fn raw_from_row(bytes: Vec<u8>) -> Result<RawDocumentBuf> {
-    RawDocumentBuf::from_bytes(bytes)
-        .map_err(|e| MongoError::internal(format!("corrupt document in storage: {e}")))
+impl ResultRow for SqliteRow {
+    fn int(&self, column: usize) -> Result<i64> {
+        self.try_get(column).map_err(|e| column_error(column, e))
+    }
+    fn blob(&self, column: usize) -> Result<Vec<u8>> {
+        self.try_get(column).map_err(|e| column_error(column, e))
+    }
+    fn optional_blob(&self, column: usize) -> Result<Option<Vec<u8>>> {
+        self.try_get(column).map_err(|e| column_error(column, e))
+    }
 }
 
-/// A read view on one pooled connection. Each statement sees the latest committed state.
+/// A read view on one reader. Each statement sees the latest committed state.
 pub struct ReadTxn {
     conn: Reader,
 }
@@ -227,7 +72,17 @@ impl ReadTxn {
         coll: &CollectionMeta,
         id: &Bson,
     ) -> Result<Option<(RecordId, RawDocumentBuf)>> {
-        fetch_by_id(&mut self.conn, coll, id).await
+        let key = id_key(id);
+        let rows = self
+            .conn
+            .query(
+                read_sql::by_id(coll, &key),
+                1,
+                "reading by _id",
+                read_sql::record,
+            )
+            .await?;
+        Ok(rows.into_iter().next())
     }
 
     pub async fn index_scan(
@@ -235,12 +90,18 @@ impl ReadTxn {
         coll: &CollectionMeta,
         range: &IndexRange<'_>,
     ) -> Result<Vec<IndexEntry>> {
-        index_scan(&mut self.conn, coll, range).await
+        let q = read_sql::index_range(Some(coll), range);
+        self.conn
+            .query(q, range.limit, "scanning an index", read_sql::index_entry)
+            .await
     }
 
     /// Index entries without their documents.
     pub async fn index_keys(&mut self, range: &IndexRange<'_>) -> Result<Vec<KeyEntry>> {
-        index_keys(&mut self.conn, range).await
+        let q = read_sql::index_range(None, range);
+        self.conn
+            .query(q, range.limit, "scanning an index", read_sql::key_entry)
+            .await
     }
 
     pub async fn fetch_by_rid(
@@ -248,7 +109,12 @@ impl ReadTxn {
         coll: &CollectionMeta,
         rid: RecordId,
     ) -> Result<Option<RawDocumentBuf>> {
-        fetch_by_rid(&mut self.conn, coll, rid).await
+        let q = read_sql::by_rid(coll, rid);
+        let rows = self
+            .conn
+            .query(q, 1, "reading by record id", read_sql::doc_only)
+            .await?;
+        Ok(rows.into_iter().next())
     }
 
     /// Up to `limit` documents with record ids above `after`, in record-id order.
@@ -258,7 +124,10 @@ impl ReadTxn {
         after: RecordId,
         limit: i64,
     ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
-        scan(&mut self.conn, coll, after, limit).await
+        let q = read_sql::scan(coll, after, limit, false);
+        self.conn
+            .query(q, limit, "scanning a collection", read_sql::record)
+            .await
     }
 
     /// Up to `limit` documents with record ids below `before`, newest first.
@@ -268,7 +137,10 @@ impl ReadTxn {
         before: RecordId,
         limit: i64,
     ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
-        scan_ordered(&mut self.conn, coll, before, limit, true).await
+        let q = read_sql::scan(coll, before, limit, true);
+        self.conn
+            .query(q, limit, "scanning a collection", read_sql::record)
+            .await
     }
 }
 
@@ -327,7 +199,10 @@ impl<'a> WriteTxn<'a> {
         coll: &CollectionMeta,
         id: &Bson,
     ) -> Result<Option<(RecordId, RawDocumentBuf)>> {
-        fetch_by_id(&mut self.writer.conn, coll, id).await
+        let key = id_key(id);
+        let q = read_sql::by_id(coll, &key);
+        let rows = fetch(&mut self.writer.conn, q, "reading by _id", read_sql::record).await?;
+        Ok(rows.into_iter().next())
     }
 
     pub async fn scan(
@@ -336,7 +211,14 @@ impl<'a> WriteTxn<'a> {
         after: RecordId,
         limit: i64,
     ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
-        scan(&mut self.writer.conn, coll, after, limit).await
+        let q = read_sql::scan(coll, after, limit, false);
+        fetch(
+            &mut self.writer.conn,
+            q,
+            "scanning a collection",
+            read_sql::record,
+        )
+        .await
     }
 
     pub async fn scan_reverse(
@@ -345,7 +227,14 @@ impl<'a> WriteTxn<'a> {
         before: RecordId,
         limit: i64,
     ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
-        scan_ordered(&mut self.writer.conn, coll, before, limit, true).await
+        let q = read_sql::scan(coll, before, limit, true);
+        fetch(
+            &mut self.writer.conn,
+            q,
+            "scanning a collection",
+            read_sql::record,
+        )
+        .await
     }
 
     pub async fn index_scan(
@@ -353,12 +242,26 @@ impl<'a> WriteTxn<'a> {
         coll: &CollectionMeta,
         range: &IndexRange<'_>,
     ) -> Result<Vec<IndexEntry>> {
-        index_scan(&mut self.writer.conn, coll, range).await
+        let q = read_sql::index_range(Some(coll), range);
+        fetch(
+            &mut self.writer.conn,
+            q,
+            "scanning an index",
+            read_sql::index_entry,
+        )
+        .await
     }
 
     /// Index entries without their documents.
     pub async fn index_keys(&mut self, range: &IndexRange<'_>) -> Result<Vec<KeyEntry>> {
-        index_keys(&mut self.writer.conn, range).await
+        let q = read_sql::index_range(None, range);
+        fetch(
+            &mut self.writer.conn,
+            q,
+            "scanning an index",
+            read_sql::key_entry,
+        )
+        .await
     }
 
     pub async fn fetch_by_rid(
@@ -366,7 +269,15 @@ impl<'a> WriteTxn<'a> {
         coll: &CollectionMeta,
         rid: RecordId,
     ) -> Result<Option<RawDocumentBuf>> {
-        fetch_by_rid(&mut self.writer.conn, coll, rid).await
+        let q = read_sql::by_rid(coll, rid);
+        let rows = fetch(
+            &mut self.writer.conn,
+            q,
+            "reading by record id",
+            read_sql::doc_only,
+        )
+        .await?;
+        Ok(rows.into_iter().next())
     }
 
     async fn next_rids(&mut self, coll: &CollectionMeta, n: usize) -> Result<RecordId> {

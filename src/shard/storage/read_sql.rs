@@ -1,0 +1,179 @@
+//! The statements that read documents and index entries, built once for both connections that
+//! run them: the writer (sqlx, inside its transaction) and the readers (synchronous, on the
+//! calling thread). Each read is a statement, its parameters and the decoding of its rows.
+
+use super::catalog::{CollectionMeta, IndexMeta};
+use crate::error::{MongoError, Result};
+use bson::RawDocumentBuf;
+
+/// The storage-internal identity of a document within its collection.
+pub type RecordId = i64;
+
+/// A bound parameter.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Param<'a> {
+    Int(i64),
+    Blob(&'a [u8]),
+}
+
+/// A read statement with its parameters.
+pub(super) struct ReadQuery<'a> {
+    pub sql: String,
+    pub params: Vec<Param<'a>>,
+}
+
+/// Index entries in `[low, high)` after `resume` (a `(key, record id)` position), with their
+/// documents, in key order (descending when `reverse`).
+pub struct IndexRange<'a> {
+    pub index: &'a IndexMeta,
+    pub low: &'a [u8],
+    pub high: Option<&'a [u8]>,
+    pub resume: Option<(&'a [u8], RecordId)>,
+    pub reverse: bool,
+    pub limit: i64,
+}
+
+/// One index entry with its document.
+pub type IndexEntry = (Vec<u8>, RecordId, RawDocumentBuf);
+
+/// One index entry without its document: key, record id and type bits (`None`: written
+/// before type bits were recorded).
+pub type KeyEntry = (Vec<u8>, RecordId, Option<Vec<u8>>);
+
+/// The document whose `_id` index key is `key`: rows of `(rid, doc)`.
+pub(super) fn by_id<'a>(coll: &CollectionMeta, key: &'a [u8]) -> ReadQuery<'a> {
+    ReadQuery {
+        sql: format!(
+            "SELECT c.rid, c.doc FROM {} i JOIN {} c ON c.rid = i.rid WHERE i.key = ?",
+            coll.id_index().table(),
+            coll.table()
+        ),
+        params: vec![Param::Blob(key)],
+    }
+}
+
+/// The document at `rid`: rows of `(doc)`.
+pub(super) fn by_rid(coll: &CollectionMeta, rid: RecordId) -> ReadQuery<'static> {
+    ReadQuery {
+        sql: format!("SELECT doc FROM {} WHERE rid = ?", coll.table()),
+        params: vec![Param::Int(rid)],
+    }
+}
+
+/// Up to `limit` documents after `from` in record-id order, or before it in reverse order:
+/// rows of `(rid, doc)`.
+pub(super) fn scan(
+    coll: &CollectionMeta,
+    from: RecordId,
+    limit: i64,
+    reverse: bool,
+) -> ReadQuery<'static> {
+    let sql = if reverse {
+        format!(
+            "SELECT rid, doc FROM {} WHERE rid < ? ORDER BY rid DESC LIMIT ?",
+            coll.table()
+        )
+    } else {
+        format!(
+            "SELECT rid, doc FROM {} WHERE rid > ? ORDER BY rid LIMIT ?",
+            coll.table()
+        )
+    };
+    ReadQuery {
+        sql,
+        params: vec![Param::Int(from), Param::Int(limit)],
+    }
+}
+
+/// The rows of an index range: `(key, rid, doc)` when `coll` is given, else
+/// `(key, rid, type_bits)`.
+pub(super) fn index_range<'a>(
+    coll: Option<&CollectionMeta>,
+    range: &IndexRange<'a>,
+) -> ReadQuery<'a> {
+    let mut sql = match coll {
+        Some(coll) => format!(
+            "SELECT i.key, i.rid, c.doc FROM {} i JOIN {} c ON c.rid = i.rid WHERE ",
+            range.index.table(),
+            coll.table()
+        ),
+        None => format!(
+            "SELECT i.key, i.rid, i.type_bits FROM {} i WHERE ",
+            range.index.table()
+        ),
+    };
+    // A resumed scan seeks straight to where it stopped: the resume key replaces the bound
+    // on its side (it lies inside the range), so SQLite starts the B-tree walk there instead
+    // of at the range's start and filtering everything read before.
+    let low = match (range.resume, range.reverse) {
+        (Some((key, _)), false) => key,
+        _ => range.low,
+    };
+    let mut params = vec![Param::Blob(low)];
+    sql.push_str("i.key >= ?");
+    match (range.resume, range.reverse, range.high) {
+        (Some((key, _)), true, _) => {
+            sql.push_str(" AND i.key <= ?");
+            params.push(Param::Blob(key));
+        }
+        (_, _, Some(high)) => {
+            sql.push_str(" AND i.key < ?");
+            params.push(Param::Blob(high));
+        }
+        _ => {}
+    }
+    if let Some((key, rid)) = range.resume {
+        // Within the bound set by the resume key, `(key, rid)` past it is: a different key,
+        // or the same key and a record id past it.
+        sql.push_str(if range.reverse {
+            " AND (i.key < ? OR i.rid < ?)"
+        } else {
+            " AND (i.key > ? OR i.rid > ?)"
+        });
+        params.extend([Param::Blob(key), Param::Int(rid)]);
+    }
+    sql.push_str(if range.reverse {
+        " ORDER BY i.key DESC, i.rid DESC LIMIT ?"
+    } else {
+        " ORDER BY i.key, i.rid LIMIT ?"
+    });
+    params.push(Param::Int(range.limit));
+    ReadQuery { sql, params }
+}
+
+/// A result row of either connection kind, read by column.
+pub(super) trait ResultRow {
+    fn int(&self, column: usize) -> Result<i64>;
+    fn blob(&self, column: usize) -> Result<Vec<u8>>;
+    fn optional_blob(&self, column: usize) -> Result<Option<Vec<u8>>>;
+}
+
+/// `(rid, doc)`.
+pub(super) fn record(row: &dyn ResultRow) -> Result<(RecordId, RawDocumentBuf)> {
+    Ok((row.int(0)?, document(row.blob(1)?)?))
+}
+
+/// `(doc)`.
+pub(super) fn doc_only(row: &dyn ResultRow) -> Result<RawDocumentBuf> {
+    document(row.blob(0)?)
+}
+
+/// `(key, rid, doc)`.
+pub(super) fn index_entry(row: &dyn ResultRow) -> Result<IndexEntry> {
+    Ok((row.blob(0)?, row.int(1)?, document(row.blob(2)?)?))
+}
+
+/// `(key, rid, type_bits)`.
+pub(super) fn key_entry(row: &dyn ResultRow) -> Result<KeyEntry> {
+    Ok((row.blob(0)?, row.int(1)?, row.optional_blob(2)?))
+}
+
+pub(super) fn document(bytes: Vec<u8>) -> Result<RawDocumentBuf> {
+    RawDocumentBuf::from_bytes(bytes)
+        .map_err(|e| MongoError::internal(format!("corrupt document in storage: {e}")))
+}
+
+/// A column that does not have the type its statement gives it.
+pub(super) fn column_error(column: usize, e: impl std::fmt::Display) -> MongoError {
+    MongoError::internal(format!("storage error reading column {column}: {e}"))
+}
