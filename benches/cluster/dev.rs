@@ -103,6 +103,10 @@ pub async fn run(
             .await?;
         let ceiling = main.point_ceiling(config.ops, 1, net).await?;
         report.push(o.ceiling(ceiling));
+        let floor = crate::driver_floor::find_one(config.ops, 1).await?;
+        report
+            .facts
+            .insert("w2_driver_floor".into(), floor_fact(&floor));
     }
     if config.runs("W3") {
         let before = servers.current_kib();
@@ -124,6 +128,10 @@ pub async fn run(
         );
         let ceiling = main.point_ceiling(config.ops, config.clients, net).await?;
         report.push(o.ceiling(ceiling));
+        let floor = crate::driver_floor::find_one(config.ops, config.clients).await?;
+        report
+            .facts
+            .insert("w3_driver_floor".into(), floor_fact(&floor));
     }
     if config.runs("W4") {
         let o = main
@@ -383,4 +391,10 @@ pub fn human(n: usize) -> String {
         n if n >= 1_000 && n % 1_000 == 0 => format!("{}k", n / 1_000),
         n => n.to_string(),
     }
+}
+
+/// The driver's `find_one` against a stub that does no work (`driver_floor`).
+fn floor_fact(timing: &Timing) -> serde_json::Value {
+    json!({"per_second": timing.per_second().round(), "p50_us": timing.p50().as_micros(),
+           "what": "the driver's find_one against a stub server answering at once"})
 }

@@ -27,6 +27,7 @@ mod config;
 mod data;
 mod dataset;
 mod dev;
+mod driver_floor;
 mod measure;
 mod ops;
 mod process_suite;

@@ -10,7 +10,7 @@ mod max_time;
 mod replies;
 mod write_concern;
 
-pub use args::{Args, bson_type_name};
+pub use args::{Args, Fields, bson_type_name};
 pub use bulk_write::{
     BULK_WRITE_COUNTS, BULK_WRITE_CURSOR_NS, BulkNamespace, BulkOp, BulkOpKind, BulkWrite,
 };
@@ -138,6 +138,11 @@ impl CommandRequest {
     /// Typed access to the body's fields, with MongoDB's error messages.
     pub fn args(&self) -> Args<'_> {
         Args::new(&self.name, &self.body)
+    }
+
+    /// The body's fields read in one pass, for a parse that looks up many of them.
+    pub fn fields(&self) -> Result<Fields<'_>> {
+        Fields::read(&self.name, &self.body)
     }
 
     /// The documents of an array argument that may come in the body or as a document sequence

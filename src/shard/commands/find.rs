@@ -48,7 +48,8 @@ pub(super) struct FindCommand {
 
 impl FindCommand {
     pub(super) fn parse(req: &CommandRequest) -> Result<Self> {
-        let args = req.args();
+        let fields = req.fields()?;
+        let args = fields.args();
         let limit = match args.i64("limit")? {
             Some(l) if l < 0 => {
                 return Err(MongoError::bad_value(format!(
