@@ -114,18 +114,10 @@ pub async fn run(
         let o = main
             .point_reads(("W3", &name), config.ops, config.clients, &servers)
             .await?;
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        let after_2s = servers.current_kib();
-        tokio::time::sleep(Duration::from_secs(
-            config.rss_settle_secs.saturating_sub(2),
-        ))
-        .await;
-        report.facts.insert(
-            "w3_rss_dev_kib".into(),
-            json!({"before": before, "peak": o.rss.peak_kib, "after_2s": after_2s,
-                   "settled": servers.current_kib(), "settle_secs": config.rss_settle_secs,
-                   "scope": servers.scope}),
-        );
+        let settled = servers
+            .settle(before, o.rss.peak_kib, config.rss_settle_secs)
+            .await;
+        report.facts.insert("w3_rss_dev_kib".into(), settled);
         let ceiling = main.point_ceiling(config.ops, config.clients, net).await?;
         report.push(o.ceiling(ceiling));
         let floor = crate::driver_floor::find_one(config.ops, config.clients).await?;

@@ -98,18 +98,8 @@ pub async fn run(config: &Config, report: &mut Report, dir: &Path) -> anyhow::Re
         .await?;
     let peak = run.1.peak_kib;
     report.push(Outcome::new("W3", &name, MODE, "reads", run).ceiling_if(&concurrent_ceiling));
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let after_2s = servers.current_kib();
-    tokio::time::sleep(Duration::from_secs(
-        config.rss_settle_secs.saturating_sub(2),
-    ))
-    .await;
-    report.facts.insert(
-        "w3_rss_processes_kib".into(),
-        json!({"before": before, "peak": peak, "after_2s": after_2s,
-                   "settled": servers.current_kib(), "settle_secs": config.rss_settle_secs,
-                   "scope": servers.scope}),
-    );
+    let settled = servers.settle(before, peak, config.rss_settle_secs).await;
+    report.facts.insert("w3_rss_processes_kib".into(), settled);
 
     if config.runs("W9") {
         let outcomes = sharded::run(

@@ -77,3 +77,16 @@ impl Servers {
         Ok((out, self.rss()))
     }
 }
+
+impl Servers {
+    /// The resident set after a load: read 2 s after it and again `settle_secs` after it (when
+    /// the shards' idle readers have closed), as a report fact with `before` and `peak`.
+    pub async fn settle(&self, before: u64, peak: u64, settle_secs: u64) -> serde_json::Value {
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        let after_2s = self.current_kib();
+        let rest = settle_secs.saturating_sub(2);
+        tokio::time::sleep(std::time::Duration::from_secs(rest)).await;
+        serde_json::json!({"before": before, "peak": peak, "after_2s": after_2s,
+               "settled": self.current_kib(), "settle_secs": settle_secs, "scope": self.scope})
+    }
+}

@@ -12,7 +12,7 @@ use super::sql_error;
 use crate::error::{MongoError, Result};
 use bson::{Bson, RawDocument, RawDocumentBuf};
 use sqlx::sqlite::SqliteRow;
-use sqlx::{AssertSqlSafe, Executor, Row, SqliteConnection};
+use sqlx::{AssertSqlSafe, Executor, Row};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -22,28 +22,6 @@ const INSERT_CHUNK: usize = 500;
 
 /// An index key with its type bits.
 type TypedKey = (Vec<u8>, Vec<u8>);
-
-/// Runs a read statement on the writer's connection (inside its transaction) and decodes
-/// its rows.
-async fn fetch<T>(
-    conn: &mut SqliteConnection,
-    q: ReadQuery<'_>,
-    context: &str,
-    decode: fn(&dyn ResultRow) -> Result<T>,
-) -> Result<Vec<T>> {
-    let mut query = sqlx::query(AssertSqlSafe(q.sql));
-    for param in q.params {
-        query = match param {
-            Param::Int(v) => query.bind(v),
-            Param::Blob(b) => query.bind(b),
-        };
-    }
-    let rows = query
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(|e| sql_error(context, e))?;
-    rows.iter().map(|row| decode(row)).collect()
-}
 
 impl ResultRow for SqliteRow {
     fn int(&self, column: usize) -> Result<i64> {
@@ -194,6 +172,27 @@ impl<'a> WriteTxn<'a> {
         self.db
     }
 
+    /// Runs a read statement inside this transaction and decodes its rows.
+    async fn read<T>(
+        &mut self,
+        q: ReadQuery<'_>,
+        context: &str,
+        decode: fn(&dyn ResultRow) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut query = sqlx::query(AssertSqlSafe(q.sql));
+        for param in q.params {
+            query = match param {
+                Param::Int(v) => query.bind(v),
+                Param::Blob(b) => query.bind(b),
+            };
+        }
+        let rows = query
+            .fetch_all(&mut self.writer.conn)
+            .await
+            .map_err(|e| sql_error(context, e))?;
+        rows.iter().map(|row| decode(row)).collect()
+    }
+
     pub async fn fetch_by_id(
         &mut self,
         coll: &CollectionMeta,
@@ -201,7 +200,7 @@ impl<'a> WriteTxn<'a> {
     ) -> Result<Option<(RecordId, RawDocumentBuf)>> {
         let key = id_key(id);
         let q = read_sql::by_id(coll, &key);
-        let rows = fetch(&mut self.writer.conn, q, "reading by _id", read_sql::record).await?;
+        let rows = self.read(q, "reading by _id", read_sql::record).await?;
         Ok(rows.into_iter().next())
     }
 
@@ -212,13 +211,8 @@ impl<'a> WriteTxn<'a> {
         limit: i64,
     ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
         let q = read_sql::scan(coll, after, limit, false);
-        fetch(
-            &mut self.writer.conn,
-            q,
-            "scanning a collection",
-            read_sql::record,
-        )
-        .await
+        self.read(q, "scanning a collection", read_sql::record)
+            .await
     }
 
     pub async fn scan_reverse(
@@ -228,13 +222,8 @@ impl<'a> WriteTxn<'a> {
         limit: i64,
     ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
         let q = read_sql::scan(coll, before, limit, true);
-        fetch(
-            &mut self.writer.conn,
-            q,
-            "scanning a collection",
-            read_sql::record,
-        )
-        .await
+        self.read(q, "scanning a collection", read_sql::record)
+            .await
     }
 
     pub async fn index_scan(
@@ -243,25 +232,14 @@ impl<'a> WriteTxn<'a> {
         range: &IndexRange<'_>,
     ) -> Result<Vec<IndexEntry>> {
         let q = read_sql::index_range(Some(coll), range);
-        fetch(
-            &mut self.writer.conn,
-            q,
-            "scanning an index",
-            read_sql::index_entry,
-        )
-        .await
+        self.read(q, "scanning an index", read_sql::index_entry)
+            .await
     }
 
     /// Index entries without their documents.
     pub async fn index_keys(&mut self, range: &IndexRange<'_>) -> Result<Vec<KeyEntry>> {
         let q = read_sql::index_range(None, range);
-        fetch(
-            &mut self.writer.conn,
-            q,
-            "scanning an index",
-            read_sql::key_entry,
-        )
-        .await
+        self.read(q, "scanning an index", read_sql::key_entry).await
     }
 
     pub async fn fetch_by_rid(
@@ -270,13 +248,9 @@ impl<'a> WriteTxn<'a> {
         rid: RecordId,
     ) -> Result<Option<RawDocumentBuf>> {
         let q = read_sql::by_rid(coll, rid);
-        let rows = fetch(
-            &mut self.writer.conn,
-            q,
-            "reading by record id",
-            read_sql::doc_only,
-        )
-        .await?;
+        let rows = self
+            .read(q, "reading by record id", read_sql::doc_only)
+            .await?;
         Ok(rows.into_iter().next())
     }
 
