@@ -19,6 +19,7 @@ use docgrid::rpc::Connector;
 use docgrid::server::logbuf::LogBuffer;
 use docgrid::server::{CmdLine, Dispatcher, Node, Parameters, RequestContext, Role, Service};
 use docgrid::shard::ShardState;
+use docgrid::shard::storage::DocumentReads;
 use std::sync::Arc;
 use std::time::Instant;
 

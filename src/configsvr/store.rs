@@ -4,7 +4,7 @@
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
 use crate::shard::exec::Position;
-use crate::shard::storage::Storage;
+use crate::shard::storage::{DocumentReads, Storage};
 use bson::{Bson, Document, RawDocumentBuf};
 
 pub const CONFIG_DB: &str = "config";

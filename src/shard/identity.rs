@@ -3,6 +3,7 @@
 
 use super::storage::Storage;
 use crate::error::{MongoError, Result};
+use crate::shard::storage::DocumentReads;
 use bson::{Bson, Document, doc, oid::ObjectId};
 
 const ADMIN: &str = "admin";

@@ -9,6 +9,7 @@ use crate::aggregate::Pipeline;
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
+use crate::shard::storage::DocumentReads;
 use bson::{Bson, Document, RawDocumentBuf, doc};
 
 /// Where view definitions live.

@@ -19,7 +19,7 @@ use crate::rpc::NodeClient;
 use crate::rpc::config::{collection_entry, database_entry, shard_hosts};
 use crate::server::RequestContext;
 use crate::shard::ddl_lock::coordinator_term;
-use crate::shard::storage::{CollectionMeta, DatabaseStore};
+use crate::shard::storage::{CollectionMeta, DatabaseStore, DocumentReads};
 use bson::{RawArrayBuf, RawDocumentBuf, doc};
 
 /// Documents per storage read while copying.

@@ -17,7 +17,7 @@ pub use cover::{CoverRequest, Covered};
 pub use explain::{Execution, ExplainedQuery, StageTree, number, parsed_query};
 pub use output::{FindOutput, RECORD_ID_FIELD, SORT_KEY_FIELD, take_sort_key_request};
 pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};
-pub use position::{Candidate, Examined, Position, RecordSource};
+pub use position::{Candidate, Examined, Position};
 
 pub use scan_state::{ScanState, Tail};
 pub use sort::{BlockingSort, SortLimits, SortedDocs, SortedState, find_sort_error};

@@ -7,10 +7,8 @@ use super::plan::{AccessPath, IndexScanPlan, QueryShape};
 use crate::catalog::OwnershipFilter;
 use crate::error::Result;
 use crate::query::filter::Filter;
-use crate::shard::storage::{
-    CollectionMeta, DatabaseStore, IndexEntry, IndexRange, KeyEntry, ReadTxn, RecordId, WriteTxn,
-};
-use bson::{Bson, Document, RawDocumentBuf};
+use crate::shard::storage::{CollectionMeta, DatabaseStore, DocumentReads, IndexRange, RecordId};
+use bson::{Document, RawDocumentBuf};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -19,134 +17,6 @@ pub struct Candidate {
     pub rid: RecordId,
     pub raw: RawDocumentBuf,
     pub doc: Document,
-}
-
-/// Reads from a read view or from inside a write transaction.
-pub trait RecordSource {
-    fn fetch_by_id(
-        &mut self,
-        coll: &CollectionMeta,
-        id: &Bson,
-    ) -> impl Future<Output = Result<Option<(RecordId, RawDocumentBuf)>>> + Send;
-    fn scan(
-        &mut self,
-        coll: &CollectionMeta,
-        after: RecordId,
-        limit: i64,
-    ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send;
-    fn index_scan(
-        &mut self,
-        coll: &CollectionMeta,
-        range: &IndexRange<'_>,
-    ) -> impl Future<Output = Result<Vec<IndexEntry>>> + Send;
-    fn scan_reverse(
-        &mut self,
-        coll: &CollectionMeta,
-        before: RecordId,
-        limit: i64,
-    ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send;
-    /// Index entries without their documents.
-    fn index_keys(
-        &mut self,
-        range: &IndexRange<'_>,
-    ) -> impl Future<Output = Result<Vec<KeyEntry>>> + Send;
-    fn fetch_by_rid(
-        &mut self,
-        coll: &CollectionMeta,
-        rid: RecordId,
-    ) -> impl Future<Output = Result<Option<RawDocumentBuf>>> + Send;
-}
-
-impl RecordSource for ReadTxn {
-    fn fetch_by_id(
-        &mut self,
-        coll: &CollectionMeta,
-        id: &Bson,
-    ) -> impl Future<Output = Result<Option<(RecordId, RawDocumentBuf)>>> + Send {
-        ReadTxn::fetch_by_id(self, coll, id)
-    }
-    fn scan(
-        &mut self,
-        coll: &CollectionMeta,
-        after: RecordId,
-        limit: i64,
-    ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send {
-        ReadTxn::scan(self, coll, after, limit)
-    }
-    fn index_scan(
-        &mut self,
-        coll: &CollectionMeta,
-        range: &IndexRange<'_>,
-    ) -> impl Future<Output = Result<Vec<IndexEntry>>> + Send {
-        ReadTxn::index_scan(self, coll, range)
-    }
-    fn scan_reverse(
-        &mut self,
-        coll: &CollectionMeta,
-        before: RecordId,
-        limit: i64,
-    ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send {
-        ReadTxn::scan_reverse(self, coll, before, limit)
-    }
-    fn index_keys(
-        &mut self,
-        range: &IndexRange<'_>,
-    ) -> impl Future<Output = Result<Vec<KeyEntry>>> + Send {
-        ReadTxn::index_keys(self, range)
-    }
-    fn fetch_by_rid(
-        &mut self,
-        coll: &CollectionMeta,
-        rid: RecordId,
-    ) -> impl Future<Output = Result<Option<RawDocumentBuf>>> + Send {
-        ReadTxn::fetch_by_rid(self, coll, rid)
-    }
-}
-
-impl RecordSource for WriteTxn<'_> {
-    fn fetch_by_id(
-        &mut self,
-        coll: &CollectionMeta,
-        id: &Bson,
-    ) -> impl Future<Output = Result<Option<(RecordId, RawDocumentBuf)>>> + Send {
-        WriteTxn::fetch_by_id(self, coll, id)
-    }
-    fn scan(
-        &mut self,
-        coll: &CollectionMeta,
-        after: RecordId,
-        limit: i64,
-    ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send {
-        WriteTxn::scan(self, coll, after, limit)
-    }
-    fn index_scan(
-        &mut self,
-        coll: &CollectionMeta,
-        range: &IndexRange<'_>,
-    ) -> impl Future<Output = Result<Vec<IndexEntry>>> + Send {
-        WriteTxn::index_scan(self, coll, range)
-    }
-    fn scan_reverse(
-        &mut self,
-        coll: &CollectionMeta,
-        before: RecordId,
-        limit: i64,
-    ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send {
-        WriteTxn::scan_reverse(self, coll, before, limit)
-    }
-    fn index_keys(
-        &mut self,
-        range: &IndexRange<'_>,
-    ) -> impl Future<Output = Result<Vec<KeyEntry>>> + Send {
-        WriteTxn::index_keys(self, range)
-    }
-    fn fetch_by_rid(
-        &mut self,
-        coll: &CollectionMeta,
-        rid: RecordId,
-    ) -> impl Future<Output = Result<Option<RawDocumentBuf>>> + Send {
-        WriteTxn::fetch_by_rid(self, coll, rid)
-    }
 }
 
 /// An index entry as a scan returns it: key, record id, type bits, document.
@@ -321,7 +191,7 @@ impl Position {
     }
 
     /// The next matching documents: at most one storage statement's worth.
-    pub async fn next_matches<S: RecordSource>(
+    pub async fn next_matches<S: DocumentReads>(
         &mut self,
         src: &mut S,
         coll: &CollectionMeta,
@@ -384,7 +254,7 @@ impl Position {
 
     /// The next matches of a covered scan: each entry's document of index fields comes from its
     /// key, or from the document when the key does not determine a needed value.
-    async fn next_covered<S: RecordSource>(
+    async fn next_covered<S: DocumentReads>(
         &mut self,
         src: &mut S,
         coll: &CollectionMeta,
@@ -444,7 +314,7 @@ impl Position {
         Ok(out)
     }
 
-    async fn next_index_rows<S: RecordSource>(
+    async fn next_index_rows<S: DocumentReads>(
         &mut self,
         src: &mut S,
         coll: &CollectionMeta,
@@ -458,7 +328,7 @@ impl Position {
 
     /// The next entries of the index scans, each record once, with their type bits (when
     /// recorded) without `with_docs`, or with their documents.
-    async fn next_index_entries<S: RecordSource>(
+    async fn next_index_entries<S: DocumentReads>(
         &mut self,
         src: &mut S,
         coll: &CollectionMeta,

@@ -5,7 +5,7 @@ use super::position::Position;
 use super::{MAX_BATCH_BYTES, SCAN_CHUNK};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
-use crate::shard::storage::{CollectionMeta, DatabaseStore};
+use crate::shard::storage::{CollectionMeta, DatabaseStore, DocumentReads};
 use bson::RawDocumentBuf;
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! Capped collections: a size (and optionally a document count) limit, kept by removing the
 //! oldest documents (lowest record ids) after each insert.
 
+use super::DocumentReads;
 use super::catalog::CollectionMeta;
 use super::txn::WriteTxn;
 use crate::error::{MongoError, Result};

@@ -4,7 +4,7 @@
 //! steps MongoDB takes too. A crash part-way leaves at most a temporary collection, dropped
 //! when the node starts again (its name is reserved: users cannot write `system.*` names).
 
-use super::{DatabaseStore, Storage};
+use super::{DatabaseStore, DocumentReads, Storage};
 use crate::error::{ErrorCode, MongoError, Result};
 
 /// The prefix of the temporary collections a cross-database rename copies into.

@@ -1,7 +1,7 @@
 //! The small internal collections a node keeps about itself (its identity, its cached routing,
 //! its critical sections): read whole, written one document at a time by `_id`.
 
-use super::Storage;
+use super::{DocumentReads, Storage};
 use crate::error::Result;
 use bson::{Bson, Document, RawDocumentBuf};
 

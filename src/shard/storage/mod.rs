@@ -20,6 +20,7 @@ pub use capped::CappedLimits;
 pub use catalog::{CollectionMeta, IndexMeta};
 pub use database::{DatabaseStore, connect_options};
 pub use index_usage::IndexUsage;
+pub use read_sql::DocumentReads;
 pub use txn::{IndexEntry, IndexRange, KeyEntry, ReadTxn, RecordId, WriteTxn};
 
 use crate::error::{ErrorCode, MongoError, Result};

@@ -3,21 +3,22 @@
 //! calling thread). Each read is a statement, its parameters and the decoding of its rows.
 
 use super::catalog::{CollectionMeta, IndexMeta};
+use super::keys::id_key;
 use crate::error::{MongoError, Result};
-use bson::RawDocumentBuf;
+use bson::{Bson, RawDocumentBuf};
 
 /// The storage-internal identity of a document within its collection.
 pub type RecordId = i64;
 
 /// A bound parameter.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Param<'a> {
+pub enum Param<'a> {
     Int(i64),
     Blob(&'a [u8]),
 }
 
 /// A read statement with its parameters.
-pub(super) struct ReadQuery<'a> {
+pub struct ReadQuery<'a> {
     pub sql: String,
     pub params: Vec<Param<'a>>,
 }
@@ -141,8 +142,89 @@ pub(super) fn index_range<'a>(
     ReadQuery { sql, params }
 }
 
+/// The reads of a read view (`ReadTxn`) and of a write transaction (`WriteTxn`): the same
+/// statements, each run by `run` on its connection kind's own executor. Generic callers (the
+/// executor's access paths) read from either; the futures are `Send` so that they can.
+pub trait DocumentReads: Send {
+    /// Runs `q` and decodes its rows; `expected_rows` is the statement's limit.
+    fn run<T: Send>(
+        &mut self,
+        q: ReadQuery<'_>,
+        expected_rows: i64,
+        context: &str,
+        decode: fn(&dyn ResultRow) -> Result<T>,
+    ) -> impl Future<Output = Result<Vec<T>>> + Send;
+
+    fn fetch_by_id(
+        &mut self,
+        coll: &CollectionMeta,
+        id: &Bson,
+    ) -> impl Future<Output = Result<Option<(RecordId, RawDocumentBuf)>>> + Send {
+        async move {
+            let key = id_key(id);
+            let rows = self
+                .run(by_id(coll, &key), 1, "reading by _id", record)
+                .await?;
+            Ok(rows.into_iter().next())
+        }
+    }
+
+    /// Index entries in the range with their documents.
+    fn index_scan(
+        &mut self,
+        coll: &CollectionMeta,
+        range: &IndexRange<'_>,
+    ) -> impl Future<Output = Result<Vec<IndexEntry>>> + Send {
+        let q = index_range(Some(coll), range);
+        self.run(q, range.limit, "scanning an index", index_entry)
+    }
+
+    /// Index entries without their documents.
+    fn index_keys(
+        &mut self,
+        range: &IndexRange<'_>,
+    ) -> impl Future<Output = Result<Vec<KeyEntry>>> + Send {
+        let q = index_range(None, range);
+        self.run(q, range.limit, "scanning an index", key_entry)
+    }
+
+    fn fetch_by_rid(
+        &mut self,
+        coll: &CollectionMeta,
+        rid: RecordId,
+    ) -> impl Future<Output = Result<Option<RawDocumentBuf>>> + Send {
+        async move {
+            let q = by_rid(coll, rid);
+            let rows = self.run(q, 1, "reading by record id", doc_only).await?;
+            Ok(rows.into_iter().next())
+        }
+    }
+
+    /// Up to `limit` documents with record ids above `after`, in record-id order.
+    fn scan(
+        &mut self,
+        coll: &CollectionMeta,
+        after: RecordId,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send {
+        let q = scan(coll, after, limit, false);
+        self.run(q, limit, "scanning a collection", record)
+    }
+
+    /// Up to `limit` documents with record ids below `before`, newest first.
+    fn scan_reverse(
+        &mut self,
+        coll: &CollectionMeta,
+        before: RecordId,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<(RecordId, RawDocumentBuf)>>> + Send {
+        let q = scan(coll, before, limit, true);
+        self.run(q, limit, "scanning a collection", record)
+    }
+}
+
 /// A result row of either connection kind, read by column.
-pub(super) trait ResultRow {
+pub trait ResultRow {
     fn int(&self, column: usize) -> Result<i64>;
     fn blob(&self, column: usize) -> Result<Vec<u8>>;
     fn optional_blob(&self, column: usize) -> Result<Option<Vec<u8>>>;

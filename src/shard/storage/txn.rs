@@ -4,13 +4,13 @@
 use super::catalog::IndexMeta;
 use super::catalog::{CollectionMeta, CollectionStats};
 use super::database::{DatabaseStore, Writer};
-use super::keys::{DocumentKeys, duplicate_key_error, id_key};
-use super::read_sql::{self, Param, ReadQuery, ResultRow, column_error};
+use super::keys::{DocumentKeys, duplicate_key_error};
+use super::read_sql::{DocumentReads, Param, ReadQuery, ResultRow, column_error};
 pub use super::read_sql::{IndexEntry, IndexRange, KeyEntry, RecordId};
 use super::readers::Reader;
 use super::sql_error;
 use crate::error::{MongoError, Result};
-use bson::{Bson, RawDocument, RawDocumentBuf};
+use bson::RawDocument;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, Executor, Row};
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,81 +44,17 @@ impl ReadTxn {
     pub(super) fn new(conn: Reader) -> Self {
         ReadTxn { conn }
     }
+}
 
-    pub async fn fetch_by_id(
+impl DocumentReads for ReadTxn {
+    async fn run<T>(
         &mut self,
-        coll: &CollectionMeta,
-        id: &Bson,
-    ) -> Result<Option<(RecordId, RawDocumentBuf)>> {
-        let key = id_key(id);
-        let rows = self
-            .conn
-            .query(
-                read_sql::by_id(coll, &key),
-                1,
-                "reading by _id",
-                read_sql::record,
-            )
-            .await?;
-        Ok(rows.into_iter().next())
-    }
-
-    pub async fn index_scan(
-        &mut self,
-        coll: &CollectionMeta,
-        range: &IndexRange<'_>,
-    ) -> Result<Vec<IndexEntry>> {
-        let q = read_sql::index_range(Some(coll), range);
-        self.conn
-            .query(q, range.limit, "scanning an index", read_sql::index_entry)
-            .await
-    }
-
-    /// Index entries without their documents.
-    pub async fn index_keys(&mut self, range: &IndexRange<'_>) -> Result<Vec<KeyEntry>> {
-        let q = read_sql::index_range(None, range);
-        self.conn
-            .query(q, range.limit, "scanning an index", read_sql::key_entry)
-            .await
-    }
-
-    pub async fn fetch_by_rid(
-        &mut self,
-        coll: &CollectionMeta,
-        rid: RecordId,
-    ) -> Result<Option<RawDocumentBuf>> {
-        let q = read_sql::by_rid(coll, rid);
-        let rows = self
-            .conn
-            .query(q, 1, "reading by record id", read_sql::doc_only)
-            .await?;
-        Ok(rows.into_iter().next())
-    }
-
-    /// Up to `limit` documents with record ids above `after`, in record-id order.
-    pub async fn scan(
-        &mut self,
-        coll: &CollectionMeta,
-        after: RecordId,
-        limit: i64,
-    ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
-        let q = read_sql::scan(coll, after, limit, false);
-        self.conn
-            .query(q, limit, "scanning a collection", read_sql::record)
-            .await
-    }
-
-    /// Up to `limit` documents with record ids below `before`, newest first.
-    pub async fn scan_reverse(
-        &mut self,
-        coll: &CollectionMeta,
-        before: RecordId,
-        limit: i64,
-    ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
-        let q = read_sql::scan(coll, before, limit, true);
-        self.conn
-            .query(q, limit, "scanning a collection", read_sql::record)
-            .await
+        q: ReadQuery<'_>,
+        expected_rows: i64,
+        context: &str,
+        decode: fn(&dyn ResultRow) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        self.conn.query(q, expected_rows, context, decode).await
     }
 }
 
@@ -130,6 +66,30 @@ pub struct WriteTxn<'a> {
     deltas: BTreeMap<i64, CollectionStats>,
     /// Indexes a document of this transaction made multikey: `(collection ident, index ident)`.
     multikey: BTreeSet<(i64, i64)>,
+}
+
+impl DocumentReads for WriteTxn<'_> {
+    /// Inside the transaction, on the writer's connection.
+    async fn run<T>(
+        &mut self,
+        q: ReadQuery<'_>,
+        _expected_rows: i64,
+        context: &str,
+        decode: fn(&dyn ResultRow) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut query = sqlx::query(AssertSqlSafe(q.sql));
+        for param in q.params {
+            query = match param {
+                Param::Int(v) => query.bind(v),
+                Param::Blob(b) => query.bind(b),
+            };
+        }
+        let rows = query
+            .fetch_all(&mut self.writer.conn)
+            .await
+            .map_err(|e| sql_error(context, e))?;
+        rows.iter().map(|row| decode(row)).collect()
+    }
 }
 
 fn is_unique_violation(e: &sqlx::Error) -> bool {
@@ -170,88 +130,6 @@ impl<'a> WriteTxn<'a> {
 
     pub fn database(&self) -> &DatabaseStore {
         self.db
-    }
-
-    /// Runs a read statement inside this transaction and decodes its rows.
-    async fn read<T>(
-        &mut self,
-        q: ReadQuery<'_>,
-        context: &str,
-        decode: fn(&dyn ResultRow) -> Result<T>,
-    ) -> Result<Vec<T>> {
-        let mut query = sqlx::query(AssertSqlSafe(q.sql));
-        for param in q.params {
-            query = match param {
-                Param::Int(v) => query.bind(v),
-                Param::Blob(b) => query.bind(b),
-            };
-        }
-        let rows = query
-            .fetch_all(&mut self.writer.conn)
-            .await
-            .map_err(|e| sql_error(context, e))?;
-        rows.iter().map(|row| decode(row)).collect()
-    }
-
-    pub async fn fetch_by_id(
-        &mut self,
-        coll: &CollectionMeta,
-        id: &Bson,
-    ) -> Result<Option<(RecordId, RawDocumentBuf)>> {
-        let key = id_key(id);
-        let q = read_sql::by_id(coll, &key);
-        let rows = self.read(q, "reading by _id", read_sql::record).await?;
-        Ok(rows.into_iter().next())
-    }
-
-    pub async fn scan(
-        &mut self,
-        coll: &CollectionMeta,
-        after: RecordId,
-        limit: i64,
-    ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
-        let q = read_sql::scan(coll, after, limit, false);
-        self.read(q, "scanning a collection", read_sql::record)
-            .await
-    }
-
-    pub async fn scan_reverse(
-        &mut self,
-        coll: &CollectionMeta,
-        before: RecordId,
-        limit: i64,
-    ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
-        let q = read_sql::scan(coll, before, limit, true);
-        self.read(q, "scanning a collection", read_sql::record)
-            .await
-    }
-
-    pub async fn index_scan(
-        &mut self,
-        coll: &CollectionMeta,
-        range: &IndexRange<'_>,
-    ) -> Result<Vec<IndexEntry>> {
-        let q = read_sql::index_range(Some(coll), range);
-        self.read(q, "scanning an index", read_sql::index_entry)
-            .await
-    }
-
-    /// Index entries without their documents.
-    pub async fn index_keys(&mut self, range: &IndexRange<'_>) -> Result<Vec<KeyEntry>> {
-        let q = read_sql::index_range(None, range);
-        self.read(q, "scanning an index", read_sql::key_entry).await
-    }
-
-    pub async fn fetch_by_rid(
-        &mut self,
-        coll: &CollectionMeta,
-        rid: RecordId,
-    ) -> Result<Option<RawDocumentBuf>> {
-        let q = read_sql::by_rid(coll, rid);
-        let rows = self
-            .read(q, "reading by record id", read_sql::doc_only)
-            .await?;
-        Ok(rows.into_iter().next())
     }
 
     async fn next_rids(&mut self, coll: &CollectionMeta, n: usize) -> Result<RecordId> {
