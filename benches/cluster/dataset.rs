@@ -9,6 +9,7 @@ use crate::report::{Ceiling, Outcome, Part};
 use crate::rss::{Rss, Servers};
 use mongodb::bson::doc;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 pub struct Dataset {
     pub n: usize,
@@ -20,33 +21,54 @@ pub struct Dataset {
 pub struct Loaded {
     pub cluster: (Timing, Rss),
     pub ceiling: Timing,
+    /// `createIndexes {k: 1}` after the load, and the same keys inserted in key order through
+    /// sqlx into the scratch file's `k` index.
+    pub index_build: (Duration, Duration),
+}
+
+impl Loaded {
+    /// The index build as a report fact.
+    pub fn index_build_fact(&self, n: usize) -> serde_json::Value {
+        let (cluster, ceiling) = self.index_build;
+        serde_json::json!({
+            "documents": n,
+            "seconds": cluster.as_secs_f64(),
+            "docs_per_s": (n as f64 / cluster.as_secs_f64()).round(),
+            "ceiling_seconds": ceiling.as_secs_f64(),
+            "ceiling": "the same keys, sorted, inserted through sqlx into the scratch file's k index",
+        })
+    }
 }
 
 impl Dataset {
-    /// Loads `n` documents into `coll` and into a scratch file in `dir`, and indexes `k`:
-    /// before loading when `index_first` (the loading then maintains it), else after (the
-    /// loading is then timed with the `_id` index alone, as W1 is).
+    /// Loads `n` documents into `coll` and into a scratch file in `dir` (the `_id` index
+    /// only, as W1 is timed), then indexes `k` in both.
     pub async fn load(
         coll: Coll,
         n: usize,
         batch: usize,
-        index_first: bool,
         dir: &Path,
         servers: &Servers,
     ) -> anyhow::Result<(Dataset, Loaded)> {
         let _ = coll.drop().await;
-        let index = mongodb::IndexModel::builder().keys(doc! {"k": 1}).build();
-        if index_first {
-            coll.create_index(index.clone()).await?;
-        }
         let cluster = servers.observe(ops::load(&coll, n, batch, true)).await?;
-        if !index_first {
-            coll.create_index(index).await?;
-        }
+        let index = mongodb::IndexModel::builder().keys(doc! {"k": 1}).build();
+        let started = Instant::now();
+        coll.create_index(index).await?;
+        let build = started.elapsed();
         let scratch = Scratch::create(dir, n).await?;
         let ceiling = scratch.load(batch).await?;
+        let started = Instant::now();
         scratch.build_k_index().await?;
-        Ok((Dataset { n, coll, scratch }, Loaded { cluster, ceiling }))
+        let index_build = (build, started.elapsed());
+        Ok((
+            Dataset { n, coll, scratch },
+            Loaded {
+                cluster,
+                ceiling,
+                index_build,
+            },
+        ))
     }
 
     /// Point reads by `_id` from `clients` clients (without their ceiling, so that the memory

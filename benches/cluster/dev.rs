@@ -65,11 +65,13 @@ pub async fn run(
         db.collection("items"),
         config.docs,
         config.batch,
-        false,
         dir,
         &servers,
     )
     .await?;
+    report
+        .facts
+        .insert("k_index_build".into(), loaded.index_build_fact(config.docs));
     if config.runs("W1") {
         report.push(
             Outcome::new(
@@ -331,13 +333,14 @@ async fn scale(
     let mut p50s = Vec::new();
     for &n in &config.scale_sizes {
         let loaded;
+        let mut index_build = None;
         let dataset = if n == main.n {
             main
         } else {
             let coll: Coll = db.collection::<RawDocumentBuf>(&format!("scale_{n}"));
-            loaded = Dataset::load(coll, n, config.batch, true, dir, servers)
-                .await?
-                .0;
+            let (dataset, timings) = Dataset::load(coll, n, config.batch, dir, servers).await?;
+            index_build = Some(timings.index_build_fact(n));
+            loaded = dataset;
             &loaded
         };
         let label = human(n);
@@ -365,6 +368,7 @@ async fn scale(
             "w2_ceiling_p50_us": w2.ceiling.as_ref().map(|c| c.p50().as_micros() as u64),
             "w4_p50_us": w4.timing.p50().as_micros() as u64,
             "w4_ceiling_p50_us": w4.ceiling.as_ref().map(|c| c.p50().as_micros() as u64),
+            "k_index_build": index_build,
         }));
         report.push(w2);
         report.push(w4);

@@ -1,5 +1,6 @@
-//! Spilled runs: BSON documents written back to back to a file under the spill directory,
-//! read back in the same order, and removed once dropped.
+//! Spilled runs: records written back to back to a file under the spill directory, read back
+//! in the same order, and removed once dropped. A record starts with its own length (four bytes,
+//! little-endian, counting themselves), as a BSON document does, so documents are records.
 
 use crate::error::{MongoError, Result};
 use bson::{Document, RawDocumentBuf};
@@ -22,24 +23,11 @@ impl RunFile {
         dir: &Path,
         docs: impl IntoIterator<Item = D>,
     ) -> Result<RunFile> {
-        let io = |e: std::io::Error| {
-            MongoError::internal(format!(
-                "cannot write a spill file in {}: {e}",
-                dir.display()
-            ))
-        };
-        std::fs::create_dir_all(dir).map_err(io)?;
-        let n = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let run = RunFile {
-            path: dir.join(format!("extsort-{}-{n}", std::process::id())),
-        };
-        let mut out = BufWriter::new(File::create(&run.path).map_err(io)?);
+        let mut run = RunWriter::create(dir)?;
         for doc in docs {
-            let raw = RawDocumentBuf::from_document(doc.borrow())?;
-            out.write_all(raw.as_bytes()).map_err(io)?;
+            run.push(RawDocumentBuf::from_document(doc.borrow())?.as_bytes())?;
         }
-        out.flush().map_err(io)?;
-        Ok(run)
+        run.finish()
     }
 
     /// Reads the run from its start.
@@ -51,6 +39,45 @@ impl RunFile {
             _run: self,
         })
     }
+}
+
+/// A run being written: records pushed in order, then `finish`ed into its file.
+pub struct RunWriter {
+    out: BufWriter<File>,
+    run: RunFile,
+}
+
+impl RunWriter {
+    /// A new, empty run file in `dir` (created when missing).
+    pub fn create(dir: &Path) -> Result<RunWriter> {
+        let io = |e: std::io::Error| {
+            MongoError::internal(format!(
+                "cannot write a spill file in {}: {e}",
+                dir.display()
+            ))
+        };
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let n = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let run = RunFile {
+            path: dir.join(format!("extsort-{}-{n}", std::process::id())),
+        };
+        let out = BufWriter::new(File::create(&run.path).map_err(io)?);
+        Ok(RunWriter { out, run })
+    }
+
+    /// Appends a record (starting with its length, see the module).
+    pub fn push(&mut self, record: &[u8]) -> Result<()> {
+        self.out.write_all(record).map_err(write_error)
+    }
+
+    pub fn finish(mut self) -> Result<RunFile> {
+        self.out.flush().map_err(write_error)?;
+        Ok(self.run)
+    }
+}
+
+fn write_error(e: std::io::Error) -> MongoError {
+    MongoError::internal(format!("cannot write a spill file: {e}"))
 }
 
 impl Drop for RunFile {
@@ -68,6 +95,14 @@ pub struct RunReader {
 impl RunReader {
     /// The next document, `None` at the end of the run.
     pub fn next_doc(&mut self) -> Result<Option<Document>> {
+        match self.next_record()? {
+            Some(bytes) => Ok(Some(RawDocumentBuf::from_bytes(bytes)?.to_document()?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The next record with its length prefix, `None` at the end of the run.
+    pub fn next_record(&mut self) -> Result<Option<Vec<u8>>> {
         let io = |e: std::io::Error| MongoError::internal(format!("cannot read a spill file: {e}"));
         let mut len = [0u8; 4];
         match self.input.read_exact(&mut len) {
@@ -75,12 +110,12 @@ impl RunReader {
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
             Err(e) => return Err(io(e)),
         }
-        let size = i32::from_le_bytes(len).max(5) as usize;
+        let size = (u32::from_le_bytes(len) as usize).max(4);
         let mut bytes = Vec::with_capacity(size);
         bytes.extend_from_slice(&len);
         bytes.resize(size, 0);
         self.input.read_exact(&mut bytes[4..]).map_err(io)?;
-        Ok(Some(RawDocumentBuf::from_bytes(bytes)?.to_document()?))
+        Ok(Some(bytes))
     }
 }
 

@@ -6,6 +6,7 @@ use super::catalog::{
     self, CollectionMeta, CollectionStats, IndexMeta, id_index_spec, index_table_sql,
 };
 use super::durability::Durability;
+use super::index_build::{INDEX_BUILD_MEMORY_BYTES, IndexBuild};
 use super::readers::Readers;
 use super::sql_error;
 use super::txn::RecordId;
@@ -29,6 +30,8 @@ pub(super) struct Writer {
     pub next_ident: i64,
     /// Next record id per collection ident, allocated by the writer.
     pub next_rid: HashMap<i64, i64>,
+    /// Index builds in progress: the writes they must know of.
+    pub index_builds: Vec<IndexBuild>,
 }
 
 /// One database file.
@@ -96,6 +99,7 @@ impl DatabaseStore {
                 in_txn: false,
                 next_ident: loaded.next_ident,
                 next_rid: HashMap::new(),
+                index_builds: Vec::new(),
             }),
             readers,
             catalog: RwLock::new(
@@ -173,6 +177,11 @@ impl DatabaseStore {
     pub fn size_on_disk(&self) -> i64 {
         let size = |p: &Path| std::fs::metadata(p).map(|m| m.len() as i64).unwrap_or(0);
         size(&self.path) + size(&self.path.with_extension("sqlite-wal"))
+    }
+
+    /// Where this database's index builds spill sorted runs (the node's `_tmp`).
+    pub(super) fn spill_dir(&self) -> PathBuf {
+        self.path.with_file_name(super::SPILL_DIR)
     }
 
     /// A write transaction; waits for the writer.
@@ -368,11 +377,22 @@ impl DatabaseStore {
 
     /// Creates and builds a secondary index. Writes go on while it is built: the index is
     /// maintained by every write from the moment it exists, and built over the older
-    /// documents in chunks, each its own transaction. A duplicate in a unique index drops it
-    /// again and fails with DuplicateKey.
+    /// documents in key order (`index_build`). A duplicate in a unique index drops it again
+    /// and fails with DuplicateKey.
     pub async fn create_index(&self, collection: &str, spec: IndexSpec) -> Result<()> {
+        self.create_index_within(collection, spec, INDEX_BUILD_MEMORY_BYTES)
+            .await
+    }
+
+    /// [`create_index`](Self::create_index) holding at most `max_bytes` of keys in memory.
+    pub(super) async fn create_index_within(
+        &self,
+        collection: &str,
+        spec: IndexSpec,
+        max_bytes: usize,
+    ) -> Result<()> {
         let (coll, index, last_rid) = self.register_index(collection, spec).await?;
-        let built = self.build_index(&coll, &index, last_rid).await;
+        let built = self.build_index(&coll, &index, last_rid, max_bytes).await;
         let mut writer = self.writer.lock().await;
         let finished = match built {
             Ok(()) => {
@@ -400,6 +420,7 @@ impl DatabaseStore {
                 Ok(())
             }
             Err(e) => {
+                writer.index_builds.retain(|b| b.index != index.ident);
                 let _ = drop_index_tables(&mut writer, &index).await;
                 self.update_collection(coll.ident, |c| {
                     c.indexes.retain(|i| i.ident != index.ident)
@@ -464,32 +485,14 @@ impl DatabaseStore {
             .await
             .map_err(|e| sql_error("creating an index", e))?;
         writer.next_ident = ident + 1;
+        writer
+            .index_builds
+            .push(IndexBuild::new(coll.ident, ident, last_rid));
         self.update_collection(coll.ident, |c| c.indexes.push(index.clone()));
         let coll = self
             .collection_by_ident(coll.ident)
             .ok_or_else(|| MongoError::internal("collection vanished during index creation"))?;
         Ok((coll, index, last_rid))
-    }
-
-    async fn build_index(
-        &self,
-        coll: &CollectionMeta,
-        index: &IndexMeta,
-        last_rid: RecordId,
-    ) -> Result<()> {
-        let mut after = 0;
-        while after < last_rid {
-            let mut txn = self.write().await?;
-            let handled = txn
-                .build_index_chunk(coll, index, after, last_rid, INDEX_BUILD_CHUNK)
-                .await?;
-            txn.commit().await?;
-            match handled {
-                Some(rid) => after = rid,
-                None => break,
-            }
-        }
-        Ok(())
     }
 
     /// Drops a secondary index (its table and catalog entry).
@@ -576,8 +579,6 @@ pub(super) async fn begin_catalog_txn(
 
 /// Documents indexed per transaction while building an index over existing data: small enough
 /// that writes to other collections wait at most one chunk.
-const INDEX_BUILD_CHUNK: i64 = 1000;
-
 async fn drop_index_tables(writer: &mut Writer, index: &IndexMeta) -> Result<()> {
     let dropped = async {
         let mut txn = begin_catalog_txn(writer).await?;

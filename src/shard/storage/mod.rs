@@ -10,6 +10,7 @@ mod copy;
 mod database;
 mod documents;
 mod durability;
+mod index_build;
 mod index_usage;
 mod keys;
 mod read_sql;
@@ -199,3 +200,6 @@ mod engine_tests;
 
 #[cfg(test)]
 mod type_bits_tests;
+
+#[cfg(test)]
+mod index_build_tests;

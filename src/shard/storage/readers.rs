@@ -176,18 +176,25 @@ impl Reader {
             }
             Ok(out)
         };
-        if expected_rows > INLINE_ROWS && on_multi_thread_runtime() {
-            tokio::task::block_in_place(run)
+        if expected_rows > INLINE_ROWS {
+            blocking(run)
         } else {
             run()
         }
     }
 }
 
-/// `block_in_place` panics on a current-thread runtime (unit tests run on one).
-fn on_multi_thread_runtime() -> bool {
-    tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+/// Runs long synchronous work (a statement of many rows, file IO) on this thread under
+/// `block_in_place`, so the runtime moves this thread's other tasks elsewhere meanwhile.
+pub(super) fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    // `block_in_place` panics on a current-thread runtime (unit tests run on one).
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if multi_thread {
+        tokio::task::block_in_place(work)
+    } else {
+        work()
+    }
 }
 
 impl ToSql for Param<'_> {

@@ -4,6 +4,7 @@
 use super::catalog::IndexMeta;
 use super::catalog::{CollectionMeta, CollectionStats};
 use super::database::{DatabaseStore, Writer};
+use super::index_build::BuiltKey;
 use super::keys::{DocumentKeys, duplicate_key_error};
 use super::read_sql::{DocumentReads, Param, ReadQuery, ResultRow, column_error};
 pub use super::read_sql::{IndexEntry, IndexRange, KeyEntry, RecordId};
@@ -223,6 +224,7 @@ impl<'a> WriteTxn<'a> {
         chunk: &[&RawDocument],
     ) -> std::result::Result<(), InsertError> {
         let first_rid = self.next_rids(coll, chunk.len()).await?;
+        self.note_written(coll.ident, first_rid..first_rid + chunk.len() as i64);
         let mut index_rows: Vec<Vec<(TypedKey, RecordId)>> = vec![Vec::new(); coll.indexes.len()];
         let mut bytes = 0i64;
         for (i, raw) in chunk.iter().enumerate() {
@@ -327,6 +329,7 @@ impl<'a> WriteTxn<'a> {
         rid: RecordId,
         raw: &RawDocument,
     ) -> Result<()> {
+        self.note_written(coll.ident, rid..rid + 1);
         let sql = format!("INSERT INTO {} (rid, doc) VALUES (?, ?)", coll.table());
         sqlx::query(AssertSqlSafe(sql))
             .bind(rid)
@@ -372,67 +375,126 @@ impl<'a> WriteTxn<'a> {
         }
     }
 
-    /// Adds a key for an index being built, unless the document's writes already added it.
-    /// A unique index holding the key for another document is a duplicate.
-    pub(super) async fn add_built_key(
+    /// Adds keys of an index being built (in key order), except those of documents written
+    /// since the build began (`finish_index_build` indexes those); a key already present was
+    /// added by its document's own write. A unique index holding a key for another document is
+    /// a duplicate.
+    pub(super) async fn add_built_keys(
         &mut self,
         coll: &CollectionMeta,
         index: &IndexMeta,
-        (key, types): (Vec<u8>, Vec<u8>),
-        rid: RecordId,
-        doc: &RawDocument,
+        keys: &[BuiltKey],
     ) -> Result<()> {
-        let sql = format!(
-            "INSERT INTO {} (key, rid, type_bits) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-            index.table()
-        );
-        let inserted = sqlx::query(AssertSqlSafe(sql))
-            .bind(key.as_slice())
-            .bind(rid)
-            .bind(types)
-            .execute(&mut self.writer.conn)
-            .await
-            .map_err(|e| sql_error("building an index", e))?
-            .rows_affected();
-        if inserted == 0 && index.is_unique() {
-            let sql = format!("SELECT rid FROM {} WHERE key = ?", index.table());
-            let holder: i64 = sqlx::query(AssertSqlSafe(sql))
-                .bind(key.as_slice())
-                .fetch_one(&mut self.writer.conn)
+        let written = self
+            .writer
+            .index_builds
+            .iter()
+            .find(|b| b.index == index.ident)
+            .map(|b| &b.written);
+        let keys: Vec<&BuiltKey> = keys
+            .iter()
+            .filter(|(_, rid, _)| written.is_none_or(|w| !w.contains(rid)))
+            .collect();
+        for rows in keys.chunks(INSERT_CHUNK) {
+            let sql = format!(
+                "INSERT INTO {} (key, rid, type_bits) VALUES {} ON CONFLICT DO NOTHING",
+                index.table(),
+                placeholders(rows.len(), 3)
+            );
+            let mut query = sqlx::query(AssertSqlSafe(sql));
+            for (key, rid, types) in rows {
+                query = query.bind(key.as_slice()).bind(*rid).bind(types.as_slice());
+            }
+            let inserted = query
+                .execute(&mut self.writer.conn)
                 .await
                 .map_err(|e| sql_error("building an index", e))?
-                .get(0);
-            if holder != rid {
-                return Err(duplicate_key_error(
-                    &format!("{}.{}", self.db.name(), coll.name),
-                    index,
-                    doc,
-                ));
+                .rows_affected();
+            if inserted < rows.len() as u64 && index.is_unique() {
+                for (key, rid, _) in rows {
+                    self.check_unique_holder(coll, index, key, *rid).await?;
+                }
             }
         }
         Ok(())
     }
 
-    /// Builds `index` for the documents with record ids in `(after, last]`; returns the last
-    /// record id handled, or `None` when there was nothing left.
-    pub(super) async fn build_index_chunk(
+    /// Ends `index`'s build: the documents written during it are indexed from their current
+    /// content, and the index becomes multikey if a document the build read made it so.
+    pub(super) async fn finish_index_build(
         &mut self,
         coll: &CollectionMeta,
         index: &IndexMeta,
-        after: RecordId,
-        last: RecordId,
-        limit: i64,
-    ) -> Result<Option<RecordId>> {
-        let rows = self.scan(coll, after, limit).await?;
-        let mut handled = None;
-        for (rid, raw) in rows.iter().take_while(|(rid, _)| *rid <= last) {
-            let keys = self.keys_of(coll.ident, std::slice::from_ref(index), raw)?;
-            for key in keys.into_iter().flatten() {
-                self.add_built_key(coll, index, key, *rid, raw).await?;
-            }
-            handled = Some(*rid);
+        multikey: bool,
+    ) -> Result<()> {
+        let Some(at) = self
+            .writer
+            .index_builds
+            .iter()
+            .position(|b| b.index == index.ident)
+        else {
+            return Err(MongoError::internal("an index build lost its bookkeeping"));
+        };
+        let build = self.writer.index_builds.swap_remove(at);
+        let mut written: Vec<RecordId> = build.written.into_iter().collect();
+        written.sort_unstable();
+        for rid in written {
+            let Some(doc) = self.fetch_by_rid(coll, rid).await? else {
+                continue;
+            };
+            let keys = self.keys_of(coll.ident, std::slice::from_ref(index), &doc)?;
+            let keys: Vec<BuiltKey> = keys
+                .into_iter()
+                .flatten()
+                .map(|(key, types)| (key, rid, types))
+                .collect();
+            self.add_built_keys(coll, index, &keys).await?;
         }
-        Ok(handled)
+        if multikey && !index.multikey {
+            self.multikey.insert((coll.ident, index.ident));
+        }
+        Ok(())
+    }
+
+    /// Fails with DuplicateKey if the unique `index` holds `key` for another document than
+    /// `rid`.
+    async fn check_unique_holder(
+        &mut self,
+        coll: &CollectionMeta,
+        index: &IndexMeta,
+        key: &[u8],
+        rid: RecordId,
+    ) -> Result<()> {
+        let sql = format!("SELECT rid FROM {} WHERE key = ?", index.table());
+        let holder: Option<i64> = sqlx::query(AssertSqlSafe(sql))
+            .bind(key)
+            .fetch_optional(&mut self.writer.conn)
+            .await
+            .map_err(|e| sql_error("building an index", e))?
+            .map(|row| row.get(0));
+        if holder.is_none_or(|holder| holder == rid) {
+            return Ok(());
+        }
+        let doc = self
+            .fetch_by_rid(coll, rid)
+            .await?
+            .ok_or_else(|| MongoError::internal("an indexed document vanished"))?;
+        Err(duplicate_key_error(
+            &format!("{}.{}", self.db.name(), coll.name),
+            index,
+            &doc,
+        ))
+    }
+
+    /// Notes record ids written for the index builds of `coll` that cover them.
+    fn note_written(&mut self, coll: i64, rids: std::ops::Range<RecordId>) {
+        for build in self.writer.index_builds.iter_mut() {
+            if build.collection == coll {
+                build
+                    .written
+                    .extend(rids.start..rids.end.min(build.last_rid + 1));
+            }
+        }
     }
 
     async fn delete_key(&mut self, index: &IndexMeta, key: &[u8], rid: RecordId) -> Result<()> {
@@ -476,6 +538,7 @@ impl<'a> WriteTxn<'a> {
         new: &RawDocument,
     ) -> Result<()> {
         let coll = self.current(coll);
+        self.note_written(coll.ident, rid..rid + 1);
         self.exec("SAVEPOINT replace_one").await?;
         let result = async {
             let sql = format!("UPDATE {} SET doc = ? WHERE rid = ?", coll.table());
@@ -537,6 +600,7 @@ impl<'a> WriteTxn<'a> {
         old: &RawDocument,
     ) -> Result<()> {
         let coll = self.current(coll);
+        self.note_written(coll.ident, rid..rid + 1);
         let sql = format!("DELETE FROM {} WHERE rid = ?", coll.table());
         sqlx::query(AssertSqlSafe(sql))
             .bind(rid)
