@@ -46,6 +46,11 @@ fn options(path: &Path) -> SqliteConnectOptions {
     docgrid::shard::storage::connect_options(path)
 }
 
+/// ... and read as a shard's readers read them.
+fn reader_options(path: &Path) -> SqliteConnectOptions {
+    docgrid::shard::storage::reader_connect_options(path)
+}
+
 impl Scratch {
     /// An empty file in `dir`.
     pub async fn create(dir: &Path, n: usize) -> anyhow::Result<Scratch> {
@@ -92,7 +97,7 @@ impl Scratch {
             .max_connections(clients.max(1) as u32)
             .min_connections(clients.max(1) as u32)
             .test_before_acquire(false)
-            .connect_with(options(&self.path).read_only(true))
+            .connect_with(reader_options(&self.path).read_only(true))
             .await?;
         let timing = work(pool.clone()).await;
         pool.close().await;
@@ -295,7 +300,7 @@ impl Scratch {
         &self,
         mut visit: impl FnMut(&RawDocument) -> anyhow::Result<()>,
     ) -> anyhow::Result<Timing> {
-        let mut conn = self.connect().await?;
+        let mut conn = SqliteConnection::connect_with(&reader_options(&self.path)).await?;
         let start = Instant::now();
         let mut after = 0i64;
         loop {

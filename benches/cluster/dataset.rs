@@ -80,13 +80,23 @@ impl Dataset {
         clients: usize,
         servers: &Servers,
     ) -> anyhow::Result<Outcome> {
-        let n = self.n;
         let run = servers
-            .observe(ops::point_reads(&self.coll, ops, clients, move |i| {
-                doc! {"_id": ops::uniform_key(i, n)}
-            }))
+            .observe(self.point_timing((0, ops), clients))
             .await?;
-        Ok(Outcome::new(id, name, "dev", "reads", run).with("documents", n.into()))
+        Ok(Outcome::new(id, name, "dev", "reads", run).with("documents", self.n.into()))
+    }
+
+    /// The point reads of operations `first..first + ops`, timed.
+    pub async fn point_timing(
+        &self,
+        (first, ops): (usize, usize),
+        clients: usize,
+    ) -> anyhow::Result<Timing> {
+        let n = self.n;
+        ops::point_reads(&self.coll, ops, clients, move |i| {
+            doc! {"_id": ops::uniform_key(first + i, n)}
+        })
+        .await
     }
 
     /// The ceiling of [`point_reads`](Self::point_reads): the round trip of a one-document
@@ -123,8 +133,7 @@ impl Dataset {
         ]))
     }
 
-    /// Range reads of 10 documents on `k` beside their ceiling: a round trip carrying ten
-    /// documents plus a prepared range select.
+    /// Range reads of 10 documents on `k` beside their ceiling.
     pub async fn range_reads(
         &self,
         (id, name): (&str, &str),
@@ -132,22 +141,33 @@ impl Dataset {
         net: &NetCeilings,
         servers: &Servers,
     ) -> anyhow::Result<Outcome> {
-        let n = self.n;
         let run = servers
-            .observe(ops::range_reads(&self.coll, ops, n))
+            .observe(ops::range_reads(&self.coll, (0, ops), self.n))
             .await?;
+        Ok(Outcome::new(id, name, "dev", "queries", run)
+            .ceiling(self.range_ceiling(ops, net).await?)
+            .with("documents", self.n.into()))
+    }
+
+    /// The range reads of operations `first..first + ops`, timed.
+    pub async fn range_timing(&self, range: (usize, usize)) -> anyhow::Result<Timing> {
+        ops::range_reads(&self.coll, range, self.n).await
+    }
+
+    /// The ceiling of [`range_reads`](Self::range_reads): a round trip carrying ten documents
+    /// plus a prepared range select.
+    pub async fn range_ceiling(&self, ops: usize, net: &NetCeilings) -> anyhow::Result<Ceiling> {
+        let n = self.n;
         let select = self
             .scratch
             .range_selects(ops, ops::RANGE_WIDTH, move |i| ops::range_start(i, n))
             .await?;
-        Ok(Outcome::new(id, name, "dev", "queries", run)
-            .ceiling(Ceiling::of(vec![
-                (
-                    1.0,
-                    Part::new("tcp ping-pong, 10-document reply", &net.range, 1.0),
-                ),
-                (1.0, Part::new("sqlx range select of 10", &select, 1.0)),
-            ]))
-            .with("documents", n.into()))
+        Ok(Ceiling::of(vec![
+            (
+                1.0,
+                Part::new("tcp ping-pong, 10-document reply", &net.range, 1.0),
+            ),
+            (1.0, Part::new("sqlx range select of 10", &select, 1.0)),
+        ]))
     }
 }

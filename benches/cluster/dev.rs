@@ -319,8 +319,13 @@ async fn ycsb(
     Ok(Outcome::new(id, name, "dev", "ops", run).ceiling(Ceiling::of(parts)))
 }
 
+/// Turns W10 takes over its sizes: each size's reads are spread over the run, so that a drift
+/// of the machine's speed (2× on this VM within minutes) does not land on one size.
+const SCALE_ROUNDS: usize = 4;
+
 /// W10: W2 and W4 on collections of each configured size (the main collection where the size
-/// matches), each beside its ceiling at the same size; then how p50 grows with the size.
+/// matches), all loaded first and then read in turns, each beside its ceiling at the same size;
+/// then how p50 grows with the size.
 async fn scale(
     config: &Config,
     report: &mut Report,
@@ -330,51 +335,77 @@ async fn scale(
     db: &mongodb::Database,
     servers: &Servers,
 ) -> anyhow::Result<()> {
-    let mut p50s = Vec::new();
+    let mut own = Vec::new();
+    let mut builds = Vec::new();
     for &n in &config.scale_sizes {
-        let loaded;
-        let mut index_build = None;
-        let dataset = if n == main.n {
-            main
-        } else {
-            let coll: Coll = db.collection::<RawDocumentBuf>(&format!("scale_{n}"));
-            let (dataset, timings) = Dataset::load(coll, n, config.batch, dir, servers).await?;
-            index_build = Some(timings.index_build_fact(n));
-            loaded = dataset;
-            &loaded
-        };
+        if n == main.n {
+            builds.push(None);
+            continue;
+        }
+        let coll: Coll = db.collection::<RawDocumentBuf>(&format!("scale_{n}"));
+        let (dataset, loaded) = Dataset::load(coll, n, config.batch, dir, servers).await?;
+        builds.push(Some(loaded.index_build_fact(n)));
+        own.push(dataset);
+    }
+    let datasets: Vec<&Dataset> = config
+        .scale_sizes
+        .iter()
+        .map(|&n| {
+            if n == main.n {
+                main
+            } else {
+                own.iter().find(|d| d.n == n).expect("loaded above")
+            }
+        })
+        .collect();
+    let per_round = (config.ops / SCALE_ROUNDS).max(1);
+    let mut w2 = vec![Timing::default(); datasets.len()];
+    let mut w4 = vec![Timing::default(); datasets.len()];
+    servers.reset_peak();
+    for round in 0..SCALE_ROUNDS {
+        let ops = (round * per_round, per_round);
+        for (slot, dataset) in datasets.iter().enumerate() {
+            w2[slot].add(dataset.point_timing(ops, 1).await?);
+            w4[slot].add(dataset.range_timing(ops).await?);
+        }
+    }
+    let rss = servers.rss();
+    let mut p50s = Vec::new();
+    for (((dataset, w2), w4), build) in datasets.iter().zip(w2).zip(w4).zip(builds) {
+        let n = dataset.n;
         let label = human(n);
         let id = format!("W10/{label}");
-        let w2 = dataset
-            .point_reads(
-                (&id, &format!("W2 at {label} docs")),
-                config.ops,
-                1,
-                servers,
-            )
-            .await?;
-        let w2 = w2.ceiling(dataset.point_ceiling(config.ops, 1, net).await?);
-        let w4 = dataset
-            .range_reads(
-                (&id, &format!("W4 at {label} docs")),
-                config.ops,
-                net,
-                servers,
-            )
-            .await?;
+        let w2 = Outcome::new(
+            &id,
+            &format!("W2 at {label} docs"),
+            "dev",
+            "reads",
+            (w2, rss),
+        )
+        .ceiling(dataset.point_ceiling(config.ops, 1, net).await?)
+        .with("documents", n.into());
+        let w4 = Outcome::new(
+            &id,
+            &format!("W4 at {label} docs"),
+            "dev",
+            "queries",
+            (w4, rss),
+        )
+        .ceiling(dataset.range_ceiling(config.ops, net).await?)
+        .with("documents", n.into());
         p50s.push(json!({
             "documents": n,
             "w2_p50_us": w2.timing.p50().as_micros() as u64,
             "w2_ceiling_p50_us": w2.ceiling.as_ref().map(|c| c.p50().as_micros() as u64),
             "w4_p50_us": w4.timing.p50().as_micros() as u64,
             "w4_ceiling_p50_us": w4.ceiling.as_ref().map(|c| c.p50().as_micros() as u64),
-            "k_index_build": index_build,
+            "k_index_build": build,
         }));
         report.push(w2);
         report.push(w4);
-        if n != main.n {
-            let _ = dataset.coll.drop().await;
-        }
+    }
+    for dataset in own {
+        let _ = dataset.coll.drop().await;
     }
     report.facts.insert("w10_p50_by_size".into(), json!(p50s));
     Ok(())

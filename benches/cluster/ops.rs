@@ -54,12 +54,17 @@ pub async fn point_reads(
     .await
 }
 
-/// `find({k: {$gte: x, $lt: x + 10}})` read to the end: 10 documents through the `k` index.
-pub async fn range_reads(coll: &Coll, ops: usize, n: usize) -> anyhow::Result<Timing> {
+/// `find({k: {$gte: x, $lt: x + 10}})` read to the end: 10 documents through the `k` index;
+/// the ranges of operations `first..first + ops`.
+pub async fn range_reads(
+    coll: &Coll,
+    (first, ops): (usize, usize),
+    n: usize,
+) -> anyhow::Result<Timing> {
     let coll = coll.clone();
     measure::run(ops, 1, move |_, i| {
         let coll = coll.clone();
-        let x = range_start(i, n);
+        let x = range_start(first + i, n);
         async move {
             let docs: Vec<RawDocumentBuf> = coll
                 .find(doc! {"k": {"$gte": x, "$lt": x + RANGE_WIDTH}})

@@ -5,7 +5,7 @@
 //! wake-ups cost more than the read. A statement that may return many rows runs under
 //! `block_in_place`, so a long scan does not hold up the other tasks of the runtime thread.
 
-use super::database::{BUSY_TIMEOUT, CONNECTION_PRAGMAS, STATEMENT_CACHE};
+use super::database::{BUSY_TIMEOUT, CONNECTION_PRAGMAS, READER_MMAP_SIZE, STATEMENT_CACHE};
 use super::read_sql::{Param, ReadQuery, ResultRow, column_error};
 use crate::error::{MongoError, Result};
 use rusqlite::types::{ToSql, ToSqlOutput, ValueRef};
@@ -95,6 +95,7 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
     for (name, value) in CONNECTION_PRAGMAS {
         conn.execute_batch(&format!("PRAGMA {name} = {value}"))?;
     }
+    conn.execute_batch(&format!("PRAGMA mmap_size = {READER_MMAP_SIZE}"))?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
 }
