@@ -251,7 +251,10 @@ impl<'a> WriteTxn<'a> {
             }
             query.execute(&mut self.writer.conn).await?;
             for (slot, index) in coll.indexes.iter().enumerate() {
-                for rows in index_rows[slot].chunks(INSERT_CHUNK) {
+                // Keys are moved into the statement: sqlx copies a borrowed blob.
+                let mut rows = std::mem::take(&mut index_rows[slot]);
+                while !rows.is_empty() {
+                    let rest = rows.split_off(rows.len().min(INSERT_CHUNK));
                     let sql = format!(
                         "INSERT INTO {} (key, rid, type_bits) VALUES {}",
                         index.table(),
@@ -259,9 +262,10 @@ impl<'a> WriteTxn<'a> {
                     );
                     let mut query = sqlx::query(AssertSqlSafe(sql));
                     for ((key, types), rid) in rows {
-                        query = query.bind(key.as_slice()).bind(*rid).bind(types.as_slice());
+                        query = query.bind(key).bind(rid).bind(types);
                     }
                     query.execute(&mut self.writer.conn).await?;
+                    rows = rest;
                 }
             }
             Ok::<(), sqlx::Error>(())
