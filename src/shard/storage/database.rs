@@ -590,8 +590,7 @@ pub(super) async fn begin_catalog_txn(
     writer.conn.begin().await
 }
 
-/// Documents indexed per transaction while building an index over existing data: small enough
-/// that writes to other collections wait at most one chunk.
+/// Drops an index's table and its catalog entry.
 async fn drop_index_tables(writer: &mut Writer, index: &IndexMeta) -> Result<()> {
     let dropped = async {
         let mut txn = begin_catalog_txn(writer).await?;

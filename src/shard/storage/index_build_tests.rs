@@ -23,14 +23,7 @@ async fn entries_and_expected(
     let coll = db.collection("c").unwrap();
     let index = coll.indexes.iter().find(|i| i.name == name).unwrap();
     let mut read = db.read().await.unwrap();
-    let range = IndexRange {
-        index,
-        low: &[],
-        high: None,
-        resume: None,
-        reverse: false,
-        limit: i64::MAX,
-    };
+    let range = IndexRange::whole(index);
     let entries: Vec<_> = read
         .index_keys(&range)
         .await

@@ -34,6 +34,21 @@ pub struct IndexRange<'a> {
     pub limit: i64,
 }
 
+#[cfg(test)]
+impl<'a> IndexRange<'a> {
+    /// Every entry of `index`, in key order.
+    pub fn whole(index: &'a IndexMeta) -> IndexRange<'a> {
+        IndexRange {
+            index,
+            low: &[],
+            high: None,
+            resume: None,
+            reverse: false,
+            limit: i64::MAX,
+        }
+    }
+}
+
 /// One index entry with its document.
 pub type IndexEntry = (Vec<u8>, RecordId, RawDocumentBuf);
 

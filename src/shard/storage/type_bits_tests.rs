@@ -17,14 +17,7 @@ async fn entries(db: &DatabaseStore, coll: &str, name: &str) -> Vec<(Bson, Optio
         Some((_, Bson::Int32(-1)))
     );
     let mut read = db.read().await.unwrap();
-    let range = IndexRange {
-        index,
-        low: &[],
-        high: None,
-        resume: None,
-        reverse: false,
-        limit: 1000,
-    };
+    let range = IndexRange::whole(index);
     let mut out = Vec::new();
     for (key, rid, types) in read.index_keys(&range).await.unwrap() {
         let doc = read.fetch_by_rid(&coll, rid).await.unwrap().unwrap();
