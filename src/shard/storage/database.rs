@@ -433,14 +433,38 @@ impl DatabaseStore {
                 Ok(())
             }
             Err(e) => {
+                // A drop of the index or of its collection explains whatever the build then
+                // met (a table gone under it), as MongoDB's drops abort index builds.
+                let aborted = self.index_build_aborted(&coll, &index);
                 writer.index_builds.retain(|b| b.index != index.ident);
                 let _ = drop_index_tables(&mut writer, &index).await;
                 self.update_collection(coll.ident, |c| {
                     c.indexes.retain(|i| i.ident != index.ident)
                 });
-                Err(e)
+                Err(aborted.unwrap_or(e))
             }
         }
+    }
+
+    /// IndexBuildAborted if `index` of `coll` was dropped, or its collection, since its build
+    /// began.
+    pub(super) fn index_build_aborted(
+        &self,
+        coll: &CollectionMeta,
+        index: &IndexMeta,
+    ) -> Option<MongoError> {
+        let reason = match self.collection_by_ident(coll.ident) {
+            None => "collection dropped",
+            Some(c) if c.indexes.iter().all(|i| i.ident != index.ident) => "index dropped",
+            Some(_) => return None,
+        };
+        Some(MongoError::new(
+            ErrorCode::IndexBuildAborted,
+            format!(
+                "Index build aborted: {}.{} {}: {reason}",
+                self.name, coll.name, index.name
+            ),
+        ))
     }
 
     /// Adds the (not yet ready) index to the catalog and creates its table; returns the last

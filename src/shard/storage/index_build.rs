@@ -71,6 +71,9 @@ impl DatabaseStore {
         let mut after = 0;
         let mut entry = Vec::new();
         while after < last_rid {
+            if let Some(aborted) = self.index_build_aborted(coll, index) {
+                return Err(aborted);
+            }
             let docs = self.read().await?.scan(coll, after, COLLECT_CHUNK).await?;
             let Some((last, _)) = docs.last() else { break };
             after = *last;
@@ -94,6 +97,10 @@ impl DatabaseStore {
                 break;
             }
             let mut txn = self.write().await?;
+            // Checked under the writer: a drop holds it too.
+            if let Some(aborted) = self.index_build_aborted(coll, index) {
+                return Err(aborted);
+            }
             txn.add_built_keys(coll, index, &page).await?;
             txn.commit().await?;
         }

@@ -176,3 +176,57 @@ async fn writes_during_a_build_leave_the_index_exact() {
         "the index holds exactly the current keys"
     );
 }
+
+/// Dropping the index, or its collection, while it is built aborts the build with
+/// IndexBuildAborted, as MongoDB's drops do, and leaves no index behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drops_during_a_build_abort_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::open(dir.path()).await.unwrap();
+    let db = storage.database_or_create("app").await.unwrap();
+    for drop_collection in [false, true] {
+        load(
+            &db,
+            (0..30_000i64).map(|i| rawdoc! {"_id": i, "g": i % 100}),
+        )
+        .await;
+        let dropper = {
+            let db = db.clone();
+            tokio::spawn(async move {
+                // As soon as the build has registered its (unready) index.
+                while !db
+                    .collection("c")
+                    .is_some_and(|c| c.indexes.iter().any(|i| i.name == "g_1"))
+                {
+                    tokio::task::yield_now().await;
+                }
+                if drop_collection {
+                    db.drop_collection("c").await.unwrap();
+                } else {
+                    db.drop_index("c", "g_1").await.unwrap();
+                }
+            })
+        };
+        let spec = crate::shard::index::IndexSpec::parse(&doc! {"key": {"g": 1}}).unwrap();
+        let err = db
+            .create_index_within("c", spec, 64 * 1024)
+            .await
+            .unwrap_err();
+        dropper.await.unwrap();
+        assert_eq!(
+            err.code(),
+            crate::error::ErrorCode::IndexBuildAborted,
+            "{err}"
+        );
+        let expected = if drop_collection {
+            "collection dropped"
+        } else {
+            "index dropped"
+        };
+        assert!(err.to_string().contains(expected), "{err}");
+        if let Some(coll) = db.collection("c") {
+            assert_eq!(coll.indexes.len(), 1, "only _id_ is left");
+            db.drop_collection("c").await.unwrap();
+        }
+    }
+}
