@@ -2,6 +2,7 @@
 //! compound, multikey, sparse, partial and hashed indexes, with MongoDB's names and errors.
 
 use crate::harness::{admin, both_modes, error_code};
+use futures::TryStreamExt;
 use mongodb::bson::{Document, doc};
 use mongodb::options::IndexOptions;
 use mongodb::{Client, IndexModel};
@@ -279,3 +280,56 @@ both_modes!(
     unique_indexes,
     multikey_and_parallel_arrays
 );
+
+/// An index build past `maxIndexBuildMemoryUsageMegabytes` (set to 1 MB at startup) sorts its
+/// keys through spilled runs — the shard's `serverStatus.indexBulkBuilder` counts them — and
+/// gives the same index: every document found through it, in order.
+#[tokio::test]
+async fn builds_past_their_memory_limit_spill_and_stay_exact() {
+    let cluster = crate::harness::ProcessCluster::start_with(
+        1,
+        &["--setParameter", "maxIndexBuildMemoryUsageMegabytes=1"],
+    )
+    .await;
+    let client = cluster.client().await;
+    let coll = client.database("ix").collection::<Document>("big");
+    let n = 60_000;
+    for start in (0..n).step_by(5_000) {
+        let docs = (start..start + 5_000)
+            .map(|i: i64| doc! {"_id": i, "k": format!("key-{:08}", (i * 7919) % n)});
+        coll.insert_many(docs).await.unwrap();
+    }
+    let shard = cluster.shard_client(0).await;
+    let bulk_builder = || async {
+        admin(&shard, doc! {"serverStatus": 1})
+            .await
+            .unwrap()
+            .get_document("indexBulkBuilder")
+            .unwrap()
+            .clone()
+    };
+    let before = bulk_builder().await;
+    coll.create_index(IndexModel::builder().keys(doc! {"k": 1}).build())
+        .await
+        .unwrap();
+    let after = bulk_builder().await;
+    let grew = |field: &str| after.get_i64(field).unwrap() - before.get_i64(field).unwrap();
+    assert_eq!(grew("count"), 1);
+    assert_eq!(grew("numSorted"), n);
+    assert!(grew("spilledRanges") >= 2, "{after}");
+    let docs: Vec<Document> = coll
+        .find(doc! {})
+        .hint(mongodb::options::Hint::Name("k_1".into()))
+        .projection(doc! {"_id": 0, "k": 1})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let keys: Vec<&str> = docs.iter().map(|d| d.get_str("k").unwrap()).collect();
+    assert_eq!(keys.len(), n as usize);
+    assert!(
+        keys.windows(2).all(|w| w[0] < w[1]),
+        "in key order, no key twice"
+    );
+}

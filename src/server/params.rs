@@ -51,6 +51,9 @@ impl Parameters {
             Bson::Int64(100 * 1024 * 1024),
             true,
         );
+        // What one index build holds of its keys before spilling sorted runs (MongoDB's
+        // default, in megabytes).
+        add("maxIndexBuildMemoryUsageMegabytes", Bson::Int32(200), true);
         // Since 6.0 a blocking sort past the memory limit spills to disk unless told not to.
         add("allowDiskUseByDefault", Bson::Boolean(true), true);
         add("ttlMonitorEnabled", Bson::Boolean(true), true);

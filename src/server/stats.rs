@@ -1,4 +1,5 @@
-//! Counters behind `serverStatus`: connections, network traffic, opcounters, TTL metrics.
+//! Counters behind `serverStatus`: connections, network traffic, opcounters, TTL metrics,
+//! index builds.
 
 use bson::{Document, doc};
 use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
@@ -26,6 +27,10 @@ pub struct Stats {
     pub full_refreshes: AtomicI64,
     /// Routing table refreshes that read only the chunks changed since the cached version.
     pub incremental_refreshes: AtomicI64,
+    /// Index builds over existing documents (shard): `serverStatus.indexBulkBuilder`.
+    pub index_builds: AtomicI64,
+    pub index_build_keys_sorted: AtomicI64,
+    pub index_build_spilled_runs: AtomicI64,
 }
 
 /// Which opcounter a command feeds.
@@ -77,6 +82,15 @@ impl Stats {
                 "passes": self.ttl_passes.load(Relaxed),
                 "deletedDocuments": self.ttl_deleted_documents.load(Relaxed),
             },
+        }
+    }
+
+    /// `serverStatus.indexBulkBuilder` (the parts this server counts).
+    pub fn index_bulk_builder(&self) -> Document {
+        doc! {
+            "count": self.index_builds.load(Relaxed),
+            "numSorted": self.index_build_keys_sorted.load(Relaxed),
+            "spilledRanges": self.index_build_spilled_runs.load(Relaxed),
         }
     }
 

@@ -111,6 +111,14 @@ pub enum SortedRecords {
 }
 
 impl SortedRecords {
+    /// How many sorted runs were written to disk (0 when the records fit in memory).
+    pub fn spilled_runs(&self) -> usize {
+        match self {
+            SortedRecords::Memory { .. } => 0,
+            SortedRecords::Merge { heads, .. } => heads.len(),
+        }
+    }
+
     /// The next record's payload in order, `None` at the end.
     pub fn next_record(&mut self) -> Result<Option<Vec<u8>>> {
         match self {
@@ -187,7 +195,9 @@ mod tests {
                 sort.push(r).unwrap();
             }
             assert_eq!(sort.spilled(), spills);
-            assert_eq!(drain(sort.finish().unwrap()), expected);
+            let sorted = sort.finish().unwrap();
+            assert_eq!(sorted.spilled_runs() > 1, spills);
+            assert_eq!(drain(sorted), expected);
         }
         assert_eq!(
             std::fs::read_dir(&spill).unwrap().count(),

@@ -157,6 +157,7 @@ async fn server_status<S: NodeState>(
         "opcounters": node.stats.opcounters(),
         "metrics": node.stats.metrics(),
         "shardingStatistics": node.stats.sharding_statistics(),
+        "indexBulkBuilder": node.stats.index_bulk_builder(),
         "mem": {"bits": 64, "resident": resident, "virtual": virt, "supported": true},
         "docgrid": {"maxIncomingConnections": MAX_CONNECTIONS},
     })?)

@@ -6,6 +6,7 @@ use crate::command::{CommandRequest, missing};
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::RequestContext;
+use crate::server::stats::Stats;
 use crate::shard::index::IndexSpec;
 use crate::shard::index::spec::MAX_INDEXES;
 use bson::{Bson, Document, RawDocumentBuf, doc};
@@ -83,11 +84,28 @@ pub(super) async fn create_indexes<S: DataNode>(
             ),
         ));
     }
+    let memory = state
+        .node()
+        .params
+        .get_i64("maxIndexBuildMemoryUsageMegabytes")
+        .unwrap_or(200)
+        .max(1) as usize
+        * 1024
+        * 1024;
     let mut built = 0;
     for spec in to_build {
         loop {
-            match db.create_index(&coll.name, spec.clone()).await {
-                Ok(()) => built += 1,
+            match db
+                .create_index_within(&coll.name, spec.clone(), memory)
+                .await
+            {
+                Ok(build) => {
+                    built += 1;
+                    let stats = &state.node().stats;
+                    Stats::add(&stats.index_builds, 1);
+                    Stats::add(&stats.index_build_keys_sorted, build.keys_sorted as i64);
+                    Stats::add(&stats.index_build_spilled_runs, build.spilled_runs as i64);
+                }
                 // Another request registered the same name first: as MongoDB does, wait for
                 // that build, then answer as for an existing index (or build ours, if that
                 // build failed).

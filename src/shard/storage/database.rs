@@ -6,7 +6,7 @@ use super::catalog::{
     self, CollectionMeta, CollectionStats, IndexMeta, id_index_spec, index_table_sql,
 };
 use super::durability::Durability;
-use super::index_build::{INDEX_BUILD_MEMORY_BYTES, IndexBuild};
+use super::index_build::{INDEX_BUILD_MEMORY_BYTES, IndexBuild, IndexBuildStats};
 use super::readers::Readers;
 use super::sql_error;
 use super::txn::RecordId;
@@ -395,20 +395,22 @@ impl DatabaseStore {
     pub async fn create_index(&self, collection: &str, spec: IndexSpec) -> Result<()> {
         self.create_index_within(collection, spec, INDEX_BUILD_MEMORY_BYTES)
             .await
+            .map(|_| ())
     }
 
-    /// [`create_index`](Self::create_index) holding at most `max_bytes` of keys in memory.
-    pub(super) async fn create_index_within(
+    /// [`create_index`](Self::create_index) holding at most `max_bytes` of keys in memory
+    /// (`maxIndexBuildMemoryUsageMegabytes`).
+    pub async fn create_index_within(
         &self,
         collection: &str,
         spec: IndexSpec,
         max_bytes: usize,
-    ) -> Result<()> {
+    ) -> Result<IndexBuildStats> {
         let (coll, index, last_rid) = self.register_index(collection, spec).await?;
         let built = self.build_index(&coll, &index, last_rid, max_bytes).await;
         let mut writer = self.writer.lock().await;
         let finished = match built {
-            Ok(()) => {
+            Ok(stats) => {
                 let ready = async {
                     let mut txn = begin_catalog_txn(&mut writer).await?;
                     sqlx::query("UPDATE docgrid_indexes SET ready = 1 WHERE ident = ?")
@@ -419,18 +421,19 @@ impl DatabaseStore {
                 };
                 ready
                     .await
+                    .map(|_| stats)
                     .map_err(|e| sql_error("finishing an index build", e))
             }
             Err(e) => Err(e),
         };
         match finished {
-            Ok(()) => {
+            Ok(stats) => {
                 self.update_collection(coll.ident, |c| {
                     if let Some(i) = c.indexes.iter_mut().find(|i| i.ident == index.ident) {
                         i.ready = true;
                     }
                 });
-                Ok(())
+                Ok(stats)
             }
             Err(e) => {
                 // A drop of the index or of its collection explains whatever the build then

@@ -52,6 +52,15 @@ impl IndexBuild {
     }
 }
 
+/// What a build did, for `serverStatus.indexBulkBuilder`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct IndexBuildStats {
+    /// Keys of the existing documents sorted.
+    pub keys_sorted: u64,
+    /// Sorted runs written to disk.
+    pub spilled_runs: u64,
+}
+
 /// One key of the build: `key`, `rid`, `type_bits`.
 pub(super) type BuiltKey = (Vec<u8>, RecordId, Vec<u8>);
 
@@ -64,10 +73,11 @@ impl DatabaseStore {
         index: &IndexMeta,
         last_rid: RecordId,
         max_bytes: usize,
-    ) -> Result<()> {
+    ) -> Result<IndexBuildStats> {
         let spill_dir = self.spill_dir();
         let mut sort = RecordSort::new(entry_order, max_bytes, spill_dir);
         let mut multikey = false;
+        let mut keys_sorted = 0u64;
         let mut after = 0;
         let mut entry = Vec::new();
         while after < last_rid {
@@ -84,6 +94,7 @@ impl DatabaseStore {
                     for (key, types) in keys.keys.iter().zip(&keys.types) {
                         encode_entry(&mut entry, key, *rid, types);
                         sort.push(&entry)?;
+                        keys_sorted += 1;
                     }
                 }
                 Ok::<_, crate::error::MongoError>(())
@@ -91,6 +102,10 @@ impl DatabaseStore {
             tokio::task::yield_now().await;
         }
         let mut sorted = blocking(|| sort.finish())?;
+        let stats = IndexBuildStats {
+            keys_sorted,
+            spilled_runs: sorted.spilled_runs() as u64,
+        };
         loop {
             let page = blocking(|| next_page(&mut sorted))?;
             if page.is_empty() {
@@ -107,7 +122,7 @@ impl DatabaseStore {
         let mut txn = self.write().await?;
         txn.finish_index_build(coll, index, multikey).await?;
         txn.commit().await?;
-        Ok(())
+        Ok(stats)
     }
 }
 

@@ -20,6 +20,7 @@ mod txn;
 pub use capped::CappedLimits;
 pub use catalog::{CollectionMeta, IndexMeta};
 pub use database::{DatabaseStore, connect_options, reader_connect_options};
+pub use index_build::IndexBuildStats;
 pub use index_usage::IndexUsage;
 pub use read_sql::DocumentReads;
 pub use txn::{IndexEntry, IndexRange, KeyEntry, ReadTxn, RecordId, WriteTxn};
