@@ -50,11 +50,6 @@ impl RecordSort {
         Ok(())
     }
 
-    /// Whether sorted runs were written to disk.
-    pub fn spilled(&self) -> bool {
-        !self.runs.is_empty()
-    }
-
     fn sort_buffer(&mut self) {
         let (buffer, order) = (&self.buffer, self.order);
         self.offsets
@@ -194,7 +189,6 @@ mod tests {
             for r in &records {
                 sort.push(r).unwrap();
             }
-            assert_eq!(sort.spilled(), spills);
             let sorted = sort.finish().unwrap();
             assert_eq!(sorted.spilled_runs() > 1, spills);
             assert_eq!(drain(sorted), expected);

@@ -53,7 +53,7 @@ impl IndexBuild {
 }
 
 /// What a build did, for `serverStatus.indexBulkBuilder`.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug)]
 pub struct IndexBuildStats {
     /// Keys of the existing documents sorted.
     pub keys_sorted: u64,
@@ -99,7 +99,6 @@ impl DatabaseStore {
                 }
                 Ok::<_, crate::error::MongoError>(())
             })?;
-            tokio::task::yield_now().await;
         }
         let mut sorted = blocking(|| sort.finish())?;
         let stats = IndexBuildStats {
