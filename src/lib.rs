@@ -1,7 +1,7 @@
 //! docgrid: a MongoDB-compatible sharded cluster.
 //!
-//! Leaves: [`wire`] (bytes ⇄ messages), [`document`] (BSON order, key encoding, paths),
-//! [`error`] (MongoDB's error model), [`catalog`] (namespaces, versions). On them: [`command`]
+//! Leaves: [`wire`] (bytes ⇄ messages), [`depth`] (nesting limits, the stack recursion needs),
+//! [`document`] (BSON order, key encoding, paths), [`error`] (MongoDB's error model), [`catalog`] (namespaces, versions). On them: [`command`]
 //! (commands as roles exchange them), [`query`] and [`aggregate`] (the query language, pure),
 //! [`server`] (accept loop, dispatch, shared commands), [`rpc`] (calls between roles). The roles:
 //! [`shard`], [`configsvr`], [`router`]; [`cluster`] assembles processes. See ARCHITECTURE.md.
@@ -11,6 +11,7 @@ pub mod catalog;
 pub mod cluster;
 pub mod command;
 pub mod configsvr;
+pub mod depth;
 pub mod document;
 pub mod error;
 pub mod query;

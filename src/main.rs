@@ -191,6 +191,7 @@ fn main() -> Result<()> {
     init_logging(format, &level, log.clone())?;
     std::panic::set_hook(Box::new(|info| tracing::error!(panic = %info, "panic")));
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(docgrid::depth::THREAD_STACK_SIZE)
         .enable_all()
         .build()?;
     runtime.block_on(run(cli, file, log))

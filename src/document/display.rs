@@ -1,6 +1,7 @@
 //! BSON values rendered the way MongoDB prints them in error messages (`BSONObj::toString`:
 //! `{ _id: ObjectId('…'), a: "x" }`), and C's `%g` number formatting those messages use.
 
+use crate::depth::recurse;
 use bson::spec::BinarySubtype;
 use bson::{Bson, Document};
 
@@ -103,9 +104,11 @@ fn render_into(out: &mut String, value: &Bson, depth: usize) {
     }
     match value {
         Bson::Document(d) => {
-            render_doc_into(out, d.iter().map(|(k, v)| (k.as_str(), v)), false, depth)
+            recurse(|| render_doc_into(out, d.iter().map(|(k, v)| (k.as_str(), v)), false, depth))
         }
-        Bson::Array(items) => render_doc_into(out, items.iter().map(|v| ("", v)), true, depth),
+        Bson::Array(items) => {
+            recurse(|| render_doc_into(out, items.iter().map(|v| ("", v)), true, depth))
+        }
         Bson::Double(v) => out.push_str(&double_nice(*v)),
         Bson::String(s) | Bson::Symbol(s) => {
             out.push('"');

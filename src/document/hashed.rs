@@ -11,6 +11,7 @@
 
 use super::numeric::{self, DecimalParts, Number};
 use super::order::{binary_payload, db_pointer_parts};
+use crate::depth::recurse;
 use crate::error::{MongoError, Result};
 use bson::{Bson, Document};
 use md5::{Digest, Md5};
@@ -80,17 +81,17 @@ fn hash_element(md5: &mut Md5, value: &Bson, name: Option<&str>) {
         md5.update([0]);
     }
     match value {
-        Bson::Document(d) => hash_fields(md5, d),
-        Bson::Array(items) => {
+        Bson::Document(d) => recurse(|| hash_fields(md5, d)),
+        Bson::Array(items) => recurse(|| {
             for (i, item) in items.iter().enumerate() {
                 hash_element(md5, item, Some(&i.to_string()));
             }
             md5.update(END_OF_OBJECT_TYPE.to_le_bytes());
-        }
+        }),
         Bson::JavaScriptCodeWithScope(c) => {
             md5.update(c.code.as_bytes());
             md5.update([0]);
-            hash_fields(md5, &c.scope);
+            recurse(|| hash_fields(md5, &c.scope));
         }
         _ => md5.update(scalar_bytes(value)),
     }

@@ -11,6 +11,7 @@
 
 use super::order::canonical_rank;
 use super::type_bits::{self, TypeBitsReader};
+use crate::depth::recurse;
 use bson::{
     Binary, Bson, DateTime, Decimal128, Document, JavaScriptCodeWithScope, Regex, Timestamp,
     oid::ObjectId, spec::BinarySubtype,
@@ -149,7 +150,7 @@ impl Reader<'_> {
                 }))
             }
             t if t == tag_of(&Bson::Document(Document::new())) => {
-                Some(self.document()?.map(Bson::Document))
+                Some(recurse(|| self.document())?.map(Bson::Document))
             }
             t if t == tag_of(&Bson::Array(Vec::new())) => {
                 let mut items = Some(Vec::new());
@@ -158,7 +159,7 @@ impl Reader<'_> {
                         END => return Some(items.map(Bson::Array)),
                         ELEMENT => {
                             let tag = self.byte()?;
-                            let item = self.body(tag)?;
+                            let item = recurse(|| self.body(tag))?;
                             items = items.zip(item).map(|(mut all, item)| {
                                 all.push(item);
                                 all

@@ -49,6 +49,7 @@
 
 use super::numeric::{self, DecimalParts, Number};
 use super::order::{binary_payload, canonical_rank, db_pointer_parts};
+use crate::depth::recurse;
 use bson::{Bson, Document};
 
 /// Appends one key component; `descending` reverses this component's order only.
@@ -114,14 +115,14 @@ fn write_body(value: &Bson, out: &mut Vec<u8>) {
         Bson::String(s) | Bson::Symbol(s) | Bson::JavaScriptCode(s) => {
             write_bytes(s.as_bytes(), out)
         }
-        Bson::Document(d) => write_document(d, out),
-        Bson::Array(items) => {
+        Bson::Document(d) => recurse(|| write_document(d, out)),
+        Bson::Array(items) => recurse(|| {
             for item in items {
                 out.push(ELEMENT);
                 write_value(item, out);
             }
             out.push(END);
-        }
+        }),
         Bson::Binary(b) => {
             let payload = binary_payload(b);
             write_length(payload.len(), out);
@@ -147,7 +148,7 @@ fn write_body(value: &Bson, out: &mut Vec<u8>) {
         }
         Bson::JavaScriptCodeWithScope(c) => {
             write_bytes(c.code.as_bytes(), out);
-            write_document(&c.scope, out);
+            recurse(|| write_document(&c.scope, out));
         }
     }
 }

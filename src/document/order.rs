@@ -2,6 +2,7 @@
 //! index keys): first by canonical type, then by value within the type.
 
 use super::numeric::{self, Number};
+use crate::depth::recurse;
 use bson::{Binary, Bson, Document, spec::BinarySubtype};
 use std::borrow::Cow;
 use std::cmp::Ordering;
@@ -40,8 +41,8 @@ pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
         (Bson::String(x) | Bson::Symbol(x), Bson::String(y) | Bson::Symbol(y)) => {
             x.as_bytes().cmp(y.as_bytes())
         }
-        (Bson::Document(x), Bson::Document(y)) => compare_documents(x, y),
-        (Bson::Array(x), Bson::Array(y)) => compare_arrays(x, y),
+        (Bson::Document(x), Bson::Document(y)) => recurse(|| compare_documents(x, y)),
+        (Bson::Array(x), Bson::Array(y)) => recurse(|| compare_arrays(x, y)),
         (Bson::Binary(x), Bson::Binary(y)) => {
             let (px, py) = (binary_payload(x), binary_payload(y));
             px.len()
@@ -74,7 +75,7 @@ pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
             .code
             .as_bytes()
             .cmp(y.code.as_bytes())
-            .then_with(|| compare_documents(&x.scope, &y.scope)),
+            .then_with(|| recurse(|| compare_documents(&x.scope, &y.scope))),
         _ => match (Number::from_bson(a), Number::from_bson(b)) {
             (Some(x), Some(y)) => numeric::compare(x, y),
             // Same rank and not a number: MinKey, MaxKey, null, undefined.

@@ -2,6 +2,7 @@
 //! array-aware traversal builds on it), and the array-flattening collection of values that
 //! `distinct` and index keys use.
 
+use crate::depth::recurse;
 use bson::{Bson, Document};
 
 /// The value at `path`, descending into documents and, for numeric components, array elements.
@@ -27,7 +28,7 @@ pub fn values_at_path(value: &Bson, path: &[&str], out: &mut Vec<Bson>) {
             for item in items {
                 match (item, path.is_empty()) {
                     (_, true) => out.push(item.clone()),
-                    (Bson::Document(_), false) => values_at_path(item, path, out),
+                    (Bson::Document(_), false) => recurse(|| values_at_path(item, path, out)),
                     _ => {}
                 }
             }
@@ -35,7 +36,7 @@ pub fn values_at_path(value: &Bson, path: &[&str], out: &mut Vec<Bson>) {
         (_, None) => out.push(value.clone()),
         (Bson::Document(d), Some((first, rest))) => {
             if let Some(v) = d.get(*first) {
-                values_at_path(v, rest, out);
+                recurse(|| values_at_path(v, rest, out));
             }
         }
         _ => {}

@@ -12,6 +12,7 @@
 //! Tag 0 is the common case of each kind (int32, string, null), and trailing 0 records are
 //! dropped, so most keys have empty type bits.
 
+use crate::depth::recurse;
 use bson::Bson;
 
 /// Number records.
@@ -91,9 +92,11 @@ impl TypeBits {
             Bson::Decimal128(d) => self.record(DECIMAL, &d.bytes()),
             Bson::String(_) => self.record(STRING, &[]),
             Bson::Symbol(_) => self.record(SYMBOL, &[]),
-            Bson::Document(d) => d.values().for_each(|v| self.walk(v)),
-            Bson::Array(items) => items.iter().for_each(|v| self.walk(v)),
-            Bson::JavaScriptCodeWithScope(c) => c.scope.values().for_each(|v| self.walk(v)),
+            Bson::Document(d) => recurse(|| d.values().for_each(|v| self.walk(v))),
+            Bson::Array(items) => recurse(|| items.iter().for_each(|v| self.walk(v))),
+            Bson::JavaScriptCodeWithScope(c) => {
+                recurse(|| c.scope.values().for_each(|v| self.walk(v)))
+            }
             _ => {}
         }
     }

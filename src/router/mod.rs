@@ -14,6 +14,7 @@ mod targeting;
 mod write_batch;
 
 use crate::rpc::{Connector, NodeClient};
+use crate::server::asserts::contained;
 use crate::server::{CURSOR_MONITOR_PERIOD, CommandTable, Node, NodeState};
 use bson::doc;
 use catalog_cache::{CollectionCache, DatabaseCache};
@@ -80,14 +81,17 @@ fn spawn_background(state: Weak<RouterState>) {
         loop {
             tick.tick().await;
             let Some(state) = pinger.upgrade() else { break };
-            if let Err(e) = state.ping().await {
-                tracing::debug!(error = %e, "could not record the router in config.mongos");
-            }
-            // The shard registry mirrors config.shards: reloaded on this period as well as on
-            // a miss, so hosts that changed are picked up without a failed request.
-            if let Err(e) = state.shards.reload(&state.config).await {
-                tracing::debug!(error = %e, "could not reload the shard registry");
-            }
+            contained("router ping", async {
+                if let Err(e) = state.ping().await {
+                    tracing::debug!(error = %e, "could not record the router in config.mongos");
+                }
+                // The shard registry mirrors config.shards: reloaded on this period as well as
+                // on a miss, so hosts that changed are picked up without a failed request.
+                if let Err(e) = state.shards.reload(&state.config).await {
+                    tracing::debug!(error = %e, "could not reload the shard registry");
+                }
+            })
+            .await;
         }
     });
     tokio::spawn(async move {
@@ -95,9 +99,12 @@ fn spawn_background(state: Weak<RouterState>) {
         loop {
             tick.tick().await;
             let Some(state) = state.upgrade() else { break };
-            for cluster in state.cursors.reap(state.node.cursor_timeout()) {
-                cluster.lock().await.kill().await;
-            }
+            contained("cursor reaper", async {
+                for cluster in state.cursors.reap(state.node.cursor_timeout()) {
+                    cluster.lock().await.kill().await;
+                }
+            })
+            .await;
         }
     });
 }

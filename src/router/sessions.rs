@@ -6,6 +6,7 @@
 
 use super::RouterState;
 use crate::error::{MongoError, Result};
+use crate::server::asserts::contained;
 use bson::{Bson, Document, doc};
 use std::sync::Weak;
 
@@ -73,7 +74,7 @@ pub(super) fn spawn_session_refresh(state: Weak<RouterState>) {
         while let Some(period) = state.upgrade().map(|s| s.node.session_refresh_period()) {
             tokio::time::sleep(period.max(std::time::Duration::from_millis(100))).await;
             let Some(router) = state.upgrade() else { break };
-            if let Err(e) = router.flush_sessions().await {
+            if let Some(Err(e)) = contained("session refresh", router.flush_sessions()).await {
                 tracing::debug!(error = %e, "could not refresh the logical sessions");
             }
         }

@@ -14,6 +14,7 @@ use super::shard_key_move::ShardKeyMove;
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::sort::SortSpec;
+use crate::wire::MAX_MESSAGE_SIZE;
 use bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf, doc};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -65,6 +66,10 @@ pub struct WriteBatch {
     /// moves to the shard owning its new key.
     moving: Option<(usize, ShardKeyMove)>,
 }
+
+/// Room kept in a sub-batch's message for what the router adds around the client's command:
+/// the shard or database version, `$db`, the message and sequence headers.
+pub const ROUTER_OVERHEAD: usize = 16 * 1024;
 
 /// MongoDB moves a document to another shard only for a batch of one update.
 const MOVE_NEEDS_BATCH_OF_ONE: &str = "Document shard key value updates that cause the doc to move shards must be sent with write batch of size 1";
@@ -221,9 +226,15 @@ impl WriteBatch {
         })
     }
 
-    /// Groups targeted statements into rounds sent one after the other.
+    /// Groups targeted statements into rounds sent one after the other. A shard's sub-batch
+    /// holds at most [`WriteBatch::budget`] bytes of statements, as mongos splits its child
+    /// batches: a client batch that fits `maxMessageSizeBytes` would not once the router adds
+    /// its fields, so a full sub-batch starts a new round.
     fn rounds(&self, targets: Vec<(usize, Target)>) -> Vec<Round> {
+        let budget = self.budget();
         let mut rounds: Vec<Round> = Vec::new();
+        // Bytes of statements per shard in the last round.
+        let mut sizes: BTreeMap<String, usize> = BTreeMap::new();
         let mut two_phase = Vec::new();
         for (index, target) in targets {
             let shards = match target {
@@ -237,12 +248,17 @@ impl WriteBatch {
                 }
                 Target::Shards(shards) => shards,
             };
-            // Unordered: one round for everything. Ordered: a run continues while statements
-            // go to the same single shard.
+            let size = self.statements[index].as_bytes().len();
+            let fits = shards
+                .iter()
+                .all(|s| sizes.get(s).copied().unwrap_or(0) + size <= budget);
+            // Unordered: one round for everything that fits. Ordered: a run continues while
+            // statements go to the same single shard.
             let joins = match rounds.last_mut() {
-                Some(Round::SubBatches(by_shard)) if !self.ordered => Some(by_shard),
+                Some(Round::SubBatches(by_shard)) if fits && !self.ordered => Some(by_shard),
                 Some(Round::SubBatches(by_shard))
-                    if shards.len() == 1
+                    if fits
+                        && shards.len() == 1
                         && by_shard.len() == 1
                         && by_shard.contains_key(&shards[0]) =>
                 {
@@ -253,16 +269,28 @@ impl WriteBatch {
             match joins {
                 Some(by_shard) => {
                     for shard in shards {
+                        *sizes.entry(shard.clone()).or_default() += size;
                         by_shard.entry(shard).or_default().push(index);
                     }
                 }
-                None => rounds.push(Round::SubBatches(
-                    shards.into_iter().map(|s| (s, vec![index])).collect(),
-                )),
+                None => {
+                    sizes = shards.iter().map(|s| (s.clone(), size)).collect();
+                    rounds.push(Round::SubBatches(
+                        shards.into_iter().map(|s| (s, vec![index])).collect(),
+                    ))
+                }
             }
         }
         rounds.extend(two_phase);
         rounds
+    }
+
+    /// Bytes of statements one sub-batch may carry: `maxMessageSizeBytes` less the command
+    /// around them and room for what the router adds (versions, `$db`, the sequence header).
+    fn budget(&self) -> usize {
+        MAX_MESSAGE_SIZE
+            .saturating_sub(self.base.as_bytes().len() + ROUTER_OVERHEAD)
+            .max(1)
     }
 
     /// Sends one round's sub-batches at once; returns the statements a shard refused as stale
@@ -303,13 +331,17 @@ impl WriteBatch {
         replace: Option<&RawDocumentBuf>,
     ) -> Result<CommandRequest> {
         let mut body = self.base.clone();
-        let mut statements = bson::RawArrayBuf::new();
-        for &i in indexes {
-            statements.push(replace.unwrap_or(&self.statements[i]).clone());
-        }
-        body.append(self.kind.field(), statements);
         body.append("ordered", self.ordered);
-        CommandRequest::new(self.db.clone(), body)
+        // Statements travel as a document sequence, as drivers send them: the body stays a
+        // small document whatever the batch's size.
+        let statements = indexes
+            .iter()
+            .map(|&i| replace.unwrap_or(&self.statements[i]).clone())
+            .collect();
+        Ok(
+            CommandRequest::new(self.db.clone(), body)?
+                .with_sequence(self.kind.field(), statements),
+        )
     }
 
     /// Merges a sub-batch reply from `shard`; `indexes[i]` is the batch index of its statement

@@ -268,15 +268,12 @@ impl<S: NodeState> Dispatcher<S> {
                 None => run.await,
             }
         };
+        // Handlers walk nested input: each poll gets the stack that needs, whatever thread runs it.
+        let handled = crate::depth::WithStack::new(Box::pin(handled));
         match AssertUnwindSafe(handled).catch_unwind().await {
             Ok(result) => result,
             Err(panic) => {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into());
-                tracing::error!(command = %name, panic = %what, "command handler panicked");
+                let what = super::asserts::count_panic(name, &*panic);
                 Err(MongoError::internal(format!(
                     "command {name} failed unexpectedly: {what}"
                 )))
@@ -299,7 +296,12 @@ impl<S: NodeState> Service for Dispatcher<S> {
             let (outcome, attach) = self.run(ctx, request).await;
             let reply = match outcome {
                 Ok(reply) => ok_reply(reply),
-                Err(e) => RawDocumentBuf::from_document(&e.to_reply()).unwrap_or_default(),
+                Err(e) => {
+                    if e.code() != ErrorCode::InternalError {
+                        super::asserts::count_user();
+                    }
+                    RawDocumentBuf::from_document(&e.to_reply()).unwrap_or_default()
+                }
             };
             match attach {
                 Some(Effect::WriteConcernError { error, labels }) => {

@@ -1,6 +1,7 @@
 //! The role-agnostic server every process runs: accept loop, per-connection request loop,
 //! command dispatch (lookup, panic guard, error → reply), and the commands every role answers.
 
+pub mod asserts;
 pub mod commands;
 mod connection;
 mod context;
@@ -50,7 +51,9 @@ impl ServerHandle {
 pub fn serve(listener: TcpListener, service: Arc<dyn Service>) -> std::io::Result<ServerHandle> {
     let addr = listener.local_addr()?;
     let (tx, rx) = watch::channel(false);
-    let task = tokio::spawn(accept_loop(listener, service, rx));
+    let task = tokio::spawn(async move {
+        asserts::contained("accept loop", accept_loop(listener, service, rx)).await;
+    });
     Ok(ServerHandle {
         addr,
         shutdown: tx,
@@ -70,7 +73,7 @@ async fn accept_loop(
                 Ok((stream, peer)) => {
                     let service = service.clone();
                     let stop = shutdown.clone();
-                    tokio::spawn(connection::run(stream, peer, service, stop));
+                    asserts::spawn_contained("connection", connection::run(stream, peer, service, stop));
                 }
                 Err(e) => {
                     // Out of file descriptors and similar: keep serving the connections we have.

@@ -26,6 +26,7 @@ use crate::catalog::OwnershipFilter;
 use crate::command::CommandRequest;
 use crate::error::Result;
 use crate::rpc::Connector;
+use crate::server::asserts::contained;
 use crate::server::{CURSOR_MONITOR_PERIOD, CommandGuard, CommandTable, Node, NodeState};
 use cursors::CursorRegistry;
 use futures::future::BoxFuture;
@@ -207,8 +208,11 @@ pub fn spawn_cursor_reaper<S: DataNode>(state: Weak<S>) {
         loop {
             tick.tick().await;
             let Some(state) = state.upgrade() else { break };
-            let reaped = state.cursors().reap(state.node().cursor_timeout());
-            if reaped > 0 {
+            let reaped = contained("cursor reaper", async {
+                state.cursors().reap(state.node().cursor_timeout())
+            })
+            .await;
+            if let Some(reaped @ 1..) = reaped {
                 tracing::info!(reaped, "killed idle cursors");
             }
         }

@@ -8,6 +8,7 @@ use super::exec::{Position, QueryShape};
 use super::storage::{CollectionMeta, DatabaseStore, IndexMeta};
 use crate::error::Result;
 use crate::query::filter::Filter;
+use crate::server::asserts::contained;
 use crate::server::stats::Stats;
 use bson::{Bson, DateTime, Document, doc};
 use std::sync::{Arc, Weak};
@@ -34,10 +35,12 @@ pub fn spawn_ttl_monitor<S: DataNode>(state: Weak<S>) {
             if !state.node().params.get_bool("ttlMonitorEnabled") {
                 continue;
             }
-            match run_pass(&*state, DateTime::now()).await {
-                Ok(0) => {}
-                Ok(deleted) => tracing::info!(deleted, "TTL monitor deleted expired documents"),
-                Err(e) => tracing::warn!(error = %e, "TTL pass failed"),
+            match contained("TTL monitor", run_pass(&*state, DateTime::now())).await {
+                Some(Ok(0)) | None => {}
+                Some(Ok(deleted)) => {
+                    tracing::info!(deleted, "TTL monitor deleted expired documents")
+                }
+                Some(Err(e)) => tracing::warn!(error = %e, "TTL pass failed"),
             }
         }
     });

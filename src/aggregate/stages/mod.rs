@@ -258,6 +258,22 @@ impl Stage {
         run_stages(std::slice::from_ref(self), docs, ctx)
     }
 
+    /// Whether the stage builds documents that may nest deeper than its input.
+    fn builds_documents(&self) -> bool {
+        matches!(
+            self,
+            Stage::Shape(_)
+                | Stage::ReplaceRoot(_)
+                | Stage::Group(_)
+                | Stage::BucketAuto(_)
+                | Stage::Facet(_)
+                | Stage::SetWindowFields(_)
+                | Stage::Documents(_)
+                | Stage::Lookup(_)
+                | Stage::GraphLookup(_)
+        )
+    }
+
     /// Runs a per-document stage over a batch, or another stage over its whole input (the
     /// stream runs `$sort`, `$group`, `$skip` and `$limit` itself).
     fn run_batch(&self, docs: Vec<Document>, ctx: &RunContext) -> Result<Vec<Document>> {
@@ -296,6 +312,12 @@ impl Stage {
     }
 }
 
+/// Documents a stage that reaches other collections built, within BSON's depth.
+fn built(docs: Vec<Document>) -> Result<Vec<Document>> {
+    stream::check_depth(&docs)?;
+    Ok(docs)
+}
+
 /// Runs `stages` in order over `docs`; stages that reach other collections do it through
 /// `host` (without one they fail), the stretches between them as a stream.
 pub fn run_all<'a>(
@@ -324,10 +346,10 @@ pub fn run_all<'a>(
             };
             rest = after;
             docs = match stage {
-                Stage::Lookup(lookup) => lookup.run(docs, ctx, host).await?,
-                Stage::GraphLookup(graph) => graph.run(docs, ctx, host).await?,
+                Stage::Lookup(lookup) => built(lookup.run(docs, ctx, host).await?)?,
+                Stage::GraphLookup(graph) => built(graph.run(docs, ctx, host).await?)?,
                 Stage::UnionWith(union) => union.run(docs, ctx, host).await?,
-                Stage::Facet(facet) => facet.run_with(docs, ctx, host).await?,
+                Stage::Facet(facet) => built(facet.run_with(docs, ctx, host).await?)?,
                 Stage::Out(out) => {
                     out.run(docs, host).await?;
                     Vec::new()

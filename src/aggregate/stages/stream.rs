@@ -62,6 +62,15 @@ impl<'a> Step<'a> {
         matches!(self, Step::Sort(_) | Step::Group(_) | Step::Whole(..))
     }
 
+    /// Whether the stage builds documents (and so may nest them deeper than its input).
+    fn builds_documents(&self) -> bool {
+        match self {
+            Step::PerDocument(stage) | Step::Whole(stage, _) => stage.builds_documents(),
+            Step::Group(_) => true,
+            _ => false,
+        }
+    }
+
     /// Takes a batch in; returns what passes on now.
     fn push(&mut self, docs: Vec<Document>, ctx: &RunContext) -> Result<Vec<Document>> {
         match self {
@@ -173,7 +182,11 @@ impl<'a> Flow<'a> {
             if docs.is_empty() {
                 break;
             }
+            let builds = self.steps[i].builds_documents();
             docs = self.steps[i].push(docs, ctx)?;
+            if builds {
+                check_depth(&docs)?;
+            }
             self.counts[i] += docs.len() as u64;
         }
         Ok(docs)
@@ -207,12 +220,16 @@ impl<'a> Flow<'a> {
             if !self.steps[i].is_blocking() {
                 continue;
             }
+            let builds = self.steps[i].builds_documents();
             let step = std::mem::replace(&mut self.steps[i], Step::Finished);
             let mut drain = step.finish(ctx)?;
             while !self.satisfied_from(i + 1) {
                 let batch = drain.next_batch(ctx)?;
                 if batch.is_empty() {
                     break;
+                }
+                if builds {
+                    check_depth(&batch)?;
                 }
                 self.counts[i] += batch.len() as u64;
                 let out = self.feed(i + 1, batch, ctx)?;
@@ -223,6 +240,13 @@ impl<'a> Flow<'a> {
         }
         Ok(self.counts)
     }
+}
+
+/// Refuses documents a stage built deeper than BSON may nest, as MongoDB refuses to turn them
+/// into BSON: checking every stage that builds keeps the depth within one stage's growth of the
+/// limit, however long the pipeline.
+pub(super) fn check_depth(docs: &[Document]) -> Result<()> {
+    docs.iter().try_for_each(crate::depth::check_output)
 }
 
 /// Runs `stages` over `docs`, and returns the output with each stage's output count.

@@ -331,9 +331,13 @@ fn outcome_of(
     joined: std::result::Result<Result<Document>, tokio::task::JoinError>,
 ) -> Result<Document> {
     joined.unwrap_or_else(|e| {
-        tracing::error!(error = %e, "a DDL coordinator failed");
+        let what = match e.try_into_panic() {
+            Ok(panic) => crate::server::asserts::count_panic("DDL coordinator", &*panic),
+            Err(e) => e.to_string(),
+        };
+        tracing::error!(error = %what, "a DDL coordinator failed");
         Err(MongoError::internal(format!(
-            "the DDL coordinator failed: {e}"
+            "the DDL coordinator failed: {what}"
         )))
     })
 }

@@ -7,12 +7,13 @@
 use super::super::RouterState;
 use super::super::forward::{check_routable, on_config_server, reply_error, stale_in};
 use super::super::shard_key_move::ShardKeyMove;
-use super::super::write_batch::{WriteBatch, WriteKind, first_match};
+use super::super::write_batch::{ROUTER_OVERHEAD, WriteBatch, WriteKind, first_match};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::projection::Projection;
 use crate::server::RequestContext;
 use crate::server::stats::Stats;
+use crate::wire::MAX_MESSAGE_SIZE;
 use bson::{Bson, RawDocumentBuf, doc};
 use std::sync::atomic::AtomicI64;
 
@@ -58,7 +59,7 @@ async fn write(
     let mut batch: Option<WriteBatch> = None;
     let mut passes = state.routing_loop(&req.db, Some(&ns), true);
     while let Some(placement) = passes.next().await? {
-        if placement.routing.is_none() && batch.is_none() {
+        if placement.routing.is_none() && batch.is_none() && fits_as_sent(&req) {
             // Unsharded, nothing sent yet: the command goes to the primary as it is.
             let primary = placement.db.primary.clone();
             let (_, reply) = state.call_shard(&placement, &primary, &req).await?;
@@ -83,6 +84,18 @@ async fn write(
             "a write found no database to write to",
         )),
     }
+}
+
+/// Whether the command can go to a shard as the client sent it: with what the router adds, its
+/// message stays within `maxMessageSizeBytes`. A batch that would not is split (`WriteBatch`).
+fn fits_as_sent(req: &CommandRequest) -> bool {
+    let statements: usize = req
+        .sequences
+        .iter()
+        .flat_map(|s| &s.documents)
+        .map(|d| d.as_bytes().len())
+        .sum();
+    req.body.as_bytes().len() + statements + ROUTER_OVERHEAD <= MAX_MESSAGE_SIZE
 }
 
 pub(super) async fn find_and_modify(

@@ -152,6 +152,7 @@ async fn server_status<S: NodeState>(
         "uptimeMillis": uptime.as_millis() as i64,
         "uptimeEstimate": uptime.as_secs() as i64,
         "localTime": bson::DateTime::now(),
+        "asserts": crate::server::asserts::report(),
         "connections": node.stats.connections(),
         "network": node.stats.network(),
         "opcounters": node.stats.opcounters(),

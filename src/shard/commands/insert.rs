@@ -31,50 +31,6 @@ impl<'a> InsertCommand<'a> {
     }
 }
 
-/// Levels of nesting a stored document may have (MongoDB's `maxBSONDepth` of 200, less the
-/// 20 levels it keeps for commands around a document).
-pub const MAX_STORED_DEPTH: usize = 180;
-
-/// Refuses documents nested deeper than MongoDB stores.
-pub(super) fn check_depth(doc: &RawDocument) -> Result<()> {
-    fn within(value: RawBsonRef<'_>, level: usize) -> Result<bool> {
-        match value {
-            RawBsonRef::Document(d) => {
-                if level > MAX_STORED_DEPTH {
-                    return Ok(false);
-                }
-                for element in d.iter() {
-                    if !within(element?.1, level + 1)? {
-                        return Ok(false);
-                    }
-                }
-            }
-            RawBsonRef::Array(a) => {
-                if level > MAX_STORED_DEPTH {
-                    return Ok(false);
-                }
-                for item in a {
-                    if !within(item?, level + 1)? {
-                        return Ok(false);
-                    }
-                }
-            }
-            _ => {}
-        }
-        Ok(true)
-    }
-    if within(RawBsonRef::Document(doc), 0)? {
-        Ok(())
-    } else {
-        Err(MongoError::new(
-            ErrorCode::Overflow,
-            format!(
-                "cannot insert document because it exceeds {MAX_STORED_DEPTH} levels of nesting"
-            ),
-        ))
-    }
-}
-
 /// The document as stored: `_id` first (generated when missing), within the size limit.
 pub(super) fn prepare_document(doc: &RawDocument) -> Result<Cow<'_, RawDocument>> {
     if doc.as_bytes().len() > MAX_BSON_OBJECT_SIZE {
@@ -86,7 +42,7 @@ pub(super) fn prepare_document(doc: &RawDocument) -> Result<Cow<'_, RawDocument>
             ),
         ));
     }
-    check_depth(doc)?;
+    crate::depth::check_insert(doc)?;
     let mut first = true;
     let mut id_first = false;
     let mut id = None;

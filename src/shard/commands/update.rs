@@ -138,7 +138,7 @@ pub(super) async fn update_candidate(
     }
     let raw = RawDocumentBuf::from_document(&doc)?;
     check_size(&raw)?;
-    super::insert::check_depth(&raw)?;
+    crate::depth::check_update(&raw)?;
     txn.replace(coll, candidate.rid, &candidate.raw, &raw)
         .await?;
     Ok(Some(doc))

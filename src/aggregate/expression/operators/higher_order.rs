@@ -214,6 +214,14 @@ pub fn reduce(args: &Args) -> Result<Value> {
         frame.bind(2, Some(item));
         frame.bind(3, accumulated);
         accumulated = frame.eval(4)?;
+        // The one operator whose result can nest deeper with every element: refused as soon as
+        // it could no longer become BSON, before walks over it outgrow any stack.
+        if accumulated
+            .as_ref()
+            .is_some_and(crate::depth::value_too_deep)
+        {
+            return Err(crate::depth::too_deep_for_bson());
+        }
     }
     Ok(accumulated)
 }
