@@ -302,12 +302,12 @@ fn read_u32(data: &[u8], pos: usize, end: usize) -> Result<u32, Invalid> {
     ]))
 }
 
-/// The bytes before the next 0 from `pos` (the document's last byte is one).
+/// The bytes before the next 0 from `pos` (the document's last byte is one); `CStr` finds it
+/// a word at a time.
 fn strlen(data: &[u8], pos: usize, end: usize) -> Result<usize, Invalid> {
-    data[pos..end]
-        .iter()
-        .position(|&b| b == 0)
-        .ok_or_else(too_long)
+    std::ffi::CStr::from_bytes_until_nul(&data[pos..end])
+        .map(|name| name.count_bytes())
+        .map_err(|_| too_long())
 }
 
 /// A length-prefixed string (String, Code, Symbol, a DBPointer's namespace, a code-with-scope's
