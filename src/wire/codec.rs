@@ -23,10 +23,21 @@ pub struct Frame {
     pub bytes: Vec<u8>,
     /// The room the message holds in its process's budget (for a compressed message, also
     /// for what it claims to decompress to), kept until the message has been processed.
-    pub(crate) reservation: Option<Reservation>,
+    reservation: Option<Reservation>,
 }
 
 impl Frame {
+    /// A whole message already in memory (a fuzzer's input, a capture); `None` when shorter
+    /// than a header.
+    pub fn from_bytes(bytes: Vec<u8>) -> Option<Frame> {
+        let header = MsgHeader::parse(bytes.get(..HEADER_LEN)?.try_into().ok()?);
+        Some(Frame {
+            header,
+            bytes,
+            reservation: None,
+        })
+    }
+
     /// Gives up the bytes (once decoded) but keeps the room they held, to be given back when
     /// the request has been processed.
     pub fn into_reservation(self) -> Option<Reservation> {

@@ -146,11 +146,7 @@ async fn no_room_in_the_budget_closes() {
 }
 
 fn frame_of(bytes: Vec<u8>) -> Frame {
-    Frame {
-        header: MsgHeader::parse(bytes[..HEADER_LEN].try_into().unwrap()),
-        bytes,
-        reservation: None,
-    }
+    Frame::from_bytes(bytes).unwrap()
 }
 
 fn with_body(op_code: i32, body: &[u8]) -> Frame {

@@ -14,11 +14,7 @@ fn hex(text: &str) -> Vec<u8> {
 }
 
 fn frame(bytes: &[u8]) -> Frame {
-    Frame {
-        header: MsgHeader::parse(bytes[..HEADER_LEN].try_into().unwrap()),
-        bytes: bytes.to_vec(),
-        reservation: None,
-    }
+    Frame::from_bytes(bytes.to_vec()).unwrap()
 }
 
 #[test]
