@@ -295,6 +295,7 @@ async fn run_size(n: usize, config: &Config) -> Value {
         bind: "127.0.0.1".into(),
         port: 0,
         parameters: Vec::new(),
+        max_incoming_connections: None,
         cmdline: CmdLine::default(),
         log: Arc::new(LogBuffer::default()),
     };

@@ -161,18 +161,30 @@ async fn deep_filters_projections_and_expressions(client: &Client) {
     // MongoDB parses match expressions up to 100 levels deep.
     let found = coll.find_one(nested_and(99)).await.unwrap();
     assert!(found.is_some());
+    // Deeper than the message may nest: refused as the message is read.
     let err = coll.find_one(nested_and(101)).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(15), "{err}");
+    // $elemMatch nests a level per expression: past 100 the parser refuses it.
+    let elem_match = |levels: usize| {
+        let mut elem = doc! {"$eq": 1};
+        for _ in 0..levels {
+            elem = doc! {"$elemMatch": elem};
+        }
+        doc! {"x": elem}
+    };
+    coll.find_one(elem_match(45)).await.unwrap();
+    let err = coll.find_one(elem_match(150)).await.unwrap_err();
     assert_eq!(error_code(&err), Some(2), "{err}");
     assert!(
         err.to_string().contains("exceeded depth limit of 100"),
         "{err}"
     );
-    // $not and $elemMatch nest too.
-    let mut elem = doc! {"$eq": 1};
+    // $not nests too.
+    let mut not = doc! {"$eq": 1};
     for _ in 0..40 {
-        elem = doc! {"$not": elem};
+        not = doc! {"$not": not};
     }
-    coll.find_one(doc! {"x": elem}).await.unwrap();
+    coll.find_one(doc! {"x": not}).await.unwrap();
     // A projection and an expression nested as deep as the message allows.
     let projection = nested(95, Bson::Int32(1));
     let projected = coll

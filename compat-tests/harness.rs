@@ -25,6 +25,7 @@ pub fn node_options() -> NodeOptions {
         bind: "127.0.0.1".into(),
         port: 0,
         parameters: Vec::new(),
+        max_incoming_connections: None,
         cmdline: CmdLine::default(),
         log: Arc::new(LogBuffer::default()),
     }

@@ -26,6 +26,7 @@ mod expression_operators;
 mod failpoints;
 mod find_options;
 mod handshake;
+mod hostile_wire;
 mod index_queries;
 mod indexes;
 mod introspection;

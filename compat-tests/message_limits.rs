@@ -14,22 +14,58 @@ const MAX_MESSAGE_SIZE: usize = 48_000_000;
 /// documents as a kind-1 sequence; the last document is sized to fill the message.
 fn maximum_size_insert(db: &str, coll: &str, ordered: bool) -> (Vec<u8>, usize) {
     let body = rawdoc! {"insert": coll, "ordered": ordered, "$db": db};
+    maximum_size_message(&body, &[], "documents", |i, pad| {
+        rawdoc! {"_id": i, "pad": pad}
+    })
+}
+
+/// A `bulkWrite` of inserts into `ns` of exactly `MAX_MESSAGE_SIZE` bytes.
+fn maximum_size_bulk_write(ns: &str) -> (Vec<u8>, usize) {
+    let body = rawdoc! {"bulkWrite": 1, "ordered": true, "$db": "admin"};
+    let ns_info = [("nsInfo", vec![rawdoc! {"ns": ns}])];
+    maximum_size_message(&body, &ns_info, "ops", |i, pad| {
+        rawdoc! {"insert": 0, "document": {"_id": i, "pad": pad}}
+    })
+}
+
+/// An OP_MSG of exactly `MAX_MESSAGE_SIZE` bytes: `body`, the `fixed` sequences, then a
+/// sequence `name` of `statement(i, padding)`s, the last padded to fill the message.
+fn maximum_size_message(
+    body: &RawDocumentBuf,
+    fixed: &[(&str, Vec<RawDocumentBuf>)],
+    name: &str,
+    statement: impl Fn(i32, &str) -> RawDocumentBuf,
+) -> (Vec<u8>, usize) {
+    let section = |name: &str, docs: &[RawDocumentBuf]| {
+        let mut out = vec![1u8];
+        let size = 4 + name.len() + 1 + docs.iter().map(|d| d.as_bytes().len()).sum::<usize>();
+        out.extend_from_slice(&(size as i32).to_le_bytes());
+        out.extend_from_slice(name.as_bytes());
+        out.push(0);
+        for doc in docs {
+            out.extend_from_slice(doc.as_bytes());
+        }
+        out
+    };
+    let mut head = Vec::new();
+    head.extend_from_slice(&0u32.to_le_bytes());
+    head.push(0);
+    head.extend_from_slice(body.as_bytes());
+    for (name, docs) in fixed {
+        head.extend(section(name, docs));
+    }
     let filler = "x".repeat(900);
-    let mut docs: Vec<RawDocumentBuf> = Vec::new();
-    // Header (16), flag bits (4), kind 0 (1) and the body; kind 1 (1), its size (4) and
-    // "documents\0" (10).
-    let fixed = 16 + 4 + 1 + body.as_bytes().len() + 1 + 4 + 10;
-    let mut used = fixed;
+    let mut used = 16 + head.len() + section(name, &[]).len();
+    let mut docs = Vec::new();
     let mut i = 0;
     loop {
-        let doc = rawdoc! {"_id": i, "pad": filler.as_str()};
+        let doc = statement(i, &filler);
         let len = doc.as_bytes().len();
         if used + 2 * len > MAX_MESSAGE_SIZE {
             // The last one takes exactly what is left.
             let rest = MAX_MESSAGE_SIZE - used;
-            let probe = rawdoc! {"_id": i, "pad": ""};
-            let pad = "y".repeat(rest - probe.as_bytes().len());
-            let last = rawdoc! {"_id": i, "pad": pad};
+            let probe = statement(i, "").as_bytes().len();
+            let last = statement(i, &"y".repeat(rest - probe));
             assert_eq!(last.as_bytes().len(), rest);
             docs.push(last);
             break;
@@ -38,22 +74,13 @@ fn maximum_size_insert(db: &str, coll: &str, ordered: bool) -> (Vec<u8>, usize) 
         docs.push(doc);
         i += 1;
     }
-    let mut sequence = Vec::new();
-    for doc in &docs {
-        sequence.extend_from_slice(doc.as_bytes());
-    }
+    let payload = [head, section(name, &docs)].concat();
     let mut msg = Vec::with_capacity(MAX_MESSAGE_SIZE);
-    msg.extend_from_slice(&(MAX_MESSAGE_SIZE as i32).to_le_bytes());
+    msg.extend_from_slice(&((16 + payload.len()) as i32).to_le_bytes());
     msg.extend_from_slice(&7i32.to_le_bytes());
     msg.extend_from_slice(&0i32.to_le_bytes());
     msg.extend_from_slice(&2013i32.to_le_bytes());
-    msg.extend_from_slice(&0u32.to_le_bytes());
-    msg.push(0);
-    msg.extend_from_slice(body.as_bytes());
-    msg.push(1);
-    msg.extend_from_slice(&((4 + 10 + sequence.len()) as i32).to_le_bytes());
-    msg.extend_from_slice(b"documents\0");
-    msg.extend_from_slice(&sequence);
+    msg.extend_from_slice(&payload);
     assert_eq!(msg.len(), MAX_MESSAGE_SIZE);
     (msg, docs.len())
 }
@@ -102,6 +129,17 @@ async fn maximum_size_batches(client: &Client, addr: SocketAddr) {
             .unwrap();
         assert_eq!(count, n as u64, "{coll}");
     }
+    let (msg, n) = maximum_size_bulk_write("limits.bulk");
+    let reply = round_trip(addr, &msg).await;
+    assert_eq!(reply.get_f64("ok").ok(), Some(1.0), "bulkWrite: {reply}");
+    assert_eq!(reply.get_i32("nInserted").ok(), Some(n as i32), "{reply}");
+    let count = client
+        .database("limits")
+        .collection::<Document>("bulk")
+        .count_documents(doc! {})
+        .await
+        .unwrap();
+    assert_eq!(count, n as u64, "bulkWrite");
 }
 
 #[tokio::test]

@@ -121,12 +121,7 @@ async fn checksums_are_verified_and_echoed() {
     let last = bytes.len() - 1;
     bytes[last] ^= 0x5a;
     conn.send(&bytes).await;
-    let reply = OpMsg::decode(&conn.read().await.unwrap())
-        .unwrap()
-        .body
-        .to_document()
-        .unwrap();
-    assert_eq!(reply.get_i32("code").unwrap(), 288);
+    // ChecksumMismatch is a ConnectionFatalMessageParseError: MongoDB closes without a reply.
     assert!(
         conn.read().await.is_none(),
         "a checksum mismatch closes the connection"
@@ -141,12 +136,8 @@ async fn unknown_required_flags_are_rejected() {
     let mut msg =
         OpMsg::new(RawDocumentBuf::from_document(&doc! {"ping": 1, "$db": "admin"}).unwrap());
     msg.flags = MsgFlags(1 << 4);
-    let reply = OpMsg::decode(&conn.op_msg(&msg).await.unwrap())
-        .unwrap()
-        .body
-        .to_document()
-        .unwrap();
-    assert_eq!(reply.get_i32("code").unwrap(), 223);
+    // IllegalOpMsgFlag closes the connection without a reply, as in MongoDB.
+    assert!(conn.op_msg(&msg).await.is_none());
     let mut conn = RawConnection::connect(cluster.addr).await;
     msg.flags = MsgFlags(MsgFlags::EXHAUST_ALLOWED | (1 << 20));
     let reply = OpMsg::decode(&conn.op_msg(&msg).await.unwrap())

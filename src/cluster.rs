@@ -6,7 +6,9 @@ use crate::error::{MongoError, Result};
 use crate::router::RouterState;
 use crate::rpc::{Connector, PoolLimits};
 use crate::server::logbuf::LogBuffer;
-use crate::server::{CmdLine, Dispatcher, Node, Parameters, Role, ServerHandle, Service, serve};
+use crate::server::{
+    CmdLine, Dispatcher, Ingress, Node, Parameters, Role, ServerHandle, Service, serve,
+};
 use crate::shard::ShardState;
 use bson::doc;
 use std::net::SocketAddr;
@@ -22,6 +24,8 @@ pub struct NodeOptions {
     pub port: u16,
     /// Startup parameters (`--setParameter name=value`), e.g. `enableTestCommands=1`.
     pub parameters: Vec<(String, String)>,
+    /// `net.maxIncomingConnections` (`--maxConns`); MongoDB's default when `None`.
+    pub max_incoming_connections: Option<usize>,
     pub cmdline: CmdLine,
     pub log: Arc<LogBuffer>,
 }
@@ -35,6 +39,14 @@ impl NodeOptions {
             params,
             self.log.clone(),
         ))
+    }
+
+    /// The admission of this process: one per process, shared by its listeners.
+    fn ingress(&self) -> Result<Arc<Ingress>> {
+        Ingress::new(
+            self.max_incoming_connections,
+            &Parameters::with_startup(&self.parameters)?,
+        )
     }
 
     async fn listen(&self) -> Result<TcpListener> {
@@ -92,6 +104,7 @@ pub async fn start_dev_with_routers(
     shards: usize,
     routers: usize,
 ) -> Result<Running> {
+    let ingress = opts.ingress()?;
     let config_node = opts.node(Role::ConfigServer)?;
     config_node.set_host(CONFIG_HOST);
     let connector = connector_for(&config_node);
@@ -124,7 +137,7 @@ pub async fn start_dev_with_routers(
         }
         let listener = listen.listen().await?;
         let router_service: Arc<dyn Service> = Arc::new(Dispatcher::new(router));
-        let handle = serve(listener, router_service.clone())
+        let handle = serve(listener, router_service.clone(), Arc::clone(&ingress))
             .map_err(|e| MongoError::internal(e.to_string()))?;
         router_service.node().set_host(advertised(handle.addr));
         services.push(router_service);
@@ -147,6 +160,7 @@ fn existing_shard_dirs(data_dir: &Path) -> usize {
 
 /// A config server process.
 pub async fn start_configsvr(opts: &NodeOptions, data_dir: &Path) -> Result<Running> {
+    let ingress = opts.ingress()?;
     let listener = opts.listen().await?;
     let addr = listener
         .local_addr()
@@ -156,8 +170,8 @@ pub async fn start_configsvr(opts: &NodeOptions, data_dir: &Path) -> Result<Runn
     let connector = connector_for(&node);
     let config = ConfigState::open(node, data_dir, connector).await?;
     let service: Arc<dyn Service> = Arc::new(Dispatcher::new(config));
-    let handle =
-        serve(listener, service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
+    let handle = serve(listener, service.clone(), ingress)
+        .map_err(|e| MongoError::internal(e.to_string()))?;
     Ok(Running {
         addr: handle.addr,
         routers: Vec::new(),
@@ -169,6 +183,7 @@ pub async fn start_configsvr(opts: &NodeOptions, data_dir: &Path) -> Result<Runn
 /// A shard process; it registers itself with the config server at `configdb` (retrying in
 /// the background until the config server answers).
 pub async fn start_shard(opts: &NodeOptions, data_dir: &Path, configdb: &str) -> Result<Running> {
+    let ingress = opts.ingress()?;
     let listener = opts.listen().await?;
     let addr = listener
         .local_addr()
@@ -187,8 +202,8 @@ pub async fn start_shard(opts: &NodeOptions, data_dir: &Path, configdb: &str) ->
         registration.insert("name", identity.shard_name);
     }
     let service: Arc<dyn Service> = Arc::new(Dispatcher::new(shard));
-    let handle =
-        serve(listener, service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
+    let handle = serve(listener, service.clone(), ingress)
+        .map_err(|e| MongoError::internal(e.to_string()))?;
     let config = connector.client(configdb);
     tokio::spawn(async move {
         loop {
@@ -217,6 +232,7 @@ pub async fn start_shard(opts: &NodeOptions, data_dir: &Path, configdb: &str) ->
 
 /// A router process reading the routing table from the config server at `configdb`.
 pub async fn start_router(opts: &NodeOptions, configdb: &str) -> Result<Running> {
+    let ingress = opts.ingress()?;
     let listener = opts.listen().await?;
     let addr = listener
         .local_addr()
@@ -226,8 +242,8 @@ pub async fn start_router(opts: &NodeOptions, configdb: &str) -> Result<Running>
     let connector = connector_for(&node);
     let router = RouterState::new(node, connector, configdb);
     let service: Arc<dyn Service> = Arc::new(Dispatcher::new(router));
-    let handle =
-        serve(listener, service.clone()).map_err(|e| MongoError::internal(e.to_string()))?;
+    let handle = serve(listener, service.clone(), ingress)
+        .map_err(|e| MongoError::internal(e.to_string()))?;
     Ok(Running {
         addr: handle.addr,
         routers: vec![handle.addr],

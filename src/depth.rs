@@ -16,15 +16,15 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
-/// MongoDB's default `maxBSONDepth`.
+/// MongoDB's default `maxBSONDepth`: nested objects a document may have below its top level.
 pub const DEFAULT_MAX_BSON_DEPTH: usize = 200;
 /// The levels MongoDB keeps above the storage limit for what it wraps around a stored document
 /// (commands, oplog entries, replies): the storage limit is `maxBSONDepth` less these.
 pub const EXTRA_SYSTEM_DEPTH_LEVELS: usize = 20;
 /// The smallest `maxBSONDepth` MongoDB starts with (the storage limit stays at least 1).
 pub const MIN_MAX_BSON_DEPTH: usize = EXTRA_SYSTEM_DEPTH_LEVELS + 1;
-/// The largest `maxBSONDepth` MongoDB starts with.
-pub const MAX_MAX_BSON_DEPTH: usize = 1000;
+/// The largest `maxBSONDepth` MongoDB 8.0 starts with.
+pub const MAX_MAX_BSON_DEPTH: usize = 250;
 
 static MAX_BSON_DEPTH: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_BSON_DEPTH);
 

@@ -39,7 +39,8 @@ struct Cli {
 #[derive(Args, Debug, Clone, Default)]
 struct GlobalArgs {
     /// TOML file with settings (keys as the long flags, with `_` for `-`: port, bind, data_dir,
-    /// shards, configdb, log_format, log_level, enable_test_commands).
+    /// shards, configdb, log_format, log_level, enable_test_commands, maxConns; and mongod's
+    /// `[net] maxIncomingConnections`).
     #[arg(long, global = true)]
     config: Option<PathBuf>,
     /// Log line format.
@@ -86,6 +87,11 @@ struct ListenArgs {
     /// A server parameter at startup, as `name=value` (repeatable), like mongod's.
     #[arg(long = "setParameter", value_name = "NAME=VALUE", value_parser = parse_parameter)]
     set_parameter: Vec<(String, String)>,
+    /// The most connections this process accepts at once (mongod's `net.maxIncomingConnections`;
+    /// default 1000000, lowered to 80% of the open file limit); beyond, a new connection is
+    /// closed at once.
+    #[arg(long = "maxConns", value_name = "N")]
+    max_conns: Option<usize>,
 }
 
 fn parse_parameter(text: &str) -> Result<(String, String), String> {
@@ -145,6 +151,26 @@ struct FileConfig {
     log_format: Option<LogFormat>,
     log_level: Option<String>,
     enable_test_commands: Option<bool>,
+    #[serde(rename = "maxConns")]
+    max_conns: Option<usize>,
+    /// mongod's `net` section; only `maxIncomingConnections` is taken.
+    net: Option<NetConfig>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+struct NetConfig {
+    #[serde(rename = "maxIncomingConnections")]
+    max_incoming_connections: Option<usize>,
+}
+
+impl FileConfig {
+    fn max_incoming_connections(&self) -> Option<usize> {
+        self.net
+            .as_ref()
+            .and_then(|net| net.max_incoming_connections)
+            .or(self.max_conns)
+    }
 }
 
 fn load_file(path: &Option<PathBuf>) -> Result<FileConfig> {
@@ -168,6 +194,20 @@ fn init_logging(format: LogFormat, filter: &str, log: Arc<LogBuffer>) -> Result<
     match format {
         LogFormat::Text => registry.with(fmt).init(),
         LogFormat::Json => registry.with(fmt.json()).init(),
+    }
+    Ok(())
+}
+
+/// Applies the startup parameters that hold for the whole process rather than one node:
+/// `maxBSONDepth` bounds every document the process stores or builds.
+fn set_process_parameters(parameters: &[(String, String)]) -> Result<()> {
+    for (name, value) in parameters {
+        if name == "maxBSONDepth" {
+            let depth: usize = value
+                .parse()
+                .with_context(|| format!("invalid maxBSONDepth: {value}"))?;
+            docgrid::depth::set_max_bson_depth(depth).map_err(anyhow::Error::msg)?;
+        }
     }
     Ok(())
 }
@@ -214,6 +254,7 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
             }
             parameters
         },
+        max_incoming_connections: listen.max_conns.or_else(|| file.max_incoming_connections()),
         cmdline: CmdLine {
             argv: argv.clone(),
             parsed,
@@ -225,6 +266,13 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
         22120,
         "Access control is not enabled for the database. Read and write access to data and configuration is unrestricted",
     );
+    let listen = match &command {
+        Command::Dev(args) => &args.listen,
+        Command::Router(args) => &args.listen,
+        Command::Configsvr(args) => &args.listen,
+        Command::Shard(args) => &args.storage.listen,
+    };
+    set_process_parameters(&listen.set_parameter)?;
     let running = match &command {
         Command::Dev(args) => {
             let data_dir = args
@@ -298,7 +346,14 @@ fn parsed(
     configdb: Option<&str>,
     role: &str,
 ) -> Document {
-    let mut parsed = doc! {"net": {"bindIp": &opts.bind, "port": opts.port as i32}};
+    let mut net = doc! {"bindIp": &opts.bind, "port": opts.port as i32};
+    if let Some(max) = opts.max_incoming_connections {
+        net.insert(
+            "maxIncomingConnections",
+            i32::try_from(max).unwrap_or(i32::MAX),
+        );
+    }
+    let mut parsed = doc! {"net": net};
     if let Some(dir) = data_dir {
         parsed.insert("storage", doc! {"dbPath": dir.display().to_string()});
     }

@@ -29,6 +29,7 @@ pub async fn run(
         bind: "127.0.0.1".into(),
         port: 0,
         parameters: Vec::new(),
+        max_incoming_connections: None,
         cmdline: CmdLine::default(),
         log: Arc::new(LogBuffer::default()),
     };

@@ -8,7 +8,7 @@ use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::Parameters;
 use crate::server::commands::MAX_WIRE_VERSION;
-use crate::wire::{OpMsg, WireError, read_frame};
+use crate::wire::{DEFAULT_MAX_BSON_DEPTH, MAX_MESSAGE_SIZE, OpCode, OpMsg, read_frame};
 use bson::{RawDocumentBuf, rawdoc};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,6 +32,9 @@ pub struct PoolLimits {
     pub refresh_requirement: Duration,
     /// A connection idle this long is closed.
     pub host_timeout: Duration,
+    /// `maxBSONDepth`: replies from the peer are validated as requests are, so that a
+    /// corrupt or hostile peer cannot crash this node.
+    pub max_bson_depth: usize,
 }
 
 impl Default for PoolLimits {
@@ -41,6 +44,7 @@ impl Default for PoolLimits {
             refresh_timeout: Duration::from_secs(20),
             refresh_requirement: Duration::from_secs(60),
             host_timeout: Duration::from_secs(300),
+            max_bson_depth: DEFAULT_MAX_BSON_DEPTH,
         }
     }
 }
@@ -73,6 +77,10 @@ impl PoolLimits {
                 "ShardingTaskExecutorPoolHostTimeoutMS",
                 defaults.host_timeout,
             ),
+            max_bson_depth: params
+                .get_i64("maxBSONDepth")
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(defaults.max_bson_depth),
         }
     }
 }
@@ -208,6 +216,18 @@ impl Pool {
         let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let mut bytes = Vec::new();
         request.to_op_msg().encode(request_id, 0, &mut bytes);
+        if bytes.len() > MAX_MESSAGE_SIZE {
+            // The peer would close the connection on it: refuse it here, with the reason.
+            return Err(MongoError::new(
+                ErrorCode::BSONObjectTooLarge,
+                format!(
+                    "the {} request to {} would be a message of {} bytes, over maxMessageSizeBytes ({MAX_MESSAGE_SIZE})",
+                    request.name(),
+                    self.host,
+                    bytes.len()
+                ),
+            ));
+        }
         conn.get_mut()
             .write_all(&bytes)
             .await
@@ -217,10 +237,13 @@ impl Pool {
             Ok(None) => return Err(connection_lost(&self.host, "connection closed by peer")),
             Err(e) => return Err(connection_lost(&self.host, e)),
         };
-        let reply = OpMsg::decode(&frame.bytes).map_err(|e| match e {
-            WireError::Command(err) => err,
-            other => MongoError::internal(format!("bad reply from {}: {other}", self.host)),
-        })?;
+        if frame.header.op_code != OpCode::Msg.as_i32() {
+            return Err(MongoError::internal(format!(
+                "bad reply from {}: opcode {}",
+                self.host, frame.header.op_code
+            )));
+        }
+        let reply = OpMsg::decode_with(&frame.bytes, self.limits.max_bson_depth)?;
         Ok(reply.body)
     }
 

@@ -1,20 +1,24 @@
 //! One client connection: read a message, turn it into a command, execute, write the reply.
-//! Requests on a connection run one at a time, in order, as MongoDB's do.
+//! Requests on a connection run one at a time, in order, as MongoDB's do. A message MongoDB
+//! would close the connection on closes it (with a log line); one it answers with an error is
+//! answered and the connection goes on.
 
 use super::context::RequestContext;
 use super::dispatch::Service;
+use super::ingress::Admission;
 use super::node::Node;
 use super::stats::Stats;
 use crate::command::CommandRequest;
-use crate::error::{ErrorCategory, ErrorCode, MongoError};
+use crate::error::{ErrorCode, MongoError};
 use crate::wire::{
-    ReplyTo, Request, WireError, decode_request, encode_reply, read_frame, write_frame,
+    DEFAULT_MAX_BSON_DEPTH, DecodeLimits, HEADER_LEN, IngressLimits, MAX_MESSAGE_SIZE, Request,
+    WireError, decode_request_with, encode_legacy_error, encode_reply, http_response,
+    read_frame_limited, write_frame,
 };
 use bson::RawDocumentBuf;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use tokio::io::BufReader;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
@@ -41,57 +45,86 @@ pub(super) async fn run(
     peer: SocketAddr,
     service: Arc<dyn Service>,
     mut stop: watch::Receiver<bool>,
+    _admission: Admission,
+    limits: IngressLimits,
 ) {
     let _ = stream.set_nodelay(true);
     let local = stream.local_addr().ok();
-    let stats = &service.node().stats;
+    let node = service.node();
+    let stats = &node.stats;
+    let decode_limits = DecodeLimits {
+        max_bson_depth: node
+            .params
+            .get_i64("maxBSONDepth")
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(DEFAULT_MAX_BSON_DEPTH),
+    };
     let ctx = Arc::new(RequestContext::connection(
         Node::next_connection_id(),
         peer,
         local,
     ));
-    let _listed = service.node().operations.connection_opened(&ctx);
+    let _listed = node.operations.connection_opened(&ctx);
     Stats::add(&stats.connections_current, 1);
     Stats::add(&stats.connections_total, 1);
     tracing::debug!(connection = ctx.connection_id, %peer, "connection accepted");
-    let (read, mut write) = stream.into_split();
-    let mut reader = BufReader::with_capacity(64 * 1024, read);
+    // No read buffer of its own: an idle connection holds no message memory, and a message
+    // is read straight into a buffer that grows as its bytes arrive.
+    let (mut read, mut write) = stream.into_split();
     let mut next_reply_id: i32 = 1;
     loop {
         let frame = tokio::select! {
             _ = stop.changed() => break,
-            frame = read_frame(&mut reader) => frame,
+            frame = read_frame_limited(&mut read, &limits) => frame,
         };
         let frame = match frame {
             Ok(Some(frame)) => frame,
             Ok(None) => break,
             Err(e) => {
-                tracing::warn!(connection = ctx.connection_id, %peer, error = %e, "closing connection after a bad message");
+                closing(&ctx, peer, &e);
+                if matches!(e, WireError::HttpRequest) {
+                    let _ = write_frame(&mut write, &http_response()).await;
+                }
                 break;
             }
         };
         Stats::add(&stats.bytes_in, frame.bytes.len() as i64);
         Stats::add(&stats.requests, 1);
-        let (reply_to, outcome) = match decode_request(&frame) {
-            Ok(request) => {
-                let reply_to = request.reply_to();
-                (reply_to, into_command(request))
+        let decoded = decode_request_with(&frame, &decode_limits);
+        // The message's bytes go once decoded; the room they held is given back only when the
+        // request has been processed.
+        let _room = frame.into_reservation();
+        let (reply_to, outcome) = match decoded {
+            Ok(request) => (request.reply_to(), into_command(request)),
+            Err(WireError::Rejected {
+                error,
+                reply_to,
+                more_to_come,
+            }) => {
+                tracing::debug!(connection = ctx.connection_id, error = %error, "Assertion while parsing command");
+                if more_to_come {
+                    continue;
+                }
+                (reply_to, Err(error))
             }
-            Err(WireError::Command(err)) => {
-                let to = ReplyTo {
-                    request_id: frame.header.request_id,
-                    legacy: false,
-                    checksum: false,
-                    compressor: None,
-                };
-                (to, Err(err))
+            Err(WireError::Legacy {
+                message,
+                request_id,
+            }) => {
+                let bytes = encode_legacy_error(&message, request_id, next_reply_id);
+                next_reply_id = next_reply_id.wrapping_add(1);
+                if write_frame(&mut write, &bytes).await.is_err() {
+                    break;
+                }
+                Stats::add(&stats.bytes_out, bytes.len() as i64);
+                continue;
             }
             Err(e) => {
-                tracing::warn!(connection = ctx.connection_id, %peer, error = %e, "closing connection after a bad message");
+                closing(&ctx, peer, &e);
                 break;
             }
         };
-        let (reply, compress, fatal) = match outcome {
+        let (reply, compress) = match outcome {
             Ok((command, more_to_come)) => {
                 let compress = !NEVER_COMPRESSED.contains(&command.name());
                 stats.connections_active.fetch_add(1, Relaxed);
@@ -107,18 +140,12 @@ pub(super) async fn run(
                 if more_to_come {
                     continue;
                 }
-                (reply, compress, false)
+                (reply, compress)
             }
-            Err(err) => {
-                let fatal = err
-                    .code()
-                    .is(ErrorCategory::ConnectionFatalMessageParseError);
-                (
-                    RawDocumentBuf::from_document(&err.to_reply()).unwrap_or_default(),
-                    false,
-                    fatal,
-                )
-            }
+            Err(err) => (
+                RawDocumentBuf::from_document(&err.to_reply()).unwrap_or_default(),
+                false,
+            ),
         };
         let bytes = encode_reply(&reply_to, &reply, next_reply_id, compress);
         next_reply_id = next_reply_id.wrapping_add(1);
@@ -127,13 +154,42 @@ pub(super) async fn run(
             break;
         }
         Stats::add(&stats.bytes_out, bytes.len() as i64);
-        if fatal {
-            tracing::warn!(connection = ctx.connection_id, %peer, "closing connection after a fatal message error");
-            break;
-        }
     }
     Stats::add(&stats.connections_current, -1);
     tracing::debug!(connection = ctx.connection_id, "connection closed");
+}
+
+/// The log line of a connection closed on what it sent, in MongoDB's words where it has some.
+fn closing(ctx: &RequestContext, peer: SocketAddr, error: &WireError) {
+    let connection = ctx.connection_id;
+    match error {
+        WireError::InvalidLength(length) => tracing::info!(
+            connection,
+            %peer,
+            msgLen = length,
+            min = HEADER_LEN as i64,
+            max = MAX_MESSAGE_SIZE as i64,
+            "recv(): message msgLen is invalid."
+        ),
+        WireError::Closed(e) => {
+            tracing::info!(connection, %peer, error = %e, code = e.code().code(), "Failed to handle request")
+        }
+        WireError::Stalled => tracing::info!(
+            connection,
+            %peer,
+            "closing a connection whose message stopped arriving"
+        ),
+        WireError::OverBudget => tracing::warn!(
+            connection,
+            %peer,
+            "closing a connection whose message found no room in ingressMessageMemoryLimitBytes"
+        ),
+        WireError::HttpRequest => tracing::info!(connection, %peer, "{error}"),
+        WireError::Io(e) => {
+            tracing::debug!(connection, %peer, error = %e, "connection ended mid-message")
+        }
+        other => tracing::info!(connection, %peer, error = %other, "closing the connection"),
+    }
 }
 
 /// The command a request carries, and whether the client wants no reply (`moreToCome`).

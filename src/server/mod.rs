@@ -8,6 +8,7 @@ mod context;
 pub mod current_op;
 mod dispatch;
 pub mod failpoint;
+mod ingress;
 mod local_commands;
 pub mod logbuf;
 mod node;
@@ -20,6 +21,7 @@ pub use context::RequestContext;
 pub use dispatch::{
     CommandGuard, CommandSpec, CommandTable, Dispatcher, Handler, NodeState, Service, ok_reply,
 };
+pub use ingress::{DEFAULT_MAX_INCOMING_CONNECTIONS, Ingress};
 pub use local_commands::LocalCommands;
 pub use node::{CmdLine, Node, Role};
 pub use params::Parameters;
@@ -47,12 +49,17 @@ impl ServerHandle {
     }
 }
 
-/// Serves `service` on `listener` until shut down.
-pub fn serve(listener: TcpListener, service: Arc<dyn Service>) -> std::io::Result<ServerHandle> {
+/// Serves `service` on `listener` until shut down, admitting connections as `ingress` allows.
+pub fn serve(
+    listener: TcpListener,
+    service: Arc<dyn Service>,
+    ingress: Arc<Ingress>,
+) -> std::io::Result<ServerHandle> {
     let addr = listener.local_addr()?;
+    service.node().stats.attach_ingress(Arc::clone(&ingress));
     let (tx, rx) = watch::channel(false);
     let task = tokio::spawn(async move {
-        asserts::contained("accept loop", accept_loop(listener, service, rx)).await;
+        asserts::contained("accept loop", accept_loop(listener, service, ingress, rx)).await;
     });
     Ok(ServerHandle {
         addr,
@@ -64,6 +71,7 @@ pub fn serve(listener: TcpListener, service: Arc<dyn Service>) -> std::io::Resul
 async fn accept_loop(
     listener: TcpListener,
     service: Arc<dyn Service>,
+    ingress: Arc<Ingress>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     loop {
@@ -71,9 +79,24 @@ async fn accept_loop(
             _ = shutdown.changed() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
+                    // Beyond the limit a connection is accepted and closed at once, as
+                    // MongoDB does: the client sees it closed before any reply.
+                    let Some(admission) = ingress.admit() else {
+                        tracing::info!(
+                            remote = %peer,
+                            connectionCount = ingress.open(),
+                            "Connection refused because there are too many open connections"
+                        );
+                        drop(stream);
+                        continue;
+                    };
                     let service = service.clone();
                     let stop = shutdown.clone();
-                    asserts::spawn_contained("connection", connection::run(stream, peer, service, stop));
+                    let limits = ingress.limits.clone();
+                    asserts::spawn_contained(
+                        "connection",
+                        connection::run(stream, peer, service, stop, admission, limits),
+                    );
                 }
                 Err(e) => {
                     // Out of file descriptors and similar: keep serving the connections we have.

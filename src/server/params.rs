@@ -9,6 +9,8 @@ use std::sync::RwLock;
 struct Param {
     value: Bson,
     runtime: bool,
+    /// The inclusive range a numeric parameter must stay in, as MongoDB's IDL bounds.
+    bounds: Option<(i64, i64)>,
 }
 
 /// The parameter registry of one process role.
@@ -25,7 +27,14 @@ impl Parameters {
     pub fn new() -> Self {
         let mut params = BTreeMap::new();
         let mut add = |name, value: Bson, runtime| {
-            params.insert(name, Param { value, runtime });
+            params.insert(
+                name,
+                Param {
+                    value,
+                    runtime,
+                    bounds: None,
+                },
+            );
         };
         add(
             "featureCompatibilityVersion",
@@ -40,7 +49,6 @@ impl Parameters {
         add("enableTestCommands", Bson::Boolean(false), false);
         add("logicalSessionTimeoutMinutes", Bson::Int32(30), false);
         add("logicalSessionRefreshMillis", Bson::Int32(300_000), false);
-        add("maxBSONDepth", Bson::Int32(200), false);
         add(
             "internalQueryMaxBlockingSortMemoryUsageBytes",
             Bson::Int64(100 * 1024 * 1024),
@@ -81,6 +89,33 @@ impl Parameters {
             Bson::Int32(300_000),
             false,
         );
+        // Startup-only: the nesting incoming documents may have, within MongoDB's bounds.
+        params.insert(
+            "maxBSONDepth",
+            Param {
+                value: Bson::Int32(200),
+                runtime: false,
+                bounds: Some((21, 250)),
+            },
+        );
+        // docgrid's own: what incoming messages may hold at once, and how long one may go
+        // without progress (see `server::ingress`).
+        params.insert(
+            "ingressMessageMemoryLimitBytes",
+            Param {
+                value: Bson::Int64(super::ingress::default_message_memory_limit() as i64),
+                runtime: false,
+                bounds: Some((super::ingress::MIN_MESSAGE_MEMORY_LIMIT, i64::MAX)),
+            },
+        );
+        params.insert(
+            "ingressMessageStallTimeoutMillis",
+            Param {
+                value: Bson::Int64(super::ingress::DEFAULT_STALL_TIMEOUT_MS),
+                runtime: false,
+                bounds: Some((1, i64::MAX)),
+            },
+        );
         Parameters {
             params: RwLock::new(params),
         }
@@ -109,11 +144,13 @@ impl Parameters {
                     Bson::Int32(_) => text.parse().ok().map(Bson::Int32),
                     _ => None,
                 };
-                param.value = converted.ok_or_else(|| {
+                let converted = converted.ok_or_else(|| {
                     MongoError::bad_value(format!(
                         "Invalid value for --setParameter {name}: {text}"
                     ))
                 })?;
+                check_bounds(name, param, &converted)?;
+                param.value = converted;
             }
         }
         Ok(params)
@@ -195,8 +232,28 @@ impl Parameters {
         let converted = converted.ok_or_else(|| {
             MongoError::bad_value(format!("Invalid value for parameter {name}: {value}"))
         })?;
+        check_bounds(name, param, &converted)?;
         Ok(std::mem::replace(&mut param.value, converted))
     }
+}
+
+/// MongoDB's IDL bound check and message.
+fn check_bounds(name: &str, param: &Param, value: &Bson) -> Result<()> {
+    let (Some((low, high)), Some(n)) = (param.bounds, as_i64(value)) else {
+        return Ok(());
+    };
+    let refused = |relation: &str, bound: i64| {
+        MongoError::bad_value(format!(
+            "Invalid value for parameter {name}: {n} is not {relation} {bound}"
+        ))
+    };
+    if n < low {
+        return Err(refused("greater than or equal to", low));
+    }
+    if n > high {
+        return Err(refused("less than or equal to", high));
+    }
+    Ok(())
 }
 
 fn as_i64(v: &Bson) -> Option<i64> {
@@ -250,6 +307,30 @@ mod startup_tests {
         assert!(Parameters::with_startup(&[("nope".into(), "1".into())]).is_err());
         assert!(
             Parameters::with_startup(&[("enableTestCommands".into(), "maybe".into())]).is_err()
+        );
+    }
+
+    #[test]
+    fn bounded_parameters_refuse_values_outside_mongodbs_range() {
+        let refusal = |value: &str| {
+            Parameters::with_startup(&[("maxBSONDepth".into(), value.into())])
+                .unwrap_err()
+                .message()
+                .to_string()
+        };
+        assert_eq!(
+            refusal("251"),
+            "Invalid value for parameter maxBSONDepth: 251 is not less than or equal to 250"
+        );
+        assert_eq!(
+            refusal("20"),
+            "Invalid value for parameter maxBSONDepth: 20 is not greater than or equal to 21"
+        );
+        let p = Parameters::with_startup(&[("maxBSONDepth".into(), "21".into())]).unwrap();
+        assert_eq!(p.get_i64("maxBSONDepth"), Some(21));
+        assert!(
+            Parameters::with_startup(&[("ingressMessageMemoryLimitBytes".into(), "1000".into())])
+                .is_err()
         );
     }
 }

@@ -1,8 +1,10 @@
 //! Counters behind `serverStatus`: connections, network traffic, opcounters, TTL metrics,
 //! index builds.
 
+use super::ingress::{DEFAULT_MAX_INCOMING_CONNECTIONS, Ingress};
 use bson::{Document, doc};
 use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
 
 /// Process-wide counters, updated with relaxed atomics on the request path.
 #[derive(Debug, Default)]
@@ -31,6 +33,8 @@ pub struct Stats {
     pub index_builds: AtomicI64,
     pub index_build_keys_sorted: AtomicI64,
     pub index_build_spilled_runs: AtomicI64,
+    /// The admission of the process's listener, once this node listens.
+    ingress: OnceLock<Arc<Ingress>>,
 }
 
 /// Which opcounter a command feeds.
@@ -57,13 +61,50 @@ impl Stats {
         counter.fetch_add(n, Relaxed);
     }
 
-    pub fn connections(&self) -> Document {
+    /// Ties the node to the admission of the listener serving it.
+    pub fn attach_ingress(&self, ingress: Arc<Ingress>) {
+        let _ = self.ingress.set(ingress);
+    }
+
+    /// `serverStatus.connections`, with MongoDB 8.0's fields: `available` is the limit less
+    /// the process's open connections; docgrid has no exhaust or awaitable hello, hence zeros.
+    pub fn connections(&self, router: bool) -> Document {
         let current = self.connections_current.load(Relaxed);
-        doc! {
+        let (max, open, rejected) = match self.ingress.get() {
+            Some(ingress) => (
+                ingress.max_connections() as i64,
+                ingress.open() as i64,
+                ingress.rejected(),
+            ),
+            None => (DEFAULT_MAX_INCOMING_CONNECTIONS as i64, current, 0),
+        };
+        let mut connections = doc! {
             "current": current as i32,
-            "available": (MAX_CONNECTIONS - current).max(0) as i32,
+            "available": (max - open).max(0) as i32,
             "totalCreated": self.connections_total.load(Relaxed) as i32,
+            "rejected": rejected as i32,
             "active": self.connections_active.load(Relaxed) as i32,
+            "threaded": current as i32,
+            "exhaustIsMaster": 0_i64,
+            "exhaustHello": 0_i64,
+            "awaitingTopologyChanges": 0_i64,
+        };
+        if router {
+            connections.insert("loadBalanced", 0_i64);
+        }
+        connections
+    }
+
+    /// docgrid's own limits (`serverStatus.docgrid`): the connection limit in force and the
+    /// memory incoming messages hold.
+    pub fn ingress(&self) -> Document {
+        match self.ingress.get() {
+            Some(ingress) => doc! {
+                "maxIncomingConnections": ingress.max_connections() as i64,
+                "ingressMessageBytes": ingress.limits.budget.in_use() as i64,
+                "ingressMessageMemoryLimitBytes": ingress.limits.budget.limit() as i64,
+            },
+            None => doc! {"maxIncomingConnections": DEFAULT_MAX_INCOMING_CONNECTIONS as i64},
         }
     }
 
@@ -116,6 +157,3 @@ impl Stats {
         }
     }
 }
-
-/// The connection limit reported as `available` (MongoDB's default `maxIncomingConnections`).
-pub const MAX_CONNECTIONS: i64 = 838_860;

@@ -1,34 +1,51 @@
 //! The 16-byte message header and the opcodes MongoDB defines.
 
-use super::WireError;
+use super::validate::validate_document;
+use crate::error::{ErrorCode, MongoError};
 
 pub const HEADER_LEN: usize = 16;
 
-/// Opcodes of the wire protocol. Only `Msg`, `Compressed` and (for the handshake) `Query` are
-/// accepted from clients; `Reply` is what the server answers a `Query` with.
+/// Opcodes of the wire protocol. Clients may send `Msg`, `Compressed` and (for the handshake)
+/// `Query`; the legacy operations removed in MongoDB 5.1+ are recognised to be refused as
+/// MongoDB refuses them; `Reply` is what a `Query` is answered with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpCode {
     Reply,
+    Update,
+    Insert,
     Query,
+    GetMore,
+    Delete,
+    KillCursors,
     Compressed,
     Msg,
 }
 
 impl OpCode {
-    pub fn from_i32(code: i32) -> Result<OpCode, WireError> {
-        match code {
-            1 => Ok(OpCode::Reply),
-            2004 => Ok(OpCode::Query),
-            2012 => Ok(OpCode::Compressed),
-            2013 => Ok(OpCode::Msg),
-            other => Err(WireError::UnknownOpCode(other)),
-        }
+    pub fn from_i32(code: i32) -> Option<OpCode> {
+        Some(match code {
+            1 => OpCode::Reply,
+            2001 => OpCode::Update,
+            2002 => OpCode::Insert,
+            2004 => OpCode::Query,
+            2005 => OpCode::GetMore,
+            2006 => OpCode::Delete,
+            2007 => OpCode::KillCursors,
+            2012 => OpCode::Compressed,
+            2013 => OpCode::Msg,
+            _ => return None,
+        })
     }
 
     pub fn as_i32(self) -> i32 {
         match self {
             OpCode::Reply => 1,
+            OpCode::Update => 2001,
+            OpCode::Insert => 2002,
             OpCode::Query => 2004,
+            OpCode::GetMore => 2005,
+            OpCode::Delete => 2006,
+            OpCode::KillCursors => 2007,
             OpCode::Compressed => 2012,
             OpCode::Msg => 2013,
         }
@@ -64,7 +81,9 @@ impl MsgHeader {
     }
 }
 
-/// Reads little-endian integers and C strings from a message body, failing cleanly on truncation.
+/// Reads little-endian integers, C strings and documents from a message body, failing as
+/// MongoDB's buffer readers fail (Overflow, with their messages) and validating every document
+/// before it is copied out.
 pub(crate) struct Cursor<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -83,54 +102,69 @@ impl<'a> Cursor<'a> {
         self.pos >= self.bytes.len()
     }
 
-    pub fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
-        if self.bytes.len() - self.pos < n {
-            return Err(WireError::malformed("message truncated"));
+    /// Moves past `n` bytes, returning them.
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8], MongoError> {
+        let rest = self.remaining();
+        if rest.len() < n {
+            return Err(MongoError::new(
+                ErrorCode::Overflow,
+                format!(
+                    "Invalid advance ({n}) past end of buffer[{}] at offset: 0",
+                    rest.len()
+                ),
+            ));
         }
-        let out = &self.bytes[self.pos..self.pos + n];
         self.pos += n;
-        Ok(out)
+        Ok(&rest[..n])
     }
 
-    pub fn u8(&mut self) -> Result<u8, WireError> {
-        Ok(self.take(1)?[0])
-    }
-
-    pub fn i32(&mut self) -> Result<i32, WireError> {
-        let b = self.take(4)?;
-        Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    pub fn u32(&mut self) -> Result<u32, WireError> {
-        Ok(self.i32()? as u32)
-    }
-
-    pub fn cstring(&mut self) -> Result<&'a str, WireError> {
+    fn read<const N: usize>(&mut self) -> Result<[u8; N], MongoError> {
         let rest = self.remaining();
-        let end = rest
-            .iter()
-            .position(|&b| b == 0)
-            .ok_or_else(|| WireError::malformed("unterminated C string"))?;
-        let s = std::str::from_utf8(&rest[..end])
-            .map_err(|_| WireError::malformed("C string is not UTF-8"))?;
+        if rest.len() < N {
+            return Err(MongoError::new(
+                ErrorCode::Overflow,
+                format!(
+                    "buffer size too small to read ({N}) bytes out of buffer[{}] at offset: 0",
+                    rest.len()
+                ),
+            ));
+        }
+        self.pos += N;
+        Ok(rest[..N].try_into().expect("N bytes"))
+    }
+
+    pub fn u8(&mut self) -> Result<u8, MongoError> {
+        Ok(self.read::<1>()?[0])
+    }
+
+    pub fn i32(&mut self) -> Result<i32, MongoError> {
+        Ok(i32::from_le_bytes(self.read::<4>()?))
+    }
+
+    pub fn u32(&mut self) -> Result<u32, MongoError> {
+        Ok(u32::from_le_bytes(self.read::<4>()?))
+    }
+
+    /// The bytes up to the next 0, moving past it.
+    pub fn cstring(&mut self) -> Result<&'a [u8], MongoError> {
+        let rest = self.remaining();
+        let end = rest.iter().position(|&b| b == 0).ok_or_else(|| {
+            MongoError::new(
+                ErrorCode::Overflow,
+                format!(
+                    "couldn't locate terminal char (\\0) in buffer[{}] at offset: 0",
+                    rest.len()
+                ),
+            )
+        })?;
         self.pos += end + 1;
-        Ok(s)
+        Ok(&rest[..end])
     }
 
-    /// A BSON document: its own int32 length prefix says how many bytes to take.
-    pub fn document(&mut self) -> Result<bson::RawDocumentBuf, WireError> {
-        let rest = self.remaining();
-        if rest.len() < 5 {
-            return Err(WireError::malformed("document truncated"));
-        }
-        let len = i32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
-        if len < 5 || len as usize > rest.len() {
-            return Err(WireError::malformed(format!(
-                "invalid document length {len}"
-            )));
-        }
-        let bytes = self.take(len as usize)?;
-        bson::RawDocumentBuf::from_bytes(bytes.to_vec())
-            .map_err(|e| WireError::malformed(format!("invalid BSON: {e}")))
+    /// A BSON document, validated (at most `max_depth` nested objects) before it is copied out.
+    pub fn document(&mut self, max_depth: usize) -> Result<bson::RawDocumentBuf, MongoError> {
+        let len = validate_document(self.remaining(), max_depth)?;
+        let bytes = self.take(len)?;
+        bson::RawDocumentBuf::from_bytes(bytes.to_vec()).map_err(MongoError::from)
     }
 }

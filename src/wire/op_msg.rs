@@ -1,8 +1,8 @@
 //! OP_MSG: flag bits, the kind-0 body, kind-1 document sequences and the optional CRC-32C.
 
-use super::WireError;
 use super::header::{Cursor, HEADER_LEN, MsgHeader, OpCode};
-use crate::error::ErrorCode;
+use super::validate::DEFAULT_MAX_BSON_DEPTH;
+use crate::error::{ErrorCode, MongoError};
 use bson::RawDocumentBuf;
 
 /// OP_MSG `flagBits`.
@@ -55,88 +55,119 @@ impl OpMsg {
     }
 
     /// Decodes an OP_MSG from the whole message (header included, so that the checksum, which
-    /// covers the header, can be verified).
-    pub fn decode(message: &[u8]) -> Result<OpMsg, WireError> {
-        if message.len() < HEADER_LEN + 4 {
-            return Err(WireError::malformed("OP_MSG too short"));
-        }
-        let mut cursor = Cursor::new(&message[HEADER_LEN..]);
-        let flags = MsgFlags(cursor.u32()?);
-        let unknown_required = flags.0 & MsgFlags::REQUIRED_MASK & !MsgFlags::KNOWN_REQUIRED;
-        if unknown_required != 0 {
-            return Err(WireError::command(
+    /// covers the header, can be verified), its documents at most MongoDB's default depth.
+    pub fn decode(message: &[u8]) -> Result<OpMsg, MongoError> {
+        Self::decode_with(message, DEFAULT_MAX_BSON_DEPTH)
+    }
+
+    /// [`decode`](Self::decode) with documents of at most `max_depth` nested objects. Checks
+    /// and errors are MongoDB's `OpMsg::parse`, in its order (the checksum last).
+    pub fn decode_with(message: &[u8], max_depth: usize) -> Result<OpMsg, MongoError> {
+        let data = message.get(HEADER_LEN..).unwrap_or_default();
+        let flags = MsgFlags(Cursor::new(data).u32()?);
+        if flags.0 & MsgFlags::REQUIRED_MASK & !MsgFlags::KNOWN_REQUIRED != 0 {
+            return Err(MongoError::new(
                 ErrorCode::IllegalOpMsgFlag,
-                format!("Unrecognized OP_MSG flags: {:#x}", unknown_required),
+                format!("Message contains illegal flags value: Ob{:032b}", flags.0),
             ));
         }
-        let mut sections_end = message.len();
+        let mut sections_end = data.len();
         if flags.checksum_present() {
-            if message.len() < HEADER_LEN + 8 {
-                return Err(WireError::malformed("OP_MSG too short for its checksum"));
-            }
-            sections_end -= 4;
-            let expected = u32::from_le_bytes(message[sections_end..].try_into().expect("4 bytes"));
-            let actual = crc32c::crc32c(&message[..sections_end]);
-            if expected != actual {
-                return Err(WireError::command(
-                    ErrorCode::ChecksumMismatch,
-                    "OP_MSG checksum does not match contents",
+            if data.len() <= 8 {
+                return Err(MongoError::location(
+                    51252,
+                    "Invalid message size for an OpMsg containing a checksum",
                 ));
             }
+            sections_end -= 4;
         }
-        let mut cursor = Cursor::new(&message[HEADER_LEN + 4..sections_end]);
+        let mut cursor = Cursor::new(&data[4..sections_end]);
         let mut body = None;
         let mut sequences: Vec<DocumentSequence> = Vec::new();
         while !cursor.is_empty() {
             match cursor.u8()? {
                 0 => {
                     if body.is_some() {
-                        return Err(WireError::command(
-                            ErrorCode::Location(40430),
+                        return Err(MongoError::location(
+                            40430,
                             "Multiple body sections in message",
                         ));
                     }
-                    body = Some(cursor.document()?);
+                    body = Some(cursor.document(max_depth)?);
                 }
                 1 => {
-                    let size = cursor.i32()?;
-                    if size < 5 {
-                        return Err(WireError::malformed(format!(
-                            "invalid document sequence size {size}"
-                        )));
+                    if sequences.len() >= 2 {
+                        return Err(MongoError::new(
+                            ErrorCode::TooManyDocumentSequences,
+                            "Too many document sequences in OP_MSG",
+                        ));
                     }
-                    let section = cursor.take(size as usize - 4)?;
-                    let mut inner = Cursor::new(section);
-                    let identifier = inner.cstring()?.to_string();
+                    // The size counts itself; MongoDB's unsigned arithmetic turns a size
+                    // below 4 into a huge advance, refused as such.
+                    let size = cursor.i32()?;
+                    let rest = size.wrapping_sub(4) as u32;
+                    let mut inner = Cursor::new(cursor.take(rest as usize)?);
+                    let identifier = std::str::from_utf8(inner.cstring()?)
+                        .map_err(|_| {
+                            MongoError::new(
+                                ErrorCode::NonConformantBSON,
+                                "Found string that doesn't follow UTF-8 encoding.",
+                            )
+                        })?
+                        .to_string();
                     if sequences.iter().any(|s| s.identifier == identifier) {
-                        return Err(WireError::command(
-                            ErrorCode::Location(40431),
+                        return Err(MongoError::location(
+                            40431,
                             format!("Duplicate document sequence: {identifier}"),
                         ));
                     }
                     let mut documents = Vec::new();
                     while !inner.is_empty() {
-                        documents.push(inner.document()?);
+                        documents.push(inner.document(max_depth)?);
                     }
                     sequences.push(DocumentSequence {
                         identifier,
                         documents,
                     });
                 }
+                // A security token, which only multitenant servers take.
+                2 => {
+                    return Err(MongoError::new(
+                        ErrorCode::Unauthorized,
+                        "Unsupported Security Token provided",
+                    ));
+                }
                 kind => {
-                    return Err(WireError::command(
-                        ErrorCode::Location(40432),
+                    return Err(MongoError::location(
+                        40432,
                         format!("Unknown section kind {kind}"),
                     ));
                 }
             }
         }
-        let body = body.ok_or_else(|| {
-            WireError::command(
-                ErrorCode::Location(40587),
-                "OP_MSG messages must have a body",
-            )
-        })?;
+        let body =
+            body.ok_or_else(|| MongoError::location(40587, "OP_MSG messages must have a body"))?;
+        for sequence in &sequences {
+            if in_body(&body, &sequence.identifier) {
+                return Err(MongoError::location(
+                    40433,
+                    format!(
+                        "Duplicate field between body and document sequence {}",
+                        sequence.identifier
+                    ),
+                ));
+            }
+        }
+        if flags.checksum_present() {
+            let expected =
+                u32::from_le_bytes(message[message.len() - 4..].try_into().expect("4 bytes"));
+            if crc32c::crc32c(&message[..message.len() - 4]) != expected {
+                return Err(MongoError::new(
+                    ErrorCode::ChecksumMismatch,
+                    "OP_MSG checksum does not match contents",
+                ));
+            }
+        }
         Ok(OpMsg {
             flags,
             body,
@@ -198,6 +229,22 @@ impl OpMsg {
     }
 }
 
+/// Whether a sequence's identifier names something in the body, as MongoDB looks it up: a
+/// dotted path through subdocuments, an array on the way counting as found.
+fn in_body(body: &bson::RawDocument, identifier: &str) -> bool {
+    let mut doc = body;
+    let mut parts = identifier.split('.').peekable();
+    while let Some(part) = parts.next() {
+        match doc.get(part) {
+            Ok(Some(bson::RawBsonRef::Document(sub))) if parts.peek().is_some() => doc = sub,
+            Ok(Some(bson::RawBsonRef::Array(_))) => return true,
+            Ok(Some(_)) => return parts.peek().is_none(),
+            _ => return false,
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,10 +280,9 @@ mod tests {
         msg.encode(7, 0, &mut bytes);
         let last = bytes.len() - 1;
         bytes[last] ^= 0xff;
-        match OpMsg::decode(&bytes) {
-            Err(WireError::Command(e)) => assert_eq!(e.code(), ErrorCode::ChecksumMismatch),
-            other => panic!("expected ChecksumMismatch, got {other:?}"),
-        }
+        let err = OpMsg::decode(&bytes).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::ChecksumMismatch);
+        assert_eq!(err.message(), "OP_MSG checksum does not match contents");
     }
 
     #[test]
@@ -249,9 +295,153 @@ mod tests {
         bytes.clear();
         msg.flags = MsgFlags(1 << 3);
         msg.encode(1, 0, &mut bytes);
-        match OpMsg::decode(&bytes) {
-            Err(WireError::Command(e)) => assert_eq!(e.code(), ErrorCode::IllegalOpMsgFlag),
-            other => panic!("expected IllegalOpMsgFlag, got {other:?}"),
+        let err = OpMsg::decode(&bytes).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::IllegalOpMsgFlag);
+        assert_eq!(
+            err.message(),
+            "Message contains illegal flags value: Ob00000000000000000000000000001000"
+        );
+    }
+
+    /// An OP_MSG made of the flags and the given section bytes.
+    fn raw(flags: u32, sections: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let len = (HEADER_LEN + 4 + sections.len()) as i32;
+        MsgHeader {
+            message_length: len,
+            request_id: 1,
+            response_to: 0,
+            op_code: OpCode::Msg.as_i32(),
         }
+        .write(&mut out);
+        out.extend_from_slice(&flags.to_le_bytes());
+        out.extend_from_slice(sections);
+        out
+    }
+
+    fn body(doc: bson::RawDocumentBuf) -> Vec<u8> {
+        let mut out = vec![0];
+        out.extend_from_slice(doc.as_bytes());
+        out
+    }
+
+    fn sequence(identifier: &str, docs: &[bson::RawDocumentBuf], size_delta: i32) -> Vec<u8> {
+        let mut inner = identifier.as_bytes().to_vec();
+        inner.push(0);
+        for d in docs {
+            inner.extend_from_slice(d.as_bytes());
+        }
+        let mut out = vec![1];
+        out.extend_from_slice(&(inner.len() as i32 + 4 + size_delta).to_le_bytes());
+        out.extend_from_slice(&inner);
+        out
+    }
+
+    fn refusal(bytes: &[u8]) -> (i32, String) {
+        let err = OpMsg::decode(bytes).unwrap_err();
+        (err.code().code(), err.message().to_string())
+    }
+
+    #[test]
+    fn malformed_sections_get_mongodbs_errors() {
+        let ping = body(rawdoc! {"ping": 1, "$db": "admin"});
+        let docs = [rawdoc! {"_id": 1}];
+        let cases: Vec<(Vec<u8>, i32, &str)> = vec![
+            (raw(0, &[]), 40587, "OP_MSG messages must have a body"),
+            (
+                raw(0, &[ping.clone(), ping.clone()].concat()),
+                40430,
+                "Multiple body sections in message",
+            ),
+            (
+                raw(0, &[ping.clone(), vec![7]].concat()),
+                40432,
+                "Unknown section kind 7",
+            ),
+            (
+                raw(0, &[ping.clone(), vec![2, b'x', 0]].concat()),
+                13,
+                "Unsupported Security Token provided",
+            ),
+            (
+                raw(
+                    0,
+                    &[
+                        sequence("d", &docs, 0),
+                        sequence("d", &docs, 0),
+                        ping.clone(),
+                    ]
+                    .concat(),
+                ),
+                40431,
+                "Duplicate document sequence: d",
+            ),
+            (
+                raw(
+                    0,
+                    &[
+                        sequence("a", &docs, 0),
+                        sequence("b", &docs, 0),
+                        sequence("c", &docs, 0),
+                    ]
+                    .concat(),
+                ),
+                233,
+                "Too many document sequences in OP_MSG",
+            ),
+            (
+                raw(0, &[sequence("ping", &docs, 0), ping.clone()].concat()),
+                40433,
+                "Duplicate field between body and document sequence ping",
+            ),
+            (
+                raw(0, &[sequence("d", &docs, 100), ping.clone()].concat()),
+                15,
+                "Invalid advance (116) past end of buffer[47] at offset: 0",
+            ),
+            (
+                raw(0, &[vec![1, 2, 0, 0, 0], ping.clone()].concat()),
+                15,
+                "Invalid advance (4294967294) past end of buffer[31] at offset: 0",
+            ),
+            (
+                raw(0, &[1, 0, 0]),
+                15,
+                "buffer size too small to read (4) bytes out of buffer[2] at offset: 0",
+            ),
+            (
+                raw(0, &[vec![1, 5, 0, 0, 0, b'x'], ping.clone()].concat()),
+                15,
+                "couldn't locate terminal char (\\0) in buffer[1] at offset: 0",
+            ),
+            (
+                raw(MsgFlags::CHECKSUM_PRESENT, &[0, 0, 0, 0]),
+                51252,
+                "Invalid message size for an OpMsg containing a checksum",
+            ),
+            (
+                raw(0, &[0, 3, 0, 0, 0]),
+                22,
+                "BSON data has to be at least 5 bytes in element with field name '?' in \
+                 object with unknown _id",
+            ),
+        ];
+        for (bytes, code, message) in cases {
+            assert_eq!(refusal(&bytes), (code, message.to_string()));
+        }
+    }
+
+    #[test]
+    fn documents_are_validated_to_the_depth_given() {
+        let mut deep = rawdoc! {"x": 1};
+        for _ in 0..5 {
+            deep = rawdoc! {"x": deep};
+        }
+        let bytes = raw(0, &body(rawdoc! {"ping": 1, "filter": deep}));
+        assert!(OpMsg::decode_with(&bytes, 6).is_ok());
+        assert_eq!(
+            OpMsg::decode_with(&bytes, 5).unwrap_err().code(),
+            ErrorCode::Overflow
+        );
     }
 }

@@ -6,12 +6,14 @@
 //! operations would need per-shard targeting, which `bulkWrite` does not do yet).
 
 use super::super::RouterState;
+use super::super::write_batch::ROUTER_OVERHEAD;
 use crate::command::{
     BULK_WRITE_COUNTS, BULK_WRITE_CURSOR_NS, BulkOpKind, BulkWrite, CommandRequest, cursor_reply,
 };
 use crate::error::{MongoError, Result};
 use crate::server::RequestContext;
 use crate::server::stats::Stats;
+use crate::wire::MAX_MESSAGE_SIZE;
 use bson::{Bson, Document, RawDocument, RawDocumentBuf, doc};
 
 /// Command fields passed on to every shard request.
@@ -52,7 +54,7 @@ pub(super) async fn bulk_write(
     let mut merged = Merged::default();
     let mut start = 0;
     while start < parsed.ops.len() {
-        let end = parsed.database_run(start);
+        let end = within_message(&parsed, start, parsed.database_run(start));
         let had_errors = run_on_primary(state, &req, &parsed, start, end, &mut merged).await?;
         if parsed.ordered && had_errors {
             break;
@@ -76,6 +78,22 @@ pub(super) async fn bulk_write(
         reply.append("writeConcernError", RawDocumentBuf::from_document(&wce)?);
     }
     Ok(reply)
+}
+
+/// The end of the run of operations from `start` (up to `end`) that fits one message to a shard:
+/// the client's message fits `maxMessageSizeBytes`, the shard's may not once the router's fields
+/// and `nsInfo` are added, so a run that would not fit is cut, as mongos cuts its child batches.
+fn within_message(parsed: &BulkWrite<'_>, start: usize, end: usize) -> usize {
+    let ns_info: usize = parsed.namespaces.iter().map(|n| n.ns.len() + 32).sum();
+    let budget = MAX_MESSAGE_SIZE.saturating_sub(ROUTER_OVERHEAD + ns_info);
+    let mut used = 0;
+    for (i, op) in parsed.ops[start..end].iter().enumerate() {
+        used += op.raw.as_bytes().len();
+        if used > budget && i > 0 {
+            return start + i;
+        }
+    }
+    end
 }
 
 /// Refuses a namespace whose data is not all on its database's primary shard.

@@ -4,7 +4,7 @@ use crate::command::CommandRequest;
 use crate::error::{MongoError, Result};
 use crate::server::dispatch::{CommandSpec, NodeState};
 use crate::server::logbuf::LogBuffer;
-use crate::server::{RequestContext, stats::MAX_CONNECTIONS};
+use crate::server::{RequestContext, Role};
 use bson::{Bson, Document, RawDocumentBuf, doc};
 
 pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
@@ -153,14 +153,14 @@ async fn server_status<S: NodeState>(
         "uptimeEstimate": uptime.as_secs() as i64,
         "localTime": bson::DateTime::now(),
         "asserts": crate::server::asserts::report(),
-        "connections": node.stats.connections(),
+        "connections": node.stats.connections(node.role == Role::Router),
         "network": node.stats.network(),
         "opcounters": node.stats.opcounters(),
         "metrics": node.stats.metrics(),
         "shardingStatistics": node.stats.sharding_statistics(),
         "indexBulkBuilder": node.stats.index_bulk_builder(),
         "mem": {"bits": 64, "resident": resident, "virtual": virt, "supported": true},
-        "docgrid": {"maxIncomingConnections": MAX_CONNECTIONS},
+        "docgrid": node.stats.ingress(),
     })?)
 }
 
