@@ -24,6 +24,7 @@ mod expression_catalog;
 mod expression_operators;
 mod failpoints;
 mod find_options;
+mod generic_fields;
 mod handshake;
 mod index_queries;
 mod indexes;
