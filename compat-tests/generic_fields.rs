@@ -434,6 +434,64 @@ async fn names(client: &Client) {
     assert_eq!(found, 0);
 }
 
+/// Options commands used to accept and ignore: honoured, or refused with MongoDB's error.
+async fn options_once_ignored(client: &Client) {
+    let db = client.database("generic_options");
+    let c = db.collection::<Document>("c");
+    c.insert_many([doc! {"a": 1}, doc! {"a": 2}, doc! {"b": 1}])
+        .await
+        .unwrap();
+    db.run_command(
+        doc! {"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1", "sparse": true}]},
+    )
+    .await
+    .unwrap();
+    // A hinted count reads the hinted index: a sparse one counts its entries, as in MongoDB.
+    let n = db
+        .run_command(doc! {"count": "c", "hint": "a_1"})
+        .await
+        .unwrap();
+    assert_eq!(n.get_i32("n").unwrap(), 2);
+    for body in [
+        rawdoc! {"count": "c", "hint": "nope"},
+        rawdoc! {"distinct": "c", "key": "a", "hint": {"zz": 1}},
+    ] {
+        let (code, _, message) = refused(&db, body).await;
+        assert_eq!(code, 2, "{message}");
+        assert!(message.contains("hint provided does not correspond to an existing index"));
+    }
+    assert_eq!(
+        refused(&db, rawdoc! {"createIndexes": "c", "indexes": [{"key": {"b": 1}, "name": "b_1"}], "commitQuorum": 2}).await.0,
+        278
+    );
+    assert_eq!(
+        refused(&db, rawdoc! {"createIndexes": "c", "indexes": [{"key": {"b": 1}, "name": "b_1"}], "commitQuorum": {}}).await,
+        (
+            9,
+            "FailedToParse".into(),
+            "commitQuorum has to be a number or a string".into()
+        )
+    );
+    assert_eq!(
+        refused(&db, rawdoc! {"createIndexes": "c", "indexes": [{"key": {"b": 1}, "name": "b_1"}], "commitQuorum": "dc2"}).await.2,
+        "No write concern mode named 'dc2' found in replica set configuration"
+    );
+    db.run_command(doc! {"createIndexes": "c", "indexes": [{"key": {"b": 1}, "name": "b_1"}], "commitQuorum": "majority"})
+        .await
+        .unwrap();
+    let reply = db
+        .run_command(doc! {"insert": "c", "documents": [{}], "writeConcern": {"w": {"dc": 1}}})
+        .await
+        .unwrap();
+    let wce = reply.get_document("writeConcernError").unwrap();
+    assert_eq!(wce.get_str("codeName").unwrap(), "NoSuchKey");
+    assert_eq!(
+        wce.get_str("errmsg").unwrap(),
+        "No replica set tag key dc in config"
+    );
+    db.drop().await.unwrap();
+}
+
 /// The driver's own transactions: each statement is refused, an abort is harmless, the
 /// convenient API gives up at once, and a transfer loop loses no money.
 async fn driver_transactions(client: &Client) {
@@ -498,6 +556,7 @@ async fn every_class_through_the_router() {
     concerns(&cluster.client).await;
     api_and_metadata(&cluster.client).await;
     names(&cluster.client).await;
+    options_once_ignored(&cluster.client).await;
     driver_transactions(&cluster.client).await;
     let local = refused(&cluster.db("local"), rawdoc! {"ping": 1}).await;
     assert_eq!(

@@ -231,10 +231,12 @@ impl WriteConcern {
                     ),
                 ))
             }
-            W::Tags(_) => {
+            // A single-node shard has no member tags: MongoDB fails on the first tag key.
+            W::Tags(tags) => {
+                let first = tags.keys().min().cloned().unwrap_or_default();
                 out.failure = Some((
-                    ErrorCode::UnknownReplWriteConcern,
-                    "No write concern mode named 'tags' found in replica set configuration".into(),
+                    ErrorCode::NoSuchKey,
+                    format!("No replica set tag key {first} in config"),
                 ))
             }
             _ => {}
@@ -331,6 +333,15 @@ mod tests {
                 .unwrap()
                 .error()
                 .is_none()
+        );
+        let wce = parse(rawdoc! {"insert": "c", "writeConcern": {"w": {"rack": 1, "dc": 2}}})
+            .unwrap()
+            .error()
+            .unwrap();
+        assert_eq!(wce.get_str("codeName").unwrap(), "NoSuchKey");
+        assert_eq!(
+            wce.get_str("errmsg").unwrap(),
+            "No replica set tag key dc in config"
         );
     }
 
