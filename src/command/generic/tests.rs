@@ -1,3 +1,6 @@
+//! Unit tests of the generic argument checks: what drivers send passes, and each bad field
+//! gets MongoDB's code and message.
+
 use super::*;
 use bson::spec::BinarySubtype;
 use bson::{Binary, RawDocumentBuf, Timestamp, rawdoc};
