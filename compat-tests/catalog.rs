@@ -200,7 +200,7 @@ async fn internal_databases_are_protected(client: &Client) {
     assert_eq!(error_code(&err), Some(20));
     let err = client
         .database("app")
-        .collection::<Document>("system.users")
+        .collection::<Document>("system.foo")
         .insert_one(doc! {})
         .await
         .unwrap_err();

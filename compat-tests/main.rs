@@ -25,6 +25,7 @@ mod expression_catalog;
 mod expression_operators;
 mod failpoints;
 mod find_options;
+mod generic_fields;
 mod handshake;
 mod hostile_wire;
 mod index_queries;

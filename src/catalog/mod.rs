@@ -16,8 +16,8 @@ pub use collection_entry::{CollectionEntry, chunk_document, chunk_from_document}
 pub use database_entry::DatabaseEntry;
 pub use database_version::DatabaseVersion;
 pub use namespace::{
-    check_rename, check_shardable, split_namespace, validate_collection_name, validate_db_name,
-    validate_user_write,
+    check_database_name, check_rename, check_shardable, split_namespace, validate_collection_name,
+    validate_db_name, validate_user_create, validate_user_write,
 };
 pub use ownership::OwnershipFilter;
 #[cfg(test)]

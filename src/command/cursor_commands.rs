@@ -30,6 +30,7 @@ impl GetMore {
             .str("collection")?
             .ok_or_else(|| missing("getMore", "collection"))?
             .to_string();
+        check_collection_name(&collection)?;
         let batch_size = args
             .non_negative("batchSize")?
             .filter(|b| *b > 0)
@@ -45,6 +46,20 @@ impl GetMore {
     pub fn namespace(&self, db: &str) -> String {
         format!("{db}.{}", self.collection)
     }
+}
+
+/// MongoDB's checks of `getMore`'s `collection` (`validateGetMoreCollectionName`).
+fn check_collection_name(collection: &str) -> Result<()> {
+    let message = if collection.is_empty() {
+        "Collection names cannot be empty".to_string()
+    } else if collection.starts_with('.') {
+        format!("Collection names cannot start with '.': {collection}")
+    } else if collection.contains('\0') {
+        "Collection names cannot have embedded null characters".to_string()
+    } else {
+        return Ok(());
+    };
+    Err(MongoError::invalid_namespace(message))
 }
 
 /// `{killCursors: <collection>, cursors: [<cursor id>, ...]}`.
@@ -96,4 +111,30 @@ pub fn missing(command: &str, field: &str) -> MongoError {
         ErrorCode::IDLFailedToParse,
         format!("BSON field '{command}.{field}' is missing but a required field"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::rawdoc;
+
+    #[test]
+    fn get_more_collection_names_are_checked() {
+        let message = |collection: &str| {
+            let req =
+                CommandRequest::new("app", rawdoc! {"getMore": 1_i64, "collection": collection})
+                    .unwrap();
+            GetMore::parse(&req).err().map(|e| e.message().to_string())
+        };
+        assert_eq!(message("c"), None);
+        assert_eq!(message("").unwrap(), "Collection names cannot be empty");
+        assert_eq!(
+            message(".c").unwrap(),
+            "Collection names cannot start with '.': .c"
+        );
+        assert_eq!(
+            message("a\0b").unwrap(),
+            "Collection names cannot have embedded null characters"
+        );
+    }
 }

@@ -6,6 +6,7 @@ mod bulk_write;
 mod collation;
 mod cursor_commands;
 mod explain;
+pub mod generic;
 mod max_time;
 mod replies;
 mod write_concern;

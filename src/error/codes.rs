@@ -194,6 +194,7 @@ error_codes! {
     CannotBuildIndexKeys = 201;
     NetworkInterfaceExceededTimeLimit = 202 [ExceededTimeLimitError];
     ShardingStateNotInitialized = 203;
+    ClusterTimeFailsRateLimiter = 205;
     NoSuchSession = 206;
     InvalidUUID = 207;
     TooManyLocks = 208;

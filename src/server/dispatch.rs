@@ -3,9 +3,9 @@
 
 use super::context::RequestContext;
 use super::failpoint::{CommandFacts, Effect};
-use super::node::Node;
+use super::node::{Node, Role};
 use super::stats::OpCounter;
-use crate::command::CommandRequest;
+use crate::command::{CommandRequest, generic};
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::RawDocumentBuf;
 use futures::FutureExt;
@@ -162,6 +162,9 @@ impl<S: NodeState> Dispatcher<S> {
     ) -> (Result<RawDocumentBuf>, Option<Effect>) {
         let state = &*self.state;
         let node = state.node();
+        if let Err(e) = generic::check_request_database(&request.db) {
+            return (Err(e), None);
+        }
         let spec = match state.commands().get(request.name()) {
             Some(spec) if !spec.test_only || node.params.get_bool("enableTestCommands") => spec,
             _ => {
@@ -172,19 +175,34 @@ impl<S: NodeState> Dispatcher<S> {
                 return (Err(err), None);
             }
         };
+        let command = generic::CommandInfo {
+            name: spec.name,
+            requested: request.name(),
+            takes_write_concern: spec.takes_write_concern,
+            internal: ctx.is_internal(),
+            router: node.role == Role::Router,
+        };
+        let generic = match generic::check(&request, &command) {
+            Ok(generic) => generic,
+            Err(e) => return (Err(e), None),
+        };
         if let Ok(Some(bson::RawBsonRef::Document(lsid))) = request.body.get("lsid") {
             node.sessions.touch(lsid, node.session_refresh_period());
         }
         // Listed in `$currentOp` while it runs; `killOp` drops the command's future, which
         // rolls back its open transaction as a maxTimeMS deadline does.
         let registered = node.operations.begin(ctx, &request);
-        tokio::select! {
+        let (outcome, attach) = tokio::select! {
             outcome = self.run_spec(spec, ctx, request) => outcome,
             _ = registered.op.killed() => (
                 Err(MongoError::new(ErrorCode::Interrupted, "operation was interrupted")),
                 None,
             ),
-        }
+        };
+        (
+            outcome.and_then(|reply| generic.complete_reply(reply)),
+            attach,
+        )
     }
 
     /// Runs a command found in the table: the `failCommand` fail point first, then its handler.

@@ -85,6 +85,7 @@ pub(super) fn table() -> CommandTable<RouterState> {
         CommandSpec::new("isdbgrid", |s, c, r| Box::pin(admin::isdbgrid(s, c, r))).help("check if this server is a mongos"),
         CommandSpec::new("addShard", |s, c, r| Box::pin(sharding::add_shard(s, c, r)))
             .aliases(&["addshard"])
+            .takes_write_concern()
             .admin_only()
             .help("add a new shard to the system"),
         CommandSpec::new("balancerStatus", |s, c, r| Box::pin(sharding::balancer_status(s, c, r)))
@@ -96,19 +97,23 @@ pub(super) fn table() -> CommandTable<RouterState> {
             .help("list all shards of the system"),
         CommandSpec::new("enableSharding", |s, c, r| Box::pin(sharding::enable_sharding(s, c, r)))
             .aliases(&["enablesharding"])
+            .takes_write_concern()
             .admin_only()
             .help("Enable sharding for a database. Optionally allows the caller to specify the shard to be used as primary.(Use 'shardcollection' command afterwards.)\n  { enableSharding : \"<dbname>\", primaryShard:  \"<shard>\"}\n"),
         CommandSpec::new("shardCollection", |s, c, r| Box::pin(sharding::shard_collection(s, c, r)))
             .aliases(&["shardcollection"])
+            .takes_write_concern()
             .admin_only()
             .help("Shard a collection. Sharding must already be enabled for the database.\n   { enablesharding : \"<dbname>\" }\n"),
         CommandSpec::new("movePrimary", |s, c, r| Box::pin(sharding::move_primary(s, c, r)))
             .aliases(&["moveprimary"])
+            .takes_write_concern()
             .admin_only()
             .help("Moves a database's unsharded collections to another shard, which becomes its primary\n  { movePrimary: \"<db>\", to: \"<shard>\" }"),
         CommandSpec::new("refineCollectionShardKey", |s, c, r| {
             Box::pin(sharding::refine_collection_shard_key(s, c, r))
         })
+        .takes_write_concern()
         .admin_only()
         .help("Refines a sharded collection's shard key by adding fields after it\n  { refineCollectionShardKey: \"<db>.<collection>\", key: { <existing key fields>, <new fields> } }"),
         CommandSpec::new("mergeChunks", |s, c, r| Box::pin(chunks::merge_chunks(s, c, r)))

@@ -6,6 +6,7 @@ mod handshake;
 mod introspection;
 mod parameters;
 mod testing;
+mod transactions;
 
 pub use handshake::{MAX_WIRE_VERSION, MONGODB_VERSION};
 pub use introspection::{kill_op, parse_op_id};
@@ -19,5 +20,6 @@ pub fn common<S: NodeState>() -> Vec<CommandSpec<S>> {
     specs.extend(parameters::commands());
     specs.extend(testing::commands());
     specs.extend(introspection::commands());
+    specs.extend(transactions::commands());
     specs
 }

@@ -2,7 +2,7 @@
 
 use super::super::DataNode;
 use super::find::cursor_reply;
-use crate::catalog::{split_namespace, validate_collection_name, validate_user_write};
+use crate::catalog::{split_namespace, validate_collection_name, validate_user_create};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
@@ -24,7 +24,7 @@ pub(super) async fn create<S: DataNode>(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let name = req.args().collection()?;
-    validate_user_write(&req.db, name)?;
+    validate_user_create(&req.db, name)?;
     // Waits for a conflicting DDL (a drop of the same name) anywhere in the cluster.
     let ddl = state
         .routed_ddl_lock(&req, vec![format!("{}.{name}", req.db)], "create")

@@ -2,6 +2,8 @@
 
 use super::super::DataNode;
 use super::super::exec::Position;
+use super::super::exec::QueryShape;
+use super::super::storage::CollectionMeta;
 use super::super::views;
 use crate::aggregate::expression::LetVariables;
 use crate::command::CommandRequest;
@@ -30,6 +32,7 @@ pub(super) async fn count<S: DataNode>(
         .map(|l| l.unsigned_abs())
         .filter(|l| *l > 0);
     let filter = Filter::parse(&query)?;
+    let hint = super::find::parse_hint(&args)?;
     if let Some(view) = views::resolve(state.storage(), &req.db, collection).await? {
         views::require_unsharded_source(state, &req, &view).await?;
         let mut stages = view.pipeline;
@@ -55,10 +58,14 @@ pub(super) async fn count<S: DataNode>(
     }
     let n = match state.storage().collection(&req.db, collection).await {
         None => 0,
-        Some((db, coll)) if filter.is_empty() => db.stats(&coll).count.max(0) as u64,
+        // A hinted count reads the hinted index (a sparse one counts its entries, as MongoDB).
+        Some((db, coll)) if filter.is_empty() && hint.is_none() => {
+            db.stats(&coll).count.max(0) as u64
+        }
         Some((db, coll)) => {
             let mut read = db.read().await?;
-            let mut position = Position::for_filter(&coll, &query)?.owned_by(state.ownership(&req));
+            let mut position =
+                hinted(&coll, &query, hint.as_ref())?.owned_by(state.ownership(&req));
             db.index_usage()
                 .record(&coll, position.path().indexes_used(&coll));
             let mut n = 0u64;
@@ -74,6 +81,18 @@ pub(super) async fn count<S: DataNode>(
     let n = n.saturating_sub(skip);
     let n = limit.map_or(n, |l| n.min(l));
     Ok(RawDocumentBuf::from_document(&doc! {"n": count_bson(n)})?)
+}
+
+/// Where a count or distinct reads: the index its `hint` names (BadValue if there is none),
+/// otherwise the index the filter chooses.
+fn hinted(coll: &CollectionMeta, query: &Document, hint: Option<&Bson>) -> Result<Position> {
+    Position::plan(
+        coll,
+        &QueryShape {
+            hint,
+            ..QueryShape::filter(query)
+        },
+    )
 }
 
 fn count_bson(n: u64) -> Bson {
@@ -101,6 +120,7 @@ pub(super) async fn distinct<S: DataNode>(
     }
     let query = args.document("query")?.unwrap_or_default();
     let filter = Filter::parse(&query)?;
+    let hint = super::find::parse_hint(&args)?;
     let path: Vec<&str> = key.split('.').collect();
     // Keyed by the order-preserving encoding: equal values (1 and 1.0) collapse, and the
     // values come out in MongoDB's order, as mongod returns them.
@@ -134,7 +154,7 @@ pub(super) async fn distinct<S: DataNode>(
     }
     if let Some((db, coll)) = state.storage().collection(&req.db, collection).await {
         let mut read = db.read().await?;
-        let mut position = Position::for_filter(&coll, &query)?.owned_by(state.ownership(&req));
+        let mut position = hinted(&coll, &query, hint.as_ref())?.owned_by(state.ownership(&req));
         db.index_usage()
             .record(&coll, position.path().indexes_used(&coll));
         while !position.done() {

@@ -11,12 +11,51 @@ use crate::shard::index::IndexSpec;
 use crate::shard::index::spec::MAX_INDEXES;
 use bson::{Bson, Document, RawDocumentBuf, doc};
 
+/// `commitQuorum`: how many voting members must be ready before an index build commits. Each
+/// shard is a single-node replica set, which satisfies 0, 1, `"majority"` and
+/// `"votingMembers"`; more nodes, or a mode it has no tags for, cannot be satisfied.
+fn check_commit_quorum(value: Option<bson::RawBsonRef<'_>>) -> Result<()> {
+    use bson::RawBsonRef;
+    let number = |n: i64| -> Result<()> {
+        if !(0..=50).contains(&n) {
+            return Err(MongoError::failed_to_parse(
+                "commitQuorum has to be a non-negative number and not greater than 50",
+            ));
+        }
+        if n > 1 {
+            return Err(MongoError::new(
+                ErrorCode::UnsatisfiableCommitQuorum,
+                "Not enough data-bearing nodes to satisfy commit quorum",
+            ));
+        }
+        Ok(())
+    };
+    match value {
+        None => Ok(()),
+        Some(RawBsonRef::Int32(n)) => number(i64::from(n)),
+        Some(RawBsonRef::Int64(n)) => number(n),
+        Some(RawBsonRef::Double(n)) => number(n as i64),
+        Some(RawBsonRef::String("")) => Err(MongoError::failed_to_parse(
+            "commitQuorum can't be an empty string",
+        )),
+        Some(RawBsonRef::String("majority" | "votingMembers")) => Ok(()),
+        Some(RawBsonRef::String(mode)) => Err(MongoError::new(
+            ErrorCode::UnknownReplWriteConcern,
+            format!("No write concern mode named '{mode}' found in replica set configuration"),
+        )),
+        Some(_) => Err(MongoError::failed_to_parse(
+            "commitQuorum has to be a number or a string",
+        )),
+    }
+}
+
 pub(super) async fn create_indexes<S: DataNode>(
     state: &S,
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
+    check_commit_quorum(args.get("commitQuorum")?)?;
     crate::shard::views::reject(state.storage(), &req.db, args.collection()?).await?;
     let requested = args
         .array("indexes")?

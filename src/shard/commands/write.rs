@@ -3,7 +3,7 @@
 
 use super::super::DataNode;
 use super::super::storage::{CollectionMeta, DatabaseStore};
-use crate::catalog::{OwnershipFilter, validate_user_write};
+use crate::catalog::{OwnershipFilter, validate_collection_name};
 use crate::command::{Args, CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::wire::MAX_WRITE_BATCH_SIZE;
@@ -17,7 +17,9 @@ pub(super) async fn target<S: DataNode>(
     create: bool,
 ) -> Result<Option<(Arc<DatabaseStore>, Arc<CollectionMeta>)>> {
     let coll = req.args().collection()?;
-    validate_user_write(&req.db, coll)?;
+    // What clients may write is checked before any command runs (`command::generic`); other
+    // nodes also write what only the server writes (`system.views` moving with its database).
+    validate_collection_name(&req.db, coll)?;
     crate::shard::views::reject(state.storage(), &req.db, coll).await?;
     if !create {
         return Ok(state.storage().collection(&req.db, coll).await);

@@ -1,0 +1,655 @@
+//! Generic command arguments, names and what is not implemented, through the Rust driver: each
+//! bad input gets MongoDB's error (code, codeName, message) and changes nothing; multi-document
+//! transactions are refused and nothing a refused transaction wrote remains. Checked against
+//! the router in-process, and against the router, a shard and the config server as separate
+//! processes.
+
+use crate::harness::{ProcessCluster, TestCluster, error_code};
+use crate::wire::RawConnection;
+use docgrid::wire::OpMsg;
+use mongodb::bson::spec::BinarySubtype;
+use mongodb::bson::{Binary, Bson, Document, RawDocumentBuf, Timestamp, doc, rawdoc};
+use mongodb::error::ErrorKind;
+use mongodb::{Client, Database};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A failed command's code, codeName and message.
+fn failure(err: &mongodb::error::Error) -> (i32, String, String) {
+    match err.kind.as_ref() {
+        ErrorKind::Command(c) => (c.code, c.code_name.clone(), c.message.clone()),
+        other => panic!("not a command error: {other:?}"),
+    }
+}
+
+async fn refused(db: &Database, body: RawDocumentBuf) -> (i32, String, String) {
+    let err = db
+        .run_raw_command(body.clone())
+        .await
+        .expect_err(&format!("{body:?} was accepted"));
+    failure(&err)
+}
+
+fn uuid() -> Binary {
+    Binary {
+        subtype: BinarySubtype::Uuid,
+        bytes: vec![1; 16],
+    }
+}
+
+/// A reply on a raw connection (no driver session is added): `(code, codeName, errmsg)`, or
+/// `ok` when it succeeded.
+async fn raw(addr: SocketAddr, body: RawDocumentBuf) -> Result<Document, (i32, String, String)> {
+    let mut connection = RawConnection::connect(addr).await;
+    let reply = connection.op_msg(&OpMsg::new(body)).await.expect("a reply");
+    let reply = OpMsg::decode(&reply).unwrap().body.to_document().unwrap();
+    if reply.get_f64("ok") == Ok(1.0) {
+        return Ok(reply);
+    }
+    Err((
+        reply.get_i32("code").unwrap(),
+        reply.get_str("codeName").unwrap().to_string(),
+        reply.get_str("errmsg").unwrap().to_string(),
+    ))
+}
+
+async fn session_and_transaction_fields(client: &Client, addr: SocketAddr) {
+    let db = client.database("generic_session");
+    // The driver adds its session's `lsid`; a wrongly typed transaction number is refused.
+    assert_eq!(
+        refused(&db, rawdoc! {"insert": "c", "documents": [{"a": 1}], "txnNumber": 1}).await,
+        (
+            14,
+            "TypeMismatch".into(),
+            "BSON field 'OperationSessionInfo.txnNumber' is the wrong type 'int', expected type 'long'"
+                .into()
+        )
+    );
+    assert_eq!(
+        refused(&db, rawdoc! {"find": "c", "txnNumber": 1_i64})
+            .await
+            .0,
+        50768
+    );
+    // A second `lsid` beside the driver's is a duplicate field.
+    assert_eq!(
+        refused(
+            &db,
+            rawdoc! {"insert": "c", "documents": [], "lsid": {"id": uuid()}}
+        )
+        .await,
+        (
+            40413,
+            "IDLDuplicateField".into(),
+            "BSON field 'insert.lsid' is a duplicate field".into()
+        )
+    );
+    let on = |body: RawDocumentBuf| {
+        let mut body = body;
+        body.append("$db", "generic_session");
+        raw(addr, body)
+    };
+    assert_eq!(
+        on(rawdoc! {"find": "c", "lsid": {}}).await.unwrap_err(),
+        (
+            40414,
+            "IDLFailedToParse".into(),
+            "BSON field 'OperationSessionInfo.lsid.id' is missing but a required field".into()
+        )
+    );
+    assert_eq!(
+        on(rawdoc! {"find": "c", "lsid": {"id": uuid(), "extra": 1}})
+            .await
+            .unwrap_err()
+            .2,
+        "BSON field 'OperationSessionInfo.lsid.extra' is an unknown field."
+    );
+    assert_eq!(
+        on(rawdoc! {"insert": "c", "documents": [], "txnNumber": 1_i64})
+            .await
+            .unwrap_err()
+            .2,
+        "Transaction number requires a session ID to also be specified"
+    );
+    assert_eq!(
+        on(rawdoc! {"insert": "c", "documents": [], "lsid": {"id": uuid()}, "autocommit": false})
+            .await
+            .unwrap_err()
+            .2,
+        "'autocommit' field requires a transaction number to also be specified"
+    );
+    // A retryable write keeps working.
+    let written = on(
+        rawdoc! {"insert": "c", "documents": [{"_id": 1}], "lsid": {"id": uuid()},
+        "txnNumber": 5_i64},
+    )
+    .await
+    .unwrap();
+    assert_eq!(written.get_i32("n").unwrap(), 1);
+    // A transaction statement is refused and writes nothing.
+    let (code, name, message) = on(rawdoc! {"insert": "c", "documents": [{"_id": 2}],
+    "lsid": {"id": uuid()}, "txnNumber": 6_i64, "autocommit": false, "startTransaction": true})
+    .await
+    .unwrap_err();
+    assert_eq!((code, name.as_str()), (238, "NotImplemented"));
+    assert!(message.starts_with("Multi-document transactions are not supported yet"));
+    assert_eq!(
+        db.collection::<Document>("c")
+            .count_documents(doc! {})
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        refused(&client.database("admin"), rawdoc! {"commitTransaction": 1}).await,
+        (
+            72,
+            "InvalidOptions".into(),
+            "commitTransaction can only be run within a session".into()
+        )
+    );
+    db.drop().await.unwrap();
+}
+
+async fn concerns(client: &Client) {
+    let db = client.database("generic_concerns");
+    let c = db.collection::<Document>("c");
+    assert_eq!(
+        refused(
+            &db,
+            rawdoc! {"find": "c", "readConcern": {"level": "strong"}}
+        )
+        .await,
+        (
+            2,
+            "BadValue".into(),
+            "Enumeration value 'strong' for field 'readConcern.level' is not a valid value.".into()
+        )
+    );
+    assert_eq!(
+        refused(
+            &db,
+            rawdoc! {"find": "c", "readConcern": {"level": "local", "fresh": 1}}
+        )
+        .await
+        .0,
+        40415
+    );
+    assert_eq!(
+        refused(&db, rawdoc! {"insert": "c", "documents": [{}], "readConcern": {"level": "majority"}}).await,
+        (
+            72,
+            "InvalidOptions".into(),
+            "Command insert does not support { readConcern: { level: \"majority\", provenance: \"clientSupplied\" } } :: caused by :: read concern not supported".into()
+        )
+    );
+    assert_eq!(
+        refused(
+            &db,
+            rawdoc! {"find": "c", "readConcern": {"level": "snapshot"}}
+        )
+        .await
+        .0,
+        238
+    );
+    assert_eq!(
+        refused(&db, rawdoc! {"aggregate": "c", "pipeline": [], "cursor": {},
+            "readConcern": {"level": "snapshot", "atClusterTime": Timestamp {time: 10, increment: 1}}})
+        .await
+        .0,
+        238
+    );
+    for level in ["majority", "linearizable", "available"] {
+        db.run_command(doc! {"find": "c", "readConcern": {"level": level}})
+            .await
+            .unwrap();
+    }
+
+    assert_eq!(
+        refused(
+            &db,
+            rawdoc! {"insert": "c", "documents": [{}], "writeConcern": {"w": 99}}
+        )
+        .await,
+        (
+            9,
+            "FailedToParse".into(),
+            "w has to be a non-negative number and not greater than 50; found: 99".into()
+        )
+    );
+    assert_eq!(
+        refused(
+            &db,
+            rawdoc! {"insert": "c", "documents": [{}], "writeConcern": {"w": 1, "q": 1}}
+        )
+        .await
+        .2,
+        "BSON field 'WriteConcernOptions.q' is an unknown field."
+    );
+    assert_eq!(
+        refused(&db, rawdoc! {"find": "c", "writeConcern": {"w": 1}}).await,
+        (
+            72,
+            "InvalidOptions".into(),
+            "Command does not support writeConcern".into()
+        )
+    );
+    // More nodes than a single-node shard has: written, with the error a replica set reports.
+    let reply = db
+        .run_command(doc! {"insert": "c", "documents": [{"_id": 1}], "writeConcern": {"w": 2}})
+        .await
+        .unwrap();
+    let wce = reply.get_document("writeConcernError").unwrap();
+    assert_eq!(wce.get_i32("code").unwrap(), 100);
+    assert_eq!(
+        wce.get_str("codeName").unwrap(),
+        "UnsatisfiableWriteConcern"
+    );
+    assert_eq!(
+        wce.get_str("errmsg").unwrap(),
+        "Not enough data-bearing nodes"
+    );
+    let reply = db
+        .run_command(
+            doc! {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"x": 1}}}],
+            "writeConcern": {"w": "dc2"}},
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        reply
+            .get_document("writeConcernError")
+            .unwrap()
+            .get_str("errmsg")
+            .unwrap(),
+        "No write concern mode named 'dc2' found in replica set configuration"
+    );
+    assert_eq!(c.count_documents(doc! {"x": 1}).await.unwrap(), 1);
+    let reply = db
+        .run_command(
+            doc! {"createIndexes": "c", "indexes": [{"key": {"x": 1}, "name": "x_1"}],
+            "writeConcern": {"w": 3}},
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        reply
+            .get_document("writeConcernError")
+            .unwrap()
+            .get_i32("code")
+            .unwrap(),
+        100
+    );
+    db.drop().await.unwrap();
+}
+
+async fn api_and_metadata(client: &Client) {
+    let db = client.database("generic_api");
+    assert_eq!(
+        refused(&db, rawdoc! {"ping": 1, "apiVersion": "2"}).await,
+        (
+            322,
+            "APIVersionError".into(),
+            "Cannot accept API version 2".into()
+        )
+    );
+    assert_eq!(
+        refused(&db, rawdoc! {"ping": 1, "apiStrict": true}).await.0,
+        4886600
+    );
+    let (code, name, message) = refused(
+        &db,
+        rawdoc! {"distinct": "c", "key": "a", "apiVersion": "1", "apiStrict": true},
+    )
+    .await;
+    assert_eq!((code, name.as_str()), (323, "APIStrictError"));
+    assert!(message.contains("command distinct is not in API Version 1"));
+    db.run_command(doc! {"find": "c", "apiVersion": "1", "apiStrict": true})
+        .await
+        .unwrap();
+    assert_eq!(
+        refused(
+            &db,
+            rawdoc! {"find": "c", "$readPreference": {"mode": "fastest"}}
+        )
+        .await
+        .0,
+        2
+    );
+    assert_eq!(
+        refused(&db, rawdoc! {"find": "c", "$clusterTime": 1}).await,
+        (
+            10065,
+            "Location10065".into(),
+            "invalid parameter: expected an object ($clusterTime)".into()
+        )
+    );
+    assert_eq!(
+        refused(&db, rawdoc! {"find": "c", "$maxTimeMs": 10})
+            .await
+            .2,
+        "no such command option $maxTimeMs; use maxTimeMS instead"
+    );
+    assert_eq!(
+        refused(&db, rawdoc! {"find": "c", "filter": {}, "filter": {"a": 1}}).await,
+        (
+            40413,
+            "IDLDuplicateField".into(),
+            "BSON field 'find.filter' is a duplicate field".into()
+        )
+    );
+}
+
+async fn names(client: &Client) {
+    let message = |db: &'static str, body: RawDocumentBuf| async move {
+        refused(&client.database(db), body).await
+    };
+    assert_eq!(
+        message("a b", rawdoc! {"ping": 1}).await,
+        (
+            73,
+            "InvalidNamespace".into(),
+            "Invalid database name: 'a b'".into()
+        )
+    );
+    assert_eq!(
+        message("a b", rawdoc! {"listCollections": 1}).await.2,
+        "Invalid database name: 'a b'"
+    );
+    assert_eq!(
+        message("a b", rawdoc! {"find": "c"}).await.2,
+        "Invalid namespace specified 'a b.c'"
+    );
+    assert_eq!(
+        message("a.b", rawdoc! {"find": "c"}).await.2,
+        "'.' is an invalid character in a db name: a.b"
+    );
+    let long: &'static str = Box::leak("d".repeat(64).into_boxed_str());
+    assert_eq!(
+        message(long, rawdoc! {"insert": "c", "documents": [{}]})
+            .await
+            .2,
+        "db name must be at most 63 characters, found: 64"
+    );
+    assert_eq!(
+        message("generic_names", rawdoc! {"count": ""}).await.2,
+        "Invalid namespace specified 'generic_names.'"
+    );
+    assert_eq!(
+        message("generic_names", rawdoc! {"find": ".x"}).await.2,
+        "Collection names cannot start with '.': .x"
+    );
+    assert_eq!(
+        message(
+            "generic_names",
+            rawdoc! {"insert": "a$b", "documents": [{}]}
+        )
+        .await
+        .2,
+        "Invalid collection name: a$b"
+    );
+    assert_eq!(
+        message("generic_names", rawdoc! {"create": "system.foo"})
+            .await
+            .2,
+        "Invalid system namespace: generic_names.system.foo"
+    );
+    assert_eq!(
+        message(
+            "generic_names",
+            rawdoc! {"insert": "system.views", "documents": [{}]}
+        )
+        .await
+        .2,
+        "cannot write to generic_names.system.views"
+    );
+    let long_coll = "x".repeat(250);
+    assert_eq!(
+        message(
+            "generic_names",
+            rawdoc! {"insert": long_coll.clone(), "documents": [{}]}
+        )
+        .await
+        .2,
+        format!(
+            "Fully qualified namespace is too long. Namespace: generic_names.{long_coll} Max: 255"
+        )
+    );
+    assert_eq!(
+        message("generic_names$", rawdoc! {"create": "c"}).await.2,
+        "Invalid namespace: generic_names$.c"
+    );
+    // Refused writes created nothing; reading an odd but valid name finds nothing.
+    let listed = client.list_database_names().await.unwrap();
+    assert!(
+        !listed.iter().any(|d| d.starts_with("generic_names")),
+        "{listed:?}"
+    );
+    let found = client
+        .database("generic_names")
+        .collection::<Document>("a$b")
+        .count_documents(doc! {})
+        .await
+        .unwrap();
+    assert_eq!(found, 0);
+}
+
+/// Options commands used to accept and ignore: honoured, or refused with MongoDB's error.
+async fn options_once_ignored(client: &Client) {
+    let db = client.database("generic_options");
+    let c = db.collection::<Document>("c");
+    c.insert_many([doc! {"a": 1}, doc! {"a": 2}, doc! {"b": 1}])
+        .await
+        .unwrap();
+    db.run_command(
+        doc! {"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1", "sparse": true}]},
+    )
+    .await
+    .unwrap();
+    // A hinted count reads the hinted index: a sparse one counts its entries, as in MongoDB.
+    let n = db
+        .run_command(doc! {"count": "c", "hint": "a_1"})
+        .await
+        .unwrap();
+    assert_eq!(n.get_i32("n").unwrap(), 2);
+    for body in [
+        rawdoc! {"count": "c", "hint": "nope"},
+        rawdoc! {"distinct": "c", "key": "a", "hint": {"zz": 1}},
+    ] {
+        let (code, _, message) = refused(&db, body).await;
+        assert_eq!(code, 2, "{message}");
+        assert!(message.contains("hint provided does not correspond to an existing index"));
+    }
+    assert_eq!(
+        refused(&db, rawdoc! {"createIndexes": "c", "indexes": [{"key": {"b": 1}, "name": "b_1"}], "commitQuorum": 2}).await.0,
+        278
+    );
+    assert_eq!(
+        refused(&db, rawdoc! {"createIndexes": "c", "indexes": [{"key": {"b": 1}, "name": "b_1"}], "commitQuorum": {}}).await,
+        (
+            9,
+            "FailedToParse".into(),
+            "commitQuorum has to be a number or a string".into()
+        )
+    );
+    assert_eq!(
+        refused(&db, rawdoc! {"createIndexes": "c", "indexes": [{"key": {"b": 1}, "name": "b_1"}], "commitQuorum": "dc2"}).await.2,
+        "No write concern mode named 'dc2' found in replica set configuration"
+    );
+    db.run_command(doc! {"createIndexes": "c", "indexes": [{"key": {"b": 1}, "name": "b_1"}], "commitQuorum": "majority"})
+        .await
+        .unwrap();
+    let reply = db
+        .run_command(doc! {"insert": "c", "documents": [{}], "writeConcern": {"w": {"dc": 1}}})
+        .await
+        .unwrap();
+    let wce = reply.get_document("writeConcernError").unwrap();
+    assert_eq!(wce.get_str("codeName").unwrap(), "NoSuchKey");
+    assert_eq!(
+        wce.get_str("errmsg").unwrap(),
+        "No replica set tag key dc in config"
+    );
+    db.drop().await.unwrap();
+}
+
+/// The driver's own transactions: each statement is refused, an abort is harmless, the
+/// convenient API gives up at once, and a transfer loop loses no money.
+async fn driver_transactions(client: &Client) {
+    let db = client.database("generic_txn");
+    let accounts = db.collection::<Document>("accounts");
+    accounts
+        .insert_many([
+            doc! {"_id": "a", "balance": 100},
+            doc! {"_id": "b", "balance": 100},
+        ])
+        .await
+        .unwrap();
+    let mut session = client.start_session().await.unwrap();
+    for _ in 0..5 {
+        session.start_transaction().await.unwrap();
+        let err = accounts
+            .update_one(doc! {"_id": "a"}, doc! {"$inc": {"balance": -10}})
+            .session(&mut session)
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&err), Some(238), "{err:?}");
+        assert!(!err.contains_label("TransientTransactionError"));
+        let _ = accounts
+            .update_one(doc! {"_id": "b"}, doc! {"$inc": {"balance": 10}})
+            .session(&mut session)
+            .await;
+        session.abort_transaction().await.unwrap();
+    }
+    let calls = AtomicUsize::new(0);
+    let result = session
+        .start_transaction()
+        .and_run2(async |session| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            accounts
+                .insert_one(doc! {"_id": "c", "balance": 50})
+                .session(session)
+                .await?;
+            Ok(())
+        })
+        .await;
+    assert_eq!(error_code(&result.unwrap_err()), Some(238));
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "no retry loop");
+    let mut cursor = accounts.find(doc! {}).sort(doc! {"_id": 1}).await.unwrap();
+    let mut balances = Vec::new();
+    while cursor.advance().await.unwrap() {
+        balances.push(cursor.deserialize_current().unwrap());
+    }
+    assert_eq!(
+        balances,
+        vec![
+            doc! {"_id": "a", "balance": 100},
+            doc! {"_id": "b", "balance": 100}
+        ]
+    );
+    db.drop().await.unwrap();
+}
+
+#[tokio::test]
+async fn every_class_through_the_router() {
+    let cluster = TestCluster::start().await;
+    session_and_transaction_fields(&cluster.client, cluster.addr).await;
+    concerns(&cluster.client).await;
+    api_and_metadata(&cluster.client).await;
+    names(&cluster.client).await;
+    options_once_ignored(&cluster.client).await;
+    driver_transactions(&cluster.client).await;
+    let local = refused(&cluster.db("local"), rawdoc! {"ping": 1}).await;
+    assert_eq!(
+        local,
+        (
+            20,
+            "IllegalOperation".into(),
+            "Can't use 'local' database through mongos".into()
+        )
+    );
+    cluster.shutdown().await;
+}
+
+/// The same checks on every role: the router, a shard and the config server as processes.
+#[tokio::test]
+async fn every_role_as_a_separate_process() {
+    let cluster = ProcessCluster::start(2).await;
+    let router = cluster.client().await;
+    session_and_transaction_fields(
+        &router,
+        SocketAddr::from(([127, 0, 0, 1], cluster.router_port)),
+    )
+    .await;
+    driver_transactions(&router).await;
+    names(&router).await;
+    for direct in [cluster.shard_client(0).await, cluster.config_client().await] {
+        let db = direct.database("generic_direct");
+        assert_eq!(
+            refused(
+                &db,
+                rawdoc! {"insert": "c", "documents": [{}], "txnNumber": 1}
+            )
+            .await
+            .0,
+            14
+        );
+        assert_eq!(
+            refused(
+                &db,
+                rawdoc! {"find": "c", "readConcern": {"level": "strong"}}
+            )
+            .await
+            .0,
+            2
+        );
+        assert_eq!(
+            refused(&db, rawdoc! {"ping": 1, "apiVersion": "2"}).await.0,
+            322
+        );
+        assert_eq!(
+            refused(&db, rawdoc! {"find": "c", "filter": {}, "filter": {}})
+                .await
+                .0,
+            40413
+        );
+        assert_eq!(
+            refused(&direct.database("a b"), rawdoc! {"ping": 1})
+                .await
+                .2,
+            "Invalid database name: 'a b'"
+        );
+        // A node's own `local` is its to read.
+        direct
+            .database("local")
+            .run_command(doc! {"ping": 1})
+            .await
+            .unwrap();
+        let mut session = direct.start_session().await.unwrap();
+        session.start_transaction().await.unwrap();
+        let err = db
+            .collection::<Document>("c")
+            .insert_one(doc! {"x": 1})
+            .session(&mut session)
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&err), Some(238));
+        session.abort_transaction().await.unwrap();
+        assert_eq!(
+            db.collection::<Document>("c")
+                .count_documents(doc! {})
+                .await
+                .unwrap(),
+            0
+        );
+    }
+    let shard = cluster.shard_client(0).await;
+    let reply = shard
+        .database("generic_direct")
+        .run_command(doc! {"insert": "w", "documents": [{}], "writeConcern": {"w": 5}})
+        .await
+        .unwrap();
+    assert_eq!(
+        reply.get_document("writeConcernError").unwrap().get("code"),
+        Some(&Bson::Int32(100))
+    );
+}
