@@ -258,6 +258,83 @@ async fn deep_pipelines(client: &Client) {
     assert_serving(client).await;
 }
 
+/// Every field a command reads, nested as deep as a message may be (201 levels, the command
+/// itself included): answered, never a crash, in one process and across processes.
+async fn as_deep_as_a_message_may_be(client: &Client) {
+    let db = client.database("deep");
+    let coll = db.collection::<Document>("edge");
+    coll.insert_one(doc! {"_id": 1, "x": 1}).await.unwrap();
+    let value = |levels: usize| Bson::Document(nested(levels, Bson::Int32(1)));
+    // find: body (1), filter (2), the value's 198 levels.
+    coll.find_one(doc! {"a": value(198)}).await.unwrap();
+    // A projection's levels are a path's components (at most 200).
+    coll.find_one(doc! {"_id": 1})
+        .projection(nested(198, Bson::Int32(1)))
+        .await
+        .unwrap();
+    let err = coll
+        .find_one(doc! {"_id": 1})
+        .projection(doc! {path(201): 1})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(15), "{err}");
+    // A filter's path may be as deep as a stored document (180 components).
+    coll.find_one(doc! {path(180): 1}).await.unwrap();
+    let err = coll.find_one(doc! {path(181): 1}).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(5729100), "{err}");
+    db.run_command(doc! {"explain": {"find": "edge", "filter": {"a": value(196)}}})
+        .await
+        .unwrap();
+    // aggregate: body, pipeline, stage, $project, then the expression's levels.
+    let mut object = Bson::String("$x".into());
+    for _ in 0..194 {
+        object = Bson::Document(doc! {"a": object});
+    }
+    let out: Vec<Document> = coll
+        .aggregate(vec![doc! {"$project": {"o": object.clone()}}])
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(out.len(), 1);
+    coll.aggregate(vec![doc! {"$group": {"_id": object}}])
+        .await
+        .unwrap()
+        .try_collect::<Vec<Document>>()
+        .await
+        .unwrap();
+    let mut schema = doc! {"bsonType": "int"};
+    for _ in 0..97 {
+        schema = doc! {"properties": {"a": schema}};
+    }
+    coll.find_one(doc! {"$jsonSchema": schema}).await.unwrap();
+    // update: body, updates, statement, u, $set, then the value: refused for storage.
+    let err = coll
+        .update_one(doc! {"_id": 1}, doc! {"$set": {"b": value(194)}})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(15), "{err}");
+    let err = coll
+        .update_one(doc! {"_id": 1}, doc! {"$inc": {"b": value(194)}})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(14), "{err}");
+    let err = db
+        .run_command(doc! {"insert": "edge", "documents": [nested(198, Bson::Int32(1))]})
+        .await
+        .unwrap();
+    assert_eq!(
+        err.get_array("writeErrors").unwrap()[0]
+            .as_document()
+            .unwrap()
+            .get_i32("code")
+            .unwrap(),
+        15
+    );
+    assert_serving(client).await;
+}
+
 /// Values computed deeper than a message may be are refused when they would become BSON, as
 /// MongoDB refuses them, however deep they grew.
 async fn computed_depth_is_refused(client: &Client) {
@@ -333,6 +410,7 @@ macro_rules! deep_modes {
 }
 
 deep_modes!(
+    as_deep_as_a_message_may_be,
     stored_documents_as_deep_as_mongodb_allows,
     documents_deeper_than_storage_are_refused,
     deep_filters_projections_and_expressions,

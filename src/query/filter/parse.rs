@@ -167,7 +167,8 @@ impl Parser {
                 }
                 continue;
             }
-            if key.matches('.').count() + 1 > 100 {
+            // MongoDB's match expression parser takes paths as deep as a stored document.
+            if key.matches('.').count() + 1 > crate::depth::max_depth_for_user_storage() {
                 return Err(MongoError::location(5729100, "FieldPath is too long"));
             }
             if is_expression_document(value, false) {

@@ -777,3 +777,12 @@ fn json_schema_in_filters() {
         "Unknown $jsonSchema keyword: foo"
     );
 }
+
+#[test]
+fn paths_as_deep_as_a_stored_document() {
+    let path = |components: usize| vec!["a"; components].join(".");
+    assert!(Filter::parse(&doc! {path(180): 1}).is_ok());
+    let err = Filter::parse(&doc! {path(181): 1}).unwrap_err();
+    assert_eq!(err.code().code(), 5729100);
+    assert_eq!(err.message(), "FieldPath is too long");
+}

@@ -5,7 +5,7 @@ use super::expression::parse_operand;
 use super::operators::parse_find_expression;
 use super::{PathNode, ProjNode, Projection};
 use crate::aggregate::expression::{LetVariables, Scope};
-use crate::error::{MongoError, Result};
+use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
 use crate::query::values::{check_field_path, render_element, truthy};
 use bson::{Bson, Document};
@@ -86,6 +86,14 @@ fn parse_element(
     parent: &mut PathNode,
     is_root: bool,
 ) -> Result<()> {
+    // A projection path is a FieldPath: at most `maxBSONDepth` components, dotted or nested.
+    let components = parent_path.map_or(0, |p| p.split('.').count()) + name.split('.').count();
+    if components > crate::depth::max_bson_depth() {
+        return Err(MongoError::new(
+            ErrorCode::Overflow,
+            "FieldPath is too long",
+        ));
+    }
     let positional = find_first_positional(name);
     match value {
         Bson::Document(sub) => {
@@ -271,9 +279,6 @@ fn parse_sub_object(
         Some(p) => format!("{p}.{name}"),
         None => name.to_string(),
     };
-    if full_path.split('.').count() > 100 {
-        return Err(MongoError::location(5729100, "FieldPath is too long"));
-    }
     let node = path_node_at(parent, name, &full_path)?;
     for (key, value) in obj {
         parse_element(ctx, key, value, Some(&full_path), node, false)?;

@@ -234,12 +234,22 @@ fn computed_fields() {
 }
 
 #[test]
-fn deep_sub_projections_are_refused() {
-    let mut spec = doc! {"a": 1};
-    for _ in 0..150 {
-        spec = doc! {"a": spec};
-    }
-    assert_eq!(perr(spec).code().code(), 5729100);
+fn projection_paths_longer_than_maxbsondepth_are_refused() {
+    // Nested or dotted, a path of 200 components is a FieldPath; 201 is too long (Overflow).
+    let nested = |levels: usize| {
+        let mut spec = doc! {"a": 1};
+        for _ in 1..levels {
+            spec = doc! {"a": spec};
+        }
+        spec
+    };
+    assert!(Projection::parse(&nested(200)).is_ok());
+    assert_eq!(perr(nested(201)).code().code(), 15);
+    let dotted = |components: usize| doc! {vec!["a"; components].join("."): 1};
+    assert!(Projection::parse(&dotted(200)).is_ok());
+    let err = perr(dotted(201));
+    assert_eq!(err.code().code(), 15);
+    assert_eq!(err.message(), "FieldPath is too long");
 }
 
 #[test]
