@@ -218,6 +218,18 @@ fn attacks() -> Vec<Attack> {
             command(deep_hello.clone()),
             15,
         ),
+        error(
+            "client metadata of 2 KB",
+            command(rawdoc! {"hello": 1, "$db": "admin", "client": {
+                "driver": {"name": "raw", "version": "0"}, "os": {"type": "Linux"}, "pad": "x".repeat(2000),
+            }}),
+            185,
+        ),
+        error(
+            "client metadata 150 levels deep",
+            command(rawdoc! {"hello": 1, "$db": "admin", "client": nested(150)}),
+            185,
+        ),
         error("10,000 levels in a find filter", command(deep_find), 15),
         error("201 levels in a find filter", command(just_over), 15),
         error(

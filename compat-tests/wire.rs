@@ -88,7 +88,7 @@ fn op_reply_document(bytes: &[u8]) -> Document {
 async fn legacy_handshake_over_op_query() {
     let cluster = TestCluster::start().await;
     let mut conn = RawConnection::connect(cluster.addr).await;
-    conn.send(&op_query(doc! {"isMaster": 1, "helloOk": true, "client": {"driver": {"name": "raw", "version": "0"}}}, "admin.$cmd")).await;
+    conn.send(&op_query(doc! {"isMaster": 1, "helloOk": true, "client": {"driver": {"name": "raw", "version": "0"}, "os": {"type": "Linux"}}}, "admin.$cmd")).await;
     let reply = op_reply_document(&conn.read().await.unwrap());
     assert!(reply.get_bool("ismaster").unwrap());
     assert_eq!(reply.get_str("msg").unwrap(), "isdbgrid");

@@ -2,6 +2,7 @@
 //! command dispatch (lookup, panic guard, error → reply), and the commands every role answers.
 
 pub mod asserts;
+mod client_metadata;
 pub mod commands;
 mod connection;
 mod context;

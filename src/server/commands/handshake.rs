@@ -4,7 +4,7 @@
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::dispatch::{CommandSpec, NodeState};
-use crate::server::{RequestContext, Role};
+use crate::server::{RequestContext, Role, client_metadata};
 use crate::wire::{Compressor, MAX_BSON_OBJECT_SIZE, MAX_MESSAGE_SIZE, MAX_WRITE_BATCH_SIZE};
 use bson::{Bson, RawDocumentBuf, doc, rawdoc};
 
@@ -37,15 +37,20 @@ async fn hello<S: NodeState>(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
+    let node = state.node();
     if let Some(client) = args.document("client")? {
-        if !ctx.set_client_metadata(client) && !ctx.is_internal() {
+        let first = ctx.client_metadata().is_none();
+        if !first && !ctx.is_internal() {
             return Err(MongoError::new(
                 ErrorCode::ClientMetadataCannotBeMutated,
                 "The client metadata document may only be sent in the first hello",
             ));
         }
+        if let Some(bson::RawBsonRef::Document(raw)) = req.body.get("client")? {
+            client_metadata::validate(raw, node.role == Role::Router)?;
+        }
+        ctx.set_client_metadata(client);
     }
-    let node = state.node();
     let mut reply = RawDocumentBuf::new();
     if req.name() == "hello" {
         reply.append("isWritablePrimary", true);
