@@ -6,7 +6,7 @@ mod cluster_cursor;
 mod commands;
 mod cursors;
 mod forward;
-mod pipeline_split;
+pub mod pipeline_split;
 mod sessions;
 mod shard_key_move;
 mod shard_registry;

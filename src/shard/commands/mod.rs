@@ -15,6 +15,8 @@ mod find_and_modify;
 mod indexes;
 mod insert;
 mod move_primary;
+#[doc(hidden)]
+pub mod parsers;
 mod refine_shard_key;
 mod rename;
 mod shard_collection;

@@ -1,0 +1,115 @@
+//! `docgrid-fuzz`: the libFuzzer binary (feature `fuzz`), one binary for every target — the
+//! target is `DOCGRID_FUZZ_TARGET` — so that the instrumented build links once. `scripts/fuzz`
+//! builds it with coverage instrumentation and runs it; FUZZING.md tells how.
+//!
+//! Environment: `DOCGRID_FUZZ_TARGET=<name>` (required), `DOCGRID_FUZZ_LIST=1` lists the
+//! targets, `DOCGRID_FUZZ_WRITE_SEEDS=<dir>` writes the target's seeds (and the dictionary,
+//! `<dir>/../mongodb.dict`) and exits.
+
+#![no_main]
+
+#[path = "harness/mod.rs"]
+mod harness;
+
+use harness::mutate::Limits;
+use harness::targets::{self, Target};
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use std::sync::{Mutex, OnceLock};
+
+/// Deep enough to overflow any stack: a campaign looks for what the short run must avoid.
+const MAX_DEPTH: usize = 200_000;
+/// Inputs kept for the mutator to copy elements from (the seeds, then inputs it met).
+const DONORS: usize = 4_096;
+
+static TARGET: OnceLock<&'static Target> = OnceLock::new();
+static DONOR_POOL: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+fn target() -> &'static Target {
+    TARGET.get_or_init(|| {
+        let name = std::env::var("DOCGRID_FUZZ_TARGET").unwrap_or_default();
+        targets::target(&name).unwrap_or_else(|| {
+            eprintln!("DOCGRID_FUZZ_TARGET must name a target; one of:");
+            list();
+            std::process::exit(2)
+        })
+    })
+}
+
+fn list() {
+    for t in targets::TARGETS {
+        eprintln!("  {:<11} {}", t.name, t.about);
+    }
+}
+
+fn init() {
+    if std::env::var_os("DOCGRID_FUZZ_LIST").is_some() {
+        list();
+        std::process::exit(0);
+    }
+    let target = target();
+    let unified = harness::seeds::unified_dir();
+    let unified = unified.is_dir().then_some(unified.as_path());
+    let seeds = harness::seeds::seeds(target, unified);
+    if let Some(dir) = std::env::var_os("DOCGRID_FUZZ_WRITE_SEEDS") {
+        let dir = std::path::PathBuf::from(dir);
+        write_seeds(&dir, &seeds).expect("the seeds are written");
+        eprintln!(
+            "{} seeds for {} in {}",
+            seeds.len(),
+            target.name,
+            dir.display()
+        );
+        std::process::exit(0);
+    }
+    let mut pool = DONOR_POOL.lock().expect("donor pool");
+    pool.extend(seeds.into_iter().take(DONORS));
+}
+
+fn write_seeds(dir: &std::path::Path, seeds: &[Vec<u8>]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for (i, seed) in seeds.iter().enumerate() {
+        std::fs::write(dir.join(format!("seed-{i:05}")), seed)?;
+    }
+    if let Some(parent) = dir.parent() {
+        std::fs::write(parent.join("mongodb.dict"), harness::words::dictionary())?;
+    }
+    Ok(())
+}
+
+libfuzzer_sys::fuzz_target!(init: init(), |data: &[u8]| {
+    (target().run)(data);
+});
+
+libfuzzer_sys::fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {
+    let mut rng = SmallRng::seed_from_u64(u64::from(seed));
+    // A quarter of the time, and whenever the input has no structure left: libFuzzer's own
+    // byte-level mutations (lengths, bit flips, dictionary words inserted anywhere).
+    if rand::Rng::random_ratio(&mut rng, 1, 4) {
+        return libfuzzer_sys::fuzzer_mutate(data, size, max_size);
+    }
+    let limits = Limits {
+        max_depth: MAX_DEPTH,
+        max_len: max_size,
+    };
+    let mutated = {
+        let mut pool = DONOR_POOL.lock().expect("donor pool");
+        if rand::Rng::random_ratio(&mut rng, 1, 64) {
+            let slot = rand::Rng::random_range(&mut rng, 0..DONORS);
+            if slot < pool.len() {
+                pool[slot] = data[..size].to_vec();
+            } else {
+                pool.push(data[..size].to_vec());
+            }
+        }
+        let donors: Vec<&[u8]> = pool.iter().map(Vec::as_slice).collect();
+        harness::mutate(target().input, &data[..size], &mut rng, limits, &donors)
+    };
+    match mutated {
+        Some(out) if out.len() <= max_size => {
+            data[..out.len()].copy_from_slice(&out);
+            out.len()
+        }
+        _ => libfuzzer_sys::fuzzer_mutate(data, size, max_size),
+    }
+});

@@ -1,0 +1,41 @@
+//! The shard's command and statement parsers as one public surface, for the fuzzer
+//! (`fuzz/`): each parses what its handler parses first, the same way, and says only whether
+//! it was accepted, so the fuzzer reaches them without a storage engine behind.
+
+use super::aggregate::AggregateCommand;
+use super::bulk_write::BulkWriteCommand;
+use super::delete::DeleteStatement;
+use super::find::FindCommand;
+use super::find_and_modify::FindAndModifyCommand;
+use super::update::UpdateStatement;
+use crate::aggregate::expression::LetVariables;
+use crate::command::CommandRequest;
+use crate::error::Result;
+use bson::RawDocument;
+use std::sync::Arc;
+
+pub fn find(req: &CommandRequest) -> Result<()> {
+    FindCommand::parse(req).map(drop)
+}
+
+pub fn aggregate(req: &CommandRequest) -> Result<()> {
+    AggregateCommand::parse(req).map(drop)
+}
+
+pub fn find_and_modify(req: &CommandRequest) -> Result<()> {
+    FindAndModifyCommand::parse(req).map(drop)
+}
+
+pub fn bulk_write(req: &CommandRequest) -> Result<()> {
+    BulkWriteCommand::parse(req).map(drop)
+}
+
+/// One statement of `update.updates`; `vars` is the command's `let`, evaluated.
+pub fn update_statement(raw: &RawDocument, vars: &Arc<LetVariables>) -> Result<()> {
+    UpdateStatement::parse(raw, vars).map(drop)
+}
+
+/// One statement of `delete.deletes`.
+pub fn delete_statement(raw: &RawDocument, vars: &Arc<LetVariables>) -> Result<()> {
+    DeleteStatement::parse(raw, vars).map(drop)
+}
