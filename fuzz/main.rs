@@ -5,8 +5,15 @@
 //! Environment: `DOCGRID_FUZZ_TARGET=<name>` (required), `DOCGRID_FUZZ_LIST=1` lists the
 //! targets, `DOCGRID_FUZZ_WRITE_SEEDS=<dir>` writes the target's seeds (and the dictionary,
 //! `<dir>/../mongodb.dict`) and exits.
-
-#![no_main]
+//!
+//! The binary has a Rust `main` that hands over to libFuzzer (`LLVMFuzzerRunDriver`) rather
+//! than libFuzzer's own `main`: only a Rust `main` starts Rust's runtime, whose stack overflow
+//! handler runs on an alternate stack (on every thread). libFuzzer chains its SIGSEGV handler
+//! to it, so a stack overflow — the failure deep nesting causes — prints Rust's message,
+//! aborts, and libFuzzer reports the abort as a deadly signal and saves the input. Under
+//! libFuzzer's `main` the overflow would kill the process silently, with nothing saved. The
+//! report runs on the signal stack, so every thread gets one larger than Rust's (a few KiB,
+//! which libFuzzer's crash report overflows).
 
 #[path = "harness/mod.rs"]
 mod harness;
@@ -15,7 +22,55 @@ use harness::mutate::Limits;
 use harness::targets::{self, Target};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
+use std::ffi::{CString, c_char, c_int};
+use std::os::unix::ffi::OsStringExt;
 use std::sync::{Mutex, OnceLock};
+
+unsafe extern "C" {
+    /// libFuzzer's entry point for programs with their own `main`.
+    fn LLVMFuzzerRunDriver(
+        argc: *mut c_int,
+        argv: *mut *mut *mut c_char,
+        test_one_input: extern "C" fn(*const u8, usize) -> c_int,
+    ) -> c_int;
+}
+
+/// What libFuzzer calls per input: libfuzzer-sys's wrapper around the `fuzz_target!` below.
+extern "C" fn test_one_input(data: *const u8, size: usize) -> c_int {
+    // SAFETY: libFuzzer passes a buffer of `size` readable bytes.
+    unsafe { libfuzzer_sys::test_input_wrap(data, size) }
+}
+
+/// The signal stack each thread reports a crash on.
+const SIGNAL_STACK: usize = 1 << 20;
+
+/// Replaces the calling thread's signal stack by one of [`SIGNAL_STACK`] bytes (leaked: a
+/// thread may report a crash until it ends).
+fn large_signal_stack() {
+    let stack: &'static mut [u8] = Vec::leak(vec![0u8; SIGNAL_STACK]);
+    let alt = libc::stack_t {
+        ss_sp: stack.as_mut_ptr().cast(),
+        ss_flags: 0,
+        ss_size: stack.len(),
+    };
+    // SAFETY: the stack is valid, leaked memory of the size given.
+    unsafe { libc::sigaltstack(&alt, std::ptr::null_mut()) };
+}
+
+fn main() {
+    large_signal_stack();
+    let _ = harness::THREAD_START.set(large_signal_stack);
+    let args: Vec<CString> = std::env::args_os()
+        .map(|a| CString::new(a.into_vec()).expect("arguments hold no NUL"))
+        .collect();
+    let mut pointers: Vec<*mut c_char> = args.iter().map(|a| a.as_ptr().cast_mut()).collect();
+    pointers.push(std::ptr::null_mut());
+    let mut argc = c_int::try_from(args.len()).expect("few arguments");
+    let mut argv = pointers.as_mut_ptr();
+    // SAFETY: argc/argv describe NUL-terminated strings that outlive the call, as in C.
+    let code = unsafe { LLVMFuzzerRunDriver(&mut argc, &mut argv, test_one_input) };
+    std::process::exit(code);
+}
 
 /// Deep enough to overflow any stack: a campaign looks for what the short run must avoid.
 const MAX_DEPTH: usize = 200_000;

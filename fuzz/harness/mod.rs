@@ -11,7 +11,12 @@ pub mod words;
 use mutate::Limits;
 use rand::Rng;
 use std::ops::Range;
+use std::sync::OnceLock;
 use targets::Input;
+
+/// Run on every thread a target starts (the dispatch target's runtime workers): the libFuzzer
+/// binary gives each a signal stack large enough to report a stack overflow from.
+pub static THREAD_START: OnceLock<fn()> = OnceLock::new();
 
 /// OP_MSG's op code, and where its first section's kind byte sits (header, then flags).
 const OP_MSG: i32 = 2013;

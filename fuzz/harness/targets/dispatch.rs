@@ -50,6 +50,11 @@ fn start() -> Result<Cluster, Box<dyn std::error::Error>> {
     // The runtime `src/main.rs` builds.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .on_thread_start(|| {
+            if let Some(start) = super::super::THREAD_START.get() {
+                start();
+            }
+        })
         .build()?;
     let dir = tempfile::tempdir()?;
     let router = runtime.block_on(async {
