@@ -81,6 +81,9 @@ pub fn target(name: &str) -> Option<&'static Target> {
 /// (removed from the command before parsing; the dispatch target inserts them first).
 pub const DOCS_FIELD: &str = "$fuzzDocs";
 
+/// How deep the documents of [`DOCS_FIELD`] may nest (deeper ones are left out).
+const DOCS_MAX_DEPTH: usize = 100;
+
 /// A command input: the command as a client sends it, and the documents to evaluate it on.
 pub struct Command {
     pub body: RawDocumentBuf,
@@ -108,7 +111,13 @@ pub fn command(data: &[u8]) -> Option<Command> {
         Some(RawBsonRef::Array(items)) => items
             .into_iter()
             .filter_map(|item| match item {
-                Ok(RawBsonRef::Document(d)) => d.to_owned().to_document().ok(),
+                // Deeper documents would overflow the stack in the conversion below, which
+                // is the `bson` target's finding, not this target's.
+                Ok(RawBsonRef::Document(d))
+                    if super::raw::depth(d.as_bytes()) <= DOCS_MAX_DEPTH =>
+                {
+                    d.to_owned().to_document().ok()
+                }
                 _ => None,
             })
             .collect(),
