@@ -4,7 +4,9 @@
 //!
 //! Environment: `DOCGRID_FUZZ_TARGET=<name>` (required), `DOCGRID_FUZZ_LIST=1` lists the
 //! targets, `DOCGRID_FUZZ_WRITE_SEEDS=<dir>` writes the target's seeds (and the dictionary,
-//! `<dir>/../mongodb.dict`) and exits.
+//! `<dir>/../mongodb.dict`) and exits, `DOCGRID_FUZZ_MAX_DEPTH=<n>` keeps inputs within `n`
+//! levels of nesting (mutations stay within it, deeper document inputs are skipped): a
+//! campaign then looks for everything but the stack overflows deep nesting causes.
 //!
 //! The binary has a Rust `main` that hands over to libFuzzer (`LLVMFuzzerRunDriver`) rather
 //! than libFuzzer's own `main`: only a Rust `main` starts Rust's runtime, whose stack overflow
@@ -19,7 +21,7 @@
 mod harness;
 
 use harness::mutate::Limits;
-use harness::targets::{self, Target};
+use harness::targets::{self, Input, Target};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use std::ffi::{CString, c_char, c_int};
@@ -72,7 +74,8 @@ fn main() {
     std::process::exit(code);
 }
 
-/// Deep enough to overflow any stack: a campaign looks for what the short run must avoid.
+/// Deep enough to overflow any stack: a campaign looks for what the short run must avoid,
+/// unless `DOCGRID_FUZZ_MAX_DEPTH` says otherwise.
 const MAX_DEPTH: usize = 200_000;
 /// Inputs kept for the mutator to copy elements from (the seeds, then inputs it met).
 const DONORS: usize = 4_096;
@@ -88,6 +91,16 @@ fn target() -> &'static Target {
             list();
             std::process::exit(2)
         })
+    })
+}
+
+fn max_depth() -> usize {
+    static DEPTH: OnceLock<usize> = OnceLock::new();
+    *DEPTH.get_or_init(|| {
+        std::env::var("DOCGRID_FUZZ_MAX_DEPTH")
+            .ok()
+            .and_then(|d| d.parse().ok())
+            .unwrap_or(MAX_DEPTH)
     })
 }
 
@@ -133,7 +146,14 @@ fn write_seeds(dir: &std::path::Path, seeds: &[Vec<u8>]) -> std::io::Result<()> 
 }
 
 libfuzzer_sys::fuzz_target!(init: init(), |data: &[u8]| {
-    (target().run)(data);
+    let target = target();
+    if target.input == Input::Document
+        && max_depth() < MAX_DEPTH
+        && harness::raw::depth(data) > max_depth()
+    {
+        return;
+    }
+    (target.run)(data);
 });
 
 libfuzzer_sys::fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {
@@ -144,7 +164,7 @@ libfuzzer_sys::fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, see
         return libfuzzer_sys::fuzzer_mutate(data, size, max_size);
     }
     let limits = Limits {
-        max_depth: MAX_DEPTH,
+        max_depth: max_depth(),
         max_len: max_size,
     };
     let mutated = {

@@ -111,9 +111,16 @@ pub fn run(data: &[u8]) {
     let Ok(request) = CommandRequest::from_op_msg(OpMsg::new(cmd.body)) else {
         return;
     };
-    let _reply = cluster
+    // On a runtime worker, as a connection's task runs the command in the server (with a
+    // worker's stack, not the main thread's).
+    let router = cluster.router.clone();
+    let task = cluster
         .runtime
-        .block_on(cluster.router.execute(&ctx, request));
+        .spawn(async move { router.execute(&ctx, request).await });
+    if let Err(e) = cluster.runtime.block_on(task) {
+        // A panic outside the dispatcher's guard; the panic hook has reported it already.
+        std::panic::resume_unwind(e.into_panic());
+    }
 }
 
 /// Inserts the input's documents into the collection its command names (`$db` and the
