@@ -30,11 +30,32 @@ impl Node {
 /// Every element of `bytes` in document order, or `None` when `bytes` is not one well-formed
 /// BSON document (lengths, terminators and type bytes; string contents are not checked).
 pub fn elements(bytes: &[u8]) -> Option<Vec<Node>> {
-    let total = read_len(bytes, 0)?;
-    if total != bytes.len() || total < 5 || bytes[total - 1] != 0 {
-        return None;
-    }
+    let (nodes, complete) = walk(bytes);
+    complete.then_some(nodes)
+}
+
+/// The deepest nesting of documents and arrays in `bytes` (1 for a flat document) that a
+/// reader going through it in order reaches before the first malformed element (0 when the
+/// top level is malformed): how deep a recursive conversion would recurse before it failed.
+pub fn depth(bytes: &[u8]) -> usize {
+    let (nodes, _) = walk(bytes);
+    let whole = read_len(bytes, 0) == Some(bytes.len()) && bytes.len() >= 5;
+    nodes
+        .iter()
+        .map(|n| n.depth + usize::from(n.is_container()))
+        .max()
+        .unwrap_or(usize::from(whole))
+}
+
+/// The elements up to the first malformed one, and whether there was none.
+fn walk(bytes: &[u8]) -> (Vec<Node>, bool) {
     let mut nodes: Vec<Node> = Vec::new();
+    let Some(total) = read_len(bytes, 0) else {
+        return (nodes, false);
+    };
+    if total != bytes.len() || total < 5 || bytes[total - 1] != 0 {
+        return (nodes, false);
+    }
     // (container, next element, the container's terminating zero)
     let mut open: Vec<(Option<usize>, usize, usize)> = vec![(None, 4, total - 1)];
     while let Some(&(parent, pos, end)) = open.last() {
@@ -42,37 +63,42 @@ pub fn elements(bytes: &[u8]) -> Option<Vec<Node>> {
             open.pop();
             continue;
         }
-        let kind = bytes[pos];
-        let key_end = pos + 1 + bytes.get(pos + 1..end)?.iter().position(|&b| b == 0)?;
-        let start = key_end + 1;
-        let len = value_len(kind, bytes.get(start..end)?)?;
-        let value = start..start + len;
-        let depth = open.len();
-        open.last_mut()?.1 = value.end;
-        nodes.push(Node {
-            kind,
-            element: pos..value.end,
-            key: pos + 1..key_end,
-            value: value.clone(),
-            parent,
-            depth,
-        });
-        if kind == DOCUMENT || kind == ARRAY {
-            open.push((Some(nodes.len() - 1), value.start + 4, value.end - 1));
+        let Some(node) = element_at(bytes, pos, end, parent, open.len()) else {
+            return (nodes, false);
+        };
+        if let Some(top) = open.last_mut() {
+            top.1 = node.value.end;
+        }
+        let inner = node
+            .is_container()
+            .then(|| (node.value.start + 4, node.value.end - 1));
+        nodes.push(node);
+        if let Some((start, stop)) = inner {
+            open.push((Some(nodes.len() - 1), start, stop));
         }
     }
-    Some(nodes)
+    (nodes, true)
 }
 
-/// The deepest nesting of documents and arrays in `bytes` (1 for a flat document), or 0 when
-/// `bytes` is no well-formed document.
-pub fn depth(bytes: &[u8]) -> usize {
-    elements(bytes).map_or(0, |nodes| {
-        nodes
-            .iter()
-            .map(|n| n.depth + usize::from(n.is_container()))
-            .max()
-            .unwrap_or(1)
+/// The element starting at `pos` inside a container ending at `end`, if well formed.
+fn element_at(
+    bytes: &[u8],
+    pos: usize,
+    end: usize,
+    parent: Option<usize>,
+    depth: usize,
+) -> Option<Node> {
+    let kind = *bytes.get(pos)?;
+    let key_end = pos + 1 + bytes.get(pos + 1..end)?.iter().position(|&b| b == 0)?;
+    let start = key_end + 1;
+    let len = value_len(kind, bytes.get(start..end)?)?;
+    Some(Node {
+        kind,
+        element: pos..start + len,
+        key: pos + 1..key_end,
+        value: start..start + len,
+        parent,
+        depth,
     })
 }
 
@@ -241,6 +267,12 @@ mod tests {
         assert_eq!(keys, [&b"a"[..], b"b", b"c", b"0", b"1", b"d", b"e"]);
         assert_eq!(depth(&b), 4);
         assert!(elements(&b[..b.len() - 1]).is_none());
+        // A reader recursing in order gets as deep as the elements before the first broken one.
+        let mut broken = bytes(doc! {"a": {"b": {"c": 1}}, "z": 1});
+        let z = broken.len() - 8;
+        broken[z] = 0x42;
+        assert!(elements(&broken).is_none());
+        assert_eq!(depth(&broken), 3);
     }
 
     #[test]
