@@ -20,6 +20,9 @@ use std::sync::{Arc, OnceLock};
 
 const RESET_EVERY: u64 = 2_000;
 const SHARDS: usize = 2;
+/// A command still running after this long is a finding (libFuzzer's `-timeout` is shorter;
+/// this bounds the short run in `cargo test`).
+const HANG: std::time::Duration = std::time::Duration::from_secs(30);
 
 struct Cluster {
     runtime: tokio::runtime::Runtime,
@@ -117,9 +120,14 @@ pub fn run(data: &[u8]) {
     let task = cluster
         .runtime
         .spawn(async move { router.execute(&ctx, request).await });
-    if let Err(e) = cluster.runtime.block_on(task) {
+    match cluster
+        .runtime
+        .block_on(async { tokio::time::timeout(HANG, task).await })
+    {
+        Ok(Ok(_reply)) => {}
         // A panic outside the dispatcher's guard; the panic hook has reported it already.
-        std::panic::resume_unwind(e.into_panic());
+        Ok(Err(e)) => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => panic!("a command ran for more than {HANG:?}"),
     }
 }
 
