@@ -81,7 +81,11 @@ fn shallow(kind: Input, input: &[u8]) -> bool {
     }
 }
 
-fn regressions(name: &str) -> Vec<(String, Vec<u8>)> {
+/// Regression inputs found but left to another part of the work (time and memory limits):
+/// named `*.pending`, listed and skipped until their fix lands and the suffix goes.
+const PENDING: &str = "pending";
+
+fn regression_files(name: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fuzz/regressions")
         .join(name);
@@ -94,11 +98,29 @@ fn regressions(name: &str) -> Vec<(String, Vec<u8>)> {
         .collect();
     files.sort();
     files
-        .into_iter()
-        .filter_map(|p| {
-            let name = p.file_name()?.to_string_lossy().into_owned();
-            Some((name, std::fs::read(&p).ok()?))
-        })
+}
+
+fn is_pending(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == PENDING)
+}
+
+fn file_name(path: &Path) -> Option<String> {
+    Some(path.file_name()?.to_string_lossy().into_owned())
+}
+
+fn pending(name: &str) -> Vec<String> {
+    regression_files(name)
+        .iter()
+        .filter(|p| is_pending(p))
+        .filter_map(|p| file_name(p))
+        .collect()
+}
+
+fn regressions(name: &str) -> Vec<(String, Vec<u8>)> {
+    regression_files(name)
+        .iter()
+        .filter(|p| !is_pending(p))
+        .filter_map(|p| Some((file_name(p)?, std::fs::read(p).ok()?)))
         .collect()
 }
 
@@ -148,10 +170,11 @@ fn short_run(name: &str) {
         runs += 1;
     }
     eprintln!(
-        "fuzz {name}: {} regression inputs ({} too deep for now: {:?}), {} seeds, {runs} mutations in {:.1?}",
-        skipped.len() + regressions(name).len() - skipped.len(),
+        "fuzz {name}: {} regression inputs ({} too deep for now: {:?}; pending: {:?}), {} seeds, {runs} mutations in {:.1?}",
+        regressions(name).len(),
         skipped.len(),
         skipped,
+        pending(name),
         seeds.len(),
         started.elapsed()
     );
