@@ -22,11 +22,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The deepest nesting of documents and arrays the short run feeds the targets (mutations
-/// stay within it; deeper seeds and regression inputs are skipped, and listed). Deeper
-/// inputs overflow a stack today, which aborts the whole test binary; raise this once the
-/// recursive walks have their depth limits (issue 20), and the deep regression inputs in
-/// `fuzz/regressions/` run here too.
-const SHORT_RUN_MAX_NESTING: usize = 40;
+/// stay within it; deeper seeds and regression inputs are skipped, and listed). Far past
+/// `maxBSONDepth`: the wire layer refuses deeper documents before any parser reads them, and
+/// the short run checks that nothing gets through to overflow a stack. Lower it only to
+/// bisect: an overflow aborts the whole test binary.
+const SHORT_RUN_MAX_NESTING: usize = 20_000;
 /// The largest input the short run's mutations produce.
 const SHORT_RUN_MAX_LEN: usize = 256 * 1024;
 /// Seeds run as they are, at most (evenly spread over all of them).
@@ -124,7 +124,20 @@ fn regressions(name: &str) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-fn short_run(name: &str) {
+/// Runs a target's short run on a thread with the stack the server's runtime threads have
+/// (`depth::THREAD_STACK_SIZE`), as commands run in the server.
+fn short_run(name: &'static str) {
+    let run = std::thread::Builder::new()
+        .name(format!("fuzz-{name}"))
+        .stack_size(docgrid::depth::THREAD_STACK_SIZE)
+        .spawn(move || short_run_here(name))
+        .expect("a thread");
+    if let Err(panic) = run.join() {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+fn short_run_here(name: &str) {
     count_panics();
     let target = targets::target(name).expect("a target");
     let mut skipped = Vec::new();

@@ -114,14 +114,10 @@ fn op_msg(body: Vec<u8>) -> Vec<u8> {
 /// A message as sent, with a checksum, and compressed with each compressor MongoDB knows.
 fn variants(message: &[u8]) -> Vec<Vec<u8>> {
     let mut out = vec![message.to_vec(), noop_compressed(message)];
-    let Ok(docgrid::wire::Request::Msg { msg, .. }) =
-        docgrid::wire::decode_request(&docgrid::wire::Frame {
-            header: docgrid::wire::MsgHeader::parse(
-                message[..HEADER_LEN].try_into().expect("a header"),
-            ),
-            bytes: message.to_vec(),
-        })
-    else {
+    let Some(frame) = docgrid::wire::Frame::from_bytes(message.to_vec()) else {
+        return out;
+    };
+    let Ok(docgrid::wire::Request::Msg { msg, .. }) = docgrid::wire::decode_request(&frame) else {
         return out;
     };
     if !msg.sequences.is_empty() {
@@ -167,12 +163,8 @@ pub fn noop_compressed(message: &[u8]) -> Vec<u8> {
 fn golden_commands() -> Vec<SeedCommand> {
     let mut out = Vec::new();
     for text in GOLDEN {
-        let bytes = hex(text);
-        let frame = docgrid::wire::Frame {
-            header: docgrid::wire::MsgHeader::parse(
-                bytes[..HEADER_LEN].try_into().expect("a header"),
-            ),
-            bytes,
+        let Some(frame) = docgrid::wire::Frame::from_bytes(hex(text)) else {
+            continue;
         };
         let (db, body, sequences) = match docgrid::wire::decode_request(&frame) {
             Ok(docgrid::wire::Request::Msg { msg, .. }) => {

@@ -50,8 +50,9 @@ fn node(role: Role, host: &str) -> Node {
 
 /// What `cluster::start_dev` assembles, without the listener.
 fn start() -> Result<Cluster, Box<dyn std::error::Error>> {
-    // The runtime `src/main.rs` builds.
+    // The runtime `src/main.rs` builds, with its workers' stack.
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(docgrid::depth::THREAD_STACK_SIZE)
         .enable_all()
         .on_thread_start(|| {
             if let Some(start) = super::super::THREAD_START.get() {

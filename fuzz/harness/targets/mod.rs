@@ -81,9 +81,6 @@ pub fn target(name: &str) -> Option<&'static Target> {
 /// (removed from the command before parsing; the dispatch target inserts them first).
 pub const DOCS_FIELD: &str = "$fuzzDocs";
 
-/// How deep the documents of [`DOCS_FIELD`] may nest (deeper ones are left out).
-const DOCS_MAX_DEPTH: usize = 100;
-
 /// A command input: the command as a client sends it, and the documents to evaluate it on.
 pub struct Command {
     pub body: RawDocumentBuf,
@@ -92,9 +89,11 @@ pub struct Command {
     pub docs_given: bool,
 }
 
-/// Splits a command input; `None` when the bytes are no well-formed document (the layer
-/// below, which the `bson` and `wire` targets cover, would refuse them).
+/// Splits a command input; `None` when the wire layer would refuse the document before any
+/// parser saw it (`wire::validate_document` with the process's `maxBSONDepth`, what every
+/// incoming document goes through; the `bson` and `wire` targets cover that layer).
 pub fn command(data: &[u8]) -> Option<Command> {
+    docgrid::wire::validate_document(data, docgrid::depth::max_bson_depth()).ok()?;
     let raw = RawDocument::from_bytes(data).ok()?;
     let mut body = RawDocumentBuf::new();
     let mut docs = None;
@@ -111,13 +110,7 @@ pub fn command(data: &[u8]) -> Option<Command> {
         Some(RawBsonRef::Array(items)) => items
             .into_iter()
             .filter_map(|item| match item {
-                // Deeper documents would overflow the stack in the conversion below, which
-                // is the `bson` target's finding, not this target's.
-                Ok(RawBsonRef::Document(d))
-                    if super::raw::depth(d.as_bytes()) <= DOCS_MAX_DEPTH =>
-                {
-                    d.to_owned().to_document().ok()
-                }
+                Ok(RawBsonRef::Document(d)) => d.to_owned().to_document().ok(),
                 _ => None,
             })
             .collect(),
