@@ -20,6 +20,8 @@ pub mod expression;
 mod fieldpath;
 /// Public so that the router and the nodes can give pipelines their [`foreign::Host`].
 pub mod foreign;
+/// Public so that the server parameters of the same names can set them.
+pub mod limits;
 mod numeric;
 mod parse_text;
 mod stages;
@@ -57,11 +59,12 @@ impl Pipeline {
     /// Parses a pipeline of a command with a `let` document (already evaluated), so that its
     /// expressions read those variables and the command's `$$NOW`.
     pub fn parse_with_variables(stages: &[Document], vars: Arc<LetVariables>) -> Result<Pipeline> {
-        check_positions(stages)?;
+        check_pipeline(stages)?;
         let mut parsed = Vec::with_capacity(stages.len());
         for spec in stages {
             parsed.extend(stages::parse(spec, &vars)?);
         }
+        limits::check_parsed_length(parsed.len())?;
         Ok(Pipeline {
             stages: parsed,
             vars,
@@ -222,9 +225,17 @@ impl PipelineRun<'_> {
     }
 }
 
+/// The checks on a pipeline as written, before any stage is parsed (a router makes them on the
+/// whole pipeline before splitting it): its length, then where the stages that must come
+/// first or last are.
+pub fn check_pipeline(stages: &[Document]) -> Result<()> {
+    limits::check_length(stages.len())?;
+    check_positions(stages)
+}
+
 /// Refuses stages out of the place they must have: `$out` and `$merge` last, `$documents`
-/// first (a router checks the whole pipeline before splitting it).
-pub fn check_positions(stages: &[Document]) -> Result<()> {
+/// first.
+fn check_positions(stages: &[Document]) -> Result<()> {
     for (i, spec) in stages.iter().enumerate() {
         let name = spec.keys().next().map(String::as_str).unwrap_or_default();
         match name {

@@ -84,6 +84,7 @@ pub fn parse(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<S
     }
     let mut facets = Vec::with_capacity(raw.len());
     for (name, specs) in raw {
+        crate::aggregate::limits::check_length(specs.len())?;
         if specs.is_empty() {
             return Err(MongoError::bad_value(
                 "sub-pipeline in $facet stage cannot be empty",
@@ -103,6 +104,7 @@ pub fn parse(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<S
             }
             stages.extend(super::parse(stage, vars)?);
         }
+        crate::aggregate::limits::check_parsed_length(stages.len())?;
         facets.push((name.clone(), stages));
     }
     Ok(vec![Stage::Facet(Facet { facets })])

@@ -291,7 +291,7 @@ pub(super) async fn aggregate(
     }
     super::super::forward::check_routable(&req.db)?;
     let stages = pipeline_stages(&req)?;
-    crate::aggregate::check_positions(&stages)?;
+    crate::aggregate::check_pipeline(&stages)?;
     let list_sessions = stages
         .first()
         .is_some_and(|s| s.contains_key("$listSessions"));
