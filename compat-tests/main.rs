@@ -19,6 +19,7 @@ mod ddl_concurrency;
 mod ddl_faults;
 mod ddl_locks;
 mod durability;
+mod expensive_requests;
 mod explain;
 mod expression_catalog;
 mod expression_operators;

@@ -30,6 +30,8 @@ fn fields(n: usize, prefix: &str, value: impl Fn(usize) -> Bson) -> Document {
 /// The requests, by name: `(database command, or None for the setup it needs)`.
 fn request(name: &str, n: usize) -> Option<Document> {
     let coll = "docs";
+    // The size of the long and the wide document.
+    let m = n.min(500_000);
     Some(match name {
         "find_proj_incl" => doc! {"find": coll, "projection": fields(n, "", |_| Bson::Int32(1))},
         "find_proj_excl" => doc! {"find": coll, "projection": fields(n, "", |_| Bson::Int32(0))},
@@ -67,7 +69,7 @@ fn request(name: &str, n: usize) -> Option<Document> {
         "agg_project_sharded" => doc! {"aggregate": "sharded", "cursor": {},
         "pipeline": [{"$project": fields(n, "", |_| Bson::Int32(1))}, {"$sort": {"a": 1}}]},
         "find_sort" => doc! {"find": coll, "sort": fields(n.min(10_000), "", |_| Bson::Int32(1))},
-        "find_big_array" => doc! {"find": "big", "filter": {"arr": (n as i64) - 1}},
+        "find_big_array" => doc! {"find": "big", "filter": {"arr": (m as i64) - 1}},
         "update_big_array" => doc! {"update": "big",
         "updates": [{"q": {"_id": "array"}, "u": {"$push": {"arr": -1}}}]},
         "find_wide_doc" => doc! {"find": "big",
@@ -163,10 +165,12 @@ async fn main() -> anyhow::Result<()> {
     db.collection::<Document>("sharded")
         .insert_many(docs)
         .await?;
+    // The long and the wide document stay within the 16 MB a document may have.
     let big = db.collection::<Document>("big");
-    big.insert_one(doc! {"_id": "array", "arr": (0..n as i64).collect::<Vec<_>>()})
+    let m = n.min(500_000);
+    big.insert_one(doc! {"_id": "array", "arr": (0..m as i64).collect::<Vec<_>>()})
         .await?;
-    let mut wide = fields(n, "", |i| Bson::Int64(i as i64));
+    let mut wide = fields(m, "", |i| Bson::Int64(i as i64));
     wide.insert("_id", "wide");
     big.insert_one(wide).await?;
     pinger

@@ -254,6 +254,9 @@ impl<S: NodeState> Dispatcher<S> {
                 "operation exceeded time limit",
             ));
         }
+        // A large request runs off the runtime threads, so its parsing and work do not keep
+        // other connections waiting (`cpu`).
+        let heavy = super::cpu::is_heavy(&request);
         let handled = async {
             let _guard = state.before_command(&request).await?;
             let run = (spec.handler)(state, ctx, request);
@@ -268,7 +271,7 @@ impl<S: NodeState> Dispatcher<S> {
                 None => run.await,
             }
         };
-        match AssertUnwindSafe(handled).catch_unwind().await {
+        match super::cpu::run(heavy, AssertUnwindSafe(handled).catch_unwind()).await {
             Ok(result) => result,
             Err(panic) => {
                 let what = panic

@@ -4,6 +4,7 @@
 pub mod commands;
 mod connection;
 mod context;
+pub mod cpu;
 pub mod current_op;
 mod dispatch;
 pub mod failpoint;

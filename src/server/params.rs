@@ -268,7 +268,10 @@ mod tests {
         let p = Parameters::new();
         assert_eq!(p.get_i64("internalPipelineLengthLimit"), Some(1000));
         assert_eq!(p.get_i64("internalMaxSubPipelineViewDepth"), Some(20));
-        for name in ["internalPipelineLengthLimit", "internalMaxSubPipelineViewDepth"] {
+        for name in [
+            "internalPipelineLengthLimit",
+            "internalMaxSubPipelineViewDepth",
+        ] {
             let err = p.set(name, &Bson::Int32(0)).unwrap_err();
             assert_eq!(err.code(), ErrorCode::BadValue);
         }

@@ -151,6 +151,7 @@ pub(super) async fn stream_pipeline<S: DataNode>(
         ));
     }
     let mut run = pipeline.start();
+    let mut input = 0;
     if let Some(name) = coll {
         if let Some((store, coll)) = state.storage().collection(db, name).await {
             let all = Filter::match_all();
@@ -176,6 +177,7 @@ pub(super) async fn stream_pipeline<S: DataNode>(
                     .into_iter()
                     .map(|c| c.doc)
                     .collect();
+                input += batch.len();
                 let out = run.push(batch)?;
                 if !out.is_empty() {
                     sink(out)?;
@@ -184,7 +186,10 @@ pub(super) async fn stream_pipeline<S: DataNode>(
         }
     }
     if !pipeline.reaches_other_collections() {
-        return run.finish_into(sink);
+        // Blocking stages finish over all their input at once: over many documents, that is
+        // work to hand off (`server::cpu`).
+        let heavy = input >= crate::server::cpu::HEAVY_STAGE_INPUT;
+        return crate::server::cpu::run_sync(heavy, || run.finish_into(sink));
     }
     // A client talking to this node directly: other collections are this node's own.
     let ctx = RequestContext::internal();
