@@ -283,6 +283,31 @@ async fn large_specifications_answer_as_mongodb_does() {
         assert_eq!(out[1].get_i32("xf99999").unwrap(), 99_999);
     }
 
+    // 20 documents of 100,000 fields (32 MB): batches stop at 16 MB, as MongoDB's do.
+    let reply = db
+        .run_command(doc! {"aggregate": "docs", "cursor": {},
+        "pipeline": [{"$addFields": fields(N, "x", |i| Bson::Int32(i as i32))}]})
+        .await
+        .unwrap();
+    let batch = first_batch(&reply);
+    assert!(
+        batch.len() < 20 && !batch.is_empty(),
+        "{} documents",
+        batch.len()
+    );
+    assert_ne!(
+        reply.get_document("cursor").unwrap().get_i64("id").unwrap(),
+        0
+    );
+    let all: Vec<Document> = docs
+        .aggregate([doc! {"$addFields": fields(N, "x", |i| Bson::Int32(i as i32))}])
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 20);
+
     // 100,000 `$in` values and `$or` branches, with and without an index, on a sharded
     // collection too.
     let odd_in = doc! {"a": {"$in": (0..N as i32).filter(|i| i % 2 == 1).map(Bson::Int32).collect::<Vec<_>>()}};

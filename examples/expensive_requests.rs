@@ -68,6 +68,10 @@ fn request(name: &str, n: usize) -> Option<Document> {
         }
         "agg_project_sharded" => doc! {"aggregate": "sharded", "cursor": {},
         "pipeline": [{"$project": fields(n, "", |_| Bson::Int32(1))}, {"$sort": {"a": 1}}]},
+        "agg_let_vars" => doc! {"aggregate": coll, "cursor": {},
+        "let": fields(n, "v", |i| Bson::Int64(i as i64)),
+        "pipeline": [{"$project": fields(1000, "", |_| Bson::Document(
+            doc! {"$let": {"vars": {"x": "$a"}, "in": {"$add": ["$$x", "$$vf7"]}}}))}]},
         "find_sort" => doc! {"find": coll, "sort": fields(n.min(10_000), "", |_| Bson::Int32(1))},
         "find_big_array" => doc! {"find": "big", "filter": {"arr": (m as i64) - 1}},
         "update_big_array" => doc! {"update": "big",
@@ -97,6 +101,7 @@ const ALL: &[&str] = &[
     "find_or_sharded",
     "find_proj_sharded",
     "agg_project_sharded",
+    "agg_let_vars",
     "find_sort",
     "find_big_array",
     "update_big_array",

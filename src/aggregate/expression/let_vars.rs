@@ -66,6 +66,7 @@ impl LetVariables {
     /// literal values (not expressions) that shadow `let` variables of the same name.
     pub fn with_constants(&self, constants: &Document) -> LetVariables {
         let mut vars = self.clone();
+        vars.scope = vars.scope.nested();
         for (name, value) in constants {
             vars.scope.define(name);
             vars.values.push(Some(value.clone()));
@@ -101,12 +102,12 @@ impl LetVariables {
         let mut seen = std::collections::HashSet::with_capacity(self.values.len());
         let mut out: Vec<(String, Value)> = self
             .scope
-            .names
-            .iter()
+            .names()
+            .into_iter()
             .zip(&self.values)
             .rev()
-            .filter(|(name, _)| seen.insert(name.as_str()))
-            .map(|(name, value)| (name.clone(), value.clone()))
+            .filter(|(name, _)| seen.insert(*name))
+            .map(|(name, value)| (name.to_string(), value.clone()))
             .collect();
         out.reverse();
         out

@@ -50,6 +50,20 @@ fn rewrite(body: &RawDocument, drop: &[&str], add: Document) -> Result<RawDocume
 
 /// An aggregate's `pipeline` as documents (TypeMismatch for any other element, as MongoDB).
 pub(super) fn pipeline_stages(req: &CommandRequest) -> Result<Vec<Document>> {
+    // Counted as the request has them first: a pipeline past the length limit is refused
+    // without making a document of each of its (maybe 100,000) stages.
+    if let Some(RawBsonRef::Array(stages)) = req.args().get("pipeline")? {
+        let mut count = 0;
+        for stage in stages {
+            if !matches!(stage?, RawBsonRef::Document(_)) {
+                return Err(MongoError::type_mismatch(
+                    "Each element of the 'pipeline' array must be an object",
+                ));
+            }
+            count += 1;
+        }
+        crate::aggregate::limits::check_length(count)?;
+    }
     req.args()
         .array("pipeline")?
         .unwrap_or_default()

@@ -257,13 +257,15 @@ pub(super) async fn run<S: DataNode>(
         .batch_size
         .map(|b| b as usize)
         .unwrap_or(DEFAULT_FIRST_BATCH);
-    let batch: Vec<RawDocumentBuf> = docs.drain(..first.min(docs.len())).collect();
-    let id = if docs.is_empty() {
+    // A batch stops at 16 MB as find's do (the reply must stay a valid document).
+    let mut body = CursorBody::Buffered(docs);
+    let (batch, exhausted) = super::find::next_batch(&mut body, first).await?;
+    let id = if exhausted {
         0
     } else {
         state
             .cursors()
-            .register(Cursor::new(ns.clone(), CursorBody::Buffered(docs), false))
+            .register(Cursor::new(ns.clone(), body, false))
     };
     Ok(cursor_reply(&ns, batch, id, true))
 }
