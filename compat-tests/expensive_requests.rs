@@ -150,6 +150,43 @@ async fn heavy_requests_leave_other_connections_served() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heavy_request_off_the_runtime_threads_can_still_be_killed() {
+    let cluster = TestCluster::start().await;
+    let wide = cluster.db("heavy").collection::<Document>("wide");
+    wide.insert_many((0..20).map(|i| doc! {"_id": i}))
+        .await
+        .unwrap();
+    // 100,000 fields set on each of 20 documents (a 1.2 MB request): seconds of work.
+    let update = tokio::spawn({
+        let addr = cluster.addr;
+        async move {
+            let client = client_for(addr).await;
+            client
+                .database("heavy")
+                .run_command(doc! {"update": "wide", "updates": [
+                    {"q": {}, "u": {"$set": fields(N, "", |i| Bson::Int32(i as i32))}, "multi": true}
+                ]})
+                .await
+        }
+    });
+    let opid = loop {
+        assert!(!update.is_finished(), "the update ended before it was seen");
+        let listed = cluster
+            .admin(doc! {"currentOp": 1, "ns": "heavy.wide", "op": "update"})
+            .await
+            .unwrap();
+        if let Some(op) = listed.get_array("inprog").unwrap().first() {
+            break op.as_document().unwrap().get("opid").unwrap().clone();
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    cluster.admin(doc! {"killOp": 1, "op": opid}).await.unwrap();
+    let err = update.await.unwrap().unwrap_err();
+    assert_eq!(error_code(&err), Some(11601), "{err}");
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_projection_of_a_million_fields_leaves_the_shard_serving() {
     // Router and shard as separate processes: the shard parses the projection while it
     // answers its router's other requests (`currentOp`, a query).

@@ -178,13 +178,19 @@ impl<S: NodeState> Dispatcher<S> {
         // Listed in `$currentOp` while it runs; `killOp` drops the command's future, which
         // rolls back its open transaction as a maxTimeMS deadline does.
         let registered = node.operations.begin(ctx, &request);
-        tokio::select! {
-            outcome = self.run_spec(spec, ctx, request) => outcome,
-            _ = registered.op.killed() => (
-                Err(MongoError::new(ErrorCode::Interrupted, "operation was interrupted")),
-                None,
-            ),
-        }
+        // A large request runs off the runtime threads, so its parsing and work do not keep
+        // other connections waiting (`cpu`); `killOp` still ends it at its next await.
+        let heavy = super::cpu::is_heavy(&request);
+        let run = async {
+            tokio::select! {
+                outcome = self.run_spec(spec, ctx, request) => outcome,
+                _ = registered.op.killed() => (
+                    Err(MongoError::new(ErrorCode::Interrupted, "operation was interrupted")),
+                    None,
+                ),
+            }
+        };
+        super::cpu::run(heavy, run).await
     }
 
     /// Runs a command found in the table: the `failCommand` fail point first, then its handler.
@@ -254,9 +260,6 @@ impl<S: NodeState> Dispatcher<S> {
                 "operation exceeded time limit",
             ));
         }
-        // A large request runs off the runtime threads, so its parsing and work do not keep
-        // other connections waiting (`cpu`).
-        let heavy = super::cpu::is_heavy(&request);
         let handled = async {
             let _guard = state.before_command(&request).await?;
             let run = (spec.handler)(state, ctx, request);
@@ -271,7 +274,7 @@ impl<S: NodeState> Dispatcher<S> {
                 None => run.await,
             }
         };
-        match super::cpu::run(heavy, AssertUnwindSafe(handled).catch_unwind()).await {
+        match AssertUnwindSafe(handled).catch_unwind().await {
             Ok(result) => result,
             Err(panic) => {
                 let what = panic
