@@ -72,6 +72,15 @@ fn request(name: &str, n: usize) -> Option<Document> {
         "let": fields(n, "v", |i| Bson::Int64(i as i64)),
         "pipeline": [{"$project": fields(1000, "", |_| Bson::Document(
             doc! {"$let": {"vars": {"x": "$a"}, "in": {"$add": ["$$x", "$$vf7"]}}}))}]},
+        "agg_nested_lookup" => {
+            // `N` nested `$lookup` sub-pipelines (MongoDB allows 20), each over a collection of
+            // one document (over more, the output would grow as their power).
+            let mut stage = doc! {"$match": {}};
+            for _ in 0..n {
+                stage = doc! {"$lookup": {"from": "single", "as": "x", "pipeline": [stage]}};
+            }
+            doc! {"aggregate": coll, "cursor": {}, "pipeline": [stage, {"$limit": 1}]}
+        }
         "find_sort" => doc! {"find": coll, "sort": fields(n.min(10_000), "", |_| Bson::Int32(1))},
         "find_big_array" => doc! {"find": "big", "filter": {"arr": (m as i64) - 1}},
         "update_big_array" => doc! {"update": "big",
@@ -161,6 +170,9 @@ async fn main() -> anyhow::Result<()> {
         doc! {"createIndexes": "indexed", "indexes": [{"key": {"a": 1}, "name": "a_1"}]},
     )
     .await?;
+    db.collection::<Document>("single")
+        .insert_one(doc! {"_id": 1})
+        .await?;
     let admin = client.database("admin");
     // A router answers these; a shard reached directly refuses them (its requests then run on
     // an unsharded collection).
