@@ -229,32 +229,41 @@ async fn deep_pipelines(client: &Client) {
     let db = client.database("deep");
     let coll = db.collection::<Document>("pipelines");
     coll.insert_one(doc! {"_id": 1, "x": 1}).await.unwrap();
-    // $unionWith inside $unionWith: each level costs 4 levels of the message.
-    let mut pipeline = vec![doc! {"$match": {}}];
-    for _ in 0..45 {
-        pipeline = vec![doc! {"$unionWith": {"coll": "pipelines", "pipeline": pipeline}}];
-    }
+    // Nested sub-pipelines, as many as MongoDB runs (internalMaxSubPipelineViewDepth, 20).
+    let union_with = |levels: usize| {
+        let mut pipeline = vec![doc! {"$match": {}}];
+        for _ in 0..levels {
+            pipeline = vec![doc! {"$unionWith": {"coll": "pipelines", "pipeline": pipeline}}];
+        }
+        pipeline
+    };
     let out: Vec<Document> = coll
-        .aggregate(pipeline)
+        .aggregate(union_with(20))
         .await
         .unwrap()
         .try_collect()
         .await
         .unwrap();
-    assert_eq!(out.len(), 46);
-    // $lookup inside $lookup.
-    let mut inner = vec![doc! {"$match": {}}];
-    for _ in 0..30 {
-        inner = vec![doc! {"$lookup": {"from": "pipelines", "as": "l", "pipeline": inner}}];
-    }
+    assert_eq!(out.len(), 21);
+    let err = coll.aggregate(union_with(21)).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(232), "{err}");
+    let lookup = |levels: usize| {
+        let mut inner = vec![doc! {"$match": {}}];
+        for _ in 0..levels {
+            inner = vec![doc! {"$lookup": {"from": "pipelines", "as": "l", "pipeline": inner}}];
+        }
+        inner
+    };
     let out: Vec<Document> = coll
-        .aggregate(inner)
+        .aggregate(lookup(20))
         .await
         .unwrap()
         .try_collect()
         .await
         .unwrap();
     assert_eq!(out.len(), 1);
+    let err = coll.aggregate(lookup(21)).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(232), "{err}");
     assert_serving(client).await;
 }
 

@@ -20,6 +20,7 @@ mod ddl_faults;
 mod ddl_locks;
 mod deep_nesting;
 mod durability;
+mod expensive_requests;
 mod explain;
 mod expression_catalog;
 mod expression_operators;

@@ -20,6 +20,8 @@ pub mod expression;
 mod fieldpath;
 /// Public so that the router and the nodes can give pipelines their [`foreign::Host`].
 pub mod foreign;
+/// Public so that the server parameters of the same names can set them.
+pub mod limits;
 mod numeric;
 mod parse_text;
 mod stages;
@@ -57,11 +59,12 @@ impl Pipeline {
     /// Parses a pipeline of a command with a `let` document (already evaluated), so that its
     /// expressions read those variables and the command's `$$NOW`.
     pub fn parse_with_variables(stages: &[Document], vars: Arc<LetVariables>) -> Result<Pipeline> {
-        check_positions(stages)?;
+        check_pipeline(stages)?;
         let mut parsed = Vec::with_capacity(stages.len());
         for spec in stages {
             parsed.extend(stages::parse(spec, &vars)?);
         }
+        limits::check_parsed_length(parsed.len())?;
         Ok(Pipeline {
             stages: parsed,
             vars,
@@ -118,7 +121,11 @@ impl Pipeline {
     ) -> Result<Vec<Document>> {
         let mut run = self.start();
         let mut out = run.push(input)?;
-        out.extend(run.finish_with(host).await?);
+        run.finish_with_into(host, |batch| {
+            out.extend(batch);
+            Ok(())
+        })
+        .await?;
         Ok(out)
     }
 
@@ -200,31 +207,85 @@ impl PipelineRun<'_> {
     /// Ends the input and returns the rest of the output; stages that reach other collections
     /// do it through `host`.
     pub async fn finish_with(self, host: &foreign::Host<'_>) -> Result<Vec<Document>> {
+        let mut out = Vec::new();
+        self.finish_with_into(host, |batch| {
+            out.extend(batch);
+            Ok(())
+        })
+        .await?;
+        Ok(out)
+    }
+
+    /// Ends the input; the rest of the output goes to `sink` a batch at a time, stages that
+    /// reach other collections doing it through `host`. A tail of per-document stages (`$lookup`
+    /// and the reshaping stages around it) runs over [`TAIL_CHUNK`] documents at a time, each
+    /// chunk reaching `sink` before the next is joined: what a join multiplies is held for a
+    /// chunk, not for the whole result, and a sink that refuses an oversized document stops the
+    /// run at the first.
+    pub async fn finish_with_into(
+        self,
+        host: &foreign::Host<'_>,
+        mut sink: impl FnMut(Vec<Document>) -> Result<()>,
+    ) -> Result<()> {
         let PipelineRun {
             flow,
             ctx,
             tail,
             mut held,
         } = self;
-        let mut out = Vec::new();
-        let sink = if tail.is_empty() { &mut out } else { &mut held };
+        if tail.is_empty() {
+            flow.finish(&ctx, &mut sink).map_err(executor_error)?;
+            return Ok(());
+        }
         flow.finish(&ctx, &mut |batch| {
-            sink.extend(batch);
+            held.extend(batch);
             Ok(())
         })
         .map_err(executor_error)?;
-        if tail.is_empty() {
-            return Ok(out);
+        if !tail.iter().all(Stage::is_per_document) {
+            let out = stages::run_all(tail, held, &ctx, Some(host))
+                .await
+                .map_err(executor_error)?;
+            return sink(out);
         }
-        stages::run_all(tail, held, &ctx, Some(host))
-            .await
-            .map_err(executor_error)
+        let mut rest = held.into_iter();
+        let mut part_len = 1;
+        loop {
+            let part: Vec<Document> = rest.by_ref().take(part_len).collect();
+            if part.is_empty() {
+                return Ok(());
+            }
+            let taken = part.len();
+            let out = stages::run_all(tail, part, &ctx, Some(host))
+                .await
+                .map_err(executor_error)?;
+            let bytes: usize = out
+                .iter()
+                .map(crate::spill::approximate_document_size)
+                .sum();
+            let per_document = (bytes / taken).max(1);
+            part_len = (TAIL_PART_BYTES / per_document).clamp(1, TAIL_PART_DOCUMENTS);
+            sink(out)?;
+        }
     }
 }
 
+/// Output a part of a tail of per-document stages aims at, and the most documents a part takes
+/// (see [`PipelineRun::finish_with_into`]).
+const TAIL_PART_BYTES: usize = 64 * 1024 * 1024;
+const TAIL_PART_DOCUMENTS: usize = 256;
+
+/// The checks on a pipeline as written, before any stage is parsed (a router makes them on the
+/// whole pipeline before splitting it): its length, then where the stages that must come
+/// first or last are.
+pub fn check_pipeline(stages: &[Document]) -> Result<()> {
+    limits::check_length(stages.len())?;
+    check_positions(stages)
+}
+
 /// Refuses stages out of the place they must have: `$out` and `$merge` last, `$documents`
-/// first (a router checks the whole pipeline before splitting it).
-pub fn check_positions(stages: &[Document]) -> Result<()> {
+/// first.
+fn check_positions(stages: &[Document]) -> Result<()> {
     for (i, spec) in stages.iter().enumerate() {
         let name = spec.keys().next().map(String::as_str).unwrap_or_default();
         match name {

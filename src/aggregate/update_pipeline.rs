@@ -28,6 +28,7 @@ impl UpdatePipeline {
     /// InvalidOptions. MongoDB parses the whole pipeline before that check, so a malformed
     /// stage is reported even when an earlier stage is not allowed.
     pub fn parse(specs: &[Document], vars: Arc<LetVariables>) -> Result<UpdatePipeline> {
+        crate::aggregate::limits::check_length(specs.len())?;
         let mut parsed = Vec::with_capacity(specs.len());
         let mut refused: Option<String> = None;
         for spec in specs {

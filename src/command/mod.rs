@@ -19,7 +19,7 @@ pub use collation::check_collation;
 pub use cursor_commands::{GetMore, KillCursors, missing};
 pub use explain::{EXPLAINABLE, ExplainRequest, Verbosity};
 pub use max_time::max_time;
-pub use replies::{cursor_reply, first_batch};
+pub use replies::{MAX_INTERNAL_OBJECT_SIZE, cursor_reply, first_batch, result_document};
 pub use write_concern::WriteConcern;
 
 use crate::error::{ErrorCode, MongoError, Result};

@@ -1,6 +1,31 @@
 //! Reply shapes several commands and roles share.
 
+use crate::error::{ErrorCode, MongoError, Result};
 use bson::{RawArrayBuf, RawDocumentBuf, rawdoc};
+
+/// MongoDB's `BSONObjMaxInternalSize`: the largest document a command may return (16 MB and
+/// room for the reply around it).
+pub const MAX_INTERNAL_OBJECT_SIZE: usize = 16 * 1024 * 1024 + 16 * 1024;
+
+/// A computed document as a command returns it: refused, with MongoDB's BSONObjectTooLarge,
+/// when it is larger than a document may be.
+pub fn result_document(doc: &bson::Document) -> Result<RawDocumentBuf> {
+    let raw = RawDocumentBuf::from_document(doc)?;
+    let size = raw.as_bytes().len();
+    if size > MAX_INTERNAL_OBJECT_SIZE {
+        let first = doc.iter().next().map_or_else(
+            || "EOO".to_string(),
+            |(name, value)| crate::document::display::render_element(name, value),
+        );
+        return Err(MongoError::new(
+            ErrorCode::BSONObjectTooLarge,
+            format!(
+                "BSONObj size: {size} ({size:#X}) is invalid. Size must be between 0 and {MAX_INTERNAL_OBJECT_SIZE}(16MB) First element: {first}"
+            ),
+        ));
+    }
+    Ok(raw)
+}
 
 /// `{cursor: {firstBatch|nextBatch: [...], id, ns}}`.
 pub fn cursor_reply(ns: &str, docs: Vec<RawDocumentBuf>, id: i64, first: bool) -> RawDocumentBuf {
@@ -28,4 +53,21 @@ pub fn first_batch(reply: &bson::Document) -> Vec<bson::Document> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod size_tests {
+    #[test]
+    fn documents_past_the_internal_limit_are_refused_with_mongodbs_message() {
+        let small = bson::doc! {"_id": 1};
+        assert!(super::result_document(&small).is_ok());
+        let big = bson::doc! {"_id": "ana", "pad": "x".repeat(17 * 1024 * 1024)};
+        let err = super::result_document(&big).unwrap_err();
+        assert_eq!(err.code().code(), 10334);
+        assert!(
+            err.message().starts_with("BSONObj size: 17825820 (0x110001C) is invalid. Size must be between 0 and 16793600(16MB) First element: _id: \"ana\""),
+            "{}",
+            err.message()
+        );
+    }
 }

@@ -9,6 +9,10 @@ use crate::error::{MongoError, Result};
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 
+/// Most keys a sort (and a compound index) may have: MongoDB orders both with its index key
+/// ordering, which has room for 32 fields (`Ordering::kMaxCompoundIndexKeys`).
+pub const MAX_COMPOUND_KEYS: usize = 32;
+
 /// A parsed sort specification.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SortSpec {
@@ -89,6 +93,9 @@ impl SortSpec {
                 parts: name.split('.').map(String::from).collect(),
                 ascending: direction > 0.0,
             });
+        }
+        if keys.len() > MAX_COMPOUND_KEYS {
+            return Err(MongoError::location(13103, "too many compound keys"));
         }
         Ok(SortSpec { keys, natural })
     }
@@ -309,6 +316,18 @@ mod tests {
             16410
         );
         assert!(SortSpec::parse(&doc! {"a": 1i64, "b": -1.0}).is_ok());
+        let keys =
+            |n: usize| -> Document { (0..n).map(|i| (format!("f{i}"), Bson::Int32(1))).collect() };
+        assert!(SortSpec::parse(&keys(32)).is_ok());
+        let e = SortSpec::parse(&keys(33)).unwrap_err();
+        assert_eq!(
+            (e.code().code(), e.code().name().to_string(), e.message()),
+            (13103, "Location13103".to_string(), "too many compound keys")
+        );
+        // Each key is checked first, as MongoDB parses the pattern before ordering by it.
+        let mut bad = keys(40);
+        bad.insert("f39", "x");
+        assert_eq!(SortSpec::parse(&bad).unwrap_err().code().code(), 15974);
         let natural = SortSpec::parse(&doc! {"$natural": -1}).unwrap();
         assert_eq!((natural.natural(), natural.is_empty()), (Some(false), true));
     }

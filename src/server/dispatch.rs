@@ -192,13 +192,19 @@ impl<S: NodeState> Dispatcher<S> {
         // Listed in `$currentOp` while it runs; `killOp` drops the command's future, which
         // rolls back its open transaction as a maxTimeMS deadline does.
         let registered = node.operations.begin(ctx, &request);
-        let (outcome, attach) = tokio::select! {
-            outcome = self.run_spec(spec, ctx, request) => outcome,
-            _ = registered.op.killed() => (
-                Err(MongoError::new(ErrorCode::Interrupted, "operation was interrupted")),
-                None,
-            ),
+        // A large request runs off the runtime threads, so its parsing and work do not keep
+        // other connections waiting (`cpu`); `killOp` still ends it at its next await.
+        let heavy = super::cpu::is_heavy(&request);
+        let run = async {
+            tokio::select! {
+                outcome = self.run_spec(spec, ctx, request) => outcome,
+                _ = registered.op.killed() => (
+                    Err(MongoError::new(ErrorCode::Interrupted, "operation was interrupted")),
+                    None,
+                ),
+            }
         };
+        let (outcome, attach) = super::cpu::run(heavy, run).await;
         (
             outcome.and_then(|reply| generic.complete_reply(reply)),
             attach,

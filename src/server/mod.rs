@@ -6,6 +6,7 @@ mod client_metadata;
 pub mod commands;
 mod connection;
 mod context;
+pub mod cpu;
 pub mod current_op;
 mod dispatch;
 pub mod failpoint;

@@ -4,7 +4,7 @@
 
 use super::context::RequestContext;
 use crate::command::CommandRequest;
-use bson::{Bson, Document, RawDocumentBuf, doc};
+use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -212,20 +212,66 @@ impl Operation {
     /// The command as received; past 1000 bytes when truncating, MongoDB's `$truncated` form
     /// (the command printed as text, cut) with the `comment` kept.
     fn command_document(&self, truncate: bool) -> Document {
-        let full = self.command.to_document().unwrap_or_default();
         if !truncate || self.command.as_bytes().len() <= TRUNCATED_COMMAND_BYTES {
-            return full;
+            return self.command.to_document().unwrap_or_default();
         }
-        let text = Bson::Document(full.clone())
-            .into_relaxed_extjson()
-            .to_string();
+        // Only the text that is kept is rendered: a command may be 16 MB, and every
+        // `currentOp` renders every operation's.
+        let mut text = String::new();
+        write_json(RawBsonRef::Document(&self.command), &mut text);
         let cut: String = text.chars().take(TRUNCATED_COMMAND_BYTES).collect();
         let mut out = doc! {"$truncated": cut};
-        if let Some(comment) = full.get("comment") {
-            out.insert("comment", comment.clone());
+        if let Ok(Some(comment)) = self.command.get("comment") {
+            if let Ok(comment) = Bson::try_from(comment) {
+                out.insert("comment", comment);
+            }
         }
         out
     }
+}
+
+/// Appends `value` as compact relaxed extended JSON, stopping once `out` holds more than
+/// [`TRUNCATED_COMMAND_BYTES`]; false when it stopped.
+fn write_json(value: RawBsonRef<'_>, out: &mut String) -> bool {
+    let (open, close, items): (char, char, Box<dyn Iterator<Item = _>>) = match value {
+        RawBsonRef::Document(doc) => (
+            '{',
+            '}',
+            Box::new(doc.iter().map(|e| e.map(|(k, v)| (Some(k), v)))),
+        ),
+        RawBsonRef::Array(array) => (
+            '[',
+            ']',
+            Box::new(array.into_iter().map(|e| e.map(|v| (None, v)))),
+        ),
+        scalar => {
+            if let Ok(scalar) = Bson::try_from(scalar) {
+                out.push_str(&scalar.into_relaxed_extjson().to_string());
+            }
+            return true;
+        }
+    };
+    out.push(open);
+    for (i, item) in items.enumerate() {
+        let Ok((key, value)) = item else {
+            return false;
+        };
+        if out.len() > TRUNCATED_COMMAND_BYTES {
+            return false;
+        }
+        if i > 0 {
+            out.push(',');
+        }
+        if let Some(key) = key {
+            out.push_str(&serde_json::Value::from(key).to_string());
+            out.push(':');
+        }
+        if !write_json(value, out) {
+            return false;
+        }
+    }
+    out.push(close);
+    true
 }
 
 /// How much of a command `truncateOps` keeps.
@@ -438,5 +484,22 @@ mod tests {
         let command = report[0].get_document("command").unwrap();
         assert!(command.get_str("$truncated").unwrap().len() <= 1000);
         assert_eq!(command.get_str("comment").unwrap(), "mine");
+    }
+
+    #[test]
+    fn truncated_text_is_the_start_of_the_whole_command_as_json() {
+        let values: Vec<Bson> = (0..1_000_000).map(Bson::Int32).collect();
+        let command = rawdoc! {
+            "find": "c",
+            "filter": {"d": 1.5, "s": "q\"uote", "n": null, "t": true, "o": bson::oid::ObjectId::from_bytes([1; 12]),
+                "$or": [{"a": {"$in": bson::RawArrayBuf::from_iter(values.iter().map(|v| bson::RawBson::try_from(v.clone()).unwrap()))}}]},
+        };
+        let mut cut = String::new();
+        write_json(RawBsonRef::Document(&command), &mut cut);
+        let whole = Bson::Document(command.to_document().unwrap())
+            .into_relaxed_extjson()
+            .to_string();
+        assert!(cut.len() > TRUNCATED_COMMAND_BYTES && cut.len() < 2 * TRUNCATED_COMMAND_BYTES);
+        assert!(whole.starts_with(&cut), "{cut}");
     }
 }

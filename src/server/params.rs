@@ -59,6 +59,18 @@ impl Parameters {
             Bson::Int64(100 * 1024 * 1024),
             true,
         );
+        // The pipeline shape limits the query engine enforces (`aggregate::limits`, which
+        // holds the values: one per process, as MongoDB's knobs are).
+        add(
+            "internalPipelineLengthLimit",
+            Bson::Int32(crate::aggregate::limits::DEFAULT_PIPELINE_LENGTH_LIMIT as i32),
+            true,
+        );
+        add(
+            "internalMaxSubPipelineViewDepth",
+            Bson::Int32(crate::aggregate::limits::DEFAULT_MAX_SUB_PIPELINE_DEPTH as i32),
+            true,
+        );
         // What one index build holds of its keys before spilling sorted runs (MongoDB's
         // default, in megabytes).
         add("maxIndexBuildMemoryUsageMegabytes", Bson::Int32(200), true);
@@ -150,6 +162,7 @@ impl Parameters {
                     ))
                 })?;
                 check_bounds(name, param, &converted)?;
+                apply_to_engine(name, &converted)?;
                 param.value = converted;
             }
         }
@@ -233,6 +246,7 @@ impl Parameters {
             MongoError::bad_value(format!("Invalid value for parameter {name}: {value}"))
         })?;
         check_bounds(name, param, &converted)?;
+        apply_to_engine(name, &converted)?;
         Ok(std::mem::replace(&mut param.value, converted))
     }
 }
@@ -254,6 +268,25 @@ fn check_bounds(name: &str, param: &Param, value: &Bson) -> Result<()> {
         return Err(refused("less than or equal to", high));
     }
     Ok(())
+}
+
+/// Hands the parameters the query engine reads (`aggregate::limits`) their new value, which
+/// must be positive (MongoDB's validator).
+fn apply_to_engine(name: &str, value: &Bson) -> Result<()> {
+    let set: fn(usize) = match name {
+        "internalPipelineLengthLimit" => crate::aggregate::limits::set_pipeline_length_limit,
+        "internalMaxSubPipelineViewDepth" => crate::aggregate::limits::set_max_sub_pipeline_depth,
+        _ => return Ok(()),
+    };
+    match as_i64(value).and_then(|n| usize::try_from(n).ok()) {
+        Some(n) if n > 0 => {
+            set(n);
+            Ok(())
+        }
+        _ => Err(MongoError::bad_value(format!(
+            "Invalid value for parameter {name}: {value} is not greater than 0"
+        ))),
+    }
 }
 
 fn as_i64(v: &Bson) -> Option<i64> {
@@ -282,6 +315,23 @@ mod tests {
             p.set("nope", &Bson::Int32(1)).unwrap_err().code(),
             ErrorCode::InvalidOptions
         );
+    }
+
+    #[test]
+    fn pipeline_limits_are_positive() {
+        // Only refusals here: an accepted value would change the process-wide limit under the
+        // other tests.
+        let p = Parameters::new();
+        assert_eq!(p.get_i64("internalPipelineLengthLimit"), Some(1000));
+        assert_eq!(p.get_i64("internalMaxSubPipelineViewDepth"), Some(20));
+        for name in [
+            "internalPipelineLengthLimit",
+            "internalMaxSubPipelineViewDepth",
+        ] {
+            let err = p.set(name, &Bson::Int32(0)).unwrap_err();
+            assert_eq!(err.code(), ErrorCode::BadValue);
+        }
+        assert_eq!(p.get_i64("internalPipelineLengthLimit"), Some(1000));
     }
 }
 

@@ -16,6 +16,9 @@ pub struct LetVariables {
     scope: Scope,
     values: Vec<Value>,
     now: DateTime,
+    /// How many `$lookup`/`$unionWith` sub-pipelines enclose what is parsed with these
+    /// variables (0 for the command's own pipeline).
+    sub_pipeline_depth: usize,
 }
 
 /// System variables a client may not set (MongoDB reserves them for internal propagation).
@@ -28,6 +31,7 @@ impl LetVariables {
             scope: Scope::default(),
             values: Vec::new(),
             now,
+            sub_pipeline_depth: 0,
         }
     }
 
@@ -62,11 +66,22 @@ impl LetVariables {
     /// literal values (not expressions) that shadow `let` variables of the same name.
     pub fn with_constants(&self, constants: &Document) -> LetVariables {
         let mut vars = self.clone();
+        vars.scope = vars.scope.nested();
         for (name, value) in constants {
             vars.scope.define(name);
             vars.values.push(Some(value.clone()));
         }
         vars
+    }
+
+    /// What a `$lookup`/`$unionWith` sub-pipeline parses with: these variables, then `bound`
+    /// (the ones its stage defines), one sub-pipeline deeper — refused past MongoDB's nesting
+    /// limit.
+    pub fn for_sub_pipeline(&self, bound: &Document) -> Result<LetVariables> {
+        crate::aggregate::limits::check_sub_pipeline_depth(self.sub_pipeline_depth)?;
+        let mut vars = self.with_constants(bound);
+        vars.sub_pipeline_depth += 1;
+        Ok(vars)
     }
 
     /// The names expressions of this command may use, for [`Expression::parse_in`].
@@ -82,11 +97,19 @@ impl LetVariables {
 
     /// Each variable's name and value, once (a later definition shadows an earlier one).
     pub fn named_values(&self) -> Vec<(String, Value)> {
-        let mut out: Vec<(String, Value)> = Vec::with_capacity(self.values.len());
-        for (name, value) in self.scope.names.iter().zip(&self.values) {
-            out.retain(|(seen, _)| seen != name);
-            out.push((name.clone(), value.clone()));
-        }
+        // Walked from the last definition back, keeping each name's first sighting: linear in
+        // the number of definitions (a `let` may have 100,000), in order of last definition.
+        let mut seen = std::collections::HashSet::with_capacity(self.values.len());
+        let mut out: Vec<(String, Value)> = self
+            .scope
+            .names()
+            .into_iter()
+            .zip(&self.values)
+            .rev()
+            .filter(|(name, _)| seen.insert(*name))
+            .map(|(name, value)| (name.to_string(), value.clone()))
+            .collect();
+        out.reverse();
         out
     }
 
@@ -115,4 +138,42 @@ fn validate_let_name(name: &str) -> Result<()> {
             err.message()
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{Bson, doc};
+
+    #[test]
+    fn named_values_keep_the_last_definition_of_each_name() {
+        let vars = LetVariables::parse(Some(&doc! {"a": 1, "b": 2}), DateTime::from_millis(0))
+            .unwrap()
+            .with_constants(&doc! {"a": 3, "c": 4});
+        let names: Vec<(String, Value)> = vars.named_values();
+        assert_eq!(
+            names,
+            vec![
+                ("b".to_string(), Some(Bson::Int32(2))),
+                ("a".to_string(), Some(Bson::Int32(3))),
+                ("c".to_string(), Some(Bson::Int32(4))),
+            ]
+        );
+        // 100,000 names in one pass.
+        let many: Document = (0..100_000)
+            .map(|i| (format!("v{i}"), Bson::Int32(i)))
+            .collect();
+        let vars = LetVariables::empty(DateTime::from_millis(0)).with_constants(&many);
+        assert_eq!(vars.named_values().len(), 100_000);
+    }
+
+    #[test]
+    fn sub_pipelines_nest_up_to_the_limit() {
+        let mut vars = LetVariables::empty(DateTime::from_millis(0));
+        for _ in 0..crate::aggregate::limits::DEFAULT_MAX_SUB_PIPELINE_DEPTH {
+            vars = vars.for_sub_pipeline(&Document::new()).unwrap();
+        }
+        let err = vars.for_sub_pipeline(&Document::new()).unwrap_err();
+        assert_eq!(err.code().code(), 232);
+    }
 }

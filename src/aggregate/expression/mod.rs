@@ -14,6 +14,8 @@ use super::value::Value;
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, DateTime, Document};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 /// MongoDB's `coerceToBool`, which `$expr` applies to its expression's value.
 pub use super::value::truthy;
@@ -56,24 +58,95 @@ pub enum Base {
 
 /// The user variables an expression may name while it is parsed (`$$name`), each with the slot
 /// its value will have when the expression is evaluated. Undefined names are refused at parse
-/// time, as MongoDB's `VariablesParseState` does.
+/// time, as MongoDB's `VariablesParseState` does. A scope is a chain of levels, shared: the
+/// scope an operator opens (`$let`, `$map`...) or a sub-pipeline's constants add a level on top
+/// of the one they are in rather than copy it — a command's `let` may define 100,000 names,
+/// and each of many operators would otherwise copy them all.
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
+    innermost: Option<Arc<ScopeLevel>>,
+}
+
+#[derive(Clone, Debug)]
+struct ScopeLevel {
+    outer: Option<Arc<ScopeLevel>>,
+    /// The slot of this level's first name: how many names the levels outside it define.
+    base: usize,
     names: Vec<String>,
+    /// The latest slot of each name defined at this level.
+    slots: HashMap<String, usize>,
 }
 
 /// Parsing without user variables (every stage but those given a command's `let`).
-static EMPTY_SCOPE: Scope = Scope { names: Vec::new() };
+static EMPTY_SCOPE: Scope = Scope { innermost: None };
 
 impl Scope {
     /// Defines `name` (shadowing an earlier definition) and returns its slot.
     pub fn define(&mut self, name: &str) -> usize {
-        self.names.push(name.to_string());
-        self.names.len() - 1
+        // Copies the innermost level only if another scope shares it: open a level of your
+        // own with `nested` first.
+        let level = match &mut self.innermost {
+            Some(level) => Arc::make_mut(level),
+            empty @ None => Arc::make_mut(empty.insert(Arc::new(ScopeLevel {
+                outer: None,
+                base: 0,
+                names: Vec::new(),
+                slots: HashMap::new(),
+            }))),
+        };
+        let slot = level.base + level.names.len();
+        level.names.push(name.to_string());
+        level.slots.insert(name.to_string(), slot);
+        slot
+    }
+
+    /// A scope inside this one: what it defines comes after this one's names, which it shares.
+    pub fn nested(&self) -> Scope {
+        Scope {
+            innermost: Some(Arc::new(ScopeLevel {
+                outer: self.innermost.clone(),
+                base: self.len(),
+                names: Vec::new(),
+                slots: HashMap::new(),
+            })),
+        }
+    }
+
+    /// How many names are defined (the next slot).
+    pub fn len(&self) -> usize {
+        self.innermost
+            .as_ref()
+            .map_or(0, |level| level.base + level.names.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     fn lookup(&self, name: &str) -> Option<usize> {
-        self.names.iter().rposition(|n| n == name)
+        let mut level = self.innermost.as_deref();
+        while let Some(current) = level {
+            if let Some(slot) = current.slots.get(name) {
+                return Some(*slot);
+            }
+            level = current.outer.as_deref();
+        }
+        None
+    }
+
+    /// Every name, by slot.
+    pub(crate) fn names(&self) -> Vec<&str> {
+        let mut levels = Vec::new();
+        let mut level = self.innermost.as_deref();
+        while let Some(current) = level {
+            levels.push(current);
+            level = current.outer.as_deref();
+        }
+        levels
+            .iter()
+            .rev()
+            .flat_map(|level| level.names.iter().map(String::as_str))
+            .collect()
     }
 }
 
@@ -83,7 +156,46 @@ impl Scope {
 pub struct Variables<'a> {
     root: &'a Document,
     now: DateTime,
-    user: &'a [Value],
+    user: UserValues<'a>,
+}
+
+/// User variables' values by slot: a command's (or a stage's) as one slice, and above them the
+/// ones each operator binds, in a frame of its own — binding a variable copies none of the
+/// values below it.
+#[derive(Clone, Copy)]
+enum UserValues<'a> {
+    Slots(&'a [Value]),
+    Bound {
+        below: &'a UserValues<'a>,
+        /// The slot of `own`'s first value.
+        base: usize,
+        own: &'a [Value],
+    },
+}
+
+impl UserValues<'_> {
+    fn get(&self, slot: usize) -> Option<&Value> {
+        let mut values = self;
+        loop {
+            match values {
+                UserValues::Slots(slots) => return slots.get(slot),
+                UserValues::Bound { below, base, own } => {
+                    if slot >= *base {
+                        return own.get(slot - base);
+                    }
+                    values = below;
+                }
+            }
+        }
+    }
+
+    /// One more than the highest slot with a value.
+    fn len(&self) -> usize {
+        match self {
+            UserValues::Slots(slots) => slots.len(),
+            UserValues::Bound { base, own, .. } => base + own.len(),
+        }
+    }
 }
 
 impl<'a> Variables<'a> {
@@ -93,21 +205,35 @@ impl<'a> Variables<'a> {
 
     /// Variables with user variables' values, indexed by the slots their [`Scope`] gave them.
     pub fn with_user(root: &'a Document, now: DateTime, user: &'a [Value]) -> Self {
-        Variables { root, now, user }
-    }
-
-    /// The same document and `$$NOW` with other user variable values: what the arguments of an
-    /// operator that binds variables (`$let`, `$map`...) are evaluated against.
-    fn with_user_values<'b>(&'b self, user: &'b [Value]) -> Variables<'b> {
         Variables {
-            root: self.root,
-            now: self.now,
-            user,
+            root,
+            now,
+            user: UserValues::Slots(user),
         }
     }
 
-    fn user_values(&self) -> &[Value] {
-        self.user
+    /// The same document, `$$NOW` and user variables, plus `bound` from slot `base` on: what
+    /// the arguments of an operator that binds variables (`$let`, `$map`...) are evaluated
+    /// against.
+    fn with_bound<'b>(&'b self, base: usize, bound: &'b [Value]) -> Variables<'b> {
+        Variables {
+            root: self.root,
+            now: self.now,
+            user: UserValues::Bound {
+                below: &self.user,
+                base,
+                own: bound,
+            },
+        }
+    }
+
+    /// The slot from which an operator's variables are bound above these.
+    fn user_len(&self) -> usize {
+        self.user.len()
+    }
+
+    fn user_value(&self, slot: usize) -> Value {
+        self.user.get(slot).cloned().flatten()
     }
 
     fn resolve(&self, base: Base, parts: &[String]) -> Result<Value> {
@@ -401,6 +527,51 @@ mod tests {
         );
         assert_eq!(eval_ok(bson!("$$REMOVE"), &d), None);
         assert_eq!(eval_ok(bson!("$$NOW"), &d), Some(Bson::DateTime(now())));
+    }
+
+    #[test]
+    fn nested_scopes_share_the_names_outside_them() {
+        let mut outer = Scope::default();
+        let (a, b) = (outer.define("a"), outer.define("b"));
+        let mut inner = outer.nested();
+        let shadow = inner.define("a");
+        assert_eq!((a, b, shadow, inner.len()), (0, 1, 2, 3));
+        assert_eq!((inner.lookup("a"), inner.lookup("b")), (Some(2), Some(1)));
+        assert_eq!((outer.lookup("a"), outer.len()), (Some(0), 2));
+        assert_eq!(inner.names(), vec!["a", "b", "a"]);
+        // Defining in a scope whose level another shares leaves the other as it was.
+        let mut sibling = outer.clone();
+        sibling.define("c");
+        assert_eq!((outer.lookup("c"), sibling.lookup("c")), (None, Some(2)));
+    }
+
+    #[test]
+    fn operators_in_a_scope_of_100000_variables() {
+        // Each `$let` opens a level on top of the 100,000 names and binds above their values:
+        // neither parsing nor evaluating it copies them.
+        let names: Document = (0..100_000)
+            .map(|i| (format!("v{i}"), Bson::Int32(i)))
+            .collect();
+        let vars = LetVariables::empty(now()).with_constants(&names);
+        let body: Vec<Bson> = (0..2_000)
+            .map(|i| bson!({"$let": {"vars": {"x": i}, "in": {"$add": ["$$x", "$$v99999", "$a"]}}}))
+            .collect();
+        let sum = Expression::parse_in(&bson!({"$sum": body}), vars.scope()).unwrap();
+        let d = doc! {"a": 1};
+        let total: i32 = (0..2_000).map(|i| i + 100_000).sum();
+        assert_eq!(
+            sum.evaluate(&vars.variables(&d)).unwrap(),
+            Some(Bson::Int32(total))
+        );
+        // Shadowing and nesting across frames.
+        let nested = bson!({"$let": {"vars": {"v5": 50}, "in": {"$map": {
+            "input": [1, 2], "as": "v7", "in": {"$let": {"vars": {"y": "$$v5"},
+                "in": {"$add": ["$$y", "$$v7", "$$v6"]}}}}}}});
+        let parsed = Expression::parse_in(&nested, vars.scope()).unwrap();
+        assert_eq!(
+            parsed.evaluate(&vars.variables(&d)).unwrap(),
+            Some(bson!([57, 58]))
+        );
     }
 
     #[test]

@@ -99,15 +99,17 @@ pub(crate) fn validate_sub_pipeline(
     vars: &LetVariables,
     names: &[String],
 ) -> Result<()> {
+    super::limits::check_length(pipeline.len())?;
     let mut bound = Document::new();
     for name in names {
         bound.insert(name.clone(), Bson::Null);
     }
-    let scope = std::sync::Arc::new(vars.with_constants(&bound));
+    let scope = std::sync::Arc::new(vars.for_sub_pipeline(&bound)?);
+    let mut parsed = 0;
     for spec in pipeline {
-        super::stages::parse(spec, &scope)?;
+        parsed += super::stages::parse(spec, &scope)?.len();
     }
-    Ok(())
+    super::limits::check_parsed_length(parsed)
 }
 
 /// The `let` document that gives a sub-command the enclosing pipeline's variables and then

@@ -84,6 +84,7 @@ pub fn parse(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<S
     }
     let mut facets = Vec::with_capacity(raw.len());
     for (name, specs) in raw {
+        crate::aggregate::limits::check_length(specs.len())?;
         if specs.is_empty() {
             return Err(MongoError::bad_value(
                 "sub-pipeline in $facet stage cannot be empty",
@@ -103,6 +104,7 @@ pub fn parse(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<S
             }
             stages.extend(super::parse(stage, vars)?);
         }
+        crate::aggregate::limits::check_parsed_length(stages.len())?;
         facets.push((name.clone(), stages));
     }
     Ok(vec![Stage::Facet(Facet { facets })])
@@ -122,27 +124,54 @@ impl Facet {
         ctx: &RunContext,
         host: &super::Host<'_>,
     ) -> Result<Vec<Document>> {
-        let mut out = Document::new();
+        let mut out = Output::default();
         for (name, stages) in &self.facets {
             let results = super::run_all(stages, docs.clone(), ctx, Some(host)).await?;
-            out.insert(
-                name.clone(),
-                Bson::Array(results.into_iter().map(Bson::Document).collect()),
-            );
+            out.add(name, results)?;
         }
-        Ok(vec![out])
+        Ok(vec![out.doc])
     }
 
     pub fn run(&self, docs: &[Document], ctx: &RunContext) -> Result<Vec<Document>> {
-        let mut out = Document::new();
+        let mut out = Output::default();
         for (name, stages) in &self.facets {
             let results = super::run_stages(stages, docs.to_vec(), ctx)?;
-            out.insert(
-                name.clone(),
-                Bson::Array(results.into_iter().map(Bson::Document).collect()),
-            );
+            out.add(name, results)?;
         }
-        Ok(vec![out])
+        Ok(vec![out.doc])
+    }
+}
+
+/// MongoDB's `internalQueryFacetMaxOutputDocSizeBytes`: the document `$facet` builds may hold
+/// at most 100 MB of results.
+const MAX_OUTPUT_BYTES: usize = 100 * 1024 * 1024;
+
+/// The document `$facet` builds, and the bytes of results it holds.
+#[derive(Default)]
+struct Output {
+    doc: Document,
+    bytes: usize,
+}
+
+impl Output {
+    fn add(&mut self, name: &str, results: Vec<Document>) -> Result<()> {
+        for result in &results {
+            self.bytes += crate::spill::approximate_document_size(result);
+            if self.bytes > MAX_OUTPUT_BYTES {
+                return Err(MongoError::location(
+                    4031700,
+                    format!(
+                        "document constructed by $facet is {} bytes, which exceeds the limit of {MAX_OUTPUT_BYTES} bytes",
+                        self.bytes
+                    ),
+                ));
+            }
+        }
+        self.doc.insert(
+            name,
+            Bson::Array(results.into_iter().map(Bson::Document).collect()),
+        );
+        Ok(())
     }
 }
 

@@ -258,6 +258,22 @@ impl Stage {
         run_stages(std::slice::from_ref(self), docs, ctx)
     }
 
+    /// Whether the stage turns each document into zero or more documents on its own, so that
+    /// it may run over its input in parts: no stage that holds its input, counts across it
+    /// (`$skip`, `$limit`), adds other documents (`$unionWith`) or writes (`$out`, `$merge`).
+    pub fn is_per_document(&self) -> bool {
+        matches!(
+            self,
+            Stage::Match(_)
+                | Stage::Shape(_)
+                | Stage::ReplaceRoot(_)
+                | Stage::Unwind(_)
+                | Stage::Redact(_)
+                | Stage::Lookup(_)
+                | Stage::GraphLookup(_)
+        )
+    }
+
     /// Whether the stage builds documents that may nest deeper than its input.
     fn builds_documents(&self) -> bool {
         matches!(

@@ -19,7 +19,7 @@ pub struct Redact {
 }
 
 pub fn parse(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
-    let mut scope = vars.scope().clone();
+    let mut scope = vars.scope().nested();
     let mut values = vars.values().to_vec();
     let current = scope.define("CURRENT");
     values.push(None);

@@ -4,7 +4,7 @@
 
 use super::predicates::{bits_match, mod_matches, regex_matches};
 use super::{CmpOp, Leaf, Node, Op};
-use crate::document::order::{canonical_rank, compare_values, values_equal};
+use crate::document::order::{canonical_rank, compare_values};
 use crate::error::Result;
 use crate::query::values::{is_nan, is_number, type_code};
 use bson::{Bson, Document};
@@ -232,7 +232,7 @@ impl Op {
             } => match value {
                 None => *has_null,
                 Some(v) => {
-                    values.iter().any(|x| values_equal(x, v))
+                    values.binary_search_by(|x| compare_values(x, v)).is_ok()
                         || regexes.iter().any(|re| regex_matches(re, v))
                 }
             },

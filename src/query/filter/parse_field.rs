@@ -7,6 +7,7 @@ use super::parse::{
 };
 use super::predicates::{parse_bits, parse_mod, parse_regex_document, parse_type_set};
 use super::{BitTest, CmpOp, Level, Node, Op};
+use crate::document::order::compare_values;
 use crate::error::{MongoError, Result};
 use crate::query::pcre::MongoRegex;
 use crate::query::values::{integer_to_non_negative_i32, not_implemented, render_doc, truthy};
@@ -235,6 +236,10 @@ fn parse_in(items: &[Bson]) -> Result<Op> {
             }
         }
     }
+    // Sorted in MongoDB's order (duplicates dropped), so that each candidate value is looked
+    // up by binary search: an `$in` may list 100,000 values and be tried on every document.
+    values.sort_by(compare_values);
+    values.dedup_by(|a, b| compare_values(a, b) == std::cmp::Ordering::Equal);
     Ok(Op::In {
         values,
         has_null,

@@ -120,6 +120,36 @@ fn ne_and_nin_against_arrays_and_missing() {
 }
 
 #[test]
+fn in_with_many_values_of_mixed_types() {
+    // 100,000 values looked up by binary search in MongoDB's order: numbers across types, NaN,
+    // strings, documents and arrays still compare as equality does.
+    let mut values: Vec<Bson> = (0..100_000i64).rev().map(|i| Bson::Int64(i * 2)).collect();
+    values.extend([
+        Bson::Double(f64::NAN),
+        Bson::String("s".into()),
+        Bson::Document(doc! {"x": 1}),
+        Bson::Array(vec![Bson::Int32(7), Bson::Int32(8)]),
+        Bson::Int32(4),
+    ]);
+    let f = Filter::parse(&doc! {"a": {"$in": values}}).unwrap();
+    for (doc, expected) in [
+        (doc! {"a": 199_998}, true),
+        (doc! {"a": 3}, false),
+        (doc! {"a": 4.0}, true),
+        (doc! {"a": bson::Decimal128::from_bytes([0; 16])}, true),
+        (doc! {"a": f64::NAN}, true),
+        (doc! {"a": "s"}, true),
+        (doc! {"a": {"x": 1.0}}, true),
+        (doc! {"a": [7, 8]}, true),
+        (doc! {"a": [1, 3, 5]}, false),
+        (doc! {"a": [1, 3, 6]}, true),
+        (doc! {}, false),
+    ] {
+        assert_eq!(f.matches(&doc), expected, "{doc}");
+    }
+}
+
+#[test]
 fn in_with_values_null_and_regexes() {
     assert!(m(doc! {"a": {"$in": [1, 2]}}, doc! {"a": 2.0}));
     assert!(m(doc! {"a": {"$in": [null]}}, doc! {}));

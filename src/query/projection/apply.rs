@@ -10,18 +10,36 @@ use bson::{Bson, Document};
 
 impl PathNode {
     fn get(&self, name: &str) -> Option<&ProjNode> {
-        self.children
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, node)| node)
+        self.children.get(name)
     }
 
     pub(super) fn has_computed(&self) -> bool {
-        self.children.iter().any(|(_, node)| match node {
-            ProjNode::Expr(_) => true,
-            ProjNode::Path(sub) => sub.has_computed(),
-            _ => false,
-        })
+        !self.computed.is_empty()
+    }
+
+    /// Records, bottom-up, which children compute something (see [`PathNode::computed`]).
+    pub(super) fn index_computed(&mut self) {
+        self.computed.clear();
+        for (i, child) in self.children.values_mut().enumerate() {
+            let computes = match child {
+                ProjNode::Expr(_) => true,
+                ProjNode::Path(sub) => {
+                    sub.index_computed();
+                    sub.has_computed()
+                }
+                _ => false,
+            };
+            if computes {
+                self.computed.push(i);
+            }
+        }
+    }
+
+    /// The children that compute something, in specification order.
+    fn computed_children(&self) -> impl Iterator<Item = (&String, &ProjNode)> {
+        self.computed
+            .iter()
+            .filter_map(|&i| self.children.get_index(i))
     }
 }
 
@@ -90,7 +108,7 @@ fn apply_expressions(
     vars: &LetVariables,
     mode: Mode,
 ) -> Result<()> {
-    for (name, child) in &node.children {
+    for (name, child) in node.computed_children() {
         match child {
             ProjNode::Expr(expr) => {
                 let value = match evaluate(expr, root, vars) {
@@ -107,7 +125,7 @@ fn apply_expressions(
                     }
                 }
             }
-            ProjNode::Path(sub) if sub.has_computed() => {
+            ProjNode::Path(sub) => {
                 let current = out.remove(name);
                 let value = expressions_into_value(current, sub, root, vars, mode)?;
                 out.insert(name.clone(), value);

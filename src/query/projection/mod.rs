@@ -19,6 +19,7 @@ use crate::aggregate::expression::{Expression, LetVariables};
 use crate::error::{MongoError, Result};
 use apply::{Mode, exclude_doc, include_doc};
 use bson::{DateTime, Document};
+use indexmap::IndexMap;
 use operators::apply_positional;
 use std::sync::Arc;
 
@@ -29,13 +30,23 @@ pub struct Projection {
     inclusion: bool,
     /// The positional projection's path (without `.$`), with the query it refers to.
     positional: Option<Vec<String>>,
+    /// The positions of the top-level `$elemMatch` children.
+    elem_matches: Vec<usize>,
     /// What computed fields read as `$$NOW` and `$$name`.
     vars: Arc<LetVariables>,
 }
 
+/// One level of the path tree. Children are looked up by name for every field of every
+/// projected document and a specification may name 100,000 of them, so they are an index map
+/// (specification order kept, lookups in constant time).
 #[derive(Clone, Debug, Default)]
 struct PathNode {
-    children: Vec<(String, ProjNode)>,
+    children: IndexMap<String, ProjNode>,
+    /// The positions of the children that compute something (a computed field, or a sub-path
+    /// with one below it), in specification order, set once parsing is done
+    /// ([`PathNode::index_computed`]): projecting a document visits only these after matching
+    /// its fields, not every child.
+    computed: Vec<usize>,
 }
 
 #[derive(Clone, Debug)]

@@ -158,7 +158,11 @@ fn parse_find_slice(arg: &Bson) -> Result<(Option<i32>, i32)> {
 
 impl Projection {
     pub(super) fn apply_elem_matches(&self, doc: &Document, out: &mut Document) {
-        for (name, node) in &self.root.children {
+        let elem_matches = self
+            .elem_matches
+            .iter()
+            .filter_map(|&i| self.root.children.get_index(i));
+        for (name, node) in elem_matches {
             let ProjNode::ElemMatch(filter) = node else {
                 continue;
             };

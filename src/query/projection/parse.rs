@@ -54,15 +54,24 @@ impl Projection {
             None => ctx.id_included_entirely,
         };
         if !id_specified && inclusion {
-            root.children.push(("_id".into(), ProjNode::Bool(true)));
+            root.children.insert("_id".into(), ProjNode::Bool(true));
         }
         if !inclusion && id_specified && ctx.id_included_entirely {
-            root.children.retain(|(name, _)| name != "_id");
+            root.children.shift_remove("_id");
         }
+        root.index_computed();
+        let elem_matches = root
+            .children
+            .values()
+            .enumerate()
+            .filter(|(_, node)| matches!(node, ProjNode::ElemMatch(_)))
+            .map(|(i, _)| i)
+            .collect();
         Ok(Projection {
             root,
             inclusion,
             positional: ctx.positional,
+            elem_matches,
             vars: Arc::clone(vars),
         })
     }
@@ -294,16 +303,7 @@ fn path_node_at<'n>(
 ) -> Result<&'n mut PathNode> {
     let mut current = parent;
     for part in name.split('.') {
-        let index = match current.children.iter().position(|(n, _)| n == part) {
-            Some(i) => i,
-            None => {
-                current
-                    .children
-                    .push((part.to_string(), ProjNode::Path(PathNode::default())));
-                current.children.len() - 1
-            }
-        };
-        current = match &mut current.children[index].1 {
+        current = match child_or_path(current, part) {
             ProjNode::Path(node) => node,
             _ => {
                 return Err(MongoError::location(
@@ -321,27 +321,17 @@ pub(super) fn add_node(parent: &mut PathNode, path: &str, node: ProjNode) -> Res
     let parts: Vec<&str> = path.split('.').collect();
     let mut current = parent;
     for (i, part) in parts.iter().enumerate() {
-        let existing = current.children.iter().position(|(n, _)| n == part);
         if i + 1 == parts.len() {
-            if existing.is_some() {
+            if current.children.contains_key(*part) {
                 return Err(MongoError::location(
                     31250,
                     format!("Path collision at {path}"),
                 ));
             }
-            current.children.push((part.to_string(), node));
+            current.children.insert(part.to_string(), node);
             return Ok(());
         }
-        let index = match existing {
-            Some(index) => index,
-            None => {
-                current
-                    .children
-                    .push((part.to_string(), ProjNode::Path(PathNode::default())));
-                current.children.len() - 1
-            }
-        };
-        current = match &mut current.children[index].1 {
+        current = match child_or_path(current, part) {
             ProjNode::Path(next) => next,
             _ => {
                 return Err(MongoError::location(
@@ -355,4 +345,18 @@ pub(super) fn add_node(parent: &mut PathNode, path: &str, node: ProjNode) -> Res
         };
     }
     Ok(())
+}
+
+/// The child `name` of `node`, an empty sub-path added if there is none.
+fn child_or_path<'n>(node: &'n mut PathNode, name: &str) -> &'n mut ProjNode {
+    let index = match node.children.get_index_of(name) {
+        Some(index) => index,
+        None => {
+            let (index, _) = node
+                .children
+                .insert_full(name.to_string(), ProjNode::Path(PathNode::default()));
+            index
+        }
+    };
+    &mut node.children[index]
 }

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::error::ErrorCode;
-use bson::doc;
+use bson::{Bson, doc};
 
 fn p(spec: Document, doc: Document) -> Document {
     Projection::parse(&spec)
@@ -28,6 +28,46 @@ fn inclusion_keeps_id_and_document_order() {
     assert_eq!(p(doc! {"a": 5}, d.clone()), doc! {"_id": 1, "a": 1});
     assert_eq!(p(doc! {"zz": 1}, d.clone()), doc! {"_id": 1});
     assert_eq!(p(doc! {}, d.clone()), d);
+}
+
+/// `{<prefix>f0: v, <prefix>f1: v, ...}`.
+fn fields(n: usize, prefix: &str, value: Bson) -> Document {
+    (0..n)
+        .map(|i| (format!("{prefix}f{i}"), value.clone()))
+        .collect()
+}
+
+#[test]
+fn projections_naming_100000_fields() {
+    // Each name is found in constant time, parsing and projecting alike.
+    let n = 100_000;
+    let wide = fields(n, "", Bson::Int32(7));
+    let inclusion = fields(n, "", Bson::Int32(1));
+    assert_eq!(p(inclusion.clone(), wide.clone()), wide);
+    assert_eq!(
+        p(inclusion, doc! {"_id": 1, "f5": 5, "g": 1}),
+        doc! {"_id": 1, "f5": 5}
+    );
+    let mut exclusion = fields(n, "", Bson::Int32(0));
+    exclusion.insert("_id", 0);
+    assert_eq!(
+        p(exclusion, doc! {"_id": 1, "f5": 5, "g": 1}),
+        doc! {"g": 1}
+    );
+    let dotted = fields(n, "a.", Bson::Boolean(true));
+    assert_eq!(
+        p(
+            dotted,
+            doc! {"_id": 1, "a": [{"f1": 1, "x": 2}, {"f99999": 3}]}
+        ),
+        doc! {"_id": 1, "a": [{"f1": 1}, {"f99999": 3}]}
+    );
+    let mut computed = fields(n, "", Bson::Int32(1));
+    computed.insert("sum", doc! {"$add": ["$f1", 1]});
+    assert_eq!(
+        p(computed, doc! {"_id": 1, "f1": 1, "g": 2}),
+        doc! {"_id": 1, "f1": 1, "sum": 2}
+    );
 }
 
 #[test]

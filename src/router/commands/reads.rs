@@ -50,6 +50,20 @@ fn rewrite(body: &RawDocument, drop: &[&str], add: Document) -> Result<RawDocume
 
 /// An aggregate's `pipeline` as documents (TypeMismatch for any other element, as MongoDB).
 pub(super) fn pipeline_stages(req: &CommandRequest) -> Result<Vec<Document>> {
+    // Counted as the request has them first: a pipeline past the length limit is refused
+    // without making a document of each of its (maybe 100,000) stages.
+    if let Some(RawBsonRef::Array(stages)) = req.args().get("pipeline")? {
+        let mut count = 0;
+        for stage in stages {
+            if !matches!(stage?, RawBsonRef::Document(_)) {
+                return Err(MongoError::type_mismatch(
+                    "Each element of the 'pipeline' array must be an object",
+                ));
+            }
+            count += 1;
+        }
+        crate::aggregate::limits::check_length(count)?;
+    }
     req.args()
         .array("pipeline")?
         .unwrap_or_default()
@@ -63,12 +77,38 @@ pub(super) fn pipeline_stages(req: &CommandRequest) -> Result<Vec<Document>> {
         .collect()
 }
 
-/// The shards a sharded collection's read reaches (the primary for an unsharded one).
-fn targets(placement: &Placement, filter: &Document) -> Vec<String> {
-    match &placement.routing {
-        Some(routing) => routing.shards_for_filter(filter),
-        None => vec![placement.db.primary.clone()],
+/// A read's filter: converted from the request only when a sharded collection's routing needs
+/// it, so that an unsharded read goes to its primary without the router holding a copy of a
+/// filter of up to 16 MB (hundreds of megabytes as a document) while the shard works.
+pub(super) enum ReadFilter<'a> {
+    Document(&'a Document),
+    Raw(Option<&'a RawDocument>),
+}
+
+impl<'a> From<&'a Document> for ReadFilter<'a> {
+    fn from(filter: &'a Document) -> Self {
+        ReadFilter::Document(filter)
     }
+}
+
+impl ReadFilter<'_> {
+    fn to_document(&self) -> Result<std::borrow::Cow<'_, Document>> {
+        Ok(match self {
+            ReadFilter::Document(filter) => std::borrow::Cow::Borrowed(*filter),
+            ReadFilter::Raw(raw) => std::borrow::Cow::Owned(match raw {
+                Some(raw) => Document::try_from(*raw)?,
+                None => Document::new(),
+            }),
+        })
+    }
+}
+
+/// The shards a sharded collection's read reaches (the primary for an unsharded one).
+fn targets(placement: &Placement, filter: &ReadFilter<'_>) -> Result<Vec<String>> {
+    Ok(match &placement.routing {
+        Some(routing) => routing.shards_for_filter(filter.to_document()?.as_ref()),
+        None => vec![placement.db.primary.clone()],
+    })
 }
 
 /// How a read's results from several shards become one reply.
@@ -86,13 +126,14 @@ pub(super) enum Merge {
 pub(super) async fn targeted_read(
     state: &RouterState,
     req: &CommandRequest,
-    filter: &Document,
+    filter: impl Into<ReadFilter<'_>>,
     merge: Merge,
 ) -> Result<Option<RawDocumentBuf>> {
+    let filter = filter.into();
     let ns = namespace(req)?;
     let mut passes = state.routing_loop(&req.db, Some(&ns), false);
     while let Some(placement) = passes.next().await? {
-        let shards = targets(&placement, filter);
+        let shards = targets(&placement, &filter)?;
         let pass = if let [shard] = shards.as_slice() {
             let (client, reply) = state.call_shard(&placement, shard, req).await?;
             match stale_in(&reply) {
@@ -138,8 +179,8 @@ pub(super) async fn find(
         return config_read(state, req).await;
     }
     let ns = namespace(&req)?;
-    let filter = req.args().document("filter")?.unwrap_or_default();
-    let merged = targeted_read(state, &req, &filter, Merge::Find).await?;
+    let filter = ReadFilter::Raw(req.args().raw_document("filter")?);
+    let merged = targeted_read(state, &req, filter, Merge::Find).await?;
     Ok(merged.unwrap_or_else(|| cursor_reply(&ns, Vec::new(), 0, true)))
 }
 
@@ -291,7 +332,7 @@ pub(super) async fn aggregate(
     }
     super::super::forward::check_routable(&req.db)?;
     let stages = pipeline_stages(&req)?;
-    crate::aggregate::check_positions(&stages)?;
+    crate::aggregate::check_pipeline(&stages)?;
     let list_sessions = stages
         .first()
         .is_some_and(|s| s.contains_key("$listSessions"));
@@ -316,17 +357,20 @@ pub(super) async fn aggregate(
         return super::router_pipeline::run(state, ctx, &req, &stages, start).await;
     }
     let ns = namespace(&req)?;
+    // The stages were for the checks above; the shards read them from the request.
+    drop(stages);
     // A leading `$match` targets like a find's filter.
     let first_match = req
-        .args()
-        .array("pipeline")?
-        .and_then(|stages| match stages.into_iter().next() {
-            Some(Bson::Document(stage)) => stage.get_document("$match").ok().cloned(),
-            _ => None,
-        })
-        .unwrap_or_default();
+        .body
+        .get_array("pipeline")
+        .ok()
+        .and_then(|stages| stages.into_iter().next()?.ok()?.as_document())
+        .and_then(|stage| stage.get_document("$match").ok());
     let merged = match req.args().target()? {
-        RawBsonRef::String(_) => targeted_read(state, &req, &first_match, Merge::Aggregate).await?,
+        RawBsonRef::String(_) => {
+            let filter = ReadFilter::Raw(first_match);
+            targeted_read(state, &req, filter, Merge::Aggregate).await?
+        }
         // `aggregate: 1` names no collection: the database's primary runs it.
         _ => match state.send_to_primary(req, false).await? {
             Some((shard, reply)) => Some(state.adopt_cursor(&shard, reply)?),
@@ -390,10 +434,11 @@ async fn scatter_aggregate(
     let mut output = Vec::new();
     let mut keep = |batch: Vec<Document>| {
         for doc in &batch {
-            output.push(RawDocumentBuf::from_document(doc)?);
+            output.push(crate::command::result_document(doc)?);
         }
         Ok(())
     };
+    let mut input = 0;
     while !gathered.is_exhausted() && run.wants_input() {
         let batch = gathered
             .next_batch(None)
@@ -401,12 +446,15 @@ async fn scatter_aggregate(
             .iter()
             .map(|doc| Document::try_from(doc.as_ref()))
             .collect::<std::result::Result<Vec<_>, _>>()?;
+        input += batch.len();
         keep(run.push(batch)?)?;
     }
     if !gathered.is_exhausted() {
         gathered.kill().await;
     }
-    run.finish_into(keep)?;
+    // The merger's blocking stages finish over everything the shards sent at once.
+    let heavy = input >= crate::server::cpu::HEAVY_STAGE_INPUT;
+    crate::server::cpu::run_sync(heavy, || run.finish_into(keep))?;
     let cursor = ClusterCursor::from_documents(&req.db, collection, output);
     open_cursor(
         state,
@@ -457,8 +505,8 @@ async fn query_read(
     if on_config_server(&req.db) {
         return state.config.call(req).await;
     }
-    let query = req.args().document("query")?.unwrap_or_default();
-    let merged = targeted_read(state, &req, &query, merge).await?;
+    let query = ReadFilter::Raw(req.args().raw_document("query")?);
+    let merged = targeted_read(state, &req, query, merge).await?;
     Ok(merged.unwrap_or(missing))
 }
 

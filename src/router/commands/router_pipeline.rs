@@ -71,12 +71,18 @@ pub(super) async fn run(
         )
         .await?
     };
-    let output = pipeline
-        .run_with(input, &host)
-        .await?
-        .iter()
-        .map(RawDocumentBuf::from_document)
-        .collect::<std::result::Result<Vec<_>, _>>()?;
+    // Each part of the output becomes BSON as it comes: a document too large to return stops
+    // the run at once, before a join has multiplied the rest.
+    let mut output = Vec::new();
+    let mut keep = |batch: Vec<bson::Document>| {
+        for doc in &batch {
+            output.push(crate::command::result_document(doc)?);
+        }
+        Ok(())
+    };
+    let mut run = pipeline.start();
+    keep(run.push(input)?)?;
+    run.finish_with_into(&host, &mut keep).await?;
     let coll = collection.as_deref().unwrap_or("$cmd.aggregate");
     let ns = format!("{}.{coll}", req.db);
     let cursor = ClusterCursor::from_documents(&req.db, coll, output);

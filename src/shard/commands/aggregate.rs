@@ -151,6 +151,7 @@ pub(super) async fn stream_pipeline<S: DataNode>(
         ));
     }
     let mut run = pipeline.start();
+    let mut input = 0;
     if let Some(name) = coll {
         if let Some((store, coll)) = state.storage().collection(db, name).await {
             let all = Filter::match_all();
@@ -176,6 +177,7 @@ pub(super) async fn stream_pipeline<S: DataNode>(
                     .into_iter()
                     .map(|c| c.doc)
                     .collect();
+                input += batch.len();
                 let out = run.push(batch)?;
                 if !out.is_empty() {
                     sink(out)?;
@@ -184,7 +186,10 @@ pub(super) async fn stream_pipeline<S: DataNode>(
         }
     }
     if !pipeline.reaches_other_collections() {
-        return run.finish_into(sink);
+        // Blocking stages finish over all their input at once: over many documents, that is
+        // work to hand off (`server::cpu`).
+        let heavy = input >= crate::server::cpu::HEAVY_STAGE_INPUT;
+        return crate::server::cpu::run_sync(heavy, || run.finish_into(sink));
     }
     // A client talking to this node directly: other collections are this node's own.
     let ctx = RequestContext::internal();
@@ -195,8 +200,7 @@ pub(super) async fn stream_pipeline<S: DataNode>(
         write_concern: None,
         bypass_document_validation: false,
     };
-    let out = run.finish_with(&host).await?;
-    sink(out)
+    run.finish_with_into(&host, sink).await
 }
 
 pub(super) async fn run<S: DataNode>(
@@ -222,7 +226,7 @@ pub(super) async fn run<S: DataNode>(
     let mut docs = VecDeque::new();
     let mut sink = |batch: Vec<Document>| {
         for doc in &batch {
-            docs.push_back(RawDocumentBuf::from_document(doc)?);
+            docs.push_back(crate::command::result_document(doc)?);
         }
         Ok(())
     };
@@ -252,13 +256,15 @@ pub(super) async fn run<S: DataNode>(
         .batch_size
         .map(|b| b as usize)
         .unwrap_or(DEFAULT_FIRST_BATCH);
-    let batch: Vec<RawDocumentBuf> = docs.drain(..first.min(docs.len())).collect();
-    let id = if docs.is_empty() {
+    // A batch stops at 16 MB as find's do (the reply must stay a valid document).
+    let mut body = CursorBody::Buffered(docs);
+    let (batch, exhausted) = super::find::next_batch(&mut body, first).await?;
+    let id = if exhausted {
         0
     } else {
         state
             .cursors()
-            .register(Cursor::new(ns.clone(), CursorBody::Buffered(docs), false))
+            .register(Cursor::new(ns.clone(), body, false))
     };
     Ok(cursor_reply(&ns, batch, id, true))
 }

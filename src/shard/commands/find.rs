@@ -336,7 +336,10 @@ async fn sorted_matches(
 }
 
 /// The next batch of a cursor and whether the cursor has nothing more.
-async fn next_batch(body: &mut CursorBody, max_docs: usize) -> Result<(Vec<RawDocumentBuf>, bool)> {
+pub(super) async fn next_batch(
+    body: &mut CursorBody,
+    max_docs: usize,
+) -> Result<(Vec<RawDocumentBuf>, bool)> {
     match body {
         CursorBody::Buffered(docs) => {
             let mut batch = Vec::new();

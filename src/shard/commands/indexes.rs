@@ -115,11 +115,15 @@ pub(super) async fn create_indexes<S: DataNode>(
         to_build.push(spec);
     }
     if before + to_build.len() > MAX_INDEXES {
+        // MongoDB names the first index past the limit, its key as it prints documents.
+        let refused = &to_build[MAX_INDEXES.saturating_sub(before).min(to_build.len() - 1)];
         return Err(MongoError::new(
             ErrorCode::CannotCreateIndex,
             format!(
                 "add index fails, too many indexes for {}.{} key:{}",
-                req.db, coll.name, to_build[0].key
+                req.db,
+                coll.name,
+                crate::document::display::render_doc(&refused.key)
             ),
         ));
     }

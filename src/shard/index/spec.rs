@@ -60,6 +60,9 @@ const KNOWN_OPTIONS: [&str; 18] = [
 /// Most indexes a collection may have, as in MongoDB.
 pub const MAX_INDEXES: usize = 64;
 
+/// Largest key pattern, in bytes of BSON, MongoDB accepts.
+const MAX_KEY_PATTERN_BYTES: usize = 2048;
+
 fn cannot_create(message: impl Into<String>) -> MongoError {
     MongoError::new(ErrorCode::CannotCreateIndex, message)
 }
@@ -83,6 +86,10 @@ pub fn default_name(key: &Document) -> String {
 }
 
 fn parse_key(key: &Document) -> Result<Vec<KeyField>> {
+    // MongoDB's first check of a key pattern: at most 2 KB of BSON.
+    if bson::to_vec(key).map_or(true, |bytes| bytes.len() > MAX_KEY_PATTERN_BYTES) {
+        return Err(cannot_create("Index key pattern too large."));
+    }
     if key.is_empty() {
         return Err(cannot_create("Index keys cannot be an empty field."));
     }
@@ -251,6 +258,11 @@ impl IndexSpec {
                 "The _id index cannot be sparse, partial, TTL or hidden",
             ));
         }
+        // Checked where MongoDB meets it: once the spec is valid, when the key's ordering is
+        // made (as a sort's is).
+        if fields.len() > crate::query::sort::MAX_COMPOUND_KEYS {
+            return Err(MongoError::location(13103, "too many compound keys"));
+        }
         let mut document = doc! {"v": 2, "key": key.clone(), "name": &name};
         for option in ["unique", "sparse", "hidden"] {
             if flag(option)? {
@@ -337,6 +349,31 @@ mod tests {
             67
         );
         assert_eq!(code(doc! {"key": {"a": "hashed", "b": "hashed"}}), 67);
+    }
+
+    #[test]
+    fn key_pattern_limits() {
+        let key = |n: usize, width: usize| -> Document {
+            (0..n)
+                .map(|i| (format!("f{i:0width$}"), Bson::Int32(1)))
+                .collect()
+        };
+        assert!(IndexSpec::parse(&doc! {"key": key(32, 2)}).is_ok());
+        let err = IndexSpec::parse(&doc! {"key": key(33, 2)}).unwrap_err();
+        assert_eq!(
+            (err.code().code(), err.message()),
+            (13103, "too many compound keys")
+        );
+        // Past 2 KB of BSON, whatever the field count (and before any other check).
+        let err = IndexSpec::parse(&doc! {"key": key(3, 1000)}).unwrap_err();
+        assert_eq!(
+            (err.code(), err.message()),
+            (ErrorCode::CannotCreateIndex, "Index key pattern too large.")
+        );
+        let mut huge_and_bad = key(300, 2);
+        huge_and_bad.insert("z", 0);
+        let err = IndexSpec::parse(&doc! {"key": huge_and_bad}).unwrap_err();
+        assert_eq!(err.message(), "Index key pattern too large.");
     }
 
     #[test]

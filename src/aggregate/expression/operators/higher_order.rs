@@ -41,7 +41,7 @@ fn bind_as(name: Option<&Bson>, scope: &Scope) -> Result<(Expression, Scope)> {
         Some(_) => "",
     };
     validate_name_for_user_write(name)?;
-    let mut inner = scope.clone();
+    let mut inner = scope.nested();
     let variable = bind_variable(&mut inner, name);
     Ok((variable, inner))
 }
@@ -181,7 +181,7 @@ pub fn parse_reduce(
     let input = input.ok_or_else(|| unspecified(40077, "$reduce", "input"))?;
     let initial = initial.ok_or_else(|| unspecified(40078, "$reduce", "initialValue"))?;
     let each = each.ok_or_else(|| unspecified(40079, "$reduce", "in"))?;
-    let mut inner = scope.clone();
+    let mut inner = scope.nested();
     let this = bind_variable(&mut inner, "this");
     let value = bind_variable(&mut inner, "value");
     Ok(vec![

@@ -284,15 +284,18 @@ impl<'a> Args<'a> {
     pub fn frame(&self) -> Frame<'_> {
         Frame {
             args: self,
-            user: self.vars.user_values().to_vec(),
+            base: self.vars.user_len(),
+            bound: Vec::new(),
         }
     }
 }
 
-/// The user variables of an operator's expression plus the ones the operator binds.
+/// The user variables of an operator's expression plus the ones the operator binds, which
+/// take the slots from `base` on (its scope defined them after every name it sees).
 pub struct Frame<'a> {
     args: &'a Args<'a>,
-    user: Vec<Value>,
+    base: usize,
+    bound: Vec<Value>,
 }
 
 impl Frame<'_> {
@@ -305,16 +308,26 @@ impl Frame<'_> {
         else {
             unreachable!("argument {variable} is not a bound variable");
         };
-        if self.user.len() <= *slot {
-            self.user.resize(slot + 1, None);
+        if *slot < self.base {
+            // A slot below the frame (not seen from a scope of this server's making): the
+            // values below are copied into the frame so that it may hold the binding.
+            let below: Vec<Value> = (0..self.base)
+                .map(|s| self.args.vars.user_value(s))
+                .collect();
+            self.bound.splice(0..0, below);
+            self.base = 0;
         }
-        self.user[*slot] = value;
+        let at = slot - self.base;
+        if self.bound.len() <= at {
+            self.bound.resize(at + 1, None);
+        }
+        self.bound[at] = value;
     }
 
     /// Evaluates argument `index` with the variables bound so far.
     pub fn eval(&self, index: usize) -> Result<Value> {
         match self.args.exprs.get(index) {
-            Some(expr) => expr.evaluate(&self.args.vars.with_user_values(&self.user)),
+            Some(expr) => expr.evaluate(&self.args.vars.with_bound(self.base, &self.bound)),
             None => Ok(None),
         }
     }

@@ -40,7 +40,7 @@ pub fn parse_let(_name: &'static str, argument: &Bson, scope: &Scope) -> Result<
             "invalid parameter: expected an object (vars)",
         ));
     };
-    let mut inner = scope.clone();
+    let mut inner = scope.nested();
     let mut args = Vec::with_capacity(2 * vars.len() + 1);
     for (name, value) in vars {
         validate_name_for_user_write(name)?;

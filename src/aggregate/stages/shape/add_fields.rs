@@ -44,6 +44,7 @@ impl Shape {
             let node = child_at(&mut root, parents)?;
             add_computed_field(node, last.first().map_or("", String::as_str), value, scope)?;
         }
+        root.index_computed();
         Ok(Shape {
             root,
             mode: Mode::AddFields,
@@ -57,12 +58,12 @@ fn child_at<'n>(node: &'n mut Node, parts: &[String]) -> Result<&'n mut Node> {
     let Some((first, rest)) = parts.split_first() else {
         return Ok(node);
     };
-    if node.get(first).is_none() {
-        node.entries
-            .push((first.clone(), Entry::Child(Node::default())));
-    }
-    match node.get_mut(first) {
-        Some(Entry::Child(child)) => child_at(child, rest),
+    match node
+        .entries
+        .entry(first.clone())
+        .or_insert_with(|| Entry::Child(Node::default()))
+    {
+        Entry::Child(child) => child_at(child, rest),
         _ => Err(MongoError::internal(
             "conflicting $addFields paths passed validation",
         )),
@@ -93,10 +94,8 @@ fn add_computed_field(node: &mut Node, name: &str, value: &Bson, scope: &Scope) 
 }
 
 fn set_computed(node: &mut Node, name: &str, expr: Expression) -> Result<()> {
-    match node.get_mut(name) {
-        Some(slot) => *slot = Entry::Computed(expr),
-        None => node.entries.push((name.to_string(), Entry::Computed(expr))),
-    }
+    // A later field of the same name replaces the earlier one in its place.
+    node.entries.insert(name.to_string(), Entry::Computed(expr));
     Ok(())
 }
 

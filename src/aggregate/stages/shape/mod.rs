@@ -15,6 +15,7 @@ pub use add_fields::parse_add_fields;
 pub use project::{parse_project, parse_unset};
 
 use crate::aggregate::expression::Expression;
+use indexmap::IndexMap;
 
 pub struct Shape {
     root: Node,
@@ -31,10 +32,16 @@ enum Mode {
     AddFields,
 }
 
-/// One level of the path tree, in specification order.
+/// One level of the path tree, in specification order. Entries are looked up by name for every
+/// field of every document and a specification may name 100,000 of them, so they are an index
+/// map (order kept, lookups in constant time).
 #[derive(Clone, Debug, Default)]
 struct Node {
-    entries: Vec<(String, Entry)>,
+    entries: IndexMap<String, Entry>,
+    /// The positions of the entries that compute something (a computed field, or a child with
+    /// one below it), in specification order, set once parsing is done
+    /// ([`Node::index_computed`]): a document visits only these after its fields are matched.
+    computed: Vec<usize>,
 }
 
 #[derive(Clone, Debug)]
@@ -47,26 +54,44 @@ enum Entry {
 
 impl Node {
     fn get(&self, name: &str) -> Option<&Entry> {
-        self.entries.iter().find(|(n, _)| n == name).map(|(_, e)| e)
+        self.entries.get(name)
     }
 
     fn get_mut(&mut self, name: &str) -> Option<&mut Entry> {
-        self.entries
-            .iter_mut()
-            .find(|(n, _)| n == name)
-            .map(|(_, e)| e)
+        self.entries.get_mut(name)
     }
 
     fn remove(&mut self, name: &str) {
-        self.entries.retain(|(n, _)| n != name);
+        self.entries.shift_remove(name);
     }
 
     fn has_computed(&self) -> bool {
-        self.entries.iter().any(|(_, entry)| match entry {
-            Entry::Computed(_) => true,
-            Entry::Child(child) => child.has_computed(),
-            Entry::Include | Entry::Exclude => false,
-        })
+        !self.computed.is_empty()
+    }
+
+    /// Records, bottom-up, which entries compute something (see [`Node::computed`]).
+    fn index_computed(&mut self) {
+        self.computed.clear();
+        for (i, entry) in self.entries.values_mut().enumerate() {
+            let computes = match entry {
+                Entry::Computed(_) => true,
+                Entry::Child(child) => {
+                    child.index_computed();
+                    child.has_computed()
+                }
+                Entry::Include | Entry::Exclude => false,
+            };
+            if computes {
+                self.computed.push(i);
+            }
+        }
+    }
+
+    /// The entries that compute something, in specification order.
+    fn computed_entries(&self) -> impl Iterator<Item = (&String, &Entry)> {
+        self.computed
+            .iter()
+            .filter_map(|&i| self.entries.get_index(i))
     }
 }
 

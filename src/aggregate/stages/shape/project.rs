@@ -91,11 +91,12 @@ impl Shape {
             Mode::Exclusion
         });
         if !parser.id_specified && mode == Mode::Inclusion {
-            root.entries.push(("_id".to_string(), Entry::Include));
+            root.entries.insert("_id".to_string(), Entry::Include);
         }
         if mode == Mode::Exclusion && parser.id_specified && parser.id_included {
             root.remove("_id");
         }
+        root.index_computed();
         Ok(Shape { root, mode })
     }
 }
@@ -244,14 +245,14 @@ fn add_node_at(node: &mut Node, path: &FieldPath, index: usize, entry: Entry) ->
                 format!("Path collision at {}", path.full()),
             ));
         }
-        node.entries.push((name.clone(), entry));
+        node.entries.insert(name.clone(), entry);
         return Ok(());
     }
     match node.get_mut(name) {
         None => {
             let mut child = Node::default();
             add_node_at(&mut child, path, index + 1, entry)?;
-            node.entries.push((name.clone(), Entry::Child(child)));
+            node.entries.insert(name.clone(), Entry::Child(child));
             Ok(())
         }
         Some(Entry::Child(child)) => add_node_at(child, path, index + 1, entry),

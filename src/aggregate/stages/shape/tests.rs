@@ -28,6 +28,44 @@ fn error(stage: &str, spec: Bson) -> (i32, String) {
     (err.code().code(), err.message().to_string())
 }
 
+/// `{f0: value(0), f1: value(1), ...}`.
+fn fields(n: usize, value: impl Fn(usize) -> Bson) -> Document {
+    (0..n).map(|i| (format!("f{i}"), value(i))).collect()
+}
+
+#[test]
+fn shapes_of_100000_fields() {
+    // Each name is found in constant time, in the tree and in the document being built.
+    let n = 100_000;
+    let wide = fields(n, |i| Bson::Int64(i as i64));
+    let projected = apply(
+        "$project",
+        Bson::Document(fields(n, |_| Bson::Int32(1))),
+        wide.clone(),
+    );
+    assert_eq!(projected, wide);
+    let mut excluded = apply(
+        "$project",
+        Bson::Document(fields(n - 1, |_| Bson::Int32(0))),
+        wide.clone(),
+    );
+    assert_eq!(excluded.remove("f99999"), Some(Bson::Int64(99_999)));
+    assert!(excluded.is_empty());
+    // Every field replaced in place (a literal of 0 is `{$literal: 0}`'s value), on a
+    // document that already has them all.
+    let replaced = apply(
+        "$addFields",
+        Bson::Document(fields(n, |i| bson!({"$literal": -(i as i64)}))),
+        wide,
+    );
+    assert_eq!(replaced, fields(n, |i| Bson::Int64(-(i as i64))));
+    let unset: Vec<Bson> = (0..n).map(|i| Bson::String(format!("f{i}"))).collect();
+    assert_eq!(
+        apply("$unset", Bson::Array(unset), doc! {"f1": 1, "g": 2}),
+        doc! {"g": 2}
+    );
+}
+
 #[test]
 fn inclusion_keeps_listed_fields_in_input_order() {
     let input = doc! {"_id": 1, "b": 2, "a": 1, "c": 3};
