@@ -15,6 +15,20 @@ use bson::{Bson, DateTime, Document};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+/// MongoDB's `internalQueryMaxAllowedDensifyDocs`: a stage generating more documents fails
+/// rather than filling memory (a step of 1 over `[0, 1e19]` would never end).
+pub(super) const MAX_GENERATED_DOCS: usize = 500_000;
+
+fn too_many_generated(generated: usize) -> MongoError {
+    MongoError::location(
+        5897900,
+        format!(
+            "Generated {generated} documents in $densify, which is over the limit of {MAX_GENERATED_DOCS}. \
+             Increase the 'internalQueryMaxAllowedDensifyDocs' parameter to allow more generated documents"
+        ),
+    )
+}
+
 pub struct Densify {
     field: Vec<String>,
     partitions: Vec<Vec<String>>,
@@ -231,6 +245,7 @@ impl Densify {
         );
         let mut out = nullish;
         let mut start = 0;
+        let mut total_generated = 0;
         while start < valued.len() {
             let end = (start..valued.len())
                 .find(|&i| !values_equal(&valued[i].0, &valued[start].0))
@@ -244,7 +259,9 @@ impl Densify {
                 },
                 Bounds::Partition => (part[0].1.clone(), part[part.len() - 1].1.clone(), true),
             };
-            let existing: Vec<&Bson> = part.iter().map(|(_, v, _)| v).collect();
+            // The partition's values are sorted: one walk alongside the generated ones finds
+            // those already present.
+            let mut existing = part.iter().map(|(_, v, _)| v).peekable();
             let mut generated = Vec::new();
             let mut value = anchor;
             loop {
@@ -252,7 +269,15 @@ impl Densify {
                 if order == Ordering::Greater || (order == Ordering::Equal && !inclusive) {
                     break;
                 }
-                if !existing.iter().any(|e| values_equal(e, &value)) {
+                while existing
+                    .next_if(|e| compare(Some(e), Some(&value)) == Ordering::Less)
+                    .is_some()
+                {}
+                if !existing.peek().is_some_and(|e| values_equal(e, &value)) {
+                    total_generated += 1;
+                    if total_generated > MAX_GENERATED_DOCS {
+                        return Err(too_many_generated(total_generated));
+                    }
                     generated.push(value.clone());
                 }
                 value = self.increment(&value)?;

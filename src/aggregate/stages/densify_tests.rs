@@ -244,3 +244,22 @@ fn specification_errors() {
         5733408
     );
 }
+
+/// A range that would generate without end stops at MongoDB's limit
+/// (`internalQueryMaxAllowedDensifyDocs`) instead of filling memory (found by the fuzzer).
+#[test]
+fn generation_stops_at_the_limit() {
+    let spec = bson!({"field": "x", "range": {"step": 1, "bounds": "full"}});
+    let err = run(spec.clone(), vec![doc! {"x": 1}, doc! {"x": 1e19}]).unwrap_err();
+    assert_eq!(err.code().code(), 5897900);
+    assert!(
+        err.message()
+            .contains("Generated 500001 documents in $densify, which is over the limit of 500000."),
+        "{}",
+        err.message()
+    );
+    // Exactly at the limit: the bounds' own values are not generated.
+    let last = super::densify::MAX_GENERATED_DOCS as i64 + 1;
+    let out = run(spec, vec![doc! {"x": 0_i64}, doc! {"x": last}]).unwrap();
+    assert_eq!(out.len(), super::densify::MAX_GENERATED_DOCS + 2);
+}
