@@ -14,12 +14,12 @@
 use bson::{Bson, doc, rawdoc};
 use docgrid::command::CommandRequest;
 use docgrid::configsvr::ConfigState;
+use docgrid::datanode::storage::DocumentReads;
 use docgrid::router::RouterState;
 use docgrid::rpc::Connector;
 use docgrid::server::logbuf::LogBuffer;
 use docgrid::server::{CmdLine, Dispatcher, Node, Parameters, RequestContext, Role, Service};
 use docgrid::shard::ShardState;
-use docgrid::shard::storage::DocumentReads;
 use std::sync::Arc;
 use std::time::Instant;
 

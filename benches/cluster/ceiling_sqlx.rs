@@ -43,12 +43,12 @@ fn key_bytes(v: i64) -> Vec<u8> {
 
 /// The scratch file is opened exactly as a shard opens its files.
 fn options(path: &Path) -> SqliteConnectOptions {
-    docgrid::shard::storage::connect_options(path)
+    docgrid::datanode::storage::connect_options(path)
 }
 
 /// ... and read as a shard's readers read them.
 fn reader_options(path: &Path) -> SqliteConnectOptions {
-    docgrid::shard::storage::reader_connect_options(path)
+    docgrid::datanode::storage::reader_connect_options(path)
 }
 
 impl Scratch {

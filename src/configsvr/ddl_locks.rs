@@ -7,8 +7,8 @@
 //! the lock over and the old holder's term stops being accepted by fenced metadata writes.
 
 use super::store::{ConfigStore, ConfigWrite};
+use crate::datanode::storage::Storage;
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::shard::storage::Storage;
 use bson::{DateTime, doc, oid::ObjectId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,5 @@
 //! The config server: the authoritative routing table (`config.shards`, `config.databases`,
-//! ...) stored with the shard storage engine (a config server is a mongod holding the config
+//! ...) stored with the data-node storage engine (a config server is a mongod holding the config
 //! database), plus the `_configsvr*` commands that change it. It is the only writer of
 //! routing metadata.
 
@@ -12,12 +12,12 @@ pub mod store;
 
 pub use clock::LogicalClock;
 
+use crate::datanode::cursors::CursorRegistry;
+use crate::datanode::storage::Storage;
+use crate::datanode::{DataNode, spawn_cursor_reaper};
 use crate::error::Result;
 use crate::rpc::Connector;
 use crate::server::{CommandTable, Node, NodeState};
-use crate::shard::cursors::CursorRegistry;
-use crate::shard::storage::Storage;
-use crate::shard::{DataNode, spawn_cursor_reaper};
 use bson::{Bson, doc, oid::ObjectId};
 use std::sync::Arc;
 use store::ConfigStore;
@@ -110,7 +110,7 @@ impl ConfigState {
         });
         coordinators::Coordinators::recover(&state).await?;
         spawn_cursor_reaper(Arc::downgrade(&state));
-        crate::shard::ttl::spawn_ttl_monitor(Arc::downgrade(&state));
+        crate::datanode::ttl::spawn_ttl_monitor(Arc::downgrade(&state));
         Ok(state)
     }
 

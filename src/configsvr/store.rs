@@ -1,10 +1,10 @@
 //! Typed reads and writes of the config database (`config.shards`, `config.databases`, ...)
 //! on the config server's own storage. Only the config server writes routing metadata.
 
+use crate::datanode::exec::Position;
+use crate::datanode::storage::{DocumentReads, Storage};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
-use crate::shard::exec::Position;
-use crate::shard::storage::{DocumentReads, Storage};
 use bson::{Bson, Document, RawDocumentBuf};
 
 pub const CONFIG_DB: &str = "config";

@@ -9,8 +9,8 @@
 //! still blocks those collections until the coordinator releases them.
 
 use super::ShardState;
-use super::storage::Storage;
 use crate::command::CommandRequest;
+use crate::datanode::storage::Storage;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::CommandGuard;
 use bson::{Bson, Document, doc};

@@ -8,9 +8,11 @@
 //! which the config server refuses once the lock was taken over (fencing).
 
 use super::ShardState;
+use crate::datanode::HeldDdlLock;
 use crate::error::Result;
 use crate::rpc::NodeClient;
 use bson::doc;
+use futures::future::BoxFuture;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -37,6 +39,12 @@ impl RemoteDdlLock {
         self.released = true;
         self.pinger.abort();
         release(&self.config, self.term).await;
+    }
+}
+
+impl HeldDdlLock for RemoteDdlLock {
+    fn release(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(RemoteDdlLock::release(*self))
     }
 }
 

@@ -5,10 +5,11 @@
 //! StaleConfig with `vReceived`, `vWanted` and `shardId`; versioned reads and writes see only
 //! the documents this shard owns (the ownership filter).
 
+use super::ShardState;
 use super::persisted_routing;
-use super::{DataNode, ShardState};
 use crate::catalog::{ChunkVersion, OwnershipFilter};
 use crate::command::CommandRequest;
+use crate::datanode::DataNode;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::config::collection_routing;
 use bson::{RawBsonRef, doc};

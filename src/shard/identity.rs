@@ -1,9 +1,9 @@
 //! The shard identity (its name, the cluster id, where the config server is), persisted like
 //! MongoDB's `admin.system.version {_id: "shardIdentity"}` document.
 
-use super::storage::Storage;
+use crate::datanode::storage::DocumentReads;
+use crate::datanode::storage::Storage;
 use crate::error::{MongoError, Result};
-use crate::shard::storage::DocumentReads;
 use bson::{Bson, Document, doc, oid::ObjectId};
 
 const ADMIN: &str = "admin";

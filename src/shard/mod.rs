@@ -1,68 +1,30 @@
-//! The shard role: stores documents, checks the versions routers attach, executes queries.
-//! The config server stores the config database with this same engine (as a config server in
-//! MongoDB is a mongod), so storage, query execution and the CRUD commands are shared with it
-//! through [`DataNode`].
+//! The shard role: a data node (`datanode`: storage, query execution, the CRUD commands, shared
+//! with the config server, which in MongoDB is a mongod too) that checks the versions routers
+//! attach, filters documents by chunk ownership, holds critical sections and DDL locks, and runs
+//! the shard-only sharding commands.
 
 pub mod commands;
 mod critical_section;
-pub mod cursors;
 pub mod ddl_lock;
-pub mod exec;
 mod filtering;
 mod identity;
-pub mod index;
 mod persisted_routing;
 mod shard_key_index;
 mod single_flight;
-pub mod storage;
-pub mod ttl;
-pub mod validation;
 mod versioning;
-pub mod views;
 
 pub use identity::ShardIdentity;
 
 use crate::catalog::OwnershipFilter;
 use crate::command::CommandRequest;
+use crate::datanode::cursors::CursorRegistry;
+use crate::datanode::storage::Storage;
+use crate::datanode::{DataNode, DdlGuard, spawn_cursor_reaper, ttl};
 use crate::error::Result;
 use crate::rpc::Connector;
-use crate::server::asserts::contained;
-use crate::server::{CURSOR_MONITOR_PERIOD, CommandGuard, CommandTable, Node, NodeState};
-use cursors::CursorRegistry;
+use crate::server::{CommandGuard, CommandTable, Node, NodeState};
 use futures::future::BoxFuture;
-use std::sync::{Arc, Weak};
-use storage::Storage;
-
-/// A node that stores documents and serves CRUD commands on them.
-pub trait DataNode: NodeState {
-    fn storage(&self) -> &Storage;
-    fn cursors(&self) -> &CursorRegistry;
-    /// The name this node's data is reported under (`$collStats`'s `shard`).
-    fn shard_name(&self) -> String;
-    /// The ownership filter a request runs under (`None`: every document is visible).
-    fn ownership(&self, _request: &CommandRequest) -> Option<Arc<OwnershipFilter>> {
-        None
-    }
-    /// The sharding of a collection as this node knows it (`None`: not sharded, or unknown).
-    fn sharding(&self, _ns: &str) -> Option<Arc<OwnershipFilter>> {
-        None
-    }
-    /// Whether a collection is sharded, asking the config server when this node does not know.
-    fn is_sharded<'a>(&'a self, _ns: &'a str) -> BoxFuture<'a, Result<bool>> {
-        Box::pin(async { Ok(false) })
-    }
-    /// For a DDL a router sent to this node as the database's primary, the cluster's DDL lock
-    /// on `names` (held until the returned guard drops); `None` where there is nothing to
-    /// lock (a request sent to this node directly, or a node outside a cluster).
-    fn routed_ddl_lock<'a>(
-        &'a self,
-        _request: &'a CommandRequest,
-        _names: Vec<String>,
-        _reason: &'a str,
-    ) -> BoxFuture<'a, Result<Option<ddl_lock::RemoteDdlLock>>> {
-        Box::pin(async { Ok(None) })
-    }
-}
+use std::sync::Arc;
 
 /// The state of one shard server.
 pub struct ShardState {
@@ -179,16 +141,16 @@ impl DataNode for ShardState {
         request: &'a CommandRequest,
         names: Vec<String>,
         reason: &'a str,
-    ) -> BoxFuture<'a, Result<Option<ddl_lock::RemoteDdlLock>>> {
+    ) -> BoxFuture<'a, Result<Option<DdlGuard>>> {
         Box::pin(async move {
             let routed = request.args().get("databaseVersion")?.is_some();
             if !routed || self.identity().is_none() {
                 return Ok(None);
             }
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            Ok(Some(
+            Ok(Some(DdlGuard::new(
                 ShardState::routed_ddl_lock(self, request, &names, reason).await?,
-            ))
+            )))
         })
     }
 }
@@ -199,22 +161,4 @@ impl DataNode for ShardState {
 /// deadlock with a coordinator that holds it and enters the critical section.
 fn is_coordinator(request: &CommandRequest) -> bool {
     request.name().starts_with("_shardsvr") || request.name() == "create"
-}
-
-/// Kills cursors idle for longer than `cursorTimeoutMillis`.
-pub fn spawn_cursor_reaper<S: DataNode>(state: Weak<S>) {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(CURSOR_MONITOR_PERIOD);
-        loop {
-            tick.tick().await;
-            let Some(state) = state.upgrade() else { break };
-            let reaped = contained("cursor reaper", async {
-                state.cursors().reap(state.node().cursor_timeout())
-            })
-            .await;
-            if let Some(reaped @ 1..) = reaped {
-                tracing::info!(reaped, "killed idle cursors");
-            }
-        }
-    });
 }

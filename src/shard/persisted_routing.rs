@@ -4,8 +4,8 @@
 //! It is a cache: a copy that is torn (a crash between its writes) fails its consistency check
 //! on load and is simply refreshed from the config server.
 
-use super::storage::Storage;
 use crate::catalog::{Chunk, ChunkMap, CollectionEntry, chunk_from_document};
+use crate::datanode::storage::Storage;
 use crate::error::{MongoError, Result};
 use bson::{Bson, Document, RawDocumentBuf, doc};
 

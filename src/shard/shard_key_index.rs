@@ -4,9 +4,9 @@
 //! multikey, or still building). Used by `shardCollection` and `refineCollectionShardKey`.
 
 use crate::catalog::ShardKeyPattern;
+use crate::datanode::storage::{CollectionMeta, IndexMeta};
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::shard::storage::{CollectionMeta, IndexMeta};
 use bson::{Bson, Document};
 
 /// What the collection's indexes offer a shard key.

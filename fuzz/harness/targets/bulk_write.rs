@@ -6,8 +6,8 @@ use super::command;
 use super::update::statement_run;
 use bson::{RawBsonRef, RawDocumentBuf};
 use docgrid::command::{BulkOpKind, BulkWrite, CommandRequest};
+use docgrid::datanode::commands::parsers;
 use docgrid::query::Filter;
-use docgrid::shard::commands::parsers;
 
 pub fn run(data: &[u8]) {
     let Some(cmd) = command(data) else {

@@ -7,10 +7,10 @@ use super::command;
 use bson::{Document, doc};
 use docgrid::catalog::ShardKeyPattern;
 use docgrid::command::CommandRequest;
+use docgrid::datanode::commands::parsers;
+use docgrid::datanode::exec::{parsed_query, take_sort_key_request};
 use docgrid::query::bounds::field_bounds;
 use docgrid::query::{Filter, Projection, SortSpec};
-use docgrid::shard::commands::parsers;
-use docgrid::shard::exec::{parsed_query, take_sort_key_request};
 
 pub fn run(data: &[u8]) {
     let Some(cmd) = command(data) else {

@@ -8,9 +8,9 @@ use bson::{Bson, Document, doc};
 use docgrid::aggregate::foreign::{CommandRunner, Host};
 use docgrid::aggregate::{MemoryLimits, Pipeline};
 use docgrid::command::CommandRequest;
+use docgrid::datanode::commands::parsers;
 use docgrid::error::Result;
 use docgrid::router::pipeline_split;
-use docgrid::shard::commands::parsers;
 use futures::future::BoxFuture;
 
 /// MongoDB's 100 MB for `$sort` and `$group`, as the shard runs them (no disk here).

@@ -7,9 +7,9 @@ use super::command;
 use bson::{Bson, Document, RawBsonRef, RawDocument};
 use docgrid::aggregate::expression::LetVariables;
 use docgrid::command::{Args, CommandRequest};
+use docgrid::datanode::commands::parsers;
 use docgrid::query::update::UpdateConstants;
 use docgrid::query::{Filter, UpdateContext, UpdateSpec, upsert_seed};
-use docgrid::shard::commands::parsers;
 use std::sync::Arc;
 
 pub fn run(data: &[u8]) {

@@ -12,8 +12,8 @@ mod shards;
 pub(super) use collections::StoredRouting;
 
 use super::ConfigState;
+use crate::datanode::commands::data_commands;
 use crate::server::{CommandTable, commands::common};
-use crate::shard::commands::data_commands;
 
 pub(super) fn table() -> CommandTable<ConfigState> {
     let mut specs = common();

@@ -2,13 +2,14 @@
 //! here its median, as `split` with `find` or `bounds` asks), `splitChunk` and `mergeChunks`
 //! (commit a split or a merge through the config server, which alone writes chunk metadata).
 
-use super::super::{DataNode, ShardState};
+use super::super::ShardState;
 use crate::catalog::ShardKeyPattern;
 use crate::command::{CommandRequest, missing};
+use crate::datanode::DataNode;
+use crate::datanode::exec::Position;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
 use crate::server::RequestContext;
-use crate::shard::exec::Position;
 use bson::{Bson, Document, RawDocumentBuf, doc};
 
 /// `{splitVector: ns, keyPattern, min, max, force: true}`: the key of the median document of

@@ -12,14 +12,15 @@
 //! recipient made are dropped (and the coordinator's next attempt replaces any it could not
 //! drop, recognised by their UUID).
 
-use super::super::{DataNode, ShardState};
+use super::super::ShardState;
 use crate::command::{CommandRequest, missing};
+use crate::datanode::DataNode;
+use crate::datanode::storage::{CollectionMeta, DatabaseStore, DocumentReads};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::NodeClient;
 use crate::rpc::config::{collection_entry, database_entry, shard_hosts};
 use crate::server::RequestContext;
 use crate::shard::ddl_lock::coordinator_term;
-use crate::shard::storage::{CollectionMeta, DatabaseStore, DocumentReads};
 use bson::{RawArrayBuf, RawDocumentBuf, doc};
 
 /// Documents per storage read while copying.

@@ -6,9 +6,10 @@
 //! No critical section is needed: a refined chunk holds exactly the documents it held, so a
 //! request still versioned with the old key targets the same shards and sees the same data.
 
-use super::super::{DataNode, ShardState};
+use super::super::ShardState;
 use crate::catalog::{CollectionEntry, ShardKeyPattern};
 use crate::command::CommandRequest;
+use crate::datanode::DataNode;
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::config::{collection_routing, shard_hosts};

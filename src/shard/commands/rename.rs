@@ -123,7 +123,7 @@ async fn rename_unsharded(
         false => None,
     };
     pause_before(state, "renameCollection", "rename").await;
-    super::collections::rename_namespace(state, from, to, drop_target).await
+    crate::datanode::commands::collections::rename_namespace(state, from, to, drop_target).await
 }
 
 async fn pause_before(state: &ShardState, operation: &str, phase: &str) {
@@ -173,7 +173,7 @@ async fn participant(
     let (_, from_coll) = crate::catalog::split_namespace(&from)?;
     let (_, to_coll) = crate::catalog::split_namespace(&to)?;
     if db.collection(from_coll).is_some() {
-        super::collections::rename_namespace(state, &from, &to, true).await?;
+        crate::datanode::commands::collections::rename_namespace(state, &from, &to, true).await?;
     } else if let Some(target) = db.collection(to_coll) {
         if target.uuid_bson() != source_uuid {
             db.drop_collection(to_coll).await?;

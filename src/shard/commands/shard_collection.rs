@@ -8,17 +8,18 @@
 //! (`_shardsvrCreateCollectionParticipant`). The database's critical section is held
 //! throughout, so no write lands under the unsharded version meanwhile.
 
-use super::super::{DataNode, ShardState};
+use super::super::ShardState;
 use crate::catalog::ShardKeyPattern;
 use crate::command::{CommandRequest, missing};
+use crate::datanode::DataNode;
+use crate::datanode::index::IndexSpec;
+use crate::datanode::storage::CollectionMeta;
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::config::{collection_routing, shard_hosts};
 use crate::server::RequestContext;
 use crate::shard::ddl_lock::coordinator_term;
-use crate::shard::index::IndexSpec;
 use crate::shard::shard_key_index::{KeyFit, ShardKeyIndex};
-use crate::shard::storage::CollectionMeta;
 use bson::{Bson, RawBsonRef, RawDocumentBuf, doc};
 
 pub(super) async fn create_sharded_collection(
@@ -45,7 +46,7 @@ pub(super) async fn create_sharded_collection(
             "presplitHashedZones is true but no zones are defined for the collection (docgrid has no zones yet)",
         ));
     }
-    if crate::shard::views::resolve(state.storage(), &req.db, &name)
+    if crate::datanode::views::resolve(state.storage(), &req.db, &name)
         .await?
         .is_some()
     {
@@ -83,7 +84,7 @@ pub(super) async fn create_sharded_collection(
         if !empty || index != ShardKeyIndex::Missing {
             index.require(&pattern)?;
         }
-        let mut spec = doc! {"key": pattern.pattern().clone(), "name": crate::shard::index::spec::default_name(pattern.pattern())};
+        let mut spec = doc! {"key": pattern.pattern().clone(), "name": crate::datanode::index::spec::default_name(pattern.pattern())};
         if unique {
             spec.insert("unique", true);
         }

@@ -157,7 +157,7 @@ async fn drop_collection_participant(
         .enter_critical_section(&req.db, &format!("drop of {ns}"))
         .await?;
     let drop = CommandRequest::from_document(&req.db, &bson::doc! {"drop": &coll})?;
-    let reply = super::collections::drop(state, ctx, drop).await?;
+    let reply = crate::datanode::commands::collections::drop(state, ctx, drop).await?;
     state
         .forget_collection(&format!("{}.{coll}", req.db))
         .await?;

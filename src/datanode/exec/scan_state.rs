@@ -3,9 +3,9 @@
 use super::output::FindOutput;
 use super::position::Position;
 use super::{MAX_BATCH_BYTES, SCAN_CHUNK};
+use crate::datanode::storage::{CollectionMeta, DatabaseStore, DocumentReads};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
-use crate::shard::storage::{CollectionMeta, DatabaseStore, DocumentReads};
 use bson::RawDocumentBuf;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -42,7 +42,7 @@ impl ScanState {
 
     /// A tailable cursor whose last document was evicted from the capped collection has lost
     /// its place (eviction removes the oldest documents first).
-    async fn check_position(&self, after: crate::shard::storage::RecordId) -> Result<()> {
+    async fn check_position(&self, after: crate::datanode::storage::RecordId) -> Result<()> {
         if after == 0 {
             return Ok(());
         }

@@ -6,10 +6,10 @@
 
 use super::plan::{AccessPath, IndexScanPlan, fields_of};
 use crate::catalog::OwnershipFilter;
+use crate::datanode::index::FieldKind;
 use crate::document::key_decode::{KeyValue, decode_key};
 use crate::document::path::get_path;
 use crate::query::sort::SortSpec;
-use crate::shard::index::FieldKind;
 use bson::{Bson, Document};
 
 /// What a find asks beyond its access path, as far as covering goes.
@@ -209,13 +209,13 @@ fn set_path(doc: &mut Document, path: &str, value: Bson) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::datanode::exec::plan::QueryShape;
+    use crate::datanode::storage::CollectionMeta;
     use crate::document::keystring::encode_key;
     use crate::document::type_bits::TypeBits;
-    use crate::shard::exec::plan::QueryShape;
-    use crate::shard::storage::CollectionMeta;
     use bson::{DateTime, doc, oid::ObjectId};
 
-    use crate::shard::exec::test_catalog::{collection as coll, index};
+    use crate::datanode::exec::test_catalog::{collection as coll, index};
 
     fn analyze(
         coll: &CollectionMeta,

@@ -2,8 +2,8 @@
 //! existed are upgraded at open.
 
 use super::*;
+use crate::datanode::index::IndexSpec;
 use crate::document::key_decode::{KeyValue, decode_key};
-use crate::shard::index::IndexSpec;
 use bson::{Bson, Decimal128, Document, RawDocumentBuf, doc};
 use sqlx::{Connection, Executor, SqliteConnection};
 

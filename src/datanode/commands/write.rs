@@ -20,7 +20,7 @@ pub(super) async fn target<S: DataNode>(
     // What clients may write is checked before any command runs (`command::generic`); other
     // nodes also write what only the server writes (`system.views` moving with its database).
     validate_collection_name(&req.db, coll)?;
-    crate::shard::views::reject(state.storage(), &req.db, coll).await?;
+    crate::datanode::views::reject(state.storage(), &req.db, coll).await?;
     if !create {
         return Ok(state.storage().collection(&req.db, coll).await);
     }

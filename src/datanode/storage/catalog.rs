@@ -2,8 +2,8 @@
 //! persisted in the database file itself so that catalog and data change atomically.
 
 use super::sql_error;
+use crate::datanode::index::IndexSpec;
 use crate::error::Result;
-use crate::shard::index::IndexSpec;
 use bson::{Bson, Document, doc};
 use sqlx::{Executor, Row, SqliteConnection};
 use std::collections::BTreeMap;

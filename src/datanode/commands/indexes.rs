@@ -3,12 +3,12 @@
 use super::super::DataNode;
 use super::write::target;
 use crate::command::{CommandRequest, missing};
+use crate::datanode::index::IndexSpec;
+use crate::datanode::index::spec::MAX_INDEXES;
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::RequestContext;
 use crate::server::stats::Stats;
-use crate::shard::index::IndexSpec;
-use crate::shard::index::spec::MAX_INDEXES;
 use bson::{Bson, Document, RawDocumentBuf, doc};
 
 /// `commitQuorum`: how many voting members must be ready before an index build commits. Each
@@ -56,7 +56,7 @@ pub(super) async fn create_indexes<S: DataNode>(
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
     check_commit_quorum(args.get("commitQuorum")?)?;
-    crate::shard::views::reject(state.storage(), &req.db, args.collection()?).await?;
+    crate::datanode::views::reject(state.storage(), &req.db, args.collection()?).await?;
     let requested = args
         .array("indexes")?
         .ok_or_else(|| missing("createIndexes", "indexes"))?;
@@ -181,7 +181,7 @@ pub(super) async fn create_indexes<S: DataNode>(
 }
 
 /// Whether the index exists already; a conflicting index under the same name or key is an error.
-fn is_existing(indexes: &[crate::shard::storage::IndexMeta], spec: &IndexSpec) -> Result<bool> {
+fn is_existing(indexes: &[crate::datanode::storage::IndexMeta], spec: &IndexSpec) -> Result<bool> {
     for index in indexes {
         let existing = match &index.parsed {
             Some(parsed) => (**parsed).clone(),
@@ -228,7 +228,7 @@ pub(super) async fn drop_indexes<S: DataNode>(
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
     let name = args.collection()?;
-    crate::shard::views::reject(state.storage(), &req.db, name).await?;
+    crate::datanode::views::reject(state.storage(), &req.db, name).await?;
     let ns = format!("{}.{name}", req.db);
     let (db, coll) = state
         .storage()

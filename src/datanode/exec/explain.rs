@@ -5,10 +5,10 @@
 
 use super::plan::{AccessPath, IndexScanPlan, fields_of};
 use super::position::Examined;
+use crate::datanode::index::FieldKind;
+use crate::datanode::storage::IndexMeta;
 use crate::document::display::render;
 use crate::query::bounds::FieldBounds;
-use crate::shard::index::FieldKind;
-use crate::shard::storage::IndexMeta;
 use bson::{Bson, Document, doc};
 
 /// MongoDB's limit on a blocking sort's memory, which SORT stages show.

@@ -7,9 +7,9 @@ use super::exec::Position;
 use super::storage::Storage;
 use crate::aggregate::Pipeline;
 use crate::command::CommandRequest;
+use crate::datanode::storage::DocumentReads;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
-use crate::shard::storage::DocumentReads;
 use bson::{Bson, Document, RawDocumentBuf, doc};
 
 /// Where view definitions live.

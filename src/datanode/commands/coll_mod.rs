@@ -26,7 +26,7 @@ pub(super) async fn run<S: DataNode>(
     let args = req.args();
     let name = args.collection()?.to_string();
     validate_collection_name(&req.db, &name)?;
-    crate::shard::views::reject(state.storage(), &req.db, &name).await?;
+    crate::datanode::views::reject(state.storage(), &req.db, &name).await?;
     let body = req.body.to_document()?;
     for key in UNSUPPORTED {
         if body.contains_key(key) {
@@ -74,7 +74,7 @@ struct IndexChange {
 }
 
 fn plan_index_change(
-    coll: &crate::shard::storage::CollectionMeta,
+    coll: &crate::datanode::storage::CollectionMeta,
     change: &Document,
 ) -> Result<IndexChange> {
     let index = match (change.get("keyPattern"), change.get("name")) {
@@ -163,7 +163,7 @@ fn plan_index_change(
         }
     }
     // Validate the result as createIndexes would (e.g. a TTL on a compound index).
-    crate::shard::index::IndexSpec::parse(&spec)?;
+    crate::datanode::index::IndexSpec::parse(&spec)?;
     Ok(IndexChange {
         name: index.name.clone(),
         spec,

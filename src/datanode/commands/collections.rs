@@ -60,7 +60,7 @@ async fn create_collection_or_view<S: DataNode>(
             options.insert(key.clone(), value.clone());
         }
     }
-    crate::shard::validation::apply_options(&mut options, &body)?;
+    crate::datanode::validation::apply_options(&mut options, &body)?;
     capped_options(&body, &mut options)?;
     let db = state.storage().database_or_create(&req.db).await?;
     match db.create_collection(name, options.clone()).await {
@@ -121,7 +121,7 @@ async fn create_view<S: DataNode>(
             ));
         }
     };
-    crate::shard::views::create(state.storage(), db, name, view_on, pipeline).await?;
+    crate::datanode::views::create(state.storage(), db, name, view_on, pipeline).await?;
     Ok(RawDocumentBuf::new())
 }
 
@@ -173,7 +173,7 @@ fn capped_options(body: &Document, options: &mut Document) -> Result<()> {
     Ok(())
 }
 
-pub(super) async fn drop<S: DataNode>(
+pub(crate) async fn drop<S: DataNode>(
     state: &S,
     _ctx: &RequestContext,
     req: CommandRequest,
@@ -185,7 +185,7 @@ pub(super) async fn drop<S: DataNode>(
         return Ok(RawDocumentBuf::new());
     };
     let Some(meta) = db.collection(&name) else {
-        crate::shard::views::drop(state.storage(), &req.db, &name).await?;
+        crate::datanode::views::drop(state.storage(), &req.db, &name).await?;
         return Ok(RawDocumentBuf::new());
     };
     db.drop_collection(&name).await?;
@@ -217,7 +217,7 @@ pub(super) async fn rename<S: DataNode>(
 }
 
 /// Renames `source` to `target` (full namespaces) on this node.
-pub(super) async fn rename_namespace<S: DataNode>(
+pub(crate) async fn rename_namespace<S: DataNode>(
     state: &S,
     source: &str,
     target: &str,
@@ -282,7 +282,7 @@ pub(super) async fn list_collections<S: DataNode>(
             };
             entries.push(RawDocumentBuf::from_document(&entry)?);
         }
-        for view in crate::shard::views::all(state.storage(), &req.db).await? {
+        for view in crate::datanode::views::all(state.storage(), &req.db).await? {
             let pipeline: Vec<Bson> = view.pipeline.into_iter().map(Bson::Document).collect();
             let full = doc! {
                 "name": &view.name,
@@ -311,7 +311,7 @@ pub(super) async fn list_indexes<S: DataNode>(
 ) -> Result<RawDocumentBuf> {
     let name = req.args().collection()?;
     validate_collection_name(&req.db, name)?;
-    crate::shard::views::reject(state.storage(), &req.db, name).await?;
+    crate::datanode::views::reject(state.storage(), &req.db, name).await?;
     let ns = format!("{}.{name}", req.db);
     let (_, meta) = state
         .storage()

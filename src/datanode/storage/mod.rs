@@ -1,5 +1,5 @@
-//! The shard's storage engine on SQLite (writes through `sqlx`, reads through `rusqlite` on the
-//! calling thread): one database file per MongoDB database, each collection a table of
+//! A data node's storage engine on SQLite (writes through `sqlx`, reads through `rusqlite` on
+//! the calling thread): one database file per MongoDB database, each collection a table of
 //! `(record id, BSON document)`, each index a table of `(order-preserving key, record id, type
 //! bits)`. This is the only module that contains SQL.
 

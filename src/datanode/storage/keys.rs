@@ -1,10 +1,10 @@
 //! The index keys a document produces for each index of its collection.
 
 use super::catalog::IndexMeta;
+use crate::datanode::index::{self, IndexKeys};
 use crate::document::keystring;
 use crate::document::type_bits::TypeBits;
 use crate::error::{MongoError, Result};
-use crate::shard::index::{self, IndexKeys};
 use bson::{Bson, Document, RawDocument};
 
 /// The keys one document produces in the indexes of its collection. The document is parsed at

@@ -3,13 +3,13 @@
 //! with `$sortKey` appended when a router merging several shards' results asked for it.
 
 use super::plan::{AccessPath, IndexScanPlan, fields_of};
+use crate::datanode::index::FieldKind;
+use crate::datanode::storage::RecordId;
 use crate::document::{hashed, keystring};
 use crate::error::Result;
 use crate::query::filter::Filter;
 use crate::query::projection::Projection;
 use crate::query::sort::SortSpec;
-use crate::shard::index::FieldKind;
-use crate::shard::storage::RecordId;
 use bson::{Bson, Document, RawDocumentBuf};
 use std::sync::Arc;
 

@@ -3,8 +3,8 @@
 
 use super::database::{DatabaseStore, begin_catalog_txn};
 use super::sql_error;
+use crate::datanode::index::IndexSpec;
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::shard::index::IndexSpec;
 use bson::Document;
 use std::sync::Arc;
 

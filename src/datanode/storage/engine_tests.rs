@@ -179,7 +179,7 @@ async fn secondary_indexes_build_persist_and_follow_writes() {
         let mut txn = db.write().await.unwrap();
         txn.insert(&coll, &refs).await.unwrap();
         txn.commit().await.unwrap();
-        let spec = crate::shard::index::IndexSpec::parse(&doc! {"key": {"tag": 1}}).unwrap();
+        let spec = crate::datanode::index::IndexSpec::parse(&doc! {"key": {"tag": 1}}).unwrap();
         db.create_index("c", spec).await.unwrap();
         let coll = db.collection("c").unwrap();
         let index = coll.indexes.iter().find(|i| i.name == "tag_1").unwrap();
@@ -196,7 +196,7 @@ async fn secondary_indexes_build_persist_and_follow_writes() {
                 .iter()
                 .any(|i| i.name == "tag_1" && i.multikey)
         );
-        let unique = crate::shard::index::IndexSpec::parse(
+        let unique = crate::datanode::index::IndexSpec::parse(
             &doc! {"key": {"tag": 1}, "unique": true, "name": "u"},
         )
         .unwrap();
@@ -239,7 +239,7 @@ async fn resumed_index_scans_continue_where_they_stopped() {
     let mut txn = db.write().await.unwrap();
     txn.insert(&coll, &refs).await.unwrap();
     txn.commit().await.unwrap();
-    let spec = crate::shard::index::IndexSpec::parse(&doc! {"key": {"g": 1}}).unwrap();
+    let spec = crate::datanode::index::IndexSpec::parse(&doc! {"key": {"g": 1}}).unwrap();
     db.create_index("c", spec).await.unwrap();
     let coll = db.collection("c").unwrap();
     let index = coll.indexes.iter().find(|i| i.name == "g_1").unwrap();
@@ -305,7 +305,8 @@ async fn renames_across_databases_copy_everything_and_leave_nothing_behind() {
             .await
             .unwrap();
         let spec =
-            crate::shard::index::IndexSpec::parse(&doc! {"key": {"x": 1}, "unique": true}).unwrap();
+            crate::datanode::index::IndexSpec::parse(&doc! {"key": {"x": 1}, "unique": true})
+                .unwrap();
         db.create_index("c", spec).await.unwrap();
         let docs: Vec<_> = (0..2500).map(|i| rawdoc! {"_id": i, "x": i}).collect();
         let refs: Vec<_> = docs.iter().map(|d| d.as_ref()).collect();

@@ -2,14 +2,14 @@
 //! intervals in one index (from the filter's bounds, honouring `hint`, and in the query's sort
 //! order when the index provides it), or a collection scan.
 
+use crate::datanode::index::{FieldKind, KeyField};
+use crate::datanode::storage::{CollectionMeta, IndexMeta};
 use crate::document::keystring;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::bounds::{FieldBounds, field_bounds};
 pub use crate::query::key_intervals::KeyInterval;
 use crate::query::key_intervals::{KeyIntervals, KeyOrder, KeyPart, key_intervals};
 use crate::query::sort::SortSpec;
-use crate::shard::index::{FieldKind, KeyField};
-use crate::shard::storage::{CollectionMeta, IndexMeta};
 use bson::{Bson, Document};
 use std::sync::Arc;
 
@@ -444,10 +444,10 @@ mod tests {
     use super::*;
     use bson::doc;
 
-    use crate::shard::exec::test_catalog::collection as coll;
+    use crate::datanode::exec::test_catalog::collection as coll;
 
     fn index(key: Document, ident: i64) -> IndexMeta {
-        crate::shard::exec::test_catalog::index(key, ident, false)
+        crate::datanode::exec::test_catalog::index(key, ident, false)
     }
 
     fn choose(coll: &CollectionMeta, filter: Document, sort: Option<Document>) -> AccessPath {

@@ -313,8 +313,8 @@ struct SortRequest {
 /// Every match, sorted (the best `skip + limit` when there is a limit); the skip itself is
 /// applied as the cursor returns documents.
 async fn sorted_matches(
-    db: &crate::shard::storage::DatabaseStore,
-    coll: &crate::shard::storage::CollectionMeta,
+    db: &crate::datanode::storage::DatabaseStore,
+    coll: &crate::datanode::storage::CollectionMeta,
     filter: &Filter,
     mut position: Position,
     request: SortRequest,

@@ -1,4 +1,4 @@
-//! The shard's command and statement parsers as one public surface, for the fuzzer
+//! The data commands' command and statement parsers as one public surface, for the fuzzer
 //! (`fuzz/`): each parses what its handler parses first, the same way, and says only whether
 //! it was accepted, so the fuzzer reaches them without a storage engine behind.
 

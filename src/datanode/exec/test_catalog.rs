@@ -1,7 +1,7 @@
 //! Collection and index metadata for the planner's and the covering's unit tests.
 
-use crate::shard::index::IndexSpec;
-use crate::shard::storage::{CollectionMeta, IndexMeta};
+use crate::datanode::index::IndexSpec;
+use crate::datanode::storage::{CollectionMeta, IndexMeta};
 use bson::{Document, doc};
 use std::sync::Arc;
 

@@ -235,7 +235,7 @@ impl Drop for Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shard::storage::read_sql;
+    use crate::datanode::storage::read_sql;
 
     fn create(dir: &Path) -> PathBuf {
         let path = dir.join("r.sqlite");

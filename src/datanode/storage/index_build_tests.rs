@@ -58,8 +58,8 @@ async fn spilled_builds_equal_in_memory_ones_and_leave_no_runs() {
         ("a", 2048),
     ] {
         let name = format!("{key}_{limit}");
-        let spec =
-            crate::shard::index::IndexSpec::parse(&doc! {"key": {key: 1}, "name": &name}).unwrap();
+        let spec = crate::datanode::index::IndexSpec::parse(&doc! {"key": {key: 1}, "name": &name})
+            .unwrap();
         db.create_index_within("c", spec, limit).await.unwrap();
         let (entries, expected) = entries_and_expected(&db, &name).await;
         assert!(entries.len() >= 3000, "{name}: {}", entries.len());
@@ -88,7 +88,7 @@ async fn unique_builds_find_duplicates_in_memory_and_spilled() {
     .await;
     for limit in [usize::MAX, 1024] {
         let unique = |key: &str| {
-            crate::shard::index::IndexSpec::parse(
+            crate::datanode::index::IndexSpec::parse(
                 &doc! {"key": {key: 1}, "unique": true, "name": format!("{key}_{limit}")},
             )
             .unwrap()
@@ -164,7 +164,7 @@ async fn writes_during_a_build_leave_the_index_exact() {
             writes
         })
     };
-    let spec = crate::shard::index::IndexSpec::parse(&doc! {"key": {"g": 1}}).unwrap();
+    let spec = crate::datanode::index::IndexSpec::parse(&doc! {"key": {"g": 1}}).unwrap();
     db.create_index_within("c", spec, 64 * 1024).await.unwrap();
     done.store(true, Ordering::Relaxed);
     let writes = writer.await.unwrap();
@@ -207,7 +207,7 @@ async fn drops_during_a_build_abort_it() {
                 }
             })
         };
-        let spec = crate::shard::index::IndexSpec::parse(&doc! {"key": {"g": 1}}).unwrap();
+        let spec = crate::datanode::index::IndexSpec::parse(&doc! {"key": {"g": 1}}).unwrap();
         let err = db
             .create_index_within("c", spec, 64 * 1024)
             .await

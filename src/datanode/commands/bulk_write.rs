@@ -169,8 +169,11 @@ async fn run_group<S: DataNode>(
         let coll_name = &cmd.parsed.namespaces[op.ns].coll;
         let checked = match validate_user_write(db_name, coll_name) {
             Ok(()) => {
-                match crate::shard::views::definition(state.storage(), db_name, coll_name).await {
-                    Ok(Some(_)) => Err(crate::shard::views::not_a_collection(db_name, coll_name)),
+                match crate::datanode::views::definition(state.storage(), db_name, coll_name).await
+                {
+                    Ok(Some(_)) => {
+                        Err(crate::datanode::views::not_a_collection(db_name, coll_name))
+                    }
                     Ok(None) => Ok(()),
                     Err(e) => Err(e),
                 }

@@ -80,7 +80,7 @@ pub async fn run_pass<S: DataNode>(state: &S, now: DateTime) -> Result<u64> {
 fn expire_after(index: &IndexMeta) -> Option<i64> {
     let spec = index.parsed.as_ref()?;
     let seconds = spec.expire_after_seconds?;
-    (spec.fields.len() == 1 && spec.fields[0].kind != crate::shard::index::FieldKind::Hashed)
+    (spec.fields.len() == 1 && spec.fields[0].kind != crate::datanode::index::FieldKind::Hashed)
         .then_some(seconds)
 }
 

@@ -5,9 +5,11 @@ use super::SCAN_CHUNK;
 use super::cover::Covered;
 use super::plan::{AccessPath, IndexScanPlan, QueryShape};
 use crate::catalog::OwnershipFilter;
+use crate::datanode::storage::{
+    CollectionMeta, DatabaseStore, DocumentReads, IndexRange, RecordId,
+};
 use crate::error::Result;
 use crate::query::filter::Filter;
-use crate::shard::storage::{CollectionMeta, DatabaseStore, DocumentReads, IndexRange, RecordId};
 use bson::{Document, RawDocumentBuf};
 use std::collections::HashSet;
 use std::sync::Arc;
