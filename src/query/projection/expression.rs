@@ -1,10 +1,10 @@
 //! Computed projection fields: values that are aggregation expressions (field paths,
 //! variables, literals, array and object expressions, every operator of
-//! [`crate::aggregate::expression`]) and `$meta`, parsed against the command's variables and
+//! [`crate::expression`]) and `$meta`, parsed against the command's variables and
 //! evaluated against the document being projected (its `$$ROOT` and `$$CURRENT`).
 
-use crate::aggregate::expression::{Expression, LetVariables, Scope, is_operator_name};
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::expression::{Expression, LetVariables, Scope, is_operator_name};
 use crate::query::values::{not_implemented, render_doc};
 use bson::{Bson, Document};
 
