@@ -1,16 +1,19 @@
 //! Decimal128 arithmetic for the aggregation language: IEEE 754-2008 decimal with 34 significant
 //! digits and round-half-even, which is what MongoDB's `$add`, `$sum`, `$avg`, `$multiply`,
-//! `$divide` and `$mod` compute as soon as one operand is a decimal.
+//! `$divide` and `$mod` compute as soon as one operand is a decimal. The BID encoding itself is
+//! the document layer's ([`DecimalParts`]), the one Decimal128 codec.
 
+use crate::document::numeric::{
+    DECIMAL128_MAX_COEFFICIENT, DECIMAL128_MAX_EXPONENT, DECIMAL128_MIN_EXPONENT, DecimalParts,
+};
 use bson::Decimal128;
 use std::cmp::Ordering;
 
 /// Significant digits of a decimal128 coefficient.
 const DIGITS: u32 = 34;
-const MAX_COEFF: u128 = 9_999_999_999_999_999_999_999_999_999_999_999;
-const MAX_EXP: i64 = 6111;
-const MIN_EXP: i64 = -6176;
-const BIAS: i64 = 6176;
+const MAX_COEFF: u128 = DECIMAL128_MAX_COEFFICIENT;
+const MAX_EXP: i64 = DECIMAL128_MAX_EXPONENT as i64;
+const MIN_EXP: i64 = DECIMAL128_MIN_EXPONENT as i64;
 /// Digits kept below the 34-digit result window while adding, so that rounding after a
 /// subtraction that borrows is still correct.
 const GUARD_DIGITS: i64 = 3;
@@ -31,39 +34,43 @@ impl Dec {
         exp: 0,
     };
 
+    /// Decodes through [`DecimalParts`]: NaN loses its sign and signalling bit (arithmetic
+    /// never produces them); non-canonical coefficients read as zero.
     pub fn decode(value: Decimal128) -> Dec {
-        let bits = u128::from_le_bytes(value.bytes());
-        let neg = bits >> 127 == 1;
-        match (bits >> 122) & 0x1f {
-            0x1f => return Dec::NaN,
-            0x1e => return Dec::Inf { neg },
-            _ => {}
-        }
-        let (exp_bits, coeff) = if (bits >> 125) & 0x3 == 0x3 {
-            // This form only encodes coefficients above 2^113, which exceed 34 digits: such
-            // non-canonical values read as zero, as the standard prescribes.
-            ((bits >> 111) & 0x3fff, 0)
-        } else {
-            ((bits >> 113) & 0x3fff, bits & ((1u128 << 113) - 1))
-        };
-        let coeff = if coeff > MAX_COEFF { 0 } else { coeff };
-        Dec::Finite {
-            neg,
-            coeff,
-            exp: (exp_bits as i64 - BIAS) as i32,
+        match DecimalParts::from_decimal128(value) {
+            DecimalParts::NaN { .. } => Dec::NaN,
+            DecimalParts::Infinity { negative } => Dec::Inf { neg: negative },
+            DecimalParts::Finite {
+                negative,
+                coefficient,
+                exponent,
+            } => Dec::Finite {
+                neg: negative,
+                coeff: coefficient,
+                exp: exponent,
+            },
         }
     }
 
+    /// Encodes through [`DecimalParts`], canonically: NaN is the positive quiet NaN, and an
+    /// exponent or coefficient out of range is clamped into it (arithmetic rounds first, so only
+    /// values built by hand reach the clamp).
     pub fn encode(self) -> Decimal128 {
-        let bits: u128 = match self {
-            Dec::NaN => 0x1f << 122,
-            Dec::Inf { neg } => (u128::from(neg) << 127) | (0x1e << 122),
-            Dec::Finite { neg, coeff, exp } => {
-                let biased = (i64::from(exp) + BIAS).clamp(0, MAX_EXP + BIAS) as u128;
-                (u128::from(neg) << 127) | (biased << 113) | coeff.min(MAX_COEFF)
-            }
+        let parts = match self {
+            Dec::NaN => DecimalParts::NaN {
+                negative: false,
+                signaling: false,
+            },
+            Dec::Inf { neg } => DecimalParts::Infinity { negative: neg },
+            Dec::Finite { neg, coeff, exp } => DecimalParts::Finite {
+                negative: neg,
+                coefficient: coeff.min(MAX_COEFF),
+                exponent: i64::from(exp).clamp(MIN_EXP, MAX_EXP) as i32,
+            },
         };
-        Decimal128::from_bytes(bits.to_le_bytes())
+        parts
+            .to_decimal128()
+            .expect("a clamped decimal is within decimal128's range")
     }
 
     pub fn from_i64(value: i64) -> Dec {

@@ -41,7 +41,7 @@ use value::Value;
 
 pub use let_vars::LetVariables;
 use operators::Args;
-pub(crate) use operators::is_operator_name;
+pub use operators::{NOT_IMPLEMENTED, is_known_operator_name, is_operator_name, operator_names};
 /// MongoDB's `coerceToBool`, which `$expr` applies to its expression's value.
 pub use value::truthy;
 

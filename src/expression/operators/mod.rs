@@ -1,7 +1,10 @@
 //! The operator table: every `{$op: ...}` expression the evaluator knows, with its arity, how
 //! its arguments are parsed and how it is evaluated. Each family module lists its
 //! operators (its `OPERATORS`, one entry and one function per operator); [`FAMILIES`] lists
-//! the families.
+//! the families; [`NOT_IMPLEMENTED`] names MongoDB's other expression operators. Together they
+//! are the one list of expression operator names: whatever recognises an expression operator
+//! (`$expr`, projections, pipeline stages) asks [`is_operator_name`] or
+//! [`is_known_operator_name`].
 
 mod arithmetic;
 mod array;
@@ -118,10 +121,56 @@ pub(super) fn lookup(name: &str) -> Option<&'static Operator> {
         .find(|op| op.name == name)
 }
 
-/// Whether `name` is an expression operator (a `{$name: ...}` projection value is then an
-/// expression rather than a sub-projection).
+/// MongoDB's expression operators that docgrid does not evaluate. Where a list of known names
+/// matters (a find projection's `{$name: ...}`), these are refused as not implemented rather
+/// than as unrecognized names.
+pub static NOT_IMPLEMENTED: &[&str] = &[
+    "$acos",
+    "$acosh",
+    "$asin",
+    "$asinh",
+    "$atan",
+    "$atan2",
+    "$atanh",
+    "$binarySize",
+    "$bitAnd",
+    "$bitNot",
+    "$bitOr",
+    "$bitXor",
+    "$bsonSize",
+    "$cos",
+    "$cosh",
+    "$degreesToRadians",
+    "$function",
+    "$radiansToDegrees",
+    "$sampleRate",
+    "$sin",
+    "$sinh",
+    "$tan",
+    "$tanh",
+    "$toHashedIndexKey",
+    "$tsIncrement",
+    "$tsSecond",
+];
+
+/// Whether `name` is an expression operator docgrid evaluates (a `{$name: ...}` projection
+/// value is then an expression rather than a sub-projection).
 pub fn is_operator_name(name: &str) -> bool {
     lookup(name).is_some()
+}
+
+/// Whether `name` is one of MongoDB's expression operators, evaluated here or
+/// [`NOT_IMPLEMENTED`].
+pub fn is_known_operator_name(name: &str) -> bool {
+    is_operator_name(name) || NOT_IMPLEMENTED.contains(&name)
+}
+
+/// The names of the operators docgrid evaluates, family by family.
+pub fn operator_names() -> impl Iterator<Item = &'static str> {
+    FAMILIES
+        .iter()
+        .flat_map(|family| family.iter())
+        .map(|op| op.name)
 }
 
 /// The usual argument form: an array is the argument list, anything else a single argument.
