@@ -74,8 +74,8 @@ pub fn check_sub_pipeline_depth(depth: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aggregate::expression::LetVariables;
     use crate::aggregate::{Pipeline, UpdatePipeline};
+    use crate::expression::LetVariables;
     use bson::{Document, doc};
 
     fn code(stages: Vec<Document>) -> i32 {

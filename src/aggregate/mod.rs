@@ -1,45 +1,30 @@
-//! The aggregation pipeline on one node: stages over a stream of documents, and the expression
-//! language they evaluate. The caller supplies the input documents, all at once or in batches
-//! ([`PipelineRun`]); the only side effect is blocking stages spilling to the directory the
-//! [`MemoryLimits`] name.
+//! The aggregation pipeline on one node: stages over a stream of documents, evaluating the
+//! expression language of [`crate::expression`]. The caller supplies the input documents, all at
+//! once or in batches ([`PipelineRun`]); the only side effect is blocking stages spilling to the
+//! directory the [`MemoryLimits`] name.
 //!
 //! - [`stages`]: stage names, specification parsing, execution as a stream of batches;
-//! - [`expression`]: the expression tree, its parser, variables and operator table;
 //! - [`accumulators`]: `$group`'s accumulators;
-//! - [`numeric`] and [`decimal`]: arithmetic with MongoDB's promotion rules;
-//! - [`fieldpath`] and [`value`]: paths and values as the pipeline sees them;
+//! - [`foreign`]: the stages that reach other collections, through a host;
+//! - [`limits`]: pipeline length and sub-pipeline nesting limits;
 //! - [`update_pipeline`]: the restricted pipeline a pipeline-style update runs on one document.
 
 mod accumulators;
-mod convert;
-mod datetime;
-mod decimal;
-mod decimal_math;
-/// Public so that the query engine's `$expr` can evaluate the same language.
-pub mod expression;
-mod fieldpath;
 /// Public so that the router and the nodes can give pipelines their [`foreign::Host`].
 pub mod foreign;
 /// Public so that the server parameters of the same names can set them.
 pub mod limits;
-mod numeric;
-mod parse_text;
 mod stages;
 mod update_pipeline;
-mod value;
 
 use crate::error::{MongoError, Result};
+use crate::expression::LetVariables;
 use crate::query::filter::Filter;
 use bson::{DateTime, Document};
-use expression::LetVariables;
 use stages::{Flow, RunContext, Stage};
 use std::sync::Arc;
 
 pub use stages::MemoryLimits;
-
-/// Decimal128 arithmetic for the update operators `$inc` and `$mul`, which compute like `$add`
-/// and `$multiply` once a decimal is involved.
-pub use numeric::{decimal_product, decimal_sum};
 pub use update_pipeline::UpdatePipeline;
 
 /// A parsed pipeline, with the variables its expressions read and the memory its blocking

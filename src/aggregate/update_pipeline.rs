@@ -2,9 +2,9 @@
 //! MongoDB allows within an update (`$addFields`/`$set`, `$project`/`$unset`,
 //! `$replaceRoot`/`$replaceWith`), applied to the one document being updated.
 
-use super::expression::LetVariables;
 use super::stages::{self, MemoryLimits, RunContext, Stage};
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::expression::LetVariables;
 use bson::Document;
 use std::sync::Arc;
 

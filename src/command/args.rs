@@ -1,7 +1,7 @@
 //! Typed reads of command fields, failing with the TypeMismatch messages MongoDB's IDL gives.
 
-use crate::aggregate::expression::LetVariables;
 use crate::error::{MongoError, Result};
+use crate::expression::LetVariables;
 use bson::{Bson, Document, RawBsonRef, RawDocument};
 use std::sync::Arc;
 

@@ -5,11 +5,12 @@
 
 use super::command;
 use bson::{Bson, Document, RawBsonRef, RawDocument};
-use docgrid::aggregate::expression::LetVariables;
 use docgrid::command::{Args, CommandRequest};
 use docgrid::datanode::commands::parsers;
-use docgrid::query::update::UpdateConstants;
-use docgrid::query::{Filter, UpdateContext, UpdateSpec, upsert_seed};
+use docgrid::expression::LetVariables;
+use docgrid::query::Filter;
+use docgrid::update::UpdateConstants;
+use docgrid::update::{UpdateContext, UpdateSpec, upsert_seed};
 use std::sync::Arc;
 
 pub fn run(data: &[u8]) {

@@ -1,27 +1,11 @@
-//! The accumulators that keep one value (or one collection) per group: `$sum` and `$avg` (with
-//! the server's widening of the result type), `$min`, `$max`, `$first`, `$last`, `$push`,
-//! `$addToSet` and `$mergeObjects`.
+//! The accumulators that keep one collection per group: `$push`, `$addToSet` and
+//! `$mergeObjects` (`$sum`, `$avg`, `$min` and `$max` keep the expression layer's folds,
+//! [`crate::expression::fold`]); and the tests of the accumulators that keep one value.
 
-use crate::aggregate::decimal::Dec;
-use crate::aggregate::numeric::{DoubleDouble, Width, int_or_long, width};
-use crate::aggregate::value::{Value, compare, is_nullish, render, type_name};
 use crate::document::order::values_equal;
 use crate::error::{MongoError, Result};
+use crate::expression::value::{Value, is_nullish, render, type_name};
 use bson::{Bson, Document};
-use std::cmp::Ordering;
-
-/// `$min`/`$max` ignore null, undefined and missing; ties keep the earlier value.
-pub fn keep_extreme(best: &mut Option<Bson>, input: Value, wanted: Ordering) {
-    let Some(value) = input.filter(|v| !is_nullish(Some(v))) else {
-        return;
-    };
-    if best
-        .as_ref()
-        .is_none_or(|current| compare(Some(&value), Some(current)) == wanted)
-    {
-        *best = Some(value);
-    }
-}
 
 /// `$addToSet` keeps the first of equal values (by MongoDB equality, so `1` and `1.0` are one
 /// value) and ignores missing.
@@ -53,153 +37,6 @@ pub fn merge_into(merged: &mut Document, input: Value) -> Result<()> {
     }
 }
 
-/// `$sum` as the server computes it: integers and doubles in a double-double sum, decimals in
-/// a separate decimal sum, and the result in the widest type seen (narrowed back to an int when
-/// an int-only sum fits).
-#[derive(Clone, Debug)]
-pub struct Sum {
-    widest: Width,
-    /// The widest type among the non-decimal inputs: a partial sum reports it with its
-    /// double-double total.
-    non_decimal_widest: Width,
-    non_decimal: DoubleDouble,
-    decimal: Dec,
-}
-
-impl Default for Sum {
-    fn default() -> Self {
-        Sum {
-            widest: Width::Int,
-            non_decimal_widest: Width::Int,
-            non_decimal: DoubleDouble::default(),
-            decimal: Dec::ZERO,
-        }
-    }
-}
-
-impl Sum {
-    /// Adds a number; anything else is ignored. Returns whether the input counted.
-    pub fn add(&mut self, input: Option<&Bson>) -> bool {
-        let Some(input) = input else {
-            return false;
-        };
-        let Some(input_width) = width(input) else {
-            return false;
-        };
-        self.widest = self.widest.max(input_width);
-        if input_width != Width::Decimal {
-            self.non_decimal_widest = self.non_decimal_widest.max(input_width);
-        }
-        match input {
-            Bson::Int32(v) => self.non_decimal.add_double(f64::from(*v)),
-            Bson::Int64(v) => self.non_decimal.add_long(*v),
-            Bson::Double(v) => self.non_decimal.add_double(*v),
-            Bson::Decimal128(d) => self.decimal = self.decimal.plus(Dec::decode(*d)),
-            _ => return false,
-        }
-        true
-    }
-
-    pub fn total(&self) -> Bson {
-        match self.widest {
-            Width::Int if self.non_decimal.fits_long() => int_or_long(self.non_decimal.get_long()),
-            Width::Int | Width::Long if self.non_decimal.fits_long() => {
-                Bson::Int64(self.non_decimal.get_long())
-            }
-            Width::Int | Width::Long | Width::Double => Bson::Double(self.non_decimal.get_double()),
-            Width::Decimal => Bson::Decimal128(self.decimal_total().encode()),
-        }
-    }
-
-    fn decimal_total(&self) -> Dec {
-        self.decimal.plus(self.non_decimal.get_decimal())
-    }
-
-    /// The sum as a shard sends it to be merged, the server's partial sum:
-    /// `[<non-decimal type code>, sum, addend]` of the double-double total, and the decimal
-    /// total as a fourth element when any input was a decimal. The whole state travels so that
-    /// the merged total rounds as a single sum would.
-    pub fn partial(&self) -> Bson {
-        let (sum, addend) = self.non_decimal.parts();
-        let mut parts = vec![
-            Bson::Int32(type_code(self.non_decimal_widest)),
-            Bson::Double(sum),
-            Bson::Double(addend),
-        ];
-        if self.widest == Width::Decimal {
-            parts.push(Bson::Decimal128(self.decimal.encode()));
-        }
-        Bson::Array(parts)
-    }
-
-    /// Adds a partial sum made by [`Sum::partial`].
-    pub fn merge_partial(&mut self, partial: Option<&Bson>) -> Result<()> {
-        let malformed = || {
-            MongoError::type_mismatch(format!(
-                "a partial sum must be [type, sum, addend, decimal?], found {}",
-                render(partial)
-            ))
-        };
-        let Some(Bson::Array(parts)) = partial else {
-            return Err(malformed());
-        };
-        let (Some(Bson::Int32(code)), Some(Bson::Double(sum)), Some(Bson::Double(addend))) =
-            (parts.first(), parts.get(1), parts.get(2))
-        else {
-            return Err(malformed());
-        };
-        let non_decimal = width_of_code(*code).ok_or_else(malformed)?;
-        self.non_decimal_widest = self.non_decimal_widest.max(non_decimal);
-        self.widest = self.widest.max(non_decimal);
-        self.non_decimal.add_double(*sum);
-        // An infinite sum carries a NaN addend that a single sum would never have added.
-        if sum.is_finite() || !addend.is_nan() {
-            self.non_decimal.add_double(*addend);
-        }
-        match parts.get(3) {
-            None => {}
-            Some(Bson::Decimal128(decimal)) => {
-                self.widest = Width::Decimal;
-                self.decimal = self.decimal.plus(Dec::decode(*decimal));
-            }
-            Some(_) => return Err(malformed()),
-        }
-        Ok(())
-    }
-
-    /// `$avg`: null without numeric input, a decimal if any input was one, else a double.
-    pub fn average(&self, count: u64) -> Bson {
-        if count == 0 {
-            return Bson::Null;
-        }
-        if self.widest == Width::Decimal {
-            let count = Dec::from_i64(i64::try_from(count).unwrap_or(i64::MAX));
-            return Bson::Decimal128(self.decimal_total().divided_by(count).encode());
-        }
-        Bson::Double(self.non_decimal.get_double() / count as f64)
-    }
-}
-
-/// BSON's type numbers, which a partial sum names its type with.
-fn type_code(width: Width) -> i32 {
-    match width {
-        Width::Int => 16,
-        Width::Long => 18,
-        Width::Double => 1,
-        Width::Decimal => 19,
-    }
-}
-
-fn width_of_code(code: i32) -> Option<Width> {
-    match code {
-        16 => Some(Width::Int),
-        18 => Some(Width::Long),
-        1 => Some(Width::Double),
-        19 => Some(Width::Decimal),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::Accumulator;
@@ -215,8 +52,7 @@ mod tests {
         let mut state = acc.start(&vars.variables(&empty)).unwrap();
         for value in values {
             let doc = value.clone().map_or_else(Document::new, |v| doc! {"v": v});
-            let doc_vars =
-                crate::aggregate::expression::Variables::new(&doc, DateTime::from_millis(0));
+            let doc_vars = crate::expression::Variables::new(&doc, DateTime::from_millis(0));
             state
                 .process(acc.argument().evaluate(&doc_vars).unwrap())
                 .unwrap();

@@ -4,8 +4,8 @@
 //! more than accumulating it.
 
 use super::State;
-use crate::aggregate::value::Value;
 use crate::error::Result;
+use crate::expression::value::Value;
 use crate::spill::{approximate_document_size, approximate_value_size};
 use bson::Bson;
 

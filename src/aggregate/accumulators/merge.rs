@@ -8,10 +8,11 @@
 //! computed exactly here, whose partial is their numeric inputs.
 
 use super::State;
-use super::basic::{add_to_set, keep_extreme, merge_into};
+use super::basic::{add_to_set, merge_into};
 use super::n_results::partial_items;
-use crate::aggregate::value::{Value, render};
 use crate::error::{MongoError, Result};
+use crate::expression::fold::keep_extreme;
+use crate::expression::value::{Value, render};
 use bson::{Bson, doc};
 use std::cmp::Ordering;
 
@@ -90,8 +91,8 @@ fn malformed(name: &str, expected: &str, found: Option<&Bson>) -> MongoError {
 #[cfg(test)]
 mod tests {
     use super::super::Accumulator;
-    use crate::aggregate::expression::Variables;
     use crate::aggregate::stages::no_variables;
+    use crate::expression::Variables;
     use bson::{Bson, DateTime, Decimal128, Document, bson, doc};
 
     /// One accumulator `spec` over `docs` in one place, and split: each part accumulated

@@ -2,11 +2,13 @@
 //! the per-group state each accumulator keeps.
 //!
 //! - here: the accumulator table, [`Accumulator`] and the [`State`] dispatch.
-//! - `basic`: `$sum $avg $min $max $first $last $push $addToSet $mergeObjects` (and `$count`).
+//! - `basic`: `$first $last $push $addToSet $mergeObjects`; `$sum $avg $min $max` (and `$count`)
+//!   keep the expression layer's folds ([`crate::expression::fold`]).
 //! - `n_results`: `$firstN $lastN $minN $maxN`, which keep at most `n` values per group, and
 //!   the bounded ordered state they share with `top_bottom`.
 //! - `top_bottom`: `$top $bottom $topN $bottomN`.
-//! - `stats`: `$stdDevPop $stdDevSamp $percentile $median`.
+//! - `stats`: parsing `$percentile $median` (their states, and `$stdDevPop $stdDevSamp`'s, are
+//!   folds too).
 //! - `merge`: the partial states shards send for a split `$group`, and merging them.
 //! - `memory`: how much a state grows as it accumulates, for `$group`'s memory limit.
 
@@ -17,15 +19,13 @@ mod n_results;
 mod stats;
 mod top_bottom;
 
-use super::expression::{Expression, LetVariables, Variables};
-use super::value::Value;
 use crate::error::{MongoError, Result};
-use basic::Sum;
+use crate::expression::fold::{Percentile, StdDev, Sum, keep_extreme};
+use crate::expression::value::Value;
+use crate::expression::{Expression, LetVariables, Variables};
 use bson::{Bson, Document};
 pub use memory::STATE_OVERHEAD;
 use n_results::{Bounded, FirstN, LastN};
-use stats::{Percentile, StdDev};
-pub(crate) use stats::{percentiles, quantile_spec};
 use top_bottom::SortOrder;
 
 /// What an accumulator computes; the data is what parsing fixed once for all groups.
@@ -199,7 +199,7 @@ impl Accumulator {
     /// document, nothing otherwise): that is what `n` may read.
     pub fn start(&self, key_vars: &Variables) -> Result<State> {
         let n = match &self.n {
-            Some(n) => crate::aggregate::numeric::n_argument(&n.evaluate(key_vars)?)?,
+            Some(n) => crate::expression::numeric::n_argument(&n.evaluate(key_vars)?)?,
             None => 1,
         };
         Ok(match &self.kind {
@@ -252,25 +252,6 @@ pub enum State {
 }
 
 impl State {
-    /// A new state for the expression form of `name` (`{$sum: [...]}` in `$project`), which
-    /// accumulates its arguments as a group accumulates documents; `None` for the other names.
-    pub fn for_expression(name: &str) -> Option<State> {
-        Some(match name {
-            "$sum" => State::Sum(Sum::default()),
-            "$avg" => State::Avg(Sum::default(), 0),
-            "$min" => State::Min(None),
-            "$max" => State::Max(None),
-            "$stdDevPop" => State::StdDev(StdDev::new(false)),
-            "$stdDevSamp" => State::StdDev(StdDev::new(true)),
-            _ => return None,
-        })
-    }
-
-    /// A new `$percentile` (`ps` given) or `$median` state.
-    pub fn quantiles(ps: Option<Vec<f64>>) -> State {
-        State::Percentile(Percentile::new(ps))
-    }
-
     pub fn process(&mut self, input: Value) -> Result<()> {
         match self {
             State::Sum(sum) => {
@@ -281,8 +262,8 @@ impl State {
                     *count += 1;
                 }
             }
-            State::Min(best) => basic::keep_extreme(best, input, std::cmp::Ordering::Less),
-            State::Max(best) => basic::keep_extreme(best, input, std::cmp::Ordering::Greater),
+            State::Min(best) => keep_extreme(best, input, std::cmp::Ordering::Less),
+            State::Max(best) => keep_extreme(best, input, std::cmp::Ordering::Greater),
             State::First(first) => {
                 if first.is_none() {
                     *first = Some(input);

@@ -5,10 +5,10 @@
 
 use super::top_bottom::{SortOrder, sort_entry};
 use super::{Kind, Parsed};
-use crate::aggregate::expression::{Expression, LetVariables};
-use crate::aggregate::value::{Value, is_nullish, render};
 use crate::document::order::compare_values;
 use crate::error::{MongoError, Result};
+use crate::expression::value::{Value, is_nullish, render};
+use crate::expression::{Expression, LetVariables};
 use bson::{Bson, Document, doc};
 use std::cmp::Ordering;
 use std::collections::VecDeque;

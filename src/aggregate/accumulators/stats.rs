@@ -1,174 +1,15 @@
-//! Statistics over the numeric inputs of a group (anything else is ignored): `$stdDevPop` and
-//! `$stdDevSamp` (Welford's running mean and sum of squares, in doubles), `$percentile` and
-//! `$median` (`{input, p, method: "approximate"}`). For the percentiles the server's t-digest
-//! is exact on small inputs; this computes the discrete percentile exactly at any size: the
-//! sample at 0-based rank `ceil(p * n) - 1` of the sorted inputs.
+//! Parsing the statistics accumulators, `$percentile` and `$median` (`{input, p, method:
+//! "approximate"}`); their states (and `$stdDevPop`/`$stdDevSamp`'s) are the expression layer's
+//! folds ([`crate::expression::fold`]). For the percentiles the server's t-digest is exact on
+//! small inputs; the fold computes the discrete percentile exactly at any size: the sample at
+//! 0-based rank `ceil(p * n) - 1` of the sorted inputs.
 
 use super::{Kind, Parsed};
-use crate::aggregate::expression::{Expression, LetVariables};
-use crate::aggregate::numeric::to_f64;
-use crate::aggregate::value::{bson_type_name, format_double_g, is_number, render};
-use crate::error::{ErrorCode, MongoError, Result};
-use bson::{Bson, Document, doc};
-
-/// `$stdDevPop` / `$stdDevSamp`.
-#[derive(Clone, Debug)]
-pub struct StdDev {
-    sample: bool,
-    count: u64,
-    mean: f64,
-    m2: f64,
-}
-
-impl StdDev {
-    pub fn new(sample: bool) -> StdDev {
-        StdDev {
-            sample,
-            count: 0,
-            mean: 0.0,
-            m2: 0.0,
-        }
-    }
-
-    pub fn add(&mut self, input: Option<&Bson>) {
-        let Some(value) = input.filter(|v| is_number(v)) else {
-            return;
-        };
-        let value = to_f64(value);
-        self.count += 1;
-        let delta = value - self.mean;
-        if delta != 0.0 {
-            self.mean += delta / self.count as f64;
-            self.m2 += delta * (value - self.mean);
-        }
-    }
-
-    /// What a shard sends to be merged: `{m2, mean, count}`.
-    pub fn partial(&self) -> Bson {
-        Bson::Document(doc! {
-            "m2": self.m2,
-            "mean": self.mean,
-            "count": i64::try_from(self.count).unwrap_or(i64::MAX),
-        })
-    }
-
-    /// Combines a partial made by [`StdDev::partial`] (the parallel form of Welford's update).
-    pub fn merge_partial(&mut self, partial: Option<&Bson>) -> Result<()> {
-        let Some(Bson::Document(fields)) = partial else {
-            return Err(MongoError::type_mismatch(format!(
-                "a partial standard deviation must be an object, found {}",
-                render(partial)
-            )));
-        };
-        let number = |name: &str| fields.get(name).filter(|v| is_number(v)).map(to_f64);
-        let (Some(m2), Some(mean), Some(count)) = (number("m2"), number("mean"), number("count"))
-        else {
-            return Err(MongoError::type_mismatch(format!(
-                "a partial standard deviation must be {{m2, mean, count}}, found {}",
-                render(partial)
-            )));
-        };
-        let count = count as u64;
-        if count == 0 {
-            return Ok(());
-        }
-        let delta = mean - self.mean;
-        let total = self.count + count;
-        if delta != 0.0 {
-            self.mean = (self.count as f64 * self.mean + count as f64 * mean) / total as f64;
-            self.m2 += delta * delta * (self.count as f64 * count as f64 / total as f64);
-        }
-        self.m2 += m2;
-        self.count = total;
-        Ok(())
-    }
-
-    /// Null when undefined: no numeric input, or only one for the sample deviation.
-    pub fn finish(self) -> Bson {
-        let divisor = if self.sample {
-            self.count.saturating_sub(1)
-        } else {
-            self.count
-        };
-        if divisor == 0 {
-            return Bson::Null;
-        }
-        Bson::Double((self.m2 / divisor as f64).sqrt())
-    }
-}
-
-/// `$percentile` (`ps` given: an array of doubles) or `$median` (a double); null(s) when
-/// there was no numeric input.
-#[derive(Clone, Debug)]
-pub struct Percentile {
-    ps: Option<Vec<f64>>,
-    values: Vec<f64>,
-}
-
-impl Percentile {
-    pub fn new(ps: Option<Vec<f64>>) -> Percentile {
-        Percentile {
-            ps,
-            values: Vec::new(),
-        }
-    }
-
-    /// How many numbers are kept.
-    pub(super) fn held(&self) -> usize {
-        self.values.len()
-    }
-
-    /// Numbers count as doubles; NaN is skipped, as the server's algorithms skip it.
-    pub fn add(&mut self, input: Option<&Bson>) {
-        if let Some(value) = input.filter(|v| is_number(v)).map(to_f64) {
-            if !value.is_nan() {
-                self.values.push(value);
-            }
-        }
-    }
-
-    /// What a shard sends to be merged: its numeric inputs, as doubles. (The server sends its
-    /// t-digest; this computes the percentiles exactly, so the inputs themselves travel.)
-    pub fn partial(&self) -> Bson {
-        Bson::Array(self.values.iter().map(|v| Bson::Double(*v)).collect())
-    }
-
-    /// Adds the inputs of a partial made by [`Percentile::partial`].
-    pub fn merge_partial(&mut self, partial: Option<&Bson>) -> Result<()> {
-        let Some(Bson::Array(values)) = partial else {
-            return Err(MongoError::type_mismatch(format!(
-                "a partial percentile must be an array, found {}",
-                render(partial)
-            )));
-        };
-        for value in values {
-            self.add(Some(value));
-        }
-        Ok(())
-    }
-
-    pub fn finish(mut self) -> Bson {
-        self.values.sort_by(f64::total_cmp);
-        let at = |p: f64| -> Bson {
-            let n = self.values.len();
-            if n == 0 {
-                return Bson::Null;
-            }
-            let rank = if p >= 1.0 {
-                n - 1
-            } else {
-                ((n as f64 * p).ceil() as usize).saturating_sub(1)
-            };
-            self.values
-                .get(rank.min(n - 1))
-                .map_or(Bson::Null, |v| Bson::Double(*v))
-        };
-        match &self.ps {
-            Some(ps) => Bson::Array(ps.iter().map(|p| at(*p)).collect()),
-            None => at(0.5),
-        }
-    }
-}
+use crate::error::{MongoError, Result};
+use crate::expression::fold::{percentiles, quantile_spec};
+use crate::expression::value::render;
+use crate::expression::{Expression, LetVariables};
+use bson::{Bson, Document};
 
 /// `{input, p, method}`.
 pub fn parse_percentile(
@@ -195,9 +36,8 @@ pub fn parse_median(name: &'static str, argument: &Bson, vars: &LetVariables) ->
     })
 }
 
-/// The specification object, checked as the server's IDL parser checks it: unknown fields and
-/// `method`'s type and value as they come, then the required fields in order. Returns the
-/// parsed `input` and, for `$percentile`, the raw `p`.
+/// The specification object, checked by [`quantile_spec`]. Returns the parsed `input` and, for
+/// `$percentile`, the raw `p`.
 fn parse_spec<'a>(
     name: &str,
     argument: &'a Bson,
@@ -206,63 +46,6 @@ fn parse_spec<'a>(
 ) -> Result<(Expression, Option<&'a Bson>)> {
     let (input, p) = quantile_spec(name, argument, not_object)?;
     Ok((Expression::parse_in(input, vars.scope())?, p))
-}
-
-/// [`parse_spec`] before parsing `input`, for the expression forms, which parse it in their
-/// own scope: the raw `input` and `p`.
-pub fn quantile_spec<'a>(
-    name: &str,
-    argument: &'a Bson,
-    not_object: i32,
-) -> Result<(&'a Bson, Option<&'a Bson>)> {
-    let Bson::Document(spec) = argument else {
-        return Err(MongoError::location(
-            not_object,
-            format!(
-                "specification must be an object; found {name}: {}",
-                render(Some(argument))
-            ),
-        ));
-    };
-    let required: &[&str] = if name == "$median" {
-        &["input", "method"]
-    } else {
-        &["input", "p", "method"]
-    };
-    for (field, value) in spec {
-        if !required.contains(&field.as_str()) {
-            return Err(MongoError::new(
-                ErrorCode::IDLUnknownField,
-                format!("BSON field '{name}.{field}' is an unknown field."),
-            ));
-        }
-        if field == "method" {
-            check_method(name, value)?;
-        }
-    }
-    if let Some(missing) = required.iter().find(|field| !spec.contains_key(**field)) {
-        return Err(MongoError::new(
-            ErrorCode::IDLFailedToParse,
-            format!("BSON field '{name}.{missing}' is missing but a required field"),
-        ));
-    }
-    Ok((spec.get("input").unwrap_or(&Bson::Null), spec.get("p")))
-}
-
-/// MongoDB 8.0 accepts only the approximate method (which it computes exactly on small inputs).
-fn check_method(name: &str, method: &Bson) -> Result<()> {
-    let Bson::String(method) = method else {
-        return Err(MongoError::type_mismatch(format!(
-            "BSON field '{name}.method' is the wrong type '{}', expected type 'string'",
-            bson_type_name(method)
-        )));
-    };
-    if method != "approximate" {
-        return Err(MongoError::bad_value(
-            "Currently only 'approximate' can be used as percentile 'method'.",
-        ));
-    }
-    Ok(())
 }
 
 /// `p`: an expression that must be constant (it may read the command's `let` variables) and
@@ -282,46 +65,11 @@ fn parse_p(p: &Bson, vars: &LetVariables) -> Result<Vec<f64>> {
     percentiles(expr.evaluate(&vars.variables(&empty))?)
 }
 
-/// The value of a constant `p`: a non-empty array of numbers in [0, 1].
-pub fn percentiles(value: Option<Bson>) -> Result<Vec<f64>> {
-    let message =
-        "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: ";
-    let items = match &value {
-        Some(Bson::Array(items)) if !items.is_empty() => items,
-        other => {
-            return Err(MongoError::location(
-                7750301,
-                format!("{message}{}", render(other.as_ref())),
-            ));
-        }
-    };
-    items
-        .iter()
-        .map(|item| {
-            if !is_number(item) {
-                return Err(MongoError::location(
-                    7750302,
-                    format!("{message}{}", render(Some(item))),
-                ));
-            }
-            let p = to_f64(item);
-            // The server's range check lets NaN through.
-            if !(p.is_nan() || (0.0..=1.0).contains(&p)) {
-                return Err(MongoError::location(
-                    7750303,
-                    format!("{message}{}", format_double_g(p)),
-                ));
-            }
-            Ok(p)
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::Accumulator;
     use super::super::tests::{code, group, group_error};
-    use crate::aggregate::expression::LetVariables;
+    use crate::expression::LetVariables;
     use bson::{Bson, DateTime, Document, bson, doc};
 
     fn quiz_scores() -> Vec<Document> {

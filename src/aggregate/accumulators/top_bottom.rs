@@ -5,10 +5,10 @@
 
 use super::n_results::expect_object;
 use super::{Kind, Parsed};
-use crate::aggregate::expression::{Expression, LetVariables};
-use crate::aggregate::value::Value;
 use crate::document::order::compare_values;
 use crate::error::{MongoError, Result};
+use crate::expression::value::Value;
+use crate::expression::{Expression, LetVariables};
 use crate::query::sort::SortSpec;
 use bson::Bson;
 use std::cmp::Ordering;

@@ -3,13 +3,13 @@
 
 use super::lookup::any_value_filter;
 use super::{Host, aggregate_all};
-use crate::aggregate::expression::{Expression, LetVariables};
-use crate::aggregate::fieldpath::{FieldPath, set_nested};
 use crate::aggregate::stages::{RunContext, Stage};
-use crate::aggregate::value::bson_type_name;
 use crate::document::keystring::encode_one;
 use crate::document::path::values_for_key;
 use crate::error::{MongoError, Result};
+use crate::expression::fieldpath::{FieldPath, set_nested};
+use crate::expression::value::bson_type_name;
+use crate::expression::{Expression, LetVariables};
 use crate::query::filter::Filter;
 use bson::{Bson, Document, doc};
 use std::collections::HashSet;

@@ -3,12 +3,12 @@
 //! document through `let` variables, or both.
 
 use super::{Host, aggregate_all, check_sub_pipeline, let_for_sub_command, validate_sub_pipeline};
-use crate::aggregate::expression::{Expression, LetVariables, validate_name_for_user_write};
-use crate::aggregate::fieldpath::{FieldPath, set_nested};
 use crate::aggregate::stages::{RunContext, Stage};
-use crate::aggregate::value::bson_type_name;
 use crate::document::path::values_for_key;
 use crate::error::{MongoError, Result};
+use crate::expression::fieldpath::{FieldPath, set_nested};
+use crate::expression::value::bson_type_name;
+use crate::expression::{Expression, LetVariables, validate_name_for_user_write};
 use crate::query::filter::Filter;
 use bson::{Bson, Document, doc};
 use std::sync::Arc;

@@ -3,11 +3,11 @@
 
 use super::out::{INTERNAL_DATABASES, indexes, insert, shard_key};
 use super::{Host, write_outcome};
-use crate::aggregate::expression::{Expression, LetVariables};
 use crate::aggregate::stages::RunContext;
-use crate::aggregate::value::bson_type_name;
 use crate::document::path::get_path;
 use crate::error::{MongoError, Result};
+use crate::expression::value::bson_type_name;
+use crate::expression::{Expression, LetVariables};
 use bson::{Bson, Document, doc, oid::ObjectId};
 use std::sync::Arc;
 
@@ -117,7 +117,7 @@ pub fn parse(spec: &Bson, vars: &Arc<LetVariables>) -> Result<Merge> {
                     ));
                 }
                 for (i, field) in fields.iter().enumerate() {
-                    crate::aggregate::fieldpath::FieldPath::parse(field)?;
+                    crate::expression::fieldpath::FieldPath::parse(field)?;
                     if fields[..i].contains(field) {
                         return Err(MongoError::location(
                             31465,
@@ -208,7 +208,7 @@ pub fn parse(spec: &Bson, vars: &Arc<LetVariables>) -> Result<Merge> {
         let mut names = vec!["new".to_string()];
         for (name, value) in &let_doc {
             if name != "new" {
-                crate::aggregate::expression::validate_name_for_user_write(name)?;
+                crate::expression::validate_name_for_user_write(name)?;
                 names.push(name.clone());
                 merge
                     .let_vars

@@ -21,8 +21,8 @@ pub(crate) use union_with::parse as parse_union_with;
 use crate::aggregate::stages::Stage;
 use std::sync::Arc;
 
-use crate::aggregate::expression::LetVariables;
 use crate::error::{MongoError, Result};
+use crate::expression::LetVariables;
 use bson::{Bson, Document, doc};
 use futures::future::BoxFuture;
 
@@ -104,7 +104,8 @@ pub(crate) fn validate_sub_pipeline(
     for name in names {
         bound.insert(name.clone(), Bson::Null);
     }
-    let scope = std::sync::Arc::new(vars.for_sub_pipeline(&bound)?);
+    super::limits::check_sub_pipeline_depth(vars.sub_pipeline_depth())?;
+    let scope = std::sync::Arc::new(vars.for_sub_pipeline(&bound));
     let mut parsed = 0;
     for spec in pipeline {
         parsed += super::stages::parse(spec, &scope)?.len();

@@ -3,8 +3,8 @@
 //! over the target (a crash leaves only the temporary collection, dropped at startup).
 
 use super::{Host, write_outcome};
-use crate::aggregate::value::bson_type_name;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::expression::value::bson_type_name;
 use bson::{Bson, Document, doc};
 
 /// The prefix of `$out`'s temporary collections (MongoDB's).

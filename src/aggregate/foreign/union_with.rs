@@ -3,10 +3,10 @@
 
 use super::lookup::{parse_pipeline, starts_with_documents};
 use super::{Host, aggregate_all, check_sub_pipeline, let_for_sub_command, validate_sub_pipeline};
-use crate::aggregate::expression::LetVariables;
 use crate::aggregate::stages::{RunContext, Stage};
-use crate::aggregate::value::bson_type_name;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::expression::LetVariables;
+use crate::expression::value::bson_type_name;
 use bson::{Bson, Document};
 use std::sync::Arc;
 

@@ -2,11 +2,11 @@
 //! `$match`, `$sort`, `$skip`, `$limit`, `$replaceRoot` and `$replaceWith`.
 
 use super::{RunContext, Stage};
-use crate::aggregate::decimal::Dec;
-use crate::aggregate::expression::{Expression, LetVariables};
-use crate::aggregate::value::{bson_type_name, render, render_document, type_name};
 use crate::document::display::render as bson_to_string;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::expression::decimal::Dec;
+use crate::expression::value::{bson_type_name, render, render_document, type_name};
+use crate::expression::{Expression, LetVariables};
 use crate::query::filter::Filter;
 use crate::query::sort::SortSpec;
 use bson::{Bson, Document};

@@ -6,10 +6,10 @@
 use super::Stage;
 use super::group::Group;
 use crate::aggregate::accumulators::Accumulator;
-use crate::aggregate::expression::{Expression, LetVariables};
-use crate::aggregate::value::{bson_type_name, compare, render};
 use crate::document::order::canonical_rank;
 use crate::error::{MongoError, Result};
+use crate::expression::value::{bson_type_name, compare, render};
+use crate::expression::{Expression, LetVariables};
 use crate::query::sort::SortSpec;
 use bson::{Bson, Document, doc};
 use std::cmp::Ordering;

@@ -5,11 +5,11 @@
 use super::granularity::Rounder;
 use super::{RunContext, Stage};
 use crate::aggregate::accumulators::{Accumulator, State};
-use crate::aggregate::expression::{Expression, LetVariables};
-use crate::aggregate::numeric::to_f64;
-use crate::aggregate::value::{bson_type_name, compare, format_double_g, is_number, render};
 use crate::document::order::values_equal;
 use crate::error::{MongoError, Result};
+use crate::expression::numeric::to_f64;
+use crate::expression::value::{bson_type_name, compare, format_double_g, is_number, render};
+use crate::expression::{Expression, LetVariables};
 use bson::{Bson, Document, doc};
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -231,7 +231,7 @@ impl BucketAuto {
                     40258,
                     format!(
                         "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: {}",
-                        crate::aggregate::value::type_name(key.as_ref())
+                        crate::expression::value::type_name(key.as_ref())
                     ),
                 )
             })?;

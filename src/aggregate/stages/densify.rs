@@ -5,12 +5,12 @@
 
 use super::time_unit::TimeUnit;
 use super::{RunContext, Stage};
-use crate::aggregate::expression::LetVariables;
-use crate::aggregate::fieldpath::{FieldPath, lookup, set_nested};
-use crate::aggregate::numeric::{to_dec, to_f64, to_i64};
-use crate::aggregate::value::{bson_type_name, compare, is_nullish, is_number};
 use crate::document::order::values_equal;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::expression::LetVariables;
+use crate::expression::fieldpath::{FieldPath, lookup, set_nested};
+use crate::expression::numeric::{to_dec, to_f64, to_i64};
+use crate::expression::value::{bson_type_name, compare, is_nullish, is_number};
 use bson::{Bson, DateTime, Document};
 use std::cmp::Ordering;
 use std::sync::Arc;

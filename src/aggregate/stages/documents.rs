@@ -2,9 +2,9 @@
 //! source of a collection-less pipeline or of a `$lookup`/`$unionWith` sub-pipeline.
 
 use super::{RunContext, Stage};
-use crate::aggregate::expression::{Expression, LetVariables};
-use crate::aggregate::value::{render, type_name};
 use crate::error::{MongoError, Result};
+use crate::expression::value::{render, type_name};
+use crate::expression::{Expression, LetVariables};
 use bson::{Bson, Document};
 use std::sync::Arc;
 

@@ -2,10 +2,10 @@
 //! of one output document.
 
 use super::{RunContext, Stage, with_context};
-use crate::aggregate::expression::LetVariables;
-use crate::aggregate::fieldpath::validate_plain_field_name;
-use crate::aggregate::value::{bson_type_name, render};
 use crate::error::{MongoError, Result};
+use crate::expression::LetVariables;
+use crate::expression::fieldpath::validate_plain_field_name;
+use crate::expression::value::{bson_type_name, render};
 use bson::{Bson, Document};
 use std::sync::Arc;
 

@@ -3,9 +3,9 @@
 //! `$setWindowFields` with `$locf` / `$linearFill`), as MongoDB desugars it.
 
 use super::{Stage, shape, window};
-use crate::aggregate::expression::LetVariables;
-use crate::aggregate::value::bson_type_name;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::expression::LetVariables;
+use crate::expression::value::bson_type_name;
 use bson::{Bson, Document, doc};
 use std::sync::Arc;
 

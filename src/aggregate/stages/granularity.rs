@@ -2,10 +2,10 @@
 //! series (Renard R5..R80, 1-2-5, E6..E192) or to powers of two, with MongoDB's result types
 //! (doubles for the series, `$pow(2, n)` results for powers of two, decimals for decimals).
 
-use crate::aggregate::decimal::Dec;
-use crate::aggregate::numeric::{int_or_long, to_f64};
-use crate::aggregate::value::{bson_type_name, compare, is_number};
 use crate::error::{MongoError, Result};
+use crate::expression::decimal::Dec;
+use crate::expression::numeric::{int_or_long, to_f64};
+use crate::expression::value::{bson_type_name, compare, is_number};
 use bson::Bson;
 use std::cmp::Ordering;
 

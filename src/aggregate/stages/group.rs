@@ -6,9 +6,9 @@
 use super::shape::Shape;
 use super::{RunContext, Stage};
 use crate::aggregate::accumulators::{Accumulator, State, group_output};
-use crate::aggregate::expression::{Expression, LetVariables, Scope};
-use crate::aggregate::value::is_number;
 use crate::error::{MongoError, Result};
+use crate::expression::value::is_number;
+use crate::expression::{Expression, LetVariables, Scope};
 use crate::query::sort::SortSpec;
 use bson::{Bson, Document, doc};
 use std::sync::Arc;

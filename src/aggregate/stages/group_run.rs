@@ -9,9 +9,9 @@
 use super::RunContext;
 use super::group::Group;
 use crate::aggregate::accumulators::{STATE_OVERHEAD, State};
-use crate::aggregate::numeric::to_f64;
 use crate::document::order::{canonical_rank, compare_values, values_equal};
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::expression::numeric::to_f64;
 use crate::spill::{RunFile, RunReader, approximate_value_size};
 use bson::{Bson, Document, doc};
 use std::cmp::Ordering;

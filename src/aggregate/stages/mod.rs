@@ -31,9 +31,9 @@ mod window_n_tests;
 #[cfg(test)]
 mod window_tests;
 
-use crate::aggregate::expression::{LetVariables, Variables};
 use crate::aggregate::foreign::{self, GraphLookup, Host, Lookup, Merge, Out, UnionWith};
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::expression::{LetVariables, Variables};
 use crate::query::filter::Filter;
 use crate::query::sort::SortSpec;
 use bson::{Bson, Document};

@@ -5,9 +5,9 @@
 //! defines for its expression only.
 
 use super::{RunContext, Stage};
-use crate::aggregate::expression::{Expression, LetVariables, Variables};
-use crate::aggregate::value::{Value, render};
 use crate::error::{MongoError, Result};
+use crate::expression::value::{Value, render};
+use crate::expression::{Expression, LetVariables, Variables};
 use bson::{Bson, Document};
 use std::sync::Arc;
 

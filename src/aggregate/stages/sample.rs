@@ -1,10 +1,10 @@
 //! `$sample`: `size` documents chosen at random, without replacement.
 
 use super::Stage;
-use crate::aggregate::expression::LetVariables;
-use crate::aggregate::numeric::to_i64;
-use crate::aggregate::value::is_number;
 use crate::error::{MongoError, Result};
+use crate::expression::LetVariables;
+use crate::expression::numeric::to_i64;
+use crate::expression::value::is_number;
 use bson::{Bson, Document};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};

@@ -2,10 +2,10 @@
 //! index, optionally keeping documents whose field is null, missing or an empty array.
 
 use super::Stage;
-use crate::aggregate::expression::LetVariables;
-use crate::aggregate::fieldpath::{FieldPath, get_nested, remove_nested, set_nested};
-use crate::aggregate::value::bson_type_name;
 use crate::error::{MongoError, Result};
+use crate::expression::LetVariables;
+use crate::expression::fieldpath::{FieldPath, get_nested, remove_nested, set_nested};
+use crate::expression::value::bson_type_name;
 use bson::{Bson, Document};
 use std::sync::Arc;
 

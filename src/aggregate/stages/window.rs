@@ -6,12 +6,12 @@
 use super::time_unit::TimeUnit;
 use super::window_functions::{self, Function, Needs, Partition};
 use super::{RunContext, Stage};
-use crate::aggregate::expression::{Expression, LetVariables};
-use crate::aggregate::fieldpath::{FieldPath, set_nested};
-use crate::aggregate::numeric::to_f64;
-use crate::aggregate::value::{Value, bson_type_name, compare, is_number, render, type_name};
 use crate::document::order::values_equal;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::expression::fieldpath::{FieldPath, set_nested};
+use crate::expression::numeric::to_f64;
+use crate::expression::value::{Value, bson_type_name, compare, is_number, render, type_name};
+use crate::expression::{Expression, LetVariables};
 use crate::query::sort::SortSpec;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
@@ -364,7 +364,7 @@ impl SetWindowFields {
             let sort_values: Vec<Value> = docs
                 .iter()
                 .map(|doc| match &self.sort_field {
-                    Some(path) => crate::aggregate::fieldpath::lookup(doc, path),
+                    Some(path) => crate::expression::fieldpath::lookup(doc, path),
                     None => None,
                 })
                 .collect();

@@ -7,11 +7,11 @@ use super::RunContext;
 use super::time_unit::TimeUnit;
 use super::window_math::{covariance, linear_fill, num, numbers, positions, std_dev};
 use crate::aggregate::accumulators::Accumulator;
-use crate::aggregate::expression::{Expression, LetVariables, Scope};
-use crate::aggregate::numeric::to_f64;
-use crate::aggregate::value::{Value, is_nullish, is_number};
 use crate::document::order::values_equal;
 use crate::error::{MongoError, Result};
+use crate::expression::numeric::to_f64;
+use crate::expression::value::{Value, is_nullish, is_number};
+use crate::expression::{Expression, LetVariables, Scope};
 use bson::{Bson, Document};
 
 /// What a window function needs from the stage around it.
@@ -203,7 +203,7 @@ pub fn parse(
             let Bson::Document(args) = argument else {
                 return Err(failed(format!(
                     "{name} expects an object, but got a {}",
-                    crate::aggregate::value::bson_type_name(argument)
+                    crate::expression::value::bson_type_name(argument)
                 )));
             };
             let mut input = None;
@@ -270,7 +270,7 @@ fn parse_shift(argument: &Bson, scope: &Scope) -> Result<Function> {
                 by = Some(exact.ok_or_else(|| {
                     failed(format!(
                         "'$shift:by' field must be an integer, but found by: {}",
-                        crate::aggregate::value::render(Some(value))
+                        crate::expression::value::render(Some(value))
                     ))
                 })?);
             }
@@ -292,7 +292,7 @@ fn parse_shift(argument: &Bson, scope: &Scope) -> Result<Function> {
     let by = by.ok_or_else(|| failed("$shift requires 'by' as an integer value."))?;
     let default = match default {
         Some(expr) => expr
-            .evaluate(&crate::aggregate::expression::Variables::new(
+            .evaluate(&crate::expression::Variables::new(
                 &Document::new(),
                 bson::DateTime::from_millis(0),
             ))?

@@ -2,9 +2,9 @@
 //! positions `$derivative` and `$integral` compute with, and `$linearFill`'s interpolation.
 
 use super::time_unit::TimeUnit;
-use crate::aggregate::numeric::to_f64;
-use crate::aggregate::value::{Value, is_nullish, is_number};
 use crate::error::{MongoError, Result};
+use crate::expression::numeric::to_f64;
+use crate::expression::value::{Value, is_nullish, is_number};
 use bson::Bson;
 
 pub(super) fn num(value: &Value) -> Option<f64> {

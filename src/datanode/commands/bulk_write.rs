@@ -11,12 +11,12 @@ use super::delete::{self, DeleteStatement};
 use super::insert::{prepare_document, validated};
 use super::update::{self, UpdateStatement};
 use super::write::{acknowledge, count_value};
-use crate::aggregate::expression::LetVariables;
 use crate::catalog::validate_user_write;
 use crate::command::{
     BULK_WRITE_CURSOR_NS, BulkOpKind, BulkWrite, CommandRequest, WriteConcern, cursor_reply,
 };
 use crate::error::{MongoError, Result};
+use crate::expression::LetVariables;
 use crate::server::{RequestContext, stats::Stats};
 use bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf, doc};
 use std::borrow::Cow;

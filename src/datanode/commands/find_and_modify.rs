@@ -12,8 +12,8 @@ use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use crate::query::projection::Projection;
 use crate::query::sort::SortSpec;
-use crate::query::update::UpdateSpec;
 use crate::server::{RequestContext, stats::Stats};
+use crate::update::UpdateSpec;
 use bson::{Bson, Document, RawDocumentBuf, doc};
 use std::sync::Arc;
 
@@ -47,7 +47,7 @@ impl FindAndModifyCommand {
             Some(u) => Some(UpdateSpec::parse_with_constants(
                 &Bson::try_from(u.to_raw_bson())?,
                 array_filters.as_deref(),
-                crate::query::update::UpdateConstants {
+                crate::update::UpdateConstants {
                     statement: None,
                     command_let: Some(&vars),
                 },

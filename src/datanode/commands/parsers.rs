@@ -8,9 +8,9 @@ use super::delete::DeleteStatement;
 use super::find::FindCommand;
 use super::find_and_modify::FindAndModifyCommand;
 use super::update::UpdateStatement;
-use crate::aggregate::expression::LetVariables;
 use crate::command::CommandRequest;
 use crate::error::Result;
+use crate::expression::LetVariables;
 use bson::RawDocument;
 use std::sync::Arc;
 

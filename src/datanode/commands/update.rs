@@ -11,13 +11,13 @@ use super::write::{
     ShardKeyRules, ShardedWrite, acknowledge, array_filters, count_value, finish_reply, statements,
     target,
 };
-use crate::aggregate::expression::LetVariables;
 use crate::command::{CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::expression::LetVariables;
 use crate::query::filter::Filter;
 use crate::query::sort::SortSpec;
-use crate::query::update::{UpdateConstants, UpdateContext, UpdateSpec, upsert_seed};
 use crate::server::{RequestContext, stats::Stats};
+use crate::update::{UpdateConstants, UpdateContext, UpdateSpec, upsert_seed};
 use bson::{Bson, Document, RawDocument, RawDocumentBuf, rawdoc};
 use std::sync::Arc;
 

@@ -1,6 +1,7 @@
 //! Numeric comparison across int32, int64, double and decimal128 by exact value, as MongoDB
-//! compares numbers (NaN sorts below every other number and equals every NaN; -0 == 0), and the
-//! decoding of decimal128's IEEE 754-2008 BID encoding that this needs.
+//! compares numbers (NaN sorts below every other number and equals every NaN; -0 == 0), and
+//! decimal128's IEEE 754-2008 BID encoding: the crate's one Decimal128 codec (the expression
+//! layer's decimal arithmetic encodes and decodes through it).
 //!
 //! - [`Number`] (here): a number in any of BSON's four numeric types.
 //! - `decimal`: decimal128's BID encoding, decoded into [`DecimalParts`] and back.

@@ -3,8 +3,8 @@
 //! different types compare in MongoDB's type order, arrays as whole values), not the query
 //! language's type-bracketed, array-traversing ones.
 
-use crate::aggregate::expression::{Expression, LetVariables, truthy};
 use crate::error::Result;
+use crate::expression::{Expression, LetVariables, truthy};
 use bson::{Bson, Document};
 use std::sync::Arc;
 

@@ -25,9 +25,9 @@ mod predicates;
 
 pub use json_schema::JsonSchema;
 
-use super::pcre::MongoRegex;
-use crate::aggregate::expression::LetVariables;
 use crate::error::Result;
+use crate::expression::LetVariables;
+use crate::expression::pcre::MongoRegex;
 use bson::{Bson, DateTime, Document};
 use parse::Parser;
 use std::sync::Arc;

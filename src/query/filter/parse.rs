@@ -4,9 +4,9 @@
 
 use super::expr::ExprPredicate;
 use super::{CmpOp, JsonSchema, Leaf, Level, Node, Op};
-use crate::aggregate::expression::LetVariables;
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::query::pcre::MongoRegex;
+use crate::expression::LetVariables;
+use crate::expression::pcre::MongoRegex;
 use crate::query::values::{as_f64, integer_to_i64, is_number, not_implemented};
 use bson::{Bson, Document};
 use std::sync::Arc;

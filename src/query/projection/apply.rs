@@ -4,8 +4,8 @@
 use super::expression::evaluate;
 use super::operators::slice;
 use super::{PathNode, ProjNode};
-use crate::aggregate::expression::LetVariables;
 use crate::error::Result;
+use crate::expression::LetVariables;
 use bson::{Bson, Document};
 
 impl PathNode {

@@ -15,8 +15,8 @@ mod operators;
 mod parse;
 
 use super::filter::Filter;
-use crate::aggregate::expression::{Expression, LetVariables};
 use crate::error::{MongoError, Result};
+use crate::expression::{Expression, LetVariables};
 use apply::{Mode, exclude_doc, include_doc};
 use bson::{DateTime, Document};
 use indexmap::IndexMap;

@@ -4,8 +4,8 @@
 use super::expression::parse_operand;
 use super::operators::parse_find_expression;
 use super::{PathNode, ProjNode, Projection};
-use crate::aggregate::expression::{LetVariables, Scope};
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::expression::{LetVariables, Scope};
 use crate::query::filter::Filter;
 use crate::query::values::{check_field_path, render_element, truthy};
 use bson::{Bson, Document};

@@ -430,3 +430,29 @@ fn json_schema_is_refused_in_elem_match_projection() {
     assert_eq!(e.code(), ErrorCode::QueryFeatureNotAllowed);
     assert_eq!(e.message(), "$jsonSchema is not allowed in this context");
 }
+
+/// A projection takes every expression operator aggregation evaluates (one table of names):
+/// `$toUUID` among them, which the projection's own list of names once refused.
+#[test]
+fn every_aggregation_operator_is_a_projection_expression() {
+    let uuid = "0e3b9063-8abd-4eb3-9f9f-f4c59fd30a60";
+    let d = doc! {"_id": 1, "s": uuid};
+    let projected = p(doc! {"u": {"$toUUID": "$s"}, "_id": 0}, d);
+    let expected = bson::Binary::from_uuid(bson::Uuid::parse_str(uuid).unwrap());
+    assert_eq!(projected, doc! {"u": expected});
+    for name in crate::expression::operator_names() {
+        // The arguments may be wrong for the operator; the name must be known.
+        if let Err(err) = Projection::parse(&doc! {"x": {name: []}}) {
+            assert!(
+                err.code() != ErrorCode::InvalidPipelineOperator
+                    && err.code() != ErrorCode::NotImplemented
+                    && err.code().code() != 31325,
+                "{name}: {err}"
+            );
+        }
+    }
+    for name in crate::expression::NOT_IMPLEMENTED {
+        let err = perr(doc! {"x": {*name: []}});
+        assert_eq!(err.code(), ErrorCode::NotImplemented, "{name}");
+    }
+}

@@ -2,12 +2,12 @@
 //! every field parsed as an expression into the path tree.
 
 use super::{Entry, Mode, Node, Shape};
-use crate::aggregate::expression::{Expression, LetVariables, Scope};
-use crate::aggregate::fieldpath::FieldPath;
 use crate::aggregate::stages::{Stage, with_context};
-use crate::aggregate::value::bson_type_name;
 use crate::document::display::render_doc;
 use crate::error::{MongoError, Result};
+use crate::expression::fieldpath::FieldPath;
+use crate::expression::value::bson_type_name;
+use crate::expression::{Expression, LetVariables, Scope};
 use bson::{Bson, Document};
 use std::collections::BTreeSet;
 use std::ops::Bound;

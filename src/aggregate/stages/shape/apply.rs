@@ -2,10 +2,10 @@
 //! order, exclusion drops them, and computed fields are set in specification order.
 
 use super::{Entry, Mode, Node, Shape};
-use crate::aggregate::expression::Variables;
 use crate::aggregate::stages::RunContext;
-use crate::aggregate::value::Value;
 use crate::error::Result;
+use crate::expression::Variables;
+use crate::expression::value::Value;
 use bson::{Bson, Document};
 use indexmap::IndexMap;
 

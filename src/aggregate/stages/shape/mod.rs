@@ -14,7 +14,7 @@ mod project;
 pub use add_fields::parse_add_fields;
 pub use project::{parse_project, parse_unset};
 
-use crate::aggregate::expression::Expression;
+use crate::expression::Expression;
 use indexmap::IndexMap;
 
 pub struct Shape {

@@ -2,12 +2,12 @@
 //! errors into the path tree (inclusions, exclusions, computed fields, sub-projections).
 
 use super::{Entry, Mode, Node, Shape};
-use crate::aggregate::expression::{Expression, LetVariables, Scope, is_operator_name};
-use crate::aggregate::fieldpath::FieldPath;
 use crate::aggregate::stages::{Stage, with_context};
-use crate::aggregate::value::{is_number, truthy};
 use crate::document::display::render as bson_to_string;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::expression::fieldpath::FieldPath;
+use crate::expression::value::{is_number, truthy};
+use crate::expression::{Expression, LetVariables, Scope, is_operator_name};
 use bson::{Bson, Document};
 use std::sync::Arc;
 
