@@ -173,15 +173,36 @@ impl MongoError {
     }
 }
 
-/// Whether a command reply says `ok: 1` (MongoDB accepts any numeric or boolean truth).
-pub fn reply_ok(reply: &Document) -> bool {
-    match reply.get("ok") {
-        Some(Bson::Double(v)) => *v != 0.0,
-        Some(Bson::Int32(v)) => *v != 0,
-        Some(Bson::Int64(v)) => *v != 0,
-        Some(Bson::Boolean(v)) => *v,
-        _ => false,
+/// Whether a command reply succeeded: the one definition every role uses. MongoDB reads `ok` as
+/// a number or a boolean, true when non-zero; any other type is a failure. A reply without
+/// `ok` has not failed: a command's handler builds its reply without it and the dispatcher
+/// adds `ok: 1` on the way out (`server::dispatch`), so every reply on the wire — all a driver
+/// sees — carries it, and a reply built in this process (a router's merged reply) is read
+/// before it has it.
+pub fn ok_value(ok: Option<bson::RawBsonRef<'_>>) -> bool {
+    use bson::RawBsonRef;
+    match ok {
+        None => true,
+        Some(RawBsonRef::Double(v)) => v != 0.0,
+        Some(RawBsonRef::Int32(v)) => v != 0,
+        Some(RawBsonRef::Int64(v)) => v != 0,
+        Some(RawBsonRef::Boolean(v)) => v,
+        Some(_) => false,
     }
+}
+
+/// [`ok_value`] of a reply as received (raw bytes).
+pub fn raw_reply_ok(reply: &bson::RawDocument) -> bool {
+    ok_value(reply.get("ok").ok().flatten())
+}
+
+/// [`ok_value`] of a reply already turned into a document.
+pub fn reply_ok(reply: &Document) -> bool {
+    // The scalar types `ok` can usefully have convert without allocating.
+    let ok = reply
+        .get("ok")
+        .and_then(|v| bson::RawBson::try_from(v.clone()).ok());
+    ok_value(ok.as_ref().map(bson::RawBson::as_raw_bson_ref))
 }
 
 fn bson_as_i32(v: &Bson) -> Option<i32> {
@@ -246,5 +267,14 @@ mod tests {
         assert!(MongoError::from_reply(&doc! {"ok": 1}).is_none());
         assert!(MongoError::from_reply(&doc! {"ok": true}).is_none());
         assert!(MongoError::from_reply(&doc! {"ok": 0.0}).is_some());
+        assert!(MongoError::from_reply(&doc! {"ok": 1_i64}).is_none());
+        assert!(MongoError::from_reply(&doc! {"ok": false}).is_some());
+        // A reply without `ok` (not yet through the dispatcher) has not failed; an `ok` of
+        // another type is no success.
+        assert!(MongoError::from_reply(&doc! {"n": 1}).is_none());
+        assert!(MongoError::from_reply(&doc! {"ok": "1"}).is_some());
+        assert!(raw_reply_ok(&bson::rawdoc! {"ok": 1.0}));
+        assert!(!raw_reply_ok(&bson::rawdoc! {"ok": 0}));
+        assert!(raw_reply_ok(&bson::rawdoc! {"n": 1}));
     }
 }

@@ -1,11 +1,13 @@
 //! The router's routing table cache (the design's CatalogCache): databases (primary shard and
 //! database version) and collections (sharded or not; for sharded ones the entry and the chunk
-//! map), loaded lazily from the config server and dropped when a shard says the router is
-//! stale, so the next request reloads them — incrementally (only the chunks changed since the
-//! cached collection version) when the collection is still the same generation, in full
-//! otherwise (unknown, dropped, re-sharded or refined: a new epoch or timestamp).
+//! map), loaded lazily from the config server, one load in flight per database or namespace.
+//! After a shard refuses a request as stale, an entry is dropped only if it is the one the
+//! request used or older than what the shard wants (`refresh_stale`), so the next request
+//! reloads it — incrementally (only the chunks changed since the cached collection version)
+//! when the collection is still the same generation, in full otherwise (unknown, dropped,
+//! re-sharded or refined: a new epoch or timestamp).
 
-use crate::catalog::{ChunkMap, CollectionEntry, DatabaseEntry, DatabaseVersion};
+use crate::catalog::{ChunkMap, ChunkVersion, CollectionEntry, DatabaseEntry, DatabaseVersion};
 use crate::error::Result;
 use crate::rpc::{
     NodeClient,
@@ -14,11 +16,17 @@ use crate::rpc::{
 use crate::server::stats::Stats;
 use bson::doc;
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
+
+/// A cached database: requests for a database being loaded wait on the one load in flight
+/// (no thundering herd on the config server), as for collections. A load that finds no such
+/// database leaves the cell empty: absence is not cached (the database may be created).
+type DatabaseSlot = Arc<tokio::sync::OnceCell<DatabaseEntry>>;
 
 #[derive(Default)]
 pub struct DatabaseCache {
-    entries: RwLock<HashMap<String, DatabaseEntry>>,
+    entries: RwLock<HashMap<String, DatabaseSlot>>,
 }
 
 impl DatabaseCache {
@@ -30,33 +38,75 @@ impl DatabaseCache {
         db: &str,
         create: bool,
     ) -> Result<Option<DatabaseEntry>> {
-        if let Some(entry) = self.entries.read().expect("poisoned").get(db) {
-            return Ok(Some(entry.clone()));
-        }
-        let entry = if create {
-            let reply = config
-                .run_doc("admin", doc! {"_configsvrCreateDatabase": db})
-                .await?;
-            Some(DatabaseEntry {
-                name: db.to_string(),
-                primary: reply.get_str("primary").unwrap_or_default().to_string(),
-                version: DatabaseVersion::from_document(
-                    reply.get_document("databaseVersion").unwrap_or(&doc! {}),
-                )?,
-            })
-        } else {
-            database_entry(config, db).await?
+        let known = self.entries.read().expect("poisoned").get(db).cloned();
+        let slot = match known {
+            Some(slot) => slot,
+            None => Arc::clone(
+                self.entries
+                    .write()
+                    .expect("poisoned")
+                    .entry(db.to_string())
+                    .or_default(),
+            ),
         };
-        if let Some(entry) = &entry {
-            self.entries
-                .write()
-                .expect("poisoned")
-                .insert(db.to_string(), entry.clone());
+        // `Err(None)`: no such database; the cell stays empty and the next caller loads again.
+        let loaded = slot
+            .get_or_try_init(|| async {
+                match load_database(config, db, create).await {
+                    Ok(Some(entry)) => Ok(entry),
+                    Ok(None) => Err(None),
+                    Err(e) => Err(Some(e)),
+                }
+            })
+            .await;
+        match loaded {
+            Ok(entry) => Ok(Some(entry.clone())),
+            Err(None) => Ok(None),
+            Err(Some(e)) => Err(e),
         }
-        Ok(entry)
     }
 
-    /// Forgets a database so the next access reloads it (after StaleDbVersion or a drop).
+    /// After a shard refused a request as stale for database `db`: the request was routed
+    /// with version `used` (when known), the shard wants `wanted` (when it said). The cached
+    /// entry is dropped only when it is the one the request used or older than `wanted`: when
+    /// another request already reloaded a newer-or-equal entry, it is kept and used at once.
+    pub async fn refresh_stale(
+        &self,
+        config: &NodeClient,
+        db: &str,
+        used: Option<DatabaseVersion>,
+        wanted: Option<DatabaseVersion>,
+    ) -> Result<()> {
+        // Waits for a load in flight: it may be the newer entry.
+        let Some(current) = self.get(config, db, false).await? else {
+            return Ok(());
+        };
+        let fresh = match (used, wanted) {
+            (Some(used), _) if used == current.version => false,
+            (_, Some(wanted)) => database_satisfies(&current.version, &wanted),
+            (Some(_), None) => true,
+            (None, None) => false,
+        };
+        if !fresh {
+            self.invalidate_if(db, current.version);
+        }
+        Ok(())
+    }
+
+    /// Drops `db`'s entry if it is still at `version` (a newer one loaded since is kept).
+    fn invalidate_if(&self, db: &str, version: DatabaseVersion) {
+        let mut entries = self.entries.write().expect("poisoned");
+        if entries
+            .get(db)
+            .and_then(|slot| slot.get())
+            .is_some_and(|entry| entry.version == version)
+        {
+            entries.remove(db);
+        }
+    }
+
+    /// Forgets a database so the next access reloads it (after a change this router made, or
+    /// a drop).
     pub fn invalidate(&self, db: &str) {
         self.entries.write().expect("poisoned").remove(db);
     }
@@ -64,6 +114,37 @@ impl DatabaseCache {
     pub fn clear(&self) {
         self.entries.write().expect("poisoned").clear();
     }
+}
+
+/// Whether a cached database version is the one a shard wants or a later one: the same
+/// incarnation (uuid and timestamp) at the same or a later `lastMod`. Versions of different
+/// incarnations do not compare, so they never satisfy.
+fn database_satisfies(cached: &DatabaseVersion, wanted: &DatabaseVersion) -> bool {
+    cached.uuid == wanted.uuid
+        && cached.timestamp == wanted.timestamp
+        && cached.last_mod >= wanted.last_mod
+}
+
+/// Reads a database's entry from the config server, creating the database first when
+/// `create` is set.
+async fn load_database(
+    config: &NodeClient,
+    db: &str,
+    create: bool,
+) -> Result<Option<DatabaseEntry>> {
+    if !create {
+        return database_entry(config, db).await;
+    }
+    let reply = config
+        .run_doc("admin", doc! {"_configsvrCreateDatabase": db})
+        .await?;
+    Ok(Some(DatabaseEntry {
+        name: db.to_string(),
+        primary: reply.get_str("primary").unwrap_or_default().to_string(),
+        version: DatabaseVersion::from_document(
+            reply.get_document("databaseVersion").unwrap_or(&doc! {}),
+        )?,
+    }))
 }
 
 /// A sharded collection's routing: its entry (key, generation) and chunks.
@@ -74,8 +155,24 @@ pub struct CollectionRouting {
 }
 
 /// A cached collection: `None` when it is not sharded. Requests for a namespace being loaded
-/// wait on the one load in flight (no thundering herd on the config server).
-type CollectionSlot = Arc<tokio::sync::OnceCell<Option<Arc<CollectionRouting>>>>;
+/// wait on the one load in flight (no thundering herd on the config server). Each slot has a
+/// serial number, so that a stale refusal drops only the load the refused request used.
+#[derive(Default)]
+struct Slot {
+    serial: u64,
+    cell: tokio::sync::OnceCell<Option<Arc<CollectionRouting>>>,
+}
+
+type CollectionSlot = Arc<Slot>;
+
+/// One load of a collection's routing, as a routed request used it.
+#[derive(Clone)]
+pub struct CachedCollection {
+    /// `None` when the collection is not sharded.
+    pub routing: Option<Arc<CollectionRouting>>,
+    /// Which load this is (see [`CollectionCache::refresh_stale`]).
+    pub serial: u64,
+}
 
 /// How many times a failed load from the config server is tried before the error is returned
 /// (the first try and two retries, as the design's CatalogCache does).
@@ -89,6 +186,8 @@ pub struct CollectionCache {
     /// The routing of collections invalidated since, kept as the base of an incremental
     /// refresh.
     previous: RwLock<HashMap<String, Arc<CollectionRouting>>>,
+    /// The serial number of the last slot made.
+    serials: std::sync::atomic::AtomicU64,
 }
 
 impl CollectionCache {
@@ -99,6 +198,16 @@ impl CollectionCache {
         ns: &str,
         stats: &Stats,
     ) -> Result<Option<Arc<CollectionRouting>>> {
+        Ok(self.get_cached(config, ns, stats).await?.routing)
+    }
+
+    /// [`get`](Self::get), with which load answered.
+    pub async fn get_cached(
+        &self,
+        config: &NodeClient,
+        ns: &str,
+        stats: &Stats,
+    ) -> Result<CachedCollection> {
         // Every routed request passes here: a read lock finds a known namespace.
         let known = self.entries.read().expect("poisoned").get(ns).cloned();
         let slot = match known {
@@ -108,22 +217,80 @@ impl CollectionCache {
                     .write()
                     .expect("poisoned")
                     .entry(ns.to_string())
-                    .or_default(),
+                    .or_insert_with(|| {
+                        Arc::new(Slot {
+                            serial: self.serials.fetch_add(1, Ordering::Relaxed) + 1,
+                            cell: Default::default(),
+                        })
+                    }),
             ),
         };
-        slot.get_or_try_init(|| {
-            let previous = self.previous.write().expect("poisoned").remove(ns);
-            load_collection(config, ns, previous, stats)
+        let routing = slot
+            .cell
+            .get_or_try_init(|| {
+                let previous = self.previous.write().expect("poisoned").remove(ns);
+                load_collection(config, ns, previous, stats)
+            })
+            .await?
+            .clone();
+        Ok(CachedCollection {
+            routing,
+            serial: slot.serial,
         })
-        .await
-        .cloned()
     }
 
-    /// Forgets a collection (after StaleConfig, or a change this router made); what was known
-    /// of it is the base of the next, incremental, load.
+    /// After a shard refused a request on `ns` as stale: the request used load `used` (when
+    /// known), the shard `shard` wants version `wanted` (when it said). The cached load is
+    /// dropped only when it is the one the request used or older than `wanted`; when another
+    /// request already reloaded a newer-or-equal routing, it is kept and used at once (a burst
+    /// of refusals does not throw away a table just loaded).
+    pub async fn refresh_stale(
+        &self,
+        config: &NodeClient,
+        ns: &str,
+        stats: &Stats,
+        used: Option<u64>,
+        wanted: Option<(&str, ChunkVersion)>,
+    ) -> Result<()> {
+        // Waits for a load in flight: it may be the newer routing.
+        let current = self.get_cached(config, ns, stats).await?;
+        let fresh = match (used, wanted) {
+            // Nothing newer than what was refused.
+            (Some(used), _) if used == current.serial => false,
+            (_, Some((shard, wanted))) => {
+                collection_satisfies(current.routing.as_deref(), shard, &wanted)
+            }
+            // Reloaded since the request was routed, and the shard did not say what it wants.
+            (Some(_), None) => true,
+            // Neither what the request used nor what the shard wants is known.
+            (None, None) => false,
+        };
+        if !fresh {
+            self.invalidate_if(ns, current.serial);
+        }
+        Ok(())
+    }
+
+    /// Forgets a collection (after a change this router made); what was known of it is the
+    /// base of the next, incremental, load.
     pub fn invalidate(&self, ns: &str) {
-        let slot = self.entries.write().expect("poisoned").remove(ns);
-        if let Some(Some(routing)) = slot.as_ref().and_then(|s| s.get()) {
+        self.remove_if(ns, |_| true);
+    }
+
+    /// Forgets load `serial` of `ns`, if it is still the cached one.
+    fn invalidate_if(&self, ns: &str, serial: u64) {
+        self.remove_if(ns, |slot| slot.serial == serial);
+    }
+
+    fn remove_if(&self, ns: &str, which: impl FnOnce(&Slot) -> bool) {
+        let slot = {
+            let mut entries = self.entries.write().expect("poisoned");
+            match entries.get(ns) {
+                Some(slot) if which(slot) => entries.remove(ns),
+                _ => None,
+            }
+        };
+        if let Some(Some(routing)) = slot.as_ref().and_then(|s| s.cell.get()) {
             self.previous
                 .write()
                 .expect("poisoned")
@@ -147,6 +314,23 @@ impl CollectionCache {
     pub fn clear(&self) {
         self.entries.write().expect("poisoned").clear();
         self.previous.write().expect("poisoned").clear();
+    }
+}
+
+/// Whether a cached routing gives `shard` the version it wants, or a later one of the same
+/// generation. A shard wanting the unsharded version is satisfied by a cache that knows the
+/// collection as unsharded.
+fn collection_satisfies(
+    cached: Option<&CollectionRouting>,
+    shard: &str,
+    wanted: &ChunkVersion,
+) -> bool {
+    match cached {
+        None => *wanted == ChunkVersion::unsharded(),
+        Some(routing) => routing
+            .version_on(shard)
+            .compare(wanted)
+            .is_some_and(|order| order != std::cmp::Ordering::Less),
     }
 }
 
@@ -210,12 +394,26 @@ mod tests {
     use futures::future::BoxFuture;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    /// A config server that knows no sharded collection, counts the lookups and answers slowly
-    /// (so that concurrent lookups overlap); the first `failures` lookups fail.
+    /// A config server that knows no sharded collection and one database (`db`, version
+    /// `DB_VERSION`), counts the lookups and answers slowly (so that concurrent lookups
+    /// overlap); the first `failures` lookups fail.
     struct FakeConfig {
         node: Node,
         lookups: AtomicUsize,
         failures: usize,
+        /// The `lastMod` of database `db`'s version.
+        db_last_mod: std::sync::atomic::AtomicI32,
+    }
+
+    fn db_version(last_mod: i32) -> DatabaseVersion {
+        DatabaseVersion {
+            uuid: uuid::Uuid::from_u128(7),
+            timestamp: bson::Timestamp {
+                time: 1,
+                increment: 0,
+            },
+            last_mod,
+        }
     }
 
     impl Service for FakeConfig {
@@ -226,13 +424,28 @@ mod tests {
         fn execute<'a>(
             &'a self,
             _ctx: &'a RequestContext,
-            _request: CommandRequest,
+            request: CommandRequest,
         ) -> BoxFuture<'a, RawDocumentBuf> {
             Box::pin(async move {
                 let n = self.lookups.fetch_add(1, Ordering::SeqCst);
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 if n < self.failures {
                     return rawdoc! {"ok": 0.0, "errmsg": "unreachable", "code": 6, "codeName": "HostUnreachable"};
+                }
+                if matches!(
+                    request.args().target(),
+                    Ok(bson::RawBsonRef::String("databases"))
+                ) {
+                    let entry = DatabaseEntry {
+                        name: "db".into(),
+                        primary: "shard0".into(),
+                        version: db_version(self.db_last_mod.load(Ordering::SeqCst)),
+                    };
+                    return RawDocumentBuf::from_document(&doc! {
+                        "cursor": {"id": 0_i64, "ns": "config.databases", "firstBatch": [entry.to_document()]},
+                        "ok": 1.0,
+                    })
+                    .unwrap();
                 }
                 rawdoc! {"cursor": {"id": 0_i64, "ns": "config.collections", "firstBatch": []}, "ok": 1.0}
             })
@@ -249,6 +462,7 @@ mod tests {
             ),
             lookups: AtomicUsize::new(0),
             failures,
+            db_last_mod: std::sync::atomic::AtomicI32::new(1),
         });
         let client = NodeClient::local("inproc:config", fake.clone());
         (fake, client)
@@ -281,6 +495,85 @@ mod tests {
         assert_eq!(fake.lookups.load(Ordering::SeqCst), 3);
         let (fake, client) = config(3);
         assert!(cache.get(&client, "db.d", &stats).await.is_err());
+        assert_eq!(fake.lookups.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn concurrent_database_lookups_share_one_load() {
+        let (fake, client) = config(0);
+        let cache = DatabaseCache::default();
+        let loads = (0..8).map(|_| cache.get(&client, "db", false));
+        for entry in futures::future::join_all(loads).await {
+            assert_eq!(entry.unwrap().unwrap().primary, "shard0");
+        }
+        assert_eq!(fake.lookups.load(Ordering::SeqCst), 1);
+        cache.get(&client, "db", false).await.unwrap();
+        assert_eq!(fake.lookups.load(Ordering::SeqCst), 1);
+    }
+
+    /// Eight requests routed with the same cached entry are all refused as stale: the first
+    /// refusal drops that entry, the reload it causes is shared, and the later refusals find a
+    /// newer entry than the one they used and keep it — one refresh, not eight.
+    #[tokio::test]
+    async fn a_burst_of_stale_database_refusals_refreshes_once() {
+        let (fake, client) = config(0);
+        let cache = DatabaseCache::default();
+        let used = cache.get(&client, "db", false).await.unwrap().unwrap();
+        assert_eq!(fake.lookups.load(Ordering::SeqCst), 1);
+        // The database's version moves on (a movePrimary); the shard wants the new one.
+        fake.db_last_mod.store(2, Ordering::SeqCst);
+        let refusals = (0..8)
+            .map(|_| cache.refresh_stale(&client, "db", Some(used.version), Some(db_version(2))));
+        for refreshed in futures::future::join_all(refusals).await {
+            refreshed.unwrap();
+        }
+        assert_eq!(fake.lookups.load(Ordering::SeqCst), 2);
+        let current = cache.get(&client, "db", false).await.unwrap().unwrap();
+        assert_eq!(current.version, db_version(2));
+        assert_eq!(fake.lookups.load(Ordering::SeqCst), 2);
+        // A refusal wanting a newer version than the cache holds does drop it.
+        cache
+            .refresh_stale(&client, "db", Some(used.version), Some(db_version(3)))
+            .await
+            .unwrap();
+        cache.get(&client, "db", false).await.unwrap();
+        assert_eq!(fake.lookups.load(Ordering::SeqCst), 3);
+    }
+
+    /// As for databases: a burst of StaleConfig refusals of requests that used one load of a
+    /// collection's routing throws away only that load, not the one reloaded after the first
+    /// refusal.
+    #[tokio::test]
+    async fn a_burst_of_stale_collection_refusals_refreshes_once() {
+        let (fake, client) = config(0);
+        let cache = CollectionCache::default();
+        let stats = Stats::default();
+        let used = cache.get_cached(&client, "db.c", &stats).await.unwrap();
+        assert!(used.routing.is_none());
+        assert_eq!(fake.lookups.load(Ordering::SeqCst), 1);
+        // The shard says the collection is unsharded, as the config server does.
+        let wanted = Some(("shard0", ChunkVersion::unsharded()));
+        let refusals =
+            (0..8).map(|_| cache.refresh_stale(&client, "db.c", &stats, Some(used.serial), wanted));
+        for refreshed in futures::future::join_all(refusals).await {
+            refreshed.unwrap();
+        }
+        assert_eq!(fake.lookups.load(Ordering::SeqCst), 2);
+        let current = cache.get_cached(&client, "db.c", &stats).await.unwrap();
+        assert_ne!(current.serial, used.serial);
+        assert_eq!(fake.lookups.load(Ordering::SeqCst), 2);
+        // A late refusal of the old load keeps the new one too.
+        cache
+            .refresh_stale(&client, "db.c", &stats, Some(used.serial), wanted)
+            .await
+            .unwrap();
+        assert_eq!(fake.lookups.load(Ordering::SeqCst), 2);
+        // A refusal of the current load (nothing newer to use) drops it.
+        cache
+            .refresh_stale(&client, "db.c", &stats, Some(current.serial), wanted)
+            .await
+            .unwrap();
+        cache.get(&client, "db.c", &stats).await.unwrap();
         assert_eq!(fake.lookups.load(Ordering::SeqCst), 3);
     }
 }

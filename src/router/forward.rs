@@ -1,23 +1,27 @@
-//! The router loop: run a request against the cached placement of its namespace (database
-//! primary and version; for a sharded collection, its chunks and each shard's version), and when
-//! a shard refuses it as stale (StaleDbVersion, StaleConfig) drop what is stale, reload and run
-//! it again — at most 10 times. Every routed command takes its passes from a [`RoutingLoop`].
+//! The routing entry point: [`RouterState::route`] runs one attempt of a request against the
+//! cached placement of its namespace (database primary and version; for a sharded collection,
+//! its chunks and each shard's version), and when a shard refuses it as stale (StaleConfig,
+//! StaleEpoch, StaleDbVersion) refreshes what is stale and runs it again — at most 10 times.
+//! It is the only retry loop for stale routing and [`Stale::of`] the only place a stale error
+//! is recognised; an attempt reports a shard's refusal as that error ([`refuse_stale`]).
 //! Commands on `config` and `admin` go to the config server.
 
 use super::RouterState;
 use super::catalog_cache::CollectionRouting;
-use crate::catalog::DatabaseEntry;
+use super::targeting::By;
+use crate::catalog::{ChunkVersion, DatabaseEntry, DatabaseVersion};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::NodeClient;
 use crate::server::stats::Stats;
 use bson::{RawBsonRef, RawDocumentBuf};
+use std::future::Future;
 use std::sync::Arc;
 
 /// How long a router keeps resending an idempotent DDL to a config server it cannot reach.
 const CONFIG_DDL_RETRY_WINDOW: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// MongoDB's router gives up after this many stale-version retries.
+/// MongoDB's router gives up after this many stale-version attempts.
 const MAX_STALE_RETRIES: usize = 10;
 
 /// Databases whose data lives on the config server.
@@ -36,34 +40,15 @@ pub(super) fn check_routable(db: &str) -> Result<()> {
     Ok(())
 }
 
-/// The shard owning every chunk of a collection, for commands that are not (yet) merged
-/// across shards.
-pub(super) fn single_owner(routing: &CollectionRouting) -> Result<String> {
-    let mut owners = routing.owners().into_iter();
-    match (owners.next(), owners.next()) {
-        (Some(owner), None) => Ok(owner),
-        _ => Err(MongoError::new(
-            ErrorCode::NotImplemented,
-            format!(
-                "this command is not supported yet on {}, whose chunks are on several shards",
-                routing.entry.ns
-            ),
-        )),
-    }
-}
-
-fn reply_code(reply: &RawDocumentBuf) -> Option<i32> {
-    match reply.get("code") {
-        Ok(Some(RawBsonRef::Int32(code))) => Some(code),
-        _ => None,
-    }
-}
-
-/// Where a namespace's data is, as this router currently believes.
+/// Where a namespace's data is, as this router currently believes: what one attempt of
+/// [`RouterState::route`] runs against.
 pub(super) struct Placement {
     pub db: DatabaseEntry,
     /// The collection's routing when it is sharded.
     pub routing: Option<Arc<CollectionRouting>>,
+    /// Which cached load of the collection this is (see `CollectionCache::refresh_stale`);
+    /// `None` for a database-level request.
+    collection_load: Option<u64>,
 }
 
 impl Placement {
@@ -82,41 +67,60 @@ impl Placement {
     }
 }
 
-/// What a shard's refusal says is stale.
+/// What a shard's refusal says is stale, and the version it wants when it said.
 #[derive(Debug)]
 pub(super) enum Stale {
-    Database,
+    Database {
+        wanted: Option<DatabaseVersion>,
+    },
     /// The collection (the namespace the shard named, if it did).
-    Collection(Option<String>),
+    Collection {
+        ns: Option<String>,
+        /// The refusing shard and the version it holds (`shardId`, `vWanted`).
+        wanted: Option<(String, ChunkVersion)>,
+    },
 }
 
-/// The staleness a shard reply reports, if it is such a refusal (the shard executed nothing).
-pub(super) fn stale_in(reply: &RawDocumentBuf) -> Option<Stale> {
-    match reply_code(reply) {
-        Some(code) if code == ErrorCode::StaleDbVersion.code() => Some(Stale::Database),
-        Some(code) if code == ErrorCode::StaleConfig.code() => {
-            Some(Stale::Collection(match reply.get("ns") {
-                Ok(Some(RawBsonRef::String(ns))) => Some(ns.to_string()),
-                _ => None,
-            }))
+impl Stale {
+    /// The staleness an error reports, if it is a stale-routing refusal (the shard executed
+    /// nothing, so the request may be sent again): the one place these codes are recognised.
+    pub fn of(error: &MongoError) -> Option<Stale> {
+        let extra = error.extra();
+        let wanted = || extra.and_then(|e| e.get_document("vWanted").ok());
+        match error.code() {
+            ErrorCode::StaleDbVersion => Some(Stale::Database {
+                wanted: wanted().and_then(|v| DatabaseVersion::from_document(v).ok()),
+            }),
+            ErrorCode::StaleConfig | ErrorCode::StaleEpoch => Some(Stale::Collection {
+                ns: extra.and_then(|e| e.get_str("ns").ok()).map(str::to_string),
+                wanted: extra
+                    .and_then(|e| e.get_str("shardId").ok())
+                    .zip(wanted().and_then(|v| ChunkVersion::from_document(v).ok()))
+                    .map(|(shard, version)| (shard.to_string(), version)),
+            }),
+            _ => None,
         }
-        _ => None,
     }
 }
 
-/// A pass's outcome: its value, or the staleness that made a shard refuse it.
-pub(super) type Pass<T> = std::result::Result<T, Stale>;
+/// Whether an error is a stale-routing refusal ([`Stale::of`]): for an operation that keeps
+/// going after a partial refusal (a write batch) and leaves the retry to `route`.
+pub(super) fn is_stale(error: &MongoError) -> bool {
+    Stale::of(error).is_some()
+}
 
-/// The error an `ok: 0` reply carries.
+/// A shard's reply, or the stale refusal it is, as the error [`RouterState::route`] retries.
+/// Other replies, failed or not, are the caller's to read.
+pub(super) fn refuse_stale(reply: RawDocumentBuf) -> Result<RawDocumentBuf> {
+    match reply_error(&reply)? {
+        Some(e) if is_stale(&e) => Err(e),
+        _ => Ok(reply),
+    }
+}
+
+/// The error a failed reply carries.
 pub(super) fn reply_error(reply: &RawDocumentBuf) -> Result<Option<MongoError>> {
-    let ok = match reply.get("ok")? {
-        Some(RawBsonRef::Double(v)) => v != 0.0,
-        Some(RawBsonRef::Int32(v)) => v != 0,
-        Some(RawBsonRef::Int64(v)) => v != 0,
-        Some(RawBsonRef::Boolean(v)) => v,
-        _ => true,
-    };
-    if ok {
+    if crate::error::raw_reply_ok(reply) {
         return Ok(None);
     }
     Ok(MongoError::from_reply(&reply.to_document()?))
@@ -139,79 +143,116 @@ pub(super) struct ShardReply {
     pub reply: RawDocumentBuf,
 }
 
-/// The passes of one routed operation: each pass gets the cached placement; a pass a shard
-/// refused as stale reports it ([`RoutingLoop::stale`]), which drops the stale cache entry so
-/// the next pass reloads it. An operation that keeps state across passes (a write batch)
-/// resends only what was refused.
-pub(super) struct RoutingLoop<'r> {
-    router: &'r RouterState,
-    db: &'r str,
-    ns: Option<&'r str>,
-    create: bool,
-    passes: usize,
-    last: Option<Stale>,
-}
-
-impl RoutingLoop<'_> {
-    /// The placement for the next pass: `None` when the database does not exist (and is not
-    /// to be created); an error after [`MAX_STALE_RETRIES`] stale passes.
-    pub async fn next(&mut self) -> Result<Option<Placement>> {
-        if self.passes == MAX_STALE_RETRIES {
-            let code = match self.last {
-                Some(Stale::Collection(_)) => ErrorCode::StaleConfig,
-                _ => ErrorCode::StaleDbVersion,
+impl RouterState {
+    /// The routing entry point. Runs `attempt` against the cached placement of database `db`
+    /// (and collection `ns`, when given); when it fails with a stale-routing error, refreshes
+    /// what the refusal says is stale (unless the cache already has what the shard wants) and
+    /// runs it again, up to [`MAX_STALE_RETRIES`] attempts in all. Any other outcome is
+    /// returned. `None` when the database does not exist (and `create` is not set: writes
+    /// create it).
+    ///
+    /// An operation that keeps state across attempts (a write batch) holds it outside the
+    /// closure and resends only what was refused.
+    pub(super) async fn route<T, F, Fut>(
+        &self,
+        db: &str,
+        ns: Option<&str>,
+        create: bool,
+        mut attempt: F,
+    ) -> Result<Option<T>>
+    where
+        F: FnMut(Arc<Placement>) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut last = None;
+        for _ in 0..MAX_STALE_RETRIES {
+            let Some(placement) = self.placement(db, ns, create).await? else {
+                return Ok(None);
             };
-            return Err(MongoError::new(
-                code,
-                format!(
-                    "the routing information of {} kept changing; gave up after {MAX_STALE_RETRIES} attempts",
-                    self.ns.unwrap_or(self.db)
-                ),
-            ));
+            let placement = Arc::new(placement);
+            let error = match attempt(Arc::clone(&placement)).await {
+                Ok(value) => return Ok(Some(value)),
+                Err(error) => error,
+            };
+            let Some(stale) = Stale::of(&error) else {
+                return Err(error);
+            };
+            last = Some(error.code());
+            self.refresh_stale(db, ns, &placement, stale).await?;
         }
-        self.passes += 1;
-        let router = self.router;
-        let Some(db) = router
-            .databases
-            .get(&router.config, self.db, self.create)
-            .await?
-        else {
+        let code = match last {
+            Some(ErrorCode::StaleDbVersion) | None => ErrorCode::StaleDbVersion,
+            Some(_) => ErrorCode::StaleConfig,
+        };
+        Err(MongoError::new(
+            code,
+            format!(
+                "the routing information of {} kept changing; gave up after {MAX_STALE_RETRIES} attempts",
+                ns.unwrap_or(db)
+            ),
+        ))
+    }
+
+    /// The cached placement of `db` (and `ns`), loaded on a miss.
+    async fn placement(
+        &self,
+        db: &str,
+        ns: Option<&str>,
+        create: bool,
+    ) -> Result<Option<Placement>> {
+        let Some(entry) = self.databases.get(&self.config, db, create).await? else {
             return Ok(None);
         };
-        let routing = match self.ns {
+        let (routing, collection_load) = match ns {
             Some(ns) => {
-                router
+                let cached = self
                     .collections
-                    .get(&router.config, ns, &router.node.stats)
-                    .await?
+                    .get_cached(&self.config, ns, &self.node.stats)
+                    .await?;
+                (cached.routing, Some(cached.serial))
             }
-            None => None,
+            None => (None, None),
         };
-        Ok(Some(Placement { db, routing }))
+        Ok(Some(Placement {
+            db: entry,
+            routing,
+            collection_load,
+        }))
     }
 
-    /// The last pass was refused as stale: forget the stale routing information.
-    pub fn stale(&mut self, stale: Stale) {
-        let router = self.router;
-        match &stale {
-            Stale::Database => {
-                tracing::info!(db = %self.db, "stale database version; refreshing");
-                router.databases.invalidate(self.db);
+    /// After an attempt against `placement` was refused as `stale`: refreshes what is stale,
+    /// unless another request already loaded what the shard wants.
+    async fn refresh_stale(
+        &self,
+        db: &str,
+        ns: Option<&str>,
+        placement: &Placement,
+        stale: Stale,
+    ) -> Result<()> {
+        match stale {
+            Stale::Database { wanted } => {
+                tracing::info!(db = %db, "stale database version; refreshing");
+                self.databases
+                    .refresh_stale(&self.config, db, Some(placement.db.version), wanted)
+                    .await
             }
-            Stale::Collection(named) => {
-                let ns = named.as_deref().or(self.ns);
+            Stale::Collection { ns: named, wanted } => {
+                Stats::add(&self.node.stats.stale_config_retries, 1);
+                // The load the attempt used is known when the refusal is about its collection.
+                let (ns, used) = match named {
+                    Some(named) if Some(named.as_str()) != ns => (Some(named), None),
+                    _ => (ns.map(str::to_string), placement.collection_load),
+                };
                 tracing::info!(ns = ?ns, "stale shard version; refreshing");
-                Stats::add(&router.node.stats.stale_config_retries, 1);
-                if let Some(ns) = ns {
-                    router.collections.invalidate(ns);
-                }
+                let Some(ns) = ns else { return Ok(()) };
+                let wanted = wanted.as_ref().map(|(shard, v)| (shard.as_str(), *v));
+                self.collections
+                    .refresh_stale(&self.config, &ns, &self.node.stats, used, wanted)
+                    .await
             }
         }
-        self.last = Some(stale);
     }
-}
 
-impl RouterState {
     /// Sends `req` where `req.db`'s unsharded collections live. `None` when the database does
     /// not exist and `create` is not set.
     pub(super) async fn send_to_primary(
@@ -270,8 +311,8 @@ impl RouterState {
         }
     }
 
-    /// The routing loop of [`send_to_primary_of`](Self::send_to_primary_of): `ns`, when
-    /// given, is a collection whose chunks may decide the shard instead.
+    /// [`send_to_primary_of`](Self::send_to_primary_of): `ns`, when given, is a collection
+    /// whose chunks may decide the shard instead.
     async fn route_to_primary(
         &self,
         db_name: &str,
@@ -284,19 +325,13 @@ impl RouterState {
             let reply = self.config.call(req).await?;
             return Ok(Some((self.config.clone(), reply)));
         }
-        let mut passes = self.routing_loop(db_name, ns, create);
-        while let Some(placement) = passes.next().await? {
-            let shard = match &placement.routing {
-                Some(routing) => single_owner(routing)?,
-                None => placement.db.primary.clone(),
-            };
-            let (client, reply) = self.call_shard(&placement, &shard, &req).await?;
-            match stale_in(&reply) {
-                Some(stale) => passes.stale(stale),
-                None => return Ok(Some((client, reply))),
-            }
-        }
-        Ok(None)
+        let req = &req;
+        self.route(db_name, ns, create, |placement| async move {
+            let target = placement.target(By::SoleOwner)?;
+            let (client, reply) = self.call_shard(&placement, target.first(), req).await?;
+            Ok((client, refuse_stale(reply)?))
+        })
+        .await
     }
 
     /// Sends `req` to each of `shards` at once, each with the version `placement` gives it.
@@ -313,10 +348,10 @@ impl RouterState {
     }
 
     /// Sends a collection-level command (index and catalog commands, stats) where the
-    /// collection lives (a shard's error fails the command): the primary shard for an unsharded collection; for a sharded one every
-    /// shard owning chunks (`all`), or one of them — the primary when it owns chunks, as its
-    /// catalog is the reference. Answers each shard's name, client and reply; `None` when the
-    /// database does not exist.
+    /// collection lives (a shard's error fails the command): the primary shard for an
+    /// unsharded collection; for a sharded one every shard owning chunks (`all`), or one of
+    /// them — the primary when it owns chunks, as its catalog is the reference. Answers each
+    /// shard's name, client and reply; `None` when the database does not exist.
     pub(super) async fn send_to_owners(
         &self,
         req: CommandRequest,
@@ -333,43 +368,28 @@ impl RouterState {
             }]));
         }
         let ns = format!("{}.{}", req.db, req.args().collection()?);
-        let mut passes = self.routing_loop(&req.db, Some(&ns), create);
-        while let Some(placement) = passes.next().await? {
-            let shards = match &placement.routing {
-                None => vec![placement.db.primary.clone()],
-                Some(routing) => {
-                    let owners = routing.owners();
-                    if all {
-                        owners
-                    } else if owners.contains(&placement.db.primary) {
-                        vec![placement.db.primary.clone()]
-                    } else {
-                        owners.into_iter().take(1).collect()
-                    }
-                }
-            };
-            match self.gather(&placement, &shards, &req).await? {
-                Ok(replies) => return Ok(Some(replies)),
-                Err(stale) => passes.stale(stale),
-            }
-        }
-        Ok(None)
+        let req = &req;
+        self.route(&req.db, Some(&ns), create, |placement| async move {
+            let by = if all { By::AllOwners } else { By::OneOwner };
+            let target = placement.target(by)?;
+            self.gather(&placement, target.shards(), req).await
+        })
+        .await
     }
 
-    /// [`scatter`](Self::scatter), then every reply checked: the first stale refusal ends the
-    /// pass, the first error fails the command.
+    /// [`scatter`](Self::scatter), then every reply checked in shard order: the first stale
+    /// refusal fails the attempt (for [`route`](Self::route) to retry), the first error the
+    /// command.
     pub(super) async fn gather(
         &self,
         placement: &Placement,
         shards: &[String],
         req: &CommandRequest,
-    ) -> Result<Pass<Vec<ShardReply>>> {
+    ) -> Result<Vec<ShardReply>> {
         let mut replies = Vec::with_capacity(shards.len());
         for (shard, result) in self.scatter(placement, shards, req).await {
             let (client, reply) = result?;
-            if let Some(stale) = stale_in(&reply) {
-                return Ok(Err(stale));
-            }
+            let reply = refuse_stale(reply)?;
             if let Some(e) = reply_error(&reply)? {
                 return Err(e);
             }
@@ -379,24 +399,7 @@ impl RouterState {
                 reply,
             });
         }
-        Ok(Ok(replies))
-    }
-
-    /// The passes of an operation on `ns` (or on database `db` alone).
-    pub(super) fn routing_loop<'r>(
-        &'r self,
-        db: &'r str,
-        ns: Option<&'r str>,
-        create: bool,
-    ) -> RoutingLoop<'r> {
-        RoutingLoop {
-            router: self,
-            db,
-            ns,
-            create,
-            passes: 0,
-            last: None,
-        }
+        Ok(replies)
     }
 
     /// Sends `req` to shard `shard` with the version `placement` gives it. When the shard
@@ -483,6 +486,43 @@ pub fn replace_cursor_id(reply: &RawDocumentBuf, id: i64) -> Result<RawDocumentB
 mod tests {
     use super::*;
     use bson::rawdoc;
+
+    #[test]
+    fn stale_refusals_carry_what_the_shard_wants() {
+        use crate::catalog::CollectionGeneration;
+        use bson::{Timestamp, doc};
+        let generation = CollectionGeneration::new(Timestamp {
+            time: 1,
+            increment: 0,
+        });
+        let wanted = ChunkVersion::new(generation, 2, 0);
+        // As a shard's version check refuses a request (`shard::filtering`).
+        let refusal = MongoError::new(ErrorCode::StaleConfig, "stale").with_extra(doc! {
+            "ns": "db.c",
+            "vReceived": ChunkVersion::unsharded().to_document(),
+            "vWanted": wanted.to_document(),
+            "shardId": "shard0",
+        });
+        match Stale::of(&refusal) {
+            Some(Stale::Collection { ns, wanted: w }) => {
+                assert_eq!(ns.as_deref(), Some("db.c"));
+                assert_eq!(w, Some(("shard0".to_string(), wanted)));
+            }
+            other => panic!("not a collection refusal: {other:?}"),
+        }
+        let reply = RawDocumentBuf::from_document(&refusal.to_reply()).unwrap();
+        assert!(refuse_stale(reply).is_err());
+        // StaleEpoch (a chunk operation on a re-created collection) is stale too; other
+        // failures are the caller's to read.
+        assert!(Stale::of(&MongoError::new(ErrorCode::StaleEpoch, "epoch")).is_some());
+        assert!(matches!(
+            Stale::of(&MongoError::new(ErrorCode::StaleDbVersion, "db")),
+            Some(Stale::Database { wanted: None })
+        ));
+        let duplicate = rawdoc! {"ok": 0.0, "code": 11000, "errmsg": "E11000"};
+        assert!(refuse_stale(duplicate).is_ok());
+        assert!(refuse_stale(rawdoc! {"ok": 1.0}).is_ok());
+    }
 
     #[test]
     fn rewrites_only_the_cursor_id() {

@@ -6,11 +6,18 @@
 //! shards, never on neither.
 
 use super::RouterState;
-use super::forward::{Pass, Placement, reply_error, stale_in};
+use super::forward::{Placement, refuse_stale, reply_error};
 use crate::catalog::ChunkVersion;
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
+
+/// How a move of a document to its new owner ended, when the command itself did not fail.
+pub(super) enum MoveOutcome {
+    Moved,
+    /// The write failed (e.g. a duplicate key on the new owner): the statement's error.
+    Failed(MongoError),
+}
 
 /// A WouldChangeOwningShard refusal: where the document is and what it becomes.
 #[derive(Clone, Debug)]
@@ -38,9 +45,9 @@ impl ShardKeyMove {
         code == ErrorCode::WouldChangeOwningShard.code()
     }
 
-    /// Inserts the new version on its owner, then deletes the old one where it was. `Err` of
-    /// the pass when the owner refused the insert as stale (nothing was done; the whole write
-    /// can run again); the write's failure when the insert failed (e.g. a duplicate key).
+    /// Inserts the new version on its owner, then deletes the old one where it was. The stale
+    /// refusal when the owner refused the insert as stale (nothing was done; the whole write
+    /// can run again); [`MoveOutcome::Failed`] when the insert failed (e.g. a duplicate key).
     pub async fn run(
         &self,
         state: &RouterState,
@@ -48,7 +55,7 @@ impl ShardKeyMove {
         db: &str,
         collection: &str,
         write_concern: Option<Document>,
-    ) -> Result<Pass<std::result::Result<(), MongoError>>> {
+    ) -> Result<MoveOutcome> {
         let routing = placement
             .routing
             .as_ref()
@@ -62,14 +69,12 @@ impl ShardKeyMove {
         let (_, reply) = state
             .call_shard(placement, &to, &CommandRequest::from_document(db, &insert)?)
             .await?;
-        if let Some(stale) = stale_in(&reply) {
-            return Ok(Err(stale));
-        }
+        let reply = refuse_stale(reply)?;
         if let Some(failure) = write_failure(&reply)? {
-            return Ok(Ok(Err(failure)));
+            return Ok(MoveOutcome::Failed(failure));
         }
         if self.upsert {
-            return Ok(Ok(Ok(())));
+            return Ok(MoveOutcome::Moved);
         }
         // The shard told us the document is there: delete it by `_id` without a version check
         // (a concurrent split elsewhere must not leave the copy behind); its ownership filter
@@ -96,7 +101,7 @@ impl ShardKeyMove {
                 ),
             ));
         }
-        Ok(Ok(Ok(())))
+        Ok(MoveOutcome::Moved)
     }
 }
 

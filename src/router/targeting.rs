@@ -1,12 +1,151 @@
-//! Targeting: which shards a sharded collection's request must reach, from its shard key
-//! pattern and chunk map — an inserted document's shard key finds one chunk; a query's bounds
-//! on the shard key find the chunks they overlap (every owning shard when it bounds nothing).
-//! Each lookup is O(log chunks) per key or interval.
+//! Targeting: where a request goes under a [`Placement`] — the one place that decides that an
+//! unsharded collection's request goes to the database's primary shard, and for a sharded
+//! collection which shards it must reach, from its shard key pattern and chunk map: an
+//! inserted document's shard key finds one chunk; a query's bounds on the shard key find the
+//! chunks they overlap (every owning shard when it bounds nothing). Each lookup is
+//! O(log chunks) per key or interval. Every routed path (reads, writes and write batches,
+//! explain, forwarded commands) asks [`Placement::target`] and gets one [`Target`].
 
 use super::catalog_cache::CollectionRouting;
+use super::forward::Placement;
 use crate::catalog::ChunkVersion;
-use crate::error::{MongoError, Result};
-use bson::Document;
+use crate::error::{ErrorCode, MongoError, Result};
+use bson::{Document, RawDocument};
+use std::borrow::Cow;
+
+/// A request's filter: converted from the request only when a sharded collection's routing
+/// needs it, so that an unsharded read goes to its primary without the router holding a copy
+/// of a filter of up to 16 MB (hundreds of megabytes as a document) while the shard works.
+#[derive(Clone, Copy)]
+pub(super) enum Filter<'a> {
+    Document(&'a Document),
+    Raw(Option<&'a RawDocument>),
+}
+
+impl<'a> From<&'a Document> for Filter<'a> {
+    fn from(filter: &'a Document) -> Self {
+        Filter::Document(filter)
+    }
+}
+
+impl<'a> Filter<'a> {
+    fn to_document(self) -> Result<Cow<'a, Document>> {
+        Ok(match self {
+            Filter::Document(filter) => Cow::Borrowed(filter),
+            Filter::Raw(raw) => Cow::Owned(match raw {
+                Some(raw) => Document::try_from(raw)?,
+                None => Document::new(),
+            }),
+        })
+    }
+}
+
+/// What decides a request's shards when its collection is sharded.
+#[derive(Clone, Copy)]
+pub(super) enum By<'a> {
+    /// A query's filter (reads, explain, multi-document writes): the owners of the chunks its
+    /// shard key bounds overlap.
+    Filter(Filter<'a>),
+    /// A single-document write's filter: the one shard its exact shard key selects
+    /// ([`Target::One`]), otherwise as [`By::Filter`].
+    Key(Filter<'a>),
+    /// An inserted document: the owner of its shard key's chunk (missing shard key fields
+    /// count as null).
+    Document(&'a RawDocument),
+    /// Every shard owning chunks (collection-level commands reaching all the data).
+    AllOwners,
+    /// One owner: the primary when it owns chunks (its catalog is the reference), otherwise
+    /// the first.
+    OneOwner,
+    /// The one shard owning every chunk, for commands that are not (yet) merged across
+    /// shards: NotImplemented when the chunks are on several shards.
+    SoleOwner,
+}
+
+/// Where a request goes.
+#[derive(Debug, PartialEq)]
+pub(super) enum Target {
+    /// The collection is not sharded (or the request is about the database): the database's
+    /// primary shard, sent the database version.
+    Primary(String),
+    /// Sharded; the request's shard key (or the owners) fixes this one shard, sent its shard
+    /// version.
+    One(String),
+    /// Sharded; these shards (never empty, in name order), each sent its shard version.
+    Some(Vec<String>),
+}
+
+impl Target {
+    /// The shards to send to.
+    pub fn shards(&self) -> &[String] {
+        match self {
+            Target::Primary(shard) | Target::One(shard) => std::slice::from_ref(shard),
+            Target::Some(shards) => shards,
+        }
+    }
+
+    pub fn into_shards(self) -> Vec<String> {
+        match self {
+            Target::Primary(shard) | Target::One(shard) => vec![shard],
+            Target::Some(shards) => shards,
+        }
+    }
+
+    /// The first shard to send to (the only one, but for [`Target::Some`]).
+    pub fn first(&self) -> &str {
+        &self.shards()[0]
+    }
+}
+
+impl Placement {
+    /// Where a request goes under this placement: the database's primary when the collection
+    /// is not sharded, otherwise the shards `by` selects.
+    pub fn target(&self, by: By<'_>) -> Result<Target> {
+        let Some(routing) = &self.routing else {
+            return Ok(Target::Primary(self.db.primary.clone()));
+        };
+        Ok(match by {
+            By::Filter(filter) => {
+                Target::Some(routing.shards_for_filter(filter.to_document()?.as_ref()))
+            }
+            By::Key(filter) => {
+                let filter = filter.to_document()?;
+                match routing.shard_for_exact_key(&filter) {
+                    Some(shard) => Target::One(shard),
+                    None => Target::Some(routing.shards_for_filter(&filter)),
+                }
+            }
+            By::Document(doc) => {
+                Target::One(routing.shard_for_document(&Document::try_from(doc)?)?)
+            }
+            By::AllOwners => Target::Some(routing.owners()),
+            By::OneOwner => {
+                let owners = routing.owners();
+                match owners.iter().find(|o| **o == self.db.primary) {
+                    Some(primary) => Target::One(primary.clone()),
+                    None => Target::One(owners.into_iter().next().ok_or_else(|| {
+                        MongoError::internal("a sharded collection without chunks")
+                    })?),
+                }
+            }
+            By::SoleOwner => {
+                let mut owners = routing.owners().into_iter();
+                match (owners.next(), owners.next()) {
+                    (Some(owner), None) => Target::One(owner),
+                    _ => {
+                        return Err(MongoError::new(
+                            ErrorCode::NotImplemented,
+                            format!(
+                                "this command is not supported yet on {}, whose chunks are on several shards",
+                                routing.entry.ns
+                            ),
+                        ));
+                    }
+                }
+            }
+        })
+    }
+}
 
 impl CollectionRouting {
     /// The version of the collection on `shard`, as attached to requests sent there.

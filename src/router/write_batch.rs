@@ -5,12 +5,14 @@
 //! to one shard, stopping at the first error. Replies merge with statement indexes mapped
 //! back. A single-document write that could be on several shards runs in two phases (find one
 //! matching `_id`, then write it where it is), as MongoDB 8.0 does. A sub-batch a shard refused
-//! as stale goes back to pending and is re-targeted on the next pass; nothing runs twice.
+//! as stale goes back to pending and is re-targeted on the next attempt of the routing loop
+//! (`RouterState::route`); nothing runs twice.
 
 use super::RouterState;
 use super::cluster_cursor::{SORT_KEY_FIELD, take_sort_key};
-use super::forward::{Pass, Placement, ShardReply, Stale, reply_count, reply_error, stale_in};
-use super::shard_key_move::ShardKeyMove;
+use super::forward::{Placement, ShardReply, is_stale, refuse_stale, reply_count, reply_error};
+use super::shard_key_move::{MoveOutcome, ShardKeyMove};
+use super::targeting::{By, Filter, Target};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::sort::SortSpec;
@@ -38,7 +40,7 @@ impl WriteKind {
 }
 
 /// Where a statement goes.
-enum Target {
+enum Dest {
     Shards(Vec<String>),
     /// A single-document update or delete whose filter could match on several shards.
     TwoPhase(Vec<String>),
@@ -111,23 +113,19 @@ impl WriteBatch {
         })
     }
 
-    /// Runs the pending statements against `placement`: `Err(stale)` when some sub-batch was
-    /// refused as stale (those statements stay pending for the next pass).
-    pub async fn run_pass(
-        &mut self,
-        state: &RouterState,
-        placement: &Placement,
-    ) -> Result<Pass<()>> {
+    /// Runs the pending statements against `placement`: the stale refusal when some sub-batch
+    /// was refused as stale (those statements stay pending for the next attempt).
+    pub async fn run_pass(&mut self, state: &RouterState, placement: &Placement) -> Result<()> {
         let pending = std::mem::take(&mut self.pending);
         let mut targets = Vec::with_capacity(pending.len());
         for &index in &pending {
-            match self.target(placement, index) {
-                Ok(Target::Shards(mut shards)) => {
+            match self.destination(placement, index) {
+                Ok(Dest::Shards(mut shards)) => {
                     if let Some(done) = self.done.get(&index) {
                         shards.retain(|s| !done.contains(s));
                     }
                     if !shards.is_empty() {
-                        targets.push((index, Target::Shards(shards)));
+                        targets.push((index, Dest::Shards(shards)));
                     }
                 }
                 Ok(target) => targets.push((index, target)),
@@ -147,9 +145,10 @@ impl WriteBatch {
             let (mut refused, mut round_stale) = match round {
                 Round::SubBatches(by_shard) => self.send_round(state, placement, by_shard).await?,
                 Round::TwoPhase(index, shards) => {
-                    match self.two_phase(state, placement, index, &shards).await? {
+                    match self.two_phase(state, placement, index, &shards).await {
                         Ok(()) => (Vec::new(), None),
-                        Err(s) => (vec![index], Some(s)),
+                        Err(s) if is_stale(&s) => (vec![index], Some(s)),
+                        Err(e) => return Err(e),
                     }
                 }
             };
@@ -175,25 +174,22 @@ impl WriteBatch {
         }
         self.pending.dedup();
         self.pending.sort_unstable();
-        Ok(match stale {
+        match stale {
             Some(s) if !self.pending.is_empty() => Err(s),
             _ => Ok(()),
-        })
+        }
     }
 
     /// Where statement `index` goes under `placement`.
-    fn target(&self, placement: &Placement, index: usize) -> Result<Target> {
-        let Some(routing) = &placement.routing else {
-            return Ok(Target::Shards(vec![placement.db.primary.clone()]));
-        };
+    fn destination(&self, placement: &Placement, index: usize) -> Result<Dest> {
         let statement = &self.statements[index];
         if self.kind == WriteKind::Insert {
-            let doc = statement.to_document()?;
-            return Ok(Target::Shards(vec![routing.shard_for_document(&doc)?]));
+            let target = placement.target(By::Document(statement))?;
+            return Ok(Dest::Shards(target.into_shards()));
         }
         let filter = match statement.get("q")? {
-            Some(RawBsonRef::Document(q)) => Document::try_from(q)?,
-            _ => Document::new(),
+            Some(RawBsonRef::Document(q)) => Filter::Raw(Some(q)),
+            _ => Filter::Raw(None),
         };
         let multi = match self.kind {
             WriteKind::Update => matches!(statement.get("multi")?, Some(RawBsonRef::Boolean(true))),
@@ -205,24 +201,27 @@ impl WriteBatch {
                 _ => false,
             },
         };
-        if let Some(shard) = routing.shard_for_exact_key(&filter) {
-            return Ok(Target::Shards(vec![shard]));
-        }
+        let shards = match placement.target(By::Key(filter))? {
+            Target::Primary(shard) | Target::One(shard) => return Ok(Dest::Shards(vec![shard])),
+            Target::Some(shards) => shards,
+        };
         let upsert = matches!(statement.get("upsert")?, Some(RawBsonRef::Boolean(true)));
         if upsert {
+            let pattern = placement.routing.as_ref().map(|r| r.entry.key.pattern());
             return Err(MongoError::new(
                 ErrorCode::ShardKeyNotFound,
                 format!(
                     "Failed to target upsert by query :: could not extract exact shard key from the query for the shard key {}",
-                    crate::document::display::render_doc(routing.entry.key.pattern())
+                    pattern
+                        .map(crate::document::display::render_doc)
+                        .unwrap_or_default()
                 ),
             ));
         }
-        let shards = routing.shards_for_filter(&filter);
         Ok(if multi || shards.len() == 1 {
-            Target::Shards(shards)
+            Dest::Shards(shards)
         } else {
-            Target::TwoPhase(shards)
+            Dest::TwoPhase(shards)
         })
     }
 
@@ -230,7 +229,7 @@ impl WriteBatch {
     /// holds at most [`WriteBatch::budget`] bytes of statements, as mongos splits its child
     /// batches: a client batch that fits `maxMessageSizeBytes` would not once the router adds
     /// its fields, so a full sub-batch starts a new round.
-    fn rounds(&self, targets: Vec<(usize, Target)>) -> Vec<Round> {
+    fn rounds(&self, targets: Vec<(usize, Dest)>) -> Vec<Round> {
         let budget = self.budget();
         let mut rounds: Vec<Round> = Vec::new();
         // Bytes of statements per shard in the last round.
@@ -238,15 +237,15 @@ impl WriteBatch {
         let mut two_phase = Vec::new();
         for (index, target) in targets {
             let shards = match target {
-                Target::TwoPhase(shards) if self.ordered => {
+                Dest::TwoPhase(shards) if self.ordered => {
                     rounds.push(Round::TwoPhase(index, shards));
                     continue;
                 }
-                Target::TwoPhase(shards) => {
+                Dest::TwoPhase(shards) => {
                     two_phase.push(Round::TwoPhase(index, shards));
                     continue;
                 }
-                Target::Shards(shards) => shards,
+                Dest::Shards(shards) => shards,
             };
             let size = self.statements[index].as_bytes().len();
             let fits = shards
@@ -294,13 +293,13 @@ impl WriteBatch {
     }
 
     /// Sends one round's sub-batches at once; returns the statements a shard refused as stale
-    /// (and why).
+    /// (and the refusal).
     async fn send_round(
         &mut self,
         state: &RouterState,
         placement: &Placement,
         by_shard: BTreeMap<String, Vec<usize>>,
-    ) -> Result<(Vec<usize>, Option<Stale>)> {
+    ) -> Result<(Vec<usize>, Option<MongoError>)> {
         let this = &*self;
         let sends = by_shard.iter().map(|(shard, indexes)| async move {
             let req = this.sub_batch(indexes, None)?;
@@ -310,11 +309,14 @@ impl WriteBatch {
         let (mut refused, mut stale) = (Vec::new(), None);
         for ((shard, indexes), reply) in by_shard.into_iter().zip(replies) {
             let (_, reply) = reply?;
-            if let Some(s) = stale_in(&reply) {
-                refused.extend(indexes);
-                stale = stale.or(Some(s));
-                continue;
-            }
+            let reply = match refuse_stale(reply) {
+                Ok(reply) => reply,
+                Err(s) => {
+                    refused.extend(indexes);
+                    stale = stale.or(Some(s));
+                    continue;
+                }
+            };
             self.absorb(&reply, &indexes, &shard)?;
             // A statement sent to several shards is not sent again where it ran.
             for i in indexes {
@@ -408,14 +410,15 @@ impl WriteBatch {
 
     /// A single-document update or delete that could match on several shards: find the first
     /// matching document's `_id` (in the statement's `sort` order), then send the statement to
-    /// its shard restricted to that `_id`. Nothing found: nothing matched.
+    /// its shard restricted to that `_id`. Nothing found: nothing matched. A stale refusal in
+    /// either phase fails it (the statement stays pending).
     async fn two_phase(
         &mut self,
         state: &RouterState,
         placement: &Placement,
         index: usize,
         shards: &[String],
-    ) -> Result<Pass<()>> {
+    ) -> Result<()> {
         let statement = self.statements[index].clone();
         let filter = match statement.get("q")? {
             Some(RawBsonRef::Document(q)) => Document::try_from(q)?,
@@ -425,7 +428,7 @@ impl WriteBatch {
             Some(RawBsonRef::Document(s)) => Some(Document::try_from(s)?),
             _ => None,
         };
-        let Some((shard, id)) = (match first_match(
+        let found = first_match(
             state,
             placement,
             shards,
@@ -435,12 +438,9 @@ impl WriteBatch {
             sort,
             &self.base,
         )
-        .await?
-        {
-            Ok(found) => found,
-            Err(stale) => return Ok(Err(stale)),
-        }) else {
-            return Ok(Ok(()));
+        .await?;
+        let Some((shard, id)) = found else {
+            return Ok(());
         };
         let narrowed = doc! {"$and": [filter, {"_id": id}]};
         let mut rewritten = RawDocumentBuf::new();
@@ -454,11 +454,8 @@ impl WriteBatch {
         }
         let req = self.sub_batch(&[index], Some(&rewritten))?;
         let (_, reply) = state.call_shard(placement, &shard, &req).await?;
-        if let Some(stale) = stale_in(&reply) {
-            return Ok(Err(stale));
-        }
-        self.absorb(&reply, &[index], &shard)?;
-        Ok(Ok(()))
+        let reply = refuse_stale(reply)?;
+        self.absorb(&reply, &[index], &shard)
     }
 
     /// Moves the document of a refused shard key update, if there is one, and counts the
@@ -468,7 +465,7 @@ impl WriteBatch {
         &mut self,
         state: &RouterState,
         placement: &Placement,
-    ) -> Result<Option<(usize, Stale)>> {
+    ) -> Result<Option<(usize, MongoError)>> {
         let Some((index, moving)) = self.moving.take() else {
             return Ok(None);
         };
@@ -478,21 +475,22 @@ impl WriteBatch {
         };
         let outcome = moving
             .run(state, placement, &self.db, &self.collection, write_concern)
-            .await?;
+            .await;
         match outcome {
-            Err(stale) => {
+            Err(stale) if is_stale(&stale) => {
                 self.done.remove(&index);
                 return Ok(Some((index, stale)));
             }
-            Ok(Err(failure)) => self
+            Err(e) => return Err(e),
+            Ok(MoveOutcome::Failed(failure)) => self
                 .write_errors
                 .push((index, failure.to_write_error(index))),
-            Ok(Ok(())) if moving.upsert => {
+            Ok(MoveOutcome::Moved) if moving.upsert => {
                 self.n += 1;
                 let id = moving.post_image.get("_id").cloned().unwrap_or(Bson::Null);
                 self.upserted.push((index, id));
             }
-            Ok(Ok(())) => {
+            Ok(MoveOutcome::Moved) => {
                 self.n += 1;
                 self.n_modified += 1;
             }
@@ -555,7 +553,7 @@ impl Round {
 
 /// Phase one of a single-document write without the shard key: the shard and `_id` of the
 /// first document matching `filter` on `shards` (in `sort` order when given). `options` is the
-/// write command, whose `let` and `collation` the lookup shares.
+/// write command, whose `let` and `collation` the lookup shares. A stale refusal fails it.
 #[allow(clippy::too_many_arguments)]
 pub async fn first_match(
     state: &RouterState,
@@ -566,7 +564,7 @@ pub async fn first_match(
     filter: &Document,
     sort: Option<Document>,
     options: &RawDocument,
-) -> Result<Pass<Option<(String, Bson)>>> {
+) -> Result<Option<(String, Bson)>> {
     let sort = sort.filter(|s| !s.is_empty());
     let spec = sort.as_ref().map(SortSpec::parse).transpose()?;
     let mut projection = doc! {"_id": 1};
@@ -583,10 +581,7 @@ pub async fn first_match(
         }
     }
     let req = CommandRequest::from_document(db, &find)?;
-    let replies = match state.gather(placement, shards, &req).await? {
-        Ok(replies) => replies,
-        Err(stale) => return Ok(Err(stale)),
-    };
+    let replies = state.gather(placement, shards, &req).await?;
     let mut best: Option<(Vec<Bson>, String, Bson)> = None;
     for ShardReply { shard, reply, .. } in replies {
         let first = reply.to_document()?;
@@ -611,7 +606,7 @@ pub async fn first_match(
             best = Some((key, shard, id));
         }
     }
-    Ok(Ok(best.map(|(_, shard, id)| (shard, id))))
+    Ok(best.map(|(_, shard, id)| (shard, id)))
 }
 
 /// An inserted document with an `_id` first: the router assigns missing ids, as mongos does,

@@ -61,21 +61,12 @@ impl NodeClient {
     /// Runs a command; an `ok: 0` reply becomes the error it carries.
     pub async fn run(&self, request: CommandRequest) -> Result<RawDocumentBuf> {
         let reply = self.call(request).await?;
-        if let Some(Ok(ok)) = reply.get("ok").transpose() {
-            let ok = match ok {
-                bson::RawBsonRef::Double(v) => v != 0.0,
-                bson::RawBsonRef::Int32(v) => v != 0,
-                bson::RawBsonRef::Int64(v) => v != 0,
-                bson::RawBsonRef::Boolean(v) => v,
-                _ => false,
-            };
-            if ok {
-                return Ok(reply);
-            }
+        if crate::error::raw_reply_ok(&reply) {
+            return Ok(reply);
         }
         let doc = reply.to_document()?;
         Err(MongoError::from_reply(&doc)
-            .unwrap_or_else(|| MongoError::internal("reply without ok")))
+            .unwrap_or_else(|| MongoError::internal("a failed reply without its error")))
     }
 
     /// [`run`](Self::run) for a command built as a `Document`, with the reply as a `Document`.

@@ -65,7 +65,7 @@ pub(super) async fn run(
         "$cmd.aggregate",
         docs,
     );
-    match open_cursor(
+    open_cursor(
         state,
         cursor,
         "admin.$cmd.aggregate",
@@ -73,11 +73,7 @@ pub(super) async fn run(
         false,
         false,
     )
-    .await?
-    {
-        Ok(reply) => Ok(reply),
-        Err(_) => Err(MongoError::internal("a buffered cursor cannot be stale")),
-    }
+    .await
 }
 
 /// One collection's entry: `$collStats` on each shard holding its chunks. `None` when the

@@ -4,6 +4,7 @@
 
 use super::super::RouterState;
 use super::super::forward::{check_routable, on_config_server};
+use super::super::targeting::{By, Filter};
 use crate::command::{CommandRequest, EXPLAINABLE, ExplainRequest, Verbosity};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::{NodeState, RequestContext};
@@ -166,31 +167,25 @@ async fn send_explain(
         bson::RawBsonRef::String(coll) => Some(format!("{}.{coll}", explained.db)),
         _ => None,
     };
-    let filter = targeting_filter(explained)?;
-    let mut passes = state.routing_loop(&outgoing.db, ns.as_deref(), false);
-    while let Some(placement) = passes.next().await? {
-        let shards = match &placement.routing {
-            None => vec![placement.db.primary.clone()],
-            Some(routing) => routing.shards_for_filter(&filter),
-        };
-        match state.gather(&placement, &shards, outgoing).await? {
-            Err(stale) => passes.stale(stale),
-            Ok(replies) => {
-                return replies
-                    .into_iter()
-                    .map(|r| {
-                        Ok(ShardExplain {
-                            host: r.client.host().to_string(),
-                            shard: r.shard,
-                            reply: r.reply.to_document()?,
-                        })
-                    })
-                    .collect::<Result<Vec<_>>>()
-                    .map(Some);
-            }
-        }
-    }
-    Ok(None)
+    let filter = &targeting_filter(explained)?;
+    let routed = state.route(&outgoing.db, ns.as_deref(), false, |placement| async move {
+        let target = placement.target(By::Filter(Filter::Document(filter)))?;
+        state.gather(&placement, target.shards(), outgoing).await
+    });
+    let Some(replies) = routed.await? else {
+        return Ok(None);
+    };
+    replies
+        .into_iter()
+        .map(|r| {
+            Ok(ShardExplain {
+                host: r.client.host().to_string(),
+                shard: r.shard,
+                reply: r.reply.to_document()?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
 }
 
 /// mongos's shape for a command that ran on one shard (`SINGLE_SHARD`) or several

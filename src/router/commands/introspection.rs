@@ -63,10 +63,9 @@ pub(super) async fn aggregate(
     let coll = collection.unwrap_or_else(|| "$cmd.aggregate".to_string());
     let ns = format!("{}.{coll}", req.db);
     let cursor = ClusterCursor::from_documents(&req.db, &coll, output);
-    match open_cursor(state, cursor, &ns, batch_size, false, false).await? {
-        Ok(reply) => Ok(Some(reply)),
-        Err(_) => Err(MongoError::internal("a buffered cursor cannot be stale")),
-    }
+    open_cursor(state, cursor, &ns, batch_size, false, false)
+        .await
+        .map(Some)
 }
 
 /// `$currentOp`'s documents: the router's own operations with `localOps`, otherwise those of

@@ -9,9 +9,8 @@
 use super::super::RouterState;
 use super::super::cluster_cursor::{ClusterCursor, SORT_KEY_FIELD};
 use super::super::cursors::CursorSource;
-use super::super::forward::{
-    Pass, Placement, on_config_server, reply_count, reply_error, stale_in,
-};
+use super::super::forward::{Placement, on_config_server, refuse_stale, reply_count, reply_error};
+use super::super::targeting::{By, Filter};
 use crate::aggregate::Pipeline;
 use crate::command::{CommandRequest, cursor_reply};
 use crate::document::order::compare_values;
@@ -77,41 +76,8 @@ pub(super) fn pipeline_stages(req: &CommandRequest) -> Result<Vec<Document>> {
         .collect()
 }
 
-/// A read's filter: converted from the request only when a sharded collection's routing needs
-/// it, so that an unsharded read goes to its primary without the router holding a copy of a
-/// filter of up to 16 MB (hundreds of megabytes as a document) while the shard works.
-pub(super) enum ReadFilter<'a> {
-    Document(&'a Document),
-    Raw(Option<&'a RawDocument>),
-}
-
-impl<'a> From<&'a Document> for ReadFilter<'a> {
-    fn from(filter: &'a Document) -> Self {
-        ReadFilter::Document(filter)
-    }
-}
-
-impl ReadFilter<'_> {
-    fn to_document(&self) -> Result<std::borrow::Cow<'_, Document>> {
-        Ok(match self {
-            ReadFilter::Document(filter) => std::borrow::Cow::Borrowed(*filter),
-            ReadFilter::Raw(raw) => std::borrow::Cow::Owned(match raw {
-                Some(raw) => Document::try_from(*raw)?,
-                None => Document::new(),
-            }),
-        })
-    }
-}
-
-/// The shards a sharded collection's read reaches (the primary for an unsharded one).
-fn targets(placement: &Placement, filter: &ReadFilter<'_>) -> Result<Vec<String>> {
-    Ok(match &placement.routing {
-        Some(routing) => routing.shards_for_filter(filter.to_document()?.as_ref()),
-        None => vec![placement.db.primary.clone()],
-    })
-}
-
 /// How a read's results from several shards become one reply.
+#[derive(Clone, Copy)]
 pub(super) enum Merge {
     Find,
     Count,
@@ -126,41 +92,34 @@ pub(super) enum Merge {
 pub(super) async fn targeted_read(
     state: &RouterState,
     req: &CommandRequest,
-    filter: impl Into<ReadFilter<'_>>,
+    filter: impl Into<Filter<'_>>,
     merge: Merge,
 ) -> Result<Option<RawDocumentBuf>> {
     let filter = filter.into();
-    let ns = namespace(req)?;
-    let mut passes = state.routing_loop(&req.db, Some(&ns), false);
-    while let Some(placement) = passes.next().await? {
-        let shards = targets(&placement, &filter)?;
-        let pass = if let [shard] = shards.as_slice() {
+    let ns = &namespace(req)?;
+    let routed = state.route(&req.db, Some(ns.as_str()), false, |placement| async move {
+        let target = placement.target(By::Filter(filter))?;
+        if let [shard] = target.shards() {
             let (client, reply) = state.call_shard(&placement, shard, req).await?;
-            match stale_in(&reply) {
-                Some(stale) => Err(stale),
-                None => Ok(state.adopt_cursor(&client, reply)?),
-            }
-        } else {
-            match merge {
-                Merge::Find => scatter_find(state, &placement, &shards, req, &ns).await?,
-                Merge::Count => scatter_count(state, &placement, &shards, req).await?,
-                Merge::Distinct => scatter_distinct(state, &placement, &shards, req).await?,
-                Merge::Aggregate => scatter_aggregate(state, &placement, &shards, req, &ns).await?,
-            }
-        };
-        match pass {
-            Ok(reply) => {
-                return match super::sharded_views::resolved_view(&reply)? {
-                    Some(view) => super::sharded_views::read(state, req, view, merge)
-                        .await
-                        .map(Some),
-                    None => Ok(Some(reply)),
-                };
-            }
-            Err(stale) => passes.stale(stale),
+            return state.adopt_cursor(&client, refuse_stale(reply)?);
         }
+        let shards = target.shards();
+        match merge {
+            Merge::Find => scatter_find(state, &placement, shards, req, ns).await,
+            Merge::Count => scatter_count(state, &placement, shards, req).await,
+            Merge::Distinct => scatter_distinct(state, &placement, shards, req).await,
+            Merge::Aggregate => scatter_aggregate(state, &placement, shards, req, ns).await,
+        }
+    });
+    let Some(reply) = routed.await? else {
+        return Ok(None);
+    };
+    match super::sharded_views::resolved_view(&reply)? {
+        Some(view) => super::sharded_views::read(state, req, view, merge)
+            .await
+            .map(Some),
+        None => Ok(Some(reply)),
     }
-    Ok(None)
 }
 
 /// Reads of `config`/`admin` go to the config server as they are.
@@ -179,7 +138,7 @@ pub(super) async fn find(
         return config_read(state, req).await;
     }
     let ns = namespace(&req)?;
-    let filter = ReadFilter::Raw(req.args().raw_document("filter")?);
+    let filter = Filter::Raw(req.args().raw_document("filter")?);
     let merged = targeted_read(state, &req, filter, Merge::Find).await?;
     Ok(merged.unwrap_or_else(|| cursor_reply(&ns, Vec::new(), 0, true)))
 }
@@ -192,7 +151,7 @@ async fn scatter_find(
     shards: &[String],
     req: &CommandRequest,
     ns: &str,
-) -> Result<Pass<RawDocumentBuf>> {
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let collection = args.collection()?;
     let sort = args
@@ -232,7 +191,7 @@ async fn scatter_find(
         limit.map(|l| l as u64),
         batch_size.filter(|b| *b > 0),
     );
-    let partial = match open_remotes(
+    let partial = open_remotes(
         state,
         placement,
         shards,
@@ -240,17 +199,13 @@ async fn scatter_find(
         &mut cursor,
         allow_partial,
     )
-    .await?
-    {
-        Ok(partial) => partial,
-        Err(stale) => return Ok(Err(stale)),
-    };
+    .await?;
     open_cursor(state, cursor, ns, first_batch, single_batch, partial).await
 }
 
 /// Sends the shards their part of a query and adds the cursors they open to `cursor`; on a
-/// failure closes those already open. Answers whether some shard was skipped
-/// (`allowPartialResults`).
+/// failure (a stale refusal included) closes those already open. Answers whether some shard
+/// was skipped (`allowPartialResults`).
 async fn open_remotes(
     state: &RouterState,
     placement: &Placement,
@@ -258,38 +213,31 @@ async fn open_remotes(
     shard_req: &CommandRequest,
     cursor: &mut ClusterCursor,
     allow_partial: bool,
-) -> Result<Pass<bool>> {
+) -> Result<bool> {
     let mut partial = false;
-    let mut failure: Option<std::result::Result<MongoError, _>> = None;
+    let mut failure: Option<MongoError> = None;
     for (shard, result) in state.scatter(placement, shards, shard_req).await {
         let outcome = result.and_then(|(client, reply)| {
-            if let Some(stale) = stale_in(&reply) {
-                return Ok(Err(stale));
-            }
+            let reply = refuse_stale(reply)?;
             if let Some(e) = reply_error(&reply)? {
                 return Err(e);
             }
-            cursor.add_shard(&shard, client, &reply)?;
-            Ok(Ok(()))
+            cursor.add_shard(&shard, client, &reply)
         });
         match outcome {
-            Ok(Ok(())) => {}
+            Ok(()) => {}
             Err(e) if allow_partial && e.code().is(ErrorCategory::NetworkError) => {
                 tracing::debug!(shard = %shard, error = %e, "shard unavailable; returning partial results");
                 partial = true;
             }
-            Ok(Err(stale)) => failure = failure.or(Some(Err(stale))),
-            Err(e) => failure = failure.or(Some(Ok(e))),
+            Err(e) => failure = failure.or(Some(e)),
         }
     }
     if let Some(failure) = failure {
         cursor.kill().await;
-        return match failure {
-            Ok(e) => Err(e),
-            Err(stale) => Ok(Err(stale)),
-        };
+        return Err(failure);
     }
-    Ok(Ok(partial))
+    Ok(partial)
 }
 
 /// The first batch of a merged cursor, and the cursor registered for the rest.
@@ -300,7 +248,7 @@ pub(super) async fn open_cursor(
     first_batch: i64,
     single_batch: bool,
     partial: bool,
-) -> Result<Pass<RawDocumentBuf>> {
+) -> Result<RawDocumentBuf> {
     let batch = match cursor.next_batch(Some(first_batch as usize)).await {
         Ok(batch) => batch,
         Err(e) => {
@@ -319,7 +267,7 @@ pub(super) async fn open_cursor(
     if partial {
         reply.append("partialResultsReturned", true);
     }
-    Ok(Ok(reply))
+    Ok(reply)
 }
 
 pub(super) async fn aggregate(
@@ -368,7 +316,7 @@ pub(super) async fn aggregate(
         .and_then(|stage| stage.get_document("$match").ok());
     let merged = match req.args().target()? {
         RawBsonRef::String(_) => {
-            let filter = ReadFilter::Raw(first_match);
+            let filter = Filter::Raw(first_match);
             targeted_read(state, &req, filter, Merge::Aggregate).await?
         }
         // `aggregate: 1` names no collection: the database's primary runs it.
@@ -388,7 +336,7 @@ async fn scatter_aggregate(
     shards: &[String],
     req: &CommandRequest,
     ns: &str,
-) -> Result<Pass<RawDocumentBuf>> {
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let collection = args.collection()?;
     let stages = pipeline_stages(req)?;
@@ -423,11 +371,7 @@ async fn scatter_aggregate(
             doc! {"pipeline": shard_stages, "cursor": {}},
         )?,
     )?;
-    let partial =
-        match open_remotes(state, placement, shards, &shard_req, &mut gathered, false).await? {
-            Ok(partial) => partial,
-            Err(stale) => return Ok(Err(stale)),
-        };
+    let partial = open_remotes(state, placement, shards, &shard_req, &mut gathered, false).await?;
     // The merger takes the shards' batches as they arrive, and stops asking once its output
     // is complete (a satisfied `$limit`).
     let mut run = merge.start();
@@ -505,7 +449,7 @@ async fn query_read(
     if on_config_server(&req.db) {
         return state.config.call(req).await;
     }
-    let query = ReadFilter::Raw(req.args().raw_document("query")?);
+    let query = Filter::Raw(req.args().raw_document("query")?);
     let merged = targeted_read(state, &req, query, merge).await?;
     Ok(merged.unwrap_or(missing))
 }
@@ -517,7 +461,7 @@ async fn scatter_count(
     placement: &Placement,
     shards: &[String],
     req: &CommandRequest,
-) -> Result<Pass<RawDocumentBuf>> {
+) -> Result<RawDocumentBuf> {
     let args = req.args();
     let skip = args.non_negative("skip")?.unwrap_or(0);
     // A negative limit counts like its absolute value.
@@ -528,10 +472,7 @@ async fn scatter_count(
     }
     let shard_req =
         CommandRequest::new(req.db.clone(), rewrite(&req.body, &["skip", "limit"], add)?)?;
-    let replies = match state.gather(placement, shards, &shard_req).await? {
-        Ok(replies) => replies,
-        Err(stale) => return Ok(Err(stale)),
-    };
+    let replies = state.gather(placement, shards, &shard_req).await?;
     let mut total: i64 = 0;
     for shard in replies {
         total += reply_count(shard.reply.get("n")?);
@@ -540,10 +481,10 @@ async fn scatter_count(
     if let Some(limit) = limit {
         n = n.min(limit);
     }
-    Ok(Ok(match i32::try_from(n) {
+    Ok(match i32::try_from(n) {
         Ok(n) => rawdoc! {"n": n},
         Err(_) => rawdoc! {"n": n},
-    }))
+    })
 }
 
 pub(super) async fn distinct(
@@ -560,11 +501,8 @@ async fn scatter_distinct(
     placement: &Placement,
     shards: &[String],
     req: &CommandRequest,
-) -> Result<Pass<RawDocumentBuf>> {
-    let replies = match state.gather(placement, shards, req).await? {
-        Ok(replies) => replies,
-        Err(stale) => return Ok(Err(stale)),
-    };
+) -> Result<RawDocumentBuf> {
+    let replies = state.gather(placement, shards, req).await?;
     let mut values: Vec<Bson> = Vec::new();
     for shard in replies {
         if let Some(RawBsonRef::Array(shard_values)) = shard.reply.get("values")? {
@@ -575,5 +513,5 @@ async fn scatter_distinct(
     }
     values.sort_by(compare_values);
     values.dedup_by(|a, b| compare_values(a, b) == Ordering::Equal);
-    Ok(Ok(RawDocumentBuf::from_document(&doc! {"values": values})?))
+    Ok(RawDocumentBuf::from_document(&doc! {"values": values})?)
 }

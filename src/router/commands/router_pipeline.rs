@@ -86,7 +86,7 @@ pub(super) async fn run(
     let coll = collection.as_deref().unwrap_or("$cmd.aggregate");
     let ns = format!("{}.{coll}", req.db);
     let cursor = ClusterCursor::from_documents(&req.db, coll, output);
-    match open_cursor(
+    open_cursor(
         state,
         cursor,
         &ns,
@@ -94,9 +94,5 @@ pub(super) async fn run(
         false,
         false,
     )
-    .await?
-    {
-        Ok(reply) => Ok(reply),
-        Err(_) => Err(MongoError::internal("a buffered cursor cannot be stale")),
-    }
+    .await
 }

@@ -5,8 +5,9 @@
 //! finished here (`shard_key_move`).
 
 use super::super::RouterState;
-use super::super::forward::{check_routable, on_config_server, reply_error, stale_in};
-use super::super::shard_key_move::ShardKeyMove;
+use super::super::forward::{check_routable, on_config_server, refuse_stale, reply_error};
+use super::super::shard_key_move::{MoveOutcome, ShardKeyMove};
+use super::super::targeting::{By, Filter, Target};
 use super::super::write_batch::{ROUTER_OVERHEAD, WriteBatch, WriteKind, first_match};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
@@ -56,29 +57,31 @@ async fn write(
         return state.config.call(req).await;
     }
     let ns = format!("{}.{}", req.db, req.args().collection()?);
-    let mut batch: Option<WriteBatch> = None;
-    let mut passes = state.routing_loop(&req.db, Some(&ns), true);
-    while let Some(placement) = passes.next().await? {
-        if placement.routing.is_none() && batch.is_none() && fits_as_sent(&req) {
-            // Unsharded, nothing sent yet: the command goes to the primary as it is.
-            let primary = placement.db.primary.clone();
-            let (_, reply) = state.call_shard(&placement, &primary, &req).await?;
-            match stale_in(&reply) {
-                Some(stale) => passes.stale(stale),
-                None => return Ok(reply),
+    // The batch, once parsed, keeps what ran across attempts: an attempt resends only what a
+    // shard refused as stale. (A lock, not a `&mut`, as each attempt is its own future.)
+    let batch: tokio::sync::Mutex<Option<WriteBatch>> = tokio::sync::Mutex::new(None);
+    let (batch_ref, req_ref) = (&batch, &req);
+    let routed = state.route(&req.db, Some(&ns), true, |placement| async move {
+        let mut batch = batch_ref.lock().await;
+        if batch.is_none() && fits_as_sent(req_ref) {
+            if let Target::Primary(primary) = placement.target(By::AllOwners)? {
+                // Unsharded, nothing sent yet: the command goes to the primary as it is.
+                let (_, reply) = state.call_shard(&placement, &primary, req_ref).await?;
+                return refuse_stale(reply).map(Some);
             }
-            continue;
         }
-        let batch = match &mut batch {
-            Some(batch) => batch,
-            None => batch.insert(WriteBatch::parse(&req, kind)?),
-        };
-        match batch.run_pass(state, &placement).await? {
-            Ok(()) => break,
-            Err(stale) => passes.stale(stale),
+        if batch.is_none() {
+            *batch = Some(WriteBatch::parse(req_ref, kind)?);
         }
+        if let Some(batch) = batch.as_mut() {
+            batch.run_pass(state, &placement).await?;
+        }
+        Ok(None)
+    });
+    if let Some(Some(reply)) = routed.await? {
+        return Ok(reply);
     }
-    match batch {
+    match batch.into_inner() {
         Some(batch) => batch.reply(),
         None => Err(MongoError::internal(
             "a write found no database to write to",
@@ -110,73 +113,65 @@ pub(super) async fn find_and_modify(
     let args = req.args();
     let collection = args.collection()?.to_string();
     let ns = format!("{}.{collection}", req.db);
-    let query = args.document("query")?.unwrap_or_default();
+    let query = &args.document("query")?.unwrap_or_default();
     let upsert = args.bool("upsert")?.unwrap_or(false);
     let remove = args.bool("remove")?.unwrap_or(false);
-    let sort = args.document("sort")?;
-    let mut passes = state.routing_loop(&req.db, Some(&ns), true);
-    while let Some(placement) = passes.next().await? {
-        let (shard, outgoing) = match &placement.routing {
-            None => (placement.db.primary.clone(), req.clone()),
-            Some(routing) => {
-                let shards = routing.shards_for_filter(&query);
-                if let Some(shard) = routing.shard_for_exact_key(&query) {
-                    (shard, req.clone())
-                } else if upsert {
-                    return Err(MongoError::new(
-                        ErrorCode::ShardKeyNotFound,
-                        format!(
-                            "Query for sharded findAndModify with upsert must contain the shard key {}",
-                            crate::document::display::render_doc(routing.entry.key.pattern())
-                        ),
-                    ));
-                } else if let [shard] = shards.as_slice() {
-                    (shard.clone(), req.clone())
-                } else {
-                    let found = first_match(
-                        state,
-                        &placement,
-                        &shards,
-                        &req.db,
-                        &collection,
-                        &query,
-                        sort.clone(),
-                        &req.body,
-                    )
-                    .await?;
-                    match found {
-                        Err(stale) => {
-                            passes.stale(stale);
-                            continue;
-                        }
-                        Ok(None) => return no_match(remove),
-                        Ok(Some((shard, id))) => {
-                            let narrowed = doc! {"$and": [query.clone(), {"_id": id}]};
-                            (shard, with_query(&req, narrowed)?)
-                        }
+    let sort = &args.document("sort")?;
+    let (req, collection) = (&req, &collection);
+    let routed = state.route(&req.db, Some(&ns), true, |placement| async move {
+        let (shard, outgoing) = match placement.target(By::Key(Filter::Document(query)))? {
+            Target::Primary(shard) | Target::One(shard) => (shard, req.clone()),
+            Target::Some(_) if upsert => {
+                let pattern = placement.routing.as_ref().map(|r| r.entry.key.pattern());
+                return Err(MongoError::new(
+                    ErrorCode::ShardKeyNotFound,
+                    format!(
+                        "Query for sharded findAndModify with upsert must contain the shard key {}",
+                        pattern
+                            .map(crate::document::display::render_doc)
+                            .unwrap_or_default()
+                    ),
+                ));
+            }
+            Target::Some(shards) if shards.len() == 1 => (shards[0].clone(), req.clone()),
+            Target::Some(shards) => {
+                let found = first_match(
+                    state,
+                    &placement,
+                    &shards,
+                    &req.db,
+                    collection,
+                    query,
+                    sort.clone(),
+                    &req.body,
+                )
+                .await?;
+                match found {
+                    None => return no_match(remove),
+                    Some((shard, id)) => {
+                        let narrowed = doc! {"$and": [query.clone(), {"_id": id}]};
+                        (shard, with_query(req, narrowed)?)
                     }
                 }
             }
         };
         let (_, reply) = state.call_shard(&placement, &shard, &outgoing).await?;
-        if let Some(stale) = stale_in(&reply) {
-            passes.stale(stale);
-            continue;
-        }
+        let reply = refuse_stale(reply)?;
         let Some(moving) = refused_shard_key_move(&reply, &shard)? else {
             return Ok(reply);
         };
-        let write_concern = args.document("writeConcern")?;
+        let write_concern = req.args().document("writeConcern")?;
         match moving
-            .run(state, &placement, &req.db, &collection, write_concern)
+            .run(state, &placement, &req.db, collection, write_concern)
             .await?
         {
-            Err(stale) => passes.stale(stale),
-            Ok(Err(failure)) => return Err(failure),
-            Ok(Ok(())) => return moved_reply(&req, &moving),
+            MoveOutcome::Failed(failure) => Err(failure),
+            MoveOutcome::Moved => moved_reply(req, &moving),
         }
-    }
-    Err(MongoError::internal("findAndModify found no database"))
+    });
+    routed
+        .await?
+        .ok_or_else(|| MongoError::internal("findAndModify found no database"))
 }
 
 /// The document move a shard asked for by refusing a shard key update (WouldChangeOwningShard).
