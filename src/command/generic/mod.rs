@@ -46,9 +46,7 @@ impl GenericArgs {
         let Some(error) = self.write_concern.as_ref().and_then(WriteConcern::error) else {
             return Ok(reply);
         };
-        let failed = matches!(reply.get("ok")?, Some(RawBsonRef::Double(ok)) if ok == 0.0)
-            || matches!(reply.get("ok")?, Some(RawBsonRef::Int32(0)));
-        if failed || reply.get("writeConcernError")?.is_some() {
+        if !crate::error::raw_reply_ok(&reply) || reply.get("writeConcernError")?.is_some() {
             return Ok(reply);
         }
         let mut reply = reply;
