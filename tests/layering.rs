@@ -9,7 +9,7 @@
 //! tokenizer (`proc-macro2`), so comments and literals never count. A module may refer only to
 //! modules of an earlier layer in [`LAYERS`]; a role (`shard`, `configsvr`, `router`) never
 //! refers to another role; and, whatever the declared order, a cycle among top-level modules
-//! fails with the cycle printed.
+//! fails with the cycle printed. And every file opens with a `//!` line saying what it owns.
 
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 use std::collections::{BTreeMap, BTreeSet};
@@ -104,6 +104,27 @@ fn modules_form_layers_without_cycles() {
         failures.is_empty(),
         "module layering broken:\n{}",
         failures.join("\n")
+    );
+}
+
+/// Every file of `src/` opens with a `//!` line saying what it owns.
+#[test]
+fn every_module_says_what_it_owns() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let silent: Vec<String> = files
+        .iter()
+        .filter(|file| {
+            let text = fs::read_to_string(file).expect("source is readable");
+            !text.trim_start().starts_with("//!")
+        })
+        .map(|file| file.display().to_string())
+        .collect();
+    assert!(
+        silent.is_empty(),
+        "files without an opening `//!` line:\n{}",
+        silent.join("\n")
     );
 }
 

@@ -1,3 +1,5 @@
+//! Tests of the codec: framing, message limits, OP_MSG, OP_QUERY and OP_COMPRESSED decoding.
+
 use super::*;
 use crate::wire::budget::MessageBudget;
 use bson::rawdoc;

@@ -1,3 +1,5 @@
+//! Tests of the validator against the bson crate's parser, on generated and broken documents.
+
 use super::*;
 use crate::document::keystring::tests::arb_bson;
 use bson::spec::BinarySubtype;
