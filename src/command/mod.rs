@@ -128,6 +128,8 @@ impl CommandRequest {
         identifier: impl Into<String>,
         documents: Vec<RawDocumentBuf>,
     ) -> Self {
+        // A sequence (`nsInfo`) may carry versions: parsed again if it was read already.
+        self.sharding = OnceLock::new();
         self.sequences.push(DocumentSequence {
             identifier: identifier.into(),
             documents,
