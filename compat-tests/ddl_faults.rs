@@ -627,6 +627,70 @@ async fn move_primary_survives_a_crash_of_the_donor_before_its_commit() {
     check_moved(&cluster, donor, recipient, &to).await;
 }
 
+/// A read routed to a database's primary shard while it holds the database's critical section
+/// (its movePrimary paused before the commit) waits for the section; with `maxTimeMS` it gives
+/// up with MaxTimeMSExpired in about that time, keeping no place in the section's queue.
+#[tokio::test]
+async fn max_time_ms_bounds_waiting_behind_a_critical_section() {
+    use std::time::{Duration, Instant};
+    let cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
+    let client = cluster.client().await;
+    populate(&client).await;
+    let (donor, recipient) = primary_and_other(&cluster).await;
+    let to = shard_name(&cluster, recipient).await;
+    let on_primary = cluster.shard_client(donor).await;
+    pause_before(&on_primary, "movePrimary", "commit").await;
+    let moved = tokio::spawn(move_faults(client.clone(), to.clone()));
+    wait_paused(&on_primary).await;
+
+    // Through the router, and sent to the shard directly as a router would (the shard's own
+    // deadline: the router's would end the first one anyway).
+    let version = database_entry(&cluster.config_client().await, DB)
+        .await
+        .get_document("version")
+        .unwrap()
+        .clone();
+    let versioned =
+        doc! {"find": "keep", "filter": {}, "databaseVersion": version, "maxTimeMS": 200};
+    for (to, find) in [
+        (
+            &client,
+            doc! {"find": "keep", "filter": {}, "maxTimeMS": 200},
+        ),
+        (&on_primary, versioned),
+    ] {
+        let started = Instant::now();
+        let expired = to.database(DB).run_command(find).await.unwrap_err();
+        let waited = started.elapsed();
+        assert_eq!(crate::harness::error_code(&expired), Some(50), "{expired}");
+        assert!(
+            expired
+                .to_string()
+                .contains("operation exceeded time limit"),
+            "{expired}"
+        );
+        assert!(waited < Duration::from_secs(3), "answered after {waited:?}");
+    }
+
+    // Without maxTimeMS the read waits, and once the move has committed it is answered from
+    // the database's new primary.
+    let waiting = tokio::spawn({
+        let keep = client.database(DB).collection::<Document>("keep");
+        async move { keep.count_documents(doc! {}).await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiting.is_finished(), "the read waits for the section");
+    admin(
+        &on_primary,
+        doc! {"configureFailPoint": "hangBeforeDdlPhase", "mode": "off"},
+    )
+    .await
+    .unwrap();
+    moved.await.unwrap().expect("the move commits");
+    assert_eq!(waiting.await.unwrap().unwrap(), 100);
+    check_moved(&cluster, donor, recipient, &to).await;
+}
+
 /// Refines `faults.skeep`'s key `{_id: "hashed"}` to `{_id: "hashed", v: 1}` (after the index it
 /// needs).
 async fn refine_skeep(client: Client) -> mongodb::error::Result<Document> {

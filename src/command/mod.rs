@@ -9,6 +9,7 @@ mod explain;
 pub mod generic;
 mod max_time;
 mod replies;
+mod sharding_state;
 mod write_concern;
 
 pub use args::{Args, Fields, bson_type_name};
@@ -20,6 +21,7 @@ pub use cursor_commands::{GetMore, KillCursors, missing};
 pub use explain::{EXPLAINABLE, ExplainRequest, Verbosity};
 pub use max_time::max_time;
 pub use replies::{MAX_INTERNAL_OBJECT_SIZE, cursor_reply, first_batch, result_document};
+pub use sharding_state::{NamespaceVersion, ShardingState};
 pub use write_concern::WriteConcern;
 
 use crate::error::{ErrorCode, MongoError, Result};
@@ -46,15 +48,32 @@ pub fn is_generic_field(name: &str) -> bool {
         )
 }
 use bson::{Document, RawArrayBuf, RawDocument, RawDocumentBuf};
+use std::sync::OnceLock;
 
 /// One command: `body` is the kind-0 section (with or without `$db`), `sequences` the kind-1
 /// sections, which MongoDB treats as array fields of the body.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct CommandRequest {
     pub db: String,
     name: String,
     pub body: RawDocumentBuf,
     pub sequences: Vec<DocumentSequence>,
+    /// The request's sharding state, parsed from the body at its first use.
+    sharding: OnceLock<Result<ShardingState>>,
+}
+
+/// A clone parses its sharding state again: a copy is usually changed before it is sent (a
+/// router attaches versions to it).
+impl Clone for CommandRequest {
+    fn clone(&self) -> Self {
+        CommandRequest {
+            db: self.db.clone(),
+            name: self.name.clone(),
+            body: self.body.clone(),
+            sequences: self.sequences.clone(),
+            sharding: OnceLock::new(),
+        }
+    }
 }
 
 impl CommandRequest {
@@ -75,6 +94,7 @@ impl CommandRequest {
             name,
             body,
             sequences: Vec::new(),
+            sharding: OnceLock::new(),
         })
     }
 
@@ -108,6 +128,8 @@ impl CommandRequest {
         identifier: impl Into<String>,
         documents: Vec<RawDocumentBuf>,
     ) -> Self {
+        // A sequence (`nsInfo`) may carry versions: parsed again if it was read already.
+        self.sharding = OnceLock::new();
         self.sequences.push(DocumentSequence {
             identifier: identifier.into(),
             documents,
@@ -134,6 +156,16 @@ impl CommandRequest {
             body,
             sequences: self.sequences.clone(),
         }
+    }
+
+    /// The versions a router attached and the namespaces they apply to ([`ShardingState`]),
+    /// parsed once: at the first call (the shard's `before_command`), later calls return it.
+    /// The body must not change after that call (a changed copy is a clone, which parses again).
+    pub fn sharding(&self) -> Result<&ShardingState> {
+        self.sharding
+            .get_or_init(|| ShardingState::parse(self))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// Typed access to the body's fields, with MongoDB's error messages.

@@ -124,8 +124,7 @@ pub async fn require_unsharded_source<S: DataNode>(
     request: &CommandRequest,
     view: &ResolvedView,
 ) -> Result<()> {
-    let args = request.args();
-    let routed = args.get("databaseVersion")?.is_some() || args.get("shardVersion")?.is_some();
+    let routed = request.sharding()?.is_versioned();
     let ns = format!("{}.{}", request.db, view.source);
     if !routed || !state.is_sharded(&ns).await? {
         return Ok(());

@@ -119,7 +119,9 @@ pub trait NodeState: Send + Sync + Sized + 'static {
 
     /// Runs before every command (after lookup): the shard checks the routing versions a
     /// router attached here. What it returns is held until the command has finished (a
-    /// shard's critical section waits for the commands that hold it).
+    /// shard's critical section waits for the commands that hold it). It runs under the
+    /// request's `maxTimeMS` and `killOp`: dropped when they end the request, it must keep
+    /// nothing it waited for.
     fn before_command<'a>(
         &'a self,
         _request: &'a CommandRequest,
@@ -279,8 +281,13 @@ impl<S: NodeState> Dispatcher<S> {
             ));
         }
         let handled = async {
-            let _guard = state.before_command(&request).await?;
-            let run = (spec.handler)(state, ctx, request);
+            // The deadline covers the wait before the command too (a shard's admission through
+            // a critical section, its version refreshes): what `before_command` held or queued
+            // for is given up with it.
+            let run = async {
+                let _guard = state.before_command(&request).await?;
+                (spec.handler)(state, ctx, request).await
+            };
             match limit {
                 // Dropping the handler at the deadline rolls back its open transaction.
                 Some(limit) => tokio::time::timeout(limit, run).await.unwrap_or_else(|_| {

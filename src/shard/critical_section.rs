@@ -9,10 +9,9 @@
 //! still blocks those collections until the coordinator releases them.
 
 use super::ShardState;
-use crate::command::CommandRequest;
+use crate::command::ShardingState;
 use crate::datanode::storage::Storage;
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::server::CommandGuard;
 use bson::{Bson, Document, doc};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -185,21 +184,15 @@ impl CriticalSections {
 }
 
 impl ShardState {
-    /// Admits a request: one a router versioned waits for its database's critical section.
-    /// The coordinators of placement changes (`_shardsvr...` commands) are not admitted this
-    /// way: they enter the section themselves.
-    pub(super) async fn admit(&self, request: &CommandRequest) -> Result<CommandGuard> {
-        let args = request.args();
-        let versioned =
-            args.get("databaseVersion")?.is_some() || args.get("shardVersion")?.is_some();
-        if !versioned || super::is_coordinator(request) {
-            return Ok(None);
-        }
-        let db = super::versioning::versioned_database(request)?;
-        let namespaces = super::filtering::versioned_namespaces(request);
-        Ok(Some(Box::new(
-            self.critical_sections.admit(&db, &namespaces).await,
-        )))
+    /// Admits a versioned request: it waits while a critical section holds its database or a
+    /// recoverable one holds one of its collections. The coordinators of placement changes
+    /// (`_shardsvr...` commands) are not admitted this way: they enter the section themselves.
+    /// Dropped while it waits (the request's `maxTimeMS` expired, `killOp`), it keeps no place
+    /// in the section's queue.
+    pub(super) async fn admit(&self, sharding: &ShardingState) -> OwnedRwLockReadGuard<()> {
+        let db = sharding.database().unwrap_or_default();
+        let namespaces: Vec<String> = sharding.namespaces().iter().map(|n| n.ns.clone()).collect();
+        self.critical_sections.admit(db, &namespaces).await
     }
 
     /// Enters `db`'s critical section (see [`CriticalSections::enter`]).
@@ -291,5 +284,146 @@ mod tests {
         let again = CriticalSections::default();
         again.load(&storage).await.unwrap();
         assert!(!again.blocks_any(&["db.a".to_string(), "db.b".to_string()]));
+    }
+
+    /// A shard outside any cluster (no identity: a version check that gets past admission ends
+    /// with ShardingStateNotInitialized) and a dispatcher in front of it.
+    async fn shard() -> (
+        tempfile::TempDir,
+        Arc<ShardState>,
+        Arc<crate::server::Dispatcher<ShardState>>,
+    ) {
+        use crate::server::logbuf::LogBuffer;
+        use crate::server::{CmdLine, Node, Parameters, Role};
+        let dir = tempfile::tempdir().unwrap();
+        let node = Node::new(
+            Role::Shard,
+            CmdLine::default(),
+            Parameters::new(),
+            Arc::new(LogBuffer::default()),
+        );
+        let state = ShardState::open(node, dir.path(), crate::rpc::Connector::new())
+            .await
+            .unwrap();
+        let dispatcher = Arc::new(crate::server::Dispatcher::new(Arc::clone(&state)));
+        (dir, state, dispatcher)
+    }
+
+    /// A versioned `find` on `app.<coll>`, with `maxTimeMS` when given.
+    fn versioned_find(coll: &str, max_time_ms: Option<i32>) -> crate::command::CommandRequest {
+        let version = crate::catalog::DatabaseVersion::new(bson::Timestamp {
+            time: 1,
+            increment: 1,
+        });
+        let mut body = doc! {"find": coll, "databaseVersion": version.to_document()};
+        if let Some(ms) = max_time_ms {
+            body.insert("maxTimeMS", ms);
+        }
+        crate::command::CommandRequest::from_document("app", &body).unwrap()
+    }
+
+    async fn run(
+        dispatcher: &crate::server::Dispatcher<ShardState>,
+        request: crate::command::CommandRequest,
+    ) -> Document {
+        use crate::server::Service;
+        let ctx = crate::server::RequestContext::internal();
+        dispatcher
+            .execute(&ctx, request)
+            .await
+            .to_document()
+            .unwrap()
+    }
+
+    fn code(reply: &Document) -> i32 {
+        reply.get_i32("code").unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn max_time_ms_bounds_the_wait_behind_a_critical_section() {
+        let (_dir, state, dispatcher) = shard().await;
+        let section = state.enter_critical_section("app", "test").await.unwrap();
+
+        let started = std::time::Instant::now();
+        let reply = run(&dispatcher, versioned_find("c", Some(200))).await;
+        let waited = started.elapsed();
+        assert_eq!(code(&reply), 50, "{reply}");
+        assert_eq!(reply.get_str("codeName").unwrap(), "MaxTimeMSExpired");
+        assert_eq!(
+            reply.get_str("errmsg").unwrap(),
+            "operation exceeded time limit"
+        );
+        assert!(
+            waited >= Duration::from_millis(190) && waited < Duration::from_secs(2),
+            "answered after {waited:?}"
+        );
+        // The request that gave up keeps no place: the section is entered again at once.
+        drop(section);
+        let again = tokio::time::timeout(
+            Duration::from_secs(1),
+            state.enter_critical_section("app", "again"),
+        )
+        .await
+        .expect("nothing is left admitted or queued")
+        .unwrap();
+
+        // Without maxTimeMS the request waits for the section, then runs its version check.
+        let waiting = tokio::spawn({
+            let dispatcher = Arc::clone(&dispatcher);
+            async move { run(&dispatcher, versioned_find("c", None)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiting.is_finished(), "the request waits for the section");
+        drop(again);
+        let reply = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("admitted once the section ends")
+            .unwrap();
+        assert_eq!(
+            reply.get_str("codeName").unwrap(),
+            "ShardingStateNotInitialized",
+            "{reply}"
+        );
+    }
+
+    #[tokio::test]
+    async fn max_time_ms_bounds_the_wait_for_a_recoverable_section() {
+        let (_dir, state, dispatcher) = shard().await;
+        let reason = doc! {"command": "rename", "from": "app.a", "to": "app.b"};
+        state
+            .critical_sections
+            .enter_recoverable(&state.storage, "app", &["app.a", "app.b"], &reason)
+            .await
+            .unwrap();
+        let started = std::time::Instant::now();
+        let reply = run(&dispatcher, versioned_find("a", Some(200))).await;
+        assert_eq!(code(&reply), 50, "{reply}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        // Another collection of the database is admitted.
+        let reply = run(&dispatcher, versioned_find("c", Some(200))).await;
+        assert_eq!(
+            reply.get_str("codeName").unwrap(),
+            "ShardingStateNotInitialized"
+        );
+        // A request without maxTimeMS waits for the release.
+        let waiting = tokio::spawn({
+            let dispatcher = Arc::clone(&dispatcher);
+            async move { run(&dispatcher, versioned_find("b", None)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiting.is_finished(), "the request waits for the release");
+        state
+            .critical_sections
+            .release_recoverable(&state.storage, &["app.a", "app.b"], &reason)
+            .await
+            .unwrap();
+        let reply = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("admitted once released")
+            .unwrap();
+        assert_eq!(
+            reply.get_str("codeName").unwrap(),
+            "ShardingStateNotInitialized"
+        );
     }
 }

@@ -95,8 +95,9 @@ impl ShardState {
         names: &[&str],
         reason: &str,
     ) -> Result<RemoteDdlLock> {
+        let sharding = request.sharding()?;
         let lock = self.ddl_lock(names, reason).await?;
-        if let Err(e) = self.check_versions(request).await {
+        if let Err(e) = self.check_versions(sharding).await {
             lock.release().await;
             return Err(e);
         }

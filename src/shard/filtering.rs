@@ -8,11 +8,11 @@
 use super::ShardState;
 use super::persisted_routing;
 use crate::catalog::{ChunkVersion, OwnershipFilter};
-use crate::command::CommandRequest;
+use crate::command::{CommandRequest, ShardingState};
 use crate::datanode::DataNode;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::config::collection_routing;
-use bson::{RawBsonRef, doc};
+use bson::doc;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -91,30 +91,31 @@ impl ShardState {
         Ok(())
     }
 
-    /// Checks the `shardVersion` a router attached, or, with a `databaseVersion`, that the
-    /// collection is not sharded (a router that believes it unsharded is stale).
-    pub(super) async fn check_shard_version(&self, request: &CommandRequest) -> Result<()> {
-        let args = request.args();
-        let received = match args.document("shardVersion")? {
-            Some(version) => ChunkVersion::from_document(&version)?,
-            None if args.get("databaseVersion")?.is_some() => ChunkVersion::unsharded(),
-            None => return Ok(()),
-        };
-        let Some(ns) = versioned_namespace(request) else {
-            return Ok(());
-        };
-        let known = self.filtering.get(&ns);
+    /// Checks the shard version a router attached for each collection the request is about
+    /// (or, with a database version alone, that the collection is not sharded: a router that
+    /// believes it unsharded is stale).
+    pub(super) async fn check_shard_versions(&self, sharding: &ShardingState) -> Result<()> {
+        for namespace in sharding.namespaces() {
+            if let Some(received) = namespace.expected {
+                self.check_shard_version(&namespace.ns, received).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn check_shard_version(&self, ns: &str, received: ChunkVersion) -> Result<()> {
+        let known = self.filtering.get(ns);
         if received.is_ignored() {
             // No version check, but the ownership filter must be known.
             if known.is_none() {
-                self.refresh_collection(&ns).await?;
+                self.refresh_collection(ns).await?;
             }
             return Ok(());
         }
         if known.map(|m| m.version()) == Some(received) {
             return Ok(());
         }
-        let wanted = self.refresh_collection(&ns).await?;
+        let wanted = self.refresh_collection(ns).await?;
         if wanted == received {
             return Ok(());
         }
@@ -128,7 +129,7 @@ impl ShardState {
             ),
         )
         .with_extra(doc! {
-            "ns": &ns,
+            "ns": ns,
             "vReceived": received.to_document(),
             "vWanted": wanted.to_document(),
             "shardId": shard_id,
@@ -142,12 +143,8 @@ impl ShardState {
         &self,
         request: &CommandRequest,
     ) -> Option<Arc<OwnershipFilter>> {
-        if !matches!(request.args().get("shardVersion"), Ok(Some(_))) {
-            return None;
-        }
-        self.filtering
-            .get(&versioned_namespace(request)?)?
-            .ownership()
+        let ns = request.sharding().ok()?.filtered_namespace()?;
+        self.filtering.get(ns)?.ownership()
     }
 
     /// `getShardVersion` on a shard: its filtering metadata of `ns` — the version (`"UNKNOWN"`
@@ -274,39 +271,4 @@ impl ShardState {
 fn same_routing(a: &OwnershipFilter, b: &OwnershipFilter) -> bool {
     a.entry().generation == b.entry().generation
         && a.chunks().collection_version() == b.chunks().collection_version()
-}
-
-/// Every collection a versioned request is about: its namespace, or a `bulkWrite`'s.
-pub(super) fn versioned_namespaces(request: &CommandRequest) -> Vec<String> {
-    if request.name() != "bulkWrite" {
-        return versioned_namespace(request).into_iter().collect();
-    }
-    let Ok(entries) = request.document_array("nsInfo") else {
-        return Vec::new();
-    };
-    entries
-        .iter()
-        .filter_map(|entry| match entry.get("ns") {
-            Ok(Some(RawBsonRef::String(ns))) => Some(ns.to_string()),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The namespace a versioned request is about (for `explain`, the explained command's);
-/// commands that name no single collection (`aggregate: 1`, `bulkWrite`) carry the database
-/// version alone and have none.
-fn versioned_namespace(request: &CommandRequest) -> Option<String> {
-    let target = match request.name() {
-        "bulkWrite" => return None,
-        "explain" => match request.args().target() {
-            Ok(RawBsonRef::Document(inner)) => inner.iter().next()?.ok()?.1,
-            _ => return None,
-        },
-        _ => request.args().target().ok()?,
-    };
-    match target {
-        RawBsonRef::String(coll) => Some(format!("{}.{coll}", request.db)),
-        _ => None,
-    }
 }

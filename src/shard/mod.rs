@@ -99,14 +99,24 @@ impl NodeState for ShardState {
         request: &'a CommandRequest,
     ) -> BoxFuture<'a, Result<CommandGuard>> {
         Box::pin(async move {
-            let admitted = self.admit(request).await?;
-            self.check_versions(request).await?;
+            // Parsed here, once; the handler reads the same value (`CommandRequest::sharding`).
+            let sharding = request.sharding()?;
+            if !sharding.is_versioned() {
+                return Ok(None);
+            }
+            let coordinator = is_coordinator(request);
+            let admitted = if coordinator {
+                None
+            } else {
+                Some(self.admit(sharding).await)
+            };
+            self.check_versions(sharding).await?;
             // A DDL coordinator names a collection whose sharding it is about to check or
             // change: only the database version (that this shard is the primary) applies.
-            if !is_coordinator(request) {
-                self.check_shard_version(request).await?;
+            if !coordinator {
+                self.check_shard_versions(sharding).await?;
             }
-            Ok(admitted)
+            Ok(admitted.map(|guard| Box::new(guard) as _))
         })
     }
 }
@@ -143,7 +153,8 @@ impl DataNode for ShardState {
         reason: &'a str,
     ) -> BoxFuture<'a, Result<Option<DdlGuard>>> {
         Box::pin(async move {
-            let routed = request.args().get("databaseVersion")?.is_some();
+            // Routed: sent by a router to the database's primary, with the database version.
+            let routed = request.sharding()?.database_version().is_some();
             if !routed || self.identity().is_none() {
                 return Ok(None);
             }

@@ -4,7 +4,7 @@
 
 use super::ShardState;
 use crate::catalog::DatabaseVersion;
-use crate::command::CommandRequest;
+use crate::command::ShardingState;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::config::database_entry;
 use bson::doc;
@@ -38,20 +38,19 @@ impl DatabaseVersionCache {
 }
 
 impl ShardState {
-    pub(super) async fn check_versions(&self, request: &CommandRequest) -> Result<()> {
-        let Some(received) = request.args().document("databaseVersion")? else {
+    /// Checks the `databaseVersion` a router attached (none: nothing to check).
+    pub(super) async fn check_versions(&self, sharding: &ShardingState) -> Result<()> {
+        let (Some(received), Some(db)) = (sharding.database_version(), sharding.database()) else {
             return Ok(());
         };
-        let received = DatabaseVersion::from_document(&received)?;
-        let db = versioned_database(request)?;
-        if self.versions.get(&db) == Some(Some(received)) {
+        if self.versions.get(db) == Some(Some(received)) {
             return Ok(());
         }
-        let wanted = self.refresh_database(&db).await?;
+        let wanted = self.refresh_database(db).await?;
         if wanted == Some(received) {
             return Ok(());
         }
-        let mut extra = doc! {"db": &db, "vReceived": received.to_document()};
+        let mut extra = doc! {"db": db, "vReceived": received.to_document()};
         if let Some(wanted) = wanted {
             extra.insert("vWanted", wanted.to_document());
         }
@@ -89,29 +88,4 @@ impl ShardState {
     pub(super) fn forget_database_version(&self, db: &str) {
         self.versions.forget(db);
     }
-}
-
-/// The database a versioned request is about: its own, or for `bulkWrite` (sent to `admin`) the
-/// one database of its namespaces (routers send one database's operations per request).
-pub(super) fn versioned_database(request: &CommandRequest) -> Result<String> {
-    if request.name() != "bulkWrite" {
-        return Ok(request.db.clone());
-    }
-    let mut db: Option<String> = None;
-    for entry in request.document_array("nsInfo")? {
-        let ns = match entry.get("ns")? {
-            Some(bson::RawBsonRef::String(ns)) => ns,
-            _ => continue,
-        };
-        let (name, _) = crate::catalog::split_namespace(ns)?;
-        match &db {
-            Some(d) if d != name => {
-                return Err(MongoError::bad_value(
-                    "a versioned bulkWrite must write to a single database",
-                ));
-            }
-            _ => db = Some(name.to_string()),
-        }
-    }
-    Ok(db.unwrap_or_else(|| request.db.clone()))
 }
