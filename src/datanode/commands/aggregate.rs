@@ -273,6 +273,7 @@ pub(super) async fn run<S: DataNode>(
                     drive(state, &mut run, Drive::All(&mut sink)).await?;
                     CursorBody::Buffered(docs)
                 } else {
+                    run.time_left = crate::command::max_time(&req.args())?;
                     CursorBody::Pipeline(Box::new(run))
                 }
             }

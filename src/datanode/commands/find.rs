@@ -139,7 +139,7 @@ pub(super) async fn find<S: DataNode>(
             return Err(views::not_a_collection(&req.db, &cmd.collection));
         }
         // Run as its batches are fetched, as an aggregation's cursor is.
-        let run = super::aggregate::open_pipeline(
+        let mut run = super::aggregate::open_pipeline(
             state,
             &req.db,
             Some(&view.source),
@@ -149,6 +149,7 @@ pub(super) async fn find<S: DataNode>(
             super::aggregate::memory_limits(state, cmd.allow_disk_use),
         )
         .await?;
+        run.time_left = crate::command::max_time(&req.args())?;
         let body = CursorBody::Pipeline(Box::new(run));
         return finish(state, &ns, body, first_batch, &cmd).await;
     }
@@ -344,7 +345,21 @@ pub(super) async fn next_batch<S: DataNode>(
     match body {
         CursorBody::Pipeline(run) => {
             let how = super::aggregate::Drive::Batch(max_docs);
-            let batch = super::aggregate::drive(state, run, how).await?;
+            let started = std::time::Instant::now();
+            let batch = match run.time_left {
+                Some(left) => tokio::time::timeout(left, super::aggregate::drive(state, run, how))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(MongoError::new(
+                            ErrorCode::MaxTimeMSExpired,
+                            "operation exceeded time limit",
+                        ))
+                    })?,
+                None => super::aggregate::drive(state, run, how).await?,
+            };
+            if let Some(left) = &mut run.time_left {
+                *left = left.saturating_sub(started.elapsed());
+            }
             Ok((batch, run.exhausted()))
         }
         CursorBody::Buffered(docs) => {

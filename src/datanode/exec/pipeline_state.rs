@@ -40,6 +40,9 @@ pub struct PipelineState {
     needs_host: bool,
     /// The database the pipeline runs in (where its host reaches other collections).
     pub db_name: String,
+    /// What is left of the command's `maxTimeMS` for the batches still to compute: as in
+    /// MongoDB, a cursor's `getMore`s spend the time its command did not use.
+    pub time_left: Option<std::time::Duration>,
 }
 
 impl PipelineState {
@@ -59,6 +62,7 @@ impl PipelineState {
             out_bytes: 0,
             needs_host,
             db_name,
+            time_left: None,
         }
     }
 
