@@ -131,6 +131,22 @@ async fn aggregate_cursors_run_as_batches_are_fetched_in_process() {
         kill_in_the_middle(&db, name).await;
     }
 
+    // A getMore spends what the command left of its maxTimeMS; the time the cursor sits idle
+    // between batches does not count.
+    let reply = db
+        .run_command(
+            doc! {"aggregate": "plain", "pipeline": [{"$project": {"pad": 0}}],
+            "cursor": {"batchSize": 1}, "maxTimeMS": 1500},
+        )
+        .await
+        .unwrap();
+    let id = reply.get_document("cursor").unwrap().get_i64("id").unwrap();
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    assert_eq!(get_more(&db, "plain", id, 10).await.unwrap().len(), 10);
+    db.run_command(doc! {"killCursors": "plain", "cursors": [id]})
+        .await
+        .unwrap();
+
     cluster.shutdown().await;
 }
 
