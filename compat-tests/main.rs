@@ -3,6 +3,7 @@
 
 mod harness;
 
+mod aggregation_cursors;
 mod aggregation_memory;
 mod aggregation_sharding;
 mod aggregation_stages;

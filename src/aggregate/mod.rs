@@ -1,7 +1,8 @@
 //! The aggregation pipeline on one node: stages over a stream of documents, evaluating the
 //! expression language of [`crate::expression`]. The caller supplies the input documents, all at
 //! once or in batches ([`PipelineRun`]); the only side effect is blocking stages spilling to the
-//! directory the [`MemoryLimits`] name.
+//! directory the [`MemoryLimits`] name. A run shares the parsed stages and borrows nothing, so a
+//! cursor keeps it between batches and takes its output a part at a time.
 //!
 //! - [`stages`]: stage names, specification parsing, execution as a stream of batches;
 //! - [`accumulators`]: `$group`'s accumulators;
@@ -22,6 +23,7 @@ use crate::expression::LetVariables;
 use crate::query::filter::Filter;
 use bson::{DateTime, Document};
 use stages::{Flow, RunContext, Stage};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 pub use stages::MemoryLimits;
@@ -30,7 +32,7 @@ pub use update_pipeline::UpdatePipeline;
 /// A parsed pipeline, with the variables its expressions read and the memory its blocking
 /// stages may use (unlimited unless [`Pipeline::with_limits`] says otherwise).
 pub struct Pipeline {
-    stages: Vec<Stage>,
+    stages: Arc<[Stage]>,
     vars: Arc<LetVariables>,
     limits: MemoryLimits,
 }
@@ -51,7 +53,7 @@ impl Pipeline {
         }
         limits::check_parsed_length(parsed.len())?;
         Ok(Pipeline {
-            stages: parsed,
+            stages: parsed.into(),
             vars,
             limits: MemoryLimits::unlimited(),
         })
@@ -67,10 +69,10 @@ impl Pipeline {
         RunContext::new(Arc::clone(&self.vars), self.limits.clone())
     }
 
-    /// Starts a run that takes its input in batches.
-    pub fn start(&self) -> PipelineRun<'_> {
-        // Stages from the first one that reaches other collections run once the input is
-        // complete, through a host.
+    /// Starts a run that takes its input in batches. The run shares the parsed stages and
+    /// borrows nothing, so that a cursor can keep it between batches.
+    pub fn start(&self) -> PipelineRun {
+        // Stages from the first one that reaches other collections run through a host.
         let local = self
             .stages
             .iter()
@@ -79,10 +81,13 @@ impl Pipeline {
         let ctx = self.context();
         let flow = Flow::new(&self.stages[..local], &ctx);
         PipelineRun {
+            stages: Arc::clone(&self.stages),
+            local,
             flow,
             ctx,
-            tail: &self.stages[local..],
-            held: Vec::new(),
+            held: VecDeque::new(),
+            ended: false,
+            part_len: 1,
         }
     }
 
@@ -142,51 +147,156 @@ impl Pipeline {
 }
 
 /// A pipeline taking its input in batches: [`PipelineRun::push`] each batch (while
-/// [`PipelineRun::wants_input`]), then finish.
-pub struct PipelineRun<'p> {
-    flow: Flow<'p>,
+/// [`PipelineRun::wants_input`]), then [`PipelineRun::end_input`]; what is not returned by
+/// `push` comes from [`PipelineRun::next_output`] (or [`PipelineRun::next_output_with`] for
+/// stages that reach other collections) a part at a time, so that a caller takes only as much
+/// output as it has room for (a cursor: a batch) and the rest is computed when asked for.
+pub struct PipelineRun {
+    stages: Arc<[Stage]>,
+    /// `stages[..local]` run as a flow; the rest (the tail, from the first stage that reaches
+    /// other collections) through a host.
+    local: usize,
+    flow: Flow,
     ctx: RunContext,
-    /// The stages from the first that reaches other collections on.
-    tail: &'p [Stage],
     /// The flow's output, when a tail is to run over it.
-    held: Vec<Document>,
+    held: VecDeque<Document>,
+    /// Whether the input has ended.
+    ended: bool,
+    /// Documents the next part of a tail of per-document stages takes.
+    part_len: usize,
 }
 
-impl PipelineRun<'_> {
-    /// Feeds a batch of input; returns the output it produced already.
+/// What a run can do next without more input.
+enum Next {
+    /// Output of the flow.
+    Output(Vec<Document>),
+    /// Documents for the tail to run over.
+    Tail(Vec<Document>),
+    /// Nothing: more input is needed, or (once it has ended) the output is complete.
+    Nothing,
+}
+
+impl PipelineRun {
+    /// Feeds a batch of input; returns the output it produced already (with a tail, none: the
+    /// flow's output waits for [`PipelineRun::next_output_with`]).
     pub fn push(&mut self, batch: Vec<Document>) -> Result<Vec<Document>> {
-        let out = self.flow.push(batch, &self.ctx).map_err(executor_error)?;
-        if self.tail.is_empty() {
+        let out = self
+            .flow
+            .push(&self.stages[..self.local], batch, &self.ctx)
+            .map_err(executor_error)?;
+        if self.local == self.stages.len() {
             return Ok(out);
         }
         self.held.extend(out);
         Ok(Vec::new())
     }
 
-    /// False once more input cannot change the output (a `$limit` is satisfied).
+    /// False once more input cannot change the output (a `$limit` is satisfied) or the input
+    /// has ended.
     pub fn wants_input(&self) -> bool {
-        self.flow.wants_input()
+        !self.ended && self.flow.wants_input()
+    }
+
+    /// The filter of a leading `$match`, which the caller may use to choose an access path.
+    pub fn leading_match(&self) -> Option<&Filter> {
+        self.stages.first().and_then(Stage::as_match)
+    }
+
+    /// Ends the input: the blocking stages may now emit their output.
+    pub fn end_input(&mut self) {
+        self.ended = true;
+    }
+
+    /// Whether the stages from the first that reaches other collections on are all
+    /// per-document (`$lookup` and the reshaping stages around it), so that they can run over
+    /// the flow's output a part at a time, even before the input ends.
+    fn tail_per_document(&self) -> bool {
+        self.stages[self.local..].iter().all(Stage::is_per_document)
+    }
+
+    fn next_local(&mut self) -> Result<Next> {
+        let flow_stages = &self.stages[..self.local];
+        if self.local == self.stages.len() {
+            if !self.ended {
+                return Ok(Next::Nothing);
+            }
+            return Ok(match self.flow.next_finished(flow_stages, &self.ctx)? {
+                Some(out) => Next::Output(out),
+                None => Next::Nothing,
+            });
+        }
+        let per_document = self.tail_per_document();
+        if self.ended && (self.held.is_empty() || !per_document) {
+            while let Some(out) = self.flow.next_finished(flow_stages, &self.ctx)? {
+                self.held.extend(out);
+                if per_document {
+                    break;
+                }
+            }
+        }
+        if self.held.is_empty() || !(per_document || self.ended) {
+            return Ok(Next::Nothing);
+        }
+        let take = if per_document {
+            self.part_len.min(self.held.len())
+        } else {
+            self.held.len()
+        };
+        Ok(Next::Tail(self.held.drain(..take).collect()))
+    }
+
+    /// The next output there is without more input: before [`PipelineRun::end_input`], what a
+    /// tail makes of what the flow output; after it, the blocking stages' output. `None` when
+    /// more input is needed, or after the end when the output is complete. Stages that reach
+    /// other collections fail here (they need [`PipelineRun::next_output_with`]).
+    pub fn next_output(&mut self) -> Result<Option<Vec<Document>>> {
+        Ok(match self.next_local().map_err(executor_error)? {
+            Next::Output(out) => Some(out),
+            Next::Tail(part) => Some(
+                stages::run_stages(&self.stages[self.local..], part, &self.ctx)
+                    .map_err(executor_error)?,
+            ),
+            Next::Nothing => None,
+        })
+    }
+
+    /// [`PipelineRun::next_output`], stages that reach other collections doing it through
+    /// `host`. A tail of per-document stages (`$lookup` and the reshaping stages around it)
+    /// runs over a part of the documents at a time, sized so that a part's output is about
+    /// [`TAIL_PART_BYTES`]: what a join multiplies is held for a part, not for the whole
+    /// result, and a caller that refuses an oversized document stops the run at the first.
+    pub async fn next_output_with(
+        &mut self,
+        host: &foreign::Host<'_>,
+    ) -> Result<Option<Vec<Document>>> {
+        let part = match self.next_local().map_err(executor_error)? {
+            Next::Output(out) => return Ok(Some(out)),
+            Next::Nothing => return Ok(None),
+            Next::Tail(part) => part,
+        };
+        let taken = part.len();
+        let out = stages::run_all(&self.stages[self.local..], part, &self.ctx, Some(host))
+            .await
+            .map_err(executor_error)?;
+        let bytes: usize = out
+            .iter()
+            .map(crate::spill::approximate_document_size)
+            .sum();
+        let per_document = (bytes / taken.max(1)).max(1);
+        self.part_len = (TAIL_PART_BYTES / per_document).clamp(1, TAIL_PART_DOCUMENTS);
+        Ok(Some(out))
     }
 
     /// Ends the input; the rest of the output goes to `sink` a batch at a time. Stages that
-    /// reach other collections fail here (they need [`PipelineRun::finish_with`]).
-    pub fn finish_into(self, mut sink: impl FnMut(Vec<Document>) -> Result<()>) -> Result<()> {
-        let PipelineRun {
-            flow,
-            ctx,
-            tail,
-            mut held,
-        } = self;
-        if tail.is_empty() {
-            flow.finish(&ctx, &mut sink).map_err(executor_error)?;
-            return Ok(());
+    /// reach other collections fail here (they need [`PipelineRun::finish_with_into`]).
+    pub fn finish_into(mut self, mut sink: impl FnMut(Vec<Document>) -> Result<()>) -> Result<()> {
+        self.end_input();
+        while let Some(out) = self.next_output()? {
+            if !out.is_empty() {
+                sink(out)?;
+            }
         }
-        flow.finish(&ctx, &mut |batch| {
-            held.extend(batch);
-            Ok(())
-        })
-        .map_err(executor_error)?;
-        sink(stages::run_stages(tail, held, &ctx).map_err(executor_error)?)
+        Ok(())
     }
 
     /// Ends the input and returns the rest of the output; stages that reach other collections
@@ -201,63 +311,28 @@ impl PipelineRun<'_> {
         Ok(out)
     }
 
-    /// Ends the input; the rest of the output goes to `sink` a batch at a time, stages that
-    /// reach other collections doing it through `host`. A tail of per-document stages (`$lookup`
-    /// and the reshaping stages around it) runs over [`TAIL_CHUNK`] documents at a time, each
-    /// chunk reaching `sink` before the next is joined: what a join multiplies is held for a
-    /// chunk, not for the whole result, and a sink that refuses an oversized document stops the
-    /// run at the first.
+    /// Ends the input; the rest of the output goes to `sink` a part at a time (see
+    /// [`PipelineRun::next_output_with`]), stages that reach other collections doing it
+    /// through `host`.
     pub async fn finish_with_into(
-        self,
+        mut self,
         host: &foreign::Host<'_>,
         mut sink: impl FnMut(Vec<Document>) -> Result<()>,
     ) -> Result<()> {
-        let PipelineRun {
-            flow,
-            ctx,
-            tail,
-            mut held,
-        } = self;
-        if tail.is_empty() {
-            flow.finish(&ctx, &mut sink).map_err(executor_error)?;
-            return Ok(());
-        }
-        flow.finish(&ctx, &mut |batch| {
-            held.extend(batch);
-            Ok(())
-        })
-        .map_err(executor_error)?;
-        if !tail.iter().all(Stage::is_per_document) {
-            let out = stages::run_all(tail, held, &ctx, Some(host))
-                .await
-                .map_err(executor_error)?;
-            return sink(out);
-        }
-        let mut rest = held.into_iter();
-        let mut part_len = 1;
-        loop {
-            let part: Vec<Document> = rest.by_ref().take(part_len).collect();
-            if part.is_empty() {
-                return Ok(());
+        self.end_input();
+        while let Some(out) = self.next_output_with(host).await? {
+            if !out.is_empty() {
+                sink(out)?;
             }
-            let taken = part.len();
-            let out = stages::run_all(tail, part, &ctx, Some(host))
-                .await
-                .map_err(executor_error)?;
-            let bytes: usize = out
-                .iter()
-                .map(crate::spill::approximate_document_size)
-                .sum();
-            let per_document = (bytes / taken).max(1);
-            part_len = (TAIL_PART_BYTES / per_document).clamp(1, TAIL_PART_DOCUMENTS);
-            sink(out)?;
         }
+        Ok(())
     }
 }
 
-/// Output a part of a tail of per-document stages aims at, and the most documents a part takes
-/// (see [`PipelineRun::finish_with_into`]).
-const TAIL_PART_BYTES: usize = 64 * 1024 * 1024;
+/// Output a part of a tail of per-document stages aims at (about a reply batch, so that a
+/// cursor holds about a batch beyond the one it returns), and the most documents a part takes
+/// (see [`PipelineRun::next_output_with`]).
+const TAIL_PART_BYTES: usize = 16 * 1024 * 1024;
 const TAIL_PART_DOCUMENTS: usize = 256;
 
 /// The checks on a pipeline as written, before any stage is parsed (a router makes them on the

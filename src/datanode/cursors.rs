@@ -1,7 +1,8 @@
 //! Open cursors of one node: what `getMore` continues and `killCursors` ends. Idle cursors are
-//! reaped after `cursorTimeoutMillis`.
+//! reaped after `cursorTimeoutMillis`. An aggregation's cursor holds its pipeline run, not its
+//! output: each batch runs the pipeline further.
 
-use super::exec::{ScanState, SortedState};
+use super::exec::{PipelineState, ScanState, SortedState};
 use bson::RawDocumentBuf;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -9,8 +10,10 @@ use std::time::{Duration, Instant};
 
 /// Where a cursor's next documents come from.
 pub enum CursorBody {
-    /// Results already computed (sorted finds, aggregations, listings).
+    /// Results already computed (listings, `$collStats` and the other source stages).
     Buffered(VecDeque<RawDocumentBuf>),
+    /// An aggregation that runs its pipeline further as batches are fetched.
+    Pipeline(Box<PipelineState>),
     /// A query that resumes scanning where the last batch stopped.
     Scan(Box<ScanState>),
     /// A find whose blocking sort is done, possibly merging runs spilled to disk.

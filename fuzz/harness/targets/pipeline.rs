@@ -1,7 +1,8 @@
 //! Target `aggregate`: an `aggregate` command through the shard's parser, its pipeline
 //! parsed with the command's `let` and run over documents with the shard's memory limits
 //! (stages that reach other collections answered by a stand-in host that serves the same
-//! documents), and split as the router splits it for shards.
+//! documents), and split as the router splits it for shards. The output is read a part at a
+//! time, as a node's cursor reads it, up to a cap.
 
 use super::command;
 use bson::{Bson, Document, doc};
@@ -11,6 +12,7 @@ use docgrid::command::CommandRequest;
 use docgrid::datanode::commands::parsers;
 use docgrid::error::Result;
 use docgrid::router::pipeline_split;
+use docgrid::spill::approximate_document_size;
 use futures::future::BoxFuture;
 
 /// MongoDB's 100 MB for `$sort` and `$group`, as the shard runs them (no disk here).
@@ -88,5 +90,27 @@ pub fn run(data: &[u8]) {
     } else {
         cmd.docs
     };
-    let _ = futures::executor::block_on(pipeline.run_with(input, &host));
+    futures::executor::block_on(drain(&pipeline, input, &host));
+}
+
+/// Output a run reads before it stops: a cursor's client may stop reading, so what matters is
+/// that each part comes in bounded time and memory, not that a legitimate result of a gigabyte
+/// is computed whole.
+const OUTPUT_CAP_BYTES: usize = 64 * 1024 * 1024;
+
+/// Runs the pipeline as a node's cursor does, a part at a time, until the output ends or
+/// [`OUTPUT_CAP_BYTES`] of it has come out.
+async fn drain(pipeline: &Pipeline, input: Vec<Document>, host: &Host<'_>) {
+    let mut run = pipeline.start();
+    let Ok(first) = run.push(input) else {
+        return;
+    };
+    run.end_input();
+    let mut bytes: usize = first.iter().map(approximate_document_size).sum();
+    while bytes < OUTPUT_CAP_BYTES {
+        match run.next_output_with(host).await {
+            Ok(Some(out)) => bytes += out.iter().map(approximate_document_size).sum::<usize>(),
+            Ok(None) | Err(_) => return,
+        }
+    }
 }

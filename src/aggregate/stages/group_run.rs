@@ -4,7 +4,8 @@
 //! groups are written sorted by key with their partial states to a run file and the table
 //! starts over; at the end the runs are merged by key (each key's partials folded in run
 //! order, so `$first`, `$last` and `$push` keep arrival order) and the groups come out in key
-//! order. Without disk use, QueryExceededMemoryLimitNoDiskUseAllowed.
+//! order. Without disk use, QueryExceededMemoryLimitNoDiskUseAllowed. The run does not borrow
+//! its `$group` (each call is given it), so that a cursor can keep it between batches.
 
 use super::RunContext;
 use super::group::Group;
@@ -23,18 +24,17 @@ use std::hash::{Hash, Hasher};
 const GROUP_OVERHEAD: usize = 64;
 
 /// A `$group` accumulating.
-pub struct GroupRun<'a> {
-    group: &'a Group,
+#[derive(Default)]
+pub struct GroupRun {
     groups: Vec<(Bson, Vec<State>)>,
     by_hash: HashMap<u64, Vec<usize>>,
     bytes: usize,
     runs: Vec<RunFile>,
 }
 
-impl<'a> GroupRun<'a> {
-    pub fn new(group: &'a Group) -> GroupRun<'a> {
+impl GroupRun {
+    pub fn new() -> GroupRun {
         GroupRun {
-            group,
             groups: Vec::new(),
             by_hash: HashMap::new(),
             bytes: 0,
@@ -43,8 +43,7 @@ impl<'a> GroupRun<'a> {
     }
 
     /// Adds one document to its group; a missing key groups with null.
-    pub fn push(&mut self, doc: &Document, ctx: &RunContext) -> Result<()> {
-        let group = self.group;
+    pub fn push(&mut self, group: &Group, doc: &Document, ctx: &RunContext) -> Result<()> {
         let vars = ctx.variables(doc);
         let key = group.id.evaluate(&vars)?.unwrap_or(Bson::Null);
         let candidates = self.by_hash.entry(key_hash(&key)).or_default();
@@ -106,9 +105,8 @@ impl<'a> GroupRun<'a> {
 
     /// The groups: in memory in order of first appearance, or merged from the runs in key
     /// order.
-    pub fn finish(mut self, ctx: &RunContext) -> Result<GroupOutput<'a>> {
+    pub fn finish(mut self, group: &Group, ctx: &RunContext) -> Result<GroupOutput> {
         if self.runs.is_empty() {
-            let group = self.group;
             let docs: Vec<Document> = self
                 .groups
                 .into_iter()
@@ -128,31 +126,28 @@ impl<'a> GroupRun<'a> {
             head.advance()?;
             heads.push(head);
         }
-        Ok(GroupOutput::Merged(GroupMerge {
-            group: self.group,
-            heads,
-        }))
+        Ok(GroupOutput::Merged(GroupMerge { heads }))
     }
 }
 
 /// A `$group`'s output as it is read.
-pub enum GroupOutput<'a> {
+pub enum GroupOutput {
     Memory(std::vec::IntoIter<Document>),
-    Merged(GroupMerge<'a>),
+    Merged(GroupMerge),
 }
 
-impl GroupOutput<'_> {
-    pub fn next_doc(&mut self, ctx: &RunContext) -> Result<Option<Document>> {
+impl GroupOutput {
+    /// The next group of `group` (the stage this output is of).
+    pub fn next_doc(&mut self, group: &Group, ctx: &RunContext) -> Result<Option<Document>> {
         match self {
             GroupOutput::Memory(docs) => Ok(docs.next()),
-            GroupOutput::Merged(merge) => merge.next_doc(ctx),
+            GroupOutput::Merged(merge) => merge.next_doc(group, ctx),
         }
     }
 }
 
 /// Spilled groups merged by key.
-pub struct GroupMerge<'a> {
-    group: &'a Group,
+pub struct GroupMerge {
     heads: Vec<Head>,
 }
 
@@ -178,8 +173,8 @@ impl Head {
     }
 }
 
-impl GroupMerge<'_> {
-    fn next_doc(&mut self, ctx: &RunContext) -> Result<Option<Document>> {
+impl GroupMerge {
+    fn next_doc(&mut self, group: &Group, ctx: &RunContext) -> Result<Option<Document>> {
         // The smallest key; on ties the earliest run, whose key spelling (1 or 1.0) the
         // group keeps, as it kept the first one seen.
         let mut smallest: Option<&Bson> = None;
@@ -193,7 +188,7 @@ impl GroupMerge<'_> {
         let Some(key) = smallest.cloned() else {
             return Ok(None);
         };
-        let mut states = self.group.start_group(&key, ctx)?;
+        let mut states = group.start_group(&key, ctx)?;
         for head in &mut self.heads {
             let same = matches!(&head.current, Some((k, _)) if values_equal(k, &key));
             if !same {
@@ -205,7 +200,7 @@ impl GroupMerge<'_> {
             }
             head.advance()?;
         }
-        Ok(Some(self.group.output(key, states)))
+        Ok(Some(group.output(key, states)))
     }
 }
 

@@ -6,7 +6,8 @@
 //! of it at once. A satisfied `$limit` with only per-document stages before it ends the input,
 //! and the draining of a blocking stage before it. A `$sort` followed by a `$limit` (with a
 //! `$skip` between or not) keeps only the documents the limit lets through (top-k), as MongoDB
-//! coalesces them.
+//! coalesces them. Once the input ends the blocking stages emit their output on demand
+//! ([`Flow::next_finished`]), a batch at a time, so that a cursor asks for only what it returns.
 
 use super::group_run::{GroupOutput, GroupRun};
 use super::{RunContext, Stage};
@@ -17,35 +18,52 @@ use bson::Document;
 /// Documents a blocking stage emits at a time once its input is complete.
 const DRAIN_BATCH: usize = 1000;
 
-/// Stages being run.
-pub struct Flow<'a> {
-    steps: Vec<Step<'a>>,
+/// Stages being run. The flow borrows nothing: each call takes the stages it was made for,
+/// so that a run can outlive the call that started it (a cursor keeps it between batches).
+pub struct Flow {
+    steps: Vec<Step>,
+    /// Whether each stage builds documents (and so may nest them deeper than its input).
+    builds: Vec<bool>,
     /// Documents each stage has output so far.
     counts: Vec<u64>,
+    /// Once the input has ended: the blocking stage emitting its output.
+    draining: Option<(usize, Drain)>,
+    /// Once the input has ended: where to look for the next blocking stage to finish.
+    next_blocking: usize,
 }
 
-enum Step<'a> {
-    PerDocument(&'a Stage),
+enum Step {
+    PerDocument,
     /// Documents still to skip.
     Skip(u64),
     /// Documents still to let through.
     Limit(u64),
     Sort(Box<BlockingSort>),
-    Group(Box<GroupRun<'a>>),
+    Group(Box<GroupRun>),
     /// A blocking stage that runs over its whole input at the end.
-    Whole(&'a Stage, Vec<Document>),
-    /// A blocking stage that has emitted its output.
+    Whole(Vec<Document>),
+    /// A blocking stage that has emitted its output (or is emitting it).
     Finished,
 }
 
-impl<'a> Step<'a> {
-    fn new(stage: &'a Stage, after: &[Stage], ctx: &RunContext) -> Step<'a> {
+/// The `$group` a step runs.
+fn group_of(stage: &Stage) -> Result<&super::group::Group> {
+    match stage {
+        Stage::Group(group) => Ok(group),
+        _ => Err(crate::error::MongoError::internal(
+            "a $group step runs a stage that is not a $group",
+        )),
+    }
+}
+
+impl Step {
+    fn new(stage: &Stage, after: &[Stage], ctx: &RunContext) -> Step {
         match stage {
             Stage::Match(_)
             | Stage::Shape(_)
             | Stage::ReplaceRoot(_)
             | Stage::Unwind(_)
-            | Stage::Redact(_) => Step::PerDocument(stage),
+            | Stage::Redact(_) => Step::PerDocument,
             Stage::Skip(n) => Step::Skip(*n),
             Stage::Limit(n) => Step::Limit(*n),
             Stage::Sort(spec) => Step::Sort(Box::new(BlockingSort::new(
@@ -53,8 +71,8 @@ impl<'a> Step<'a> {
                 top_k(after),
                 ctx.limits.sort_limits(),
             ))),
-            Stage::Group(group) => Step::Group(Box::new(GroupRun::new(group))),
-            _ => Step::Whole(stage, Vec::new()),
+            Stage::Group(_) => Step::Group(Box::new(GroupRun::new())),
+            _ => Step::Whole(Vec::new()),
         }
     }
 
@@ -63,18 +81,23 @@ impl<'a> Step<'a> {
     }
 
     /// Whether the stage builds documents (and so may nest them deeper than its input).
-    fn builds_documents(&self) -> bool {
+    fn builds_documents(&self, stage: &Stage) -> bool {
         match self {
-            Step::PerDocument(stage) | Step::Whole(stage, _) => stage.builds_documents(),
+            Step::PerDocument | Step::Whole(_) => stage.builds_documents(),
             Step::Group(_) => true,
             _ => false,
         }
     }
 
     /// Takes a batch in; returns what passes on now.
-    fn push(&mut self, docs: Vec<Document>, ctx: &RunContext) -> Result<Vec<Document>> {
+    fn push(
+        &mut self,
+        stage: &Stage,
+        docs: Vec<Document>,
+        ctx: &RunContext,
+    ) -> Result<Vec<Document>> {
         match self {
-            Step::PerDocument(stage) => stage.run_batch(docs, ctx),
+            Step::PerDocument => stage.run_batch(docs, ctx),
             Step::Skip(left) => {
                 let skipped = usize::try_from(*left).unwrap_or(usize::MAX).min(docs.len());
                 *left -= skipped as u64;
@@ -94,12 +117,13 @@ impl<'a> Step<'a> {
                 Ok(Vec::new())
             }
             Step::Group(group) => {
+                let spec = group_of(stage)?;
                 for doc in &docs {
-                    group.push(doc, ctx)?;
+                    group.push(spec, doc, ctx)?;
                 }
                 Ok(Vec::new())
             }
-            Step::Whole(_, held) => {
+            Step::Whole(held) => {
                 held.extend(docs);
                 Ok(Vec::new())
             }
@@ -108,11 +132,11 @@ impl<'a> Step<'a> {
     }
 
     /// A blocking stage's output, now that its input is complete.
-    fn finish(self, ctx: &RunContext) -> Result<Drain<'a>> {
+    fn finish(self, stage: &Stage, ctx: &RunContext) -> Result<Drain> {
         Ok(match self {
             Step::Sort(sort) => Drain::Sorted(sort.finish()?),
-            Step::Group(group) => Drain::Groups(group.finish(ctx)?),
-            Step::Whole(stage, held) => Drain::Memory(stage.run_batch(held, ctx)?.into_iter()),
+            Step::Group(group) => Drain::Groups(group.finish(group_of(stage)?, ctx)?),
+            Step::Whole(held) => Drain::Memory(stage.run_batch(held, ctx)?.into_iter()),
             _ => Drain::Memory(Vec::new().into_iter()),
         })
     }
@@ -130,20 +154,20 @@ fn top_k(after: &[Stage]) -> Option<usize> {
 }
 
 /// A finished blocking stage's output, read a batch at a time.
-enum Drain<'a> {
+enum Drain {
     Memory(std::vec::IntoIter<Document>),
     Sorted(SortedDocs),
-    Groups(GroupOutput<'a>),
+    Groups(GroupOutput),
 }
 
-impl Drain<'_> {
-    fn next_batch(&mut self, ctx: &RunContext) -> Result<Vec<Document>> {
+impl Drain {
+    fn next_batch(&mut self, stage: &Stage, ctx: &RunContext) -> Result<Vec<Document>> {
         let mut batch = Vec::new();
         while batch.len() < DRAIN_BATCH {
             let next = match self {
                 Drain::Memory(docs) => docs.next(),
                 Drain::Sorted(sorted) => sorted.next_doc()?,
-                Drain::Groups(groups) => groups.next_doc(ctx)?,
+                Drain::Groups(groups) => groups.next_doc(group_of(stage)?, ctx)?,
             };
             let Some(doc) = next else {
                 break;
@@ -154,37 +178,52 @@ impl Drain<'_> {
     }
 }
 
-impl<'a> Flow<'a> {
-    pub fn new(stages: &'a [Stage], ctx: &RunContext) -> Flow<'a> {
-        let steps = stages
+impl Flow {
+    pub fn new(stages: &[Stage], ctx: &RunContext) -> Flow {
+        let steps: Vec<Step> = stages
             .iter()
             .enumerate()
             .map(|(i, stage)| Step::new(stage, &stages[i + 1..], ctx))
             .collect();
+        let builds = steps
+            .iter()
+            .zip(stages)
+            .map(|(step, stage)| step.builds_documents(stage))
+            .collect();
         Flow {
             steps,
+            builds,
             counts: vec![0; stages.len()],
+            draining: None,
+            next_blocking: 0,
         }
     }
 
-    /// Feeds a batch of input; returns the documents that came out of the last stage.
-    pub fn push(&mut self, docs: Vec<Document>, ctx: &RunContext) -> Result<Vec<Document>> {
-        self.feed(0, docs, ctx)
+    /// Feeds a batch of input to `stages` (those the flow was made for); returns the documents
+    /// that came out of the last stage.
+    pub fn push(
+        &mut self,
+        stages: &[Stage],
+        docs: Vec<Document>,
+        ctx: &RunContext,
+    ) -> Result<Vec<Document>> {
+        self.feed(stages, 0, docs, ctx)
     }
 
     fn feed(
         &mut self,
+        stages: &[Stage],
         from: usize,
         mut docs: Vec<Document>,
         ctx: &RunContext,
     ) -> Result<Vec<Document>> {
-        for i in from..self.steps.len() {
+        let steps = self.steps.iter_mut().zip(stages).enumerate().skip(from);
+        for (i, (step, stage)) in steps {
             if docs.is_empty() {
                 break;
             }
-            let builds = self.steps[i].builds_documents();
-            docs = self.steps[i].push(docs, ctx)?;
-            if builds {
+            docs = step.push(stage, docs, ctx)?;
+            if self.builds[i] {
                 check_depth(&docs)?;
             }
             self.counts[i] += docs.len() as u64;
@@ -209,34 +248,55 @@ impl<'a> Flow<'a> {
         false
     }
 
-    /// Ends the input: each blocking stage in turn emits its output through the stages after
-    /// it; what comes out of the last one goes to `sink`. Returns each stage's output count.
+    /// Once the input has ended: the next documents out of the last stage, as each blocking
+    /// stage in turn emits its output (a batch at a time) through the stages after it; `None`
+    /// at the end.
+    pub fn next_finished(
+        &mut self,
+        stages: &[Stage],
+        ctx: &RunContext,
+    ) -> Result<Option<Vec<Document>>> {
+        loop {
+            let Some((i, mut drain)) = self.draining.take() else {
+                let Some(i) =
+                    (self.next_blocking..self.steps.len()).find(|&i| self.steps[i].is_blocking())
+                else {
+                    self.next_blocking = self.steps.len();
+                    return Ok(None);
+                };
+                self.next_blocking = i + 1;
+                let step = std::mem::replace(&mut self.steps[i], Step::Finished);
+                self.draining = Some((i, step.finish(&stages[i], ctx)?));
+                continue;
+            };
+            if self.satisfied_from(i + 1) {
+                continue;
+            }
+            let batch = drain.next_batch(&stages[i], ctx)?;
+            if batch.is_empty() {
+                continue;
+            }
+            if self.builds[i] {
+                check_depth(&batch)?;
+            }
+            self.counts[i] += batch.len() as u64;
+            let out = self.feed(stages, i + 1, batch, ctx)?;
+            self.draining = Some((i, drain));
+            if !out.is_empty() {
+                return Ok(Some(out));
+            }
+        }
+    }
+
+    /// Ends the input: the rest of the output goes to `sink`. Returns each stage's output count.
     pub fn finish(
         mut self,
+        stages: &[Stage],
         ctx: &RunContext,
         sink: &mut dyn FnMut(Vec<Document>) -> Result<()>,
     ) -> Result<Vec<u64>> {
-        for i in 0..self.steps.len() {
-            if !self.steps[i].is_blocking() {
-                continue;
-            }
-            let builds = self.steps[i].builds_documents();
-            let step = std::mem::replace(&mut self.steps[i], Step::Finished);
-            let mut drain = step.finish(ctx)?;
-            while !self.satisfied_from(i + 1) {
-                let batch = drain.next_batch(ctx)?;
-                if batch.is_empty() {
-                    break;
-                }
-                if builds {
-                    check_depth(&batch)?;
-                }
-                self.counts[i] += batch.len() as u64;
-                let out = self.feed(i + 1, batch, ctx)?;
-                if !out.is_empty() {
-                    sink(out)?;
-                }
-            }
+        while let Some(out) = self.next_finished(stages, ctx)? {
+            sink(out)?;
         }
         Ok(self.counts)
     }
@@ -256,8 +316,8 @@ pub fn run_counted(
     ctx: &RunContext,
 ) -> Result<(Vec<Document>, Vec<u64>)> {
     let mut flow = Flow::new(stages, ctx);
-    let mut out = flow.push(docs, ctx)?;
-    let counts = flow.finish(ctx, &mut |batch| {
+    let mut out = flow.push(stages, docs, ctx)?;
+    let counts = flow.finish(stages, ctx, &mut |batch| {
         out.extend(batch);
         Ok(())
     })?;

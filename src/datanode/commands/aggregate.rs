@@ -1,9 +1,10 @@
 //! `aggregate` on one node: the pipeline runs over the collection's documents (narrowed by a
-//! leading `$match`) and its output is returned through a cursor.
+//! leading `$match`) and its output is returned through a cursor, which runs the pipeline
+//! further at each `getMore` (only `$out`/`$merge` pipelines run to their end at once).
 
 use super::super::DataNode;
 use super::super::cursors::{Cursor, CursorBody};
-use super::super::exec::{Position, QueryShape};
+use super::super::exec::{PipelineInput, PipelineState, Position, QueryShape};
 use super::super::views;
 use super::find::{DEFAULT_FIRST_BATCH, cursor_reply};
 use crate::aggregate::foreign::Host;
@@ -12,7 +13,6 @@ use crate::catalog::OwnershipFilter;
 use crate::command::CommandRequest;
 use crate::error::{MongoError, Result};
 use crate::expression::LetVariables;
-use crate::query::filter::Filter;
 use crate::server::{LocalCommands, RequestContext};
 use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
 use std::collections::VecDeque;
@@ -103,9 +103,6 @@ pub(super) fn memory_limits<S: DataNode>(state: &S, allow_disk_use: Option<bool>
     }
 }
 
-/// Where a pipeline's output goes, a batch at a time.
-pub(super) type Sink<'s> = dyn FnMut(Vec<Document>) -> Result<()> + Send + 's;
-
 /// Runs `stages` over collection `coll` of `db` (a leading `$match` chooses the access path),
 /// or over nothing for collection-less pipelines, and returns the output.
 pub(super) async fn pipeline_output<S: DataNode>(
@@ -116,25 +113,29 @@ pub(super) async fn pipeline_output<S: DataNode>(
     vars: &Arc<LetVariables>,
     ownership: Option<Arc<OwnershipFilter>>,
 ) -> Result<Vec<Document>> {
-    let mut out = Vec::new();
     let limits = memory_limits(state, None);
-    let mut sink = |batch: Vec<Document>| {
-        out.extend(batch);
-        Ok(())
-    };
     let access = Access {
         ownership,
         hint: None,
     };
-    stream_pipeline(state, db, coll, stages, vars, access, limits, &mut sink).await?;
+    let mut run = open_pipeline(state, db, coll, stages, vars, access, limits).await?;
+    let mut out = Vec::new();
+    let mut sink = |batch: Vec<RawDocumentBuf>| {
+        for raw in batch {
+            out.push(raw.to_document()?);
+        }
+        Ok(())
+    };
+    drive(state, &mut run, Drive::All(&mut sink)).await?;
     Ok(out)
 }
 
-/// Runs `stages` over collection `coll` of `db` as its documents are read, a batch at a time,
-/// within `limits`; the output goes to `sink`. Reading stops once more input cannot change the
-/// output (a satisfied `$limit`).
+/// Starts `stages` over collection `coll` of `db` (a leading `$match` chooses the access path),
+/// or over nothing for collection-less pipelines, within `limits`: nothing is read yet; the
+/// run reads the collection as its output is asked for ([`drive`]), and stops reading once
+/// more input cannot change the output (a satisfied `$limit`).
 #[allow(clippy::too_many_arguments)]
-pub(super) async fn stream_pipeline<S: DataNode>(
+pub(super) async fn open_pipeline<S: DataNode>(
     state: &S,
     db: &str,
     coll: Option<&str>,
@@ -142,65 +143,77 @@ pub(super) async fn stream_pipeline<S: DataNode>(
     vars: &Arc<LetVariables>,
     access: Access,
     limits: MemoryLimits,
-    sink: &mut Sink<'_>,
-) -> Result<()> {
+) -> Result<PipelineState> {
     let pipeline = Pipeline::parse_with_variables(stages, Arc::clone(vars))?.with_limits(limits);
     if coll.is_some() && pipeline.makes_its_input() {
         return Err(MongoError::invalid_namespace(
             "'$documents' can only be run with {aggregate: 1}",
         ));
     }
-    let mut run = pipeline.start();
-    let mut input = 0;
+    let mut input = None;
     if let Some(name) = coll {
         if let Some((store, coll)) = state.storage().collection(db, name).await {
-            let all = Filter::match_all();
-            let filter = pipeline.leading_match().unwrap_or(&all);
             let empty = Document::new();
             let filter_doc = stages
                 .first()
                 .and_then(|stage| stage.get_document("$match").ok())
                 .unwrap_or(&empty);
-            let mut read = store.read().await?;
             let shape = QueryShape {
                 hint: access.hint.as_ref(),
                 ..QueryShape::filter(filter_doc)
             };
-            let mut position = Position::plan(&coll, &shape)?.owned_by(access.ownership);
+            let position = Position::plan(&coll, &shape)?.owned_by(access.ownership);
             store
                 .index_usage()
                 .record(&coll, position.path().indexes_used(&coll));
-            while !position.done() && run.wants_input() {
-                let batch: Vec<Document> = position
-                    .next_matches(&mut read, &coll, filter)
-                    .await?
-                    .into_iter()
-                    .map(|c| c.doc)
-                    .collect();
-                input += batch.len();
-                let out = run.push(batch)?;
-                if !out.is_empty() {
-                    sink(out)?;
-                }
-            }
+            input = Some(PipelineInput {
+                db: store,
+                coll,
+                position,
+            });
         }
     }
-    if !pipeline.reaches_other_collections() {
-        // Blocking stages finish over all their input at once: over many documents, that is
-        // work to hand off (`server::cpu`).
-        let heavy = input >= crate::server::cpu::HEAVY_STAGE_INPUT;
-        return crate::server::cpu::run_sync(heavy, || run.finish_into(sink));
-    }
-    // A client talking to this node directly: other collections are this node's own.
+    Ok(PipelineState::new(
+        pipeline.start(),
+        input,
+        pipeline.reaches_other_collections(),
+        db.to_string(),
+    ))
+}
+
+/// How far to run a pipeline.
+pub(super) enum Drive<'s> {
+    /// Until a batch of at most this many documents is ready; returns it.
+    Batch(usize),
+    /// To the end, the output going to the sink as it comes.
+    All(&'s mut (dyn FnMut(Vec<RawDocumentBuf>) -> Result<()> + Send)),
+}
+
+/// Runs `run` on (see [`Drive`]). Stages that reach other collections reach this node's own:
+/// a client talking to this node directly (the router gives shards whole collections to join
+/// with only through its own pipeline).
+pub(super) async fn drive<S: DataNode>(
+    state: &S,
+    run: &mut PipelineState,
+    how: Drive<'_>,
+) -> Result<Vec<RawDocumentBuf>> {
     let ctx = RequestContext::internal();
     let runner = LocalCommands::new(state, &ctx);
+    let db = run.db_name.clone();
     let host = Host {
-        db,
+        db: &db,
         runner: &runner,
         write_concern: None,
         bypass_document_validation: false,
     };
-    run.finish_with_into(&host, sink).await
+    let host = run.needs_host().then_some(&host);
+    match how {
+        Drive::Batch(max_docs) => run.next_batch(max_docs, host).await,
+        Drive::All(sink) => {
+            run.drain(host, sink).await?;
+            Ok(Vec::new())
+        }
+    }
 }
 
 pub(super) async fn run<S: DataNode>(
@@ -223,20 +236,20 @@ pub(super) async fn run<S: DataNode>(
         .pipeline
         .first()
         .and_then(|s| s.get_document("$collStats").ok());
-    let mut docs = VecDeque::new();
-    let mut sink = |batch: Vec<Document>| {
-        for doc in &batch {
-            docs.push_back(crate::command::result_document(doc)?);
-        }
-        Ok(())
+    let buffered = |docs: Vec<Document>| -> Result<CursorBody> {
+        let docs = docs
+            .iter()
+            .map(crate::command::result_document)
+            .collect::<Result<VecDeque<_>>>()?;
+        Ok(CursorBody::Buffered(docs))
     };
-    match (&cmd.collection, collection_stats) {
+    let mut body = match (&cmd.collection, collection_stats) {
         (Some(name), Some(spec)) => {
             let stats = coll_stats_stage(state, ctx, &req.db, name, spec).await?;
-            sink(
+            buffered(
                 Pipeline::parse_with_variables(&cmd.pipeline[1..], Arc::clone(&cmd.vars))?
                     .run(vec![stats])?,
-            )?;
+            )?
         }
         (None, Some(_)) => {
             return Err(MongoError::new(
@@ -245,20 +258,33 @@ pub(super) async fn run<S: DataNode>(
             ));
         }
         _ => match super::sources::run(state, &req, &cmd).await? {
-            Some(output) => sink(output)?,
+            Some(output) => buffered(output)?,
             None => {
                 let ownership = state.ownership(&req);
-                collection_output(state, &req, &cmd, ownership, &mut sink).await?
+                let mut run = collection_output(state, &req, &cmd, ownership).await?;
+                if writes_output(&cmd.pipeline) {
+                    // `$out` and `$merge` write when the command runs, not as a cursor is
+                    // read: the run goes to its end here (it returns no documents).
+                    let mut docs = VecDeque::new();
+                    let mut sink = |batch: Vec<RawDocumentBuf>| {
+                        docs.extend(batch);
+                        Ok(())
+                    };
+                    drive(state, &mut run, Drive::All(&mut sink)).await?;
+                    CursorBody::Buffered(docs)
+                } else {
+                    run.time_left = crate::command::max_time(&req.args())?;
+                    CursorBody::Pipeline(Box::new(run))
+                }
             }
         },
-    }
+    };
     let first = cmd
         .batch_size
         .map(|b| b as usize)
         .unwrap_or(DEFAULT_FIRST_BATCH);
     // A batch stops at 16 MB as find's do (the reply must stay a valid document).
-    let mut body = CursorBody::Buffered(docs);
-    let (batch, exhausted) = super::find::next_batch(&mut body, first).await?;
+    let (batch, exhausted) = super::find::next_batch(state, &mut body, first).await?;
     let id = if exhausted {
         0
     } else {
@@ -269,15 +295,22 @@ pub(super) async fn run<S: DataNode>(
     Ok(cursor_reply(&ns, batch, id, true))
 }
 
-/// The pipeline's output over the collection (its documents `ownership` lets through), the
-/// view it names, or nothing, into `sink`.
+/// Whether the pipeline ends with `$out` or `$merge`.
+fn writes_output(stages: &[Document]) -> bool {
+    stages
+        .last()
+        .and_then(|stage| stage.keys().next())
+        .is_some_and(|name| name == "$out" || name == "$merge")
+}
+
+/// The pipeline started over the collection (its documents `ownership` lets through), the
+/// view it names, or nothing.
 async fn collection_output<S: DataNode>(
     state: &S,
     req: &CommandRequest,
     cmd: &AggregateCommand,
     ownership: Option<Arc<OwnershipFilter>>,
-    sink: &mut Sink<'_>,
-) -> Result<()> {
+) -> Result<PipelineState> {
     let db = req.db.as_str();
     let limits = memory_limits(state, cmd.allow_disk_use);
     let vars = &cmd.vars;
@@ -290,7 +323,7 @@ async fn collection_output<S: DataNode>(
                 stages.extend(cmd.pipeline.iter().cloned());
                 let source = Some(view.source.as_str());
                 let access = Access::default();
-                stream_pipeline(state, db, source, &stages, vars, access, limits, sink).await
+                open_pipeline(state, db, source, &stages, vars, access, limits).await
             }
             None => {
                 let stages = &cmd.pipeline;
@@ -298,12 +331,12 @@ async fn collection_output<S: DataNode>(
                     ownership,
                     hint: cmd.hint.clone(),
                 };
-                stream_pipeline(state, db, Some(name), stages, vars, access, limits, sink).await
+                open_pipeline(state, db, Some(name), stages, vars, access, limits).await
             }
         },
         None => {
             let access = Access::default();
-            stream_pipeline(state, db, None, &cmd.pipeline, vars, access, limits, sink).await
+            open_pipeline(state, db, None, &cmd.pipeline, vars, access, limits).await
         }
     }
 }

@@ -1,4 +1,5 @@
-//! `find`, `getMore` and `killCursors`: queries answered in batches through cursors.
+//! `find`, `getMore` and `killCursors`: queries answered in batches through cursors. A
+//! `getMore` on an aggregation's cursor (or a find on a view) runs its pipeline further.
 
 use super::super::DataNode;
 use super::super::cursors::{Cursor, CursorBody};
@@ -137,20 +138,20 @@ pub(super) async fn find<S: DataNode>(
         if cmd.tail.is_some() {
             return Err(views::not_a_collection(&req.db, &cmd.collection));
         }
-        let docs = super::aggregate::pipeline_output(
+        // Run as its batches are fetched, as an aggregation's cursor is.
+        let mut run = super::aggregate::open_pipeline(
             state,
             &req.db,
             Some(&view.source),
             &view_stages(view.pipeline, &cmd),
             &vars,
-            None,
+            super::aggregate::Access::default(),
+            super::aggregate::memory_limits(state, cmd.allow_disk_use),
         )
         .await?;
-        let docs = docs
-            .iter()
-            .map(RawDocumentBuf::from_document)
-            .collect::<Result<VecDeque<_>, _>>()?;
-        return finish(state, &ns, CursorBody::Buffered(docs), first_batch, &cmd).await;
+        run.time_left = crate::command::max_time(&req.args())?;
+        let body = CursorBody::Pipeline(Box::new(run));
+        return finish(state, &ns, body, first_batch, &cmd).await;
     }
     let Some((db, coll)) = state.storage().collection(&req.db, &cmd.collection).await else {
         return Ok(cursor_reply(&ns, vec![], 0, true));
@@ -238,7 +239,7 @@ async fn finish<S: DataNode>(
     first_batch: usize,
     cmd: &FindCommand,
 ) -> Result<RawDocumentBuf> {
-    let (batch, exhausted) = next_batch(&mut body, first_batch).await?;
+    let (batch, exhausted) = next_batch(state, &mut body, first_batch).await?;
     // A tailable cursor that found nothing at first is closed, as in MongoDB.
     let dead_tail = cmd.tail.is_some() && batch.is_empty();
     let id = if exhausted || cmd.single_batch || dead_tail {
@@ -336,11 +337,31 @@ async fn sorted_matches(
 }
 
 /// The next batch of a cursor and whether the cursor has nothing more.
-pub(super) async fn next_batch(
+pub(super) async fn next_batch<S: DataNode>(
+    state: &S,
     body: &mut CursorBody,
     max_docs: usize,
 ) -> Result<(Vec<RawDocumentBuf>, bool)> {
     match body {
+        CursorBody::Pipeline(run) => {
+            let how = super::aggregate::Drive::Batch(max_docs);
+            let started = std::time::Instant::now();
+            let batch = match run.time_left {
+                Some(left) => tokio::time::timeout(left, super::aggregate::drive(state, run, how))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(MongoError::new(
+                            ErrorCode::MaxTimeMSExpired,
+                            "operation exceeded time limit",
+                        ))
+                    })?,
+                None => super::aggregate::drive(state, run, how).await?,
+            };
+            if let Some(left) = &mut run.time_left {
+                *left = left.saturating_sub(started.elapsed());
+            }
+            Ok((batch, run.exhausted()))
+        }
         CursorBody::Buffered(docs) => {
             let mut batch = Vec::new();
             let mut bytes = 0;
@@ -398,13 +419,13 @@ pub(super) async fn get_more<S: DataNode>(
         ));
     }
     let max_docs = cmd.batch_size.unwrap_or(usize::MAX);
-    let (mut batch, mut exhausted) = next_batch(&mut cursor.body, max_docs).await?;
+    let (mut batch, mut exhausted) = next_batch(state, &mut cursor.body, max_docs).await?;
     if await_data && batch.is_empty() && !exhausted {
         // Wait for new documents, up to maxTimeMS (1 second by default, as MongoDB).
         let deadline = tokio::time::Instant::now() + cmd.max_time.unwrap_or(AWAIT_DATA_DEFAULT);
         while batch.is_empty() && !exhausted && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(AWAIT_DATA_POLL).await;
-            (batch, exhausted) = next_batch(&mut cursor.body, max_docs).await?;
+            (batch, exhausted) = next_batch(state, &mut cursor.body, max_docs).await?;
         }
     }
     let reply_id = if exhausted {

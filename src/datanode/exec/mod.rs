@@ -1,11 +1,15 @@
 //! Query execution over storage: choosing an access path (`plan`: the `_id` index, a secondary
 //! index scan over key intervals, or a collection scan) and producing matching documents in
-//! batches (`position`), resumable between `getMore`s (`scan_state`), the blocking sort with
+//! batches (`position`), resumable between `getMore`s (`scan_state`), an aggregation run as its batches are fetched
+//! (`pipeline_state`), the blocking sort with
 //! its spill to disk (`sort`), the shape of returned documents (`output`), and describing the plan and its work for `explain` (`explain`).
 
 mod cover;
 mod explain;
 mod output;
+mod pipeline_state;
+#[cfg(test)]
+mod pipeline_state_tests;
 mod plan;
 mod position;
 mod scan_state;
@@ -16,6 +20,7 @@ mod test_catalog;
 pub use cover::{CoverRequest, Covered};
 pub use explain::{Execution, ExplainedQuery, StageTree, number, parsed_query};
 pub use output::{FindOutput, RECORD_ID_FIELD, SORT_KEY_FIELD, take_sort_key_request};
+pub use pipeline_state::{PipelineInput, PipelineState};
 pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};
 pub use position::{Candidate, Examined, Position};
 
