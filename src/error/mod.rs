@@ -25,7 +25,7 @@ pub type Result<T, E = MongoError> = std::result::Result<T, E>;
 impl MongoError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         MongoError {
-            code,
+            code: code.named(),
             message: message.into(),
             extra: None,
             labels: Vec::new(),
@@ -97,8 +97,10 @@ impl MongoError {
         Self::new(ErrorCode::NamespaceNotFound, message)
     }
 
+    /// An error from a bare code number, named from the one table: a code MongoDB names
+    /// (40415 is `IDLUnknownField`) gets its name; only unnamed codes stay `Location<n>`.
     pub fn location(code: i32, message: impl Into<String>) -> Self {
-        Self::new(ErrorCode::Location(code), message)
+        Self::new(ErrorCode::from_code(code), message)
     }
 
     /// The command reply for this error.

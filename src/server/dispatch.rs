@@ -11,12 +11,54 @@ use bson::RawDocumentBuf;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use std::collections::HashMap;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-/// A command handler: the reply's fields without `ok`, or the error to answer.
-pub type Handler<S> =
-    for<'a> fn(&'a S, &'a RequestContext, CommandRequest) -> BoxFuture<'a, Result<RawDocumentBuf>>;
+/// A command handler: the reply's fields without `ok`, or the error to answer. Tables never
+/// build one by hand: [`CommandSpec::new`] takes the handler's `async fn` and boxes it here.
+pub type Handler<S> = Arc<
+    dyn for<'a> Fn(
+            &'a S,
+            &'a RequestContext,
+            CommandRequest,
+        ) -> BoxFuture<'a, Result<RawDocumentBuf>>
+        + Send
+        + Sync,
+>;
+
+/// What a command table takes as a handler: an `async fn(&S, &RequestContext, CommandRequest)
+/// -> Result<RawDocumentBuf>` (any function returning a `Send` future borrowing its arguments).
+pub trait HandlerFn<'a, S: 'a>: Send + Sync + 'static {
+    type Future: Future<Output = Result<RawDocumentBuf>> + Send + 'a;
+    fn call(&self, state: &'a S, ctx: &'a RequestContext, request: CommandRequest) -> Self::Future;
+}
+
+impl<'a, S: 'a, F, Fut> HandlerFn<'a, S> for F
+where
+    F: Fn(&'a S, &'a RequestContext, CommandRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<RawDocumentBuf>> + Send + 'a,
+{
+    type Future = Fut;
+    fn call(&self, state: &'a S, ctx: &'a RequestContext, request: CommandRequest) -> Fut {
+        self(state, ctx, request)
+    }
+}
+
+/// The one place a handler's future is boxed.
+fn boxed<S, F>(handler: F) -> Handler<S>
+where
+    F: for<'a> Fn(
+            &'a S,
+            &'a RequestContext,
+            CommandRequest,
+        ) -> BoxFuture<'a, Result<RawDocumentBuf>>
+        + Send
+        + Sync
+        + 'static,
+{
+    Arc::new(handler)
+}
 
 /// One entry of a role's command table.
 pub struct CommandSpec<S> {
@@ -33,7 +75,12 @@ pub struct CommandSpec<S> {
 }
 
 impl<S> CommandSpec<S> {
-    pub fn new(name: &'static str, handler: Handler<S>) -> Self {
+    pub fn new<F>(name: &'static str, handler: F) -> Self
+    where
+        S: 'static,
+        F: for<'a> HandlerFn<'a, S>,
+    {
+        let handler = boxed(move |state, ctx, request| Box::pin(handler.call(state, ctx, request)));
         CommandSpec {
             name,
             aliases: &[],
@@ -400,13 +447,18 @@ mod tests {
         panic!("boom")
     }
 
+    async fn admin_thing(
+        _: &TestState,
+        _: &RequestContext,
+        _: CommandRequest,
+    ) -> Result<RawDocumentBuf> {
+        Ok(RawDocumentBuf::new())
+    }
+
     fn dispatcher() -> Dispatcher<TestState> {
         let table = CommandTable::new(vec![
-            CommandSpec::new("explode", |s, c, r| Box::pin(panics(s, c, r))),
-            CommandSpec::new("adminThing", |_, _, _| {
-                Box::pin(async { Ok(RawDocumentBuf::new()) })
-            })
-            .admin_only(),
+            CommandSpec::new("explode", panics),
+            CommandSpec::new("adminThing", admin_thing).admin_only(),
         ]);
         let node = Node::new(
             Role::Shard,
