@@ -51,6 +51,7 @@ mod sharding;
 mod sorting;
 mod stale_versions;
 mod ttl;
+mod unknown_fields;
 mod validation;
 mod views;
 mod wire;

@@ -9,6 +9,7 @@ mod explain;
 pub mod generic;
 mod max_time;
 mod replies;
+pub mod requests;
 mod write_concern;
 
 pub use args::{Args, Fields, bson_type_name};
@@ -20,6 +21,7 @@ pub use cursor_commands::{GetMore, KillCursors, missing};
 pub use explain::{EXPLAINABLE, ExplainRequest, Verbosity};
 pub use max_time::max_time;
 pub use replies::{MAX_INTERNAL_OBJECT_SIZE, cursor_reply, first_batch, result_document};
+pub use requests::{GENERIC_ARGUMENTS, check_known_fields, is_generic_argument};
 pub use write_concern::WriteConcern;
 
 use crate::error::{ErrorCode, MongoError, Result};

@@ -71,6 +71,9 @@ pub struct CommandSpec<S> {
     pub test_only: bool,
     /// Takes a `writeConcern` (and so can report a write concern error).
     pub takes_write_concern: bool,
+    /// The fields the command declares (generic arguments aside): a client request carrying
+    /// another is refused before the handler runs (`IDLUnknownField`). `None`: not checked.
+    pub fields: Option<&'static [&'static str]>,
     pub handler: Handler<S>,
 }
 
@@ -89,6 +92,7 @@ impl<S> CommandSpec<S> {
             counter: OpCounter::Command,
             test_only: false,
             takes_write_concern: false,
+            fields: None,
             handler,
         }
     }
@@ -101,6 +105,18 @@ impl<S> CommandSpec<S> {
     pub fn takes_write_concern(mut self) -> Self {
         self.takes_write_concern = true;
         self
+    }
+
+    /// Declares the command's fields (a request type's `FIELDS`): any other non-generic field
+    /// in a client's request is refused as MongoDB's IDL refuses it.
+    pub fn fields(mut self, fields: &'static [&'static str]) -> Self {
+        self.fields = Some(fields);
+        self
+    }
+
+    /// Declares a command that takes no field beyond its name and the generic arguments.
+    pub fn no_fields(self) -> Self {
+        self.fields(&[])
     }
 
     pub fn help(mut self, help: &'static str) -> Self {
@@ -233,6 +249,13 @@ impl<S: NodeState> Dispatcher<S> {
             Ok(generic) => generic,
             Err(e) => return (Err(e), None),
         };
+        // Unknown fields, refused once here for every command that declares its fields. The
+        // requests other nodes send carry docgrid's internal fields and are not checked.
+        if let Some(known) = spec.fields.filter(|_| !ctx.is_internal()) {
+            if let Err(e) = crate::command::check_known_fields(&request, spec.name, known) {
+                return (Err(e), None);
+            }
+        }
         if let Ok(Some(bson::RawBsonRef::Document(lsid))) = request.body.get("lsid") {
             node.sessions.touch(lsid, node.session_refresh_period());
         }

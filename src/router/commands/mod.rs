@@ -18,6 +18,7 @@ mod sharding;
 mod writes;
 
 use super::RouterState;
+use crate::command::requests;
 use crate::server::stats::OpCounter;
 use crate::server::{CommandSpec, CommandTable, commands::common};
 
@@ -25,24 +26,33 @@ pub(super) fn table() -> CommandTable<RouterState> {
     let mut specs = common();
     specs.extend(vec![
         CommandSpec::new("insert", writes::insert)
+            .fields(requests::InsertRequest::FIELDS)
             .takes_write_concern().counter(OpCounter::PerStatement).help("insert documents"),
         CommandSpec::new("update", writes::update)
+            .fields(requests::UpdateRequest::FIELDS)
             .takes_write_concern().counter(OpCounter::PerStatement).help("update documents"),
         CommandSpec::new("delete", writes::delete)
+            .fields(requests::DeleteRequest::FIELDS)
             .takes_write_concern().counter(OpCounter::PerStatement).help("delete documents"),
         CommandSpec::new("bulkWrite", bulk_write::bulk_write)
             .takes_write_concern()
             .admin_only()
             .help("bulk write inserts, updates and deletes across namespaces"),
         CommandSpec::new("findAndModify", writes::find_and_modify)
+            .fields(requests::FindAndModifyRequest::FIELDS)
             .takes_write_concern()
             .aliases(&["findandmodify"])
             .help("{ findAndModify: \"collection\", query: {processed:false}, update: {$set: {processed:true}}, new: true}"),
-        CommandSpec::new("find", reads::find).counter(OpCounter::Query).help("query for documents"),
-        CommandSpec::new("count", reads::count).help("count objects in collection"),
-        CommandSpec::new("distinct", reads::distinct).help("{ distinct : 'collection name' , key : 'a.b' , query : {} }"),
-        CommandSpec::new("aggregate", reads::aggregate).help("Runs the aggregation command."),
+        CommandSpec::new("find", reads::find)
+            .fields(requests::FindRequest::FIELDS).counter(OpCounter::Query).help("query for documents"),
+        CommandSpec::new("count", reads::count)
+            .fields(requests::CountRequest::FIELDS).help("count objects in collection"),
+        CommandSpec::new("distinct", reads::distinct)
+            .fields(requests::DistinctRequest::FIELDS).help("{ distinct : 'collection name' , key : 'a.b' , query : {} }"),
+        CommandSpec::new("aggregate", reads::aggregate)
+            .fields(requests::AggregateRequest::FIELDS).help("Runs the aggregation command."),
         CommandSpec::new("explain", explain::explain)
+            .fields(crate::command::requests::ExplainFields::FIELDS)
             .help("explain the plan of a find, count, distinct, aggregate, update, delete or findAndModify"),
         CommandSpec::new("refreshLogicalSessionCacheNow", introspection::refresh_sessions_now)
         .help("force the logical session cache to write its sessions to config.system.sessions"),
@@ -50,35 +60,47 @@ pub(super) fn table() -> CommandTable<RouterState> {
             .admin_only()
             .help("kill an operation in progress"),
         CommandSpec::new("getMore", cursors::get_more)
+            .fields(requests::GetMoreRequest::FIELDS)
             .counter(OpCounter::GetMore)
             .help("retrieve more results from an existing cursor"),
-        CommandSpec::new("killCursors", cursors::kill_cursors).help("Kill a list of cursor ids"),
+        CommandSpec::new("killCursors", cursors::kill_cursors)
+            .fields(requests::KillCursorsRequest::FIELDS).help("Kill a list of cursor ids"),
         CommandSpec::new("listDatabases", catalog::list_databases)
+            .fields(crate::command::requests::ListDatabasesRequest::FIELDS)
             .admin_only()
             .help("{ listDatabases:1, [filter: <filterObject>] [, nameOnly: true ] }"),
-        CommandSpec::new("listCollections", catalog::list_collections).help("list collections for this db"),
-        CommandSpec::new("listIndexes", catalog::list_indexes).help("list indexes for a collection"),
+        CommandSpec::new("listCollections", catalog::list_collections)
+            .fields(requests::ListCollectionsRequest::FIELDS).help("list collections for this db"),
+        CommandSpec::new("listIndexes", catalog::list_indexes)
+            .fields(requests::ListIndexesRequest::FIELDS).help("list indexes for a collection"),
         CommandSpec::new("dbStats", catalog::db_stats).aliases(&["dbstats"]).help("Get stats on a database."),
         CommandSpec::new("collStats", catalog::coll_stats)
             .aliases(&["collstats"])
             .help("{ collStats:\"blog.posts\" , scale : 1 } scale divides sizes e.g. for KB use 1024"),
         CommandSpec::new("createIndexes", ddl::create_indexes)
+            .fields(requests::CreateIndexesRequest::FIELDS)
             .takes_write_concern()
             .help("Create indexes on a collection"),
         CommandSpec::new("dropIndexes", ddl::drop_indexes)
+            .fields(requests::DropIndexesRequest::FIELDS)
             .aliases(&["deleteIndexes"])
             .takes_write_concern()
             .help("drop indexes for a collection"),
         CommandSpec::new("collMod", ddl::coll_mod)
+            .fields(crate::command::requests::CollModRequest::FIELDS)
             .takes_write_concern()
             .help("Sets collection options."),
         CommandSpec::new("create", ddl::create)
+            .fields(requests::CreateRequest::FIELDS)
             .takes_write_concern().help("explicitly creates a collection"),
         CommandSpec::new("drop", ddl::drop)
+            .fields(requests::DropRequest::FIELDS)
             .takes_write_concern().help("drop a collection"),
         CommandSpec::new("dropDatabase", ddl::drop_database)
+            .fields(crate::command::requests::DropDatabaseRequest::FIELDS)
             .takes_write_concern().help("drop (delete) this database"),
         CommandSpec::new("renameCollection", ddl::rename_collection)
+            .fields(requests::RenameCollectionRequest::FIELDS)
             .takes_write_concern()
             .admin_only()
             .help(" example: { renameCollection: foo.a, to: bar.b }"),
@@ -96,16 +118,19 @@ pub(super) fn table() -> CommandTable<RouterState> {
             .admin_only()
             .help("list all shards of the system"),
         CommandSpec::new("enableSharding", sharding::enable_sharding)
+            .fields(crate::command::requests::EnableShardingRequest::FIELDS)
             .aliases(&["enablesharding"])
             .takes_write_concern()
             .admin_only()
             .help("Enable sharding for a database. Optionally allows the caller to specify the shard to be used as primary.(Use 'shardcollection' command afterwards.)\n  { enableSharding : \"<dbname>\", primaryShard:  \"<shard>\"}\n"),
         CommandSpec::new("shardCollection", sharding::shard_collection)
+            .fields(crate::command::requests::ShardCollectionRequest::FIELDS)
             .aliases(&["shardcollection"])
             .takes_write_concern()
             .admin_only()
             .help("Shard a collection. Sharding must already be enabled for the database.\n   { enablesharding : \"<dbname>\" }\n"),
         CommandSpec::new("movePrimary", sharding::move_primary)
+            .fields(crate::command::requests::MovePrimaryRequest::FIELDS)
             .aliases(&["moveprimary"])
             .takes_write_concern()
             .admin_only()

@@ -13,6 +13,7 @@ pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
             .admin_only()
             .help("{ getLog : '*' }  OR { getLog : 'global' }"),
         CommandSpec::new("hostInfo", host_info).help("returns information about the daemon's host"),
+        // serverStatus takes any section name as a field (`{repl: 0}`): no declared fields.
         CommandSpec::new("serverStatus", server_status)
             .help("returns lots of administrative server statistics"),
         CommandSpec::new("listCommands", list_commands).help("get a list of all db commands"),

@@ -15,6 +15,8 @@ pub const MONGODB_VERSION: &str = "8.0.0";
 
 pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     vec![
+        // No declared fields (unknown ones pass): drivers and proxies add handshake fields
+        // (client metadata, compression, speculative auth, ...) that vary by version.
         CommandSpec::new("hello", hello)
             .aliases(&["isMaster", "ismaster"])
             .help("Check if this server is primary for a replica set\n{hello : 1}"),

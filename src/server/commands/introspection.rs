@@ -17,7 +17,9 @@ pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
         CommandSpec::new("endSessions", end_sessions).help("end a set of logical sessions"),
         CommandSpec::new("refreshSessions", refresh_sessions)
             .help("renew a set of logical sessions"),
-        CommandSpec::new("startSession", start_session).help("start a logical session"),
+        CommandSpec::new("startSession", start_session)
+            .fields(crate::command::requests::StartSessionRequest::FIELDS)
+            .help("start a logical session"),
     ]
 }
 

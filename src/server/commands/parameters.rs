@@ -8,6 +8,7 @@ use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
 
 pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     vec![
+        // getParameter/setParameter take arbitrary parameter names as fields: no declared fields.
         CommandSpec::new("getParameter", get_parameter)
             .admin_only()
             .help("get administrative option(s)\nexample:\n{ getParameter:1, notablescan:1 }"),

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     vec![
+        // configureFailPoint's fields are the fail point's own (mode, data, ...): no declared fields.
         CommandSpec::new("configureFailPoint", configure_fail_point)
             .admin_only()
             .test_only()
