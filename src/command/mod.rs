@@ -28,24 +28,10 @@ use crate::error::{ErrorCode, MongoError, Result};
 use crate::wire::{DocumentSequence, OpMsg};
 
 /// Fields every command may carry that are about the request (session, transaction, time limit,
-/// concerns, API version, comment), not parameters of the command itself.
+/// concerns, API version, comment), not parameters of the command itself: MongoDB's generic
+/// arguments ([`GENERIC_ARGUMENTS`]) and any other `$`-prefixed name.
 pub fn is_generic_field(name: &str) -> bool {
-    name.starts_with('$')
-        || matches!(
-            name,
-            "lsid"
-                | "txnNumber"
-                | "comment"
-                | "maxTimeMS"
-                | "readConcern"
-                | "writeConcern"
-                | "apiVersion"
-                | "apiStrict"
-                | "apiDeprecationErrors"
-                | "autocommit"
-                | "startTransaction"
-                | "backpressure"
-        )
+    name.starts_with('$') || is_generic_argument(name)
 }
 use bson::{Document, RawArrayBuf, RawDocument, RawDocumentBuf};
 
