@@ -253,6 +253,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_bare_code_takes_its_name_from_the_table() {
+        let err = MongoError::location(40415, "BSON field 'find.x' is an unknown field.");
+        assert_eq!(err.code(), ErrorCode::IDLUnknownField);
+        assert_eq!(
+            err.to_reply().get_str("codeName").unwrap(),
+            "IDLUnknownField"
+        );
+        let err = MongoError::new(ErrorCode::Location(16), "x");
+        assert_eq!(err.code(), ErrorCode::InvalidLength);
+        assert_eq!(ErrorCode::Location(11000).name(), "DuplicateKey");
+        // Only codes MongoDB does not name stay locations.
+        let err = MongoError::location(51024, "x");
+        assert_eq!(err.code(), ErrorCode::Location(51024));
+        assert_eq!(err.to_reply().get_str("codeName").unwrap(), "Location51024");
+    }
+
+    #[test]
     fn reply_carries_code_name_and_extra_info() {
         let err = MongoError::new(ErrorCode::DuplicateKey, "E11000 duplicate key error")
             .with_extra(doc! {"keyPattern": {"_id": 1}, "keyValue": {"_id": 1}});

@@ -60,11 +60,20 @@ command_request! {
     pub struct CountRequest("count") {
         query: Option<Document> = "query" via document,
         skip: Option<i64> = "skip" via non_negative,
+        limit: Option<i64> = "limit" via i64,
     }
     known: [
-        "limit", "hint", "collation", "fields", "encryptionInformation", "mirrored",
+        "hint", "collation", "fields", "encryptionInformation", "mirrored",
         "sampleId", "rawData", "isTimeseriesNamespace", "querySettings"
     ]
+}
+
+impl CountRequest {
+    /// The number of documents to count at most: a negative limit counts like its absolute
+    /// value, as in MongoDB; 0 is no limit.
+    pub fn count_limit(&self) -> Option<u64> {
+        self.limit.map(i64::unsigned_abs).filter(|l| *l > 0)
+    }
 }
 
 command_request! {

@@ -465,10 +465,11 @@ async fn scatter_count(
     shards: &[String],
     req: &CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let args = req.args();
-    let skip = args.non_negative("skip")?.unwrap_or(0);
-    // A negative limit counts like its absolute value.
-    let limit = args.i64("limit")?.map(i64::abs).filter(|l| *l > 0);
+    let request = crate::command::requests::CountRequest::parse(req)?;
+    let skip = request.skip.unwrap_or(0);
+    let limit = request
+        .count_limit()
+        .map(|l| i64::try_from(l).unwrap_or(i64::MAX));
     let mut add = Document::new();
     if let Some(limit) = limit {
         add.insert("limit", limit.saturating_add(skip));
