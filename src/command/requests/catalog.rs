@@ -2,7 +2,9 @@
 //! dropIndexes, listCollections, listIndexes), their fields as MongoDB 8.0's IDL declares them.
 
 use super::command_request;
-use bson::{Bson, Document};
+use crate::command::CommandRequest;
+use crate::error::{MongoError, Result};
+use bson::{Bson, Document, RawBsonRef};
 
 command_request! {
     /// `create`.
@@ -34,6 +36,39 @@ command_request! {
         stay_temp: Option<bool> = "stayTemp" via bool,
     }
     known: ["dropTarget", "collectionUUID", "targetUUID", "newTargetCollectionUuid"]
+}
+
+/// A rename as router and data nodes read it.
+pub struct Rename {
+    /// The source namespace (the command's value).
+    pub source: String,
+    /// The target namespace (`to`, required).
+    pub target: String,
+    pub drop_target: bool,
+}
+
+impl RenameCollectionRequest {
+    /// The source, the required `to` and `dropTarget`, with MongoDB's messages.
+    pub fn rename(request: &CommandRequest) -> Result<Rename> {
+        let source = match request.args().target()? {
+            RawBsonRef::String(s) => s.to_string(),
+            _ => {
+                return Err(MongoError::type_mismatch(
+                    "BSON field 'renameCollection.renameCollection' is the wrong type, expected type 'string'",
+                ));
+            }
+        };
+        let parsed = Self::parse(request)?;
+        let target = parsed
+            .to
+            .ok_or_else(|| crate::command::missing("renameCollection", "to"))?;
+        let drop_target = request.args().bool("dropTarget")?.unwrap_or(false);
+        Ok(Rename {
+            source,
+            target,
+            drop_target,
+        })
+    }
 }
 
 command_request! {

@@ -9,7 +9,7 @@ mod writes;
 pub use catalog::{
     CollModRequest, CreateIndexesRequest, CreateRequest, DropDatabaseRequest, DropIndexesRequest,
     DropRequest, EnableShardingRequest, ExplainFields, ListCollectionsRequest,
-    ListDatabasesRequest, ListIndexesRequest, MovePrimaryRequest, RenameCollectionRequest,
+    ListDatabasesRequest, ListIndexesRequest, MovePrimaryRequest, Rename, RenameCollectionRequest,
     ShardCollectionRequest, StartSessionRequest,
 };
 pub use reads::{
