@@ -52,6 +52,7 @@ mod sharding;
 mod sorting;
 mod stale_versions;
 mod ttl;
+mod unknown_fields;
 mod validation;
 mod views;
 mod wire;

@@ -235,9 +235,11 @@ impl<'a> Args<'a> {
     /// A non-negative integer argument (`skip`, `batchSize`, ...).
     pub fn non_negative(&self, field: &str) -> Result<Option<i64>> {
         match self.i64(field)? {
-            Some(v) if v < 0 => Err(MongoError::bad_value(format!(
-                "BSON field '{field}' value must be >= 0, actual value '{v}'"
-            ))),
+            // MongoDB's IDL validator (`validator: {gte: 0}`) raises location 51024.
+            Some(v) if v < 0 => Err(MongoError::location(
+                51024,
+                format!("BSON field '{field}' value must be >= 0, actual value '{v}'"),
+            )),
             other => Ok(other),
         }
     }

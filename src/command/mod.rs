@@ -9,6 +9,7 @@ mod explain;
 pub mod generic;
 mod max_time;
 mod replies;
+pub mod requests;
 mod sharding_state;
 mod write_concern;
 
@@ -21,6 +22,7 @@ pub use cursor_commands::{GetMore, KillCursors, missing};
 pub use explain::{EXPLAINABLE, ExplainRequest, Verbosity};
 pub use max_time::max_time;
 pub use replies::{MAX_INTERNAL_OBJECT_SIZE, cursor_reply, first_batch, result_document};
+pub use requests::{GENERIC_ARGUMENTS, check_known_fields, is_generic_argument};
 pub use sharding_state::{NamespaceVersion, ShardingState};
 pub use write_concern::WriteConcern;
 
@@ -28,24 +30,10 @@ use crate::error::{ErrorCode, MongoError, Result};
 use crate::wire::{DocumentSequence, OpMsg};
 
 /// Fields every command may carry that are about the request (session, transaction, time limit,
-/// concerns, API version, comment), not parameters of the command itself.
+/// concerns, API version, comment), not parameters of the command itself: MongoDB's generic
+/// arguments ([`GENERIC_ARGUMENTS`]) and any other `$`-prefixed name.
 pub fn is_generic_field(name: &str) -> bool {
-    name.starts_with('$')
-        || matches!(
-            name,
-            "lsid"
-                | "txnNumber"
-                | "comment"
-                | "maxTimeMS"
-                | "readConcern"
-                | "writeConcern"
-                | "apiVersion"
-                | "apiStrict"
-                | "apiDeprecationErrors"
-                | "autocommit"
-                | "startTransaction"
-                | "backpressure"
-        )
+    name.starts_with('$') || is_generic_argument(name)
 }
 use bson::{Document, RawArrayBuf, RawDocument, RawDocumentBuf};
 use std::sync::OnceLock;

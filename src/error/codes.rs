@@ -38,11 +38,20 @@ macro_rules! error_codes {
                 }
             }
 
-            /// The codeName a client sees.
+            /// The codeName a client sees; a `Location(n)` built with a named code still reads
+            /// its name from the table.
             pub fn name(self) -> Cow<'static, str> {
-                match self {
+                match self.named() {
                     $(ErrorCode::$name => Cow::Borrowed(stringify!($name)),)*
                     ErrorCode::Location(n) => Cow::Owned(format!("Location{n}")),
+                }
+            }
+
+            /// The table's entry for this code: `Location(n)` of a named code becomes the name.
+            pub fn named(self) -> ErrorCode {
+                match self {
+                    ErrorCode::Location(n) => ErrorCode::from_code(n),
+                    named => named,
                 }
             }
 
@@ -56,7 +65,7 @@ macro_rules! error_codes {
 
             /// The categories MongoDB files this code under.
             pub fn categories(self) -> &'static [ErrorCategory] {
-                match self {
+                match self.named() {
                     $($(ErrorCode::$name => &[$(ErrorCategory::$cat),*],)?)*
                     _ => &[],
                 }

@@ -25,7 +25,7 @@ pub type Result<T, E = MongoError> = std::result::Result<T, E>;
 impl MongoError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         MongoError {
-            code,
+            code: code.named(),
             message: message.into(),
             extra: None,
             labels: Vec::new(),
@@ -97,8 +97,10 @@ impl MongoError {
         Self::new(ErrorCode::NamespaceNotFound, message)
     }
 
+    /// An error from a bare code number, named from the one table: a code MongoDB names
+    /// (40415 is `IDLUnknownField`) gets its name; only unnamed codes stay `Location<n>`.
     pub fn location(code: i32, message: impl Into<String>) -> Self {
-        Self::new(ErrorCode::Location(code), message)
+        Self::new(ErrorCode::from_code(code), message)
     }
 
     /// The command reply for this error.
@@ -249,6 +251,23 @@ impl From<bson::ser::Error> for MongoError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bare_code_takes_its_name_from_the_table() {
+        let err = MongoError::location(40415, "BSON field 'find.x' is an unknown field.");
+        assert_eq!(err.code(), ErrorCode::IDLUnknownField);
+        assert_eq!(
+            err.to_reply().get_str("codeName").unwrap(),
+            "IDLUnknownField"
+        );
+        let err = MongoError::new(ErrorCode::Location(16), "x");
+        assert_eq!(err.code(), ErrorCode::InvalidLength);
+        assert_eq!(ErrorCode::Location(11000).name(), "DuplicateKey");
+        // Only codes MongoDB does not name stay locations.
+        let err = MongoError::location(51024, "x");
+        assert_eq!(err.code(), ErrorCode::Location(51024));
+        assert_eq!(err.to_reply().get_str("codeName").unwrap(), "Location51024");
+    }
 
     #[test]
     fn reply_carries_code_name_and_extra_info() {

@@ -14,6 +14,7 @@ use super::forward::{Placement, ShardReply, is_stale, refuse_stale, reply_count,
 use super::shard_key_move::{MoveOutcome, ShardKeyMove};
 use super::targeting::{By, Filter, Target};
 use crate::command::CommandRequest;
+use crate::command::requests::{DeleteRequest, InsertRequest, UpdateRequest};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::sort::SortSpec;
 use crate::wire::MAX_MESSAGE_SIZE;
@@ -80,7 +81,13 @@ impl WriteBatch {
     pub fn parse(req: &CommandRequest, kind: WriteKind) -> Result<WriteBatch> {
         let args = req.args();
         let collection = args.collection()?.to_string();
-        let ordered = args.bool("ordered")?.unwrap_or(true);
+        // The shards read `ordered` through the same declarations.
+        let ordered = match kind {
+            WriteKind::Insert => InsertRequest::parse(req)?.ordered,
+            WriteKind::Update => UpdateRequest::parse(req)?.ordered,
+            WriteKind::Delete => DeleteRequest::parse(req)?.ordered,
+        }
+        .unwrap_or(true);
         let mut statements = Vec::new();
         for statement in req.document_array(kind.field())? {
             statements.push(match kind {

@@ -11,12 +11,54 @@ use bson::RawDocumentBuf;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use std::collections::HashMap;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-/// A command handler: the reply's fields without `ok`, or the error to answer.
-pub type Handler<S> =
-    for<'a> fn(&'a S, &'a RequestContext, CommandRequest) -> BoxFuture<'a, Result<RawDocumentBuf>>;
+/// A command handler: the reply's fields without `ok`, or the error to answer. Tables never
+/// build one by hand: [`CommandSpec::new`] takes the handler's `async fn` and boxes it here.
+pub type Handler<S> = Arc<
+    dyn for<'a> Fn(
+            &'a S,
+            &'a RequestContext,
+            CommandRequest,
+        ) -> BoxFuture<'a, Result<RawDocumentBuf>>
+        + Send
+        + Sync,
+>;
+
+/// What a command table takes as a handler: an `async fn(&S, &RequestContext, CommandRequest)
+/// -> Result<RawDocumentBuf>` (any function returning a `Send` future borrowing its arguments).
+pub trait HandlerFn<'a, S: 'a>: Send + Sync + 'static {
+    type Future: Future<Output = Result<RawDocumentBuf>> + Send + 'a;
+    fn call(&self, state: &'a S, ctx: &'a RequestContext, request: CommandRequest) -> Self::Future;
+}
+
+impl<'a, S: 'a, F, Fut> HandlerFn<'a, S> for F
+where
+    F: Fn(&'a S, &'a RequestContext, CommandRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<RawDocumentBuf>> + Send + 'a,
+{
+    type Future = Fut;
+    fn call(&self, state: &'a S, ctx: &'a RequestContext, request: CommandRequest) -> Fut {
+        self(state, ctx, request)
+    }
+}
+
+/// The one place a handler's future is boxed.
+fn boxed<S, F>(handler: F) -> Handler<S>
+where
+    F: for<'a> Fn(
+            &'a S,
+            &'a RequestContext,
+            CommandRequest,
+        ) -> BoxFuture<'a, Result<RawDocumentBuf>>
+        + Send
+        + Sync
+        + 'static,
+{
+    Arc::new(handler)
+}
 
 /// One entry of a role's command table.
 pub struct CommandSpec<S> {
@@ -29,11 +71,19 @@ pub struct CommandSpec<S> {
     pub test_only: bool,
     /// Takes a `writeConcern` (and so can report a write concern error).
     pub takes_write_concern: bool,
+    /// The fields the command declares (generic arguments aside): a client request carrying
+    /// another is refused before the handler runs (`IDLUnknownField`). `None`: not checked.
+    pub fields: Option<&'static [&'static str]>,
     pub handler: Handler<S>,
 }
 
 impl<S> CommandSpec<S> {
-    pub fn new(name: &'static str, handler: Handler<S>) -> Self {
+    pub fn new<F>(name: &'static str, handler: F) -> Self
+    where
+        S: 'static,
+        F: for<'a> HandlerFn<'a, S>,
+    {
+        let handler = boxed(move |state, ctx, request| Box::pin(handler.call(state, ctx, request)));
         CommandSpec {
             name,
             aliases: &[],
@@ -42,6 +92,7 @@ impl<S> CommandSpec<S> {
             counter: OpCounter::Command,
             test_only: false,
             takes_write_concern: false,
+            fields: None,
             handler,
         }
     }
@@ -54,6 +105,18 @@ impl<S> CommandSpec<S> {
     pub fn takes_write_concern(mut self) -> Self {
         self.takes_write_concern = true;
         self
+    }
+
+    /// Declares the command's fields (a request type's `FIELDS`): any other non-generic field
+    /// in a client's request is refused as MongoDB's IDL refuses it.
+    pub fn fields(mut self, fields: &'static [&'static str]) -> Self {
+        self.fields = Some(fields);
+        self
+    }
+
+    /// Declares a command that takes no field beyond its name and the generic arguments.
+    pub fn no_fields(self) -> Self {
+        self.fields(&[])
     }
 
     pub fn help(mut self, help: &'static str) -> Self {
@@ -188,6 +251,13 @@ impl<S: NodeState> Dispatcher<S> {
             Ok(generic) => generic,
             Err(e) => return (Err(e), None),
         };
+        // Unknown fields, refused once here for every command that declares its fields. The
+        // requests other nodes send carry docgrid's internal fields and are not checked.
+        if let Some(known) = spec.fields.filter(|_| !ctx.is_internal()) {
+            if let Err(e) = crate::command::check_known_fields(&request, spec.name, known) {
+                return (Err(e), None);
+            }
+        }
         if let Ok(Some(bson::RawBsonRef::Document(lsid))) = request.body.get("lsid") {
             node.sessions.touch(lsid, node.session_refresh_period());
         }
@@ -407,13 +477,18 @@ mod tests {
         panic!("boom")
     }
 
+    async fn admin_thing(
+        _: &TestState,
+        _: &RequestContext,
+        _: CommandRequest,
+    ) -> Result<RawDocumentBuf> {
+        Ok(RawDocumentBuf::new())
+    }
+
     fn dispatcher() -> Dispatcher<TestState> {
         let table = CommandTable::new(vec![
-            CommandSpec::new("explode", |s, c, r| Box::pin(panics(s, c, r))),
-            CommandSpec::new("adminThing", |_, _, _| {
-                Box::pin(async { Ok(RawDocumentBuf::new()) })
-            })
-            .admin_only(),
+            CommandSpec::new("explode", panics),
+            CommandSpec::new("adminThing", admin_thing).admin_only(),
         ]);
         let node = Node::new(
             Role::Shard,

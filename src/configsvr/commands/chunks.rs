@@ -16,19 +16,16 @@ use bson::{Bson, Document, RawDocumentBuf, doc};
 
 pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
     vec![
-        CommandSpec::new("_configsvrCommitChunksMerge", |s, c, r| {
-            Box::pin(commit_chunks_merge(s, c, r))
-        })
-        .admin_only()
-        .help("Internal: replaces contiguous chunks of one shard by one chunk"),
-        CommandSpec::new("_configsvrCommitChunkSplit", |s, c, r| {
-            Box::pin(commit_chunk_split(s, c, r))
-        })
-        .admin_only()
-        .help("Internal: replaces a chunk by the chunks its split points delimit"),
-        CommandSpec::new("_configsvrCommitMergeAllChunksOnShard", |s, c, r| {
-            Box::pin(commit_merge_all_chunks_on_shard(s, c, r))
-        })
+        CommandSpec::new("_configsvrCommitChunksMerge", commit_chunks_merge)
+            .admin_only()
+            .help("Internal: replaces contiguous chunks of one shard by one chunk"),
+        CommandSpec::new("_configsvrCommitChunkSplit", commit_chunk_split)
+            .admin_only()
+            .help("Internal: replaces a chunk by the chunks its split points delimit"),
+        CommandSpec::new(
+            "_configsvrCommitMergeAllChunksOnShard",
+            commit_merge_all_chunks_on_shard,
+        )
         .admin_only()
         .help("Internal: merges every run of contiguous chunks of one shard"),
     ]

@@ -17,27 +17,19 @@ use bson::{Binary, Bson, DateTime, Document, RawDocumentBuf, doc};
 
 pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
     vec![
-        CommandSpec::new("_configsvrCommitShardCollection", |s, c, r| {
-            Box::pin(commit_shard_collection(s, c, r))
-        })
+        CommandSpec::new("_configsvrCommitShardCollection", commit_shard_collection)
         .admin_only()
         .help("Internal: records a newly sharded collection and its first chunk"),
-        CommandSpec::new("_configsvrShardCollection", |s, c, r| {
-            Box::pin(shard_collection(s, c, r))
-        })
+        CommandSpec::new("_configsvrShardCollection", shard_collection)
         .admin_only()
         .help("Internal: shards a collection through its coordinator (the primary shard does the work)"),
-        CommandSpec::new("_configsvrCollMod", |s, c, r| Box::pin(coll_mod(s, c, r)))
+        CommandSpec::new("_configsvrCollMod", coll_mod)
             .admin_only()
             .help("Internal: applies a collMod on every shard holding the collection, through its coordinator"),
-        CommandSpec::new("_configsvrDropCollection", |s, c, r| {
-            Box::pin(drop_collection(s, c, r))
-        })
+        CommandSpec::new("_configsvrDropCollection", drop_collection)
         .admin_only()
         .help("Internal: drops a collection on every shard and removes its routing metadata"),
-        CommandSpec::new("_configsvrRenameCollection", |s, c, r| {
-            Box::pin(rename_collection(s, c, r))
-        })
+        CommandSpec::new("_configsvrRenameCollection", rename_collection)
         .admin_only()
         .help("Internal: renames a collection when a sharded one is involved, on every shard and in the routing table"),
     ]

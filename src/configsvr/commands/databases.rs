@@ -11,26 +11,20 @@ use bson::{Bson, Document, RawDocumentBuf, doc};
 
 pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
     vec![
-        CommandSpec::new("_configsvrCreateDatabase", |s, c, r| {
-            Box::pin(create_database(s, c, r))
-        })
-        .admin_only()
-        .help("Internal: creates a database entry, choosing its primary shard"),
-        CommandSpec::new("_configsvrDropDatabase", |s, c, r| {
-            Box::pin(drop_database(s, c, r))
-        })
-        .admin_only()
-        .help("Internal: drops a database on every shard and removes its entry"),
-        CommandSpec::new("_configsvrMovePrimary", |s, c, r| {
-            Box::pin(move_primary(s, c, r))
-        })
-        .admin_only()
-        .help("Internal: moves a database's primary shard through its coordinator"),
-        CommandSpec::new("_configsvrCommitMovePrimary", |s, c, r| {
-            Box::pin(commit_move_primary(s, c, r))
-        })
-        .admin_only()
-        .help("Internal: records a database's new primary shard, bumping its version's lastMod"),
+        CommandSpec::new("_configsvrCreateDatabase", create_database)
+            .admin_only()
+            .help("Internal: creates a database entry, choosing its primary shard"),
+        CommandSpec::new("_configsvrDropDatabase", drop_database)
+            .admin_only()
+            .help("Internal: drops a database on every shard and removes its entry"),
+        CommandSpec::new("_configsvrMovePrimary", move_primary)
+            .admin_only()
+            .help("Internal: moves a database's primary shard through its coordinator"),
+        CommandSpec::new("_configsvrCommitMovePrimary", commit_move_primary)
+            .admin_only()
+            .help(
+                "Internal: records a database's new primary shard, bumping its version's lastMod",
+            ),
     ]
 }
 

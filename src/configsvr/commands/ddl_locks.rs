@@ -14,19 +14,15 @@ use std::time::Duration;
 
 pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
     vec![
-        CommandSpec::new("_configsvrAcquireDdlLock", |s, c, r| {
-            Box::pin(acquire(s, c, r))
-        })
-        .admin_only()
-        .help("Internal: takes the DDL lock of a database or collections for a shard's DDL"),
-        CommandSpec::new("_configsvrDdlLockPing", |s, c, r| Box::pin(ping(s, c, r)))
+        CommandSpec::new("_configsvrAcquireDdlLock", acquire)
+            .admin_only()
+            .help("Internal: takes the DDL lock of a database or collections for a shard's DDL"),
+        CommandSpec::new("_configsvrDdlLockPing", ping)
             .admin_only()
             .help("Internal: keeps the DDL locks of a process alive"),
-        CommandSpec::new("_configsvrReleaseDdlLock", |s, c, r| {
-            Box::pin(release(s, c, r))
-        })
-        .admin_only()
-        .help("Internal: releases a DDL lock by its term"),
+        CommandSpec::new("_configsvrReleaseDdlLock", release)
+            .admin_only()
+            .help("Internal: releases a DDL lock by its term"),
     ]
 }
 

@@ -14,9 +14,10 @@ use std::collections::BTreeSet;
 
 pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
     vec![
-        CommandSpec::new("_configsvrCheckMetadataConsistency", |s, c, r| {
-            Box::pin(check_metadata_consistency(s, c, r))
-        })
+        CommandSpec::new(
+            "_configsvrCheckMetadataConsistency",
+            check_metadata_consistency,
+        )
         .admin_only()
         .help("Internal: the inconsistencies between the routing table and the shards"),
     ]

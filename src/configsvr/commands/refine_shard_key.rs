@@ -15,14 +15,10 @@ use bson::{Bson, DateTime, RawBsonRef, RawDocumentBuf, doc};
 
 pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
     vec![
-        CommandSpec::new("_configsvrRefineCollectionShardKey", |s, c, r| {
-            Box::pin(refine(s, c, r))
-        })
+        CommandSpec::new("_configsvrRefineCollectionShardKey", refine)
         .admin_only()
         .help("Internal: refines a shard key through its coordinator (the primary shard does the work)"),
-        CommandSpec::new("_configsvrCommitRefineCollectionShardKey", |s, c, r| {
-            Box::pin(commit_refine(s, c, r))
-        })
+        CommandSpec::new("_configsvrCommitRefineCollectionShardKey", commit_refine)
         .admin_only()
         .help("Internal: records a sharded collection's refined shard key under a new epoch"),
     ]

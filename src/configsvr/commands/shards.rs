@@ -9,7 +9,7 @@ use bson::{Bson, RawDocumentBuf, doc};
 
 pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
     vec![
-        CommandSpec::new("_configsvrAddShard", |s, c, r| Box::pin(add_shard(s, c, r)))
+        CommandSpec::new("_configsvrAddShard", add_shard)
             .admin_only()
             .help("Internal: adds a shard to the cluster"),
     ]

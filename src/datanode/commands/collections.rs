@@ -200,20 +200,8 @@ pub(super) async fn rename<S: DataNode>(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let args = req.args();
-    let source = match args.target()? {
-        bson::RawBsonRef::String(s) => s,
-        _ => {
-            return Err(MongoError::type_mismatch(
-                "BSON field 'renameCollection.renameCollection' is the wrong type, expected type 'string'",
-            ));
-        }
-    };
-    let target = args
-        .str("to")?
-        .ok_or_else(|| crate::command::missing("renameCollection", "to"))?;
-    let drop_target = args.bool("dropTarget")?.unwrap_or(false);
-    rename_namespace(state, source, target, drop_target).await
+    let rename = crate::command::requests::RenameCollectionRequest::rename(&req)?;
+    rename_namespace(state, &rename.source, &rename.target, rename.drop_target).await
 }
 
 /// Renames `source` to `target` (full namespaces) on this node.

@@ -24,13 +24,10 @@ pub(super) async fn count<S: DataNode>(
     crate::command::check_collation(args.value("collation")?.as_ref())?;
     let collection = args.collection()?;
     crate::catalog::validate_collection_name(&req.db, collection)?;
-    let query = args.document("query")?.unwrap_or_default();
-    let skip = args.non_negative("skip")?.unwrap_or(0) as u64;
-    // A negative limit counts like its absolute value, as in MongoDB.
-    let limit = args
-        .i64("limit")?
-        .map(|l| l.unsigned_abs())
-        .filter(|l| *l > 0);
+    let request = crate::command::requests::CountRequest::parse(&req)?;
+    let skip = request.skip.unwrap_or(0) as u64;
+    let limit = request.count_limit();
+    let query = request.query.unwrap_or_default();
     let filter = Filter::parse(&query)?;
     let hint = super::find::parse_hint(&args)?;
     if let Some(view) = views::resolve(state.storage(), &req.db, collection).await? {

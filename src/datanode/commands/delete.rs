@@ -82,7 +82,9 @@ pub(super) async fn run<S: DataNode>(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
-    let ordered = args.bool("ordered")?.unwrap_or(true);
+    let ordered = crate::command::requests::DeleteRequest::parse(&req)?
+        .ordered
+        .unwrap_or(true);
     let wc = WriteConcern::parse(&args)?;
     let raw_statements = statements(&req, "deletes")?;
     // Deleting from a collection that does not exist deletes nothing and creates nothing.

@@ -10,6 +10,7 @@ use super::super::exec::{
 };
 use super::super::views;
 pub use crate::command::cursor_reply;
+use crate::command::requests::FindRequest;
 use crate::command::{CommandRequest, GetMore, KillCursors, check_collation};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
@@ -51,23 +52,16 @@ impl FindCommand {
     pub(super) fn parse(req: &CommandRequest) -> Result<Self> {
         let fields = req.fields()?;
         let args = fields.args();
-        let limit = match args.i64("limit")? {
-            Some(l) if l < 0 => {
-                return Err(MongoError::bad_value(format!(
-                    "LimitValue must be non-negative, but received: {l}"
-                )));
-            }
-            Some(0) | None => None,
-            Some(l) => Some(l as u64),
-        };
-        let tailable = args.bool("tailable")?.unwrap_or(false);
-        let await_data = args.bool("awaitData")?.unwrap_or(false);
+        let request = FindRequest::parse(req)?;
+        let limit = request.limit.filter(|l| *l > 0).map(|l| l as u64);
+        let tailable = request.tailable.unwrap_or(false);
+        let await_data = request.await_data.unwrap_or(false);
         if await_data && !tailable {
             return Err(MongoError::failed_to_parse(
                 "Cannot set 'awaitData' without also setting 'tailable'",
             ));
         }
-        let sort = args.document("sort")?.filter(|s| !s.is_empty());
+        let sort = request.sort.filter(|s| !s.is_empty());
         if tailable
             && sort
                 .as_ref()
@@ -80,20 +74,20 @@ impl FindCommand {
         check_collation(args.value("collation")?.as_ref())?;
         Ok(FindCommand {
             collection: args.collection()?.to_string(),
-            filter: args.document("filter")?.unwrap_or_default(),
-            projection: args.document("projection")?.filter(|p| !p.is_empty()),
-            sort: args.document("sort")?.filter(|s| !s.is_empty()),
-            skip: args.non_negative("skip")?.unwrap_or(0) as u64,
+            filter: request.filter.unwrap_or_default(),
+            projection: request.projection.filter(|p| !p.is_empty()),
+            sort,
+            skip: request.skip.unwrap_or(0) as u64,
             limit,
-            batch_size: args.non_negative("batchSize")?.map(|b| b as u64),
-            single_batch: args.bool("singleBatch")?.unwrap_or(false),
-            no_cursor_timeout: args.bool("noCursorTimeout")?.unwrap_or(false),
+            batch_size: request.batch_size.map(|b| b as u64),
+            single_batch: request.single_batch.unwrap_or(false),
+            no_cursor_timeout: request.no_cursor_timeout.unwrap_or(false),
             hint: parse_hint(&args)?,
-            allow_disk_use: args.bool("allowDiskUse")?,
-            min: args.document("min")?.filter(|d| !d.is_empty()),
-            max: args.document("max")?.filter(|d| !d.is_empty()),
-            return_key: args.bool("returnKey")?.unwrap_or(false),
-            show_record_id: args.bool("showRecordId")?.unwrap_or(false),
+            allow_disk_use: request.allow_disk_use,
+            min: request.min.filter(|d| !d.is_empty()),
+            max: request.max.filter(|d| !d.is_empty()),
+            return_key: request.return_key.unwrap_or(false),
+            show_record_id: request.show_record_id.unwrap_or(false),
             tail: tailable.then_some(Tail { await_data }),
         })
     }

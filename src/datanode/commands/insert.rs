@@ -22,11 +22,12 @@ impl<'a> InsertCommand<'a> {
     fn parse(req: &'a CommandRequest) -> Result<Self> {
         let args = req.args();
         let documents = statements(req, "documents")?;
+        let request = crate::command::requests::InsertRequest::parse(req)?;
         Ok(InsertCommand {
             documents,
-            ordered: args.bool("ordered")?.unwrap_or(true),
+            ordered: request.ordered.unwrap_or(true),
             write_concern: WriteConcern::parse(&args)?,
-            bypass_validation: args.bool("bypassDocumentValidation")?.unwrap_or(false),
+            bypass_validation: request.bypass_document_validation.unwrap_or(false),
         })
     }
 }

@@ -23,76 +23,98 @@ mod write;
 pub use find::cursor_reply;
 
 use super::DataNode;
+use crate::command::requests;
 use crate::server::CommandSpec;
 use crate::server::stats::OpCounter;
 
 /// CRUD, catalog and database commands over a node's storage.
 pub fn data_commands<S: DataNode>() -> Vec<CommandSpec<S>> {
     vec![
-        CommandSpec::new("insert", |s, c, r| Box::pin(insert::run(s, c, r)))
+        CommandSpec::new("insert", insert::run)
+            .fields(requests::InsertRequest::FIELDS)
             .takes_write_concern()
             .counter(OpCounter::PerStatement)
             .help("insert documents"),
-        CommandSpec::new("update", |s, c, r| Box::pin(update::run(s, c, r)))
+        CommandSpec::new("update", update::run)
+            .fields(requests::UpdateRequest::FIELDS)
             .takes_write_concern()
             .counter(OpCounter::PerStatement)
             .help("update documents"),
-        CommandSpec::new("delete", |s, c, r| Box::pin(delete::run(s, c, r)))
+        CommandSpec::new("delete", delete::run)
+            .fields(requests::DeleteRequest::FIELDS)
             .takes_write_concern()
             .counter(OpCounter::PerStatement)
             .help("delete documents"),
-        CommandSpec::new("find", |s, c, r| Box::pin(find::find(s, c, r)))
+        CommandSpec::new("find", find::find)
+            .fields(requests::FindRequest::FIELDS)
             .counter(OpCounter::Query)
             .help("query for documents"),
-        CommandSpec::new("getMore", |s, c, r| Box::pin(find::get_more(s, c, r)))
+        CommandSpec::new("getMore", find::get_more)
+            .fields(requests::GetMoreRequest::FIELDS)
             .counter(OpCounter::GetMore)
             .help("retrieve more results from an existing cursor"),
-        CommandSpec::new("killCursors", |s, c, r| Box::pin(find::kill_cursors(s, c, r))).help("Kill a list of cursor ids"),
-        CommandSpec::new("bulkWrite", |s, c, r| Box::pin(bulk_write::run(s, c, r)))
+        CommandSpec::new("killCursors", find::kill_cursors)
+            .fields(requests::KillCursorsRequest::FIELDS).help("Kill a list of cursor ids"),
+        CommandSpec::new("bulkWrite", bulk_write::run)
             .takes_write_concern()
             .admin_only()
             .help("bulk write inserts, updates and deletes across namespaces"),
-        CommandSpec::new("findAndModify", |s, c, r| Box::pin(find_and_modify::run(s, c, r)))
+        CommandSpec::new("findAndModify", find_and_modify::run)
+            .fields(requests::FindAndModifyRequest::FIELDS)
             .takes_write_concern()
             .aliases(&["findandmodify"])
             .help("{ findAndModify: \"collection\", query: {processed:false}, update: {$set: {processed:true}}, new: true}"),
-        CommandSpec::new("count", |s, c, r| Box::pin(count::count(s, c, r))).help("count objects in collection"),
-        CommandSpec::new("distinct", |s, c, r| Box::pin(count::distinct(s, c, r)))
+        CommandSpec::new("count", count::count)
+            .fields(requests::CountRequest::FIELDS).help("count objects in collection"),
+        CommandSpec::new("distinct", count::distinct)
+            .fields(requests::DistinctRequest::FIELDS)
             .help("{ distinct : 'collection name' , key : 'a.b' , query : {} }"),
-        CommandSpec::new("aggregate", |s, c, r| Box::pin(aggregate::run(s, c, r))).help("Runs the aggregation command."),
-        CommandSpec::new("explain", |s, c, r| Box::pin(explain::run(s, c, r)))
+        CommandSpec::new("aggregate", aggregate::run)
+            .fields(requests::AggregateRequest::FIELDS).help("Runs the aggregation command."),
+        CommandSpec::new("explain", explain::run)
+            .fields(crate::command::requests::ExplainFields::FIELDS)
             .help("explain the plan of a find, count, distinct, aggregate, update, delete or findAndModify"),
-        CommandSpec::new("create", |s, c, r| Box::pin(collections::create(s, c, r)))
+        CommandSpec::new("create", collections::create)
+            .fields(requests::CreateRequest::FIELDS)
             .takes_write_concern().help("explicitly creates a collection"),
-        CommandSpec::new("collMod", |s, c, r| Box::pin(coll_mod::run(s, c, r)))
+        CommandSpec::new("collMod", coll_mod::run)
+            .fields(crate::command::requests::CollModRequest::FIELDS)
             .takes_write_concern()
             .help("Sets collection options."),
-        CommandSpec::new("drop", |s, c, r| Box::pin(collections::drop(s, c, r)))
+        CommandSpec::new("drop", collections::drop)
+            .fields(requests::DropRequest::FIELDS)
             .takes_write_concern().help("drop a collection"),
-        CommandSpec::new("renameCollection", |s, c, r| Box::pin(collections::rename(s, c, r)))
+        CommandSpec::new("renameCollection", collections::rename)
+            .fields(requests::RenameCollectionRequest::FIELDS)
             .takes_write_concern()
             .admin_only()
             .help(" example: { renameCollection: foo.a, to: bar.b }"),
-        CommandSpec::new("listCollections", |s, c, r| Box::pin(collections::list_collections(s, c, r)))
+        CommandSpec::new("listCollections", collections::list_collections)
+            .fields(requests::ListCollectionsRequest::FIELDS)
             .help("list collections for this db"),
-        CommandSpec::new("createIndexes", |s, c, r| Box::pin(indexes::create_indexes(s, c, r)))
+        CommandSpec::new("createIndexes", indexes::create_indexes)
+            .fields(requests::CreateIndexesRequest::FIELDS)
             .takes_write_concern()
             .help("Create indexes on a collection"),
-        CommandSpec::new("dropIndexes", |s, c, r| Box::pin(indexes::drop_indexes(s, c, r)))
+        CommandSpec::new("dropIndexes", indexes::drop_indexes)
+            .fields(requests::DropIndexesRequest::FIELDS)
             .aliases(&["deleteIndexes"])
             .takes_write_concern()
             .help("drop indexes for a collection"),
-        CommandSpec::new("listIndexes", |s, c, r| Box::pin(collections::list_indexes(s, c, r)))
+        CommandSpec::new("listIndexes", collections::list_indexes)
+            .fields(requests::ListIndexesRequest::FIELDS)
             .help("list indexes for a collection"),
-        CommandSpec::new("listDatabases", |s, c, r| Box::pin(databases::list_databases(s, c, r)))
+        CommandSpec::new("listDatabases", databases::list_databases)
+            .fields(crate::command::requests::ListDatabasesRequest::FIELDS)
             .admin_only()
             .help("{ listDatabases:1, [filter: <filterObject>] [, nameOnly: true ] }"),
-        CommandSpec::new("dropDatabase", |s, c, r| Box::pin(databases::drop_database(s, c, r)))
+        CommandSpec::new("dropDatabase", databases::drop_database)
+            .fields(crate::command::requests::DropDatabaseRequest::FIELDS)
             .takes_write_concern().help("drop (delete) this database"),
-        CommandSpec::new("dbStats", |s, c, r| Box::pin(databases::db_stats(s, c, r)))
+        CommandSpec::new("dbStats", databases::db_stats)
             .aliases(&["dbstats"])
             .help("Get stats on a database."),
-        CommandSpec::new("collStats", |s, c, r| Box::pin(databases::coll_stats(s, c, r)))
+        CommandSpec::new("collStats", databases::coll_stats)
             .aliases(&["collstats"])
             .help("{ collStats:\"blog.posts\" , scale : 1 } scale divides sizes e.g. for KB use 1024"),
     ]

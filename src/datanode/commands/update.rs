@@ -279,7 +279,8 @@ pub(super) async fn run<S: DataNode>(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
-    let ordered = args.bool("ordered")?.unwrap_or(true);
+    let request = crate::command::requests::UpdateRequest::parse(&req)?;
+    let ordered = request.ordered.unwrap_or(true);
     let wc = WriteConcern::parse(&args)?;
     let raw_statements = statements(&req, "updates")?;
     // Only an upsert creates the collection.
@@ -289,7 +290,7 @@ pub(super) async fn run<S: DataNode>(
     let Some((db, coll)) = target(state, &req, may_upsert).await? else {
         return finish_reply(rawdoc! {"n": 0, "nModified": 0}, Vec::new(), &wc);
     };
-    let bypass = args.bool("bypassDocumentValidation")?.unwrap_or(false);
+    let bypass = request.bypass_document_validation.unwrap_or(false);
     let vars = args.let_variables()?;
     let validator = DocumentValidator::for_collection(&req.db, &coll, bypass)?;
     let sharded = ShardedWrite::of(state, &req);

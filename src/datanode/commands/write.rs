@@ -6,7 +6,6 @@ use super::super::storage::{CollectionMeta, DatabaseStore};
 use crate::catalog::{OwnershipFilter, validate_collection_name};
 use crate::command::{Args, CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::wire::MAX_WRITE_BATCH_SIZE;
 use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 use std::sync::Arc;
 
@@ -66,17 +65,8 @@ pub(super) fn count_value(n: u64) -> bson::RawBson {
 /// The statements of a write batch (`documents`, `updates`, `deletes`), within MongoDB's
 /// batch-size limits.
 pub(super) fn statements<'a>(req: &'a CommandRequest, field: &str) -> Result<Vec<&'a RawDocument>> {
-    let statements = req.document_array(field)?;
-    if statements.is_empty() || statements.len() > MAX_WRITE_BATCH_SIZE {
-        return Err(MongoError::new(
-            ErrorCode::InvalidLength,
-            format!(
-                "Write batch sizes must be between 1 and {MAX_WRITE_BATCH_SIZE}. Got {} operations.",
-                statements.len()
-            ),
-        ));
-    }
-    Ok(statements)
+    crate::command::requests::check_batch_size(req, field)?;
+    req.document_array(field)
 }
 
 /// The `arrayFilters` argument of an update.

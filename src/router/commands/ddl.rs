@@ -8,7 +8,7 @@ use super::super::forward::{ShardReply, on_config_server};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::RequestContext;
-use bson::{RawBsonRef, RawDocumentBuf, doc};
+use bson::{RawDocumentBuf, doc};
 
 pub(super) async fn create(
     state: &RouterState,
@@ -175,18 +175,12 @@ pub(super) async fn rename_collection(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let args = req.args();
-    let source = match args.target()? {
-        RawBsonRef::String(s) => s.to_string(),
-        _ => {
-            return Err(MongoError::type_mismatch(
-                "BSON field 'renameCollection.renameCollection' is the wrong type, expected type 'string'",
-            ));
-        }
-    };
-    let target = args
-        .str("to")?
-        .ok_or_else(|| crate::command::missing("renameCollection", "to"))?;
+    let crate::command::requests::Rename {
+        source,
+        target,
+        drop_target,
+    } = crate::command::requests::RenameCollectionRequest::rename(&req)?;
+    let target = target.as_str();
     crate::catalog::check_rename(&source, target)?;
     let (from_db, from_coll) = crate::catalog::split_namespace(&source)?;
     let (to_db, _) = crate::catalog::split_namespace(target)?;
@@ -196,8 +190,8 @@ pub(super) async fn rename_collection(
     // The primary decides, under the DDL lock, whether the rename involves a sharded
     // collection (then the config server coordinates it): this router's cache may be stale.
     let mut body = doc! {"_shardsvrRenameCollection": from_coll, "to": target};
-    if let Some(drop_target) = args.bool("dropTarget")? {
-        body.insert("dropTarget", drop_target);
+    if drop_target {
+        body.insert("dropTarget", true);
     }
     let forwarded = CommandRequest::from_document(from_db, &body)?;
     let sent = state

@@ -154,16 +154,19 @@ async fn scatter_find(
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
     let collection = args.collection()?;
-    let sort = args
-        .document("sort")?
-        .map(|s| SortSpec::parse(&s))
+    // The options the shards read too, parsed by the one declaration.
+    let request = crate::command::requests::FindRequest::parse(req)?;
+    let sort = request
+        .sort
+        .as_ref()
+        .map(SortSpec::parse)
         .transpose()?
         .filter(|s| !s.is_empty());
-    let skip = args.non_negative("skip")?.unwrap_or(0);
-    let limit = args.non_negative("limit")?.filter(|l| *l > 0);
-    let batch_size = args.non_negative("batchSize")?;
-    let single_batch = args.bool("singleBatch")?.unwrap_or(false);
-    let allow_partial = args.bool("allowPartialResults")?.unwrap_or(false);
+    let skip = request.skip.unwrap_or(0);
+    let limit = request.limit.filter(|l| *l > 0);
+    let batch_size = request.batch_size;
+    let single_batch = request.single_batch.unwrap_or(false);
+    let allow_partial = request.allow_partial_results.unwrap_or(false);
     let first_batch = batch_size.unwrap_or(DEFAULT_FIRST_BATCH);
     let mut add = Document::new();
     if let Some(limit) = limit {
@@ -175,7 +178,7 @@ async fn scatter_find(
     }
     add.insert("batchSize", shard_batch);
     if sort.is_some() {
-        let mut projection = args.document("projection")?.unwrap_or_default();
+        let mut projection = request.projection.clone().unwrap_or_default();
         projection.insert(SORT_KEY_FIELD, doc! {"$meta": "sortKey"});
         add.insert("projection", projection);
     }
@@ -462,10 +465,11 @@ async fn scatter_count(
     shards: &[String],
     req: &CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let args = req.args();
-    let skip = args.non_negative("skip")?.unwrap_or(0);
-    // A negative limit counts like its absolute value.
-    let limit = args.i64("limit")?.map(i64::abs).filter(|l| *l > 0);
+    let request = crate::command::requests::CountRequest::parse(req)?;
+    let skip = request.skip.unwrap_or(0);
+    let limit = request
+        .count_limit()
+        .map(|l| i64::try_from(l).unwrap_or(i64::MAX));
     let mut add = Document::new();
     if let Some(limit) = limit {
         add.insert("limit", limit.saturating_add(skip));

@@ -50,7 +50,9 @@ async fn write(
     kind: WriteKind,
     counter: fn(&Stats) -> &AtomicI64,
 ) -> Result<RawDocumentBuf> {
-    let statements = req.document_array(kind.field())?.len();
+    // An empty or oversized batch is refused before it is counted or routed, sharded
+    // collection or not, with the check the shards apply.
+    let statements = crate::command::requests::check_batch_size(&req, kind.field())?;
     Stats::add(counter(&state.node.stats), statements as i64);
     check_routable(&req.db)?;
     if on_config_server(&req.db) {

@@ -9,15 +9,14 @@ use bson::{Bson, Document, RawDocumentBuf, doc};
 
 pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     vec![
-        CommandSpec::new("getLog", |s, c, r| Box::pin(get_log(s, c, r)))
+        CommandSpec::new("getLog", get_log)
             .admin_only()
             .help("{ getLog : '*' }  OR { getLog : 'global' }"),
-        CommandSpec::new("hostInfo", |_, _, _| Box::pin(host_info()))
-            .help("returns information about the daemon's host"),
-        CommandSpec::new("serverStatus", |s, c, r| Box::pin(server_status(s, c, r)))
+        CommandSpec::new("hostInfo", host_info).help("returns information about the daemon's host"),
+        // serverStatus takes any section name as a field (`{repl: 0}`): no declared fields.
+        CommandSpec::new("serverStatus", server_status)
             .help("returns lots of administrative server statistics"),
-        CommandSpec::new("listCommands", |s, c, r| Box::pin(list_commands(s, c, r)))
-            .help("get a list of all db commands"),
+        CommandSpec::new("listCommands", list_commands).help("get a list of all db commands"),
     ]
 }
 
@@ -83,7 +82,11 @@ fn os_release_name() -> String {
         .unwrap_or_else(|| std::env::consts::OS.to_string())
 }
 
-async fn host_info() -> Result<RawDocumentBuf> {
+async fn host_info<S: NodeState>(
+    _state: &S,
+    _ctx: &RequestContext,
+    _req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get() as i32)
         .unwrap_or(1);

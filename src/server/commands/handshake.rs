@@ -15,18 +15,20 @@ pub const MONGODB_VERSION: &str = "8.0.0";
 
 pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     vec![
-        CommandSpec::new("hello", |s, c, r| Box::pin(hello(s, c, r)))
+        // No declared fields (unknown ones pass): drivers and proxies add handshake fields
+        // (client metadata, compression, speculative auth, ...) that vary by version.
+        CommandSpec::new("hello", hello)
             .aliases(&["isMaster", "ismaster"])
             .help("Check if this server is primary for a replica set\n{hello : 1}"),
-        CommandSpec::new("buildInfo", |s, c, r| Box::pin(build_info(s, c, r)))
+        CommandSpec::new("buildInfo", build_info)
             .aliases(&["buildinfo"])
             .help("get version #, etc.\n{ buildinfo:1 }"),
-        CommandSpec::new("ping", |_, _, _| Box::pin(async { Ok(RawDocumentBuf::new()) }))
+        CommandSpec::new("ping", empty_reply)
             .help("a way to check that the server is alive. responds immediately even if server is in a db lock."),
-        CommandSpec::new("whatsmyuri", |_, c, _| Box::pin(whatsmyuri(c))).help("{whatsmyuri:1}"),
-        CommandSpec::new("connectionStatus", |_, _, r| Box::pin(connection_status(r)))
+        CommandSpec::new("whatsmyuri", whatsmyuri).help("{whatsmyuri:1}"),
+        CommandSpec::new("connectionStatus", connection_status)
             .help("Returns connection-specific information such as logged-in users and their roles"),
-        CommandSpec::new("logout", |_, _, _| Box::pin(async { Ok(RawDocumentBuf::new()) }))
+        CommandSpec::new("logout", empty_reply)
             .help("de-authenticate"),
     ]
 }
@@ -126,7 +128,20 @@ async fn build_info<S: NodeState>(
     })?)
 }
 
-async fn whatsmyuri(ctx: &RequestContext) -> Result<RawDocumentBuf> {
+/// `ping` and `logout`: nothing to do, an empty success.
+async fn empty_reply<S: NodeState>(
+    _state: &S,
+    _ctx: &RequestContext,
+    _req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    Ok(RawDocumentBuf::new())
+}
+
+async fn whatsmyuri<S: NodeState>(
+    _state: &S,
+    ctx: &RequestContext,
+    _req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let you = ctx
         .peer
         .map(|p| p.to_string())
@@ -134,7 +149,11 @@ async fn whatsmyuri(ctx: &RequestContext) -> Result<RawDocumentBuf> {
     Ok(rawdoc! {"you": you})
 }
 
-async fn connection_status(req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn connection_status<S: NodeState>(
+    _state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let mut auth = doc! {
         "authenticatedUsers": Bson::Array(vec![]),
         "authenticatedUserRoles": Bson::Array(vec![]),

@@ -11,23 +11,21 @@ use bson::{Binary, Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf, doc}
 
 pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     vec![
-        CommandSpec::new("currentOp", |s, c, r| Box::pin(current_op(s, c, r)))
+        CommandSpec::new("currentOp", current_op)
             .admin_only()
             .help("report operations in progress"),
-        CommandSpec::new("endSessions", |s, _, r| Box::pin(end_sessions(s, r)))
-            .help("end a set of logical sessions"),
-        CommandSpec::new("refreshSessions", |s, _, r| {
-            Box::pin(refresh_sessions(s, r))
-        })
-        .help("renew a set of logical sessions"),
-        CommandSpec::new("startSession", |s, _, r| Box::pin(start_session(s, r)))
+        CommandSpec::new("endSessions", end_sessions).help("end a set of logical sessions"),
+        CommandSpec::new("refreshSessions", refresh_sessions)
+            .help("renew a set of logical sessions"),
+        CommandSpec::new("startSession", start_session)
+            .fields(crate::command::requests::StartSessionRequest::FIELDS)
             .help("start a logical session"),
     ]
 }
 
 /// `killOp` as a mongod answers it (routers have their own, which also reaches shards).
 pub fn kill_op<S: NodeState>() -> CommandSpec<S> {
-    CommandSpec::new("killOp", |s, _, r| Box::pin(kill_local_op(s, r)))
+    CommandSpec::new("killOp", kill_local_op)
         .admin_only()
         .help("kill an operation in progress")
 }
@@ -95,7 +93,11 @@ fn is_query_operator(name: &str) -> bool {
     )
 }
 
-async fn kill_local_op<S: NodeState>(state: &S, req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn kill_local_op<S: NodeState>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let opid = parse_op_id(&req)?;
     tracing::info!(opid, "going to kill op");
     // killOp reports success whether or not the operation still ran.
@@ -167,13 +169,21 @@ fn session_ids(req: &CommandRequest) -> Result<Vec<&RawDocument>> {
     Ok(out)
 }
 
-async fn end_sessions<S: NodeState>(state: &S, req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn end_sessions<S: NodeState>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let lsids = session_ids(&req)?;
     state.node().sessions.end(&lsids);
     Ok(RawDocumentBuf::new())
 }
 
-async fn refresh_sessions<S: NodeState>(state: &S, req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn refresh_sessions<S: NodeState>(
+    state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let node = state.node();
     for lsid in session_ids(&req)? {
         node.sessions.touch(lsid, node.session_refresh_period());
@@ -181,7 +191,11 @@ async fn refresh_sessions<S: NodeState>(state: &S, req: CommandRequest) -> Resul
     Ok(RawDocumentBuf::new())
 }
 
-async fn start_session<S: NodeState>(state: &S, _req: CommandRequest) -> Result<RawDocumentBuf> {
+async fn start_session<S: NodeState>(
+    state: &S,
+    _ctx: &RequestContext,
+    _req: CommandRequest,
+) -> Result<RawDocumentBuf> {
     let node = state.node();
     let id = Binary {
         subtype: BinarySubtype::Uuid,

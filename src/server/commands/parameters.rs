@@ -8,17 +8,16 @@ use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
 
 pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     vec![
-        CommandSpec::new("getParameter", |s, c, r| Box::pin(get_parameter(s, c, r)))
+        // getParameter/setParameter take arbitrary parameter names as fields: no declared fields.
+        CommandSpec::new("getParameter", get_parameter)
             .admin_only()
             .help("get administrative option(s)\nexample:\n{ getParameter:1, notablescan:1 }"),
-        CommandSpec::new("setParameter", |s, c, r| Box::pin(set_parameter(s, c, r)))
+        CommandSpec::new("setParameter", set_parameter)
             .admin_only()
             .help("set administrative option(s)\n{ setParameter:1, <param>:<value> }"),
-        CommandSpec::new("getCmdLineOpts", |s, c, r| {
-            Box::pin(get_cmd_line_opts(s, c, r))
-        })
-        .admin_only()
-        .help("get argv"),
+        CommandSpec::new("getCmdLineOpts", get_cmd_line_opts)
+            .admin_only()
+            .help("get argv"),
     ]
 }
 
@@ -75,13 +74,13 @@ async fn set_parameter<S: NodeState>(
         .filter(|(k, _)| !crate::command::is_generic_field(k));
     let (name, value) = changes.next().ok_or_else(|| {
         MongoError::new(
-            ErrorCode::Location(16),
+            ErrorCode::InvalidLength,
             "no option found to set, use help:true to see options ",
         )
     })?;
     if changes.next().is_some() {
         return Err(MongoError::new(
-            ErrorCode::Location(16),
+            ErrorCode::InvalidLength,
             "only one parameter may be set at a time",
         ));
     }

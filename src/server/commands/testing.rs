@@ -11,18 +11,15 @@ use tokio::time::Instant;
 
 pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     vec![
-        CommandSpec::new("configureFailPoint", |s, c, r| {
-            Box::pin(configure_fail_point(s, c, r))
-        })
-        .admin_only()
-        .test_only()
-        .help("modifies the settings of a fail point"),
-        CommandSpec::new("waitForFailPoint", |s, c, r| {
-            Box::pin(wait_for_fail_point(s, c, r))
-        })
-        .admin_only()
-        .test_only()
-        .help("waits until a fail point has been entered a number of times"),
+        // configureFailPoint's fields are the fail point's own (mode, data, ...): no declared fields.
+        CommandSpec::new("configureFailPoint", configure_fail_point)
+            .admin_only()
+            .test_only()
+            .help("modifies the settings of a fail point"),
+        CommandSpec::new("waitForFailPoint", wait_for_fail_point)
+            .admin_only()
+            .test_only()
+            .help("waits until a fail point has been entered a number of times"),
     ]
 }
 

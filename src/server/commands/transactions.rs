@@ -3,28 +3,31 @@
 //! (`command::generic`), so these commands only ever meet a request outside a transaction,
 //! which MongoDB's router answers as below.
 
+use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::RequestContext;
 use crate::server::dispatch::{CommandSpec, NodeState};
 use bson::RawDocumentBuf;
 
 pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     vec![
-        CommandSpec::new("abortTransaction", |_, _, _| {
-            Box::pin(outside_a_transaction("abortTransaction"))
-        })
-        .admin_only()
-        .takes_write_concern()
-        .help("Aborts a transaction"),
-        CommandSpec::new("commitTransaction", |_, _, _| {
-            Box::pin(outside_a_transaction("commitTransaction"))
-        })
-        .admin_only()
-        .takes_write_concern()
-        .help("Commits a transaction"),
+        CommandSpec::new("abortTransaction", outside_a_transaction)
+            .admin_only()
+            .takes_write_concern()
+            .help("Aborts a transaction"),
+        CommandSpec::new("commitTransaction", outside_a_transaction)
+            .admin_only()
+            .takes_write_concern()
+            .help("Commits a transaction"),
     ]
 }
 
-async fn outside_a_transaction(name: &str) -> Result<RawDocumentBuf> {
+async fn outside_a_transaction<S: NodeState>(
+    _state: &S,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let name = req.name();
     Err(MongoError::new(
         ErrorCode::InvalidOptions,
         format!("{name} can only be run within a session"),

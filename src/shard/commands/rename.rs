@@ -13,17 +13,14 @@ use bson::{Bson, Document, RawDocumentBuf, doc};
 
 pub(super) fn commands() -> Vec<CommandSpec<ShardState>> {
     vec![
-        CommandSpec::new("_shardsvrRenameCollection", |s, c, r| {
-            Box::pin(rename_collection(s, c, r))
-        })
-        .help("Internal: renames a collection of a database this shard is the primary of"),
-        CommandSpec::new("_shardsvrRenameCollectionParticipant", |s, c, r| {
-            Box::pin(participant(s, c, r))
-        })
-        .help("Internal: blocks CRUD on both names of a rename and renames this shard's data"),
-        CommandSpec::new("_shardsvrRenameCollectionUnblockParticipant", |s, c, r| {
-            Box::pin(unblock_participant(s, c, r))
-        })
+        CommandSpec::new("_shardsvrRenameCollection", rename_collection)
+            .help("Internal: renames a collection of a database this shard is the primary of"),
+        CommandSpec::new("_shardsvrRenameCollectionParticipant", participant)
+            .help("Internal: blocks CRUD on both names of a rename and renames this shard's data"),
+        CommandSpec::new(
+            "_shardsvrRenameCollectionUnblockParticipant",
+            unblock_participant,
+        )
         .help("Internal: unblocks CRUD on both names of a finished rename"),
     ]
 }

@@ -10,66 +10,42 @@ use bson::RawDocumentBuf;
 
 pub(super) fn commands() -> Vec<CommandSpec<ShardState>> {
     vec![
-        CommandSpec::new("_addShard", |s, c, r| Box::pin(add_shard(s, c, r)))
+        CommandSpec::new("_addShard", add_shard)
             .admin_only()
             .help("Internal: makes this server a shard of a cluster (sets its shard identity)"),
-        CommandSpec::new("getShardVersion", |s, c, r| Box::pin(get_shard_version(s, c, r)))
+        CommandSpec::new("getShardVersion", get_shard_version)
             .aliases(&["getshardversion"])
             .admin_only()
             .help("this shard's filtering metadata of a collection: { getShardVersion: <ns>, fullMetadata: <bool> }"),
-        CommandSpec::new("_shardsvrDropDatabaseParticipant", |s, c, r| {
-            Box::pin(drop_database_participant(s, c, r))
-        })
+        CommandSpec::new("_shardsvrDropDatabaseParticipant", drop_database_participant)
         .help("Internal: drops this shard's data of a database"),
-        CommandSpec::new("_shardsvrCreateCollection", |s, c, r| {
-            Box::pin(super::shard_collection::create_sharded_collection(s, c, r))
-        })
+        CommandSpec::new("_shardsvrCreateCollection", super::shard_collection::create_sharded_collection)
         .help("Internal: shards a collection of a database this shard is the primary of"),
-        CommandSpec::new("_shardsvrCreateCollectionParticipant", |s, c, r| {
-            Box::pin(super::shard_collection::create_collection_participant(s, c, r))
-        })
+        CommandSpec::new("_shardsvrCreateCollectionParticipant", super::shard_collection::create_collection_participant)
         .help("Internal: creates this shard's part of a sharded collection (same UUID and indexes)"),
-        CommandSpec::new("_shardsvrMovePrimaryCleanup", |s, c, r| {
-            Box::pin(super::move_primary::cleanup(s, c, r))
-        })
+        CommandSpec::new("_shardsvrMovePrimaryCleanup", super::move_primary::cleanup)
         .help("Internal: drops a former primary's copies of the collections it gave away"),
-        CommandSpec::new("_shardsvrMovePrimary", |s, c, r| {
-            Box::pin(super::move_primary::move_primary(s, c, r))
-        })
+        CommandSpec::new("_shardsvrMovePrimary", super::move_primary::move_primary)
         .help("Internal: moves a database this shard is the primary of to another shard"),
-        CommandSpec::new("_shardsvrRefineCollectionShardKey", |s, c, r| {
-            Box::pin(super::refine_shard_key::refine(s, c, r))
-        })
+        CommandSpec::new("_shardsvrRefineCollectionShardKey", super::refine_shard_key::refine)
         .help("Internal: refines the shard key of a collection of a database this shard is the primary of"),
-        CommandSpec::new("_shardsvrValidateShardKeyCandidate", |s, c, r| {
-            Box::pin(super::refine_shard_key::validate_candidate(s, c, r))
-        })
+        CommandSpec::new("_shardsvrValidateShardKeyCandidate", super::refine_shard_key::validate_candidate)
         .help("Internal: checks that this shard has an index that can serve a shard key"),
-        CommandSpec::new("_flushRoutingTableCacheUpdates", |s, c, r| {
-            Box::pin(flush_collection(s, c, r))
-        })
+        CommandSpec::new("_flushRoutingTableCacheUpdates", flush_collection)
         .admin_only()
         .help("Internal: reloads this shard's filtering metadata of a collection from the config server"),
-        CommandSpec::new("_shardsvrDropCollectionParticipant", |s, c, r| {
-            Box::pin(drop_collection_participant(s, c, r))
-        })
+        CommandSpec::new("_shardsvrDropCollectionParticipant", drop_collection_participant)
         .help("Internal: drops this shard's part of a sharded collection"),
-        CommandSpec::new("splitVector", |s, c, r| {
-            Box::pin(super::chunks::split_vector(s, c, r))
-        })
+        CommandSpec::new("splitVector", super::chunks::split_vector)
         .admin_only()
         .help("Internal: the key a chunk's range is split at (its median, with force: true)"),
-        CommandSpec::new("splitChunk", |s, c, r| {
-            Box::pin(super::chunks::split_chunk(s, c, r))
-        })
+        CommandSpec::new("splitChunk", super::chunks::split_chunk)
         .admin_only()
         .help("Internal: splits a chunk this shard owns, committing through the config server"),
-        CommandSpec::new("mergeChunks", |s, c, r| Box::pin(super::chunks::merge_chunks(s, c, r)))
+        CommandSpec::new("mergeChunks", super::chunks::merge_chunks)
             .admin_only()
             .help("Internal: merges contiguous chunks this shard owns, committing through the config server"),
-        CommandSpec::new("_flushDatabaseCacheUpdates", |s, c, r| {
-            Box::pin(flush_database(s, c, r))
-        })
+        CommandSpec::new("_flushDatabaseCacheUpdates", flush_database)
         .admin_only()
         .help(
             "Internal: forgets the cached version of a database so the next request refreshes it",

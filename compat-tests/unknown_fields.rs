@@ -1,0 +1,200 @@
+//! Commands declared once: unknown fields refused (`IDLUnknownField`) on the router and on a
+//! shard while generic arguments and drivers' fields pass, and the checks router and shards
+//! share agreeing with MongoDB 8.0 (a negative `limit`, an empty write batch) on sharded and
+//! unsharded collections.
+
+use crate::harness::{ProcessCluster, TestCluster};
+use mongodb::bson::{Document, RawDocumentBuf, doc, rawdoc};
+use mongodb::error::ErrorKind;
+use mongodb::{Client, Database};
+
+fn failure(err: &mongodb::error::Error) -> (i32, String, String) {
+    match err.kind.as_ref() {
+        ErrorKind::Command(c) => (c.code, c.code_name.clone(), c.message.clone()),
+        other => panic!("not a command error: {other:?}"),
+    }
+}
+
+async fn refused(db: &Database, body: RawDocumentBuf) -> (i32, String, String) {
+    let err = db
+        .run_raw_command(body.clone())
+        .await
+        .expect_err(&format!("{body:?} was accepted"));
+    failure(&err)
+}
+
+fn unknown(command: &str, field: &str) -> (i32, String, String) {
+    (
+        40415,
+        "IDLUnknownField".into(),
+        format!("BSON field '{command}.{field}' is an unknown field."),
+    )
+}
+
+/// Unknown fields of several commands refused, known and generic ones accepted.
+async fn unknown_fields(client: &Client) {
+    let db = client.database("unknown_fields");
+    db.run_command(doc! {"insert": "c", "documents": [{"_id": 1}]})
+        .await
+        .unwrap();
+    let cases = [
+        (rawdoc! {"find": "c", "filterr": {}}, "find", "filterr"),
+        (
+            rawdoc! {"aggregate": "c", "pipeline": [], "cursor": {}, "x": 1},
+            "aggregate",
+            "x",
+        ),
+        (rawdoc! {"count": "c", "quer": {}}, "count", "quer"),
+        (
+            rawdoc! {"distinct": "c", "key": "a", "bogus": 1},
+            "distinct",
+            "bogus",
+        ),
+        (
+            rawdoc! {"insert": "c", "documents": [{}], "ordred": true},
+            "insert",
+            "ordred",
+        ),
+        (
+            rawdoc! {"update": "c", "updates": [{"q": {}, "u": {"$set": {"a": 1}}}], "x": 1},
+            "update",
+            "x",
+        ),
+        (
+            rawdoc! {"delete": "c", "deletes": [{"q": {}, "limit": 0}], "x": 1},
+            "delete",
+            "x",
+        ),
+        (
+            rawdoc! {"findAndModify": "c", "query": {}, "remove": true, "x": 1},
+            "findAndModify",
+            "x",
+        ),
+        (rawdoc! {"listIndexes": "c", "x": 1}, "listIndexes", "x"),
+        (
+            rawdoc! {"listCollections": 1, "x": 1},
+            "listCollections",
+            "x",
+        ),
+        (rawdoc! {"create": "d", "x": 1}, "create", "x"),
+        (rawdoc! {"drop": "d", "x": 1}, "drop", "x"),
+        (
+            rawdoc! {"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1"}], "x": 1},
+            "createIndexes",
+            "x",
+        ),
+        (
+            rawdoc! {"dropIndexes": "c", "index": "a_1", "x": 1},
+            "dropIndexes",
+            "x",
+        ),
+    ];
+    for (body, command, field) in cases {
+        assert_eq!(
+            refused(&db, body).await,
+            unknown(command, field),
+            "{command}"
+        );
+    }
+    // Nothing ran: the document is still alone, `d` was not created.
+    let found = db.run_command(doc! {"count": "c"}).await.unwrap();
+    assert_eq!(found.get_i32("n").unwrap(), 1);
+    // Declared and generic fields pass, as drivers send them.
+    db.run_command(doc! {
+        "find": "c", "filter": {}, "sort": {"_id": 1}, "projection": {"_id": 1}, "hint": {"_id": 1},
+        "skip": 0, "limit": 5, "batchSize": 2, "singleBatch": false, "comment": "c",
+        "maxTimeMS": 1000, "readConcern": {"level": "local"}, "let": {"x": 1},
+        "allowDiskUse": true, "noCursorTimeout": false, "returnKey": false,
+        "showRecordId": false, "collation": {"locale": "simple"},
+        "$readPreference": {"mode": "primary"},
+    })
+    .await
+    .unwrap();
+    db.run_command(doc! {
+        "aggregate": "c", "pipeline": [{"$match": {}}], "cursor": {"batchSize": 1},
+        "allowDiskUse": true, "let": {}, "comment": "c", "bypassDocumentValidation": false,
+    })
+    .await
+    .unwrap();
+    db.run_command(doc! {
+        "insert": "c", "documents": [{"_id": 2}], "ordered": true,
+        "bypassDocumentValidation": false, "writeConcern": {"w": 1}, "comment": "c",
+    })
+    .await
+    .unwrap();
+}
+
+/// A negative `limit` and an empty batch get MongoDB's errors, sharded collection or not.
+async fn agreed_checks(client: &Client) {
+    let db_name = "agreed_checks";
+    let admin = client.database("admin");
+    admin
+        .run_command(doc! {"enableSharding": db_name})
+        .await
+        .unwrap();
+    admin
+        .run_command(
+            doc! {"shardCollection": format!("{db_name}.sharded"), "key": {"_id": "hashed"}},
+        )
+        .await
+        .unwrap();
+    let db = client.database(db_name);
+    for coll in ["sharded", "unsharded"] {
+        db.run_command(doc! {"insert": coll, "documents": [{"_id": 1}]})
+            .await
+            .unwrap();
+        assert_eq!(
+            refused(&db, rawdoc! {"find": coll, "limit": -1}).await,
+            (
+                51024,
+                "Location51024".into(),
+                "BSON field 'limit' value must be >= 0, actual value '-1'".into()
+            ),
+            "{coll}"
+        );
+        for (body, what) in [
+            (rawdoc! {"insert": coll, "documents": []}, "insert"),
+            (rawdoc! {"update": coll, "updates": []}, "update"),
+            (rawdoc! {"delete": coll, "deletes": []}, "delete"),
+        ] {
+            assert_eq!(
+                refused(&db, body).await,
+                (
+                    16,
+                    "InvalidLength".into(),
+                    "Write batch sizes must be between 1 and 100000. Got 0 operations.".into()
+                ),
+                "{what} on {coll}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn through_the_router() {
+    let cluster = TestCluster::start().await;
+    unknown_fields(&cluster.client).await;
+    agreed_checks(&cluster.client).await;
+    cluster.shutdown().await;
+}
+
+/// A shard, connected to directly, refuses unknown fields too.
+#[tokio::test]
+async fn on_a_shard() {
+    let cluster = ProcessCluster::start(1).await;
+    let shard = cluster.shard_client(0).await;
+    let db = shard.database("unknown_fields_shard");
+    assert_eq!(
+        refused(&db, rawdoc! {"find": "c", "filterr": {}}).await,
+        unknown("find", "filterr")
+    );
+    assert_eq!(
+        refused(&db, rawdoc! {"insert": "c", "documents": [{}], "x": 1}).await,
+        unknown("insert", "x")
+    );
+    let reply: Document = db
+        .run_command(doc! {"find": "c", "filter": {}, "limit": 1})
+        .await
+        .unwrap();
+    assert_eq!(reply.get_f64("ok").unwrap(), 1.0);
+}

@@ -1,0 +1,156 @@
+//! Command requests declared once for router and data nodes (`command_request!`: the struct,
+//! its parser with MongoDB's messages, and its known fields), MongoDB's generic arguments, and
+//! the one check refusing fields a command does not declare (`IDLUnknownField`).
+
+mod catalog;
+mod reads;
+mod writes;
+
+pub use catalog::{
+    CollModRequest, CreateIndexesRequest, CreateRequest, DropDatabaseRequest, DropIndexesRequest,
+    DropRequest, EnableShardingRequest, ExplainFields, ListCollectionsRequest,
+    ListDatabasesRequest, ListIndexesRequest, MovePrimaryRequest, Rename, RenameCollectionRequest,
+    ShardCollectionRequest, StartSessionRequest,
+};
+pub use reads::{
+    AggregateRequest, CountRequest, DistinctRequest, FindRequest, GetMoreRequest,
+    KillCursorsRequest,
+};
+pub use writes::{
+    DeleteRequest, FindAndModifyRequest, InsertRequest, UpdateRequest, check_batch_size,
+};
+
+use super::CommandRequest;
+use crate::error::{ErrorCode, MongoError, Result};
+
+/// The arguments every command accepts, as MongoDB's `src/mongo/idl/generic_argument.idl`
+/// lists them (`generic_args_api_v1` and `generic_args_unstable_v1`), plus `recoveryToken`
+/// (mongos' transaction argument), `$queryOptions`' older spelling `$readPreference` is in the
+/// list already, and docgrid's own internal `backpressure`.
+pub const GENERIC_ARGUMENTS: &[&str] = &[
+    // generic_args_api_v1
+    "apiVersion",
+    "apiStrict",
+    "apiDeprecationErrors",
+    "$db",
+    "maxTimeMS",
+    "readConcern",
+    "writeConcern",
+    "lsid",
+    "clientOperationKey",
+    "txnNumber",
+    "autocommit",
+    "startTransaction",
+    "stmtId",
+    "comment",
+    "$readPreference",
+    "$clusterTime",
+    // generic_args_unstable_v1
+    "$audit",
+    "$client",
+    "$configServerState",
+    "allowImplicitCollectionCreation",
+    "$oplogQueryData",
+    "$queryOptions",
+    "$replData",
+    "databaseVersion",
+    "shardVersion",
+    "tracking_info",
+    "coordinator",
+    "maxTimeMSOpOnly",
+    "$configTime",
+    "$topologyTime",
+    "txnRetryCounter",
+    "mayBypassWriteBlocking",
+    "$tenant",
+    "expectPrefix",
+    // mongos' transaction recovery token, docgrid's internal flow-control hint
+    "recoveryToken",
+    "backpressure",
+];
+
+/// Whether `name` is one of MongoDB's generic arguments.
+pub fn is_generic_argument(name: &str) -> bool {
+    GENERIC_ARGUMENTS.contains(&name)
+}
+
+/// MongoDB's IDL error for a field a strict command does not declare.
+pub fn unknown_field(command: &str, field: &str) -> MongoError {
+    MongoError::new(
+        ErrorCode::IDLUnknownField,
+        format!("BSON field '{command}.{field}' is an unknown field."),
+    )
+}
+
+/// Refuses a field (in the body or as a document sequence) that is neither the command name,
+/// one of `known`, nor a generic argument, as a strict IDL command does.
+pub fn check_known_fields(request: &CommandRequest, command: &str, known: &[&str]) -> Result<()> {
+    let allowed = |name: &str| known.contains(&name) || is_generic_argument(name);
+    for field in request.body.iter().skip(1) {
+        let (name, _) = field?;
+        if !allowed(name) {
+            return Err(unknown_field(command, name));
+        }
+    }
+    for sequence in &request.sequences {
+        if !allowed(&sequence.identifier) {
+            return Err(unknown_field(command, &sequence.identifier));
+        }
+    }
+    Ok(())
+}
+
+/// Declares a command request once: the struct, `parse` (each typed field read with `Args`'
+/// accessor, so with MongoDB's TypeMismatch messages) and `FIELDS`, every field the command
+/// knows (typed ones, then those listed after `known:`, which a handler reads itself).
+///
+/// ```ignore
+/// command_request! {
+///     /// `find`.
+///     pub struct FindRequest("find") {
+///         filter: Option<Document> = "filter" via document,
+///         limit: Option<i64> = "limit" via non_negative,
+///     }
+///     known: ["hint", "let"]
+/// }
+/// ```
+macro_rules! command_request {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident($command:literal) {
+            $($(#[$fmeta:meta])* $field:ident: $ty:ty = $bson:literal via $accessor:ident,)*
+        }
+        known: [$($known:literal),* $(,)?]
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, Default)]
+        pub struct $name {
+            $($(#[$fmeta])* pub $field: $ty,)*
+        }
+
+        impl $name {
+            /// The command's name.
+            pub const COMMAND: &'static str = $command;
+            /// Every field the command declares (generic arguments aside).
+            pub const FIELDS: &'static [&'static str] = &[$($bson,)* $($known,)*];
+
+            /// The typed fields of `request`, refusing a field of the wrong type.
+            pub fn parse(request: &$crate::command::CommandRequest) -> $crate::error::Result<Self> {
+                let args = request.args();
+                let _ = &args;
+                Ok($name {
+                    $($field: args.$accessor($bson)?.map(Into::into),)*
+                })
+            }
+
+            /// `check_known_fields` with this command's fields.
+            pub fn check_fields(request: &$crate::command::CommandRequest) -> $crate::error::Result<()> {
+                $crate::command::check_known_fields(request, $command, Self::FIELDS)
+            }
+        }
+    };
+}
+pub(crate) use command_request;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,113 @@
+//! Tests of `command_request!` and the unknown-field check.
+
+use super::*;
+use crate::command::CommandRequest;
+use bson::rawdoc;
+
+fn request(body: bson::RawDocumentBuf) -> CommandRequest {
+    CommandRequest::new("db", body).unwrap()
+}
+
+#[test]
+fn unknown_field_is_refused_with_idl_message() {
+    let req = request(rawdoc! {"find": "c", "filterr": {}});
+    let err = FindRequest::check_fields(&req).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::IDLUnknownField);
+    assert_eq!(err.code().name(), "IDLUnknownField");
+    assert_eq!(
+        err.message(),
+        "BSON field 'find.filterr' is an unknown field."
+    );
+}
+
+#[test]
+fn generic_and_declared_fields_pass() {
+    let req = request(rawdoc! {
+        "find": "c", "filter": {}, "limit": 3, "hint": {"a": 1}, "$db": "db",
+        "lsid": {"id": 1}, "$clusterTime": {}, "$readPreference": {"mode": "primary"},
+        "maxTimeMS": 5, "readConcern": {}, "comment": "x", "apiVersion": "1",
+        "txnNumber": 1_i64, "shardVersion": {}, "databaseVersion": {}
+    });
+    FindRequest::check_fields(&req).unwrap();
+    let parsed = FindRequest::parse(&req).unwrap();
+    assert_eq!(parsed.limit, Some(3));
+    assert!(parsed.filter.is_some());
+    assert!(parsed.sort.is_none());
+}
+
+#[test]
+fn document_sequences_are_fields() {
+    let req = request(rawdoc! {"insert": "c"}).with_sequence("documents", vec![rawdoc! {}]);
+    InsertRequest::check_fields(&req).unwrap();
+    let req = request(rawdoc! {"insert": "c"}).with_sequence("docs", vec![rawdoc! {}]);
+    let err = InsertRequest::check_fields(&req).unwrap_err();
+    assert_eq!(
+        err.message(),
+        "BSON field 'insert.docs' is an unknown field."
+    );
+}
+
+#[test]
+fn wrong_type_has_mongodb_type_mismatch() {
+    let req = request(rawdoc! {"find": "c", "singleBatch": "yes"});
+    let err = FindRequest::parse(&req).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::TypeMismatch);
+    assert!(
+        err.message()
+            .starts_with("BSON field 'find.singleBatch' is the wrong type 'string'"),
+        "{}",
+        err.message()
+    );
+}
+
+#[test]
+fn negative_limit_is_the_idl_validator_error() {
+    let req = request(rawdoc! {"find": "c", "limit": -1});
+    let err = FindRequest::parse(&req).unwrap_err();
+    assert_eq!(err.code().code(), 51024);
+    assert_eq!(err.code().name(), "Location51024");
+    assert_eq!(
+        err.message(),
+        "BSON field 'limit' value must be >= 0, actual value '-1'"
+    );
+}
+
+#[test]
+fn empty_batch_is_invalid_length() {
+    let req = request(rawdoc! {"insert": "c", "documents": []});
+    let err = check_batch_size(&req, "documents").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidLength);
+    assert_eq!(
+        err.message(),
+        "Write batch sizes must be between 1 and 100000. Got 0 operations."
+    );
+}
+
+#[test]
+fn duplicate_fields_are_left_to_the_generic_check() {
+    // The generic check (`command::generic`) refuses duplicates before any parser runs; the
+    // declared-field check accepts a duplicate known field as known.
+    let mut body = rawdoc! {"find": "c", "filter": {}};
+    body.append("filter", rawdoc! {});
+    let req = request(body);
+    FindRequest::check_fields(&req).unwrap();
+    let info = crate::command::generic::CommandInfo {
+        name: "find",
+        requested: "find",
+        takes_write_concern: false,
+        internal: false,
+        router: false,
+    };
+    let err = crate::command::generic::check(&req, &info).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::IDLDuplicateField);
+}
+
+#[test]
+fn fields_list_typed_then_known() {
+    assert_eq!(FindRequest::COMMAND, "find");
+    assert!(FindRequest::FIELDS.contains(&"filter"));
+    assert!(FindRequest::FIELDS.contains(&"hint"));
+    assert!(!FindRequest::FIELDS.contains(&"maxTimeMS"));
+    assert!(is_generic_argument("maxTimeMS"));
+    assert!(!is_generic_argument("filterr"));
+}
