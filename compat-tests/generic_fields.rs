@@ -4,31 +4,14 @@
 //! the router in-process, and against the router, a shard and the config server as separate
 //! processes.
 
-use crate::harness::{ProcessCluster, TestCluster, error_code};
+use crate::harness::{ProcessCluster, TestCluster, error_code, refused};
 use crate::wire::RawConnection;
 use docgrid::wire::OpMsg;
+use mongodb::Client;
 use mongodb::bson::spec::BinarySubtype;
 use mongodb::bson::{Binary, Bson, Document, RawDocumentBuf, Timestamp, doc, rawdoc};
-use mongodb::error::ErrorKind;
-use mongodb::{Client, Database};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// A failed command's code, codeName and message.
-fn failure(err: &mongodb::error::Error) -> (i32, String, String) {
-    match err.kind.as_ref() {
-        ErrorKind::Command(c) => (c.code, c.code_name.clone(), c.message.clone()),
-        other => panic!("not a command error: {other:?}"),
-    }
-}
-
-async fn refused(db: &Database, body: RawDocumentBuf) -> (i32, String, String) {
-    let err = db
-        .run_raw_command(body.clone())
-        .await
-        .expect_err(&format!("{body:?} was accepted"));
-    failure(&err)
-}
 
 fn uuid() -> Binary {
     Binary {

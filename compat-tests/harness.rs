@@ -129,6 +129,25 @@ pub fn error_code(err: &mongodb::error::Error) -> Option<i32> {
         _ => None,
     }
 }
+/// A failed command's code, codeName and message.
+pub fn failure(err: &mongodb::error::Error) -> (i32, String, String) {
+    match err.kind.as_ref() {
+        mongodb::error::ErrorKind::Command(c) => (c.code, c.code_name.clone(), c.message.clone()),
+        other => panic!("not a command error: {other:?}"),
+    }
+}
+
+/// The failure of a command that must be refused.
+pub async fn refused(
+    db: &mongodb::Database,
+    body: mongodb::bson::RawDocumentBuf,
+) -> (i32, String, String) {
+    let err = db
+        .run_raw_command(body.clone())
+        .await
+        .expect_err(&format!("{body:?} was accepted"));
+    failure(&err)
+}
 
 /// A free TCP port below 32768 (outside Linux's ephemeral range, so a port we pick is not
 /// handed to some outgoing connection in the meantime).

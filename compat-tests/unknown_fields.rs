@@ -3,25 +3,9 @@
 //! share agreeing with MongoDB 8.0 (a negative `limit`, an empty write batch) on sharded and
 //! unsharded collections.
 
-use crate::harness::{ProcessCluster, TestCluster};
-use mongodb::bson::{Document, RawDocumentBuf, doc, rawdoc};
-use mongodb::error::ErrorKind;
-use mongodb::{Client, Database};
-
-fn failure(err: &mongodb::error::Error) -> (i32, String, String) {
-    match err.kind.as_ref() {
-        ErrorKind::Command(c) => (c.code, c.code_name.clone(), c.message.clone()),
-        other => panic!("not a command error: {other:?}"),
-    }
-}
-
-async fn refused(db: &Database, body: RawDocumentBuf) -> (i32, String, String) {
-    let err = db
-        .run_raw_command(body.clone())
-        .await
-        .expect_err(&format!("{body:?} was accepted"));
-    failure(&err)
-}
+use crate::harness::{ProcessCluster, TestCluster, refused};
+use mongodb::Client;
+use mongodb::bson::{Document, doc, rawdoc};
 
 fn unknown(command: &str, field: &str) -> (i32, String, String) {
     (
