@@ -3,7 +3,7 @@
 //! through the official driver: they answer as MongoDB does (their results, or the errors of
 //! MongoDB's limits), and while one runs, other connections are still served.
 
-use crate::harness::{ProcessCluster, TestCluster, all_by_id, client_for, error_code};
+use crate::harness::{ProcessCluster, TestCluster, all_by_id, client_for, error_code, first_batch};
 use futures::TryStreamExt;
 use mongodb::Client;
 use mongodb::bson::{Bson, Document, doc};
@@ -23,17 +23,6 @@ const SPARSE_POLL: Duration = Duration::from_millis(100);
 fn fields(n: usize, prefix: &str, value: impl Fn(usize) -> Bson) -> Document {
     (0..n)
         .map(|i| (format!("{prefix}f{i}"), value(i)))
-        .collect()
-}
-
-fn first_batch(reply: &Document) -> Vec<Document> {
-    reply
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap()
-        .iter()
-        .map(|d| d.as_document().unwrap().clone())
         .collect()
 }
 

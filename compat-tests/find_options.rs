@@ -1,7 +1,7 @@
 //! find's index-related options: `min`/`max` with `hint`, `returnKey`, `showRecordId`, and
 //! `hint` on update, delete and findAndModify.
 
-use crate::harness::{both_modes, error_code};
+use crate::harness::{both_modes, error_code, first_batch};
 use futures::TryStreamExt;
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::{Client, Database, IndexModel};
@@ -25,14 +25,7 @@ async fn find(db: &Database, command: Document) -> Vec<Document> {
     let mut full = doc! {"find": "c", "batchSize": 1000};
     full.extend(command);
     let reply = db.run_command(full).await.unwrap();
-    reply
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap()
-        .iter()
-        .map(|d| d.as_document().unwrap().clone())
-        .collect()
+    first_batch(&reply)
 }
 
 fn ids(docs: &[Document]) -> Vec<i32> {
@@ -228,14 +221,7 @@ async fn find_in(db: &Database, command: Document) -> Vec<Document> {
     let mut full = doc! {"find": "c"};
     full.extend(command);
     let reply = db.run_command(full).await.unwrap();
-    reply
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap()
-        .iter()
-        .map(|d| d.as_document().unwrap().clone())
-        .collect()
+    first_batch(&reply)
 }
 
 both_modes!(natural_order_and_new_index_rules);

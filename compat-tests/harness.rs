@@ -129,6 +129,18 @@ pub fn error_code(err: &mongodb::error::Error) -> Option<i32> {
         _ => None,
     }
 }
+/// The documents of a cursor reply's first batch.
+pub fn first_batch(reply: &Document) -> Vec<Document> {
+    reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()
+        .iter()
+        .map(|d| d.as_document().unwrap().clone())
+        .collect()
+}
+
 /// A failed command's code, codeName and message.
 pub fn failure(err: &mongodb::error::Error) -> (i32, String, String) {
     match err.kind.as_ref() {

@@ -2,7 +2,7 @@
 //! `bypassDocumentValidation`) on every write path, and `collMod` for validation options and
 //! index TTL/visibility.
 
-use crate::harness::{both_modes, error_code};
+use crate::harness::{both_modes, error_code, first_batch};
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::options::IndexOptions;
 use mongodb::{Client, IndexModel};
@@ -178,14 +178,7 @@ async fn coll_mod_changes_indexes(client: &Client) {
         .run_command(doc! {"listIndexes": "events"})
         .await
         .unwrap();
-    let specs: Vec<Document> = specs
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap()
-        .iter()
-        .map(|d| d.as_document().unwrap().clone())
-        .collect();
+    let specs = first_batch(&specs);
     let at = specs
         .iter()
         .find(|s| s.get_str("name") == Ok("at_1"))

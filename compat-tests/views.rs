@@ -1,7 +1,7 @@
 //! Views: `create` with `viewOn`/`pipeline`, reads through them (find, count, distinct,
 //! aggregate, views on views), `listCollections`, and MongoDB's errors for writes and cycles.
 
-use crate::harness::{both_modes, error_code};
+use crate::harness::{both_modes, error_code, first_batch};
 use futures::TryStreamExt;
 use mongodb::Client;
 use mongodb::bson::{Document, doc};
@@ -81,14 +81,7 @@ async fn reads_through_views(client: &Client) {
         .run_command(doc! {"listCollections": 1, "filter": {"type": "view"}})
         .await
         .unwrap();
-    let views: Vec<Document> = listed
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap()
-        .iter()
-        .map(|d| d.as_document().unwrap().clone())
-        .collect();
+    let views = first_batch(&listed);
     assert_eq!(views.len(), 2);
     let adults_info = views
         .iter()

@@ -1,9 +1,30 @@
 //! `maxTimeMS`, the time limit a client puts on one command.
 
 use super::Args;
-use crate::error::{MongoError, Result};
+use crate::error::{ErrorCode, MongoError, Result};
 use bson::RawBsonRef;
+use std::future::Future;
 use std::time::Duration;
+
+/// MongoDB's answer for work past its `maxTimeMS`.
+pub fn time_limit_exceeded() -> MongoError {
+    MongoError::new(ErrorCode::MaxTimeMSExpired, "operation exceeded time limit")
+}
+
+/// Runs `work` within `limit` (without one, to its end); at the limit the work is dropped —
+/// what it held is released, an open transaction rolls back — and the answer is
+/// MaxTimeMSExpired.
+pub async fn within<T>(
+    limit: Option<Duration>,
+    work: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    match limit {
+        Some(limit) => tokio::time::timeout(limit, work)
+            .await
+            .unwrap_or_else(|_| Err(time_limit_exceeded())),
+        None => work.await,
+    }
+}
 
 /// The command's time limit; `None` when absent or 0 (no limit).
 pub fn max_time(args: &Args<'_>) -> Result<Option<Duration>> {

@@ -16,17 +16,92 @@ use crate::rpc::{
 use crate::server::stats::Stats;
 use bson::doc;
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-/// A cached database: requests for a database being loaded wait on the one load in flight
-/// (no thundering herd on the config server), as for collections. A load that finds no such
-/// database leaves the cell empty: absence is not cached (the database may be created).
-type DatabaseSlot = Arc<tokio::sync::OnceCell<DatabaseEntry>>;
+/// One cached entry: requests for a name being loaded wait on the one load in flight (no
+/// thundering herd on the config server). Each slot has a serial number, so that a stale
+/// refusal drops only the load the refused request used.
+struct Slot<V> {
+    serial: u64,
+    cell: tokio::sync::OnceCell<V>,
+}
 
+/// The slots of one kind of entry (databases, collections) by name.
+struct Slots<V> {
+    entries: RwLock<HashMap<String, Arc<Slot<V>>>>,
+    /// The serial number of the last slot made.
+    serials: AtomicU64,
+}
+
+impl<V> Default for Slots<V> {
+    fn default() -> Self {
+        Slots {
+            entries: RwLock::default(),
+            serials: AtomicU64::default(),
+        }
+    }
+}
+
+impl<V> Slots<V> {
+    /// The slot of `name`, an empty one made on a miss.
+    fn slot(&self, name: &str) -> Arc<Slot<V>> {
+        // Every routed request passes here: a read lock finds a known name.
+        if let Some(slot) = self.entries.read().expect("poisoned").get(name) {
+            return Arc::clone(slot);
+        }
+        let mut entries = self.entries.write().expect("poisoned");
+        let slot = entries.entry(name.to_string()).or_insert_with(|| {
+            Arc::new(Slot {
+                serial: self.serials.fetch_add(1, Ordering::Relaxed) + 1,
+                cell: tokio::sync::OnceCell::new(),
+            })
+        });
+        Arc::clone(slot)
+    }
+
+    /// Removes `name`'s slot if `which` says so, and returns it.
+    fn remove_if(&self, name: &str, which: impl FnOnce(&Slot<V>) -> bool) -> Option<Arc<Slot<V>>> {
+        let mut entries = self.entries.write().expect("poisoned");
+        match entries.get(name) {
+            Some(slot) if which(slot) => entries.remove(name),
+            _ => None,
+        }
+    }
+
+    fn retain(&self, mut keep: impl FnMut(&str) -> bool) {
+        self.entries
+            .write()
+            .expect("poisoned")
+            .retain(|name, _| keep(name));
+    }
+
+    fn clear(&self) {
+        self.entries.write().expect("poisoned").clear();
+    }
+}
+
+/// Whether the entry cached now answers a shard's stale refusal, so that the request is sent
+/// again with it at once rather than after a reload: `used_is_current` says whether it is the
+/// very entry the refused request used (when that is known), `satisfies_wanted` whether it
+/// has the version the shard wants (when the shard said).
+fn answers_refusal(used_is_current: Option<bool>, satisfies_wanted: Option<bool>) -> bool {
+    match (used_is_current, satisfies_wanted) {
+        // Nothing newer than what was refused.
+        (Some(true), _) => false,
+        (_, Some(satisfies)) => satisfies,
+        // Reloaded since the request was routed, and the shard did not say what it wants.
+        (Some(false), None) => true,
+        // Neither what the request used nor what the shard wants is known.
+        (None, None) => false,
+    }
+}
+
+/// Databases: a load that finds no such database leaves its slot empty, so absence is not
+/// cached (the database may be created).
 #[derive(Default)]
 pub struct DatabaseCache {
-    entries: RwLock<HashMap<String, DatabaseSlot>>,
+    slots: Slots<DatabaseEntry>,
 }
 
 impl DatabaseCache {
@@ -38,19 +113,10 @@ impl DatabaseCache {
         db: &str,
         create: bool,
     ) -> Result<Option<DatabaseEntry>> {
-        let known = self.entries.read().expect("poisoned").get(db).cloned();
-        let slot = match known {
-            Some(slot) => slot,
-            None => Arc::clone(
-                self.entries
-                    .write()
-                    .expect("poisoned")
-                    .entry(db.to_string())
-                    .or_default(),
-            ),
-        };
+        let slot = self.slots.slot(db);
         // `Err(None)`: no such database; the cell stays empty and the next caller loads again.
         let loaded = slot
+            .cell
             .get_or_try_init(|| async {
                 match load_database(config, db, create).await {
                     Ok(Some(entry)) => Ok(entry),
@@ -81,38 +147,29 @@ impl DatabaseCache {
         let Some(current) = self.get(config, db, false).await? else {
             return Ok(());
         };
-        let fresh = match (used, wanted) {
-            (Some(used), _) if used == current.version => false,
-            (_, Some(wanted)) => database_satisfies(&current.version, &wanted),
-            (Some(_), None) => true,
-            (None, None) => false,
-        };
+        let fresh = answers_refusal(
+            used.map(|used| used == current.version),
+            wanted.map(|wanted| database_satisfies(&current.version, &wanted)),
+        );
         if !fresh {
-            self.invalidate_if(db, current.version);
+            // Only if it is still that entry: a newer one loaded since is kept.
+            self.slots.remove_if(db, |slot| {
+                slot.cell
+                    .get()
+                    .is_some_and(|e| e.version == current.version)
+            });
         }
         Ok(())
-    }
-
-    /// Drops `db`'s entry if it is still at `version` (a newer one loaded since is kept).
-    fn invalidate_if(&self, db: &str, version: DatabaseVersion) {
-        let mut entries = self.entries.write().expect("poisoned");
-        if entries
-            .get(db)
-            .and_then(|slot| slot.get())
-            .is_some_and(|entry| entry.version == version)
-        {
-            entries.remove(db);
-        }
     }
 
     /// Forgets a database so the next access reloads it (after a change this router made, or
     /// a drop).
     pub fn invalidate(&self, db: &str) {
-        self.entries.write().expect("poisoned").remove(db);
+        self.slots.remove_if(db, |_| true);
     }
 
     pub fn clear(&self) {
-        self.entries.write().expect("poisoned").clear();
+        self.slots.clear();
     }
 }
 
@@ -154,17 +211,6 @@ pub struct CollectionRouting {
     pub chunks: ChunkMap,
 }
 
-/// A cached collection: `None` when it is not sharded. Requests for a namespace being loaded
-/// wait on the one load in flight (no thundering herd on the config server). Each slot has a
-/// serial number, so that a stale refusal drops only the load the refused request used.
-#[derive(Default)]
-struct Slot {
-    serial: u64,
-    cell: tokio::sync::OnceCell<Option<Arc<CollectionRouting>>>,
-}
-
-type CollectionSlot = Arc<Slot>;
-
 /// One load of a collection's routing, as a routed request used it.
 #[derive(Clone)]
 pub struct CachedCollection {
@@ -182,12 +228,11 @@ const LOAD_ATTEMPTS: usize = 3;
 /// so that routing an unsharded collection costs no config server round trip after the first.
 #[derive(Default)]
 pub struct CollectionCache {
-    entries: RwLock<HashMap<String, CollectionSlot>>,
+    /// `None` for a collection that is not sharded.
+    slots: Slots<Option<Arc<CollectionRouting>>>,
     /// The routing of collections invalidated since, kept as the base of an incremental
     /// refresh.
     previous: RwLock<HashMap<String, Arc<CollectionRouting>>>,
-    /// The serial number of the last slot made.
-    serials: std::sync::atomic::AtomicU64,
 }
 
 impl CollectionCache {
@@ -208,23 +253,7 @@ impl CollectionCache {
         ns: &str,
         stats: &Stats,
     ) -> Result<CachedCollection> {
-        // Every routed request passes here: a read lock finds a known namespace.
-        let known = self.entries.read().expect("poisoned").get(ns).cloned();
-        let slot = match known {
-            Some(slot) => slot,
-            None => Arc::clone(
-                self.entries
-                    .write()
-                    .expect("poisoned")
-                    .entry(ns.to_string())
-                    .or_insert_with(|| {
-                        Arc::new(Slot {
-                            serial: self.serials.fetch_add(1, Ordering::Relaxed) + 1,
-                            cell: Default::default(),
-                        })
-                    }),
-            ),
-        };
+        let slot = self.slots.slot(ns);
         let routing = slot
             .cell
             .get_or_try_init(|| {
@@ -254,17 +283,12 @@ impl CollectionCache {
     ) -> Result<()> {
         // Waits for a load in flight: it may be the newer routing.
         let current = self.get_cached(config, ns, stats).await?;
-        let fresh = match (used, wanted) {
-            // Nothing newer than what was refused.
-            (Some(used), _) if used == current.serial => false,
-            (_, Some((shard, wanted))) => {
+        let fresh = answers_refusal(
+            used.map(|used| used == current.serial),
+            wanted.map(|(shard, wanted)| {
                 collection_satisfies(current.routing.as_deref(), shard, &wanted)
-            }
-            // Reloaded since the request was routed, and the shard did not say what it wants.
-            (Some(_), None) => true,
-            // Neither what the request used nor what the shard wants is known.
-            (None, None) => false,
-        };
+            }),
+        );
         if !fresh {
             self.invalidate_if(ns, current.serial);
         }
@@ -282,14 +306,12 @@ impl CollectionCache {
         self.remove_if(ns, |slot| slot.serial == serial);
     }
 
-    fn remove_if(&self, ns: &str, which: impl FnOnce(&Slot) -> bool) {
-        let slot = {
-            let mut entries = self.entries.write().expect("poisoned");
-            match entries.get(ns) {
-                Some(slot) if which(slot) => entries.remove(ns),
-                _ => None,
-            }
-        };
+    fn remove_if(
+        &self,
+        ns: &str,
+        which: impl FnOnce(&Slot<Option<Arc<CollectionRouting>>>) -> bool,
+    ) {
+        let slot = self.slots.remove_if(ns, which);
         if let Some(Some(routing)) = slot.as_ref().and_then(|s| s.cell.get()) {
             self.previous
                 .write()
@@ -301,10 +323,7 @@ impl CollectionCache {
     /// Forgets every collection of a database (after it was dropped).
     pub fn invalidate_database(&self, db: &str) {
         let prefix = format!("{db}.");
-        self.entries
-            .write()
-            .expect("poisoned")
-            .retain(|ns, _| !ns.starts_with(&prefix));
+        self.slots.retain(|ns| !ns.starts_with(&prefix));
         self.previous
             .write()
             .expect("poisoned")
@@ -312,7 +331,7 @@ impl CollectionCache {
     }
 
     pub fn clear(&self) {
-        self.entries.write().expect("poisoned").clear();
+        self.slots.clear();
         self.previous.write().expect("poisoned").clear();
     }
 }

@@ -345,10 +345,7 @@ impl<S: NodeState> Dispatcher<S> {
             _ => crate::command::max_time(&request.args())?,
         };
         if limit.is_some() && state.node().fail_points.max_time_expires() {
-            return Err(MongoError::new(
-                ErrorCode::MaxTimeMSExpired,
-                "operation exceeded time limit",
-            ));
+            return Err(crate::command::time_limit_exceeded());
         }
         let handled = async {
             // The deadline covers the wait before the command too (a shard's admission through
@@ -358,16 +355,7 @@ impl<S: NodeState> Dispatcher<S> {
                 let _guard = state.before_command(&request).await?;
                 (spec.handler)(state, ctx, request).await
             };
-            match limit {
-                // Dropping the handler at the deadline rolls back its open transaction.
-                Some(limit) => tokio::time::timeout(limit, run).await.unwrap_or_else(|_| {
-                    Err(MongoError::new(
-                        ErrorCode::MaxTimeMSExpired,
-                        "operation exceeded time limit",
-                    ))
-                }),
-                None => run.await,
-            }
+            crate::command::within(limit, run).await
         };
         // Handlers walk nested input: each poll gets the stack that needs, whatever thread runs it.
         let handled = crate::depth::WithStack::new(Box::pin(handled));

@@ -25,8 +25,7 @@ use crate::error::{ErrorCode, MongoError, Result};
 
 /// The arguments every command accepts, as MongoDB's `src/mongo/idl/generic_argument.idl`
 /// lists them (`generic_args_api_v1` and `generic_args_unstable_v1`), plus `recoveryToken`
-/// (mongos' transaction argument), `$queryOptions`' older spelling `$readPreference` is in the
-/// list already, and docgrid's own internal `backpressure`.
+/// (mongos' transaction argument) and docgrid's own internal `backpressure`.
 pub const GENERIC_ARGUMENTS: &[&str] = &[
     // generic_args_api_v1
     "apiVersion",
@@ -141,11 +140,6 @@ macro_rules! command_request {
                 Ok($name {
                     $($field: args.$accessor($bson)?.map(Into::into),)*
                 })
-            }
-
-            /// `check_known_fields` with this command's fields.
-            pub fn check_fields(request: &$crate::command::CommandRequest) -> $crate::error::Result<()> {
-                $crate::command::check_known_fields(request, $command, Self::FIELDS)
             }
         }
     };

@@ -11,7 +11,7 @@ fn request(body: bson::RawDocumentBuf) -> CommandRequest {
 #[test]
 fn unknown_field_is_refused_with_idl_message() {
     let req = request(rawdoc! {"find": "c", "filterr": {}});
-    let err = FindRequest::check_fields(&req).unwrap_err();
+    let err = check_known_fields(&req, FindRequest::COMMAND, FindRequest::FIELDS).unwrap_err();
     assert_eq!(err.code(), ErrorCode::IDLUnknownField);
     assert_eq!(err.code().name(), "IDLUnknownField");
     assert_eq!(
@@ -28,7 +28,7 @@ fn generic_and_declared_fields_pass() {
         "maxTimeMS": 5, "readConcern": {}, "comment": "x", "apiVersion": "1",
         "txnNumber": 1_i64, "shardVersion": {}, "databaseVersion": {}
     });
-    FindRequest::check_fields(&req).unwrap();
+    check_known_fields(&req, FindRequest::COMMAND, FindRequest::FIELDS).unwrap();
     let parsed = FindRequest::parse(&req).unwrap();
     assert_eq!(parsed.limit, Some(3));
     assert!(parsed.filter.is_some());
@@ -38,9 +38,9 @@ fn generic_and_declared_fields_pass() {
 #[test]
 fn document_sequences_are_fields() {
     let req = request(rawdoc! {"insert": "c"}).with_sequence("documents", vec![rawdoc! {}]);
-    InsertRequest::check_fields(&req).unwrap();
+    check_known_fields(&req, InsertRequest::COMMAND, InsertRequest::FIELDS).unwrap();
     let req = request(rawdoc! {"insert": "c"}).with_sequence("docs", vec![rawdoc! {}]);
-    let err = InsertRequest::check_fields(&req).unwrap_err();
+    let err = check_known_fields(&req, InsertRequest::COMMAND, InsertRequest::FIELDS).unwrap_err();
     assert_eq!(
         err.message(),
         "BSON field 'insert.docs' is an unknown field."
@@ -90,7 +90,7 @@ fn duplicate_fields_are_left_to_the_generic_check() {
     let mut body = rawdoc! {"find": "c", "filter": {}};
     body.append("filter", rawdoc! {});
     let req = request(body);
-    FindRequest::check_fields(&req).unwrap();
+    check_known_fields(&req, FindRequest::COMMAND, FindRequest::FIELDS).unwrap();
     let info = crate::command::generic::CommandInfo {
         name: "find",
         requested: "find",

@@ -4,8 +4,8 @@
 use super::super::DataNode;
 use super::super::cursors::{Cursor, CursorBody};
 use super::super::exec::{
-    BlockingSort, CoverRequest, Covered, FindOutput, MAX_BATCH_BYTES, Position, QueryShape,
-    RECORD_ID_FIELD, ScanState, SortLimits, SortedDocs, SortedState, Tail, find_sort_error,
+    BlockingSort, CoverRequest, Covered, FindOutput, Position, QueryShape, RECORD_ID_FIELD,
+    ScanState, SortLimits, SortedDocs, SortedState, Tail, fill_batch, find_sort_error,
     take_sort_key_request,
 };
 use super::super::views;
@@ -340,17 +340,9 @@ pub(super) async fn next_batch<S: DataNode>(
         CursorBody::Pipeline(run) => {
             let how = super::aggregate::Drive::Batch(max_docs);
             let started = std::time::Instant::now();
-            let batch = match run.time_left {
-                Some(left) => tokio::time::timeout(left, super::aggregate::drive(state, run, how))
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(MongoError::new(
-                            ErrorCode::MaxTimeMSExpired,
-                            "operation exceeded time limit",
-                        ))
-                    })?,
-                None => super::aggregate::drive(state, run, how).await?,
-            };
+            let left = run.time_left;
+            let batch =
+                crate::command::within(left, super::aggregate::drive(state, run, how)).await?;
             if let Some(left) = &mut run.time_left {
                 *left = left.saturating_sub(started.elapsed());
             }
@@ -358,16 +350,7 @@ pub(super) async fn next_batch<S: DataNode>(
         }
         CursorBody::Buffered(docs) => {
             let mut batch = Vec::new();
-            let mut bytes = 0;
-            while let Some(doc) = docs.front() {
-                if batch.len() >= max_docs
-                    || (bytes + doc.as_bytes().len() > MAX_BATCH_BYTES && !batch.is_empty())
-                {
-                    break;
-                }
-                bytes += doc.as_bytes().len();
-                batch.push(docs.pop_front().expect("checked non-empty"));
-            }
+            fill_batch(docs, &mut batch, &mut 0, max_docs);
             Ok((batch, docs.is_empty()))
         }
         CursorBody::Scan(scan) => {

@@ -4,7 +4,7 @@
 //! ends, their output then coming out a batch at a time), so that a cursor holds about a batch
 //! of output plus the state of its blocking stages, never the whole result.
 
-use super::{MAX_BATCH_BYTES, Position, SCAN_CHUNK};
+use super::{MAX_BATCH_BYTES, Position, SCAN_CHUNK, fill_batch};
 use crate::aggregate::PipelineRun;
 use crate::aggregate::foreign::Host;
 use crate::datanode::storage::{CollectionMeta, DatabaseStore};
@@ -193,15 +193,8 @@ impl PipelineState {
     fn take_batch(&mut self, max_docs: usize) -> Vec<RawDocumentBuf> {
         let mut batch = Vec::new();
         let mut bytes = 0;
-        while let Some(doc) = self.out.front() {
-            let size = doc.as_bytes().len();
-            if batch.len() >= max_docs || (bytes + size > MAX_BATCH_BYTES && !batch.is_empty()) {
-                break;
-            }
-            bytes += size;
-            self.out_bytes -= size;
-            batch.push(self.out.pop_front().expect("checked non-empty"));
-        }
+        fill_batch(&mut self.out, &mut batch, &mut bytes, max_docs);
+        self.out_bytes -= bytes;
         batch
     }
 

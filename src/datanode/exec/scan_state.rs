@@ -2,7 +2,7 @@
 
 use super::output::FindOutput;
 use super::position::Position;
-use super::{MAX_BATCH_BYTES, SCAN_CHUNK};
+use super::{SCAN_CHUNK, fill_batch};
 use crate::datanode::storage::{CollectionMeta, DatabaseStore, DocumentReads};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
@@ -74,17 +74,10 @@ impl ScanState {
             .unwrap_or(SCAN_CHUNK)
             .clamp(1, SCAN_CHUNK);
         loop {
-            while let Some(doc) = self.pending.front() {
-                if batch.len() >= max_docs
-                    || (bytes + doc.as_bytes().len() > MAX_BATCH_BYTES && !batch.is_empty())
-                {
-                    return Ok(batch);
-                }
-                let doc = self.pending.pop_front().expect("checked non-empty");
-                bytes += doc.as_bytes().len();
-                batch.push(doc);
+            if fill_batch(&mut self.pending, &mut batch, &mut bytes, max_docs) {
+                return Ok(batch);
             }
-            if self.remaining == Some(0) || batch.len() >= max_docs {
+            if self.remaining == Some(0) {
                 return Ok(batch);
             }
             if self.position.done() {
