@@ -4,12 +4,13 @@
 //! `$lookup` whose output multiplies (every document matching every other: about 1 GB joined
 //! in all), run by the shard for a client talking to it directly, returns its first batches
 //! at once, where a node that computed the whole output first would take minutes and
-//! gigabytes.
+//! gigabytes. The part of a pipeline the router runs itself (from a `$lookup` on) does the
+//! same: its output comes a batch at a time, reading the first part's cursor as it needs input.
 
 use crate::harness::{ProcessCluster, TestCluster, admin, error_code};
 use futures::TryStreamExt;
 use mongodb::bson::{Bson, Document, doc};
-use mongodb::{Collection, Database};
+use mongodb::{Client, Collection, Database};
 use std::time::{Duration, Instant};
 
 const N: i32 = 3000;
@@ -188,4 +189,82 @@ async fn a_multiplying_lookup_streams_from_a_shard_separate_processes() {
         killed.get_array("cursorsKilled").unwrap(),
         &vec![Bson::Int64(id)]
     );
+}
+
+/// The router's part of a pipeline (from its `$lookup` on) through `client`'s router: read in
+/// small batches it gives every document; it computes only what the batches asked for (a
+/// document that fails far into the output fails the `getMore` that reaches it, not the
+/// command); `killCursors` ends it in the middle; `$out` at its end still writes everything.
+async fn router_pipeline_streams(client: &Client) {
+    let db = client.database("aggrouter");
+    admin(
+        client,
+        doc! {"shardCollection": "aggrouter.orders", "key": {"_id": "hashed"}},
+    )
+    .await
+    .unwrap();
+    let orders: Vec<Document> = (0..500).map(|i| doc! {"_id": i, "k": i % 5}).collect();
+    let items: Vec<Document> = (0..50).map(|i| doc! {"_id": i, "k": i % 5}).collect();
+    let coll = db.collection::<Document>("orders");
+    coll.insert_many(orders).await.unwrap();
+    db.collection::<Document>("items")
+        .insert_many(items)
+        .await
+        .unwrap();
+    let lookup =
+        doc! {"$lookup": {"from": "items", "localField": "k", "foreignField": "k", "as": "j"}};
+
+    // Every order with its ten items, 7 at a time.
+    let pipeline = vec![lookup.clone(), doc! {"$project": {"n": {"$size": "$j"}}}];
+    let out = read_all(&coll, pipeline, 7).await;
+    let mut got = ids(&out);
+    got.sort_unstable();
+    assert_eq!(got, (0..500).collect::<Vec<_>>());
+    assert!(out.iter().all(|d| d.get_i32("n") == Ok(10)), "{out:?}");
+
+    // Orders from 100 on fail: the first batch does not reach them, a later getMore does.
+    let failing = doc! {"$project": {"x": {"$cond": [
+        {"$lt": ["$_id", 100]}, 1, {"$divide": [1, {"$subtract": ["$_id", "$_id"]}]}
+    ]}}};
+    let pipeline = vec![doc! {"$sort": {"_id": 1}}, lookup.clone(), failing];
+    let (id, first) = open(&db, "orders", pipeline, 5).await;
+    assert_eq!((first.len(), id != 0), (5, true), "{first:?}");
+    let err = get_more(&db, "orders", id, 200).await.unwrap_err();
+    assert!(error_code(&err).is_some_and(|c| c != 43), "{err}");
+    let err = get_more(&db, "orders", id, 5).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(43), "{err}");
+
+    // killCursors in the middle.
+    let (id, first) = open(&db, "orders", vec![lookup.clone()], 5).await;
+    assert_eq!((first.len(), id != 0), (5, true));
+    assert_eq!(get_more(&db, "orders", id, 5).await.unwrap().len(), 5);
+    let killed = db
+        .run_command(doc! {"killCursors": "orders", "cursors": [id]})
+        .await
+        .unwrap();
+    assert_eq!(
+        killed.get_array("cursorsKilled").unwrap(),
+        &vec![Bson::Int64(id)]
+    );
+    let err = get_more(&db, "orders", id, 5).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(43), "{err}");
+
+    // $out writes the whole output when the command runs, whatever the batch size.
+    let (id, first) = open(&db, "orders", vec![lookup, doc! {"$out": "joined"}], 1).await;
+    assert_eq!((id, first.len()), (0, 0));
+    let joined = db.collection::<Document>("joined");
+    assert_eq!(joined.count_documents(doc! {}).await.unwrap(), 500);
+}
+
+#[tokio::test]
+async fn router_pipelines_run_as_batches_are_fetched_in_process() {
+    let cluster = TestCluster::start().await;
+    router_pipeline_streams(&cluster.client).await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn router_pipelines_run_as_batches_are_fetched_separate_processes() {
+    let cluster = ProcessCluster::start(2).await;
+    router_pipeline_streams(&cluster.client().await).await;
 }

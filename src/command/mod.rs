@@ -21,7 +21,10 @@ pub use collation::check_collation;
 pub use cursor_commands::{GetMore, KillCursors, missing};
 pub use explain::{EXPLAINABLE, ExplainRequest, Verbosity};
 pub use max_time::{max_time, time_limit_exceeded, within};
-pub use replies::{MAX_INTERNAL_OBJECT_SIZE, cursor_reply, first_batch, result_document};
+pub use replies::{
+    MAX_BATCH_BYTES, MAX_INTERNAL_OBJECT_SIZE, cursor_reply, fill_batch, first_batch,
+    result_document,
+};
 pub use requests::{GENERIC_ARGUMENTS, check_known_fields, is_generic_argument};
 pub use sharding_state::{NamespaceVersion, ShardingState};
 pub use write_concern::WriteConcern;

@@ -40,6 +40,29 @@ pub fn cursor_reply(ns: &str, docs: Vec<RawDocumentBuf>, id: i64, first: bool) -
     rawdoc! {"cursor": cursor}
 }
 
+/// Most bytes of documents in one reply batch.
+pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
+
+/// Moves documents from the front of `from` into `batch` while it stays within `max_docs` and
+/// [`MAX_BATCH_BYTES`] (`bytes` counts what the batch holds; a first document always goes in,
+/// so that a batch is never empty while documents remain). Returns whether the batch is full.
+pub fn fill_batch(
+    from: &mut std::collections::VecDeque<RawDocumentBuf>,
+    batch: &mut Vec<RawDocumentBuf>,
+    bytes: &mut usize,
+    max_docs: usize,
+) -> bool {
+    while let Some(doc) = from.front() {
+        let size = doc.as_bytes().len();
+        if batch.len() >= max_docs || (*bytes + size > MAX_BATCH_BYTES && !batch.is_empty()) {
+            return true;
+        }
+        *bytes += size;
+        batch.push(from.pop_front().expect("checked non-empty"));
+    }
+    batch.len() >= max_docs
+}
+
 /// The documents of a cursor reply's first batch (empty when the reply has none).
 pub fn first_batch(reply: &bson::Document) -> Vec<bson::Document> {
     reply

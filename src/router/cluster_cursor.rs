@@ -4,16 +4,13 @@
 //! sort key; without one they are read one after the other. `skip` and `limit` apply once,
 //! here (shards were asked for `limit + skip` without skipping).
 
-use crate::command::CommandRequest;
+use crate::command::{CommandRequest, MAX_BATCH_BYTES};
 use crate::error::{MongoError, Result};
 use crate::query::sort::SortSpec;
 use crate::rpc::NodeClient;
 use bson::{Bson, RawBsonRef, RawDocument, RawDocumentBuf, doc};
 use std::cmp::Ordering;
 use std::collections::VecDeque;
-
-/// A reply batch stays under MongoDB's 16 MiB message limit.
-const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
 
 /// The field shards add with a document's sort key (`{$sortKey: {$meta: "sortKey"}}`).
 pub const SORT_KEY_FIELD: &str = "$sortKey";

@@ -1,8 +1,10 @@
 //! Router-side cursors: each maps a cursor id the client sees to what is behind it — one shard
-//! cursor (a query one shard answered) or a cluster cursor merging several.
+//! cursor (a query one shard answered), a cluster cursor merging several, or the part of a
+//! pipeline the router runs.
 
 use super::cluster_cursor::ClusterCursor;
 use crate::rpc::NodeClient;
+use crate::server::pipeline_cursor::PipelineState;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,6 +21,10 @@ pub enum CursorSource {
     },
     /// Locked for the length of a getMore: the client sends one at a time per cursor.
     Cluster(Arc<tokio::sync::Mutex<ClusterCursor>>),
+    /// The router's part of a pipeline, run as batches are asked for. Its input is a cursor of
+    /// this router's own (the pipeline's first part), which times out as any other when no
+    /// batch has needed more input for the idle timeout.
+    Pipeline(Arc<tokio::sync::Mutex<PipelineState>>),
 }
 
 /// A cursor seen by the client under a router-owned id.

@@ -16,6 +16,7 @@ pub mod logbuf;
 mod node;
 pub mod operations;
 mod params;
+pub mod pipeline_cursor;
 pub mod sessions;
 pub mod stats;
 

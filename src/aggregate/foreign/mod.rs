@@ -4,6 +4,7 @@
 //! unsharded on another shard, or a view), on a node against the node itself.
 
 mod graph_lookup;
+mod host_cursor;
 mod lookup;
 mod merge;
 mod out;
@@ -11,6 +12,7 @@ mod union_with;
 
 pub use graph_lookup::GraphLookup;
 pub(crate) use graph_lookup::parse as parse_graph_lookup;
+pub use host_cursor::HostCursor;
 pub use lookup::Lookup;
 pub(crate) use lookup::parse as parse_lookup;
 pub use merge::Merge;
@@ -141,54 +143,12 @@ pub(crate) async fn aggregate_all(
     let_doc: Document,
     hint: Option<&Bson>,
 ) -> Result<Vec<Document>> {
-    let target = match coll {
-        Some(coll) => Bson::String(coll.to_string()),
-        None => Bson::Int32(1),
-    };
-    // A pipeline that makes its own input runs collection-less, whatever `coll` says.
-    let target = match pipeline.first() {
-        Some(first) if first.contains_key("$documents") => Bson::Int32(1),
-        _ => target,
-    };
-    let mut command = doc! {"aggregate": target, "pipeline": pipeline, "cursor": {}};
-    if !let_doc.is_empty() {
-        command.insert("let", let_doc);
-    }
-    if let Some(hint) = hint {
-        command.insert("hint", hint.clone());
-    }
-    let mut reply = host.runner.run_command(db, command).await?;
+    let mut cursor = HostCursor::aggregate(db, coll, pipeline, let_doc, hint);
     let mut out = Vec::new();
-    let mut batch_field = "firstBatch";
-    loop {
-        let cursor = reply
-            .get_document("cursor")
-            .map_err(|_| MongoError::internal("aggregate reply without a cursor"))?;
-        for doc in cursor.get_array(batch_field).into_iter().flatten() {
-            if let Bson::Document(doc) = doc {
-                out.push(doc.clone());
-            }
-        }
-        let id = match cursor.get("id") {
-            Some(Bson::Int64(id)) => *id,
-            Some(Bson::Int32(id)) => i64::from(*id),
-            _ => 0,
-        };
-        if id == 0 {
-            return Ok(out);
-        }
-        let collection = cursor
-            .get_str("ns")
-            .ok()
-            .and_then(|ns| ns.split_once('.'))
-            .map(|(_, coll)| coll.to_string())
-            .unwrap_or_else(|| coll.unwrap_or("$cmd.aggregate").to_string());
-        reply = host
-            .runner
-            .run_command(db, doc! {"getMore": id, "collection": collection})
-            .await?;
-        batch_field = "nextBatch";
+    while !cursor.exhausted() {
+        out.extend(cursor.next_batch(host, None).await?);
     }
+    Ok(out)
 }
 
 /// A write command's outcome as an error: its first write error, or its write concern error.

@@ -13,6 +13,7 @@ use crate::catalog::OwnershipFilter;
 use crate::command::CommandRequest;
 use crate::error::{MongoError, Result};
 use crate::expression::LetVariables;
+use crate::server::pipeline_cursor::PipelineSource;
 use crate::server::{LocalCommands, RequestContext};
 use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
 use std::collections::VecDeque;
@@ -150,7 +151,7 @@ pub(super) async fn open_pipeline<S: DataNode>(
             "'$documents' can only be run with {aggregate: 1}",
         ));
     }
-    let mut input = None;
+    let mut input: Option<Box<dyn PipelineSource>> = None;
     if let Some(name) = coll {
         if let Some((store, coll)) = state.storage().collection(db, name).await {
             let empty = Document::new();
@@ -166,11 +167,11 @@ pub(super) async fn open_pipeline<S: DataNode>(
             store
                 .index_usage()
                 .record(&coll, position.path().indexes_used(&coll));
-            input = Some(PipelineInput {
+            input = Some(Box::new(PipelineInput {
                 db: store,
                 coll,
                 position,
-            });
+            }));
         }
     }
     Ok(PipelineState::new(

@@ -339,13 +339,7 @@ pub(super) async fn next_batch<S: DataNode>(
     match body {
         CursorBody::Pipeline(run) => {
             let how = super::aggregate::Drive::Batch(max_docs);
-            let started = std::time::Instant::now();
-            let left = run.time_left;
-            let batch =
-                crate::command::within(left, super::aggregate::drive(state, run, how)).await?;
-            if let Some(left) = &mut run.time_left {
-                *left = left.saturating_sub(started.elapsed());
-            }
+            let batch = super::aggregate::drive(state, run, how).await?;
             Ok((batch, run.exhausted()))
         }
         CursorBody::Buffered(docs) => {

@@ -33,7 +33,12 @@ async fn collection(n: i32, pad: usize) -> (tempfile::TempDir, PipelineInput) {
 fn start(stages: Vec<Document>, input: PipelineInput) -> PipelineState {
     let pipeline = Pipeline::parse(&stages).unwrap();
     let needs_host = pipeline.reaches_other_collections();
-    PipelineState::new(pipeline.start(), Some(input), needs_host, "app".into())
+    PipelineState::new(
+        pipeline.start(),
+        Some(Box::new(input)),
+        needs_host,
+        "app".into(),
+    )
 }
 
 fn ids(batch: &[bson::RawDocumentBuf]) -> Vec<i32> {

@@ -1,5 +1,5 @@
-//! `getMore` and `killCursors` on the router: forwarded to the shard behind a cursor, or served
-//! by the cluster cursor merging several shards' cursors.
+//! `getMore` and `killCursors` on the router: forwarded to the shard behind a cursor, served
+//! by the cluster cursor merging several shards' cursors, or by the router's part of a pipeline.
 
 use super::super::RouterState;
 use super::super::cursors::{CursorSource, RouterCursor};
@@ -11,7 +11,7 @@ use bson::{Bson, RawBsonRef, RawDocumentBuf, doc};
 
 pub(super) async fn get_more(
     state: &RouterState,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let cmd = GetMore::parse(&req)?;
@@ -57,6 +57,20 @@ pub(super) async fn get_more(
             };
             return Ok(cursor_reply(&cursor.ns, batch, id, false));
         }
+        CursorSource::Pipeline(run) => {
+            let mut run = run.lock().await;
+            let batch_size = req.args().i64("batchSize")?.filter(|b| *b > 0);
+            let max_docs = batch_size.map(|b| b as usize);
+            let batch = super::router_pipeline::get_more(state, ctx, &mut run, max_docs).await;
+            let id = match &batch {
+                Ok(_) if !run.exhausted() => cmd.cursor_id,
+                _ => {
+                    state.cursors.remove(cmd.cursor_id);
+                    0
+                }
+            };
+            return Ok(cursor_reply(&cursor.ns, batch?, id, false));
+        }
     };
     let mut forwarded = doc! {"getMore": shard_cursor_id, "collection": collection};
     for field in ["batchSize", "maxTimeMS", "comment"] {
@@ -84,7 +98,7 @@ pub(super) async fn get_more(
 
 pub(super) async fn kill_cursors(
     state: &RouterState,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let cmd = KillCursors::parse(&req)?;
@@ -94,7 +108,7 @@ pub(super) async fn kill_cursors(
         match state.cursors.get(id) {
             Some(cursor) if cursor.ns == ns => {
                 state.cursors.remove(id);
-                close(&req.db, cursor).await?;
+                close(state, ctx, &req.db, cursor).await?;
                 killed.push(id);
             }
             _ => not_found.push(id),
@@ -105,7 +119,12 @@ pub(super) async fn kill_cursors(
 
 /// Closes what is behind a router cursor; a shard cursor that cannot be reached dies with its
 /// idle timeout.
-async fn close(db: &str, cursor: RouterCursor) -> Result<()> {
+async fn close(
+    state: &RouterState,
+    ctx: &RequestContext,
+    db: &str,
+    cursor: RouterCursor,
+) -> Result<()> {
     match cursor.source {
         CursorSource::Shard {
             client,
@@ -116,6 +135,9 @@ async fn close(db: &str, cursor: RouterCursor) -> Result<()> {
             let _ = client.call(CommandRequest::from_document(db, &kill)?).await;
         }
         CursorSource::Cluster(cluster) => cluster.lock().await.kill().await,
+        CursorSource::Pipeline(run) => {
+            super::router_pipeline::kill(state, ctx, &mut *run.lock().await).await
+        }
     }
     Ok(())
 }

@@ -2,17 +2,21 @@
 //! `$unionWith`, `$out`, `$merge`) or makes its own documents (`$documents`): the stages before
 //! the first such stage run as an ordinary aggregate (targeted, split across shards, through
 //! views), the rest on the router, which reaches the other collections through its own
-//! command table — so each may be sharded, unsharded on any shard, or a view.
+//! command table — so each may be sharded, unsharded on any shard, or a view. The router's part
+//! runs as its cursor's batches are asked for (`server::pipeline_cursor`), reading the first
+//! part's cursor as it needs input: a join that multiplies is held a batch at a time.
 
 use super::super::RouterState;
-use super::super::cluster_cursor::ClusterCursor;
-use super::reads::{DEFAULT_FIRST_BATCH, cursor_batch_size, open_cursor};
+use super::super::cursors::CursorSource;
+use super::reads::{DEFAULT_FIRST_BATCH, cursor_batch_size};
 use crate::aggregate::Pipeline;
-use crate::aggregate::foreign::{Host, aggregate_all};
-use crate::command::CommandRequest;
+use crate::aggregate::foreign::{CommandRunner, Host, HostCursor};
+use crate::command::{CommandRequest, cursor_reply};
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::pipeline_cursor::{PipelineSource, PipelineState};
 use crate::server::{LocalCommands, RequestContext};
 use bson::{RawBsonRef, RawDocumentBuf};
+use std::sync::Arc;
 
 pub(super) async fn run(
     state: &RouterState,
@@ -57,42 +61,98 @@ pub(super) async fn run(
         write_concern: args.document("writeConcern")?,
         bypass_document_validation: args.bool("bypassDocumentValidation")?.unwrap_or(false),
     };
-    let input = if makes_input {
-        Vec::new()
+    let input: Option<Box<dyn PipelineSource>> = if makes_input {
+        None
     } else {
         let let_doc = args.document("let")?.unwrap_or_default();
-        aggregate_all(
-            &host,
+        let first_part = stages[..start].to_vec();
+        let hint = args.value("hint")?;
+        let source = HostCursor::aggregate(
             &req.db,
             collection.as_deref(),
-            stages[..start].to_vec(),
+            first_part,
             let_doc,
-            args.value("hint")?.as_ref(),
-        )
-        .await?
+            hint.as_ref(),
+        );
+        Some(Box::new(source))
     };
-    // Each part of the output becomes BSON as it comes: a document too large to return stops
-    // the run at once, before a join has multiplied the rest.
-    let mut output = Vec::new();
-    let mut keep = |batch: Vec<bson::Document>| {
-        for doc in &batch {
-            output.push(crate::command::result_document(doc)?);
-        }
-        Ok(())
-    };
-    let mut run = pipeline.start();
-    keep(run.push(input)?)?;
-    run.finish_with_into(&host, &mut keep).await?;
+    let mut run = PipelineState::new(pipeline.start(), input, true, req.db.clone());
+    run.time_left = crate::command::max_time(&args)?;
     let coll = collection.as_deref().unwrap_or("$cmd.aggregate");
     let ns = format!("{}.{coll}", req.db);
-    let cursor = ClusterCursor::from_documents(&req.db, coll, output);
-    open_cursor(
-        state,
-        cursor,
-        &ns,
-        batch_size.unwrap_or(DEFAULT_FIRST_BATCH),
-        false,
-        false,
+    if writes {
+        // `$out` and `$merge` write when the command runs, not as a cursor is read: the run
+        // goes to its end here (it returns no documents).
+        let mut sink = |_: Vec<RawDocumentBuf>| Ok(());
+        if let Err(e) = run.drain(Some(&host), &mut sink).await {
+            run.close(Some(&host)).await;
+            return Err(e);
+        }
+        return Ok(cursor_reply(&ns, Vec::new(), 0, true));
+    }
+    let first = batch_size.unwrap_or(DEFAULT_FIRST_BATCH);
+    let batch = next_batch(
+        &mut run,
+        &host,
+        usize::try_from(first).unwrap_or(usize::MAX),
     )
-    .await
+    .await?;
+    let id = if run.exhausted() {
+        0
+    } else {
+        let source = CursorSource::Pipeline(Arc::new(tokio::sync::Mutex::new(run)));
+        state.cursors.register(source, ns.clone())
+    };
+    Ok(cursor_reply(&ns, batch, id, true))
+}
+
+/// The next batch of the router's part of a pipeline (at most `max_docs` documents); the input
+/// is closed when the run fails or ends.
+async fn next_batch(
+    run: &mut PipelineState,
+    host: &Host<'_>,
+    max_docs: usize,
+) -> Result<Vec<RawDocumentBuf>> {
+    match run.next_batch(max_docs, Some(host)).await {
+        Ok(batch) => {
+            if run.exhausted() {
+                run.close(Some(host)).await;
+            }
+            Ok(batch)
+        }
+        Err(e) => {
+            run.close(Some(host)).await;
+            Err(e)
+        }
+    }
+}
+
+/// What a `getMore` on a pipeline cursor reaches other collections with: this router's own
+/// commands, on behalf of the request that asks.
+fn host<'a>(db: &'a str, runner: &'a dyn CommandRunner) -> Host<'a> {
+    Host {
+        db,
+        runner,
+        write_concern: None,
+        bypass_document_validation: false,
+    }
+}
+
+/// The next batch of a pipeline cursor, for `getMore` (`None`: as many as 16 MB holds).
+pub(super) async fn get_more(
+    state: &RouterState,
+    ctx: &RequestContext,
+    run: &mut PipelineState,
+    max_docs: Option<usize>,
+) -> Result<Vec<RawDocumentBuf>> {
+    let runner = LocalCommands::new(state, ctx);
+    let db = run.db_name.clone();
+    next_batch(run, &host(&db, &runner), max_docs.unwrap_or(usize::MAX)).await
+}
+
+/// Closes a pipeline cursor's input, for `killCursors`.
+pub(super) async fn kill(state: &RouterState, ctx: &RequestContext, run: &mut PipelineState) {
+    let runner = LocalCommands::new(state, ctx);
+    let db = run.db_name.clone();
+    run.close(Some(&host(&db, &runner))).await;
 }

@@ -1,37 +1,82 @@
-//! An aggregation cursor between batches: the pipeline run, where its read of the collection
-//! stands, and the output computed beyond the last batch. Each batch reads only as much input
-//! as it needs and pushes it through the pipeline (the blocking stages finishing once the input
-//! ends, their output then coming out a batch at a time), so that a cursor holds about a batch
-//! of output plus the state of its blocking stages, never the whole result.
+//! An aggregation cursor between batches, wherever a pipeline runs over batches — a data node
+//! over its collection, a router over the cursor of its pipeline's first part: the pipeline
+//! run, the source of its input, and the output computed beyond the last batch. Each batch
+//! reads only as much input as it needs and pushes it through the pipeline (the blocking stages
+//! finishing once the input ends, their output then coming out a batch at a time), so that a
+//! cursor holds about a batch of output plus the state of its blocking stages, never the whole
+//! result.
 
-use super::{MAX_BATCH_BYTES, Position, SCAN_CHUNK, fill_batch};
 use crate::aggregate::PipelineRun;
-use crate::aggregate::foreign::Host;
-use crate::datanode::storage::{CollectionMeta, DatabaseStore};
-use crate::error::Result;
+use crate::aggregate::foreign::{Host, HostCursor};
+use crate::command::{MAX_BATCH_BYTES, fill_batch};
+use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use bson::{Document, RawDocumentBuf};
+use futures::future::BoxFuture;
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::time::Duration;
 
-/// The collection a pipeline reads, and where the read stands.
-pub struct PipelineInput {
-    pub db: Arc<DatabaseStore>,
-    pub coll: Arc<CollectionMeta>,
-    pub position: Position,
+/// The most documents one step asks its source for (a storage statement's rows, a `getMore`'s
+/// batch): reads start at about what a batch still needs and double while they come up short.
+pub const MAX_READ: usize = 1000;
+
+/// Where a pipeline's input comes from.
+pub trait PipelineSource: Send {
+    /// Up to `max` more documents (fewer is fine), or `None` once the input has ended.
+    /// `filter` is the pipeline's leading `$match`, which a source may use to choose what it
+    /// reads (the pipeline matches what it gets again). `host` is there when the run has one.
+    fn read<'a>(
+        &'a mut self,
+        max: usize,
+        filter: &'a Filter,
+        host: Option<&'a Host<'a>>,
+    ) -> BoxFuture<'a, Result<Option<Vec<Document>>>>;
+
+    /// Releases what the source holds elsewhere (a cursor on other nodes), when the run stops
+    /// reading before the input ends.
+    fn close<'a>(&'a mut self, _host: Option<&'a Host<'a>>) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// The output of another aggregation as input (a router's pipeline over its first part, run
+/// through the router's own routing): read a `getMore` at a time.
+impl PipelineSource for HostCursor {
+    fn read<'a>(
+        &'a mut self,
+        max: usize,
+        _filter: &'a Filter,
+        host: Option<&'a Host<'a>>,
+    ) -> BoxFuture<'a, Result<Option<Vec<Document>>>> {
+        Box::pin(async move {
+            let host = host.ok_or_else(|| MongoError::internal("a cursor read without a host"))?;
+            if self.exhausted() {
+                return Ok(None);
+            }
+            self.next_batch(host, Some(max)).await.map(Some)
+        })
+    }
+
+    fn close<'a>(&'a mut self, host: Option<&'a Host<'a>>) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Some(host) = host {
+                HostCursor::close(self, host).await;
+            }
+        })
+    }
 }
 
 /// A pipeline run as its output is asked for.
 pub struct PipelineState {
     run: PipelineRun,
-    /// The collection still to read (`None` for collection-less pipelines, and once the input
+    /// The input still to read (`None` for pipelines that make their own, and once the input
     /// has ended).
-    input: Option<PipelineInput>,
+    input: Option<Box<dyn PipelineSource>>,
     /// Whether the input has ended (the blocking stages emit their output).
     ended: bool,
     /// Whether the output is complete.
     done: bool,
-    /// Documents read so far: finishing blocking stages over many is work to hand off.
+    /// Input documents read so far: finishing blocking stages over many is work to hand off.
     read: usize,
     /// Output computed and not yet returned, and its size in bytes.
     out: VecDeque<RawDocumentBuf>,
@@ -42,13 +87,13 @@ pub struct PipelineState {
     pub db_name: String,
     /// What is left of the command's `maxTimeMS` for the batches still to compute: as in
     /// MongoDB, a cursor's `getMore`s spend the time its command did not use.
-    pub time_left: Option<std::time::Duration>,
+    pub time_left: Option<Duration>,
 }
 
 impl PipelineState {
     pub fn new(
         run: PipelineRun,
-        input: Option<PipelineInput>,
+        input: Option<Box<dyn PipelineSource>>,
         needs_host: bool,
         db_name: String,
     ) -> PipelineState {
@@ -87,7 +132,7 @@ impl PipelineState {
         self.out_bytes
     }
 
-    /// Documents read from the collection so far.
+    /// Input documents read so far.
     pub fn documents_read(&self) -> usize {
         self.read
     }
@@ -116,31 +161,33 @@ impl PipelineState {
             self.done = true;
             return Ok(());
         }
-        if self.run.wants_input() {
-            if let Some(input) = self.input.as_mut().filter(|input| !input.position.done()) {
+        if let Some(input) = self.input.as_mut() {
+            if self.run.wants_input() {
                 let all = Filter::match_all();
                 let filter = self.run.leading_match().unwrap_or(&all);
-                input
-                    .position
-                    .set_chunk(i64::try_from(chunk).unwrap_or(SCAN_CHUNK));
-                let mut read = input.db.read().await?;
-                let batch: Vec<Document> = input
-                    .position
-                    .next_matches(&mut read, &input.coll, filter)
-                    .await?
-                    .into_iter()
-                    .map(|c| c.doc)
-                    .collect();
-                drop(read);
-                self.read += batch.len();
-                let out = self.run.push(batch)?;
-                return self.emit(out);
+                if let Some(batch) = input.read(chunk, filter, host).await? {
+                    self.read += batch.len();
+                    let out = self.run.push(batch)?;
+                    return self.emit(out);
+                }
+            } else {
+                // A satisfied `$limit`: what is left of the input is not needed.
+                input.close(host).await;
             }
         }
         self.run.end_input();
         self.ended = true;
         self.input = None;
         Ok(())
+    }
+
+    /// Releases the input before the run ends (a cursor killed, failed or timed out): what
+    /// its source holds elsewhere is closed.
+    pub async fn close(&mut self, host: Option<&Host<'_>>) {
+        if let Some(mut input) = self.input.take() {
+            input.close(host).await;
+        }
+        self.done = true;
     }
 
     /// Output to return, each document within the 16 MB a reply may carry
@@ -156,22 +203,35 @@ impl PipelineState {
 
     /// Runs the pipeline until `max_docs` documents (or 16 MB) are ready, or the output is
     /// complete. Input is read a chunk no larger than the documents still wanted (doubling
-    /// while reads come up short, up to [`SCAN_CHUNK`]).
+    /// while reads come up short, up to [`MAX_READ`]).
     pub async fn fill(&mut self, max_docs: usize, host: Option<&Host<'_>>) -> Result<()> {
-        let mut chunk = max_docs
-            .saturating_sub(self.out.len())
-            .clamp(1, SCAN_CHUNK as usize);
+        let mut chunk = max_docs.saturating_sub(self.out.len()).clamp(1, MAX_READ);
         while !self.done && self.out.len() < max_docs && self.out_bytes < MAX_BATCH_BYTES {
             self.step(host, chunk).await?;
-            chunk = (chunk * 2).min(SCAN_CHUNK as usize);
+            chunk = (chunk * 2).min(MAX_READ);
         }
         Ok(())
     }
 
     /// The next batch: at most `max_docs` documents and 16 MB (at least one document).
     /// Computes what is missing first; after a non-empty batch, runs on until more output is
-    /// ready or the output is complete, so that a cursor with nothing more says so.
+    /// ready or the output is complete, so that a cursor with nothing more says so. The work
+    /// spends what is left of [`PipelineState::time_left`] (MaxTimeMSExpired past it).
     pub async fn next_batch(
+        &mut self,
+        max_docs: usize,
+        host: Option<&Host<'_>>,
+    ) -> Result<Vec<RawDocumentBuf>> {
+        let started = std::time::Instant::now();
+        let left = self.time_left;
+        let batch = crate::command::within(left, self.compute_batch(max_docs, host)).await?;
+        if let Some(left) = &mut self.time_left {
+            *left = left.saturating_sub(started.elapsed());
+        }
+        Ok(batch)
+    }
+
+    async fn compute_batch(
         &mut self,
         max_docs: usize,
         host: Option<&Host<'_>>,
@@ -184,7 +244,7 @@ impl PipelineState {
             let mut chunk = 1;
             while !self.done && self.out.is_empty() {
                 self.step(host, chunk).await?;
-                chunk = (chunk * 2).min(SCAN_CHUNK as usize);
+                chunk = (chunk * 2).min(MAX_READ);
             }
         }
         Ok(batch)
@@ -205,7 +265,7 @@ impl PipelineState {
         sink: &mut (dyn FnMut(Vec<RawDocumentBuf>) -> Result<()> + Send),
     ) -> Result<()> {
         while !self.exhausted() {
-            self.step(host, SCAN_CHUNK as usize).await?;
+            self.step(host, MAX_READ).await?;
             if !self.out.is_empty() {
                 self.out_bytes = 0;
                 sink(self.out.drain(..).collect())?;

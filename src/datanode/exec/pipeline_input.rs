@@ -1,0 +1,43 @@
+//! The collection an aggregation cursor reads (`server::pipeline_cursor`), and where the read
+//! stands: a chunk of matching documents per step, through the access path a leading `$match`
+//! chose.
+
+use super::{Position, SCAN_CHUNK};
+use crate::aggregate::foreign::Host;
+use crate::datanode::storage::{CollectionMeta, DatabaseStore};
+use crate::error::Result;
+use crate::query::filter::Filter;
+use crate::server::pipeline_cursor::PipelineSource;
+use bson::Document;
+use futures::future::BoxFuture;
+use std::sync::Arc;
+
+/// The collection a pipeline reads, and where the read stands.
+pub struct PipelineInput {
+    pub db: Arc<DatabaseStore>,
+    pub coll: Arc<CollectionMeta>,
+    pub position: Position,
+}
+
+impl PipelineSource for PipelineInput {
+    fn read<'a>(
+        &'a mut self,
+        max: usize,
+        filter: &'a Filter,
+        _host: Option<&'a Host<'a>>,
+    ) -> BoxFuture<'a, Result<Option<Vec<Document>>>> {
+        Box::pin(async move {
+            if self.position.done() {
+                return Ok(None);
+            }
+            self.position
+                .set_chunk(i64::try_from(max).unwrap_or(SCAN_CHUNK));
+            let mut read = self.db.read().await?;
+            let batch = self
+                .position
+                .next_matches(&mut read, &self.coll, filter)
+                .await?;
+            Ok(Some(batch.into_iter().map(|c| c.doc).collect()))
+        })
+    }
+}
