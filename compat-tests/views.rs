@@ -1,5 +1,6 @@
 //! Views: `create` with `viewOn`/`pipeline`, reads through them (find, count, distinct,
-//! aggregate, views on views), `listCollections`, and MongoDB's errors for writes and cycles.
+//! aggregate, views on views), `listCollections`, and MongoDB's errors for writes, cycles
+//! (through `viewOn` and what a view's pipeline reads) and chains deeper than 20 views.
 
 use crate::harness::{both_modes, error_code, first_batch};
 use futures::TryStreamExt;
@@ -156,6 +157,41 @@ async fn views_refuse_writes_and_cycles(client: &Client) {
         Some(5),
         "GraphContainsCycle"
     );
+    // Nor through what their pipelines read (once a process crash: reading a view that
+    // `$lookup`s itself recursed until the stack overflowed).
+    let lookup = |from: &str| doc! {"$lookup": {"from": from, "pipeline": [], "as": "j"}};
+    for pipeline in [
+        vec![lookup("self")],
+        vec![doc! {"$unionWith": {"coll": "base", "pipeline": [{"$unionWith": "self"}]}}],
+        vec![doc! {"$facet": {"f": [lookup("self")]}}],
+    ] {
+        let create = doc! {"create": "self", "viewOn": "base", "pipeline": pipeline};
+        let err = db.run_command(create).await.unwrap_err();
+        assert_eq!(code(err), Some(5), "GraphContainsCycle");
+    }
+    // Chains of views: at most 20 deep, wherever a view joins them.
+    for i in 1..=20 {
+        let (name, next) = (format!("chain{i}"), format!("chain{}", i + 1));
+        db.run_command(doc! {"create": &name, "viewOn": "base", "pipeline": [lookup(&next)]})
+            .await
+            .unwrap();
+    }
+    for (name, on) in [("chain0", "chain1"), ("chain21", "chain22")] {
+        let err = db
+            .run_command(doc! {"create": name, "viewOn": on})
+            .await
+            .unwrap_err();
+        assert_eq!(code(err), Some(165), "ViewDepthLimitExceeded: {name}");
+    }
+    let deepest: Vec<Document> = db
+        .collection::<Document>("chain1")
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(deepest.len(), 1);
     assert_eq!(
         code(
             db.run_command(doc! {"create": "v1", "viewOn": "base"})

@@ -9,6 +9,7 @@ pub mod index;
 pub mod storage;
 pub mod ttl;
 pub mod validation;
+pub mod view_graph;
 pub mod views;
 
 use crate::catalog::OwnershipFilter;

@@ -5,6 +5,7 @@
 use super::DataNode;
 use super::exec::Position;
 use super::storage::Storage;
+use super::view_graph::{MAX_VIEW_DEPTH, ViewGraph, references};
 use crate::aggregate::Pipeline;
 use crate::command::CommandRequest;
 use crate::datanode::storage::DocumentReads;
@@ -14,9 +15,6 @@ use bson::{Bson, Document, RawDocumentBuf, doc};
 
 /// Where view definitions live.
 pub const VIEWS_COLLECTION: &str = "system.views";
-
-/// Most views one view may be stacked on, as MongoDB allows.
-const MAX_VIEW_DEPTH: usize = 20;
 
 /// Stages a view pipeline may not contain.
 const FORBIDDEN_STAGES: [&str; 3] = ["$out", "$merge", "$changeStream"];
@@ -183,20 +181,12 @@ pub async fn create(
             format!("Namespace {db}.{name} already exists"),
         ));
     }
-    // The view must not lead back to itself.
-    let mut current = view_on.to_string();
-    for _ in 0..MAX_VIEW_DEPTH {
-        if current == name {
-            return Err(MongoError::new(
-                ErrorCode::GraphContainsCycle,
-                format!("View cycle detected: {db}.{name} depends on itself"),
-            ));
-        }
-        match definition(storage, db, &current).await? {
-            Some(inner) => current = inner.view_on,
-            None => break,
-        }
-    }
+    // The view must not close a cycle or a chain of views too long to read.
+    let existing = all(storage, db).await?;
+    let views = existing
+        .into_iter()
+        .map(|view| (view.name, references(&view.view_on, &view.pipeline)));
+    ViewGraph::new(db, views).insert(name, references(view_on, &pipeline))?;
     let store = storage.database_or_create(db).await?;
     let coll = store.ensure_collection(VIEWS_COLLECTION).await?;
     let record = doc! {

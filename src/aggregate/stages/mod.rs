@@ -397,6 +397,14 @@ pub fn no_variables() -> Arc<LetVariables> {
 
 /// Adds the context MongoDB prefixes to an error (`Invalid $project :: caused by :: ...`).
 pub(crate) fn with_context(err: MongoError, context: &str) -> MongoError {
+    // A sub-pipeline's error (run as a command of its own) already says it once.
+    if err
+        .message()
+        .strip_prefix(context)
+        .is_some_and(|rest| rest.starts_with(" :: caused by :: "))
+    {
+        return err;
+    }
     let wrapped = MongoError::new(
         err.code(),
         format!("{context} :: caused by :: {}", err.message()),
