@@ -182,3 +182,105 @@ async fn on_a_shard() {
         .unwrap();
     assert_eq!(reply.get_f64("ok").unwrap(), 1.0);
 }
+
+/// The server, session, transaction, `dbStats` and `bulkWrite` commands MongoDB 8.0 declares
+/// strict refuse an unknown field through the router; their declared fields, and the fields
+/// the driver adds, pass; commands MongoDB leaves lenient still ignore one.
+#[tokio::test]
+async fn strict_server_commands_through_the_router() {
+    let cluster = TestCluster::start().await;
+    let client = &cluster.client;
+    let db = client.database("strict_server_commands");
+    let admin = client.database("admin");
+    db.run_command(doc! {"insert": "c", "documents": [{"_id": 1}]})
+        .await
+        .unwrap();
+    let on_db = [
+        (rawdoc! {"dbStats": 1, "bogus": 1}, "dbStats"),
+        (rawdoc! {"dbstats": 1, "bogus": 1}, "dbStats"),
+        (rawdoc! {"ping": 1, "bogus": 1}, "ping"),
+        (rawdoc! {"buildInfo": 1, "bogus": 1}, "buildInfo"),
+        (rawdoc! {"hostInfo": 1, "bogus": 1}, "hostInfo"),
+        (
+            rawdoc! {"connectionStatus": 1, "bogus": 1},
+            "connectionStatus",
+        ),
+        (rawdoc! {"endSessions": [], "bogus": 1}, "endSessions"),
+        (
+            rawdoc! {"refreshSessions": [], "bogus": 1},
+            "refreshSessions",
+        ),
+    ];
+    for (body, command) in on_db {
+        assert_eq!(
+            refused(&db, body).await,
+            unknown(command, "bogus"),
+            "{command}"
+        );
+    }
+    let on_admin = [
+        (rawdoc! {"getLog": "global", "bogus": 1}, "getLog"),
+        (rawdoc! {"getCmdLineOpts": 1, "bogus": 1}, "getCmdLineOpts"),
+        (
+            rawdoc! {"abortTransaction": 1, "bogus": 1},
+            "abortTransaction",
+        ),
+        (
+            rawdoc! {
+                "bulkWrite": 1, "ops": [{"insert": 0, "document": {"_id": 2}}],
+                "nsInfo": [{"ns": "strict_server_commands.c"}], "bogus": 1,
+            },
+            "bulkWrite",
+        ),
+    ];
+    for (body, command) in on_admin {
+        assert_eq!(
+            refused(&admin, body).await,
+            unknown(command, "bogus"),
+            "{command}"
+        );
+    }
+    // The refused bulkWrite inserted nothing.
+    let found = db.run_command(doc! {"count": "c"}).await.unwrap();
+    assert_eq!(found.get_i32("n").unwrap(), 1);
+
+    // Declared and generic fields pass.
+    let stats = db
+        .run_command(doc! {"dbStats": 1, "scale": 1024, "freeStorage": 0, "comment": "c"})
+        .await
+        .unwrap();
+    assert_eq!(stats.get_i64("scaleFactor").unwrap(), 1024);
+    for body in [
+        doc! {"ping": 1, "comment": "c", "$readPreference": {"mode": "primaryPreferred"}},
+        doc! {"buildInfo": 1, "maxTimeMS": 1000},
+        doc! {"hostInfo": 1},
+        doc! {"connectionStatus": 1, "showPrivileges": true},
+        doc! {"endSessions": []},
+        doc! {"refreshSessions": []},
+    ] {
+        db.run_command(body.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{body}: {e}"));
+    }
+    admin
+        .run_command(doc! {"getLog": "startupWarnings", "comment": "c"})
+        .await
+        .unwrap();
+    admin.run_command(doc! {"getCmdLineOpts": 1}).await.unwrap();
+    let reply = admin
+        .run_command(doc! {
+            "bulkWrite": 1, "ops": [{"insert": 0, "document": {"_id": 3}}],
+            "nsInfo": [{"ns": "strict_server_commands.c"}], "ordered": true,
+            "errorsOnly": false, "bypassDocumentValidation": false, "let": {},
+        })
+        .await
+        .unwrap();
+    assert_eq!(reply.get_i32("nInserted").unwrap(), 1);
+
+    // Lenient in MongoDB 8.0 too: an unknown field is ignored.
+    db.run_command(doc! {"hello": 1, "bogus": 1}).await.unwrap();
+    db.run_command(doc! {"listCommands": 1, "bogus": 1})
+        .await
+        .unwrap();
+    cluster.shutdown().await;
+}

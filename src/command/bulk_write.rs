@@ -57,11 +57,12 @@ pub struct BulkWrite<'a> {
     pub namespaces: Vec<BulkNamespace>,
     pub ordered: bool,
     pub errors_only: bool,
+    pub bypass_document_validation: bool,
 }
 
 impl<'a> BulkWrite<'a> {
     pub fn parse(req: &'a CommandRequest) -> Result<Self> {
-        let args = req.args();
+        let request = super::requests::BulkWriteRequest::parse(req)?;
         let raw_ops = req.document_array("ops")?;
         let ns_info = req.document_array("nsInfo")?;
         if raw_ops.is_empty() || raw_ops.len() > MAX_WRITE_BATCH_SIZE {
@@ -97,8 +98,9 @@ impl<'a> BulkWrite<'a> {
         Ok(BulkWrite {
             ops,
             namespaces,
-            ordered: args.bool("ordered")?.unwrap_or(true),
-            errors_only: args.bool("errorsOnly")?.unwrap_or(false),
+            ordered: request.ordered.unwrap_or(true),
+            errors_only: request.errors_only.unwrap_or(false),
+            bypass_document_validation: request.bypass_document_validation.unwrap_or(false),
         })
     }
 

@@ -2,10 +2,16 @@
 //! its parser with MongoDB's messages, and its known fields), MongoDB's generic arguments, and
 //! the one check refusing fields a command does not declare (`IDLUnknownField`).
 
+mod admin;
 mod catalog;
 mod reads;
 mod writes;
 
+pub use admin::{
+    AbortTransactionRequest, BuildInfoRequest, CommitTransactionRequest, ConnectionStatusRequest,
+    DbStatsRequest, EndSessionsRequest, GetCmdLineOptsRequest, GetLogRequest, HostInfoRequest,
+    PingRequest, RefreshSessionsRequest,
+};
 pub use catalog::{
     CollModRequest, CreateIndexesRequest, CreateRequest, DropDatabaseRequest, DropIndexesRequest,
     DropRequest, EnableShardingRequest, ExplainFields, ListCollectionsRequest,
@@ -17,8 +23,22 @@ pub use reads::{
     KillCursorsRequest,
 };
 pub use writes::{
-    DeleteRequest, FindAndModifyRequest, InsertRequest, UpdateRequest, check_batch_size,
+    BulkWriteRequest, DeleteRequest, FindAndModifyRequest, InsertRequest, UpdateRequest,
+    check_batch_size,
 };
+
+// Left lenient (no declaration, unknown fields pass), as MongoDB 8.0 leaves them:
+// - not parsed by an IDL command (their fields are read by hand, the rest ignored): killOp
+//   (`KillOpCmdBase` is a `BasicCommand` reading `op`), listCommands (`BasicCommand`);
+// - IDL commands declared `strict: false`: addShard (`add_shard.idl`), mergeAllChunksOnShard
+//   (`merge_chunk_request.idl`), refineCollectionShardKey (`refine_collection_shard_key.idl`);
+// - fields of any name by design: getParameter/setParameter (parameter names), serverStatus
+//   (section names), currentOp (its filter), configureFailPoint (the fail point's fields);
+// - hello/isMaster: strict in `hello.idl`, but its fields grow from release to release
+//   (drivers add handshake fields) and a refused handshake is a client that cannot connect;
+// - not found to be strict IDL commands, so not refused until they are: collStats, split,
+//   mergeChunks, listShards, getShardVersion, balancerStatus, flushRouterConfig,
+//   checkMetadataConsistency, whatsmyuri, logout.
 
 use super::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};

@@ -111,3 +111,123 @@ fn fields_list_typed_then_known() {
     assert!(is_generic_argument("maxTimeMS"));
     assert!(!is_generic_argument("filterr"));
 }
+
+/// The server, session, transaction, `dbStats` and `bulkWrite` declarations: name and fields.
+fn strict_commands() -> Vec<(&'static str, &'static [&'static str])> {
+    vec![
+        (PingRequest::COMMAND, PingRequest::FIELDS),
+        (BuildInfoRequest::COMMAND, BuildInfoRequest::FIELDS),
+        (HostInfoRequest::COMMAND, HostInfoRequest::FIELDS),
+        (
+            GetCmdLineOptsRequest::COMMAND,
+            GetCmdLineOptsRequest::FIELDS,
+        ),
+        (GetLogRequest::COMMAND, GetLogRequest::FIELDS),
+        (
+            ConnectionStatusRequest::COMMAND,
+            ConnectionStatusRequest::FIELDS,
+        ),
+        (EndSessionsRequest::COMMAND, EndSessionsRequest::FIELDS),
+        (
+            RefreshSessionsRequest::COMMAND,
+            RefreshSessionsRequest::FIELDS,
+        ),
+        (
+            CommitTransactionRequest::COMMAND,
+            CommitTransactionRequest::FIELDS,
+        ),
+        (
+            AbortTransactionRequest::COMMAND,
+            AbortTransactionRequest::FIELDS,
+        ),
+        (DbStatsRequest::COMMAND, DbStatsRequest::FIELDS),
+        (BulkWriteRequest::COMMAND, BulkWriteRequest::FIELDS),
+    ]
+}
+
+#[test]
+fn newly_declared_commands_refuse_unknown_fields() {
+    for (command, fields) in strict_commands() {
+        let mut body = bson::RawDocumentBuf::new();
+        body.append(command, 1);
+        body.append("bogus", 1);
+        let err = check_known_fields(&request(body), command, fields).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::IDLUnknownField, "{command}");
+        assert_eq!(
+            err.message(),
+            format!("BSON field '{command}.bogus' is an unknown field."),
+        );
+    }
+}
+
+#[test]
+fn newly_declared_commands_accept_generic_arguments() {
+    // What drivers and mongosh add to every command.
+    for (command, fields) in strict_commands() {
+        let mut body = bson::RawDocumentBuf::new();
+        body.append(command, 1);
+        for (name, value) in rawdoc! {
+            "$db": "admin", "lsid": {"id": 1}, "$clusterTime": {}, "apiVersion": "1",
+            "apiStrict": false, "$readPreference": {"mode": "primaryPreferred"},
+            "comment": "c", "maxTimeMS": 10, "txnNumber": 1_i64, "autocommit": false,
+            "writeConcern": {"w": 1}, "readConcern": {}, "recoveryToken": {},
+        }
+        .iter()
+        .map(Result::unwrap)
+        {
+            body.append(name, value.to_raw_bson());
+        }
+        check_known_fields(&request(body), command, fields)
+            .unwrap_or_else(|e| panic!("{command}: {}", e.message()));
+    }
+}
+
+#[test]
+fn newly_declared_fields_are_typed() {
+    let req = request(rawdoc! {"dbStats": 1, "scale": 1024, "freeStorage": 1});
+    check_known_fields(&req, DbStatsRequest::COMMAND, DbStatsRequest::FIELDS).unwrap();
+    let parsed = DbStatsRequest::parse(&req).unwrap();
+    assert_eq!(parsed.scale, Some(1024));
+    assert_eq!(parsed.free_storage, Some(true));
+    let err = DbStatsRequest::parse(&request(rawdoc! {"dbStats": 1, "scale": "x"})).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::TypeMismatch);
+
+    let req = request(rawdoc! {"connectionStatus": 1, "showPrivileges": true});
+    check_known_fields(
+        &req,
+        ConnectionStatusRequest::COMMAND,
+        ConnectionStatusRequest::FIELDS,
+    )
+    .unwrap();
+    assert_eq!(
+        ConnectionStatusRequest::parse(&req)
+            .unwrap()
+            .show_privileges,
+        Some(true)
+    );
+
+    let req = request(rawdoc! {
+        "bulkWrite": 1, "ops": [], "nsInfo": [], "ordered": false, "errorsOnly": true,
+        "bypassDocumentValidation": true, "let": {}, "cursor": {},
+    });
+    check_known_fields(&req, BulkWriteRequest::COMMAND, BulkWriteRequest::FIELDS).unwrap();
+    let parsed = BulkWriteRequest::parse(&req).unwrap();
+    assert_eq!(parsed.ordered, Some(false));
+    assert_eq!(parsed.errors_only, Some(true));
+    assert_eq!(parsed.bypass_document_validation, Some(true));
+    // Operations and namespaces may come as document sequences.
+    let req = request(rawdoc! {"bulkWrite": 1})
+        .with_sequence("ops", vec![rawdoc! {"insert": 0, "document": {}}])
+        .with_sequence("nsInfo", vec![rawdoc! {"ns": "d.c"}]);
+    check_known_fields(&req, BulkWriteRequest::COMMAND, BulkWriteRequest::FIELDS).unwrap();
+
+    let req = request(
+        rawdoc! {"commitTransaction": 1, "commitTimestamp": bson::Timestamp {time: 1, increment: 1}},
+    );
+    check_known_fields(
+        &req,
+        CommitTransactionRequest::COMMAND,
+        CommitTransactionRequest::FIELDS,
+    )
+    .unwrap();
+}

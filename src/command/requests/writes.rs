@@ -1,6 +1,6 @@
-//! The write commands' requests (insert, update, delete, findAndModify), their fields as
-//! MongoDB 8.0's `write_ops.idl` and `find_and_modify.idl` declare them, and the batch-size
-//! check (`checkOpCountForCommand`) both router and shards apply.
+//! The write commands' requests (insert, update, delete, findAndModify, bulkWrite), their
+//! fields as MongoDB 8.0's `write_ops.idl`, `find_and_modify.idl` and `bulk_write.idl` declare
+//! them, and the batch-size check (`checkOpCountForCommand`) both router and shards apply.
 
 use super::command_request;
 use crate::command::CommandRequest;
@@ -58,6 +58,19 @@ command_request! {
     known: [
         "update", "hint", "collation", "let", "collectionUUID", "encryptionInformation",
         "sampleId", "isTimeseriesNamespace", "bypassEmptyTsReplacement", "rawData"
+    ]
+}
+
+command_request! {
+    /// `bulkWrite` (`bulk_write.idl`, `strict: true`); `BulkWrite` holds the operations.
+    pub struct BulkWriteRequest("bulkWrite") {
+        ordered: Option<bool> = "ordered" via bool,
+        bypass_document_validation: Option<bool> = "bypassDocumentValidation" via bool,
+        errors_only: Option<bool> = "errorsOnly" via bool,
+    }
+    known: [
+        "ops", "nsInfo", "cursor", "stmtIds", "let", "bypassEmptyTsReplacement",
+        "$_originalQuery", "$_originalCollation"
     ]
 }
 

@@ -33,13 +33,11 @@ pub(super) struct BulkWriteCommand<'a> {
 
 impl<'a> BulkWriteCommand<'a> {
     pub(super) fn parse(req: &'a CommandRequest) -> Result<Self> {
+        let parsed = BulkWrite::parse(req)?;
         Ok(BulkWriteCommand {
-            parsed: BulkWrite::parse(req)?,
+            bypass_validation: parsed.bypass_document_validation,
+            parsed,
             write_concern: WriteConcern::parse(&req.args())?,
-            bypass_validation: req
-                .args()
-                .bool("bypassDocumentValidation")?
-                .unwrap_or(false),
             vars: req.args().let_variables()?,
         })
     }

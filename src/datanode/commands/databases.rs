@@ -3,6 +3,7 @@
 use super::super::DataNode;
 use crate::catalog::validate_collection_name;
 use crate::command::CommandRequest;
+use crate::command::requests::DbStatsRequest;
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use crate::server::RequestContext;
@@ -57,8 +58,9 @@ pub(super) async fn drop_database<S: DataNode>(
     })
 }
 
-fn scale_of(req: &CommandRequest) -> Result<i64> {
-    match req.args().i64("scale")? {
+/// `scale` (`dbStats`' typed field, read by hand for `collStats`), positive, 1 by default.
+fn scale_of(scale: Option<i64>) -> Result<i64> {
+    match scale {
         Some(s) if s <= 0 => Err(MongoError::bad_value(
             "Scale factor must be a positive number",
         )),
@@ -73,7 +75,7 @@ pub(super) async fn db_stats<S: DataNode>(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     crate::catalog::validate_db_name(&req.db)?;
-    let scale = scale_of(&req)?;
+    let scale = scale_of(DbStatsRequest::parse(&req)?.scale)?;
     let (mut collections, mut objects, mut data_size, mut indexes, mut storage) =
         (0i64, 0i64, 0i64, 0i64, 0i64);
     if let Some(db) = state.storage().database(&req.db).await {
@@ -113,7 +115,7 @@ pub(super) async fn coll_stats<S: DataNode>(
 ) -> Result<RawDocumentBuf> {
     let name = req.args().collection()?;
     validate_collection_name(&req.db, name)?;
-    let scale = scale_of(&req)?;
+    let scale = scale_of(req.args().i64("scale")?)?;
     let ns = format!("{}.{name}", req.db);
     let (db, meta) = state
         .storage()

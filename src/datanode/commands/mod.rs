@@ -56,6 +56,7 @@ pub fn data_commands<S: DataNode>() -> Vec<CommandSpec<S>> {
         CommandSpec::new("killCursors", find::kill_cursors)
             .fields(requests::KillCursorsRequest::FIELDS).help("Kill a list of cursor ids"),
         CommandSpec::new("bulkWrite", bulk_write::run)
+            .fields(requests::BulkWriteRequest::FIELDS)
             .takes_write_concern()
             .admin_only()
             .help("bulk write inserts, updates and deletes across namespaces"),
@@ -112,6 +113,7 @@ pub fn data_commands<S: DataNode>() -> Vec<CommandSpec<S>> {
             .fields(crate::command::requests::DropDatabaseRequest::FIELDS)
             .takes_write_concern().help("drop (delete) this database"),
         CommandSpec::new("dbStats", databases::db_stats)
+            .fields(requests::DbStatsRequest::FIELDS)
             .aliases(&["dbstats"])
             .help("Get stats on a database."),
         CommandSpec::new("collStats", databases::coll_stats)

@@ -35,6 +35,7 @@ pub(super) fn table() -> CommandTable<RouterState> {
             .fields(requests::DeleteRequest::FIELDS)
             .takes_write_concern().counter(OpCounter::PerStatement).help("delete documents"),
         CommandSpec::new("bulkWrite", bulk_write::bulk_write)
+            .fields(requests::BulkWriteRequest::FIELDS)
             .takes_write_concern()
             .admin_only()
             .help("bulk write inserts, updates and deletes across namespaces"),
@@ -73,7 +74,10 @@ pub(super) fn table() -> CommandTable<RouterState> {
             .fields(requests::ListCollectionsRequest::FIELDS).help("list collections for this db"),
         CommandSpec::new("listIndexes", catalog::list_indexes)
             .fields(requests::ListIndexesRequest::FIELDS).help("list indexes for a collection"),
-        CommandSpec::new("dbStats", catalog::db_stats).aliases(&["dbstats"]).help("Get stats on a database."),
+        CommandSpec::new("dbStats", catalog::db_stats)
+            .fields(requests::DbStatsRequest::FIELDS)
+            .aliases(&["dbstats"])
+            .help("Get stats on a database."),
         CommandSpec::new("collStats", catalog::coll_stats)
             .aliases(&["collstats"])
             .help("{ collStats:\"blog.posts\" , scale : 1 } scale divides sizes e.g. for KB use 1024"),

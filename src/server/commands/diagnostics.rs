@@ -10,9 +10,12 @@ use bson::{Bson, Document, RawDocumentBuf, doc};
 pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     vec![
         CommandSpec::new("getLog", get_log)
+            .fields(crate::command::requests::GetLogRequest::FIELDS)
             .admin_only()
             .help("{ getLog : '*' }  OR { getLog : 'global' }"),
-        CommandSpec::new("hostInfo", host_info).help("returns information about the daemon's host"),
+        CommandSpec::new("hostInfo", host_info)
+            .fields(crate::command::requests::HostInfoRequest::FIELDS)
+            .help("returns information about the daemon's host"),
         // serverStatus takes any section name as a field (`{repl: 0}`): no declared fields.
         CommandSpec::new("serverStatus", server_status)
             .help("returns lots of administrative server statistics"),

@@ -1,7 +1,7 @@
 //! The handshake and identity commands: hello/isMaster, buildInfo, ping, whatsmyuri,
 //! connectionStatus, logout.
 
-use crate::command::CommandRequest;
+use crate::command::{CommandRequest, requests};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::dispatch::{CommandSpec, NodeState};
 use crate::server::{RequestContext, Role, client_metadata};
@@ -21,12 +21,15 @@ pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
             .aliases(&["isMaster", "ismaster"])
             .help("Check if this server is primary for a replica set\n{hello : 1}"),
         CommandSpec::new("buildInfo", build_info)
+            .fields(requests::BuildInfoRequest::FIELDS)
             .aliases(&["buildinfo"])
             .help("get version #, etc.\n{ buildinfo:1 }"),
         CommandSpec::new("ping", empty_reply)
+            .fields(requests::PingRequest::FIELDS)
             .help("a way to check that the server is alive. responds immediately even if server is in a db lock."),
         CommandSpec::new("whatsmyuri", whatsmyuri).help("{whatsmyuri:1}"),
         CommandSpec::new("connectionStatus", connection_status)
+            .fields(requests::ConnectionStatusRequest::FIELDS)
             .help("Returns connection-specific information such as logged-in users and their roles"),
         CommandSpec::new("logout", empty_reply)
             .help("de-authenticate"),
@@ -158,7 +161,7 @@ async fn connection_status<S: NodeState>(
         "authenticatedUsers": Bson::Array(vec![]),
         "authenticatedUserRoles": Bson::Array(vec![]),
     };
-    if req.args().bool("showPrivileges")? == Some(true) {
+    if requests::ConnectionStatusRequest::parse(&req)?.show_privileges == Some(true) {
         auth.insert("authenticatedUserPrivileges", Bson::Array(vec![]));
     }
     Ok(RawDocumentBuf::from_document(&doc! {"authInfo": auth})?)

@@ -14,8 +14,11 @@ pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
         CommandSpec::new("currentOp", current_op)
             .admin_only()
             .help("report operations in progress"),
-        CommandSpec::new("endSessions", end_sessions).help("end a set of logical sessions"),
+        CommandSpec::new("endSessions", end_sessions)
+            .fields(crate::command::requests::EndSessionsRequest::FIELDS)
+            .help("end a set of logical sessions"),
         CommandSpec::new("refreshSessions", refresh_sessions)
+            .fields(crate::command::requests::RefreshSessionsRequest::FIELDS)
             .help("renew a set of logical sessions"),
         CommandSpec::new("startSession", start_session)
             .fields(crate::command::requests::StartSessionRequest::FIELDS)

@@ -16,6 +16,7 @@ pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
             .admin_only()
             .help("set administrative option(s)\n{ setParameter:1, <param>:<value> }"),
         CommandSpec::new("getCmdLineOpts", get_cmd_line_opts)
+            .fields(crate::command::requests::GetCmdLineOptsRequest::FIELDS)
             .admin_only()
             .help("get argv"),
     ]
