@@ -30,7 +30,8 @@ pub use writes::{
 // Left lenient (no declaration, unknown fields pass), as MongoDB 8.0 leaves them:
 // - not parsed by an IDL command (their fields are read by hand, the rest ignored): killOp
 //   (`KillOpCmdBase` is a `BasicCommand` reading `op`), listCommands (`BasicCommand`);
-// - IDL commands declared `strict: false`: addShard (`add_shard.idl`), mergeAllChunksOnShard
+// - IDL commands declared `strict: false`: shardCollection (mongos' `shard_collection.idl`;
+//   its struct still types the fields it reads), addShard (`add_shard.idl`), mergeAllChunksOnShard
 //   (`merge_chunk_request.idl`), refineCollectionShardKey (`refine_collection_shard_key.idl`);
 // - fields of any name by design: getParameter/setParameter (parameter names), serverStatus
 //   (section names), currentOp (its filter), configureFailPoint (the fail point's fields);

@@ -128,7 +128,6 @@ pub(super) fn table() -> CommandTable<RouterState> {
             .admin_only()
             .help("Enable sharding for a database. Optionally allows the caller to specify the shard to be used as primary.(Use 'shardcollection' command afterwards.)\n  { enableSharding : \"<dbname>\", primaryShard:  \"<shard>\"}\n"),
         CommandSpec::new("shardCollection", sharding::shard_collection)
-            .fields(crate::command::requests::ShardCollectionRequest::FIELDS)
             .aliases(&["shardcollection"])
             .takes_write_concern()
             .admin_only()
