@@ -15,6 +15,7 @@ mod accumulators;
 pub mod foreign;
 /// Public so that the server parameters of the same names can set them.
 pub mod limits;
+pub mod request;
 mod stages;
 mod update_pipeline;
 

@@ -15,7 +15,7 @@ use crate::error::{MongoError, Result};
 use crate::expression::LetVariables;
 use crate::server::pipeline_cursor::PipelineSource;
 use crate::server::{LocalCommands, RequestContext};
-use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
+use bson::{Bson, Document, RawDocumentBuf, doc};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -43,43 +43,9 @@ impl AggregateCommand {
     pub(super) fn parse(req: &CommandRequest) -> Result<Self> {
         let args = req.args();
         crate::command::check_collation(args.value("collation")?.as_ref())?;
-        let collection = match args.target()? {
-            RawBsonRef::String(name) => Some(name.to_string()),
-            RawBsonRef::Int32(1) | RawBsonRef::Int64(1) | RawBsonRef::Double(1.0) => None,
-            _ => {
-                return Err(MongoError::failed_to_parse(
-                    "Invalid {aggregate: ...} value: must be a string or the number 1",
-                ));
-            }
-        };
-        let pipeline = args
-            .array("pipeline")?
-            .ok_or_else(|| crate::command::missing("aggregate", "pipeline"))?
-            .into_iter()
-            .map(|stage| match stage {
-                Bson::Document(d) => Ok(d),
-                _ => Err(MongoError::type_mismatch(
-                    "Each element of the 'pipeline' array must be an object",
-                )),
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let cursor = args.document("cursor")?;
-        if cursor.is_none() && args.bool("explain")? != Some(true) {
-            return Err(MongoError::failed_to_parse(
-                "The 'cursor' option is required, except for aggregate with the explain argument",
-            ));
-        }
-        let batch_size = match cursor.as_ref().and_then(|c| c.get("batchSize")) {
-            Some(Bson::Int32(n)) if *n >= 0 => Some(*n as u64),
-            Some(Bson::Int64(n)) if *n >= 0 => Some(*n as u64),
-            Some(Bson::Double(n)) if *n >= 0.0 => Some(*n as u64),
-            Some(_) => {
-                return Err(MongoError::bad_value(
-                    "cursor.batchSize must be a non-negative number",
-                ));
-            }
-            None => None,
-        };
+        let collection = crate::aggregate::request::target(req)?;
+        let pipeline = crate::aggregate::request::pipeline(req)?;
+        let batch_size = crate::aggregate::request::cursor_batch_size(req)?.map(|n| n as u64);
         Ok(AggregateCommand {
             collection,
             pipeline,

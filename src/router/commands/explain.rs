@@ -302,7 +302,7 @@ fn without_router_part(outgoing: CommandRequest) -> Result<CommandRequest> {
 }
 
 fn aggregate_result(replies: Vec<ShardExplain>, explained: &CommandRequest) -> Result<Document> {
-    let stages = super::reads::pipeline_stages(explained)?;
+    let stages = crate::aggregate::request::pipeline(explained)?;
     let router_start = crate::router::pipeline_split::router_part_start(&stages);
     let split = replies.len() > 1 || router_start.is_some();
     let mut shards = Document::new();

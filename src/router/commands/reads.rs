@@ -47,35 +47,6 @@ fn rewrite(body: &RawDocument, drop: &[&str], add: Document) -> Result<RawDocume
     Ok(out)
 }
 
-/// An aggregate's `pipeline` as documents (TypeMismatch for any other element, as MongoDB).
-pub(super) fn pipeline_stages(req: &CommandRequest) -> Result<Vec<Document>> {
-    // Counted as the request has them first: a pipeline past the length limit is refused
-    // without making a document of each of its (maybe 100,000) stages.
-    if let Some(RawBsonRef::Array(stages)) = req.args().get("pipeline")? {
-        let mut count = 0;
-        for stage in stages {
-            if !matches!(stage?, RawBsonRef::Document(_)) {
-                return Err(MongoError::type_mismatch(
-                    "Each element of the 'pipeline' array must be an object",
-                ));
-            }
-            count += 1;
-        }
-        crate::aggregate::limits::check_length(count)?;
-    }
-    req.args()
-        .array("pipeline")?
-        .unwrap_or_default()
-        .into_iter()
-        .map(|stage| match stage {
-            Bson::Document(stage) => Ok(stage),
-            _ => Err(MongoError::type_mismatch(
-                "Each element of the 'pipeline' array must be an object",
-            )),
-        })
-        .collect()
-}
-
 /// How a read's results from several shards become one reply.
 #[derive(Clone, Copy)]
 pub(super) enum Merge {
@@ -282,7 +253,7 @@ pub(super) async fn aggregate(
         return super::explain::explain_aggregate(state, req).await;
     }
     super::super::forward::check_routable(&req.db)?;
-    let stages = pipeline_stages(&req)?;
+    let stages = crate::aggregate::request::pipeline(&req)?;
     crate::aggregate::check_pipeline(&stages)?;
     let list_sessions = stages
         .first()
@@ -342,7 +313,7 @@ async fn scatter_aggregate(
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
     let collection = args.collection()?;
-    let stages = pipeline_stages(req)?;
+    let stages = crate::aggregate::request::pipeline(req)?;
     let split = crate::router::pipeline_split::split(&stages);
     // The merger's part is parsed first, so a bad one fails before any shard is asked (the
     // shards check theirs: `$collStats` only runs there).
@@ -364,7 +335,7 @@ async fn scatter_aggregate(
         }
         None => ClusterCursor::new(&req.db, collection, None, 0, None, None),
     };
-    let batch_size = cursor_batch_size(req)?;
+    let batch_size = crate::aggregate::request::cursor_batch_size(req)?;
     let shard_stages = split.shards_part;
     let shard_req = CommandRequest::new(
         req.db.clone(),
@@ -412,24 +383,6 @@ async fn scatter_aggregate(
         partial,
     )
     .await
-}
-
-/// An aggregate's `cursor.batchSize`, with MongoDB's errors for a bad or missing `cursor`.
-pub(super) fn cursor_batch_size(req: &CommandRequest) -> Result<Option<i64>> {
-    match req.args().document("cursor")? {
-        Some(cursor) => match cursor.get("batchSize") {
-            Some(Bson::Int32(n)) if *n >= 0 => Ok(Some(i64::from(*n))),
-            Some(Bson::Int64(n)) if *n >= 0 => Ok(Some(*n)),
-            Some(Bson::Double(n)) if *n >= 0.0 => Ok(Some(*n as i64)),
-            None => Ok(None),
-            Some(_) => Err(MongoError::bad_value(
-                "cursor.batchSize must be a non-negative number",
-            )),
-        },
-        None => Err(MongoError::failed_to_parse(
-            "The 'cursor' option is required, except for aggregate with the explain argument",
-        )),
-    }
 }
 
 pub(super) async fn count(

@@ -8,14 +8,14 @@
 
 use super::super::RouterState;
 use super::super::cursors::CursorSource;
-use super::reads::{DEFAULT_FIRST_BATCH, cursor_batch_size};
+use super::reads::DEFAULT_FIRST_BATCH;
 use crate::aggregate::Pipeline;
 use crate::aggregate::foreign::{CommandRunner, Host, HostCursor};
 use crate::command::{CommandRequest, cursor_reply};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::pipeline_cursor::{PipelineSource, PipelineState};
 use crate::server::{LocalCommands, RequestContext};
-use bson::{RawBsonRef, RawDocumentBuf};
+use bson::RawDocumentBuf;
 use std::sync::Arc;
 
 pub(super) async fn run(
@@ -26,11 +26,8 @@ pub(super) async fn run(
     start: usize,
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
-    let collection = match args.target()? {
-        RawBsonRef::String(name) => Some(name.to_string()),
-        _ => None,
-    };
-    let batch_size = cursor_batch_size(req)?;
+    let collection = crate::aggregate::request::target(req)?;
+    let batch_size = crate::aggregate::request::cursor_batch_size(req)?;
     let makes_input = stages
         .first()
         .is_some_and(|stage| stage.contains_key("$documents"));

@@ -159,7 +159,7 @@ fn aggregation(req: &CommandRequest, view: &ResolvedView, merge: &Merge) -> Resu
             }
         }
         Merge::Aggregate => {
-            stages.extend(super::reads::pipeline_stages(req)?);
+            stages.extend(crate::aggregate::request::pipeline(req)?);
             cursor = args.document("cursor")?.unwrap_or_default();
         }
     }
