@@ -7,6 +7,7 @@ use super::super::validation::DocumentValidator;
 use super::update::{update_candidate, upsert};
 use super::write::{ShardedWrite, acknowledge, array_filters, target};
 use crate::catalog::OwnershipFilter;
+use crate::command::requests::FindAndModifyRequest;
 use crate::command::{CommandRequest, WriteConcern};
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
@@ -35,13 +36,14 @@ pub(super) struct FindAndModifyCommand {
 impl FindAndModifyCommand {
     pub(super) fn parse(req: &CommandRequest) -> Result<Self> {
         let args = req.args();
+        let declared = FindAndModifyRequest::parse(req)?;
         crate::command::check_collation(args.value("collation")?.as_ref())?;
-        let remove = args.bool("remove")?.unwrap_or(false);
-        let return_new = args.bool("new")?.unwrap_or(false);
-        let upsert = args.bool("upsert")?.unwrap_or(false);
+        let remove = declared.remove.unwrap_or(false);
+        let return_new = declared.new.unwrap_or(false);
+        let upsert = declared.upsert.unwrap_or(false);
         let array_filters = array_filters(&args)?;
         let vars = args.let_variables()?;
-        let query = args.document("query")?.unwrap_or_default();
+        let query = declared.query.unwrap_or_default();
         let filter = Filter::parse_with_variables(&query, &vars)?;
         let update = match args.get("update")? {
             Some(u) => Some(UpdateSpec::parse_with_constants(
@@ -77,8 +79,8 @@ impl FindAndModifyCommand {
                 "Cannot specify both upsert=true and remove=true",
             ));
         }
-        let fields = args
-            .document("fields")?
+        let fields = declared
+            .fields
             .filter(|f| !f.is_empty())
             .as_ref()
             .map(|f| Projection::parse_with_variables(f, Some(&filter), &vars))
@@ -86,8 +88,8 @@ impl FindAndModifyCommand {
         Ok(FindAndModifyCommand {
             query,
             filter,
-            sort: args
-                .document("sort")?
+            sort: declared
+                .sort
                 .filter(|s| !s.is_empty())
                 .as_ref()
                 .map(SortSpec::parse)
@@ -99,7 +101,7 @@ impl FindAndModifyCommand {
             upsert,
             write_concern: WriteConcern::parse(&args)?,
             hint: super::find::parse_hint(&args)?,
-            bypass_validation: args.bool("bypassDocumentValidation")?.unwrap_or(false),
+            bypass_validation: declared.bypass_document_validation.unwrap_or(false),
         })
     }
 }

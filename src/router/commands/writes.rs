@@ -10,6 +10,7 @@ use super::super::shard_key_move::{MoveOutcome, ShardKeyMove};
 use super::super::targeting::{By, Filter, Target};
 use super::super::write_batch::{ROUTER_OVERHEAD, WriteBatch, WriteKind, first_match};
 use crate::command::CommandRequest;
+use crate::command::requests::FindAndModifyRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::projection::Projection;
 use crate::server::RequestContext;
@@ -115,11 +116,12 @@ pub(super) async fn find_and_modify(
     let args = req.args();
     let collection = args.collection()?.to_string();
     let ns = format!("{}.{collection}", req.db);
-    let query = &args.document("query")?.unwrap_or_default();
-    let upsert = args.bool("upsert")?.unwrap_or(false);
-    let remove = args.bool("remove")?.unwrap_or(false);
-    let sort = &args.document("sort")?;
-    let (req, collection) = (&req, &collection);
+    let declared = FindAndModifyRequest::parse(&req)?;
+    let query = &declared.query.clone().unwrap_or_default();
+    let upsert = declared.upsert.unwrap_or(false);
+    let remove = declared.remove.unwrap_or(false);
+    let sort = &declared.sort;
+    let (req, collection, declared) = (&req, &collection, &declared);
     let routed = state.route(&req.db, Some(&ns), true, |placement| async move {
         let (shard, outgoing) = match placement.target(By::Key(Filter::Document(query)))? {
             Target::Primary(shard) | Target::One(shard) => (shard, req.clone()),
@@ -168,7 +170,7 @@ pub(super) async fn find_and_modify(
             .await?
         {
             MoveOutcome::Failed(failure) => Err(failure),
-            MoveOutcome::Moved => moved_reply(req, &moving),
+            MoveOutcome::Moved => moved_reply(declared, &moving),
         }
     });
     routed
@@ -188,17 +190,16 @@ fn refused_shard_key_move(reply: &RawDocumentBuf, shard: &str) -> Result<Option<
 
 /// findAndModify's reply for a document that moved shards: the document before or after
 /// (`new`), shaped by `fields`, as the shard would have answered.
-fn moved_reply(req: &CommandRequest, moving: &ShardKeyMove) -> Result<RawDocumentBuf> {
-    let args = req.args();
-    let image = match (args.bool("new")?.unwrap_or(false), moving.upsert) {
+fn moved_reply(declared: &FindAndModifyRequest, moving: &ShardKeyMove) -> Result<RawDocumentBuf> {
+    let image = match (declared.new.unwrap_or(false), moving.upsert) {
         (true, _) => Some(&moving.post_image),
         (false, true) => None,
         (false, false) => Some(&moving.pre_image),
     };
-    let value = match (image, args.document("fields")?) {
+    let value = match (image, &declared.fields) {
         (None, _) => bson::Bson::Null,
         (Some(doc), Some(fields)) if !fields.is_empty() => {
-            bson::Bson::Document(Projection::parse(&fields)?.try_apply(doc)?)
+            bson::Bson::Document(Projection::parse(fields)?.try_apply(doc)?)
         }
         (Some(doc), _) => bson::Bson::Document(doc.clone()),
     };
