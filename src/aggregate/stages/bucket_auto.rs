@@ -217,7 +217,10 @@ impl BucketAuto {
             return Ok(None);
         }
         out.number += 1;
-        let Some((key, doc)) = out.carried.take().map_or_else(|| out.next(), |c| Ok(Some(c)))?
+        let Some((key, doc)) = out
+            .carried
+            .take()
+            .map_or_else(|| out.next(), |c| Ok(Some(c)))?
         else {
             return Ok(None);
         };
@@ -456,7 +459,7 @@ mod tests {
             .map(|i| doc! {"_id": i, "v": (i * 37) % 101, "pad": "x".repeat(50)})
             .collect();
         let stages = [doc! {"$bucketAuto": {"groupBy": "$v", "buckets": 7,
-            "output": {"n": {"$sum": 1}, "ids": {"$push": "$_id"}, "first": {"$first": "$_id"}}}}];
+        "output": {"n": {"$sum": 1}, "ids": {"$push": "$_id"}, "first": {"$first": "$_id"}}}}];
         let expected = Pipeline::parse(&stages).unwrap().run(docs.clone()).unwrap();
         assert_eq!(expected.len(), 7);
         let dir = tempfile::tempdir().unwrap();

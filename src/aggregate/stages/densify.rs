@@ -322,14 +322,17 @@ impl Densify {
                     return Ok(None);
                 };
                 let (Some(value), Some(key)) = (keys.pop(), keys.pop()) else {
-                    return Err(MongoError::internal("a sorted $densify document lost its keys"));
+                    return Err(MongoError::internal(
+                        "a sorted $densify document lost its keys",
+                    ));
                 };
                 if !self.partitions.is_empty() {
                     // MongoDB keeps each partition's last value in a table bounded by
                     // `internalDocumentSourceDensifyMaxMemoryBytes`; this stage reads the
                     // partitions one after another and needs no table, but holds to the same
                     // bound so that the same requests are refused.
-                    out.table_bytes += approximate_value_size(&key) + approximate_value_size(&value);
+                    out.table_bytes +=
+                        approximate_value_size(&key) + approximate_value_size(&value);
                     let max_bytes = ctx.limits.max_densify_bytes;
                     if out.table_bytes > max_bytes {
                         return Err(MongoError::location(

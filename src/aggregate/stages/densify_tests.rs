@@ -303,7 +303,8 @@ fn densifies_within_the_memory_limits() {
     let docs: Vec<Document> = (0..400)
         .map(|i| doc! {"_id": i, "p": i % 4, "v": (i * 3) % 700, "pad": "x".repeat(30)})
         .collect();
-    let spec = bson!({"field": "v", "partitionByFields": ["p"], "range": {"step": 2, "bounds": "full"}});
+    let spec =
+        bson!({"field": "v", "partitionByFields": ["p"], "range": {"step": 2, "bounds": "full"}});
     let expected = run(spec.clone(), docs.clone()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let sorting = |allow| MemoryLimits {

@@ -144,7 +144,11 @@ mod tests {
             let mut out = sort.finish().unwrap();
             let mut seen = Vec::new();
             while let Some((keys, doc)) = out.next_keyed().unwrap() {
-                seen.push((keys[0].clone(), doc.get_i32("s").unwrap(), doc.get_i32("i").unwrap()));
+                seen.push((
+                    keys[0].clone(),
+                    doc.get_i32("s").unwrap(),
+                    doc.get_i32("i").unwrap(),
+                ));
             }
             assert_eq!(seen.len(), 40);
             // Numbers before arrays; [1] before [5, 0]; within a key `s` descending, then

@@ -166,8 +166,9 @@ mod tests {
         let err = run(1500, false).unwrap_err();
         assert_eq!(err.code().code(), 292);
         assert!(
-            err.message()
-                .ends_with("Sort exceeded memory limit of 20000 bytes, but did not opt in to external sorting."),
+            err.message().ends_with(
+                "Sort exceeded memory limit of 20000 bytes, but did not opt in to external sorting."
+            ),
             "{err}"
         );
         let out = run(1500, true).unwrap();

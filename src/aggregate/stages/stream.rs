@@ -14,7 +14,7 @@ use super::densify::{DensifyOutput, DensifyRun};
 use super::facet::FacetRun;
 use super::group_run::{GroupOutput, GroupRun};
 use super::keyed_sort::{KeyedDocs, KeyedSort};
-use super::window::WindowOutput;
+use super::window::{WindowOutput, WindowRun};
 use super::{RunContext, Stage, sample};
 use crate::error::Result;
 use crate::spill::{BlockingSort, SortedDocs, approximate_document_size};
@@ -45,8 +45,9 @@ enum Step {
     Limit(u64),
     Sort(Box<BlockingSort>),
     Group(Box<GroupRun>),
-    /// `$bucketAuto`, `$sample` or `$setWindowFields`: the input sorted by the stage's keys.
+    /// `$bucketAuto` or `$sample`: the input sorted by the stage's keys.
     Keyed(Box<KeyedSort>),
+    Window(Box<WindowRun>),
     Densify(Box<DensifyRun>),
     Facet(Box<FacetRun>),
     /// A blocking stage that runs over its whole input at the end.
@@ -88,7 +89,7 @@ impl Step {
             Stage::Group(_) => Step::Group(Box::new(GroupRun::new())),
             Stage::BucketAuto(bucket) => Step::Keyed(Box::new(bucket.sort(ctx))),
             Stage::Sample(size) => Step::Keyed(Box::new(sample::sort(*size, ctx))),
-            Stage::SetWindowFields(window) => Step::Keyed(Box::new(window.sort(ctx))),
+            Stage::SetWindowFields(window) => Step::Window(Box::new(window.start(ctx))),
             Stage::Densify(densify) => Step::Densify(Box::new(densify.start(ctx))),
             Stage::Facet(facet) => Step::Facet(Box::new(facet.start(ctx))),
             _ => Step::Whole(Vec::new()),
@@ -101,6 +102,7 @@ impl Step {
             Step::Sort(_)
                 | Step::Group(_)
                 | Step::Keyed(_)
+                | Step::Window(_)
                 | Step::Densify(_)
                 | Step::Facet(_)
                 | Step::Whole(..)
@@ -113,6 +115,7 @@ impl Step {
             Step::PerDocument
             | Step::Whole(_)
             | Step::Keyed(_)
+            | Step::Window(_)
             | Step::Densify(_)
             | Step::Facet(_) => stage.builds_documents(),
             Step::Group(_) => true,
@@ -159,9 +162,17 @@ impl Step {
                     match stage {
                         Stage::BucketAuto(bucket) => bucket.push(sort, doc, ctx)?,
                         Stage::Sample(size) => sample::push(sort, *size, doc)?,
-                        Stage::SetWindowFields(window) => window.push(sort, doc, ctx)?,
                         _ => return Err(mismatch()),
                     }
+                }
+                Ok(Vec::new())
+            }
+            Step::Window(run) => {
+                let Stage::SetWindowFields(window) = stage else {
+                    return Err(mismatch());
+                };
+                for doc in docs {
+                    window.push(run, doc, ctx)?;
                 }
                 Ok(Vec::new())
             }
@@ -199,7 +210,10 @@ impl Step {
             Step::Keyed(sort) => match stage {
                 Stage::BucketAuto(bucket) => Drain::Buckets(Box::new(bucket.finish(*sort)?)),
                 Stage::Sample(_) => Drain::Keyed(Box::new(sort.finish()?)),
-                Stage::SetWindowFields(window) => Drain::Windows(Box::new(window.finish(*sort)?)),
+                _ => return Err(mismatch()),
+            },
+            Step::Window(run) => match stage {
+                Stage::SetWindowFields(window) => Drain::Windows(Box::new(window.finish(*run)?)),
                 _ => return Err(mismatch()),
             },
             Step::Densify(run) => match stage {

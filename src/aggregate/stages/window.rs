@@ -341,18 +341,35 @@ impl SetWindowFields {
     /// The sort the stage's input goes into: by partition, then `sortBy` — the `$sort` MongoDB
     /// puts before the stage, within `internalQueryMaxBlockingSortMemoryUsageBytes` and
     /// spilling as it does.
-    pub fn sort(&self, ctx: &RunContext) -> KeyedSort {
+    /// Without `partitionBy` and `sortBy` MongoDB sorts nothing: the input is one partition,
+    /// held as it arrives.
+    pub fn start(&self, ctx: &RunContext) -> WindowRun {
+        if self.partition_by.is_none() && self.sort_by.is_none() {
+            return WindowRun::Whole(Vec::new(), 0);
+        }
         let limits = &ctx.limits;
-        KeyedSort::new(
+        WindowRun::Sorted(KeyedSort::new(
             1,
             self.sort_by.as_ref(),
             None,
             limits.sort_limits(limits.max_sort_bytes),
-        )
+        ))
     }
 
-    /// Takes one input document into `sort`, with its partition.
-    pub fn push(&self, sort: &mut KeyedSort, doc: Document, ctx: &RunContext) -> Result<()> {
+    /// Takes one input document into `run`, with its partition.
+    pub fn push(&self, run: &mut WindowRun, doc: Document, ctx: &RunContext) -> Result<()> {
+        let sort = match run {
+            WindowRun::Sorted(sort) => sort,
+            WindowRun::Whole(docs, used) => {
+                *used += approximate_document_size(&doc);
+                let max_bytes = ctx.limits.max_window_bytes;
+                if *used > max_bytes {
+                    return Err(exceeded_memory(*used, max_bytes));
+                }
+                docs.push(doc);
+                return Ok(());
+            }
+        };
         let key = match &self.partition_by {
             Some(expr) => {
                 let key = expr.evaluate(&ctx.variables(&doc))?;
@@ -370,9 +387,13 @@ impl SetWindowFields {
     }
 
     /// The output over the sorted input, computed a partition at a time as it is read.
-    pub fn finish(&self, sort: KeyedSort) -> Result<WindowOutput> {
+    pub fn finish(&self, run: WindowRun) -> Result<WindowOutput> {
+        let input = match run {
+            WindowRun::Sorted(sort) => WindowInput::Sorted(sort.finish()?),
+            WindowRun::Whole(docs, used) => WindowInput::Whole(Some((docs, used))),
+        };
         Ok(WindowOutput {
-            sorted: sort.finish()?,
+            input,
             ready: VecDeque::new(),
         })
     }
@@ -437,8 +458,21 @@ fn exceeded_memory(used: usize, max_bytes: usize) -> MongoError {
 /// `$setWindowFields`' output as it is read: its sorted input and the documents of the
 /// partition computed last.
 pub struct WindowOutput {
-    sorted: KeyedDocs,
+    input: WindowInput,
     ready: VecDeque<Document>,
+}
+
+/// `$setWindowFields`' input as it arrives: sorted by partition and `sortBy`, or, with
+/// neither, held whole (one partition) with its bytes.
+pub enum WindowRun {
+    Sorted(KeyedSort),
+    Whole(Vec<Document>, usize),
+}
+
+enum WindowInput {
+    Sorted(KeyedDocs),
+    /// The one partition, until it is computed.
+    Whole(Option<(Vec<Document>, usize)>),
 }
 
 impl WindowOutput {
@@ -449,18 +483,28 @@ impl WindowOutput {
         ctx: &RunContext,
     ) -> Result<Option<Document>> {
         if self.ready.is_empty() {
-            let Some((key, first)) = self.sorted.next_keyed()? else {
+            let sorted = match &mut self.input {
+                WindowInput::Sorted(sorted) => sorted,
+                WindowInput::Whole(whole) => {
+                    if let Some((docs, used)) = whole.take() {
+                        if !docs.is_empty() {
+                            self.ready = stage.partition_output(docs, used, ctx)?.into();
+                        }
+                    }
+                    return Ok(self.ready.pop_front());
+                }
+            };
+            let Some((key, first)) = sorted.next_keyed()? else {
                 return Ok(None);
             };
             let max_bytes = ctx.limits.max_window_bytes;
             let mut used = approximate_document_size(&first);
             let mut docs = vec![first];
-            while self
-                .sorted
+            while sorted
                 .peek_keys()?
                 .is_some_and(|next| values_equal(&next[0], &key[0]))
             {
-                let Some((_, doc)) = self.sorted.next_keyed()? else {
+                let Some((_, doc)) = sorted.next_keyed()? else {
                     break;
                 };
                 used += approximate_document_size(&doc);

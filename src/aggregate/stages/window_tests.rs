@@ -504,9 +504,11 @@ fn partitions_within_the_memory_limit() {
     let docs: Vec<Document> = (0..600)
         .map(|i| doc! {"_id": i, "p": i % 6, "t": (i * 7) % 600, "pad": "x".repeat(40)})
         .collect();
-    let stages = [doc! {"$setWindowFields": {"partitionBy": "$p", "sortBy": {"t": 1},
+    let stages = [
+        doc! {"$setWindowFields": {"partitionBy": "$p", "sortBy": {"t": 1},
         "output": {"cum": {"$sum": "$t", "window": {"documents": ["unbounded", "current"]}},
-        "prev": {"$shift": {"output": "$_id", "by": -1}}}}}];
+        "prev": {"$shift": {"output": "$_id", "by": -1}}}}},
+    ];
     let expected = Pipeline::parse(&stages).unwrap().run(docs.clone()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let run = |limits: MemoryLimits| {
@@ -563,4 +565,38 @@ fn computed_outputs_count_against_the_partition_limit() {
         .run(docs)
         .unwrap_err();
     assert_eq!(err.code().code(), 5414201);
+}
+
+/// Without `partitionBy` and `sortBy` nothing is sorted (as in MongoDB): the input is one
+/// partition, refused once it passes the limit, before the rest is read.
+#[test]
+fn one_unsorted_partition_is_held_to_the_limit() {
+    use crate::aggregate::MemoryLimits;
+    let docs: Vec<Document> = (0..100)
+        .map(|i| doc! {"_id": i, "pad": "x".repeat(100)})
+        .collect();
+    let stages = [doc! {"$setWindowFields": {"output": {"n": {"$count": {}}}}}];
+    let run = |limits| {
+        Pipeline::parse(&stages)
+            .unwrap()
+            .with_limits(limits)
+            .run(docs.clone())
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // The sort limit plays no part.
+    let fits = MemoryLimits {
+        max_sort_bytes: 100,
+        max_window_bytes: 100_000,
+        ..MemoryLimits::spilling_to(dir.path(), false)
+    };
+    let out = run(fits).unwrap();
+    assert_eq!(out.len(), 100);
+    assert!(out.iter().all(|d| d.get_i32("n") == Ok(100)));
+    let err = run(MemoryLimits {
+        max_window_bytes: 5_000,
+        ..MemoryLimits::spilling_to(dir.path(), true)
+    })
+    .unwrap_err();
+    assert_eq!(err.code().code(), 5414201);
+    assert!(!dir.path().join("_tmp").exists());
 }
