@@ -100,6 +100,25 @@ impl SortSpec {
         Ok(SortSpec { keys, natural })
     }
 
+    /// The order of documents that carry values under `leading` fields (ascending, in order)
+    /// and then, under `field`, a document `inner` orders: how a stage sorts its input by keys
+    /// it computed, without the compound key limit (the keys are the stage's, not a user's).
+    pub fn nested(leading: &[&str], field: &str, inner: Option<&SortSpec>) -> SortSpec {
+        let key = |path: String, ascending: bool| SortKey {
+            parts: path.split('.').map(String::from).collect(),
+            path,
+            ascending,
+        };
+        let mut keys: Vec<SortKey> = leading.iter().map(|k| key(k.to_string(), true)).collect();
+        for inner in inner.iter().flat_map(|spec| &spec.keys) {
+            keys.push(key(format!("{field}.{}", inner.path), inner.ascending));
+        }
+        SortSpec {
+            keys,
+            natural: None,
+        }
+    }
+
     /// Whether the spec orders nothing (empty, or only `$natural`).
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()

@@ -59,6 +59,16 @@ impl Parameters {
             Bson::Int64(100 * 1024 * 1024),
             true,
         );
+        // The other blocking stages' bounds (`aggregate::MemoryLimits`). MongoDB 8.0 fixes
+        // `$bucketAuto`'s at 100 MB; later releases name it as here.
+        for name in [
+            "internalDocumentSourceBucketAutoMaxMemoryBytes",
+            "internalDocumentSourceSetWindowFieldsMaxMemoryBytes",
+            "internalDocumentSourceDensifyMaxMemoryBytes",
+            "internalQueryFacetMaxOutputDocSizeBytes",
+        ] {
+            add(name, Bson::Int64(100 * 1024 * 1024), true);
+        }
         // The pipeline shape limits the query engine enforces (`aggregate::limits`, which
         // holds the values: one per process, as MongoDB's knobs are).
         add(

@@ -72,6 +72,10 @@ pub fn run(data: &[u8]) {
     let pipeline = pipeline.with_limits(MemoryLimits {
         max_sort_bytes: LIMIT_BYTES,
         max_group_bytes: LIMIT_BYTES,
+        max_bucket_auto_bytes: LIMIT_BYTES,
+        max_window_bytes: LIMIT_BYTES,
+        max_densify_bytes: LIMIT_BYTES,
+        max_facet_output_bytes: LIMIT_BYTES,
         allow_disk_use: false,
         spill_dir: None,
     });

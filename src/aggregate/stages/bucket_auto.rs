@@ -1,8 +1,12 @@
 //! `$bucketAuto`: documents sorted by the `groupBy` value and cut into `buckets` groups of
 //! about equal size; equal values stay in one bucket, and a `granularity` rounds the
-//! boundaries to a preferred number series.
+//! boundaries to a preferred number series. As in MongoDB the input goes through the spilling
+//! sort (`internalDocumentSourceBucketAutoMaxMemoryBytes`, 100 MB: sorted runs spill with
+//! `allowDiskUse`, else QueryExceededMemoryLimitNoDiskUseAllowed), and the buckets are made one
+//! at a time as the sorted documents are read back.
 
 use super::granularity::Rounder;
+use super::keyed_sort::{KeyedDocs, KeyedSort};
 use super::{RunContext, Stage};
 use crate::aggregate::accumulators::{Accumulator, State};
 use crate::document::order::values_equal;
@@ -142,6 +146,32 @@ fn parse_buckets(value: &Bson) -> Result<i32> {
     })
 }
 
+/// `$bucketAuto`'s output as it is read: its sorted input and where the bucketing is.
+pub struct BucketOutput {
+    sorted: KeyedDocs,
+    /// The documents each bucket aims at.
+    approx_size: usize,
+    /// Buckets made so far.
+    number: usize,
+    /// The first document of the next bucket, read while closing the last one.
+    carried: Option<(Bson, Document)>,
+    previous_max: Option<Bson>,
+}
+
+impl BucketOutput {
+    /// The next bucket of `stage` (the `$bucketAuto` this output is of).
+    pub fn next_doc(&mut self, stage: &BucketAuto, ctx: &RunContext) -> Result<Option<Document>> {
+        stage.next_bucket(self, ctx)
+    }
+
+    fn next(&mut self) -> Result<Option<(Bson, Document)>> {
+        Ok(self
+            .sorted
+            .next_keyed()?
+            .map(|(mut keys, doc)| (keys.pop().unwrap_or(Bson::Null), doc)))
+    }
+}
+
 struct Bucket {
     min: Bson,
     max: Bson,
@@ -149,77 +179,104 @@ struct Bucket {
 }
 
 impl BucketAuto {
-    pub fn run(&self, docs: &[Document], ctx: &RunContext) -> Result<Vec<Document>> {
-        let mut keyed = Vec::with_capacity(docs.len());
-        for (i, doc) in docs.iter().enumerate() {
-            keyed.push((self.key(doc, ctx)?, i));
+    /// The sort the stage's input goes into: by `groupBy` value, within
+    /// `internalDocumentSourceBucketAutoMaxMemoryBytes`, spilling as MongoDB's sorter does.
+    pub fn sort(&self, ctx: &RunContext) -> KeyedSort {
+        let limits = &ctx.limits;
+        KeyedSort::new(
+            1,
+            None,
+            None,
+            limits.sort_limits(limits.max_bucket_auto_bytes),
+        )
+    }
+
+    /// Takes one input document into `sort`.
+    pub fn push(&self, sort: &mut KeyedSort, doc: Document, ctx: &RunContext) -> Result<()> {
+        let key = self.key(&doc, ctx)?;
+        sort.push(vec![key], doc)
+    }
+
+    /// The buckets over the sorted input, made one at a time as they are read.
+    pub fn finish(&self, sort: KeyedSort) -> Result<BucketOutput> {
+        // Each bucket aims at an equal share of the documents, so the count comes first.
+        let count = usize::try_from(sort.len()).unwrap_or(usize::MAX);
+        let approx_size = ((count as f64 / self.buckets as f64).round() as usize).max(1);
+        Ok(BucketOutput {
+            sorted: sort.finish()?,
+            approx_size,
+            number: 0,
+            carried: None,
+            previous_max: None,
+        })
+    }
+
+    /// The next bucket from `out`, `None` once the buckets or the documents are used up.
+    fn next_bucket(&self, out: &mut BucketOutput, ctx: &RunContext) -> Result<Option<Document>> {
+        if out.number >= self.buckets {
+            return Ok(None);
         }
-        // Stable, so documents with equal keys reach positional accumulators in input order.
-        keyed.sort_by(|(a, _), (b, _)| compare(Some(a), Some(b)));
-        let approx_size = ((keyed.len() as f64 / self.buckets as f64).round() as usize).max(1);
-        let mut sorted = keyed.into_iter().peekable();
-        let mut out = Vec::new();
-        let mut carried: Option<(Bson, usize)> = None;
-        let mut previous_max: Option<Bson> = None;
-        for number in 1..=self.buckets {
-            let Some((key, index)) = carried.take().or_else(|| sorted.next()) else {
+        out.number += 1;
+        let Some((key, doc)) = out
+            .carried
+            .take()
+            .map_or_else(|| out.next(), |c| Ok(Some(c)))?
+        else {
+            return Ok(None);
+        };
+        let min = match (self.granularity, out.previous_max.take()) {
+            (Some(_), Some(previous)) => previous,
+            (Some(rounder), None) => rounder.round_down(&key)?,
+            (None, _) => key.clone(),
+        };
+        let mut bucket = Bucket {
+            min,
+            max: key.clone(),
+            states: self.start_bucket(ctx)?,
+        };
+        self.add(&mut bucket, key, &doc, ctx)?;
+        let is_last = out.number == self.buckets;
+        let mut taken = 1;
+        while taken < out.approx_size || is_last {
+            let Some((key, doc)) = out.next()? else {
                 break;
             };
-            let min = match (self.granularity, previous_max.take()) {
-                (Some(_), Some(previous)) => previous,
-                (Some(rounder), None) => rounder.round_down(&key)?,
-                (None, _) => key.clone(),
-            };
-            let mut bucket = Bucket {
-                min,
-                max: key.clone(),
-                states: self.start_bucket(ctx)?,
-            };
-            self.add(&mut bucket, key, &docs[index], ctx)?;
-            let is_last = number == self.buckets;
-            let mut taken = 1;
-            while taken < approx_size || is_last {
-                let Some((key, index)) = sorted.next() else {
-                    break;
-                };
-                self.add(&mut bucket, key, &docs[index], ctx)?;
-                taken += 1;
-            }
-            let mut next = sorted.next();
-            if let Some(rounder) = self.granularity {
-                let boundary = rounder.round_up(&bucket.max)?;
-                while let Some((key, index)) = next.take() {
-                    let absorbed = compare(Some(&boundary), Some(&key)) == Ordering::Greater
-                        || values_equal(&bucket.max, &key);
-                    if !absorbed {
-                        next = Some((key, index));
-                        break;
-                    }
-                    self.add(&mut bucket, key, &docs[index], ctx)?;
-                    next = sorted.next();
-                }
-                bucket.max = match &next {
-                    Some((key, _)) if to_f64(&boundary) == 0.0 => rounder.round_down(key)?,
-                    _ => boundary,
-                };
-            } else {
-                while let Some((key, index)) = next.take() {
-                    if !values_equal(&bucket.max, &key) {
-                        next = Some((key, index));
-                        break;
-                    }
-                    self.add(&mut bucket, key, &docs[index], ctx)?;
-                    next = sorted.next();
-                }
-                if let Some((key, _)) = &next {
-                    bucket.max = key.clone();
-                }
-            }
-            carried = next;
-            previous_max = Some(bucket.max.clone());
-            out.push(self.output(bucket));
+            self.add(&mut bucket, key, &doc, ctx)?;
+            taken += 1;
         }
-        Ok(out)
+        let mut next = out.next()?;
+        if let Some(rounder) = self.granularity {
+            let boundary = rounder.round_up(&bucket.max)?;
+            while let Some((key, doc)) = next.take() {
+                let absorbed = compare(Some(&boundary), Some(&key)) == Ordering::Greater
+                    || values_equal(&bucket.max, &key);
+                if !absorbed {
+                    next = Some((key, doc));
+                    break;
+                }
+                self.add(&mut bucket, key, &doc, ctx)?;
+                next = out.next()?;
+            }
+            bucket.max = match &next {
+                Some((key, _)) if to_f64(&boundary) == 0.0 => rounder.round_down(key)?,
+                _ => boundary,
+            };
+        } else {
+            while let Some((key, doc)) = next.take() {
+                if !values_equal(&bucket.max, &key) {
+                    next = Some((key, doc));
+                    break;
+                }
+                self.add(&mut bucket, key, &doc, ctx)?;
+                next = out.next()?;
+            }
+            if let Some((key, _)) = &next {
+                bucket.max = key.clone();
+            }
+        }
+        out.carried = next;
+        out.previous_max = Some(bucket.max.clone());
+        Ok(Some(self.output(bucket)))
     }
 
     /// The `groupBy` value (missing groups with null), checked against the granularity.
@@ -391,6 +448,46 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    /// Past `internalDocumentSourceBucketAutoMaxMemoryBytes` the sort spills with disk use
+    /// (the same buckets, positional accumulators in input order) and fails without.
+    #[test]
+    fn sorts_within_the_memory_limit_spilling_with_disk_use() {
+        use crate::aggregate::MemoryLimits;
+        let docs: Vec<Document> = (0..500)
+            .map(|i| doc! {"_id": i, "v": (i * 37) % 101, "pad": "x".repeat(50)})
+            .collect();
+        let stages = [doc! {"$bucketAuto": {"groupBy": "$v", "buckets": 7,
+        "output": {"n": {"$sum": 1}, "ids": {"$push": "$_id"}, "first": {"$first": "$_id"}}}}];
+        let expected = Pipeline::parse(&stages).unwrap().run(docs.clone()).unwrap();
+        assert_eq!(expected.len(), 7);
+        let dir = tempfile::tempdir().unwrap();
+        let limited = |allow| MemoryLimits {
+            max_bucket_auto_bytes: 4_000,
+            ..MemoryLimits::spilling_to(dir.path(), allow)
+        };
+        let err = Pipeline::parse(&stages)
+            .unwrap()
+            .with_limits(limited(false))
+            .run(docs.clone())
+            .unwrap_err();
+        assert_eq!(
+            (err.code().code(), err.code().name().to_string()),
+            (292, "QueryExceededMemoryLimitNoDiskUseAllowed".to_string())
+        );
+        assert_eq!(
+            err.message(),
+            "PlanExecutor error during aggregation :: caused by :: Sort exceeded memory limit of 4000 bytes, but did not opt in to external sorting."
+        );
+        assert!(!dir.path().join("_tmp").exists());
+        let out = Pipeline::parse(&stages)
+            .unwrap()
+            .with_limits(limited(true))
+            .run(docs)
+            .unwrap();
+        assert!(dir.path().join("_tmp").exists(), "the sort spilled");
+        assert_eq!(out, expected);
     }
 
     #[test]

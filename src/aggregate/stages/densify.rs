@@ -2,7 +2,13 @@
 //! (`range: {step, unit, bounds}`) over the whole input (`"full"`), each partition's own span
 //! (`"partition"`) or explicit `[lower, upper)` bounds, per `partitionByFields` partition.
 //! Generated documents hold the field and the partition fields only.
+//!
+//! Memory, as in MongoDB: the input goes through the spilling sort by partition and value
+//! (`internalQueryMaxBlockingSortMemoryUsageBytes`), the documents are generated one at a time
+//! as the sorted ones are read, and the partitions seen count against
+//! `internalDocumentSourceDensifyMaxMemoryBytes` (Location6007200 past it).
 
+use super::keyed_sort::{KeyedDocs, KeyedSort};
 use super::time_unit::TimeUnit;
 use super::{RunContext, Stage};
 use crate::document::order::values_equal;
@@ -11,6 +17,7 @@ use crate::expression::LetVariables;
 use crate::expression::fieldpath::{FieldPath, lookup, set_nested};
 use crate::expression::numeric::{to_dec, to_f64, to_i64};
 use crate::expression::value::{bson_type_name, compare, is_nullish, is_number};
+use crate::spill::approximate_value_size;
 use bson::{Bson, DateTime, Document};
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -27,6 +34,46 @@ fn too_many_generated(generated: usize) -> MongoError {
              Increase the 'internalQueryMaxAllowedDensifyDocs' parameter to allow more generated documents"
         ),
     )
+}
+
+/// `$densify`'s input as it arrives.
+pub struct DensifyRun {
+    sort: KeyedSort,
+    /// The least and greatest values seen (the `"full"` bounds).
+    min: Option<Bson>,
+    max: Option<Bson>,
+}
+
+/// `$densify`'s output as it is read.
+pub struct DensifyOutput {
+    sorted: KeyedDocs,
+    span: Option<(Bson, Bson)>,
+    partition: Option<PartitionState>,
+    /// Documents generated so far, over all partitions.
+    generated: usize,
+    /// What MongoDB's table of partitions would hold.
+    table_bytes: usize,
+}
+
+impl DensifyOutput {
+    /// The next document of `stage` (the `$densify` this output is of).
+    pub fn next_doc(&mut self, stage: &Densify, ctx: &RunContext) -> Result<Option<Document>> {
+        stage.next_doc(self, ctx)
+    }
+}
+
+/// The partition being read.
+struct PartitionState {
+    key: Bson,
+    /// The next value on the step.
+    cursor: Bson,
+    /// The bound the step stops at (inclusive or not); `None` for `"partition"` bounds, where
+    /// the partition's last value ends it.
+    upper: Option<(Bson, bool)>,
+    /// The partition fields, which generated documents carry.
+    template: Document,
+    /// The partition's next existing document with its value.
+    pending: Option<(Bson, Document)>,
 }
 
 pub struct Densify {
@@ -214,93 +261,160 @@ fn parse_bounds(bounds: &Bson, step: &Bson, unit: Option<TimeUnit>) -> Result<Bo
 }
 
 impl Densify {
-    pub fn run(&self, docs: Vec<Document>, _ctx: &RunContext) -> Result<Vec<Document>> {
-        let mut nullish = Vec::new();
-        let mut valued = Vec::with_capacity(docs.len());
-        for doc in docs {
-            let value = lookup(&doc, &self.field);
-            if is_nullish(value.as_ref()) {
-                nullish.push(doc);
-                continue;
-            }
-            let value = value.unwrap_or(Bson::Null);
-            self.check_type(&value)?;
-            let key = self.partition_key(&doc);
-            valued.push((key, value, doc));
+    /// The run the stage's input goes into: sorted by partition then field value — the `$sort`
+    /// MongoDB puts before the stage, within `internalQueryMaxBlockingSortMemoryUsageBytes`
+    /// and spilling as it does —, with the span of all values for `"full"` bounds.
+    pub fn start(&self, ctx: &RunContext) -> DensifyRun {
+        let limits = &ctx.limits;
+        DensifyRun {
+            sort: KeyedSort::new(2, None, None, limits.sort_limits(limits.max_sort_bytes)),
+            min: None,
+            max: None,
         }
-        valued.sort_by(|(ka, va, _), (kb, vb, _)| {
-            compare(Some(ka), Some(kb)).then_with(|| compare(Some(va), Some(vb)))
-        });
-        let global = (
-            valued
-                .iter()
-                .map(|(_, v, _)| v)
-                .min_by(|a, b| compare(Some(a), Some(b)))
-                .cloned(),
-            valued
-                .iter()
-                .map(|(_, v, _)| v)
-                .max_by(|a, b| compare(Some(a), Some(b)))
-                .cloned(),
-        );
-        let mut out = nullish;
-        let mut start = 0;
-        let mut total_generated = 0;
-        while start < valued.len() {
-            let end = (start..valued.len())
-                .find(|&i| !values_equal(&valued[i].0, &valued[start].0))
-                .unwrap_or(valued.len());
-            let part = &valued[start..end];
-            let (anchor, upper, inclusive) = match &self.bounds {
-                Bounds::Explicit(range) => (range.0.clone(), range.1.clone(), false),
-                Bounds::Full => match &global {
-                    (Some(lo), Some(hi)) => (lo.clone(), hi.clone(), true),
-                    _ => break,
-                },
-                Bounds::Partition => (part[0].1.clone(), part[part.len() - 1].1.clone(), true),
-            };
-            // The partition's values are sorted: one walk alongside the generated ones finds
-            // those already present.
-            let mut existing = part.iter().map(|(_, v, _)| v).peekable();
-            let mut generated = Vec::new();
-            let mut value = anchor;
-            loop {
-                let order = compare(Some(&value), Some(&upper));
-                if order == Ordering::Greater || (order == Ordering::Equal && !inclusive) {
-                    break;
-                }
-                while existing
-                    .next_if(|e| compare(Some(e), Some(&value)) == Ordering::Less)
-                    .is_some()
-                {}
-                if !existing.peek().is_some_and(|e| values_equal(e, &value)) {
-                    total_generated += 1;
-                    if total_generated > MAX_GENERATED_DOCS {
-                        return Err(too_many_generated(total_generated));
+    }
+
+    /// Takes one input document into `run`; a document without a value for the field is
+    /// returned, to pass on at once (it is never densified).
+    pub fn push(&self, run: &mut DensifyRun, doc: Document) -> Result<Option<Document>> {
+        let value = lookup(&doc, &self.field);
+        if is_nullish(value.as_ref()) {
+            return Ok(Some(doc));
+        }
+        let value = value.unwrap_or(Bson::Null);
+        self.check_type(&value)?;
+        if run
+            .min
+            .as_ref()
+            .is_none_or(|min| compare(Some(&value), Some(min)) == Ordering::Less)
+        {
+            run.min = Some(value.clone());
+        }
+        if run
+            .max
+            .as_ref()
+            .is_none_or(|max| compare(Some(&value), Some(max)) == Ordering::Greater)
+        {
+            run.max = Some(value.clone());
+        }
+        let key = self.partition_key(&doc);
+        run.sort.push(vec![key, value], doc)?;
+        Ok(None)
+    }
+
+    /// The output over the sorted input: each partition's documents with the generated ones
+    /// between them, made one at a time as they are read.
+    pub fn finish(&self, run: DensifyRun) -> Result<DensifyOutput> {
+        Ok(DensifyOutput {
+            sorted: run.sort.finish()?,
+            span: run.min.zip(run.max),
+            partition: None,
+            generated: 0,
+            table_bytes: 0,
+        })
+    }
+
+    /// The next document of `out`: a generated one while the step is behind the next existing
+    /// value (or, at a partition's end, within the bounds), else the next existing one.
+    fn next_doc(&self, out: &mut DensifyOutput, ctx: &RunContext) -> Result<Option<Document>> {
+        loop {
+            let Some(part) = out.partition.as_mut() else {
+                let Some((mut keys, doc)) = out.sorted.next_keyed()? else {
+                    return Ok(None);
+                };
+                let (Some(value), Some(key)) = (keys.pop(), keys.pop()) else {
+                    return Err(MongoError::internal(
+                        "a sorted $densify document lost its keys",
+                    ));
+                };
+                if !self.partitions.is_empty() {
+                    // MongoDB keeps each partition's last value in a table bounded by
+                    // `internalDocumentSourceDensifyMaxMemoryBytes`; this stage reads the
+                    // partitions one after another and needs no table, but holds to the same
+                    // bound so that the same requests are refused.
+                    out.table_bytes +=
+                        approximate_value_size(&key) + approximate_value_size(&value);
+                    let max_bytes = ctx.limits.max_densify_bytes;
+                    if out.table_bytes > max_bytes {
+                        return Err(MongoError::location(
+                            6007200,
+                            format!("$densify exceeded memory limit of {max_bytes}"),
+                        ));
                     }
-                    generated.push(value.clone());
                 }
-                value = self.increment(&value)?;
-            }
-            let mut merged: Vec<(Bson, Document)> = part
-                .iter()
-                .map(|(_, v, d)| (v.clone(), d.clone()))
-                .collect();
-            for value in generated {
-                let mut doc = Document::new();
+                let (cursor, upper) = match &self.bounds {
+                    Bounds::Explicit(range) => (range.0.clone(), Some((range.1.clone(), false))),
+                    Bounds::Full => match &out.span {
+                        Some((lo, hi)) => (lo.clone(), Some((hi.clone(), true))),
+                        None => (value.clone(), None),
+                    },
+                    Bounds::Partition => (value.clone(), None),
+                };
+                let mut template = Document::new();
                 for path in &self.partitions {
-                    if let Some(v) = lookup(&part[0].2, path) {
-                        set_nested(&mut doc, path, v);
+                    if let Some(v) = lookup(&doc, path) {
+                        set_nested(&mut template, path, v);
                     }
                 }
-                set_nested(&mut doc, &self.field, value.clone());
-                merged.push((value, doc));
+                out.partition = Some(PartitionState {
+                    key,
+                    cursor,
+                    upper,
+                    template,
+                    pending: Some((value, doc)),
+                });
+                continue;
+            };
+            let within = |value: &Bson| match &part.upper {
+                Some((upper, inclusive)) => match compare(Some(value), Some(upper)) {
+                    Ordering::Less => true,
+                    Ordering::Equal => *inclusive,
+                    Ordering::Greater => false,
+                },
+                None => true,
+            };
+            let Some((value, _)) = &part.pending else {
+                // The partition's documents are out: generate up to its upper bound.
+                if part.upper.is_some() && within(&part.cursor) {
+                    return self.generate(out).map(Some);
+                }
+                out.partition = None;
+                continue;
+            };
+            if compare(Some(&part.cursor), Some(value)) == Ordering::Less && within(&part.cursor) {
+                return self.generate(out).map(Some);
             }
-            merged.sort_by(|(a, _), (b, _)| compare(Some(a), Some(b)));
-            out.extend(merged.into_iter().map(|(_, d)| d));
-            start = end;
+            if values_equal(&part.cursor, value) && within(&part.cursor) {
+                // An existing document holds this step's value.
+                part.cursor = self.increment(&part.cursor)?;
+            }
+            let (_, doc) = part.pending.take().expect("checked above");
+            let same = out
+                .sorted
+                .peek_keys()?
+                .is_some_and(|keys| values_equal(&keys[0], &part.key));
+            if same {
+                if let Some((mut keys, next)) = out.sorted.next_keyed()? {
+                    part.pending = keys.pop().map(|value| (value, next));
+                }
+            }
+            return Ok(Some(doc));
         }
-        Ok(out)
+    }
+
+    /// The document generated at the current partition's step, which then moves on.
+    fn generate(&self, out: &mut DensifyOutput) -> Result<Document> {
+        out.generated += 1;
+        if out.generated > MAX_GENERATED_DOCS {
+            return Err(too_many_generated(out.generated));
+        }
+        let part = out
+            .partition
+            .as_mut()
+            .ok_or_else(|| MongoError::internal("$densify generates outside a partition"))?;
+        let mut doc = part.template.clone();
+        set_nested(&mut doc, &self.field, part.cursor.clone());
+        part.cursor = self.increment(&part.cursor)?;
+        Ok(doc)
     }
 
     /// The partition fields' values; with `"full"` bounds and no partitions, one partition.

@@ -263,3 +263,56 @@ fn generation_stops_at_the_limit() {
     let out = run(spec, vec![doc! {"x": 0_i64}, doc! {"x": last}]).unwrap();
     assert_eq!(out.len(), super::densify::MAX_GENERATED_DOCS + 2);
 }
+
+/// The sort before densifying spills past `internalQueryMaxBlockingSortMemoryUsageBytes` with
+/// disk use (same output); the partitions seen count against
+/// `internalDocumentSourceDensifyMaxMemoryBytes` (Location6007200), and documents without the
+/// field are never densified and count for nothing (MongoDB's `densify_memory_limit` cases).
+#[test]
+fn densifies_within_the_memory_limits() {
+    use crate::aggregate::MemoryLimits;
+    let long = ",".repeat(100);
+    let docs: Vec<Document> = (0..10)
+        .map(|i| doc! {"_id": i, "val": i, "part": format!("{long}{i}")})
+        .collect();
+    let spec = bson!({"field": "val", "partitionByFields": ["part"], "range": {"step": 1, "bounds": "partition"}});
+    let run_with = |spec: Bson, docs: Vec<Document>, limits: MemoryLimits| {
+        Pipeline::parse(&[doc! {"$densify": spec}])
+            .unwrap()
+            .with_limits(limits)
+            .run(docs)
+    };
+    let table = MemoryLimits {
+        max_densify_bytes: 1000,
+        ..MemoryLimits::unlimited()
+    };
+    let err = run_with(spec.clone(), docs, table.clone()).unwrap_err();
+    assert_eq!(
+        (err.code().code(), err.message()),
+        (
+            6007200,
+            "PlanExecutor error during aggregation :: caused by :: $densify exceeded memory limit of 1000"
+        )
+    );
+    let no_field: Vec<Document> = (0..10)
+        .map(|i| doc! {"_id": i, "otherVal": i, "part": format!("{long}{i}")})
+        .collect();
+    assert_eq!(run_with(spec, no_field, table).unwrap().len(), 10);
+
+    // Gaps in 4 partitions, sorted through a spilling sort.
+    let docs: Vec<Document> = (0..400)
+        .map(|i| doc! {"_id": i, "p": i % 4, "v": (i * 3) % 700, "pad": "x".repeat(30)})
+        .collect();
+    let spec =
+        bson!({"field": "v", "partitionByFields": ["p"], "range": {"step": 2, "bounds": "full"}});
+    let expected = run(spec.clone(), docs.clone()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sorting = |allow| MemoryLimits {
+        max_sort_bytes: 5_000,
+        ..MemoryLimits::spilling_to(dir.path(), allow)
+    };
+    let err = run_with(spec.clone(), docs.clone(), sorting(false)).unwrap_err();
+    assert_eq!(err.code().code(), 292);
+    assert_eq!(run_with(spec, docs, sorting(true)).unwrap(), expected);
+    assert!(dir.path().join("_tmp").exists(), "the sort spilled");
+}

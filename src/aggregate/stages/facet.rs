@@ -1,6 +1,10 @@
 //! `$facet`: several sub-pipelines over the same input, whose outputs become the array fields
-//! of one output document.
+//! of one output document. The sub-pipelines run as the input arrives (each blocking stage in
+//! them within its own limit), and the document they build holds at most
+//! `internalQueryFacetMaxOutputDocSizeBytes` (100 MB) of results. Sub-pipelines that reach
+//! other collections (`$lookup`...) run over the whole input at once, through the host.
 
+use super::stream::Flow;
 use super::{RunContext, Stage, with_context};
 use crate::error::{MongoError, Result};
 use crate::expression::LetVariables;
@@ -127,24 +131,101 @@ impl Facet {
         let mut out = Output::default();
         for (name, stages) in &self.facets {
             let results = super::run_all(stages, docs.clone(), ctx, Some(host)).await?;
-            out.add(name, results)?;
+            out.add(name, results, ctx)?;
         }
         Ok(vec![out.doc])
     }
 
-    pub fn run(&self, docs: &[Document], ctx: &RunContext) -> Result<Vec<Document>> {
-        let mut out = Output::default();
-        for (name, stages) in &self.facets {
-            let results = super::run_stages(stages, docs.to_vec(), ctx)?;
-            out.add(name, results)?;
+    /// The run of every sub-pipeline over the input as it arrives.
+    pub fn start(&self, ctx: &RunContext) -> FacetRun {
+        FacetRun {
+            flows: self
+                .facets
+                .iter()
+                .map(|(_, stages)| Flow::new(stages, ctx))
+                .collect(),
+            results: vec![Vec::new(); self.facets.len()],
+            bytes: 0,
         }
-        Ok(vec![out.doc])
     }
 }
 
-/// MongoDB's `internalQueryFacetMaxOutputDocSizeBytes`: the document `$facet` builds may hold
-/// at most 100 MB of results.
-const MAX_OUTPUT_BYTES: usize = 100 * 1024 * 1024;
+/// A `$facet` in progress: each sub-pipeline takes every input batch as it arrives (MongoDB's
+/// tee buffer holds a batch at a time), and their results accumulate into the one output
+/// document within `internalQueryFacetMaxOutputDocSizeBytes` (100 MB), past which the stage
+/// fails with Location4031700 as MongoDB's does.
+pub struct FacetRun {
+    flows: Vec<Flow>,
+    results: Vec<Vec<Bson>>,
+    /// The results' bytes so far, over all facets.
+    bytes: usize,
+}
+
+impl FacetRun {
+    /// Feeds a batch to every sub-pipeline of `facet` (the stage this run is of).
+    pub fn push(&mut self, facet: &Facet, docs: Vec<Document>, ctx: &RunContext) -> Result<()> {
+        let last = self.flows.len().saturating_sub(1);
+        let mut docs = Some(docs);
+        for (i, (flow, (_, stages))) in self.flows.iter_mut().zip(&facet.facets).enumerate() {
+            // The last sub-pipeline takes the batch itself, the others a copy.
+            let batch = if i == last {
+                docs.take().unwrap_or_default()
+            } else {
+                docs.clone().unwrap_or_default()
+            };
+            let out = flow.push(stages, batch, ctx)?;
+            add_results(&mut self.results[i], &mut self.bytes, out, ctx)?;
+        }
+        Ok(())
+    }
+
+    /// The output document, once every sub-pipeline has finished.
+    pub fn finish(self, facet: &Facet, ctx: &RunContext) -> Result<Document> {
+        let FacetRun {
+            flows,
+            mut results,
+            mut bytes,
+        } = self;
+        for (i, (flow, (_, stages))) in flows.into_iter().zip(&facet.facets).enumerate() {
+            let results = &mut results[i];
+            flow.finish(stages, ctx, &mut |out| {
+                add_results(results, &mut bytes, out, ctx)
+            })?;
+        }
+        let mut doc = Document::new();
+        for ((name, _), results) in facet.facets.iter().zip(results) {
+            doc.insert(name, Bson::Array(results));
+        }
+        Ok(doc)
+    }
+}
+
+/// Adds a sub-pipeline's output to its results, counting their bytes.
+fn add_results(
+    results: &mut Vec<Bson>,
+    bytes: &mut usize,
+    out: Vec<Document>,
+    ctx: &RunContext,
+) -> Result<()> {
+    let max_bytes = ctx.limits.max_facet_output_bytes;
+    for doc in out {
+        *bytes += crate::spill::approximate_document_size(&doc);
+        if *bytes > max_bytes {
+            return Err(output_too_large(*bytes, max_bytes));
+        }
+        results.push(Bson::Document(doc));
+    }
+    Ok(())
+}
+
+fn output_too_large(bytes: usize, max_bytes: usize) -> MongoError {
+    MongoError::location(
+        4031700,
+        format!(
+            "document constructed by $facet is {bytes} bytes, which exceeds the limit of {max_bytes} bytes"
+        ),
+    )
+}
 
 /// The document `$facet` builds, and the bytes of results it holds.
 #[derive(Default)]
@@ -154,23 +235,10 @@ struct Output {
 }
 
 impl Output {
-    fn add(&mut self, name: &str, results: Vec<Document>) -> Result<()> {
-        for result in &results {
-            self.bytes += crate::spill::approximate_document_size(result);
-            if self.bytes > MAX_OUTPUT_BYTES {
-                return Err(MongoError::location(
-                    4031700,
-                    format!(
-                        "document constructed by $facet is {} bytes, which exceeds the limit of {MAX_OUTPUT_BYTES} bytes",
-                        self.bytes
-                    ),
-                ));
-            }
-        }
-        self.doc.insert(
-            name,
-            Bson::Array(results.into_iter().map(Bson::Document).collect()),
-        );
+    fn add(&mut self, name: &str, results: Vec<Document>, ctx: &RunContext) -> Result<()> {
+        let mut values = Vec::with_capacity(results.len());
+        add_results(&mut values, &mut self.bytes, results, ctx)?;
+        self.doc.insert(name, Bson::Array(values));
         Ok(())
     }
 }
@@ -295,5 +363,57 @@ mod tests {
             40600
         );
         assert_eq!(code(bson!({"a": [{"$foo": 1}]})).0, 40324);
+    }
+
+    /// The sub-pipelines run as the input arrives, each blocking stage within its own limit
+    /// (a `$sort` spilling with disk use, the same output); the results the output document
+    /// holds stop at `internalQueryFacetMaxOutputDocSizeBytes` (Location4031700).
+    #[test]
+    fn facets_within_the_memory_limits() {
+        use crate::aggregate::MemoryLimits;
+        let docs: Vec<Document> = (0..500)
+            .map(|i| doc! {"_id": i, "k": (i * 13) % 500, "pad": "x".repeat(40)})
+            .collect();
+        let stages = pipeline(bson!([{"$facet": {
+            "sorted": [{"$sort": {"k": -1}}, {"$project": {"k": 1}}],
+            "count": [{"$count": "n"}],
+            "kept": [{"$match": {"k": {"$lt": 5}}}],
+        }}]))
+        .unwrap();
+        let expected = stages.run(docs.clone()).unwrap();
+        assert_eq!(expected[0].get_array("sorted").unwrap().len(), 500);
+        let dir = tempfile::tempdir().unwrap();
+        let sorting = |allow| MemoryLimits {
+            max_sort_bytes: 5_000,
+            ..MemoryLimits::spilling_to(dir.path(), allow)
+        };
+        let run = |limits| {
+            let stages = [doc! {"$facet": {
+                "sorted": [{"$sort": {"k": -1}}, {"$project": {"k": 1}}],
+                "count": [{"$count": "n"}],
+                "kept": [{"$match": {"k": {"$lt": 5}}}],
+            }}];
+            crate::aggregate::Pipeline::parse(&stages)
+                .unwrap()
+                .with_limits(limits)
+                .run(docs.clone())
+        };
+        assert_eq!(run(sorting(false)).unwrap_err().code().code(), 292);
+        assert_eq!(run(sorting(true)).unwrap(), expected);
+        assert!(dir.path().join("_tmp").exists(), "the sort spilled");
+        let err = run(MemoryLimits {
+            max_facet_output_bytes: 10_000,
+            ..MemoryLimits::unlimited()
+        })
+        .unwrap_err();
+        assert_eq!(
+            (err.code().code(), err.code().name().to_string()),
+            (4031700, "Location4031700".to_string())
+        );
+        assert!(
+            err.message()
+                .contains("which exceeds the limit of 10000 bytes"),
+            "{err}"
+        );
     }
 }

@@ -15,6 +15,7 @@ mod fill;
 mod granularity;
 mod group;
 mod group_run;
+mod keyed_sort;
 mod redact;
 mod sample;
 mod shape;
@@ -156,6 +157,16 @@ pub struct MemoryLimits {
     pub max_sort_bytes: usize,
     /// A `$group`'s keys and accumulator states (`internalDocumentSourceGroupMaxMemoryBytes`).
     pub max_group_bytes: usize,
+    /// The documents `$bucketAuto` sorts by their `groupBy` value
+    /// (`internalDocumentSourceBucketAutoMaxMemoryBytes`).
+    pub max_bucket_auto_bytes: usize,
+    /// One `$setWindowFields` partition with its computed outputs
+    /// (`internalDocumentSourceSetWindowFieldsMaxMemoryBytes`).
+    pub max_window_bytes: usize,
+    /// `$densify`'s table of partitions (`internalDocumentSourceDensifyMaxMemoryBytes`).
+    pub max_densify_bytes: usize,
+    /// The results one `$facet` document holds (`internalQueryFacetMaxOutputDocSizeBytes`).
+    pub max_facet_output_bytes: usize,
     /// The command's `allowDiskUse` (default `allowDiskUseByDefault`).
     pub allow_disk_use: bool,
     /// Where spilled runs go; `None` where the process keeps no data.
@@ -168,6 +179,10 @@ impl MemoryLimits {
         MemoryLimits {
             max_sort_bytes: usize::MAX,
             max_group_bytes: usize::MAX,
+            max_bucket_auto_bytes: usize::MAX,
+            max_window_bytes: usize::MAX,
+            max_densify_bytes: usize::MAX,
+            max_facet_output_bytes: usize::MAX,
             allow_disk_use: false,
             spill_dir: None,
         }
@@ -178,9 +193,10 @@ impl MemoryLimits {
         self.spill_dir.as_deref().filter(|_| self.allow_disk_use)
     }
 
-    fn sort_limits(&self) -> crate::spill::SortLimits {
+    /// A blocking sort's limits, `max_bytes` in memory.
+    fn sort_limits(&self, max_bytes: usize) -> crate::spill::SortLimits {
         crate::spill::SortLimits {
-            max_bytes: self.max_sort_bytes,
+            max_bytes,
             allow_disk_use: self.disk().is_some(),
             spill_dir: self.spill_dir.clone().unwrap_or_default(),
         }
@@ -291,7 +307,7 @@ impl Stage {
     }
 
     /// Runs a per-document stage over a batch, or another stage over its whole input (the
-    /// stream runs `$sort`, `$group`, `$skip` and `$limit` itself).
+    /// stream runs the blocking stages and `$skip` and `$limit` itself).
     fn run_batch(&self, docs: Vec<Document>, ctx: &RunContext) -> Result<Vec<Document>> {
         match self {
             Stage::Match(filter) => {
@@ -309,12 +325,12 @@ impl Stage {
             }
             Stage::Unwind(unwind) => Ok(unwind.run(docs)),
             Stage::ReplaceRoot(replace) => docs.iter().map(|doc| replace.apply(doc, ctx)).collect(),
-            Stage::BucketAuto(bucket) => bucket.run(&docs, ctx),
-            Stage::Facet(facet) => facet.run(&docs, ctx),
-            Stage::Sample(size) => Ok(sample::run(docs, *size)),
+            Stage::BucketAuto(_)
+            | Stage::Facet(_)
+            | Stage::Sample(_)
+            | Stage::SetWindowFields(_)
+            | Stage::Densify(_) => self.run(docs, ctx),
             Stage::Redact(redact) => redact.run(docs, ctx),
-            Stage::SetWindowFields(window) => window.run(docs, ctx),
-            Stage::Densify(densify) => densify.run(docs, ctx),
             Stage::Documents(documents) => documents.run(ctx),
             Stage::Lookup(_)
             | Stage::GraphLookup(_)
@@ -379,6 +395,19 @@ pub fn run_all<'a>(
         }
         Ok(docs)
     })
+}
+
+#[cfg(test)]
+impl MemoryLimits {
+    /// No limits, spilling under `dir` when `allow_disk_use` (a test lowers the limits it
+    /// exercises; `dir/_tmp` exists once a stage has spilled).
+    pub fn spilling_to(dir: &Path, allow_disk_use: bool) -> MemoryLimits {
+        MemoryLimits {
+            allow_disk_use,
+            spill_dir: Some(dir.join("_tmp")),
+            ..MemoryLimits::unlimited()
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,11 +1,15 @@
-//! `$sample`: `size` documents chosen at random, without replacement.
+//! `$sample`: `size` documents chosen at random, without replacement: each document gets a
+//! random key and the `size` least keys are kept, through the spilling sort (top-k), as
+//! MongoDB samples a collection it does not read at random.
 
-use super::Stage;
+use super::keyed_sort::KeyedSort;
+use super::{RunContext, Stage};
 use crate::error::{MongoError, Result};
 use crate::expression::LetVariables;
 use crate::expression::numeric::to_i64;
 use crate::expression::value::is_number;
 use bson::{Bson, Document};
+use std::cell::Cell;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
@@ -45,19 +49,40 @@ pub fn parse(_name: &str, spec: &Bson, _vars: &Arc<LetVariables>) -> Result<Vec<
     Ok(vec![Stage::Sample(size)])
 }
 
-/// A uniform sample of `size` documents, in random order (a partial Fisher-Yates shuffle).
-pub fn run(mut docs: Vec<Document>, size: u64) -> Vec<Document> {
-    let take = usize::try_from(size).unwrap_or(usize::MAX).min(docs.len());
-    let mut rng = Rng::seeded();
-    for i in 0..take {
-        let j = i + rng.below(docs.len() - i);
-        docs.swap(i, j);
+/// The sort the stage's input goes into: by a random value, keeping the `size` first (top-k),
+/// as MongoDB runs `$sample` (a `$sort` on `{$meta: "randVal"}` with a limit): within
+/// `internalQueryMaxBlockingSortMemoryUsageBytes`, spilling with `allowDiskUse`.
+pub fn sort(size: u64, ctx: &RunContext) -> KeyedSort {
+    let keep = usize::try_from(size).unwrap_or(usize::MAX);
+    let limits = &ctx.limits;
+    KeyedSort::new(
+        1,
+        None,
+        Some(keep),
+        limits.sort_limits(limits.max_sort_bytes),
+    )
+}
+
+/// Takes one input document into `sort` with its random key (nothing is kept for a size of 0).
+pub fn push(sort: &mut KeyedSort, size: u64, doc: Document) -> Result<()> {
+    if size == 0 {
+        return Ok(());
     }
-    docs.truncate(take);
-    docs
+    let key = RNG.with(|rng| {
+        let mut state = rng.get();
+        let key = state.unit();
+        rng.set(state);
+        key
+    });
+    sort.push(vec![Bson::Double(key)], doc)
+}
+
+thread_local! {
+    static RNG: Cell<Rng> = Cell::new(Rng::seeded());
 }
 
 /// xorshift64*, seeded from the process's random hasher keys.
+#[derive(Clone, Copy)]
 struct Rng(u64);
 
 impl Rng {
@@ -67,12 +92,16 @@ impl Rng {
         Rng(hasher.finish() | 1)
     }
 
-    fn below(&mut self, bound: usize) -> usize {
+    fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
-        let x = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        usize::try_from(x % (bound as u64)).unwrap_or(0)
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A double in [0, 1), from the top 53 bits.
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
@@ -111,6 +140,46 @@ mod tests {
             seen.extend(sample(1, 4).iter().map(|d| d.get_i32("_id").unwrap()));
         }
         assert_eq!(seen.len(), 4);
+    }
+
+    /// `$sample` keeps only its size of the input (top-k of random keys): a small sample fits
+    /// any input; a large one past `internalQueryMaxBlockingSortMemoryUsageBytes` spills with
+    /// disk use and fails without.
+    #[test]
+    fn samples_within_the_sort_memory_limit() {
+        use crate::aggregate::MemoryLimits;
+        let docs: Vec<Document> = (0..2000)
+            .map(|i| doc! {"_id": i, "pad": "x".repeat(100)})
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let limited = |allow| MemoryLimits {
+            max_sort_bytes: 20_000,
+            ..MemoryLimits::spilling_to(dir.path(), allow)
+        };
+        let run = |size: i32, allow: bool| {
+            Pipeline::parse(&[doc! {"$sample": {"size": size}}])
+                .unwrap()
+                .with_limits(limited(allow))
+                .run(docs.clone())
+        };
+        assert_eq!(run(10, false).unwrap().len(), 10);
+        let err = run(1500, false).unwrap_err();
+        assert_eq!(err.code().code(), 292);
+        assert!(
+            err.message().ends_with(
+                "Sort exceeded memory limit of 20000 bytes, but did not opt in to external sorting."
+            ),
+            "{err}"
+        );
+        let out = run(1500, true).unwrap();
+        assert!(dir.path().join("_tmp").exists(), "the sort spilled");
+        let ids: HashSet<i32> = out.iter().map(|d| d.get_i32("_id").unwrap()).collect();
+        assert_eq!((out.len(), ids.len()), (1500, 1500));
+        // Random order: not the input order.
+        let in_order = out
+            .windows(2)
+            .all(|w| w[0].get_i32("_id").unwrap() < w[1].get_i32("_id").unwrap());
+        assert!(!in_order);
     }
 
     #[test]

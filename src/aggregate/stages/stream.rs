@@ -1,16 +1,21 @@
 //! Running stages as documents flow through them in batches. Per-document stages (`$match`,
 //! `$project` and its kin, `$replaceRoot`, `$unwind`, `$redact`, `$skip`, `$limit`) pass each
-//! batch on; blocking stages take their input in and emit at the end: `$sort` and `$group`
-//! incrementally, within their memory limits (spilling when disk use is allowed), the others
-//! (`$bucketAuto`, `$facet`, `$sample`, `$setWindowFields`, `$densify`, `$documents`) over all
-//! of it at once. A satisfied `$limit` with only per-document stages before it ends the input,
+//! batch on; blocking stages take their input in and emit at the end, each within its memory
+//! limits: `$sort`, `$group`, and `$bucketAuto`, `$sample`, `$setWindowFields` and `$densify`
+//! through a sort by their keys, spill when disk use is allowed; `$facet` runs its
+//! sub-pipelines as the batches arrive. Only `$documents` makes its output at once. A satisfied `$limit` with only per-document stages before it ends the input,
 //! and the draining of a blocking stage before it. A `$sort` followed by a `$limit` (with a
 //! `$skip` between or not) keeps only the documents the limit lets through (top-k), as MongoDB
 //! coalesces them. Once the input ends the blocking stages emit their output on demand
 //! ([`Flow::next_finished`]), a batch at a time, so that a cursor asks for only what it returns.
 
+use super::bucket_auto::BucketOutput;
+use super::densify::{DensifyOutput, DensifyRun};
+use super::facet::FacetRun;
 use super::group_run::{GroupOutput, GroupRun};
-use super::{RunContext, Stage};
+use super::keyed_sort::{KeyedDocs, KeyedSort};
+use super::window::{WindowOutput, WindowRun};
+use super::{RunContext, Stage, sample};
 use crate::error::Result;
 use crate::spill::{BlockingSort, SortedDocs, approximate_document_size};
 use bson::Document;
@@ -40,10 +45,20 @@ enum Step {
     Limit(u64),
     Sort(Box<BlockingSort>),
     Group(Box<GroupRun>),
+    /// `$bucketAuto` or `$sample`: the input sorted by the stage's keys.
+    Keyed(Box<KeyedSort>),
+    Window(Box<WindowRun>),
+    Densify(Box<DensifyRun>),
+    Facet(Box<FacetRun>),
     /// A blocking stage that runs over its whole input at the end.
     Whole(Vec<Document>),
     /// A blocking stage that has emitted its output (or is emitting it).
     Finished,
+}
+
+/// A step given a stage of another kind than it was made for.
+fn mismatch() -> crate::error::MongoError {
+    crate::error::MongoError::internal("a pipeline step runs a stage it was not made for")
 }
 
 /// The `$group` a step runs.
@@ -69,21 +84,40 @@ impl Step {
             Stage::Sort(spec) => Step::Sort(Box::new(BlockingSort::new(
                 spec.clone(),
                 top_k(after),
-                ctx.limits.sort_limits(),
+                ctx.limits.sort_limits(ctx.limits.max_sort_bytes),
             ))),
             Stage::Group(_) => Step::Group(Box::new(GroupRun::new())),
+            Stage::BucketAuto(bucket) => Step::Keyed(Box::new(bucket.sort(ctx))),
+            Stage::Sample(size) => Step::Keyed(Box::new(sample::sort(*size, ctx))),
+            Stage::SetWindowFields(window) => Step::Window(Box::new(window.start(ctx))),
+            Stage::Densify(densify) => Step::Densify(Box::new(densify.start(ctx))),
+            Stage::Facet(facet) => Step::Facet(Box::new(facet.start(ctx))),
             _ => Step::Whole(Vec::new()),
         }
     }
 
     fn is_blocking(&self) -> bool {
-        matches!(self, Step::Sort(_) | Step::Group(_) | Step::Whole(..))
+        matches!(
+            self,
+            Step::Sort(_)
+                | Step::Group(_)
+                | Step::Keyed(_)
+                | Step::Window(_)
+                | Step::Densify(_)
+                | Step::Facet(_)
+                | Step::Whole(..)
+        )
     }
 
     /// Whether the stage builds documents (and so may nest them deeper than its input).
     fn builds_documents(&self, stage: &Stage) -> bool {
         match self {
-            Step::PerDocument | Step::Whole(_) => stage.builds_documents(),
+            Step::PerDocument
+            | Step::Whole(_)
+            | Step::Keyed(_)
+            | Step::Window(_)
+            | Step::Densify(_)
+            | Step::Facet(_) => stage.builds_documents(),
             Step::Group(_) => true,
             _ => false,
         }
@@ -123,6 +157,43 @@ impl Step {
                 }
                 Ok(Vec::new())
             }
+            Step::Keyed(sort) => {
+                for doc in docs {
+                    match stage {
+                        Stage::BucketAuto(bucket) => bucket.push(sort, doc, ctx)?,
+                        Stage::Sample(size) => sample::push(sort, *size, doc)?,
+                        _ => return Err(mismatch()),
+                    }
+                }
+                Ok(Vec::new())
+            }
+            Step::Window(run) => {
+                let Stage::SetWindowFields(window) = stage else {
+                    return Err(mismatch());
+                };
+                for doc in docs {
+                    window.push(run, doc, ctx)?;
+                }
+                Ok(Vec::new())
+            }
+            Step::Densify(run) => {
+                let Stage::Densify(densify) = stage else {
+                    return Err(mismatch());
+                };
+                // Documents without a value pass on at once.
+                let mut passed = Vec::new();
+                for doc in docs {
+                    passed.extend(densify.push(run, doc)?);
+                }
+                Ok(passed)
+            }
+            Step::Facet(run) => {
+                let Stage::Facet(facet) = stage else {
+                    return Err(mismatch());
+                };
+                run.push(facet, docs, ctx)?;
+                Ok(Vec::new())
+            }
             Step::Whole(held) => {
                 held.extend(docs);
                 Ok(Vec::new())
@@ -136,6 +207,23 @@ impl Step {
         Ok(match self {
             Step::Sort(sort) => Drain::Sorted(sort.finish()?),
             Step::Group(group) => Drain::Groups(group.finish(group_of(stage)?, ctx)?),
+            Step::Keyed(sort) => match stage {
+                Stage::BucketAuto(bucket) => Drain::Buckets(Box::new(bucket.finish(*sort)?)),
+                Stage::Sample(_) => Drain::Keyed(Box::new(sort.finish()?)),
+                _ => return Err(mismatch()),
+            },
+            Step::Window(run) => match stage {
+                Stage::SetWindowFields(window) => Drain::Windows(Box::new(window.finish(*run)?)),
+                _ => return Err(mismatch()),
+            },
+            Step::Densify(run) => match stage {
+                Stage::Densify(densify) => Drain::Densified(Box::new(densify.finish(*run)?)),
+                _ => return Err(mismatch()),
+            },
+            Step::Facet(run) => match stage {
+                Stage::Facet(facet) => Drain::Memory(vec![run.finish(facet, ctx)?].into_iter()),
+                _ => return Err(mismatch()),
+            },
             Step::Whole(held) => Drain::Memory(stage.run_batch(held, ctx)?.into_iter()),
             _ => Drain::Memory(Vec::new().into_iter()),
         })
@@ -158,6 +246,11 @@ enum Drain {
     Memory(std::vec::IntoIter<Document>),
     Sorted(SortedDocs),
     Groups(GroupOutput),
+    /// `$sample`'s documents in the order of their random keys.
+    Keyed(Box<KeyedDocs>),
+    Buckets(Box<BucketOutput>),
+    Windows(Box<WindowOutput>),
+    Densified(Box<DensifyOutput>),
 }
 
 impl Drain {
@@ -168,6 +261,19 @@ impl Drain {
                 Drain::Memory(docs) => docs.next(),
                 Drain::Sorted(sorted) => sorted.next_doc()?,
                 Drain::Groups(groups) => groups.next_doc(group_of(stage)?, ctx)?,
+                Drain::Keyed(sorted) => sorted.next_keyed()?.map(|(_, doc)| doc),
+                Drain::Buckets(buckets) => match stage {
+                    Stage::BucketAuto(bucket) => buckets.next_doc(bucket, ctx)?,
+                    _ => return Err(mismatch()),
+                },
+                Drain::Windows(windows) => match stage {
+                    Stage::SetWindowFields(window) => windows.next_doc(window, ctx)?,
+                    _ => return Err(mismatch()),
+                },
+                Drain::Densified(out) => match stage {
+                    Stage::Densify(densify) => out.next_doc(densify, ctx)?,
+                    _ => return Err(mismatch()),
+                },
             };
             let Some(doc) = next else {
                 break;

@@ -64,6 +64,7 @@ fn limits(dir: &Path, sort: usize, group: usize, allow_disk_use: bool) -> Memory
         max_group_bytes: group,
         allow_disk_use,
         spill_dir: Some(dir.join("_tmp")),
+        ..MemoryLimits::unlimited()
     }
 }
 

@@ -2,7 +2,15 @@
 //! field a window function computed over each document's window of its partition
 //! (`documents: [lo, hi]` positions, or `range: [lo, hi]` of the sort value, with a `unit` for
 //! dates). The functions live in `window_functions`.
+//!
+//! Memory, as in MongoDB: the input is sorted by partition and `sortBy` through the spilling
+//! sort (`internalQueryMaxBlockingSortMemoryUsageBytes`), then read back a partition at a time;
+//! one partition with its computed outputs may hold up to
+//! `internalDocumentSourceSetWindowFieldsMaxMemoryBytes` (100 MB), past which the stage fails
+//! with Location5414201. MongoDB spills a partition's documents with `allowDiskUse`; this
+//! stage does not, and refuses such a partition whatever `allowDiskUse` says.
 
+use super::keyed_sort::{KeyedDocs, KeyedSort};
 use super::time_unit::TimeUnit;
 use super::window_functions::{self, Function, Needs, Partition};
 use super::{RunContext, Stage};
@@ -13,8 +21,10 @@ use crate::expression::numeric::to_f64;
 use crate::expression::value::{Value, bson_type_name, compare, is_number, render, type_name};
 use crate::expression::{Expression, LetVariables};
 use crate::query::sort::SortSpec;
+use crate::spill::{approximate_document_size, approximate_value_size};
 use bson::{Bson, Document};
 use std::cmp::Ordering;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 pub struct SetWindowFields {
@@ -328,64 +338,184 @@ fn check_forward<T: Clone>(
 }
 
 impl SetWindowFields {
-    pub fn run(&self, docs: Vec<Document>, ctx: &RunContext) -> Result<Vec<Document>> {
-        let mut keyed = Vec::with_capacity(docs.len());
-        for doc in docs {
-            let key = match &self.partition_by {
-                Some(expr) => {
-                    let key = expr.evaluate(&ctx.variables(&doc))?;
-                    if let Some(Bson::Array(_)) = key {
-                        return Err(MongoError::new(
-                            ErrorCode::TypeMismatch,
-                            "An expression used to partition cannot evaluate to value of type array",
-                        ));
-                    }
-                    key.unwrap_or(Bson::Null)
-                }
-                None => Bson::Null,
-            };
-            keyed.push((key, doc));
+    /// The sort the stage's input goes into: by partition, then `sortBy` — the `$sort` MongoDB
+    /// puts before the stage, within `internalQueryMaxBlockingSortMemoryUsageBytes` and
+    /// spilling as it does.
+    /// Without `partitionBy` and `sortBy` MongoDB sorts nothing: the input is one partition,
+    /// held as it arrives.
+    pub fn start(&self, ctx: &RunContext) -> WindowRun {
+        if self.partition_by.is_none() && self.sort_by.is_none() {
+            return WindowRun::Whole(Vec::new(), 0);
         }
-        keyed.sort_by(|(ka, a), (kb, b)| {
-            compare(Some(ka), Some(kb)).then_with(|| {
-                self.sort_by
-                    .as_ref()
-                    .map_or(Ordering::Equal, |spec| spec.compare(a, b))
-            })
-        });
-        let mut out: Vec<Document> = Vec::with_capacity(keyed.len());
-        let mut start = 0;
-        while start < keyed.len() {
-            let end = (start..keyed.len())
-                .find(|&i| !values_equal(&keyed[i].0, &keyed[start].0))
-                .unwrap_or(keyed.len());
-            let docs: Vec<&Document> = keyed[start..end].iter().map(|(_, d)| d).collect();
-            let mut results = Vec::with_capacity(self.outputs.len());
-            let sort_values: Vec<Value> = docs
-                .iter()
-                .map(|doc| match &self.sort_field {
-                    Some(path) => crate::expression::fieldpath::lookup(doc, path),
-                    None => None,
-                })
-                .collect();
-            let partition = Partition {
-                docs: &docs,
-                sort_values: &sort_values,
-            };
-            for output in &self.outputs {
-                let windows = windows(&output.bounds, &sort_values)?;
-                results.push(output.function.compute(&partition, &windows, ctx)?);
-            }
-            for (i, doc) in docs.iter().enumerate() {
-                let mut doc = (*doc).clone();
-                for (output, values) in self.outputs.iter().zip(&results) {
-                    set_nested(&mut doc, &output.path, values[i].clone());
+        let limits = &ctx.limits;
+        WindowRun::Sorted(KeyedSort::new(
+            1,
+            self.sort_by.as_ref(),
+            None,
+            limits.sort_limits(limits.max_sort_bytes),
+        ))
+    }
+
+    /// Takes one input document into `run`, with its partition.
+    pub fn push(&self, run: &mut WindowRun, doc: Document, ctx: &RunContext) -> Result<()> {
+        let sort = match run {
+            WindowRun::Sorted(sort) => sort,
+            WindowRun::Whole(docs, used) => {
+                *used += approximate_document_size(&doc);
+                let max_bytes = ctx.limits.max_window_bytes;
+                if *used > max_bytes {
+                    return Err(exceeded_memory(*used, max_bytes));
                 }
-                out.push(doc);
+                docs.push(doc);
+                return Ok(());
             }
-            start = end;
+        };
+        let key = match &self.partition_by {
+            Some(expr) => {
+                let key = expr.evaluate(&ctx.variables(&doc))?;
+                if let Some(Bson::Array(_)) = key {
+                    return Err(MongoError::new(
+                        ErrorCode::TypeMismatch,
+                        "An expression used to partition cannot evaluate to value of type array",
+                    ));
+                }
+                key.unwrap_or(Bson::Null)
+            }
+            None => Bson::Null,
+        };
+        sort.push(vec![key], doc)
+    }
+
+    /// The output over the sorted input, computed a partition at a time as it is read.
+    pub fn finish(&self, run: WindowRun) -> Result<WindowOutput> {
+        let input = match run {
+            WindowRun::Sorted(sort) => WindowInput::Sorted(sort.finish()?),
+            WindowRun::Whole(docs, used) => WindowInput::Whole(Some((docs, used))),
+        };
+        Ok(WindowOutput {
+            input,
+            ready: VecDeque::new(),
+        })
+    }
+
+    /// One partition's documents with their output fields. The partition and the outputs
+    /// computed over it are held at once, within `max_bytes`
+    /// (`internalDocumentSourceSetWindowFieldsMaxMemoryBytes`).
+    fn partition_output(
+        &self,
+        docs: Vec<Document>,
+        mut used: usize,
+        ctx: &RunContext,
+    ) -> Result<Vec<Document>> {
+        let max_bytes = ctx.limits.max_window_bytes;
+        let docs_ref: Vec<&Document> = docs.iter().collect();
+        let mut results = Vec::with_capacity(self.outputs.len());
+        let sort_values: Vec<Value> = docs
+            .iter()
+            .map(|doc| match &self.sort_field {
+                Some(path) => crate::expression::fieldpath::lookup(doc, path),
+                None => None,
+            })
+            .collect();
+        let partition = Partition {
+            docs: &docs_ref,
+            sort_values: &sort_values,
+        };
+        for output in &self.outputs {
+            let windows = windows(&output.bounds, &sort_values)?;
+            let values = output.function.compute(&partition, &windows, ctx)?;
+            // The outputs are computed for the whole partition before any document leaves,
+            // so they count with it (a `$push` over an unbounded window grows with the square
+            // of the partition).
+            used = used.saturating_add(values.iter().map(approximate_value_size).sum());
+            if used > max_bytes {
+                return Err(exceeded_memory(used, max_bytes));
+            }
+            results.push(values);
+        }
+        drop(docs_ref);
+        let mut out = Vec::with_capacity(docs.len());
+        for (i, mut doc) in docs.into_iter().enumerate() {
+            for (output, values) in self.outputs.iter().zip(&mut results) {
+                set_nested(&mut doc, &output.path, std::mem::take(&mut values[i]));
+            }
+            out.push(doc);
         }
         Ok(out)
+    }
+}
+
+/// MongoDB's refusal of a partition past `internalDocumentSourceSetWindowFieldsMaxMemoryBytes`.
+fn exceeded_memory(used: usize, max_bytes: usize) -> MongoError {
+    MongoError::location(
+        5414201,
+        format!(
+            "Exceeded memory limit in DocumentSourceSetWindowFields, used {used} bytes but max allowed is {max_bytes}"
+        ),
+    )
+}
+
+/// `$setWindowFields`' output as it is read: its sorted input and the documents of the
+/// partition computed last.
+pub struct WindowOutput {
+    input: WindowInput,
+    ready: VecDeque<Document>,
+}
+
+/// `$setWindowFields`' input as it arrives: sorted by partition and `sortBy`, or, with
+/// neither, held whole (one partition) with its bytes.
+pub enum WindowRun {
+    Sorted(KeyedSort),
+    Whole(Vec<Document>, usize),
+}
+
+enum WindowInput {
+    Sorted(KeyedDocs),
+    /// The one partition, until it is computed.
+    Whole(Option<(Vec<Document>, usize)>),
+}
+
+impl WindowOutput {
+    /// The next document of `stage` (the `$setWindowFields` this output is of).
+    pub fn next_doc(
+        &mut self,
+        stage: &SetWindowFields,
+        ctx: &RunContext,
+    ) -> Result<Option<Document>> {
+        if self.ready.is_empty() {
+            let sorted = match &mut self.input {
+                WindowInput::Sorted(sorted) => sorted,
+                WindowInput::Whole(whole) => {
+                    if let Some((docs, used)) = whole.take() {
+                        if !docs.is_empty() {
+                            self.ready = stage.partition_output(docs, used, ctx)?.into();
+                        }
+                    }
+                    return Ok(self.ready.pop_front());
+                }
+            };
+            let Some((key, first)) = sorted.next_keyed()? else {
+                return Ok(None);
+            };
+            let max_bytes = ctx.limits.max_window_bytes;
+            let mut used = approximate_document_size(&first);
+            let mut docs = vec![first];
+            while sorted
+                .peek_keys()?
+                .is_some_and(|next| values_equal(&next[0], &key[0]))
+            {
+                let Some((_, doc)) = sorted.next_keyed()? else {
+                    break;
+                };
+                used += approximate_document_size(&doc);
+                if used > max_bytes {
+                    return Err(exceeded_memory(used, max_bytes));
+                }
+                docs.push(doc);
+            }
+            self.ready = stage.partition_output(docs, used, ctx)?.into();
+        }
+        Ok(self.ready.pop_front())
     }
 }
 

@@ -493,3 +493,110 @@ fn specification_errors() {
     .unwrap_err();
     assert_eq!(err.code().code(), 14);
 }
+
+/// The sort before the windows spills past `internalQueryMaxBlockingSortMemoryUsageBytes` with
+/// disk use (same output); one partition past
+/// `internalDocumentSourceSetWindowFieldsMaxMemoryBytes` is refused with Location5414201,
+/// whatever `allowDiskUse` says, while many partitions each within it pass.
+#[test]
+fn partitions_within_the_memory_limit() {
+    use crate::aggregate::MemoryLimits;
+    let docs: Vec<Document> = (0..600)
+        .map(|i| doc! {"_id": i, "p": i % 6, "t": (i * 7) % 600, "pad": "x".repeat(40)})
+        .collect();
+    let stages = [
+        doc! {"$setWindowFields": {"partitionBy": "$p", "sortBy": {"t": 1},
+        "output": {"cum": {"$sum": "$t", "window": {"documents": ["unbounded", "current"]}},
+        "prev": {"$shift": {"output": "$_id", "by": -1}}}}},
+    ];
+    let expected = Pipeline::parse(&stages).unwrap().run(docs.clone()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run = |limits: MemoryLimits| {
+        Pipeline::parse(&stages)
+            .unwrap()
+            .with_limits(limits)
+            .run(docs.clone())
+    };
+    // Each partition (100 documents of about 90 bytes, with outputs) fits in 20 KB.
+    let sorting = |allow| MemoryLimits {
+        max_sort_bytes: 10_000,
+        max_window_bytes: 20_000,
+        ..MemoryLimits::spilling_to(dir.path(), allow)
+    };
+    assert_eq!(run(sorting(false)).unwrap_err().code().code(), 292);
+    assert_eq!(run(sorting(true)).unwrap(), expected);
+    assert!(dir.path().join("_tmp").exists(), "the sort spilled");
+    for allow in [false, true] {
+        let err = run(MemoryLimits {
+            max_window_bytes: 5_000,
+            ..MemoryLimits::spilling_to(dir.path(), allow)
+        })
+        .unwrap_err();
+        assert_eq!(
+            (err.code().code(), err.code().name().to_string()),
+            (5414201, "Location5414201".to_string())
+        );
+        assert!(
+            err.message()
+                .contains("Exceeded memory limit in DocumentSourceSetWindowFields, used 5"),
+            "{err}"
+        );
+        assert!(
+            err.message().ends_with(" bytes but max allowed is 5000"),
+            "{err}"
+        );
+    }
+}
+
+/// Outputs computed over a partition count with it: a `$push` over an unbounded window
+/// grows with the square of the partition.
+#[test]
+fn computed_outputs_count_against_the_partition_limit() {
+    use crate::aggregate::MemoryLimits;
+    let docs: Vec<Document> = (0..300).map(|i| doc! {"_id": i}).collect();
+    let stages = [doc! {"$setWindowFields": {"output": {"all": {"$push": "$_id"}}}}];
+    let limits = MemoryLimits {
+        max_window_bytes: 100_000,
+        ..MemoryLimits::unlimited()
+    };
+    let err = Pipeline::parse(&stages)
+        .unwrap()
+        .with_limits(limits)
+        .run(docs)
+        .unwrap_err();
+    assert_eq!(err.code().code(), 5414201);
+}
+
+/// Without `partitionBy` and `sortBy` nothing is sorted (as in MongoDB): the input is one
+/// partition, refused once it passes the limit, before the rest is read.
+#[test]
+fn one_unsorted_partition_is_held_to_the_limit() {
+    use crate::aggregate::MemoryLimits;
+    let docs: Vec<Document> = (0..100)
+        .map(|i| doc! {"_id": i, "pad": "x".repeat(100)})
+        .collect();
+    let stages = [doc! {"$setWindowFields": {"output": {"n": {"$count": {}}}}}];
+    let run = |limits| {
+        Pipeline::parse(&stages)
+            .unwrap()
+            .with_limits(limits)
+            .run(docs.clone())
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // The sort limit plays no part.
+    let fits = MemoryLimits {
+        max_sort_bytes: 100,
+        max_window_bytes: 100_000,
+        ..MemoryLimits::spilling_to(dir.path(), false)
+    };
+    let out = run(fits).unwrap();
+    assert_eq!(out.len(), 100);
+    assert!(out.iter().all(|d| d.get_i32("n") == Ok(100)));
+    let err = run(MemoryLimits {
+        max_window_bytes: 5_000,
+        ..MemoryLimits::spilling_to(dir.path(), true)
+    })
+    .unwrap_err();
+    assert_eq!(err.code().code(), 5414201);
+    assert!(!dir.path().join("_tmp").exists());
+}

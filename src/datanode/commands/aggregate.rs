@@ -65,6 +65,10 @@ pub(super) fn memory_limits<S: DataNode>(state: &S, allow_disk_use: Option<bool>
     MemoryLimits {
         max_sort_bytes: bytes("internalQueryMaxBlockingSortMemoryUsageBytes"),
         max_group_bytes: bytes("internalDocumentSourceGroupMaxMemoryBytes"),
+        max_bucket_auto_bytes: bytes("internalDocumentSourceBucketAutoMaxMemoryBytes"),
+        max_window_bytes: bytes("internalDocumentSourceSetWindowFieldsMaxMemoryBytes"),
+        max_densify_bytes: bytes("internalDocumentSourceDensifyMaxMemoryBytes"),
+        max_facet_output_bytes: bytes("internalQueryFacetMaxOutputDocSizeBytes"),
         allow_disk_use: allow_disk_use.unwrap_or_else(|| params.get_bool("allowDiskUseByDefault")),
         spill_dir: Some(state.storage().spill_dir()),
     }
