@@ -191,10 +191,11 @@ async fn a_multiplying_lookup_streams_from_a_shard_separate_processes() {
     );
 }
 
-/// The router's part of a pipeline (from its `$lookup` on) through `client`'s router: read in
-/// small batches it gives every document; it computes only what the batches asked for (a
-/// document that fails far into the output fails the `getMore` that reaches it, not the
-/// command); `killCursors` ends it in the middle; `$out` at its end still writes everything.
+/// The router's part of a pipeline (from its `$lookup` on, or the merger's part of a split
+/// one) through `client`'s router: read in small batches it gives every document; it computes
+/// only what the batches asked for (a document that fails far into the output fails the
+/// `getMore` that reaches it, not the command); `killCursors` ends it in the middle; `$out` at
+/// its end still writes everything.
 async fn router_pipeline_streams(client: &Client) {
     let db = client.database("aggrouter");
     admin(
@@ -226,13 +227,21 @@ async fn router_pipeline_streams(client: &Client) {
     let failing = doc! {"$project": {"x": {"$cond": [
         {"$lt": ["$_id", 100]}, 1, {"$divide": [1, {"$subtract": ["$_id", "$_id"]}]}
     ]}}};
-    let pipeline = vec![doc! {"$sort": {"_id": 1}}, lookup.clone(), failing];
+    let pipeline = vec![doc! {"$sort": {"_id": 1}}, lookup.clone(), failing.clone()];
     let (id, first) = open(&db, "orders", pipeline, 5).await;
     assert_eq!((first.len(), id != 0), (5, true), "{first:?}");
     let err = get_more(&db, "orders", id, 200).await.unwrap_err();
     assert!(error_code(&err).is_some_and(|c| c != 43), "{err}");
     let err = get_more(&db, "orders", id, 5).await.unwrap_err();
     assert_eq!(error_code(&err), Some(43), "{err}");
+
+    // The same through the merger's part of a split pipeline (the projection after the sort
+    // runs on the router, over the shards' sorted streams).
+    let pipeline = vec![doc! {"$sort": {"_id": 1}}, failing.clone()];
+    let (id, first) = open(&db, "orders", pipeline, 5).await;
+    assert_eq!((first.len(), id != 0), (5, true), "{first:?}");
+    let err = get_more(&db, "orders", id, 200).await.unwrap_err();
+    assert!(error_code(&err).is_some_and(|c| c != 43), "{err}");
 
     // killCursors in the middle.
     let (id, first) = open(&db, "orders", vec![lookup.clone()], 5).await;

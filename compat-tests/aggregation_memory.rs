@@ -13,8 +13,8 @@
 //! QueryExceededMemoryLimitNoDiskUseAllowed without; a `$setWindowFields` partition past its
 //! limit (5414201, whatever `allowDiskUse`), `$densify`'s partitions (6007200) and a `$facet`
 //! document (4031700) are refused. Through the router a sharded collection's blocking stages
-//! run in the router's merger part, which has no limit yet: there only the answers are
-//! checked.
+//! run in the router's merger part, under the same limits (spilling to a temporary directory
+//! with `allowDiskUse`).
 
 use crate::harness::{ProcessCluster, TestCluster, admin, error_code};
 use futures::TryStreamExt;
@@ -152,8 +152,9 @@ const STAGE_LIMITS: [(&str, &str); 5] = [
     ("internalQueryFacetMaxOutputDocSizeBytes", "65536"),
 ];
 
-/// Runs `stages` with `allowDiskUse` true and unset (same `expected` answer), and, on the
-/// unsharded collection only, false (QueryExceededMemoryLimitNoDiskUseAllowed).
+/// Runs `stages` with `allowDiskUse` true and unset (same `expected` answer), and false
+/// (QueryExceededMemoryLimitNoDiskUseAllowed: on a sharded collection from the router's
+/// merger part, which holds the stage).
 async fn spills_or_fails(
     coll: &Collection<Document>,
     sharded: bool,
@@ -168,18 +169,20 @@ async fn spills_or_fails(
             "{name}: {stages:?} with allowDiskUse {allow:?}"
         );
     }
-    if !sharded {
-        let err = aggregate(coll, stages.clone(), Some(false))
-            .await
-            .unwrap_err();
-        assert_eq!(error_code(&err), Some(292), "{name}: {stages:?}: {err}");
-        assert!(
-            err.to_string().contains(
-                "Sort exceeded memory limit of 65536 bytes, but did not opt in to external sorting."
-            ),
-            "{name}: {err}"
-        );
-    }
+    let err = aggregate(coll, stages.clone(), Some(false))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error_code(&err),
+        Some(292),
+        "{name} (sharded: {sharded}): {stages:?}: {err}"
+    );
+    assert!(
+        err.to_string().contains(
+            "Sort exceeded memory limit of 65536 bytes, but did not opt in to external sorting."
+        ),
+        "{name}: {err}"
+    );
 }
 
 /// A refusal with `code` and a message containing `message`, whatever `allowDiskUse` says.
@@ -251,33 +254,31 @@ async fn stage_limits_hold(client: &Client, db_name: &str) {
             })
             .collect();
         spills_or_fails(&coll, sharded, windows, &expected).await;
-        if !sharded {
-            // One partition of all 500 KB.
-            let whole = vec![doc! {"$setWindowFields": {"partitionBy": "$missing",
-            "sortBy": {"k": 1}, "output": {"n": {"$documentNumber": {}}}}}];
-            let err = aggregate(&coll, whole.clone(), Some(true))
-                .await
-                .unwrap_err();
-            assert_eq!(error_code(&err), Some(5414201), "{err}");
-            assert!(
-                err.to_string()
-                    .contains("Exceeded memory limit in DocumentSourceSetWindowFields, used "),
-                "{err}"
-            );
-            assert!(
-                err.to_string().contains("bytes but max allowed is 65536"),
-                "{err}"
-            );
-            // Without partitionBy and sortBy nothing is sorted: refused whatever allowDiskUse.
-            let unsorted = vec![doc! {"$setWindowFields": {"output": {"n": {"$count": {}}}}}];
-            refused(
-                &coll,
-                unsorted,
-                5414201,
-                "Exceeded memory limit in DocumentSourceSetWindowFields",
-            )
-            .await;
-        }
+        // One partition of all 500 KB.
+        let whole = vec![doc! {"$setWindowFields": {"partitionBy": "$missing",
+        "sortBy": {"k": 1}, "output": {"n": {"$documentNumber": {}}}}}];
+        let err = aggregate(&coll, whole.clone(), Some(true))
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&err), Some(5414201), "{err}");
+        assert!(
+            err.to_string()
+                .contains("Exceeded memory limit in DocumentSourceSetWindowFields, used "),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("bytes but max allowed is 65536"),
+            "{err}"
+        );
+        // Without partitionBy and sortBy nothing is sorted: refused whatever allowDiskUse.
+        let unsorted = vec![doc! {"$setWindowFields": {"output": {"n": {"$count": {}}}}}];
+        refused(
+            &coll,
+            unsorted,
+            5414201,
+            "Exceeded memory limit in DocumentSourceSetWindowFields",
+        )
+        .await;
 
         // $densify: the odd values 1 to 77 are missing in each of 5 partitions.
         let densify = |by: &str| {
@@ -288,18 +289,16 @@ async fn stage_limits_hold(client: &Client, db_name: &str) {
             ]
         };
         spills_or_fails(&coll, sharded, densify("c"), &[doc! {"n": N + 5 * 39}]).await;
-        if !sharded {
-            // 50 partitions pass the table's 500 bytes once sorted.
-            let err = aggregate(&coll, densify("b"), Some(true))
-                .await
-                .unwrap_err();
-            assert_eq!(error_code(&err), Some(6007200), "{err}");
-            assert!(
-                err.to_string()
-                    .contains("$densify exceeded memory limit of 500"),
-                "{err}"
-            );
-        }
+        // 50 partitions pass the table's 500 bytes once sorted.
+        let err = aggregate(&coll, densify("b"), Some(true))
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&err), Some(6007200), "{err}");
+        assert!(
+            err.to_string()
+                .contains("$densify exceeded memory limit of 500"),
+            "{err}"
+        );
 
         // $facet: a sub-pipeline's $sort spills; its top-k fits; the document it builds is
         // bounded.
@@ -319,16 +318,14 @@ async fn stage_limits_hold(client: &Client, db_name: &str) {
             "first": {"k": 0},
         };
         spills_or_fails(&coll, sharded, facet, &[expected]).await;
-        if !sharded {
-            let all = vec![doc! {"$facet": {"all": [{"$project": {"pad": 1}}]}}];
-            refused(
-                &coll,
-                all,
-                4031700,
-                "which exceeds the limit of 65536 bytes",
-            )
-            .await;
-        }
+        let all = vec![doc! {"$facet": {"all": [{"$project": {"pad": 1}}]}}];
+        refused(
+            &coll,
+            all,
+            4031700,
+            "which exceeds the limit of 65536 bytes",
+        )
+        .await;
     }
 }
 

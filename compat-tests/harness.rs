@@ -242,7 +242,8 @@ impl ProcessCluster {
         Self::start_with(shards, &[]).await
     }
 
-    /// [`start`](Self::start) with more arguments for the config server and the shards.
+    /// [`start`](Self::start) with more arguments for every process (config server, shards,
+    /// router).
     pub async fn start_with(shards: usize, extra: &[&str]) -> ProcessCluster {
         let dir = tempfile::tempdir().expect("temp dir");
         let config_port = free_port();
@@ -282,14 +283,14 @@ impl ProcessCluster {
             ));
         }
         let router_port = free_port();
-        processes.push(Process::spawn(
-            &[
+        processes.push(Process::spawn_owned(
+            &with_extra(&[
                 "router",
                 "--port",
                 &router_port.to_string(),
                 "--configdb",
                 &configdb,
-            ],
+            ]),
             router_port,
         ));
         let cluster = ProcessCluster {

@@ -311,6 +311,36 @@ fn split_sort_key(doc: &RawDocument) -> Result<Buffered> {
     Ok(Buffered { sort_key, doc: out })
 }
 
+/// The shards' streams as the input of the router's part of an aggregation (the merger's
+/// part of a split pipeline): read a batch at a time as the merge needs input.
+impl crate::server::pipeline_cursor::PipelineSource for ClusterCursor {
+    fn read<'a>(
+        &'a mut self,
+        max: usize,
+        _filter: &'a crate::query::filter::Filter,
+        _host: Option<&'a crate::aggregate::foreign::Host<'a>>,
+    ) -> futures::future::BoxFuture<'a, Result<Option<Vec<bson::Document>>>> {
+        Box::pin(async move {
+            if self.is_exhausted() {
+                return Ok(None);
+            }
+            let batch = self.next_batch(Some(max)).await?;
+            let docs = batch
+                .iter()
+                .map(|doc| bson::Document::try_from(doc.as_ref()))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            Ok(Some(docs))
+        })
+    }
+
+    fn close<'a>(
+        &'a mut self,
+        _host: Option<&'a crate::aggregate::foreign::Host<'a>>,
+    ) -> futures::future::BoxFuture<'a, ()> {
+        Box::pin(self.kill())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

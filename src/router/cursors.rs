@@ -82,15 +82,16 @@ impl RouterCursors {
         self.cursors.lock().expect("poisoned").remove(&id)
     }
 
-    /// Forgets cursors idle longer than `timeout` and returns the cluster cursors among them,
-    /// whose shard cursors the caller closes (a single shard cursor times out on its own).
-    pub fn reap(&self, timeout: Duration) -> Vec<Arc<tokio::sync::Mutex<ClusterCursor>>> {
+    /// Forgets cursors idle longer than `timeout` and returns what is behind those that hold
+    /// cursors elsewhere (merging or pipeline cursors), which the caller closes (a single
+    /// shard cursor times out on its own).
+    pub fn reap(&self, timeout: Duration) -> Vec<CursorSource> {
         let mut cursors = self.cursors.lock().expect("poisoned");
         let mut reaped = Vec::new();
         cursors.retain(|_, c| {
             let keep = c.last_used.elapsed() < timeout;
-            if let (false, CursorSource::Cluster(cluster)) = (keep, &c.source) {
-                reaped.push(cluster.clone());
+            if !keep && !matches!(c.source, CursorSource::Shard { .. }) {
+                reaped.push(c.source.clone());
             }
             keep
         });

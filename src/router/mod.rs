@@ -18,7 +18,7 @@ use crate::server::asserts::contained;
 use crate::server::{CURSOR_MONITOR_PERIOD, CommandTable, Node, NodeState};
 use bson::doc;
 use catalog_cache::{CollectionCache, DatabaseCache};
-use cursors::RouterCursors;
+use cursors::{CursorSource, RouterCursors};
 use shard_registry::ShardRegistry;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -100,8 +100,13 @@ fn spawn_background(state: Weak<RouterState>) {
             tick.tick().await;
             let Some(state) = state.upgrade() else { break };
             contained("cursor reaper", async {
-                for cluster in state.cursors.reap(state.node.cursor_timeout()) {
-                    cluster.lock().await.kill().await;
+                for source in state.cursors.reap(state.node.cursor_timeout()) {
+                    match source {
+                        CursorSource::Cluster(cluster) => cluster.lock().await.kill().await,
+                        // A pipeline reading this router's own cursor leaves it to time out.
+                        CursorSource::Pipeline(run) => run.lock().await.close(None).await,
+                        CursorSource::Shard { .. } => {}
+                    }
                 }
             })
             .await;

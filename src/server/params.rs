@@ -199,6 +199,29 @@ impl Parameters {
         matches!(self.get(name), Some(Bson::Boolean(true)))
     }
 
+    /// What a pipeline's blocking stages may hold, from these parameters: `allow_disk_use` is
+    /// the command's (`None`: `allowDiskUseByDefault`), `spill_dir` where a node spills (`None`
+    /// on a router, which keeps no data: past a limit, its stages fail as they do without
+    /// `allowDiskUse`).
+    pub fn memory_limits(
+        &self,
+        allow_disk_use: Option<bool>,
+        spill_dir: Option<std::path::PathBuf>,
+    ) -> crate::aggregate::MemoryLimits {
+        let bytes = |name: &str| self.get_i64(name).unwrap_or(100 * 1024 * 1024).max(0) as usize;
+        crate::aggregate::MemoryLimits {
+            max_sort_bytes: bytes("internalQueryMaxBlockingSortMemoryUsageBytes"),
+            max_group_bytes: bytes("internalDocumentSourceGroupMaxMemoryBytes"),
+            max_bucket_auto_bytes: bytes("internalDocumentSourceBucketAutoMaxMemoryBytes"),
+            max_window_bytes: bytes("internalDocumentSourceSetWindowFieldsMaxMemoryBytes"),
+            max_densify_bytes: bytes("internalDocumentSourceDensifyMaxMemoryBytes"),
+            max_facet_output_bytes: bytes("internalQueryFacetMaxOutputDocSizeBytes"),
+            allow_disk_use: allow_disk_use
+                .unwrap_or_else(|| self.get_bool("allowDiskUseByDefault")),
+            spill_dir,
+        }
+    }
+
     /// `getParameter: '*'`: every parameter with its value.
     pub fn all(&self, details: bool) -> Document {
         let params = self.params.read().expect("poisoned");

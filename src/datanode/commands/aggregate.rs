@@ -60,18 +60,8 @@ impl AggregateCommand {
 /// Where a pipeline's blocking stages may use memory and disk, from the server parameters and
 /// the command's `allowDiskUse`.
 pub(super) fn memory_limits<S: DataNode>(state: &S, allow_disk_use: Option<bool>) -> MemoryLimits {
-    let params = &state.node().params;
-    let bytes = |name: &str| params.get_i64(name).unwrap_or(100 * 1024 * 1024).max(0) as usize;
-    MemoryLimits {
-        max_sort_bytes: bytes("internalQueryMaxBlockingSortMemoryUsageBytes"),
-        max_group_bytes: bytes("internalDocumentSourceGroupMaxMemoryBytes"),
-        max_bucket_auto_bytes: bytes("internalDocumentSourceBucketAutoMaxMemoryBytes"),
-        max_window_bytes: bytes("internalDocumentSourceSetWindowFieldsMaxMemoryBytes"),
-        max_densify_bytes: bytes("internalDocumentSourceDensifyMaxMemoryBytes"),
-        max_facet_output_bytes: bytes("internalQueryFacetMaxOutputDocSizeBytes"),
-        allow_disk_use: allow_disk_use.unwrap_or_else(|| params.get_bool("allowDiskUseByDefault")),
-        spill_dir: Some(state.storage().spill_dir()),
-    }
+    let spill_dir = Some(state.storage().spill_dir());
+    state.node().params.memory_limits(allow_disk_use, spill_dir)
 }
 
 /// Runs `stages` over collection `coll` of `db` (a leading `$match` chooses the access path),

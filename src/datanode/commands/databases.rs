@@ -14,9 +14,9 @@ pub(super) async fn list_databases<S: DataNode>(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let args = req.args();
-    let name_only = args.bool("nameOnly")?.unwrap_or(false);
-    let filter = Filter::parse(&args.document("filter")?.unwrap_or_default())?;
+    let declared = crate::command::requests::ListDatabasesRequest::parse(&req)?;
+    let name_only = declared.name_only.unwrap_or(false);
+    let filter = Filter::parse(&declared.filter.unwrap_or_default())?;
     let mut databases = Vec::new();
     let mut total: i64 = 0;
     for name in state.storage().database_names().await {

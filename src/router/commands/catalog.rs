@@ -31,10 +31,10 @@ pub(super) async fn list_databases(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let args = req.args();
-    let name_only = args.bool("nameOnly")?.unwrap_or(false);
+    let declared = crate::command::requests::ListDatabasesRequest::parse(&req)?;
+    let name_only = declared.name_only.unwrap_or(false);
     // The filter applies to the cluster-wide entries (sizes summed over shards), so it runs here.
-    let filter = Filter::parse(&args.document("filter")?.unwrap_or_default())?;
+    let filter = Filter::parse(&declared.filter.unwrap_or_default())?;
     let forwarded = doc! {"listDatabases": 1};
     let mut databases: BTreeMap<String, DatabaseSummary> = BTreeMap::new();
     let mut sources = vec![(true, state.config.clone())];

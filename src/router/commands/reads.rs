@@ -17,6 +17,7 @@ use crate::document::order::compare_values;
 use crate::error::{ErrorCategory, MongoError, Result};
 use crate::query::sort::SortSpec;
 use crate::server::RequestContext;
+use crate::server::pipeline_cursor::{PipelineSource, PipelineState};
 use bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf, doc, rawdoc};
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -346,43 +347,17 @@ async fn scatter_aggregate(
         )?,
     )?;
     let partial = open_remotes(state, placement, shards, &shard_req, &mut gathered, false).await?;
-    // The merger takes the shards' batches as they arrive, and stops asking once its output
-    // is complete (a satisfied `$limit`).
-    let mut run = merge.start();
-    let mut output = Vec::new();
-    let mut keep = |batch: Vec<Document>| {
-        for doc in &batch {
-            output.push(crate::command::result_document(doc)?);
-        }
-        Ok(())
-    };
-    let mut input = 0;
-    while !gathered.is_exhausted() && run.wants_input() {
-        let batch = gathered
-            .next_batch(None)
-            .await?
-            .iter()
-            .map(|doc| Document::try_from(doc.as_ref()))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        input += batch.len();
-        keep(run.push(batch)?)?;
+    // The merger reads the shards' streams as its batches are asked for, and stops asking once
+    // its output is complete (a satisfied `$limit`).
+    let merge = merge.with_limits(super::router_pipeline::memory_limits(state, req)?);
+    let input: Box<dyn PipelineSource> = Box::new(gathered);
+    let run = PipelineState::new(merge.start(), Some(input), false, req.db.clone());
+    let first = batch_size.unwrap_or(DEFAULT_FIRST_BATCH);
+    let mut reply = super::router_pipeline::open_cursor(state, req, run, ns, first, None).await?;
+    if partial {
+        reply.append("partialResultsReturned", true);
     }
-    if !gathered.is_exhausted() {
-        gathered.kill().await;
-    }
-    // The merger's blocking stages finish over everything the shards sent at once.
-    let heavy = input >= crate::server::cpu::HEAVY_STAGE_INPUT;
-    crate::server::cpu::run_sync(heavy, || run.finish_into(keep))?;
-    let cursor = ClusterCursor::from_documents(&req.db, collection, output);
-    open_cursor(
-        state,
-        cursor,
-        ns,
-        batch_size.unwrap_or(DEFAULT_FIRST_BATCH),
-        false,
-        partial,
-    )
-    .await
+    Ok(reply)
 }
 
 pub(super) async fn count(

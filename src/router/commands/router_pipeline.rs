@@ -9,8 +9,8 @@
 use super::super::RouterState;
 use super::super::cursors::CursorSource;
 use super::reads::DEFAULT_FIRST_BATCH;
-use crate::aggregate::Pipeline;
 use crate::aggregate::foreign::{CommandRunner, Host, HostCursor};
+use crate::aggregate::{MemoryLimits, Pipeline};
 use crate::command::{CommandRequest, cursor_reply};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::pipeline_cursor::{PipelineSource, PipelineState};
@@ -50,7 +50,8 @@ pub(super) async fn run(
         ));
     }
     // The router's part is parsed first, so that a bad one fails before anything is read.
-    let pipeline = Pipeline::parse_with_variables(&stages[start..], args.let_variables()?)?;
+    let pipeline = Pipeline::parse_with_variables(&stages[start..], args.let_variables()?)?
+        .with_limits(memory_limits(state, req)?);
     let runner = LocalCommands::new(state, ctx);
     let host = Host {
         db: &req.db,
@@ -74,7 +75,6 @@ pub(super) async fn run(
         Some(Box::new(source))
     };
     let mut run = PipelineState::new(pipeline.start(), input, true, req.db.clone());
-    run.time_left = crate::command::max_time(&args)?;
     let coll = collection.as_deref().unwrap_or("$cmd.aggregate");
     let ns = format!("{}.{coll}", req.db);
     if writes {
@@ -88,37 +88,64 @@ pub(super) async fn run(
         return Ok(cursor_reply(&ns, Vec::new(), 0, true));
     }
     let first = batch_size.unwrap_or(DEFAULT_FIRST_BATCH);
-    let batch = next_batch(
-        &mut run,
-        &host,
-        usize::try_from(first).unwrap_or(usize::MAX),
-    )
-    .await?;
+    open_cursor(state, req, run, &ns, first, Some(&host)).await
+}
+
+/// What the router's part of a pipeline may hold: MongoDB's limits. With `allowDiskUse` its
+/// blocking stages spill to a directory of the system's temporary one, as a shard's spill to
+/// its data directory (mongos would move such a merge to a shard instead; a router here keeps
+/// no data directory); without it, past a limit they fail as a shard's do.
+pub(super) fn memory_limits(state: &RouterState, req: &CommandRequest) -> Result<MemoryLimits> {
+    let allow_disk_use = req.args().bool("allowDiskUse")?;
+    let spill_dir = std::env::temp_dir().join(format!("docgrid-router-{}", std::process::id()));
+    Ok(state
+        .node
+        .params
+        .memory_limits(allow_disk_use, Some(spill_dir)))
+}
+
+/// Returns the first batch of `run` (the router's part of the aggregate `req`; `host` for
+/// stages that reach other collections) and, when more remains, registers it as a cursor of
+/// namespace `ns`; its batches spend what is left of the command's `maxTimeMS`.
+pub(super) async fn open_cursor(
+    state: &RouterState,
+    req: &CommandRequest,
+    mut run: PipelineState,
+    ns: &str,
+    first: i64,
+    host: Option<&Host<'_>>,
+) -> Result<RawDocumentBuf> {
+    run.time_left = crate::command::max_time(&req.args())?;
+    let first = usize::try_from(first).unwrap_or(usize::MAX);
+    let batch = next_batch(&mut run, host, first).await?;
     let id = if run.exhausted() {
         0
     } else {
         let source = CursorSource::Pipeline(Arc::new(tokio::sync::Mutex::new(run)));
-        state.cursors.register(source, ns.clone())
+        state.cursors.register(source, ns.to_string())
     };
-    Ok(cursor_reply(&ns, batch, id, true))
+    Ok(cursor_reply(ns, batch, id, true))
 }
 
 /// The next batch of the router's part of a pipeline (at most `max_docs` documents); the input
 /// is closed when the run fails or ends.
 async fn next_batch(
     run: &mut PipelineState,
-    host: &Host<'_>,
+    host: Option<&Host<'_>>,
     max_docs: usize,
 ) -> Result<Vec<RawDocumentBuf>> {
-    match run.next_batch(max_docs, Some(host)).await {
+    // Only stages that reach other collections run through the host; without them, blocking
+    // stages finish over many documents off the runtime threads.
+    let reaches = host.filter(|_| run.needs_host());
+    match run.next_batch(max_docs, reaches).await {
         Ok(batch) => {
             if run.exhausted() {
-                run.close(Some(host)).await;
+                run.close(host).await;
             }
             Ok(batch)
         }
         Err(e) => {
-            run.close(Some(host)).await;
+            run.close(host).await;
             Err(e)
         }
     }
@@ -144,7 +171,8 @@ pub(super) async fn get_more(
 ) -> Result<Vec<RawDocumentBuf>> {
     let runner = LocalCommands::new(state, ctx);
     let db = run.db_name.clone();
-    next_batch(run, &host(&db, &runner), max_docs.unwrap_or(usize::MAX)).await
+    let host = host(&db, &runner);
+    next_batch(run, Some(&host), max_docs.unwrap_or(usize::MAX)).await
 }
 
 /// Closes a pipeline cursor's input, for `killCursors`.
