@@ -1,5 +1,6 @@
 //! An aggregation cursor between batches, wherever a pipeline runs over batches — a data node
-//! over its collection, a router over the cursor of its pipeline's first part: the pipeline
+//! over its collection, a router over the shards' cursors (the merger's part of a split
+//! pipeline) or over its own cursor of a pipeline's first part (before a `$lookup`): the pipeline
 //! run, the source of its input, and the output computed beyond the last batch. Each batch
 //! reads only as much input as it needs and pushes it through the pipeline (the blocking stages
 //! finishing once the input ends, their output then coming out a batch at a time), so that a

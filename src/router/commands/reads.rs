@@ -319,6 +319,7 @@ async fn scatter_aggregate(
     // The merger's part is parsed first, so a bad one fails before any shard is asked (the
     // shards check theirs: `$collStats` only runs there).
     let vars = args.let_variables()?;
+    let limits = super::router_pipeline::memory_limits(state, req)?;
     let mut merge = Pipeline::parse_with_variables(&split.merger_part, Arc::clone(&vars))?;
     // Shards that sorted their part send sorted streams: merging them keeps the order, so the
     // merger's `$sort` is not run again (and needs no memory).
@@ -349,7 +350,7 @@ async fn scatter_aggregate(
     let partial = open_remotes(state, placement, shards, &shard_req, &mut gathered, false).await?;
     // The merger reads the shards' streams as its batches are asked for, and stops asking once
     // its output is complete (a satisfied `$limit`).
-    let merge = merge.with_limits(super::router_pipeline::memory_limits(state, req)?);
+    let merge = merge.with_limits(limits);
     let input: Box<dyn PipelineSource> = Box::new(gathered);
     let run = PipelineState::new(merge.start(), Some(input), false, req.db.clone());
     let first = batch_size.unwrap_or(DEFAULT_FIRST_BATCH);
