@@ -28,6 +28,16 @@ const LIMITS: [(&str, &str); 2] = [
 ];
 const N: i32 = 2000;
 
+/// Two shards, a config server and a router, each process started with `parameters`.
+async fn processes_with(parameters: &[(&str, &str)]) -> ProcessCluster {
+    let args: Vec<String> = parameters
+        .iter()
+        .flat_map(|(name, value)| ["--setParameter".to_string(), format!("{name}={value}")])
+        .collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    ProcessCluster::start_with(2, &args).await
+}
+
 async fn aggregate(
     coll: &Collection<Document>,
     stages: Vec<Document>,
@@ -129,13 +139,7 @@ async fn group_and_sort_spill_or_fail_in_process() {
 
 #[tokio::test]
 async fn group_and_sort_spill_or_fail_across_processes() {
-    let mut args = Vec::new();
-    for (name, value) in LIMITS {
-        args.push("--setParameter".to_string());
-        args.push(format!("{name}={value}"));
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let cluster = ProcessCluster::start_with(2, &args).await;
+    let cluster = processes_with(&LIMITS).await;
     limits_hold(&cluster.client().await, "aggmem_process").await;
 }
 
@@ -338,12 +342,6 @@ async fn other_blocking_stages_spill_or_fail_in_process() {
 
 #[tokio::test]
 async fn other_blocking_stages_spill_or_fail_across_processes() {
-    let mut args = Vec::new();
-    for (name, value) in STAGE_LIMITS {
-        args.push("--setParameter".to_string());
-        args.push(format!("{name}={value}"));
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let cluster = ProcessCluster::start_with(2, &args).await;
+    let cluster = processes_with(&STAGE_LIMITS).await;
     stage_limits_hold(&cluster.client().await, "stagemem_process").await;
 }
