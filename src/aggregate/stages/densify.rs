@@ -388,14 +388,8 @@ impl Densify {
                 part.cursor = self.increment(&part.cursor)?;
             }
             let (_, doc) = part.pending.take().expect("checked above");
-            let same = out
-                .sorted
-                .peek_keys()?
-                .is_some_and(|keys| values_equal(&keys[0], &part.key));
-            if same {
-                if let Some((mut keys, next)) = out.sorted.next_keyed()? {
-                    part.pending = keys.pop().map(|value| (value, next));
-                }
+            if let Some((mut keys, next)) = out.sorted.next_if_first_key(&part.key)? {
+                part.pending = keys.pop().map(|value| (value, next));
             }
             return Ok(Some(doc));
         }

@@ -99,6 +99,15 @@ impl KeyedDocs {
         }
     }
 
+    /// The next document with its keys if its first key equals `first` (the rest of a
+    /// partition, read back a document at a time).
+    pub fn next_if_first_key(&mut self, first: &Bson) -> Result<Option<(Vec<Bson>, Document)>> {
+        let same = self
+            .peek_keys()?
+            .is_some_and(|keys| crate::document::order::values_equal(&keys[0], first));
+        if same { self.next_keyed() } else { Ok(None) }
+    }
+
     /// The next document's keys, without taking it.
     pub fn peek_keys(&mut self) -> Result<Option<&[Bson]>> {
         if self.peeked.is_none() {

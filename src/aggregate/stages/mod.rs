@@ -173,8 +173,13 @@ pub struct MemoryLimits {
     pub spill_dir: Option<PathBuf>,
 }
 
+/// `internalQueryFacetMaxOutputDocSizeBytes`' default.
+pub const DEFAULT_FACET_OUTPUT_BYTES: usize = 100 * 1024 * 1024;
+
 impl MemoryLimits {
-    /// No limits: what a pure evaluation (tests, a router without a data directory) uses.
+    /// No memory limits: what a pure evaluation (tests, a node's small source stages) uses.
+    /// A `$facet` document stays bounded all the same: its 100 MB is a limit on what a
+    /// document may be, not on memory.
     pub fn unlimited() -> MemoryLimits {
         MemoryLimits {
             max_sort_bytes: usize::MAX,
@@ -182,7 +187,7 @@ impl MemoryLimits {
             max_bucket_auto_bytes: usize::MAX,
             max_window_bytes: usize::MAX,
             max_densify_bytes: usize::MAX,
-            max_facet_output_bytes: usize::MAX,
+            max_facet_output_bytes: DEFAULT_FACET_OUTPUT_BYTES,
             allow_disk_use: false,
             spill_dir: None,
         }
@@ -320,16 +325,17 @@ impl Stage {
                 Ok(kept)
             }
             Stage::Shape(shape) => docs.iter().map(|doc| shape.apply(doc, ctx)).collect(),
-            Stage::Group(_) | Stage::Sort(_) | Stage::Skip(_) | Stage::Limit(_) => {
-                self.run(docs, ctx)
-            }
-            Stage::Unwind(unwind) => Ok(unwind.run(docs)),
-            Stage::ReplaceRoot(replace) => docs.iter().map(|doc| replace.apply(doc, ctx)).collect(),
-            Stage::BucketAuto(_)
+            Stage::Group(_)
+            | Stage::Sort(_)
+            | Stage::Skip(_)
+            | Stage::Limit(_)
+            | Stage::BucketAuto(_)
             | Stage::Facet(_)
             | Stage::Sample(_)
             | Stage::SetWindowFields(_)
             | Stage::Densify(_) => self.run(docs, ctx),
+            Stage::Unwind(unwind) => Ok(unwind.run(docs)),
+            Stage::ReplaceRoot(replace) => docs.iter().map(|doc| replace.apply(doc, ctx)).collect(),
             Stage::Redact(redact) => redact.run(docs, ctx),
             Stage::Documents(documents) => documents.run(ctx),
             Stage::Lookup(_)

@@ -14,7 +14,6 @@ use super::keyed_sort::{KeyedDocs, KeyedSort};
 use super::time_unit::TimeUnit;
 use super::window_functions::{self, Function, Needs, Partition};
 use super::{RunContext, Stage};
-use crate::document::order::values_equal;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::fieldpath::{FieldPath, set_nested};
 use crate::expression::numeric::to_f64;
@@ -500,13 +499,7 @@ impl WindowOutput {
             let max_bytes = ctx.limits.max_window_bytes;
             let mut used = approximate_document_size(&first);
             let mut docs = vec![first];
-            while sorted
-                .peek_keys()?
-                .is_some_and(|next| values_equal(&next[0], &key[0]))
-            {
-                let Some((_, doc)) = sorted.next_keyed()? else {
-                    break;
-                };
+            while let Some((_, doc)) = sorted.next_if_first_key(&key[0])? {
                 used += approximate_document_size(&doc);
                 if used > max_bytes {
                     return Err(exceeded_memory(used, max_bytes));

@@ -4,18 +4,15 @@
 use super::command_request;
 use crate::command::CommandRequest;
 use crate::error::{MongoError, Result};
-use bson::{Bson, Document, RawBsonRef};
+use bson::{Document, RawBsonRef};
 
 command_request! {
     /// `create`.
     pub struct CreateRequest("create") {
-        capped: Option<bool> = "capped" via bool,
-        view_on: Option<String> = "viewOn" via str,
-        validator: Option<Document> = "validator" via document,
     }
     known: [
-        "autoIndexId", "idIndex", "size", "max", "storageEngine", "validationLevel",
-        "validationAction", "indexOptionDefaults", "pipeline", "collation",
+        "capped", "viewOn", "validator", "autoIndexId", "idIndex", "size", "max", "storageEngine",
+        "validationLevel", "validationAction", "indexOptionDefaults", "pipeline", "collation",
         "changeStreamPreAndPostImages", "timeseries", "clusteredIndex", "recordIdsReplicated",
         "expireAfterSeconds", "encryptedFields", "temp", "flags", "collectionUUID",
         "recordPreImages"
@@ -33,9 +30,10 @@ command_request! {
     /// `renameCollection`.
     pub struct RenameCollectionRequest("renameCollection") {
         to: Option<String> = "to" via str,
+        drop_target: Option<bool> = "dropTarget" via bool,
         stay_temp: Option<bool> = "stayTemp" via bool,
     }
-    known: ["dropTarget", "collectionUUID", "targetUUID", "newTargetCollectionUuid"]
+    known: ["collectionUUID", "targetUUID", "newTargetCollectionUuid"]
 }
 
 /// A rename as router and data nodes read it.
@@ -62,11 +60,10 @@ impl RenameCollectionRequest {
         let target = parsed
             .to
             .ok_or_else(|| crate::command::missing("renameCollection", "to"))?;
-        let drop_target = request.args().bool("dropTarget")?.unwrap_or(false);
         Ok(Rename {
             source,
             target,
-            drop_target,
+            drop_target: parsed.drop_target.unwrap_or(false),
         })
     }
 }
@@ -74,11 +71,10 @@ impl RenameCollectionRequest {
 command_request! {
     /// `createIndexes`.
     pub struct CreateIndexesRequest("createIndexes") {
-        indexes: Option<Vec<Bson>> = "indexes" via array,
     }
     known: [
-        "commitQuorum", "ignoreUnknownIndexOptions", "isTimeseriesNamespace", "collectionUUID",
-        "returnOnStart", "rawData"
+        "indexes", "commitQuorum", "ignoreUnknownIndexOptions", "isTimeseriesNamespace",
+        "collectionUUID", "returnOnStart", "rawData"
     ]
 }
 
@@ -92,11 +88,11 @@ command_request! {
 command_request! {
     /// `listCollections`.
     pub struct ListCollectionsRequest("listCollections") {
-        filter: Option<Document> = "filter" via document,
-        name_only: Option<bool> = "nameOnly" via bool,
-        authorized_collections: Option<bool> = "authorizedCollections" via bool,
     }
-    known: ["cursor", "includePendingDrops", "$_requestResumeToken"]
+    known: [
+        "filter", "nameOnly", "authorizedCollections", "cursor", "includePendingDrops",
+        "$_requestResumeToken"
+    ]
 }
 
 command_request! {
@@ -142,9 +138,8 @@ command_request! {
 command_request! {
     /// `explain` (the explained command's own fields are its parser's).
     pub struct ExplainFields("explain") {
-        verbosity: Option<String> = "verbosity" via str,
     }
-    known: []
+    known: ["verbosity"]
 }
 
 command_request! {

@@ -122,7 +122,10 @@ pub fn check_known_fields(request: &CommandRequest, command: &str, known: &[&str
 
 /// Declares a command request once: the struct, `parse` (each typed field read with `Args`'
 /// accessor, so with MongoDB's TypeMismatch messages) and `FIELDS`, every field the command
-/// knows (typed ones, then those listed after `known:`, which a handler reads itself).
+/// knows (typed ones, then those listed after `known:`, which a handler reads itself). A
+/// field is typed here only when handlers read it through `parse`; commands with a parser of
+/// their own (`GetMore`, `KillCursors`, `aggregate::request`, explain, the catalog commands'
+/// option readers) list their fields as `known`.
 ///
 /// ```ignore
 /// command_request! {

@@ -4,7 +4,7 @@
 //! `kill_cursors.idl`), internal ones included so no router or driver request is refused.
 
 use super::command_request;
-use bson::{Bson, Document};
+use bson::Document;
 
 command_request! {
     /// `find`: the options router and shards both read, with the same checks.
@@ -40,17 +40,14 @@ command_request! {
 command_request! {
     /// `aggregate`.
     pub struct AggregateRequest("aggregate") {
-        explain: Option<bool> = "explain" via bool,
-        allow_disk_use: Option<bool> = "allowDiskUse" via bool,
-        bypass_document_validation: Option<bool> = "bypassDocumentValidation" via bool,
     }
     known: [
-        "pipeline", "cursor", "collation", "hint", "let", "fromMongos", "fromRouter",
-        "needsMerge", "needs46Merge", "mergeByPBRT", "exchange", "collectionUUID",
-        "isMapReduceCommand", "$_requestReshardingResumeToken", "$_generateV2ResumeTokens",
-        "$_passthroughToShard", "passthroughToShard", "encryptionInformation",
-        "isClusterQueryWithoutShardKeyCmd", "includeQueryStatsMetrics", "rawData",
-        "isHybridSearch", "$_isSearchQuery", "querySettings", "$doingMerge",
+        "explain", "allowDiskUse", "bypassDocumentValidation", "pipeline", "cursor", "collation",
+        "hint", "let", "fromMongos", "fromRouter", "needsMerge", "needs46Merge", "mergeByPBRT",
+        "exchange", "collectionUUID", "isMapReduceCommand", "$_requestReshardingResumeToken",
+        "$_generateV2ResumeTokens", "$_passthroughToShard", "passthroughToShard",
+        "encryptionInformation", "isClusterQueryWithoutShardKeyCmd", "includeQueryStatsMetrics",
+        "rawData", "isHybridSearch", "$_isSearchQuery", "querySettings", "$doingMerge",
         "$_internalReadAtClusterTime", "$_requestResumeToken", "$_resumeAfter"
     ]
 }
@@ -79,28 +76,26 @@ impl CountRequest {
 command_request! {
     /// `distinct`.
     pub struct DistinctRequest("distinct") {
-        key: Option<String> = "key" via str,
-        query: Option<Document> = "query" via document,
     }
     known: [
-        "collation", "hint", "mirrored", "sampleId", "rawData", "isTimeseriesNamespace",
-        "querySettings", "includeQueryStatsMetrics"
+        "key", "query", "collation", "hint", "mirrored", "sampleId", "rawData",
+        "isTimeseriesNamespace", "querySettings", "includeQueryStatsMetrics"
     ]
 }
 
 command_request! {
     /// `getMore`'s fields (`GetMore` holds its parse and checks).
     pub struct GetMoreRequest("getMore") {
-        collection: Option<String> = "collection" via str,
-        batch_size: Option<i64> = "batchSize" via non_negative,
     }
-    known: ["term", "lastKnownCommittedOpTime", "includeQueryStatsMetrics", "rawData"]
+    known: [
+        "collection", "batchSize", "term", "lastKnownCommittedOpTime", "includeQueryStatsMetrics",
+        "rawData"
+    ]
 }
 
 command_request! {
     /// `killCursors`'s fields (`KillCursors` holds its parse and checks).
     pub struct KillCursorsRequest("killCursors") {
-        cursors: Option<Vec<Bson>> = "cursors" via array,
     }
-    known: []
+    known: ["cursors"]
 }

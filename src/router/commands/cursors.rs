@@ -39,8 +39,7 @@ pub(super) async fn get_more(
         } => (client, *cursor_id, collection),
         CursorSource::Cluster(cluster) => {
             let mut cluster = cluster.lock().await;
-            let batch_size = req.args().i64("batchSize")?.filter(|b| *b > 0);
-            let batch = match cluster.next_batch(batch_size.map(|b| b as usize)).await {
+            let batch = match cluster.next_batch(cmd.batch_size).await {
                 Ok(batch) => batch,
                 Err(e) => {
                     cluster.kill().await;
@@ -59,9 +58,8 @@ pub(super) async fn get_more(
         }
         CursorSource::Pipeline(run) => {
             let mut run = run.lock().await;
-            let batch_size = req.args().i64("batchSize")?.filter(|b| *b > 0);
-            let max_docs = batch_size.map(|b| b as usize);
-            let batch = super::router_pipeline::get_more(state, ctx, &mut run, max_docs).await;
+            let batch =
+                super::router_pipeline::get_more(state, ctx, &mut run, cmd.batch_size).await;
             let id = match &batch {
                 Ok(_) if !run.exhausted() => cmd.cursor_id,
                 _ => {

@@ -354,7 +354,8 @@ async fn scatter_aggregate(
     let input: Box<dyn PipelineSource> = Box::new(gathered);
     let run = PipelineState::new(merge.start(), Some(input), false, req.db.clone());
     let first = batch_size.unwrap_or(DEFAULT_FIRST_BATCH);
-    let mut reply = super::router_pipeline::open_cursor(state, req, run, ns, first, None).await?;
+    let mut reply =
+        super::router_pipeline::open_pipeline_cursor(state, req, run, ns, first, None).await?;
     if partial {
         reply.append("partialResultsReturned", true);
     }

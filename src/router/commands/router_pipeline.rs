@@ -88,7 +88,7 @@ pub(super) async fn run(
         return Ok(cursor_reply(&ns, Vec::new(), 0, true));
     }
     let first = batch_size.unwrap_or(DEFAULT_FIRST_BATCH);
-    open_cursor(state, req, run, &ns, first, Some(&host)).await
+    open_pipeline_cursor(state, req, run, &ns, first, Some(&host)).await
 }
 
 /// What the router's part of a pipeline may hold: MongoDB's limits. With `allowDiskUse` its
@@ -107,7 +107,7 @@ pub(super) fn memory_limits(state: &RouterState, req: &CommandRequest) -> Result
 /// Returns the first batch of `run` (the router's part of the aggregate `req`; `host` for
 /// stages that reach other collections) and, when more remains, registers it as a cursor of
 /// namespace `ns`; its batches spend what is left of the command's `maxTimeMS`.
-pub(super) async fn open_cursor(
+pub(super) async fn open_pipeline_cursor(
     state: &RouterState,
     req: &CommandRequest,
     mut run: PipelineState,

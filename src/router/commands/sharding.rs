@@ -4,7 +4,7 @@
 //! coordinates them), `balancerStatus`.
 
 use super::super::RouterState;
-use crate::command::{CommandRequest, missing};
+use crate::command::{CommandRequest, missing, requests};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::config::find_all;
 use crate::server::RequestContext;
@@ -75,16 +75,16 @@ pub(super) async fn enable_sharding(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let args = req.args();
+    let declared = requests::EnableShardingRequest::parse(&req)?;
     let db = target_string(&req, "a database name")?;
     crate::catalog::validate_db_name(&db)?;
     let mut cmd = doc! {"_configsvrCreateDatabase": &db};
-    if let Some(primary) = args.str("primaryShard")? {
+    if let Some(primary) = &declared.primary_shard {
         cmd.insert("primaryShard", primary);
     }
     let reply = state.config.run_doc("admin", cmd).await?;
-    if let Some(primary) = args.str("primaryShard")? {
-        if reply.get_str("primary") != Ok(primary) {
+    if let Some(primary) = &declared.primary_shard {
+        if reply.get_str("primary") != Ok(primary.as_str()) {
             return Err(MongoError::new(
                 ErrorCode::NamespaceExists,
                 format!(
@@ -109,8 +109,9 @@ pub(super) async fn shard_collection(
     let (db, coll) = target_namespace(&req)?;
     crate::catalog::check_shardable(&db, &coll)?;
     let args = req.args();
-    let key = args
-        .document("key")?
+    let declared = requests::ShardCollectionRequest::parse(&req)?;
+    let key = declared
+        .key
         .ok_or_else(|| missing("shardCollection", "key"))?;
     crate::command::check_collation(args.value("collation")?.as_ref())?;
     if args.get("timeseries")?.is_some() {
@@ -121,7 +122,7 @@ pub(super) async fn shard_collection(
     }
     let ns = format!("{db}.{coll}");
     let mut cmd = doc! {"_configsvrShardCollection": &ns, "key": key};
-    if let Some(unique) = args.bool("unique")? {
+    if let Some(unique) = declared.unique {
         cmd.insert("unique", unique);
     }
     state.databases.get(&state.config, &db, true).await?;
@@ -157,7 +158,7 @@ pub(super) async fn move_primary(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let args = req.args();
+    let declared = requests::MovePrimaryRequest::parse(&req)?;
     let db = target_string(&req, "a database name")?;
     if matches!(db.as_str(), "admin" | "config" | "local") {
         return Err(MongoError::new(
@@ -166,9 +167,7 @@ pub(super) async fn move_primary(
         ));
     }
     crate::catalog::validate_db_name(&db)?;
-    let to = args
-        .str("to")?
-        .ok_or_else(|| missing("movePrimary", "to"))?;
+    let to = declared.to.ok_or_else(|| missing("movePrimary", "to"))?;
     if to.is_empty() {
         return Err(MongoError::new(
             ErrorCode::InvalidOptions,
