@@ -3,14 +3,11 @@
 //! database), plus the `_configsvr*` commands that change it. It is the only writer of
 //! routing metadata.
 
-mod clock;
 mod commands;
 mod consistency;
 mod coordinators;
 pub mod ddl_locks;
 pub mod store;
-
-pub use clock::LogicalClock;
 
 use crate::datanode::cursors::CursorRegistry;
 use crate::datanode::storage::Storage;
@@ -45,7 +42,6 @@ pub struct ConfigState {
     cursors: CursorRegistry,
     connector: Arc<Connector>,
     cluster_id: ObjectId,
-    clock: LogicalClock,
     /// Serializes conflicting DDL across the cluster (see `ddl_locks`).
     ddl_locks: Arc<ddl_locks::DdlLocks>,
     coordinators: coordinators::Coordinators,
@@ -99,7 +95,6 @@ impl ConfigState {
             cursors: CursorRegistry::default(),
             connector,
             cluster_id,
-            clock: LogicalClock::default(),
             ddl_locks,
             coordinators: coordinators::Coordinators::default(),
             chunk_op_lock: tokio::sync::Mutex::new(()),

@@ -3,6 +3,7 @@
 
 pub mod asserts;
 mod client_metadata;
+pub mod clock;
 pub mod commands;
 mod connection;
 mod context;

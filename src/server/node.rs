@@ -1,6 +1,7 @@
 //! What every process role shares: its role, start time, counters, parameters, startup options
 //! and recent log lines.
 
+use super::clock::LogicalClock;
 use super::failpoint::FailPoints;
 use super::logbuf::LogBuffer;
 use super::operations::Operations;
@@ -52,6 +53,8 @@ pub struct Node {
     pub operations: Operations,
     /// The logical sessions used lately (`$listLocalSessions`).
     pub sessions: SessionCache,
+    /// The cluster time this node has given or heard (`$clusterTime`).
+    pub clock: Arc<LogicalClock>,
     host: RwLock<String>,
 }
 
@@ -70,6 +73,7 @@ impl Node {
             fail_points: FailPoints::default(),
             operations: Operations::default(),
             sessions: SessionCache::default(),
+            clock: Arc::default(),
             host: RwLock::new(String::new()),
         }
     }

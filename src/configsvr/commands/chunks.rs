@@ -135,7 +135,7 @@ async fn commit_chunk_split(
         next.major += 1;
         next.minor = 0;
     }
-    let now = state.clock.now();
+    let now = state.node.clock.tick();
     let mut writes = vec![ConfigWrite::Delete("chunks", id.clone())];
     for pair in bounds.windows(2) {
         next.minor += 1;
@@ -233,7 +233,7 @@ async fn commit_chunks_merge(
             &merged,
             &stored.entry.uuid,
             ObjectId::new(),
-            state.clock.now(),
+            state.node.clock.tick(),
         ),
     ));
     state.store().write_batch(&writes).await?;
@@ -286,7 +286,7 @@ async fn commit_merge_all_chunks_on_shard(
     let runs = mergeable_runs(map.chunks(), &shard, budget);
     let mut writes = Vec::new();
     let mut version = ChunkVersion::new(stored.entry.generation, collection_version.major + 1, 0);
-    let now = state.clock.now();
+    let now = state.node.clock.tick();
     for run in &runs {
         let first = run.first().expect("runs hold two chunks or more");
         let last = run.last().expect("runs hold two chunks or more");

@@ -230,7 +230,7 @@ async fn commit_shard_collection(
             ),
         ));
     }
-    let now = state.clock.now();
+    let now = state.node.clock.tick();
     let generation = CollectionGeneration::new(now);
     let chunks: Vec<Chunk> = layout
         .into_iter()

@@ -123,7 +123,7 @@ async fn create_locked(
     let entry = DatabaseEntry {
         name: db.to_string(),
         primary: primary.clone(),
-        version: DatabaseVersion::new(state.clock.now()),
+        version: DatabaseVersion::new(state.node.clock.tick()),
     }
     .to_document();
     store.insert("databases", &entry).await?;

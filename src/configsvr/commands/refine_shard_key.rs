@@ -65,7 +65,7 @@ async fn commit_refine(
         ));
     }
     current.key.check_refinement(&refined)?;
-    let generation = CollectionGeneration::new(state.clock.now());
+    let generation = CollectionGeneration::new(state.node.clock.tick());
     let store = state.store();
     // The chunks as stored (not parsed): only their bounds change.
     let mut writes = Vec::new();

@@ -91,7 +91,7 @@ async fn add_shard(
             )
         })?;
     store
-        .insert("shards", &doc! {"_id": &name, "host": &host, "state": 1, "topologyTime": Bson::Timestamp(state.clock.now())})
+        .insert("shards", &doc! {"_id": &name, "host": &host, "state": 1, "topologyTime": Bson::Timestamp(state.node.clock.tick())})
         .await?;
     tracing::info!(shard = %name, %host, "added shard");
     Ok(RawDocumentBuf::from_document(&doc! {"shardAdded": name})?)

@@ -179,7 +179,7 @@ async fn rename_metadata(state: &ConfigState, from: &str, to: &str) -> Result<Ve
     if let Some(source) = StoredRouting::entry(state, from).await? {
         let renamed = CollectionEntry {
             ns: to.to_string(),
-            generation: CollectionGeneration::new(state.clock.now()),
+            generation: CollectionGeneration::new(state.node.clock.tick()),
             last_modified: DateTime::now(),
             ..source
         };
