@@ -10,6 +10,7 @@ mod aggregation_stages;
 mod bulk_write;
 mod capped;
 mod catalog;
+mod causal_consistency;
 mod cli;
 mod collection_stages;
 mod config_db;

@@ -550,7 +550,7 @@ mod tests {
 
     async fn open(lease: Duration) -> (tempfile::TempDir, Arc<Storage>, Arc<DdlLocks>) {
         let dir = tempfile::tempdir().unwrap();
-        let storage = Storage::open(dir.path()).await.unwrap();
+        let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
         let locks = DdlLocks::open(Arc::clone(&storage), lease).await.unwrap();
         (dir, storage, locks)
     }

@@ -13,7 +13,7 @@ use crate::datanode::cursors::CursorRegistry;
 use crate::datanode::storage::Storage;
 use crate::datanode::{DataNode, spawn_cursor_reaper};
 use crate::error::Result;
-use crate::rpc::Connector;
+use crate::rpc::{Connector, NodeConnector};
 use crate::server::{CommandTable, Node, NodeState};
 use bson::{Bson, doc, oid::ObjectId};
 use std::sync::Arc;
@@ -40,7 +40,7 @@ pub struct ConfigState {
     node: Node,
     storage: Arc<Storage>,
     cursors: CursorRegistry,
-    connector: Arc<Connector>,
+    connector: NodeConnector,
     cluster_id: ObjectId,
     /// Serializes conflicting DDL across the cluster (see `ddl_locks`).
     ddl_locks: Arc<ddl_locks::DdlLocks>,
@@ -62,7 +62,8 @@ impl ConfigState {
         data_dir: &std::path::Path,
         connector: Arc<Connector>,
     ) -> Result<Arc<ConfigState>> {
-        let storage = Storage::open(data_dir).await?;
+        let connector = NodeConnector::new(connector, node.clock.clone());
+        let storage = Storage::open(data_dir, node.clock.clone()).await?;
         let store = ConfigStore::new(&storage);
         for coll in CONFIG_COLLECTIONS {
             store.ensure_collection(coll).await?;

@@ -13,7 +13,7 @@ mod shard_registry;
 mod targeting;
 mod write_batch;
 
-use crate::rpc::{Connector, NodeClient};
+use crate::rpc::{Connector, NodeClient, NodeConnector};
 use crate::server::asserts::contained;
 use crate::server::{CURSOR_MONITOR_PERIOD, CommandTable, Node, NodeState};
 use bson::doc;
@@ -40,8 +40,8 @@ impl RouterState {
     /// A router that reads the routing table from the config server at `config_host`.
     pub fn new(node: Node, connector: Arc<Connector>, config_host: &str) -> Arc<RouterState> {
         let state = Arc::new(RouterState {
-            config: connector.client(config_host),
-            shards: ShardRegistry::new(connector),
+            config: NodeConnector::new(connector.clone(), node.clock.clone()).client(config_host),
+            shards: ShardRegistry::new(NodeConnector::new(connector, node.clock.clone())),
             node,
             databases: DatabaseCache::default(),
             collections: CollectionCache::default(),

@@ -2,18 +2,18 @@
 //! name is unknown.
 
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::rpc::{Connector, NodeClient};
+use crate::rpc::{NodeClient, NodeConnector};
 use bson::{Bson, doc};
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::RwLock;
 
 pub struct ShardRegistry {
-    connector: Arc<Connector>,
+    connector: NodeConnector,
     shards: RwLock<BTreeMap<String, String>>,
 }
 
 impl ShardRegistry {
-    pub fn new(connector: Arc<Connector>) -> Self {
+    pub fn new(connector: NodeConnector) -> Self {
         ShardRegistry {
             connector,
             shards: RwLock::new(BTreeMap::new()),

@@ -9,6 +9,7 @@ pub use tcp::PoolLimits;
 
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::clock::{self, LogicalClock};
 use crate::server::{RequestContext, Service};
 use bson::{Document, RawDocumentBuf};
 use std::collections::HashMap;
@@ -19,6 +20,8 @@ use std::sync::{Arc, RwLock};
 pub struct NodeClient {
     host: Arc<str>,
     target: Target,
+    /// The calling node's clock: requests carry its `$clusterTime`, replies advance it.
+    clock: Option<Arc<LogicalClock>>,
 }
 
 #[derive(Clone)]
@@ -33,6 +36,7 @@ impl NodeClient {
         NodeClient {
             host: host.into(),
             target: Target::Local(service, Arc::new(RequestContext::internal())),
+            clock: None,
         }
     }
 
@@ -42,6 +46,7 @@ impl NodeClient {
         NodeClient {
             host: host.into(),
             target: Target::Tcp(Arc::new(tcp::Pool::new(host, limits))),
+            clock: None,
         }
     }
 
@@ -51,11 +56,22 @@ impl NodeClient {
 
     /// Runs a command and returns its reply, `ok: 0` replies included. Fails only when the
     /// node cannot be reached.
-    pub async fn call(&self, request: CommandRequest) -> Result<RawDocumentBuf> {
-        match &self.target {
-            Target::Local(service, ctx) => Ok(service.execute(ctx, request).await),
-            Target::Tcp(pool) => pool.call(request).await,
+    pub async fn call(&self, mut request: CommandRequest) -> Result<RawDocumentBuf> {
+        if let Some(clock) = &self.clock {
+            clock::with_gossip(&mut request, clock);
         }
+        let mut reply = match &self.target {
+            Target::Local(service, ctx) => service.execute(ctx, request).await,
+            Target::Tcp(pool) => pool.call(request).await?,
+        };
+        // The other node's times are taken off: this node answers with its own, and a reply
+        // passed through to a client must not carry two.
+        if let Some(time) = clock::take_gossip(&mut reply) {
+            if let Some(clock) = &self.clock {
+                clock.advance(time);
+            }
+        }
+        Ok(reply)
     }
 
     /// Runs a command; an `ok: 0` reply becomes the error it carries.
@@ -85,6 +101,29 @@ pub struct Connector {
     local: RwLock<HashMap<String, Arc<dyn Service>>>,
     clients: RwLock<HashMap<String, NodeClient>>,
     limits: PoolLimits,
+}
+
+/// A node's view of a [`Connector`]: its clients gossip the node's cluster time.
+#[derive(Clone)]
+pub struct NodeConnector {
+    connector: Arc<Connector>,
+    clock: Arc<LogicalClock>,
+}
+
+impl NodeConnector {
+    pub fn new(connector: Arc<Connector>, clock: Arc<LogicalClock>) -> Self {
+        NodeConnector { connector, clock }
+    }
+
+    pub fn client(&self, host: &str) -> NodeClient {
+        let mut client = self.connector.client(host);
+        client.clock = Some(self.clock.clone());
+        client
+    }
+
+    pub fn register_local(&self, host: &str, service: Arc<dyn Service>) {
+        self.connector.register_local(host, service);
+    }
 }
 
 impl Connector {

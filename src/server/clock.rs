@@ -6,14 +6,10 @@
 //! until every write up to its time is visible.
 
 use crate::error::{ErrorCode, MongoError, Result};
-use bson::{Binary, Timestamp, doc, spec::BinarySubtype};
+use bson::{Binary, RawBson, RawBsonRef, RawDocumentBuf, Timestamp, doc, spec::BinarySubtype};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
-
-/// How far ahead of the wall clock a gossiped time may be (MongoDB's
-/// `maxAcceptableLogicalClockDriftSecs`, one year).
-pub const MAX_CLOCK_DRIFT_SECS: u32 = 365 * 24 * 60 * 60;
 
 #[derive(Debug, Default)]
 pub struct LogicalClock {
@@ -87,31 +83,32 @@ impl LogicalClock {
         }
     }
 
-    /// Advances to a gossiped cluster time; a time more than a year ahead of the wall clock is
-    /// refused as MongoDB refuses it (its signature cannot be trusted to be sane).
-    pub fn advance(&self, time: Timestamp) -> Result<()> {
-        let now = wall_secs();
-        if time.time > now && time.time - now > MAX_CLOCK_DRIFT_SECS {
-            return Err(MongoError::new(
-                ErrorCode::ClusterTimeFailsRateLimiter,
-                format!(
-                    "New cluster time, {}, is too far from this node's wall clock time, {now}.",
-                    time.time
-                ),
-            ));
-        }
+    /// Advances to a gossiped cluster time. Requests' times were checked against MongoDB's
+    /// bounds when parsed (`command::generic`); other nodes' replies are trusted.
+    pub fn advance(&self, time: Timestamp) {
         let mut state = self.state.lock().expect("poisoned");
         if pair(time) > state.time {
             state.time = pair(time);
         }
-        Ok(())
     }
 
     /// Waits until every write up to `time` is committed and visible, as a read with
-    /// `afterClusterTime` requires. A time this node has not reached yet is reached by advancing
-    /// to it (MongoDB's primary writes a no-op for that): later writes then take later times.
+    /// `afterClusterTime` requires. A time later than this node's cluster time (which the
+    /// request's own `$clusterTime` advanced first) is refused as MongoDB refuses it: no client
+    /// can have seen it. Writes after the wait take later times than `time`.
     pub async fn wait_until_visible(&self, time: Timestamp) -> Result<()> {
-        self.advance(time)?;
+        let now = self.now();
+        if pair(time) > pair(now) {
+            return Err(MongoError::new(
+                ErrorCode::InvalidOptions,
+                format!(
+                    "readConcern afterClusterTime value must not be greater than the current \
+                     clusterTime. Requested clusterTime: {{ ts: Timestamp({}, {}) }}; current \
+                     clusterTime: {{ ts: Timestamp({}, {}) }}",
+                    time.time, time.increment, now.time, now.increment
+                ),
+            ));
+        }
         loop {
             let notified = self.committed.notified();
             {
@@ -137,6 +134,103 @@ impl LogicalClock {
             },
         }
     }
+}
+
+/// The fields a node adds to every reply and every request it sends to another node.
+const OPERATION_TIME: &str = "operationTime";
+const CLUSTER_TIME: &str = "$clusterTime";
+
+/// Appends `operationTime` and `$clusterTime` to a reply. Any a passed-through reply carried
+/// were taken off when it arrived ([`take_gossip`]).
+pub fn append_gossip(reply: &mut RawDocumentBuf, clock: &LogicalClock) {
+    let now = clock.now();
+    reply.append(OPERATION_TIME, RawBson::Timestamp(now));
+    if let Ok(gossip) = RawDocumentBuf::from_document(&clock.gossip()) {
+        reply.append(CLUSTER_TIME, gossip);
+    }
+}
+
+/// Takes `operationTime` and `$clusterTime` off a reply from another node, returning the
+/// cluster time it gossiped: the caller advances its own clock to it and answers with its own.
+/// They are the reply's last fields ([`append_gossip`]), so the bytes before them are kept.
+pub fn take_gossip(reply: &mut RawDocumentBuf) -> Option<Timestamp> {
+    let time = match reply.get(CLUSTER_TIME) {
+        Ok(Some(RawBsonRef::Document(gossip))) => match gossip.get("clusterTime") {
+            Ok(Some(RawBsonRef::Timestamp(t))) => Some(t),
+            _ => None,
+        },
+        _ => None,
+    };
+    let mut tail = 0usize;
+    let mut trailing = true;
+    let mut found = false;
+    for element in reply.iter() {
+        let Ok((name, value)) = element else {
+            return time;
+        };
+        if name == OPERATION_TIME || name == CLUSTER_TIME {
+            found = true;
+            tail += element_size(name, value);
+        } else if found {
+            trailing = false;
+        }
+    }
+    if !found {
+        return time;
+    }
+    let kept = if trailing {
+        let mut bytes = std::mem::take(reply).into_bytes();
+        let end = bytes.len() - 1 - tail;
+        bytes.truncate(end);
+        bytes.push(0);
+        let len = (bytes.len() as i32).to_le_bytes();
+        bytes[..4].copy_from_slice(&len);
+        RawDocumentBuf::from_bytes(bytes).ok()
+    } else {
+        let mut rebuilt = RawDocumentBuf::new();
+        for (name, value) in reply.iter().flatten() {
+            if name != OPERATION_TIME && name != CLUSTER_TIME {
+                rebuilt.append(name, value.to_raw_bson());
+            }
+        }
+        Some(rebuilt)
+    };
+    if let Some(kept) = kept {
+        *reply = kept;
+    }
+    time
+}
+
+/// The encoded size of one element: type byte, name and its NUL, value.
+fn element_size(name: &str, value: RawBsonRef<'_>) -> usize {
+    let value_size = match value {
+        RawBsonRef::Timestamp(_) => 8,
+        RawBsonRef::Document(doc) => doc.as_bytes().len(),
+        other => {
+            let mut probe = RawDocumentBuf::new();
+            probe.append("", other.to_raw_bson());
+            probe.as_bytes().len() - 4 - 1 - 2
+        }
+    };
+    1 + name.len() + 1 + value_size
+}
+
+/// A request to another node carrying this node's cluster time (replacing whatever
+/// `$clusterTime` a forwarded client request had: this node's is at least as late).
+pub fn with_gossip(request: &mut crate::command::CommandRequest, clock: &LogicalClock) {
+    let Ok(gossip) = RawDocumentBuf::from_document(&clock.gossip()) else {
+        return;
+    };
+    if matches!(request.body.get(CLUSTER_TIME), Ok(Some(_))) {
+        let mut rebuilt = RawDocumentBuf::new();
+        for (name, value) in request.body.iter().flatten() {
+            if name != CLUSTER_TIME {
+                rebuilt.append(name, value.to_raw_bson());
+            }
+        }
+        request.body = rebuilt;
+    }
+    request.body.append(CLUSTER_TIME, gossip);
 }
 
 /// A write's timestamp, pending until dropped.
@@ -181,7 +275,7 @@ mod tests {
             time: wall_secs() + 100,
             increment: 7,
         };
-        clock.advance(ahead).unwrap();
+        clock.advance(ahead);
         assert_eq!(clock.now(), ahead);
         assert_eq!(
             clock.tick(),
@@ -191,19 +285,34 @@ mod tests {
             }
         );
         // Older gossip never moves the clock back.
-        clock.advance(a).unwrap();
+        clock.advance(a);
         assert!(pair(clock.now()) > pair(ahead));
     }
 
     #[test]
-    fn times_too_far_ahead_are_refused() {
+    fn gossip_is_appended_and_taken_off() {
         let clock = LogicalClock::default();
-        let far = Timestamp {
-            time: wall_secs() + MAX_CLOCK_DRIFT_SECS + 10,
-            increment: 1,
-        };
-        assert_eq!(clock.advance(far).unwrap_err().code().code(), 205);
-        assert!(clock.now().time < far.time);
+        let t = clock.tick();
+        let mut reply = bson::rawdoc! {"n": 1, "ok": 1.0};
+        let plain = reply.clone();
+        append_gossip(&mut reply, &clock);
+        assert_eq!(
+            reply
+                .get_document("$clusterTime")
+                .unwrap()
+                .get_timestamp("clusterTime")
+                .unwrap(),
+            t
+        );
+        assert_eq!(take_gossip(&mut reply), Some(t));
+        assert_eq!(reply, plain);
+        // Not trailing (a reply rebuilt after the fields were added): still taken off.
+        let mut mixed = bson::rawdoc! {"operationTime": t, "n": 1};
+        assert_eq!(take_gossip(&mut mixed), None);
+        assert_eq!(mixed, bson::rawdoc! {"n": 1});
+        let mut none = plain.clone();
+        assert_eq!(take_gossip(&mut none), None);
+        assert_eq!(none, plain);
     }
 
     #[tokio::test]
@@ -238,12 +347,15 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_read_after_a_future_time_advances_the_clock() {
+    async fn a_read_after_a_time_not_reached_is_refused() {
         let clock = LogicalClock::default();
         let future = Timestamp {
             time: wall_secs() + 50,
             increment: 3,
         };
+        let err = clock.wait_until_visible(future).await.unwrap_err();
+        assert_eq!(err.code().code(), 72);
+        clock.advance(future);
         clock.wait_until_visible(future).await.unwrap();
         assert!(pair(clock.tick()) > pair(future));
     }

@@ -251,6 +251,14 @@ impl<S: NodeState> Dispatcher<S> {
             Ok(generic) => generic,
             Err(e) => return (Err(e), None),
         };
+        if let Some(time) = generic.cluster_time {
+            node.clock.advance(time);
+        }
+        // A data node answers `afterClusterTime` once every write up to it is visible; a
+        // router passes the concern on to the nodes it reads from.
+        let after = generic
+            .after_cluster_time
+            .filter(|_| node.role != Role::Router);
         // Unknown fields, refused once here for every command that declares its fields. The
         // requests other nodes send carry docgrid's internal fields and are not checked.
         if let Some(known) = spec.fields.filter(|_| !ctx.is_internal()) {
@@ -269,7 +277,7 @@ impl<S: NodeState> Dispatcher<S> {
         let heavy = super::cpu::is_heavy(&request);
         let run = async {
             tokio::select! {
-                outcome = self.run_spec(spec, ctx, request) => outcome,
+                outcome = self.run_spec(spec, ctx, request, after) => outcome,
                 _ = registered.op.killed() => (
                     Err(MongoError::new(ErrorCode::Interrupted, "operation was interrupted")),
                     None,
@@ -289,6 +297,7 @@ impl<S: NodeState> Dispatcher<S> {
         spec: &CommandSpec<S>,
         ctx: &RequestContext,
         request: CommandRequest,
+        after: Option<bson::Timestamp>,
     ) -> (Result<RawDocumentBuf>, Option<Effect>) {
         let node = self.state.node();
         let mut attach = None;
@@ -321,7 +330,7 @@ impl<S: NodeState> Dispatcher<S> {
                 }
             }
         }
-        (self.run_handler(spec, ctx, request).await, attach)
+        (self.run_handler(spec, ctx, request, after).await, attach)
     }
 
     async fn run_handler(
@@ -329,6 +338,7 @@ impl<S: NodeState> Dispatcher<S> {
         spec: &CommandSpec<S>,
         ctx: &RequestContext,
         request: CommandRequest,
+        after: Option<bson::Timestamp>,
     ) -> Result<RawDocumentBuf> {
         let state = &*self.state;
         let name = spec.name;
@@ -352,6 +362,9 @@ impl<S: NodeState> Dispatcher<S> {
             // a critical section, its version refreshes): what `before_command` held or queued
             // for is given up with it.
             let run = async {
+                if let Some(time) = after {
+                    state.node().clock.wait_until_visible(time).await?;
+                }
                 let _guard = state.before_command(&request).await?;
                 (spec.handler)(state, ctx, request).await
             };
@@ -392,12 +405,18 @@ impl<S: NodeState> Service for Dispatcher<S> {
                     RawDocumentBuf::from_document(&e.to_reply()).unwrap_or_default()
                 }
             };
-            match attach {
+            let mut reply = match attach {
                 Some(Effect::WriteConcernError { error, labels }) => {
                     attach_write_concern_error(reply, error, labels)
                 }
                 _ => reply,
-            }
+            };
+            // Every reply gossips this node's cluster time. No finer operation time is kept:
+            // the clock's current time is never earlier than a write the command made (its
+            // timestamp was a tick of this clock, or of a shard's clock whose reply advanced
+            // this one) nor than any data the command read.
+            super::clock::append_gossip(&mut reply, self.state.node().clock.as_ref());
+            reply
         })
     }
 }

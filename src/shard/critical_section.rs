@@ -243,7 +243,7 @@ mod tests {
     #[tokio::test]
     async fn a_recoverable_section_blocks_its_collections_across_restarts() {
         let dir = tempfile::tempdir().unwrap();
-        let storage = Storage::open(dir.path()).await.unwrap();
+        let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
         let reason = doc! {"command": "rename", "from": "db.a", "to": "db.b"};
         let sections = Arc::new(CriticalSections::default());
         sections

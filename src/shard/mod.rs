@@ -21,7 +21,7 @@ use crate::datanode::cursors::CursorRegistry;
 use crate::datanode::storage::Storage;
 use crate::datanode::{DataNode, DdlGuard, spawn_cursor_reaper, ttl};
 use crate::error::Result;
-use crate::rpc::Connector;
+use crate::rpc::{Connector, NodeConnector};
 use crate::server::{CommandGuard, CommandTable, Node, NodeState};
 use futures::future::BoxFuture;
 use std::sync::Arc;
@@ -31,7 +31,7 @@ pub struct ShardState {
     node: Node,
     storage: Arc<Storage>,
     cursors: CursorRegistry,
-    connector: Arc<Connector>,
+    connector: NodeConnector,
     identity: std::sync::RwLock<Option<ShardIdentity>>,
     versions: versioning::DatabaseVersionCache,
     filtering: filtering::FilteringMetadata,
@@ -46,7 +46,8 @@ impl ShardState {
         data_dir: &std::path::Path,
         connector: Arc<Connector>,
     ) -> Result<Arc<ShardState>> {
-        let storage = Storage::open(data_dir).await?;
+        let connector = NodeConnector::new(connector, node.clock.clone());
+        let storage = Storage::open(data_dir, node.clock.clone()).await?;
         let identity = identity::load(&storage).await?;
         let state = Arc::new(ShardState {
             node,

@@ -163,9 +163,10 @@ fn typed<'a>(doc: &'a RawDocument, field: &str, expected: &str) -> Result<RawBso
     Ok(value)
 }
 
-pub(super) fn cluster_time(value: Option<RawBsonRef<'_>>) -> Result<()> {
+/// Checks a gossiped `$clusterTime` and returns its time.
+pub(super) fn cluster_time(value: Option<RawBsonRef<'_>>) -> Result<Option<bson::Timestamp>> {
     let Some(value) = value else {
-        return Ok(());
+        return Ok(None);
     };
     let RawBsonRef::Document(gossip) = value else {
         return Err(MongoError::location(
@@ -174,10 +175,10 @@ pub(super) fn cluster_time(value: Option<RawBsonRef<'_>>) -> Result<()> {
         ));
     };
     let RawBsonRef::Timestamp(time) = typed(gossip, "clusterTime", "timestamp")? else {
-        return Ok(());
+        return Ok(None);
     };
     let RawBsonRef::Document(signature) = typed(gossip, "signature", "object")? else {
-        return Ok(());
+        return Ok(None);
     };
     if let RawBsonRef::Binary(hash) = typed(signature, "hash", "binData")? {
         if hash.bytes.len() != 20 {
@@ -206,5 +207,5 @@ pub(super) fn cluster_time(value: Option<RawBsonRef<'_>>) -> Result<()> {
             "$clusterTime cannot be advanced beyond its maximum value",
         ));
     }
-    Ok(())
+    Ok(Some(time))
 }

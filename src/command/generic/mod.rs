@@ -37,6 +37,10 @@ pub struct CommandInfo<'a> {
 pub struct GenericArgs {
     /// The command's write concern, when it takes one.
     write_concern: Option<WriteConcern>,
+    /// The `$clusterTime` the request gossiped.
+    pub cluster_time: Option<bson::Timestamp>,
+    /// `readConcern.afterClusterTime`: the command sees every write up to it.
+    pub after_cluster_time: Option<bson::Timestamp>,
 }
 
 impl GenericArgs {
@@ -105,10 +109,12 @@ pub fn check(request: &CommandRequest, command: &CommandInfo<'_>) -> Result<Gene
     }
     names::check_database(request, command)?;
     metadata::read_preference(fields.read_preference)?;
-    metadata::cluster_time(fields.cluster_time)?;
+    let cluster_time = metadata::cluster_time(fields.cluster_time)?;
     names::check_target(request, command)?;
     Ok(GenericArgs {
         write_concern: takes_write_concern.then_some(write_concern),
+        cluster_time,
+        after_cluster_time: read_concern.as_ref().and_then(|r| r.after_cluster_time()),
     })
 }
 

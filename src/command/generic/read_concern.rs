@@ -1,8 +1,8 @@
 //! The `readConcern` argument, parsed as MongoDB parses it (levels, cluster times, how they
 //! combine), and which commands accept which level. Each shard is one node whose reads see
 //! every acknowledged write, so `local`, `majority`, `linearizable` and `available` read the
-//! same data and a read after any cluster time is satisfied; `snapshot` (and `atClusterTime`)
-//! needs point-in-time reads docgrid does not have yet, and is refused.
+//! same data; `afterClusterTime` is waited for by the dispatcher (`server::clock`); `snapshot`
+//! (and `atClusterTime`) needs point-in-time reads docgrid does not have yet, and is refused.
 
 use super::CommandInfo;
 use super::idl;
@@ -132,6 +132,11 @@ impl ReadConcern {
         )?;
         out.validate(command)?;
         Ok(Some(out))
+    }
+
+    /// The cluster time the command must see every write up to (`afterClusterTime`).
+    pub fn after_cluster_time(&self) -> Option<Timestamp> {
+        self.after_cluster_time
     }
 
     /// The level a read runs at: `local` unless one is given.

@@ -15,7 +15,7 @@ const MB: usize = 1024 * 1024;
 /// Collection `c` of database `app` with `n` documents `{_id: i, k: 1, pad}`.
 async fn collection(n: i32, pad: usize) -> (tempfile::TempDir, PipelineInput) {
     let dir = tempfile::tempdir().unwrap();
-    let storage = Storage::open(dir.path()).await.unwrap();
+    let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
     let db = storage.database_or_create("app").await.unwrap();
     let coll = db.ensure_collection("c").await.unwrap();
     let docs: Vec<_> = (0..n)

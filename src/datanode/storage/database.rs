@@ -13,6 +13,7 @@ use super::txn::RecordId;
 use super::txn::{ReadTxn, WriteTxn};
 use crate::datanode::index::IndexSpec;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::clock::LogicalClock;
 use bson::Document;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{AssertSqlSafe, Connection, Executor, Row, SqliteConnection};
@@ -44,6 +45,8 @@ pub struct DatabaseStore {
     pub(super) stats: std::sync::Mutex<BTreeMap<i64, CollectionStats>>,
     pub(super) durability: Durability,
     index_usage: super::IndexUsage,
+    /// The node's clock: every write transaction takes its timestamp from it.
+    pub(super) clock: Arc<LogicalClock>,
 }
 
 /// Settings of every connection to a database file, the writer's and the readers': a 32 MiB
@@ -92,7 +95,11 @@ pub fn connect_options(path: &Path) -> SqliteConnectOptions {
 }
 
 impl DatabaseStore {
-    pub(super) async fn open(name: &str, path: &Path) -> Result<DatabaseStore> {
+    pub(super) async fn open(
+        name: &str,
+        path: &Path,
+        clock: Arc<LogicalClock>,
+    ) -> Result<DatabaseStore> {
         let options = connect_options(path);
         let mut conn = SqliteConnection::connect_with(&options)
             .await
@@ -107,6 +114,7 @@ impl DatabaseStore {
             path: path.to_path_buf(),
             durability: Durability::new(path),
             index_usage: Default::default(),
+            clock,
             writer: tokio::sync::Mutex::new(Writer {
                 conn,
                 in_txn: false,

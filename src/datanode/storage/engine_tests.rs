@@ -5,7 +5,7 @@ use bson::{Bson, doc, rawdoc};
 
 async fn open() -> (tempfile::TempDir, Arc<Storage>) {
     let dir = tempfile::tempdir().unwrap();
-    let storage = Storage::open(dir.path()).await.unwrap();
+    let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
     (dir, storage)
 }
 
@@ -54,7 +54,7 @@ async fn inserts_reads_and_reports_duplicates() {
 async fn replace_delete_rollback_and_reopen() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let storage = Storage::open(dir.path()).await.unwrap();
+        let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
         let db = storage.database_or_create("app").await.unwrap();
         let coll = db.ensure_collection("c").await.unwrap();
         let mut txn = db.write().await.unwrap();
@@ -95,7 +95,7 @@ async fn replace_delete_rollback_and_reopen() {
             .await
             .unwrap();
     }
-    let storage = Storage::open(dir.path()).await.unwrap();
+    let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
     let db = storage.database("app").await.unwrap();
     let coll = db.collection("c").unwrap();
     assert_eq!(db.stats(&coll).count, 2);
@@ -169,7 +169,7 @@ async fn concurrent_durability_waits_share_one_fsync() {
 async fn secondary_indexes_build_persist_and_follow_writes() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let storage = Storage::open(dir.path()).await.unwrap();
+        let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
         let db = storage.database_or_create("app").await.unwrap();
         let coll = db.ensure_collection("c").await.unwrap();
         let docs: Vec<_> = (0..2500)
@@ -211,7 +211,7 @@ async fn secondary_indexes_build_persist_and_follow_writes() {
             "a failed build leaves nothing"
         );
     }
-    let storage = Storage::open(dir.path()).await.unwrap();
+    let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
     let db = storage.database("app").await.unwrap();
     let coll = db.collection("c").unwrap();
     let names: Vec<_> = coll
@@ -298,7 +298,7 @@ async fn resumed_index_scans_continue_where_they_stopped() {
 async fn renames_across_databases_copy_everything_and_leave_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let storage = Storage::open(dir.path()).await.unwrap();
+        let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
         let db = storage.database_or_create("a").await.unwrap();
         let coll = db
             .create_collection("c", doc! {"validator": {"x": {"$gte": 0}}})
@@ -341,7 +341,7 @@ async fn renames_across_databases_copy_everything_and_leave_nothing_behind() {
             .await
             .unwrap();
     }
-    let storage = Storage::open(dir.path()).await.unwrap();
+    let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
     let b = storage.database("b").await.unwrap();
     let names: Vec<_> = b.collections().iter().map(|c| c.name.clone()).collect();
     assert_eq!(names, vec!["d"]);

@@ -43,7 +43,7 @@ async fn entries_and_expected(
 #[tokio::test]
 async fn spilled_builds_equal_in_memory_ones_and_leave_no_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let storage = Storage::open(dir.path()).await.unwrap();
+    let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
     let db = storage.database_or_create("app").await.unwrap();
     // Arrays too: several keys per document, and the index becomes multikey.
     load(
@@ -77,7 +77,7 @@ async fn spilled_builds_equal_in_memory_ones_and_leave_no_runs() {
 async fn unique_builds_find_duplicates_in_memory_and_spilled() {
     let (_dir, db) = {
         let dir = tempfile::tempdir().unwrap();
-        let storage = Storage::open(dir.path()).await.unwrap();
+        let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
         let db = storage.database_or_create("app").await.unwrap();
         (dir, db)
     };
@@ -119,7 +119,7 @@ async fn unique_builds_find_duplicates_in_memory_and_spilled() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_during_a_build_leave_the_index_exact() {
     let dir = tempfile::tempdir().unwrap();
-    let storage = Storage::open(dir.path()).await.unwrap();
+    let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
     let db = storage.database_or_create("app").await.unwrap();
     const N: i64 = 30_000;
     load(
@@ -182,7 +182,7 @@ async fn writes_during_a_build_leave_the_index_exact() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drops_during_a_build_abort_it() {
     let dir = tempfile::tempdir().unwrap();
-    let storage = Storage::open(dir.path()).await.unwrap();
+    let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
     let db = storage.database_or_create("app").await.unwrap();
     for drop_collection in [false, true] {
         load(

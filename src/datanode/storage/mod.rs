@@ -26,6 +26,7 @@ pub use read_sql::DocumentReads;
 pub use txn::{IndexEntry, IndexRange, KeyEntry, ReadTxn, RecordId, WriteTxn};
 
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::clock::LogicalClock;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,6 +35,8 @@ use tokio::sync::RwLock;
 /// Every database of one node.
 pub struct Storage {
     dir: PathBuf,
+    /// The node's clock, which every database's write transactions tick.
+    clock: Arc<LogicalClock>,
     dbs: RwLock<BTreeMap<String, Arc<DatabaseStore>>>,
 }
 
@@ -42,7 +45,7 @@ const SPILL_DIR: &str = "_tmp";
 
 impl Storage {
     /// Opens (creating if needed) the data directory and every database file in it.
-    pub async fn open(dir: &Path) -> Result<Arc<Storage>> {
+    pub async fn open(dir: &Path, clock: Arc<LogicalClock>) -> Result<Arc<Storage>> {
         std::fs::create_dir_all(dir).map_err(|e| {
             MongoError::internal(format!(
                 "cannot create data directory {}: {e}",
@@ -63,11 +66,12 @@ impl Storage {
             let Some(name) = decode_name(encoded) else {
                 continue;
             };
-            let db = DatabaseStore::open(&name, &entry.path()).await?;
+            let db = DatabaseStore::open(&name, &entry.path(), clock.clone()).await?;
             dbs.insert(name, Arc::new(db));
         }
         let storage = Arc::new(Storage {
             dir: dir.to_path_buf(),
+            clock,
             dbs: RwLock::new(dbs),
         });
         storage.drop_rename_leftovers().await?;
@@ -118,7 +122,7 @@ impl Storage {
             ));
         }
         let path = self.dir.join(format!("{}{FILE_SUFFIX}", encode_name(name)));
-        let db = Arc::new(DatabaseStore::open(name, &path).await?);
+        let db = Arc::new(DatabaseStore::open(name, &path, self.clock.clone()).await?);
         dbs.insert(name.to_string(), db.clone());
         Ok(db)
     }

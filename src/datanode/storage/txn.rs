@@ -11,6 +11,7 @@ pub use super::read_sql::{IndexEntry, IndexRange, KeyEntry, RecordId};
 use super::readers::Reader;
 use super::sql_error;
 use crate::error::{MongoError, Result};
+use crate::server::clock::PendingWrite;
 use bson::RawDocument;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, Executor, Row};
@@ -67,6 +68,8 @@ pub struct WriteTxn<'a> {
     deltas: BTreeMap<i64, CollectionStats>,
     /// Indexes a document of this transaction made multikey: `(collection ident, index ident)`.
     multikey: BTreeSet<(i64, i64)>,
+    /// The write's timestamp: pending (reads after it wait) until the transaction ends.
+    time: PendingWrite,
 }
 
 impl DocumentReads for WriteTxn<'_> {
@@ -123,6 +126,7 @@ impl<'a> WriteTxn<'a> {
         writer.in_txn = true;
         Ok(WriteTxn {
             db,
+            time: db.clock.begin_write(),
             writer,
             deltas: BTreeMap::new(),
             multikey: BTreeSet::new(),
@@ -131,6 +135,12 @@ impl<'a> WriteTxn<'a> {
 
     pub fn database(&self) -> &DatabaseStore {
         self.db
+    }
+
+    /// The cluster time of this write: later than any this node had given or heard when the
+    /// transaction began.
+    pub fn time(&self) -> bson::Timestamp {
+        self.time.time()
     }
 
     async fn next_rids(&mut self, coll: &CollectionMeta, n: usize) -> Result<RecordId> {

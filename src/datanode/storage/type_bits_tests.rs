@@ -69,7 +69,7 @@ fn docs() -> Vec<RawDocumentBuf> {
 #[tokio::test]
 async fn every_write_path_records_type_bits() {
     let dir = tempfile::tempdir().unwrap();
-    let storage = Storage::open(dir.path()).await.unwrap();
+    let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
     let db = storage.database_or_create("app").await.unwrap();
     let coll = db.ensure_collection("c").await.unwrap();
     // Maintained by the inserts (one multi-row statement, and one at a time)...
@@ -145,7 +145,7 @@ async fn every_write_path_records_type_bits() {
 async fn index_tables_without_type_bits_are_upgraded_at_open() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let storage = Storage::open(dir.path()).await.unwrap();
+        let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
         let db = storage.database_or_create("app").await.unwrap();
         let coll = db.ensure_collection("c").await.unwrap();
         let spec = IndexSpec::parse(&doc! {"key": {"a": 1}}).unwrap();
@@ -174,7 +174,7 @@ async fn index_tables_without_type_bits_are_upgraded_at_open() {
     }
     conn.close().await.unwrap();
 
-    let storage = Storage::open(dir.path()).await.unwrap();
+    let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
     let db = storage.database("app").await.unwrap();
     let coll = db.collection("c").unwrap();
     // Old entries are unknown, and still found.
