@@ -99,6 +99,10 @@ CREATE TABLE IF NOT EXISTS docgrid_indexes (
     ready INTEGER NOT NULL DEFAULT 1,
     PRIMARY KEY (collection_ident, name)
 );
+CREATE TABLE IF NOT EXISTS docgrid_clock (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    seconds INTEGER NOT NULL
+);
 ";
 
 /// Columns added after the first release of the catalog, added to older files on open.
@@ -153,6 +157,8 @@ pub(super) struct LoadedCatalog {
     pub collections: BTreeMap<String, CollectionMeta>,
     pub stats: BTreeMap<i64, CollectionStats>,
     pub next_ident: i64,
+    /// The latest second a committed write of this file was timestamped in (0: none).
+    pub clock_seconds: u32,
 }
 
 pub(super) async fn load(conn: &mut SqliteConnection) -> Result<LoadedCatalog> {
@@ -255,9 +261,15 @@ pub(super) async fn load(conn: &mut SqliteConnection) -> Result<LoadedCatalog> {
             meta.indexes.push(index);
         }
     }
+    let clock_seconds: Option<i64> = sqlx::query("SELECT seconds FROM docgrid_clock")
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(|e| sql_error("reading the clock's high-water mark", e))?
+        .map(|row| row.get(0));
     Ok(LoadedCatalog {
         collections,
         stats,
         next_ident,
+        clock_seconds: clock_seconds.unwrap_or(0).clamp(0, i64::from(u32::MAX)) as u32,
     })
 }

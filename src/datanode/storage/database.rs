@@ -47,6 +47,8 @@ pub struct DatabaseStore {
     index_usage: super::IndexUsage,
     /// The node's clock: every write transaction takes its timestamp from it.
     pub(super) clock: Arc<LogicalClock>,
+    /// The latest second recorded in `docgrid_clock`: a write in a later second records it.
+    pub(super) clock_seconds: std::sync::atomic::AtomicU32,
 }
 
 /// Settings of every connection to a database file, the writer's and the readers': a 32 MiB
@@ -108,6 +110,15 @@ impl DatabaseStore {
             .await
             .map_err(|e| sql_error("creating the catalog", e))?;
         let loaded = catalog::load(&mut conn).await?;
+        // A restarted node's writes must stay later than those it made before: its clock
+        // starts past the last second a write of this file committed in, whatever the wall
+        // clock says (MongoDB starts from its oplog's last entry).
+        if loaded.clock_seconds > 0 {
+            clock.advance(bson::Timestamp {
+                time: loaded.clock_seconds + 1,
+                increment: 0,
+            });
+        }
         let readers = Readers::new(path, 4, Duration::from_secs(60));
         Ok(DatabaseStore {
             name: name.to_string(),
@@ -115,6 +126,7 @@ impl DatabaseStore {
             durability: Durability::new(path),
             index_usage: Default::default(),
             clock,
+            clock_seconds: loaded.clock_seconds.into(),
             writer: tokio::sync::Mutex::new(Writer {
                 conn,
                 in_txn: false,

@@ -346,3 +346,36 @@ async fn renames_across_databases_copy_everything_and_leave_nothing_behind() {
     let names: Vec<_> = b.collections().iter().map(|c| c.name.clone()).collect();
     assert_eq!(names, vec!["d"]);
 }
+
+#[tokio::test]
+async fn write_times_increase_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    // A clock gossiped far past the wall clock: its writes' times must not come back after a
+    // restart with a fresh clock.
+    let ahead = bson::Timestamp {
+        time: (bson::DateTime::now().timestamp_millis() / 1000) as u32 + 3_600,
+        increment: 9,
+    };
+    let written = {
+        let clock: Arc<crate::server::clock::LogicalClock> = Default::default();
+        clock.advance(ahead);
+        let storage = Storage::open(dir.path(), clock).await.unwrap();
+        let db = storage.database_or_create("app").await.unwrap();
+        let coll = db.ensure_collection("c").await.unwrap();
+        let mut txn = db.write().await.unwrap();
+        let time = txn.time();
+        assert!((time.time, time.increment) > (ahead.time, ahead.increment));
+        txn.insert_one(&coll, &rawdoc! {"_id": 1}).await.unwrap();
+        txn.commit().await.unwrap();
+        time
+    };
+    let clock: Arc<crate::server::clock::LogicalClock> = Default::default();
+    let storage = Storage::open(dir.path(), clock.clone()).await.unwrap();
+    let db = storage.database("app").await.unwrap();
+    let txn = db.write().await.unwrap();
+    let after = txn.time();
+    assert!(
+        (after.time, after.increment) > (written.time, written.increment),
+        "{after:?} after {written:?}"
+    );
+}

@@ -668,8 +668,22 @@ impl<'a> WriteTxn<'a> {
         for (coll, index) in &multikey {
             self.db.mark_multikey(*coll, *index);
         }
+        // The first write of each second records it, so a restart's clock starts after it.
+        let seconds = self.time.time().time;
+        let recorded = &self.db.clock_seconds;
+        let records_second = seconds > recorded.load(std::sync::atomic::Ordering::Acquire);
+        if records_second {
+            sqlx::query("INSERT OR REPLACE INTO docgrid_clock (id, seconds) VALUES (1, ?)")
+                .bind(i64::from(seconds))
+                .execute(&mut self.writer.conn)
+                .await
+                .map_err(|e| sql_error("recording the clock's high-water mark", e))?;
+        }
         self.exec("COMMIT").await?;
         self.writer.in_txn = false;
+        if records_second {
+            recorded.fetch_max(seconds, std::sync::atomic::Ordering::AcqRel);
+        }
         let seq = self.db.durability.committed();
         let mut stats = self.db.stats.lock().expect("poisoned");
         for (ident, delta) in deltas {
