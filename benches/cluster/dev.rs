@@ -163,6 +163,11 @@ pub async fn run(
             report.push(o);
         }
     }
+    if config.runs("W11") {
+        for o in crate::retryable::run(running.addr.port(), &main, config, &servers).await? {
+            report.push(o);
+        }
+    }
     if config.runs("W10") {
         scale(config, report, net, dir, &main, &db, &servers).await?;
     }

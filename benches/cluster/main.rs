@@ -33,6 +33,7 @@ mod ops;
 mod process_suite;
 mod processes;
 mod report;
+mod retryable;
 mod rss;
 mod sharded;
 mod targets;

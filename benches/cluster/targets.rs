@@ -57,6 +57,28 @@ pub fn judge(report: &Report) -> Vec<Target> {
         met: sqlx.map(|(o, c)| o.per_second() / c >= 0.5),
     });
 
+    // Retryable writes against the same writes without them, in the same run.
+    for name in ["insert_many", "YCSB A"] {
+        let o = outcome("W11", "dev", name);
+        let pair =
+            o.and_then(|o| Some((o, o.ceiling.as_ref()?.part("the same without")?.per_second)));
+        targets.push(Target {
+            what: format!("W11 {name}: cost of retryable writes"),
+            goal: "≤ 10 %".into(),
+            measured: pair
+                .map(|(o, plain)| {
+                    format!(
+                        "{:.1} % ({:.0} vs {plain:.0} {}/s)",
+                        100.0 * (1.0 - o.per_second() / plain),
+                        o.per_second(),
+                        o.unit
+                    )
+                })
+                .unwrap_or_default(),
+            met: pair.map(|(o, plain)| o.per_second() >= 0.9 * plain),
+        });
+    }
+
     let mut hop = |what: &str, router: Option<&Outcome>, direct: Option<&Outcome>| {
         let pair = router.zip(direct);
         let ratio = pair
