@@ -130,6 +130,36 @@ impl Operations {
         }
     }
 
+    /// The sessions of the operations running now (a refresh keeps them alive).
+    pub fn sessions(&self) -> Vec<super::sessions::LogicalSessionId> {
+        let ops = self.ops.lock().expect("poisoned");
+        ops.values().filter_map(|op| op.session()).collect()
+    }
+
+    /// Asks every operation running in a session `matches` accepts to stop (killing a
+    /// session kills its operations), those running the commands `spared` aside (a kill
+    /// command does not kill itself); returns how many.
+    pub fn kill_sessions(
+        &self,
+        matches: &dyn Fn(&super::sessions::LogicalSessionId) -> bool,
+        spared: &[&str],
+    ) -> usize {
+        let ops: Vec<i32> = self
+            .ops
+            .lock()
+            .expect("poisoned")
+            .values()
+            .filter(|op| op.session().is_some_and(|s| matches(&s)))
+            .filter(|op| !spared.iter().any(|name| op.command_name() == Some(*name)))
+            .map(|op| op.opid)
+            .collect();
+        for opid in &ops {
+            tracing::info!(opid, "Killing op as part of killing session");
+            self.kill(*opid);
+        }
+        ops.len()
+    }
+
     /// The `$currentOp` documents of this process, `host` being its `host:port`.
     pub fn report(&self, host: &str, what: Report) -> Vec<Document> {
         let now = current_op_time();
@@ -162,6 +192,21 @@ impl Operations {
 }
 
 impl Operation {
+    /// The command's name (its first field).
+    fn command_name(&self) -> Option<&str> {
+        self.command.iter().next()?.ok().map(|(name, _)| name)
+    }
+
+    /// The session the operation runs in.
+    fn session(&self) -> Option<super::sessions::LogicalSessionId> {
+        match self.command.get("lsid") {
+            Ok(Some(RawBsonRef::Document(lsid))) => {
+                super::sessions::LogicalSessionId::from_lsid(lsid)
+            }
+            _ => None,
+        }
+    }
+
     /// Resolves once `killOp` named this operation.
     pub async fn killed(&self) {
         loop {

@@ -117,7 +117,7 @@ pub(super) async fn kill_cursors(
 
 /// Closes what is behind a router cursor; a shard cursor that cannot be reached dies with its
 /// idle timeout.
-async fn close(
+pub(in crate::router) async fn close(
     state: &RouterState,
     ctx: &RequestContext,
     db: &str,
