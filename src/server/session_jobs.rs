@@ -95,7 +95,8 @@ pub async fn setup_sessions_collection<S: NodeState>(state: &S) -> Result<()> {
     if node.role != Role::ConfigServer {
         return check_sessions_collection(state).await;
     }
-    let expire = node.session_timeout_minutes().saturating_mul(60);
+    let expire =
+        i32::try_from(node.session_timeout_minutes().saturating_mul(60)).unwrap_or(i32::MAX);
     let created = sessions_command(
         state,
         doc! {
