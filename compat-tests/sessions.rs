@@ -369,6 +369,53 @@ async fn checkout_serializes_a_sessions_retryable_writes_on_a_shard() {
     }
 }
 
+#[tokio::test]
+async fn killing_a_session_interrupts_its_holder_and_waiters_then_frees_it() {
+    let cluster = ProcessCluster::start_with(1, &TEST_COMMANDS).await;
+    let port = cluster.shard_port(0);
+    let shard = cluster.shard_client(0).await;
+    let lsid = doc! {"id": Bson::Binary(mongodb::bson::Binary {
+        subtype: mongodb::bson::spec::BinarySubtype::Uuid,
+        bytes: uuid_bytes(),
+    })};
+    let insert = |id: i32, txn: i64| {
+        doc! {"insert": "killed", "documents": [{"_id": id}], "lsid": lsid.clone(), "txnNumber": txn}
+    };
+    admin(
+        &shard,
+        doc! {"configureFailPoint": "hangAfterSessionCheckOut", "mode": "alwaysOn"},
+    )
+    .await
+    .unwrap();
+    let holder = tokio::spawn(raw_command(port, "app", insert(1, 1)));
+    admin(
+        &shard,
+        doc! {"waitForFailPoint": "hangAfterSessionCheckOut", "timesEntered": 1, "maxTimeMS": 30_000},
+    )
+    .await
+    .unwrap();
+    let waiter = tokio::spawn(raw_command(port, "app", insert(2, 2)));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let reply = admin(&shard, doc! {"killSessions": [&lsid]}).await.unwrap();
+    assert_eq!(reply.get_f64("ok").unwrap(), 1.0);
+    for (name, task) in [("holder", holder), ("waiter", waiter)] {
+        let reply = tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .unwrap_or_else(|_| panic!("the {name} never ended"))
+            .unwrap();
+        assert_eq!(reply.get_i32("code"), Ok(11601), "{name}: {reply}");
+    }
+    admin(
+        &shard,
+        doc! {"configureFailPoint": "hangAfterSessionCheckOut", "mode": "off"},
+    )
+    .await
+    .unwrap();
+    // The kill does not forbid later use of the session.
+    let reply = raw_command(port, "app", insert(3, 3)).await;
+    assert_eq!(reply.get_f64("ok").unwrap(), 1.0, "{reply}");
+}
+
 fn uuid_bytes() -> Vec<u8> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
