@@ -246,7 +246,7 @@ async fn remove_records<S: NodeState>(
     for chunk in sessions.chunks(BATCH) {
         let deletes: Vec<Document> = chunk
             .iter()
-            .map(|session| doc! {"q": {"_id": session.to_document()}, "limit": 0})
+            .map(|session| doc! {"q": {"_id": session.to_document()}, "limit": 1})
             .collect();
         sessions_command(
             state,
@@ -273,6 +273,7 @@ pub async fn find_removed_sessions<S: NodeState>(
                 "filter": {"_id": {"$in": ids}},
                 "projection": {"_id": 1},
                 "batchSize": chunk.len() as i64,
+                "limit": chunk.len() as i64,
                 "singleBatch": true,
             },
         )

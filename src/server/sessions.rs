@@ -20,6 +20,16 @@ pub const NO_AUTH_DIGEST: [u8; 32] = [
     0x27, 0xae, 0x41, 0xe4, 0x64, 0x9b, 0x93, 0x4c, 0xa4, 0x95, 0x99, 0x1b, 0x78, 0x52, 0xb8, 0x55,
 ];
 
+/// The digest a user's sessions carry as `uid` (MongoDB's `getLogicalSessionUserDigestFor`):
+/// SHA-256 of `user@db`, or [`NO_AUTH_DIGEST`] for the unauthenticated user (`"", ""`).
+pub fn user_digest(user: &str, db: &str) -> [u8; 32] {
+    use sha2::Digest;
+    if user.is_empty() && db.is_empty() {
+        return NO_AUTH_DIGEST;
+    }
+    sha2::Sha256::digest(format!("{user}@{db}").as_bytes()).into()
+}
+
 /// A logical session's identity (MongoDB's `LogicalSessionId`): its UUID and its user's digest.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LogicalSessionId {
@@ -246,12 +256,10 @@ impl SessionCache {
         let inner = self.inner.lock().expect("poisoned");
         let digests: Option<Vec<[u8; 32]>> = match owners {
             SessionOwners::All => None,
-            // Only the unauthenticated user has a digest here: docgrid has no users.
             SessionOwners::Users(users) => Some(
                 users
                     .iter()
-                    .filter(|(user, db)| user.is_empty() && db.is_empty())
-                    .map(|_| NO_AUTH_DIGEST)
+                    .map(|(user, db)| user_digest(user, db))
                     .collect(),
             ),
         };
@@ -271,11 +279,10 @@ pub fn owners_filter(owners: &SessionOwners) -> Document {
         SessionOwners::Users(users) => {
             let digests: Vec<Bson> = users
                 .iter()
-                .filter(|(user, db)| user.is_empty() && db.is_empty())
-                .map(|_| {
+                .map(|(user, db)| {
                     Bson::Binary(Binary {
                         subtype: BinarySubtype::Generic,
-                        bytes: NO_AUTH_DIGEST.to_vec(),
+                        bytes: user_digest(user, db).to_vec(),
                     })
                 })
                 .collect();
@@ -497,6 +504,16 @@ mod tests {
         assert_eq!(status.get_i32("activeSessionsCount").unwrap(), 1);
         assert_eq!(status.get_i32("sessionsCollectionJobCount").unwrap(), 3);
         assert_eq!(status.get_i32("sessionCatalogSize").unwrap(), 2);
+    }
+
+    #[test]
+    fn user_digests_hash_the_user_name() {
+        use sha2::Digest;
+        let empty: [u8; 32] = sha2::Sha256::digest(b"").into();
+        assert_eq!(empty, NO_AUTH_DIGEST);
+        assert_eq!(user_digest("", ""), NO_AUTH_DIGEST);
+        let named: [u8; 32] = sha2::Sha256::digest(b"u@admin").into();
+        assert_eq!(user_digest("u", "admin"), named);
     }
 
     #[test]

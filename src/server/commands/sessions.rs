@@ -15,7 +15,7 @@ use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::RequestContext;
 use crate::server::dispatch::{CommandSpec, NodeState};
 use crate::server::session_jobs;
-use crate::server::sessions::{LogicalSessionId, NO_AUTH_DIGEST};
+use crate::server::sessions::{LogicalSessionId, NO_AUTH_DIGEST, user_digest};
 use bson::spec::BinarySubtype;
 use bson::{Binary, Bson, Document, RawDocumentBuf, doc};
 
@@ -232,7 +232,15 @@ impl KillPattern {
                     other => return Err(wrong_type(&here, other, "object")),
                 },
                 "uid" => pattern.uid = Some(digest(&here, value)?),
-                "users" => check_names(&here, value, "user")?,
+                "users" => {
+                    check_names(&here, value, "user")?;
+                    // At most one user is impersonated.
+                    if matches!(value, Bson::Array(users) if users.len() > 1) {
+                        return Err(MongoError::bad_value(
+                            "Too many users in impersonation data",
+                        ));
+                    }
+                }
                 "roles" => check_names(&here, value, "role")?,
                 _ => return Err(unknown(&here)),
             }
@@ -268,22 +276,21 @@ fn check_names(path: &str, value: &Bson, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// A user named by `killAllSessions`: docgrid has no users, so none can be found (as
-/// MongoDB answers for a user its authorization manager does not know).
+/// The sessions of a user `killAllSessions` names: those whose `uid` is the user's digest
+/// (MongoDB computes it from the name, without looking the user up).
 fn user_pattern(path: &str, entry: &Document) -> Result<KillPattern> {
     check_names(
         path,
         &Bson::Array(vec![Bson::Document(entry.clone())]),
         "user",
     )?;
-    Err(MongoError::new(
-        ErrorCode::UserNotFound,
-        format!(
-            "Could not find user \"{}\" for db \"{}\"",
+    Ok(KillPattern {
+        lsid: None,
+        uid: Some(user_digest(
             entry.get_str("user").unwrap_or_default(),
-            entry.get_str("db").unwrap_or_default()
-        ),
-    ))
+            entry.get_str("db").unwrap_or_default(),
+        )),
+    })
 }
 
 async fn kill_sessions<S: NodeState>(
@@ -291,20 +298,15 @@ async fn kill_sessions<S: NodeState>(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let sessions = sessions(&req)?;
-    // No session named: every session of the authenticated users, which without
-    // authentication is every session.
-    let patterns: Vec<KillPattern> = if sessions.is_empty() {
-        vec![KillPattern::default()]
-    } else {
-        sessions
-            .into_iter()
-            .map(|lsid| KillPattern {
-                lsid: Some(lsid),
-                uid: None,
-            })
-            .collect()
-    };
+    // No session named: the sessions of the authenticated user, and without authentication
+    // there is none (MongoDB's `makeSessionFilterForAuthenticatedUsers`), so nothing is killed.
+    let patterns: Vec<KillPattern> = sessions(&req)?
+        .into_iter()
+        .map(|lsid| KillPattern {
+            lsid: Some(lsid),
+            uid: None,
+        })
+        .collect();
     kill(state, &patterns).await
 }
 
@@ -346,6 +348,9 @@ async fn kill_all_sessions_by_pattern<S: NodeState>(
 
 /// Kills the sessions `patterns` match: on the nodes behind this one, then here.
 async fn kill<S: NodeState>(state: &S, patterns: &[KillPattern]) -> Result<RawDocumentBuf> {
+    if patterns.is_empty() {
+        return Ok(RawDocumentBuf::new());
+    }
     let remote: Vec<Document> = patterns.iter().map(KillPattern::to_document).collect();
     let forwarded = state.kill_sessions_remote(&remote).await;
     kill_local(state, patterns).await;
@@ -481,9 +486,24 @@ mod tests {
     }
 
     #[test]
-    fn named_users_do_not_exist() {
-        let err = user_pattern("k", &doc! {"user": "u", "db": "admin"}).unwrap_err();
-        assert_eq!(err.code(), ErrorCode::UserNotFound);
+    fn named_users_select_their_digest() {
+        let pattern = user_pattern("k", &doc! {"user": "u", "db": "admin"}).unwrap();
+        let theirs = LogicalSessionId {
+            id: [1; 16],
+            uid: user_digest("u", "admin"),
+        };
+        let anonymous = LogicalSessionId {
+            id: [1; 16],
+            uid: NO_AUTH_DIGEST,
+        };
+        assert!(pattern.matches(&theirs) && !pattern.matches(&anonymous));
         assert_eq!(code(user_pattern("k", &doc! {"user": "u"})), 40414);
+        assert_eq!(
+            code(KillPattern::parse(
+                "p",
+                &doc! {"users": [{"user": "a", "db": "x"}, {"user": "b", "db": "x"}]}
+            )),
+            2
+        );
     }
 }
