@@ -74,6 +74,10 @@ pub struct CommandSpec<S> {
     /// The fields the command declares (generic arguments aside): a client request carrying
     /// another is refused before the handler runs (`IDLUnknownField`). `None`: not checked.
     pub fields: Option<&'static [&'static str]>,
+    /// Runs in the request's logical session (`lsid`): false for the commands MongoDB detaches
+    /// from it (`attachLogicalSessionsToOpCtx`), the kill commands, so they do not kill
+    /// themselves.
+    pub attaches_session: bool,
     pub handler: Handler<S>,
 }
 
@@ -93,8 +97,15 @@ impl<S> CommandSpec<S> {
             test_only: false,
             takes_write_concern: false,
             fields: None,
+            attaches_session: true,
             handler,
         }
+    }
+
+    /// Runs outside the request's logical session (see `attaches_session`).
+    pub fn detached_from_session(mut self) -> Self {
+        self.attaches_session = false;
+        self
     }
 
     pub fn test_only(mut self) -> Self {
@@ -290,14 +301,16 @@ impl<S: NodeState> Dispatcher<S> {
                 return (Err(e), None);
             }
         }
-        if let Ok(Some(bson::RawBsonRef::Document(lsid))) = request.body.get("lsid") {
+        if let (true, Ok(Some(bson::RawBsonRef::Document(lsid)))) =
+            (spec.attaches_session, request.body.get("lsid"))
+        {
             if let Err(e) = node.touch_session(lsid) {
                 return (Err(e), None);
             }
         }
         // Listed in `$currentOp` while it runs; `killOp` drops the command's future, which
         // rolls back its open transaction as a maxTimeMS deadline does.
-        let registered = node.operations.begin(ctx, &request);
+        let registered = node.operations.begin(ctx, &request, spec.attaches_session);
         // A large request runs off the runtime threads, so its parsing and work do not keep
         // other connections waiting (`cpu`); `killOp` still ends it at its next await.
         let heavy = super::cpu::is_heavy(&request);
@@ -392,7 +405,10 @@ impl<S: NodeState> Dispatcher<S> {
                 let _session = check_out_session(state.node(), &request, opid).await;
                 let _guard = state.before_command(&request).await?;
                 // The cursors the handler opens remember its session.
-                let session = super::sessions::LogicalSessionId::of_request(&request);
+                let session = spec
+                    .attaches_session
+                    .then(|| super::sessions::LogicalSessionId::of_request(&request))
+                    .flatten();
                 super::sessions::in_session(session, (spec.handler)(state, ctx, request)).await
             };
             crate::command::within(limit, run).await

@@ -30,15 +30,19 @@ pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
         CommandSpec::new(StartSessionRequest::COMMAND, start_session)
             .fields(StartSessionRequest::FIELDS)
             .help("start a logical session"),
-        // The kill commands are `strict: false` IDL commands: unknown fields pass.
+        // The kill commands are `strict: false` IDL commands (unknown fields pass) and run
+        // outside their own session, so they never kill themselves.
         CommandSpec::new(KillSessionsRequest::COMMAND, kill_sessions)
+            .detached_from_session()
             .help("kill a logical session and its operations"),
         CommandSpec::new(KillAllSessionsRequest::COMMAND, kill_all_sessions)
+            .detached_from_session()
             .help("kill all logical sessions, for a given set of users, and their operations"),
         CommandSpec::new(
             KillAllSessionsByPatternRequest::COMMAND,
             kill_all_sessions_by_pattern,
         )
+        .detached_from_session()
         .help("kill logical sessions by pattern"),
         CommandSpec::new("refreshLogicalSessionCacheNow", refresh_now)
             .test_only()
@@ -298,15 +302,20 @@ async fn kill_sessions<S: NodeState>(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    // No session named: the sessions of the authenticated user, and without authentication
-    // there is none (MongoDB's `makeSessionFilterForAuthenticatedUsers`), so nothing is killed.
-    let patterns: Vec<KillPattern> = sessions(&req)?
-        .into_iter()
-        .map(|lsid| KillPattern {
-            lsid: Some(lsid),
-            uid: None,
-        })
-        .collect();
+    let sessions = sessions(&req)?;
+    // No session named: the logged-in user's sessions, which without authentication are all
+    // sessions (MongoDB's `patternsForLoggedInUser`).
+    let patterns: Vec<KillPattern> = if sessions.is_empty() {
+        vec![KillPattern::default()]
+    } else {
+        sessions
+            .into_iter()
+            .map(|lsid| KillPattern {
+                lsid: Some(lsid),
+                uid: None,
+            })
+            .collect()
+    };
     kill(state, &patterns).await
 }
 
@@ -348,9 +357,6 @@ async fn kill_all_sessions_by_pattern<S: NodeState>(
 
 /// Kills the sessions `patterns` match: on the nodes behind this one, then here.
 async fn kill<S: NodeState>(state: &S, patterns: &[KillPattern]) -> Result<RawDocumentBuf> {
-    if patterns.is_empty() {
-        return Ok(RawDocumentBuf::new());
-    }
     let remote: Vec<Document> = patterns.iter().map(KillPattern::to_document).collect();
     let forwarded = state.kill_sessions_remote(&remote).await;
     kill_local(state, patterns).await;
@@ -360,20 +366,13 @@ async fn kill<S: NodeState>(state: &S, patterns: &[KillPattern]) -> Result<RawDo
 }
 
 /// MongoDB's `killSessionsLocal`: the sessions' catalog entries are killed, their running
-/// operations interrupted (the kill commands themselves aside) and their cursors closed;
+/// operations interrupted and their cursors closed;
 /// returns once every killed session has been checked back in.
 pub async fn kill_local<S: NodeState>(state: &S, patterns: &[KillPattern]) {
     let node = state.node();
     let matches = |session: &LogicalSessionId| patterns.iter().any(|p| p.matches(session));
     let tokens = node.session_catalog.kill(&matches);
-    node.operations.kill_sessions(
-        &matches,
-        &[
-            KillSessionsRequest::COMMAND,
-            KillAllSessionsRequest::COMMAND,
-            KillAllSessionsByPatternRequest::COMMAND,
-        ],
-    );
+    node.operations.kill_sessions(&matches);
     state.kill_session_cursors(&matches).await;
     for token in tokens {
         token.handle().await;
