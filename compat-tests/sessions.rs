@@ -503,3 +503,48 @@ async fn refresh_now_is_a_test_command() {
     assert_eq!(error_code(&err), Some(59));
     cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn disabled_refresh_runs_only_when_asked() {
+    let cluster = TestCluster::with_parameters(&[
+        ("enableTestCommands", "1"),
+        ("logicalSessionRefreshMillis", "50"),
+        ("disableLogicalSessionCacheRefresh", "true"),
+        ("localLogicalSessionTimeoutMinutes", "7"),
+    ])
+    .await;
+    let client = &cluster.client;
+    let mut session = client.start_session().await.unwrap();
+    let id = session.id().get("id").unwrap().clone();
+    client
+        .database("app")
+        .collection::<Document>("quiet")
+        .insert_one(doc! {"_id": 1})
+        .session(&mut session)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let status = cache_status(client).await;
+    assert_eq!(status.get_i32("sessionsCollectionJobCount").unwrap(), 0);
+    assert_eq!(status.get_i32("transactionReaperJobCount").unwrap(), 0);
+    assert!(records(client, &id).await.is_empty());
+    // Asked, the cache refreshes all the same.
+    refresh(client).await;
+    assert_eq!(records(client, &id).await.len(), 1);
+    // The session timeout is the TTL index's and what hello and startSession report.
+    let hello = admin(client, doc! {"hello": 1}).await.unwrap();
+    assert_eq!(hello.get_i32("logicalSessionTimeoutMinutes").unwrap(), 7);
+    let started = admin(client, doc! {"startSession": 1}).await.unwrap();
+    assert_eq!(started.get_i32("timeoutMinutes").unwrap(), 7);
+    let indexes = client
+        .database("config")
+        .run_command(doc! {"listIndexes": "system.sessions"})
+        .await
+        .unwrap();
+    let ttl = crate::harness::first_batch(&indexes)
+        .into_iter()
+        .find(|i| i.get_str("name") == Ok("lsidTTLIndex"))
+        .expect("lsidTTLIndex");
+    assert_eq!(ttl.get_i32("expireAfterSeconds"), Ok(420), "{ttl}");
+    cluster.shutdown().await;
+}
