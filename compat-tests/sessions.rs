@@ -41,6 +41,7 @@ with_test_commands!(
     an_expired_sessions_cursor_is_killed_at_refresh,
     kill_sessions_interrupts_operations_and_closes_cursors,
     kill_commands_validate_their_arguments,
+    a_cursor_is_continued_in_its_own_session,
 );
 
 async fn admin(client: &Client, command: Document) -> mongodb::error::Result<Document> {
@@ -547,4 +548,45 @@ async fn disabled_refresh_runs_only_when_asked() {
         .expect("lsidTTLIndex");
     assert_eq!(ttl.get_i32("expireAfterSeconds"), Ok(420), "{ttl}");
     cluster.shutdown().await;
+}
+
+async fn a_cursor_is_continued_in_its_own_session(client: &Client) {
+    let db = client.database("app");
+    db.collection::<Document>("owned")
+        .insert_many((0..4).map(|i| doc! {"_id": i}))
+        .await
+        .unwrap();
+    let mut mine = client.start_session().await.unwrap();
+    let mut other = client.start_session().await.unwrap();
+    let reply = db
+        .run_command(doc! {"find": "owned", "batchSize": 1})
+        .session(&mut mine)
+        .await
+        .unwrap();
+    let id = reply.get_document("cursor").unwrap().get_i64("id").unwrap();
+    let more = doc! {"getMore": id, "collection": "owned", "batchSize": 1};
+    let err = db
+        .run_command(more.clone())
+        .session(&mut other)
+        .await
+        .unwrap_err();
+    let (code, _, message) = failure(&err);
+    assert_eq!(code, 50738, "{message}");
+    assert!(
+        message.starts_with(&format!(
+            "Cannot run getMore on cursor {id}, which was created in session {{ id: UUID(\""
+        )),
+        "{message}"
+    );
+    // Refused, the cursor lives on for its own session.
+    let reply = db.run_command(more).session(&mut mine).await.unwrap();
+    assert_eq!(
+        reply
+            .get_document("cursor")
+            .unwrap()
+            .get_array("nextBatch")
+            .unwrap()
+            .len(),
+        1
+    );
 }

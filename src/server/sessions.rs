@@ -103,6 +103,49 @@ pub async fn in_session<F: std::future::Future>(
     REQUEST_SESSION.scope(session, future).await
 }
 
+impl std::fmt::Display for LogicalSessionId {
+    /// As MongoDB prints one in messages: `{ id: UUID("…"), uid: BinData(0, …) }`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let uid: String = self.uid.iter().map(|b| format!("{b:02X}")).collect();
+        write!(
+            f,
+            "{{ id: UUID(\"{}\"), uid: BinData(0, {uid}) }}",
+            uuid::Uuid::from_bytes(self.id)
+        )
+    }
+}
+
+/// MongoDB's `getMore` check that a cursor is continued in the session it was opened in
+/// (50736, 50737, 50738).
+pub fn check_cursor_session(
+    cursor_id: i64,
+    opened_in: Option<&LogicalSessionId>,
+    continued_in: Option<&LogicalSessionId>,
+) -> Result<()> {
+    let refuse = |code, message: String| Err(MongoError::location(code, message));
+    match (opened_in, continued_in) {
+        (None, Some(now)) => refuse(
+            50736,
+            format!(
+                "Cannot run getMore on cursor {cursor_id}, which was not created in a session, in session {now}"
+            ),
+        ),
+        (Some(then), None) => refuse(
+            50737,
+            format!(
+                "Cannot run getMore on cursor {cursor_id}, which was created in session {then}, without an lsid"
+            ),
+        ),
+        (Some(then), Some(now)) if then != now => refuse(
+            50738,
+            format!(
+                "Cannot run getMore on cursor {cursor_id}, which was created in session {then}, in session {now}"
+            ),
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// The cache; see the module documentation.
 #[derive(Debug, Default)]
 pub struct SessionCache {
@@ -504,6 +547,24 @@ mod tests {
         assert_eq!(status.get_i32("activeSessionsCount").unwrap(), 1);
         assert_eq!(status.get_i32("sessionsCollectionJobCount").unwrap(), 3);
         assert_eq!(status.get_i32("sessionCatalogSize").unwrap(), 2);
+    }
+
+    #[test]
+    fn cursors_continue_in_their_session() {
+        let (a, b) = (session(1), session(2));
+        assert!(check_cursor_session(7, Some(&a), Some(&a)).is_ok());
+        assert!(check_cursor_session(7, None, None).is_ok());
+        let code = |r: Result<()>| r.unwrap_err().code().code();
+        assert_eq!(code(check_cursor_session(7, None, Some(&a))), 50736);
+        assert_eq!(code(check_cursor_session(7, Some(&a), None)), 50737);
+        let err = check_cursor_session(7, Some(&a), Some(&b)).unwrap_err();
+        assert_eq!(err.code().code(), 50738);
+        assert_eq!(
+            err.message(),
+            format!(
+                "Cannot run getMore on cursor 7, which was created in session {{ id: UUID(\"01010101-0101-0101-0101-010101010101\"), uid: BinData(0, E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855) }}, in session {b}"
+            )
+        );
     }
 
     #[test]
