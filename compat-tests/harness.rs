@@ -350,7 +350,7 @@ impl ProcessCluster {
         direct_client(self.shard_port(i)).await
     }
 
-    fn shard_port(&self, i: usize) -> u16 {
+    pub fn shard_port(&self, i: usize) -> u16 {
         let args: Vec<String> = self.processes[1 + i].args.clone();
         let at = args.iter().position(|a| a == "--port").expect("a port");
         args[at + 1].parse().expect("a port number")

@@ -194,7 +194,7 @@ async fn current_op_through_the_router_lists_every_shard() {
 
 #[tokio::test]
 async fn list_local_sessions_after_a_session_was_used() {
-    let cluster = TestCluster::start().await;
+    let cluster = TestCluster::with_test_commands().await;
     let coll = cluster.db("app").collection::<Document>("c");
     coll.insert_one(doc! {"_id": 1}).await.unwrap();
     let mut session = cluster.client.start_session().await.unwrap();
@@ -231,7 +231,12 @@ async fn list_local_sessions_after_a_session_was_used() {
     .await;
     assert_eq!(mine(&own).len(), 1);
 
+    // As in MongoDB, an ended session leaves the cache at the next refresh.
     cluster.admin(doc! {"endSessions": [&lsid]}).await.unwrap();
+    cluster
+        .admin(doc! {"refreshLogicalSessionCacheNow": 1})
+        .await
+        .unwrap();
     let after = aggregate(
         &cluster.client,
         "app",
@@ -444,7 +449,7 @@ async fn plan_cache_stats_is_empty() {
 
 #[tokio::test]
 async fn list_sessions_reads_what_the_router_flushed() {
-    let cluster = TestCluster::start().await;
+    let cluster = TestCluster::with_test_commands().await;
     let coll = cluster.db("app").collection::<Document>("c");
     let mut session = cluster.client.start_session().await.unwrap();
     let id = session.id().get("id").unwrap().clone();

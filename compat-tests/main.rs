@@ -46,6 +46,7 @@ mod refine_shard_key;
 mod rename_faults;
 mod renames;
 mod routing_property;
+mod sessions;
 mod shard_key_updates;
 mod shard_versioning;
 mod sharded_queries;

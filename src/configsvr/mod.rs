@@ -14,7 +14,8 @@ use crate::datanode::storage::Storage;
 use crate::datanode::{DataNode, spawn_cursor_reaper};
 use crate::error::Result;
 use crate::rpc::{Connector, NodeConnector};
-use crate::server::{CommandTable, Node, NodeState};
+use crate::server::sessions::LogicalSessionId;
+use crate::server::{CommandTable, Node, NodeState, session_jobs};
 use bson::{Bson, doc, oid::ObjectId};
 use std::sync::Arc;
 use store::ConfigStore;
@@ -105,6 +106,11 @@ impl ConfigState {
             table: commands::table(),
         });
         coordinators::Coordinators::recover(&state).await?;
+        // The sessions collection exists from the start, so other nodes' refreshes find it.
+        if let Err(e) = session_jobs::setup_sessions_collection(&*state).await {
+            tracing::warn!(error = %e, "could not set up config.system.sessions");
+        }
+        session_jobs::spawn(Arc::downgrade(&state));
         spawn_cursor_reaper(Arc::downgrade(&state));
         crate::datanode::ttl::spawn_ttl_monitor(Arc::downgrade(&state));
         Ok(state)
@@ -185,6 +191,17 @@ impl NodeState for ConfigState {
 
     fn commands(&self) -> &CommandTable<Self> {
         &self.table
+    }
+
+    fn cursor_sessions(&self) -> Vec<LogicalSessionId> {
+        self.cursors.sessions()
+    }
+
+    fn kill_session_cursors<'a>(
+        &'a self,
+        matches: &'a (dyn Fn(&LogicalSessionId) -> bool + Sync),
+    ) -> futures::future::BoxFuture<'a, usize> {
+        Box::pin(async move { self.cursors.kill_sessions(matches) })
     }
 }
 

@@ -1,8 +1,10 @@
 //! Open cursors of one node: what `getMore` continues and `killCursors` ends. Idle cursors are
-//! reaped after `cursorTimeoutMillis`. An aggregation's cursor holds its pipeline run, not its
+//! reaped after `cursorTimeoutMillis`; a cursor remembers the session it was opened in, whose
+//! end or expiry (the session refresh) or kill closes it. An aggregation's cursor holds its pipeline run, not its
 //! output: each batch runs the pipeline further.
 
 use super::exec::{PipelineState, ScanState, SortedState};
+use crate::server::sessions::LogicalSessionId;
 use bson::RawDocumentBuf;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -25,6 +27,8 @@ pub struct Cursor {
     pub ns: String,
     pub body: CursorBody,
     pub no_timeout: bool,
+    /// The logical session the cursor was opened in.
+    pub session: Option<LogicalSessionId>,
     last_used: Instant,
 }
 
@@ -34,6 +38,8 @@ impl Cursor {
             ns,
             body,
             no_timeout,
+            // Opened by a command: the session that command runs in.
+            session: crate::server::sessions::request_session(),
             last_used: Instant::now(),
         }
     }
@@ -102,6 +108,20 @@ impl CursorRegistry {
             .retain(|_, c| !c.ns.starts_with(&prefix));
     }
 
+    /// The sessions open cursors were opened in.
+    pub fn sessions(&self) -> Vec<LogicalSessionId> {
+        let cursors = self.cursors.lock().expect("poisoned");
+        cursors.values().filter_map(|c| c.session.clone()).collect()
+    }
+
+    /// Kills the cursors opened in a session `matches` accepts; returns how many.
+    pub fn kill_sessions(&self, matches: &dyn Fn(&LogicalSessionId) -> bool) -> usize {
+        let mut cursors = self.cursors.lock().expect("poisoned");
+        let before = cursors.len();
+        cursors.retain(|_, c| !c.session.as_ref().is_some_and(matches));
+        before - cursors.len()
+    }
+
     /// Removes cursors idle longer than `timeout`; returns how many.
     pub fn reap(&self, timeout: Duration) -> usize {
         let mut cursors = self.cursors.lock().expect("poisoned");
@@ -138,5 +158,24 @@ mod tests {
         assert_eq!(reg.reap(Duration::from_secs(600)), 0);
         assert_eq!(reg.reap(Duration::ZERO), 1);
         assert!(reg.is_empty());
+    }
+
+    #[test]
+    fn cursors_remember_their_session() {
+        let reg = CursorRegistry::default();
+        let cursor = || Cursor::new("db.c".into(), CursorBody::Buffered(VecDeque::new()), false);
+        reg.register(cursor());
+        let mut in_session = cursor();
+        in_session.session = Some(LogicalSessionId {
+            id: [7; 16],
+            uid: crate::server::sessions::NO_AUTH_DIGEST,
+        });
+        reg.register(in_session);
+        let sessions = reg.sessions();
+        assert_eq!(sessions.len(), 1);
+        assert_eq!(sessions[0].id, [7; 16]);
+        assert_eq!(reg.kill_sessions(&|s| s.id == [8; 16]), 0);
+        assert_eq!(reg.kill_sessions(&|s| s.id == [7; 16]), 1);
+        assert_eq!(reg.len(), 1);
     }
 }

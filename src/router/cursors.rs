@@ -1,10 +1,11 @@
 //! Router-side cursors: each maps a cursor id the client sees to what is behind it — one shard
 //! cursor (a query one shard answered), a cluster cursor merging several, or the part of a
-//! pipeline the router runs.
+//! pipeline the router runs. A cursor remembers the session it was opened in.
 
 use super::cluster_cursor::ClusterCursor;
 use crate::rpc::NodeClient;
 use crate::server::pipeline_cursor::PipelineState;
+use crate::server::sessions::LogicalSessionId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -32,6 +33,8 @@ pub enum CursorSource {
 pub struct RouterCursor {
     pub source: CursorSource,
     pub ns: String,
+    /// The logical session the cursor was opened in.
+    pub session: Option<LogicalSessionId>,
     last_used: Instant,
 }
 
@@ -57,6 +60,8 @@ impl RouterCursors {
             RouterCursor {
                 source,
                 ns,
+                // Opened by a command: the session that command runs in.
+                session: crate::server::sessions::request_session(),
                 last_used: Instant::now(),
             },
         );
@@ -80,6 +85,27 @@ impl RouterCursors {
 
     pub fn remove(&self, id: i64) -> Option<RouterCursor> {
         self.cursors.lock().expect("poisoned").remove(&id)
+    }
+
+    /// The sessions open cursors were opened in.
+    pub fn sessions(&self) -> Vec<LogicalSessionId> {
+        let cursors = self.cursors.lock().expect("poisoned");
+        cursors.values().filter_map(|c| c.session.clone()).collect()
+    }
+
+    /// Forgets the cursors opened in a session `matches` accepts and returns them, for the
+    /// caller to close.
+    pub fn remove_sessions(
+        &self,
+        matches: &dyn Fn(&LogicalSessionId) -> bool,
+    ) -> Vec<RouterCursor> {
+        let mut cursors = self.cursors.lock().expect("poisoned");
+        let ids: Vec<i64> = cursors
+            .iter()
+            .filter(|(_, c)| c.session.as_ref().is_some_and(matches))
+            .map(|(id, _)| *id)
+            .collect();
+        ids.iter().filter_map(|id| cursors.remove(id)).collect()
     }
 
     /// Forgets cursors idle longer than `timeout` and returns what is behind those that hold

@@ -49,7 +49,7 @@ impl RouterState {
             table: commands::table(),
         });
         spawn_background(Arc::downgrade(&state));
-        sessions::spawn_session_refresh(Arc::downgrade(&state));
+        crate::server::session_jobs::spawn(Arc::downgrade(&state));
         state
     }
 
@@ -121,5 +121,30 @@ impl NodeState for RouterState {
 
     fn commands(&self) -> &CommandTable<Self> {
         &self.table
+    }
+
+    fn sessions_collection(
+        &self,
+        command: bson::Document,
+    ) -> futures::future::BoxFuture<'_, crate::error::Result<bson::Document>> {
+        Box::pin(self.sessions_collection_command(command))
+    }
+
+    fn cursor_sessions(&self) -> Vec<crate::server::sessions::LogicalSessionId> {
+        self.cursor_sessions_of_router()
+    }
+
+    fn kill_session_cursors<'a>(
+        &'a self,
+        matches: &'a (dyn Fn(&crate::server::sessions::LogicalSessionId) -> bool + Sync),
+    ) -> futures::future::BoxFuture<'a, usize> {
+        Box::pin(self.kill_cursors_of_sessions(matches))
+    }
+
+    fn kill_sessions_remote<'a>(
+        &'a self,
+        patterns: &'a [bson::Document],
+    ) -> futures::future::BoxFuture<'a, crate::error::Result<()>> {
+        Box::pin(self.kill_sessions_on_nodes(patterns))
     }
 }

@@ -1,82 +1,82 @@
-//! The router's logical session refresh: every `logicalSessionRefreshMillis` (and on
-//! `refreshLogicalSessionCacheNow`) the sessions its cache saw are written to
-//! `config.system.sessions` — `lastUse` only moves forward — where a TTL index expires those
-//! unused for 30 minutes (`localLogicalSessionTimeoutMinutes`), as MongoDB's routers do.
-//! `$listSessions` reads that collection.
+//! The router's side of the logical session jobs and kill commands (`server::session_jobs`,
+//! `server::commands`): its sessions collection is the config server's, its cursors are
+//! closed with what is behind them, and a kill of sessions goes on to every shard and the
+//! config server, as mongos' `killSessionsRemote`.
 
 use super::RouterState;
-use crate::error::{MongoError, Result};
-use crate::server::asserts::contained;
-use bson::{Bson, Document, doc};
-use std::sync::Weak;
-
-/// How long an unused session's record lives (`localLogicalSessionTimeoutMinutes`, 30).
-const SESSION_TIMEOUT_SECS: i32 = 30 * 60;
-/// Session records per update command.
-const BATCH: usize = 1_000;
+use crate::command::CommandRequest;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::RequestContext;
+use crate::server::sessions::LogicalSessionId;
+use bson::{Document, doc};
 
 impl RouterState {
-    /// Writes the sessions of this router's cache to `config.system.sessions`.
-    pub(crate) async fn flush_sessions(&self) -> Result<()> {
-        let records = self
-            .node
-            .sessions
-            .take_for_flush(self.node.session_refresh_period());
-        if records.is_empty() {
+    pub(super) async fn sessions_collection_command(&self, command: Document) -> Result<Document> {
+        self.config.run_doc("config", command).await
+    }
+
+    /// Closes this router's cursors opened in a session `matches` accepts, with the shard
+    /// cursors behind them; returns how many.
+    pub(super) async fn kill_cursors_of_sessions(
+        &self,
+        matches: &(dyn Fn(&LogicalSessionId) -> bool + Sync),
+    ) -> usize {
+        let killed = self.cursors.remove_sessions(matches);
+        let count = killed.len();
+        let ctx = RequestContext::internal();
+        for cursor in killed {
+            let db = cursor
+                .ns
+                .split_once('.')
+                .map_or("admin", |(db, _)| db)
+                .to_string();
+            let _ = super::commands::close_cursor(self, &ctx, &db, cursor).await;
+        }
+        count
+    }
+
+    /// Sends `killAllSessionsByPattern` with `patterns` to every shard and the config server;
+    /// a node that cannot be reached fails the kill, as mongos reports it.
+    pub(super) async fn kill_sessions_on_nodes(&self, patterns: &[Document]) -> Result<()> {
+        let command = doc! {"killAllSessionsByPattern": patterns.to_vec()};
+        let mut nodes = vec![self.config.clone()];
+        nodes.extend(
+            self.shards
+                .all(&self.config)
+                .await?
+                .into_iter()
+                .map(|(_, client)| client),
+        );
+        let replies = futures::future::join_all(nodes.iter().map(|client| {
+            let command = &command;
+            async move {
+                let reply = client
+                    .call(CommandRequest::from_document("admin", command)?)
+                    .await?;
+                match MongoError::from_reply(&reply.to_document()?) {
+                    Some(err) => Err(err),
+                    None => Ok(()),
+                }
+            }
+        }))
+        .await;
+        let failed: Vec<&str> = nodes
+            .iter()
+            .zip(&replies)
+            .filter(|(_, reply)| reply.is_err())
+            .map(|(client, _)| client.host())
+            .collect();
+        if failed.is_empty() {
             return Ok(());
         }
-        // Creating an index that exists is a no-op, so every flush may ask.
-        self.config_command(doc! {
-            "createIndexes": "system.sessions",
-            "indexes": [{"key": {"lastUse": 1}, "name": "lsidTTLIndex", "expireAfterSeconds": SESSION_TIMEOUT_SECS}],
-        })
-        .await?;
-        for chunk in records.chunks(BATCH) {
-            let updates: Vec<Document> = chunk
-                .iter()
-                .map(|record| {
-                    doc! {
-                        "q": {"_id": record.get("_id").cloned().unwrap_or(Bson::Null)},
-                        "u": {"$max": {"lastUse": record.get("lastUse").cloned().unwrap_or(Bson::Null)}},
-                        "upsert": true,
-                    }
-                })
-                .collect();
-            self.config_command(doc! {"update": "system.sessions", "updates": updates})
-                .await?;
-        }
-        Ok(())
+        tracing::error!(failedHosts = ?failed, "Failed to kill sessions on some hosts");
+        Err(MongoError::new(
+            ErrorCode::HostUnreachable,
+            "Failed to kill sessions on some hosts",
+        ))
     }
 
-    async fn config_command(&self, command: Document) -> Result<Document> {
-        let reply = self.config.run_doc("config", command).await?;
-        if let Some(err) = MongoError::from_reply(&reply) {
-            return Err(err);
-        }
-        if let Ok(errors) = reply.get_array("writeErrors") {
-            if let Some(Bson::Document(first)) = errors.first() {
-                let mut failed = first.clone();
-                failed.insert("ok", 0);
-                return Err(MongoError::from_reply(&failed)
-                    .unwrap_or_else(|| MongoError::internal("write error")));
-            }
-        }
-        Ok(reply)
+    pub(super) fn cursor_sessions_of_router(&self) -> Vec<LogicalSessionId> {
+        self.cursors.sessions()
     }
-}
-
-/// Flushes the router's session cache every refresh period while the router lives.
-pub(super) fn spawn_session_refresh(state: Weak<RouterState>) {
-    if let Some(router) = state.upgrade() {
-        router.node.sessions.enable_flushing();
-    }
-    tokio::spawn(async move {
-        while let Some(period) = state.upgrade().map(|s| s.node.session_refresh_period()) {
-            tokio::time::sleep(period.max(std::time::Duration::from_millis(100))).await;
-            let Some(router) = state.upgrade() else { break };
-            if let Some(Err(e)) = contained("session refresh", router.flush_sessions()).await {
-                tracing::debug!(error = %e, "could not refresh the logical sessions");
-            }
-        }
-    });
 }

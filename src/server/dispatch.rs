@@ -74,6 +74,10 @@ pub struct CommandSpec<S> {
     /// The fields the command declares (generic arguments aside): a client request carrying
     /// another is refused before the handler runs (`IDLUnknownField`). `None`: not checked.
     pub fields: Option<&'static [&'static str]>,
+    /// Runs in the request's logical session (`lsid`): false for the commands MongoDB detaches
+    /// from it (`attachLogicalSessionsToOpCtx`), the kill commands, so they do not kill
+    /// themselves.
+    pub attaches_session: bool,
     pub handler: Handler<S>,
 }
 
@@ -93,8 +97,15 @@ impl<S> CommandSpec<S> {
             test_only: false,
             takes_write_concern: false,
             fields: None,
+            attaches_session: true,
             handler,
         }
+    }
+
+    /// Runs outside the request's logical session (see `attaches_session`).
+    pub fn detached_from_session(mut self) -> Self {
+        self.attaches_session = false;
+        self
     }
 
     pub fn test_only(mut self) -> Self {
@@ -191,6 +202,38 @@ pub trait NodeState: Send + Sync + Sized + 'static {
     ) -> BoxFuture<'a, Result<CommandGuard>> {
         Box::pin(async { Ok(None) })
     }
+
+    /// Runs `command` on the `config` database of the node holding `config.system.sessions`
+    /// (the logical session jobs). The config server runs it itself (this default); routers
+    /// and shards send it to the config server.
+    fn sessions_collection(
+        &self,
+        command: bson::Document,
+    ) -> BoxFuture<'_, Result<bson::Document>> {
+        Box::pin(super::session_jobs::run_locally(self, command))
+    }
+
+    /// The sessions this node's open cursors were opened in.
+    fn cursor_sessions(&self) -> Vec<super::sessions::LogicalSessionId> {
+        Vec::new()
+    }
+
+    /// Kills this node's cursors opened in a session `matches` accepts; returns how many.
+    fn kill_session_cursors<'a>(
+        &'a self,
+        _matches: &'a (dyn Fn(&super::sessions::LogicalSessionId) -> bool + Sync),
+    ) -> BoxFuture<'a, usize> {
+        Box::pin(async { 0 })
+    }
+
+    /// Passes a kill of sessions (`killAllSessionsByPattern`'s patterns) on to the nodes
+    /// behind this one: a router's shards and config server. A mongod has none.
+    fn kill_sessions_remote<'a>(
+        &'a self,
+        _patterns: &'a [bson::Document],
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// Whatever a role keeps alive while a command runs.
@@ -266,18 +309,22 @@ impl<S: NodeState> Dispatcher<S> {
                 return (Err(e), None);
             }
         }
-        if let Ok(Some(bson::RawBsonRef::Document(lsid))) = request.body.get("lsid") {
-            node.sessions.touch(lsid, node.session_refresh_period());
+        if let (true, Ok(Some(bson::RawBsonRef::Document(lsid)))) =
+            (spec.attaches_session, request.body.get("lsid"))
+        {
+            if let Err(e) = node.touch_session(lsid) {
+                return (Err(e), None);
+            }
         }
         // Listed in `$currentOp` while it runs; `killOp` drops the command's future, which
         // rolls back its open transaction as a maxTimeMS deadline does.
-        let registered = node.operations.begin(ctx, &request);
+        let registered = node.operations.begin(ctx, &request, spec.attaches_session);
         // A large request runs off the runtime threads, so its parsing and work do not keep
         // other connections waiting (`cpu`); `killOp` still ends it at its next await.
         let heavy = super::cpu::is_heavy(&request);
         let run = async {
             tokio::select! {
-                outcome = self.run_spec(spec, ctx, request, after) => outcome,
+                outcome = self.run_spec(spec, ctx, request, after, registered.op.opid) => outcome,
                 _ = registered.op.killed() => (
                     Err(MongoError::new(ErrorCode::Interrupted, "operation was interrupted")),
                     None,
@@ -298,6 +345,7 @@ impl<S: NodeState> Dispatcher<S> {
         ctx: &RequestContext,
         request: CommandRequest,
         after: Option<bson::Timestamp>,
+        opid: i32,
     ) -> (Result<RawDocumentBuf>, Option<Effect>) {
         let node = self.state.node();
         let mut attach = None;
@@ -330,7 +378,7 @@ impl<S: NodeState> Dispatcher<S> {
                 }
             }
         }
-        (self.run_handler(spec, ctx, request, after).await, attach)
+        (self.run_handler(spec, ctx, request, after, opid).await, attach)
     }
 
     async fn run_handler(
@@ -339,6 +387,7 @@ impl<S: NodeState> Dispatcher<S> {
         ctx: &RequestContext,
         request: CommandRequest,
         after: Option<bson::Timestamp>,
+        opid: i32,
     ) -> Result<RawDocumentBuf> {
         let state = &*self.state;
         let name = spec.name;
@@ -362,11 +411,18 @@ impl<S: NodeState> Dispatcher<S> {
             // a critical section, its version refreshes): what `before_command` held or queued
             // for is given up with it.
             let run = async {
+                // Operations on one session run one at a time (the session catalog).
+                let _session = check_out_session(state.node(), &request, opid).await;
                 if let Some(time) = after {
                     state.node().clock.wait_until_visible(time).await?;
                 }
                 let _guard = state.before_command(&request).await?;
-                (spec.handler)(state, ctx, request).await
+                // The cursors the handler opens remember its session.
+                let session = spec
+                    .attaches_session
+                    .then(|| super::sessions::LogicalSessionId::of_request(&request))
+                    .flatten();
+                super::sessions::in_session(session, (spec.handler)(state, ctx, request)).await
             };
             crate::command::within(limit, run).await
         };
@@ -419,6 +475,22 @@ impl<S: NodeState> Service for Dispatcher<S> {
             reply
         })
     }
+}
+
+/// Checks the request's session out of the session catalog when it needs one (a retryable
+/// write or a transaction statement; see `session_catalog::checks_out`), waiting for the
+/// operation that holds it. The wait is under the request's deadline and killOp.
+async fn check_out_session(
+    node: &Node,
+    request: &CommandRequest,
+    opid: i32,
+) -> Option<super::session_catalog::CheckedOutSession> {
+    let session = super::session_catalog::checks_out(request, node.role)?;
+    let checked_out = node.session_catalog.check_out(session, opid).await;
+    node.fail_points
+        .pause_if("hangAfterSessionCheckOut", &bson::doc! {})
+        .await;
+    Some(checked_out)
 }
 
 /// The namespace a command acts on (`db.collection`), when its argument names a collection.

@@ -2,7 +2,8 @@
 //! commands fail with an error code, a write concern error, a closed connection or a delay) and
 //! `maxTimeAlwaysTimeOut` (every command with a `maxTimeMS` expires) — and the pause points
 //! the fault tests stop a process at (`hangBeforeDdlPhase`: a DDL coordinator waits before a
-//! phase until the point is turned off, so a test can kill the process there). Only reachable
+//! phase until the point is turned off, so a test can kill the process there;
+//! `hangAfterSessionCheckOut`: a command holds its checked-out session). Only reachable
 //! with test commands enabled.
 
 use crate::command::Args;
@@ -93,7 +94,7 @@ struct PauseState {
 }
 
 /// The pause points a process has.
-const PAUSE_POINTS: [&str; 1] = ["hangBeforeDdlPhase"];
+const PAUSE_POINTS: [&str; 2] = ["hangBeforeDdlPhase", "hangAfterSessionCheckOut"];
 
 #[derive(Debug, Default)]
 struct FailCommandState {

@@ -18,6 +18,8 @@ mod node;
 pub mod operations;
 mod params;
 pub mod pipeline_cursor;
+pub mod session_catalog;
+pub mod session_jobs;
 pub mod sessions;
 pub mod stats;
 

@@ -6,6 +6,7 @@ use super::failpoint::FailPoints;
 use super::logbuf::LogBuffer;
 use super::operations::Operations;
 use super::params::Parameters;
+use super::session_catalog::SessionCatalog;
 use super::sessions::SessionCache;
 use super::stats::Stats;
 use bson::Document;
@@ -53,6 +54,8 @@ pub struct Node {
     pub operations: Operations,
     /// The logical sessions used lately (`$listLocalSessions`).
     pub sessions: SessionCache,
+    /// The runtime state of sessions with retryable writes or transactions (checkout).
+    pub session_catalog: SessionCatalog,
     /// The cluster time this node has given or heard (`$clusterTime`).
     pub clock: Arc<LogicalClock>,
     host: RwLock<String>,
@@ -73,6 +76,7 @@ impl Node {
             fail_points: FailPoints::default(),
             operations: Operations::default(),
             sessions: SessionCache::default(),
+            session_catalog: SessionCatalog::default(),
             clock: Arc::default(),
             host: RwLock::new(String::new()),
         }
@@ -108,13 +112,29 @@ impl Node {
         std::time::Duration::from_millis(millis.max(0) as u64)
     }
 
-    /// How often the logical session cache starts over (`logicalSessionRefreshMillis`).
+    /// How often the logical session cache refreshes and reaps (`logicalSessionRefreshMillis`).
     pub fn session_refresh_period(&self) -> std::time::Duration {
         let millis = self
             .params
             .get_i64("logicalSessionRefreshMillis")
             .unwrap_or(300_000);
         std::time::Duration::from_millis(millis.max(0) as u64)
+    }
+
+    /// How long an unused session lives (`localLogicalSessionTimeoutMinutes`).
+    pub fn session_timeout_minutes(&self) -> i64 {
+        self.params
+            .get_i64("localLogicalSessionTimeoutMinutes")
+            .unwrap_or(30)
+    }
+
+    /// Records a use of the session `lsid` in the logical session cache.
+    pub fn touch_session(&self, lsid: &bson::RawDocument) -> crate::error::Result<()> {
+        let max = self
+            .params
+            .get_i64("maxSessions")
+            .unwrap_or(super::sessions::DEFAULT_MAX_SESSIONS);
+        self.sessions.touch(lsid, max)
     }
 
     /// A process-wide connection id, as `hello.connectionId` reports.

@@ -33,6 +33,8 @@ pub struct Operation {
     peer: Option<std::net::SocketAddr>,
     client_metadata: Option<Arc<Document>>,
     internal: bool,
+    /// The logical session it runs in (none for commands detached from theirs).
+    session: Option<super::sessions::LogicalSessionId>,
     killed: AtomicBool,
     kill: Notify,
 }
@@ -78,8 +80,13 @@ pub struct Report {
 }
 
 impl Operations {
-    /// Registers `request` (running on `ctx`) under a new op id.
-    pub fn begin(&self, ctx: &RequestContext, request: &CommandRequest) -> OpGuard<'_> {
+    /// Registers `request` (running on `ctx`, in its session if `in_session`) under a new op id.
+    pub fn begin(
+        &self,
+        ctx: &RequestContext,
+        request: &CommandRequest,
+        in_session: bool,
+    ) -> OpGuard<'_> {
         // Op ids are 32-bit in MongoDB (killOp refuses wider ones).
         let opid = self
             .next_opid
@@ -95,6 +102,9 @@ impl Operations {
             peer: ctx.peer,
             client_metadata: ctx.client_metadata(),
             internal: ctx.is_internal(),
+            session: in_session
+                .then(|| super::sessions::LogicalSessionId::of_request(request))
+                .flatten(),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
         });
@@ -128,6 +138,33 @@ impl Operations {
             }
             None => false,
         }
+    }
+
+    /// The sessions of the operations running now (a refresh keeps them alive).
+    pub fn sessions(&self) -> Vec<super::sessions::LogicalSessionId> {
+        let ops = self.ops.lock().expect("poisoned");
+        ops.values().filter_map(|op| op.session.clone()).collect()
+    }
+
+    /// Asks every operation running in a session `matches` accepts to stop (killing a
+    /// session kills its operations); returns how many.
+    pub fn kill_sessions(
+        &self,
+        matches: &dyn Fn(&super::sessions::LogicalSessionId) -> bool,
+    ) -> usize {
+        let ops: Vec<i32> = self
+            .ops
+            .lock()
+            .expect("poisoned")
+            .values()
+            .filter(|op| op.session.as_ref().is_some_and(matches))
+            .map(|op| op.opid)
+            .collect();
+        for opid in &ops {
+            tracing::info!(opid, "Killing op as part of killing session");
+            self.kill(*opid);
+        }
+        ops.len()
     }
 
     /// The `$currentOp` documents of this process, `host` being its `host:port`.
@@ -188,10 +225,8 @@ impl Operation {
         out.insert("isFromUserConnection", !self.internal);
         out.insert("threaded", true);
         out.insert("opid", self.opid);
-        if let Ok(Some(bson::RawBsonRef::Document(lsid))) = self.command.get("lsid") {
-            if let Ok(lsid) = Document::try_from(lsid) {
-                out.insert("lsid", lsid);
-            }
+        if let Some(session) = &self.session {
+            out.insert("lsid", session.to_document());
         }
         if self.killed.load(Ordering::SeqCst) {
             out.insert("killPending", true);
@@ -372,7 +407,11 @@ mod tests {
     fn a_command_is_listed_while_it_runs() {
         let ops = Operations::default();
         let ctx = RequestContext::connection(7, "127.0.0.1:5000".parse().unwrap(), None);
-        let guard = ops.begin(&ctx, &request("app", rawdoc! {"find": "c", "filter": {}}));
+        let guard = ops.begin(
+            &ctx,
+            &request("app", rawdoc! {"find": "c", "filter": {}}),
+            true,
+        );
         let report = ops.report("h:1", Report::default());
         assert_eq!(report.len(), 1);
         let op = &report[0];
@@ -410,7 +449,7 @@ mod tests {
             (rawdoc! {"ping": 1}, "command", "app.$cmd"),
         ];
         for (body, op, ns) in cases {
-            let _guard = ops.begin(&ctx, &request("app", body));
+            let _guard = ops.begin(&ctx, &request("app", body), true);
             let report = ops.report("", Report::default());
             assert_eq!(report[0].get_str("op").unwrap(), op);
             assert_eq!(report[0].get_str("ns").unwrap(), ns);
@@ -433,7 +472,7 @@ mod tests {
         ));
         let _c1 = ops.connection_opened(&idle);
         let _c2 = ops.connection_opened(&busy);
-        let _op = ops.begin(&busy, &request("app", rawdoc! {"ping": 1}));
+        let _op = ops.begin(&busy, &request("app", rawdoc! {"ping": 1}), true);
         assert_eq!(ops.report("", Report::default()).len(), 1);
         let all = ops.report(
             "",
@@ -452,7 +491,7 @@ mod tests {
     async fn kill_wakes_the_operation() {
         let ops = Operations::default();
         let ctx = RequestContext::internal();
-        let guard = ops.begin(&ctx, &request("app", rawdoc! {"find": "c"}));
+        let guard = ops.begin(&ctx, &request("app", rawdoc! {"find": "c"}), true);
         let op = Arc::clone(&guard.op);
         assert!(!ops.kill(op.opid + 1000));
         let waiter = tokio::spawn(async move { op.killed().await });
@@ -460,6 +499,28 @@ mod tests {
         waiter.await.unwrap();
         let report = ops.report("", Report::default());
         assert!(report[0].get_bool("killPending").unwrap());
+    }
+
+    #[test]
+    fn operations_in_a_session_are_killed_with_it() {
+        let ops = Operations::default();
+        let ctx = RequestContext::internal();
+        let lsid = rawdoc! {"id": bson::RawBson::Binary(bson::Binary {subtype: bson::spec::BinarySubtype::Uuid, bytes: vec![5; 16]})};
+        let body = || rawdoc! {"find": "c", "lsid": lsid.clone()};
+        let in_session = ops.begin(&ctx, &request("app", body()), true);
+        // A command detached from its session (a kill command) is not part of it.
+        let detached = ops.begin(&ctx, &request("app", body()), false);
+        assert_eq!(ops.sessions().len(), 1);
+        let report = ops.report("", Report::default());
+        let lsids: Vec<_> = report
+            .iter()
+            .filter_map(|op| op.get_document("lsid").ok())
+            .collect();
+        assert_eq!(lsids.len(), 1);
+        assert!(lsids[0].get_binary_generic("uid").is_ok(), "{:?}", lsids[0]);
+        assert_eq!(ops.kill_sessions(&|s| s.id == [5; 16]), 1);
+        assert!(in_session.op.killed.load(Ordering::SeqCst));
+        assert!(!detached.op.killed.load(Ordering::SeqCst));
     }
 
     #[test]
@@ -473,6 +534,7 @@ mod tests {
                 "app",
                 rawdoc! {"find": "c", "filter": {"a": long}, "comment": "mine"},
             ),
+            true,
         );
         let report = ops.report(
             "",

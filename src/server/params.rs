@@ -47,8 +47,20 @@ impl Parameters {
             true,
         );
         add("enableTestCommands", Bson::Boolean(false), false);
-        add("logicalSessionTimeoutMinutes", Bson::Int32(30), false);
+        // The logical session cache (`server::sessions`, `server::session_jobs`).
+        add("localLogicalSessionTimeoutMinutes", Bson::Int32(30), false);
         add("logicalSessionRefreshMillis", Bson::Int32(300_000), false);
+        add(
+            "disableLogicalSessionCacheRefresh",
+            Bson::Boolean(false),
+            false,
+        );
+        add("maxSessions", Bson::Int32(1_000_000), false);
+        add(
+            "TransactionRecordMinimumLifetimeMinutes",
+            Bson::Int32(30),
+            false,
+        );
         add(
             "internalQueryMaxBlockingSortMemoryUsageBytes",
             Bson::Int64(100 * 1024 * 1024),

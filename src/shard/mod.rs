@@ -22,7 +22,8 @@ use crate::datanode::storage::Storage;
 use crate::datanode::{DataNode, DdlGuard, spawn_cursor_reaper, ttl};
 use crate::error::Result;
 use crate::rpc::{Connector, NodeConnector};
-use crate::server::{CommandGuard, CommandTable, Node, NodeState};
+use crate::server::sessions::LogicalSessionId;
+use crate::server::{CommandGuard, CommandTable, Node, NodeState, session_jobs};
 use futures::future::BoxFuture;
 use std::sync::Arc;
 
@@ -64,6 +65,7 @@ impl ShardState {
         state.critical_sections.load(&state.storage).await?;
         spawn_cursor_reaper(Arc::downgrade(&state));
         ttl::spawn_ttl_monitor(Arc::downgrade(&state));
+        session_jobs::spawn(Arc::downgrade(&state));
         Ok(state)
     }
 
@@ -119,6 +121,28 @@ impl NodeState for ShardState {
             }
             Ok(admitted.map(|guard| Box::new(guard) as _))
         })
+    }
+
+    fn sessions_collection(
+        &self,
+        command: bson::Document,
+    ) -> BoxFuture<'_, Result<bson::Document>> {
+        Box::pin(async move {
+            let identity = self.require_identity()?;
+            let config = self.connector.client(&identity.config_host);
+            config.run_doc("config", command).await
+        })
+    }
+
+    fn cursor_sessions(&self) -> Vec<LogicalSessionId> {
+        self.cursors.sessions()
+    }
+
+    fn kill_session_cursors<'a>(
+        &'a self,
+        matches: &'a (dyn Fn(&LogicalSessionId) -> bool + Sync),
+    ) -> BoxFuture<'a, usize> {
+        Box::pin(async move { self.cursors.kill_sessions(matches) })
     }
 }
 

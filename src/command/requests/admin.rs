@@ -58,6 +58,28 @@ command_request! {
 }
 
 command_request! {
+    /// `killSessions` (the sessions are the command's value; `strict: false` in
+    /// `kill_sessions.idl`, so not refused for unknown fields).
+    pub struct KillSessionsRequest("killSessions") {
+    }
+    known: []
+}
+
+command_request! {
+    /// `killAllSessions` (the users are the command's value; `strict: false`).
+    pub struct KillAllSessionsRequest("killAllSessions") {
+    }
+    known: []
+}
+
+command_request! {
+    /// `killAllSessionsByPattern` (the patterns are the command's value; `strict: false`).
+    pub struct KillAllSessionsByPatternRequest("killAllSessionsByPattern") {
+    }
+    known: []
+}
+
+command_request! {
     /// `refreshSessions` (the sessions are the command's value; `strict: true`).
     pub struct RefreshSessionsRequest("refreshSessions") {
     }

@@ -10,7 +10,8 @@ mod writes;
 pub use admin::{
     AbortTransactionRequest, BuildInfoRequest, CommitTransactionRequest, ConnectionStatusRequest,
     DbStatsRequest, EndSessionsRequest, GetCmdLineOptsRequest, GetLogRequest, HostInfoRequest,
-    PingRequest, RefreshSessionsRequest,
+    KillAllSessionsByPatternRequest, KillAllSessionsRequest, KillSessionsRequest, PingRequest,
+    RefreshSessionsRequest,
 };
 pub use catalog::{
     CollModRequest, CreateIndexesRequest, CreateRequest, DropDatabaseRequest, DropIndexesRequest,
@@ -32,7 +33,8 @@ pub use writes::{
 //   (`KillOpCmdBase` is a `BasicCommand` reading `op`), listCommands (`BasicCommand`);
 // - IDL commands declared `strict: false`: shardCollection (mongos' `shard_collection.idl`;
 //   its struct still types the fields it reads), addShard (`add_shard.idl`), mergeAllChunksOnShard
-//   (`merge_chunk_request.idl`), refineCollectionShardKey (`refine_collection_shard_key.idl`);
+//   (`merge_chunk_request.idl`), refineCollectionShardKey (`refine_collection_shard_key.idl`),
+//   killSessions, killAllSessions and killAllSessionsByPattern (`kill_sessions.idl`);
 // - fields of any name by design: getParameter/setParameter (parameter names), serverStatus
 //   (section names), currentOp (its filter), configureFailPoint (the fail point's fields);
 // - hello/isMaster: strict in `hello.idl`, but its fields grow from release to release

@@ -17,6 +17,7 @@ use crate::query::filter::Filter;
 use crate::query::projection::Projection;
 use crate::query::sort::SortSpec;
 use crate::server::RequestContext;
+use crate::server::sessions::{check_cursor_session, request_session};
 use bson::{Bson, Document, RawDocumentBuf};
 use std::collections::VecDeque;
 
@@ -360,7 +361,7 @@ pub(super) async fn next_batch<S: DataNode>(
 
 pub(super) async fn get_more<S: DataNode>(
     state: &S,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let cmd = GetMore::parse(&req)?;
@@ -380,6 +381,18 @@ pub(super) async fn get_more<S: DataNode>(
                 "Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {owner}"
             ),
         ));
+    }
+    // A client continues a cursor in the session it opened it in (a router checked its own
+    // client's session already).
+    if !ctx.is_internal() {
+        // The session the getMore runs in (a nested command's: its outer command's).
+        let session = request_session();
+        let checked =
+            check_cursor_session(cmd.cursor_id, cursor.session.as_ref(), session.as_ref());
+        if let Err(e) = checked {
+            state.cursors().put_back(cmd.cursor_id, cursor);
+            return Err(e);
+        }
     }
     let await_data =
         matches!(&cursor.body, CursorBody::Scan(scan) if scan.tail.is_some_and(|t| t.await_data));

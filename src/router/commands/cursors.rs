@@ -7,6 +7,7 @@ use super::super::forward::replace_cursor_id;
 use crate::command::{CommandRequest, GetMore, KillCursors, cursor_reply};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::RequestContext;
+use crate::server::sessions::{check_cursor_session, request_session};
 use bson::{Bson, RawBsonRef, RawDocumentBuf, doc};
 
 pub(super) async fn get_more(
@@ -31,6 +32,10 @@ pub(super) async fn get_more(
             ),
         ));
     }
+    // The session the getMore runs in (a nested command's, as a pipeline's reads of this
+    // router's own cursors: its outer command's).
+    let session = request_session();
+    check_cursor_session(cmd.cursor_id, cursor.session.as_ref(), session.as_ref())?;
     let (client, shard_cursor_id, collection) = match &cursor.source {
         CursorSource::Shard {
             client,
@@ -117,7 +122,7 @@ pub(super) async fn kill_cursors(
 
 /// Closes what is behind a router cursor; a shard cursor that cannot be reached dies with its
 /// idle timeout.
-async fn close(
+pub(in crate::router) async fn close(
     state: &RouterState,
     ctx: &RequestContext,
     db: &str,

@@ -205,17 +205,6 @@ pub(super) async fn kill_op(
     }
 }
 
-/// `refreshLogicalSessionCacheNow`: writes the router's session cache to
-/// `config.system.sessions` now rather than at the next refresh.
-pub(super) async fn refresh_sessions_now(
-    state: &RouterState,
-    _ctx: &RequestContext,
-    _req: CommandRequest,
-) -> Result<RawDocumentBuf> {
-    state.flush_sessions().await?;
-    Ok(RawDocumentBuf::new())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

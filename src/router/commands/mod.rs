@@ -21,6 +21,7 @@ use super::RouterState;
 use crate::command::requests;
 use crate::server::stats::OpCounter;
 use crate::server::{CommandSpec, CommandTable, commands::common};
+pub(super) use cursors::close as close_cursor;
 
 pub(super) fn table() -> CommandTable<RouterState> {
     let mut specs = common();
@@ -55,8 +56,6 @@ pub(super) fn table() -> CommandTable<RouterState> {
         CommandSpec::new("explain", explain::explain)
             .fields(crate::command::requests::ExplainFields::FIELDS)
             .help("explain the plan of a find, count, distinct, aggregate, update, delete or findAndModify"),
-        CommandSpec::new("refreshLogicalSessionCacheNow", introspection::refresh_sessions_now)
-        .help("force the logical session cache to write its sessions to config.system.sessions"),
         CommandSpec::new("killOp", introspection::kill_op)
             .admin_only()
             .help("kill an operation in progress"),

@@ -166,6 +166,7 @@ async fn server_status<S: NodeState>(
         "shardingStatistics": node.stats.sharding_statistics(),
         "indexBulkBuilder": node.stats.index_bulk_builder(),
         "mem": {"bits": 64, "resident": resident, "virtual": virt, "supported": true},
+        "logicalSessionRecordCache": node.sessions.server_status(node.session_catalog.size()),
         "docgrid": node.stats.ingress(),
     })?)
 }

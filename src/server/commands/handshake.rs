@@ -71,7 +71,8 @@ async fn hello<S: NodeState>(
     reply.append("maxMessageSizeBytes", MAX_MESSAGE_SIZE as i32);
     reply.append("maxWriteBatchSize", MAX_WRITE_BATCH_SIZE as i32);
     reply.append("localTime", bson::DateTime::now());
-    reply.append("logicalSessionTimeoutMinutes", 30);
+    let timeout = i32::try_from(node.session_timeout_minutes()).unwrap_or(i32::MAX);
+    reply.append("logicalSessionTimeoutMinutes", timeout);
     reply.append("connectionId", ctx.connection_id as i32);
     reply.append("minWireVersion", 0);
     reply.append("maxWireVersion", MAX_WIRE_VERSION);

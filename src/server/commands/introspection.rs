@@ -1,28 +1,17 @@
-//! Operation and session commands every role answers: `currentOp` (the `$currentOp`
-//! aggregation of this role, reshaped), `killOp` on a local op id, and the logical session
-//! commands `startSession`, `refreshSessions` and `endSessions`.
+//! Operation commands every role answers: `currentOp` (the `$currentOp` aggregation of this
+//! role, reshaped) and `killOp` on a local op id.
 
 use crate::command::{CommandRequest, first_batch, is_generic_field};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::RequestContext;
 use crate::server::dispatch::{CommandSpec, NodeState};
-use bson::spec::BinarySubtype;
-use bson::{Binary, Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf, doc};
+use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
 
 pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     vec![
         CommandSpec::new("currentOp", current_op)
             .admin_only()
             .help("report operations in progress"),
-        CommandSpec::new("endSessions", end_sessions)
-            .fields(crate::command::requests::EndSessionsRequest::FIELDS)
-            .help("end a set of logical sessions"),
-        CommandSpec::new("refreshSessions", refresh_sessions)
-            .fields(crate::command::requests::RefreshSessionsRequest::FIELDS)
-            .help("renew a set of logical sessions"),
-        CommandSpec::new("startSession", start_session)
-            .fields(crate::command::requests::StartSessionRequest::FIELDS)
-            .help("start a logical session"),
     ]
 }
 
@@ -143,78 +132,4 @@ pub fn parse_op_id(req: &CommandRequest) -> Result<i32> {
             format!("invalid op : {op}. Op ID cannot be represented with 32 bits"),
         )
     })
-}
-
-/// The session documents of a sessions command's array argument.
-fn session_ids(req: &CommandRequest) -> Result<Vec<&RawDocument>> {
-    let name = req.name();
-    let list = match req.args().target()? {
-        RawBsonRef::Array(list) => list,
-        other => {
-            return Err(MongoError::type_mismatch(format!(
-                "BSON field '{name}.{name}' is the wrong type '{}', expected type 'array'",
-                crate::command::bson_type_name(other.element_type())
-            )));
-        }
-    };
-    let mut out = Vec::new();
-    for entry in list {
-        match entry? {
-            RawBsonRef::Document(lsid) => out.push(lsid),
-            other => {
-                return Err(MongoError::type_mismatch(format!(
-                    "BSON field '{name}.{name}' is the wrong type '{}', expected type 'object'",
-                    crate::command::bson_type_name(other.element_type())
-                )));
-            }
-        }
-    }
-    Ok(out)
-}
-
-async fn end_sessions<S: NodeState>(
-    state: &S,
-    _ctx: &RequestContext,
-    req: CommandRequest,
-) -> Result<RawDocumentBuf> {
-    let lsids = session_ids(&req)?;
-    state.node().sessions.end(&lsids);
-    Ok(RawDocumentBuf::new())
-}
-
-async fn refresh_sessions<S: NodeState>(
-    state: &S,
-    _ctx: &RequestContext,
-    req: CommandRequest,
-) -> Result<RawDocumentBuf> {
-    let node = state.node();
-    for lsid in session_ids(&req)? {
-        node.sessions.touch(lsid, node.session_refresh_period());
-    }
-    Ok(RawDocumentBuf::new())
-}
-
-async fn start_session<S: NodeState>(
-    state: &S,
-    _ctx: &RequestContext,
-    _req: CommandRequest,
-) -> Result<RawDocumentBuf> {
-    let node = state.node();
-    let id = Binary {
-        subtype: BinarySubtype::Uuid,
-        bytes: uuid::Uuid::new_v4().as_bytes().to_vec(),
-    };
-    let lsid = doc! {"id": id};
-    node.sessions.touch(
-        &RawDocumentBuf::from_document(&lsid)?,
-        node.session_refresh_period(),
-    );
-    let timeout = node
-        .params
-        .get_i64("logicalSessionTimeoutMinutes")
-        .unwrap_or(30);
-    Ok(RawDocumentBuf::from_document(&doc! {
-        "id": lsid,
-        "timeoutMinutes": i32::try_from(timeout).unwrap_or(30),
-    })?)
 }

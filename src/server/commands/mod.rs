@@ -5,11 +5,13 @@ mod diagnostics;
 mod handshake;
 mod introspection;
 mod parameters;
+mod sessions;
 mod testing;
 mod transactions;
 
 pub use handshake::{MAX_WIRE_VERSION, MONGODB_VERSION};
 pub use introspection::{kill_op, parse_op_id};
+pub use sessions::{KillPattern, kill_local};
 
 use super::dispatch::{CommandSpec, NodeState};
 
@@ -20,6 +22,7 @@ pub fn common<S: NodeState>() -> Vec<CommandSpec<S>> {
     specs.extend(parameters::commands());
     specs.extend(testing::commands());
     specs.extend(introspection::commands());
+    specs.extend(sessions::commands());
     specs.extend(transactions::commands());
     specs
 }
