@@ -31,6 +31,7 @@ pub struct ShardState {
     node: Node,
     storage: Arc<Storage>,
     cursors: CursorRegistry,
+    transaction_table: crate::datanode::transaction_table::TransactionTable,
     connector: Arc<Connector>,
     identity: std::sync::RwLock<Option<ShardIdentity>>,
     versions: versioning::DatabaseVersionCache,
@@ -52,6 +53,7 @@ impl ShardState {
             node,
             storage,
             cursors: CursorRegistry::default(),
+            transaction_table: Default::default(),
             connector,
             identity: std::sync::RwLock::new(identity),
             versions: Default::default(),
@@ -128,6 +130,10 @@ impl DataNode for ShardState {
 
     fn cursors(&self) -> &CursorRegistry {
         &self.cursors
+    }
+
+    fn transaction_table(&self) -> &crate::datanode::transaction_table::TransactionTable {
+        &self.transaction_table
     }
 
     fn shard_name(&self) -> String {

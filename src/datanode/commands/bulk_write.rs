@@ -393,5 +393,5 @@ async fn delete_op(
     }
     statement.append("limit", if multi { 0 } else { 1 });
     let stmt = DeleteStatement::parse(&statement, vars)?;
-    delete::run_statement(txn, coll, &stmt, None).await
+    Ok(delete::run_statement(txn, coll, &stmt, None).await?.0)
 }

@@ -2,7 +2,8 @@
 //! and the shape of write replies.
 
 use super::super::DataNode;
-use super::super::storage::{CollectionMeta, DatabaseStore};
+use super::super::storage::{CollectionMeta, DatabaseStore, WriteTxn};
+use super::super::transaction_table::RetryableWrite;
 use crate::catalog::{OwnershipFilter, validate_collection_name};
 use crate::command::{Args, CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
@@ -34,6 +35,51 @@ pub(super) async fn acknowledge(db: &DatabaseStore, wc: &WriteConcern, seq: u64)
         db.wait_durable(seq).await?;
     }
     Ok(())
+}
+
+/// Commits a write's transaction with the records of the retryable write's statements it
+/// executed (written in it, so both commit or neither does).
+pub(super) async fn commit_recorded<S: DataNode>(
+    state: &S,
+    mut txn: WriteTxn<'_>,
+    retry: &mut Option<RetryableWrite>,
+) -> Result<u64> {
+    let pending = match retry.as_mut() {
+        Some(retry) => retry.write(state, &mut txn).await?,
+        None => None,
+    };
+    let seq = txn.commit().await?;
+    // The write's timestamp stays pending until its commit is visible.
+    drop(pending);
+    if let Some(retry) = retry.as_mut() {
+        retry.committed();
+    }
+    Ok(seq)
+}
+
+/// Counts a finished retryable write in `serverStatus.transactions` and releases its session.
+pub(super) fn finish_retryable<S: DataNode>(state: &S, retry: Option<RetryableWrite>) {
+    if let Some(retry) = retry {
+        retry.finish(&state.node().stats);
+    }
+}
+
+/// `retriedStmtIds`: the statements a retryable write answered from their records, as
+/// MongoDB's write replies list them.
+pub(super) fn append_retried(reply: &mut RawDocumentBuf, retried: &[i32]) -> Result<()> {
+    if !retried.is_empty() {
+        let ids: Vec<Bson> = retried.iter().map(|id| Bson::Int32(*id)).collect();
+        reply.append("retriedStmtIds", bson::RawBson::try_from(Bson::Array(ids))?);
+    }
+    Ok(())
+}
+
+/// A raw `_id` as a value.
+pub(super) fn id_of(doc: &RawDocument) -> Option<Bson> {
+    doc.get("_id")
+        .ok()
+        .flatten()
+        .and_then(|id| Bson::try_from(id.to_raw_bson()).ok())
 }
 
 /// Appends `writeErrors` and `writeConcernError` to a write reply.

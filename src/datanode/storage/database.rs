@@ -100,6 +100,9 @@ impl DatabaseStore {
         conn.execute(catalog::SCHEMA)
             .await
             .map_err(|e| sql_error("creating the catalog", e))?;
+        conn.execute(super::transactions::SCHEMA)
+            .await
+            .map_err(|e| sql_error("creating the transaction table", e))?;
         let loaded = catalog::load(&mut conn).await?;
         let readers = Readers::new(path, 4, Duration::from_secs(60));
         Ok(DatabaseStore {

@@ -63,7 +63,7 @@ impl DocumentReads for ReadTxn {
 /// (the next writer finds the transaction open and rolls it back first).
 pub struct WriteTxn<'a> {
     db: &'a DatabaseStore,
-    writer: tokio::sync::MutexGuard<'a, Writer>,
+    pub(super) writer: tokio::sync::MutexGuard<'a, Writer>,
     deltas: BTreeMap<i64, CollectionStats>,
     /// Indexes a document of this transaction made multikey: `(collection ident, index ident)`.
     multikey: BTreeSet<(i64, i64)>,

@@ -149,7 +149,7 @@ async fn server_status<S: NodeState>(
         }
         h => h,
     };
-    Ok(RawDocumentBuf::from_document(&doc! {
+    let mut status = doc! {
         "host": host,
         "version": super::MONGODB_VERSION,
         "process": node.role.process_name(),
@@ -167,7 +167,11 @@ async fn server_status<S: NodeState>(
         "indexBulkBuilder": node.stats.index_bulk_builder(),
         "mem": {"bits": 64, "resident": resident, "virtual": virt, "supported": true},
         "docgrid": node.stats.ingress(),
-    })?)
+    };
+    if node.role != Role::Router {
+        status.insert("transactions", node.stats.transactions());
+    }
+    Ok(RawDocumentBuf::from_document(&status)?)
 }
 
 async fn list_commands<S: NodeState>(
