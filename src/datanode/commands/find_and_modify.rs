@@ -117,8 +117,12 @@ pub(super) async fn run<S: DataNode>(
     let cmd = FindAndModifyCommand::parse(&req)?;
     let mut retry = RetryableWrite::begin(state, &req).await?;
     if let Some(recorded) = retry.as_mut().map(|r| r.executed(0)).transpose()?.flatten() {
-        // Executed already: the same document (image) as the first time.
+        // Executed already: the same document (image) as the first time, and the statement
+        // named as retried, as MongoDB's reply names it.
         let mut reply = recorded;
+        if let Some(id) = retry.as_ref().and_then(|r| r.retried().first()) {
+            reply.insert("retriedStmtId", *id);
+        }
         if let Some(wce) = cmd.write_concern.error() {
             reply.insert("writeConcernError", wce);
         }
