@@ -283,3 +283,30 @@ async fn reaping_removes_old_records_of_dead_sessions_only() {
         Some(1)
     );
 }
+
+#[tokio::test]
+async fn bulk_write_operations_are_deduplicated_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = open(dir.path()).await;
+    let bulk = doc! {
+        "bulkWrite": 1,
+        "ops": [
+            {"insert": 0, "document": {"_id": 1, "x": 0}},
+            {"update": 0, "filter": {"_id": 1}, "updateMods": {"$inc": {"x": 1}}},
+            {"insert": 0, "document": {"_id": 2, "x": 0}},
+            {"delete": 0, "filter": {"_id": 2}},
+        ],
+        "nsInfo": [{"ns": "app.c"}],
+        "lsid": lsid(6),
+        "txnNumber": 1_i64,
+    };
+    let ctx = RequestContext::internal();
+    let runner = LocalCommands::new(&node, &ctx);
+    let first = runner.run_command("admin", bulk.clone()).await.unwrap();
+    let again = runner.run_command("admin", bulk).await.unwrap();
+    for name in ["nInserted", "nModified", "nDeleted", "nErrors"] {
+        assert_eq!(first.get(name), again.get(name), "{name}: {again}");
+    }
+    assert_eq!(again.get_array("retriedStmtIds").unwrap().len(), 4);
+    assert_eq!(find(&node).await, vec![doc! {"_id": 1, "x": 1}]);
+}
