@@ -11,7 +11,7 @@
 use super::RouterState;
 use super::cluster_cursor::{SORT_KEY_FIELD, take_sort_key};
 use super::forward::{Placement, ShardReply, is_stale, refuse_stale, reply_count, reply_error};
-use super::shard_key_move::{MoveOutcome, ShardKeyMove};
+use super::shard_key_move::{MoveOutcome, MoveRecord, ShardKeyMove};
 use super::targeting::{By, Filter, Target};
 use crate::command::CommandRequest;
 use crate::command::requests::{DeleteRequest, InsertRequest, UpdateRequest};
@@ -491,8 +491,27 @@ impl WriteBatch {
             Some(RawBsonRef::Document(wc)) => Some(Document::try_from(wc)?),
             _ => None,
         };
+        // What the client gets, recorded on the old owner for a retry.
+        let result = match moving.upsert {
+            true => {
+                let id = moving.post_image.get("_id").cloned().unwrap_or(Bson::Null);
+                doc! {"n": 1_i64, "nModified": 0_i64, "upserted": id}
+            }
+            false => doc! {"n": 1_i64, "nModified": 1_i64},
+        };
+        let record = match &self.stmt_ids {
+            Some(ids) => MoveRecord::of(&self.base, ids[index], result)?,
+            None => None,
+        };
         let outcome = moving
-            .run(state, placement, &self.db, &self.collection, write_concern)
+            .run(
+                state,
+                placement,
+                &self.db,
+                &self.collection,
+                write_concern,
+                record,
+            )
             .await;
         match outcome {
             Err(stale) if is_stale(&stale) => {

@@ -83,7 +83,7 @@ pub(super) async fn run_statement(
 
 pub(super) async fn run<S: DataNode>(
     state: &S,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
@@ -98,6 +98,14 @@ pub(super) async fn run<S: DataNode>(
         return finish_reply(rawdoc! {"n": 0}, Vec::new(), &wc);
     };
     let ns = format!("{}.{}", req.db, coll.name);
+    // A router deleting the old version of a document a retryable update moved to another
+    // shard: the update's result, recorded under its statement id whatever the delete did.
+    let moved_result = match req.body.get("recordResult")? {
+        Some(bson::RawBsonRef::Document(result)) if ctx.is_internal() => {
+            Some(bson::Document::try_from(result)?)
+        }
+        _ => None,
+    };
     let vars = args.let_variables()?;
     let ownership = state.ownership(&req);
     let mut txn = db.write().await?;
@@ -119,10 +127,14 @@ pub(super) async fn run<S: DataNode>(
                 // As MongoDB, a statement is recorded with its delete: one that deleted
                 // nothing runs again on a retry, and so does `limit: 0` (MongoDB records it
                 // under no statement id).
-                if let (Some(retry), Ok((deleted @ 1.., id)), true) =
-                    (retry.as_mut(), &outcome, stmt.limit_one)
-                {
-                    retry.record(i, &ns, id.as_ref(), bson::doc! {"n": *deleted as i64})?;
+                match (retry.as_mut(), &outcome, &moved_result) {
+                    (Some(retry), Ok((_, id)), Some(result)) => {
+                        retry.record(i, &ns, id.as_ref(), result.clone())?;
+                    }
+                    (Some(retry), Ok((deleted @ 1.., id)), None) if stmt.limit_one => {
+                        retry.record(i, &ns, id.as_ref(), bson::doc! {"n": *deleted as i64})?;
+                    }
+                    _ => {}
                 }
                 outcome
             }

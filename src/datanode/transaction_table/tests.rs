@@ -310,3 +310,30 @@ async fn bulk_write_operations_are_deduplicated_one_by_one() {
     assert_eq!(again.get_array("retriedStmtIds").unwrap().len(), 4);
     assert_eq!(find(&node).await, vec![doc! {"_id": 1, "x": 1}]);
 }
+
+#[tokio::test]
+async fn a_moved_statement_answers_the_result_its_router_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = open(dir.path()).await;
+    run(
+        &node,
+        doc! {"insert": "c", "documents": [{"_id": 1, "k": 1}]},
+        8,
+        1,
+    )
+    .await
+    .unwrap();
+    // The router deletes the old version of a document update statement 3 moved away.
+    let delete = doc! {"delete": "c", "deletes": [{"q": {"_id": 1}, "limit": 1}],
+    "stmtIds": [3], "recordResult": {"n": 1_i64, "nModified": 1_i64}};
+    run(&node, delete, 8, 2).await.unwrap();
+    // The update's retry answers as the update it was, without running.
+    let update = doc! {"update": "c", "stmtIds": [3], "updates": [
+    {"q": {"k": 1}, "u": {"$set": {"k": 2}}, "upsert": true}]};
+    let reply = run(&node, update, 8, 2).await.unwrap();
+    assert_eq!(
+        (reply.get_i32("n"), reply.get_i32("nModified")),
+        (Ok(1), Ok(1))
+    );
+    assert!(find(&node).await.is_empty(), "the upsert did not run");
+}

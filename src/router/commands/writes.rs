@@ -6,7 +6,7 @@
 
 use super::super::RouterState;
 use super::super::forward::{check_routable, on_config_server, refuse_stale, reply_error};
-use super::super::shard_key_move::{MoveOutcome, ShardKeyMove};
+use super::super::shard_key_move::{MoveOutcome, MoveRecord, ShardKeyMove};
 use super::super::targeting::{By, Filter, Target};
 use super::super::write_batch::{
     ROUTER_OVERHEAD, WriteBatch, WriteKind, executed_on, first_match, matches_nothing, with_filter,
@@ -176,12 +176,26 @@ pub(super) async fn find_and_modify(
             return Ok(reply);
         };
         let write_concern = req.args().document("writeConcern")?;
+        let reply = moved_reply(declared, &moving)?;
+        // findAndModify is statement 0 of its retryable write (or the `stmtId` a caller gave).
+        let stmt_id = match req.body.get("stmtId")? {
+            Some(bson::RawBsonRef::Int32(id)) => id,
+            _ => 0,
+        };
+        let record = MoveRecord::of(&req.body, stmt_id, reply.to_document()?)?;
         match moving
-            .run(state, &placement, &req.db, collection, write_concern)
+            .run(
+                state,
+                &placement,
+                &req.db,
+                collection,
+                write_concern,
+                record,
+            )
             .await?
         {
             MoveOutcome::Failed(failure) => Err(failure),
-            MoveOutcome::Moved => moved_reply(declared, &moving),
+            MoveOutcome::Moved => Ok(reply),
         }
     });
     routed
