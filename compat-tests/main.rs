@@ -44,6 +44,7 @@ mod query_expressions;
 mod refine_shard_key;
 mod rename_faults;
 mod renames;
+mod retryable_writes;
 mod routing_property;
 mod shard_key_updates;
 mod shard_versioning;

@@ -367,6 +367,11 @@ impl WriteBatch {
     /// `i`.
     fn absorb(&mut self, reply: &RawDocumentBuf, indexes: &[usize], shard: &str) -> Result<()> {
         if let Some(e) = reply_error(reply)? {
+            // An older `txnNumber` fails the command, as the session's checkout fails it
+            // before any statement runs.
+            if e.code() == ErrorCode::TransactionTooOld {
+                return Err(e);
+            }
             // The whole sub-batch failed (e.g. a bad command): every statement failed with it.
             for &i in indexes {
                 self.write_errors.push((i, e.to_write_error(i)));
