@@ -26,6 +26,9 @@ struct SessionTxn {
     last_write_date: i64,
     /// The statements executed under `txn_number`: their namespace and result.
     statements: HashMap<i32, (String, Document)>,
+    /// The `txnNumber` of the session's rows in each database file holding some (a file
+    /// holding an older one has statement rows to remove with the next record there).
+    recorded_in: HashMap<String, i64>,
 }
 
 type SessionSlot = Arc<tokio::sync::Mutex<SessionTxn>>;
@@ -52,6 +55,9 @@ impl TransactionTable {
                             continue;
                         };
                         let entry = loaded.entry(session.lsid.clone()).or_default();
+                        entry
+                            .recorded_in
+                            .insert(db.name().to_string(), session.txn_number);
                         // Each database holds the session's latest write to it: the newest
                         // `txnNumber` across them is the session's.
                         if entry.txn_number.is_some_and(|n| n > session.txn_number) {
@@ -365,7 +371,17 @@ impl RetryableWrite {
             .iter()
             .map(|(record, _)| record.clone())
             .collect();
-        txn.record_retryable_write(&session, &statements).await?;
+        let db = txn.database().name().to_string();
+        let remove_older = self
+            .session
+            .recorded_in
+            .get(&db)
+            .is_some_and(|&n| n < self.txn_number);
+        txn.record_retryable_write(&session, &statements, remove_older)
+            .await?;
+        // Noted before the commit: should it fail, rows of an older number may stay behind,
+        // which loading ignores (it reads the latest number's) and the reap removes.
+        self.session.recorded_in.insert(db, self.txn_number);
         Stats::add(&state.node().stats.transactions_collection_writes, 1);
         self.session.last_write_op_time = session.last_write_op_time;
         self.session.last_write_date = session.last_write_date;

@@ -5,9 +5,9 @@
 //! touched (what a chunk migration will move with the chunk's documents).
 
 use super::sql_error;
-use super::txn::WriteTxn;
+use super::txn::{INSERT_CHUNK, WriteTxn, placeholders};
 use crate::error::Result;
-use sqlx::Row;
+use sqlx::{AssertSqlSafe, Row};
 
 /// Created on open in every database file, next to the catalog.
 pub(super) const SCHEMA: &str = "
@@ -55,11 +55,13 @@ pub struct StatementRecord {
 
 impl WriteTxn<'_> {
     /// Records `statements` as executed under `session`'s `txnNumber`, in this transaction:
-    /// the session's row is replaced and the statements of its older `txnNumber`s go.
+    /// the session's row is replaced and, with `remove_older` (the caller knows this database
+    /// holds some), the statements of its older `txnNumber`s go.
     pub async fn record_retryable_write(
         &mut self,
         session: &SessionRecord,
         statements: &[StatementRecord],
+        remove_older: bool,
     ) -> Result<()> {
         let conn = &mut self.writer.conn;
         sqlx::query(
@@ -74,26 +76,35 @@ impl WriteTxn<'_> {
         .execute(&mut *conn)
         .await
         .map_err(|e| sql_error("recording a retryable write", e))?;
-        sqlx::query("DELETE FROM docgrid_statements WHERE lsid = ? AND txn_number < ?")
-            .bind(&session.lsid)
-            .bind(session.txn_number)
-            .execute(&mut *conn)
-            .await
-            .map_err(|e| sql_error("recording a retryable write", e))?;
-        for statement in statements {
-            sqlx::query(
-                "INSERT OR REPLACE INTO docgrid_statements (lsid, stmt_id, txn_number, ns, document_key, result) \
-                 VALUES (?, ?, ?, ?, ?, ?)",
-            )
-            .bind(&session.lsid)
-            .bind(statement.stmt_id)
-            .bind(session.txn_number)
-            .bind(&statement.ns)
-            .bind(&statement.document_key)
-            .bind(&statement.result)
-            .execute(&mut *conn)
-            .await
-            .map_err(|e| sql_error("recording a retryable write statement", e))?;
+        if remove_older {
+            sqlx::query("DELETE FROM docgrid_statements WHERE lsid = ? AND txn_number < ?")
+                .bind(&session.lsid)
+                .bind(session.txn_number)
+                .execute(&mut *conn)
+                .await
+                .map_err(|e| sql_error("recording a retryable write", e))?;
+        }
+        // Multi-row statements, as documents are inserted: a batch of inserts records one row
+        // per document.
+        for chunk in statements.chunks(INSERT_CHUNK) {
+            let sql = format!(
+                "INSERT OR REPLACE INTO docgrid_statements (lsid, stmt_id, txn_number, ns, document_key, result) VALUES {}",
+                placeholders(chunk.len(), 6)
+            );
+            let mut query = sqlx::query(AssertSqlSafe(sql));
+            for statement in chunk {
+                query = query
+                    .bind(&session.lsid)
+                    .bind(statement.stmt_id)
+                    .bind(session.txn_number)
+                    .bind(&statement.ns)
+                    .bind(&statement.document_key)
+                    .bind(&statement.result);
+            }
+            query
+                .execute(&mut *conn)
+                .await
+                .map_err(|e| sql_error("recording a retryable write's statements", e))?;
         }
         Ok(())
     }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 /// Rows per multi-row INSERT: large enough to amortize the per-statement cost, small enough to
 /// stay far below SQLite's bound-parameter limit.
-const INSERT_CHUNK: usize = 500;
+pub(super) const INSERT_CHUNK: usize = 500;
 
 /// An index key with its type bits.
 type TypedKey = (Vec<u8>, Vec<u8>);
@@ -704,7 +704,7 @@ impl From<MongoError> for InsertError {
 }
 
 /// `rows` groups of `columns` placeholders: `(?,?),(?,?)`.
-fn placeholders(rows: usize, columns: usize) -> String {
+pub(super) fn placeholders(rows: usize, columns: usize) -> String {
     let row = format!("({})", vec!["?"; columns].join(","));
     vec![row; rows].join(",")
 }
