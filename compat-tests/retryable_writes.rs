@@ -5,7 +5,7 @@
 //! after `kill -9` of the shards or of the router; an older `txnNumber` answers
 //! TransactionTooOld (225).
 
-use crate::harness::{ProcessCluster, TestCluster, admin};
+use crate::harness::{ProcessCluster, TestCluster, admin, hashed_owners};
 use crate::wire::RawConnection;
 use mongodb::Client;
 use mongodb::bson::spec::BinarySubtype;
@@ -306,6 +306,113 @@ async fn resent_commands_change_nothing_in_process() {
 #[tokio::test]
 async fn resent_commands_change_nothing_separate_processes() {
     separate_processes(resent).await;
+}
+
+/// Single-document writes without the shard key whose filter matches one document on each of
+/// two shards: the retry of the first run must not find and write the other one.
+async fn two_phase_retries_write_one_document(client: &Client, addr: SocketAddr) {
+    let coll = populate(client, "retry_two_phase", true).await;
+    let placed = hashed_owners(client, "retry_two_phase.c", 0..10).await;
+    // Pairs of shard key values on different shards.
+    let mut pairs = Vec::new();
+    for (k, shard) in &placed {
+        if let Some((other, _)) = placed
+            .iter()
+            .find(|(o, s)| s != shard && !pairs.iter().any(|(a, b)| a == o || b == o))
+        {
+            if !pairs.iter().any(|(a, b)| a == k || b == k) {
+                pairs.push((*k, *other));
+            }
+        }
+    }
+    assert!(pairs.len() >= 3, "documents on both shards: {placed:?}");
+    let commands = [
+        doc! {"delete": "c", "deletes": [{"q": {"k": {"$in": [pairs[0].0, pairs[0].1]}}, "limit": 1}]},
+        doc! {"update": "c", "updates": [{"q": {"k": {"$in": [pairs[1].0, pairs[1].1]}, "x": 0},
+        "u": {"$set": {"x": 1}}}]},
+        doc! {"findAndModify": "c", "query": {"k": {"$in": [pairs[2].0, pairs[2].1]}, "x": 0},
+        "update": {"$set": {"x": 2}}},
+    ];
+    for (i, command) in commands.iter().enumerate() {
+        let first = send(addr, "retry_two_phase", command, 60 + i as u8, 1).await;
+        let documents = crate::harness::all_by_id(&coll).await;
+        let again = send(addr, "retry_two_phase", command, 60 + i as u8, 1).await;
+        assert_eq!(outcome(&again), outcome(&first), "{command}");
+        assert_eq!(
+            crate::harness::all_by_id(&coll).await,
+            documents,
+            "the retry of {command} wrote a second document"
+        );
+    }
+}
+
+#[tokio::test]
+async fn two_phase_retries_write_one_document_in_process() {
+    let cluster = TestCluster::start().await;
+    two_phase_retries_write_one_document(&cluster.client, cluster.addr).await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn two_phase_retries_write_one_document_separate_processes() {
+    let cluster = ProcessCluster::start(2).await;
+    let addr: SocketAddr = format!("127.0.0.1:{}", cluster.router_port)
+        .parse()
+        .unwrap();
+    two_phase_retries_write_one_document(&cluster.client().await, addr).await;
+}
+
+/// Shard key updates moving a document to another shard (update, upsert, findAndModify): the
+/// retry answers the first result and moves nothing again.
+async fn moved_documents_are_not_moved_again(client: &Client, addr: SocketAddr) {
+    let coll = populate(client, "retry_moves", true).await;
+    let placed = hashed_owners(client, "retry_moves.c", 0..200).await;
+    let owner = |k: i32| placed.iter().find(|(v, _)| *v == k).unwrap().1.clone();
+    let elsewhere = |k: i32, from: i32| {
+        placed
+            .iter()
+            .find(|(v, s)| *v >= from && *s != owner(k))
+            .unwrap()
+            .0
+    };
+    let upsert_from = elsewhere(0, 150);
+    let commands = [
+        doc! {"update": "c", "updates": [{"q": {"k": 1}, "u": {"$set": {"k": elsewhere(1, 100)}}}]},
+        doc! {"findAndModify": "c", "query": {"k": 2}, "update": {"$set": {"k": elsewhere(2, 120)}},
+        "new": true},
+        // An upsert whose new document another shard owns than the one its query targets.
+        doc! {"update": "c", "updates": [{"q": {"k": upsert_from}, "u": {"$set": {"k": elsewhere(upsert_from, 170)}},
+        "upsert": true}]},
+    ];
+    for (i, command) in commands.iter().enumerate() {
+        let first = send(addr, "retry_moves", command, 70 + i as u8, 1).await;
+        assert!(first.get("writeErrors").is_none(), "{first}");
+        assert_eq!(first.get_f64("ok"), Ok(1.0), "{first}");
+        let documents = crate::harness::all_by_id(&coll).await;
+        let again = send(addr, "retry_moves", command, 70 + i as u8, 1).await;
+        assert_eq!(outcome(&again), outcome(&first), "{command}");
+        assert_eq!(
+            crate::harness::all_by_id(&coll).await,
+            documents,
+            "the retry of {command} wrote again"
+        );
+    }
+}
+
+#[tokio::test]
+async fn moved_documents_are_not_moved_again_in_process() {
+    let cluster = TestCluster::start().await;
+    moved_documents_are_not_moved_again(&cluster.client, cluster.addr).await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn moved_documents_are_not_moved_again_separate_processes() {
+    let cluster = ProcessCluster::start(2).await;
+    let addr: SocketAddr = format!("127.0.0.1:{}", cluster.router_port)
+        .parse()
+        .unwrap();
+    moved_documents_are_not_moved_again(&cluster.client().await, addr).await;
 }
 
 /// (c) `kill -9` of every shard, then of the router, between a write and its retry: the retry

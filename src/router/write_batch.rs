@@ -496,11 +496,12 @@ impl WriteBatch {
             Some(RawBsonRef::Document(wc)) => Some(Document::try_from(wc)?),
             _ => None,
         };
-        // What the client gets, recorded on the old owner for a retry.
+        // What the client gets, recorded on the old owner for a retry (as a shard records an
+        // update statement: `n` counts matched documents, an upsert matched none).
         let result = match moving.upsert {
             true => {
                 let id = moving.post_image.get("_id").cloned().unwrap_or(Bson::Null);
-                doc! {"n": 1_i64, "nModified": 0_i64, "upserted": id}
+                doc! {"n": 0_i64, "nModified": 0_i64, "upserted": id}
             }
             false => doc! {"n": 1_i64, "nModified": 1_i64},
         };
