@@ -671,3 +671,44 @@ pub async fn aggregate_error(
         Err(e) => error_code(&e),
     }
 }
+
+/// Which shard owns each shard key value `k` of a collection hashed on `k`.
+pub async fn hashed_owners(
+    client: &Client,
+    ns: &str,
+    values: impl Iterator<Item = i32>,
+) -> Vec<(i32, String)> {
+    let config = client.database("config");
+    let entry = config
+        .collection::<Document>("collections")
+        .find_one(mongodb::bson::doc! {"_id": ns})
+        .await
+        .unwrap()
+        .unwrap();
+    let chunks: Vec<Document> = cursor_documents(
+        &config,
+        mongodb::bson::doc! {"find": "chunks", "filter": {"uuid": entry.get("uuid").unwrap().clone()}},
+    )
+    .await
+    .unwrap();
+    let bound = |d: &Document| match d.get("k").unwrap() {
+        mongodb::bson::Bson::Int64(h) => Some(*h),
+        mongodb::bson::Bson::MinKey => Some(i64::MIN),
+        _ => None,
+    };
+    values
+        .map(|k| {
+            let hash =
+                docgrid::document::hashed::hash_value(&mongodb::bson::Bson::Int32(k)).unwrap();
+            let owner = chunks
+                .iter()
+                .find(|c| {
+                    let min = bound(c.get_document("min").unwrap()).unwrap();
+                    let max = bound(c.get_document("max").unwrap());
+                    hash >= min && max.is_none_or(|m| hash < m)
+                })
+                .unwrap();
+            (k, owner.get_str("shard").unwrap().to_string())
+        })
+        .collect()
+}

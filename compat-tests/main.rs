@@ -45,6 +45,7 @@ mod query_expressions;
 mod refine_shard_key;
 mod rename_faults;
 mod renames;
+mod retryable_writes;
 mod routing_property;
 mod sessions;
 mod shard_key_updates;

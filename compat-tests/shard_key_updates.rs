@@ -3,50 +3,9 @@
 //! 72); a document whose new key another shard owns moves there (update, findAndModify,
 //! upsert), in a batch of one only (InvalidOptions 72 otherwise).
 
-use crate::harness::{admin, both_modes, error_code};
-use docgrid::document::hashed::hash_value;
+use crate::harness::{admin, both_modes, error_code, hashed_owners as owners};
 use mongodb::Client;
-use mongodb::bson::{Bson, Document, doc};
-
-/// Which shard owns each shard key value `k` of a collection hashed on `k`.
-async fn owners(
-    client: &Client,
-    ns: &str,
-    values: impl Iterator<Item = i32>,
-) -> Vec<(i32, String)> {
-    let config = client.database("config");
-    let entry = config
-        .collection::<Document>("collections")
-        .find_one(doc! {"_id": ns})
-        .await
-        .unwrap()
-        .unwrap();
-    let chunks: Vec<Document> = crate::harness::cursor_documents(
-        &config,
-        doc! {"find": "chunks", "filter": {"uuid": entry.get("uuid").unwrap().clone()}},
-    )
-    .await
-    .unwrap();
-    let bound = |d: &Document| match d.get("k").unwrap() {
-        Bson::Int64(h) => Some(*h),
-        Bson::MinKey => Some(i64::MIN),
-        _ => None,
-    };
-    values
-        .map(|k| {
-            let hash = hash_value(&Bson::Int32(k)).unwrap();
-            let owner = chunks
-                .iter()
-                .find(|c| {
-                    let min = bound(c.get_document("min").unwrap()).unwrap();
-                    let max = bound(c.get_document("max").unwrap());
-                    hash >= min && max.is_none_or(|m| hash < m)
-                })
-                .unwrap();
-            (k, owner.get_str("shard").unwrap().to_string())
-        })
-        .collect()
-}
+use mongodb::bson::{Document, doc};
 
 async fn shard_key_changes_follow_mongodb_rules(client: &Client) {
     let ns = "skey.c";

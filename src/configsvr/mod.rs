@@ -41,6 +41,7 @@ pub struct ConfigState {
     node: Node,
     storage: Arc<Storage>,
     cursors: CursorRegistry,
+    transaction_table: crate::datanode::transaction_table::TransactionTable,
     connector: NodeConnector,
     cluster_id: ObjectId,
     /// Serializes conflicting DDL across the cluster (see `ddl_locks`).
@@ -95,6 +96,7 @@ impl ConfigState {
             node,
             storage,
             cursors: CursorRegistry::default(),
+            transaction_table: Default::default(),
             connector,
             cluster_id,
             ddl_locks,
@@ -212,6 +214,10 @@ impl DataNode for ConfigState {
 
     fn cursors(&self) -> &CursorRegistry {
         &self.cursors
+    }
+
+    fn transaction_table(&self) -> &crate::datanode::transaction_table::TransactionTable {
+        &self.transaction_table
     }
 
     fn shard_name(&self) -> String {

@@ -7,6 +7,7 @@ pub mod cursors;
 pub mod exec;
 pub mod index;
 pub mod storage;
+pub mod transaction_table;
 pub mod ttl;
 pub mod validation;
 pub mod view_graph;
@@ -26,6 +27,8 @@ use storage::Storage;
 pub trait DataNode: NodeState {
     fn storage(&self) -> &Storage;
     fn cursors(&self) -> &CursorRegistry;
+    /// The retryable writes' session state (`transaction_table`).
+    fn transaction_table(&self) -> &transaction_table::TransactionTable;
     /// The name this node's data is reported under (`$collStats`'s `shard`).
     fn shard_name(&self) -> String;
     /// The ownership filter a request runs under (`None`: every document is visible).

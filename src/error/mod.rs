@@ -19,6 +19,24 @@ pub struct MongoError {
     labels: Vec<String>,
 }
 
+/// The label telling drivers a retryable write may be retried.
+pub const RETRYABLE_WRITE_ERROR: &str = "RetryableWriteError";
+
+/// Whether a data node labels the failure of a retryable write RetryableWriteError, as
+/// MongoDB's `ErrorLabelBuilder` does: its code (`code`), or the code of its write concern
+/// error (`write_concern_code`), is retriable. Only for a client that is not another node of
+/// the cluster (a router handles a shard's retriable errors itself, and a router labels only
+/// its own shutdown errors while it shuts down).
+pub fn is_retryable_write_error(
+    code: Option<ErrorCode>,
+    write_concern_code: Option<ErrorCode>,
+) -> bool {
+    [code, write_concern_code]
+        .into_iter()
+        .flatten()
+        .any(|code| code.is(ErrorCategory::RetriableError))
+}
+
 /// Results of everything that can fail with a MongoDB error.
 pub type Result<T, E = MongoError> = std::result::Result<T, E>;
 

@@ -12,7 +12,7 @@ use super::value::{
     bson_type_name, format_double_g, format_double_shortest, format_iso_date, truthy, year_of,
 };
 use crate::error::{ErrorCode, MongoError, Result};
-pub use binary::Format;
+pub use binary::{Format, encode_base64};
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime};
 

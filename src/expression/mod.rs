@@ -39,6 +39,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use value::Value;
 
+pub use convert::encode_base64;
 pub use let_vars::LetVariables;
 use operators::Args;
 pub use operators::{NOT_IMPLEMENTED, is_known_operator_name, is_operator_name, operator_names};

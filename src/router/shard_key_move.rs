@@ -3,7 +3,10 @@
 //! was (`preImage`) and as the update makes it (`postImage`). MongoDB deletes and inserts in one
 //! distributed transaction; docgrid has none yet, so the new version is inserted on its owner
 //! first and the old one deleted after: a failure between the two leaves the document on both
-//! shards, never on neither.
+//! shards, never on neither. In a retryable write the delete carries the write's session and
+//! statement id and the result the client gets (`recordResult`): the old owner records it in
+//! the delete's transaction, so a retry of the statement, which goes to the old owner again,
+//! answers it instead of running the write once more.
 
 use super::RouterState;
 use super::forward::{Placement, refuse_stale, reply_error};
@@ -11,6 +14,32 @@ use crate::catalog::ChunkVersion;
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
+
+/// A retryable write's statement being moved: its session, `txnNumber`, `stmtId`, and the
+/// result to record for it on the old owner.
+pub(super) struct MoveRecord {
+    pub lsid: Document,
+    pub txn_number: i64,
+    pub stmt_id: i32,
+    pub result: Document,
+}
+
+impl MoveRecord {
+    /// The record for statement `stmt_id` of `req`, if `req` is a retryable write.
+    pub fn of(req: &RawDocumentBuf, stmt_id: i32, result: Document) -> Result<Option<MoveRecord>> {
+        let (Some(RawBsonRef::Document(lsid)), Some(RawBsonRef::Int64(txn_number))) =
+            (req.get("lsid")?, req.get("txnNumber")?)
+        else {
+            return Ok(None);
+        };
+        Ok(Some(MoveRecord {
+            lsid: Document::try_from(lsid)?,
+            txn_number,
+            stmt_id,
+            result,
+        }))
+    }
+}
 
 /// How a move of a document to its new owner ended, when the command itself did not fail.
 pub(super) enum MoveOutcome {
@@ -55,6 +84,7 @@ impl ShardKeyMove {
         db: &str,
         collection: &str,
         write_concern: Option<Document>,
+        record: Option<MoveRecord>,
     ) -> Result<MoveOutcome> {
         let routing = placement
             .routing
@@ -73,20 +103,30 @@ impl ShardKeyMove {
         if let Some(failure) = write_failure(&reply)? {
             return Ok(MoveOutcome::Failed(failure));
         }
-        if self.upsert {
+        if self.upsert && record.is_none() {
             return Ok(MoveOutcome::Moved);
         }
         // The shard told us the document is there: delete it by `_id` without a version check
         // (a concurrent split elsewhere must not leave the copy behind); its ownership filter
-        // still applies.
-        let id = self.pre_image.get("_id").cloned().unwrap_or(Bson::Null);
+        // still applies. An upsert has nothing there to delete: the delete of nothing only
+        // records the statement.
+        let filter = match self.upsert {
+            true => super::write_batch::matches_nothing(),
+            false => doc! {"_id": self.pre_image.get("_id").cloned().unwrap_or(Bson::Null)},
+        };
         let mut delete = doc! {
             "delete": collection,
-            "deletes": [{"q": {"_id": id}, "limit": 1}],
+            "deletes": [{"q": filter, "limit": 1}],
             "shardVersion": ChunkVersion::ignored().to_document(),
         };
         if let Some(wc) = write_concern {
             delete.insert("writeConcern", wc);
+        }
+        if let Some(record) = record {
+            delete.insert("lsid", record.lsid);
+            delete.insert("txnNumber", record.txn_number);
+            delete.insert("stmtIds", vec![record.stmt_id]);
+            delete.insert("recordResult", record.result);
         }
         let client = state.shards.client(&state.config, &self.from).await?;
         let reply = client

@@ -11,7 +11,7 @@
 use super::RouterState;
 use super::cluster_cursor::{SORT_KEY_FIELD, take_sort_key};
 use super::forward::{Placement, ShardReply, is_stale, refuse_stale, reply_count, reply_error};
-use super::shard_key_move::{MoveOutcome, ShardKeyMove};
+use super::shard_key_move::{MoveOutcome, MoveRecord, ShardKeyMove};
 use super::targeting::{By, Filter, Target};
 use crate::command::CommandRequest;
 use crate::command::requests::{DeleteRequest, InsertRequest, UpdateRequest};
@@ -55,6 +55,10 @@ pub struct WriteBatch {
     base: RawDocumentBuf,
     ordered: bool,
     statements: Vec<RawDocumentBuf>,
+    /// In a retryable write, each statement's `stmtId` (the client's `stmtIds`, or its index),
+    /// sent with it so that a shard recognises a statement it already executed whichever
+    /// sub-batch carries it: the retry of a batch may be split otherwise.
+    stmt_ids: Option<Vec<i32>>,
     /// Statements not yet executed, in order.
     pending: Vec<usize>,
     n: i64,
@@ -98,10 +102,11 @@ impl WriteBatch {
         let mut base = RawDocumentBuf::new();
         for element in &req.body {
             let (name, value) = element?;
-            if name != kind.field() && name != "ordered" {
+            if name != kind.field() && name != "ordered" && name != "stmtIds" {
                 base.append_ref(name, value);
             }
         }
+        let stmt_ids = statement_ids(req, statements.len())?;
         Ok(WriteBatch {
             kind,
             db: req.db.clone(),
@@ -110,6 +115,7 @@ impl WriteBatch {
             ordered,
             pending: (0..statements.len()).collect(),
             statements,
+            stmt_ids,
             n: 0,
             n_modified: 0,
             upserted: Vec::new(),
@@ -341,6 +347,10 @@ impl WriteBatch {
     ) -> Result<CommandRequest> {
         let mut body = self.base.clone();
         body.append("ordered", self.ordered);
+        if let Some(ids) = &self.stmt_ids {
+            let ids: Vec<Bson> = indexes.iter().map(|&i| Bson::Int32(ids[i])).collect();
+            body.append("stmtIds", bson::RawBson::try_from(Bson::Array(ids))?);
+        }
         // Statements travel as a document sequence, as drivers send them: the body stays a
         // small document whatever the batch's size.
         let statements = indexes
@@ -357,6 +367,11 @@ impl WriteBatch {
     /// `i`.
     fn absorb(&mut self, reply: &RawDocumentBuf, indexes: &[usize], shard: &str) -> Result<()> {
         if let Some(e) = reply_error(reply)? {
+            // An older `txnNumber` fails the command, as the session's checkout fails it
+            // before any statement runs.
+            if e.code() == ErrorCode::TransactionTooOld {
+                return Err(e);
+            }
             // The whole sub-batch failed (e.g. a bad command): every statement failed with it.
             for &i in indexes {
                 self.write_errors.push((i, e.to_write_error(i)));
@@ -427,6 +442,15 @@ impl WriteBatch {
         shards: &[String],
     ) -> Result<()> {
         let statement = self.statements[index].clone();
+        if self.stmt_ids.is_some() {
+            let probe = self.sub_batch(
+                &[index],
+                Some(&with_filter(&statement, "q", matches_nothing())?),
+            )?;
+            if let Some((shard, reply)) = executed_on(state, placement, shards, &probe).await? {
+                return self.absorb(&reply, &[index], &shard);
+            }
+        }
         let filter = match statement.get("q")? {
             Some(RawBsonRef::Document(q)) => Document::try_from(q)?,
             _ => Document::new(),
@@ -450,15 +474,7 @@ impl WriteBatch {
             return Ok(());
         };
         let narrowed = doc! {"$and": [filter, {"_id": id}]};
-        let mut rewritten = RawDocumentBuf::new();
-        for element in &statement {
-            let (name, value) = element?;
-            if name == "q" {
-                rewritten.append("q", RawDocumentBuf::from_document(&narrowed)?);
-            } else {
-                rewritten.append_ref(name, value);
-            }
-        }
+        let rewritten = with_filter(&statement, "q", narrowed)?;
         let req = self.sub_batch(&[index], Some(&rewritten))?;
         let (_, reply) = state.call_shard(placement, &shard, &req).await?;
         let reply = refuse_stale(reply)?;
@@ -480,8 +496,28 @@ impl WriteBatch {
             Some(RawBsonRef::Document(wc)) => Some(Document::try_from(wc)?),
             _ => None,
         };
+        // What the client gets, recorded on the old owner for a retry (as a shard records an
+        // update statement: `n` counts matched documents, an upsert matched none).
+        let result = match moving.upsert {
+            true => {
+                let id = moving.post_image.get("_id").cloned().unwrap_or(Bson::Null);
+                doc! {"n": 0_i64, "nModified": 0_i64, "upserted": id}
+            }
+            false => doc! {"n": 1_i64, "nModified": 1_i64},
+        };
+        let record = match &self.stmt_ids {
+            Some(ids) => MoveRecord::of(&self.base, ids[index], result)?,
+            None => None,
+        };
         let outcome = moving
-            .run(state, placement, &self.db, &self.collection, write_concern)
+            .run(
+                state,
+                placement,
+                &self.db,
+                &self.collection,
+                write_concern,
+                record,
+            )
             .await;
         match outcome {
             Err(stale) if is_stale(&stale) => {
@@ -558,6 +594,49 @@ impl Round {
     }
 }
 
+/// A filter no document matches (every document has an `_id`).
+pub fn matches_nothing() -> Document {
+    doc! {"_id": {"$exists": false}}
+}
+
+/// `command` (a statement, or a findAndModify) with its filter field `field` replaced.
+pub fn with_filter(command: &RawDocument, field: &str, filter: Document) -> Result<RawDocumentBuf> {
+    let mut rewritten = RawDocumentBuf::new();
+    for element in command {
+        let (name, value) = element?;
+        if name != field {
+            rewritten.append_ref(name, value);
+        }
+    }
+    rewritten.append(field, RawDocumentBuf::from_document(&filter)?);
+    Ok(rewritten)
+}
+
+/// The retry of a retryable single-document write without the shard key: the shard that
+/// executed its statement the first time, with the result it recorded then. `probe` is the
+/// write with a filter matching nothing, sent to every shard the write could be on: a shard
+/// that executed the statement answers its record (listing it as retried) without looking at
+/// the filter, the others write nothing. Without it, the first phase of a retry would find the
+/// next matching document, perhaps on another shard, and write a second document (MongoDB
+/// runs both phases in a transaction of the session for the same reason).
+pub async fn executed_on(
+    state: &RouterState,
+    placement: &Placement,
+    shards: &[String],
+    probe: &CommandRequest,
+) -> Result<Option<(String, RawDocumentBuf)>> {
+    for ShardReply { shard, reply, .. } in state.gather(placement, shards, probe).await? {
+        let retried = match reply.get("retriedStmtIds")? {
+            Some(RawBsonRef::Array(ids)) => ids.into_iter().next().is_some(),
+            _ => reply.get("retriedStmtId")?.is_some(),
+        };
+        if retried {
+            return Ok(Some((shard, reply)));
+        }
+    }
+    Ok(None)
+}
+
 /// Phase one of a single-document write without the shard key: the shard and `_id` of the
 /// first document matching `filter` on `shards` (in `sort` order when given). `options` is the
 /// write command, whose `let` and `collation` the lookup shares. A stale refusal fails it.
@@ -614,6 +693,35 @@ pub async fn first_match(
         }
     }
     Ok(best.map(|(_, shard, id)| (shard, id)))
+}
+
+/// The `stmtId` of each of a retryable write's `count` statements (none outside one): the
+/// `stmtIds` the command carries, or the statements' indexes, as MongoDB numbers them.
+pub fn statement_ids(req: &CommandRequest, count: usize) -> Result<Option<Vec<i32>>> {
+    if !matches!(req.body.get("txnNumber")?, Some(RawBsonRef::Int64(_))) {
+        return Ok(None);
+    }
+    let Some(RawBsonRef::Array(listed)) = req.body.get("stmtIds")? else {
+        return Ok(Some((0..count).map(|i| i as i32).collect()));
+    };
+    let mut ids = Vec::with_capacity(count);
+    for id in listed {
+        match id? {
+            RawBsonRef::Int32(id) => ids.push(id),
+            _ => {
+                return Err(MongoError::type_mismatch(
+                    "BSON field 'stmtIds' holds a value of the wrong type, expected type 'int'",
+                ));
+            }
+        }
+    }
+    if ids.len() != count {
+        return Err(MongoError::bad_value(format!(
+            "The number of stmtIds ({}) does not match the number of statements ({count})",
+            ids.len()
+        )));
+    }
+    Ok(Some(ids))
 }
 
 /// An inserted document with an `_id` first: the router assigns missing ids, as mongos does,

@@ -33,6 +33,12 @@ pub struct Stats {
     pub index_builds: AtomicI64,
     pub index_build_keys_sorted: AtomicI64,
     pub index_build_spilled_runs: AtomicI64,
+    /// Retryable write commands with a statement already executed (`serverStatus.transactions`).
+    pub retried_commands: AtomicI64,
+    /// Statements of retryable writes answered from their record.
+    pub retried_statements: AtomicI64,
+    /// Writes to the transaction table (one per recorded command or database of one).
+    pub transactions_collection_writes: AtomicI64,
     /// The admission of the process's listener, once this node listens.
     ingress: OnceLock<Arc<Ingress>>,
 }
@@ -143,6 +149,26 @@ impl Stats {
                 "countFullRefreshesStarted": self.full_refreshes.load(Relaxed),
                 "countIncrementalRefreshesStarted": self.incremental_refreshes.load(Relaxed),
             },
+        }
+    }
+
+    /// `serverStatus.transactions` of a mongod: the retryable-write counters; docgrid runs no
+    /// multi-document transactions, so their counters stay 0.
+    pub fn transactions(&self) -> Document {
+        doc! {
+            "retriedCommandsCount": self.retried_commands.load(Relaxed),
+            "retriedStatementsCount": self.retried_statements.load(Relaxed),
+            "transactionsCollectionWriteCount": self.transactions_collection_writes.load(Relaxed),
+            "currentActive": 0_i64,
+            "currentInactive": 0_i64,
+            "currentOpen": 0_i64,
+            "totalAborted": 0_i64,
+            "totalCommitted": 0_i64,
+            "totalStarted": 0_i64,
+            "totalPrepared": 0_i64,
+            "totalPreparedThenCommitted": 0_i64,
+            "totalPreparedThenAborted": 0_i64,
+            "currentPrepared": 0_i64,
         }
     }
 

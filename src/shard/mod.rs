@@ -32,6 +32,7 @@ pub struct ShardState {
     node: Node,
     storage: Arc<Storage>,
     cursors: CursorRegistry,
+    transaction_table: crate::datanode::transaction_table::TransactionTable,
     connector: NodeConnector,
     identity: std::sync::RwLock<Option<ShardIdentity>>,
     versions: versioning::DatabaseVersionCache,
@@ -54,6 +55,7 @@ impl ShardState {
             node,
             storage,
             cursors: CursorRegistry::default(),
+            transaction_table: Default::default(),
             connector,
             identity: std::sync::RwLock::new(identity),
             versions: Default::default(),
@@ -153,6 +155,10 @@ impl DataNode for ShardState {
 
     fn cursors(&self) -> &CursorRegistry {
         &self.cursors
+    }
+
+    fn transaction_table(&self) -> &crate::datanode::transaction_table::TransactionTable {
+        &self.transaction_table
     }
 
     fn shard_name(&self) -> String {

@@ -39,7 +39,9 @@ command_request! {
     }
     known: [
         "deletes", "let", "stmtIds", "collectionUUID", "encryptionInformation",
-        "isTimeseriesNamespace", "bypassDocumentValidation", "rawData", "sampleId"
+        "isTimeseriesNamespace", "bypassDocumentValidation", "rawData", "sampleId",
+        // docgrid's router: the result a shard key move records for the moved statement.
+        "recordResult"
     ]
 }
 

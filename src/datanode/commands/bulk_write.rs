@@ -6,11 +6,12 @@
 use super::super::DataNode;
 use super::super::exec::number;
 use super::super::storage::{CollectionMeta, DatabaseStore, WriteTxn};
+use super::super::transaction_table::RetryableWrite;
 use super::super::validation::DocumentValidator;
 use super::delete::{self, DeleteStatement};
 use super::insert::{prepare_document, validated};
 use super::update::{self, UpdateStatement};
-use super::write::{acknowledge, count_value};
+use super::write::{acknowledge, commit_recorded, count_value, finish_retryable, id_of};
 use crate::catalog::validate_user_write;
 use crate::command::{
     BULK_WRITE_CURSOR_NS, BulkOpKind, BulkWrite, CommandRequest, WriteConcern, cursor_reply,
@@ -63,6 +64,20 @@ impl Outcome {
         self.results.push(entry);
     }
 
+    /// The result of an operation, counted.
+    fn succeeded(&mut self, idx: usize, kind: BulkOpKind, fields: Document) {
+        match kind {
+            BulkOpKind::Insert => self.inserted += 1,
+            BulkOpKind::Update => {
+                self.matched += count_of(&fields, "n") - fields.contains_key("upserted") as u64;
+                self.modified += count_of(&fields, "nModified");
+                self.upserted += fields.contains_key("upserted") as u64;
+            }
+            BulkOpKind::Delete => self.deleted += count_of(&fields, "n"),
+        }
+        self.success(idx, fields);
+    }
+
     fn failure(&mut self, idx: usize, kind: BulkOpKind, error: MongoError, ordered: bool) {
         self.errors += 1;
         let mut entry = doc! {"ok": 0.0, "idx": number(idx as u64)};
@@ -85,17 +100,32 @@ impl Outcome {
 
 pub(super) async fn run<S: DataNode>(
     state: &S,
+    ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let retryable = super::write::is_retryable_write(&req);
+    super::write::label_retryable(ctx, retryable, execute(state, ctx, req).await)
+}
+
+async fn execute<S: DataNode>(
+    state: &S,
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let cmd = BulkWriteCommand::parse(&req)?;
+    let mut retry = RetryableWrite::begin(state, &req).await?;
     let mut out = Outcome::default();
     let mut committed: Vec<(Arc<DatabaseStore>, u64)> = Vec::new();
     let mut start = 0;
     while start < cmd.parsed.ops.len() && !out.stopped {
         let db_name = cmd.parsed.db_of(&cmd.parsed.ops[start]).to_string();
         let end = cmd.parsed.database_run(start);
-        run_group(state, &cmd, &db_name, start, end, &mut out, &mut committed).await?;
+        let group = Group {
+            db_name: &db_name,
+            start,
+            end,
+        };
+        run_group(state, &cmd, group, &mut out, &mut committed, &mut retry).await?;
         start = end;
     }
     for (db, seq) in &committed {
@@ -126,7 +156,18 @@ pub(super) async fn run<S: DataNode>(
     if let Some(wce) = cmd.write_concern.error() {
         reply.append("writeConcernError", RawDocumentBuf::from_document(&wce)?);
     }
+    if let Some(retry) = &retry {
+        super::write::append_retried(&mut reply, retry.retried())?;
+    }
+    finish_retryable(state, retry);
     Ok(reply)
+}
+
+/// Operations `start..end` of a bulk write, all on database `db_name`.
+struct Group<'a> {
+    db_name: &'a str,
+    start: usize,
+    end: usize,
 }
 
 /// Runs `cmd.parsed.ops[start..end]`, which all write to database `db_name`, in one transaction (cut
@@ -134,12 +175,16 @@ pub(super) async fn run<S: DataNode>(
 async fn run_group<S: DataNode>(
     state: &S,
     cmd: &BulkWriteCommand<'_>,
-    db_name: &str,
-    start: usize,
-    end: usize,
+    group: Group<'_>,
     out: &mut Outcome,
     committed: &mut Vec<(Arc<DatabaseStore>, u64)>,
+    retry: &mut Option<RetryableWrite>,
 ) -> Result<()> {
+    let Group {
+        db_name,
+        start,
+        end,
+    } = group;
     let creates = cmd.parsed.ops[start..end].iter().any(|op| op.creates());
     let db = if creates && crate::catalog::validate_db_name(db_name).is_ok() {
         Some(state.storage().database_or_create(db_name).await?)
@@ -165,6 +210,20 @@ async fn run_group<S: DataNode>(
     while idx < end && !out.stopped {
         let op = &cmd.parsed.ops[idx];
         let coll_name = &cmd.parsed.namespaces[op.ns].coll;
+        if op.kind != BulkOpKind::Insert {
+            // An operation this retryable write executed already answers its record.
+            if let Some(recorded) = retry
+                .as_mut()
+                .map(|r| r.executed(idx))
+                .transpose()?
+                .flatten()
+            {
+                out.succeeded(idx, op.kind, recorded);
+                idx += 1;
+                continue;
+            }
+        }
+        let ns = format!("{db_name}.{coll_name}");
         let checked = match validate_user_write(db_name, coll_name) {
             Ok(()) => {
                 match crate::datanode::views::definition(state.storage(), db_name, coll_name).await
@@ -187,7 +246,7 @@ async fn run_group<S: DataNode>(
             Some(coll) => coll,
             None if op.creates() => {
                 let open = txn.take().expect("a transaction is open");
-                let seq = open.commit().await?;
+                let seq = commit_recorded(state, open, retry).await?;
                 committed.push((db.clone(), seq));
                 let coll = db.ensure_collection(coll_name).await?;
                 txn = Some(db.write().await?);
@@ -216,35 +275,37 @@ async fn run_group<S: DataNode>(
                     cmd.parsed.ops[j].kind != BulkOpKind::Insert || cmd.parsed.ops[j].ns != op.ns
                 })
                 .unwrap_or(end);
-            insert_run(open, &coll, validator.as_ref(), cmd, idx, run_end, out).await;
+            let run = Group {
+                db_name: &ns,
+                start: idx,
+                end: run_end,
+            };
+            insert_run(open, &coll, validator.as_ref(), cmd, run, out, retry).await?;
             idx = run_end;
             continue;
         }
-        match op.kind {
+        let outcome = match op.kind {
             BulkOpKind::Update => {
-                match update_op(open, &coll, validator.as_ref(), op.raw, &cmd.vars).await {
-                    Ok(fields) => {
-                        out.matched +=
-                            count_of(&fields, "n") - fields.contains_key("upserted") as u64;
-                        out.modified += count_of(&fields, "nModified");
-                        out.upserted += fields.contains_key("upserted") as u64;
-                        out.success(idx, fields);
-                    }
-                    Err(e) => out.failure(idx, op.kind, e, cmd.parsed.ordered),
-                }
+                update_op(open, &coll, validator.as_ref(), op.raw, &cmd.vars).await
             }
-            BulkOpKind::Delete => match delete_op(open, &coll, op.raw, &cmd.vars).await {
-                Ok(n) => {
-                    out.deleted += n;
-                    out.success(idx, doc! {"n": number(n)});
-                }
-                Err(e) => out.failure(idx, op.kind, e, cmd.parsed.ordered),
-            },
+            BulkOpKind::Delete => delete_op(open, &coll, op.raw, &cmd.vars)
+                .await
+                .map(|(n, id)| (doc! {"n": number(n)}, id)),
             BulkOpKind::Insert => unreachable!("inserts are handled above"),
+        };
+        match outcome {
+            Ok((fields, written)) => {
+                if let (Some(retry), Some(id)) = (retry.as_mut(), &written) {
+                    retry.record(idx, &ns, Some(id), fields.clone())?;
+                }
+                out.succeeded(idx, op.kind, fields);
+            }
+            Err(e) => out.failure(idx, op.kind, e, cmd.parsed.ordered),
         }
         idx += 1;
     }
-    let seq = txn.take().expect("a transaction is open").commit().await?;
+    let open = txn.take().expect("a transaction is open");
+    let seq = commit_recorded(state, open, retry).await?;
     committed.push((db.clone(), seq));
     Ok(())
 }
@@ -264,20 +325,30 @@ fn count_of(fields: &Document, name: &str) -> u64 {
     }
 }
 
-/// Inserts `cmd.parsed.ops[start..end]` (all into `coll`) as one batch.
+/// Inserts the operations of `run` (all into `coll`, whose namespace `run.db_name` is) as one
+/// batch.
 async fn insert_run(
     txn: &mut WriteTxn<'_>,
     coll: &CollectionMeta,
     validator: Option<&DocumentValidator>,
     cmd: &BulkWriteCommand<'_>,
-    start: usize,
-    end: usize,
+    run: Group<'_>,
     out: &mut Outcome,
-) {
+    retry: &mut Option<RetryableWrite>,
+) -> Result<()> {
+    let (ns, start, end) = (run.db_name, run.start, run.end);
     let mut prepared: Vec<(usize, Cow<RawDocument>)> = Vec::with_capacity(end - start);
     let mut first_error: Option<usize> = None;
     let mut errors: Vec<(usize, MongoError)> = Vec::new();
+    let mut inserted: Vec<usize> = Vec::new();
     for idx in start..end {
+        // Inserted already by this retryable write: answered as inserted.
+        if let Some(retry) = retry.as_mut() {
+            if retry.executed(idx)?.is_some() {
+                inserted.push(idx);
+                continue;
+            }
+        }
         let document = match cmd.parsed.ops[idx].raw.get("document") {
             Ok(Some(RawBsonRef::Document(d))) => d,
             _ => unreachable!("checked when parsing"),
@@ -297,17 +368,22 @@ async fn insert_run(
     if let Some(limit) = first_error {
         prepared.retain(|(i, _)| *i < limit);
     }
-    let mut inserted: Vec<usize> = Vec::new();
     let mut next = 0;
     while next < prepared.len() {
         let batch: Vec<&RawDocument> = prepared[next..].iter().map(|(_, d)| d.as_ref()).collect();
-        match txn.insert(coll, &batch).await {
-            Ok(()) => {
-                inserted.extend(prepared[next..].iter().map(|(i, _)| *i));
-                break;
+        let (done, failure) = match txn.insert(coll, &batch).await {
+            Ok(()) => (batch.len(), None),
+            Err((done, e)) => (done, Some(e)),
+        };
+        for (i, doc) in &prepared[next..next + done] {
+            inserted.push(*i);
+            if let Some(retry) = retry.as_mut() {
+                retry.record(*i, ns, id_of(doc).as_ref(), Document::new())?;
             }
-            Err((done, e)) => {
-                inserted.extend(prepared[next..next + done].iter().map(|(i, _)| *i));
+        }
+        match failure {
+            None => break,
+            Some(e) => {
                 let failed = prepared[next + done].0;
                 errors.push((failed, e));
                 if cmd.parsed.ordered {
@@ -328,23 +404,23 @@ async fn insert_run(
             break;
         }
         match error {
-            None => {
-                out.inserted += 1;
-                out.success(idx, doc! {"n": 1});
-            }
+            None => out.succeeded(idx, BulkOpKind::Insert, doc! {"n": 1}),
             Some(e) => out.failure(idx, BulkOpKind::Insert, e, cmd.parsed.ordered),
         }
     }
+    Ok(())
 }
 
-/// An update operation, run as the `update` command runs a statement.
+/// An update operation, run as the `update` command runs a statement; with the `_id` of the
+/// document it wrote when a retryable write records it (as `update` does: not a multi-update,
+/// not one that wrote nothing).
 async fn update_op(
     txn: &mut WriteTxn<'_>,
     coll: &CollectionMeta,
     validator: Option<&DocumentValidator>,
     raw: &RawDocument,
     vars: &Arc<LetVariables>,
-) -> Result<Document> {
+) -> Result<(Document, Option<Bson>)> {
     let mut statement = RawDocumentBuf::new();
     for element in raw.iter() {
         let (key, value) = element?;
@@ -362,19 +438,26 @@ async fn update_op(
         "n": number(outcome.matched + outcome.upserted_id.is_some() as u64),
         "nModified": number(outcome.modified),
     };
+    let wrote = outcome.modified > 0 || outcome.upserted_id.is_some();
+    let written = match (&outcome.upserted_id, wrote && !stmt.multi) {
+        (_, false) => None,
+        (Some(id), true) => Some(id.clone()),
+        (None, true) => outcome.matched_id.clone(),
+    };
     if let Some(id) = outcome.upserted_id {
         fields.insert("upserted", doc! {"_id": id});
     }
-    Ok(fields)
+    Ok((fields, written))
 }
 
-/// A delete operation (`multi: false` deletes one document).
+/// A delete operation (`multi: false` deletes one document); with the `_id` of the document it
+/// deleted when a retryable write records it (not a multi-delete).
 async fn delete_op(
     txn: &mut WriteTxn<'_>,
     coll: &CollectionMeta,
     raw: &RawDocument,
     vars: &Arc<LetVariables>,
-) -> Result<u64> {
+) -> Result<(u64, Option<Bson>)> {
     let mut statement = RawDocumentBuf::new();
     let mut multi = false;
     for element in raw.iter() {
@@ -393,5 +476,6 @@ async fn delete_op(
     }
     statement.append("limit", if multi { 0 } else { 1 });
     let stmt = DeleteStatement::parse(&statement, vars)?;
-    delete::run_statement(txn, coll, &stmt, None).await
+    let (n, id) = delete::run_statement(txn, coll, &stmt, None).await?;
+    Ok((n, id.filter(|_| !multi)))
 }

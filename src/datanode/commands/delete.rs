@@ -3,7 +3,11 @@
 use super::super::DataNode;
 use super::super::exec::{Position, QueryShape};
 use super::super::storage::{CollectionMeta, WriteTxn};
-use super::write::{acknowledge, count_value, finish_reply, statements, target};
+use super::super::transaction_table::RetryableWrite;
+use super::write::{
+    acknowledge, append_retried, commit_recorded, count_value, finish_reply, finish_retryable,
+    statements, target,
+};
 use crate::catalog::OwnershipFilter;
 use crate::command::{Args, CommandRequest, WriteConcern};
 use crate::error::{MongoError, Result};
@@ -46,13 +50,13 @@ impl DeleteStatement {
 }
 
 /// Deletes what one statement selects (of the documents `ownership` lets through); returns
-/// how many documents went.
+/// how many documents went, and the `_id` of the last one.
 pub(super) async fn run_statement(
     txn: &mut WriteTxn<'_>,
     coll: &CollectionMeta,
     stmt: &DeleteStatement,
     ownership: Option<&Arc<OwnershipFilter>>,
-) -> Result<u64> {
+) -> Result<(u64, Option<bson::Bson>)> {
     let mut position = Position::plan(
         coll,
         &QueryShape {
@@ -63,22 +67,32 @@ pub(super) async fn run_statement(
     .owned_by(ownership.cloned());
     txn.index_usage()
         .record(coll, position.path().indexes_used(coll));
-    let mut deleted = 0;
+    let (mut deleted, mut last_id) = (0, None);
     'scan: while !position.done() {
         for candidate in position.next_matches(txn, coll, &stmt.filter).await? {
             txn.delete(coll, candidate.rid, &candidate.raw).await?;
             deleted += 1;
+            last_id = candidate.doc.get("_id").cloned();
             if stmt.limit_one {
                 break 'scan;
             }
         }
     }
-    Ok(deleted)
+    Ok((deleted, last_id))
 }
 
 pub(super) async fn run<S: DataNode>(
     state: &S,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let retryable = super::write::is_retryable_write(&req);
+    super::write::label_retryable(ctx, retryable, execute(state, ctx, req).await)
+}
+
+async fn execute<S: DataNode>(
+    state: &S,
+    ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let args = req.args();
@@ -87,9 +101,19 @@ pub(super) async fn run<S: DataNode>(
         .unwrap_or(true);
     let wc = WriteConcern::parse(&args)?;
     let raw_statements = statements(&req, "deletes")?;
+    let mut retry = RetryableWrite::begin(state, &req).await?;
     // Deleting from a collection that does not exist deletes nothing and creates nothing.
     let Some((db, coll)) = target(state, &req, false).await? else {
         return finish_reply(rawdoc! {"n": 0}, Vec::new(), &wc);
+    };
+    let ns = format!("{}.{}", req.db, coll.name);
+    // A router deleting the old version of a document a retryable update moved to another
+    // shard: the update's result, recorded under its statement id whatever the delete did.
+    let moved_result = match req.body.get("recordResult")? {
+        Some(bson::RawBsonRef::Document(result)) if ctx.is_internal() => {
+            Some(bson::Document::try_from(result)?)
+        }
+        _ => None,
     };
     let vars = args.let_variables()?;
     let ownership = state.ownership(&req);
@@ -98,12 +122,35 @@ pub(super) async fn run<S: DataNode>(
     let mut errors = Vec::new();
     for (i, raw) in raw_statements.iter().enumerate() {
         Stats::add(&state.node().stats.op_delete, 1);
+        let recorded = match retry.as_mut() {
+            Some(retry) => retry.executed(i)?,
+            None => None,
+        };
+        if let Some(record) = recorded {
+            n += record.get_i64("n").unwrap_or(0) as u64;
+            continue;
+        }
         let outcome = match DeleteStatement::parse(raw, &vars) {
-            Ok(stmt) => run_statement(&mut txn, &coll, &stmt, ownership.as_ref()).await,
+            Ok(stmt) => {
+                let outcome = run_statement(&mut txn, &coll, &stmt, ownership.as_ref()).await;
+                // As MongoDB, a statement is recorded with its delete: one that deleted
+                // nothing runs again on a retry, and so does `limit: 0` (MongoDB records it
+                // under no statement id).
+                match (retry.as_mut(), &outcome, &moved_result) {
+                    (Some(retry), Ok((_, id)), Some(result)) => {
+                        retry.record(i, &ns, id.as_ref(), result.clone())?;
+                    }
+                    (Some(retry), Ok((deleted @ 1.., id)), None) if stmt.limit_one => {
+                        retry.record(i, &ns, id.as_ref(), bson::doc! {"n": *deleted as i64})?;
+                    }
+                    _ => {}
+                }
+                outcome
+            }
             Err(e) => Err(e),
         };
         match outcome {
-            Ok(deleted) => n += deleted,
+            Ok((deleted, _)) => n += deleted,
             Err(e) => {
                 errors.push((i, e));
                 if ordered {
@@ -112,7 +159,12 @@ pub(super) async fn run<S: DataNode>(
             }
         }
     }
-    let seq = txn.commit().await?;
+    let seq = commit_recorded(state, txn, &mut retry).await?;
     acknowledge(&db, &wc, seq).await?;
-    finish_reply(rawdoc! {"n": count_value(n)}, errors, &wc)
+    let mut reply = rawdoc! {"n": count_value(n)};
+    if let Some(retry) = &retry {
+        append_retried(&mut reply, retry.retried())?;
+    }
+    finish_retryable(state, retry);
+    finish_reply(reply, errors, &wc)
 }

@@ -3,9 +3,12 @@
 
 use super::super::DataNode;
 use super::super::exec::{Candidate, Position, QueryShape};
+use super::super::transaction_table::RetryableWrite;
 use super::super::validation::DocumentValidator;
 use super::update::{update_candidate, upsert};
-use super::write::{ShardedWrite, acknowledge, array_filters, target};
+use super::write::{
+    ShardedWrite, acknowledge, array_filters, commit_recorded, finish_retryable, target,
+};
 use crate::catalog::OwnershipFilter;
 use crate::command::requests::FindAndModifyRequest;
 use crate::command::{CommandRequest, WriteConcern};
@@ -108,10 +111,33 @@ impl FindAndModifyCommand {
 
 pub(super) async fn run<S: DataNode>(
     state: &S,
+    ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let retryable = super::write::is_retryable_write(&req);
+    super::write::label_retryable(ctx, retryable, execute(state, ctx, req).await)
+}
+
+async fn execute<S: DataNode>(
+    state: &S,
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let cmd = FindAndModifyCommand::parse(&req)?;
+    let mut retry = RetryableWrite::begin(state, &req).await?;
+    if let Some(recorded) = retry.as_mut().map(|r| r.executed(0)).transpose()?.flatten() {
+        // Executed already: the same document (image) as the first time, and the statement
+        // named as retried, as MongoDB's reply names it.
+        let mut reply = recorded;
+        if let Some(id) = retry.as_ref().and_then(|r| r.retried().first()) {
+            reply.insert("retriedStmtId", *id);
+        }
+        if let Some(wce) = cmd.write_concern.error() {
+            reply.insert("writeConcernError", wce);
+        }
+        finish_retryable(state, retry);
+        return Ok(RawDocumentBuf::from_document(&reply)?);
+    }
     let filter = &cmd.filter;
     // Computed fields that fail to evaluate fail the command, as in MongoDB.
     let project = |doc: Document| -> Result<Bson> {
@@ -150,9 +176,12 @@ pub(super) async fn run<S: DataNode>(
         sharded.as_ref().map(|s| &s.ownership),
     )
     .await?;
+    // The `_id` of the document written, if one was.
+    let mut written: Option<Bson> = None;
     let (last_error, value) = match (found, &cmd.update) {
         (Some(candidate), None) => {
             txn.delete(&coll, candidate.rid, &candidate.raw).await?;
+            written = candidate.doc.get("_id").cloned();
             (doc! {"n": 1}, project(candidate.doc)?)
         }
         (None, None) => (doc! {"n": 0}, Bson::Null),
@@ -167,6 +196,9 @@ pub(super) async fn run<S: DataNode>(
                 rules,
             )
             .await?;
+            if updated.is_some() {
+                written = candidate.doc.get("_id").cloned();
+            }
             let value = if cmd.return_new {
                 updated.unwrap_or_else(|| candidate.doc.clone())
             } else {
@@ -185,6 +217,7 @@ pub(super) async fn run<S: DataNode>(
             )
             .await?;
             let id = inserted.get("_id").cloned().unwrap_or(Bson::Null);
+            written = Some(id.clone());
             let value = if cmd.return_new {
                 project(inserted)?
             } else {
@@ -197,12 +230,18 @@ pub(super) async fn run<S: DataNode>(
         }
         (None, Some(_)) => (doc! {"n": 0, "updatedExisting": false}, Bson::Null),
     };
-    let seq = txn.commit().await?;
-    acknowledge(&db, &cmd.write_concern, seq).await?;
     let mut reply = doc! {"lastErrorObject": last_error, "value": value};
+    if let (Some(retry), Some(id)) = (retry.as_mut(), &written) {
+        // The reply holds the image it returned: a retry answers the same.
+        let ns = format!("{}.{}", req.db, coll.name);
+        retry.record(0, &ns, Some(id), reply.clone())?;
+    }
+    let seq = commit_recorded(state, txn, &mut retry).await?;
+    acknowledge(&db, &cmd.write_concern, seq).await?;
     if let Some(wce) = cmd.write_concern.error() {
         reply.insert("writeConcernError", wce);
     }
+    finish_retryable(state, retry);
     Ok(RawDocumentBuf::from_document(&reply)?)
 }
 

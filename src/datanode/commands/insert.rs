@@ -2,8 +2,12 @@
 //! batches; ordered inserts stop at the first error, unordered ones report every error.
 
 use super::super::DataNode;
+use super::super::transaction_table::RetryableWrite;
 use super::super::validation::DocumentValidator;
-use super::write::{acknowledge, count_value, finish_reply, statements, target};
+use super::write::{
+    acknowledge, append_retried, commit_recorded, count_value, finish_reply, finish_retryable,
+    id_of, statements, target,
+};
 use crate::command::{CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::{RequestContext, stats::Stats};
@@ -143,10 +147,20 @@ fn dollar_prefixed(doc: &RawDocument) -> Result<Option<String>> {
 
 pub(super) async fn run<S: DataNode>(
     state: &S,
+    ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let retryable = super::write::is_retryable_write(&req);
+    super::write::label_retryable(ctx, retryable, execute(state, ctx, req).await)
+}
+
+async fn execute<S: DataNode>(
+    state: &S,
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let cmd = InsertCommand::parse(&req)?;
+    let mut retry = RetryableWrite::begin(state, &req).await?;
     let (db, coll) = target(state, &req, true).await?.expect("created on demand");
     let ns = format!("{}.{}", req.db, coll.name);
     let mut errors: Vec<(usize, MongoError)> = Vec::new();
@@ -154,6 +168,13 @@ pub(super) async fn run<S: DataNode>(
     let mut prepared: Vec<(usize, Cow<RawDocument>)> = Vec::with_capacity(cmd.documents.len());
     let validator = DocumentValidator::for_collection(&req.db, &coll, cmd.bypass_validation)?;
     for (i, doc) in cmd.documents.iter().enumerate() {
+        // A statement this retryable write already executed answers as inserted.
+        if let Some(retry) = retry.as_mut() {
+            if retry.executed(i)?.is_some() {
+                inserted += 1;
+                continue;
+            }
+        }
         match prepare_document(doc).and_then(|d| validated(d, validator.as_ref())) {
             Ok(doc) => prepared.push((i, doc)),
             Err(e) => {
@@ -168,25 +189,29 @@ pub(super) async fn run<S: DataNode>(
     let mut start = 0;
     while start < prepared.len() {
         let batch: Vec<&RawDocument> = prepared[start..].iter().map(|(_, d)| d.as_ref()).collect();
-        match txn.insert(&coll, &batch).await {
-            Ok(()) => {
-                inserted += batch.len() as u64;
-                break;
-            }
-            Err((done, e)) => {
-                inserted += done as u64;
-                let failed = start + done;
-                errors.push((prepared[failed].0, e));
-                if cmd.ordered {
-                    // A validation failure later in the batch was never reached.
-                    errors.retain(|(i, _)| *i <= prepared[failed].0);
-                    break;
-                }
-                start = failed + 1;
+        let (done, failure) = match txn.insert(&coll, &batch).await {
+            Ok(()) => (batch.len(), None),
+            Err((done, e)) => (done, Some(e)),
+        };
+        inserted += done as u64;
+        if let Some(retry) = retry.as_mut() {
+            for (i, doc) in &prepared[start..start + done] {
+                retry.record(*i, &ns, id_of(doc).as_ref(), bson::Document::new())?;
             }
         }
+        let Some(e) = failure else {
+            break;
+        };
+        let failed = start + done;
+        errors.push((prepared[failed].0, e));
+        if cmd.ordered {
+            // A validation failure later in the batch was never reached.
+            errors.retain(|(i, _)| *i <= prepared[failed].0);
+            break;
+        }
+        start = failed + 1;
     }
-    let seq = txn.commit().await?;
+    let seq = commit_recorded(state, txn, &mut retry).await?;
     errors.sort_by_key(|(i, _)| *i);
     if cmd.ordered {
         errors.truncate(1);
@@ -194,9 +219,10 @@ pub(super) async fn run<S: DataNode>(
     Stats::add(&state.node().stats.op_insert, cmd.documents.len() as i64);
     acknowledge(&db, &cmd.write_concern, seq).await?;
     tracing::trace!(ns = %ns, inserted, "insert");
-    finish_reply(
-        rawdoc! {"n": count_value(inserted)},
-        errors,
-        &cmd.write_concern,
-    )
+    let mut reply = rawdoc! {"n": count_value(inserted)};
+    if let Some(retry) = &retry {
+        append_retried(&mut reply, retry.retried())?;
+    }
+    finish_retryable(state, retry);
+    finish_reply(reply, errors, &cmd.write_concern)
 }

@@ -4,12 +4,13 @@
 use super::super::DataNode;
 use super::super::exec::{Candidate, Position, QueryShape};
 use super::super::storage::{CollectionMeta, WriteTxn};
+use super::super::transaction_table::RetryableWrite;
 use super::super::validation::DocumentValidator;
 use super::find_and_modify::first_match;
 use super::insert::prepare_document;
 use super::write::{
-    ShardKeyRules, ShardedWrite, acknowledge, array_filters, count_value, finish_reply, statements,
-    target,
+    ShardKeyRules, ShardedWrite, acknowledge, append_retried, array_filters, commit_recorded,
+    count_value, finish_reply, finish_retryable, statements, target,
 };
 use crate::command::{CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
@@ -97,6 +98,8 @@ pub(super) struct StatementOutcome {
     pub matched: u64,
     pub modified: u64,
     pub upserted_id: Option<Bson>,
+    /// The `_id` of the document a single-document update matched.
+    pub matched_id: Option<Bson>,
 }
 
 /// Applies the update to one matched document; returns the new document when it changed.
@@ -220,6 +223,7 @@ pub(super) async fn run_statement(
         .await?;
         if let Some(candidate) = found {
             out.matched = 1;
+            out.matched_id = candidate.doc.get("_id").cloned();
             let changed = update_candidate(
                 txn,
                 coll,
@@ -261,6 +265,7 @@ pub(super) async fn run_statement(
                     out.modified += 1;
                 }
                 if !stmt.multi {
+                    out.matched_id = candidate.doc.get("_id").cloned();
                     break 'scan;
                 }
             }
@@ -275,6 +280,15 @@ pub(super) async fn run_statement(
 
 pub(super) async fn run<S: DataNode>(
     state: &S,
+    ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let retryable = super::write::is_retryable_write(&req);
+    super::write::label_retryable(ctx, retryable, execute(state, ctx, req).await)
+}
+
+async fn execute<S: DataNode>(
+    state: &S,
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
@@ -283,6 +297,7 @@ pub(super) async fn run<S: DataNode>(
     let ordered = request.ordered.unwrap_or(true);
     let wc = WriteConcern::parse(&args)?;
     let raw_statements = statements(&req, "updates")?;
+    let mut retry = RetryableWrite::begin(state, &req).await?;
     // Only an upsert creates the collection.
     let may_upsert = raw_statements
         .iter()
@@ -290,6 +305,7 @@ pub(super) async fn run<S: DataNode>(
     let Some((db, coll)) = target(state, &req, may_upsert).await? else {
         return finish_reply(rawdoc! {"n": 0, "nModified": 0}, Vec::new(), &wc);
     };
+    let ns = format!("{}.{}", req.db, coll.name);
     let bypass = request.bypass_document_validation.unwrap_or(false);
     let vars = args.let_variables()?;
     let validator = DocumentValidator::for_collection(&req.db, &coll, bypass)?;
@@ -300,11 +316,32 @@ pub(super) async fn run<S: DataNode>(
     let mut errors = Vec::new();
     for (i, raw) in raw_statements.iter().enumerate() {
         Stats::add(&state.node().stats.op_update, 1);
-        let outcome = match UpdateStatement::parse(raw, &vars) {
-            Ok(stmt) => {
-                run_statement(&mut txn, &coll, &stmt, validator.as_ref(), sharded.as_ref()).await
-            }
-            Err(e) => Err(e),
+        let recorded = match retry.as_mut() {
+            Some(retry) => retry.executed(i)?,
+            None => None,
+        };
+        let outcome = match recorded {
+            Some(result) => Ok(recorded_outcome(&result)),
+            None => match UpdateStatement::parse(raw, &vars) {
+                Ok(stmt) => {
+                    let outcome =
+                        run_statement(&mut txn, &coll, &stmt, validator.as_ref(), sharded.as_ref())
+                            .await;
+                    // As MongoDB, a statement is recorded with what it wrote: one that wrote
+                    // nothing runs again on a retry, and so does a multi-document update
+                    // (MongoDB records it under no statement id).
+                    let wrote =
+                        |out: &StatementOutcome| out.modified > 0 || out.upserted_id.is_some();
+                    if let (Some(retry), Ok(out), false) = (retry.as_mut(), &outcome, stmt.multi)
+                        && wrote(out)
+                    {
+                        let id = out.upserted_id.as_ref().or(out.matched_id.as_ref());
+                        retry.record(i, &ns, id, outcome_record(out))?;
+                    }
+                    outcome
+                }
+                Err(e) => Err(e),
+            },
         };
         match outcome {
             Ok(out) => {
@@ -323,12 +360,36 @@ pub(super) async fn run<S: DataNode>(
             }
         }
     }
-    let seq = txn.commit().await?;
+    let seq = commit_recorded(state, txn, &mut retry).await?;
     acknowledge(&db, &wc, seq).await?;
     let mut reply = rawdoc! {"n": count_value(n)};
     if !upserted.is_empty() {
         reply.append("upserted", bson::RawBson::try_from(Bson::Array(upserted))?);
     }
     reply.append("nModified", count_value(modified));
+    if let Some(retry) = &retry {
+        append_retried(&mut reply, retry.retried())?;
+    }
+    finish_retryable(state, retry);
     finish_reply(reply, errors, &wc)
+}
+
+/// What a retryable write records of an update statement: its counts and upserted `_id`.
+pub(super) fn outcome_record(out: &StatementOutcome) -> Document {
+    let mut record = bson::doc! {"n": out.matched as i64, "nModified": out.modified as i64};
+    if let Some(id) = &out.upserted_id {
+        record.insert("upserted", id.clone());
+    }
+    record
+}
+
+/// An update statement's outcome as its record tells it.
+pub(super) fn recorded_outcome(record: &Document) -> StatementOutcome {
+    let count = |name: &str| record.get_i64(name).map(|n| n as u64).unwrap_or(0);
+    StatementOutcome {
+        matched: count("n"),
+        modified: count("nModified"),
+        upserted_id: record.get("upserted").cloned(),
+        matched_id: None,
+    }
 }

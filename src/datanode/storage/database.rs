@@ -109,6 +109,9 @@ impl DatabaseStore {
         conn.execute(catalog::SCHEMA)
             .await
             .map_err(|e| sql_error("creating the catalog", e))?;
+        conn.execute(super::transactions::SCHEMA)
+            .await
+            .map_err(|e| sql_error("creating the transaction table", e))?;
         let loaded = catalog::load(&mut conn).await?;
         // A restarted node's writes must stay later than those it made before: its clock
         // starts past the last second a write of this file committed in, whatever the wall

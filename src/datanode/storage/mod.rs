@@ -15,6 +15,7 @@ mod index_usage;
 mod keys;
 mod read_sql;
 mod readers;
+mod transactions;
 mod txn;
 
 pub use capped::CappedLimits;
@@ -23,6 +24,7 @@ pub use database::{DatabaseStore, connect_options, reader_connect_options};
 pub use index_build::IndexBuildStats;
 pub use index_usage::IndexUsage;
 pub use read_sql::DocumentReads;
+pub use transactions::{SessionRecord, StatementRecord};
 pub use txn::{IndexEntry, IndexRange, KeyEntry, ReadTxn, RecordId, WriteTxn};
 
 use crate::error::{ErrorCode, MongoError, Result};
@@ -125,6 +127,11 @@ impl Storage {
         let db = Arc::new(DatabaseStore::open(name, &path, self.clock.clone()).await?);
         dbs.insert(name.to_string(), db.clone());
         Ok(db)
+    }
+
+    /// Every database file this node has open (with or without collections).
+    pub async fn databases(&self) -> Vec<Arc<DatabaseStore>> {
+        self.dbs.read().await.values().cloned().collect()
     }
 
     /// Names of databases that hold at least one collection.

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 /// Rows per multi-row INSERT: large enough to amortize the per-statement cost, small enough to
 /// stay far below SQLite's bound-parameter limit.
-const INSERT_CHUNK: usize = 500;
+pub(super) const INSERT_CHUNK: usize = 500;
 
 /// An index key with its type bits.
 type TypedKey = (Vec<u8>, Vec<u8>);
@@ -64,7 +64,7 @@ impl DocumentReads for ReadTxn {
 /// (the next writer finds the transaction open and rolls it back first).
 pub struct WriteTxn<'a> {
     db: &'a DatabaseStore,
-    writer: tokio::sync::MutexGuard<'a, Writer>,
+    pub(super) writer: tokio::sync::MutexGuard<'a, Writer>,
     deltas: BTreeMap<i64, CollectionStats>,
     /// Indexes a document of this transaction made multikey: `(collection ident, index ident)`.
     multikey: BTreeSet<(i64, i64)>,
@@ -728,7 +728,7 @@ impl From<MongoError> for InsertError {
 }
 
 /// `rows` groups of `columns` placeholders: `(?,?),(?,?)`.
-fn placeholders(rows: usize, columns: usize) -> String {
+pub(super) fn placeholders(rows: usize, columns: usize) -> String {
     let row = format!("({})", vec!["?"; columns].join(","));
     vec![row; rows].join(",")
 }

@@ -6,7 +6,7 @@
 //! operations would need per-shard targeting, which `bulkWrite` does not do yet).
 
 use super::super::RouterState;
-use super::super::write_batch::ROUTER_OVERHEAD;
+use super::super::write_batch::{ROUTER_OVERHEAD, statement_ids};
 use crate::command::{
     BULK_WRITE_COUNTS, BULK_WRITE_CURSOR_NS, BulkOpKind, BulkWrite, CommandRequest, cursor_reply,
 };
@@ -16,8 +16,11 @@ use crate::server::stats::Stats;
 use crate::wire::MAX_MESSAGE_SIZE;
 use bson::{Bson, Document, RawDocument, RawDocumentBuf, doc};
 
-/// Command fields passed on to every shard request.
-const PASSED_ON: [&str; 6] = [
+/// Command fields passed on to every shard request (the session's, so that a retryable write
+/// is one on the shards too).
+const PASSED_ON: [&str; 8] = [
+    "lsid",
+    "txnNumber",
     "ordered",
     "bypassDocumentValidation",
     "let",
@@ -158,6 +161,10 @@ async fn run_on_primary(
         if let Some(value) = req.body.get(field)? {
             body.insert(field, Bson::try_from(value.to_raw_bson())?);
         }
+    }
+    // Each operation keeps its `stmtId` whichever run carries it.
+    if let Some(ids) = statement_ids(req, ops.len())? {
+        body.insert("stmtIds", ids[start..end].to_vec());
     }
     let shard_req = CommandRequest::from_document("admin", &body)?
         .with_sequence("ops", shard_ops)

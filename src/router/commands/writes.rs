@@ -6,9 +6,11 @@
 
 use super::super::RouterState;
 use super::super::forward::{check_routable, on_config_server, refuse_stale, reply_error};
-use super::super::shard_key_move::{MoveOutcome, ShardKeyMove};
+use super::super::shard_key_move::{MoveOutcome, MoveRecord, ShardKeyMove};
 use super::super::targeting::{By, Filter, Target};
-use super::super::write_batch::{ROUTER_OVERHEAD, WriteBatch, WriteKind, first_match};
+use super::super::write_batch::{
+    ROUTER_OVERHEAD, WriteBatch, WriteKind, executed_on, first_match, matches_nothing, with_filter,
+};
 use crate::command::CommandRequest;
 use crate::command::requests::FindAndModifyRequest;
 use crate::error::{ErrorCode, MongoError, Result};
@@ -121,6 +123,7 @@ pub(super) async fn find_and_modify(
     let upsert = declared.upsert.unwrap_or(false);
     let remove = declared.remove.unwrap_or(false);
     let sort = &declared.sort;
+    let retryable = matches!(req.body.get("txnNumber")?, Some(bson::RawBsonRef::Int64(_)));
     let (req, collection, declared) = (&req, &collection, &declared);
     let routed = state.route(&req.db, Some(&ns), true, |placement| async move {
         let (shard, outgoing) = match placement.target(By::Key(Filter::Document(query)))? {
@@ -139,6 +142,14 @@ pub(super) async fn find_and_modify(
             }
             Target::Some(shards) if shards.len() == 1 => (shards[0].clone(), req.clone()),
             Target::Some(shards) => {
+                if retryable {
+                    let probe = with_query(req, matches_nothing())?;
+                    if let Some((_, reply)) =
+                        executed_on(state, &placement, &shards, &probe).await?
+                    {
+                        return Ok(reply);
+                    }
+                }
                 let found = first_match(
                     state,
                     &placement,
@@ -165,12 +176,26 @@ pub(super) async fn find_and_modify(
             return Ok(reply);
         };
         let write_concern = req.args().document("writeConcern")?;
+        let reply = moved_reply(declared, &moving)?;
+        // findAndModify is statement 0 of its retryable write (or the `stmtId` a caller gave).
+        let stmt_id = match req.body.get("stmtId")? {
+            Some(bson::RawBsonRef::Int32(id)) => id,
+            _ => 0,
+        };
+        let record = MoveRecord::of(&req.body, stmt_id, reply.to_document()?)?;
         match moving
-            .run(state, &placement, &req.db, collection, write_concern)
+            .run(
+                state,
+                &placement,
+                &req.db,
+                collection,
+                write_concern,
+                record,
+            )
             .await?
         {
             MoveOutcome::Failed(failure) => Err(failure),
-            MoveOutcome::Moved => moved_reply(declared, &moving),
+            MoveOutcome::Moved => Ok(reply),
         }
     });
     routed
@@ -220,19 +245,7 @@ fn moved_reply(declared: &FindAndModifyRequest, moving: &ShardKeyMove) -> Result
 
 /// `req` with its `query` replaced.
 fn with_query(req: &CommandRequest, query: bson::Document) -> Result<CommandRequest> {
-    let mut body = RawDocumentBuf::new();
-    for element in &req.body {
-        let (name, value) = element?;
-        if name == "query" {
-            body.append("query", RawDocumentBuf::from_document(&query)?);
-        } else {
-            body.append_ref(name, value);
-        }
-    }
-    if req.body.get("query")?.is_none() {
-        body.append("query", RawDocumentBuf::from_document(&query)?);
-    }
-    CommandRequest::new(req.db.clone(), body)
+    CommandRequest::new(req.db.clone(), with_filter(&req.body, "query", query)?)
 }
 
 /// findAndModify's reply when no document matched.

@@ -149,7 +149,7 @@ async fn server_status<S: NodeState>(
         }
         h => h,
     };
-    Ok(RawDocumentBuf::from_document(&doc! {
+    let mut status = doc! {
         "host": host,
         "version": super::MONGODB_VERSION,
         "process": node.role.process_name(),
@@ -168,7 +168,11 @@ async fn server_status<S: NodeState>(
         "mem": {"bits": 64, "resident": resident, "virtual": virt, "supported": true},
         "logicalSessionRecordCache": node.sessions.server_status(node.session_catalog.size()),
         "docgrid": node.stats.ingress(),
-    })?)
+    };
+    if node.role != Role::Router {
+        status.insert("transactions", node.stats.transactions());
+    }
+    Ok(RawDocumentBuf::from_document(&status)?)
 }
 
 async fn list_commands<S: NodeState>(

@@ -1,0 +1,416 @@
+//! Retryable writes on a data node (MongoDB's transaction participant for retryable writes):
+//! per session the latest `txnNumber` and the statements (`stmtId`s) executed under it, with
+//! their results, so that a retried statement answers what it answered the first time without
+//! executing again. The rows live in each database file's transaction table
+//! (`storage::transactions`), written in the transaction of the write they record; this is
+//! their in-memory image, loaded from every database file on first use (after a restart the
+//! rows are the truth), and the per-session lock that serializes a session's writes.
+
+use super::DataNode;
+use super::storage::{SessionRecord, StatementRecord, Storage, WriteTxn};
+use crate::command::CommandRequest;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::clock::PendingWrite;
+use crate::server::stats::Stats;
+use bson::spec::BinarySubtype;
+use bson::{Binary, Bson, Document, RawBsonRef, doc};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// One session's retryable-write state.
+#[derive(Debug, Default)]
+struct SessionTxn {
+    /// The latest `txnNumber` begun on this node (none: no retryable write yet).
+    txn_number: Option<i64>,
+    last_write_op_time: i64,
+    last_write_date: i64,
+    /// The statements executed under `txn_number`: their namespace and result.
+    statements: HashMap<i32, (String, Document)>,
+    /// The `txnNumber` of the session's rows in each database file holding some (a file
+    /// holding an older one has statement rows to remove with the next record there).
+    recorded_in: HashMap<String, i64>,
+}
+
+type SessionSlot = Arc<tokio::sync::Mutex<SessionTxn>>;
+
+/// Every session's retryable-write state on this node.
+#[derive(Default)]
+pub struct TransactionTable {
+    /// Filled from the database files once, on first use.
+    loaded: tokio::sync::OnceCell<()>,
+    sessions: Mutex<HashMap<Vec<u8>, SessionSlot>>,
+}
+
+impl TransactionTable {
+    async fn ensure_loaded(&self, storage: &Storage) -> Result<()> {
+        self.loaded
+            .get_or_try_init(|| async {
+                let mut loaded: HashMap<Vec<u8>, SessionTxn> = HashMap::new();
+                for db in storage.databases().await {
+                    let mut txn = db.write().await?;
+                    for session in txn.retryable_writes_before(i64::MAX).await? {
+                        let Some((session, statements)) =
+                            txn.retryable_write_record(&session.lsid).await?
+                        else {
+                            continue;
+                        };
+                        let entry = loaded.entry(session.lsid.clone()).or_default();
+                        entry
+                            .recorded_in
+                            .insert(db.name().to_string(), session.txn_number);
+                        // Each database holds the session's latest write to it: the newest
+                        // `txnNumber` across them is the session's.
+                        if entry.txn_number.is_some_and(|n| n > session.txn_number) {
+                            continue;
+                        }
+                        if entry.txn_number != Some(session.txn_number) {
+                            entry.statements.clear();
+                        }
+                        entry.txn_number = Some(session.txn_number);
+                        entry.last_write_op_time =
+                            entry.last_write_op_time.max(session.last_write_op_time);
+                        entry.last_write_date = entry.last_write_date.max(session.last_write_date);
+                        for statement in statements {
+                            let result = bson::from_slice(&statement.result).map_err(|e| {
+                                MongoError::internal(format!(
+                                    "a corrupt retryable write record in {}: {e}",
+                                    db.name()
+                                ))
+                            })?;
+                            entry
+                                .statements
+                                .insert(statement.stmt_id, (statement.ns, result));
+                        }
+                    }
+                    txn.rollback().await?;
+                }
+                let mut sessions = self.sessions.lock().expect("poisoned");
+                for (lsid, session) in loaded {
+                    sessions.insert(lsid, Arc::new(tokio::sync::Mutex::new(session)));
+                }
+                Ok::<(), MongoError>(())
+            })
+            .await?;
+        Ok(())
+    }
+
+    fn slot(&self, lsid: &[u8]) -> SessionSlot {
+        self.sessions
+            .lock()
+            .expect("poisoned")
+            .entry(lsid.to_vec())
+            .or_default()
+            .clone()
+    }
+
+    /// The latest `txnNumber` of a session this node knows (tests and diagnostics).
+    pub async fn txn_number(&self, storage: &Storage, lsid: &Document) -> Result<Option<i64>> {
+        self.ensure_loaded(storage).await?;
+        let key = bson::to_vec(&normalized_lsid(lsid)?)?;
+        let slot = self.sessions.lock().expect("poisoned").get(&key).cloned();
+        Ok(match slot {
+            Some(slot) => slot.lock().await.txn_number,
+            None => None,
+        })
+    }
+
+    /// Removes the records of sessions whose last retryable write is older than
+    /// `older_than_ms` (milliseconds since the epoch) and that `is_alive` says are no longer
+    /// alive (expired or ended): the transaction-table part of the logical session cache's
+    /// reap. Returns how many sessions it removed. A session busy with a write is kept.
+    pub async fn reap(
+        &self,
+        storage: &Storage,
+        older_than_ms: i64,
+        is_alive: impl Fn(&Document) -> bool,
+    ) -> Result<usize> {
+        self.ensure_loaded(storage).await?;
+        let candidates: Vec<(Vec<u8>, SessionSlot)> = self
+            .sessions
+            .lock()
+            .expect("poisoned")
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut reaped = 0;
+        for (lsid, slot) in candidates {
+            let Ok(session) = slot.try_lock() else {
+                continue;
+            };
+            if session.last_write_date >= older_than_ms {
+                continue;
+            }
+            let id = bson::from_slice::<Document>(&lsid).map_err(|e| {
+                MongoError::internal(format!(
+                    "a corrupt session id in the transaction table: {e}"
+                ))
+            })?;
+            if is_alive(&id) {
+                continue;
+            }
+            for db in storage.databases().await {
+                let mut txn = db.write().await?;
+                txn.remove_retryable_write_record(&lsid).await?;
+                txn.commit().await?;
+            }
+            self.sessions.lock().expect("poisoned").remove(&lsid);
+            drop(session);
+            reaped += 1;
+        }
+        Ok(reaped)
+    }
+}
+
+/// An `lsid` as the transaction table keys it: `{id, uid}`, with the digest MongoDB gives
+/// sessions when authentication is off if the sender gave none (a router forwards the driver's
+/// `lsid` as it came).
+fn normalized_lsid(lsid: &Document) -> Result<Document> {
+    let id = lsid
+        .get("id")
+        .cloned()
+        .ok_or_else(|| MongoError::bad_value("a session id needs an 'id'"))?;
+    let uid = lsid.get("uid").cloned().unwrap_or(Bson::Binary(Binary {
+        subtype: BinarySubtype::Generic,
+        bytes: crate::server::sessions::NO_AUTH_DIGEST.to_vec(),
+    }));
+    Ok(doc! {"id": id, "uid": uid})
+}
+
+/// A session as MongoDB's messages show it: `<uuid> - <uid as base64>`.
+fn display_lsid(lsid: &Document) -> String {
+    let id = match lsid.get("id") {
+        Some(Bson::Binary(b)) => uuid::Uuid::from_slice(&b.bytes)
+            .map(|u| u.to_string())
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    let uid = match lsid.get("uid") {
+        Some(Bson::Binary(b)) => crate::expression::encode_base64(&b.bytes, false),
+        _ => String::new(),
+    };
+    format!("{id} - {uid}")
+}
+
+/// The statement ids of a command's statements: `stmtIds` (a router sends the ids of the
+/// client's statements it forwards), `stmtId` (the first of consecutive ids, or the one id of
+/// findAndModify), or the statement's index, as a driver talking to this node directly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum StmtIds {
+    Listed(Vec<i32>),
+    From(i32),
+}
+
+impl StmtIds {
+    fn parse(req: &CommandRequest) -> Result<StmtIds> {
+        if let Some(value) = req.body.get("stmtIds")? {
+            let RawBsonRef::Array(items) = value else {
+                return Err(MongoError::type_mismatch(
+                    "BSON field 'stmtIds' is the wrong type, expected type 'array'",
+                ));
+            };
+            let mut ids = Vec::new();
+            for item in items {
+                match item? {
+                    RawBsonRef::Int32(id) => ids.push(id),
+                    _ => {
+                        return Err(MongoError::type_mismatch(
+                            "BSON field 'stmtIds' holds a value of the wrong type, expected type 'int'",
+                        ));
+                    }
+                }
+            }
+            return Ok(StmtIds::Listed(ids));
+        }
+        match req.body.get("stmtId")? {
+            None => Ok(StmtIds::From(0)),
+            Some(RawBsonRef::Int32(id)) => Ok(StmtIds::From(id)),
+            Some(_) => Err(MongoError::type_mismatch(
+                "BSON field 'stmtId' is the wrong type, expected type 'int'",
+            )),
+        }
+    }
+
+    fn of(&self, index: usize) -> Result<i32> {
+        match self {
+            StmtIds::Listed(ids) => ids.get(index).copied().ok_or_else(|| {
+                MongoError::bad_value(format!(
+                    "The number of stmtIds ({}) is smaller than the number of statements",
+                    ids.len()
+                ))
+            }),
+            StmtIds::From(first) => Ok(first.saturating_add(index as i32)),
+        }
+    }
+}
+
+/// A retryable write command checked out on its session: holds the session's lock until
+/// dropped, so the session's writes run one at a time.
+pub struct RetryableWrite {
+    session: tokio::sync::OwnedMutexGuard<SessionTxn>,
+    lsid: Vec<u8>,
+    txn_number: i64,
+    stmt_ids: StmtIds,
+    /// Executed in the open write transaction, not committed yet.
+    pending: Vec<(StatementRecord, Document)>,
+    /// The statements answered from their record.
+    retried: Vec<i32>,
+}
+
+impl RetryableWrite {
+    /// The command's session, checked out, when the command is a retryable write (it carries
+    /// `lsid` and `txnNumber` outside a transaction). A `txnNumber` older than the session's
+    /// latest answers TransactionTooOld; a newer one starts over (the older statements' records
+    /// go with the first write under it).
+    pub async fn begin<S: DataNode>(
+        state: &S,
+        req: &CommandRequest,
+    ) -> Result<Option<RetryableWrite>> {
+        let txn_number = match req.body.get("txnNumber")? {
+            Some(RawBsonRef::Int64(n)) => n,
+            _ => return Ok(None),
+        };
+        if req.body.get("autocommit")?.is_some() {
+            return Ok(None);
+        }
+        let lsid = match req.body.get("lsid")? {
+            Some(RawBsonRef::Document(lsid)) => normalized_lsid(&bson::Document::try_from(lsid)?)?,
+            _ => return Ok(None),
+        };
+        let stmt_ids = StmtIds::parse(req)?;
+        let table = state.transaction_table();
+        table.ensure_loaded(state.storage()).await?;
+        let key = bson::to_vec(&lsid)?;
+        let mut session = table.slot(&key).lock_owned().await;
+        match session.txn_number {
+            Some(latest) if latest > txn_number => {
+                return Err(MongoError::new(
+                    ErrorCode::TransactionTooOld,
+                    format!(
+                        "Cannot start transaction {txn_number} on session {} because a newer transaction with txnNumber {latest} has already started on this session.",
+                        display_lsid(&lsid)
+                    ),
+                ));
+            }
+            Some(latest) if latest == txn_number => {}
+            _ => {
+                session.txn_number = Some(txn_number);
+                session.statements.clear();
+            }
+        }
+        Ok(Some(RetryableWrite {
+            session,
+            lsid: key,
+            txn_number,
+            stmt_ids,
+            pending: Vec::new(),
+            retried: Vec::new(),
+        }))
+    }
+
+    /// The recorded result of statement `index` if it already executed under this
+    /// `txnNumber` (counted as a retried statement).
+    pub fn executed(&mut self, index: usize) -> Result<Option<Document>> {
+        let id = self.stmt_ids.of(index)?;
+        let recorded = self
+            .session
+            .statements
+            .get(&id)
+            .map(|(_, result)| result.clone())
+            .or_else(|| {
+                self.pending
+                    .iter()
+                    .find(|(record, _)| record.stmt_id == id)
+                    .map(|(_, result)| result.clone())
+            });
+        if recorded.is_some() {
+            self.retried.push(id);
+        }
+        Ok(recorded)
+    }
+
+    /// Notes that statement `index` executed on `ns`, touching the document `_id` (if any),
+    /// and answered `result`: recorded by [`RetryableWrite::write`] in the same transaction.
+    pub fn record(
+        &mut self,
+        index: usize,
+        ns: &str,
+        id: Option<&Bson>,
+        result: Document,
+    ) -> Result<()> {
+        let record = StatementRecord {
+            stmt_id: self.stmt_ids.of(index)?,
+            ns: ns.to_string(),
+            document_key: id.map(|id| bson::to_vec(&doc! {"_id": id})).transpose()?,
+            result: bson::to_vec(&result)?,
+        };
+        self.pending.push((record, result));
+        Ok(())
+    }
+
+    /// Writes the statements executed since the last commit, and the session's row, into
+    /// `txn` (nothing when none executed). The returned write timestamp is the session's
+    /// `lastWriteOpTime`; hold it until the transaction committed.
+    pub async fn write<S: DataNode>(
+        &mut self,
+        state: &S,
+        txn: &mut WriteTxn<'_>,
+    ) -> Result<Option<PendingWrite>> {
+        if self.pending.is_empty() {
+            return Ok(None);
+        }
+        let write = state.node().clock.begin_write();
+        let time = write.time();
+        let session = SessionRecord {
+            lsid: self.lsid.clone(),
+            txn_number: self.txn_number,
+            last_write_op_time: ((time.time as i64) << 32) | time.increment as i64,
+            last_write_date: bson::DateTime::now().timestamp_millis(),
+        };
+        let statements: Vec<StatementRecord> = self
+            .pending
+            .iter()
+            .map(|(record, _)| record.clone())
+            .collect();
+        let db = txn.database().name().to_string();
+        let remove_older = self
+            .session
+            .recorded_in
+            .get(&db)
+            .is_some_and(|&n| n < self.txn_number);
+        txn.record_retryable_write(&session, &statements, remove_older)
+            .await?;
+        // Noted before the commit: should it fail, rows of an older number may stay behind,
+        // which loading ignores (it reads the latest number's) and the reap removes.
+        self.session.recorded_in.insert(db, self.txn_number);
+        Stats::add(&state.node().stats.transactions_collection_writes, 1);
+        self.session.last_write_op_time = session.last_write_op_time;
+        self.session.last_write_date = session.last_write_date;
+        Ok(Some(write))
+    }
+
+    /// After the transaction [`RetryableWrite::write`] wrote into committed: its statements
+    /// are executed for later retries.
+    pub fn committed(&mut self) {
+        for (record, result) in self.pending.drain(..) {
+            self.session
+                .statements
+                .insert(record.stmt_id, (record.ns, result));
+        }
+    }
+
+    /// The statement ids answered from their records so far.
+    pub fn retried(&self) -> &[i32] {
+        &self.retried
+    }
+
+    /// Counts the command in `serverStatus.transactions` once it answers.
+    pub fn finish(self, stats: &Stats) {
+        if !self.retried.is_empty() {
+            Stats::add(&stats.retried_commands, 1);
+            Stats::add(&stats.retried_statements, self.retried.len() as i64);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
