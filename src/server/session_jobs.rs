@@ -496,10 +496,6 @@ mod tests {
         }
     }
 
-    fn raw(session: &LogicalSessionId) -> bson::RawDocumentBuf {
-        bson::RawDocumentBuf::from_document(&session.to_document()).unwrap()
-    }
-
     #[tokio::test]
     async fn a_refresh_writes_used_sessions_removes_ended_ones_and_kills_their_cursors() {
         let node = FakeNode::new();
@@ -512,8 +508,8 @@ mod tests {
             .lock()
             .unwrap()
             .extend([session(4), session(5), session(3)]);
-        node.node.touch_session(&raw(&session(1))).unwrap();
-        node.node.touch_session(&raw(&session(2))).unwrap();
+        node.node.touch_session(session(1)).unwrap();
+        node.node.touch_session(session(2)).unwrap();
         node.node.sessions.end([session(3)]);
         refresh(&node).await.unwrap();
         let collection = node.collection.lock().unwrap().clone();

@@ -168,7 +168,7 @@ async fn refresh_sessions<S: NodeState>(
 ) -> Result<RawDocumentBuf> {
     let node = state.node();
     for session in sessions(&req)? {
-        node.touch_session(&RawDocumentBuf::from_document(&session.to_document())?)?;
+        node.touch_session(session)?;
     }
     Ok(RawDocumentBuf::new())
 }
@@ -184,7 +184,9 @@ async fn start_session<S: NodeState>(
         bytes: uuid::Uuid::new_v4().as_bytes().to_vec(),
     };
     let lsid = doc! {"id": id};
-    node.touch_session(&RawDocumentBuf::from_document(&lsid)?)?;
+    let session = LogicalSessionId::from_lsid(&RawDocumentBuf::from_document(&lsid)?)
+        .ok_or_else(|| MongoError::internal("a malformed new session id"))?;
+    node.touch_session(session)?;
     Ok(RawDocumentBuf::from_document(&doc! {
         "id": lsid,
         "timeoutMinutes": i32::try_from(node.session_timeout_minutes()).unwrap_or(i32::MAX),
