@@ -197,7 +197,7 @@ async fn start_session<S: NodeState>(
 /// `uid`, or every session). `users` and `roles` name whom the killer impersonates: they
 /// select nothing.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct KillPattern {
+struct KillPattern {
     lsid: Option<LogicalSessionId>,
     uid: Option<[u8; 32]>,
 }
@@ -368,9 +368,9 @@ async fn kill<S: NodeState>(state: &S, patterns: &[KillPattern]) -> Result<RawDo
 }
 
 /// MongoDB's `killSessionsLocal`: the sessions' catalog entries are killed, their running
-/// operations interrupted and their cursors closed;
-/// returns once every killed session has been checked back in.
-pub async fn kill_local<S: NodeState>(state: &S, patterns: &[KillPattern]) {
+/// operations interrupted and their cursors closed; returns once every killed session has
+/// been checked back in.
+async fn kill_local<S: NodeState>(state: &S, patterns: &[KillPattern]) {
     let node = state.node();
     let matches = |session: &LogicalSessionId| patterns.iter().any(|p| p.matches(session));
     let tokens = node.session_catalog.kill(&matches);
