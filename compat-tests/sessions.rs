@@ -618,3 +618,29 @@ async fn an_ended_sessions_cursor_is_killed_at_refresh(client: &Client) {
     let err = drain(&mut cursor, &mut session).await.expect("killed");
     assert_eq!(error_code(&err), Some(43), "{err:?}");
 }
+
+#[tokio::test]
+async fn a_kill_a_shard_cannot_hear_fails_as_mongos_does() {
+    let mut cluster = ProcessCluster::start_with(2, &TEST_COMMANDS).await;
+    let client = cluster.client().await;
+    // The router knows both shards.
+    client
+        .database("app")
+        .collection::<Document>("c")
+        .insert_one(doc! {"_id": 1})
+        .await
+        .unwrap();
+    cluster.stop_shard(1);
+    let err = admin(&client, doc! {"killAllSessions": []})
+        .await
+        .unwrap_err();
+    let (code, name, message) = failure(&err);
+    assert_eq!(
+        (code, name.as_str(), message.as_str()),
+        (
+            6,
+            "HostUnreachable",
+            "Failed to kill sessions on some hosts"
+        )
+    );
+}
