@@ -90,8 +90,11 @@ async fn tailable_cursors_follow_inserts(client: &Client) {
     coll.insert_many(vec![doc! {"_id": 1}, doc! {"_id": 2}])
         .await
         .unwrap();
+    // The cursor is continued in the session that opened it (the writer below uses another).
+    let mut session = client.start_session().await.unwrap();
     let reply = db
         .run_command(doc! {"find": "feed", "tailable": true, "awaitData": true})
+        .session(&mut session)
         .await
         .unwrap();
     let (id, first) = cursor_of(&reply);
@@ -102,6 +105,7 @@ async fn tailable_cursors_follow_inserts(client: &Client) {
     let started = Instant::now();
     let reply = db
         .run_command(doc! {"getMore": id, "collection": "feed", "maxTimeMS": 300})
+        .session(&mut session)
         .await
         .unwrap();
     assert!(started.elapsed() >= Duration::from_millis(250));
@@ -117,6 +121,7 @@ async fn tailable_cursors_follow_inserts(client: &Client) {
     };
     let reply = db
         .run_command(doc! {"getMore": id, "collection": "feed", "maxTimeMS": 5000})
+        .session(&mut session)
         .await
         .unwrap();
     writer.await.unwrap();
@@ -128,6 +133,7 @@ async fn tailable_cursors_follow_inserts(client: &Client) {
     }
     let err = db
         .run_command(doc! {"getMore": id, "collection": "feed"})
+        .session(&mut session)
         .await
         .unwrap_err();
     assert_eq!(error_code(&err), Some(136));

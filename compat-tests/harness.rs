@@ -529,7 +529,8 @@ pub async fn admin(client: &Client, command: Document) -> mongodb::error::Result
 }
 
 /// Runs a command returning a cursor (`find`, `aggregate`) and follows it with `getMore`s to
-/// its end; the documents of every batch.
+/// its end, all in one session (a cursor is continued in the session that opened it); the
+/// documents of every batch.
 pub async fn cursor_documents(
     db: &mongodb::Database,
     command: Document,
@@ -540,7 +541,8 @@ pub async fn cursor_documents(
         .and_then(|v| v.as_str())
         .unwrap_or_default()
         .to_string();
-    let reply = db.run_command(command).await?;
+    let mut session = db.client().start_session().await?;
+    let reply = db.run_command(command).session(&mut session).await?;
     let batch = |reply: &Document, field: &str| -> (Vec<Document>, i64) {
         let cursor = reply.get_document("cursor").expect("a cursor reply");
         let docs = cursor
@@ -557,6 +559,7 @@ pub async fn cursor_documents(
             .run_command(
                 mongodb::bson::doc! {"getMore": id, "collection": &collection, "batchSize": 4},
             )
+            .session(&mut session)
             .await?;
         let (next, next_id) = batch(&more, "nextBatch");
         docs.extend(next);

@@ -42,6 +42,7 @@ with_test_commands!(
     kill_sessions_interrupts_operations_and_closes_cursors,
     kill_commands_validate_their_arguments,
     a_cursor_is_continued_in_its_own_session,
+    an_ended_sessions_cursor_is_killed_at_refresh,
 );
 
 async fn admin(client: &Client, command: Document) -> mongodb::error::Result<Document> {
@@ -588,5 +589,58 @@ async fn a_cursor_is_continued_in_its_own_session(client: &Client) {
             .unwrap()
             .len(),
         1
+    );
+}
+
+async fn an_ended_sessions_cursor_is_killed_at_refresh(client: &Client) {
+    let coll = client.database("app").collection::<Document>("ending");
+    coll.insert_many((0..6).map(|i| doc! {"_id": i}))
+        .await
+        .unwrap();
+    let mut session = client.start_session().await.unwrap();
+    let lsid = session.id().clone();
+    let mut cursor = coll
+        .find(doc! {})
+        .batch_size(2)
+        .session(&mut session)
+        .await
+        .unwrap();
+    admin(client, doc! {"endSessions": [&lsid]}).await.unwrap();
+    refresh(client).await;
+    let status = cache_status(client).await;
+    assert!(
+        status
+            .get_i32("lastSessionsCollectionJobCursorsClosed")
+            .unwrap()
+            >= 1,
+        "{status}"
+    );
+    let err = drain(&mut cursor, &mut session).await.expect("killed");
+    assert_eq!(error_code(&err), Some(43), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_kill_a_shard_cannot_hear_fails_as_mongos_does() {
+    let mut cluster = ProcessCluster::start_with(2, &TEST_COMMANDS).await;
+    let client = cluster.client().await;
+    // The router knows both shards.
+    client
+        .database("app")
+        .collection::<Document>("c")
+        .insert_one(doc! {"_id": 1})
+        .await
+        .unwrap();
+    cluster.stop_shard(1);
+    let err = admin(&client, doc! {"killAllSessions": []})
+        .await
+        .unwrap_err();
+    let (code, name, message) = failure(&err);
+    assert_eq!(
+        (code, name.as_str(), message.as_str()),
+        (
+            6,
+            "HostUnreachable",
+            "Failed to kill sessions on some hosts"
+        )
     );
 }

@@ -309,16 +309,20 @@ impl<S: NodeState> Dispatcher<S> {
                 return (Err(e), None);
             }
         }
-        if let (true, Ok(Some(bson::RawBsonRef::Document(lsid)))) =
-            (spec.attaches_session, request.body.get("lsid"))
-        {
-            if let Err(e) = node.touch_session(lsid) {
+        // The logical session the command runs in, recorded in the session cache; the
+        // cursors its handler opens remember it.
+        let session = spec
+            .attaches_session
+            .then(|| super::sessions::LogicalSessionId::of_request(&request))
+            .flatten();
+        if let Some(session) = session.clone() {
+            if let Err(e) = node.touch_session(session) {
                 return (Err(e), None);
             }
         }
         // Listed in `$currentOp` while it runs; `killOp` drops the command's future, which
         // rolls back its open transaction as a maxTimeMS deadline does.
-        let registered = node.operations.begin(ctx, &request, spec.attaches_session);
+        let registered = node.operations.begin(ctx, &request, session.clone());
         // A large request runs off the runtime threads, so its parsing and work do not keep
         // other connections waiting (`cpu`); `killOp` still ends it at its next await.
         let heavy = super::cpu::is_heavy(&request);
@@ -331,6 +335,7 @@ impl<S: NodeState> Dispatcher<S> {
                 ),
             }
         };
+        let run = super::sessions::in_session(session, run);
         let (outcome, attach) = super::cpu::run(heavy, run).await;
         (
             outcome.and_then(|reply| generic.complete_reply(reply)),
@@ -417,12 +422,7 @@ impl<S: NodeState> Dispatcher<S> {
                     state.node().clock.wait_until_visible(time).await?;
                 }
                 let _guard = state.before_command(&request).await?;
-                // The cursors the handler opens remember its session.
-                let session = spec
-                    .attaches_session
-                    .then(|| super::sessions::LogicalSessionId::of_request(&request))
-                    .flatten();
-                super::sessions::in_session(session, (spec.handler)(state, ctx, request)).await
+                (spec.handler)(state, ctx, request).await
             };
             crate::command::within(limit, run).await
         };
@@ -485,7 +485,10 @@ async fn check_out_session(
     request: &CommandRequest,
     opid: i32,
 ) -> Option<super::session_catalog::CheckedOutSession> {
-    let session = super::session_catalog::checks_out(request, node.role)?;
+    let session = super::sessions::request_session()?;
+    if !super::session_catalog::checks_out(request, node.role) {
+        return None;
+    }
     let checked_out = node.session_catalog.check_out(session, opid).await;
     node.fail_points
         .pause_if("hangAfterSessionCheckOut", &bson::doc! {})

@@ -128,13 +128,16 @@ impl Node {
             .unwrap_or(30)
     }
 
-    /// Records a use of the session `lsid` in the logical session cache.
-    pub fn touch_session(&self, lsid: &bson::RawDocument) -> crate::error::Result<()> {
+    /// Records a use of `session` in the logical session cache (at most `maxSessions`).
+    pub fn touch_session(
+        &self,
+        session: super::sessions::LogicalSessionId,
+    ) -> crate::error::Result<()> {
         let max = self
             .params
             .get_i64("maxSessions")
             .unwrap_or(super::sessions::DEFAULT_MAX_SESSIONS);
-        self.sessions.touch(lsid, max)
+        self.sessions.vivify(session, max)
     }
 
     /// A process-wide connection id, as `hello.connectionId` reports.

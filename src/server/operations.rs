@@ -80,12 +80,12 @@ pub struct Report {
 }
 
 impl Operations {
-    /// Registers `request` (running on `ctx`, in its session if `in_session`) under a new op id.
+    /// Registers `request` (running on `ctx`, in `session`) under a new op id.
     pub fn begin(
         &self,
         ctx: &RequestContext,
         request: &CommandRequest,
-        in_session: bool,
+        session: Option<super::sessions::LogicalSessionId>,
     ) -> OpGuard<'_> {
         // Op ids are 32-bit in MongoDB (killOp refuses wider ones).
         let opid = self
@@ -102,9 +102,7 @@ impl Operations {
             peer: ctx.peer,
             client_metadata: ctx.client_metadata(),
             internal: ctx.is_internal(),
-            session: in_session
-                .then(|| super::sessions::LogicalSessionId::of_request(request))
-                .flatten(),
+            session,
             killed: AtomicBool::new(false),
             kill: Notify::new(),
         });
@@ -410,7 +408,7 @@ mod tests {
         let guard = ops.begin(
             &ctx,
             &request("app", rawdoc! {"find": "c", "filter": {}}),
-            true,
+            None,
         );
         let report = ops.report("h:1", Report::default());
         assert_eq!(report.len(), 1);
@@ -449,7 +447,7 @@ mod tests {
             (rawdoc! {"ping": 1}, "command", "app.$cmd"),
         ];
         for (body, op, ns) in cases {
-            let _guard = ops.begin(&ctx, &request("app", body), true);
+            let _guard = ops.begin(&ctx, &request("app", body), None);
             let report = ops.report("", Report::default());
             assert_eq!(report[0].get_str("op").unwrap(), op);
             assert_eq!(report[0].get_str("ns").unwrap(), ns);
@@ -472,7 +470,7 @@ mod tests {
         ));
         let _c1 = ops.connection_opened(&idle);
         let _c2 = ops.connection_opened(&busy);
-        let _op = ops.begin(&busy, &request("app", rawdoc! {"ping": 1}), true);
+        let _op = ops.begin(&busy, &request("app", rawdoc! {"ping": 1}), None);
         assert_eq!(ops.report("", Report::default()).len(), 1);
         let all = ops.report(
             "",
@@ -491,7 +489,7 @@ mod tests {
     async fn kill_wakes_the_operation() {
         let ops = Operations::default();
         let ctx = RequestContext::internal();
-        let guard = ops.begin(&ctx, &request("app", rawdoc! {"find": "c"}), true);
+        let guard = ops.begin(&ctx, &request("app", rawdoc! {"find": "c"}), None);
         let op = Arc::clone(&guard.op);
         assert!(!ops.kill(op.opid + 1000));
         let waiter = tokio::spawn(async move { op.killed().await });
@@ -507,9 +505,10 @@ mod tests {
         let ctx = RequestContext::internal();
         let lsid = rawdoc! {"id": bson::RawBson::Binary(bson::Binary {subtype: bson::spec::BinarySubtype::Uuid, bytes: vec![5; 16]})};
         let body = || rawdoc! {"find": "c", "lsid": lsid.clone()};
-        let in_session = ops.begin(&ctx, &request("app", body()), true);
+        let session = crate::server::sessions::LogicalSessionId::from_lsid(&lsid);
+        let in_session = ops.begin(&ctx, &request("app", body()), session);
         // A command detached from its session (a kill command) is not part of it.
-        let detached = ops.begin(&ctx, &request("app", body()), false);
+        let detached = ops.begin(&ctx, &request("app", body()), None);
         assert_eq!(ops.sessions().len(), 1);
         let report = ops.report("", Report::default());
         let lsids: Vec<_> = report
@@ -534,7 +533,7 @@ mod tests {
                 "app",
                 rawdoc! {"find": "c", "filter": {"a": long}, "comment": "mine"},
             ),
-            true,
+            None,
         );
         let report = ops.report(
             "",

@@ -158,15 +158,12 @@ impl Drop for KillToken {
     }
 }
 
-/// Whether a request checks its session out: on a mongod every command with an `lsid` and a
+/// Whether a request in a session checks it out: on a mongod every command with a
 /// `txnNumber` (a retryable write or a transaction statement); on a router only transaction
 /// statements (`autocommit`), as mongos' `RouterOperationContextSession` is for transactions.
-pub fn checks_out(request: &CommandRequest, role: Role) -> Option<LogicalSessionId> {
+pub fn checks_out(request: &CommandRequest, role: Role) -> bool {
     let has = |name: &str| matches!(request.body.get(name), Ok(Some(_)));
-    if !has("txnNumber") || (role == Role::Router && !has("autocommit")) {
-        return None;
-    }
-    LogicalSessionId::of_request(request)
+    has("txnNumber") && (role != Role::Router || has("autocommit"))
 }
 
 impl SessionCatalog {
@@ -372,12 +369,12 @@ mod tests {
         let request = |body: bson::Document| CommandRequest::from_document("db", &body).unwrap();
         let write = request(bson::doc! {"insert": "c", "lsid": lsid.clone(), "txnNumber": 1i64});
         let read = request(bson::doc! {"find": "c", "lsid": lsid.clone()});
-        assert_eq!(checks_out(&write, Role::Shard), Some(session(1)));
-        assert_eq!(checks_out(&read, Role::Shard), None);
-        assert_eq!(checks_out(&write, Role::Router), None);
+        assert!(checks_out(&write, Role::Shard));
+        assert!(!checks_out(&read, Role::Shard));
+        assert!(!checks_out(&write, Role::Router));
         let txn = request(
             bson::doc! {"insert": "c", "lsid": lsid, "txnNumber": 1i64, "autocommit": false},
         );
-        assert_eq!(checks_out(&txn, Role::Router), Some(session(1)));
+        assert!(checks_out(&txn, Role::Router));
     }
 }

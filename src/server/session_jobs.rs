@@ -376,9 +376,26 @@ mod tests {
         table: CommandTable<FakeNode>,
         collection: Mutex<BTreeSet<LogicalSessionId>>,
         cursors: Mutex<Vec<LogicalSessionId>>,
+        /// The TTL index's `expireAfterSeconds`, once created.
+        ttl: Mutex<Option<i32>>,
     }
 
     impl FakeNode {
+        fn config_server() -> FakeNode {
+            let mut node = FakeNode::new();
+            node.node = Node::new(
+                Role::ConfigServer,
+                CmdLine::default(),
+                Parameters::with_startup(&[(
+                    "localLogicalSessionTimeoutMinutes".into(),
+                    "2".into(),
+                )])
+                .unwrap(),
+                Arc::new(LogBuffer::default()),
+            );
+            node
+        }
+
         fn new() -> FakeNode {
             let params = Parameters::with_startup(&[(
                 "TransactionRecordMinimumLifetimeMinutes".into(),
@@ -395,6 +412,7 @@ mod tests {
                 table: CommandTable::new(Vec::new()),
                 collection: Mutex::default(),
                 cursors: Mutex::default(),
+                ttl: Mutex::default(),
             }
         }
 
@@ -415,6 +433,31 @@ mod tests {
             };
             match command.keys().next().map(String::as_str) {
                 Some("listIndexes") => cursor(vec![doc! {"name": TTL_INDEX}]),
+                Some("createIndexes") => {
+                    let index = command.get_array("indexes").unwrap()[0]
+                        .as_document()
+                        .unwrap();
+                    let wanted = index.get_i32("expireAfterSeconds").unwrap();
+                    let mut ttl = self.ttl.lock().unwrap();
+                    match *ttl {
+                        Some(existing) if existing != wanted => doc! {
+                            "ok": 0,
+                            "code": 85,
+                            "codeName": "IndexOptionsConflict",
+                            "errmsg": "An equivalent index already exists with different options",
+                        },
+                        _ => {
+                            *ttl = Some(wanted);
+                            doc! {}
+                        }
+                    }
+                }
+                Some("collMod") => {
+                    let index = command.get_document("index").unwrap();
+                    assert_eq!(index.get_str("name").unwrap(), TTL_INDEX);
+                    *self.ttl.lock().unwrap() = Some(index.get_i32("expireAfterSeconds").unwrap());
+                    doc! {}
+                }
                 Some("update") => {
                     collection.extend(ids("updates", "q"));
                     doc! {}
@@ -496,10 +539,6 @@ mod tests {
         }
     }
 
-    fn raw(session: &LogicalSessionId) -> bson::RawDocumentBuf {
-        bson::RawDocumentBuf::from_document(&session.to_document()).unwrap()
-    }
-
     #[tokio::test]
     async fn a_refresh_writes_used_sessions_removes_ended_ones_and_kills_their_cursors() {
         let node = FakeNode::new();
@@ -512,8 +551,8 @@ mod tests {
             .lock()
             .unwrap()
             .extend([session(4), session(5), session(3)]);
-        node.node.touch_session(&raw(&session(1))).unwrap();
-        node.node.touch_session(&raw(&session(2))).unwrap();
+        node.node.touch_session(session(1)).unwrap();
+        node.node.touch_session(session(2)).unwrap();
         node.node.sessions.end([session(3)]);
         refresh(&node).await.unwrap();
         let collection = node.collection.lock().unwrap().clone();
@@ -543,6 +582,17 @@ mod tests {
             2
         );
         assert_eq!(status.get_i32("activeSessionsCount").unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn the_config_server_keeps_the_ttl_at_its_session_timeout() {
+        let node = FakeNode::config_server();
+        setup_sessions_collection(&node).await.unwrap();
+        assert_eq!(*node.ttl.lock().unwrap(), Some(120));
+        // Created earlier with another timeout: changed to this one.
+        *node.ttl.lock().unwrap() = Some(1800);
+        setup_sessions_collection(&node).await.unwrap();
+        assert_eq!(*node.ttl.lock().unwrap(), Some(120));
     }
 
     #[tokio::test]

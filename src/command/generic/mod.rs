@@ -13,6 +13,7 @@ mod read_concern;
 mod session;
 
 pub use names::check_request_database;
+pub use session::session_from_client;
 
 use super::{CommandRequest, WriteConcern, max_time};
 use crate::error::{ErrorCode, MongoError, Result};

@@ -68,9 +68,16 @@ fn lsid(value: Option<RawBsonRef<'_>>) -> Result<Option<bool>> {
     let Some(doc) = value.as_document() else {
         return Ok(None);
     };
+    session_from_client(&path, doc).map(Some)
+}
+
+/// Checks a session as a client names it (MongoDB's strict `LogicalSessionFromClient`, at
+/// `path`: `lsid`, or an entry of the session commands' lists); whether it names an internal
+/// (child) session.
+pub fn session_from_client(path: &str, doc: &bson::RawDocument) -> Result<bool> {
     let (mut id, mut child) = (false, false);
     idl::strict_fields(
-        &path,
+        path,
         doc,
         &["id", "uid", "txnNumber", "txnUUID"],
         |name, value| {
@@ -97,7 +104,7 @@ fn lsid(value: Option<RawBsonRef<'_>>) -> Result<Option<bool>> {
     if !id {
         return Err(idl::missing_field(&format!("{path}.id")));
     }
-    Ok(Some(child))
+    Ok(child)
 }
 
 pub(super) fn check(fields: &Fields<'_>, command: &CommandInfo<'_>) -> Result<Session> {

@@ -11,7 +11,6 @@ mod transactions;
 
 pub use handshake::{MAX_WIRE_VERSION, MONGODB_VERSION};
 pub use introspection::{kill_op, parse_op_id};
-pub use sessions::{KillPattern, kill_local};
 
 use super::dispatch::{CommandSpec, NodeState};
 

@@ -15,7 +15,7 @@ use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::RequestContext;
 use crate::server::dispatch::{CommandSpec, NodeState};
 use crate::server::session_jobs;
-use crate::server::sessions::{LogicalSessionId, NO_AUTH_DIGEST, user_digest};
+use crate::server::sessions::{LogicalSessionId, user_digest};
 use bson::spec::BinarySubtype;
 use bson::{Binary, Bson, Document, RawDocumentBuf, doc};
 
@@ -93,52 +93,30 @@ fn entries(req: &CommandRequest) -> Result<Vec<Document>> {
 fn digest(path: &str, value: &Bson) -> Result<[u8; 32]> {
     match value {
         Bson::Binary(b) => b.bytes.as_slice().try_into().map_err(|_| {
-            MongoError::bad_value(format!(
-                "Unsupported SHA256Block hash length: {}",
-                b.bytes.len()
-            ))
+            MongoError::new(
+                ErrorCode::UnsupportedFormat,
+                format!("Unsupported SHA256Block hash length: {}", b.bytes.len()),
+            )
         }),
         other => Err(wrong_type(path, other, "binData")),
     }
 }
 
-/// A session as a client names it (MongoDB's `LogicalSessionFromClient`: `id`, and `uid`
-/// when impersonating; without authentication the user is the unauthenticated one).
+/// A session as a client names it (MongoDB's `LogicalSessionFromClient`, checked as every
+/// request's `lsid` is: `id`, and `uid` when impersonating; without authentication the user
+/// is the unauthenticated one). A kill pattern's `lsid` must name its user.
 fn session_from_client(
     path: &str,
     entry: &Document,
     uid_required: bool,
 ) -> Result<LogicalSessionId> {
-    let mut id = None;
-    let mut uid = None;
-    for (field, value) in entry {
-        let here = format!("{path}.{field}");
-        match field.as_str() {
-            "id" => match value {
-                Bson::Binary(b) if b.subtype == BinarySubtype::Uuid && b.bytes.len() == 16 => {
-                    id = Some(b.bytes.as_slice().try_into().expect("16 bytes"));
-                }
-                Bson::Binary(_) => {
-                    return Err(MongoError::bad_value(format!(
-                        "BSON field '{here}' must be a UUID (BinData subtype 4)"
-                    )));
-                }
-                other => return Err(wrong_type(&here, other, "binData")),
-            },
-            "uid" => uid = Some(digest(&here, value)?),
-            // Internal sessions' fields, accepted as MongoDB's IDL accepts them.
-            "txnNumber" | "txnUUID" => {}
-            _ => return Err(unknown(&here)),
-        }
-    }
-    let id = id.ok_or_else(|| missing(&format!("{path}.id")))?;
-    if uid_required && uid.is_none() {
+    let raw = RawDocumentBuf::from_document(entry)?;
+    crate::command::generic::session_from_client(path, &raw)?;
+    if uid_required && !entry.contains_key("uid") {
         return Err(missing(&format!("{path}.uid")));
     }
-    Ok(LogicalSessionId {
-        id,
-        uid: uid.unwrap_or(NO_AUTH_DIGEST),
-    })
+    LogicalSessionId::from_lsid(&raw)
+        .ok_or_else(|| MongoError::internal(format!("an unreadable session at {path}")))
 }
 
 /// The sessions a command's array names.
@@ -168,7 +146,7 @@ async fn refresh_sessions<S: NodeState>(
 ) -> Result<RawDocumentBuf> {
     let node = state.node();
     for session in sessions(&req)? {
-        node.touch_session(&RawDocumentBuf::from_document(&session.to_document())?)?;
+        node.touch_session(session)?;
     }
     Ok(RawDocumentBuf::new())
 }
@@ -184,7 +162,9 @@ async fn start_session<S: NodeState>(
         bytes: uuid::Uuid::new_v4().as_bytes().to_vec(),
     };
     let lsid = doc! {"id": id};
-    node.touch_session(&RawDocumentBuf::from_document(&lsid)?)?;
+    let session = LogicalSessionId::from_lsid(&RawDocumentBuf::from_document(&lsid)?)
+        .ok_or_else(|| MongoError::internal("a malformed new session id"))?;
+    node.touch_session(session)?;
     Ok(RawDocumentBuf::from_document(&doc! {
         "id": lsid,
         "timeoutMinutes": i32::try_from(node.session_timeout_minutes()).unwrap_or(i32::MAX),
@@ -195,7 +175,7 @@ async fn start_session<S: NodeState>(
 /// `uid`, or every session). `users` and `roles` name whom the killer impersonates: they
 /// select nothing.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct KillPattern {
+struct KillPattern {
     lsid: Option<LogicalSessionId>,
     uid: Option<[u8; 32]>,
 }
@@ -366,9 +346,9 @@ async fn kill<S: NodeState>(state: &S, patterns: &[KillPattern]) -> Result<RawDo
 }
 
 /// MongoDB's `killSessionsLocal`: the sessions' catalog entries are killed, their running
-/// operations interrupted and their cursors closed;
-/// returns once every killed session has been checked back in.
-pub async fn kill_local<S: NodeState>(state: &S, patterns: &[KillPattern]) {
+/// operations interrupted and their cursors closed; returns once every killed session has
+/// been checked back in.
+async fn kill_local<S: NodeState>(state: &S, patterns: &[KillPattern]) {
     let node = state.node();
     let matches = |session: &LogicalSessionId| patterns.iter().any(|p| p.matches(session));
     let tokens = node.session_catalog.kill(&matches);
@@ -402,6 +382,7 @@ async fn reap_now<S: NodeState>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::sessions::NO_AUTH_DIGEST;
 
     fn uuid(byte: u8) -> Bson {
         Bson::Binary(Binary {
@@ -436,6 +417,16 @@ mod tests {
             code(sessions(&request(doc! {"killSessions": [{"id": "x"}]}))),
             14
         );
+        let not_uuid = Bson::Binary(Binary {
+            subtype: BinarySubtype::Uuid,
+            bytes: vec![0; 3],
+        });
+        assert_eq!(
+            code(sessions(&request(
+                doc! {"killSessions": [{"id": not_uuid}]}
+            ))),
+            207
+        );
         let short = Bson::Binary(Binary {
             subtype: BinarySubtype::Generic,
             bytes: vec![0; 3],
@@ -444,7 +435,7 @@ mod tests {
             code(sessions(&request(
                 doc! {"killSessions": [{"id": uuid(1), "uid": short}]}
             ))),
-            2
+            12
         );
     }
 
