@@ -226,6 +226,19 @@ async fn resent_commands_change_nothing(
     for (i, command) in writes().iter().enumerate() {
         let again = send(addr, db, command, session + i as u8, 1).await;
         assert_eq!(outcome(&again), outcome(&first[i]), "{command}");
+        // Every statement is named as answered from its record.
+        if command.contains_key("findAndModify") {
+            assert_eq!(again.get_i32("retriedStmtId"), Ok(0), "{again}");
+        } else {
+            let statements = ["documents", "updates", "deletes"]
+                .iter()
+                .find_map(|field| command.get_array(field).ok())
+                .unwrap();
+            let expected: Vec<mongodb::bson::Bson> = (0..statements.len() as i32)
+                .map(mongodb::bson::Bson::Int32)
+                .collect();
+            assert_eq!(again.get_array("retriedStmtIds"), Ok(&expected), "{again}");
+        }
     }
     assert_eq!(crate::harness::all_by_id(&coll).await, documents);
     // A newer transaction number runs; an older one is then too old.
