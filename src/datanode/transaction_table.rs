@@ -134,7 +134,8 @@ impl TransactionTable {
             .collect();
         let mut reaped = 0;
         for (lsid, slot) in candidates {
-            let Ok(session) = slot.try_lock() else {
+            // Held while the rows go, so no write of the session runs in between.
+            let Ok(mut session) = slot.try_lock() else {
                 continue;
             };
             if session.last_write_date >= older_than_ms {
@@ -153,8 +154,14 @@ impl TransactionTable {
                 txn.remove_retryable_write_record(&lsid).await?;
                 txn.commit().await?;
             }
-            self.sessions.lock().expect("poisoned").remove(&lsid);
-            drop(session);
+            *session = SessionTxn::default();
+            // The slot goes unless a command waits for it (references to a slot are taken
+            // under this lock: the table's and this loop's are then the only ones); a waiting
+            // command finds the session as storage now has it: without records.
+            let mut sessions = self.sessions.lock().expect("poisoned");
+            if Arc::strong_count(&slot) == 2 {
+                sessions.remove(&lsid);
+            }
             reaped += 1;
         }
         Ok(reaped)
