@@ -48,12 +48,9 @@ impl TransactionTable {
                 let mut loaded: HashMap<Vec<u8>, SessionTxn> = HashMap::new();
                 for db in storage.databases().await {
                     let mut txn = db.write().await?;
-                    for session in txn.retryable_writes_before(i64::MAX).await? {
-                        let Some((session, statements)) =
-                            txn.retryable_write_record(&session.lsid).await?
-                        else {
-                            continue;
-                        };
+                    let records = txn.retryable_write_records().await?;
+                    txn.rollback().await?;
+                    for (session, statements) in records {
                         let entry = loaded.entry(session.lsid.clone()).or_default();
                         entry
                             .recorded_in
@@ -82,7 +79,6 @@ impl TransactionTable {
                                 .insert(statement.stmt_id, (statement.ns, result));
                         }
                     }
-                    txn.rollback().await?;
                 }
                 let mut sessions = self.sessions.lock().expect("poisoned");
                 for (lsid, session) in loaded {
