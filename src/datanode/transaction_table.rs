@@ -14,7 +14,7 @@ use crate::server::clock::PendingWrite;
 use crate::server::stats::Stats;
 use bson::spec::BinarySubtype;
 use bson::{Binary, Bson, Document, RawBsonRef, doc};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 /// One session's retryable-write state.
@@ -26,9 +26,10 @@ struct SessionTxn {
     last_write_date: i64,
     /// The statements executed under `txn_number`: their namespace and result.
     statements: HashMap<i32, (String, Document)>,
-    /// The `txnNumber` of the session's rows in each database file holding some (a file
-    /// holding an older one has statement rows to remove with the next record there).
-    recorded_in: HashMap<String, i64>,
+    /// The `txnNumber` and statement ids of the session's rows in each database file holding
+    /// some: rows of an older number that the next record there does not replace (same
+    /// `stmt_id`) are removed with it.
+    recorded_in: HashMap<String, (i64, BTreeSet<i32>)>,
 }
 
 type SessionSlot = Arc<tokio::sync::Mutex<SessionTxn>>;
@@ -52,9 +53,10 @@ impl TransactionTable {
                     txn.rollback().await?;
                     for (session, statements) in records {
                         let entry = loaded.entry(session.lsid.clone()).or_default();
+                        let ids = statements.iter().map(|s| s.stmt_id).collect();
                         entry
                             .recorded_in
-                            .insert(db.name().to_string(), session.txn_number);
+                            .insert(db.name().to_string(), (session.txn_number, ids));
                         // Each database holds the session's latest write to it: the newest
                         // `txnNumber` across them is the session's.
                         if entry.txn_number.is_some_and(|n| n > session.txn_number) {
@@ -375,16 +377,20 @@ impl RetryableWrite {
             .map(|(record, _)| record.clone())
             .collect();
         let db = txn.database().name().to_string();
-        let remove_older = self
-            .session
-            .recorded_in
-            .get(&db)
-            .is_some_and(|&n| n < self.txn_number);
+        let writing: BTreeSet<i32> = statements.iter().map(|s| s.stmt_id).collect();
+        let recorded = self.session.recorded_in.entry(db).or_default();
+        // The driver's next write (a new number) usually replaces the previous one's rows
+        // statement for statement: only rows it leaves need a delete.
+        let remove_older = recorded.0 < self.txn_number && !recorded.1.is_subset(&writing);
         txn.record_retryable_write(&session, &statements, remove_older)
             .await?;
         // Noted before the commit: should it fail, rows of an older number may stay behind,
         // which loading ignores (it reads the latest number's) and the reap removes.
-        self.session.recorded_in.insert(db, self.txn_number);
+        if recorded.0 < self.txn_number {
+            *recorded = (self.txn_number, writing);
+        } else {
+            recorded.1.extend(writing);
+        }
         Stats::add(&state.node().stats.transactions_collection_writes, 1);
         self.session.last_write_op_time = session.last_write_op_time;
         self.session.last_write_date = session.last_write_date;

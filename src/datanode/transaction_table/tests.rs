@@ -337,3 +337,32 @@ async fn a_moved_statement_answers_the_result_its_router_recorded() {
     );
     assert!(find(&node).await.is_empty(), "the upsert did not run");
 }
+
+#[tokio::test]
+async fn statements_of_an_older_txn_number_never_answer_a_newer_one() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let node = open(dir.path()).await;
+        let three = doc! {"insert": "c", "documents": [{"_id": 1}, {"_id": 2}, {"_id": 3}]};
+        run(&node, three, 9, 1).await.unwrap();
+        run(&node, doc! {"insert": "c", "documents": [{"_id": 4}]}, 9, 2)
+            .await
+            .unwrap();
+    }
+    let node = open(dir.path()).await;
+    // Statement 1 of txnNumber 2 never ran (statement 1 of txnNumber 1 did): it runs now.
+    let reply = run(
+        &node,
+        doc! {"insert": "c", "documents": [{"_id": 4}, {"_id": 5}]},
+        9,
+        2,
+    )
+    .await
+    .unwrap();
+    assert_eq!(reply.get_i32("n"), Ok(2));
+    assert_eq!(
+        reply.get_array("retriedStmtIds").unwrap(),
+        &vec![Bson::Int32(0)]
+    );
+    assert_eq!(find(&node).await.len(), 5);
+}
