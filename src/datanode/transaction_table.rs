@@ -196,6 +196,10 @@ fn display_lsid(lsid: &Document) -> String {
     format!("{id} - {uid}")
 }
 
+/// MongoDB's `kUninitializedStmtId`: a statement with this id is not retryable (never recorded,
+/// never answered from a record).
+pub const UNINITIALIZED_STMT_ID: i32 = -1;
+
 /// The statement ids of a command's statements: `stmtIds` (a router sends the ids of the
 /// client's statements it forwards), `stmtId` (the first of consecutive ids, or the one id of
 /// findAndModify), or the statement's index, as a driver talking to this node directly.
@@ -312,10 +316,18 @@ impl RetryableWrite {
         }))
     }
 
+    /// The `stmtId` of statement `index`.
+    pub fn stmt_id(&self, index: usize) -> Result<i32> {
+        self.stmt_ids.of(index)
+    }
+
     /// The recorded result of statement `index` if it already executed under this
     /// `txnNumber` (counted as a retried statement).
     pub fn executed(&mut self, index: usize) -> Result<Option<Document>> {
         let id = self.stmt_ids.of(index)?;
+        if id == UNINITIALIZED_STMT_ID {
+            return Ok(None);
+        }
         let recorded = self
             .session
             .statements
@@ -342,8 +354,12 @@ impl RetryableWrite {
         id: Option<&Bson>,
         result: Document,
     ) -> Result<()> {
+        let stmt_id = self.stmt_ids.of(index)?;
+        if stmt_id == UNINITIALIZED_STMT_ID {
+            return Ok(());
+        }
         let record = StatementRecord {
-            stmt_id: self.stmt_ids.of(index)?,
+            stmt_id,
             ns: ns.to_string(),
             document_key: id.map(|id| bson::to_vec(&doc! {"_id": id})).transpose()?,
             result: bson::to_vec(&result)?,

@@ -185,7 +185,7 @@ async fn records_survive_a_restart_and_failed_statements_are_not_recorded() {
 }
 
 #[tokio::test]
-async fn multi_writes_are_not_recorded_and_run_again() {
+async fn multi_writes_are_refused_unless_their_statement_id_is_uninitialized() {
     let dir = tempfile::tempdir().unwrap();
     let node = open(dir.path()).await;
     run(
@@ -196,9 +196,37 @@ async fn multi_writes_are_not_recorded_and_run_again() {
     )
     .await
     .unwrap();
+    let refused = |reply: Document| {
+        let error = reply.get_array("writeErrors").unwrap()[0]
+            .as_document()
+            .unwrap()
+            .clone();
+        (
+            error.get_i32("code").unwrap(),
+            error.get_str("errmsg").unwrap().to_string(),
+        )
+    };
     let many = doc! {"update": "c", "updates": [{"q": {}, "u": {"$inc": {"x": 1}}, "multi": true}]};
-    run(&node, many.clone(), 4, 2).await.unwrap();
-    run(&node, many, 4, 2).await.unwrap();
+    assert_eq!(
+        refused(run(&node, many, 4, 2).await.unwrap()),
+        (
+            72,
+            "Cannot use (or request) retryable writes with multi=true".into()
+        )
+    );
+    let all = doc! {"delete": "c", "deletes": [{"q": {}, "limit": 0}]};
+    assert_eq!(
+        refused(run(&node, all, 4, 3).await.unwrap()),
+        (
+            72,
+            "Cannot use (or request) retryable writes with limit=0".into()
+        )
+    );
+    // Statement id -1: not retryable, so it runs, and runs again.
+    let many = doc! {"update": "c", "stmtIds": [-1],
+    "updates": [{"q": {}, "u": {"$inc": {"x": 1}}, "multi": true}]};
+    run(&node, many.clone(), 4, 4).await.unwrap();
+    run(&node, many, 4, 4).await.unwrap();
     assert_eq!(
         find(&node).await,
         vec![doc! {"_id": 1, "x": 2}, doc! {"_id": 2, "x": 2}]
