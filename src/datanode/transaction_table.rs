@@ -112,17 +112,22 @@ impl TransactionTable {
         })
     }
 
-    /// Removes the records of sessions whose last retryable write is older than
-    /// `older_than_ms` (milliseconds since the epoch) and that `is_alive` says are no longer
-    /// alive (expired or ended): the transaction-table part of the logical session cache's
-    /// reap. Returns how many sessions it removed. A session busy with a write is kept.
+    /// Removes the records of sessions whose last retryable write is at least `age` old and
+    /// that `is_alive` (given the session's `{id, uid}`) says are no longer alive (expired or
+    /// ended): the transaction-table part of the logical session cache's reap
+    /// (`localLogicalSessionTimeoutMinutes`). Returns how many sessions it removed. A session
+    /// busy with a write is kept.
     pub async fn reap(
         &self,
         storage: &Storage,
-        older_than_ms: i64,
+        age: std::time::Duration,
         is_alive: impl Fn(&Document) -> bool,
     ) -> Result<usize> {
         self.ensure_loaded(storage).await?;
+        let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+        let cutoff = bson::DateTime::now()
+            .timestamp_millis()
+            .saturating_sub(age_ms);
         let candidates: Vec<(Vec<u8>, SessionSlot)> = self
             .sessions
             .lock()
@@ -136,7 +141,7 @@ impl TransactionTable {
             let Ok(mut session) = slot.try_lock() else {
                 continue;
             };
-            if session.last_write_date >= older_than_ms {
+            if session.last_write_date > cutoff {
                 continue;
             }
             let id = bson::from_slice::<Document>(&lsid).map_err(|e| {

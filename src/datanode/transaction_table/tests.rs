@@ -276,12 +276,17 @@ async fn reaping_removes_old_records_of_dead_sessions_only() {
         .unwrap();
     }
     // Not old enough: nothing goes.
-    let reaped = node.table.reap(&node.storage, 0, |_| false).await.unwrap();
+    let hour = std::time::Duration::from_secs(3600);
+    let reaped = node
+        .table
+        .reap(&node.storage, hour, |_| false)
+        .await
+        .unwrap();
     assert_eq!(reaped, 0);
     let alive = normalized_lsid(&lsid(1)).unwrap();
     let reaped = node
         .table
-        .reap(&node.storage, i64::MAX, |id| *id == alive)
+        .reap(&node.storage, std::time::Duration::ZERO, |id| *id == alive)
         .await
         .unwrap();
     assert_eq!(reaped, 1);
