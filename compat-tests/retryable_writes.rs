@@ -226,8 +226,42 @@ async fn resent_commands_change_nothing(
     for (i, command) in writes().iter().enumerate() {
         let again = send(addr, db, command, session + i as u8, 1).await;
         assert_eq!(outcome(&again), outcome(&first[i]), "{command}");
+        // Every statement is named as answered from its record.
+        if command.contains_key("findAndModify") {
+            assert_eq!(again.get_i32("retriedStmtId"), Ok(0), "{again}");
+        } else {
+            let statements = ["documents", "updates", "deletes"]
+                .iter()
+                .find_map(|field| command.get_array(field).ok())
+                .unwrap();
+            let expected: Vec<mongodb::bson::Bson> = (0..statements.len() as i32)
+                .map(mongodb::bson::Bson::Int32)
+                .collect();
+            assert_eq!(again.get_array("retriedStmtIds"), Ok(&expected), "{again}");
+        }
     }
     assert_eq!(crate::harness::all_by_id(&coll).await, documents);
+    if !sharded {
+        // bulkWrite (on `admin`, to the primary shard of an unsharded collection).
+        let bulk = doc! {"bulkWrite": 1, "nsInfo": [{"ns": format!("{db}.c")}], "ops": [
+            {"insert": 0, "document": {"_id": 90, "k": 90, "x": 0}},
+            {"update": 0, "filter": {"_id": 90}, "updateMods": {"$inc": {"x": 1}}},
+            {"delete": 0, "filter": {"x": 0}},
+        ]};
+        let first = send(addr, "admin", &bulk, session + 9, 1).await;
+        assert_eq!(first.get_i32("nErrors"), Ok(0), "{first}");
+        let documents = crate::harness::all_by_id(&coll).await;
+        let again = send(addr, "admin", &bulk, session + 9, 1).await;
+        for count in ["nInserted", "nMatched", "nModified", "nDeleted", "nErrors"] {
+            assert_eq!(again.get(count), first.get(count), "{count}: {again}");
+        }
+        assert_eq!(
+            again.get_array("retriedStmtIds").map(Vec::len),
+            Ok(3),
+            "{again}"
+        );
+        assert_eq!(crate::harness::all_by_id(&coll).await, documents);
+    }
     // A newer transaction number runs; an older one is then too old.
     let next = doc! {"insert": "c", "documents": [{"_id": 80, "k": 80}]};
     let reply = send(addr, db, &next, session, 2).await;

@@ -14,7 +14,7 @@ use crate::server::clock::PendingWrite;
 use crate::server::stats::Stats;
 use bson::spec::BinarySubtype;
 use bson::{Binary, Bson, Document, RawBsonRef, doc};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 /// One session's retryable-write state.
@@ -26,9 +26,10 @@ struct SessionTxn {
     last_write_date: i64,
     /// The statements executed under `txn_number`: their namespace and result.
     statements: HashMap<i32, (String, Document)>,
-    /// The `txnNumber` of the session's rows in each database file holding some (a file
-    /// holding an older one has statement rows to remove with the next record there).
-    recorded_in: HashMap<String, i64>,
+    /// The `txnNumber` and statement ids of the session's rows in each database file holding
+    /// some: rows of an older number that the next record there does not replace (same
+    /// `stmt_id`) are removed with it.
+    recorded_in: HashMap<String, (i64, BTreeSet<i32>)>,
 }
 
 type SessionSlot = Arc<tokio::sync::Mutex<SessionTxn>>;
@@ -48,16 +49,14 @@ impl TransactionTable {
                 let mut loaded: HashMap<Vec<u8>, SessionTxn> = HashMap::new();
                 for db in storage.databases().await {
                     let mut txn = db.write().await?;
-                    for session in txn.retryable_writes_before(i64::MAX).await? {
-                        let Some((session, statements)) =
-                            txn.retryable_write_record(&session.lsid).await?
-                        else {
-                            continue;
-                        };
+                    let records = txn.retryable_write_records().await?;
+                    txn.rollback().await?;
+                    for (session, statements) in records {
                         let entry = loaded.entry(session.lsid.clone()).or_default();
+                        let ids = statements.iter().map(|s| s.stmt_id).collect();
                         entry
                             .recorded_in
-                            .insert(db.name().to_string(), session.txn_number);
+                            .insert(db.name().to_string(), (session.txn_number, ids));
                         // Each database holds the session's latest write to it: the newest
                         // `txnNumber` across them is the session's.
                         if entry.txn_number.is_some_and(|n| n > session.txn_number) {
@@ -82,7 +81,6 @@ impl TransactionTable {
                                 .insert(statement.stmt_id, (statement.ns, result));
                         }
                     }
-                    txn.rollback().await?;
                 }
                 let mut sessions = self.sessions.lock().expect("poisoned");
                 for (lsid, session) in loaded {
@@ -114,17 +112,22 @@ impl TransactionTable {
         })
     }
 
-    /// Removes the records of sessions whose last retryable write is older than
-    /// `older_than_ms` (milliseconds since the epoch) and that `is_alive` says are no longer
-    /// alive (expired or ended): the transaction-table part of the logical session cache's
-    /// reap. Returns how many sessions it removed. A session busy with a write is kept.
+    /// Removes the records of sessions whose last retryable write is at least `age` old and
+    /// that `is_alive` (given the session's `{id, uid}`) says are no longer alive (expired or
+    /// ended): the transaction-table part of the logical session cache's reap
+    /// (`localLogicalSessionTimeoutMinutes`). Returns how many sessions it removed. A session
+    /// busy with a write is kept.
     pub async fn reap(
         &self,
         storage: &Storage,
-        older_than_ms: i64,
+        age: std::time::Duration,
         is_alive: impl Fn(&Document) -> bool,
     ) -> Result<usize> {
         self.ensure_loaded(storage).await?;
+        let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+        let cutoff = bson::DateTime::now()
+            .timestamp_millis()
+            .saturating_sub(age_ms);
         let candidates: Vec<(Vec<u8>, SessionSlot)> = self
             .sessions
             .lock()
@@ -134,10 +137,11 @@ impl TransactionTable {
             .collect();
         let mut reaped = 0;
         for (lsid, slot) in candidates {
-            let Ok(session) = slot.try_lock() else {
+            // Held while the rows go, so no write of the session runs in between.
+            let Ok(mut session) = slot.try_lock() else {
                 continue;
             };
-            if session.last_write_date >= older_than_ms {
+            if session.last_write_date > cutoff {
                 continue;
             }
             let id = bson::from_slice::<Document>(&lsid).map_err(|e| {
@@ -153,8 +157,14 @@ impl TransactionTable {
                 txn.remove_retryable_write_record(&lsid).await?;
                 txn.commit().await?;
             }
-            self.sessions.lock().expect("poisoned").remove(&lsid);
-            drop(session);
+            *session = SessionTxn::default();
+            // The slot goes unless a command waits for it (references to a slot are taken
+            // under this lock: the table's and this loop's are then the only ones); a waiting
+            // command finds the session as storage now has it: without records.
+            let mut sessions = self.sessions.lock().expect("poisoned");
+            if Arc::strong_count(&slot) == 2 {
+                sessions.remove(&lsid);
+            }
             reaped += 1;
         }
         Ok(reaped)
@@ -190,6 +200,10 @@ fn display_lsid(lsid: &Document) -> String {
     };
     format!("{id} - {uid}")
 }
+
+/// MongoDB's `kUninitializedStmtId`: a statement with this id is not retryable (never recorded,
+/// never answered from a record).
+pub const UNINITIALIZED_STMT_ID: i32 = -1;
 
 /// The statement ids of a command's statements: `stmtIds` (a router sends the ids of the
 /// client's statements it forwards), `stmtId` (the first of consecutive ids, or the one id of
@@ -307,10 +321,18 @@ impl RetryableWrite {
         }))
     }
 
+    /// The `stmtId` of statement `index`.
+    pub fn stmt_id(&self, index: usize) -> Result<i32> {
+        self.stmt_ids.of(index)
+    }
+
     /// The recorded result of statement `index` if it already executed under this
     /// `txnNumber` (counted as a retried statement).
     pub fn executed(&mut self, index: usize) -> Result<Option<Document>> {
         let id = self.stmt_ids.of(index)?;
+        if id == UNINITIALIZED_STMT_ID {
+            return Ok(None);
+        }
         let recorded = self
             .session
             .statements
@@ -337,8 +359,12 @@ impl RetryableWrite {
         id: Option<&Bson>,
         result: Document,
     ) -> Result<()> {
+        let stmt_id = self.stmt_ids.of(index)?;
+        if stmt_id == UNINITIALIZED_STMT_ID {
+            return Ok(());
+        }
         let record = StatementRecord {
-            stmt_id: self.stmt_ids.of(index)?,
+            stmt_id,
             ns: ns.to_string(),
             document_key: id.map(|id| bson::to_vec(&doc! {"_id": id})).transpose()?,
             result: bson::to_vec(&result)?,
@@ -372,16 +398,20 @@ impl RetryableWrite {
             .map(|(record, _)| record.clone())
             .collect();
         let db = txn.database().name().to_string();
-        let remove_older = self
-            .session
-            .recorded_in
-            .get(&db)
-            .is_some_and(|&n| n < self.txn_number);
+        let writing: BTreeSet<i32> = statements.iter().map(|s| s.stmt_id).collect();
+        let recorded = self.session.recorded_in.entry(db).or_default();
+        // The driver's next write (a new number) usually replaces the previous one's rows
+        // statement for statement: only rows it leaves need a delete.
+        let remove_older = recorded.0 < self.txn_number && !recorded.1.is_subset(&writing);
         txn.record_retryable_write(&session, &statements, remove_older)
             .await?;
         // Noted before the commit: should it fail, rows of an older number may stay behind,
         // which loading ignores (it reads the latest number's) and the reap removes.
-        self.session.recorded_in.insert(db, self.txn_number);
+        if recorded.0 < self.txn_number {
+            *recorded = (self.txn_number, writing);
+        } else {
+            recorded.1.extend(writing);
+        }
         Stats::add(&state.node().stats.transactions_collection_writes, 1);
         self.session.last_write_op_time = session.last_write_op_time;
         self.session.last_write_date = session.last_write_date;

@@ -66,6 +66,8 @@ pub struct WriteBatch {
     upserted: Vec<(usize, Bson)>,
     write_errors: Vec<(usize, Document)>,
     write_concern_error: Option<Document>,
+    /// The statement ids shards answered from their records (`retriedStmtIds`).
+    retried: Vec<i32>,
     /// The shards each statement already ran on (a multi-write refused by some of its shards
     /// is resent only to those).
     done: BTreeMap<usize, Vec<String>>,
@@ -121,6 +123,7 @@ impl WriteBatch {
             upserted: Vec::new(),
             write_errors: Vec::new(),
             write_concern_error: None,
+            retried: Vec::new(),
             done: BTreeMap::new(),
             moving: None,
         })
@@ -380,6 +383,7 @@ impl WriteBatch {
         }
         self.n += reply_count(reply.get("n")?);
         self.n_modified += reply_count(reply.get("nModified")?);
+        self.retried.extend(retried_stmt_ids(reply)?);
         let batch_index = |entry: &Document| {
             entry
                 .get("index")
@@ -566,6 +570,11 @@ impl WriteBatch {
                 .collect();
             reply.insert("writeErrors", errors);
         }
+        if !self.retried.is_empty() {
+            self.retried.sort_unstable();
+            self.retried.dedup();
+            reply.insert("retriedStmtIds", self.retried);
+        }
         if let Some(wce) = self.write_concern_error {
             reply.insert("writeConcernError", wce);
         }
@@ -594,9 +603,22 @@ impl Round {
     }
 }
 
-/// A filter no document matches (every document has an `_id`).
+/// The `retriedStmtIds` of a shard's write reply.
+pub fn retried_stmt_ids(reply: &RawDocument) -> Result<Vec<i32>> {
+    let mut ids = Vec::new();
+    if let Some(RawBsonRef::Array(listed)) = reply.get("retriedStmtIds")? {
+        for id in listed {
+            if let RawBsonRef::Int32(id) = id? {
+                ids.push(id);
+            }
+        }
+    }
+    Ok(ids)
+}
+
+/// A filter no document matches, read from the `_id` index with no interval (no scan).
 pub fn matches_nothing() -> Document {
-    doc! {"_id": {"$exists": false}}
+    doc! {"_id": {"$in": []}}
 }
 
 /// `command` (a statement, or a findAndModify) with its filter field `field` replaced.
@@ -626,10 +648,8 @@ pub async fn executed_on(
     probe: &CommandRequest,
 ) -> Result<Option<(String, RawDocumentBuf)>> {
     for ShardReply { shard, reply, .. } in state.gather(placement, shards, probe).await? {
-        let retried = match reply.get("retriedStmtIds")? {
-            Some(RawBsonRef::Array(ids)) => ids.into_iter().next().is_some(),
-            _ => reply.get("retriedStmtId")?.is_some(),
-        };
+        let retried =
+            !retried_stmt_ids(&reply)?.is_empty() || reply.get("retriedStmtId")?.is_some();
         if retried {
             return Ok(Some((shard, reply)));
         }

@@ -286,9 +286,17 @@ async fn run_group<S: DataNode>(
         }
         let outcome = match op.kind {
             BulkOpKind::Update => {
-                update_op(open, &coll, validator.as_ref(), op.raw, &cmd.vars).await
+                update_op(
+                    open,
+                    &coll,
+                    validator.as_ref(),
+                    op.raw,
+                    &cmd.vars,
+                    retry.is_some(),
+                )
+                .await
             }
-            BulkOpKind::Delete => delete_op(open, &coll, op.raw, &cmd.vars)
+            BulkOpKind::Delete => delete_op(open, &coll, op.raw, &cmd.vars, retry.is_some())
                 .await
                 .map(|(n, id)| (doc! {"n": number(n)}, id)),
             BulkOpKind::Insert => unreachable!("inserts are handled above"),
@@ -420,6 +428,7 @@ async fn update_op(
     validator: Option<&DocumentValidator>,
     raw: &RawDocument,
     vars: &Arc<LetVariables>,
+    retryable: bool,
 ) -> Result<(Document, Option<Bson>)> {
     let mut statement = RawDocumentBuf::new();
     for element in raw.iter() {
@@ -433,6 +442,9 @@ async fn update_op(
         }
     }
     let stmt = UpdateStatement::parse(&statement, vars)?;
+    if stmt.multi && retryable {
+        return Err(multi_retryable());
+    }
     let outcome = update::run_statement(txn, coll, &stmt, validator, None).await?;
     let mut fields = doc! {
         "n": number(outcome.matched + outcome.upserted_id.is_some() as u64),
@@ -457,6 +469,7 @@ async fn delete_op(
     coll: &CollectionMeta,
     raw: &RawDocument,
     vars: &Arc<LetVariables>,
+    retryable: bool,
 ) -> Result<(u64, Option<Bson>)> {
     let mut statement = RawDocumentBuf::new();
     let mut multi = false;
@@ -476,6 +489,17 @@ async fn delete_op(
     }
     statement.append("limit", if multi { 0 } else { 1 });
     let stmt = DeleteStatement::parse(&statement, vars)?;
+    if multi && retryable {
+        return Err(multi_retryable());
+    }
     let (n, id) = delete::run_statement(txn, coll, &stmt, None).await?;
     Ok((n, id.filter(|_| !multi)))
+}
+
+/// A multi-document operation in a retryable bulk write, refused as MongoDB 8.0 refuses it.
+fn multi_retryable() -> MongoError {
+    MongoError::new(
+        crate::error::ErrorCode::InvalidOptions,
+        "Cannot use retryable writes with multi=true",
+    )
 }

@@ -130,12 +130,22 @@ async fn execute<S: DataNode>(
             n += record.get_i64("n").unwrap_or(0) as u64;
             continue;
         }
-        let outcome = match DeleteStatement::parse(raw, &vars) {
+        let parsed = DeleteStatement::parse(raw, &vars).and_then(|stmt| {
+            if !stmt.limit_one {
+                super::write::refuse_multi_retryable(
+                    retry.as_ref(),
+                    i,
+                    "Cannot use (or request) retryable writes with limit=0",
+                )?;
+            }
+            Ok(stmt)
+        });
+        let outcome = match parsed {
             Ok(stmt) => {
                 let outcome = run_statement(&mut txn, &coll, &stmt, ownership.as_ref()).await;
                 // As MongoDB, a statement is recorded with its delete: one that deleted
-                // nothing runs again on a retry, and so does `limit: 0` (MongoDB records it
-                // under no statement id).
+                // nothing runs again on a retry, and so does `limit: 0` (one only runs with
+                // an uninitialized `stmtId`, never recorded).
                 match (retry.as_mut(), &outcome, &moved_result) {
                     (Some(retry), Ok((_, id)), Some(result)) => {
                         retry.record(i, &ns, id.as_ref(), result.clone())?;

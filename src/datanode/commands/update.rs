@@ -322,14 +322,23 @@ async fn execute<S: DataNode>(
         };
         let outcome = match recorded {
             Some(result) => Ok(recorded_outcome(&result)),
-            None => match UpdateStatement::parse(raw, &vars) {
+            None => match UpdateStatement::parse(raw, &vars).and_then(|stmt| {
+                if stmt.multi {
+                    super::write::refuse_multi_retryable(
+                        retry.as_ref(),
+                        i,
+                        "Cannot use (or request) retryable writes with multi=true",
+                    )?;
+                }
+                Ok(stmt)
+            }) {
                 Ok(stmt) => {
                     let outcome =
                         run_statement(&mut txn, &coll, &stmt, validator.as_ref(), sharded.as_ref())
                             .await;
                     // As MongoDB, a statement is recorded with what it wrote: one that wrote
-                    // nothing runs again on a retry, and so does a multi-document update
-                    // (MongoDB records it under no statement id).
+                    // nothing runs again on a retry, and so does a multi-document update (one
+                    // only runs with an uninitialized `stmtId`, never recorded).
                     let wrote =
                         |out: &StatementOutcome| out.modified > 0 || out.upserted_id.is_some();
                     if let (Some(retry), Ok(out), false) = (retry.as_mut(), &outcome, stmt.multi)

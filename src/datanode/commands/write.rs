@@ -119,6 +119,23 @@ pub(super) fn label_retryable(
     }
 }
 
+/// A multi-document statement (`multi: true`, `limit: 0`) in a retryable write: refused as
+/// MongoDB 8.0 refuses it (InvalidOptions), unless its `stmtId` is uninitialized (-1).
+pub(super) fn refuse_multi_retryable(
+    retry: Option<&RetryableWrite>,
+    index: usize,
+    message: &str,
+) -> Result<()> {
+    match retry {
+        Some(retry)
+            if retry.stmt_id(index)? != super::super::transaction_table::UNINITIALIZED_STMT_ID =>
+        {
+            Err(MongoError::new(ErrorCode::InvalidOptions, message))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Whether a command is a retryable write: `txnNumber` outside a transaction.
 pub(super) fn is_retryable_write(req: &CommandRequest) -> bool {
     matches!(

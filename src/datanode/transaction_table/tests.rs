@@ -185,7 +185,7 @@ async fn records_survive_a_restart_and_failed_statements_are_not_recorded() {
 }
 
 #[tokio::test]
-async fn multi_writes_are_not_recorded_and_run_again() {
+async fn multi_writes_are_refused_unless_their_statement_id_is_uninitialized() {
     let dir = tempfile::tempdir().unwrap();
     let node = open(dir.path()).await;
     run(
@@ -196,9 +196,37 @@ async fn multi_writes_are_not_recorded_and_run_again() {
     )
     .await
     .unwrap();
+    let refused = |reply: Document| {
+        let error = reply.get_array("writeErrors").unwrap()[0]
+            .as_document()
+            .unwrap()
+            .clone();
+        (
+            error.get_i32("code").unwrap(),
+            error.get_str("errmsg").unwrap().to_string(),
+        )
+    };
     let many = doc! {"update": "c", "updates": [{"q": {}, "u": {"$inc": {"x": 1}}, "multi": true}]};
-    run(&node, many.clone(), 4, 2).await.unwrap();
-    run(&node, many, 4, 2).await.unwrap();
+    assert_eq!(
+        refused(run(&node, many, 4, 2).await.unwrap()),
+        (
+            72,
+            "Cannot use (or request) retryable writes with multi=true".into()
+        )
+    );
+    let all = doc! {"delete": "c", "deletes": [{"q": {}, "limit": 0}]};
+    assert_eq!(
+        refused(run(&node, all, 4, 3).await.unwrap()),
+        (
+            72,
+            "Cannot use (or request) retryable writes with limit=0".into()
+        )
+    );
+    // Statement id -1: not retryable, so it runs, and runs again.
+    let many = doc! {"update": "c", "stmtIds": [-1],
+    "updates": [{"q": {}, "u": {"$inc": {"x": 1}}, "multi": true}]};
+    run(&node, many.clone(), 4, 4).await.unwrap();
+    run(&node, many, 4, 4).await.unwrap();
     assert_eq!(
         find(&node).await,
         vec![doc! {"_id": 1, "x": 2}, doc! {"_id": 2, "x": 2}]
@@ -248,12 +276,17 @@ async fn reaping_removes_old_records_of_dead_sessions_only() {
         .unwrap();
     }
     // Not old enough: nothing goes.
-    let reaped = node.table.reap(&node.storage, 0, |_| false).await.unwrap();
+    let hour = std::time::Duration::from_secs(3600);
+    let reaped = node
+        .table
+        .reap(&node.storage, hour, |_| false)
+        .await
+        .unwrap();
     assert_eq!(reaped, 0);
     let alive = normalized_lsid(&lsid(1)).unwrap();
     let reaped = node
         .table
-        .reap(&node.storage, i64::MAX, |id| *id == alive)
+        .reap(&node.storage, std::time::Duration::ZERO, |id| *id == alive)
         .await
         .unwrap();
     assert_eq!(reaped, 1);
@@ -336,4 +369,33 @@ async fn a_moved_statement_answers_the_result_its_router_recorded() {
         (Ok(1), Ok(1))
     );
     assert!(find(&node).await.is_empty(), "the upsert did not run");
+}
+
+#[tokio::test]
+async fn statements_of_an_older_txn_number_never_answer_a_newer_one() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let node = open(dir.path()).await;
+        let three = doc! {"insert": "c", "documents": [{"_id": 1}, {"_id": 2}, {"_id": 3}]};
+        run(&node, three, 9, 1).await.unwrap();
+        run(&node, doc! {"insert": "c", "documents": [{"_id": 4}]}, 9, 2)
+            .await
+            .unwrap();
+    }
+    let node = open(dir.path()).await;
+    // Statement 1 of txnNumber 2 never ran (statement 1 of txnNumber 1 did): it runs now.
+    let reply = run(
+        &node,
+        doc! {"insert": "c", "documents": [{"_id": 4}, {"_id": 5}]},
+        9,
+        2,
+    )
+    .await
+    .unwrap();
+    assert_eq!(reply.get_i32("n"), Ok(2));
+    assert_eq!(
+        reply.get_array("retriedStmtIds").unwrap(),
+        &vec![Bson::Int32(0)]
+    );
+    assert_eq!(find(&node).await.len(), 5);
 }

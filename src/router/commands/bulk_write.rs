@@ -34,6 +34,8 @@ struct Merged {
     results: Vec<Document>,
     counts: [i64; 6],
     write_concern_error: Option<Document>,
+    /// The statement ids shards answered from their records.
+    retried: Vec<i32>,
 }
 
 pub(super) async fn bulk_write(
@@ -76,6 +78,10 @@ pub(super) async fn bulk_write(
             Ok(small) => reply.append(*name, small),
             Err(_) => reply.append(*name, n),
         }
+    }
+    if !merged.retried.is_empty() {
+        let ids: Vec<Bson> = merged.retried.iter().map(|id| Bson::Int32(*id)).collect();
+        reply.append("retriedStmtIds", bson::RawBson::try_from(Bson::Array(ids))?);
     }
     if let Some(wce) = merged.write_concern_error {
         reply.append("writeConcernError", RawDocumentBuf::from_document(&wce)?);
@@ -224,6 +230,10 @@ async fn run_on_primary(
             Some(Bson::Int64(n)) => *n,
             _ => 0,
         };
+    }
+    // The shard numbers the run's operations by the `stmtIds` sent, the client's own.
+    if let Ok(ids) = reply.get_array("retriedStmtIds") {
+        merged.retried.extend(ids.iter().filter_map(Bson::as_i32));
     }
     if let Ok(wce) = reply.get_document("writeConcernError") {
         merged.write_concern_error = Some(wce.clone());
