@@ -550,3 +550,99 @@ async fn shards_count_retried_statements() {
     }
     assert_eq!(retried, (1, 2));
 }
+
+/// The logical session cache's reap removes the transaction-table records of sessions gone from
+/// `config.system.sessions` (here: never refreshed into it) once they are older than
+/// `TransactionRecordMinimumLifetimeMinutes`; a session the collection still has keeps them.
+#[tokio::test]
+async fn dead_sessions_records_are_reaped() {
+    let cluster = ProcessCluster::start_with(
+        2,
+        &[
+            "--enable-test-commands",
+            "--setParameter",
+            "TransactionRecordMinimumLifetimeMinutes=0",
+        ],
+    )
+    .await;
+    let addr: SocketAddr = format!("127.0.0.1:{}", cluster.router_port)
+        .parse()
+        .unwrap();
+    let client = cluster.client().await;
+    populate(&client, "reaped", false).await;
+    let dead = doc! {"insert": "c", "documents": [{"_id": 80}]};
+    let alive = doc! {"insert": "c", "documents": [{"_id": 81}]};
+    assert_eq!(
+        send(addr, "reaped", &dead, 20, 1)
+            .await
+            .get_i32("n")
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        send(addr, "reaped", &alive, 21, 1)
+            .await
+            .get_i32("n")
+            .unwrap(),
+        1
+    );
+    // Session 21 goes to the sessions collection: it is written by the refresh of the nodes
+    // that saw it; session 20 is then removed from it, as its TTL index would.
+    for node in [
+        cluster.client().await,
+        cluster.shard_client(0).await,
+        cluster.shard_client(1).await,
+    ] {
+        admin(&node, doc! {"refreshLogicalSessionCacheNow": 1})
+            .await
+            .unwrap();
+    }
+    let sessions = cluster
+        .config_client()
+        .await
+        .database("config")
+        .collection::<Document>("system.sessions");
+    sessions
+        .delete_many(doc! {"_id.id": Binary {subtype: BinarySubtype::Uuid, bytes: vec![20; 16]}})
+        .await
+        .unwrap();
+    assert_eq!(
+        sessions
+            .count_documents(
+                doc! {"_id.id": Binary {subtype: BinarySubtype::Uuid, bytes: vec![21; 16]}}
+            )
+            .await
+            .unwrap(),
+        1
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let mut cleaned = 0;
+    for shard in 0..2 {
+        let node = cluster.shard_client(shard).await;
+        admin(&node, doc! {"reapLogicalSessionCacheNow": 1})
+            .await
+            .unwrap();
+        let status = admin(&node, doc! {"serverStatus": 1}).await.unwrap();
+        cleaned += status
+            .get_document("logicalSessionRecordCache")
+            .unwrap()
+            .get_i32("lastTransactionReaperJobEntriesCleanedUp")
+            .unwrap();
+    }
+    assert_eq!(cleaned, 1);
+    // The reaped session's statement runs again (and meets its own document); the live one's
+    // still answers its first result.
+    let again = send(addr, "reaped", &dead, 20, 1).await;
+    assert_eq!(
+        again.get_array("writeErrors").unwrap()[0]
+            .as_document()
+            .unwrap()
+            .get_i32("code")
+            .unwrap(),
+        11000,
+        "{again}"
+    );
+    let kept = send(addr, "reaped", &alive, 21, 1).await;
+    assert_eq!(kept.get_i32("n").unwrap(), 1, "{kept}");
+    assert!(kept.get("writeErrors").is_none(), "{kept}");
+}

@@ -11,6 +11,7 @@ pub mod store;
 
 use crate::datanode::cursors::CursorRegistry;
 use crate::datanode::storage::Storage;
+use crate::datanode::transaction_table;
 use crate::datanode::{DataNode, spawn_cursor_reaper};
 use crate::error::Result;
 use crate::rpc::{Connector, NodeConnector};
@@ -41,7 +42,7 @@ pub struct ConfigState {
     node: Node,
     storage: Arc<Storage>,
     cursors: CursorRegistry,
-    transaction_table: crate::datanode::transaction_table::TransactionTable,
+    transaction_table: Arc<transaction_table::TransactionTable>,
     connector: NodeConnector,
     cluster_id: ObjectId,
     /// Serializes conflicting DDL across the cluster (see `ddl_locks`).
@@ -112,6 +113,13 @@ impl ConfigState {
         if let Err(e) = session_jobs::setup_sessions_collection(&*state).await {
             tracing::warn!(error = %e, "could not set up config.system.sessions");
         }
+        state
+            .node
+            .session_catalog
+            .register_transaction_reaper(Arc::new(transaction_table::Reaper::new(
+                state.transaction_table.clone(),
+                state.storage.clone(),
+            )));
         session_jobs::spawn(Arc::downgrade(&state));
         spawn_cursor_reaper(Arc::downgrade(&state));
         crate::datanode::ttl::spawn_ttl_monitor(Arc::downgrade(&state));
@@ -216,7 +224,7 @@ impl DataNode for ConfigState {
         &self.cursors
     }
 
-    fn transaction_table(&self) -> &crate::datanode::transaction_table::TransactionTable {
+    fn transaction_table(&self) -> &transaction_table::TransactionTable {
         &self.transaction_table
     }
 

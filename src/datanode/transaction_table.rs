@@ -11,9 +11,12 @@ use super::storage::{SessionRecord, StatementRecord, Storage, WriteTxn};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::clock::PendingWrite;
+use crate::server::session_catalog::TransactionTableReaper;
+use crate::server::sessions::LogicalSessionId;
 use crate::server::stats::Stats;
 use bson::spec::BinarySubtype;
 use bson::{Binary, Bson, Document, RawBsonRef, doc};
+use futures::future::BoxFuture;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
@@ -112,22 +115,45 @@ impl TransactionTable {
         })
     }
 
-    /// Removes the records of sessions whose last retryable write is at least `age` old and
+    /// The sessions (`{id, uid}`) whose last retryable write here is older than `cutoff`.
+    pub async fn sessions_written_before(
+        &self,
+        storage: &Storage,
+        cutoff: bson::DateTime,
+    ) -> Result<Vec<Document>> {
+        self.ensure_loaded(storage).await?;
+        let slots: Vec<(Vec<u8>, SessionSlot)> = self
+            .sessions
+            .lock()
+            .expect("poisoned")
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut old = Vec::new();
+        for (lsid, slot) in slots {
+            // A session busy with a write was just used.
+            let Ok(session) = slot.try_lock() else {
+                continue;
+            };
+            if session.txn_number.is_some() && session.last_write_date < cutoff.timestamp_millis() {
+                old.push(session_id(&lsid)?);
+            }
+        }
+        Ok(old)
+    }
+
+    /// Removes the records of sessions whose last retryable write is older than `cutoff` and
     /// that `is_alive` (given the session's `{id, uid}`) says are no longer alive (expired or
-    /// ended): the transaction-table part of the logical session cache's reap
-    /// (`localLogicalSessionTimeoutMinutes`). Returns how many sessions it removed. A session
-    /// busy with a write is kept.
+    /// ended): the transaction-table part of the logical session cache's reap. Returns how
+    /// many sessions it removed. A session busy with a write is kept.
     pub async fn reap(
         &self,
         storage: &Storage,
-        age: std::time::Duration,
+        cutoff: bson::DateTime,
         is_alive: impl Fn(&Document) -> bool,
     ) -> Result<usize> {
         self.ensure_loaded(storage).await?;
-        let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
-        let cutoff = bson::DateTime::now()
-            .timestamp_millis()
-            .saturating_sub(age_ms);
+        let cutoff = cutoff.timestamp_millis();
         let candidates: Vec<(Vec<u8>, SessionSlot)> = self
             .sessions
             .lock()
@@ -144,12 +170,7 @@ impl TransactionTable {
             if session.last_write_date > cutoff {
                 continue;
             }
-            let id = bson::from_slice::<Document>(&lsid).map_err(|e| {
-                MongoError::internal(format!(
-                    "a corrupt session id in the transaction table: {e}"
-                ))
-            })?;
-            if is_alive(&id) {
+            if is_alive(&session_id(&lsid)?) {
                 continue;
             }
             for db in storage.databases().await {
@@ -168,6 +189,59 @@ impl TransactionTable {
             reaped += 1;
         }
         Ok(reaped)
+    }
+}
+
+/// A session's `{id, uid}` from the table's key.
+fn session_id(key: &[u8]) -> Result<Document> {
+    bson::from_slice::<Document>(key).map_err(|e| {
+        MongoError::internal(format!(
+            "a corrupt session id in the transaction table: {e}"
+        ))
+    })
+}
+
+/// The logical session cache's reap job's hook into a data node's transaction table.
+pub struct Reaper {
+    table: Arc<TransactionTable>,
+    storage: Arc<Storage>,
+}
+
+impl Reaper {
+    pub fn new(table: Arc<TransactionTable>, storage: Arc<Storage>) -> Self {
+        Reaper { table, storage }
+    }
+}
+
+impl TransactionTableReaper for Reaper {
+    fn sessions_written_before(
+        &self,
+        cutoff: bson::DateTime,
+    ) -> BoxFuture<'_, Result<Vec<LogicalSessionId>>> {
+        Box::pin(async move {
+            let old = self
+                .table
+                .sessions_written_before(&self.storage, cutoff)
+                .await?;
+            Ok(old
+                .iter()
+                .filter_map(LogicalSessionId::of_document)
+                .collect())
+        })
+    }
+
+    fn remove<'a>(
+        &'a self,
+        dead: &'a [LogicalSessionId],
+        cutoff: bson::DateTime,
+    ) -> BoxFuture<'a, Result<usize>> {
+        Box::pin(async move {
+            self.table
+                .reap(&self.storage, cutoff, |id| {
+                    LogicalSessionId::of_document(id).is_none_or(|id| !dead.contains(&id))
+                })
+                .await
+        })
     }
 }
 

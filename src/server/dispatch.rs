@@ -383,7 +383,10 @@ impl<S: NodeState> Dispatcher<S> {
                 }
             }
         }
-        (self.run_handler(spec, ctx, request, after, opid).await, attach)
+        (
+            self.run_handler(spec, ctx, request, after, opid).await,
+            attach,
+        )
     }
 
     async fn run_handler(

@@ -78,9 +78,12 @@ impl LogicalSessionId {
 
     /// The session a session record (`{_id: {id, uid}, ...}`) is about.
     pub fn of_record(record: &Document) -> Option<LogicalSessionId> {
-        let id = record.get_document("_id").ok()?;
-        let raw = bson::RawDocumentBuf::from_document(id).ok()?;
-        LogicalSessionId::from_lsid(&raw)
+        LogicalSessionId::of_document(record.get_document("_id").ok()?)
+    }
+
+    /// The session an `lsid` document names ([`LogicalSessionId::from_lsid`]).
+    pub fn of_document(lsid: &Document) -> Option<LogicalSessionId> {
+        LogicalSessionId::from_lsid(&bson::RawDocumentBuf::from_document(lsid).ok()?)
     }
 }
 

@@ -19,6 +19,7 @@ use crate::catalog::OwnershipFilter;
 use crate::command::CommandRequest;
 use crate::datanode::cursors::CursorRegistry;
 use crate::datanode::storage::Storage;
+use crate::datanode::transaction_table;
 use crate::datanode::{DataNode, DdlGuard, spawn_cursor_reaper, ttl};
 use crate::error::Result;
 use crate::rpc::{Connector, NodeConnector};
@@ -32,7 +33,7 @@ pub struct ShardState {
     node: Node,
     storage: Arc<Storage>,
     cursors: CursorRegistry,
-    transaction_table: crate::datanode::transaction_table::TransactionTable,
+    transaction_table: Arc<transaction_table::TransactionTable>,
     connector: NodeConnector,
     identity: std::sync::RwLock<Option<ShardIdentity>>,
     versions: versioning::DatabaseVersionCache,
@@ -67,6 +68,13 @@ impl ShardState {
         state.critical_sections.load(&state.storage).await?;
         spawn_cursor_reaper(Arc::downgrade(&state));
         ttl::spawn_ttl_monitor(Arc::downgrade(&state));
+        state
+            .node
+            .session_catalog
+            .register_transaction_reaper(Arc::new(transaction_table::Reaper::new(
+                state.transaction_table.clone(),
+                state.storage.clone(),
+            )));
         session_jobs::spawn(Arc::downgrade(&state));
         Ok(state)
     }
@@ -157,7 +165,7 @@ impl DataNode for ShardState {
         &self.cursors
     }
 
-    fn transaction_table(&self) -> &crate::datanode::transaction_table::TransactionTable {
+    fn transaction_table(&self) -> &transaction_table::TransactionTable {
         &self.transaction_table
     }
 

@@ -45,14 +45,16 @@ impl DataNode for TestNode {
 }
 
 async fn open(dir: &Path) -> TestNode {
+    let node = Node::new(
+        Role::Shard,
+        CmdLine::default(),
+        Parameters::new(),
+        Arc::new(LogBuffer::default()),
+    );
+    let storage = Storage::open(dir, node.clock.clone()).await.unwrap();
     TestNode {
-        node: Node::new(
-            Role::Shard,
-            CmdLine::default(),
-            Parameters::new(),
-            Arc::new(LogBuffer::default()),
-        ),
-        storage: Storage::open(dir).await.unwrap(),
+        node,
+        storage,
         cursors: CursorRegistry::default(),
         table: TransactionTable::default(),
         commands: CommandTable::new(crate::datanode::commands::data_commands()),
@@ -279,14 +281,16 @@ async fn reaping_removes_old_records_of_dead_sessions_only() {
     let hour = std::time::Duration::from_secs(3600);
     let reaped = node
         .table
-        .reap(&node.storage, hour, |_| false)
+        .reap(&node.storage, ago(hour), |_| false)
         .await
         .unwrap();
     assert_eq!(reaped, 0);
     let alive = normalized_lsid(&lsid(1)).unwrap();
     let reaped = node
         .table
-        .reap(&node.storage, std::time::Duration::ZERO, |id| *id == alive)
+        .reap(&node.storage, ago(std::time::Duration::ZERO), |id| {
+            *id == alive
+        })
         .await
         .unwrap();
     assert_eq!(reaped, 1);
@@ -398,4 +402,9 @@ async fn statements_of_an_older_txn_number_never_answer_a_newer_one() {
         &vec![Bson::Int32(0)]
     );
     assert_eq!(find(&node).await.len(), 5);
+}
+
+/// The time `age` ago.
+fn ago(age: std::time::Duration) -> bson::DateTime {
+    bson::DateTime::from_millis(bson::DateTime::now().timestamp_millis() - age.as_millis() as i64)
 }
