@@ -106,10 +106,15 @@ pub async fn run(
             .await?;
         let ceiling = main.point_ceiling(config.ops, 1, net).await?;
         report.push(o.ceiling(ceiling));
-        let floor = crate::driver_floor::find_one(config.ops, 1).await?;
+        let floor = crate::driver_floor::find_one(config.ops, 1, true).await?;
         report
             .facts
             .insert("w2_driver_floor".into(), floor_fact(&floor));
+        let floor = crate::driver_floor::find_one(config.ops, 1, false).await?;
+        report.facts.insert(
+            "w2_driver_floor_without_cluster_time".into(),
+            floor_fact(&floor),
+        );
     }
     if config.runs("W3") {
         let before = servers.current_kib();
@@ -123,7 +128,7 @@ pub async fn run(
         report.facts.insert("w3_rss_dev_kib".into(), settled);
         let ceiling = main.point_ceiling(config.ops, config.clients, net).await?;
         report.push(o.ceiling(ceiling));
-        let floor = crate::driver_floor::find_one(config.ops, config.clients).await?;
+        let floor = crate::driver_floor::find_one(config.ops, config.clients, true).await?;
         report
             .facts
             .insert("w3_driver_floor".into(), floor_fact(&floor));
@@ -429,5 +434,5 @@ pub fn human(n: usize) -> String {
 /// The driver's `find_one` against a stub that does no work (`driver_floor`).
 fn floor_fact(timing: &Timing) -> serde_json::Value {
     json!({"per_second": timing.per_second().round(), "p50_us": timing.p50().as_micros(),
-           "what": "the driver's find_one against a stub server answering at once"})
+           "what": "the driver's find_one against a stub server answering at once, gossiping $clusterTime unless the fact's name says without"})
 }

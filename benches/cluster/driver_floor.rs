@@ -1,7 +1,10 @@
 //! The driver's floor: the official driver's `find_one({_id})` against a stub server on
 //! loopback that answers every command at once with a fixed reply and does no work. What a
 //! point read costs this machine on the client's side and on the wire — the least W2 and W3
-//! can cost whatever the server does — measured in the same run as they are.
+//! can cost whatever the server does — measured in the same run as they are. The stub gossips
+//! `$clusterTime` and `operationTime` as MongoDB's sharded clusters (and docgrid) do, or not, as
+//! a standalone mongod: the driver hands every gossiped time to its topology worker and waits
+//! for it, a cost on its side of every operation.
 
 use crate::measure::Timing;
 use crate::ops::{self, Coll};
@@ -10,13 +13,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
-/// `ops` `find_one`s from `clients` concurrent clients against the stub.
-pub async fn find_one(ops: usize, clients: usize) -> anyhow::Result<Timing> {
+/// `ops` `find_one`s from `clients` concurrent clients against the stub, whose replies carry
+/// `$clusterTime` when `gossip`.
+pub async fn find_one(ops: usize, clients: usize, gossip: bool) -> anyhow::Result<Timing> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let port = listener.local_addr()?.port();
     let server = tokio::spawn(async move {
         while let Ok((socket, _)) = listener.accept().await {
-            tokio::spawn(serve(socket));
+            tokio::spawn(serve(socket, gossip));
         }
     });
     let client = crate::processes::client(port, true).await?;
@@ -30,7 +34,7 @@ pub async fn find_one(ops: usize, clients: usize) -> anyhow::Result<Timing> {
     timing
 }
 
-async fn serve(mut socket: TcpStream) -> anyhow::Result<()> {
+async fn serve(mut socket: TcpStream, gossip: bool) -> anyhow::Result<()> {
     socket.set_nodelay(true)?;
     let found = found_reply()?;
     let ok = bson::rawdoc! {"ok": 1.0};
@@ -42,11 +46,28 @@ async fn serve(mut socket: TcpStream) -> anyhow::Result<()> {
             Request::Query { query, .. } => &query.query,
         };
         let name = body.iter().next().transpose()?.map(|(k, _)| k.to_string());
-        let reply = match name.as_deref() {
+        let mut reply = match name.as_deref() {
             Some("hello" | "isMaster" | "ismaster") => hello(),
             Some("find") => found.clone(),
             _ => ok.clone(),
         };
+        if gossip {
+            let time = bson::Timestamp {
+                time: 1_700_000_000,
+                increment: 1,
+            };
+            reply.append("operationTime", time);
+            reply.append(
+                "$clusterTime",
+                bson::rawdoc! {
+                    "clusterTime": time,
+                    "signature": {
+                        "hash": bson::Binary {subtype: bson::spec::BinarySubtype::Generic, bytes: vec![0; 20]},
+                        "keyId": 0_i64,
+                    },
+                },
+            );
+        }
         reply_id += 1;
         let bytes = encode_reply(&request.reply_to(), &reply, reply_id, false);
         socket.write_all(&bytes).await?;

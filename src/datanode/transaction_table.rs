@@ -10,7 +10,6 @@ use super::DataNode;
 use super::storage::{SessionRecord, StatementRecord, Storage, WriteTxn};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::server::clock::PendingWrite;
 use crate::server::session_catalog::TransactionTableReaper;
 use crate::server::sessions::LogicalSessionId;
 use crate::server::stats::Stats;
@@ -448,18 +447,13 @@ impl RetryableWrite {
     }
 
     /// Writes the statements executed since the last commit, and the session's row, into
-    /// `txn` (nothing when none executed). The returned write timestamp is the session's
-    /// `lastWriteOpTime`; hold it until the transaction committed.
-    pub async fn write<S: DataNode>(
-        &mut self,
-        state: &S,
-        txn: &mut WriteTxn<'_>,
-    ) -> Result<Option<PendingWrite>> {
+    /// `txn` (nothing when none executed). The transaction's time is the session's
+    /// `lastWriteOpTime`.
+    pub async fn write<S: DataNode>(&mut self, state: &S, txn: &mut WriteTxn<'_>) -> Result<()> {
         if self.pending.is_empty() {
-            return Ok(None);
+            return Ok(());
         }
-        let write = state.node().clock.begin_write();
-        let time = write.time();
+        let time = txn.time();
         let session = SessionRecord {
             lsid: self.lsid.clone(),
             txn_number: self.txn_number,
@@ -489,7 +483,7 @@ impl RetryableWrite {
         Stats::add(&state.node().stats.transactions_collection_writes, 1);
         self.session.last_write_op_time = session.last_write_op_time;
         self.session.last_write_date = session.last_write_date;
-        Ok(Some(write))
+        Ok(())
     }
 
     /// After the transaction [`RetryableWrite::write`] wrote into committed: its statements

@@ -45,13 +45,10 @@ pub(super) async fn commit_recorded<S: DataNode>(
     mut txn: WriteTxn<'_>,
     retry: &mut Option<RetryableWrite>,
 ) -> Result<u64> {
-    let pending = match retry.as_mut() {
-        Some(retry) => retry.write(state, &mut txn).await?,
-        None => None,
-    };
+    if let Some(retry) = retry.as_mut() {
+        retry.write(state, &mut txn).await?;
+    }
     let seq = txn.commit().await?;
-    // The write's timestamp stays pending until its commit is visible.
-    drop(pending);
     if let Some(retry) = retry.as_mut() {
         retry.committed();
     }
