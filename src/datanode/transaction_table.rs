@@ -29,8 +29,9 @@ struct SessionTxn {
     /// The statements executed under `txn_number`: their namespace and result.
     statements: HashMap<i32, (String, Document)>,
     /// The `txnNumber` and statement ids of the session's rows in each database file holding
-    /// some: rows of an older number that the next record there does not replace (same
-    /// `stmt_id`) are removed with it.
+    /// some (the rows' first ids, or after a restart all of their ids): rows of an older
+    /// number that the next record there does not replace (same first `stmt_id`) are removed
+    /// with it.
     recorded_in: HashMap<String, (i64, BTreeSet<i32>)>,
 }
 
@@ -337,8 +338,10 @@ pub struct RetryableWrite {
     lsid: Vec<u8>,
     txn_number: i64,
     stmt_ids: StmtIds,
-    /// Executed in the open write transaction, not committed yet.
-    pending: Vec<(StatementRecord, Document)>,
+    /// Executed in the open write transaction, not committed yet, with (at the same index in
+    /// `pending_results`) the result each answered.
+    pending: Vec<StatementRecord>,
+    pending_results: Vec<Document>,
     /// The statements answered from their record.
     retried: Vec<i32>,
 }
@@ -390,6 +393,7 @@ impl RetryableWrite {
             txn_number,
             stmt_ids,
             pending: Vec::new(),
+            pending_results: Vec::new(),
             retried: Vec::new(),
         }))
     }
@@ -412,10 +416,8 @@ impl RetryableWrite {
             .get(&id)
             .map(|(_, result)| result.clone())
             .or_else(|| {
-                self.pending
-                    .iter()
-                    .find(|(record, _)| record.stmt_id == id)
-                    .map(|(_, result)| result.clone())
+                let at = self.pending.iter().position(|r| r.stmt_id == id)?;
+                Some(self.pending_results[at].clone())
             });
         if recorded.is_some() {
             self.retried.push(id);
@@ -442,7 +444,8 @@ impl RetryableWrite {
             document_key: id.map(|id| bson::to_vec(&doc! {"_id": id})).transpose()?,
             result: bson::to_vec(&result)?,
         };
-        self.pending.push((record, result));
+        self.pending.push(record);
+        self.pending_results.push(result);
         Ok(())
     }
 
@@ -460,18 +463,14 @@ impl RetryableWrite {
             last_write_op_time: ((time.time as i64) << 32) | time.increment as i64,
             last_write_date: bson::DateTime::now().timestamp_millis(),
         };
-        let statements: Vec<StatementRecord> = self
-            .pending
-            .iter()
-            .map(|(record, _)| record.clone())
-            .collect();
         let db = txn.database().name().to_string();
-        let writing: BTreeSet<i32> = statements.iter().map(|s| s.stmt_id).collect();
+        // A row is keyed by its first statement id (`storage::transactions`).
+        let writing = BTreeSet::from([self.pending[0].stmt_id]);
         let recorded = self.session.recorded_in.entry(db).or_default();
-        // The driver's next write (a new number) usually replaces the previous one's rows
-        // statement for statement: only rows it leaves need a delete.
+        // The driver's next write (a new number) usually starts at the same statement id and
+        // so replaces the previous one's row: only rows it leaves need a delete.
         let remove_older = recorded.0 < self.txn_number && !recorded.1.is_subset(&writing);
-        txn.record_retryable_write(&session, &statements, remove_older)
+        txn.record_retryable_write(&session, &self.pending, remove_older)
             .await?;
         // Noted before the commit: should it fail, rows of an older number may stay behind,
         // which loading ignores (it reads the latest number's) and the reap removes.
@@ -489,7 +488,7 @@ impl RetryableWrite {
     /// After the transaction [`RetryableWrite::write`] wrote into committed: its statements
     /// are executed for later retries.
     pub fn committed(&mut self) {
-        for (record, result) in self.pending.drain(..) {
+        for (record, result) in self.pending.drain(..).zip(self.pending_results.drain(..)) {
             self.session
                 .statements
                 .insert(record.stmt_id, (record.ns, result));

@@ -1,29 +1,28 @@
 //! The transaction table of one database file (MongoDB's `config.transactions`, kept per
 //! database so that a retryable write and its record commit in one SQLite transaction): one row
-//! per executed statement of a session's latest `txnNumber` here — the result it returned, the
-//! namespace and document key it wrote (what a chunk migration will move with the chunk's
-//! documents) — each carrying the session's `txnNumber`, `lastWriteOpTime` and `lastWriteDate`
-//! as of its write, so that a session's record is its rows' newest values and a write costs one
-//! statement.
+//! per commit of a session's retryable write here, holding the statements it executed — each
+//! one's `stmtId`, the result it returned, the namespace and document key it wrote (what a chunk
+//! migration will move with the chunk's documents) — packed in one blob, and the session's
+//! `txnNumber`, `lastWriteOpTime` and `lastWriteDate` as of that write, so that a session's
+//! record is its rows' newest values and a write costs one row however many statements it ran
+//! (a 1,000-document insert recorded as 1,000 rows cost a fifth of the insert).
 
 use super::sql_error;
-use super::txn::{INSERT_CHUNK, WriteTxn, placeholders};
-use crate::error::Result;
-use sqlx::{AssertSqlSafe, Row};
+use super::txn::WriteTxn;
+use crate::error::{MongoError, Result};
+use sqlx::Row;
 use std::collections::BTreeMap;
 
 /// Created on open in every database file, next to the catalog.
 pub(super) const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS docgrid_transactions (
+CREATE TABLE IF NOT EXISTS docgrid_retryable_writes (
     lsid BLOB NOT NULL,
-    stmt_id INTEGER NOT NULL,
+    first_stmt_id INTEGER NOT NULL,
     txn_number INTEGER NOT NULL,
     last_write_op_time INTEGER NOT NULL,
     last_write_date INTEGER NOT NULL,
-    ns TEXT NOT NULL,
-    document_key BLOB,
-    result BLOB NOT NULL,
-    PRIMARY KEY (lsid, stmt_id)
+    statements BLOB NOT NULL,
+    PRIMARY KEY (lsid, first_stmt_id)
 ) WITHOUT ROWID;
 ";
 
@@ -65,38 +64,31 @@ impl WriteTxn<'_> {
     ) -> Result<()> {
         let conn = &mut self.writer.conn;
         if remove_older {
-            sqlx::query("DELETE FROM docgrid_transactions WHERE lsid = ? AND txn_number < ?")
+            sqlx::query("DELETE FROM docgrid_retryable_writes WHERE lsid = ? AND txn_number < ?")
                 .bind(&session.lsid)
                 .bind(session.txn_number)
                 .execute(&mut *conn)
                 .await
                 .map_err(|e| sql_error("recording a retryable write", e))?;
         }
-        // Multi-row statements, as documents are inserted: a batch of inserts records one row
-        // per document.
-        for chunk in statements.chunks(INSERT_CHUNK) {
-            let sql = format!(
-                "INSERT OR REPLACE INTO docgrid_transactions (lsid, stmt_id, txn_number, \
-                 last_write_op_time, last_write_date, ns, document_key, result) VALUES {}",
-                placeholders(chunk.len(), 8)
-            );
-            let mut query = sqlx::query(AssertSqlSafe(sql));
-            for statement in chunk {
-                query = query
-                    .bind(&session.lsid)
-                    .bind(statement.stmt_id)
-                    .bind(session.txn_number)
-                    .bind(session.last_write_op_time)
-                    .bind(session.last_write_date)
-                    .bind(&statement.ns)
-                    .bind(&statement.document_key)
-                    .bind(&statement.result);
-            }
-            query
-                .execute(&mut *conn)
-                .await
-                .map_err(|e| sql_error("recording a retryable write", e))?;
-        }
+        let Some(first) = statements.first() else {
+            return Ok(());
+        };
+        // Keyed by its first statement: a retry records only statements that did not run, so
+        // a row never replaces one of the same `txnNumber`; one of an older number it may.
+        sqlx::query(
+            "INSERT OR REPLACE INTO docgrid_retryable_writes (lsid, first_stmt_id, txn_number, \
+             last_write_op_time, last_write_date, statements) VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&session.lsid)
+        .bind(first.stmt_id)
+        .bind(session.txn_number)
+        .bind(session.last_write_op_time)
+        .bind(session.last_write_date)
+        .bind(pack(statements))
+        .execute(&mut *conn)
+        .await
+        .map_err(|e| sql_error("recording a retryable write", e))?;
         Ok(())
     }
 
@@ -104,8 +96,8 @@ impl WriteTxn<'_> {
     /// (rows of an older one a failed commit left are ignored).
     pub async fn retryable_write_records(&mut self) -> Result<SessionRecords> {
         let rows = sqlx::query(
-            "SELECT lsid, stmt_id, txn_number, last_write_op_time, last_write_date, ns, \
-             document_key, result FROM docgrid_transactions",
+            "SELECT lsid, txn_number, last_write_op_time, last_write_date, statements \
+             FROM docgrid_retryable_writes",
         )
         .fetch_all(&mut self.writer.conn)
         .await
@@ -114,7 +106,7 @@ impl WriteTxn<'_> {
             BTreeMap::new();
         for row in rows {
             let lsid: Vec<u8> = row.get(0);
-            let txn_number: i64 = row.get(2);
+            let txn_number: i64 = row.get(1);
             let (session, statements) = sessions.entry(lsid.clone()).or_insert_with(|| {
                 let session = SessionRecord {
                     lsid,
@@ -131,25 +123,106 @@ impl WriteTxn<'_> {
                 session.txn_number = txn_number;
                 statements.clear();
             }
-            session.last_write_op_time = session.last_write_op_time.max(row.get(3));
-            session.last_write_date = session.last_write_date.max(row.get(4));
-            statements.push(StatementRecord {
-                stmt_id: row.get(1),
-                ns: row.get(5),
-                document_key: row.get(6),
-                result: row.get(7),
-            });
+            session.last_write_op_time = session.last_write_op_time.max(row.get(2));
+            session.last_write_date = session.last_write_date.max(row.get(3));
+            let packed: Vec<u8> = row.get(4);
+            statements.extend(unpack(&packed)?);
         }
         Ok(sessions.into_values().collect())
     }
 
     /// Removes a session's rows.
     pub async fn remove_retryable_write_record(&mut self, lsid: &[u8]) -> Result<()> {
-        sqlx::query("DELETE FROM docgrid_transactions WHERE lsid = ?")
+        sqlx::query("DELETE FROM docgrid_retryable_writes WHERE lsid = ?")
             .bind(lsid)
             .execute(&mut self.writer.conn)
             .await
             .map_err(|e| sql_error("reaping the transaction table", e))?;
         Ok(())
+    }
+}
+
+/// The statements of one row, each as: `stmt_id` (i32), then the namespace, the document key
+/// (absent: length `u32::MAX`) and the result, each a little-endian `u32` length and its bytes.
+fn pack(statements: &[StatementRecord]) -> Vec<u8> {
+    let size: usize = statements
+        .iter()
+        .map(|s| 16 + s.ns.len() + s.document_key.as_ref().map_or(0, Vec::len) + s.result.len())
+        .sum();
+    let mut out = Vec::with_capacity(size);
+    let bytes = |out: &mut Vec<u8>, part: Option<&[u8]>| match part {
+        Some(part) => {
+            out.extend_from_slice(&(part.len() as u32).to_le_bytes());
+            out.extend_from_slice(part);
+        }
+        None => out.extend_from_slice(&u32::MAX.to_le_bytes()),
+    };
+    for statement in statements {
+        out.extend_from_slice(&statement.stmt_id.to_le_bytes());
+        bytes(&mut out, Some(statement.ns.as_bytes()));
+        bytes(&mut out, statement.document_key.as_deref());
+        bytes(&mut out, Some(&statement.result));
+    }
+    out
+}
+
+/// The statements [`pack`] packed; a truncated or malformed row is an error, not a guess.
+fn unpack(mut packed: &[u8]) -> Result<Vec<StatementRecord>> {
+    let corrupt = || MongoError::internal("a corrupt row in the transaction table");
+    fn take<'a>(packed: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = (packed.len() >= n).then(|| packed.split_at(n))?;
+        *packed = rest;
+        Some(head)
+    }
+    fn word(packed: &mut &[u8]) -> Option<[u8; 4]> {
+        take(packed, 4)?.try_into().ok()
+    }
+    fn part(packed: &mut &[u8]) -> Option<Option<Vec<u8>>> {
+        let len = u32::from_le_bytes(word(packed)?);
+        if len == u32::MAX {
+            return Some(None);
+        }
+        Some(Some(take(packed, len as usize)?.to_vec()))
+    }
+    let mut out = Vec::new();
+    while !packed.is_empty() {
+        let stmt_id = i32::from_le_bytes(word(&mut packed).ok_or_else(corrupt)?);
+        let ns = part(&mut packed).flatten().ok_or_else(corrupt)?;
+        let document_key = part(&mut packed).ok_or_else(corrupt)?;
+        let result = part(&mut packed).flatten().ok_or_else(corrupt)?;
+        out.push(StatementRecord {
+            stmt_id,
+            ns: String::from_utf8(ns).map_err(|_| corrupt())?,
+            document_key,
+            result,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_pack_and_unpack() {
+        let statements = vec![
+            StatementRecord {
+                stmt_id: 0,
+                ns: "app.c".into(),
+                document_key: Some(vec![1, 2, 3]),
+                result: vec![9; 12],
+            },
+            StatementRecord {
+                stmt_id: 7,
+                ns: "app.d".into(),
+                document_key: None,
+                result: vec![],
+            },
+        ];
+        let packed = pack(&statements);
+        assert_eq!(unpack(&packed).unwrap(), statements);
+        assert!(unpack(&packed[..packed.len() - 1]).is_err());
+        assert!(unpack(&[]).unwrap().is_empty());
     }
 }
