@@ -8,7 +8,7 @@
 //! (a 1,000-document insert recorded as 1,000 rows cost a fifth of the insert).
 
 use super::sql_error;
-use super::txn::WriteTxn;
+use super::txn::{Owned, WriteTxn};
 use crate::error::{MongoError, Result};
 use sqlx::Row;
 use std::collections::BTreeMap;
@@ -62,33 +62,39 @@ impl WriteTxn<'_> {
         statements: &[StatementRecord],
         remove_older: bool,
     ) -> Result<()> {
-        let conn = &mut self.writer.conn;
+        // Run with the COMMIT (`WriteTxn::commit`): a retryable write then costs no round
+        // trip to the writer's thread of its own.
         if remove_older {
-            sqlx::query("DELETE FROM docgrid_retryable_writes WHERE lsid = ? AND txn_number < ?")
-                .bind(&session.lsid)
-                .bind(session.txn_number)
-                .execute(&mut *conn)
-                .await
-                .map_err(|e| sql_error("recording a retryable write", e))?;
+            self.deferred.push(
+                "DELETE FROM docgrid_retryable_writes WHERE lsid = ? AND txn_number < ?",
+                [
+                    Owned::Blob(session.lsid.clone()),
+                    Owned::Int(session.txn_number),
+                ],
+            );
         }
         let Some(first) = statements.first() else {
             return Ok(());
         };
         // Keyed by its first statement: a retry records only statements that did not run, so
-        // a row never replaces one of the same `txnNumber`; one of an older number it may.
-        sqlx::query(
-            "INSERT OR REPLACE INTO docgrid_retryable_writes (lsid, first_stmt_id, txn_number, \
-             last_write_op_time, last_write_date, statements) VALUES (?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&session.lsid)
-        .bind(first.stmt_id)
-        .bind(session.txn_number)
-        .bind(session.last_write_op_time)
-        .bind(session.last_write_date)
-        .bind(pack(statements))
-        .execute(&mut *conn)
-        .await
-        .map_err(|e| sql_error("recording a retryable write", e))?;
+        // a row never replaces one of the same `txnNumber`; one of an older number it may. An
+        // upsert: the driver's next write on a session usually has the same key, and updating
+        // the row in place costs less than replacing it.
+        self.deferred.push(
+            "INSERT INTO docgrid_retryable_writes (lsid, first_stmt_id, txn_number, \
+             last_write_op_time, last_write_date, statements) VALUES (?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (lsid, first_stmt_id) DO UPDATE SET txn_number = excluded.txn_number, \
+             last_write_op_time = excluded.last_write_op_time, \
+             last_write_date = excluded.last_write_date, statements = excluded.statements",
+            [
+                Owned::Blob(session.lsid.clone()),
+                Owned::Int(i64::from(first.stmt_id)),
+                Owned::Int(session.txn_number),
+                Owned::Int(session.last_write_op_time),
+                Owned::Int(session.last_write_date),
+                Owned::Blob(pack(statements)),
+            ],
+        );
         Ok(())
     }
 

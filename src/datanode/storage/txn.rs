@@ -70,6 +70,29 @@ pub struct WriteTxn<'a> {
     multikey: BTreeSet<(i64, i64)>,
     /// The write's timestamp: pending (reads after it wait) until the transaction ends.
     time: PendingWrite,
+    /// Statements run with the COMMIT, in the same round trip to the writer's thread.
+    pub(super) deferred: Deferred,
+}
+
+/// Statements (each ending in `;`) and their parameters, in order.
+#[derive(Default)]
+pub(super) struct Deferred {
+    sql: String,
+    params: Vec<Owned>,
+}
+
+/// A parameter of a deferred statement.
+pub(super) enum Owned {
+    Int(i64),
+    Blob(Vec<u8>),
+}
+
+impl Deferred {
+    pub(super) fn push(&mut self, sql: &str, params: impl IntoIterator<Item = Owned>) {
+        self.sql.push_str(sql);
+        self.sql.push(';');
+        self.params.extend(params);
+    }
 }
 
 impl DocumentReads for WriteTxn<'_> {
@@ -129,6 +152,7 @@ impl<'a> WriteTxn<'a> {
             time: db.clock.begin_write(),
             writer,
             deltas: BTreeMap::new(),
+            deferred: Deferred::default(),
             multikey: BTreeSet::new(),
         })
     }
@@ -645,23 +669,24 @@ impl<'a> WriteTxn<'a> {
 
     /// Commits; the returned number identifies the commit for [`DatabaseStore::wait_durable`].
     pub async fn commit(mut self) -> Result<u64> {
+        // Every statement the commit needs runs with it in one round trip to the writer's
+        // thread (sqlx runs SQLite on a thread of its own, and each hop costs as much as a
+        // small statement): the statistics, multikey flags, the clock's second, the deferred
+        // records and the COMMIT.
+        let mut batch = std::mem::take(&mut self.deferred);
         let deltas = std::mem::take(&mut self.deltas);
         for (ident, delta) in &deltas {
-            sqlx::query("UPDATE docgrid_collections SET doc_count = doc_count + ?, data_size = data_size + ? WHERE ident = ?")
-                .bind(delta.count)
-                .bind(delta.data_size)
-                .bind(*ident)
-                .execute(&mut self.writer.conn)
-                .await
-                .map_err(|e| sql_error("updating collection statistics", e))?;
+            batch.push(
+                "UPDATE docgrid_collections SET doc_count = doc_count + ?, data_size = data_size + ? WHERE ident = ?",
+                [Owned::Int(delta.count), Owned::Int(delta.data_size), Owned::Int(*ident)],
+            );
         }
         let multikey = std::mem::take(&mut self.multikey);
         for (_, index) in &multikey {
-            sqlx::query("UPDATE docgrid_indexes SET multikey = 1 WHERE ident = ?")
-                .bind(*index)
-                .execute(&mut self.writer.conn)
-                .await
-                .map_err(|e| sql_error("marking an index multikey", e))?;
+            batch.push(
+                "UPDATE docgrid_indexes SET multikey = 1 WHERE ident = ?",
+                [Owned::Int(*index)],
+            );
         }
         // Marked before the commit makes the keys visible: a covered scan that reads an array's
         // keys then finds the index multikey and reads the documents instead.
@@ -673,13 +698,23 @@ impl<'a> WriteTxn<'a> {
         let recorded = &self.db.clock_seconds;
         let records_second = seconds > recorded.load(std::sync::atomic::Ordering::Acquire);
         if records_second {
-            sqlx::query("INSERT OR REPLACE INTO docgrid_clock (id, seconds) VALUES (1, ?)")
-                .bind(i64::from(seconds))
-                .execute(&mut self.writer.conn)
-                .await
-                .map_err(|e| sql_error("recording the clock's high-water mark", e))?;
+            batch.push(
+                "INSERT OR REPLACE INTO docgrid_clock (id, seconds) VALUES (1, ?)",
+                [Owned::Int(i64::from(seconds))],
+            );
         }
-        self.exec("COMMIT").await?;
+        batch.sql.push_str("COMMIT");
+        let mut query = sqlx::query(AssertSqlSafe(batch.sql));
+        for param in &batch.params {
+            query = match param {
+                Owned::Int(v) => query.bind(*v),
+                Owned::Blob(b) => query.bind(b.as_slice()),
+            };
+        }
+        query
+            .execute(&mut self.writer.conn)
+            .await
+            .map_err(|e| sql_error("committing", e))?;
         self.writer.in_txn = false;
         if records_second {
             recorded.fetch_max(seconds, std::sync::atomic::Ordering::AcqRel);
