@@ -337,8 +337,12 @@ impl<S: NodeState> Dispatcher<S> {
         };
         let run = super::sessions::in_session(session, run);
         let (outcome, attach) = super::cpu::run(heavy, run).await;
+        let outcome = outcome.and_then(|reply| generic.complete_reply(reply));
+        // A data node labels a retryable write's retriable failures for its clients; a router,
+        // as mongos, passes its shards' errors on unlabelled.
+        let retryable = generic.retryable_write && node.role != Role::Router;
         (
-            outcome.and_then(|reply| generic.complete_reply(reply)),
+            super::error_labels::label_retryable(ctx, retryable, outcome),
             attach,
         )
     }

@@ -10,6 +10,7 @@ mod context;
 pub mod cpu;
 pub mod current_op;
 mod dispatch;
+mod error_labels;
 pub mod failpoint;
 mod ingress;
 mod local_commands;

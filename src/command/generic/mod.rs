@@ -42,6 +42,8 @@ pub struct GenericArgs {
     pub cluster_time: Option<bson::Timestamp>,
     /// `readConcern.afterClusterTime`: the command sees every write up to it.
     pub after_cluster_time: Option<bson::Timestamp>,
+    /// The command is a retryable write (`txnNumber` outside a transaction).
+    pub retryable_write: bool,
 }
 
 impl GenericArgs {
@@ -116,6 +118,7 @@ pub fn check(request: &CommandRequest, command: &CommandInfo<'_>) -> Result<Gene
         write_concern: takes_write_concern.then_some(write_concern),
         cluster_time,
         after_cluster_time: read_concern.as_ref().and_then(|r| r.after_cluster_time()),
+        retryable_write: session.retryable_write(),
     })
 }
 

@@ -34,12 +34,19 @@ const SESSION_ADMIN: &[&str] = &["startSession", "endSessions", "refreshSessions
 /// What the session fields say about the command.
 pub(super) struct Session {
     autocommit: Option<bool>,
+    /// A `txnNumber` outside a transaction: a retryable write.
+    retryable_write: bool,
 }
 
 impl Session {
     /// The command starts or continues a multi-document transaction.
     pub fn in_transaction(&self) -> bool {
         self.autocommit == Some(false)
+    }
+
+    /// The command is a retryable write.
+    pub fn retryable_write(&self) -> bool {
+        self.retryable_write
     }
 }
 
@@ -139,7 +146,10 @@ pub(super) fn check(fields: &Fields<'_>, command: &CommandInfo<'_>) -> Result<Se
     match child {
         // These commands name sessions without running in one: MongoDB reads nothing more.
         Some(_) if SESSION_ADMIN.contains(&command.name) => {
-            return Ok(Session { autocommit: None });
+            return Ok(Session {
+                autocommit: None,
+                retryable_write: false,
+            });
         }
         Some(true) if !command.internal => {
             return Err(invalid(
@@ -227,5 +237,8 @@ pub(super) fn check(fields: &Fields<'_>, command: &CommandInfo<'_>) -> Result<Se
             ));
         }
     }
-    Ok(Session { autocommit })
+    Ok(Session {
+        autocommit,
+        retryable_write: txn_number.is_some() && autocommit.is_none(),
+    })
 }

@@ -86,15 +86,6 @@ pub(super) async fn run<S: DataNode>(
     ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let retryable = super::write::is_retryable_write(&req);
-    super::write::label_retryable(ctx, retryable, execute(state, ctx, req).await)
-}
-
-async fn execute<S: DataNode>(
-    state: &S,
-    ctx: &RequestContext,
-    req: CommandRequest,
-) -> Result<RawDocumentBuf> {
     let args = req.args();
     let ordered = crate::command::requests::DeleteRequest::parse(&req)?
         .ordered

@@ -111,15 +111,6 @@ impl FindAndModifyCommand {
 
 pub(super) async fn run<S: DataNode>(
     state: &S,
-    ctx: &RequestContext,
-    req: CommandRequest,
-) -> Result<RawDocumentBuf> {
-    let retryable = super::write::is_retryable_write(&req);
-    super::write::label_retryable(ctx, retryable, execute(state, ctx, req).await)
-}
-
-async fn execute<S: DataNode>(
-    state: &S,
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {

@@ -147,15 +147,6 @@ fn dollar_prefixed(doc: &RawDocument) -> Result<Option<String>> {
 
 pub(super) async fn run<S: DataNode>(
     state: &S,
-    ctx: &RequestContext,
-    req: CommandRequest,
-) -> Result<RawDocumentBuf> {
-    let retryable = super::write::is_retryable_write(&req);
-    super::write::label_retryable(ctx, retryable, execute(state, ctx, req).await)
-}
-
-async fn execute<S: DataNode>(
-    state: &S,
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {

@@ -7,7 +7,6 @@ use super::super::transaction_table::RetryableWrite;
 use crate::catalog::{OwnershipFilter, validate_collection_name};
 use crate::command::{Args, CommandRequest, WriteConcern};
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::server::RequestContext;
 use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 use std::sync::Arc;
 
@@ -80,42 +79,6 @@ pub(super) fn id_of(doc: &RawDocument) -> Option<Bson> {
         .and_then(|id| Bson::try_from(id.to_raw_bson()).ok())
 }
 
-/// The `RetryableWriteError` label on the failure of a retryable write sent by a client (not
-/// another node), as a mongod adds it: on a retriable error code, or on a retriable write
-/// concern error of a reply.
-pub(super) fn label_retryable(
-    ctx: &RequestContext,
-    retryable: bool,
-    outcome: Result<RawDocumentBuf>,
-) -> Result<RawDocumentBuf> {
-    use crate::error::{RETRYABLE_WRITE_ERROR, is_retryable_write_error};
-    if !retryable || ctx.is_internal() {
-        return outcome;
-    }
-    match outcome {
-        Err(e) if is_retryable_write_error(Some(e.code()), None) => {
-            Err(e.with_label(RETRYABLE_WRITE_ERROR))
-        }
-        Ok(mut reply) => {
-            let wc_code = match reply.get("writeConcernError")? {
-                Some(bson::RawBsonRef::Document(wce)) => match wce.get("code")? {
-                    Some(bson::RawBsonRef::Int32(code)) => Some(ErrorCode::from_code(code)),
-                    _ => None,
-                },
-                _ => None,
-            };
-            if reply.get("errorLabels")?.is_none() && is_retryable_write_error(None, wc_code) {
-                reply.append(
-                    "errorLabels",
-                    bson::RawBson::try_from(Bson::Array(vec![RETRYABLE_WRITE_ERROR.into()]))?,
-                );
-            }
-            Ok(reply)
-        }
-        other => other,
-    }
-}
-
 /// A multi-document statement (`multi: true`, `limit: 0`) in a retryable write: refused as
 /// MongoDB 8.0 refuses it (InvalidOptions), unless its `stmtId` is uninitialized (-1).
 pub(super) fn refuse_multi_retryable(
@@ -131,14 +94,6 @@ pub(super) fn refuse_multi_retryable(
         }
         _ => Ok(()),
     }
-}
-
-/// Whether a command is a retryable write: `txnNumber` outside a transaction.
-pub(super) fn is_retryable_write(req: &CommandRequest) -> bool {
-    matches!(
-        req.body.get("txnNumber"),
-        Ok(Some(bson::RawBsonRef::Int64(_)))
-    ) && !matches!(req.body.get("autocommit"), Ok(Some(_)))
 }
 
 /// Appends `writeErrors` and `writeConcernError` to a write reply.
@@ -278,43 +233,4 @@ fn would_change_owning_shard(pre: Document, post: Document, upsert: bool) -> Mon
         "This update would cause the doc to change owning shards",
     )
     .with_extra(bson::doc! {"preImage": pre, "postImage": post, "shouldUpsert": upsert})
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use bson::rawdoc;
-
-    #[test]
-    fn retryable_writes_from_clients_get_the_retryable_write_error_label() {
-        let client = RequestContext::connection(1, "127.0.0.1:1".parse().unwrap(), None);
-        let retriable = || MongoError::new(ErrorCode::NotWritablePrimary, "not primary");
-        let labels = |outcome: Result<RawDocumentBuf>| match outcome {
-            Err(e) => e.labels().to_vec(),
-            Ok(reply) => reply
-                .to_document()
-                .unwrap()
-                .get_array("errorLabels")
-                .map(|l| l.iter().map(|l| l.as_str().unwrap().to_string()).collect())
-                .unwrap_or_default(),
-        };
-        assert_eq!(
-            labels(label_retryable(&client, true, Err(retriable()))),
-            ["RetryableWriteError"]
-        );
-        // Not a retryable write, another node asking, or a code that is not retriable: none.
-        assert!(labels(label_retryable(&client, false, Err(retriable()))).is_empty());
-        let node = RequestContext::internal();
-        assert!(labels(label_retryable(&node, true, Err(retriable()))).is_empty());
-        let bad = MongoError::bad_value("no");
-        assert!(labels(label_retryable(&client, true, Err(bad))).is_empty());
-        // A retriable write concern error labels the reply.
-        let reply = rawdoc! {"n": 1, "writeConcernError": {"code": 91, "errmsg": "shutdown"}};
-        assert_eq!(
-            labels(label_retryable(&client, true, Ok(reply))),
-            ["RetryableWriteError"]
-        );
-        let reply = rawdoc! {"n": 1, "writeConcernError": {"code": 100, "errmsg": "w: 2"}};
-        assert!(labels(label_retryable(&client, true, Ok(reply))).is_empty());
-    }
 }
