@@ -113,14 +113,7 @@ impl ConfigState {
         if let Err(e) = session_jobs::setup_sessions_collection(&*state).await {
             tracing::warn!(error = %e, "could not set up config.system.sessions");
         }
-        state
-            .node
-            .session_catalog
-            .register_transaction_reaper(Arc::new(transaction_table::Reaper::new(
-                state.transaction_table.clone(),
-                state.storage.clone(),
-            )));
-        session_jobs::spawn(Arc::downgrade(&state));
+        transaction_table::start_session_jobs(&state, &state.transaction_table, &state.storage);
         spawn_cursor_reaper(Arc::downgrade(&state));
         crate::datanode::ttl::spawn_ttl_monitor(Arc::downgrade(&state));
         Ok(state)

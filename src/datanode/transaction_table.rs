@@ -115,22 +115,26 @@ impl TransactionTable {
         })
     }
 
+    /// Every session's slot, once the table is loaded.
+    async fn loaded_slots(&self, storage: &Storage) -> Result<Vec<(Vec<u8>, SessionSlot)>> {
+        self.ensure_loaded(storage).await?;
+        Ok(self
+            .sessions
+            .lock()
+            .expect("poisoned")
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect())
+    }
+
     /// The sessions (`{id, uid}`) whose last retryable write here is older than `cutoff`.
     pub async fn sessions_written_before(
         &self,
         storage: &Storage,
         cutoff: bson::DateTime,
     ) -> Result<Vec<Document>> {
-        self.ensure_loaded(storage).await?;
-        let slots: Vec<(Vec<u8>, SessionSlot)> = self
-            .sessions
-            .lock()
-            .expect("poisoned")
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
         let mut old = Vec::new();
-        for (lsid, slot) in slots {
+        for (lsid, slot) in self.loaded_slots(storage).await? {
             // A session busy with a write was just used.
             let Ok(session) = slot.try_lock() else {
                 continue;
@@ -152,17 +156,9 @@ impl TransactionTable {
         cutoff: bson::DateTime,
         is_alive: impl Fn(&Document) -> bool,
     ) -> Result<usize> {
-        self.ensure_loaded(storage).await?;
         let cutoff = cutoff.timestamp_millis();
-        let candidates: Vec<(Vec<u8>, SessionSlot)> = self
-            .sessions
-            .lock()
-            .expect("poisoned")
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
         let mut reaped = 0;
-        for (lsid, slot) in candidates {
+        for (lsid, slot) in self.loaded_slots(storage).await? {
             // Held while the rows go, so no write of the session runs in between.
             let Ok(mut session) = slot.try_lock() else {
                 continue;
@@ -199,6 +195,19 @@ fn session_id(key: &[u8]) -> Result<Document> {
             "a corrupt session id in the transaction table: {e}"
         ))
     })
+}
+
+/// Starts a data node's logical session jobs, their reap reaching its transaction table.
+pub fn start_session_jobs<S: DataNode>(
+    state: &Arc<S>,
+    table: &Arc<TransactionTable>,
+    storage: &Arc<Storage>,
+) {
+    state
+        .node()
+        .session_catalog
+        .register_transaction_reaper(Arc::new(Reaper::new(table.clone(), storage.clone())));
+    crate::server::session_jobs::spawn(Arc::downgrade(state));
 }
 
 /// The logical session cache's reap job's hook into a data node's transaction table.

@@ -24,7 +24,7 @@ use crate::datanode::{DataNode, DdlGuard, spawn_cursor_reaper, ttl};
 use crate::error::Result;
 use crate::rpc::{Connector, NodeConnector};
 use crate::server::sessions::LogicalSessionId;
-use crate::server::{CommandGuard, CommandTable, Node, NodeState, session_jobs};
+use crate::server::{CommandGuard, CommandTable, Node, NodeState};
 use futures::future::BoxFuture;
 use std::sync::Arc;
 
@@ -68,14 +68,7 @@ impl ShardState {
         state.critical_sections.load(&state.storage).await?;
         spawn_cursor_reaper(Arc::downgrade(&state));
         ttl::spawn_ttl_monitor(Arc::downgrade(&state));
-        state
-            .node
-            .session_catalog
-            .register_transaction_reaper(Arc::new(transaction_table::Reaper::new(
-                state.transaction_table.clone(),
-                state.storage.clone(),
-            )));
-        session_jobs::spawn(Arc::downgrade(&state));
+        transaction_table::start_session_jobs(&state, &state.transaction_table, &state.storage);
         Ok(state)
     }
 
