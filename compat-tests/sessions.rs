@@ -309,13 +309,7 @@ async fn checkout_serializes_a_sessions_retryable_writes_on_a_shard() {
     let cluster = ProcessCluster::start_with(2, &TEST_COMMANDS).await;
     let port = cluster.shard_port(0);
     let shard = cluster.shard_client(0).await;
-    let lsid = doc! {"id": Bson::Binary(mongodb::bson::Binary {
-        subtype: mongodb::bson::spec::BinarySubtype::Uuid,
-        bytes: uuid_bytes(),
-    })};
-    let insert = |id: i32, txn: i64| {
-        doc! {"insert": "serial", "documents": [{"_id": id}], "lsid": lsid.clone(), "txnNumber": txn}
-    };
+    let (_, insert) = retryable_inserts("serial");
     admin(
         &shard,
         doc! {"configureFailPoint": "hangAfterSessionCheckOut", "mode": {"times": 1}},
@@ -377,13 +371,7 @@ async fn killing_a_session_interrupts_its_holder_and_waiters_then_frees_it() {
     let cluster = ProcessCluster::start_with(1, &TEST_COMMANDS).await;
     let port = cluster.shard_port(0);
     let shard = cluster.shard_client(0).await;
-    let lsid = doc! {"id": Bson::Binary(mongodb::bson::Binary {
-        subtype: mongodb::bson::spec::BinarySubtype::Uuid,
-        bytes: uuid_bytes(),
-    })};
-    let insert = |id: i32, txn: i64| {
-        doc! {"insert": "killed", "documents": [{"_id": id}], "lsid": lsid.clone(), "txnNumber": txn}
-    };
+    let (lsid, insert) = retryable_inserts("killed");
     admin(
         &shard,
         doc! {"configureFailPoint": "hangAfterSessionCheckOut", "mode": "alwaysOn"},
@@ -417,6 +405,20 @@ async fn killing_a_session_interrupts_its_holder_and_waiters_then_frees_it() {
     // The kill does not forbid later use of the session.
     let reply = raw_command(port, "app", insert(3, 3)).await;
     assert_eq!(reply.get_f64("ok").unwrap(), 1.0, "{reply}");
+}
+
+/// A new session's `lsid` and its retryable inserts of `{_id}` into `collection`:
+/// `insert(id, txn)`.
+fn retryable_inserts(collection: &'static str) -> (Document, impl Fn(i32, i64) -> Document) {
+    let lsid = doc! {"id": Bson::Binary(mongodb::bson::Binary {
+        subtype: mongodb::bson::spec::BinarySubtype::Uuid,
+        bytes: uuid_bytes(),
+    })};
+    let session = lsid.clone();
+    let insert = move |id, txn| {
+        doc! {"insert": collection, "documents": [{"_id": id}], "lsid": session.clone(), "txnNumber": txn}
+    };
+    (lsid, insert)
 }
 
 fn uuid_bytes() -> Vec<u8> {
