@@ -44,6 +44,20 @@ pub struct GenericArgs {
     pub after_cluster_time: Option<bson::Timestamp>,
     /// The command is a retryable write (`txnNumber` outside a transaction).
     pub retryable_write: bool,
+    /// The multi-document transaction the command runs in (`autocommit: false`).
+    pub transaction: Option<TransactionArgs>,
+    /// `readConcern.level` as the request gave it.
+    pub read_concern_level: Option<&'static str>,
+    /// `readConcern.atClusterTime`.
+    pub at_cluster_time: Option<bson::Timestamp>,
+}
+
+/// A command of a multi-document transaction: its number and whether it starts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransactionArgs {
+    pub txn_number: i64,
+    /// `startTransaction: true`: the transaction's first command.
+    pub start: bool,
 }
 
 impl GenericArgs {
@@ -119,6 +133,14 @@ pub fn check(request: &CommandRequest, command: &CommandInfo<'_>) -> Result<Gene
         cluster_time,
         after_cluster_time: read_concern.as_ref().and_then(|r| r.after_cluster_time()),
         retryable_write: session.retryable_write(),
+        transaction: session
+            .in_transaction()
+            .then(|| TransactionArgs {
+                txn_number: session.txn_number.unwrap_or_default(),
+                start: session.start,
+            }),
+        read_concern_level: read_concern.as_ref().and_then(|r| r.level()),
+        at_cluster_time: read_concern.as_ref().and_then(|r| r.at_cluster_time()),
     })
 }
 

@@ -139,6 +139,16 @@ impl ReadConcern {
         self.after_cluster_time
     }
 
+    /// The level as the request gave it.
+    pub fn level(&self) -> Option<&'static str> {
+        self.level
+    }
+
+    /// `atClusterTime` (level `snapshot` only).
+    pub fn at_cluster_time(&self) -> Option<Timestamp> {
+        self.at_cluster_time
+    }
+
     /// The level a read runs at: `local` unless one is given.
     fn effective_level(&self) -> &'static str {
         self.level.unwrap_or("local")

@@ -36,6 +36,9 @@ pub(super) struct Session {
     autocommit: Option<bool>,
     /// A `txnNumber` outside a transaction: a retryable write.
     retryable_write: bool,
+    pub txn_number: Option<i64>,
+    /// `startTransaction: true`.
+    pub start: bool,
 }
 
 impl Session {
@@ -149,6 +152,8 @@ pub(super) fn check(fields: &Fields<'_>, command: &CommandInfo<'_>) -> Result<Se
             return Ok(Session {
                 autocommit: None,
                 retryable_write: false,
+                txn_number: None,
+                start: false,
             });
         }
         Some(true) if !command.internal => {
@@ -240,5 +245,7 @@ pub(super) fn check(fields: &Fields<'_>, command: &CommandInfo<'_>) -> Result<Se
     Ok(Session {
         autocommit,
         retryable_write: txn_number.is_some() && autocommit.is_none(),
+        txn_number,
+        start: start == Some(true),
     })
 }
