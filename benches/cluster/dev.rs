@@ -173,6 +173,11 @@ pub async fn run(
             report.push(o);
         }
     }
+    if config.runs("W12") {
+        for o in crate::transactions::run(&client, config, &servers).await? {
+            report.push(o);
+        }
+    }
     if config.runs("W10") {
         scale(config, report, net, dir, &main, &db, &servers).await?;
     }

@@ -37,6 +37,7 @@ mod retryable;
 mod rss;
 mod sharded;
 mod targets;
+mod transactions;
 
 use ceiling_tcp::NetCeilings;
 use config::Config;

@@ -1,13 +1,14 @@
 //! Open cursors of one node: what `getMore` continues and `killCursors` ends. Idle cursors are
 //! reaped after `cursorTimeoutMillis`; a cursor remembers the session it was opened in, whose
-//! end or expiry (the session refresh) or kill closes it. An aggregation's cursor holds its pipeline run, not its
+//! end or expiry (the session refresh) or kill closes it, and the storage snapshot it reads at. An aggregation's cursor holds its pipeline run, not its
 //! output: each batch runs the pipeline further.
 
 use super::exec::{PipelineState, ScanState, SortedState};
+use super::storage::StorageTransaction;
 use crate::server::sessions::LogicalSessionId;
 use bson::RawDocumentBuf;
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Where a cursor's next documents come from.
@@ -29,6 +30,9 @@ pub struct Cursor {
     pub no_timeout: bool,
     /// The logical session the cursor was opened in.
     pub session: Option<LogicalSessionId>,
+    /// The storage snapshot the cursor was opened at (a snapshot read's, a transaction's):
+    /// its `getMore`s read there too.
+    pub snapshot: Option<Arc<StorageTransaction>>,
     last_used: Instant,
 }
 
@@ -40,6 +44,7 @@ impl Cursor {
             no_timeout,
             // Opened by a command: the session that command runs in.
             session: crate::server::sessions::request_session(),
+            snapshot: StorageTransaction::current(),
             last_used: Instant::now(),
         }
     }

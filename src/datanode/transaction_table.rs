@@ -4,7 +4,9 @@
 //! executing again. The rows live in each database file's transaction table
 //! (`storage::transactions`), written in the transaction of the write they record; this is
 //! their in-memory image, loaded from every database file on first use (after a restart the
-//! rows are the truth), and the per-session lock that serializes a session's writes.
+//! rows are the truth), and the per-session lock that serializes a session's writes. The
+//! session's multi-document transaction lives beside it (`participant`): both share the
+//! session's `txnNumber`.
 
 use super::DataNode;
 use super::storage::{SessionRecord, StatementRecord, Storage, WriteTxn};
@@ -12,12 +14,13 @@ use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::session_catalog::TransactionTableReaper;
 use crate::server::sessions::LogicalSessionId;
-use crate::server::stats::Stats;
+use crate::server::stats::{Stats, TransactionCounters};
 use bson::spec::BinarySubtype;
 use bson::{Binary, Bson, Document, RawBsonRef, doc};
 use futures::future::BoxFuture;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// One session's retryable-write state.
 #[derive(Debug, Default)]
@@ -33,6 +36,8 @@ struct SessionTxn {
     /// number that the next record there does not replace (same first `stmt_id`) are removed
     /// with it.
     recorded_in: HashMap<String, (i64, BTreeSet<i32>)>,
+    /// The multi-document transaction `txn_number` started, if it started one.
+    transaction: Option<participant::Transaction>,
 }
 
 type SessionSlot = Arc<tokio::sync::Mutex<SessionTxn>>;
@@ -188,6 +193,134 @@ impl TransactionTable {
     }
 }
 
+impl TransactionTable {
+    /// Aborts the open transactions older than `limit` (`transactionLifetimeLimitSeconds`). A
+    /// transaction running a command now is looked at next time.
+    pub async fn abort_expired(&self, counters: &TransactionCounters, limit: Duration) {
+        let slots: Vec<SessionSlot> = self
+            .sessions
+            .lock()
+            .expect("poisoned")
+            .values()
+            .cloned()
+            .collect();
+        for slot in slots {
+            let Ok(mut session) = slot.try_lock() else {
+                continue;
+            };
+            if session
+                .transaction
+                .as_ref()
+                .is_some_and(|t| t.expired(limit))
+            {
+                tracing::info!("aborting a transaction past transactionLifetimeLimitSeconds");
+                participant::end_open(counters, &mut session).await;
+            }
+        }
+    }
+
+    /// The sessions holding an open or prepared transaction and running no command now, as
+    /// `$currentOp` reports idle sessions.
+    pub fn idle_sessions(&self, host: &str, limit: Duration) -> Vec<Document> {
+        let slots: Vec<(Vec<u8>, SessionSlot)> = self
+            .sessions
+            .lock()
+            .expect("poisoned")
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut out = Vec::new();
+        for (key, slot) in slots {
+            let Ok(session) = slot.try_lock() else {
+                continue;
+            };
+            let Some(transaction) = session
+                .transaction
+                .as_ref()
+                .and_then(|t| t.current_op(limit))
+            else {
+                continue;
+            };
+            let Ok(lsid) = session_id(&key) else {
+                continue;
+            };
+            out.push(doc! {
+                "type": "idleSession",
+                "host": host,
+                "desc": "inactive transaction",
+                "active": false,
+                "lsid": lsid,
+                "transaction": transaction,
+            });
+        }
+        out
+    }
+
+    /// Aborts the open transactions of the sessions `matches` accepts (`killSessions` and
+    /// friends; their running commands were killed first). Returns how many it aborted.
+    pub async fn abort_sessions(
+        &self,
+        counters: &TransactionCounters,
+        matches: &(dyn Fn(&LogicalSessionId) -> bool + Sync),
+    ) -> usize {
+        let slots: Vec<(Vec<u8>, SessionSlot)> = self
+            .sessions
+            .lock()
+            .expect("poisoned")
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut aborted = 0;
+        for (key, slot) in slots {
+            let Some(id) = session_id(&key)
+                .ok()
+                .and_then(|id| LogicalSessionId::of_document(&id))
+            else {
+                continue;
+            };
+            if !matches(&id) {
+                continue;
+            }
+            // A command of the session still running ends at its next await (it was killed).
+            let Ok(mut session) = tokio::time::timeout(KILL_WAIT, slot.lock()).await else {
+                continue;
+            };
+            if session.transaction.is_some() {
+                participant::end_open(counters, &mut session).await;
+                aborted += 1;
+            }
+        }
+        aborted
+    }
+}
+
+/// How long a kill waits for a session's running command to give the session up.
+const KILL_WAIT: Duration = Duration::from_secs(1);
+
+/// Aborts transactions past `transactionLifetimeLimitSeconds`, twice a second, while the node
+/// lives.
+fn spawn_transaction_reaper<S: DataNode>(state: std::sync::Weak<S>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let Some(state) = state.upgrade() else { return };
+            let limit = state
+                .node()
+                .params
+                .get_i64("transactionLifetimeLimitSeconds")
+                .unwrap_or(60)
+                .max(1);
+            state
+                .transaction_table()
+                .abort_expired(&state.node().stats.txn, Duration::from_secs(limit as u64))
+                .await;
+        }
+    });
+}
+
 /// A session's `{id, uid}` from the table's key.
 fn session_id(key: &[u8]) -> Result<Document> {
     bson::from_slice::<Document>(key).map_err(|e| {
@@ -208,6 +341,7 @@ pub fn start_session_jobs<S: DataNode>(
         .session_catalog
         .register_transaction_reaper(Arc::new(Reaper::new(table.clone(), storage.clone())));
     crate::server::session_jobs::spawn(Arc::downgrade(state));
+    spawn_transaction_reaper(Arc::downgrade(state));
 }
 
 /// The logical session cache's reap job's hook into a data node's transaction table.
@@ -390,8 +524,20 @@ impl RetryableWrite {
                     ),
                 ));
             }
-            Some(latest) if latest == txn_number => {}
+            Some(latest) if latest == txn_number => {
+                if session.transaction.is_some() {
+                    return Err(MongoError::location(
+                        50911,
+                        format!(
+                            "Cannot start a retryable write at transaction number {txn_number} on session {}: a transaction with this number started",
+                            display_lsid(&lsid)
+                        ),
+                    ));
+                }
+            }
             _ => {
+                participant::end_open(&state.node().stats.txn, &mut session).await;
+                session.transaction = None;
                 session.txn_number = Some(txn_number);
                 session.statements.clear();
             }
@@ -517,6 +663,9 @@ impl RetryableWrite {
         }
     }
 }
+
+mod participant;
+pub use participant::{PREPARED_COLLECTION, PREPARED_DB, run_in_transaction};
 
 #[cfg(test)]
 mod tests;

@@ -37,6 +37,42 @@ pub fn is_retryable_write_error(
         .any(|code| code.is(ErrorCategory::RetriableError))
 }
 
+/// The label telling drivers the whole transaction may be retried.
+pub const TRANSIENT_TRANSACTION_ERROR: &str = "TransientTransactionError";
+
+/// The label telling drivers a transaction's commit may or may not have happened.
+pub const UNKNOWN_TRANSACTION_COMMIT_RESULT: &str = "UnknownTransactionCommitResult";
+
+/// Whether a transaction's failure with `code` is labelled TransientTransactionError, as
+/// MongoDB's `isTransientTransactionError` decides: conflicts, snapshot and routing errors
+/// always; on a commit or abort, NoSuchTransaction unless a write concern error came with it
+/// (the outcome may then still roll back); on any other command, also retriable errors and
+/// NoSuchTransaction.
+pub fn is_transient_transaction_error(
+    code: ErrorCode,
+    has_write_concern_error: bool,
+    commit_or_abort: bool,
+) -> bool {
+    use ErrorCode::*;
+    let transient = matches!(
+        code,
+        WriteConflict
+            | LockTimeout
+            | PreparedTransactionInProgress
+            | ShardCannotRefreshDueToLocksHeld
+            | SnapshotTooOld
+            | SnapshotUnavailable
+            | StaleChunkHistory
+            | MigrationConflict
+            | StaleDbVersion
+    ) || code.is(ErrorCategory::NeedRetargettingError);
+    if commit_or_abort {
+        transient || (code == NoSuchTransaction && !has_write_concern_error)
+    } else {
+        transient || code.is(ErrorCategory::RetriableError) || code == NoSuchTransaction
+    }
+}
+
 /// Results of everything that can fail with a MongoDB error.
 pub type Result<T, E = MongoError> = std::result::Result<T, E>;
 

@@ -13,8 +13,7 @@ pub const STAGE: &str = "$currentOp";
 pub struct CurrentOpSpec {
     pub all_users: bool,
     pub idle_connections: bool,
-    /// Default true; only sessions holding a transaction between commands are idle sessions,
-    /// and docgrid runs no multi-statement transactions, so there are none to report.
+    /// Default true: sessions holding a transaction between its commands.
     pub idle_sessions: bool,
     pub local_ops: bool,
     pub truncate_ops: bool,

@@ -5,6 +5,7 @@ use super::context::RequestContext;
 use super::failpoint::{CommandFacts, Effect};
 use super::node::{Node, Role};
 use super::stats::OpCounter;
+use crate::command::generic::TransactionArgs;
 use crate::command::{CommandRequest, generic};
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::RawDocumentBuf;
@@ -203,6 +204,42 @@ pub trait NodeState: Send + Sync + Sized + 'static {
         Box::pin(async { Ok(None) })
     }
 
+    /// Runs a command of a multi-document transaction (`run` calls its handler): a data
+    /// node's transaction participant runs it in the session's transaction. A node without
+    /// one refuses it.
+    fn run_in_transaction<'a>(
+        &'a self,
+        _transaction: TransactionArgs,
+        request: CommandRequest,
+        _run: TransactionStatement<'a>,
+    ) -> BoxFuture<'a, Result<RawDocumentBuf>> {
+        let name = request.name().to_string();
+        Box::pin(async move {
+            Err(MongoError::new(
+                ErrorCode::NotImplemented,
+                format!("'{name}' in a multi-document transaction is not supported by this node"),
+            ))
+        })
+    }
+
+    /// Runs a read at a snapshot outside a transaction (`readConcern` level `snapshot`, at
+    /// `at` or the node's latest time): a data node reads at that time. A node without storage
+    /// refuses it.
+    fn run_at_snapshot<'a>(
+        &'a self,
+        _at: Option<bson::Timestamp>,
+        request: CommandRequest,
+        _run: TransactionStatement<'a>,
+    ) -> BoxFuture<'a, Result<RawDocumentBuf>> {
+        let name = request.name().to_string();
+        Box::pin(async move {
+            Err(MongoError::new(
+                ErrorCode::NotImplemented,
+                format!("'{name}' with read concern 'snapshot' is not supported by this node"),
+            ))
+        })
+    }
+
     /// Runs `command` on the `config` database of the node holding `config.system.sessions`
     /// (the logical session jobs). The config server runs it itself (this default); routers
     /// and shards send it to the config server.
@@ -233,6 +270,47 @@ pub trait NodeState: Send + Sync + Sized + 'static {
         _patterns: &'a [bson::Document],
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async { Ok(()) })
+    }
+}
+
+/// A transaction statement's handler, given its request.
+pub type TransactionStatement<'a> =
+    Box<dyn FnOnce(CommandRequest) -> BoxFuture<'a, Result<RawDocumentBuf>> + Send + 'a>;
+
+/// What a data node does before a command's handler: wait for `afterClusterTime`, and where
+/// the command reads and writes.
+#[derive(Clone, Copy, Debug)]
+struct Before {
+    after_cluster_time: Option<bson::Timestamp>,
+    storage: StorageContext,
+}
+
+/// Where a command reads and writes.
+#[derive(Clone, Copy, Debug)]
+enum StorageContext {
+    /// The latest data (every command outside the two below).
+    Latest,
+    /// A multi-document transaction's snapshot and writes (data nodes; a router keeps its
+    /// transactions' state in its own handlers).
+    Transaction(TransactionArgs),
+    /// A snapshot read outside a transaction, at this time or the latest (data nodes).
+    Snapshot(Option<bson::Timestamp>),
+}
+
+impl Before {
+    fn of(after: Option<bson::Timestamp>, generic: &generic::GenericArgs, router: bool) -> Before {
+        let storage = match generic.transaction {
+            _ if router => StorageContext::Latest,
+            Some(transaction) => StorageContext::Transaction(transaction),
+            None if generic.read_concern_level == Some("snapshot") => {
+                StorageContext::Snapshot(generic.at_cluster_time)
+            }
+            None => StorageContext::Latest,
+        };
+        Before {
+            after_cluster_time: after,
+            storage,
+        }
     }
 }
 
@@ -328,7 +406,7 @@ impl<S: NodeState> Dispatcher<S> {
         let heavy = super::cpu::is_heavy(&request);
         let run = async {
             tokio::select! {
-                outcome = self.run_spec(spec, ctx, request, after, registered.op.opid) => outcome,
+                outcome = self.run_spec(spec, ctx, request, Before::of(after, &generic, node.role == Role::Router), registered.op.opid) => outcome,
                 _ = registered.op.killed() => (
                     Err(MongoError::new(ErrorCode::Interrupted, "operation was interrupted")),
                     None,
@@ -353,7 +431,7 @@ impl<S: NodeState> Dispatcher<S> {
         spec: &CommandSpec<S>,
         ctx: &RequestContext,
         request: CommandRequest,
-        after: Option<bson::Timestamp>,
+        before: Before,
         opid: i32,
     ) -> (Result<RawDocumentBuf>, Option<Effect>) {
         let node = self.state.node();
@@ -388,7 +466,7 @@ impl<S: NodeState> Dispatcher<S> {
             }
         }
         (
-            self.run_handler(spec, ctx, request, after, opid).await,
+            self.run_handler(spec, ctx, request, before, opid).await,
             attach,
         )
     }
@@ -398,7 +476,7 @@ impl<S: NodeState> Dispatcher<S> {
         spec: &CommandSpec<S>,
         ctx: &RequestContext,
         request: CommandRequest,
-        after: Option<bson::Timestamp>,
+        before: Before,
         opid: i32,
     ) -> Result<RawDocumentBuf> {
         let state = &*self.state;
@@ -425,11 +503,22 @@ impl<S: NodeState> Dispatcher<S> {
             let run = async {
                 // Operations on one session run one at a time (the session catalog).
                 let _session = check_out_session(state.node(), &request, opid).await;
-                if let Some(time) = after {
+                if let Some(time) = before.after_cluster_time {
                     state.node().clock.wait_until_visible(time).await?;
                 }
                 let _guard = state.before_command(&request).await?;
-                (spec.handler)(state, ctx, request).await
+                // A router keeps its transactions' state in its own handlers
+                // (`router::transactions`); a data node runs the statement in the session's
+                // transaction.
+                let run: TransactionStatement<'_> =
+                    Box::new(move |request| (spec.handler)(state, ctx, request));
+                match before.storage {
+                    StorageContext::Latest => run(request).await,
+                    StorageContext::Transaction(transaction) => {
+                        state.run_in_transaction(transaction, request, run).await
+                    }
+                    StorageContext::Snapshot(at) => state.run_at_snapshot(at, request, run).await,
+                }
             };
             crate::command::within(limit, run).await
         };

@@ -26,7 +26,8 @@ pub mod stats;
 
 pub use context::RequestContext;
 pub use dispatch::{
-    CommandGuard, CommandSpec, CommandTable, Dispatcher, Handler, NodeState, Service, ok_reply,
+    CommandGuard, CommandSpec, CommandTable, Dispatcher, Handler, NodeState, Service,
+    TransactionStatement, ok_reply,
 };
 pub use ingress::{DEFAULT_MAX_INCOMING_CONNECTIONS, Ingress};
 pub use local_commands::LocalCommands;

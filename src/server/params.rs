@@ -56,6 +56,8 @@ impl Parameters {
             false,
         );
         add("maxSessions", Bson::Int32(1_000_000), false);
+        // An open transaction older than this is aborted (`transaction_table`).
+        add("transactionLifetimeLimitSeconds", Bson::Int32(60), true);
         add(
             "TransactionRecordMinimumLifetimeMinutes",
             Bson::Int32(30),

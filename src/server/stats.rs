@@ -39,8 +39,25 @@ pub struct Stats {
     pub retried_statements: AtomicI64,
     /// Writes to the transaction table (one per recorded command or database of one).
     pub transactions_collection_writes: AtomicI64,
+    /// A data node's multi-document transactions (`serverStatus.transactions`).
+    pub txn: TransactionCounters,
     /// The admission of the process's listener, once this node listens.
     ingress: OnceLock<Arc<Ingress>>,
+}
+
+/// A data node's multi-document transactions: open ones, those running a command, prepared
+/// ones, and totals.
+#[derive(Debug, Default)]
+pub struct TransactionCounters {
+    pub open: AtomicI64,
+    pub active: AtomicI64,
+    pub prepared: AtomicI64,
+    pub started: AtomicI64,
+    pub committed: AtomicI64,
+    pub aborted: AtomicI64,
+    pub prepared_total: AtomicI64,
+    pub prepared_then_committed: AtomicI64,
+    pub prepared_then_aborted: AtomicI64,
 }
 
 /// Which opcounter a command feeds.
@@ -152,23 +169,25 @@ impl Stats {
         }
     }
 
-    /// `serverStatus.transactions` of a mongod: the retryable-write counters; docgrid runs no
-    /// multi-document transactions, so their counters stay 0.
+    /// `serverStatus.transactions` of a mongod: the retryable-write and transaction counters.
     pub fn transactions(&self) -> Document {
+        let t = &self.txn;
+        let open = t.open.load(Relaxed);
+        let active = t.active.load(Relaxed);
         doc! {
             "retriedCommandsCount": self.retried_commands.load(Relaxed),
             "retriedStatementsCount": self.retried_statements.load(Relaxed),
             "transactionsCollectionWriteCount": self.transactions_collection_writes.load(Relaxed),
-            "currentActive": 0_i64,
-            "currentInactive": 0_i64,
-            "currentOpen": 0_i64,
-            "totalAborted": 0_i64,
-            "totalCommitted": 0_i64,
-            "totalStarted": 0_i64,
-            "totalPrepared": 0_i64,
-            "totalPreparedThenCommitted": 0_i64,
-            "totalPreparedThenAborted": 0_i64,
-            "currentPrepared": 0_i64,
+            "currentActive": active,
+            "currentInactive": (open - active).max(0),
+            "currentOpen": open,
+            "totalAborted": t.aborted.load(Relaxed),
+            "totalCommitted": t.committed.load(Relaxed),
+            "totalStarted": t.started.load(Relaxed),
+            "totalPrepared": t.prepared_total.load(Relaxed),
+            "totalPreparedThenCommitted": t.prepared_then_committed.load(Relaxed),
+            "totalPreparedThenAborted": t.prepared_then_aborted.load(Relaxed),
+            "currentPrepared": t.prepared.load(Relaxed),
         }
     }
 

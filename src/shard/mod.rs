@@ -25,6 +25,7 @@ use crate::error::Result;
 use crate::rpc::{Connector, NodeConnector};
 use crate::server::sessions::LogicalSessionId;
 use crate::server::{CommandGuard, CommandTable, Node, NodeState};
+use bson::RawDocumentBuf;
 use futures::future::BoxFuture;
 use std::sync::Arc;
 
@@ -68,6 +69,11 @@ impl ShardState {
         state.critical_sections.load(&state.storage).await?;
         spawn_cursor_reaper(Arc::downgrade(&state));
         ttl::spawn_ttl_monitor(Arc::downgrade(&state));
+        // Prepared transactions hold their documents again before any command runs.
+        state
+            .transaction_table
+            .restore_prepared(&state.storage, &state.node.stats.txn)
+            .await?;
         transaction_table::start_session_jobs(&state, &state.transaction_table, &state.storage);
         Ok(state)
     }
@@ -98,6 +104,31 @@ impl NodeState for ShardState {
 
     fn commands(&self) -> &CommandTable<Self> {
         &self.table
+    }
+
+    fn run_in_transaction<'a>(
+        &'a self,
+        transaction: crate::command::generic::TransactionArgs,
+        request: CommandRequest,
+        run: crate::server::TransactionStatement<'a>,
+    ) -> BoxFuture<'a, Result<RawDocumentBuf>> {
+        Box::pin(crate::datanode::transaction_table::run_in_transaction(
+            self,
+            transaction,
+            request,
+            run,
+        ))
+    }
+
+    fn run_at_snapshot<'a>(
+        &'a self,
+        at: Option<bson::Timestamp>,
+        request: CommandRequest,
+        run: crate::server::TransactionStatement<'a>,
+    ) -> BoxFuture<'a, Result<RawDocumentBuf>> {
+        Box::pin(crate::datanode::snapshot_read::run_at_snapshot(
+            self, at, request, run,
+        ))
     }
 
     fn before_command<'a>(
@@ -145,7 +176,13 @@ impl NodeState for ShardState {
         &'a self,
         matches: &'a (dyn Fn(&LogicalSessionId) -> bool + Sync),
     ) -> BoxFuture<'a, usize> {
-        Box::pin(async move { self.cursors.kill_sessions(matches) })
+        Box::pin(async move {
+            let aborted = self
+                .transaction_table
+                .abort_sessions(&self.node.stats.txn, matches)
+                .await;
+            self.cursors.kill_sessions(matches) + aborted
+        })
     }
 }
 

@@ -1,8 +1,9 @@
 //! The generic arguments every command may carry (session and transaction fields, read and
 //! write concerns, the API version, read preference, cluster time), duplicate fields and the
 //! request's namespace: checked once per request, on every role, before any handler runs, with
-//! MongoDB's errors and in MongoDB's order. What docgrid cannot do yet (multi-document
-//! transactions, snapshot reads) is refused here, so no handler ever ignores it.
+//! MongoDB's errors and in MongoDB's order, including what a command of a multi-document
+//! transaction may carry. What docgrid cannot do yet is refused here, so no handler ever
+//! ignores it.
 
 mod api;
 mod fields;
@@ -11,6 +12,7 @@ mod metadata;
 mod names;
 mod read_concern;
 mod session;
+mod transaction;
 
 pub use names::check_request_database;
 pub use session::session_from_client;
@@ -52,12 +54,17 @@ pub struct GenericArgs {
     pub at_cluster_time: Option<bson::Timestamp>,
 }
 
-/// A command of a multi-document transaction: its number and whether it starts it.
+/// A command of a multi-document transaction: its number, whether it starts it, and the read
+/// concern the first command gives the transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TransactionArgs {
     pub txn_number: i64,
     /// `startTransaction: true`: the transaction's first command.
     pub start: bool,
+    /// `readConcern.level` (the first command only).
+    pub read_concern_level: Option<&'static str>,
+    /// `readConcern.atClusterTime` (level `snapshot`; the first command only).
+    pub at_cluster_time: Option<bson::Timestamp>,
 }
 
 impl GenericArgs {
@@ -95,11 +102,13 @@ pub fn check(request: &CommandRequest, command: &CommandInfo<'_>) -> Result<Gene
     let write_concern = WriteConcern::from_field(fields.write_concern)?;
     let read_concern = read_concern::ReadConcern::parse(fields.read_concern, command)?;
     if session.in_transaction() {
-        return Err(MongoError::new(
-            ErrorCode::NotImplemented,
-            "Multi-document transactions are not supported yet: a command with \
-             'startTransaction' or 'autocommit: false' is refused and not executed",
-        ));
+        transaction::check(
+            request,
+            command,
+            session.start,
+            read_concern.as_ref(),
+            WriteConcern::specified(fields.write_concern),
+        )?;
     }
     let takes_write_concern = supports_write_concern(request, command);
     if WriteConcern::specified(fields.write_concern) && !takes_write_concern {
@@ -121,7 +130,7 @@ pub fn check(request: &CommandRequest, command: &CommandInfo<'_>) -> Result<Gene
             "writeConcern provenance must be unset or \"clientSupplied\"",
         ));
     }
-    if let Some(read_concern) = &read_concern {
+    if let Some(read_concern) = read_concern.as_ref().filter(|_| !session.in_transaction()) {
         read_concern.check_supported(command)?;
     }
     names::check_database(request, command)?;
@@ -133,12 +142,12 @@ pub fn check(request: &CommandRequest, command: &CommandInfo<'_>) -> Result<Gene
         cluster_time,
         after_cluster_time: read_concern.as_ref().and_then(|r| r.after_cluster_time()),
         retryable_write: session.retryable_write(),
-        transaction: session
-            .in_transaction()
-            .then(|| TransactionArgs {
-                txn_number: session.txn_number.unwrap_or_default(),
-                start: session.start,
-            }),
+        transaction: session.in_transaction().then(|| TransactionArgs {
+            txn_number: session.txn_number.unwrap_or_default(),
+            start: session.start,
+            read_concern_level: read_concern.as_ref().and_then(|r| r.level()),
+            at_cluster_time: read_concern.as_ref().and_then(|r| r.at_cluster_time()),
+        }),
         read_concern_level: read_concern.as_ref().and_then(|r| r.level()),
         at_cluster_time: read_concern.as_ref().and_then(|r| r.at_cluster_time()),
     })
@@ -155,7 +164,7 @@ fn supports_write_concern(request: &CommandRequest, command: &CommandInfo<'_>) -
 }
 
 /// An aggregation ending in `$out` or `$merge` writes, and so takes a write concern.
-fn pipeline_writes(request: &CommandRequest) -> bool {
+pub(super) fn pipeline_writes(request: &CommandRequest) -> bool {
     let Ok(Some(RawBsonRef::Array(stages))) = request.body.get("pipeline") else {
         return false;
     };

@@ -8,6 +8,7 @@ use super::super::exec::{
     ScanState, SortLimits, SortedDocs, SortedState, Tail, fill_batch, find_sort_error,
     take_sort_key_request,
 };
+use super::super::storage::StorageTransaction;
 use super::super::views;
 pub use crate::command::cursor_reply;
 use crate::command::requests::FindRequest;
@@ -403,7 +404,21 @@ pub(super) async fn get_more<S: DataNode>(
         ));
     }
     let max_docs = cmd.batch_size.unwrap_or(usize::MAX);
-    let (mut batch, mut exhausted) = next_batch(state, &mut cursor.body, max_docs).await?;
+    // A cursor opened at a snapshot (a snapshot read, a transaction) reads there; a getMore
+    // of the transaction runs in its scope already.
+    let snapshot = cursor
+        .snapshot
+        .clone()
+        .filter(|_| StorageTransaction::current().is_none());
+    let fetched = match snapshot {
+        Some(snapshot) => {
+            snapshot
+                .scope(next_batch(state, &mut cursor.body, max_docs))
+                .await
+        }
+        None => next_batch(state, &mut cursor.body, max_docs).await,
+    };
+    let (mut batch, mut exhausted) = fetched?;
     if await_data && batch.is_empty() && !exhausted {
         // Wait for new documents, up to maxTimeMS (1 second by default, as MongoDB).
         let deadline = tokio::time::Instant::now() + cmd.max_time.unwrap_or(AWAIT_DATA_DEFAULT);

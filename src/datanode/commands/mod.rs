@@ -17,6 +17,7 @@ mod insert;
 #[doc(hidden)]
 pub mod parsers;
 mod sources;
+mod transactions;
 mod update;
 mod write;
 
@@ -116,6 +117,21 @@ pub fn data_commands<S: DataNode>() -> Vec<CommandSpec<S>> {
             .fields(requests::DbStatsRequest::FIELDS)
             .aliases(&["dbstats"])
             .help("Get stats on a database."),
+        CommandSpec::new("commitTransaction", transactions::outside_transaction)
+            .fields(transactions::COMMIT_FIELDS)
+            .takes_write_concern()
+            .admin_only()
+            .help("commits a multi-document transaction"),
+        CommandSpec::new("abortTransaction", transactions::outside_transaction)
+            .fields(transactions::ABORT_FIELDS)
+            .takes_write_concern()
+            .admin_only()
+            .help("aborts a multi-document transaction"),
+        CommandSpec::new("prepareTransaction", transactions::outside_transaction)
+            .no_fields()
+            .takes_write_concern()
+            .admin_only()
+            .help("prepares a transaction for its two-phase commit"),
         CommandSpec::new("collStats", databases::coll_stats)
             .aliases(&["collstats"])
             .help("{ collStats:\"blog.posts\" , scale : 1 } scale divides sizes e.g. for KB use 1024"),

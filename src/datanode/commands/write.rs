@@ -29,6 +29,34 @@ pub(super) async fn target<S: DataNode>(
     Ok(Some((db, meta)))
 }
 
+/// Runs a write outside a transaction until it does not meet a document a transaction holds:
+/// such a write fails with WriteConflict having applied nothing (storage refuses to wait for a
+/// transaction while it holds the database's writer, which the transaction needs to commit),
+/// and runs again after a backoff, as MongoDB's `writeConflictRetry` does, within the command's
+/// `maxTimeMS`. Inside a transaction the conflict is the transaction's error.
+pub(super) async fn retry_write_conflicts<F, Fut>(
+    req: CommandRequest,
+    run: F,
+) -> Result<RawDocumentBuf>
+where
+    F: Fn(CommandRequest) -> Fut,
+    Fut: std::future::Future<Output = Result<RawDocumentBuf>>,
+{
+    if crate::datanode::storage::StorageTransaction::current().is_some() {
+        return run(req).await;
+    }
+    let mut backoff = std::time::Duration::from_millis(1);
+    loop {
+        match run(req.clone()).await {
+            Err(e) if e.code() == ErrorCode::WriteConflict => {
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(std::time::Duration::from_millis(100));
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
 /// After a commit: waits for durability when the write concern asks for it.
 pub(super) async fn acknowledge(db: &DatabaseStore, wc: &WriteConcern, seq: u64) -> Result<()> {
     if wc.durable {

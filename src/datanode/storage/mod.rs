@@ -15,8 +15,10 @@ mod index_usage;
 mod keys;
 mod read_sql;
 mod readers;
+mod transaction_stub;
 mod transactions;
-mod txn;
+mod txn; // STUB
+pub use transaction_stub::StorageTransaction; // STUB
 
 pub use capped::CappedLimits;
 pub use catalog::{CollectionMeta, IndexMeta};

@@ -1,4 +1,5 @@
-//! `$currentOp` on a shard or config server: the commands this node is running.
+//! `$currentOp` on a shard or config server: the commands this node is running and the
+//! sessions holding a transaction between commands.
 
 use super::super::super::DataNode;
 use crate::command::CommandRequest;
@@ -18,11 +19,25 @@ pub(super) fn documents<S: DataNode>(
     // Without authentication every operation is the current user's: `allUsers` selects
     // nothing more.
     let node = state.node();
-    Ok(node.operations.report(
+    let mut out = node.operations.report(
         &node.host(),
         Report {
             idle_connections: spec.idle_connections,
             truncate: spec.truncate_ops,
         },
-    ))
+    );
+    // Sessions holding a transaction between its commands.
+    if spec.idle_sessions {
+        let limit = node
+            .params
+            .get_i64("transactionLifetimeLimitSeconds")
+            .unwrap_or(60)
+            .max(1);
+        out.extend(
+            state
+                .transaction_table()
+                .idle_sessions(&node.host(), std::time::Duration::from_secs(limit as u64)),
+        );
+    }
+    Ok(out)
 }

@@ -1,0 +1,485 @@
+//! A data node's multi-document transactions (MongoDB's `TransactionParticipant`): per session
+//! the transaction its `txnNumber` started, the rules for the commands that continue, prepare,
+//! commit or abort it, and its storage side (`storage::StorageTransaction`: a snapshot with the
+//! transaction's writes buffered over it), inside which every statement runs.
+
+use super::{SessionTxn, display_lsid, normalized_lsid};
+use crate::command::generic::TransactionArgs;
+use crate::command::{CommandRequest, WriteConcern};
+use crate::datanode::DataNode;
+use crate::datanode::storage::StorageTransaction;
+use crate::error::{
+    ErrorCode, MongoError, Result, TRANSIENT_TRANSACTION_ERROR, is_transient_transaction_error,
+};
+use crate::server::TransactionStatement;
+use crate::server::stats::TransactionCounters;
+use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, Timestamp, doc, rawdoc};
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+/// Where the node keeps prepared transactions' writes until their decision arrives.
+pub const PREPARED_DB: &str = "config";
+pub const PREPARED_COLLECTION: &str = "system.docgrid.preparedTransactions";
+
+/// A session's transaction on this node.
+pub(super) struct Transaction {
+    txn_number: i64,
+    state: State,
+    storage: Arc<StorageTransaction>,
+    started: Instant,
+    started_at: bson::DateTime,
+    /// The read concern its first command gave (`currentOp` shows it).
+    read_concern: Document,
+}
+
+impl std::fmt::Debug for Transaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction")
+            .field("txn_number", &self.txn_number)
+            .field("state", &self.state)
+            .finish()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    InProgress,
+    /// Prepared at this cluster time: durable, holding its documents, waiting for a decision.
+    Prepared(Timestamp),
+    Committed,
+    Aborted,
+}
+
+impl Transaction {
+    /// Whether the transaction is open and older than `limit` (the lifetime limit's reap).
+    pub(super) fn expired(&self, limit: std::time::Duration) -> bool {
+        self.state == State::InProgress && self.started.elapsed() > limit
+    }
+
+    /// The transaction as `$currentOp` shows an idle session's (`None`: it has ended).
+    pub(super) fn current_op(&self, limit: std::time::Duration) -> Option<Document> {
+        if !matches!(self.state, State::InProgress | State::Prepared(_)) {
+            return None;
+        }
+        let open = self.started.elapsed();
+        let expiry = self.started_at.timestamp_millis() + limit.as_millis() as i64;
+        let mut out = doc! {
+            "parameters": {
+                "txnNumber": self.txn_number,
+                "autocommit": false,
+                "readConcern": self.read_concern.clone(),
+            },
+            "startWallClockTime": self.started_at.try_to_rfc3339_string().unwrap_or_default(),
+            "timeOpenMicros": open.as_micros() as i64,
+            "timeInactiveMicros": open.as_micros() as i64,
+            "expiryTime": bson::DateTime::from_millis(expiry).try_to_rfc3339_string().unwrap_or_default(),
+        };
+        if let State::Prepared(time) = self.state {
+            out.insert("prepareTimestamp", time);
+        }
+        Some(out)
+    }
+}
+
+/// Runs one command of a session's transaction: the statement inside the transaction's storage
+/// scope, or the commit, abort or prepare of the transaction. A failed statement aborts the
+/// transaction, as MongoDB's does; failures carry `TransientTransactionError` where MongoDB's do.
+pub async fn run_in_transaction<S: DataNode>(
+    state: &S,
+    args: TransactionArgs,
+    request: CommandRequest,
+    run: TransactionStatement<'_>,
+) -> Result<RawDocumentBuf> {
+    let lsid = match request.body.get("lsid")? {
+        Some(RawBsonRef::Document(lsid)) => normalized_lsid(&Document::try_from(lsid)?)?,
+        _ => {
+            return Err(MongoError::new(
+                ErrorCode::InvalidOptions,
+                "Transaction number requires a session ID to also be specified",
+            ));
+        }
+    };
+    let table = state.transaction_table();
+    table.ensure_loaded(state.storage()).await?;
+    let key = bson::to_vec(&lsid)?;
+    let mut session = table.slot(&key).lock_owned().await;
+    let name = request.name().to_string();
+    let ending = matches!(name.as_str(), "commitTransaction" | "abortTransaction");
+    let outcome = match name.as_str() {
+        "commitTransaction" => commit(state, &mut session, &lsid, args, &request).await,
+        "abortTransaction" => abort(state, &mut session, &lsid, args).await,
+        "prepareTransaction" => prepare(state, &mut session, &lsid, args, &key).await,
+        _ => statement(state, &mut session, &lsid, args, request, run).await,
+    };
+    outcome.map_err(|e| {
+        if is_transient_transaction_error(e.code(), false, ending) {
+            e.with_label(TRANSIENT_TRANSACTION_ERROR)
+        } else {
+            e
+        }
+    })
+}
+
+async fn statement<S: DataNode>(
+    state: &S,
+    session: &mut SessionTxn,
+    lsid: &Document,
+    args: TransactionArgs,
+    request: CommandRequest,
+    run: TransactionStatement<'_>,
+) -> Result<RawDocumentBuf> {
+    let counters = &state.node().stats.txn;
+    let storage = begin_or_continue(counters, session, lsid, args).await?;
+    if let Some(time) = args.at_cluster_time {
+        state.node().clock.wait_until_visible(time).await?;
+    }
+    counters.active.fetch_add(1, Relaxed);
+    let outcome = storage.scope(run(request)).await;
+    counters.active.fetch_sub(1, Relaxed);
+    let failed = match &outcome {
+        Err(_) => true,
+        Ok(reply) => reply.get("writeErrors")?.is_some(),
+    };
+    if failed {
+        end_open(counters, session).await;
+    }
+    outcome
+}
+
+/// The session's transaction for a statement: a new one for `startTransaction` (ending what
+/// the session had open), else the open one of the same number.
+async fn begin_or_continue(
+    counters: &TransactionCounters,
+    session: &mut SessionTxn,
+    lsid: &Document,
+    args: TransactionArgs,
+) -> Result<Arc<StorageTransaction>> {
+    let n = args.txn_number;
+    check_not_too_old(session, lsid, n)?;
+    if args.start {
+        if session.txn_number == Some(n) {
+            return Err(MongoError::new(
+                ErrorCode::ConflictingOperationInProgress,
+                format!(
+                    "Cannot start a transaction at given transaction number {n} on session {} \
+                     because it is already in use",
+                    display_lsid(lsid)
+                ),
+            ));
+        }
+        if session
+            .transaction
+            .as_ref()
+            .is_some_and(|t| matches!(t.state, State::Prepared(_)))
+        {
+            return Err(prepared_in_progress());
+        }
+        end_open(counters, session).await;
+        session.txn_number = Some(n);
+        session.statements.clear();
+        let storage = StorageTransaction::new();
+        let mut read_concern = Document::new();
+        if let Some(level) = args.read_concern_level {
+            read_concern.insert("level", level);
+        }
+        if let Some(time) = args.at_cluster_time {
+            read_concern.insert("atClusterTime", time);
+        }
+        session.transaction = Some(Transaction {
+            txn_number: n,
+            state: State::InProgress,
+            storage: storage.clone(),
+            started: Instant::now(),
+            started_at: bson::DateTime::now(),
+            read_concern,
+        });
+        counters.started.fetch_add(1, Relaxed);
+        counters.open.fetch_add(1, Relaxed);
+        return Ok(storage);
+    }
+    let transaction = current(session, n)?;
+    match transaction.state {
+        State::InProgress => Ok(transaction.storage.clone()),
+        State::Prepared(_) => Err(prepared_in_progress()),
+        State::Committed => Err(committed(n)),
+        State::Aborted => Err(aborted(n)),
+    }
+}
+
+fn check_not_too_old(session: &SessionTxn, lsid: &Document, n: i64) -> Result<()> {
+    match session.txn_number {
+        Some(latest) if latest > n => Err(MongoError::new(
+            ErrorCode::TransactionTooOld,
+            format!(
+                "Cannot start transaction {n} on session {} because a newer transaction with \
+                 txnNumber {latest} has already started on this session.",
+                display_lsid(lsid)
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The session's transaction numbered `n`, or NoSuchTransaction.
+fn current(session: &mut SessionTxn, n: i64) -> Result<&mut Transaction> {
+    let latest = session.txn_number;
+    match session.transaction.as_mut() {
+        Some(t) if t.txn_number == n && latest == Some(n) => Ok(t),
+        _ => Err(MongoError::new(
+            ErrorCode::NoSuchTransaction,
+            format!(
+                "Given transaction number {n} does not match any in-progress transactions. The \
+                 active transaction number is {}",
+                latest.unwrap_or(-1)
+            ),
+        )),
+    }
+}
+
+fn prepared_in_progress() -> MongoError {
+    MongoError::new(
+        ErrorCode::PreparedTransactionInProgress,
+        "Cannot run a command other than commit or abort on a prepared transaction",
+    )
+}
+
+fn committed(n: i64) -> MongoError {
+    MongoError::new(
+        ErrorCode::TransactionCommitted,
+        format!("Transaction with {{ txnNumber: {n} }} has been committed."),
+    )
+}
+
+fn aborted(n: i64) -> MongoError {
+    MongoError::new(
+        ErrorCode::NoSuchTransaction,
+        format!("Transaction with {{ txnNumber: {n} }} has been aborted."),
+    )
+}
+
+/// Aborts the session's transaction if it is in progress (a failed statement, a newer
+/// `txnNumber`, a kill, the lifetime limit).
+pub(super) async fn end_open(counters: &TransactionCounters, session: &mut SessionTxn) {
+    if let Some(t) = session.transaction.as_mut() {
+        if t.state == State::InProgress {
+            t.storage.abort().await;
+            t.state = State::Aborted;
+            counters.aborted.fetch_add(1, Relaxed);
+            counters.open.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+async fn commit<S: DataNode>(
+    state: &S,
+    session: &mut SessionTxn,
+    lsid: &Document,
+    args: TransactionArgs,
+    request: &CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let counters = &state.node().stats.txn;
+    let n = args.txn_number;
+    check_not_too_old(session, lsid, n)?;
+    let commit_time = match request.body.get("commitTimestamp")? {
+        Some(RawBsonRef::Timestamp(ts)) => Some(ts),
+        Some(_) => {
+            return Err(MongoError::type_mismatch(
+                "BSON field 'commitTransaction.commitTimestamp' is the wrong type, expected type 'timestamp'",
+            ));
+        }
+        None => None,
+    };
+    let write_concern = WriteConcern::parse(&request.args())?;
+    let transaction = current(session, n)?;
+    let prepared = match transaction.state {
+        State::Committed => return Ok(RawDocumentBuf::new()),
+        State::Aborted => return Err(aborted(n)),
+        State::InProgress if commit_time.is_some() => {
+            return Err(MongoError::new(
+                ErrorCode::InvalidOptions,
+                "commitTransaction for an unprepared transaction cannot have a 'commitTimestamp' \
+                 field",
+            ));
+        }
+        State::Prepared(_) if commit_time.is_none() => {
+            return Err(MongoError::new(
+                ErrorCode::InvalidOptions,
+                "commitTransaction for a prepared transaction must have a 'commitTimestamp' field",
+            ));
+        }
+        State::Prepared(_) => true,
+        State::InProgress => false,
+    };
+    if let Some(time) = commit_time {
+        state.node().clock.advance(time);
+    }
+    match transaction.storage.commit().await {
+        Ok(commits) => {
+            transaction.state = State::Committed;
+            counters.committed.fetch_add(1, Relaxed);
+            counters.open.fetch_sub(1, Relaxed);
+            if prepared {
+                counters.prepared.fetch_sub(1, Relaxed);
+                counters.prepared_then_committed.fetch_add(1, Relaxed);
+                forget_prepared(state, lsid, n).await?;
+            }
+            if write_concern.durable {
+                for (db, seq) in commits {
+                    db.wait_durable(seq).await?;
+                }
+            }
+            Ok(RawDocumentBuf::new())
+        }
+        Err(e) if !prepared => {
+            transaction.storage.abort().await;
+            transaction.state = State::Aborted;
+            counters.aborted.fetch_add(1, Relaxed);
+            counters.open.fetch_sub(1, Relaxed);
+            Err(e)
+        }
+        // A prepared transaction holds its documents: its commit cannot conflict, and stays
+        // prepared for the coordinator to resend should it fail otherwise.
+        Err(e) => Err(e),
+    }
+}
+
+async fn abort<S: DataNode>(
+    state: &S,
+    session: &mut SessionTxn,
+    lsid: &Document,
+    args: TransactionArgs,
+) -> Result<RawDocumentBuf> {
+    let counters = &state.node().stats.txn;
+    let n = args.txn_number;
+    check_not_too_old(session, lsid, n)?;
+    let transaction = current(session, n)?;
+    match transaction.state {
+        State::InProgress => end_open(counters, session).await,
+        State::Prepared(_) => {
+            transaction.storage.abort().await;
+            transaction.state = State::Aborted;
+            counters.aborted.fetch_add(1, Relaxed);
+            counters.open.fetch_sub(1, Relaxed);
+            counters.prepared.fetch_sub(1, Relaxed);
+            counters.prepared_then_aborted.fetch_add(1, Relaxed);
+            forget_prepared(state, lsid, n).await?;
+        }
+        State::Committed => return Err(committed(n)),
+        State::Aborted => return Err(aborted(n)),
+    }
+    Ok(RawDocumentBuf::new())
+}
+
+/// `prepareTransaction`: the transaction's writes are checked against every commit since its
+/// snapshot, made durable with its documents' locks held, and it waits for the coordinator's
+/// decision. Answers the prepare's cluster time (`prepareTimestamp`).
+async fn prepare<S: DataNode>(
+    state: &S,
+    session: &mut SessionTxn,
+    lsid: &Document,
+    args: TransactionArgs,
+    _key: &[u8],
+) -> Result<RawDocumentBuf> {
+    let counters = &state.node().stats.txn;
+    let n = args.txn_number;
+    check_not_too_old(session, lsid, n)?;
+    let transaction = current(session, n)?;
+    let time = match transaction.state {
+        State::Prepared(time) => time,
+        State::Committed => return Err(committed(n)),
+        State::Aborted => return Err(aborted(n)),
+        State::InProgress => {
+            let writes = match transaction.storage.prepare().await {
+                Ok(writes) => writes,
+                Err(e) => {
+                    end_open(counters, session).await;
+                    return Err(e);
+                }
+            };
+            let time = state.node().clock.tick();
+            let record = doc! {
+                "_id": {"lsid": lsid.clone(), "txnNumber": n},
+                "prepareTimestamp": time,
+                "writes": writes,
+            };
+            if let Err(e) = state
+                .storage()
+                .put_document(
+                    PREPARED_DB,
+                    PREPARED_COLLECTION,
+                    &prepared_id(lsid, n),
+                    Some(&record),
+                    true,
+                )
+                .await
+            {
+                end_open(counters, session).await;
+                return Err(e);
+            }
+            let transaction = current(session, n)?;
+            transaction.state = State::Prepared(time);
+            counters.prepared.fetch_add(1, Relaxed);
+            counters.prepared_total.fetch_add(1, Relaxed);
+            time
+        }
+    };
+    Ok(rawdoc! {"prepareTimestamp": time})
+}
+
+fn prepared_id(lsid: &Document, n: i64) -> Bson {
+    Bson::Document(doc! {"lsid": lsid.clone(), "txnNumber": n})
+}
+
+/// Removes a decided transaction's prepare record.
+async fn forget_prepared<S: DataNode>(state: &S, lsid: &Document, n: i64) -> Result<()> {
+    state
+        .storage()
+        .put_document(
+            PREPARED_DB,
+            PREPARED_COLLECTION,
+            &prepared_id(lsid, n),
+            None,
+            false,
+        )
+        .await
+}
+
+impl super::TransactionTable {
+    /// After a restart: the transactions prepared before it, prepared again (holding their
+    /// documents) until their coordinator's decision arrives. Runs before the node serves.
+    pub async fn restore_prepared(
+        &self,
+        storage: &crate::datanode::storage::Storage,
+        counters: &TransactionCounters,
+    ) -> Result<usize> {
+        self.ensure_loaded(storage).await?;
+        let records = storage.documents(PREPARED_DB, PREPARED_COLLECTION).await?;
+        for record in &records {
+            let corrupt = || MongoError::internal("a corrupt prepared transaction record");
+            let id = record.get_document("_id").map_err(|_| corrupt())?;
+            let lsid = id.get_document("lsid").map_err(|_| corrupt())?;
+            let n = id.get_i64("txnNumber").map_err(|_| corrupt())?;
+            let time = record
+                .get_timestamp("prepareTimestamp")
+                .map_err(|_| corrupt())?;
+            let writes = record.get_document("writes").map_err(|_| corrupt())?;
+            let transaction = StorageTransaction::restore_prepared(storage, writes).await?;
+            let key = bson::to_vec(lsid)?;
+            let mut session = self.slot(&key).lock_owned().await;
+            session.txn_number = Some(n);
+            session.statements.clear();
+            session.transaction = Some(Transaction {
+                txn_number: n,
+                state: State::Prepared(time),
+                storage: transaction,
+                started: Instant::now(),
+                started_at: bson::DateTime::now(),
+                read_concern: Document::new(),
+            });
+            counters.open.fetch_add(1, Relaxed);
+            counters.prepared.fetch_add(1, Relaxed);
+        }
+        Ok(records.len())
+    }
+}
