@@ -5,7 +5,7 @@
 
 use super::super::DataNode;
 use super::super::exec::number;
-use super::super::storage::{CollectionMeta, DatabaseStore, WriteTxn};
+use super::super::storage::{CollectionMeta, DatabaseStore, Writes};
 use super::super::transaction_table::RetryableWrite;
 use super::super::validation::DocumentValidator;
 use super::delete::{self, DeleteStatement};
@@ -205,7 +205,7 @@ async fn run_group<S: DataNode>(
         }
         return Ok(());
     };
-    let mut txn = Some(db.write().await?);
+    let mut txn = Some(db.writes().await?);
     let mut idx = start;
     while idx < end && !out.stopped {
         let op = &cmd.parsed.ops[idx];
@@ -249,7 +249,7 @@ async fn run_group<S: DataNode>(
                 let seq = commit_recorded(state, open, retry).await?;
                 committed.push((db.clone(), seq));
                 let coll = db.ensure_collection(coll_name).await?;
-                txn = Some(db.write().await?);
+                txn = Some(db.writes().await?);
                 coll
             }
             None => {
@@ -336,7 +336,7 @@ fn count_of(fields: &Document, name: &str) -> u64 {
 /// Inserts the operations of `run` (all into `coll`, whose namespace `run.db_name` is) as one
 /// batch.
 async fn insert_run(
-    txn: &mut WriteTxn<'_>,
+    txn: &mut Writes<'_>,
     coll: &CollectionMeta,
     validator: Option<&DocumentValidator>,
     cmd: &BulkWriteCommand<'_>,
@@ -423,7 +423,7 @@ async fn insert_run(
 /// document it wrote when a retryable write records it (as `update` does: not a multi-update,
 /// not one that wrote nothing).
 async fn update_op(
-    txn: &mut WriteTxn<'_>,
+    txn: &mut Writes<'_>,
     coll: &CollectionMeta,
     validator: Option<&DocumentValidator>,
     raw: &RawDocument,
@@ -465,7 +465,7 @@ async fn update_op(
 /// A delete operation (`multi: false` deletes one document); with the `_id` of the document it
 /// deleted when a retryable write records it (not a multi-delete).
 async fn delete_op(
-    txn: &mut WriteTxn<'_>,
+    txn: &mut Writes<'_>,
     coll: &CollectionMeta,
     raw: &RawDocument,
     vars: &Arc<LetVariables>,

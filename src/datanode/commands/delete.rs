@@ -2,7 +2,7 @@
 
 use super::super::DataNode;
 use super::super::exec::{Position, QueryShape};
-use super::super::storage::{CollectionMeta, WriteTxn};
+use super::super::storage::{CollectionMeta, Writes};
 use super::super::transaction_table::RetryableWrite;
 use super::write::{
     acknowledge, append_retried, commit_recorded, count_value, finish_reply, finish_retryable,
@@ -52,7 +52,7 @@ impl DeleteStatement {
 /// Deletes what one statement selects (of the documents `ownership` lets through); returns
 /// how many documents went, and the `_id` of the last one.
 pub(super) async fn run_statement(
-    txn: &mut WriteTxn<'_>,
+    txn: &mut Writes<'_>,
     coll: &CollectionMeta,
     stmt: &DeleteStatement,
     ownership: Option<&Arc<OwnershipFilter>>,
@@ -117,7 +117,7 @@ async fn run_once<S: DataNode>(
     };
     let vars = args.let_variables()?;
     let ownership = state.ownership(&req);
-    let mut txn = db.write().await?;
+    let mut txn = db.writes().await?;
     let mut n = 0u64;
     let mut errors = Vec::new();
     for (i, raw) in raw_statements.iter().enumerate() {

@@ -165,7 +165,7 @@ async fn run_once<S: DataNode>(
     let validator = DocumentValidator::for_collection(&req.db, &coll, cmd.bypass_validation)?;
     let sharded = ShardedWrite::of(state, &req);
     let rules = sharded.as_ref().map(|s| s.rules(false));
-    let mut txn = db.write().await?;
+    let mut txn = db.writes().await?;
     let found = first_match(
         &mut txn,
         &coll,
@@ -247,7 +247,7 @@ async fn run_once<S: DataNode>(
 
 /// The first matching document, in `sort` order when given.
 pub(super) async fn first_match(
-    txn: &mut super::super::storage::WriteTxn<'_>,
+    txn: &mut super::super::storage::Writes<'_>,
     coll: &super::super::storage::CollectionMeta,
     query: &Document,
     filter: &Filter,

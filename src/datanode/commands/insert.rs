@@ -185,7 +185,7 @@ async fn run_once<S: DataNode>(
             }
         }
     }
-    let mut txn = db.write().await?;
+    let mut txn = db.writes().await?;
     let mut start = 0;
     while start < prepared.len() {
         let batch: Vec<&RawDocument> = prepared[start..].iter().map(|(_, d)| d.as_ref()).collect();

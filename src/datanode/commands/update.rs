@@ -3,7 +3,7 @@
 
 use super::super::DataNode;
 use super::super::exec::{Candidate, Position, QueryShape};
-use super::super::storage::{CollectionMeta, WriteTxn};
+use super::super::storage::{CollectionMeta, Writes};
 use super::super::transaction_table::RetryableWrite;
 use super::super::validation::DocumentValidator;
 use super::find_and_modify::first_match;
@@ -104,7 +104,7 @@ pub(super) struct StatementOutcome {
 
 /// Applies the update to one matched document; returns the new document when it changed.
 pub(super) async fn update_candidate(
-    txn: &mut WriteTxn<'_>,
+    txn: &mut Writes<'_>,
     coll: &CollectionMeta,
     candidate: &Candidate,
     update: &UpdateSpec,
@@ -159,7 +159,7 @@ fn check_size(raw: &RawDocumentBuf) -> Result<()> {
 
 /// Builds and inserts the document an upsert creates; returns it.
 pub(super) async fn upsert(
-    txn: &mut WriteTxn<'_>,
+    txn: &mut Writes<'_>,
     coll: &CollectionMeta,
     query: &Document,
     update: &UpdateSpec,
@@ -200,7 +200,7 @@ pub(super) async fn upsert(
 }
 
 pub(super) async fn run_statement(
-    txn: &mut WriteTxn<'_>,
+    txn: &mut Writes<'_>,
     coll: &CollectionMeta,
     stmt: &UpdateStatement,
     validator: Option<&DocumentValidator>,
@@ -310,7 +310,7 @@ async fn run_once<S: DataNode>(
     let vars = args.let_variables()?;
     let validator = DocumentValidator::for_collection(&req.db, &coll, bypass)?;
     let sharded = ShardedWrite::of(state, &req);
-    let mut txn = db.write().await?;
+    let mut txn = db.writes().await?;
     let (mut n, mut modified) = (0u64, 0u64);
     let mut upserted = Vec::new();
     let mut errors = Vec::new();

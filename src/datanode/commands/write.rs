@@ -2,7 +2,7 @@
 //! and the shape of write replies.
 
 use super::super::DataNode;
-use super::super::storage::{CollectionMeta, DatabaseStore, WriteTxn};
+use super::super::storage::{CollectionMeta, DatabaseStore, Writes};
 use super::super::transaction_table::RetryableWrite;
 use crate::catalog::{OwnershipFilter, validate_collection_name};
 use crate::command::{Args, CommandRequest, WriteConcern};
@@ -69,9 +69,13 @@ pub(super) async fn acknowledge(db: &DatabaseStore, wc: &WriteConcern, seq: u64)
 /// executed (written in it, so both commit or neither does).
 pub(super) async fn commit_recorded<S: DataNode>(
     state: &S,
-    mut txn: WriteTxn<'_>,
+    txn: Writes<'_>,
     retry: &mut Option<RetryableWrite>,
 ) -> Result<u64> {
+    // A multi-document transaction's writes commit with the transaction.
+    let Some(mut txn) = txn.into_direct() else {
+        return Ok(0);
+    };
     if let Some(retry) = retry.as_mut() {
         retry.write(state, &mut txn).await?;
     }

@@ -5,9 +5,10 @@
 use super::catalog::{
     self, CollectionMeta, CollectionStats, IndexMeta, id_index_spec, index_table_sql,
 };
+use super::doc_locks::DocLocks;
 use super::durability::Durability;
 use super::index_build::{INDEX_BUILD_MEMORY_BYTES, IndexBuild, IndexBuildStats};
-use super::readers::Readers;
+use super::readers::{Reader, Readers};
 use super::sql_error;
 use super::txn::RecordId;
 use super::txn::{ReadTxn, WriteTxn};
@@ -41,6 +42,14 @@ pub struct DatabaseStore {
     path: PathBuf,
     pub(super) writer: tokio::sync::Mutex<Writer>,
     readers: Readers,
+    /// Readers pinned to a multi-document transaction's snapshot, pooled apart so that open
+    /// transactions never take the permits of ordinary reads.
+    snapshots: Readers,
+    /// The document locks of multi-document transactions (first writer wins).
+    pub(super) locks: Arc<DocLocks>,
+    /// This store's own `Arc` (set by `Storage`), for the transaction views that outlive a
+    /// borrowed `&self`.
+    self_ref: std::sync::OnceLock<std::sync::Weak<DatabaseStore>>,
     catalog: RwLock<BTreeMap<String, Arc<CollectionMeta>>>,
     pub(super) stats: std::sync::Mutex<BTreeMap<i64, CollectionStats>>,
     pub(super) durability: Durability,
@@ -65,6 +74,10 @@ pub(super) const CONNECTION_PRAGMAS: [(&str, &str); 3] = [
 /// collection (1.5 GB) that made a 10-document range read 1.31× its cost at 10k documents,
 /// against 1.16× with this window. A reader's mapping goes when it closes (idle 60 s).
 pub(super) const READER_MMAP_SIZE: &str = "2147418112";
+
+/// Transactions that may hold a snapshot of one database file at once; the next waits for one
+/// to end.
+const SNAPSHOT_READERS: usize = 64;
 
 /// How long a connection waits for a lock another one holds.
 pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -123,6 +136,7 @@ impl DatabaseStore {
             });
         }
         let readers = Readers::new(path, 4, Duration::from_secs(60));
+        let snapshots = Readers::new(path, SNAPSHOT_READERS, Duration::from_secs(60));
         Ok(DatabaseStore {
             name: name.to_string(),
             path: path.to_path_buf(),
@@ -138,6 +152,9 @@ impl DatabaseStore {
                 index_builds: Vec::new(),
             }),
             readers,
+            snapshots,
+            locks: Default::default(),
+            self_ref: Default::default(),
             catalog: RwLock::new(
                 loaded
                     .collections
@@ -225,9 +242,56 @@ impl DatabaseStore {
         WriteTxn::begin(self, self.writer.lock().await).await
     }
 
-    /// A read-only view on a pooled reader connection.
+    /// A read-only view: on a pooled reader connection, or, inside a transaction's scope
+    /// ([`StorageTransaction::scope`](super::StorageTransaction::scope)), the transaction's
+    /// view of this database (its snapshot and its own writes).
     pub async fn read(&self) -> Result<ReadTxn> {
-        Ok(ReadTxn::new(self.readers.acquire().await?))
+        if let Some(txn) = super::StorageTransaction::current() {
+            return Ok(ReadTxn::transaction(txn.view(self).await?));
+        }
+        Ok(ReadTxn::new(
+            self.readers.acquire().await?,
+            self.locks.clone(),
+        ))
+    }
+
+    /// What write commands write through: the transaction's view inside a transaction's
+    /// scope, otherwise a write transaction (which waits for the writer).
+    pub async fn writes(&self) -> Result<super::Writes<'_>> {
+        if let Some(txn) = super::StorageTransaction::current() {
+            return Ok(super::Writes::Transaction(txn.view(self).await?));
+        }
+        Ok(super::Writes::Direct(self.write().await?))
+    }
+
+    /// A reader of the latest committed state, whatever transaction the task is in.
+    pub(super) async fn plain_reader(&self) -> Result<Reader> {
+        self.readers.acquire().await
+    }
+
+    /// A reader for a transaction's snapshot (from the snapshot readers' own pool).
+    pub(super) async fn snapshot_reader(&self) -> Result<Reader> {
+        self.snapshots.acquire().await
+    }
+
+    /// Records the `Arc` this store lives in.
+    pub(super) fn register(self: &Arc<Self>) {
+        let _ = self.self_ref.set(Arc::downgrade(self));
+    }
+
+    /// The `Arc` this store lives in.
+    pub(super) fn arc(&self) -> Result<Arc<DatabaseStore>> {
+        self.self_ref
+            .get()
+            .and_then(std::sync::Weak::upgrade)
+            .ok_or_else(|| MongoError::internal("a database store outside its storage"))
+    }
+
+    /// After a write failed with WriteConflict on a document a transaction holds: waits until
+    /// a transaction releases its documents (briefly at most, and not at all when none holds
+    /// any), so that the caller's retry does not spin.
+    pub async fn wait_for_document_locks(&self) {
+        self.locks.wait_for_release().await;
     }
 
     /// Creates a collection; `NamespaceExists` if it exists.
@@ -583,6 +647,7 @@ impl DatabaseStore {
     /// Closes every connection and deletes the files.
     pub(super) async fn close_and_delete(&self) -> Result<()> {
         self.readers.close().await;
+        self.snapshots.close().await;
         let mut writer = self.writer.lock().await;
         // Checkpoint so the WAL is empty; the files go away next.
         let _ = writer.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").await;

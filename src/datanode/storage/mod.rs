@@ -8,6 +8,7 @@ mod catalog;
 mod coll_mod;
 mod copy;
 mod database;
+mod doc_locks;
 mod documents;
 mod durability;
 mod index_build;
@@ -15,10 +16,10 @@ mod index_usage;
 mod keys;
 mod read_sql;
 mod readers;
-mod transaction_stub;
+mod transaction;
 mod transactions;
-mod txn; // STUB
-pub use transaction_stub::StorageTransaction; // STUB
+mod txn;
+mod txn_view;
 
 pub use capped::CappedLimits;
 pub use catalog::{CollectionMeta, IndexMeta};
@@ -26,8 +27,10 @@ pub use database::{DatabaseStore, connect_options, reader_connect_options};
 pub use index_build::IndexBuildStats;
 pub use index_usage::IndexUsage;
 pub use read_sql::DocumentReads;
+pub use transaction::{StorageTransaction, Writes};
 pub use transactions::{SessionRecord, StatementRecord};
 pub use txn::{IndexEntry, IndexRange, KeyEntry, ReadTxn, RecordId, WriteTxn};
+pub use txn_view::TxnView;
 
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::clock::LogicalClock;
@@ -71,7 +74,9 @@ impl Storage {
                 continue;
             };
             let db = DatabaseStore::open(&name, &entry.path(), clock.clone()).await?;
-            dbs.insert(name, Arc::new(db));
+            let db = Arc::new(db);
+            db.register();
+            dbs.insert(name, db);
         }
         let storage = Arc::new(Storage {
             dir: dir.to_path_buf(),
@@ -127,6 +132,7 @@ impl Storage {
         }
         let path = self.dir.join(format!("{}{FILE_SUFFIX}", encode_name(name)));
         let db = Arc::new(DatabaseStore::open(name, &path, self.clock.clone()).await?);
+        db.register();
         dbs.insert(name.to_string(), db.clone());
         Ok(db)
     }
@@ -217,3 +223,6 @@ mod type_bits_tests;
 
 #[cfg(test)]
 mod index_build_tests;
+
+#[cfg(test)]
+mod transaction_tests;

@@ -157,6 +157,29 @@ pub(super) fn index_range<'a>(
     ReadQuery { sql, params }
 }
 
+/// The tables of the database file: rows of `(name)`. A transaction's snapshot is pinned by
+/// this read, and what it returns tells the collections and indexes the snapshot has.
+pub(super) fn tables() -> ReadQuery<'static> {
+    ReadQuery {
+        sql: "SELECT CAST(name AS BLOB) FROM sqlite_master WHERE type = 'table'".into(),
+        params: vec![],
+    }
+}
+
+/// `(name)`.
+pub(super) fn name(row: &dyn ResultRow) -> Result<String> {
+    String::from_utf8(row.blob(0)?).map_err(|e| column_error(0, e))
+}
+
+/// The smallest key above every key that starts with `key`'s bytes and is longer: the
+/// exclusive upper bound of the range holding exactly `key` is `key` followed by a zero byte.
+pub(super) fn just_after(key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(key.len() + 1);
+    out.extend_from_slice(key);
+    out.push(0);
+    out
+}
+
 /// The reads of a read view (`ReadTxn`) and of a write transaction (`WriteTxn`): the same
 /// statements, each run by `run` on its connection kind's own executor. Generic callers (the
 /// executor's access paths) read from either; the futures are `Send` so that they can.
@@ -175,10 +198,18 @@ pub trait DocumentReads: Send {
         coll: &CollectionMeta,
         id: &Bson,
     ) -> impl Future<Output = Result<Option<(RecordId, RawDocumentBuf)>>> + Send {
+        async move { self.fetch_by_id_key(coll, &id_key(id)).await }
+    }
+
+    /// The document whose `_id` index key is `key`.
+    fn fetch_by_id_key(
+        &mut self,
+        coll: &CollectionMeta,
+        key: &[u8],
+    ) -> impl Future<Output = Result<Option<(RecordId, RawDocumentBuf)>>> + Send {
         async move {
-            let key = id_key(id);
             let rows = self
-                .run(by_id(coll, &key), 1, "reading by _id", record)
+                .run(by_id(coll, key), 1, "reading by _id", record)
                 .await?;
             Ok(rows.into_iter().next())
         }

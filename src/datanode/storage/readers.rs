@@ -40,6 +40,9 @@ pub struct Reader {
     conn: Option<Connection>,
     inner: Arc<Inner>,
     _permit: OwnedSemaphorePermit,
+    /// A read transaction is open on the connection (a transaction's pinned snapshot): it is
+    /// rolled back before the connection goes back to the idle list.
+    pinned: bool,
 }
 
 impl Readers {
@@ -73,6 +76,7 @@ impl Readers {
             conn: Some(conn),
             inner: self.inner.clone(),
             _permit: permit,
+            pinned: false,
         })
     }
 
@@ -185,6 +189,35 @@ impl Reader {
     }
 }
 
+impl Reader {
+    /// Opens a read transaction and runs `first` in it: SQLite fixes a WAL snapshot at a read
+    /// transaction's first read, so every later statement on this reader sees the database as
+    /// of now, until the reader is dropped (which rolls the transaction back).
+    pub(super) fn pin<T>(
+        &mut self,
+        first: ReadQuery<'_>,
+        decode: fn(&dyn ResultRow) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let conn = self.conn.as_ref().expect("present until dropped");
+        conn.execute_batch("BEGIN")
+            .map_err(|e| sqlite_error("pinning a snapshot", e))?;
+        self.pinned = true;
+        self.query_now(first, 1, "pinning a snapshot", decode)
+    }
+}
+
+impl super::read_sql::DocumentReads for Reader {
+    async fn run<T>(
+        &mut self,
+        q: ReadQuery<'_>,
+        expected_rows: i64,
+        context: &str,
+        decode: fn(&dyn ResultRow) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        self.query(q, expected_rows, context, decode).await
+    }
+}
+
 /// Runs long synchronous work (a statement of many rows, file IO) on this thread under
 /// `block_in_place`, so the runtime moves this thread's other tasks elsewhere meanwhile.
 pub(super) fn blocking<T>(work: impl FnOnce() -> T) -> T {
@@ -222,6 +255,10 @@ impl ResultRow for rusqlite::Row<'_> {
 impl Drop for Reader {
     fn drop(&mut self) {
         let Some(conn) = self.conn.take() else { return };
+        if self.pinned && conn.execute_batch("ROLLBACK").is_err() {
+            // A connection whose snapshot cannot be released would pin the WAL: closed.
+            return;
+        }
         if !self.inner.closed.load(Ordering::SeqCst) {
             self.inner
                 .idle

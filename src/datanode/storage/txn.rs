@@ -4,15 +4,17 @@
 use super::catalog::IndexMeta;
 use super::catalog::{CollectionMeta, CollectionStats};
 use super::database::{DatabaseStore, Writer};
+use super::doc_locks::{DocKey, DocLocks, write_conflict};
 use super::index_build::BuiltKey;
 use super::keys::{DocumentKeys, duplicate_key_error};
 use super::read_sql::{DocumentReads, Param, ReadQuery, ResultRow, column_error};
 pub use super::read_sql::{IndexEntry, IndexRange, KeyEntry, RecordId};
 use super::readers::Reader;
 use super::sql_error;
+use super::txn_view::TxnView;
 use crate::error::{MongoError, Result};
 use crate::server::clock::PendingWrite;
-use bson::RawDocument;
+use bson::{RawDocument, RawDocumentBuf};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, Executor, Row};
 use std::collections::{BTreeMap, BTreeSet};
@@ -37,26 +39,153 @@ impl ResultRow for SqliteRow {
     }
 }
 
-/// A read view on one reader. Each statement sees the latest committed state.
-pub struct ReadTxn {
-    conn: Reader,
+/// A read view: on one reader, where each statement sees the latest committed state, or a
+/// multi-document transaction's view (its snapshot and its own writes).
+pub struct ReadTxn(Source);
+
+enum Source {
+    Plain(Reader, Arc<DocLocks>),
+    Transaction(tokio::sync::OwnedMutexGuard<TxnView>),
 }
 
 impl ReadTxn {
-    pub(super) fn new(conn: Reader) -> Self {
-        ReadTxn { conn }
+    pub(super) fn new(conn: Reader, locks: Arc<DocLocks>) -> Self {
+        ReadTxn(Source::Plain(conn, locks))
+    }
+
+    pub(super) fn transaction(view: tokio::sync::OwnedMutexGuard<TxnView>) -> Self {
+        ReadTxn(Source::Transaction(view))
     }
 }
 
+/// Whether a document a plain read returned is one a prepared transaction holds: the read must
+/// wait for its commit or abort (MongoDB's prepare conflict) and run again.
+fn prepare_conflict<'d>(
+    locks: &DocLocks,
+    coll: &CollectionMeta,
+    mut docs: impl Iterator<Item = &'d RawDocument>,
+) -> bool {
+    locks.any_prepared()
+        && docs.any(|doc| {
+            DocumentKeys::new(doc)
+                .keys(coll.id_index())
+                .ok()
+                .and_then(|k| k.keys.into_iter().next())
+                .is_some_and(|key| locks.is_prepared(&(coll.ident, key)))
+        })
+}
+
+/// Runs a plain read until what it returns holds no prepared transaction's document.
+macro_rules! settled {
+    ($locks:expr, $coll:expr, $read:expr, |$rows:ident| $docs:expr) => {
+        loop {
+            let $rows = $read;
+            if !prepare_conflict($locks, $coll, $docs) {
+                break Ok($rows);
+            }
+            $locks.wait_for_release().await;
+        }
+    };
+}
+
 impl DocumentReads for ReadTxn {
-    async fn run<T>(
+    async fn run<T: Send>(
         &mut self,
         q: ReadQuery<'_>,
         expected_rows: i64,
         context: &str,
         decode: fn(&dyn ResultRow) -> Result<T>,
     ) -> Result<Vec<T>> {
-        self.conn.query(q, expected_rows, context, decode).await
+        match &mut self.0 {
+            Source::Plain(conn, _) => conn.query(q, expected_rows, context, decode).await,
+            Source::Transaction(view) => view.run(q, expected_rows, context, decode).await,
+        }
+    }
+
+    async fn fetch_by_id_key(
+        &mut self,
+        coll: &CollectionMeta,
+        key: &[u8],
+    ) -> Result<Option<(RecordId, RawDocumentBuf)>> {
+        match &mut self.0 {
+            Source::Plain(conn, locks) => {
+                settled!(locks, coll, conn.fetch_by_id_key(coll, key).await?, |r| r
+                    .iter()
+                    .map(|(_, d)| d.as_ref()))
+            }
+            Source::Transaction(view) => view.fetch_by_id_key(coll, key).await,
+        }
+    }
+
+    async fn fetch_by_rid(
+        &mut self,
+        coll: &CollectionMeta,
+        rid: RecordId,
+    ) -> Result<Option<RawDocumentBuf>> {
+        match &mut self.0 {
+            Source::Plain(conn, locks) => {
+                settled!(locks, coll, conn.fetch_by_rid(coll, rid).await?, |r| r
+                    .iter()
+                    .map(|d| d.as_ref()))
+            }
+            Source::Transaction(view) => view.fetch_by_rid(coll, rid).await,
+        }
+    }
+
+    async fn scan(
+        &mut self,
+        coll: &CollectionMeta,
+        after: RecordId,
+        limit: i64,
+    ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
+        match &mut self.0 {
+            Source::Plain(conn, locks) => {
+                settled!(locks, coll, conn.scan(coll, after, limit).await?, |r| r
+                    .iter()
+                    .map(|(_, d)| d.as_ref()))
+            }
+            Source::Transaction(view) => view.scan(coll, after, limit).await,
+        }
+    }
+
+    async fn scan_reverse(
+        &mut self,
+        coll: &CollectionMeta,
+        before: RecordId,
+        limit: i64,
+    ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
+        match &mut self.0 {
+            Source::Plain(conn, locks) => settled!(
+                locks,
+                coll,
+                conn.scan_reverse(coll, before, limit).await?,
+                |r| r.iter().map(|(_, d)| d.as_ref())
+            ),
+            Source::Transaction(view) => view.scan_reverse(coll, before, limit).await,
+        }
+    }
+
+    async fn index_scan(
+        &mut self,
+        coll: &CollectionMeta,
+        range: &IndexRange<'_>,
+    ) -> Result<Vec<IndexEntry>> {
+        match &mut self.0 {
+            Source::Plain(conn, locks) => {
+                settled!(locks, coll, conn.index_scan(coll, range).await?, |r| r
+                    .iter()
+                    .map(|(_, _, d)| d.as_ref()))
+            }
+            Source::Transaction(view) => view.index_scan(coll, range).await,
+        }
+    }
+
+    async fn index_keys(&mut self, range: &IndexRange<'_>) -> Result<Vec<KeyEntry>> {
+        match &mut self.0 {
+            // A covered read has no `_id` to look for in the prepared locks.
+            Source::Plain(conn, _) => conn.index_keys(range).await,
+            Source::Transaction(view) => view.index_keys(range).await,
+        }
     }
 }
 
@@ -72,6 +201,12 @@ pub struct WriteTxn<'a> {
     time: PendingWrite,
     /// Statements run with the COMMIT, in the same round trip to the writer's thread.
     pub(super) deferred: Deferred,
+    /// The multi-document transaction this transaction commits (its own document locks are
+    /// no conflict); 0 for a plain write.
+    pub(super) lock_owner: u64,
+    /// A write met a document a transaction holds: the commit must fail too, even if the
+    /// caller took that write's error for a per-statement error and went on.
+    conflicted: bool,
 }
 
 /// Statements (each ending in `;`) and their parameters, in order.
@@ -154,7 +289,32 @@ impl<'a> WriteTxn<'a> {
             deltas: BTreeMap::new(),
             deferred: Deferred::default(),
             multikey: BTreeSet::new(),
+            lock_owner: 0,
+            conflicted: false,
         })
+    }
+
+    /// WriteConflict if a transaction other than the one this commits holds `doc`. A plain
+    /// write must not wait for the lock here: it holds the writer, which the holder's commit
+    /// needs. Costs one atomic load while no transaction holds any document.
+    fn check_lock(&mut self, coll: &CollectionMeta, doc: &RawDocument) -> Result<()> {
+        if !self.db.locks.any() {
+            return Ok(());
+        }
+        let Some(key) = DocumentKeys::new(doc)
+            .keys(coll.id_index())?
+            .keys
+            .into_iter()
+            .next()
+        else {
+            return Ok(());
+        };
+        let key: DocKey = (coll.ident, key);
+        if self.db.locks.held_by_other(&key, self.lock_owner) {
+            self.conflicted = true;
+            return Err(write_conflict());
+        }
+        Ok(())
     }
 
     pub fn database(&self) -> &DatabaseStore {
@@ -228,6 +388,16 @@ impl<'a> WriteTxn<'a> {
         docs: &[&RawDocument],
     ) -> std::result::Result<(), (usize, MongoError)> {
         let coll = self.current(coll);
+        if self.db.locks.any() {
+            // The documents before the first locked one are inserted, as a duplicate would
+            // leave them.
+            for (at, doc) in docs.iter().enumerate() {
+                if let Err(e) = self.check_lock(&coll, doc) {
+                    Box::pin(self.insert(&coll, &docs[..at])).await?;
+                    return Err((at, e));
+                }
+            }
+        }
         if coll.capped_limits().is_some() {
             // One at a time, each followed by the eviction it causes.
             for (done, doc) in docs.iter().enumerate() {
@@ -334,6 +504,7 @@ impl<'a> WriteTxn<'a> {
         raw: &RawDocument,
     ) -> Result<RecordId> {
         let coll = self.current(coll);
+        self.check_lock(&coll, raw)?;
         let capped = coll.capped_limits();
         if let Some(limits) = capped {
             Self::check_capped_size(limits, raw)?;
@@ -576,6 +747,7 @@ impl<'a> WriteTxn<'a> {
         new: &RawDocument,
     ) -> Result<()> {
         let coll = self.current(coll);
+        self.check_lock(&coll, old)?;
         self.note_written(coll.ident, rid..rid + 1);
         self.exec("SAVEPOINT replace_one").await?;
         let result = async {
@@ -638,6 +810,7 @@ impl<'a> WriteTxn<'a> {
         old: &RawDocument,
     ) -> Result<()> {
         let coll = self.current(coll);
+        self.check_lock(&coll, old)?;
         self.note_written(coll.ident, rid..rid + 1);
         let sql = format!("DELETE FROM {} WHERE rid = ?", coll.table());
         sqlx::query(AssertSqlSafe(sql))
@@ -669,6 +842,10 @@ impl<'a> WriteTxn<'a> {
 
     /// Commits; the returned number identifies the commit for [`DatabaseStore::wait_durable`].
     pub async fn commit(mut self) -> Result<u64> {
+        if self.conflicted {
+            self.rollback().await?;
+            return Err(write_conflict());
+        }
         // Every statement the commit needs runs with it in one round trip to the writer's
         // thread (sqlx runs SQLite on a thread of its own, and each hop costs as much as a
         // small statement): the statistics, multikey flags, the clock's second, the deferred

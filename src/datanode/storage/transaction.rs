@@ -1,0 +1,485 @@
+//! A multi-document transaction on a data node's storage: one view per database file it uses
+//! (`TxnView`, its snapshot pinned on first use), the task-local scope that makes
+//! `DatabaseStore::read` and `DatabaseStore::writes` go through those views, and the commit,
+//! which validates every view before it applies any, each in one write transaction.
+
+use super::Storage;
+use super::catalog::CollectionMeta;
+use super::database::DatabaseStore;
+use super::doc_locks::write_conflict;
+use super::read_sql::{
+    DocumentReads, IndexEntry, IndexRange, KeyEntry, ReadQuery, RecordId, ResultRow,
+};
+use super::txn::WriteTxn;
+use super::txn_view::{Op, TxnView};
+use crate::error::{ErrorCode, MongoError, Result};
+use bson::{Bson, Document, RawDocument, RawDocumentBuf, doc};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::OwnedMutexGuard;
+
+tokio::task_local! {
+    static CURRENT: Arc<StorageTransaction>;
+}
+
+/// Transaction ids, unique in the process (0 is no transaction's).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Active,
+    Prepared,
+    Committed,
+    Aborted,
+}
+
+pub struct StorageTransaction {
+    id: u64,
+    /// Views by database name.
+    views: Mutex<BTreeMap<String, Arc<tokio::sync::Mutex<TxnView>>>>,
+    state: Mutex<State>,
+}
+
+fn no_such_transaction(state: State) -> MongoError {
+    MongoError::new(
+        ErrorCode::NoSuchTransaction,
+        format!("Transaction is no longer in progress ({state:?})"),
+    )
+}
+
+impl StorageTransaction {
+    /// A read-only snapshot at cluster time `time` (a snapshot read outside a transaction).
+    /// Reads see the latest committed data until history is kept: see `snapshot_read`.
+    pub fn at(_time: bson::Timestamp) -> Arc<Self> {
+        Self::new()
+    }
+
+    pub fn new() -> Arc<Self> {
+        Arc::new(StorageTransaction {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            views: Mutex::new(BTreeMap::new()),
+            state: Mutex::new(State::Active),
+        })
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Runs `f` with this transaction as the task's current one.
+    pub async fn scope<F: Future>(self: &Arc<Self>, f: F) -> F::Output {
+        CURRENT.scope(self.clone(), f).await
+    }
+
+    /// The task's current transaction.
+    pub fn current() -> Option<Arc<StorageTransaction>> {
+        CURRENT.try_with(Arc::clone).ok()
+    }
+
+    fn state(&self) -> State {
+        *self.state.lock().expect("poisoned")
+    }
+
+    /// This transaction's view of `db`, created (its snapshot pinned) on first use, locked
+    /// for the caller. The same task taking it twice (a read inside another read of the same
+    /// transaction) is a bug, reported rather than deadlocked on.
+    pub(super) async fn view(&self, db: &DatabaseStore) -> Result<OwnedMutexGuard<TxnView>> {
+        let state = self.state();
+        if state != State::Active {
+            return Err(no_such_transaction(state));
+        }
+        let existing = self.views.lock().expect("poisoned").get(db.name()).cloned();
+        let view = match existing {
+            Some(view) => view,
+            None => {
+                let view = Arc::new(tokio::sync::Mutex::new(
+                    TxnView::open(db.arc()?, self.id).await?,
+                ));
+                self.views
+                    .lock()
+                    .expect("poisoned")
+                    .entry(db.name().to_string())
+                    .or_insert(view)
+                    .clone()
+            }
+        };
+        view.try_lock_owned().map_err(|_| {
+            MongoError::internal(format!(
+                "a transaction's view of database {} is already in use",
+                db.name()
+            ))
+        })
+    }
+
+    /// Whether the transaction wrote anything.
+    pub fn has_writes(&self) -> bool {
+        self.views
+            .lock()
+            .expect("poisoned")
+            .values()
+            .any(|v| v.try_lock().map_or(true, |v| v.has_writes()))
+    }
+
+    /// Every view, locked, in database-name order (the order writers are taken in, so that
+    /// two commits never wait for each other's).
+    async fn locked_views(&self) -> Vec<OwnedMutexGuard<TxnView>> {
+        let views: Vec<_> = self
+            .views
+            .lock()
+            .expect("poisoned")
+            .values()
+            .cloned()
+            .collect();
+        let mut out = Vec::with_capacity(views.len());
+        for view in views {
+            out.push(view.lock_owned().await);
+        }
+        out
+    }
+
+    /// Validates every view against the latest committed state (WriteConflict if another
+    /// write changed a document this transaction wrote), then applies each view's writes in
+    /// one write transaction. Returns each written database with its commit's number (for
+    /// [`DatabaseStore::wait_durable`]). The transaction ends either way.
+    pub async fn commit(&self) -> Result<Vec<(Arc<DatabaseStore>, u64)>> {
+        let state = self.state();
+        if !matches!(state, State::Active | State::Prepared) {
+            return Err(no_such_transaction(state));
+        }
+        let result = self.commit_views().await;
+        self.finish(if result.is_ok() {
+            State::Committed
+        } else {
+            State::Aborted
+        })
+        .await;
+        result
+    }
+
+    async fn commit_views(&self) -> Result<Vec<(Arc<DatabaseStore>, u64)>> {
+        let views = self.locked_views().await;
+        let mut views: Vec<_> = views.into_iter().filter(|v| v.has_writes()).collect();
+        let dbs: Vec<Arc<DatabaseStore>> = views.iter().map(|v| v.database_arc().clone()).collect();
+        let mut txns = Vec::with_capacity(views.len());
+        for (view, db) in views.iter_mut().zip(&dbs) {
+            let mut txn = db.write().await?;
+            txn.lock_owner = self.id;
+            view.validate(&mut txn).await?;
+            txns.push(txn);
+        }
+        let mut out = Vec::with_capacity(txns.len());
+        for ((view, db), mut txn) in views.iter_mut().zip(&dbs).zip(txns) {
+            apply(view, &mut txn).await.map_err(|e| {
+                // Another write took a unique key this transaction's write wanted since the
+                // snapshot: a conflict, as MongoDB reports it.
+                if e.code() == ErrorCode::DuplicateKey {
+                    write_conflict()
+                } else {
+                    e
+                }
+            })?;
+            out.push((db.clone(), txn.commit().await?));
+        }
+        Ok(out)
+    }
+
+    /// Ends the transaction: its snapshots go, its locks are released. Idempotent.
+    pub async fn abort(&self) {
+        let state = self.state();
+        if matches!(state, State::Committed | State::Aborted) {
+            return;
+        }
+        self.finish(State::Aborted).await;
+    }
+
+    async fn finish(&self, state: State) {
+        *self.state.lock().expect("poisoned") = state;
+        let views = std::mem::take(&mut *self.views.lock().expect("poisoned"));
+        for view in views.into_values() {
+            // Waits for a read still using the view; dropping it releases the locks.
+            let view = view.lock_owned().await;
+            view.database().locks.release(self.id);
+        }
+    }
+
+    /// Validates every write (WriteConflict), keeps the locks, marks the transaction prepared
+    /// (plain reads and writes of its documents now wait for its end) and returns its writes
+    /// to persist: `{writes: [{db, coll, uuid, op: "i"|"u"|"d", _id, doc}]}`.
+    pub async fn prepare(&self) -> Result<Document> {
+        let state = self.state();
+        if state != State::Active {
+            return Err(no_such_transaction(state));
+        }
+        let mut views = self.locked_views().await;
+        let mut writes = Vec::new();
+        for view in views.iter_mut().filter(|v| v.has_writes()) {
+            let db = view.database_arc().clone();
+            // Validated holding the writer: a plain write that checked the locks before this
+            // transaction took them has committed by then.
+            let mut txn = db.write().await?;
+            txn.lock_owner = self.id;
+            view.validate(&mut txn).await?;
+            txn.rollback().await?;
+            for (coll, ops) in view.ops()? {
+                for op in ops {
+                    writes.push(Bson::Document(write_entry(db.name(), &coll, &op)?));
+                }
+            }
+        }
+        for view in &views {
+            view.database().locks.prepare(self.id);
+        }
+        *self.state.lock().expect("poisoned") = State::Prepared;
+        Ok(doc! {"writes": writes})
+    }
+
+    /// A prepared transaction again after a restart, from what [`prepare`](Self::prepare)
+    /// returned: its locks taken, its writes over new snapshots, ready to commit or abort.
+    pub async fn restore_prepared(storage: &Storage, writes: &Document) -> Result<Arc<Self>> {
+        let txn = StorageTransaction::new();
+        let entries = writes.get_array("writes").map_err(|e| {
+            MongoError::internal(format!("a prepared transaction's writes are corrupt: {e}"))
+        })?;
+        for entry in entries {
+            let Bson::Document(entry) = entry else {
+                return Err(MongoError::internal("a corrupt prepared write"));
+            };
+            let corrupt = |e: bson::document::ValueAccessError| {
+                MongoError::internal(format!("a corrupt prepared write: {e}"))
+            };
+            let db_name = entry.get_str("db").map_err(corrupt)?;
+            let coll_name = entry.get_str("coll").map_err(corrupt)?;
+            let db = storage.database_or_create(db_name).await?;
+            let coll = db.collection(coll_name).ok_or_else(|| {
+                MongoError::internal(format!(
+                    "the collection {db_name}.{coll_name} of a prepared transaction is gone"
+                ))
+            })?;
+            let id = entry
+                .get("_id")
+                .ok_or_else(|| MongoError::internal("a prepared write without _id"))?;
+            let key = super::keys::id_key(id);
+            let doc = match entry.get_str("op").map_err(corrupt)? {
+                "d" => None,
+                _ => Some(RawDocumentBuf::from_document(
+                    entry.get_document("doc").map_err(corrupt)?,
+                )?),
+            };
+            let mut view = txn.view(&db).await?;
+            view.restore(&coll, key, doc).await?;
+        }
+        for view in txn.locked_views().await {
+            view.database().locks.prepare(txn.id);
+        }
+        *txn.state.lock().expect("poisoned") = State::Prepared;
+        Ok(txn)
+    }
+}
+
+/// One write of a prepared transaction as persisted.
+fn write_entry(db: &str, coll: &CollectionMeta, op: &Op) -> Result<Document> {
+    let (name, doc) = match op {
+        Op::Insert(doc) => ("i", doc),
+        Op::Replace(_, _, doc) => ("u", doc),
+        Op::Delete(_, doc) => ("d", doc),
+    };
+    let doc = doc.to_document()?;
+    let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+    let mut entry = doc! {
+        "db": db,
+        "coll": &coll.name,
+        "uuid": bson::Binary {
+            subtype: bson::spec::BinarySubtype::Uuid,
+            bytes: coll.uuid.as_bytes().to_vec(),
+        },
+        "op": name,
+        "_id": id,
+    };
+    if name != "d" {
+        entry.insert("doc", doc);
+    }
+    Ok(entry)
+}
+
+/// Applies a view's writes through the write transaction's own methods (indexes, statistics
+/// and multikey flags kept there).
+async fn apply(view: &mut TxnView, txn: &mut WriteTxn<'_>) -> Result<()> {
+    for (coll, ops) in view.ops()? {
+        for op in ops {
+            match op {
+                Op::Insert(doc) => {
+                    txn.insert_one(&coll, &doc).await?;
+                }
+                Op::Replace(rid, old, new) => txn.replace(&coll, rid, &old, &new).await?,
+                Op::Delete(rid, old) => txn.delete(&coll, rid, &old).await?,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What write commands write through: a write transaction outside a multi-document
+/// transaction, the transaction's view of the database inside one.
+pub enum Writes<'a> {
+    Direct(WriteTxn<'a>),
+    Transaction(OwnedMutexGuard<TxnView>),
+}
+
+impl<'a> Writes<'a> {
+    /// The write transaction, for the caller that commits it.
+    pub fn into_direct(self) -> Option<WriteTxn<'a>> {
+        match self {
+            Writes::Direct(txn) => Some(txn),
+            Writes::Transaction(_) => None,
+        }
+    }
+
+    pub async fn insert(
+        &mut self,
+        coll: &CollectionMeta,
+        docs: &[&RawDocument],
+    ) -> std::result::Result<(), (usize, MongoError)> {
+        match self {
+            Writes::Direct(txn) => txn.insert(coll, docs).await,
+            Writes::Transaction(view) => view.insert(coll, docs).await,
+        }
+    }
+
+    pub async fn insert_one(
+        &mut self,
+        coll: &CollectionMeta,
+        raw: &RawDocument,
+    ) -> Result<RecordId> {
+        match self {
+            Writes::Direct(txn) => txn.insert_one(coll, raw).await,
+            Writes::Transaction(view) => view.insert_one(coll, raw).await,
+        }
+    }
+
+    pub async fn replace(
+        &mut self,
+        coll: &CollectionMeta,
+        rid: RecordId,
+        old: &RawDocument,
+        new: &RawDocument,
+    ) -> Result<()> {
+        match self {
+            Writes::Direct(txn) => txn.replace(coll, rid, old, new).await,
+            Writes::Transaction(view) => view.replace(coll, rid, old, new).await,
+        }
+    }
+
+    pub async fn delete(
+        &mut self,
+        coll: &CollectionMeta,
+        rid: RecordId,
+        old: &RawDocument,
+    ) -> Result<()> {
+        match self {
+            Writes::Direct(txn) => txn.delete(coll, rid, old).await,
+            Writes::Transaction(view) => view.delete(coll, rid, old).await,
+        }
+    }
+
+    pub fn index_usage(&self) -> &super::IndexUsage {
+        match self {
+            Writes::Direct(txn) => txn.index_usage(),
+            Writes::Transaction(view) => view.index_usage(),
+        }
+    }
+
+    pub fn time(&self) -> bson::Timestamp {
+        match self {
+            Writes::Direct(txn) => txn.time(),
+            Writes::Transaction(view) => view.time(),
+        }
+    }
+
+    pub fn database(&self) -> &DatabaseStore {
+        match self {
+            Writes::Direct(txn) => txn.database(),
+            Writes::Transaction(view) => view.database(),
+        }
+    }
+}
+
+impl DocumentReads for Writes<'_> {
+    async fn run<T: Send>(
+        &mut self,
+        q: ReadQuery<'_>,
+        expected_rows: i64,
+        context: &str,
+        decode: fn(&dyn ResultRow) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        match self {
+            Writes::Direct(txn) => txn.run(q, expected_rows, context, decode).await,
+            Writes::Transaction(view) => view.run(q, expected_rows, context, decode).await,
+        }
+    }
+
+    async fn fetch_by_id_key(
+        &mut self,
+        coll: &CollectionMeta,
+        key: &[u8],
+    ) -> Result<Option<(RecordId, RawDocumentBuf)>> {
+        match self {
+            Writes::Direct(txn) => txn.fetch_by_id_key(coll, key).await,
+            Writes::Transaction(view) => view.fetch_by_id_key(coll, key).await,
+        }
+    }
+
+    async fn fetch_by_rid(
+        &mut self,
+        coll: &CollectionMeta,
+        rid: RecordId,
+    ) -> Result<Option<RawDocumentBuf>> {
+        match self {
+            Writes::Direct(txn) => txn.fetch_by_rid(coll, rid).await,
+            Writes::Transaction(view) => view.fetch_by_rid(coll, rid).await,
+        }
+    }
+
+    async fn scan(
+        &mut self,
+        coll: &CollectionMeta,
+        after: RecordId,
+        limit: i64,
+    ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
+        match self {
+            Writes::Direct(txn) => txn.scan(coll, after, limit).await,
+            Writes::Transaction(view) => view.scan(coll, after, limit).await,
+        }
+    }
+
+    async fn scan_reverse(
+        &mut self,
+        coll: &CollectionMeta,
+        before: RecordId,
+        limit: i64,
+    ) -> Result<Vec<(RecordId, RawDocumentBuf)>> {
+        match self {
+            Writes::Direct(txn) => txn.scan_reverse(coll, before, limit).await,
+            Writes::Transaction(view) => view.scan_reverse(coll, before, limit).await,
+        }
+    }
+
+    async fn index_scan(
+        &mut self,
+        coll: &CollectionMeta,
+        range: &IndexRange<'_>,
+    ) -> Result<Vec<IndexEntry>> {
+        match self {
+            Writes::Direct(txn) => txn.index_scan(coll, range).await,
+            Writes::Transaction(view) => view.index_scan(coll, range).await,
+        }
+    }
+
+    async fn index_keys(&mut self, range: &IndexRange<'_>) -> Result<Vec<KeyEntry>> {
+        match self {
+            Writes::Direct(txn) => txn.index_keys(range).await,
+            Writes::Transaction(view) => view.index_keys(range).await,
+        }
+    }
+}
