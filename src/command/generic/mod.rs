@@ -94,7 +94,8 @@ pub fn check(request: &CommandRequest, command: &CommandInfo<'_>) -> Result<Gene
     let session = session::check(&fields, command)?;
     let write_concern = WriteConcern::from_field(fields.write_concern)?;
     let read_concern = read_concern::ReadConcern::parse(fields.read_concern, command)?;
-    if session.in_transaction() {
+    // The router runs transactions (`router::transactions`); data nodes do not yet.
+    if session.in_transaction() && !command.router {
         return Err(MongoError::new(
             ErrorCode::NotImplemented,
             "Multi-document transactions are not supported yet: a command with \
@@ -121,7 +122,11 @@ pub fn check(request: &CommandRequest, command: &CommandInfo<'_>) -> Result<Gene
             "writeConcern provenance must be unset or \"clientSupplied\"",
         ));
     }
-    if let Some(read_concern) = &read_concern {
+    // A transaction's read concern is the router's to check (`router::transactions`).
+    if let Some(read_concern) = read_concern
+        .as_ref()
+        .filter(|_| !(command.router && session.in_transaction()))
+    {
         read_concern.check_supported(command)?;
     }
     names::check_database(request, command)?;
@@ -133,12 +138,10 @@ pub fn check(request: &CommandRequest, command: &CommandInfo<'_>) -> Result<Gene
         cluster_time,
         after_cluster_time: read_concern.as_ref().and_then(|r| r.after_cluster_time()),
         retryable_write: session.retryable_write(),
-        transaction: session
-            .in_transaction()
-            .then(|| TransactionArgs {
-                txn_number: session.txn_number.unwrap_or_default(),
-                start: session.start,
-            }),
+        transaction: session.in_transaction().then(|| TransactionArgs {
+            txn_number: session.txn_number.unwrap_or_default(),
+            start: session.start,
+        }),
         read_concern_level: read_concern.as_ref().and_then(|r| r.level()),
         at_cluster_time: read_concern.as_ref().and_then(|r| r.at_cluster_time()),
     })
