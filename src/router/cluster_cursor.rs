@@ -245,9 +245,15 @@ impl RemoteCursor {
         if let Some(size) = batch_size {
             cmd.insert("batchSize", size);
         }
+        // A cursor opened in a transaction reads on in it.
+        let request = super::transactions::attach(
+            Some(&self.shard),
+            self.client.host(),
+            CommandRequest::from_document(db, &cmd)?,
+        )?;
         let reply = self
             .client
-            .run(CommandRequest::from_document(db, &cmd)?)
+            .run(request)
             .await
             .inspect_err(|_| self.id = 0)?;
         self.absorb(&reply, "nextBatch", keys)

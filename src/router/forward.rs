@@ -177,6 +177,10 @@ impl RouterState {
             let Some(stale) = Stale::of(&error) else {
                 return Err(error);
             };
+            // Within a transaction only its first statement may run again.
+            if !super::transactions::may_retry_stale(self).await {
+                return Err(error);
+            }
             last = Some(error.code());
             self.refresh_stale(db, ns, &placement, stale).await?;
         }
@@ -413,16 +417,27 @@ impl RouterState {
         req: &CommandRequest,
     ) -> Result<(NodeClient, RawDocumentBuf)> {
         let client = self.shards.client(&self.config, shard).await?;
-        match client.call(placement.versioned(shard, req)?).await {
+        // Within a transaction the request carries its fields too (`transactions::attach`),
+        // and the reply says what the participant did.
+        let outgoing = |client: &NodeClient| {
+            super::transactions::attach(
+                Some(shard),
+                client.host(),
+                placement.versioned(shard, req)?,
+            )
+        };
+        let (client, reply) = match client.call(outgoing(&client)?).await {
             Err(e) if e.code() == ErrorCode::HostUnreachable => {
                 tracing::debug!(shard = %shard, error = %e, "shard unreachable; reloading the shard list");
                 self.shards.reload(&self.config).await?;
                 let client = self.shards.client(&self.config, shard).await?;
-                let reply = client.call(placement.versioned(shard, req)?).await?;
-                Ok((client, reply))
+                let reply = client.call(outgoing(&client)?).await?;
+                (client, reply)
             }
-            other => Ok((client, other?)),
-        }
+            other => (client, other?),
+        };
+        super::transactions::observe(shard, &reply);
+        Ok((client, reply))
     }
 
     /// Replaces a shard cursor id in a cursor reply by a router cursor id (registering the

@@ -11,6 +11,7 @@ mod sessions;
 mod shard_key_move;
 mod shard_registry;
 mod targeting;
+mod transactions;
 mod write_batch;
 
 use crate::rpc::{Connector, NodeClient, NodeConnector};
@@ -33,6 +34,7 @@ pub struct RouterState {
     collections: CollectionCache,
     shards: ShardRegistry,
     cursors: RouterCursors,
+    transactions: transactions::Transactions,
     table: CommandTable<RouterState>,
 }
 
@@ -46,6 +48,7 @@ impl RouterState {
             databases: DatabaseCache::default(),
             collections: CollectionCache::default(),
             cursors: RouterCursors::default(),
+            transactions: transactions::Transactions::default(),
             table: commands::table(),
         });
         spawn_background(Arc::downgrade(&state));
@@ -128,6 +131,10 @@ impl NodeState for RouterState {
         command: bson::Document,
     ) -> futures::future::BoxFuture<'_, crate::error::Result<bson::Document>> {
         Box::pin(self.sessions_collection_command(command))
+    }
+
+    fn transactions_status(&self) -> Option<bson::Document> {
+        Some(self.transactions.server_status())
     }
 
     fn cursor_sessions(&self) -> Vec<crate::server::sessions::LogicalSessionId> {

@@ -21,6 +21,8 @@ impl RouterState {
         &self,
         matches: &(dyn Fn(&LogicalSessionId) -> bool + Sync),
     ) -> usize {
+        // A killed session's transaction is over here too (its shards abort theirs).
+        self.transactions.forget(matches);
         let killed = self.cursors.remove_sessions(matches);
         let count = killed.len();
         let ctx = RequestContext::internal();

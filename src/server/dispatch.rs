@@ -250,6 +250,12 @@ pub trait NodeState: Send + Sync + Sized + 'static {
         Box::pin(super::session_jobs::run_locally(self, command))
     }
 
+    /// `serverStatus.transactions` when the role keeps its own (a router's transactions);
+    /// `None`: the node's statistics answer it.
+    fn transactions_status(&self) -> Option<bson::Document> {
+        None
+    }
+
     /// The sessions this node's open cursors were opened in.
     fn cursor_sessions(&self) -> Vec<super::sessions::LogicalSessionId> {
         Vec::new()

@@ -209,9 +209,21 @@ fn transactions_are_refused_before_anything_runs() {
         rawdoc! {"find": "c", "lsid": lsid.clone(), "txnNumber": 1_i64, "autocommit": false},
         rawdoc! {"abortTransaction": 1, "lsid": lsid.clone(), "txnNumber": 1_i64, "autocommit": false},
     ] {
-        let (code, name, message) = error(body);
-        assert_eq!((code, name.as_str()), (238, "NotImplemented"));
-        assert!(message.starts_with("Multi-document transactions are not supported yet"));
+        // A data node refuses them; the router runs them (`router::transactions`).
+        let request = CommandRequest::new("app", body).unwrap();
+        let name = request.name().to_string();
+        let data_node = CommandInfo {
+            router: false,
+            ..info(&name)
+        };
+        let err = check(&request, &data_node).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::NotImplemented);
+        assert!(
+            err.message()
+                .starts_with("Multi-document transactions are not supported yet")
+        );
+        let args = check(&request, &info(&name)).unwrap();
+        assert_eq!(args.transaction.map(|t| t.txn_number), Some(1));
     }
 }
 

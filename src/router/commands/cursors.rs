@@ -81,9 +81,13 @@ pub(super) async fn get_more(
             forwarded.insert(field, Bson::try_from(value.to_raw_bson())?);
         }
     }
-    let reply = client
-        .call(CommandRequest::from_document(&req.db, &forwarded)?)
-        .await?;
+    // A cursor opened in a transaction reads on in it.
+    let forwarded = super::super::transactions::attach(
+        None,
+        client.host(),
+        CommandRequest::from_document(&req.db, &forwarded)?,
+    )?;
+    let reply = client.call(forwarded).await?;
     let shard_id = match reply.get("cursor")? {
         Some(RawBsonRef::Document(c)) => match c.get("id")? {
             Some(RawBsonRef::Int64(next)) => next,

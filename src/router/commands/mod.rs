@@ -15,6 +15,7 @@ mod reads;
 mod router_pipeline;
 mod sharded_views;
 mod sharding;
+mod transactions;
 mod writes;
 
 use super::RouterState;
@@ -25,6 +26,9 @@ pub(super) use cursors::close as close_cursor;
 
 pub(super) fn table() -> CommandTable<RouterState> {
     let mut specs = common();
+    // The router ends transactions itself: its own commit and abort replace the shared ones.
+    specs.retain(|spec| !matches!(spec.name, "commitTransaction" | "abortTransaction"));
+    specs.extend(transactions::commands());
     specs.extend(vec![
         CommandSpec::new("insert", writes::insert)
             .fields(requests::InsertRequest::FIELDS)
@@ -165,5 +169,9 @@ pub(super) fn table() -> CommandTable<RouterState> {
             .admin_only()
             .help("flush all router config"),
     ]);
+    // Every command may be a statement of a transaction (`router::transactions`).
+    for spec in &mut specs {
+        spec.handler = super::transactions::wrap(spec.name, spec.handler.clone());
+    }
     CommandTable::new(specs)
 }

@@ -169,8 +169,14 @@ async fn server_status<S: NodeState>(
         "logicalSessionRecordCache": node.sessions.server_status(node.session_catalog.size()),
         "docgrid": node.stats.ingress(),
     };
-    if node.role != Role::Router {
-        status.insert("transactions", node.stats.transactions());
+    match state.transactions_status() {
+        Some(transactions) => {
+            status.insert("transactions", transactions);
+        }
+        None if node.role != Role::Router => {
+            status.insert("transactions", node.stats.transactions());
+        }
+        None => {}
     }
     Ok(RawDocumentBuf::from_document(&status)?)
 }
