@@ -97,7 +97,7 @@ command_request! {
     /// `abortTransaction`.
     pub struct AbortTransactionRequest("abortTransaction") {
     }
-    known: []
+    known: ["recoveryToken"]
 }
 
 command_request! {

@@ -117,16 +117,6 @@ pub fn data_commands<S: DataNode>() -> Vec<CommandSpec<S>> {
             .fields(requests::DbStatsRequest::FIELDS)
             .aliases(&["dbstats"])
             .help("Get stats on a database."),
-        CommandSpec::new("commitTransaction", transactions::outside_transaction)
-            .fields(transactions::COMMIT_FIELDS)
-            .takes_write_concern()
-            .admin_only()
-            .help("commits a multi-document transaction"),
-        CommandSpec::new("abortTransaction", transactions::outside_transaction)
-            .fields(transactions::ABORT_FIELDS)
-            .takes_write_concern()
-            .admin_only()
-            .help("aborts a multi-document transaction"),
         CommandSpec::new("prepareTransaction", transactions::outside_transaction)
             .no_fields()
             .takes_write_concern()

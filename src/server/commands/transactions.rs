@@ -1,7 +1,6 @@
-//! `commitTransaction` and `abortTransaction`. docgrid has no multi-document transactions yet:
-//! a statement that starts or continues one (`autocommit: false`) is refused before it runs
-//! (`command::generic`), so these commands only ever meet a request outside a transaction,
-//! which MongoDB's router answers as below.
+//! `commitTransaction` and `abortTransaction` outside a transaction, on every role. In a
+//! transaction (`autocommit: false`) a data node's participant runs them
+//! (`datanode::transaction_table`), and a router its own (`router::commands::transactions`).
 
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
