@@ -11,6 +11,7 @@ mod identity;
 mod persisted_routing;
 mod shard_key_index;
 mod single_flight;
+pub mod txn_coordinator;
 mod versioning;
 
 pub use identity::ShardIdentity;
@@ -39,6 +40,7 @@ pub struct ShardState {
     versions: versioning::DatabaseVersionCache,
     filtering: filtering::FilteringMetadata,
     critical_sections: critical_section::CriticalSections,
+    txn_coordinators: txn_coordinator::TxnCoordinators,
     table: CommandTable<ShardState>,
 }
 
@@ -62,10 +64,13 @@ impl ShardState {
             versions: Default::default(),
             filtering: Default::default(),
             critical_sections: Default::default(),
+            txn_coordinators: Default::default(),
             table: commands::table(),
         });
         state.load_filtering_metadata().await?;
         state.critical_sections.load(&state.storage).await?;
+        // Coordinations a restart interrupted go on from their documents.
+        state.txn_coordinators.start(Arc::downgrade(&state)).await?;
         spawn_cursor_reaper(Arc::downgrade(&state));
         ttl::spawn_ttl_monitor(Arc::downgrade(&state));
         transaction_table::start_session_jobs(&state, &state.transaction_table, &state.storage);

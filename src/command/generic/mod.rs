@@ -94,8 +94,10 @@ pub fn check(request: &CommandRequest, command: &CommandInfo<'_>) -> Result<Gene
     let session = session::check(&fields, command)?;
     let write_concern = WriteConcern::from_field(fields.write_concern)?;
     let read_concern = read_concern::ReadConcern::parse(fields.read_concern, command)?;
-    // The router runs transactions (`router::transactions`); data nodes do not yet.
-    if session.in_transaction() && !command.router {
+    // The router runs transactions (`router::transactions`) and a shard coordinates their
+    // commits (`shard::txn_coordinator`); data nodes do not run them yet.
+    if session.in_transaction() && !command.router && command.name != "coordinateCommitTransaction"
+    {
         return Err(MongoError::new(
             ErrorCode::NotImplemented,
             "Multi-document transactions are not supported yet: a command with \
