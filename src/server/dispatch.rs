@@ -304,9 +304,12 @@ enum StorageContext {
 }
 
 impl Before {
-    fn of(after: Option<bson::Timestamp>, generic: &generic::GenericArgs, router: bool) -> Before {
+    /// `outside`: the command runs outside any transaction or snapshot of its session (on a
+    /// router, whose transactions are its handlers'; a command detached from its session, as
+    /// a coordinator's `coordinateCommitTransaction`).
+    fn of(after: Option<bson::Timestamp>, generic: &generic::GenericArgs, outside: bool) -> Before {
         let storage = match generic.transaction {
-            _ if router => StorageContext::Latest,
+            _ if outside => StorageContext::Latest,
             Some(transaction) => StorageContext::Transaction(transaction),
             None if generic.read_concern_level == Some("snapshot") => {
                 StorageContext::Snapshot(generic.at_cluster_time)
@@ -412,7 +415,7 @@ impl<S: NodeState> Dispatcher<S> {
         let heavy = super::cpu::is_heavy(&request);
         let run = async {
             tokio::select! {
-                outcome = self.run_spec(spec, ctx, request, Before::of(after, &generic, node.role == Role::Router), registered.op.opid) => outcome,
+                outcome = self.run_spec(spec, ctx, request, Before::of(after, &generic, node.role == Role::Router || !spec.attaches_session), registered.op.opid) => outcome,
                 _ = registered.op.killed() => (
                     Err(MongoError::new(ErrorCode::Interrupted, "operation was interrupted")),
                     None,

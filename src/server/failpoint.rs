@@ -3,7 +3,10 @@
 //! `maxTimeAlwaysTimeOut` (every command with a `maxTimeMS` expires) — and the pause points
 //! the fault tests stop a process at (`hangBeforeDdlPhase`: a DDL coordinator waits before a
 //! phase until the point is turned off, so a test can kill the process there;
-//! `hangAfterSessionCheckOut`: a command holds its checked-out session). Only reachable
+//! `hangAfterSessionCheckOut`: a command holds its checked-out session; a transaction
+//! coordinator's `hangBeforeWritingParticipantList`, `hangBeforeSendingPrepare`,
+//! `hangBeforeWritingDecision`, `hangBeforeSendingCommit` (commit or abort) and
+//! `hangBeforeDeletingCoordinatorDoc`). Only reachable
 //! with test commands enabled.
 
 use crate::command::Args;
@@ -94,7 +97,16 @@ struct PauseState {
 }
 
 /// The pause points a process has.
-const PAUSE_POINTS: [&str; 2] = ["hangBeforeDdlPhase", "hangAfterSessionCheckOut"];
+const PAUSE_POINTS: [&str; 7] = [
+    "hangBeforeDdlPhase",
+    "hangAfterSessionCheckOut",
+    // A shard's transaction coordinator, before each step (`shard::txn_coordinator`).
+    "hangBeforeWritingParticipantList",
+    "hangBeforeSendingPrepare",
+    "hangBeforeWritingDecision",
+    "hangBeforeSendingCommit",
+    "hangBeforeDeletingCoordinatorDoc",
+];
 
 #[derive(Debug, Default)]
 struct FailCommandState {

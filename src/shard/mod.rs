@@ -11,6 +11,7 @@ mod identity;
 mod persisted_routing;
 mod shard_key_index;
 mod single_flight;
+pub mod txn_coordinator;
 mod versioning;
 
 pub use identity::ShardIdentity;
@@ -40,6 +41,7 @@ pub struct ShardState {
     versions: versioning::DatabaseVersionCache,
     filtering: filtering::FilteringMetadata,
     critical_sections: critical_section::CriticalSections,
+    txn_coordinators: txn_coordinator::TxnCoordinators,
     table: CommandTable<ShardState>,
 }
 
@@ -63,10 +65,13 @@ impl ShardState {
             versions: Default::default(),
             filtering: Default::default(),
             critical_sections: Default::default(),
+            txn_coordinators: Default::default(),
             table: commands::table(),
         });
         state.load_filtering_metadata().await?;
         state.critical_sections.load(&state.storage).await?;
+        // Coordinations a restart interrupted go on from their documents.
+        state.txn_coordinators.start(Arc::downgrade(&state)).await?;
         spawn_cursor_reaper(Arc::downgrade(&state));
         ttl::spawn_ttl_monitor(Arc::downgrade(&state));
         // Prepared transactions hold their documents again before any command runs.

@@ -94,6 +94,13 @@ command_request! {
 }
 
 command_request! {
+    /// `coordinateCommitTransaction` (a router to a transaction's coordinator shard).
+    pub struct CoordinateCommitTransactionRequest("coordinateCommitTransaction") {
+    }
+    known: ["participants"]
+}
+
+command_request! {
     /// `abortTransaction`.
     pub struct AbortTransactionRequest("abortTransaction") {
     }

@@ -9,9 +9,9 @@ mod writes;
 
 pub use admin::{
     AbortTransactionRequest, BuildInfoRequest, CommitTransactionRequest, ConnectionStatusRequest,
-    DbStatsRequest, EndSessionsRequest, GetCmdLineOptsRequest, GetLogRequest, HostInfoRequest,
-    KillAllSessionsByPatternRequest, KillAllSessionsRequest, KillSessionsRequest, PingRequest,
-    RefreshSessionsRequest,
+    CoordinateCommitTransactionRequest, DbStatsRequest, EndSessionsRequest, GetCmdLineOptsRequest,
+    GetLogRequest, HostInfoRequest, KillAllSessionsByPatternRequest, KillAllSessionsRequest,
+    KillSessionsRequest, PingRequest, RefreshSessionsRequest,
 };
 pub use catalog::{
     CollModRequest, CreateIndexesRequest, CreateRequest, DropDatabaseRequest, DropIndexesRequest,

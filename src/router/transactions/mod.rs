@@ -368,6 +368,7 @@ pub(super) async fn may_retry_stale(state: &RouterState) -> bool {
         if !txn.first_statement() {
             return false;
         }
+        txn.choose_snapshot_again(state.node.clock.now());
         (txn.take_pending(), txn.txn_number)
     };
     let shards: Vec<String> = pending.into_iter().map(|p| p.shard).collect();
@@ -514,6 +515,12 @@ pub(super) async fn commit(state: &RouterState, req: &CommandRequest) -> Result<
             let coordinator = &participants[0].shard;
             send(state, coordinator, lsid, number, command).await
         }
+        CommitType::RecoverWithToken if req.body.get("recoveryToken")?.is_none() => {
+            Err(MongoError::location(
+                50940,
+                "Cannot recover the transaction decision without a recoveryToken",
+            ))
+        }
         CommitType::RecoverWithToken => match &recovery_shard {
             None => Err(MongoError::new(
                 ErrorCode::NoSuchTransaction,
@@ -544,6 +551,8 @@ pub(super) async fn commit(state: &RouterState, req: &CommandRequest) -> Result<
                 add(&stats[1], 1);
                 add(&stats[2], started.elapsed().as_micros() as i64);
             }
+            // An unknown outcome (the client may retry) counts as nothing yet, as on mongos.
+            Err(e) if state::is_unknown_commit_result(Some(e.code()), false) => {}
             Err(e) if e.code() == ErrorCode::NoSuchTransaction => {
                 if txn.phase == Phase::Open {
                     add(&state.transactions.stats.total_aborted, 1);
@@ -564,7 +573,11 @@ pub(super) async fn commit(state: &RouterState, req: &CommandRequest) -> Result<
 
 /// `abortTransaction`: to every participant, whose NoSuchTransaction is the outcome wanted;
 /// NoSuchTransaction when no shard took part yet.
-pub(super) async fn abort(state: &RouterState, _req: &CommandRequest) -> Result<RawDocumentBuf> {
+pub(super) async fn abort(state: &RouterState, req: &CommandRequest) -> Result<RawDocumentBuf> {
+    let write_concern = match req.body.get("writeConcern")? {
+        Some(RawBsonRef::Document(wc)) => Some(Document::try_from(wc)?),
+        _ => None,
+    };
     let statement = running_statement()?;
     let (shards, number, phase) = {
         let slot = statement.txn.lock().expect("poisoned");
@@ -587,13 +600,11 @@ pub(super) async fn abort(state: &RouterState, _req: &CommandRequest) -> Result<
         ));
     }
     let sends = shards.iter().map(|shard| {
-        send(
-            state,
-            shard,
-            &statement.lsid,
-            number,
-            doc! {"abortTransaction": 1},
-        )
+        let mut abort = doc! {"abortTransaction": 1};
+        if let Some(wc) = &write_concern {
+            abort.insert("writeConcern", wc.clone());
+        }
+        send(state, shard, &statement.lsid, number, abort)
     });
     let mut failure = None;
     for reply in futures::future::join_all(sends).await {

@@ -110,6 +110,9 @@ pub(super) struct Txn {
     /// Only its commit reached this router (the statements ran through another): the
     /// commit is recovered with the client's `recoveryToken`.
     pub recovering: bool,
+    /// The router chose the snapshot's `atClusterTime` (the client did not): a stale retry
+    /// of the first statement chooses again.
+    pub router_chose_snapshot: bool,
 }
 
 impl Txn {
@@ -123,6 +126,7 @@ impl Txn {
             commit_type: None,
             active: false,
             recovering: false,
+            router_chose_snapshot: false,
         }
     }
 
@@ -223,6 +227,16 @@ impl Txn {
             .partition(|p| p.joined_at == current);
         self.participants = kept;
         pending
+    }
+
+    /// A stale retry of the first statement reads at a new snapshot, unless the client chose it.
+    pub fn choose_snapshot_again(&mut self, now: Timestamp) {
+        if !self.router_chose_snapshot {
+            return;
+        }
+        if let Some(rc) = self.read_concern.as_mut() {
+            rc.insert("atClusterTime", Bson::Timestamp(now));
+        }
     }
 
     /// How a commit of this transaction runs; a participant whose statements all failed makes
@@ -328,7 +342,9 @@ pub(super) fn begin_or_continue(
         return match request.action {
             Action::Start => Err(MongoError::new(
                 ErrorCode::ConflictingOperationInProgress,
-                format!("txnNumber {number} for session {session} already seen"),
+                format!(
+                    "txnNumber {number} txnRetryCounter 0 for session {session} already started"
+                ),
             )),
             Action::Continue => {
                 if request.read_concern.is_some() {
@@ -365,6 +381,9 @@ pub(super) fn begin_or_continue(
         Action::Start => {
             let mut txn = Txn::new(number);
             txn.read_concern = transaction_read_concern(request.read_concern.as_ref(), now)?;
+            txn.router_chose_snapshot = request.read_concern.as_ref().is_some_and(|rc| {
+                rc.get_str("level") == Ok("snapshot") && !rc.contains_key("atClusterTime")
+            });
             txn.statements = 1;
             *slot = Some(txn);
             Ok(true)
@@ -380,7 +399,7 @@ pub(super) fn begin_or_continue(
         Action::Continue | Action::Abort => Err(MongoError::new(
             ErrorCode::NoSuchTransaction,
             format!(
-                "cannot continue txnId {number} for session {session} with txnId {}",
+                "cannot continue txnId {} for session {session} with txnRetryCounter 0",
                 current.unwrap_or(-1)
             ),
         )),
@@ -445,7 +464,8 @@ pub(super) fn is_transient(
 
 /// Whether a failed commit's outcome is unknown to the client (MongoDB's
 /// `UnknownTransactionCommitResult`): it could not be reached or answered a retriable error,
-/// ran out of time, or committed without satisfying the write concern.
+/// ran out of time, or committed without satisfying the write concern (mongos's
+/// `isCommitResultUnknown`, which adds TransactionTooOld: such a command did nothing).
 pub(super) fn is_unknown_commit_result(code: Option<ErrorCode>, write_concern_error: bool) -> bool {
     use crate::error::ErrorCategory;
     write_concern_error
@@ -459,6 +479,8 @@ pub(super) fn is_unknown_commit_result(code: Option<ErrorCode>, write_concern_er
                     ErrorCode::MaxTimeMSExpired
                         | ErrorCode::ExceededTimeLimit
                         | ErrorCode::NetworkInterfaceExceededTimeLimit
+                        | ErrorCode::WriteConcernTimeout
+                        | ErrorCode::TransactionTooOld
                 )
         })
 }
@@ -567,11 +589,28 @@ mod tests {
         let mut slot = None;
         let rc = Some(doc! {"level": "snapshot"});
         begin_or_continue(&mut slot, "s", &start(1, rc), ts(7)).unwrap();
-        let rc = slot.unwrap().read_concern.unwrap();
+        let txn = slot.as_mut().unwrap();
+        let rc = txn.read_concern.clone().unwrap();
         assert_eq!(
             rc,
             doc! {"level": "snapshot", "atClusterTime": Bson::Timestamp(ts(7))}
         );
+        // A stale retry of the first statement reads at a new time the router chose...
+        txn.choose_snapshot_again(ts(8));
+        let at = |txn: &Txn| {
+            txn.read_concern
+                .as_ref()
+                .unwrap()
+                .get_timestamp("atClusterTime")
+        };
+        assert_eq!(at(txn).unwrap(), ts(8));
+        // ...but never moves one the client chose.
+        let mut slot = None;
+        let rc = Some(doc! {"level": "snapshot", "atClusterTime": Bson::Timestamp(ts(3))});
+        begin_or_continue(&mut slot, "s", &start(1, rc), ts(7)).unwrap();
+        let txn = slot.as_mut().unwrap();
+        txn.choose_snapshot_again(ts(8));
+        assert_eq!(at(txn).unwrap(), ts(3));
         let mut slot = None;
         let rc = Some(doc! {"level": "snapshot", "afterClusterTime": Bson::Timestamp(ts(9))});
         begin_or_continue(&mut slot, "s", &start(1, rc), ts(7)).unwrap();

@@ -2,6 +2,7 @@
 //! server through [`DataNode`](crate::datanode::DataNode)), and the shard-only sharding commands.
 
 mod chunks;
+mod coordinate_commit;
 mod move_primary;
 mod refine_shard_key;
 mod rename;
@@ -18,5 +19,6 @@ pub(super) fn table() -> CommandTable<ShardState> {
     specs.extend(data_commands());
     specs.extend(sharding::commands());
     specs.extend(rename::commands());
+    specs.extend(coordinate_commit::commands());
     CommandTable::new(specs)
 }
