@@ -36,6 +36,10 @@ pub struct TxnView {
     /// commit must still find it.
     bases: BTreeMap<DocKey, Option<(RecordId, RawDocumentBuf)>>,
     next_temp: RecordId,
+    /// This view took a document lock: dropping it releases the transaction's locks here (a
+    /// view that took none, such as a duplicate a concurrent first use discarded, must not
+    /// release those of the view that did).
+    locked: bool,
 }
 
 /// An index entry's position: key and record id.
@@ -153,6 +157,7 @@ impl TxnView {
             colls: BTreeMap::new(),
             bases: BTreeMap::new(),
             next_temp: TEMP_RID,
+            locked: false,
         })
     }
 
@@ -226,6 +231,7 @@ impl TxnView {
         if !self.db.locks.lock(&key, self.txn) {
             return Err(write_conflict());
         }
+        self.locked = true;
         let base = self.snapshot_by_id(coll, id_key).await?;
         let latest = self
             .db
@@ -370,6 +376,7 @@ impl TxnView {
         if !self.db.locks.lock(&key, self.txn) {
             return Err(write_conflict());
         }
+        self.locked = true;
         let base = self.snapshot_by_id(coll, &id_key).await?;
         let overlay = self.colls.entry(coll.ident).or_default();
         // A document deleted and inserted again is the snapshot's record, then a new one.
@@ -721,6 +728,8 @@ impl Drop for TxnView {
     /// An abandoned view (its transaction aborted or dropped) releases its documents; the
     /// pinned reader rolls its snapshot back as it goes.
     fn drop(&mut self) {
-        self.db.locks.release(self.txn);
+        if self.locked {
+            self.db.locks.release(self.txn);
+        }
     }
 }
