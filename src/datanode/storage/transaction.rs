@@ -246,11 +246,18 @@ impl StorageTransaction {
             let db_name = entry.get_str("db").map_err(corrupt)?;
             let coll_name = entry.get_str("coll").map_err(corrupt)?;
             let db = storage.database_or_create(db_name).await?;
-            let coll = db.collection(coll_name).ok_or_else(|| {
-                MongoError::internal(format!(
-                    "the collection {db_name}.{coll_name} of a prepared transaction is gone"
-                ))
-            })?;
+            // The collection the transaction wrote, not one of its name created since.
+            let coll = db
+                .collection(coll_name)
+                .filter(|c| match entry.get("uuid") {
+                    Some(Bson::Binary(uuid)) => uuid.bytes == c.uuid.as_bytes(),
+                    _ => true,
+                })
+                .ok_or_else(|| {
+                    MongoError::internal(format!(
+                        "the collection {db_name}.{coll_name} of a prepared transaction is gone"
+                    ))
+                })?;
             let id = entry
                 .get("_id")
                 .ok_or_else(|| MongoError::internal("a prepared write without _id"))?;
