@@ -264,8 +264,7 @@ impl TxnView {
                     .range((key.clone(), RecordId::MIN)..=(key.clone(), RecordId::MAX))
                     .any(|((_, holder), _)| Some(*holder) != rid);
                 let held = held || {
-                    let written: HashSet<RecordId> = overlay.docs.keys().copied().collect();
-                    if self.in_snapshot(&index.table()) {
+                    if self.tables.contains(&index.table()) {
                         let high = just_after(&key);
                         let range = IndexRange {
                             index,
@@ -276,8 +275,10 @@ impl TxnView {
                             limit: i64::MAX,
                         };
                         let rows = self.snapshot.index_keys(&range).await?;
-                        rows.iter()
-                            .any(|(_, holder, _)| Some(*holder) != rid && !written.contains(holder))
+                        let written = &self.colls[&coll.ident].docs;
+                        rows.iter().any(|(_, holder, _)| {
+                            Some(*holder) != rid && !written.contains_key(holder)
+                        })
                     } else {
                         false
                     }
@@ -466,11 +467,8 @@ impl TxnView {
             }
             return Ok((rows, None, true));
         }
-        let written: HashSet<RecordId> = self
-            .colls
-            .get(&coll.ident)
-            .map(|o| o.docs.keys().copied().collect())
-            .unwrap_or_default();
+        let empty = BTreeMap::new();
+        let written = self.colls.get(&coll.ident).map_or(&empty, |o| &o.docs);
         let mut resume = range.resume.map(|(k, r)| (k.to_vec(), r));
         let mut last = None;
         loop {
@@ -504,7 +502,7 @@ impl TxnView {
                 last = Some((k.clone(), *r));
                 resume = last.clone();
             }
-            rows.extend(got.into_iter().filter(|(_, r, _)| !written.contains(r)));
+            rows.extend(got.into_iter().filter(|(_, r, _)| !written.contains_key(r)));
             if ended {
                 return Ok((rows, last, true));
             }
@@ -530,11 +528,13 @@ impl TxnView {
                 }
             };
             let mut extra = Vec::new();
-            for ((key, rid), types) in entries {
+            let from = (range.low.to_vec(), RecordId::MIN);
+            for ((key, rid), types) in entries.range(from..) {
+                if range.high.is_some_and(|high| key.as_slice() >= high) {
+                    break;
+                }
                 let pos = (key.as_slice(), *rid);
-                let in_range = key.as_slice() >= range.low
-                    && range.high.is_none_or(|high| key.as_slice() < high)
-                    && range.resume.is_none_or(|resume| past(pos, resume))
+                let in_range = range.resume.is_none_or(|resume| past(pos, resume))
                     && (ended || last.as_ref().is_some_and(|(k, r)| !past(pos, (k, *r))));
                 if in_range {
                     extra.push((key.clone(), *rid, types.clone()));
