@@ -40,7 +40,14 @@ pub struct StorageTransaction {
     /// Views by database name.
     views: Mutex<BTreeMap<String, Arc<tokio::sync::Mutex<TxnView>>>>,
     state: Mutex<State>,
+    /// Indexes this transaction's writes made multikey: `(database, collection ident, index
+    /// ident)`. The transaction's reads must plan with them multikey (no covered reads, one
+    /// answer per document) before the commit records it.
+    multikey: Arc<Multikey>,
 }
+
+/// Indexes a transaction's writes made multikey, by database name.
+pub(super) type Multikey = Mutex<std::collections::BTreeSet<(String, i64, i64)>>;
 
 fn no_such_transaction(state: State) -> MongoError {
     MongoError::new(
@@ -55,6 +62,7 @@ impl StorageTransaction {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             views: Mutex::new(BTreeMap::new()),
             state: Mutex::new(State::Active),
+            multikey: Default::default(),
         })
     }
 
@@ -70,6 +78,25 @@ impl StorageTransaction {
     /// The task's current transaction.
     pub fn current() -> Option<Arc<StorageTransaction>> {
         CURRENT.try_with(Arc::clone).ok()
+    }
+
+    /// `meta` of database `db` as this transaction sees it: with the indexes its writes made
+    /// multikey marked so.
+    pub(super) fn patch(&self, db: &str, meta: Arc<CollectionMeta>) -> Arc<CollectionMeta> {
+        let multikey = self.multikey.lock().expect("poisoned");
+        let marked = |i: &super::IndexMeta| {
+            !i.multikey && multikey.contains(&(db.to_string(), meta.ident, i.ident))
+        };
+        if multikey.is_empty() || !meta.indexes.iter().any(marked) {
+            return meta;
+        }
+        let mut patched = (*meta).clone();
+        for index in patched.indexes.iter_mut() {
+            if multikey.contains(&(db.to_string(), meta.ident, index.ident)) {
+                index.multikey = true;
+            }
+        }
+        Arc::new(patched)
     }
 
     fn state(&self) -> State {
@@ -89,7 +116,7 @@ impl StorageTransaction {
             Some(view) => view,
             None => {
                 let view = Arc::new(tokio::sync::Mutex::new(
-                    TxnView::open(db.arc()?, self.id).await?,
+                    TxnView::open(db.arc()?, self.id, self.multikey.clone()).await?,
                 ));
                 self.views
                     .lock()

@@ -696,3 +696,31 @@ async fn an_aborted_prepared_transaction_lets_plain_scans_and_writes_go_on() {
     );
     assert!(!db.locks.any_prepared());
 }
+
+#[tokio::test]
+async fn a_transaction_sees_the_indexes_its_writes_made_multikey() {
+    let (_dir, storage) = open().await;
+    let db = seeded(&storage, 10).await;
+    let c = coll(&db);
+    let g_multikey = |db: &DatabaseStore| {
+        let c = db.collection("c").unwrap();
+        c.indexes.iter().find(|i| i.name == "g_1").unwrap().multikey
+    };
+    let txn = StorageTransaction::new();
+    txn.scope(async {
+        let mut w = db.writes().await.unwrap();
+        let (rid, old) = w.fetch_by_id(&c, &Bson::Int32(7)).await.unwrap().unwrap();
+        w.replace(&c, rid, &old, &rawdoc! {"_id": 7, "g": [1, 3]})
+            .await
+            .unwrap();
+        drop(w);
+        assert!(
+            g_multikey(&db),
+            "the transaction plans with the index multikey"
+        );
+    })
+    .await;
+    assert!(!g_multikey(&db), "nobody else does before the commit");
+    txn.commit().await.unwrap();
+    assert!(g_multikey(&db), "the commit records it");
+}

@@ -40,6 +40,8 @@ pub struct TxnView {
     /// view that took none, such as a duplicate a concurrent first use discarded, must not
     /// release those of the view that did).
     locked: bool,
+    /// The transaction's record of the indexes its writes made multikey.
+    multikey: Arc<super::transaction::Multikey>,
 }
 
 /// An index entry's position: key and record id.
@@ -146,7 +148,11 @@ impl Overlay {
 
 impl TxnView {
     /// Pins a snapshot of `db` for transaction `txn`.
-    pub(super) async fn open(db: Arc<DatabaseStore>, txn: u64) -> Result<TxnView> {
+    pub(super) async fn open(
+        db: Arc<DatabaseStore>,
+        txn: u64,
+        multikey: Arc<super::transaction::Multikey>,
+    ) -> Result<TxnView> {
         let mut snapshot = db.snapshot_reader().await?;
         let tables = snapshot.pin(read_sql::tables(), read_sql::name)?;
         Ok(TxnView {
@@ -158,6 +164,7 @@ impl TxnView {
             bases: BTreeMap::new(),
             next_temp: TEMP_RID,
             locked: false,
+            multikey,
         })
     }
 
@@ -247,6 +254,21 @@ impl TxnView {
         Ok(())
     }
 
+    /// Notes the indexes `doc` makes multikey (the commit's write records them).
+    fn note_multikey(&self, coll: &CollectionMeta, doc: &RawDocument) -> Result<()> {
+        let mut keys = DocumentKeys::new(doc);
+        for index in coll.indexes.iter().filter(|i| !i.multikey) {
+            if keys.keys(index)?.multikey {
+                self.multikey.lock().expect("poisoned").insert((
+                    self.db.name().to_string(),
+                    coll.ident,
+                    index.ident,
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// DuplicateKey if a unique index holds one of `doc`'s keys for another record than
     /// `rid`, in the snapshot or in this transaction's writes.
     async fn check_unique(
@@ -319,6 +341,7 @@ impl TxnView {
         let id_key = id_key_of(&coll, raw)?;
         self.check_unique(&coll, None, raw).await?;
         self.lock(&coll, &id_key).await?;
+        self.note_multikey(&coll, raw)?;
         let rid = self.next_temp;
         self.next_temp += 1;
         self.colls
@@ -341,6 +364,7 @@ impl TxnView {
         let id_key = id_key_of(&coll, old)?;
         self.check_unique(&coll, Some(rid), new).await?;
         self.lock(&coll, &id_key).await?;
+        self.note_multikey(&coll, new)?;
         self.colls
             .entry(coll.ident)
             .or_default()
