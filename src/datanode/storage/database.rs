@@ -179,8 +179,14 @@ impl DatabaseStore {
             .collect()
     }
 
+    /// The collection's catalog entry; inside a transaction's scope, as the transaction sees
+    /// it (indexes its writes made multikey are so).
     pub fn collection(&self, name: &str) -> Option<Arc<CollectionMeta>> {
-        self.catalog.read().expect("poisoned").get(name).cloned()
+        let meta = self.catalog.read().expect("poisoned").get(name).cloned()?;
+        match super::StorageTransaction::current() {
+            Some(txn) => Some(txn.patch(&self.name, meta)),
+            None => Some(meta),
+        }
     }
 
     /// A collection by its table ident (stable across renames).

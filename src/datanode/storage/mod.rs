@@ -1,7 +1,10 @@
 //! A data node's storage engine on SQLite (writes through `sqlx`, reads through `rusqlite` on
 //! the calling thread): one database file per MongoDB database, each collection a table of
 //! `(record id, BSON document)`, each index a table of `(order-preserving key, record id, type
-//! bits)`. This is the only module that contains SQL.
+//! bits)`. This is the only module that contains SQL. A multi-document transaction
+//! (`StorageTransaction`) reads a pinned snapshot of each file it uses and buffers its writes
+//! over it (`TxnView`), applying them in one write transaction per file at commit; document
+//! locks (`doc_locks`) make its first writer of a document win.
 
 mod capped;
 mod catalog;

@@ -40,7 +40,14 @@ pub struct StorageTransaction {
     /// Views by database name.
     views: Mutex<BTreeMap<String, Arc<tokio::sync::Mutex<TxnView>>>>,
     state: Mutex<State>,
+    /// Indexes this transaction's writes made multikey: `(database, collection ident, index
+    /// ident)`. The transaction's reads must plan with them multikey (no covered reads, one
+    /// answer per document) before the commit records it.
+    multikey: Arc<Multikey>,
 }
+
+/// Indexes a transaction's writes made multikey, by database name.
+pub(super) type Multikey = Mutex<std::collections::BTreeSet<(String, i64, i64)>>;
 
 fn no_such_transaction(state: State) -> MongoError {
     MongoError::new(
@@ -61,6 +68,7 @@ impl StorageTransaction {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             views: Mutex::new(BTreeMap::new()),
             state: Mutex::new(State::Active),
+            multikey: Default::default(),
         })
     }
 
@@ -76,6 +84,25 @@ impl StorageTransaction {
     /// The task's current transaction.
     pub fn current() -> Option<Arc<StorageTransaction>> {
         CURRENT.try_with(Arc::clone).ok()
+    }
+
+    /// `meta` of database `db` as this transaction sees it: with the indexes its writes made
+    /// multikey marked so.
+    pub(super) fn patch(&self, db: &str, meta: Arc<CollectionMeta>) -> Arc<CollectionMeta> {
+        let multikey = self.multikey.lock().expect("poisoned");
+        let marked = |i: &super::IndexMeta| {
+            !i.multikey && multikey.contains(&(db.to_string(), meta.ident, i.ident))
+        };
+        if multikey.is_empty() || !meta.indexes.iter().any(marked) {
+            return meta;
+        }
+        let mut patched = (*meta).clone();
+        for index in patched.indexes.iter_mut() {
+            if multikey.contains(&(db.to_string(), meta.ident, index.ident)) {
+                index.multikey = true;
+            }
+        }
+        Arc::new(patched)
     }
 
     fn state(&self) -> State {
@@ -95,7 +122,7 @@ impl StorageTransaction {
             Some(view) => view,
             None => {
                 let view = Arc::new(tokio::sync::Mutex::new(
-                    TxnView::open(db.arc()?, self.id).await?,
+                    TxnView::open(db.arc()?, self.id, self.multikey.clone()).await?,
                 ));
                 self.views
                     .lock()
@@ -252,11 +279,18 @@ impl StorageTransaction {
             let db_name = entry.get_str("db").map_err(corrupt)?;
             let coll_name = entry.get_str("coll").map_err(corrupt)?;
             let db = storage.database_or_create(db_name).await?;
-            let coll = db.collection(coll_name).ok_or_else(|| {
-                MongoError::internal(format!(
-                    "the collection {db_name}.{coll_name} of a prepared transaction is gone"
-                ))
-            })?;
+            // The collection the transaction wrote, not one of its name created since.
+            let coll = db
+                .collection(coll_name)
+                .filter(|c| match entry.get("uuid") {
+                    Some(Bson::Binary(uuid)) => uuid.bytes == c.uuid.as_bytes(),
+                    _ => true,
+                })
+                .ok_or_else(|| {
+                    MongoError::internal(format!(
+                        "the collection {db_name}.{coll_name} of a prepared transaction is gone"
+                    ))
+                })?;
             let id = entry
                 .get("_id")
                 .ok_or_else(|| MongoError::internal("a prepared write without _id"))?;

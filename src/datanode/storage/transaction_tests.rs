@@ -651,3 +651,76 @@ async fn a_prepared_transaction_holds_its_documents_until_it_ends_and_survives_a
     assert_eq!(db.stats(&c).count, 10);
     assert!(!db.locks.any() && !db.locks.any_prepared());
 }
+
+#[tokio::test]
+async fn an_aborted_prepared_transaction_lets_plain_scans_and_writes_go_on() {
+    let (_dir, storage) = open().await;
+    let db = seeded(&storage, 10).await;
+    let c = coll(&db);
+    let txn = StorageTransaction::new();
+    txn.scope(async {
+        let mut w = db.writes().await.unwrap();
+        let (rid, old) = w.fetch_by_id(&c, &Bson::Int32(6)).await.unwrap().unwrap();
+        w.replace(&c, rid, &old, &rawdoc! {"_id": 6, "g": 60})
+            .await
+            .unwrap();
+    })
+    .await;
+    let writes = txn.prepare().await.unwrap();
+    assert_eq!(writes.get_array("writes").unwrap().len(), 1);
+    let scanner = {
+        let (db, c) = (db.clone(), c.clone());
+        tokio::spawn(async move {
+            let mut read = db.read().await.unwrap();
+            scan_all(&mut read, &c, 100, false).await
+        })
+    };
+    // A plain write of the prepared document conflicts (its caller waits and retries).
+    let mut w = db.write().await.unwrap();
+    let (rid, old) = w.fetch_by_id(&c, &Bson::Int32(6)).await.unwrap().unwrap();
+    let e = w.delete(&c, rid, &old).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::WriteConflict);
+    drop(w);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        !scanner.is_finished(),
+        "the scan waits for the prepared transaction"
+    );
+    txn.abort().await;
+    let scanned = scanner.await.unwrap();
+    assert_eq!(scanned.len(), 10);
+    assert_eq!(
+        scanned[6],
+        doc! {"_id": 6, "g": 1},
+        "the abort left the document as it was"
+    );
+    assert!(!db.locks.any_prepared());
+}
+
+#[tokio::test]
+async fn a_transaction_sees_the_indexes_its_writes_made_multikey() {
+    let (_dir, storage) = open().await;
+    let db = seeded(&storage, 10).await;
+    let c = coll(&db);
+    let g_multikey = |db: &DatabaseStore| {
+        let c = db.collection("c").unwrap();
+        c.indexes.iter().find(|i| i.name == "g_1").unwrap().multikey
+    };
+    let txn = StorageTransaction::new();
+    txn.scope(async {
+        let mut w = db.writes().await.unwrap();
+        let (rid, old) = w.fetch_by_id(&c, &Bson::Int32(7)).await.unwrap().unwrap();
+        w.replace(&c, rid, &old, &rawdoc! {"_id": 7, "g": [1, 3]})
+            .await
+            .unwrap();
+        drop(w);
+        assert!(
+            g_multikey(&db),
+            "the transaction plans with the index multikey"
+        );
+    })
+    .await;
+    assert!(!g_multikey(&db), "nobody else does before the commit");
+    txn.commit().await.unwrap();
+    assert!(g_multikey(&db), "the commit records it");
+}

@@ -36,6 +36,12 @@ pub struct TxnView {
     /// commit must still find it.
     bases: BTreeMap<DocKey, Option<(RecordId, RawDocumentBuf)>>,
     next_temp: RecordId,
+    /// This view took a document lock: dropping it releases the transaction's locks here (a
+    /// view that took none, such as a duplicate a concurrent first use discarded, must not
+    /// release those of the view that did).
+    locked: bool,
+    /// The transaction's record of the indexes its writes made multikey.
+    multikey: Arc<super::transaction::Multikey>,
 }
 
 /// An index entry's position: key and record id.
@@ -142,7 +148,11 @@ impl Overlay {
 
 impl TxnView {
     /// Pins a snapshot of `db` for transaction `txn`.
-    pub(super) async fn open(db: Arc<DatabaseStore>, txn: u64) -> Result<TxnView> {
+    pub(super) async fn open(
+        db: Arc<DatabaseStore>,
+        txn: u64,
+        multikey: Arc<super::transaction::Multikey>,
+    ) -> Result<TxnView> {
         let mut snapshot = db.snapshot_reader().await?;
         let tables = snapshot.pin(read_sql::tables(), read_sql::name)?;
         Ok(TxnView {
@@ -153,6 +163,8 @@ impl TxnView {
             colls: BTreeMap::new(),
             bases: BTreeMap::new(),
             next_temp: TEMP_RID,
+            locked: false,
+            multikey,
         })
     }
 
@@ -226,6 +238,7 @@ impl TxnView {
         if !self.db.locks.lock(&key, self.txn) {
             return Err(write_conflict());
         }
+        self.locked = true;
         let base = self.snapshot_by_id(coll, id_key).await?;
         let latest = self
             .db
@@ -238,6 +251,21 @@ impl TxnView {
             return Err(write_conflict());
         }
         self.bases.insert(key, base);
+        Ok(())
+    }
+
+    /// Notes the indexes `doc` makes multikey (the commit's write records them).
+    fn note_multikey(&self, coll: &CollectionMeta, doc: &RawDocument) -> Result<()> {
+        let mut keys = DocumentKeys::new(doc);
+        for index in coll.indexes.iter().filter(|i| !i.multikey) {
+            if keys.keys(index)?.multikey {
+                self.multikey.lock().expect("poisoned").insert((
+                    self.db.name().to_string(),
+                    coll.ident,
+                    index.ident,
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -258,8 +286,7 @@ impl TxnView {
                     .range((key.clone(), RecordId::MIN)..=(key.clone(), RecordId::MAX))
                     .any(|((_, holder), _)| Some(*holder) != rid);
                 let held = held || {
-                    let written: HashSet<RecordId> = overlay.docs.keys().copied().collect();
-                    if self.in_snapshot(&index.table()) {
+                    if self.tables.contains(&index.table()) {
                         let high = just_after(&key);
                         let range = IndexRange {
                             index,
@@ -270,8 +297,10 @@ impl TxnView {
                             limit: i64::MAX,
                         };
                         let rows = self.snapshot.index_keys(&range).await?;
-                        rows.iter()
-                            .any(|(_, holder, _)| Some(*holder) != rid && !written.contains(holder))
+                        let written = &self.colls[&coll.ident].docs;
+                        rows.iter().any(|(_, holder, _)| {
+                            Some(*holder) != rid && !written.contains_key(holder)
+                        })
                     } else {
                         false
                     }
@@ -312,6 +341,7 @@ impl TxnView {
         let id_key = id_key_of(&coll, raw)?;
         self.check_unique(&coll, None, raw).await?;
         self.lock(&coll, &id_key).await?;
+        self.note_multikey(&coll, raw)?;
         let rid = self.next_temp;
         self.next_temp += 1;
         self.colls
@@ -334,6 +364,7 @@ impl TxnView {
         let id_key = id_key_of(&coll, old)?;
         self.check_unique(&coll, Some(rid), new).await?;
         self.lock(&coll, &id_key).await?;
+        self.note_multikey(&coll, new)?;
         self.colls
             .entry(coll.ident)
             .or_default()
@@ -370,6 +401,7 @@ impl TxnView {
         if !self.db.locks.lock(&key, self.txn) {
             return Err(write_conflict());
         }
+        self.locked = true;
         let base = self.snapshot_by_id(coll, &id_key).await?;
         let overlay = self.colls.entry(coll.ident).or_default();
         // A document deleted and inserted again is the snapshot's record, then a new one.
@@ -459,11 +491,8 @@ impl TxnView {
             }
             return Ok((rows, None, true));
         }
-        let written: HashSet<RecordId> = self
-            .colls
-            .get(&coll.ident)
-            .map(|o| o.docs.keys().copied().collect())
-            .unwrap_or_default();
+        let empty = BTreeMap::new();
+        let written = self.colls.get(&coll.ident).map_or(&empty, |o| &o.docs);
         let mut resume = range.resume.map(|(k, r)| (k.to_vec(), r));
         let mut last = None;
         loop {
@@ -497,7 +526,7 @@ impl TxnView {
                 last = Some((k.clone(), *r));
                 resume = last.clone();
             }
-            rows.extend(got.into_iter().filter(|(_, r, _)| !written.contains(r)));
+            rows.extend(got.into_iter().filter(|(_, r, _)| !written.contains_key(r)));
             if ended {
                 return Ok((rows, last, true));
             }
@@ -523,11 +552,13 @@ impl TxnView {
                 }
             };
             let mut extra = Vec::new();
-            for ((key, rid), types) in entries {
+            let from = (range.low.to_vec(), RecordId::MIN);
+            for ((key, rid), types) in entries.range(from..) {
+                if range.high.is_some_and(|high| key.as_slice() >= high) {
+                    break;
+                }
                 let pos = (key.as_slice(), *rid);
-                let in_range = key.as_slice() >= range.low
-                    && range.high.is_none_or(|high| key.as_slice() < high)
-                    && range.resume.is_none_or(|resume| past(pos, resume))
+                let in_range = range.resume.is_none_or(|resume| past(pos, resume))
                     && (ended || last.as_ref().is_some_and(|(k, r)| !past(pos, (k, *r))));
                 if in_range {
                     extra.push((key.clone(), *rid, types.clone()));
@@ -721,6 +752,8 @@ impl Drop for TxnView {
     /// An abandoned view (its transaction aborted or dropped) releases its documents; the
     /// pinned reader rolls its snapshot back as it goes.
     fn drop(&mut self) {
-        self.db.locks.release(self.txn);
+        if self.locked {
+            self.db.locks.release(self.txn);
+        }
     }
 }
