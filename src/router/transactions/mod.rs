@@ -249,6 +249,10 @@ async fn statement(
             // A write error aborted the transaction on its shard: the others are ended too.
             if has_write_errors(&reply) {
                 implicit_abort(state, &statement).await;
+                // A conflict fails the command: the client retries the whole transaction.
+                if let Some(error) = transient_write_error(&reply) {
+                    return Err(label(error, true, "TransientTransactionError"));
+                }
             }
             finish_reply(&statement, reply)
         }
@@ -290,6 +294,31 @@ fn with_labels(reply: RawDocumentBuf, labels: &[&str]) -> Result<RawDocumentBuf>
     let mut doc = reply.to_document()?;
     doc.insert("errorLabels", labels.to_vec());
     Ok(RawDocumentBuf::from_document(&doc)?)
+}
+
+/// The first write error of `reply` whose code MongoDB deems transient in a transaction (a
+/// write conflict a shard reported for one statement), as an error.
+fn transient_write_error(reply: &RawDocumentBuf) -> Option<MongoError> {
+    let Ok(Some(RawBsonRef::Array(errors))) = reply.get("writeErrors") else {
+        return None;
+    };
+    errors.into_iter().find_map(|error| {
+        let RawBsonRef::Document(error) = error.ok()? else {
+            return None;
+        };
+        let Ok(Some(RawBsonRef::Int32(code))) = error.get("code") else {
+            return None;
+        };
+        let code = ErrorCode::from_code(code);
+        if !state::is_transient(code, false, false) {
+            return None;
+        }
+        let message = match error.get("errmsg") {
+            Ok(Some(RawBsonRef::String(m))) => m.to_string(),
+            _ => String::new(),
+        };
+        Some(MongoError::new(code, message))
+    })
 }
 
 fn has_write_errors(reply: &RawDocumentBuf) -> bool {

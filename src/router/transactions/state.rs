@@ -443,23 +443,7 @@ pub(super) fn is_transient(
     write_concern_error: bool,
     commit_or_abort: bool,
 ) -> bool {
-    use crate::error::ErrorCategory;
-    let transient = matches!(
-        code,
-        ErrorCode::WriteConflict
-            | ErrorCode::LockTimeout
-            | ErrorCode::PreparedTransactionInProgress
-            | ErrorCode::ShardCannotRefreshDueToLocksHeld
-            | ErrorCode::StaleDbVersion
-            | ErrorCode::SnapshotTooOld
-            | ErrorCode::SnapshotUnavailable
-            | ErrorCode::StaleChunkHistory
-            | ErrorCode::MigrationConflict
-    ) || code.is(ErrorCategory::NeedRetargettingError);
-    match code {
-        ErrorCode::NoSuchTransaction => !(commit_or_abort && write_concern_error),
-        _ => transient,
-    }
+    crate::error::is_transient_transaction_error(code, write_concern_error, commit_or_abort)
 }
 
 /// Whether a failed commit's outcome is unknown to the client (MongoDB's
