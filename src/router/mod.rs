@@ -10,6 +10,7 @@ pub mod pipeline_split;
 mod sessions;
 mod shard_key_move;
 mod shard_registry;
+mod snapshot_reads;
 mod targeting;
 mod transactions;
 mod write_batch;

@@ -210,14 +210,7 @@ impl ReadConcern {
         };
         let supported = match level {
             "local" => true,
-            // Data nodes read at a snapshot; a router's snapshot reads are not there yet.
-            "snapshot" if SNAPSHOT_READS.contains(&command.name) && !command.router => true,
-            "snapshot" if SNAPSHOT_READS.contains(&command.name) => {
-                return Err(MongoError::new(
-                    ErrorCode::NotImplemented,
-                    "read concern level 'snapshot' (and atClusterTime) is not supported yet",
-                ));
-            }
+            "snapshot" if SNAPSHOT_READS.contains(&command.name) => true,
             "snapshot" => false,
             _ => READS.contains(&command.name),
         };

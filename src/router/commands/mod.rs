@@ -169,9 +169,11 @@ pub(super) fn table() -> CommandTable<RouterState> {
             .admin_only()
             .help("flush all router config"),
     ]);
-    // Every command may be a statement of a transaction (`router::transactions`).
+    // Every command may be a statement of a transaction (`router::transactions`); reads may
+    // read at a snapshot (`router::snapshot_reads`).
     for spec in &mut specs {
-        spec.handler = super::transactions::wrap(spec.name, spec.handler.clone());
+        let handler = super::snapshot_reads::wrap(spec.name, spec.handler.clone());
+        spec.handler = super::transactions::wrap(spec.name, handler);
     }
     CommandTable::new(specs)
 }

@@ -1,0 +1,125 @@
+//! Snapshot reads outside transactions through the router (`readConcern: {level: "snapshot"}`
+//! on find, aggregate and distinct): the router chooses the cluster time when the client gave
+//! none (its clock's, as mongos does), sends it to every shard it reads from as `atClusterTime`
+//! so that all of them read the same state, and names it in its reply as the shards do
+//! (`cursor.atClusterTime`; `atClusterTime` for distinct).
+
+use super::RouterState;
+use crate::command::CommandRequest;
+use crate::error::Result;
+use crate::server::Handler;
+use bson::{RawBson, RawBsonRef, RawDocumentBuf, Timestamp};
+use std::sync::Arc;
+
+/// The commands that read at a snapshot outside transactions.
+const READS: &[&str] = &["find", "aggregate", "distinct"];
+
+/// `handler`, with a snapshot read's time chosen and reported.
+pub(super) fn wrap(name: &'static str, handler: Handler<RouterState>) -> Handler<RouterState> {
+    if !READS.contains(&name) {
+        return handler;
+    }
+    Arc::new(move |state, ctx, request| {
+        let handler = Arc::clone(&handler);
+        Box::pin(async move {
+            let Some(time) = snapshot_time(state, &request)? else {
+                return handler(state, ctx, request).await;
+            };
+            let request = with_time(request, time)?;
+            let reply = handler(state, ctx, request).await?;
+            with_reply_time(reply, name, time)
+        })
+    })
+}
+
+/// The time a snapshot read outside a transaction reads at: the client's `atClusterTime`, or
+/// the router's clock now. `None`: not such a read.
+fn snapshot_time(state: &RouterState, request: &CommandRequest) -> Result<Option<Timestamp>> {
+    if matches!(request.body.get("autocommit")?, Some(_)) {
+        return Ok(None);
+    }
+    let Some(RawBsonRef::Document(concern)) = request.body.get("readConcern")? else {
+        return Ok(None);
+    };
+    if !matches!(concern.get("level")?, Some(RawBsonRef::String("snapshot"))) {
+        return Ok(None);
+    }
+    Ok(Some(match concern.get("atClusterTime")? {
+        Some(RawBsonRef::Timestamp(time)) => time,
+        _ => state.node.clock.now(),
+    }))
+}
+
+/// The request with `readConcern: {level: "snapshot", atClusterTime: time}`.
+fn with_time(mut request: CommandRequest, time: Timestamp) -> Result<CommandRequest> {
+    let mut body = RawDocumentBuf::new();
+    for element in request.body.iter() {
+        let (name, value) = element?;
+        if name == "readConcern" {
+            let mut concern = RawDocumentBuf::new();
+            concern.append("level", "snapshot");
+            concern.append("atClusterTime", RawBson::Timestamp(time));
+            body.append(name, concern);
+        } else {
+            body.append_ref(name, value);
+        }
+    }
+    request.body = body;
+    Ok(request)
+}
+
+/// The reply naming the time: inside `cursor` (find, aggregate), else at the top (distinct).
+fn with_reply_time(reply: RawDocumentBuf, name: &str, time: Timestamp) -> Result<RawDocumentBuf> {
+    let mut out = RawDocumentBuf::new();
+    for element in reply.iter() {
+        let (key, value) = element?;
+        match value {
+            RawBsonRef::Document(cursor) if key == "cursor" && name != "distinct" => {
+                let mut cursor_out = RawDocumentBuf::new();
+                for element in cursor.iter() {
+                    let (k, v) = element?;
+                    if k != "atClusterTime" {
+                        cursor_out.append_ref(k, v);
+                    }
+                }
+                cursor_out.append("atClusterTime", RawBson::Timestamp(time));
+                out.append(key, cursor_out);
+            }
+            _ if key == "atClusterTime" => {}
+            value => out.append_ref(key, value),
+        }
+    }
+    if name == "distinct" {
+        out.append("atClusterTime", RawBson::Timestamp(time));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::rawdoc;
+
+    #[test]
+    fn the_request_carries_the_time_and_the_reply_names_it() {
+        let time = Timestamp {
+            time: 7,
+            increment: 2,
+        };
+        let request = CommandRequest::from_document(
+            "db",
+            &bson::doc! {"find": "c", "readConcern": {"level": "snapshot"}},
+        )
+        .unwrap();
+        let request = with_time(request, time).unwrap();
+        let concern = request.body.get_document("readConcern").unwrap();
+        assert_eq!(concern.get_timestamp("atClusterTime").unwrap(), time);
+
+        let reply = rawdoc! {"cursor": {"id": 0_i64, "firstBatch": [], "atClusterTime": Timestamp {time: 1, increment: 1}}};
+        let reply = with_reply_time(reply, "find", time).unwrap();
+        let cursor = reply.get_document("cursor").unwrap();
+        assert_eq!(cursor.get_timestamp("atClusterTime").unwrap(), time);
+        let reply = with_reply_time(rawdoc! {"values": []}, "distinct", time).unwrap();
+        assert_eq!(reply.get_timestamp("atClusterTime").unwrap(), time);
+    }
+}
