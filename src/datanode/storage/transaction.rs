@@ -250,7 +250,9 @@ impl StorageTransaction {
             }
         }
         for view in &views {
-            view.database().locks.prepare(self.id);
+            view.database()
+                .locks
+                .prepare(self.id, view.index_keys_written()?);
         }
         *self.state.lock().expect("poisoned") = State::Prepared;
         Ok(doc! {"writes": writes})
@@ -299,7 +301,9 @@ impl StorageTransaction {
             view.restore(&coll, key, doc).await?;
         }
         for view in txn.locked_views().await {
-            view.database().locks.prepare(txn.id);
+            view.database()
+                .locks
+                .prepare(txn.id, view.index_keys_written()?);
         }
         *txn.state.lock().expect("poisoned") = State::Prepared;
         Ok(txn)
