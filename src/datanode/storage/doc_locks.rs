@@ -20,6 +20,10 @@ pub(super) struct DocLocks {
     /// Transactions prepared on this file: plain reads look for prepared documents only then.
     prepared: AtomicUsize,
     table: Mutex<HashMap<DocKey, Owner>>,
+    /// The index keys prepared transactions write or remove: `(index ident, key)` → owner. A
+    /// plain index read whose range holds one waits (MongoDB's prepare conflict on an index
+    /// entry; covered reads have no `_id` to look for).
+    prepared_keys: Mutex<HashMap<(i64, Vec<u8>), u64>>,
     released: Notify,
 }
 
@@ -89,8 +93,12 @@ impl DocLocks {
             .is_some_and(|o| o.prepared)
     }
 
-    /// Marks `txn`'s locks prepared.
-    pub(super) fn prepare(&self, txn: u64) {
+    /// Marks `txn`'s locks prepared, with the index keys it writes or removes.
+    pub(super) fn prepare(&self, txn: u64, index_keys: impl IntoIterator<Item = (i64, Vec<u8>)>) {
+        self.prepared_keys
+            .lock()
+            .expect("poisoned")
+            .extend(index_keys.into_iter().map(|k| (k, txn)));
         let mut table = self.table.lock().expect("poisoned");
         let mut any = false;
         for owner in table.values_mut().filter(|o| o.txn == txn && !o.prepared) {
@@ -102,8 +110,24 @@ impl DocLocks {
         }
     }
 
+    /// Whether a prepared transaction writes or removes a key of index `index` in
+    /// `[low, high)`.
+    pub(super) fn prepared_key_in(&self, index: i64, low: &[u8], high: Option<&[u8]>) -> bool {
+        self.prepared_keys
+            .lock()
+            .expect("poisoned")
+            .keys()
+            .any(|(i, key)| {
+                *i == index && key.as_slice() >= low && high.is_none_or(|h| key.as_slice() < h)
+            })
+    }
+
     /// Releases every lock of `txn` and wakes the waiters.
     pub(super) fn release(&self, txn: u64) {
+        self.prepared_keys
+            .lock()
+            .expect("poisoned")
+            .retain(|_, owner| *owner != txn);
         let mut table = self.table.lock().expect("poisoned");
         let before = table.len();
         let mut was_prepared = false;
@@ -147,10 +171,13 @@ mod tests {
         assert!(!locks.lock(&key, 8));
         assert!(locks.any() && locks.held_by_other(&key, 0) && !locks.held_by_other(&key, 7));
         assert!(!locks.is_prepared(&key));
-        locks.prepare(7);
+        locks.prepare(7, [(5, vec![3])]);
         assert!(locks.any_prepared() && locks.is_prepared(&key));
+        assert!(locks.prepared_key_in(5, &[2], Some(&[4])));
+        assert!(!locks.prepared_key_in(5, &[4], None) && !locks.prepared_key_in(6, &[], None));
         locks.release(7);
         assert!(!locks.any() && !locks.any_prepared());
+        assert!(!locks.prepared_key_in(5, &[], None));
         assert!(locks.lock(&key, 8));
         locks.wait_for_release().await;
         locks.release(8);

@@ -256,7 +256,9 @@ impl StorageTransaction {
             }
         }
         for view in &views {
-            view.database().locks.prepare(self.id);
+            view.database()
+                .locks
+                .prepare(self.id, view.index_keys_written()?);
         }
         *self.state.lock().expect("poisoned") = State::Prepared;
         Ok(doc! {"writes": writes})
@@ -305,7 +307,9 @@ impl StorageTransaction {
             view.restore(&coll, key, doc).await?;
         }
         for view in txn.locked_views().await {
-            view.database().locks.prepare(txn.id);
+            view.database()
+                .locks
+                .prepare(txn.id, view.index_keys_written()?);
         }
         *txn.state.lock().expect("poisoned") = State::Prepared;
         Ok(txn)

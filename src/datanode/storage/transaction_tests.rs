@@ -675,6 +675,32 @@ async fn an_aborted_prepared_transaction_lets_plain_scans_and_writes_go_on() {
             scan_all(&mut read, &c, 100, false).await
         })
     };
+    // A covered read of a range holding a key the prepared transaction writes waits too; of
+    // another range it does not.
+    let covered = |low: i32, high: i32| {
+        let (db, c) = (db.clone(), c.clone());
+        tokio::spawn(async move {
+            let index = c.indexes.iter().find(|i| i.name == "g_1").unwrap();
+            let (low, high) = (g_key(low), g_key(high));
+            let range = IndexRange {
+                index,
+                low: &low,
+                high: Some(&high),
+                resume: None,
+                reverse: false,
+                limit: 100,
+            };
+            db.read()
+                .await
+                .unwrap()
+                .index_keys(&range)
+                .await
+                .unwrap()
+                .len()
+        })
+    };
+    assert_eq!(covered(2, 4).await.unwrap(), 4);
+    let blocked = covered(50, 70);
     // A plain write of the prepared document conflicts (its caller waits and retries).
     let mut w = db.write().await.unwrap();
     let (rid, old) = w.fetch_by_id(&c, &Bson::Int32(6)).await.unwrap().unwrap();
@@ -686,7 +712,9 @@ async fn an_aborted_prepared_transaction_lets_plain_scans_and_writes_go_on() {
         !scanner.is_finished(),
         "the scan waits for the prepared transaction"
     );
+    assert!(!blocked.is_finished(), "the covered read waits for it");
     txn.abort().await;
+    assert_eq!(blocked.await.unwrap(), 0);
     let scanned = scanner.await.unwrap();
     assert_eq!(scanned.len(), 10);
     assert_eq!(

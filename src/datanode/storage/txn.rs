@@ -75,6 +75,14 @@ fn prepare_conflict<'d>(
         })
 }
 
+/// Waits while a prepared transaction writes or removes a key in `range` (a covered read has
+/// no `_id` to look for, and an insert's keys are nowhere else); cheap when none is prepared.
+async fn wait_for_prepared_keys(locks: &DocLocks, range: &IndexRange<'_>) {
+    while locks.any_prepared() && locks.prepared_key_in(range.index.ident, range.low, range.high) {
+        locks.wait_for_release().await;
+    }
+}
+
 /// Runs a plain read until what it returns holds no prepared transaction's document.
 macro_rules! settled {
     ($locks:expr, $coll:expr, $read:expr, |$rows:ident| $docs:expr) => {
@@ -172,6 +180,7 @@ impl DocumentReads for ReadTxn {
     ) -> Result<Vec<IndexEntry>> {
         match &mut self.0 {
             Source::Plain(conn, locks) => {
+                wait_for_prepared_keys(locks, range).await;
                 settled!(locks, coll, conn.index_scan(coll, range).await?, |r| r
                     .iter()
                     .map(|(_, _, d)| d.as_ref()))
@@ -182,8 +191,10 @@ impl DocumentReads for ReadTxn {
 
     async fn index_keys(&mut self, range: &IndexRange<'_>) -> Result<Vec<KeyEntry>> {
         match &mut self.0 {
-            // A covered read has no `_id` to look for in the prepared locks.
-            Source::Plain(conn, _) => conn.index_keys(range).await,
+            Source::Plain(conn, locks) => {
+                wait_for_prepared_keys(locks, range).await;
+                conn.index_keys(range).await
+            }
             Source::Transaction(view) => view.index_keys(range).await,
         }
     }

@@ -468,6 +468,31 @@ impl TxnView {
         Ok(out)
     }
 
+    /// The index keys the writes add or remove, as `(index ident, key)`: what a prepared
+    /// transaction's plain readers must not read past.
+    pub(super) fn index_keys_written(&self) -> Result<Vec<(i64, Vec<u8>)>> {
+        let mut out = Vec::new();
+        for (ident, overlay) in &self.colls {
+            let Some(coll) = self.db.collection_by_ident(*ident) else {
+                continue;
+            };
+            for (rid, (id_key, doc)) in &overlay.docs {
+                let base = self.bases.get(&(*ident, id_key.clone()));
+                let base = base
+                    .and_then(|b| b.as_ref())
+                    .filter(|(base_rid, _)| base_rid == rid)
+                    .map(|(_, d)| d);
+                for version in [base, doc.as_ref()].into_iter().flatten() {
+                    let mut keys = DocumentKeys::new(version);
+                    for index in &coll.indexes {
+                        out.extend(keys.keys(index)?.keys.into_iter().map(|k| (index.ident, k)));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// The snapshot's index entries in `range` that this transaction did not rewrite, read
     /// until `range.limit` of them are found or the index ends; with whether it ended and the
     /// last position read.
