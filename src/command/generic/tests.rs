@@ -201,30 +201,69 @@ fn session_fields_combine_as_in_mongodb() {
 }
 
 #[test]
-fn transactions_are_refused_before_anything_runs() {
+fn transaction_statements_follow_mongodbs_rules() {
     let lsid = rawdoc! {"id": uuid()};
-    for body in [
-        rawdoc! {"insert": "c", "documents": [{}], "lsid": lsid.clone(), "txnNumber": 1_i64,
-        "autocommit": false, "startTransaction": true},
-        rawdoc! {"find": "c", "lsid": lsid.clone(), "txnNumber": 1_i64, "autocommit": false},
-        rawdoc! {"abortTransaction": 1, "lsid": lsid.clone(), "txnNumber": 1_i64, "autocommit": false},
-    ] {
-        // A data node refuses them; the router runs them (`router::transactions`).
-        let request = CommandRequest::new("app", body).unwrap();
+    let txn = |mut body: RawDocumentBuf| {
+        body.append("lsid", lsid.clone());
+        body.append("txnNumber", 1_i64);
+        body.append("autocommit", false);
+        body
+    };
+    // Allowed: the transaction's number and whether it starts, on every role.
+    let mut first = txn(rawdoc! {"insert": "c", "documents": [{}]});
+    first.append("startTransaction", true);
+    first.append("readConcern", rawdoc! {"level": "snapshot"});
+    let request = CommandRequest::new("app", first).unwrap();
+    let args = check(&request, &info("insert")).unwrap();
+    let transaction = args.transaction.unwrap();
+    assert_eq!((transaction.txn_number, transaction.start), (1, true));
+    assert_eq!(transaction.read_concern_level, Some("snapshot"));
+    let abort = CommandRequest::new("admin", txn(rawdoc! {"abortTransaction": 1})).unwrap();
+    assert!(check(&abort, &info("abortTransaction")).is_ok());
+
+    let refused = |db: &str, body: RawDocumentBuf| {
+        let request = CommandRequest::new(db, txn(body)).unwrap();
         let name = request.name().to_string();
-        let data_node = CommandInfo {
-            router: false,
-            ..info(&name)
-        };
-        let err = check(&request, &data_node).unwrap_err();
-        assert_eq!(err.code(), ErrorCode::NotImplemented);
-        assert!(
-            err.message()
-                .starts_with("Multi-document transactions are not supported yet")
-        );
-        let args = check(&request, &info(&name)).unwrap();
-        assert_eq!(args.transaction.map(|t| t.txn_number), Some(1));
-    }
+        let err = check(&request, &info(&name)).unwrap_err();
+        (err.code().code(), err.message().to_string())
+    };
+    assert_eq!(
+        refused("app", rawdoc! {"count": "c"}),
+        (
+            263,
+            "Cannot run 'count' in a multi-document transaction.".into()
+        )
+    );
+    assert_eq!(refused("admin", rawdoc! {"find": "c"}).0, 263);
+    assert_eq!(refused("config", rawdoc! {"find": "c"}).0, 263);
+    assert_eq!(
+        refused(
+            "app",
+            rawdoc! {"aggregate": "c", "pipeline": [{"$out": "d"}], "cursor": {}}
+        )
+        .0,
+        263
+    );
+    assert_eq!(
+        refused(
+            "app",
+            rawdoc! {"insert": "c", "documents": [{}], "writeConcern": {"w": 1}}
+        ),
+        (
+            72,
+            "Cannot set write concern after starting a transaction.".into()
+        )
+    );
+    assert_eq!(
+        refused(
+            "app",
+            rawdoc! {"find": "c", "readConcern": {"level": "local"}}
+        ),
+        (
+            72,
+            "Only the first command in a transaction may specify a readConcern".into()
+        )
+    );
 }
 
 #[test]
@@ -298,12 +337,15 @@ fn read_concern_levels_go_where_mongodb_takes_them() {
             .unwrap();
         }
     }
+    // Snapshot reads outside transactions.
     for command in ["find", "aggregate", "distinct"] {
-        let (code, _, message) =
-            error(rawdoc! {command: "c", "readConcern": {"level": "snapshot"}});
-        assert_eq!(code, 238, "{command}: {message}");
+        let plain = rawdoc! {command: "c", "readConcern": {"level": "snapshot"}};
         let at = rawdoc! {command: "c", "readConcern": {"level": "snapshot", "atClusterTime": Timestamp {time: 9, increment: 1}}};
-        assert_eq!(error(at).0, 238);
+        for body in [plain, at] {
+            let request = CommandRequest::new("app", body).unwrap();
+            let args = check(&request, &info(command)).unwrap();
+            assert_eq!(args.read_concern_level, Some("snapshot"));
+        }
     }
     assert_eq!(
         error(rawdoc! {"insert": "c", "readConcern": {"level": "majority"}}),
