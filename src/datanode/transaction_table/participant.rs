@@ -130,10 +130,10 @@ async fn statement<S: DataNode>(
     run: TransactionStatement<'_>,
 ) -> Result<RawDocumentBuf> {
     let counters = &state.node().stats.txn;
-    let storage = begin_or_continue(counters, session, lsid, args).await?;
-    if let Some(time) = args.at_cluster_time {
+    if let Some(time) = args.at_cluster_time.filter(|_| args.start) {
         state.node().clock.wait_until_visible(time).await?;
     }
+    let storage = begin_or_continue(counters, session, lsid, args).await?;
     counters.active.fetch_add(1, Relaxed);
     let outcome = storage.scope(run(request)).await;
     counters.active.fetch_sub(1, Relaxed);
@@ -183,7 +183,12 @@ async fn begin_or_continue(
     let n = args.txn_number;
     check_not_too_old(session, lsid, n)?;
     if args.start {
-        if session.txn_number == Some(n) {
+        // A router restarts a transaction at its number after aborting it (a stale first
+        // statement), as MongoDB's shards allow before a prepare or commit.
+        let restartable = session.transaction.as_ref().is_some_and(|t| {
+            t.txn_number == n && matches!(t.state, State::InProgress | State::Aborted)
+        });
+        if session.txn_number == Some(n) && !restartable {
             return Err(MongoError::new(
                 ErrorCode::ConflictingOperationInProgress,
                 format!(
@@ -203,7 +208,12 @@ async fn begin_or_continue(
         end_open(counters, session).await;
         session.txn_number = Some(n);
         session.statements.clear();
-        let storage = StorageTransaction::new();
+        // A snapshot transaction reads at the cluster time its router chose, the same on
+        // every shard it reaches; otherwise at this shard's latest when it first reads.
+        let storage = match args.at_cluster_time {
+            Some(time) => StorageTransaction::at(time),
+            None => StorageTransaction::new(),
+        };
         let mut read_concern = Document::new();
         if let Some(level) = args.read_concern_level {
             read_concern.insert("level", level);
