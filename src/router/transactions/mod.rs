@@ -216,7 +216,14 @@ async fn statement(
             .is_some_and(|t| t.phase == Phase::Open && t.txn_number < txn_request.txn_number);
         let session_name = bson::Uuid::from_bytes(session.id).to_string();
         let now = state.node.clock.now();
-        if state::begin_or_continue(&mut txn, &session_name, &txn_request, now)? {
+        let began =
+            state::begin_or_continue(&mut txn, &session_name, &txn_request, now).map_err(|e| {
+                // Refused before it ran, labelled as a shard's refusal would be.
+                let commit_or_abort = matches!(action, Action::Commit | Action::Abort);
+                let transient = state::is_transient(e.code(), false, commit_or_abort);
+                label(e, transient, "TransientTransactionError")
+            })?;
+        if began {
             add(&state.transactions.stats.total_started, 1);
         }
         if replaced {

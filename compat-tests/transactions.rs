@@ -1,0 +1,203 @@
+//! Multi-document transactions through the router and the official driver. What the router
+//! decides alone runs now: the commands and databases it refuses in a transaction, a commit
+//! that reached no shard, an abort before any shard took part, `serverStatus.transactions`.
+//! The two-shard commit and abort need the shards' participants and are `#[ignore]`d until
+//! they land (`cargo test --test compat transactions -- --ignored`).
+
+use crate::harness::{TestCluster, admin, error_code, hashed_owners};
+use mongodb::Client;
+use mongodb::bson::{Document, doc};
+
+/// `serverStatus.transactions` of the router.
+async fn transactions_status(client: &Client) -> Document {
+    admin(client, doc! {"serverStatus": 1})
+        .await
+        .unwrap()
+        .get_document("transactions")
+        .unwrap()
+        .clone()
+}
+
+fn commit_type(status: &Document, name: &str, field: &str) -> i64 {
+    status
+        .get_document("commitTypes")
+        .unwrap()
+        .get_document(name)
+        .unwrap()
+        .get_i64(field)
+        .unwrap()
+}
+
+async fn router_alone(client: &Client) {
+    let mut session = client.start_session().await.unwrap();
+
+    // Commands MongoDB refuses in a transaction, and the databases that cannot take part.
+    session.start_transaction().await.unwrap();
+    let err = client
+        .database("txn_router")
+        .run_command(doc! {"count": "c"})
+        .session(&mut session)
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(263), "{err:?}");
+    session.abort_transaction().await.unwrap();
+    session.start_transaction().await.unwrap();
+    let err = client
+        .database("config")
+        .collection::<Document>("shards")
+        .find_one(doc! {})
+        .session(&mut session)
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(263), "{err:?}");
+    session.abort_transaction().await.unwrap();
+
+    // A transaction that read a database that does not exist reached no shard: its commit
+    // has nothing to do.
+    session.start_transaction().await.unwrap();
+    let found = client
+        .database("txn_router_missing")
+        .collection::<Document>("c")
+        .find_one(doc! {})
+        .session(&mut session)
+        .await
+        .unwrap();
+    assert!(found.is_none());
+    session.commit_transaction().await.unwrap();
+
+    // An abort before any shard took part is NoSuchTransaction (the driver hides it).
+    session.start_transaction().await.unwrap();
+    client
+        .database("txn_router_missing")
+        .collection::<Document>("c")
+        .find_one(doc! {})
+        .session(&mut session)
+        .await
+        .unwrap();
+    let reply = client
+        .database("admin")
+        .run_command(doc! {"abortTransaction": 1})
+        .session(&mut session)
+        .await;
+    assert_eq!(error_code(&reply.unwrap_err()), Some(251));
+
+    let status = transactions_status(client).await;
+    for field in [
+        "currentOpen",
+        "currentActive",
+        "currentInactive",
+        "totalStarted",
+        "totalCommitted",
+        "totalAborted",
+        "totalContactedParticipants",
+    ] {
+        assert!(status.get_i64(field).is_ok(), "{field} in {status}");
+    }
+    assert!(status.get_i64("totalStarted").unwrap() >= 2);
+    assert_eq!(commit_type(&status, "noShards", "initiated"), 1);
+    assert_eq!(commit_type(&status, "noShards", "successful"), 1);
+    assert_eq!(commit_type(&status, "twoPhaseCommit", "initiated"), 0);
+}
+
+#[tokio::test]
+async fn what_the_router_decides_alone() {
+    let cluster = TestCluster::start().await;
+    router_alone(&cluster.client).await;
+    cluster.shutdown().await;
+}
+
+/// A collection `db.c` sharded on hashed `k` with `{_id: i, k: i}` for `i` in 0..20, and two
+/// ids owned by different shards.
+async fn two_shard_collection(
+    client: &Client,
+    db: &str,
+) -> (mongodb::Collection<Document>, [i32; 2]) {
+    admin(
+        client,
+        doc! {"shardCollection": format!("{db}.c"), "key": {"k": "hashed"}},
+    )
+    .await
+    .unwrap();
+    let coll = client.database(db).collection::<Document>("c");
+    coll.insert_many((0..20).map(|i| doc! {"_id": i, "k": i}))
+        .await
+        .unwrap();
+    let owners = hashed_owners(client, &format!("{db}.c"), 0..20).await;
+    let first = owners[0].clone();
+    let other = owners
+        .iter()
+        .find(|(_, shard)| *shard != first.1)
+        .expect("chunks on both shards")
+        .clone();
+    (coll, [first.0, other.0])
+}
+
+#[tokio::test]
+#[ignore = "needs the shards' transaction participants"]
+async fn a_two_shard_transaction_commits_everywhere_or_nowhere() {
+    let cluster = TestCluster::start().await;
+    let client = &cluster.client;
+    let (coll, [a, b]) = two_shard_collection(client, "txn_two_shards").await;
+    let mut session = client.start_session().await.unwrap();
+
+    // Committed: both shards' writes appear together, through the coordinator.
+    session.start_transaction().await.unwrap();
+    for id in [a, b] {
+        coll.update_one(doc! {"k": id}, doc! {"$set": {"x": 1}})
+            .session(&mut session)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        coll.count_documents(doc! {"x": 1}).await.unwrap(),
+        0,
+        "not visible outside before the commit"
+    );
+    session.commit_transaction().await.unwrap();
+    assert_eq!(coll.count_documents(doc! {"x": 1}).await.unwrap(), 2);
+    let status = transactions_status(client).await;
+    assert_eq!(commit_type(&status, "twoPhaseCommit", "successful"), 1);
+
+    // Aborted: neither shard keeps its write.
+    session.start_transaction().await.unwrap();
+    for id in [a, b] {
+        coll.update_one(doc! {"k": id}, doc! {"$set": {"x": 2}})
+            .session(&mut session)
+            .await
+            .unwrap();
+    }
+    session.abort_transaction().await.unwrap();
+    assert_eq!(coll.count_documents(doc! {"x": 2}).await.unwrap(), 0);
+
+    // Read-only on two shards, then a single write shard.
+    session.start_transaction().await.unwrap();
+    let all = coll
+        .count_documents(doc! {})
+        .session(&mut session)
+        .await
+        .unwrap();
+    assert_eq!(all, 20);
+    coll.update_one(doc! {"k": a}, doc! {"$set": {"y": 1}})
+        .session(&mut session)
+        .await
+        .unwrap();
+    session.commit_transaction().await.unwrap();
+    assert_eq!(coll.count_documents(doc! {"y": 1}).await.unwrap(), 1);
+
+    // The convenient API retries a transaction whose statement met a write conflict.
+    let mut other = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    coll.update_one(doc! {"k": a}, doc! {"$inc": {"z": 1}})
+        .session(&mut session)
+        .await
+        .unwrap();
+    other.start_transaction().await.unwrap();
+    let err = coll
+        .update_one(doc! {"k": a}, doc! {"$inc": {"z": 1}})
+        .session(&mut other)
+        .await
+        .unwrap_err();
+    assert!(err.contains_label("TransientTransactionError"), "{err:?}");
+    session.commit_transaction().await.unwrap();
+    cluster.shutdown().await;
+}
