@@ -631,3 +631,95 @@ pub(super) async fn abort(state: &RouterState, req: &CommandRequest) -> Result<R
         None => Ok(RawDocumentBuf::new()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::rawdoc;
+
+    fn request(db: &str, body: RawDocumentBuf) -> CommandRequest {
+        CommandRequest::new(db, body).unwrap()
+    }
+
+    #[test]
+    fn what_a_transaction_refuses() {
+        let code = |name: &str, db: &str, body: RawDocumentBuf| {
+            check_statement(name, &request(db, body)).map_err(|e| e.code())
+        };
+        assert_eq!(code("find", "app", rawdoc! {"find": "c"}), Ok(()));
+        assert_eq!(
+            code("count", "app", rawdoc! {"count": "c"}),
+            Err(ErrorCode::OperationNotSupportedInTransaction)
+        );
+        assert_eq!(
+            code("listCollections", "app", rawdoc! {"listCollections": 1}),
+            Err(ErrorCode::OperationNotSupportedInTransaction)
+        );
+        for db in ["config", "admin", "local"] {
+            assert_eq!(
+                code("find", db, rawdoc! {"find": "c"}),
+                Err(ErrorCode::OperationNotSupportedInTransaction)
+            );
+        }
+        // Commit and abort run on admin, with a write concern.
+        let commit = rawdoc! {"commitTransaction": 1, "writeConcern": {"w": 1}};
+        assert_eq!(code("commitTransaction", "admin", commit), Ok(()));
+        assert_eq!(
+            code(
+                "insert",
+                "app",
+                rawdoc! {"insert": "c", "writeConcern": {"w": 1}}
+            ),
+            Err(ErrorCode::InvalidOptions)
+        );
+    }
+
+    #[test]
+    fn replies_carry_the_recovery_token_and_not_the_shards_read_only() {
+        let mut txn = None;
+        let start = state::Request {
+            txn_number: 1,
+            action: Action::Start,
+            read_concern: None,
+        };
+        let now = bson::Timestamp {
+            time: 1,
+            increment: 0,
+        };
+        state::begin_or_continue(&mut txn, "s", &start, now).unwrap();
+        let lsid = rawdoc! {"id": 1};
+        txn.as_mut()
+            .unwrap()
+            .outgoing("shard0", "h", &lsid, &rawdoc! {"find": "c"})
+            .unwrap();
+        let statement = Statement {
+            txn: Arc::new(Mutex::new(txn)),
+            lsid,
+            write: false,
+        };
+        let reply = rawdoc! {"cursor": {"id": 0_i64}, "readOnly": true, "ok": 1.0};
+        let out = finish_reply(&statement, reply)
+            .unwrap()
+            .to_document()
+            .unwrap();
+        assert!(out.get("readOnly").is_none());
+        assert_eq!(
+            out.get_document("recoveryToken").unwrap(),
+            &doc! {"recoveryShardId": "shard0"}
+        );
+        assert!(has_write_errors(
+            &rawdoc! {"n": 0, "writeErrors": [{"index": 0, "code": 11000}]}
+        ));
+        assert!(!has_write_errors(&rawdoc! {"n": 1, "writeErrors": []}));
+    }
+
+    #[test]
+    fn labels_are_added_once() {
+        let error = MongoError::new(ErrorCode::WriteConflict, "conflict");
+        let error = label(error, true, "TransientTransactionError");
+        let error = label(error, true, "TransientTransactionError");
+        assert_eq!(error.labels(), ["TransientTransactionError"]);
+        let error = label(error, false, "UnknownTransactionCommitResult");
+        assert_eq!(error.labels().len(), 1);
+    }
+}
