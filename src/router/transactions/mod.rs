@@ -40,6 +40,9 @@ const ALLOWED: &[&str] = &[
     "abortTransaction",
 ];
 
+/// How many sessions' transactions are kept before the finished ones are dropped.
+const KEPT_SESSIONS: usize = 10_000;
+
 /// The commands that write: a participant that answered one without `readOnly` wrote.
 const WRITES: &[&str] = &["insert", "update", "delete", "findAndModify", "bulkWrite"];
 
@@ -80,6 +83,18 @@ fn add(counter: &AtomicI64, n: i64) {
 impl Transactions {
     fn slot(&self, session: &LogicalSessionId) -> Arc<Mutex<Option<Txn>>> {
         let mut sessions = self.sessions.lock().expect("poisoned");
+        if sessions.len() >= KEPT_SESSIONS && !sessions.contains_key(session) {
+            // Sessions that expired without `endSessions` leave their last transaction here:
+            // the finished ones not in use go once there are many.
+            sessions.retain(|_, slot| {
+                Arc::strong_count(slot) > 1
+                    || slot
+                        .lock()
+                        .expect("poisoned")
+                        .as_ref()
+                        .is_some_and(|t| t.phase == Phase::Open)
+            });
+        }
         Arc::clone(sessions.entry(session.clone()).or_default())
     }
 
@@ -239,6 +254,8 @@ async fn statement(
         lsid,
         write: WRITES.contains(&name),
     });
+    // Inactive again however the statement ends (a deadline or killOp drops it).
+    let _active = Inactive(&statement);
     let outcome = STATEMENT
         .scope(Arc::clone(&statement), handler(state, ctx, request))
         .await;
@@ -248,9 +265,6 @@ async fn statement(
         false => Err(MongoError::from_reply(&reply.to_document()?)
             .unwrap_or_else(|| MongoError::internal("a failed reply without an error"))),
     });
-    if let Some(txn) = slot.lock().expect("poisoned").as_mut() {
-        txn.active = false;
-    }
     match (action, outcome) {
         (Action::Start | Action::Continue, Ok(reply)) => {
             // A write error aborted the transaction on its shard: the others are ended too.
@@ -283,6 +297,19 @@ async fn statement(
             Err(label(error, transient, "TransientTransactionError"))
         }
         (Action::Abort, outcome) => outcome.and_then(|reply| finish_reply(&statement, reply)),
+    }
+}
+
+/// Marks the statement's transaction inactive when dropped.
+struct Inactive<'a>(&'a Statement);
+
+impl Drop for Inactive<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut slot) = self.0.txn.lock() {
+            if let Some(txn) = slot.as_mut() {
+                txn.active = false;
+            }
+        }
     }
 }
 
