@@ -4,7 +4,7 @@
 //! The two-shard commit and abort need the shards' participants and are `#[ignore]`d until
 //! they land (`cargo test --test compat transactions -- --ignored`).
 
-use crate::harness::{TestCluster, admin, error_code, hashed_owners};
+use crate::harness::{ProcessCluster, TestCluster, admin, error_code, hashed_owners};
 use mongodb::Client;
 use mongodb::bson::{Document, doc};
 
@@ -107,11 +107,11 @@ async fn what_the_router_decides_alone() {
 }
 
 /// A collection `db.c` sharded on hashed `k` with `{_id: i, k: i}` for `i` in 0..20, and two
-/// ids owned by different shards.
+/// ids owned by different shards, each with its owner.
 async fn two_shard_collection(
     client: &Client,
     db: &str,
-) -> (mongodb::Collection<Document>, [i32; 2]) {
+) -> (mongodb::Collection<Document>, [(i32, String); 2]) {
     admin(
         client,
         doc! {"shardCollection": format!("{db}.c"), "key": {"k": "hashed"}},
@@ -129,7 +129,7 @@ async fn two_shard_collection(
         .find(|(_, shard)| *shard != first.1)
         .expect("chunks on both shards")
         .clone();
-    (coll, [first.0, other.0])
+    (coll, [first, other])
 }
 
 #[tokio::test]
@@ -137,7 +137,7 @@ async fn two_shard_collection(
 async fn a_two_shard_transaction_commits_everywhere_or_nowhere() {
     let cluster = TestCluster::start().await;
     let client = &cluster.client;
-    let (coll, [a, b]) = two_shard_collection(client, "txn_two_shards").await;
+    let (coll, [(a, _), (b, _)]) = two_shard_collection(client, "txn_two_shards").await;
     let mut session = client.start_session().await.unwrap();
 
     // Committed: both shards' writes appear together, through the coordinator.
@@ -200,4 +200,86 @@ async fn a_two_shard_transaction_commits_everywhere_or_nowhere() {
     assert!(err.contains_label("TransientTransactionError"), "{err:?}");
     session.commit_transaction().await.unwrap();
     cluster.shutdown().await;
+}
+
+/// Kills the coordinator shard (SIGKILL) while it waits at `point`, starts it again, and
+/// requires the transaction to end committed on both shards with no coordinator document left.
+async fn coordinator_killed_at(point: &str) {
+    let mut cluster = ProcessCluster::start_with(2, &["--enable-test-commands"]).await;
+    let client = cluster.client().await;
+    let (coll, [(a, coordinator), (b, _)]) = two_shard_collection(&client, "txn_faults").await;
+    let index: usize = coordinator.trim_start_matches("shard").parse().unwrap();
+    let port = cluster.shard_port(index);
+    let shard = cluster.shard_client(index).await;
+    admin(
+        &shard,
+        doc! {"configureFailPoint": point, "mode": "alwaysOn"},
+    )
+    .await
+    .unwrap();
+    let mut session = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    // The first write makes the shard owning `a` the coordinator.
+    for id in [a, b] {
+        coll.update_one(doc! {"k": id}, doc! {"$set": {"done": true}})
+            .session(&mut session)
+            .await
+            .unwrap();
+    }
+    let commit = tokio::spawn(async move {
+        loop {
+            match session.commit_transaction().await {
+                Ok(()) => return,
+                Err(e) if e.contains_label("UnknownTransactionCommitResult") => {
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("the commit failed: {e:?}"),
+            }
+        }
+    });
+    admin(
+        &shard,
+        doc! {"waitForFailPoint": point, "timesEntered": 1, "maxTimeMS": 30000},
+    )
+    .await
+    .unwrap();
+    let (_, dir) = cluster.kill_shard(index);
+    cluster.restart_shard(&dir, port).await;
+    tokio::time::timeout(std::time::Duration::from_secs(60), commit)
+        .await
+        .expect("the commit ends")
+        .unwrap();
+    assert_eq!(coll.count_documents(doc! {"done": true}).await.unwrap(), 2);
+    let restarted = crate::harness::direct_client(port).await;
+    let left = restarted
+        .database("config")
+        .collection::<Document>("transaction_coordinators")
+        .count_documents(doc! {})
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "the coordinator document is gone");
+}
+
+#[tokio::test]
+#[ignore = "needs the shards' transaction participants"]
+async fn a_coordinator_killed_before_sending_prepare_resumes() {
+    coordinator_killed_at("hangBeforeSendingPrepare").await;
+}
+
+#[tokio::test]
+#[ignore = "needs the shards' transaction participants"]
+async fn a_coordinator_killed_before_writing_its_decision_resumes() {
+    coordinator_killed_at("hangBeforeWritingDecision").await;
+}
+
+#[tokio::test]
+#[ignore = "needs the shards' transaction participants"]
+async fn a_coordinator_killed_before_sending_commit_resumes() {
+    coordinator_killed_at("hangBeforeSendingCommit").await;
+}
+
+#[tokio::test]
+#[ignore = "needs the shards' transaction participants"]
+async fn a_coordinator_killed_before_deleting_its_document_resumes() {
+    coordinator_killed_at("hangBeforeDeletingCoordinatorDoc").await;
 }
