@@ -184,7 +184,9 @@ fn check_statement(name: &str, request: &CommandRequest) -> Result<()> {
         ));
     }
     let commit_or_abort = matches!(name, "commitTransaction" | "abortTransaction");
-    if !commit_or_abort && matches!(request.db.as_str(), "config" | "admin" | "local") {
+    // These run on `admin`, naming the namespaces they act on.
+    let on_admin = commit_or_abort || name == "bulkWrite";
+    if !on_admin && matches!(request.db.as_str(), "config" | "admin" | "local") {
         return Err(MongoError::new(
             ErrorCode::OperationNotSupportedInTransaction,
             format!(
@@ -688,9 +690,11 @@ mod tests {
                 Err(ErrorCode::OperationNotSupportedInTransaction)
             );
         }
-        // Commit and abort run on admin, with a write concern.
+        // Commit and abort run on admin, with a write concern; so does bulkWrite (without).
         let commit = rawdoc! {"commitTransaction": 1, "writeConcern": {"w": 1}};
         assert_eq!(code("commitTransaction", "admin", commit), Ok(()));
+        let bulk = rawdoc! {"bulkWrite": 1, "ops": [], "nsInfo": []};
+        assert_eq!(code("bulkWrite", "admin", bulk), Ok(()));
         assert_eq!(
             code(
                 "insert",
