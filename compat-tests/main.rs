@@ -54,6 +54,7 @@ mod sharded_queries;
 mod sharding;
 mod sorting;
 mod stale_versions;
+mod transaction_coordinator;
 mod transactions;
 mod ttl;
 mod unknown_fields;

@@ -40,6 +40,9 @@ const ALLOWED: &[&str] = &[
     "abortTransaction",
 ];
 
+/// How many sessions' transactions are kept before the finished ones are dropped.
+const KEPT_SESSIONS: usize = 10_000;
+
 /// The commands that write: a participant that answered one without `readOnly` wrote.
 const WRITES: &[&str] = &["insert", "update", "delete", "findAndModify", "bulkWrite"];
 
@@ -80,6 +83,18 @@ fn add(counter: &AtomicI64, n: i64) {
 impl Transactions {
     fn slot(&self, session: &LogicalSessionId) -> Arc<Mutex<Option<Txn>>> {
         let mut sessions = self.sessions.lock().expect("poisoned");
+        if sessions.len() >= KEPT_SESSIONS && !sessions.contains_key(session) {
+            // Sessions that expired without `endSessions` leave their last transaction here:
+            // the finished ones not in use go once there are many.
+            sessions.retain(|_, slot| {
+                Arc::strong_count(slot) > 1
+                    || slot
+                        .lock()
+                        .expect("poisoned")
+                        .as_ref()
+                        .is_some_and(|t| t.phase == Phase::Open)
+            });
+        }
         Arc::clone(sessions.entry(session.clone()).or_default())
     }
 
@@ -169,7 +184,9 @@ fn check_statement(name: &str, request: &CommandRequest) -> Result<()> {
         ));
     }
     let commit_or_abort = matches!(name, "commitTransaction" | "abortTransaction");
-    if !commit_or_abort && matches!(request.db.as_str(), "config" | "admin" | "local") {
+    // These run on `admin`, naming the namespaces they act on.
+    let on_admin = commit_or_abort || name == "bulkWrite";
+    if !on_admin && matches!(request.db.as_str(), "config" | "admin" | "local") {
         return Err(MongoError::new(
             ErrorCode::OperationNotSupportedInTransaction,
             format!(
@@ -216,7 +233,14 @@ async fn statement(
             .is_some_and(|t| t.phase == Phase::Open && t.txn_number < txn_request.txn_number);
         let session_name = bson::Uuid::from_bytes(session.id).to_string();
         let now = state.node.clock.now();
-        if state::begin_or_continue(&mut txn, &session_name, &txn_request, now)? {
+        let began =
+            state::begin_or_continue(&mut txn, &session_name, &txn_request, now).map_err(|e| {
+                // Refused before it ran, labelled as a shard's refusal would be.
+                let commit_or_abort = matches!(action, Action::Commit | Action::Abort);
+                let transient = state::is_transient(e.code(), false, commit_or_abort);
+                label(e, transient, "TransientTransactionError")
+            })?;
+        if began {
             add(&state.transactions.stats.total_started, 1);
         }
         if replaced {
@@ -232,6 +256,8 @@ async fn statement(
         lsid,
         write: WRITES.contains(&name),
     });
+    // Inactive again however the statement ends (a deadline or killOp drops it).
+    let _active = Inactive(&statement);
     let outcome = STATEMENT
         .scope(Arc::clone(&statement), handler(state, ctx, request))
         .await;
@@ -241,9 +267,6 @@ async fn statement(
         false => Err(MongoError::from_reply(&reply.to_document()?)
             .unwrap_or_else(|| MongoError::internal("a failed reply without an error"))),
     });
-    if let Some(txn) = slot.lock().expect("poisoned").as_mut() {
-        txn.active = false;
-    }
     match (action, outcome) {
         (Action::Start | Action::Continue, Ok(reply)) => {
             // A write error aborted the transaction on its shard: the others are ended too.
@@ -280,6 +303,19 @@ async fn statement(
             Err(label(error, transient, "TransientTransactionError"))
         }
         (Action::Abort, outcome) => outcome.and_then(|reply| finish_reply(&statement, reply)),
+    }
+}
+
+/// Marks the statement's transaction inactive when dropped.
+struct Inactive<'a>(&'a Statement);
+
+impl Drop for Inactive<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut slot) = self.0.txn.lock() {
+            if let Some(txn) = slot.as_mut() {
+                txn.active = false;
+            }
+        }
     }
 }
 
@@ -651,5 +687,99 @@ pub(super) async fn abort(state: &RouterState, req: &CommandRequest) -> Result<R
     match failure {
         Some(e) => Err(e),
         None => Ok(RawDocumentBuf::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::rawdoc;
+
+    fn request(db: &str, body: RawDocumentBuf) -> CommandRequest {
+        CommandRequest::new(db, body).unwrap()
+    }
+
+    #[test]
+    fn what_a_transaction_refuses() {
+        let code = |name: &str, db: &str, body: RawDocumentBuf| {
+            check_statement(name, &request(db, body)).map_err(|e| e.code())
+        };
+        assert_eq!(code("find", "app", rawdoc! {"find": "c"}), Ok(()));
+        assert_eq!(
+            code("count", "app", rawdoc! {"count": "c"}),
+            Err(ErrorCode::OperationNotSupportedInTransaction)
+        );
+        assert_eq!(
+            code("listCollections", "app", rawdoc! {"listCollections": 1}),
+            Err(ErrorCode::OperationNotSupportedInTransaction)
+        );
+        for db in ["config", "admin", "local"] {
+            assert_eq!(
+                code("find", db, rawdoc! {"find": "c"}),
+                Err(ErrorCode::OperationNotSupportedInTransaction)
+            );
+        }
+        // Commit and abort run on admin, with a write concern; so does bulkWrite (without).
+        let commit = rawdoc! {"commitTransaction": 1, "writeConcern": {"w": 1}};
+        assert_eq!(code("commitTransaction", "admin", commit), Ok(()));
+        let bulk = rawdoc! {"bulkWrite": 1, "ops": [], "nsInfo": []};
+        assert_eq!(code("bulkWrite", "admin", bulk), Ok(()));
+        assert_eq!(
+            code(
+                "insert",
+                "app",
+                rawdoc! {"insert": "c", "writeConcern": {"w": 1}}
+            ),
+            Err(ErrorCode::InvalidOptions)
+        );
+    }
+
+    #[test]
+    fn replies_carry_the_recovery_token_and_not_the_shards_read_only() {
+        let mut txn = None;
+        let start = state::Request {
+            txn_number: 1,
+            action: Action::Start,
+            read_concern: None,
+        };
+        let now = bson::Timestamp {
+            time: 1,
+            increment: 0,
+        };
+        state::begin_or_continue(&mut txn, "s", &start, now).unwrap();
+        let lsid = rawdoc! {"id": 1};
+        txn.as_mut()
+            .unwrap()
+            .outgoing("shard0", "h", &lsid, &rawdoc! {"find": "c"})
+            .unwrap();
+        let statement = Statement {
+            txn: Arc::new(Mutex::new(txn)),
+            lsid,
+            write: false,
+        };
+        let reply = rawdoc! {"cursor": {"id": 0_i64}, "readOnly": true, "ok": 1.0};
+        let out = finish_reply(&statement, reply)
+            .unwrap()
+            .to_document()
+            .unwrap();
+        assert!(out.get("readOnly").is_none());
+        assert_eq!(
+            out.get_document("recoveryToken").unwrap(),
+            &doc! {"recoveryShardId": "shard0"}
+        );
+        assert!(has_write_errors(
+            &rawdoc! {"n": 0, "writeErrors": [{"index": 0, "code": 11000}]}
+        ));
+        assert!(!has_write_errors(&rawdoc! {"n": 1, "writeErrors": []}));
+    }
+
+    #[test]
+    fn labels_are_added_once() {
+        let error = MongoError::new(ErrorCode::WriteConflict, "conflict");
+        let error = label(error, true, "TransientTransactionError");
+        let error = label(error, true, "TransientTransactionError");
+        assert_eq!(error.labels(), ["TransientTransactionError"]);
+        let error = label(error, false, "UnknownTransactionCommitResult");
+        assert_eq!(error.labels().len(), 1);
     }
 }

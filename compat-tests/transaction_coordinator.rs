@@ -1,0 +1,285 @@
+//! Transactions' routing and two-phase commit through the router and the official driver: what
+//! the router decides alone (the commands and databases it refuses in a transaction, a commit
+//! that reached no shard, an abort before any shard took part, `serverStatus.transactions`),
+//! a two-shard commit and abort, and a coordinator killed with `kill -9` at each step of its
+//! two-phase commit, which resumes after its restart.
+
+use crate::harness::{ProcessCluster, TestCluster, admin, error_code, hashed_owners};
+use mongodb::Client;
+use mongodb::bson::{Document, doc};
+
+/// `serverStatus.transactions` of the router.
+async fn transactions_status(client: &Client) -> Document {
+    admin(client, doc! {"serverStatus": 1})
+        .await
+        .unwrap()
+        .get_document("transactions")
+        .unwrap()
+        .clone()
+}
+
+fn commit_type(status: &Document, name: &str, field: &str) -> i64 {
+    status
+        .get_document("commitTypes")
+        .unwrap()
+        .get_document(name)
+        .unwrap()
+        .get_i64(field)
+        .unwrap()
+}
+
+async fn router_alone(client: &Client) {
+    let mut session = client.start_session().await.unwrap();
+
+    // Commands MongoDB refuses in a transaction, and the databases that cannot take part.
+    session.start_transaction().await.unwrap();
+    let err = client
+        .database("txn_router")
+        .run_command(doc! {"count": "c"})
+        .session(&mut session)
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(263), "{err:?}");
+    session.abort_transaction().await.unwrap();
+    session.start_transaction().await.unwrap();
+    let err = client
+        .database("config")
+        .collection::<Document>("shards")
+        .find_one(doc! {})
+        .session(&mut session)
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(263), "{err:?}");
+    session.abort_transaction().await.unwrap();
+
+    // A transaction that read a database that does not exist reached no shard: its commit
+    // has nothing to do.
+    session.start_transaction().await.unwrap();
+    let found = client
+        .database("txn_router_missing")
+        .collection::<Document>("c")
+        .find_one(doc! {})
+        .session(&mut session)
+        .await
+        .unwrap();
+    assert!(found.is_none());
+    session.commit_transaction().await.unwrap();
+
+    // An abort before any shard took part is NoSuchTransaction (the driver hides it).
+    session.start_transaction().await.unwrap();
+    client
+        .database("txn_router_missing")
+        .collection::<Document>("c")
+        .find_one(doc! {})
+        .session(&mut session)
+        .await
+        .unwrap();
+    let reply = client
+        .database("admin")
+        .run_command(doc! {"abortTransaction": 1})
+        .session(&mut session)
+        .await;
+    assert_eq!(error_code(&reply.unwrap_err()), Some(251));
+
+    let status = transactions_status(client).await;
+    for field in [
+        "currentOpen",
+        "currentActive",
+        "currentInactive",
+        "totalStarted",
+        "totalCommitted",
+        "totalAborted",
+        "totalContactedParticipants",
+    ] {
+        assert!(status.get_i64(field).is_ok(), "{field} in {status}");
+    }
+    assert!(status.get_i64("totalStarted").unwrap() >= 2);
+    assert_eq!(commit_type(&status, "noShards", "initiated"), 1);
+    assert_eq!(commit_type(&status, "noShards", "successful"), 1);
+    assert_eq!(commit_type(&status, "twoPhaseCommit", "initiated"), 0);
+}
+
+#[tokio::test]
+async fn what_the_router_decides_alone() {
+    let cluster = TestCluster::start().await;
+    router_alone(&cluster.client).await;
+    cluster.shutdown().await;
+}
+
+/// A collection `db.c` sharded on hashed `k` with `{_id: i, k: i}` for `i` in 0..20, and two
+/// ids owned by different shards, each with its owner.
+async fn two_shard_collection(
+    client: &Client,
+    db: &str,
+) -> (mongodb::Collection<Document>, [(i32, String); 2]) {
+    admin(
+        client,
+        doc! {"shardCollection": format!("{db}.c"), "key": {"k": "hashed"}},
+    )
+    .await
+    .unwrap();
+    let coll = client.database(db).collection::<Document>("c");
+    coll.insert_many((0..20).map(|i| doc! {"_id": i, "k": i}))
+        .await
+        .unwrap();
+    let owners = hashed_owners(client, &format!("{db}.c"), 0..20).await;
+    let first = owners[0].clone();
+    let other = owners
+        .iter()
+        .find(|(_, shard)| *shard != first.1)
+        .expect("chunks on both shards")
+        .clone();
+    (coll, [first, other])
+}
+
+#[tokio::test]
+
+async fn a_two_shard_transaction_commits_everywhere_or_nowhere() {
+    let cluster = TestCluster::start().await;
+    let client = &cluster.client;
+    let (coll, [(a, _), (b, _)]) = two_shard_collection(client, "txn_two_shards").await;
+    let mut session = client.start_session().await.unwrap();
+
+    // Committed: both shards' writes appear together, through the coordinator.
+    session.start_transaction().await.unwrap();
+    for id in [a, b] {
+        coll.update_one(doc! {"k": id}, doc! {"$set": {"x": 1}})
+            .session(&mut session)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        coll.count_documents(doc! {"x": 1}).await.unwrap(),
+        0,
+        "not visible outside before the commit"
+    );
+    session.commit_transaction().await.unwrap();
+    assert_eq!(coll.count_documents(doc! {"x": 1}).await.unwrap(), 2);
+    let status = transactions_status(client).await;
+    assert_eq!(commit_type(&status, "twoPhaseCommit", "successful"), 1);
+
+    // Aborted: neither shard keeps its write.
+    session.start_transaction().await.unwrap();
+    for id in [a, b] {
+        coll.update_one(doc! {"k": id}, doc! {"$set": {"x": 2}})
+            .session(&mut session)
+            .await
+            .unwrap();
+    }
+    session.abort_transaction().await.unwrap();
+    assert_eq!(coll.count_documents(doc! {"x": 2}).await.unwrap(), 0);
+
+    // Read-only on two shards, then a single write shard.
+    session.start_transaction().await.unwrap();
+    let all = coll
+        .count_documents(doc! {})
+        .session(&mut session)
+        .await
+        .unwrap();
+    assert_eq!(all, 20);
+    coll.update_one(doc! {"k": a}, doc! {"$set": {"y": 1}})
+        .session(&mut session)
+        .await
+        .unwrap();
+    session.commit_transaction().await.unwrap();
+    assert_eq!(coll.count_documents(doc! {"y": 1}).await.unwrap(), 1);
+
+    // The convenient API retries a transaction whose statement met a write conflict.
+    let mut other = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    coll.update_one(doc! {"k": a}, doc! {"$inc": {"z": 1}})
+        .session(&mut session)
+        .await
+        .unwrap();
+    other.start_transaction().await.unwrap();
+    let err = coll
+        .update_one(doc! {"k": a}, doc! {"$inc": {"z": 1}})
+        .session(&mut other)
+        .await
+        .unwrap_err();
+    assert!(err.contains_label("TransientTransactionError"), "{err:?}");
+    session.commit_transaction().await.unwrap();
+    cluster.shutdown().await;
+}
+
+/// Kills the coordinator shard (SIGKILL) while it waits at `point`, starts it again, and
+/// requires the transaction to end committed on both shards with no coordinator document left.
+async fn coordinator_killed_at(point: &str) {
+    let mut cluster = ProcessCluster::start_with(2, &["--enable-test-commands"]).await;
+    let client = cluster.client().await;
+    let (coll, [(a, coordinator), (b, _)]) = two_shard_collection(&client, "txn_faults").await;
+    let index: usize = coordinator.trim_start_matches("shard").parse().unwrap();
+    let port = cluster.shard_port(index);
+    let shard = cluster.shard_client(index).await;
+    admin(
+        &shard,
+        doc! {"configureFailPoint": point, "mode": "alwaysOn"},
+    )
+    .await
+    .unwrap();
+    let mut session = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    // The first write makes the shard owning `a` the coordinator.
+    for id in [a, b] {
+        coll.update_one(doc! {"k": id}, doc! {"$set": {"done": true}})
+            .session(&mut session)
+            .await
+            .unwrap();
+    }
+    let commit = tokio::spawn(async move {
+        loop {
+            match session.commit_transaction().await {
+                Ok(()) => return,
+                Err(e) if e.contains_label("UnknownTransactionCommitResult") => {
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("the commit failed: {e:?}"),
+            }
+        }
+    });
+    admin(
+        &shard,
+        doc! {"waitForFailPoint": point, "timesEntered": 1, "maxTimeMS": 30000},
+    )
+    .await
+    .unwrap();
+    let (_, dir) = cluster.kill_shard(index);
+    cluster.restart_shard(&dir, port).await;
+    tokio::time::timeout(std::time::Duration::from_secs(60), commit)
+        .await
+        .expect("the commit ends")
+        .unwrap();
+    assert_eq!(coll.count_documents(doc! {"done": true}).await.unwrap(), 2);
+    let restarted = crate::harness::direct_client(port).await;
+    let left = restarted
+        .database("config")
+        .collection::<Document>("transaction_coordinators")
+        .count_documents(doc! {})
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "the coordinator document is gone");
+}
+
+#[tokio::test]
+
+async fn a_coordinator_killed_before_sending_prepare_resumes() {
+    coordinator_killed_at("hangBeforeSendingPrepare").await;
+}
+
+#[tokio::test]
+
+async fn a_coordinator_killed_before_writing_its_decision_resumes() {
+    coordinator_killed_at("hangBeforeWritingDecision").await;
+}
+
+#[tokio::test]
+
+async fn a_coordinator_killed_before_sending_commit_resumes() {
+    coordinator_killed_at("hangBeforeSendingCommit").await;
+}
+
+#[tokio::test]
+
+async fn a_coordinator_killed_before_deleting_its_document_resumes() {
+    coordinator_killed_at("hangBeforeDeletingCoordinatorDoc").await;
+}
