@@ -184,8 +184,10 @@ async fn prepare(steps: &dyn Steps, doc: &CoordinatorDoc, shard: &str) -> Result
     }
 }
 
-/// Sends the decision to one participant until it acknowledges it (an abort that finds no
-/// transaction is acknowledged: there is nothing left to abort).
+/// Sends the decision to one participant until it acknowledges it. A participant that knows
+/// no such transaction acknowledges either decision: an abort finds nothing left to abort, and
+/// a commit is decided only once every participant prepared — a prepared transaction outlives
+/// restarts until its decision applies — so one that is gone has committed already.
 async fn deliver(steps: &dyn Steps, doc: &CoordinatorDoc, shard: &str, decision: &Decision) {
     let mut command = match decision {
         Decision::Commit(ts) => doc! {"commitTransaction": 1, "commitTimestamp": *ts},
@@ -197,12 +199,7 @@ async fn deliver(steps: &dyn Steps, doc: &CoordinatorDoc, shard: &str, decision:
         attempt += 1;
         match steps.send(shard, command.clone()).await {
             Ok(_) => return,
-            Err(e)
-                if matches!(decision, Decision::Abort(_))
-                    && e.code() == ErrorCode::NoSuchTransaction =>
-            {
-                return;
-            }
+            Err(e) if e.code() == ErrorCode::NoSuchTransaction => return,
             Err(e) => {
                 tracing::warn!(shard = %shard, error = %e, "a participant did not take the transaction's decision; sending it again");
                 tokio::time::sleep(steps.backoff(attempt)).await;
@@ -421,7 +418,7 @@ mod tests {
         fake.answer(
             "s0",
             "commitTransaction",
-            Err(MongoError::new(ErrorCode::NoSuchTransaction, "odd")),
+            Err(MongoError::new(ErrorCode::HostUnreachable, "down")),
         );
         let decision = run(&fake, doc_of(&["s0", "s1"]), false).await.unwrap();
         assert!(matches!(decision, Decision::Commit(_)));
