@@ -46,6 +46,22 @@ where
     }
 }
 
+tokio::task_local! {
+    /// The failure `failCommand` chose for the command the task runs: its innermost handler
+    /// answers it instead of running, so that what wraps the handler (a router's transaction
+    /// statement, a shard's transaction participant) meets it as the command's outcome — in
+    /// MongoDB the fail point is evaluated inside the command's execution.
+    static FAIL_COMMAND: std::cell::RefCell<Option<MongoError>>;
+}
+
+/// The failure `failCommand` chose for this command, once.
+fn take_fail_command() -> Option<MongoError> {
+    FAIL_COMMAND
+        .try_with(|failure| failure.borrow_mut().take())
+        .ok()
+        .flatten()
+}
+
 /// The one place a handler's future is boxed.
 fn boxed<S, F>(handler: F) -> Handler<S>
 where
@@ -88,7 +104,10 @@ impl<S> CommandSpec<S> {
         S: 'static,
         F: for<'a> HandlerFn<'a, S>,
     {
-        let handler = boxed(move |state, ctx, request| Box::pin(handler.call(state, ctx, request)));
+        let handler = boxed(move |state, ctx, request| match take_fail_command() {
+            Some(failure) => Box::pin(async move { Err(failure) }),
+            None => Box::pin(handler.call(state, ctx, request)),
+        });
         CommandSpec {
             name,
             aliases: &[],
@@ -445,6 +464,7 @@ impl<S: NodeState> Dispatcher<S> {
     ) -> (Result<RawDocumentBuf>, Option<Effect>) {
         let node = self.state.node();
         let mut attach = None;
+        let mut fail_command = None;
         if node.fail_points.armed() {
             let facts = CommandFacts {
                 name: spec.name,
@@ -460,24 +480,22 @@ impl<S: NodeState> Dispatcher<S> {
                 match failure.effect {
                     Effect::CloseConnection => {
                         ctx.request_close();
-                        return (
-                            Err(MongoError::new(
-                                ErrorCode::SocketException,
-                                "connection closed by failCommand",
-                            )),
-                            None,
-                        );
+                        fail_command = Some(MongoError::new(
+                            ErrorCode::SocketException,
+                            "connection closed by failCommand",
+                        ));
                     }
-                    Effect::Error(e) => return (Err(e), None),
+                    Effect::Error(e) => fail_command = Some(e),
                     effect @ Effect::WriteConcernError { .. } => attach = Some(effect),
                     Effect::None => {}
                 }
             }
         }
-        (
-            self.run_handler(spec, ctx, request, before, opid).await,
-            attach,
-        )
+        let run = self.run_handler(spec, ctx, request, before, opid);
+        let outcome = FAIL_COMMAND
+            .scope(std::cell::RefCell::new(fail_command), run)
+            .await;
+        (outcome, attach)
     }
 
     async fn run_handler(

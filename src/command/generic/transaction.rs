@@ -55,6 +55,12 @@ pub(super) fn check(
             "Cannot run '{name}' in a multi-document transaction."
         )));
     }
+    if matches!(name, "create" | "createIndexes") {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            format!("'{name}' in a multi-document transaction is not supported yet"),
+        ));
+    }
     let ending = ENDING.contains(&name);
     match request.db.as_str() {
         "config" | "local" => {
@@ -63,7 +69,8 @@ pub(super) fn check(
                 request.db
             )));
         }
-        "admin" if !ending => {
+        // `bulkWrite` names its namespaces itself and always runs on `admin`.
+        "admin" if !ending && name != "bulkWrite" => {
             return Err(not_supported(
                 "Cannot run command against the 'admin' database in a transaction.".into(),
             ));

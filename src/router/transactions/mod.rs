@@ -23,23 +23,6 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// The commands a transaction may run (MongoDB's list for mongos, less the DDL docgrid does
-/// not run inside one yet): any other is refused with OperationNotSupportedInTransaction.
-const ALLOWED: &[&str] = &[
-    "find",
-    "aggregate",
-    "distinct",
-    "getMore",
-    "killCursors",
-    "insert",
-    "update",
-    "delete",
-    "findAndModify",
-    "bulkWrite",
-    "commitTransaction",
-    "abortTransaction",
-];
-
 /// How many sessions' transactions are kept before the finished ones are dropped.
 const KEPT_SESSIONS: usize = 10_000;
 
@@ -174,36 +157,6 @@ pub(super) fn wrap(name: &'static str, handler: Handler<RouterState>) -> Handler
     })
 }
 
-/// What MongoDB refuses before a statement runs: databases that cannot take part, commands
-/// not allowed in a transaction, a write concern on a statement.
-fn check_statement(name: &str, request: &CommandRequest) -> Result<()> {
-    if !ALLOWED.contains(&name) {
-        return Err(MongoError::new(
-            ErrorCode::OperationNotSupportedInTransaction,
-            format!("Cannot run '{name}' in a multi-document transaction."),
-        ));
-    }
-    let commit_or_abort = matches!(name, "commitTransaction" | "abortTransaction");
-    // These run on `admin`, naming the namespaces they act on.
-    let on_admin = commit_or_abort || name == "bulkWrite";
-    if !on_admin && matches!(request.db.as_str(), "config" | "admin" | "local") {
-        return Err(MongoError::new(
-            ErrorCode::OperationNotSupportedInTransaction,
-            format!(
-                "Cannot run command against the '{}' database in a transaction.",
-                request.db
-            ),
-        ));
-    }
-    if !commit_or_abort && matches!(request.body.get("writeConcern"), Ok(Some(_))) {
-        return Err(MongoError::new(
-            ErrorCode::InvalidOptions,
-            "writeConcern is not allowed within a multi-statement transaction",
-        ));
-    }
-    Ok(())
-}
-
 /// Runs one statement of a transaction (commit and abort included).
 async fn statement(
     state: &RouterState,
@@ -212,7 +165,6 @@ async fn statement(
     request: CommandRequest,
     handler: Handler<RouterState>,
 ) -> Result<RawDocumentBuf> {
-    check_statement(name, &request)?;
     let (Some(session), Ok(Some(RawBsonRef::Document(lsid)))) = (
         LogicalSessionId::of_request(&request),
         request.body.get("lsid"),
