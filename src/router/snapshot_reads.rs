@@ -35,7 +35,7 @@ pub(super) fn wrap(name: &'static str, handler: Handler<RouterState>) -> Handler
 /// The time a snapshot read outside a transaction reads at: the client's `atClusterTime`, or
 /// the router's clock now. `None`: not such a read.
 fn snapshot_time(state: &RouterState, request: &CommandRequest) -> Result<Option<Timestamp>> {
-    if matches!(request.body.get("autocommit")?, Some(_)) {
+    if request.body.get("autocommit")?.is_some() {
         return Ok(None);
     }
     let Some(RawBsonRef::Document(concern)) = request.body.get("readConcern")? else {

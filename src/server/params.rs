@@ -3,7 +3,8 @@
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, Document, doc};
 use std::collections::BTreeMap;
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, RwLock};
 
 #[derive(Clone, Debug)]
 struct Param {
@@ -17,7 +18,13 @@ struct Param {
 #[derive(Debug)]
 pub struct Parameters {
     params: RwLock<BTreeMap<&'static str, Param>>,
+    /// `minSnapshotHistoryWindowInSeconds` as a data node's storage reads it on every commit
+    /// (shared with `Storage`, set in place by `setParameter`).
+    snapshot_history_window: Arc<AtomicU32>,
 }
+
+/// `minSnapshotHistoryWindowInSeconds`' default (MongoDB's 5 minutes).
+pub const DEFAULT_SNAPSHOT_HISTORY_WINDOW_SECS: i32 = 300;
 
 /// `cursorTimeoutMillis` default: idle cursors die after 10 minutes.
 pub const DEFAULT_CURSOR_TIMEOUT_MS: i64 = 600_000;
@@ -125,6 +132,16 @@ impl Parameters {
             Bson::Int32(300_000),
             false,
         );
+        // How long a data node keeps the history that reads at a past cluster time need
+        // (`datanode::storage::history`), at least 0 as in MongoDB.
+        params.insert(
+            "minSnapshotHistoryWindowInSeconds",
+            Param {
+                value: Bson::Int32(DEFAULT_SNAPSHOT_HISTORY_WINDOW_SECS),
+                runtime: true,
+                bounds: Some((0, i64::from(i32::MAX))),
+            },
+        );
         // Startup-only: the nesting incoming documents may have, within MongoDB's bounds.
         params.insert(
             "maxBSONDepth",
@@ -154,6 +171,9 @@ impl Parameters {
         );
         Parameters {
             params: RwLock::new(params),
+            snapshot_history_window: Arc::new(AtomicU32::new(
+                DEFAULT_SNAPSHOT_HISTORY_WINDOW_SECS as u32,
+            )),
         }
     }
 
@@ -187,6 +207,7 @@ impl Parameters {
                 })?;
                 check_bounds(name, param, &converted)?;
                 apply_to_engine(name, &converted)?;
+                params.apply_to_storage(name, &converted);
                 param.value = converted;
             }
         }
@@ -294,7 +315,23 @@ impl Parameters {
         })?;
         check_bounds(name, param, &converted)?;
         apply_to_engine(name, &converted)?;
+        self.apply_to_storage(name, &converted);
         Ok(std::mem::replace(&mut param.value, converted))
+    }
+
+    /// `minSnapshotHistoryWindowInSeconds` as storage reads it: pass it to
+    /// `Storage::open_with_history_window`.
+    pub fn snapshot_history_window(&self) -> Arc<AtomicU32> {
+        self.snapshot_history_window.clone()
+    }
+
+    /// Hands storage a parameter it reads (already within its bounds).
+    fn apply_to_storage(&self, name: &str, value: &Bson) {
+        if name == "minSnapshotHistoryWindowInSeconds" {
+            if let Some(secs) = as_i64(value).and_then(|n| u32::try_from(n).ok()) {
+                self.snapshot_history_window.store(secs, Ordering::Relaxed);
+            }
+        }
     }
 }
 
@@ -358,6 +395,16 @@ mod tests {
         );
         assert_eq!(p.get_i64("cursorTimeoutMillis"), Some(5));
         assert!(p.set("enableTestCommands", &Bson::Boolean(true)).is_err());
+        // Storage sees the snapshot history window change in place; negative is refused.
+        let window = p.snapshot_history_window();
+        p.set("minSnapshotHistoryWindowInSeconds", &Bson::Int32(5))
+            .unwrap();
+        assert_eq!(window.load(Ordering::Relaxed), 5);
+        assert!(
+            p.set("minSnapshotHistoryWindowInSeconds", &Bson::Int32(-1))
+                .is_err()
+        );
+        assert_eq!(window.load(Ordering::Relaxed), 5);
         assert_eq!(
             p.set("nope", &Bson::Int32(1)).unwrap_err().code(),
             ErrorCode::InvalidOptions
@@ -424,6 +471,11 @@ mod startup_tests {
             "Invalid value for parameter maxBSONDepth: 20 is not greater than or equal to 21"
         );
         let p = Parameters::with_startup(&[("maxBSONDepth".into(), "21".into())]).unwrap();
+        let window =
+            Parameters::with_startup(&[("minSnapshotHistoryWindowInSeconds".into(), "7".into())])
+                .unwrap()
+                .snapshot_history_window();
+        assert_eq!(window.load(Ordering::Relaxed), 7);
         assert_eq!(p.get_i64("maxBSONDepth"), Some(21));
         assert!(
             Parameters::with_startup(&[("ingressMessageMemoryLimitBytes".into(), "1000".into())])

@@ -53,7 +53,12 @@ impl ShardState {
         connector: Arc<Connector>,
     ) -> Result<Arc<ShardState>> {
         let connector = NodeConnector::new(connector, node.clock.clone());
-        let storage = Storage::open(data_dir, node.clock.clone()).await?;
+        let storage = Storage::open_with_history_window(
+            data_dir,
+            node.clock.clone(),
+            node.params.snapshot_history_window(),
+        )
+        .await?;
         let identity = identity::load(&storage).await?;
         let state = Arc::new(ShardState {
             node,

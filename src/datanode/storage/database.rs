@@ -58,6 +58,8 @@ pub struct DatabaseStore {
     pub(super) clock: Arc<LogicalClock>,
     /// The latest second recorded in `docgrid_clock`: a write in a later second records it.
     pub(super) clock_seconds: std::sync::atomic::AtomicU32,
+    /// The before-images reads at a past cluster time need (`history`).
+    pub(super) history: super::history::History,
 }
 
 /// Settings of every connection to a database file, the writer's and the readers': a 32 MiB
@@ -114,7 +116,9 @@ impl DatabaseStore {
         name: &str,
         path: &Path,
         clock: Arc<LogicalClock>,
+        history_window: Arc<std::sync::atomic::AtomicU32>,
     ) -> Result<DatabaseStore> {
+        let existed = path.exists();
         let options = connect_options(path);
         let mut conn = SqliteConnection::connect_with(&options)
             .await
@@ -137,7 +141,19 @@ impl DatabaseStore {
         }
         let readers = Readers::new(path, 4, Duration::from_secs(60));
         let snapshots = Readers::new(path, SNAPSHOT_READERS, Duration::from_secs(60));
+        // No history survives a restart: nothing before now can be read at its time. A file
+        // created now has all its history: it was empty before.
+        let opened_at = if existed {
+            clock.now()
+        } else {
+            bson::Timestamp {
+                time: 0,
+                increment: 0,
+            }
+        };
+        let history = super::history::History::new(opened_at, history_window);
         Ok(DatabaseStore {
+            history,
             name: name.to_string(),
             path: path.to_path_buf(),
             durability: Durability::new(path),

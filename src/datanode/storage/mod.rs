@@ -4,7 +4,8 @@
 //! bits)`. This is the only module that contains SQL. A multi-document transaction
 //! (`StorageTransaction`) reads a pinned snapshot of each file it uses and buffers its writes
 //! over it (`TxnView`), applying them in one write transaction per file at commit; document
-//! locks (`doc_locks`) make its first writer of a document win.
+//! locks (`doc_locks`) make its first writer of a document win. Reads at a past cluster time
+//! apply each file's in-memory undo history (`history`) over the latest snapshot.
 
 mod capped;
 mod catalog;
@@ -14,6 +15,7 @@ mod database;
 mod doc_locks;
 mod documents;
 mod durability;
+mod history;
 mod index_build;
 mod index_usage;
 mod keys;
@@ -27,6 +29,7 @@ mod txn_view;
 pub use capped::CappedLimits;
 pub use catalog::{CollectionMeta, IndexMeta};
 pub use database::{DatabaseStore, connect_options, reader_connect_options};
+pub use history::{DEFAULT_HISTORY_WINDOW_SECS, HISTORY_MEMORY_BYTES};
 pub use index_build::IndexBuildStats;
 pub use index_usage::IndexUsage;
 pub use read_sql::DocumentReads;
@@ -40,6 +43,7 @@ use crate::server::clock::LogicalClock;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicU32;
 use tokio::sync::RwLock;
 
 /// Every database of one node.
@@ -47,6 +51,8 @@ pub struct Storage {
     dir: PathBuf,
     /// The node's clock, which every database's write transactions tick.
     clock: Arc<LogicalClock>,
+    /// `minSnapshotHistoryWindowInSeconds`: how long every database keeps its history.
+    history_window: Arc<AtomicU32>,
     dbs: RwLock<BTreeMap<String, Arc<DatabaseStore>>>,
 }
 
@@ -54,8 +60,20 @@ const FILE_SUFFIX: &str = ".sqlite";
 const SPILL_DIR: &str = "_tmp";
 
 impl Storage {
-    /// Opens (creating if needed) the data directory and every database file in it.
+    /// Opens (creating if needed) the data directory and every database file in it, keeping
+    /// the default snapshot history window.
     pub async fn open(dir: &Path, clock: Arc<LogicalClock>) -> Result<Arc<Storage>> {
+        let window = Arc::new(AtomicU32::new(DEFAULT_HISTORY_WINDOW_SECS));
+        Self::open_with_history_window(dir, clock, window).await
+    }
+
+    /// [`open`](Self::open), keeping history for `history_window` seconds as it is now (the
+    /// node's `minSnapshotHistoryWindowInSeconds`, which `setParameter` changes in place).
+    pub async fn open_with_history_window(
+        dir: &Path,
+        clock: Arc<LogicalClock>,
+        history_window: Arc<AtomicU32>,
+    ) -> Result<Arc<Storage>> {
         std::fs::create_dir_all(dir).map_err(|e| {
             MongoError::internal(format!(
                 "cannot create data directory {}: {e}",
@@ -76,7 +94,9 @@ impl Storage {
             let Some(name) = decode_name(encoded) else {
                 continue;
             };
-            let db = DatabaseStore::open(&name, &entry.path(), clock.clone()).await?;
+            let db =
+                DatabaseStore::open(&name, &entry.path(), clock.clone(), history_window.clone())
+                    .await?;
             let db = Arc::new(db);
             db.register();
             dbs.insert(name, db);
@@ -84,6 +104,7 @@ impl Storage {
         let storage = Arc::new(Storage {
             dir: dir.to_path_buf(),
             clock,
+            history_window,
             dbs: RwLock::new(dbs),
         });
         storage.drop_rename_leftovers().await?;
@@ -134,7 +155,9 @@ impl Storage {
             ));
         }
         let path = self.dir.join(format!("{}{FILE_SUFFIX}", encode_name(name)));
-        let db = Arc::new(DatabaseStore::open(name, &path, self.clock.clone()).await?);
+        let db = DatabaseStore::open(name, &path, self.clock.clone(), self.history_window.clone())
+            .await?;
+        let db = Arc::new(db);
         db.register();
         dbs.insert(name.to_string(), db.clone());
         Ok(db)

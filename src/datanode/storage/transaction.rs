@@ -1,7 +1,8 @@
 //! A multi-document transaction on a data node's storage: one view per database file it uses
 //! (`TxnView`, its snapshot pinned on first use), the task-local scope that makes
 //! `DatabaseStore::read` and `DatabaseStore::writes` go through those views, and the commit,
-//! which validates every view before it applies any, each in one write transaction.
+//! which validates every view before it applies any, each in one write transaction. A
+//! transaction may read at a cluster time (`at`): its views then read through the history.
 
 use super::Storage;
 use super::catalog::CollectionMeta;
@@ -44,6 +45,9 @@ pub struct StorageTransaction {
     /// ident)`. The transaction's reads must plan with them multikey (no covered reads, one
     /// answer per document) before the commit records it.
     multikey: Arc<Multikey>,
+    /// The cluster time the transaction reads at (`at`); `None`: the latest data at each
+    /// view's first use.
+    read_at: Option<bson::Timestamp>,
 }
 
 /// Indexes a transaction's writes made multikey, by database name.
@@ -57,19 +61,36 @@ fn no_such_transaction(state: State) -> MongoError {
 }
 
 impl StorageTransaction {
-    /// A read-only snapshot at cluster time `time` (a snapshot read outside a transaction).
-    /// Reads see the latest committed data until history is kept: see `snapshot_read`.
-    pub fn at(_time: bson::Timestamp) -> Arc<Self> {
-        Self::new()
+    /// A transaction reading every database as of cluster time `time` (`readConcern:
+    /// {level: "snapshot", atClusterTime}`, in a transaction or outside one): each view is the
+    /// latest snapshot with the history's before-images of the records changed after `time`
+    /// as a base layer under the transaction's own writes (`history`). A view's first use
+    /// fails with SnapshotTooOld if the history no longer reaches `time`. A write compares
+    /// the version as of `time` with the latest committed one: a document changed after
+    /// `time` is a WriteConflict. The caller waits for `time` to be visible first
+    /// (`LogicalClock::wait_until_visible`). The catalog is the current one.
+    pub fn at(time: bson::Timestamp) -> Arc<Self> {
+        Self::with_read_time(Some(time))
     }
 
+    /// A transaction reading the latest data (each database's as of its first use).
     pub fn new() -> Arc<Self> {
+        Self::with_read_time(None)
+    }
+
+    fn with_read_time(read_at: Option<bson::Timestamp>) -> Arc<Self> {
         Arc::new(StorageTransaction {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             views: Mutex::new(BTreeMap::new()),
             state: Mutex::new(State::Active),
             multikey: Default::default(),
+            read_at,
         })
+    }
+
+    /// The cluster time this transaction reads at, if it reads at one.
+    pub fn read_time(&self) -> Option<bson::Timestamp> {
+        self.read_at
     }
 
     pub fn id(&self) -> u64 {
@@ -122,7 +143,7 @@ impl StorageTransaction {
             Some(view) => view,
             None => {
                 let view = Arc::new(tokio::sync::Mutex::new(
-                    TxnView::open(db.arc()?, self.id, self.multikey.clone()).await?,
+                    TxnView::open(db.arc()?, self.id, self.multikey.clone(), self.read_at).await?,
                 ));
                 self.views
                     .lock()
@@ -266,8 +287,17 @@ impl StorageTransaction {
 
     /// A prepared transaction again after a restart, from what [`prepare`](Self::prepare)
     /// returned: its locks taken, its writes over new snapshots, ready to commit or abort.
+    ///
+    /// The commit may have run before the crash that lost the prepare record's removal: a
+    /// document that already has the transaction's final version (present with its bytes,
+    /// or absent for a delete) is left out, so that the commit applies nothing twice (and
+    /// nothing at all, successfully, when every write had been applied). A document the
+    /// transaction had not written yet cannot have that version: its lock kept it as the
+    /// prepare found it (and one that does, by an update writing the same bytes, needs no
+    /// write).
     pub async fn restore_prepared(storage: &Storage, writes: &Document) -> Result<Arc<Self>> {
         let txn = StorageTransaction::new();
+        let mut parsed = Vec::new();
         let entries = writes.get_array("writes").map_err(|e| {
             MongoError::internal(format!("a prepared transaction's writes are corrupt: {e}"))
         })?;
@@ -303,8 +333,40 @@ impl StorageTransaction {
                     entry.get_document("doc").map_err(corrupt)?,
                 )?),
             };
-            let mut view = txn.view(&db).await?;
-            view.restore(&coll, key, doc).await?;
+            parsed.push((db, coll, key, doc));
+        }
+        // Each document's final version: its last write's.
+        let mut last = std::collections::HashMap::new();
+        for (db, coll, key, doc) in &parsed {
+            last.insert(
+                (db.name().to_string(), coll.ident, key.clone()),
+                doc.clone(),
+            );
+        }
+        let mut applied = std::collections::HashMap::new();
+        for (db, coll, key, doc) in parsed {
+            let id = (db.name().to_string(), coll.ident, key);
+            let skip = match applied.get(&id) {
+                Some(skip) => *skip,
+                None => {
+                    let latest = db
+                        .plain_reader()
+                        .await?
+                        .fetch_by_id_key(&coll, &id.2)
+                        .await?;
+                    let skip = match (&last[&id], latest) {
+                        (None, None) => true,
+                        (Some(last), Some((_, latest))) => last.as_bytes() == latest.as_bytes(),
+                        _ => false,
+                    };
+                    applied.insert(id.clone(), skip);
+                    skip
+                }
+            };
+            if !skip {
+                let mut view = txn.view(&db).await?;
+                view.restore(&coll, id.2, doc).await?;
+            }
         }
         for view in txn.locked_views().await {
             view.database()

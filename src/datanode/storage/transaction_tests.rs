@@ -752,3 +752,293 @@ async fn a_transaction_sees_the_indexes_its_writes_made_multikey() {
     txn.commit().await.unwrap();
     assert!(g_multikey(&db), "the commit records it");
 }
+
+/// What every read shape returns now, outside any transaction.
+async fn plain_reads(db: &DatabaseStore) -> Vec<Bson> {
+    let c = coll(db);
+    let mut read = db.read().await.unwrap();
+    every_read(&mut read, &c).await
+}
+
+/// What every read shape returns as of `time`.
+async fn reads_at(db: &DatabaseStore, time: bson::Timestamp) -> Vec<Bson> {
+    let c = coll(db);
+    let txn = StorageTransaction::at(time);
+    let out = txn
+        .scope(async {
+            let mut read = db.read().await.unwrap();
+            every_read(&mut read, &c).await
+        })
+        .await;
+    txn.abort().await;
+    out
+}
+
+/// Applies `change` to the document with `_id` `id` in one write transaction (`None`:
+/// deletes it); inserts it when missing.
+async fn commit_change(db: &DatabaseStore, id: i32, change: Option<RawDocumentBuf>) {
+    let c = coll(db);
+    let mut w = db.write().await.unwrap();
+    match (w.fetch_by_id(&c, &Bson::Int32(id)).await.unwrap(), change) {
+        (Some((rid, old)), Some(new)) => w.replace(&c, rid, &old, &new).await.unwrap(),
+        (Some((rid, old)), None) => w.delete(&c, rid, &old).await.unwrap(),
+        (None, Some(new)) => {
+            w.insert_one(&c, &new).await.unwrap();
+        }
+        (None, None) => {}
+    }
+    w.commit().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_read_at_a_cluster_time_sees_the_state_at_that_time_through_every_read_shape() {
+    let (_dir, storage) = open().await;
+    let db = seeded(&storage, 10).await;
+    let t1 = storage.clock.now();
+    let at_t1 = plain_reads(&db).await;
+    // After t1: `_id` 1 leaves the bounds [1, 3) of `g` (only its old version is in them),
+    // 2 is deleted, 100 and 101 inserted (a batch), 3 replaced twice in one transaction.
+    commit_change(&db, 1, Some(rawdoc! {"_id": 1, "g": 4, "v": 2})).await;
+    commit_change(&db, 2, None).await;
+    {
+        let c = coll(&db);
+        let mut w = db.write().await.unwrap();
+        let batch = [rawdoc! {"_id": 100, "g": 1}, rawdoc! {"_id": 101, "g": 2}];
+        let refs: Vec<_> = batch.iter().map(|d| d.as_ref()).collect();
+        w.insert(&c, &refs).await.unwrap();
+        let (rid, old) = w.fetch_by_id(&c, &Bson::Int32(3)).await.unwrap().unwrap();
+        w.replace(&c, rid, &old, &rawdoc! {"_id": 3, "g": 2, "v": 2})
+            .await
+            .unwrap();
+        let new = rawdoc! {"_id": 3, "g": [0, 1], "v": 3};
+        w.replace(&c, rid, &rawdoc! {"_id": 3, "g": 2, "v": 2}, &new)
+            .await
+            .unwrap();
+        w.commit().await.unwrap();
+    }
+    let t2 = storage.clock.now();
+    let at_t2 = plain_reads(&db).await;
+    assert_ne!(at_t1, at_t2);
+    // After t2: 100 deleted, 1 changed again, 2 inserted again (a new record id), 0 changed.
+    commit_change(&db, 100, None).await;
+    commit_change(&db, 1, Some(rawdoc! {"_id": 1, "g": 0, "v": 3})).await;
+    commit_change(&db, 2, Some(rawdoc! {"_id": 2, "g": 3, "v": 3})).await;
+    commit_change(&db, 0, Some(rawdoc! {"_id": 0, "g": 1, "v": 3})).await;
+    let now = plain_reads(&db).await;
+
+    assert_eq!(reads_at(&db, t1).await, at_t1);
+    assert_eq!(reads_at(&db, t2).await, at_t2);
+    assert_eq!(reads_at(&db, storage.clock.now()).await, now);
+    // Two reads at different times at once, each on its own transaction.
+    let (a, b) = (StorageTransaction::at(t1), StorageTransaction::at(t2));
+    let c = coll(&db);
+    let read = |txn: Arc<StorageTransaction>, id: i32| {
+        let (db, c) = (db.clone(), c.clone());
+        async move {
+            txn.scope(async {
+                let mut r = db.read().await.unwrap();
+                r.fetch_by_id(&c, &Bson::Int32(id))
+                    .await
+                    .unwrap()
+                    .map(|(_, d)| d.to_document().unwrap())
+            })
+            .await
+        }
+    };
+    assert_eq!(read(a.clone(), 1).await, Some(doc! {"_id": 1, "g": 1}));
+    assert_eq!(
+        read(b.clone(), 1).await,
+        Some(doc! {"_id": 1, "g": 4, "v": 2})
+    );
+    assert_eq!(read(a.clone(), 100).await, None);
+    assert_eq!(read(b.clone(), 100).await, Some(doc! {"_id": 100, "g": 1}));
+    assert_eq!(read(a.clone(), 2).await, Some(doc! {"_id": 2, "g": 2}));
+    assert_eq!(read(b.clone(), 2).await, None);
+    a.abort().await;
+    b.abort().await;
+    assert!(!db.locks.any());
+}
+
+#[tokio::test]
+async fn a_read_older_than_the_history_is_snapshot_too_old_and_the_window_evicts() {
+    let (dir, storage) = open().await;
+    let db = seeded(&storage, 4).await;
+    let created = storage.clock.now();
+    // A file this process created has all its history: as far back as the window goes.
+    assert_eq!(
+        db.oldest_readable_time(),
+        bson::Timestamp {
+            time: created.time - DEFAULT_HISTORY_WINDOW_SECS,
+            increment: 0
+        }
+    );
+    let too_old = |db: Arc<DatabaseStore>, time: bson::Timestamp| {
+        let c = coll(&db);
+        async move {
+            let txn = StorageTransaction::at(time);
+            let e = txn.scope(async { db.read().await.err().unwrap() }).await;
+            txn.abort().await;
+            assert_eq!(e.code(), ErrorCode::SnapshotTooOld);
+            assert_eq!(
+                e.message(),
+                format!(
+                    "Read timestamp Timestamp({}, {}) is older than the oldest available timestamp.",
+                    time.time, time.increment
+                )
+            );
+            let _ = c;
+        }
+    };
+    // No history survives a restart: the file opened again reads from its opening on.
+    let restarted = Storage::open(dir.path(), Default::default()).await.unwrap();
+    let reopened = restarted.database("app").await.unwrap();
+    too_old(reopened.clone(), created).await;
+    let now = restarted.clock.now();
+    assert_eq!(reads_at(&reopened, now).await, plain_reads(&reopened).await);
+    drop((reopened, restarted));
+    let t1 = storage.clock.now();
+    let at_t1 = plain_reads(&db).await;
+    commit_change(&db, 1, Some(rawdoc! {"_id": 1, "g": 3})).await;
+    assert_eq!(reads_at(&db, t1).await, at_t1);
+    // A window of 5 seconds, 10 seconds later: the history of t1 is gone.
+    storage
+        .history_window
+        .store(5, std::sync::atomic::Ordering::Relaxed);
+    storage.clock.advance(bson::Timestamp {
+        time: t1.time + 10,
+        increment: 0,
+    });
+    commit_change(&db, 2, Some(rawdoc! {"_id": 2, "g": 3})).await;
+    assert!(db.oldest_readable_time().time >= t1.time + 5);
+    too_old(db.clone(), t1).await;
+    let now = storage.clock.now();
+    assert_eq!(reads_at(&db, now).await, plain_reads(&db).await);
+    assert!(db.history.inner_len() <= 1, "the entries of t1 are dropped");
+}
+
+#[tokio::test]
+async fn entries_of_a_rolled_back_write_and_reused_record_ids_do_not_disturb_reads() {
+    let (_dir, storage) = open().await;
+    let db = seeded(&storage, 4).await;
+    let c = coll(&db);
+    let t0 = storage.clock.now();
+    let at_t0 = plain_reads(&db).await;
+    // The history takes the notes, then the COMMIT "fails": the insert's record id is
+    // reused by the next insert.
+    let mut w = db.write().await.unwrap();
+    let lost = w
+        .insert_one(&c, &rawdoc! {"_id": 100, "g": 0})
+        .await
+        .unwrap();
+    let (rid, old) = w.fetch_by_id(&c, &Bson::Int32(1)).await.unwrap().unwrap();
+    w.replace(&c, rid, &old, &rawdoc! {"_id": 1, "g": 4})
+        .await
+        .unwrap();
+    w.append_history_and_roll_back().await.unwrap();
+    let t1 = storage.clock.now();
+    assert_eq!(plain_reads(&db).await, at_t0);
+    let mut w = db.write().await.unwrap();
+    let reused = w
+        .insert_one(&c, &rawdoc! {"_id": 101, "g": 1})
+        .await
+        .unwrap();
+    w.commit().await.unwrap();
+    assert_eq!(reused, lost, "the record id is reused");
+    commit_change(&db, 1, Some(rawdoc! {"_id": 1, "g": 2, "v": 1})).await;
+    assert_eq!(reads_at(&db, t0).await, at_t0);
+    assert_eq!(reads_at(&db, t1).await, at_t0);
+}
+
+#[tokio::test]
+async fn a_write_at_a_cluster_time_conflicts_with_changes_after_it() {
+    let (_dir, storage) = open().await;
+    let db = seeded(&storage, 6).await;
+    let c = coll(&db);
+    let t = storage.clock.now();
+    commit_change(&db, 1, Some(rawdoc! {"_id": 1, "g": 9})).await;
+    commit_change(&db, 2, None).await;
+    commit_change(&db, 50, Some(rawdoc! {"_id": 50})).await;
+    let txn = StorageTransaction::at(t);
+    txn.scope(async {
+        let mut w = db.writes().await.unwrap();
+        // Changed after t: the version as of t is not the latest.
+        let (rid, old) = w.fetch_by_id(&c, &Bson::Int32(1)).await.unwrap().unwrap();
+        assert_eq!(old.to_document().unwrap(), doc! {"_id": 1, "g": 1});
+        let e = w
+            .replace(&c, rid, &old, &rawdoc! {"_id": 1, "g": 7})
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::WriteConflict);
+        // Deleted after t.
+        let (rid, old) = w.fetch_by_id(&c, &Bson::Int32(2)).await.unwrap().unwrap();
+        let e = w.delete(&c, rid, &old).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::WriteConflict);
+        // Inserted after t: absent at t.
+        assert!(w.fetch_by_id(&c, &Bson::Int32(50)).await.unwrap().is_none());
+        let e = w.insert_one(&c, &rawdoc! {"_id": 50}).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::WriteConflict);
+    })
+    .await;
+    txn.abort().await;
+    // Unchanged since t: the write commits, and only it.
+    let txn = StorageTransaction::at(t);
+    txn.scope(async {
+        let mut w = db.writes().await.unwrap();
+        let (rid, old) = w.fetch_by_id(&c, &Bson::Int32(3)).await.unwrap().unwrap();
+        w.replace(&c, rid, &old, &rawdoc! {"_id": 3, "g": 0})
+            .await
+            .unwrap();
+    })
+    .await;
+    let before = plain_reads(&db).await;
+    txn.commit().await.unwrap();
+    commit_change(&db, 3, Some(rawdoc! {"_id": 3, "g": 3})).await;
+    assert_eq!(
+        plain_reads(&db).await,
+        before,
+        "the history layer is not applied"
+    );
+    assert_eq!(db.stats(&c).count, 6 - 1 + 1);
+    assert!(!db.locks.any());
+}
+
+#[tokio::test]
+async fn restoring_an_already_committed_prepared_transaction_commits_nothing() {
+    let (_dir, storage) = open().await;
+    let db = seeded(&storage, 10).await;
+    let c = coll(&db);
+    let txn = StorageTransaction::new();
+    txn.scope(async {
+        let mut w = db.writes().await.unwrap();
+        let (rid, old) = w.fetch_by_id(&c, &Bson::Int32(1)).await.unwrap().unwrap();
+        w.replace(&c, rid, &old, &rawdoc! {"_id": 1, "g": 11})
+            .await
+            .unwrap();
+        let (rid, old) = w.fetch_by_id(&c, &Bson::Int32(2)).await.unwrap().unwrap();
+        w.delete(&c, rid, &old).await.unwrap();
+        let (rid, old) = w.fetch_by_id(&c, &Bson::Int32(3)).await.unwrap().unwrap();
+        w.delete(&c, rid, &old).await.unwrap();
+        w.insert_one(&c, &rawdoc! {"_id": 3, "g": 1, "again": true})
+            .await
+            .unwrap();
+        w.insert_one(&c, &rawdoc! {"_id": 30, "g": 3})
+            .await
+            .unwrap();
+    })
+    .await;
+    let writes = txn.prepare().await.unwrap();
+    txn.commit().await.unwrap();
+    // The crash came before the prepare record's removal: restored, committed again.
+    let applied = plain_reads(&db).await;
+    let count = db.stats(&c).count;
+    let time = storage.clock.now();
+    let restored = StorageTransaction::restore_prepared(&storage, &writes)
+        .await
+        .unwrap();
+    assert!(!restored.has_writes());
+    assert!(restored.commit().await.unwrap().is_empty());
+    assert_eq!(plain_reads(&db).await, applied);
+    assert_eq!(db.stats(&c).count, count);
+    assert_eq!(reads_at(&db, time).await, applied, "no write happened");
+    assert!(!db.locks.any() && !db.locks.any_prepared());
+}

@@ -5,6 +5,7 @@ use super::catalog::IndexMeta;
 use super::catalog::{CollectionMeta, CollectionStats};
 use super::database::{DatabaseStore, Writer};
 use super::doc_locks::{DocKey, DocLocks, write_conflict};
+use super::history::Note;
 use super::index_build::BuiltKey;
 use super::keys::{DocumentKeys, duplicate_key_error};
 use super::read_sql::{DocumentReads, Param, ReadQuery, ResultRow, column_error};
@@ -218,6 +219,8 @@ pub struct WriteTxn<'a> {
     /// A write met a document a transaction holds: the commit must fail too, even if the
     /// caller took that write's error for a per-statement error and went on.
     conflicted: bool,
+    /// The records written and their before-images, for the history (appended at commit).
+    notes: Vec<Note>,
 }
 
 /// Statements (each ending in `;`) and their parameters, in order.
@@ -302,6 +305,7 @@ impl<'a> WriteTxn<'a> {
             multikey: BTreeSet::new(),
             lock_owner: 0,
             conflicted: false,
+            notes: Vec::new(),
         })
     }
 
@@ -439,7 +443,14 @@ impl<'a> WriteTxn<'a> {
         chunk: &[&RawDocument],
     ) -> std::result::Result<(), InsertError> {
         let first_rid = self.next_rids(coll, chunk.len()).await?;
-        self.note_written(coll.ident, first_rid..first_rid + chunk.len() as i64);
+        let rids = first_rid..first_rid + chunk.len() as i64;
+        self.note_written(coll.ident, rids.clone());
+        // Absent before: one note for the chunk, no copy.
+        self.notes.push(Note {
+            coll: coll.ident,
+            rids,
+            before: None,
+        });
         let mut index_rows: Vec<Vec<(TypedKey, RecordId)>> = vec![Vec::new(); coll.indexes.len()];
         let mut bytes = 0i64;
         for (i, raw) in chunk.iter().enumerate() {
@@ -550,6 +561,11 @@ impl<'a> WriteTxn<'a> {
         raw: &RawDocument,
     ) -> Result<()> {
         self.note_written(coll.ident, rid..rid + 1);
+        self.notes.push(Note {
+            coll: coll.ident,
+            rids: rid..rid + 1,
+            before: None,
+        });
         let sql = format!("INSERT INTO {} (rid, doc) VALUES (?, ?)", coll.table());
         sqlx::query(AssertSqlSafe(sql))
             .bind(rid)
@@ -717,6 +733,17 @@ impl<'a> WriteTxn<'a> {
         }
     }
 
+    /// Notes `old` as the before-image of record `rid` for the history (the one copy a
+    /// replacement or deletion costs it). Noted before the write: a write that then fails
+    /// leaves the record as noted, which the history tolerates.
+    fn note_before(&mut self, coll: i64, rid: RecordId, old: &RawDocument) {
+        self.notes.push(Note {
+            coll,
+            rids: rid..rid + 1,
+            before: Some(old.to_owned()),
+        });
+    }
+
     async fn delete_key(&mut self, index: &IndexMeta, key: &[u8], rid: RecordId) -> Result<()> {
         let sql = format!("DELETE FROM {} WHERE key = ? AND rid = ?", index.table());
         sqlx::query(AssertSqlSafe(sql))
@@ -760,6 +787,7 @@ impl<'a> WriteTxn<'a> {
         let coll = self.current(coll);
         self.check_lock(&coll, old)?;
         self.note_written(coll.ident, rid..rid + 1);
+        self.note_before(coll.ident, rid, old);
         self.exec("SAVEPOINT replace_one").await?;
         let result = async {
             let sql = format!("UPDATE {} SET doc = ? WHERE rid = ?", coll.table());
@@ -823,6 +851,7 @@ impl<'a> WriteTxn<'a> {
         let coll = self.current(coll);
         self.check_lock(&coll, old)?;
         self.note_written(coll.ident, rid..rid + 1);
+        self.note_before(coll.ident, rid, old);
         let sql = format!("DELETE FROM {} WHERE rid = ?", coll.table());
         sqlx::query(AssertSqlSafe(sql))
             .bind(rid)
@@ -891,6 +920,14 @@ impl<'a> WriteTxn<'a> {
                 [Owned::Int(i64::from(seconds))],
             );
         }
+        // The history has this transaction's before-images before any snapshot can see its
+        // writes (`history`: harmless if the COMMIT then fails).
+        if !self.notes.is_empty() {
+            let notes = std::mem::take(&mut self.notes);
+            self.db
+                .history
+                .append(self.time(), notes, self.db.clock.now());
+        }
         batch.sql.push_str("COMMIT");
         let mut query = sqlx::query(AssertSqlSafe(batch.sql));
         for param in &batch.params {
@@ -915,6 +952,17 @@ impl<'a> WriteTxn<'a> {
             entry.data_size += delta.data_size;
         }
         Ok(seq)
+    }
+
+    /// A COMMIT failing after the history took the transaction's notes, for the tests of
+    /// the history's tolerance of them.
+    #[cfg(test)]
+    pub(super) async fn append_history_and_roll_back(mut self) -> Result<()> {
+        let notes = std::mem::take(&mut self.notes);
+        self.db
+            .history
+            .append(self.time(), notes, self.db.clock.now());
+        self.rollback().await
     }
 
     /// Abandons every change of this transaction.

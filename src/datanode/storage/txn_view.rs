@@ -2,7 +2,9 @@
 //! snapshot of the transaction's first use of the file, and the transaction's own writes held
 //! in memory over it (the writer is taken only at commit, so a transaction never holds it).
 //! Every read merges the two; every write takes the document's lock (first writer wins) and
-//! checks the document has not changed since the snapshot.
+//! checks the document has not changed since the snapshot. A view reading at a cluster time
+//! has a base layer under the writes: the history's before-images of the records changed
+//! since that time (`history`), merged by every read as the writes are, never applied.
 
 use super::catalog::{CollectionMeta, IndexMeta};
 use super::database::DatabaseStore;
@@ -60,6 +62,10 @@ struct Overlay {
     /// The present written documents' entries per index ident, built when first needed:
     /// `(key, rid) -> type bits`.
     entries: HashMap<i64, (IndexMeta, Entries)>,
+    /// Records of `docs` that hold the history's version (a read at a past time), not a
+    /// write of this transaction: the base layer under its writes, which reads merge like
+    /// writes and the commit does not apply.
+    history: HashSet<RecordId>,
 }
 
 /// One written record as the commit applies it.
@@ -142,20 +148,24 @@ impl Overlay {
             self.ids.insert(id_key.clone(), rid);
         }
         self.docs.insert(rid, (id_key, doc));
+        self.history.remove(&rid);
         Ok(())
     }
 }
 
 impl TxnView {
     /// Pins a snapshot of `db` for transaction `txn`.
+    /// Pins a snapshot of `db` for transaction `txn`; reading as of cluster time `at` if
+    /// given (SnapshotTooOld if the history no longer reaches it).
     pub(super) async fn open(
         db: Arc<DatabaseStore>,
         txn: u64,
         multikey: Arc<super::transaction::Multikey>,
+        at: Option<bson::Timestamp>,
     ) -> Result<TxnView> {
         let mut snapshot = db.snapshot_reader().await?;
         let tables = snapshot.pin(read_sql::tables(), read_sql::name)?;
-        Ok(TxnView {
+        let mut view = TxnView {
             db,
             txn,
             snapshot,
@@ -165,7 +175,29 @@ impl TxnView {
             next_temp: TEMP_RID,
             locked: false,
             multikey,
-        })
+        };
+        if let Some(at) = at {
+            // Read after the pin: every commit the snapshot sees has its entries there.
+            let as_of = view.db.history.as_of(at, view.db.clock.now())?;
+            for (ident, records) in as_of {
+                // A collection dropped since reads as dropped (the catalog has no history).
+                let Some(coll) = view.db.collection_by_ident(ident) else {
+                    continue;
+                };
+                let overlay = view.colls.entry(ident).or_default();
+                for (rid, before) in records {
+                    // An absent record's `_id` key is never looked up: nothing can write it
+                    // (an insert takes a temporary record id).
+                    let id_key = match &before {
+                        Some(doc) => id_key_of(&coll, doc)?,
+                        None => Vec::new(),
+                    };
+                    overlay.put(rid, id_key, before)?;
+                    overlay.history.insert(rid);
+                }
+            }
+        }
+        Ok(view)
     }
 
     pub fn database(&self) -> &DatabaseStore {
@@ -239,7 +271,9 @@ impl TxnView {
             return Err(write_conflict());
         }
         self.locked = true;
-        let base = self.snapshot_by_id(coll, id_key).await?;
+        // The version this transaction reads (as of its time when reading at one): a document
+        // changed since is a conflict, as in MongoDB.
+        let base = self.fetch_by_id_key(coll, id_key).await?;
         let latest = self
             .db
             .plain_reader()
@@ -445,6 +479,9 @@ impl TxnView {
                 .ok_or_else(write_conflict)?;
             let mut ops = Vec::new();
             for (rid, (id_key, doc)) in &overlay.docs {
+                if overlay.history.contains(rid) {
+                    continue;
+                }
                 let base = || match self.bases.get(&(*ident, id_key.clone())) {
                     Some(Some((base_rid, base))) if base_rid == rid => Ok(base.clone()),
                     _ => Err(MongoError::internal(
@@ -477,6 +514,9 @@ impl TxnView {
                 continue;
             };
             for (rid, (id_key, doc)) in &overlay.docs {
+                if overlay.history.contains(rid) {
+                    continue;
+                }
                 let base = self.bases.get(&(*ident, id_key.clone()));
                 let base = base
                     .and_then(|b| b.as_ref())
