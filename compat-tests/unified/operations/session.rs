@@ -44,6 +44,9 @@ pub async fn run(
         // The lsid stays known: later event assertions may still name this session.
         let entity = state.entities.session_entity(object)?;
         drop(entity.session.take());
+        // The Rust driver aborts a dropped session's transaction on a task of its own: give it
+        // the moment it needs before events are checked.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         return Ok(Output::none());
     }
     // Whether a transaction is in progress, for the operations the runner builds itself.

@@ -110,7 +110,7 @@ pub fn check(request: &CommandRequest, command: &CommandInfo<'_>) -> Result<Gene
             WriteConcern::specified(fields.write_concern),
         )?;
     }
-    let takes_write_concern = supports_write_concern(request, command);
+    let takes_write_concern = supports_write_concern(command);
     if WriteConcern::specified(fields.write_concern) && !takes_write_concern {
         return Err(MongoError::new(
             ErrorCode::InvalidOptions,
@@ -156,11 +156,13 @@ pub fn check(request: &CommandRequest, command: &CommandInfo<'_>) -> Result<Gene
 /// Whether MongoDB accepts a `writeConcern` on this command. Commands between nodes are
 /// exempt (MongoDB's internal commands take one); `endSessions` is sent by mongosh at exit with
 /// `{w: 0}` and no reply is read, so refusing it would only leave its sessions behind.
-fn supports_write_concern(request: &CommandRequest, command: &CommandInfo<'_>) -> bool {
+fn supports_write_concern(command: &CommandInfo<'_>) -> bool {
     command.takes_write_concern
         || command.name.starts_with('_')
         || command.name == "endSessions"
-        || (command.name == "aggregate" && pipeline_writes(request))
+        // `aggregate` takes a write concern for its `$out`/`$merge` and accepts it without them
+        // (drivers send a collection's write concern with every aggregation).
+        || command.name == "aggregate"
 }
 
 /// An aggregation ending in `$out` or `$merge` writes, and so takes a write concern.

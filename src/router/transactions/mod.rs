@@ -23,6 +23,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+/// The label of a command refused because the server is overloaded; it ran nothing.
+const SYSTEM_OVERLOADED_ERROR: &str = "SystemOverloadedError";
+
 /// How many sessions' transactions are kept before the finished ones are dropped.
 const KEPT_SESSIONS: usize = 10_000;
 
@@ -232,13 +235,24 @@ async fn statement(
             finish_reply(&statement, reply)
         }
         (Action::Start | Action::Continue, Err(error)) => {
-            implicit_abort(state, &statement).await;
+            // An overload refusal ran nothing: the driver retries the statement within the
+            // transaction (the backpressure specification).
+            if !error.labels().iter().any(|l| l == SYSTEM_OVERLOADED_ERROR) {
+                implicit_abort(state, &statement).await;
+            }
             let transient = state::is_transient(error.code(), false, false)
                 || error.code().is(crate::error::ErrorCategory::NetworkError);
             Err(label(error, transient, "TransientTransactionError"))
         }
         (Action::Commit, Ok(reply)) => {
-            let wce = reply.get("writeConcernError").ok().flatten().is_some();
+            // A write concern that can never be satisfied leaves no doubt about the commit.
+            let wce = match reply.get("writeConcernError").ok().flatten() {
+                Some(RawBsonRef::Document(wce)) => !matches!(
+                    wce.get("code").ok().flatten(),
+                    Some(RawBsonRef::Int32(79 | 100))
+                ),
+                _ => false,
+            };
             let reply = finish_reply(&statement, reply)?;
             match wce {
                 true => with_labels(reply, &["UnknownTransactionCommitResult"]),
