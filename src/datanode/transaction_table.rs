@@ -123,13 +123,17 @@ impl TransactionTable {
     /// Every session's slot, once the table is loaded.
     async fn loaded_slots(&self, storage: &Storage) -> Result<Vec<(Vec<u8>, SessionSlot)>> {
         self.ensure_loaded(storage).await?;
-        Ok(self
-            .sessions
+        Ok(self.slots())
+    }
+
+    /// Every session's slot this node holds now.
+    fn slots(&self) -> Vec<(Vec<u8>, SessionSlot)> {
+        self.sessions
             .lock()
             .expect("poisoned")
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
-            .collect())
+            .collect()
     }
 
     /// The sessions (`{id, uid}`) whose last retryable write here is older than `cutoff`.
@@ -197,14 +201,7 @@ impl TransactionTable {
     /// Aborts the open transactions older than `limit` (`transactionLifetimeLimitSeconds`). A
     /// transaction running a command now is looked at next time.
     pub async fn abort_expired(&self, counters: &TransactionCounters, limit: Duration) {
-        let slots: Vec<SessionSlot> = self
-            .sessions
-            .lock()
-            .expect("poisoned")
-            .values()
-            .cloned()
-            .collect();
-        for slot in slots {
+        for (_, slot) in self.slots() {
             let Ok(mut session) = slot.try_lock() else {
                 continue;
             };
@@ -222,15 +219,8 @@ impl TransactionTable {
     /// The sessions holding an open or prepared transaction and running no command now, as
     /// `$currentOp` reports idle sessions.
     pub fn idle_sessions(&self, host: &str, limit: Duration) -> Vec<Document> {
-        let slots: Vec<(Vec<u8>, SessionSlot)> = self
-            .sessions
-            .lock()
-            .expect("poisoned")
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
         let mut out = Vec::new();
-        for (key, slot) in slots {
+        for (key, slot) in self.slots() {
             let Ok(session) = slot.try_lock() else {
                 continue;
             };
@@ -263,15 +253,8 @@ impl TransactionTable {
         counters: &TransactionCounters,
         matches: &(dyn Fn(&LogicalSessionId) -> bool + Sync),
     ) -> usize {
-        let slots: Vec<(Vec<u8>, SessionSlot)> = self
-            .sessions
-            .lock()
-            .expect("poisoned")
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
         let mut aborted = 0;
-        for (key, slot) in slots {
+        for (key, slot) in self.slots() {
             let Some(id) = session_id(&key)
                 .ok()
                 .and_then(|id| LogicalSessionId::of_document(&id))

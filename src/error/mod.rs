@@ -73,6 +73,32 @@ pub fn is_transient_transaction_error(
     }
 }
 
+/// The first write error of a write reply whose code is a transient transaction error (a
+/// write conflict reported for one statement), as an error: in a transaction it fails the
+/// whole command, as MongoDB rethrows it, since the client retries the whole transaction.
+pub fn transient_write_error(reply: &bson::RawDocument) -> Option<MongoError> {
+    let Ok(Some(bson::RawBsonRef::Array(errors))) = reply.get("writeErrors") else {
+        return None;
+    };
+    errors.into_iter().find_map(|error| {
+        let bson::RawBsonRef::Document(error) = error.ok()? else {
+            return None;
+        };
+        let Ok(Some(bson::RawBsonRef::Int32(code))) = error.get("code") else {
+            return None;
+        };
+        let code = ErrorCode::from_code(code);
+        if !is_transient_transaction_error(code, false, false) {
+            return None;
+        }
+        let message = match error.get("errmsg") {
+            Ok(Some(bson::RawBsonRef::String(m))) => m.to_string(),
+            _ => String::new(),
+        };
+        Some(MongoError::new(code, message))
+    })
+}
+
 /// Results of everything that can fail with a MongoDB error.
 pub type Result<T, E = MongoError> = std::result::Result<T, E>;
 

@@ -232,13 +232,7 @@ pub trait NodeState: Send + Sync + Sized + 'static {
         request: CommandRequest,
         _run: TransactionStatement<'a>,
     ) -> BoxFuture<'a, Result<RawDocumentBuf>> {
-        let name = request.name().to_string();
-        Box::pin(async move {
-            Err(MongoError::new(
-                ErrorCode::NotImplemented,
-                format!("'{name}' in a multi-document transaction is not supported by this node"),
-            ))
-        })
+        not_on_this_node(&request, "in a multi-document transaction")
     }
 
     /// Runs a read at a snapshot outside a transaction (`readConcern` level `snapshot`, at
@@ -250,13 +244,7 @@ pub trait NodeState: Send + Sync + Sized + 'static {
         request: CommandRequest,
         _run: TransactionStatement<'a>,
     ) -> BoxFuture<'a, Result<RawDocumentBuf>> {
-        let name = request.name().to_string();
-        Box::pin(async move {
-            Err(MongoError::new(
-                ErrorCode::NotImplemented,
-                format!("'{name}' with read concern 'snapshot' is not supported by this node"),
-            ))
-        })
+        not_on_this_node(&request, "with read concern 'snapshot'")
     }
 
     /// Runs `command` on the `config` database of the node holding `config.system.sessions`
@@ -296,6 +284,15 @@ pub trait NodeState: Send + Sync + Sized + 'static {
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async { Ok(()) })
     }
+}
+
+/// NotImplemented for a command this node cannot run as asked (`how`).
+fn not_on_this_node(
+    request: &CommandRequest,
+    how: &str,
+) -> BoxFuture<'static, Result<RawDocumentBuf>> {
+    let message = format!("'{}' {how} is not supported by this node", request.name());
+    Box::pin(async move { Err(MongoError::new(ErrorCode::NotImplemented, message)) })
 }
 
 /// A transaction statement's handler, given its request.

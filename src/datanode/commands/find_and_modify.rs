@@ -109,16 +109,7 @@ impl FindAndModifyCommand {
     }
 }
 
-/// The command, run again while it meets a document a transaction holds (`write::retry_write_conflicts`).
 pub(super) async fn run<S: DataNode>(
-    state: &S,
-    ctx: &RequestContext,
-    req: CommandRequest,
-) -> Result<RawDocumentBuf> {
-    super::write::retry_write_conflicts(req, |req| run_once(state, ctx, req)).await
-}
-
-async fn run_once<S: DataNode>(
     state: &S,
     _ctx: &RequestContext,
     req: CommandRequest,

@@ -30,6 +30,31 @@ use crate::server::stats::OpCounter;
 
 /// CRUD, catalog and database commands over a node's storage.
 pub fn data_commands<S: DataNode>() -> Vec<CommandSpec<S>> {
+    let mut specs = specs();
+    for spec in &mut specs {
+        if WRITES.contains(&spec.name) {
+            retry_write_conflicts(spec);
+        }
+    }
+    specs
+}
+
+/// The writes that meet transactions' documents.
+const WRITES: &[&str] = &["insert", "update", "delete", "findAndModify", "bulkWrite"];
+
+/// `spec`'s handler, run again while it meets a document a transaction holds
+/// (`write::retry_write_conflicts`).
+fn retry_write_conflicts<S: DataNode>(spec: &mut CommandSpec<S>) {
+    let handler = spec.handler.clone();
+    spec.handler = std::sync::Arc::new(move |state, ctx, request| {
+        let handler = handler.clone();
+        Box::pin(async move {
+            write::retry_write_conflicts(request, |request| handler(state, ctx, request)).await
+        })
+    });
+}
+
+fn specs<S: DataNode>() -> Vec<CommandSpec<S>> {
     vec![
         CommandSpec::new("insert", insert::run)
             .fields(requests::InsertRequest::FIELDS)

@@ -137,7 +137,11 @@ async fn statement<S: DataNode>(
     counters.active.fetch_add(1, Relaxed);
     let outcome = storage.scope(run(request)).await;
     counters.active.fetch_sub(1, Relaxed);
-    let outcome = outcome.and_then(raise_conflicts);
+    // A write conflict fails the command: the client retries the whole transaction.
+    let outcome = outcome.and_then(|reply| match crate::error::transient_write_error(&reply) {
+        Some(error) => Err(error),
+        None => Ok(reply),
+    });
     let failed = match &outcome {
         Err(_) => true,
         Ok(reply) => reply.get("writeErrors")?.is_some(),
@@ -146,30 +150,6 @@ async fn statement<S: DataNode>(
         end_open(counters, session).await;
     }
     outcome
-}
-
-/// A write conflict in a transaction fails the command rather than one of its statements, as
-/// MongoDB rethrows it there: the whole transaction is what the client retries.
-fn raise_conflicts(reply: RawDocumentBuf) -> Result<RawDocumentBuf> {
-    let Some(RawBsonRef::Array(errors)) = reply.get("writeErrors")? else {
-        return Ok(reply);
-    };
-    for error in errors {
-        let RawBsonRef::Document(error) = error? else {
-            continue;
-        };
-        if let Ok(Some(RawBsonRef::Int32(code))) = error.get("code") {
-            let code = ErrorCode::from_code(code);
-            if is_transient_transaction_error(code, false, false) {
-                let message = match error.get("errmsg") {
-                    Ok(Some(RawBsonRef::String(m))) => m.to_string(),
-                    _ => String::new(),
-                };
-                return Err(MongoError::new(code, message));
-            }
-        }
-    }
-    Ok(reply)
 }
 
 /// The session's transaction for a statement: a new one for `startTransaction` (ending what

@@ -228,7 +228,7 @@ async fn statement(
             if has_write_errors(&reply) {
                 implicit_abort(state, &statement).await;
                 // A conflict fails the command: the client retries the whole transaction.
-                if let Some(error) = transient_write_error(&reply) {
+                if let Some(error) = crate::error::transient_write_error(&reply) {
                     return Err(label(error, true, "TransientTransactionError"));
                 }
             }
@@ -296,31 +296,6 @@ fn with_labels(reply: RawDocumentBuf, labels: &[&str]) -> Result<RawDocumentBuf>
     let mut doc = reply.to_document()?;
     doc.insert("errorLabels", labels.to_vec());
     Ok(RawDocumentBuf::from_document(&doc)?)
-}
-
-/// The first write error of `reply` whose code MongoDB deems transient in a transaction (a
-/// write conflict a shard reported for one statement), as an error.
-fn transient_write_error(reply: &RawDocumentBuf) -> Option<MongoError> {
-    let Ok(Some(RawBsonRef::Array(errors))) = reply.get("writeErrors") else {
-        return None;
-    };
-    errors.into_iter().find_map(|error| {
-        let RawBsonRef::Document(error) = error.ok()? else {
-            return None;
-        };
-        let Ok(Some(RawBsonRef::Int32(code))) = error.get("code") else {
-            return None;
-        };
-        let code = ErrorCode::from_code(code);
-        if !state::is_transient(code, false, false) {
-            return None;
-        }
-        let message = match error.get("errmsg") {
-            Ok(Some(RawBsonRef::String(m))) => m.to_string(),
-            _ => String::new(),
-        };
-        Some(MongoError::new(code, message))
-    })
 }
 
 fn has_write_errors(reply: &RawDocumentBuf) -> bool {
@@ -660,45 +635,6 @@ pub(super) async fn abort(state: &RouterState, req: &CommandRequest) -> Result<R
 mod tests {
     use super::*;
     use bson::rawdoc;
-
-    fn request(db: &str, body: RawDocumentBuf) -> CommandRequest {
-        CommandRequest::new(db, body).unwrap()
-    }
-
-    #[test]
-    fn what_a_transaction_refuses() {
-        let code = |name: &str, db: &str, body: RawDocumentBuf| {
-            check_statement(name, &request(db, body)).map_err(|e| e.code())
-        };
-        assert_eq!(code("find", "app", rawdoc! {"find": "c"}), Ok(()));
-        assert_eq!(
-            code("count", "app", rawdoc! {"count": "c"}),
-            Err(ErrorCode::OperationNotSupportedInTransaction)
-        );
-        assert_eq!(
-            code("listCollections", "app", rawdoc! {"listCollections": 1}),
-            Err(ErrorCode::OperationNotSupportedInTransaction)
-        );
-        for db in ["config", "admin", "local"] {
-            assert_eq!(
-                code("find", db, rawdoc! {"find": "c"}),
-                Err(ErrorCode::OperationNotSupportedInTransaction)
-            );
-        }
-        // Commit and abort run on admin, with a write concern; so does bulkWrite (without).
-        let commit = rawdoc! {"commitTransaction": 1, "writeConcern": {"w": 1}};
-        assert_eq!(code("commitTransaction", "admin", commit), Ok(()));
-        let bulk = rawdoc! {"bulkWrite": 1, "ops": [], "nsInfo": []};
-        assert_eq!(code("bulkWrite", "admin", bulk), Ok(()));
-        assert_eq!(
-            code(
-                "insert",
-                "app",
-                rawdoc! {"insert": "c", "writeConcern": {"w": 1}}
-            ),
-            Err(ErrorCode::InvalidOptions)
-        );
-    }
 
     #[test]
     fn replies_carry_the_recovery_token_and_not_the_shards_read_only() {
