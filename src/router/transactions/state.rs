@@ -339,9 +339,9 @@ pub(super) fn begin_or_continue(
     }
     // A first statement sent again before it reached any shard (the driver retries it after
     // an overload refusal) starts the transaction afresh.
-    let unstarted = slot.as_ref().is_some_and(|t| {
-        t.phase == Phase::Open && t.participants.is_empty() && t.statements == 1
-    });
+    let unstarted = slot
+        .as_ref()
+        .is_some_and(|t| t.phase == Phase::Open && t.participants.is_empty() && t.statements == 1);
     if current == Some(number) && !(request.action == Action::Start && unstarted) {
         let txn = slot.as_mut().expect("checked");
         return match request.action {
