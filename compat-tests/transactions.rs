@@ -466,3 +466,27 @@ async fn bank_transfers_survive_kill_9_separate_processes() {
         "money is conserved"
     );
 }
+
+/// A transaction committed on a shard stays committed for its session after a `kill -9` of
+/// the shard: the commit sent again answers ok (MongoDB's committed transaction record), and
+/// the next transaction of the session starts.
+#[tokio::test]
+async fn a_commit_survives_kill_9_of_its_shard() {
+    let mut cluster = crate::harness::ProcessCluster::start(1).await;
+    let client = cluster.client().await;
+    let coll = accounts(&client, "commit_kill", false).await;
+    let mut session = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    transfer(&coll, &mut session, 0, 1, 7).await.unwrap();
+    session.commit_transaction().await.unwrap();
+    cluster.stop_shard(0);
+    cluster.start_shard_again(0);
+    // The driver sends the commit again (as after a lost reply).
+    session.commit_transaction().await.unwrap();
+    assert_eq!(balance(&coll, 0).await, BALANCE - 7);
+    assert_eq!(balance(&coll, 1).await, BALANCE + 7);
+    session.start_transaction().await.unwrap();
+    transfer(&coll, &mut session, 1, 0, 7).await.unwrap();
+    session.commit_transaction().await.unwrap();
+    assert_eq!(total(&coll).await, ACCOUNTS as i64 * BALANCE);
+}

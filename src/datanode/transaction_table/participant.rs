@@ -7,7 +7,7 @@ use super::{SessionTxn, display_lsid, normalized_lsid};
 use crate::command::generic::TransactionArgs;
 use crate::command::{CommandRequest, WriteConcern};
 use crate::datanode::DataNode;
-use crate::datanode::storage::StorageTransaction;
+use crate::datanode::storage::{SessionRecord, StatementRecord, StorageTransaction};
 use crate::error::{
     ErrorCode, MongoError, Result, TRANSIENT_TRANSACTION_ERROR, is_transient_transaction_error,
 };
@@ -17,6 +17,10 @@ use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, Timestamp, doc, rawdoc};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
+
+/// The statement id under which a commit records its transaction in the transaction table: a
+/// session whose latest number has it committed that transaction (after a restart too).
+pub const TRANSACTION_COMMITTED_STMT_ID: i32 = i32::MIN;
 
 /// Where the node keeps prepared transactions' writes until their decision arrives.
 pub const PREPARED_DB: &str = "config";
@@ -107,7 +111,7 @@ pub async fn run_in_transaction<S: DataNode>(
     let name = request.name().to_string();
     let ending = matches!(name.as_str(), "commitTransaction" | "abortTransaction");
     let outcome = match name.as_str() {
-        "commitTransaction" => commit(state, &mut session, &lsid, args, &request).await,
+        "commitTransaction" => commit(state, &mut session, (&lsid, &key), args, &request).await,
         "abortTransaction" => abort(state, &mut session, &lsid, args).await,
         "prepareTransaction" => prepare(state, &mut session, &lsid, args, &key).await,
         _ => statement(state, &mut session, &lsid, args, request, run).await,
@@ -236,9 +240,25 @@ fn check_not_too_old(session: &SessionTxn, lsid: &Document, n: i64) -> Result<()
     }
 }
 
-/// The session's transaction numbered `n`, or NoSuchTransaction.
+/// The session's transaction numbered `n`, or NoSuchTransaction. A transaction known only from
+/// the transaction table (committed before a restart) is the committed one.
 fn current(session: &mut SessionTxn, n: i64) -> Result<&mut Transaction> {
     let latest = session.txn_number;
+    let recorded = latest == Some(n)
+        && session.transaction.is_none()
+        && session
+            .statements
+            .contains_key(&TRANSACTION_COMMITTED_STMT_ID);
+    if recorded {
+        session.transaction = Some(Transaction {
+            txn_number: n,
+            state: State::Committed,
+            storage: StorageTransaction::new(),
+            started: Instant::now(),
+            started_at: bson::DateTime::now(),
+            read_concern: Document::new(),
+        });
+    }
     match session.transaction.as_mut() {
         Some(t) if t.txn_number == n && latest == Some(n) => Ok(t),
         _ => Err(MongoError::new(
@@ -289,7 +309,7 @@ pub(super) async fn end_open(counters: &TransactionCounters, session: &mut Sessi
 async fn commit<S: DataNode>(
     state: &S,
     session: &mut SessionTxn,
-    lsid: &Document,
+    (lsid, key): (&Document, &[u8]),
     args: TransactionArgs,
     request: &CommandRequest,
 ) -> Result<RawDocumentBuf> {
@@ -329,6 +349,9 @@ async fn commit<S: DataNode>(
     if let Some(time) = commit_time {
         state.node().clock.advance(time);
     }
+    transaction
+        .storage
+        .record_commit(commit_record(state, key, n), vec![committed_statement()]);
     match transaction.storage.commit().await {
         Ok(commits) => {
             transaction.state = State::Committed;
@@ -440,6 +463,27 @@ async fn prepare<S: DataNode>(
         }
     };
     Ok(rawdoc! {"prepareTimestamp": time})
+}
+
+/// The session's row a commit writes: its `txnNumber` at the commit's time.
+fn commit_record<S: DataNode>(state: &S, key: &[u8], n: i64) -> SessionRecord {
+    let time = state.node().clock.now();
+    SessionRecord {
+        lsid: key.to_vec(),
+        txn_number: n,
+        last_write_op_time: ((time.time as i64) << 32) | time.increment as i64,
+        last_write_date: bson::DateTime::now().timestamp_millis(),
+    }
+}
+
+/// The statement a commit records: the transaction committed.
+fn committed_statement() -> StatementRecord {
+    StatementRecord {
+        stmt_id: TRANSACTION_COMMITTED_STMT_ID,
+        ns: String::new(),
+        document_key: None,
+        result: bson::to_vec(&Document::new()).unwrap_or_default(),
+    }
 }
 
 fn prepared_id(lsid: &Document, n: i64) -> Bson {
