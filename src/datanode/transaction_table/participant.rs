@@ -146,9 +146,19 @@ async fn statement<S: DataNode>(
         Some(error) => Err(error),
         None => Ok(reply),
     });
+    // A document whose shard key the statement changes is moved by the router within the
+    // transaction: that refusal does not end it.
+    let moving = |code: ErrorCode| code == ErrorCode::WouldChangeOwningShard;
     let failed = match &outcome {
-        Err(_) => true,
-        Ok(reply) => reply.get("writeErrors")?.is_some(),
+        Err(e) => !moving(e.code()),
+        Ok(reply) => match reply.get("writeErrors")? {
+            Some(RawBsonRef::Array(errors)) => errors.into_iter().any(|error| {
+                !matches!(error, Ok(RawBsonRef::Document(e))
+                    if matches!(e.get("code"), Ok(Some(RawBsonRef::Int32(code)))
+                        if moving(ErrorCode::from_code(code))))
+            }),
+            _ => false,
+        },
     };
     if failed {
         end_open(counters, session).await;
