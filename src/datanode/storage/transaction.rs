@@ -174,6 +174,16 @@ impl StorageTransaction {
             .any(|v| v.try_lock().map_or(true, |v| v.has_writes()))
     }
 
+    /// How many databases the transaction wrote in (a view in use counts as written).
+    pub fn written_databases(&self) -> usize {
+        self.views
+            .lock()
+            .expect("poisoned")
+            .values()
+            .filter(|v| v.try_lock().map_or(true, |v| v.has_writes()))
+            .count()
+    }
+
     /// Every view, locked, in database-name order (the order writers are taken in, so that
     /// two commits never wait for each other's).
     async fn locked_views(&self) -> Vec<OwnedMutexGuard<TxnView>> {

@@ -362,6 +362,19 @@ async fn commit<S: DataNode>(
     transaction
         .storage
         .record_commit(commit_record(state, key, n), vec![committed_statement()]);
+    // SQLite commits one database file at a time: a transaction that wrote in several first
+    // records its writes durably with the decision to commit them, so that a restart between
+    // the files' commits finishes the commit (`restore_prepared`) instead of leaving half.
+    let intent = !prepared && transaction.storage.written_databases() > 1;
+    if intent {
+        if let Err(e) = record_commit_intent(state, &transaction.storage, lsid, n).await {
+            transaction.storage.abort().await;
+            transaction.state = State::Aborted;
+            counters.aborted.fetch_add(1, Relaxed);
+            counters.open.fetch_sub(1, Relaxed);
+            return Err(e);
+        }
+    }
     match transaction.storage.commit().await {
         Ok(commits) => {
             transaction.state = State::Committed;
@@ -370,6 +383,8 @@ async fn commit<S: DataNode>(
             if prepared {
                 counters.prepared.fetch_sub(1, Relaxed);
                 counters.prepared_then_committed.fetch_add(1, Relaxed);
+            }
+            if prepared || intent {
                 forget_prepared(state, lsid, n).await?;
             }
             if write_concern.durable {
@@ -477,7 +492,11 @@ async fn prepare<S: DataNode>(
 
 /// The session's row a commit writes: its `txnNumber` at the commit's time.
 fn commit_record<S: DataNode>(state: &S, key: &[u8], n: i64) -> SessionRecord {
-    let time = state.node().clock.now();
+    time_record(state.node().clock.now(), key, n)
+}
+
+/// The session's row for a commit at `time`.
+fn time_record(time: Timestamp, key: &[u8], n: i64) -> SessionRecord {
     SessionRecord {
         lsid: key.to_vec(),
         txn_number: n,
@@ -494,6 +513,33 @@ fn committed_statement() -> StatementRecord {
         document_key: None,
         result: bson::to_vec(&Document::new()).unwrap_or_default(),
     }
+}
+
+/// Validates the transaction, keeps its documents, and writes its writes durably with the
+/// decision to commit them (the prepare record, decided).
+async fn record_commit_intent<S: DataNode>(
+    state: &S,
+    storage: &StorageTransaction,
+    lsid: &Document,
+    n: i64,
+) -> Result<()> {
+    let writes = storage.prepare().await?;
+    let record = doc! {
+        "_id": {"lsid": lsid.clone(), "txnNumber": n},
+        "prepareTimestamp": state.node().clock.tick(),
+        "writes": writes,
+        "decision": "commit",
+    };
+    state
+        .storage()
+        .put_document(
+            PREPARED_DB,
+            PREPARED_COLLECTION,
+            &prepared_id(lsid, n),
+            Some(&record),
+            true,
+        )
+        .await
 }
 
 fn prepared_id(lsid: &Document, n: i64) -> Bson {
@@ -538,16 +584,33 @@ impl super::TransactionTable {
             let mut session = self.slot(&key).lock_owned().await;
             session.txn_number = Some(n);
             session.statements.clear();
+            // A commit across databases decided before the restart: finished now (what it
+            // already applied is skipped).
+            let decided = record.get_str("decision") == Ok("commit");
+            if decided {
+                transaction.record_commit(time_record(time, &key, n), vec![committed_statement()]);
+                transaction.commit().await?;
+                let id = prepared_id(lsid, n);
+                storage
+                    .put_document(PREPARED_DB, PREPARED_COLLECTION, &id, None, true)
+                    .await?;
+            }
             session.transaction = Some(Transaction {
                 txn_number: n,
-                state: State::Prepared(time),
+                state: if decided {
+                    State::Committed
+                } else {
+                    State::Prepared(time)
+                },
                 storage: transaction,
                 started: Instant::now(),
                 started_at: bson::DateTime::now(),
                 read_concern: Document::new(),
             });
-            counters.open.fetch_add(1, Relaxed);
-            counters.prepared.fetch_add(1, Relaxed);
+            if !decided {
+                counters.open.fetch_add(1, Relaxed);
+                counters.prepared.fetch_add(1, Relaxed);
+            }
         }
         Ok(records.len())
     }
