@@ -289,3 +289,44 @@ async fn a_coordinator_killed_before_sending_commit_resumes() {
 async fn a_coordinator_killed_before_deleting_its_document_resumes() {
     coordinator_killed_at("hangBeforeDeletingCoordinatorDoc", true).await;
 }
+
+/// A shard key change in a transaction moves the document inside the transaction: an abort
+/// leaves it where it was, a commit moves it, and it is never on both shards or neither.
+#[tokio::test]
+async fn a_shard_key_change_moves_the_document_inside_the_transaction() {
+    let cluster = TestCluster::start().await;
+    let client = &cluster.client;
+    let (coll, [(a, _), (b, _)]) = two_shard_collection(client, "txn_key_move").await;
+    let mut session = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    coll.update_one(doc! {"_id": a}, doc! {"$set": {"k": b + 1000}})
+        .session(&mut session)
+        .await
+        .unwrap();
+    session.abort_transaction().await.unwrap();
+    let docs = crate::harness::find_all(&coll, doc! {"_id": a}).await;
+    assert_eq!(
+        docs,
+        vec![doc! {"_id": a, "k": a}],
+        "the abort kept it where it was"
+    );
+
+    // A key the other shard owns: `b`'s.
+    let owners = crate::harness::hashed_owners(client, "txn_key_move.c", 1000..1100).await;
+    let target =
+        &crate::harness::hashed_owners(client, "txn_key_move.c", [b].into_iter()).await[0].1;
+    let moved = owners
+        .iter()
+        .find(|(_, shard)| shard == target)
+        .map(|(k, _)| *k)
+        .unwrap();
+    session.start_transaction().await.unwrap();
+    coll.update_one(doc! {"_id": a}, doc! {"$set": {"k": moved}})
+        .session(&mut session)
+        .await
+        .unwrap();
+    session.commit_transaction().await.unwrap();
+    let docs = crate::harness::find_all(&coll, doc! {"_id": a}).await;
+    assert_eq!(docs, vec![doc! {"_id": a, "k": moved}]);
+    cluster.shutdown().await;
+}

@@ -466,3 +466,72 @@ async fn bank_transfers_survive_kill_9_separate_processes() {
         "money is conserved"
     );
 }
+
+/// A transaction committed on a shard stays committed for its session after a `kill -9` of
+/// the shard: the commit sent again answers ok (MongoDB's committed transaction record), and
+/// the next transaction of the session starts.
+#[tokio::test]
+async fn a_commit_survives_kill_9_of_its_shard() {
+    let mut cluster = crate::harness::ProcessCluster::start(1).await;
+    let client = cluster.client().await;
+    let coll = accounts(&client, "commit_kill", false).await;
+    let mut session = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    transfer(&coll, &mut session, 0, 1, 7).await.unwrap();
+    session.commit_transaction().await.unwrap();
+    cluster.stop_shard(0);
+    cluster.start_shard_again(0);
+    // The driver sends the commit again (as after a lost reply).
+    session.commit_transaction().await.unwrap();
+    assert_eq!(balance(&coll, 0).await, BALANCE - 7);
+    assert_eq!(balance(&coll, 1).await, BALANCE + 7);
+    session.start_transaction().await.unwrap();
+    transfer(&coll, &mut session, 1, 0, 7).await.unwrap();
+    session.commit_transaction().await.unwrap();
+    assert_eq!(total(&coll).await, ACCOUNTS as i64 * BALANCE);
+}
+
+/// A transaction writing two databases of one shard commits both (its writes recorded durably
+/// with the decision first, so a restart between the two files' commits finishes it) or
+/// neither.
+#[tokio::test]
+async fn a_transaction_across_two_databases() {
+    let cluster = TestCluster::start().await;
+    let client = &cluster.client;
+    let a = client.database("txn_db_a").collection::<Document>("c");
+    let b = client.database("txn_db_b").collection::<Document>("c");
+    a.insert_one(doc! {"_id": 0}).await.unwrap();
+    b.insert_one(doc! {"_id": 0}).await.unwrap();
+    // Both databases on one shard (movePrimary to where it is already answers an error).
+    let shard = crate::harness::shard_names(client).await[0].clone();
+    for db in ["txn_db_a", "txn_db_b"] {
+        let _ = admin(client, doc! {"movePrimary": db, "to": shard.clone()}).await;
+        assert_eq!(
+            crate::harness::database_entry(client, db)
+                .await
+                .get_str("primary")
+                .unwrap(),
+            shard
+        );
+    }
+    let mut session = client.start_session().await.unwrap();
+    for commit in [false, true] {
+        session.start_transaction().await.unwrap();
+        a.insert_one(doc! {"_id": 1})
+            .session(&mut session)
+            .await
+            .unwrap();
+        b.insert_one(doc! {"_id": 1})
+            .session(&mut session)
+            .await
+            .unwrap();
+        match commit {
+            true => session.commit_transaction().await.unwrap(),
+            false => session.abort_transaction().await.unwrap(),
+        }
+        let want = if commit { 2 } else { 1 };
+        assert_eq!(a.count_documents(doc! {}).await.unwrap(), want);
+        assert_eq!(b.count_documents(doc! {}).await.unwrap(), want);
+    }
+    cluster.shutdown().await;
+}

@@ -508,7 +508,10 @@ impl RetryableWrite {
                 ));
             }
             Some(latest) if latest == txn_number => {
-                if session.transaction.is_some() {
+                let committed = session
+                    .statements
+                    .contains_key(&participant::TRANSACTION_COMMITTED_STMT_ID);
+                if session.transaction.is_some() || committed {
                     return Err(MongoError::location(
                         50911,
                         format!(

@@ -1,9 +1,10 @@
 //! Moving a document whose shard key an update changed to the shard owning its new key: the
 //! shard holding it refused the update with WouldChangeOwningShard, sending the document as it
-//! was (`preImage`) and as the update makes it (`postImage`). MongoDB deletes and inserts in one
-//! distributed transaction; docgrid has none yet, so the new version is inserted on its owner
-//! first and the old one deleted after: a failure between the two leaves the document on both
-//! shards, never on neither. In a retryable write the delete carries the write's session and
+//! was (`preImage`) and as the update makes it (`postImage`). Inside a transaction the insert
+//! and the delete are statements of the transaction, committed or aborted with it. Outside one
+//! (MongoDB runs one internally) the new version is inserted on its owner first and the old one
+//! deleted after: a failure between the two leaves the document on both shards, never on
+//! neither. In a retryable write the delete carries the write's session and
 //! statement id and the result the client gets (`recordResult`): the old owner records it in
 //! the delete's transaction, so a retry of the statement, which goes to the old owner again,
 //! answers it instead of running the write once more.
@@ -32,6 +33,10 @@ impl MoveRecord {
         else {
             return Ok(None);
         };
+        // In a transaction the move is part of the transaction: nothing to record.
+        if req.get("autocommit")?.is_some() {
+            return Ok(None);
+        }
         Ok(Some(MoveRecord {
             lsid: Document::try_from(lsid)?,
             txn_number,
@@ -129,9 +134,14 @@ impl ShardKeyMove {
             delete.insert("recordResult", record.result);
         }
         let client = state.shards.client(&state.config, &self.from).await?;
-        let reply = client
-            .call(CommandRequest::from_document(db, &delete)?)
-            .await?;
+        // In a transaction the delete is one of its statements on the old owner.
+        let delete = super::transactions::attach(
+            Some(&self.from),
+            client.host(),
+            CommandRequest::from_document(db, &delete)?,
+        )?;
+        let reply = client.call(delete).await?;
+        super::transactions::observe(&self.from, &reply);
         if let Some(failure) = write_failure(&reply)? {
             return Err(MongoError::new(
                 ErrorCode::ManualInterventionRequired,

@@ -48,6 +48,9 @@ pub struct StorageTransaction {
     /// The cluster time the transaction reads at (`at`); `None`: the latest data at each
     /// view's first use.
     read_at: Option<bson::Timestamp>,
+    /// The session's record the commit writes in each database it writes
+    /// ([`record_commit`](Self::record_commit)).
+    commit_record: Mutex<Option<(super::SessionRecord, Vec<super::StatementRecord>)>>,
 }
 
 /// Indexes a transaction's writes made multikey, by database name.
@@ -85,6 +88,7 @@ impl StorageTransaction {
             state: Mutex::new(State::Active),
             multikey: Default::default(),
             read_at,
+            commit_record: Mutex::new(None),
         })
     }
 
@@ -170,6 +174,16 @@ impl StorageTransaction {
             .any(|v| v.try_lock().map_or(true, |v| v.has_writes()))
     }
 
+    /// How many databases the transaction wrote in (a view in use counts as written).
+    pub fn written_databases(&self) -> usize {
+        self.views
+            .lock()
+            .expect("poisoned")
+            .values()
+            .filter(|v| v.try_lock().map_or(true, |v| v.has_writes()))
+            .count()
+    }
+
     /// Every view, locked, in database-name order (the order writers are taken in, so that
     /// two commits never wait for each other's).
     async fn locked_views(&self) -> Vec<OwnedMutexGuard<TxnView>> {
@@ -228,9 +242,26 @@ impl StorageTransaction {
                     e
                 }
             })?;
+            let record = self.commit_record.lock().expect("poisoned").clone();
+            if let Some((session, statements)) = record {
+                txn.record_retryable_write(&session, &statements, true)
+                    .await?;
+            }
             out.push((db.clone(), txn.commit().await?));
         }
         Ok(out)
+    }
+
+    /// Has the commit write `statements` under `session` into the transaction table of every
+    /// database it writes, in the same SQLite transaction as the writes: the session's
+    /// participant then finds the commit after a restart (MongoDB's `config.transactions`
+    /// entry in state `committed`), so a retried `commitTransaction` answers ok.
+    pub fn record_commit(
+        &self,
+        session: super::SessionRecord,
+        statements: Vec<super::StatementRecord>,
+    ) {
+        *self.commit_record.lock().expect("poisoned") = Some((session, statements));
     }
 
     /// Ends the transaction: its snapshots go, its locks are released. Idempotent.

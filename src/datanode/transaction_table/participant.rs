@@ -7,7 +7,7 @@ use super::{SessionTxn, display_lsid, normalized_lsid};
 use crate::command::generic::TransactionArgs;
 use crate::command::{CommandRequest, WriteConcern};
 use crate::datanode::DataNode;
-use crate::datanode::storage::StorageTransaction;
+use crate::datanode::storage::{SessionRecord, StatementRecord, StorageTransaction};
 use crate::error::{
     ErrorCode, MongoError, Result, TRANSIENT_TRANSACTION_ERROR, is_transient_transaction_error,
 };
@@ -17,6 +17,10 @@ use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, Timestamp, doc, rawdoc};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
+
+/// The statement id under which a commit records its transaction in the transaction table: a
+/// session whose latest number has it committed that transaction (after a restart too).
+pub const TRANSACTION_COMMITTED_STMT_ID: i32 = i32::MIN;
 
 /// Where the node keeps prepared transactions' writes until their decision arrives.
 pub const PREPARED_DB: &str = "config";
@@ -107,7 +111,7 @@ pub async fn run_in_transaction<S: DataNode>(
     let name = request.name().to_string();
     let ending = matches!(name.as_str(), "commitTransaction" | "abortTransaction");
     let outcome = match name.as_str() {
-        "commitTransaction" => commit(state, &mut session, &lsid, args, &request).await,
+        "commitTransaction" => commit(state, &mut session, (&lsid, &key), args, &request).await,
         "abortTransaction" => abort(state, &mut session, &lsid, args).await,
         "prepareTransaction" => prepare(state, &mut session, &lsid, args, &key).await,
         _ => statement(state, &mut session, &lsid, args, request, run).await,
@@ -142,9 +146,19 @@ async fn statement<S: DataNode>(
         Some(error) => Err(error),
         None => Ok(reply),
     });
+    // A document whose shard key the statement changes is moved by the router within the
+    // transaction: that refusal does not end it.
+    let moving = |code: ErrorCode| code == ErrorCode::WouldChangeOwningShard;
     let failed = match &outcome {
-        Err(_) => true,
-        Ok(reply) => reply.get("writeErrors")?.is_some(),
+        Err(e) => !moving(e.code()),
+        Ok(reply) => match reply.get("writeErrors")? {
+            Some(RawBsonRef::Array(errors)) => errors.into_iter().any(|error| {
+                !matches!(error, Ok(RawBsonRef::Document(e))
+                    if matches!(e.get("code"), Ok(Some(RawBsonRef::Int32(code)))
+                        if moving(ErrorCode::from_code(code))))
+            }),
+            _ => false,
+        },
     };
     if failed {
         end_open(counters, session).await;
@@ -236,9 +250,25 @@ fn check_not_too_old(session: &SessionTxn, lsid: &Document, n: i64) -> Result<()
     }
 }
 
-/// The session's transaction numbered `n`, or NoSuchTransaction.
+/// The session's transaction numbered `n`, or NoSuchTransaction. A transaction known only from
+/// the transaction table (committed before a restart) is the committed one.
 fn current(session: &mut SessionTxn, n: i64) -> Result<&mut Transaction> {
     let latest = session.txn_number;
+    let recorded = latest == Some(n)
+        && session.transaction.is_none()
+        && session
+            .statements
+            .contains_key(&TRANSACTION_COMMITTED_STMT_ID);
+    if recorded {
+        session.transaction = Some(Transaction {
+            txn_number: n,
+            state: State::Committed,
+            storage: StorageTransaction::new(),
+            started: Instant::now(),
+            started_at: bson::DateTime::now(),
+            read_concern: Document::new(),
+        });
+    }
     match session.transaction.as_mut() {
         Some(t) if t.txn_number == n && latest == Some(n) => Ok(t),
         _ => Err(MongoError::new(
@@ -289,7 +319,7 @@ pub(super) async fn end_open(counters: &TransactionCounters, session: &mut Sessi
 async fn commit<S: DataNode>(
     state: &S,
     session: &mut SessionTxn,
-    lsid: &Document,
+    (lsid, key): (&Document, &[u8]),
     args: TransactionArgs,
     request: &CommandRequest,
 ) -> Result<RawDocumentBuf> {
@@ -329,6 +359,22 @@ async fn commit<S: DataNode>(
     if let Some(time) = commit_time {
         state.node().clock.advance(time);
     }
+    transaction
+        .storage
+        .record_commit(commit_record(state, key, n), vec![committed_statement()]);
+    // SQLite commits one database file at a time: a transaction that wrote in several first
+    // records its writes durably with the decision to commit them, so that a restart between
+    // the files' commits finishes the commit (`restore_prepared`) instead of leaving half.
+    let intent = !prepared && transaction.storage.written_databases() > 1;
+    if intent {
+        if let Err(e) = record_commit_intent(state, &transaction.storage, lsid, n).await {
+            transaction.storage.abort().await;
+            transaction.state = State::Aborted;
+            counters.aborted.fetch_add(1, Relaxed);
+            counters.open.fetch_sub(1, Relaxed);
+            return Err(e);
+        }
+    }
     match transaction.storage.commit().await {
         Ok(commits) => {
             transaction.state = State::Committed;
@@ -337,6 +383,8 @@ async fn commit<S: DataNode>(
             if prepared {
                 counters.prepared.fetch_sub(1, Relaxed);
                 counters.prepared_then_committed.fetch_add(1, Relaxed);
+            }
+            if prepared || intent {
                 forget_prepared(state, lsid, n).await?;
             }
             if write_concern.durable {
@@ -442,6 +490,58 @@ async fn prepare<S: DataNode>(
     Ok(rawdoc! {"prepareTimestamp": time})
 }
 
+/// The session's row a commit writes: its `txnNumber` at the commit's time.
+fn commit_record<S: DataNode>(state: &S, key: &[u8], n: i64) -> SessionRecord {
+    time_record(state.node().clock.now(), key, n)
+}
+
+/// The session's row for a commit at `time`.
+fn time_record(time: Timestamp, key: &[u8], n: i64) -> SessionRecord {
+    SessionRecord {
+        lsid: key.to_vec(),
+        txn_number: n,
+        last_write_op_time: ((time.time as i64) << 32) | time.increment as i64,
+        last_write_date: bson::DateTime::now().timestamp_millis(),
+    }
+}
+
+/// The statement a commit records: the transaction committed.
+fn committed_statement() -> StatementRecord {
+    StatementRecord {
+        stmt_id: TRANSACTION_COMMITTED_STMT_ID,
+        ns: String::new(),
+        document_key: None,
+        result: bson::to_vec(&Document::new()).unwrap_or_default(),
+    }
+}
+
+/// Validates the transaction, keeps its documents, and writes its writes durably with the
+/// decision to commit them (the prepare record, decided).
+async fn record_commit_intent<S: DataNode>(
+    state: &S,
+    storage: &StorageTransaction,
+    lsid: &Document,
+    n: i64,
+) -> Result<()> {
+    let writes = storage.prepare().await?;
+    let record = doc! {
+        "_id": {"lsid": lsid.clone(), "txnNumber": n},
+        "prepareTimestamp": state.node().clock.tick(),
+        "writes": writes,
+        "decision": "commit",
+    };
+    state
+        .storage()
+        .put_document(
+            PREPARED_DB,
+            PREPARED_COLLECTION,
+            &prepared_id(lsid, n),
+            Some(&record),
+            true,
+        )
+        .await
+}
+
 fn prepared_id(lsid: &Document, n: i64) -> Bson {
     Bson::Document(doc! {"lsid": lsid.clone(), "txnNumber": n})
 }
@@ -484,16 +584,33 @@ impl super::TransactionTable {
             let mut session = self.slot(&key).lock_owned().await;
             session.txn_number = Some(n);
             session.statements.clear();
+            // A commit across databases decided before the restart: finished now (what it
+            // already applied is skipped).
+            let decided = record.get_str("decision") == Ok("commit");
+            if decided {
+                transaction.record_commit(time_record(time, &key, n), vec![committed_statement()]);
+                transaction.commit().await?;
+                let id = prepared_id(lsid, n);
+                storage
+                    .put_document(PREPARED_DB, PREPARED_COLLECTION, &id, None, true)
+                    .await?;
+            }
             session.transaction = Some(Transaction {
                 txn_number: n,
-                state: State::Prepared(time),
+                state: if decided {
+                    State::Committed
+                } else {
+                    State::Prepared(time)
+                },
                 storage: transaction,
                 started: Instant::now(),
                 started_at: bson::DateTime::now(),
                 read_concern: Document::new(),
             });
-            counters.open.fetch_add(1, Relaxed);
-            counters.prepared.fetch_add(1, Relaxed);
+            if !decided {
+                counters.open.fetch_add(1, Relaxed);
+                counters.prepared.fetch_add(1, Relaxed);
+            }
         }
         Ok(records.len())
     }
