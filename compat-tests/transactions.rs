@@ -535,3 +535,45 @@ async fn a_transaction_across_two_databases() {
     }
     cluster.shutdown().await;
 }
+
+/// A transaction open longer than `transactionLifetimeLimitSeconds` is aborted on its shard,
+/// and `killSessions` aborts a session's open transaction: in both cases nothing it wrote
+/// stays and its commit answers NoSuchTransaction; `$currentOp` lists an open transaction's
+/// session while it waits between statements.
+#[tokio::test]
+async fn expired_and_killed_transactions_abort() {
+    let cluster = TestCluster::with_parameters(&[("transactionLifetimeLimitSeconds", "1")]).await;
+    let client = &cluster.client;
+    let coll = accounts(client, "txn_expire", false).await;
+    let mut session = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    transfer(&coll, &mut session, 0, 1, 5).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let err = session.commit_transaction().await.unwrap_err();
+    assert_eq!(crate::harness::error_code(&err), Some(251), "{err:?}");
+    assert_eq!(balance(&coll, 0).await, BALANCE);
+
+    let mut session = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    transfer(&coll, &mut session, 0, 1, 5).await.unwrap();
+    let idle = admin(
+        client,
+        doc! {"aggregate": 1, "pipeline": [{"$currentOp": {"idleSessions": true}},
+        {"$match": {"type": "idleSession"}}], "cursor": {}},
+    )
+    .await
+    .unwrap();
+    let listed = crate::harness::first_batch(&idle);
+    assert!(
+        listed.iter().any(|op| op
+            .get_document("transaction")
+            .is_ok_and(|t| t.get_document("parameters").is_ok())),
+        "{listed:?}"
+    );
+    let lsid = session.id().clone();
+    admin(client, doc! {"killSessions": [lsid]}).await.unwrap();
+    let err = session.commit_transaction().await.unwrap_err();
+    assert_eq!(crate::harness::error_code(&err), Some(251), "{err:?}");
+    assert_eq!(balance(&coll, 0).await, BALANCE);
+    cluster.shutdown().await;
+}
