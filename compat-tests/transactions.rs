@@ -66,6 +66,35 @@ async fn transfer(
     Ok(())
 }
 
+/// One transfer of a bank run: moves 1 from `from` to `to`, records it in `ledger` (with its
+/// id) when given, and fails on purpose when `abort` (the driver then aborts it).
+async fn bank_transfer(
+    coll: &Collection<Document>,
+    ledger: Option<(&Collection<Document>, &str)>,
+    session: &mut ClientSession,
+    (from, to): (i32, i32),
+    abort: bool,
+) -> mongodb::error::Result<()> {
+    transfer(coll, session, from, to, 1).await?;
+    if let Some((ledger, id)) = ledger {
+        ledger
+            .insert_one(doc! {"_id": id, "from": from, "to": to})
+            .session(&mut *session)
+            .await?;
+    }
+    if abort {
+        return Err(Error::custom("abort on purpose"));
+    }
+    Ok(())
+}
+
+/// A random transfer between two accounts, aborted on purpose one time in `abort_one_in`.
+fn random_transfer(rng: &mut crate::harness::Rng, abort_one_in: u64) -> ((i32, i32), bool) {
+    let from = (rng.next() % ACCOUNTS as u64) as i32;
+    let to = (from + 1 + (rng.next() % (ACCOUNTS as u64 - 1)) as i32) % ACCOUNTS;
+    ((from, to), rng.next() % abort_one_in == 0)
+}
+
 /// (a) A commit applies every write of the transaction; an abort none.
 async fn commit_and_abort(client: &Client, db: &str, sharded: bool) {
     let coll = accounts(client, db, sharded).await;
@@ -269,25 +298,13 @@ async fn bank_transfers(client: &Client, db: &str, sharded: bool) {
             let mut rng = crate::harness::Rng(0x9E37_79B9_7F4A_7C15 ^ (worker + 1));
             let mut committed = 0;
             for _ in 0..15 {
-                let from = (rng.next() % ACCOUNTS as u64) as i32;
-                let to = (from + 1 + (rng.next() % (ACCOUNTS as u64 - 1)) as i32) % ACCOUNTS;
-                let abort = rng.next() % 4 == 0;
+                let (pair, abort) = random_transfer(&mut rng, 4);
                 let mut session = client.start_session().await.unwrap();
                 let outcome = session
                     .start_transaction()
-                    .and_run(
-                        (&coll, from, to, abort),
-                        |session, (coll, from, to, abort)| {
-                            async move {
-                                transfer(coll, session, *from, *to, 1).await?;
-                                if *abort {
-                                    return Err(Error::custom("abort on purpose"));
-                                }
-                                Ok(())
-                            }
-                            .boxed()
-                        },
-                    )
+                    .and_run((&coll, pair, abort), |session, (coll, pair, abort)| {
+                        bank_transfer(coll, None, session, *pair, *abort).boxed()
+                    })
                     .await;
                 match outcome {
                     Ok(()) => committed += 1,
@@ -377,9 +394,7 @@ async fn bank_transfers_survive_kill_9_separate_processes() {
             let mut i = 0u64;
             while !stop.load(Ordering::SeqCst) {
                 i += 1;
-                let from = (rng.next() % ACCOUNTS as u64) as i32;
-                let to = (from + 1 + (rng.next() % (ACCOUNTS as u64 - 1)) as i32) % ACCOUNTS;
-                let abort = rng.next() % 5 == 0;
+                let (pair, abort) = random_transfer(&mut rng, 5);
                 let id = format!("{worker}-{i}");
                 let Ok(mut session) = client.start_session().await else {
                     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -388,20 +403,10 @@ async fn bank_transfers_survive_kill_9_separate_processes() {
                 let outcome = session
                     .start_transaction()
                     .and_run(
-                        (&coll, &ledger, from, to, abort, &id),
-                        |session, (coll, ledger, from, to, abort, id)| {
-                            async move {
-                                transfer(coll, session, *from, *to, 1).await?;
-                                ledger
-                                    .insert_one(doc! {"_id": id.as_str(), "from": *from, "to": *to})
-                                    .session(&mut *session)
-                                    .await?;
-                                if *abort {
-                                    return Err(Error::custom("abort on purpose"));
-                                }
-                                Ok(())
-                            }
-                            .boxed()
+                        (&coll, &ledger, pair, abort, &id),
+                        |session, (coll, ledger, pair, abort, id)| {
+                            bank_transfer(coll, Some((ledger, id.as_str())), session, *pair, *abort)
+                                .boxed()
                         },
                     )
                     .await;
