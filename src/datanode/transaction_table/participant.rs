@@ -113,7 +113,7 @@ pub async fn run_in_transaction<S: DataNode>(
     let outcome = match name.as_str() {
         "commitTransaction" => commit(state, &mut session, (&lsid, &key), args, &request).await,
         "abortTransaction" => abort(state, &mut session, &lsid, args).await,
-        "prepareTransaction" => prepare(state, &mut session, &lsid, args, &key).await,
+        "prepareTransaction" => prepare(state, &mut session, &lsid, args).await,
         _ => statement(state, &mut session, &lsid, args, request, run).await,
     };
     outcome.map_err(|e| {
@@ -442,7 +442,6 @@ async fn prepare<S: DataNode>(
     session: &mut SessionTxn,
     lsid: &Document,
     args: TransactionArgs,
-    _key: &[u8],
 ) -> Result<RawDocumentBuf> {
     let counters = &state.node().stats.txn;
     let n = args.txn_number;
