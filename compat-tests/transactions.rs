@@ -582,3 +582,34 @@ async fn expired_and_killed_transactions_abort() {
     assert_eq!(balance(&coll, 0).await, BALANCE);
     cluster.shutdown().await;
 }
+
+/// `failCommand` on a shard fails its `commitTransaction` before the commit runs, labelled
+/// for the driver's retry: the transaction stays open and the commit sent again commits it
+/// (a driver connected to a shard directly sees a standalone, so the test sends it again).
+#[tokio::test]
+async fn a_failed_commit_on_a_shard_leaves_the_transaction_to_its_retry() {
+    let cluster = crate::harness::ProcessCluster::start_with(1, &["--enable-test-commands"]).await;
+    let shard = cluster.shard_client(0).await;
+    let coll = shard
+        .database("txn_fail_commit")
+        .collection::<Document>("c");
+    coll.insert_one(doc! {"_id": 0}).await.unwrap();
+    admin(
+        &shard,
+        doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
+        "data": {"failCommands": ["commitTransaction"], "errorCode": 91}},
+    )
+    .await
+    .unwrap();
+    let mut session = shard.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    coll.insert_one(doc! {"_id": 1})
+        .session(&mut session)
+        .await
+        .unwrap();
+    let err = session.commit_transaction().await.unwrap_err();
+    assert!(err.contains_label("RetryableWriteError"), "{err:?}");
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 1);
+    session.commit_transaction().await.unwrap();
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 2);
+}

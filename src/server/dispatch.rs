@@ -54,8 +54,9 @@ tokio::task_local! {
     static FAIL_COMMAND: std::cell::RefCell<Option<MongoError>>;
 }
 
-/// The failure `failCommand` chose for this command, once.
-fn take_fail_command() -> Option<MongoError> {
+/// The failure `failCommand` chose for this command, once: its innermost handler's, or what
+/// runs in its stead (a data node's transaction participant ending a transaction).
+pub fn take_fail_command() -> Option<MongoError> {
     FAIL_COMMAND
         .try_with(|failure| failure.borrow_mut().take())
         .ok()
@@ -441,9 +442,12 @@ impl<S: NodeState> Dispatcher<S> {
         let run = super::sessions::in_session(session, run);
         let (outcome, attach) = super::cpu::run(heavy, run).await;
         let outcome = outcome.and_then(|reply| generic.complete_reply(reply));
-        // A data node labels a retryable write's retriable failures for its clients; a router,
-        // as mongos, passes its shards' errors on unlabelled.
-        let retryable = generic.retryable_write && node.role != Role::Router;
+        // A data node labels a retryable write's retriable failures for its clients, and those
+        // of the commands that end a transaction (drivers retry them too); a router, as mongos,
+        // passes its shards' errors on unlabelled.
+        let ends_transaction = generic.transaction.is_some()
+            && matches!(spec.name, "commitTransaction" | "abortTransaction");
+        let retryable = (generic.retryable_write || ends_transaction) && node.role != Role::Router;
         (
             super::error_labels::label_retryable(ctx, retryable, outcome),
             attach,

@@ -27,7 +27,7 @@ pub mod stats;
 pub use context::RequestContext;
 pub use dispatch::{
     CommandGuard, CommandSpec, CommandTable, Dispatcher, Handler, NodeState, Service,
-    TransactionStatement, ok_reply,
+    TransactionStatement, ok_reply, take_fail_command,
 };
 pub use ingress::{DEFAULT_MAX_INCOMING_CONNECTIONS, Ingress};
 pub use local_commands::LocalCommands;

@@ -110,11 +110,21 @@ pub async fn run_in_transaction<S: DataNode>(
     let mut session = table.slot(&key).lock_owned().await;
     let name = request.name().to_string();
     let ending = matches!(name.as_str(), "commitTransaction" | "abortTransaction");
-    let outcome = match name.as_str() {
-        "commitTransaction" => commit(state, &mut session, (&lsid, &key), args, &request).await,
-        "abortTransaction" => abort(state, &mut session, &lsid, args).await,
-        "prepareTransaction" => prepare(state, &mut session, &lsid, args).await,
-        _ => statement(state, &mut session, &lsid, args, request, run).await,
+    // The participant runs these in their handler's stead: `failCommand` fails them here.
+    let failure = match name.as_str() {
+        "commitTransaction" | "abortTransaction" | "prepareTransaction" => {
+            crate::server::take_fail_command()
+        }
+        _ => None,
+    };
+    let outcome = match (failure, name.as_str()) {
+        (Some(failure), _) => Err(failure),
+        (None, "commitTransaction") => {
+            commit(state, &mut session, (&lsid, &key), args, &request).await
+        }
+        (None, "abortTransaction") => abort(state, &mut session, &lsid, args).await,
+        (None, "prepareTransaction") => prepare(state, &mut session, &lsid, args).await,
+        (None, _) => statement(state, &mut session, &lsid, args, request, run).await,
     };
     outcome.map_err(|e| {
         if is_transient_transaction_error(e.code(), false, ending) {
