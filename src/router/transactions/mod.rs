@@ -1,7 +1,8 @@
 //! The router's side of multi-document transactions (MongoDB's mongos `TransactionRouter`):
 //! per logical session, the transaction a client runs through this router ([`state::Txn`]).
-//! Every command carrying `autocommit: false` runs as a statement of it ([`wrap`]): refused
-//! when MongoDB refuses it in a transaction, run with the statement set on its task so that
+//! Every command carrying `autocommit: false` runs as a statement of it ([`wrap`]; what a
+//! transaction may run was checked before, by `command::generic`), with the statement on its
+//! task so that
 //! every request the router sends a shard for it gets the transaction's fields
 //! ([`attach`], called where requests leave: `forward::call_shard` and the cursors'
 //! `getMore`s), and answered with the `recoveryToken` and MongoDB's error labels. A failed
