@@ -430,9 +430,11 @@ impl<S: NodeState> Dispatcher<S> {
         // A large request runs off the runtime threads, so its parsing and work do not keep
         // other connections waiting (`cpu`); `killOp` still ends it at its next await.
         let heavy = super::cpu::is_heavy(&request);
+        let outside = node.role == Role::Router || !spec.attaches_session;
+        let before = Before::of(after, &generic, outside);
         let run = async {
             tokio::select! {
-                outcome = self.run_spec(spec, ctx, request, Before::of(after, &generic, node.role == Role::Router || !spec.attaches_session), registered.op.opid) => outcome,
+                outcome = self.run_spec(spec, ctx, request, before, registered.op.opid) => outcome,
                 _ = registered.op.killed() => (
                     Err(MongoError::new(ErrorCode::Interrupted, "operation was interrupted")),
                     None,
