@@ -142,19 +142,33 @@ async fn drain(
     }
 }
 
-async fn an_expired_sessions_cursor_is_killed_at_refresh(client: &Client) {
-    let coll = client.database("app").collection::<Document>("expiring");
+/// `app.<name>` holding six documents, a new session, and a cursor of two-document batches
+/// opened in it.
+async fn cursor_in_a_session(
+    client: &Client,
+    name: &str,
+) -> (
+    mongodb::Collection<Document>,
+    mongodb::ClientSession,
+    mongodb::SessionCursor<Document>,
+) {
+    let coll = client.database("app").collection::<Document>(name);
     coll.insert_many((0..6).map(|i| doc! {"_id": i}))
         .await
         .unwrap();
     let mut session = client.start_session().await.unwrap();
-    let id = session.id().get("id").unwrap().clone();
-    let mut cursor = coll
+    let cursor = coll
         .find(doc! {})
         .batch_size(2)
         .session(&mut session)
         .await
         .unwrap();
+    (coll, session, cursor)
+}
+
+async fn an_expired_sessions_cursor_is_killed_at_refresh(client: &Client) {
+    let (_, mut session, mut cursor) = cursor_in_a_session(client, "expiring").await;
+    let id = session.id().get("id").unwrap().clone();
     refresh(client).await;
     assert_eq!(records(client, &id).await.len(), 1);
     // The TTL index would remove the record after 30 minutes unused; a test removes it by
@@ -179,18 +193,8 @@ async fn an_expired_sessions_cursor_is_killed_at_refresh(client: &Client) {
 }
 
 async fn kill_sessions_interrupts_operations_and_closes_cursors(client: &Client) {
-    let coll = client.database("app").collection::<Document>("killed");
-    coll.insert_many((0..6).map(|i| doc! {"_id": i}))
-        .await
-        .unwrap();
-    let mut session = client.start_session().await.unwrap();
+    let (coll, mut session, mut cursor) = cursor_in_a_session(client, "killed").await;
     let lsid = session.id().clone();
-    let mut cursor = coll
-        .find(doc! {})
-        .batch_size(2)
-        .session(&mut session)
-        .await
-        .unwrap();
     admin(
         client,
         doc! {
@@ -595,18 +599,8 @@ async fn a_cursor_is_continued_in_its_own_session(client: &Client) {
 }
 
 async fn an_ended_sessions_cursor_is_killed_at_refresh(client: &Client) {
-    let coll = client.database("app").collection::<Document>("ending");
-    coll.insert_many((0..6).map(|i| doc! {"_id": i}))
-        .await
-        .unwrap();
-    let mut session = client.start_session().await.unwrap();
+    let (_, mut session, mut cursor) = cursor_in_a_session(client, "ending").await;
     let lsid = session.id().clone();
-    let mut cursor = coll
-        .find(doc! {})
-        .batch_size(2)
-        .session(&mut session)
-        .await
-        .unwrap();
     admin(client, doc! {"endSessions": [&lsid]}).await.unwrap();
     refresh(client).await;
     let status = cache_status(client).await;

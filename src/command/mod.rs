@@ -23,7 +23,7 @@ pub use explain::{EXPLAINABLE, ExplainRequest, Verbosity};
 pub use max_time::{max_time, time_limit_exceeded, within};
 pub use replies::{
     MAX_BATCH_BYTES, MAX_INTERNAL_OBJECT_SIZE, cursor_reply, fill_batch, first_batch,
-    result_document,
+    result_document, with_at_cluster_time,
 };
 pub use requests::{GENERIC_ARGUMENTS, check_known_fields, is_generic_argument};
 pub use sharding_state::{NamespaceVersion, ShardingState};

@@ -94,3 +94,61 @@ mod size_tests {
         );
     }
 }
+
+/// A snapshot read's reply naming the cluster time it read at, as MongoDB's: inside `cursor`
+/// for find and aggregate, at the top for `distinct` (replacing a time a shard put there).
+pub fn with_at_cluster_time(
+    reply: RawDocumentBuf,
+    command: &str,
+    time: bson::Timestamp,
+) -> Result<RawDocumentBuf> {
+    let at = bson::RawBson::Timestamp(time);
+    let mut out = RawDocumentBuf::new();
+    for element in reply.iter() {
+        let (key, value) = element?;
+        match value {
+            bson::RawBsonRef::Document(cursor) if key == "cursor" && command != "distinct" => {
+                let mut cursor_out = RawDocumentBuf::new();
+                for element in cursor.iter() {
+                    let (k, v) = element?;
+                    if k != "atClusterTime" {
+                        cursor_out.append_ref(k, v);
+                    }
+                }
+                cursor_out.append("atClusterTime", at.clone());
+                out.append(key, cursor_out);
+            }
+            _ if key == "atClusterTime" => {}
+            value => out.append_ref(key, value),
+        }
+    }
+    if command == "distinct" {
+        out.append("atClusterTime", at);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_reads_time_goes_into_the_cursor_or_the_top() {
+        let time = bson::Timestamp {
+            time: 5,
+            increment: 1,
+        };
+        let shard_time = bson::Timestamp {
+            time: 1,
+            increment: 1,
+        };
+        let reply =
+            rawdoc! {"cursor": {"id": 0_i64, "firstBatch": [], "atClusterTime": shard_time}};
+        let out = with_at_cluster_time(reply, "find", time).unwrap();
+        let cursor = out.get_document("cursor").unwrap();
+        assert_eq!(cursor.get_timestamp("atClusterTime").unwrap(), time);
+        assert_eq!(cursor.iter().count(), 3, "one time, the router's");
+        let out = with_at_cluster_time(rawdoc! {"values": []}, "distinct", time).unwrap();
+        assert_eq!(out.get_timestamp("atClusterTime").unwrap(), time);
+    }
+}

@@ -66,12 +66,7 @@ impl ConfigState {
         connector: Arc<Connector>,
     ) -> Result<Arc<ConfigState>> {
         let connector = NodeConnector::new(connector, node.clock.clone());
-        let storage = Storage::open_with_history_window(
-            data_dir,
-            node.clock.clone(),
-            node.params.snapshot_history_window(),
-        )
-        .await?;
+        let storage = Storage::open_for(&node, data_dir).await?;
         let store = ConfigStore::new(&storage);
         for coll in CONFIG_COLLECTIONS {
             store.ensure_collection(coll).await?;

@@ -40,6 +40,9 @@ pub fn is_retryable_write_error(
 /// The label telling drivers the whole transaction may be retried.
 pub const TRANSIENT_TRANSACTION_ERROR: &str = "TransientTransactionError";
 
+/// The label of a command refused because the server is overloaded: it ran nothing.
+pub const SYSTEM_OVERLOADED_ERROR: &str = "SystemOverloadedError";
+
 /// The label telling drivers a transaction's commit may or may not have happened.
 pub const UNKNOWN_TRANSACTION_COMMIT_RESULT: &str = "UnknownTransactionCommitResult";
 

@@ -27,7 +27,7 @@ pub(super) fn wrap(name: &'static str, handler: Handler<RouterState>) -> Handler
             };
             let request = with_time(request, time)?;
             let reply = handler(state, ctx, request).await?;
-            with_reply_time(reply, name, time)
+            crate::command::with_at_cluster_time(reply, name, time)
         })
     })
 }
@@ -68,40 +68,12 @@ fn with_time(mut request: CommandRequest, time: Timestamp) -> Result<CommandRequ
     Ok(request)
 }
 
-/// The reply naming the time: inside `cursor` (find, aggregate), else at the top (distinct).
-fn with_reply_time(reply: RawDocumentBuf, name: &str, time: Timestamp) -> Result<RawDocumentBuf> {
-    let mut out = RawDocumentBuf::new();
-    for element in reply.iter() {
-        let (key, value) = element?;
-        match value {
-            RawBsonRef::Document(cursor) if key == "cursor" && name != "distinct" => {
-                let mut cursor_out = RawDocumentBuf::new();
-                for element in cursor.iter() {
-                    let (k, v) = element?;
-                    if k != "atClusterTime" {
-                        cursor_out.append_ref(k, v);
-                    }
-                }
-                cursor_out.append("atClusterTime", RawBson::Timestamp(time));
-                out.append(key, cursor_out);
-            }
-            _ if key == "atClusterTime" => {}
-            value => out.append_ref(key, value),
-        }
-    }
-    if name == "distinct" {
-        out.append("atClusterTime", RawBson::Timestamp(time));
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::rawdoc;
 
     #[test]
-    fn the_request_carries_the_time_and_the_reply_names_it() {
+    fn the_request_carries_the_time() {
         let time = Timestamp {
             time: 7,
             increment: 2,
@@ -114,12 +86,5 @@ mod tests {
         let request = with_time(request, time).unwrap();
         let concern = request.body.get_document("readConcern").unwrap();
         assert_eq!(concern.get_timestamp("atClusterTime").unwrap(), time);
-
-        let reply = rawdoc! {"cursor": {"id": 0_i64, "firstBatch": [], "atClusterTime": Timestamp {time: 1, increment: 1}}};
-        let reply = with_reply_time(reply, "find", time).unwrap();
-        let cursor = reply.get_document("cursor").unwrap();
-        assert_eq!(cursor.get_timestamp("atClusterTime").unwrap(), time);
-        let reply = with_reply_time(rawdoc! {"values": []}, "distinct", time).unwrap();
-        assert_eq!(reply.get_timestamp("atClusterTime").unwrap(), time);
     }
 }

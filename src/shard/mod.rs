@@ -53,12 +53,7 @@ impl ShardState {
         connector: Arc<Connector>,
     ) -> Result<Arc<ShardState>> {
         let connector = NodeConnector::new(connector, node.clock.clone());
-        let storage = Storage::open_with_history_window(
-            data_dir,
-            node.clock.clone(),
-            node.params.snapshot_history_window(),
-        )
-        .await?;
+        let storage = Storage::open_for(&node, data_dir).await?;
         let identity = identity::load(&storage).await?;
         let state = Arc::new(ShardState {
             node,

@@ -67,6 +67,12 @@ impl Storage {
         Self::open_with_history_window(dir, clock, window).await
     }
 
+    /// A node's storage: its clock, and history kept for its `minSnapshotHistoryWindowInSeconds`.
+    pub async fn open_for(node: &crate::server::Node, dir: &Path) -> Result<Arc<Storage>> {
+        let window = node.params.snapshot_history_window();
+        Self::open_with_history_window(dir, node.clock.clone(), window).await
+    }
+
     /// [`open`](Self::open), keeping history for `history_window` seconds as it is now (the
     /// node's `minSnapshotHistoryWindowInSeconds`, which `setParameter` changes in place).
     pub async fn open_with_history_window(

@@ -7,7 +7,7 @@ use super::{SessionTxn, display_lsid, normalized_lsid};
 use crate::command::generic::TransactionArgs;
 use crate::command::{CommandRequest, WriteConcern};
 use crate::datanode::DataNode;
-use crate::datanode::storage::{SessionRecord, StatementRecord, StorageTransaction};
+use crate::datanode::storage::{SessionRecord, StatementRecord, Storage, StorageTransaction};
 use crate::error::{
     ErrorCode, MongoError, Result, TRANSIENT_TRANSACTION_ERROR, is_transient_transaction_error,
 };
@@ -56,6 +56,19 @@ enum State {
 }
 
 impl Transaction {
+    /// Ends the open or prepared transaction aborted: its snapshots and locks go, and it is
+    /// counted in `serverStatus.transactions`.
+    async fn abort(&mut self, counters: &TransactionCounters) {
+        if let State::Prepared(_) = self.state {
+            counters.prepared.fetch_sub(1, Relaxed);
+            counters.prepared_then_aborted.fetch_add(1, Relaxed);
+        }
+        self.storage.abort().await;
+        self.state = State::Aborted;
+        counters.aborted.fetch_add(1, Relaxed);
+        counters.open.fetch_sub(1, Relaxed);
+    }
+
     /// Whether the transaction is open and older than `limit` (the lifetime limit's reap).
     pub(super) fn expired(&self, limit: std::time::Duration) -> bool {
         self.state == State::InProgress && self.started.elapsed() > limit
@@ -318,10 +331,7 @@ fn aborted(n: i64) -> MongoError {
 pub(super) async fn end_open(counters: &TransactionCounters, session: &mut SessionTxn) {
     if let Some(t) = session.transaction.as_mut() {
         if t.state == State::InProgress {
-            t.storage.abort().await;
-            t.state = State::Aborted;
-            counters.aborted.fetch_add(1, Relaxed);
-            counters.open.fetch_sub(1, Relaxed);
+            t.abort(counters).await;
         }
     }
 }
@@ -377,11 +387,8 @@ async fn commit<S: DataNode>(
     // the files' commits finishes the commit (`restore_prepared`) instead of leaving half.
     let intent = !prepared && transaction.storage.written_databases() > 1;
     if intent {
-        if let Err(e) = record_commit_intent(state, &transaction.storage, lsid, n).await {
-            transaction.storage.abort().await;
-            transaction.state = State::Aborted;
-            counters.aborted.fetch_add(1, Relaxed);
-            counters.open.fetch_sub(1, Relaxed);
+        if let Err(e) = prepare_durably(state, &transaction.storage, lsid, n, true).await {
+            transaction.abort(counters).await;
             return Err(e);
         }
     }
@@ -395,7 +402,7 @@ async fn commit<S: DataNode>(
                 counters.prepared_then_committed.fetch_add(1, Relaxed);
             }
             if prepared || intent {
-                forget_prepared(state, lsid, n).await?;
+                forget_prepared(state.storage(), lsid, n).await?;
             }
             if write_concern.durable {
                 for (db, seq) in commits {
@@ -405,10 +412,7 @@ async fn commit<S: DataNode>(
             Ok(RawDocumentBuf::new())
         }
         Err(e) if !prepared => {
-            transaction.storage.abort().await;
-            transaction.state = State::Aborted;
-            counters.aborted.fetch_add(1, Relaxed);
-            counters.open.fetch_sub(1, Relaxed);
+            transaction.abort(counters).await;
             Err(e)
         }
         // A prepared transaction holds its documents: its commit cannot conflict, and stays
@@ -428,15 +432,10 @@ async fn abort<S: DataNode>(
     check_not_too_old(session, lsid, n)?;
     let transaction = current(session, n)?;
     match transaction.state {
-        State::InProgress => end_open(counters, session).await,
+        State::InProgress => transaction.abort(counters).await,
         State::Prepared(_) => {
-            transaction.storage.abort().await;
-            transaction.state = State::Aborted;
-            counters.aborted.fetch_add(1, Relaxed);
-            counters.open.fetch_sub(1, Relaxed);
-            counters.prepared.fetch_sub(1, Relaxed);
-            counters.prepared_then_aborted.fetch_add(1, Relaxed);
-            forget_prepared(state, lsid, n).await?;
+            transaction.abort(counters).await;
+            forget_prepared(state.storage(), lsid, n).await?;
         }
         State::Committed => return Err(committed(n)),
         State::Aborted => return Err(aborted(n)),
@@ -462,34 +461,14 @@ async fn prepare<S: DataNode>(
         State::Committed => return Err(committed(n)),
         State::Aborted => return Err(aborted(n)),
         State::InProgress => {
-            let writes = match transaction.storage.prepare().await {
-                Ok(writes) => writes,
+            let prepared = prepare_durably(state, &transaction.storage, lsid, n, false).await;
+            let time = match prepared {
+                Ok(time) => time,
                 Err(e) => {
-                    end_open(counters, session).await;
+                    transaction.abort(counters).await;
                     return Err(e);
                 }
             };
-            let time = state.node().clock.tick();
-            let record = doc! {
-                "_id": {"lsid": lsid.clone(), "txnNumber": n},
-                "prepareTimestamp": time,
-                "writes": writes,
-            };
-            if let Err(e) = state
-                .storage()
-                .put_document(
-                    PREPARED_DB,
-                    PREPARED_COLLECTION,
-                    &prepared_id(lsid, n),
-                    Some(&record),
-                    true,
-                )
-                .await
-            {
-                end_open(counters, session).await;
-                return Err(e);
-            }
-            let transaction = current(session, n)?;
             transaction.state = State::Prepared(time);
             counters.prepared.fetch_add(1, Relaxed);
             counters.prepared_total.fetch_add(1, Relaxed);
@@ -524,48 +503,44 @@ fn committed_statement() -> StatementRecord {
     }
 }
 
-/// Validates the transaction, keeps its documents, and writes its writes durably with the
-/// decision to commit them (the prepare record, decided).
-async fn record_commit_intent<S: DataNode>(
+/// Validates the transaction, keeps its documents, and writes its writes durably (the
+/// prepare record; `decided`: with the decision to commit them, a commit across database
+/// files). Returns the prepare's cluster time.
+async fn prepare_durably<S: DataNode>(
     state: &S,
     storage: &StorageTransaction,
     lsid: &Document,
     n: i64,
-) -> Result<()> {
+    decided: bool,
+) -> Result<Timestamp> {
     let writes = storage.prepare().await?;
-    let record = doc! {
-        "_id": {"lsid": lsid.clone(), "txnNumber": n},
-        "prepareTimestamp": state.node().clock.tick(),
+    let time = state.node().clock.tick();
+    let mut record = doc! {
+        "_id": prepared_id(lsid, n),
+        "prepareTimestamp": time,
         "writes": writes,
-        "decision": "commit",
     };
-    state
-        .storage()
-        .put_document(
-            PREPARED_DB,
-            PREPARED_COLLECTION,
-            &prepared_id(lsid, n),
-            Some(&record),
-            true,
-        )
-        .await
+    if decided {
+        record.insert("decision", "commit");
+    }
+    let id = prepared_id(lsid, n);
+    let records = state.storage();
+    records
+        .put_document(PREPARED_DB, PREPARED_COLLECTION, &id, Some(&record), true)
+        .await?;
+    Ok(time)
 }
 
 fn prepared_id(lsid: &Document, n: i64) -> Bson {
     Bson::Document(doc! {"lsid": lsid.clone(), "txnNumber": n})
 }
 
-/// Removes a decided transaction's prepare record.
-async fn forget_prepared<S: DataNode>(state: &S, lsid: &Document, n: i64) -> Result<()> {
-    state
-        .storage()
-        .put_document(
-            PREPARED_DB,
-            PREPARED_COLLECTION,
-            &prepared_id(lsid, n),
-            None,
-            false,
-        )
+/// Removes a decided transaction's prepare record. Not waited to disk: a record a crash brings
+/// back is restored and its decision applied again, which skips what it already applied.
+async fn forget_prepared(storage: &Storage, lsid: &Document, n: i64) -> Result<()> {
+    let id = prepared_id(lsid, n);
+    storage
+        .put_document(PREPARED_DB, PREPARED_COLLECTION, &id, None, false)
         .await
 }
 
@@ -574,7 +549,7 @@ impl super::TransactionTable {
     /// documents) until their coordinator's decision arrives. Runs before the node serves.
     pub async fn restore_prepared(
         &self,
-        storage: &crate::datanode::storage::Storage,
+        storage: &Storage,
         counters: &TransactionCounters,
     ) -> Result<usize> {
         self.ensure_loaded(storage).await?;
@@ -599,10 +574,7 @@ impl super::TransactionTable {
             if decided {
                 transaction.record_commit(time_record(time, &key, n), vec![committed_statement()]);
                 transaction.commit().await?;
-                let id = prepared_id(lsid, n);
-                storage
-                    .put_document(PREPARED_DB, PREPARED_COLLECTION, &id, None, true)
-                    .await?;
+                forget_prepared(storage, lsid, n).await?;
             }
             session.transaction = Some(Transaction {
                 txn_number: n,

@@ -13,7 +13,10 @@ pub(super) mod state;
 
 use super::RouterState;
 use crate::command::CommandRequest;
-use crate::error::{ErrorCode, MongoError, Result};
+use crate::error::{
+    ErrorCode, MongoError, Result, SYSTEM_OVERLOADED_ERROR, TRANSIENT_TRANSACTION_ERROR,
+    UNKNOWN_TRANSACTION_COMMIT_RESULT,
+};
 use crate::server::Handler;
 use crate::server::RequestContext;
 use crate::server::sessions::LogicalSessionId;
@@ -23,9 +26,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-
-/// The label of a command refused because the server is overloaded; it ran nothing.
-const SYSTEM_OVERLOADED_ERROR: &str = "SystemOverloadedError";
 
 /// How many sessions' transactions are kept before the finished ones are dropped.
 const KEPT_SESSIONS: usize = 10_000;
@@ -194,7 +194,7 @@ async fn statement(
                 // Refused before it ran, labelled as a shard's refusal would be.
                 let commit_or_abort = matches!(action, Action::Commit | Action::Abort);
                 let transient = state::is_transient(e.code(), false, commit_or_abort);
-                label(e, transient, "TransientTransactionError")
+                label(e, transient, TRANSIENT_TRANSACTION_ERROR)
             })?;
         if began {
             add(&state.transactions.stats.total_started, 1);
@@ -230,7 +230,7 @@ async fn statement(
                 implicit_abort(state, &statement).await;
                 // A conflict fails the command: the client retries the whole transaction.
                 if let Some(error) = crate::error::transient_write_error(&reply) {
-                    return Err(label(error, true, "TransientTransactionError"));
+                    return Err(label(error, true, TRANSIENT_TRANSACTION_ERROR));
                 }
             }
             finish_reply(&statement, reply)
@@ -243,7 +243,7 @@ async fn statement(
             }
             let transient = state::is_transient(error.code(), false, false)
                 || error.code().is(crate::error::ErrorCategory::NetworkError);
-            Err(label(error, transient, "TransientTransactionError"))
+            Err(label(error, transient, TRANSIENT_TRANSACTION_ERROR))
         }
         (Action::Commit, Ok(reply)) => {
             // A write concern that can never be satisfied leaves no doubt about the commit.
@@ -256,7 +256,7 @@ async fn statement(
             };
             let reply = finish_reply(&statement, reply)?;
             match wce {
-                true => with_labels(reply, &["UnknownTransactionCommitResult"]),
+                true => with_labels(reply, &[UNKNOWN_TRANSACTION_COMMIT_RESULT]),
                 false => Ok(reply),
             }
         }
@@ -266,8 +266,8 @@ async fn statement(
                 .is_some_and(|e| e.contains_key("writeConcernError"));
             let unknown = state::is_unknown_commit_result(Some(error.code()), wce);
             let transient = state::is_transient(error.code(), wce, true);
-            let error = label(error, unknown, "UnknownTransactionCommitResult");
-            Err(label(error, transient, "TransientTransactionError"))
+            let error = label(error, unknown, UNKNOWN_TRANSACTION_COMMIT_RESULT);
+            Err(label(error, transient, TRANSIENT_TRANSACTION_ERROR))
         }
         (Action::Abort, outcome) => outcome.and_then(|reply| finish_reply(&statement, reply)),
     }
