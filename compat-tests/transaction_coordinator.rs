@@ -90,6 +90,8 @@ async fn router_alone(client: &Client) {
         "totalCommitted",
         "totalAborted",
         "totalContactedParticipants",
+        "totalParticipantsAtCommit",
+        "totalRequestsTargeted",
     ] {
         assert!(status.get_i64(field).is_ok(), "{field} in {status}");
     }
@@ -198,6 +200,18 @@ async fn a_two_shard_transaction_commits_everywhere_or_nowhere() {
         .unwrap_err();
     assert!(err.contains_label("TransientTransactionError"), "{err:?}");
     session.commit_transaction().await.unwrap();
+
+    // What ended the aborted transactions, and how many participants the commits had.
+    let status = transactions_status(client).await;
+    let causes = status.get_document("abortCause").unwrap();
+    assert_eq!(causes.get_i64("abort").unwrap(), 1, "{status}");
+    assert_eq!(causes.get_i64("WriteConflict").unwrap(), 1, "{status}");
+    // Two, then two (read-only on one), then one.
+    assert_eq!(status.get_i64("totalParticipantsAtCommit").unwrap(), 5);
+    assert!(
+        status.get_i64("totalRequestsTargeted").unwrap() >= 8,
+        "{status}"
+    );
     cluster.shutdown().await;
 }
 

@@ -613,3 +613,205 @@ async fn a_failed_commit_on_a_shard_leaves_the_transaction_to_its_retry() {
     session.commit_transaction().await.unwrap();
     assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 2);
 }
+
+async fn collection_names(client: &Client, db: &str) -> Vec<String> {
+    client.database(db).list_collection_names().await.unwrap()
+}
+
+/// Collections and indexes created inside a transaction (explicitly, by `createIndexes`, or by
+/// an insert) exist for the transaction at once and for everyone else once it commits; an
+/// abort leaves nothing. MongoDB's limits hold: no new index on an existing collection (263),
+/// only read concern `local` for explicit creation (InvalidOptions), a unique index over the
+/// transaction's own duplicates fails (DuplicateKey), a plain insert into the name waits for
+/// the transaction, and a transaction that also writes on another shard cannot commit a new
+/// collection (263 at prepare, which aborts it).
+#[tokio::test]
+async fn collections_created_in_a_transaction() {
+    let cluster = TestCluster::start().await;
+    let client = &cluster.client;
+    let db = client.database("txn_ddl");
+    db.collection::<Document>("existing")
+        .insert_one(doc! {"_id": 0})
+        .await
+        .unwrap();
+    let mut session = client.start_session().await.unwrap();
+    for commit in [false, true] {
+        session.start_transaction().await.unwrap();
+        db.create_collection("explicit")
+            .session(&mut session)
+            .await
+            .unwrap();
+        let explicit = db.collection::<Document>("explicit");
+        explicit
+            .create_index(mongodb::IndexModel::builder().keys(doc! {"x": 1}).build())
+            .session(&mut session)
+            .await
+            .unwrap();
+        explicit
+            .insert_one(doc! {"_id": 1, "x": [1, 2]})
+            .session(&mut session)
+            .await
+            .unwrap();
+        let implicit = db.collection::<Document>("implicit");
+        implicit
+            .insert_one(doc! {"_id": 1})
+            .session(&mut session)
+            .await
+            .unwrap();
+        // The transaction reads its collections, through their indexes too.
+        let found = explicit
+            .find_one(doc! {"x": 2})
+            .session(&mut session)
+            .await
+            .unwrap();
+        assert_eq!(found, Some(doc! {"_id": 1, "x": [1, 2]}));
+        assert_eq!(
+            implicit
+                .count_documents(doc! {})
+                .session(&mut session)
+                .await
+                .unwrap(),
+            1
+        );
+        // Nobody else sees them yet.
+        let names = collection_names(client, "txn_ddl").await;
+        assert_eq!(names, vec!["existing".to_string()], "before the end");
+        match commit {
+            true => session.commit_transaction().await.unwrap(),
+            false => session.abort_transaction().await.unwrap(),
+        }
+        let mut names = collection_names(client, "txn_ddl").await;
+        names.sort();
+        if commit {
+            assert_eq!(names, vec!["existing", "explicit", "implicit"]);
+            let indexes = explicit.list_index_names().await.unwrap();
+            assert_eq!(indexes, vec!["_id_", "x_1"]);
+            let found = explicit.find_one(doc! {"x": 1}).await.unwrap();
+            assert_eq!(found, Some(doc! {"_id": 1, "x": [1, 2]}));
+            assert_eq!(implicit.count_documents(doc! {}).await.unwrap(), 1);
+        } else {
+            assert_eq!(names, vec!["existing"], "an abort creates nothing");
+        }
+    }
+
+    // No new index on an existing collection; the transaction is aborted.
+    session.start_transaction().await.unwrap();
+    let err = db
+        .collection::<Document>("existing")
+        .create_index(mongodb::IndexModel::builder().keys(doc! {"y": 1}).build())
+        .session(&mut session)
+        .await
+        .unwrap_err();
+    assert_eq!(crate::harness::error_code(&err), Some(263), "{err:?}");
+    let err = session.commit_transaction().await.unwrap_err();
+    assert_eq!(crate::harness::error_code(&err), Some(251), "{err:?}");
+
+    // Explicit creation needs read concern `local`.
+    session
+        .start_transaction()
+        .read_concern(mongodb::options::ReadConcern::snapshot())
+        .await
+        .unwrap();
+    let err = db
+        .create_collection("snapshot")
+        .session(&mut session)
+        .await
+        .unwrap_err();
+    assert_eq!(crate::harness::error_code(&err), Some(72), "{err:?}");
+    let _ = session.abort_transaction().await;
+
+    // A unique index over the transaction's own duplicates.
+    session.start_transaction().await.unwrap();
+    let dups = db.collection::<Document>("dups");
+    dups.insert_many([doc! {"_id": 1, "u": 1}, doc! {"_id": 2, "u": 1}])
+        .session(&mut session)
+        .await
+        .unwrap();
+    let err = dups
+        .create_index(
+            mongodb::IndexModel::builder()
+                .keys(doc! {"u": 1})
+                .options(
+                    mongodb::options::IndexOptions::builder()
+                        .unique(true)
+                        .build(),
+                )
+                .build(),
+        )
+        .session(&mut session)
+        .await
+        .unwrap_err();
+    assert_eq!(crate::harness::error_code(&err), Some(11000), "{err:?}");
+    let _ = session.abort_transaction().await;
+    assert!(
+        !collection_names(client, "txn_ddl")
+            .await
+            .contains(&"dups".to_string())
+    );
+
+    // A plain insert into a collection a transaction creates waits for it.
+    session.start_transaction().await.unwrap();
+    let waited = db.collection::<Document>("waited");
+    waited
+        .insert_one(doc! {"_id": 1})
+        .session(&mut session)
+        .await
+        .unwrap();
+    let plain = {
+        let waited = waited.clone();
+        tokio::spawn(async move { waited.insert_one(doc! {"_id": 2}).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!plain.is_finished(), "the plain insert waits");
+    session.commit_transaction().await.unwrap();
+    plain.await.unwrap().unwrap();
+    assert_eq!(waited.count_documents(doc! {}).await.unwrap(), 2);
+
+    // A transaction writing on two shards cannot create a collection (MongoDB refuses it at
+    // prepare): nothing it did stays.
+    let shards = crate::harness::shard_names(client).await;
+    let other = client.database("txn_ddl_other");
+    other
+        .collection::<Document>("c")
+        .insert_one(doc! {"_id": 0})
+        .await
+        .unwrap();
+    for (name, shard) in [("txn_ddl", &shards[0]), ("txn_ddl_other", &shards[1])] {
+        let _ = admin(client, doc! {"movePrimary": name, "to": shard.clone()}).await;
+    }
+    session.start_transaction().await.unwrap();
+    db.collection::<Document>("distributed")
+        .insert_one(doc! {"_id": 1})
+        .session(&mut session)
+        .await
+        .unwrap();
+    other
+        .collection::<Document>("c")
+        .insert_one(doc! {"_id": 1})
+        .session(&mut session)
+        .await
+        .unwrap();
+    // The coordinator answers the failed prepare as MongoDB's does: NoSuchTransaction, the
+    // participant's reason as its cause.
+    let err = session.commit_transaction().await.unwrap_err();
+    assert_eq!(crate::harness::error_code(&err), Some(251), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("Cannot create new collections inside distributed transactions"),
+        "{err}"
+    );
+    assert!(
+        !collection_names(client, "txn_ddl")
+            .await
+            .contains(&"distributed".to_string())
+    );
+    assert_eq!(
+        other
+            .collection::<Document>("c")
+            .count_documents(doc! {})
+            .await
+            .unwrap(),
+        1
+    );
+    cluster.shutdown().await;
+}

@@ -20,7 +20,7 @@ use bson::{Binary, Bson, Document, RawBsonRef, doc};
 use futures::future::BoxFuture;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One session's retryable-write state.
 #[derive(Debug, Default)]
@@ -48,6 +48,25 @@ pub struct TransactionTable {
     /// Filled from the database files once, on first use.
     loaded: tokio::sync::OnceCell<()>,
     sessions: Mutex<HashMap<Vec<u8>, SessionSlot>>,
+    /// The transactions running a statement now (their session's slot is locked meanwhile):
+    /// what `$currentOp` shows of each as of the statement's start, and when it started.
+    running: Mutex<HashMap<LogicalSessionId, (Document, Instant)>>,
+}
+
+/// A transaction's statement listed as running until dropped.
+pub(super) struct Running<'a> {
+    table: &'a TransactionTable,
+    session: LogicalSessionId,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.table
+            .running
+            .lock()
+            .expect("poisoned")
+            .remove(&self.session);
+    }
 }
 
 impl TransactionTable {
@@ -216,6 +235,32 @@ impl TransactionTable {
         }
     }
 
+    /// Lists `session`'s transaction, shown as `transaction`, as running a statement.
+    pub(super) fn running(&self, session: LogicalSessionId, transaction: Document) -> Running<'_> {
+        self.running
+            .lock()
+            .expect("poisoned")
+            .insert(session.clone(), (transaction, Instant::now()));
+        Running {
+            table: self,
+            session,
+        }
+    }
+
+    /// The transaction of `session` if it is running a statement, as `$currentOp` shows it
+    /// with that statement's operation.
+    pub fn running_transaction(&self, session: &LogicalSessionId) -> Option<Document> {
+        let running = self.running.lock().expect("poisoned");
+        let (transaction, since) = running.get(session)?;
+        let mut transaction = transaction.clone();
+        let elapsed = since.elapsed().as_micros() as i64;
+        for field in ["timeOpenMicros", "timeActiveMicros"] {
+            let before = transaction.get_i64(field).unwrap_or(0);
+            transaction.insert(field, before + elapsed);
+        }
+        Some(transaction)
+    }
+
     /// The sessions holding an open or prepared transaction and running no command now, as
     /// `$currentOp` reports idle sessions.
     pub fn idle_sessions(&self, host: &str, limit: Duration) -> Vec<Document> {
@@ -290,15 +335,9 @@ fn spawn_transaction_reaper<S: DataNode>(state: std::sync::Weak<S>) {
         loop {
             tokio::time::sleep(Duration::from_millis(500)).await;
             let Some(state) = state.upgrade() else { return };
-            let limit = state
-                .node()
-                .params
-                .get_i64("transactionLifetimeLimitSeconds")
-                .unwrap_or(60)
-                .max(1);
             state
                 .transaction_table()
-                .abort_expired(&state.node().stats.txn, Duration::from_secs(limit as u64))
+                .abort_expired(&state.node().stats.txn, lifetime_limit(&*state))
                 .await;
         }
     });
@@ -651,7 +690,7 @@ impl RetryableWrite {
 }
 
 mod participant;
-pub use participant::{PREPARED_COLLECTION, PREPARED_DB, run_in_transaction};
+pub use participant::{PREPARED_COLLECTION, PREPARED_DB, lifetime_limit, run_in_transaction};
 
 #[cfg(test)]
 mod tests;

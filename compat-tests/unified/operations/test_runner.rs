@@ -96,13 +96,19 @@ pub async fn run(state: &mut TestState, name: &str, arguments: Document) -> Resu
             let coll = args.req_str("collectionName").map_err(fail)?;
             let index = args.req_str("indexName").map_err(fail)?;
             args.finish().map_err(fail)?;
-            let names = state
+            let listed = state
                 .internal
                 .database(&db)
                 .collection::<Document>(&coll)
                 .list_index_names()
-                .await
-                .map_err(|e| fail(format!("listIndexes on {db}.{coll}: {e}")))?;
+                .await;
+            // A collection that does not exist has no index (listIndexes: NamespaceNotFound).
+            let names = match listed {
+                Err(e) if matches!(e.kind.as_ref(), mongodb::error::ErrorKind::Command(c) if c.code == 26) => {
+                    Vec::new()
+                }
+                other => other.map_err(|e| fail(format!("listIndexes on {db}.{coll}: {e}")))?,
+            };
             let exists = names.contains(&index);
             let want = name == "assertIndexExists";
             if exists == want {

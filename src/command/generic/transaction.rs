@@ -55,12 +55,6 @@ pub(super) fn check(
             "Cannot run '{name}' in a multi-document transaction."
         )));
     }
-    if matches!(name, "create" | "createIndexes") {
-        return Err(MongoError::new(
-            ErrorCode::NotImplemented,
-            format!("'{name}' in a multi-document transaction is not supported yet"),
-        ));
-    }
     let ending = ENDING.contains(&name);
     match request.db.as_str() {
         "config" | "local" => {

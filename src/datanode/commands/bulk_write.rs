@@ -239,7 +239,7 @@ async fn run_group<S: DataNode>(
                 let open = txn.take().expect("a transaction is open");
                 let seq = commit_recorded(state, open, retry).await?;
                 committed.push((db.clone(), seq));
-                let coll = db.ensure_collection(coll_name).await?;
+                let coll = db.ensure_collection_in_scope(coll_name).await?;
                 txn = Some(db.writes().await?);
                 coll
             }

@@ -43,6 +43,12 @@ async fn create_collection_or_view<S: DataNode>(
 ) -> Result<RawDocumentBuf> {
     let body = req.body.to_document()?;
     if body.contains_key("viewOn") || body.contains_key("pipeline") {
+        if crate::datanode::storage::StorageTransaction::current().is_some() {
+            return Err(MongoError::new(
+                ErrorCode::OperationNotSupportedInTransaction,
+                "Cannot create a view in a multi-document transaction.",
+            ));
+        }
         return create_view(state, &req.db, name, &body).await;
     }
     let mut options = Document::new();
@@ -63,11 +69,14 @@ async fn create_collection_or_view<S: DataNode>(
     crate::datanode::validation::apply_options(&mut options, &body)?;
     capped_options(&body, &mut options)?;
     let db = state.storage().database_or_create(&req.db).await?;
-    match db.create_collection(name, options.clone()).await {
+    let in_transaction = crate::datanode::storage::StorageTransaction::current().is_some();
+    match db.create_collection_in_scope(name, options.clone()).await {
         Ok(_) => Ok(RawDocumentBuf::new()),
-        // Since MongoDB 7.0, creating an existing collection with the same options succeeds.
+        // Since MongoDB 7.0, creating an existing collection with the same options succeeds
+        // (not inside a transaction, where it fails as it always did).
         Err(e)
             if e.code() == ErrorCode::NamespaceExists
+                && !in_transaction
                 && db.collection(name).is_some_and(|c| c.options == options) =>
         {
             Ok(RawDocumentBuf::new())

@@ -5,6 +5,7 @@ use super::write::target;
 use crate::command::{CommandRequest, missing};
 use crate::datanode::index::IndexSpec;
 use crate::datanode::index::spec::MAX_INDEXES;
+use crate::datanode::storage::StorageTransaction;
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::RequestContext;
@@ -127,6 +128,23 @@ pub(super) async fn create_indexes<S: DataNode>(
             ),
         ));
     }
+    if let Some(txn) = StorageTransaction::current() {
+        if !to_build.is_empty() && txn.created(&req.db, &coll.name).is_none() {
+            return Err(MongoError::new(
+                ErrorCode::OperationNotSupportedInTransaction,
+                format!(
+                    "Cannot create new indexes on existing collection {}.{} in a multi-document transaction.",
+                    req.db, coll.name
+                ),
+            ));
+        }
+        // A collection the transaction created: its indexes are created with it at the commit.
+        let built = to_build.len();
+        for spec in to_build {
+            txn.create_index(&db, &coll.name, spec).await?;
+        }
+        return created_reply(before, built, existed);
+    }
     let memory = state
         .node()
         .params
@@ -169,6 +187,10 @@ pub(super) async fn create_indexes<S: DataNode>(
             break;
         }
     }
+    created_reply(before, built, existed)
+}
+
+fn created_reply(before: usize, built: usize, existed: bool) -> Result<RawDocumentBuf> {
     let mut reply = doc! {
         "numIndexesBefore": before as i32,
         "numIndexesAfter": (before + built) as i32,

@@ -25,7 +25,7 @@ pub(super) async fn target<S: DataNode>(
         return Ok(state.storage().collection(&req.db, coll).await);
     }
     let db = state.storage().database_or_create(&req.db).await?;
-    let meta = db.ensure_collection(coll).await?;
+    let meta = db.ensure_collection_in_scope(coll).await?;
     Ok(Some((db, meta)))
 }
 

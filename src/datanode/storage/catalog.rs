@@ -76,6 +76,27 @@ impl CollectionMeta {
     }
 }
 
+impl CollectionMeta {
+    /// A new collection with its `_id` index: the collection's table takes `ident`, the index's
+    /// `ident + 1`.
+    pub(super) fn new(name: &str, ident: i64, uuid: Uuid, options: Document) -> CollectionMeta {
+        CollectionMeta {
+            name: name.to_string(),
+            ident,
+            uuid,
+            options,
+            indexes: vec![IndexMeta {
+                name: "_id_".into(),
+                ident: ident + 1,
+                spec: id_index_spec(),
+                parsed: None,
+                multikey: false,
+                ready: true,
+            }],
+        }
+    }
+}
+
 /// The `_id` index spec every collection gets.
 pub fn id_index_spec() -> Document {
     doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"}
@@ -121,6 +142,43 @@ pub(super) fn index_table_sql(index: &IndexMeta) -> String {
         "CREATE TABLE {} (key BLOB NOT NULL, rid INTEGER NOT NULL, type_bits BLOB, PRIMARY KEY ({primary_key})) WITHOUT ROWID",
         index.table()
     )
+}
+
+/// Creates a new collection's tables (its records and each of its indexes) and catalog rows on
+/// `conn`, inside the caller's SQLite transaction: a plain `create` and a multi-document
+/// transaction's commit create collections alike.
+pub(super) async fn create_collection_tables(
+    conn: &mut SqliteConnection,
+    meta: &CollectionMeta,
+) -> std::result::Result<(), sqlx::Error> {
+    conn.execute(sqlx::AssertSqlSafe(format!(
+        "CREATE TABLE {} (rid INTEGER PRIMARY KEY, doc BLOB NOT NULL)",
+        meta.table()
+    )))
+    .await?;
+    sqlx::query("INSERT INTO docgrid_collections (name, ident, uuid, options) VALUES (?, ?, ?, ?)")
+        .bind(&meta.name)
+        .bind(meta.ident)
+        .bind(meta.uuid.as_bytes().as_slice())
+        .bind(bson::to_vec(&meta.options).map_err(|e| sqlx::Error::Encode(Box::new(e)))?)
+        .execute(&mut *conn)
+        .await?;
+    for index in &meta.indexes {
+        conn.execute(sqlx::AssertSqlSafe(index_table_sql(index)))
+            .await?;
+        sqlx::query(
+            "INSERT INTO docgrid_indexes (collection_ident, name, ident, spec, multikey, ready) VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(meta.ident)
+        .bind(&index.name)
+        .bind(index.ident)
+        .bind(bson::to_vec(&index.spec).map_err(|e| sqlx::Error::Encode(Box::new(e)))?)
+        .bind(index.multikey)
+        .bind(index.ready)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
 }
 
 /// Adds the `type_bits` column to index tables made before it existed: their entries keep

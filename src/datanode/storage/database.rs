@@ -2,10 +2,8 @@
 //! allows one writer; serializing here avoids busy-waiting) and a pool of readers (WAL lets
 //! them run beside the writer).
 
-use super::catalog::{
-    self, CollectionMeta, CollectionStats, IndexMeta, id_index_spec, index_table_sql,
-};
-use super::doc_locks::DocLocks;
+use super::catalog::{self, CollectionMeta, CollectionStats, IndexMeta, index_table_sql};
+use super::doc_locks::{DocLocks, namespace_key};
 use super::durability::Durability;
 use super::index_build::{INDEX_BUILD_MEMORY_BYTES, IndexBuild, IndexBuildStats};
 use super::readers::{Reader, Readers};
@@ -198,11 +196,31 @@ impl DatabaseStore {
     /// The collection's catalog entry; inside a transaction's scope, as the transaction sees
     /// it (indexes its writes made multikey are so).
     pub fn collection(&self, name: &str) -> Option<Arc<CollectionMeta>> {
-        let meta = self.catalog.read().expect("poisoned").get(name).cloned()?;
+        let committed = self.committed_collection(name);
         match super::StorageTransaction::current() {
-            Some(txn) => Some(txn.patch(&self.name, meta)),
-            None => Some(meta),
+            Some(txn) => committed
+                .or_else(|| txn.created(&self.name, name))
+                .map(|meta| txn.patch(&self.name, meta)),
+            None => committed,
         }
+    }
+
+    /// The committed collection `name`, whatever transaction the task is in.
+    pub(super) fn committed_collection(&self, name: &str) -> Option<Arc<CollectionMeta>> {
+        self.catalog.read().expect("poisoned").get(name).cloned()
+    }
+
+    /// Makes a collection whose tables a committed write created visible.
+    pub(super) fn add_to_catalog(&self, meta: Arc<CollectionMeta>) {
+        self.stats
+            .lock()
+            .expect("poisoned")
+            .entry(meta.ident)
+            .or_default();
+        self.catalog
+            .write()
+            .expect("poisoned")
+            .insert(meta.name.clone(), meta);
     }
 
     /// A collection by its table ident (stable across renames).
@@ -334,6 +352,14 @@ impl DatabaseStore {
         options: Document,
         uuid: Uuid,
     ) -> Result<Arc<CollectionMeta>> {
+        // A transaction creating the name holds it until it ends, as MongoDB's holds the
+        // collection's lock: this creation waits, then finds the transaction's collection or
+        // none.
+        let me = super::StorageTransaction::current().map_or(0, |t| t.id());
+        let key = namespace_key(name);
+        while self.locks.held_by_other(&key, me) {
+            self.locks.wait_for_release().await;
+        }
         let mut writer = self.writer.lock().await;
         if self.collection(name).is_some() {
             return Err(MongoError::new(
@@ -342,50 +368,10 @@ impl DatabaseStore {
             ));
         }
         let ident = writer.next_ident;
-        let id_index = IndexMeta {
-            name: "_id_".into(),
-            ident: ident + 1,
-            spec: id_index_spec(),
-            parsed: None,
-            multikey: false,
-            ready: true,
-        };
-        let meta = CollectionMeta {
-            name: name.to_string(),
-            ident,
-            uuid,
-            options,
-            indexes: vec![id_index],
-        };
-        let options_bytes = bson::to_vec(&meta.options)?;
-        let spec_bytes = bson::to_vec(&meta.indexes[0].spec)?;
-        let statements = [
-            format!("CREATE TABLE c{ident} (rid INTEGER PRIMARY KEY, doc BLOB NOT NULL)"),
-            format!(
-                "CREATE TABLE x{} (key BLOB PRIMARY KEY, rid INTEGER NOT NULL, type_bits BLOB) WITHOUT ROWID",
-                ident + 1
-            ),
-        ];
+        let meta = CollectionMeta::new(name, ident, uuid, options);
         let created = async {
             let mut txn = begin_catalog_txn(&mut writer).await?;
-            for sql in statements {
-                txn.execute(AssertSqlSafe(sql)).await?;
-            }
-            sqlx::query(
-                "INSERT INTO docgrid_collections (name, ident, uuid, options) VALUES (?, ?, ?, ?)",
-            )
-            .bind(name)
-            .bind(ident)
-            .bind(meta.uuid.as_bytes().as_slice())
-            .bind(options_bytes)
-            .execute(&mut *txn)
-            .await?;
-            sqlx::query("INSERT INTO docgrid_indexes (collection_ident, name, ident, spec) VALUES (?, '_id_', ?, ?)")
-                .bind(ident)
-                .bind(ident + 1)
-                .bind(spec_bytes)
-                .execute(&mut *txn)
-                .await?;
+            catalog::create_collection_tables(&mut txn, &meta).await?;
             txn.commit().await
         };
         created
@@ -393,23 +379,45 @@ impl DatabaseStore {
             .map_err(|e| sql_error("creating a collection", e))?;
         writer.next_ident = ident + 2;
         let meta = Arc::new(meta);
-        self.catalog
-            .write()
-            .expect("poisoned")
-            .insert(name.to_string(), meta.clone());
-        self.stats
-            .lock()
-            .expect("poisoned")
-            .insert(ident, CollectionStats::default());
+        self.add_to_catalog(meta.clone());
         Ok(meta)
+    }
+
+    /// Creates a collection as a client's command does: inside a multi-document transaction's
+    /// scope the transaction creates it (its statements see it at once, others once it
+    /// commits), otherwise at once.
+    pub async fn create_collection_in_scope(
+        &self,
+        name: &str,
+        options: Document,
+    ) -> Result<Arc<CollectionMeta>> {
+        match super::StorageTransaction::current() {
+            Some(txn) => txn.create_collection(self, name, options).await,
+            None => self.create_collection(name, options).await,
+        }
     }
 
     /// The collection, created with default options when missing (implicit creation on write).
     pub async fn ensure_collection(&self, name: &str) -> Result<Arc<CollectionMeta>> {
+        self.ensure(name, false).await
+    }
+
+    /// The collection a client's write goes to, created when missing as
+    /// [`create_collection_in_scope`](Self::create_collection_in_scope) creates it.
+    pub async fn ensure_collection_in_scope(&self, name: &str) -> Result<Arc<CollectionMeta>> {
+        self.ensure(name, true).await
+    }
+
+    async fn ensure(&self, name: &str, in_scope: bool) -> Result<Arc<CollectionMeta>> {
         if let Some(meta) = self.collection(name) {
             return Ok(meta);
         }
-        match self.create_collection(name, Document::new()).await {
+        let created = if in_scope {
+            self.create_collection_in_scope(name, Document::new()).await
+        } else {
+            self.create_collection(name, Document::new()).await
+        };
+        match created {
             Err(e) if e.code() == ErrorCode::NamespaceExists => self
                 .collection(name)
                 .ok_or_else(|| MongoError::internal("collection vanished while being created")),

@@ -13,6 +13,11 @@ use tokio::sync::Notify;
 /// A locked document: its collection's ident and its `_id` index key.
 pub(super) type DocKey = (i64, Vec<u8>);
 
+/// The lock key of a collection name a transaction creates: no collection's ident is negative.
+pub(super) fn namespace_key(name: &str) -> DocKey {
+    (-1, name.as_bytes().to_vec())
+}
+
 #[derive(Default)]
 pub(super) struct DocLocks {
     /// Locks held: plain writes skip every lock check while it is zero (the hot path).

@@ -15,9 +15,9 @@ use super::txn::WriteTxn;
 use super::txn_view::{Op, TxnView};
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, Document, RawDocument, RawDocumentBuf, doc};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::OwnedMutexGuard;
 
@@ -27,6 +27,16 @@ tokio::task_local! {
 
 /// Transaction ids, unique in the process (0 is no transaction's).
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Idents of the tables of the collections and indexes transactions create, until their
+/// commit gives them real ones: above every real ident, so that no table of the file has one
+/// (a view reads such a collection as empty under the transaction's writes).
+pub(super) const PENDING_IDENT: i64 = 1 << 50;
+static NEXT_PENDING_IDENT: AtomicI64 = AtomicI64::new(PENDING_IDENT);
+
+/// The collections a transaction created, by `(database, name)`: its statements see them,
+/// others only once its commit creates them (MongoDB's uncommitted collections).
+pub(super) type Created = Mutex<BTreeMap<(String, String), Arc<CollectionMeta>>>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -51,6 +61,7 @@ pub struct StorageTransaction {
     /// The session's record the commit writes in each database it writes
     /// ([`record_commit`](Self::record_commit)).
     commit_record: Mutex<Option<(super::SessionRecord, Vec<super::StatementRecord>)>>,
+    created: Arc<Created>,
 }
 
 /// Indexes a transaction's writes made multikey, by database name.
@@ -89,6 +100,7 @@ impl StorageTransaction {
             multikey: Default::default(),
             read_at,
             commit_record: Mutex::new(None),
+            created: Default::default(),
         })
     }
 
@@ -147,7 +159,14 @@ impl StorageTransaction {
             Some(view) => view,
             None => {
                 let view = Arc::new(tokio::sync::Mutex::new(
-                    TxnView::open(db.arc()?, self.id, self.multikey.clone(), self.read_at).await?,
+                    TxnView::open(
+                        db.arc()?,
+                        self.id,
+                        self.multikey.clone(),
+                        self.created.clone(),
+                        self.read_at,
+                    )
+                    .await?,
                 ));
                 self.views
                     .lock()
@@ -167,21 +186,100 @@ impl StorageTransaction {
 
     /// Whether the transaction wrote anything.
     pub fn has_writes(&self) -> bool {
-        self.views
-            .lock()
-            .expect("poisoned")
-            .values()
-            .any(|v| v.try_lock().map_or(true, |v| v.has_writes()))
+        self.written_databases() > 0
     }
 
-    /// How many databases the transaction wrote in (a view in use counts as written).
+    /// How many databases the transaction wrote in (created a collection in, or wrote a
+    /// document; a view in use counts as written).
     pub fn written_databases(&self) -> usize {
         self.views
             .lock()
             .expect("poisoned")
-            .values()
-            .filter(|v| v.try_lock().map_or(true, |v| v.has_writes()))
+            .iter()
+            .filter(|(db, v)| self.creates_in(db) || v.try_lock().map_or(true, |v| v.has_writes()))
             .count()
+    }
+
+    /// Whether the transaction created a collection in database `db`.
+    fn creates_in(&self, db: &str) -> bool {
+        self.created
+            .lock()
+            .expect("poisoned")
+            .keys()
+            .any(|(d, _)| d == db)
+    }
+
+    /// The collection `name` of database `db` this transaction created, if it did.
+    pub fn created(&self, db: &str, name: &str) -> Option<Arc<CollectionMeta>> {
+        self.created
+            .lock()
+            .expect("poisoned")
+            .get(&(db.to_string(), name.to_string()))
+            .cloned()
+    }
+
+    /// Creates collection `name` in `db` within this transaction: its statements see it at
+    /// once, others once it commits. Until then a plain creation of the name waits for the
+    /// transaction's end and another transaction's is a WriteConflict (first writer wins).
+    /// NamespaceExists if the collection exists.
+    pub async fn create_collection(
+        &self,
+        db: &DatabaseStore,
+        name: &str,
+        options: Document,
+    ) -> Result<Arc<CollectionMeta>> {
+        let mut view = self.view(db).await?;
+        view.lock_namespace(name)?;
+        if db.committed_collection(name).is_some() || self.created(db.name(), name).is_some() {
+            return Err(MongoError::new(
+                ErrorCode::NamespaceExists,
+                format!("Collection {}.{name} already exists.", db.name()),
+            ));
+        }
+        let ident = NEXT_PENDING_IDENT.fetch_add(2, Ordering::Relaxed);
+        let meta = Arc::new(CollectionMeta::new(
+            name,
+            ident,
+            uuid::Uuid::new_v4(),
+            options,
+        ));
+        self.created
+            .lock()
+            .expect("poisoned")
+            .insert((db.name().to_string(), name.to_string()), meta.clone());
+        Ok(meta)
+    }
+
+    /// Adds a secondary index to collection `collection` of `db`, which this transaction
+    /// created (MongoDB builds no index on an existing collection inside a transaction):
+    /// DuplicateKey if a unique index's key repeats among the transaction's documents.
+    pub async fn create_index(
+        &self,
+        db: &DatabaseStore,
+        collection: &str,
+        spec: crate::datanode::index::IndexSpec,
+    ) -> Result<()> {
+        let key = (db.name().to_string(), collection.to_string());
+        let coll = self.created.lock().expect("poisoned").get(&key).cloned();
+        let coll = coll.ok_or_else(|| {
+            MongoError::internal("an index of a collection the transaction did not create")
+        })?;
+        let index = super::IndexMeta {
+            name: spec.name.clone(),
+            ident: NEXT_PENDING_IDENT.fetch_add(1, Ordering::Relaxed),
+            spec: spec.document.clone(),
+            parsed: Some(Arc::new(spec)),
+            multikey: false,
+            ready: true,
+        };
+        let mut updated = (*coll).clone();
+        updated.indexes.push(index.clone());
+        self.view(db).await?.add_index(&updated, &index)?;
+        self.created
+            .lock()
+            .expect("poisoned")
+            .insert(key, Arc::new(updated));
+        Ok(())
     }
 
     /// Every view, locked, in database-name order (the order writers are taken in, so that
@@ -222,7 +320,10 @@ impl StorageTransaction {
 
     async fn commit_views(&self) -> Result<Vec<(Arc<DatabaseStore>, u64)>> {
         let views = self.locked_views().await;
-        let mut views: Vec<_> = views.into_iter().filter(|v| v.has_writes()).collect();
+        let mut views: Vec<_> = views
+            .into_iter()
+            .filter(|v| v.has_writes() || self.creates_in(v.database().name()))
+            .collect();
         let dbs: Vec<Arc<DatabaseStore>> = views.iter().map(|v| v.database_arc().clone()).collect();
         let mut txns = Vec::with_capacity(views.len());
         for (view, db) in views.iter_mut().zip(&dbs) {
@@ -233,7 +334,21 @@ impl StorageTransaction {
         }
         let mut out = Vec::with_capacity(txns.len());
         for ((view, db), mut txn) in views.iter_mut().zip(&dbs).zip(txns) {
-            apply(view, &mut txn).await.map_err(|e| {
+            // The collections the transaction created get their tables first, under real
+            // idents, in the same SQLite transaction as the writes.
+            let pending: Vec<_> = self
+                .created
+                .lock()
+                .expect("poisoned")
+                .iter()
+                .filter(|((d, _), _)| d == db.name())
+                .map(|(_, meta)| meta.clone())
+                .collect();
+            let mut created = HashMap::new();
+            for meta in pending {
+                created.insert(meta.ident, txn.create_collection(&meta).await?);
+            }
+            apply(view, &mut txn, &created).await.map_err(|e| {
                 // Another write took a unique key this transaction's write wanted since the
                 // snapshot: a conflict, as MongoDB reports it.
                 if e.code() == ErrorCode::DuplicateKey {
@@ -275,6 +390,7 @@ impl StorageTransaction {
 
     async fn finish(&self, state: State) {
         *self.state.lock().expect("poisoned") = state;
+        self.created.lock().expect("poisoned").clear();
         let views = std::mem::take(&mut *self.views.lock().expect("poisoned"));
         for view in views.into_values() {
             // Waits for a read still using the view; dropping it releases the locks.
@@ -291,6 +407,12 @@ impl StorageTransaction {
         if state != State::Active {
             return Err(no_such_transaction(state));
         }
+        if !self.created.lock().expect("poisoned").is_empty() {
+            return Err(MongoError::new(
+                ErrorCode::OperationNotSupportedInTransaction,
+                "Cannot create new collections inside distributed transactions",
+            ));
+        }
         let mut views = self.locked_views().await;
         let mut writes = Vec::new();
         for view in views.iter_mut().filter(|v| v.has_writes()) {
@@ -301,7 +423,7 @@ impl StorageTransaction {
             txn.lock_owner = self.id;
             view.validate(&mut txn).await?;
             txn.rollback().await?;
-            for (coll, ops) in view.ops()? {
+            for (coll, ops) in view.ops(&HashMap::new())? {
                 for op in ops {
                     writes.push(Bson::Document(write_entry(db.name(), &coll, &op)?));
                 }
@@ -436,8 +558,13 @@ fn write_entry(db: &str, coll: &CollectionMeta, op: &Op) -> Result<Document> {
 
 /// Applies a view's writes through the write transaction's own methods (indexes, statistics
 /// and multikey flags kept there).
-async fn apply(view: &mut TxnView, txn: &mut WriteTxn<'_>) -> Result<()> {
-    for (coll, ops) in view.ops()? {
+/// `created`: the collections the commit created, by the idents the transaction gave them.
+async fn apply(
+    view: &mut TxnView,
+    txn: &mut WriteTxn<'_>,
+    created: &HashMap<i64, Arc<CollectionMeta>>,
+) -> Result<()> {
+    for (coll, ops) in view.ops(created)? {
         for op in ops {
             match op {
                 Op::Insert(doc) => {

@@ -1042,3 +1042,79 @@ async fn restoring_an_already_committed_prepared_transaction_commits_nothing() {
     assert_eq!(reads_at(&db, time).await, applied, "no write happened");
     assert!(!db.locks.any() && !db.locks.any_prepared());
 }
+
+#[tokio::test]
+async fn a_collection_created_in_a_transaction_exists_for_others_once_it_commits() {
+    let (dir, storage) = open().await;
+    let db = storage.database_or_create("app").await.unwrap();
+    let spec = || crate::datanode::index::IndexSpec::parse(&doc! {"key": {"g": 1}}).unwrap();
+    for commit in [false, true] {
+        let txn = StorageTransaction::new();
+        txn.scope(async {
+            let c = db.create_collection_in_scope("new", doc! {}).await.unwrap();
+            assert!(c.ident >= transaction::PENDING_IDENT);
+            let e = db
+                .create_collection_in_scope("new", doc! {})
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), ErrorCode::NamespaceExists);
+            let mut w = db.writes().await.unwrap();
+            w.insert_one(&c, &rawdoc! {"_id": 1, "g": [1, 2]})
+                .await
+                .unwrap();
+            drop(w);
+            txn.create_index(&db, "new", spec()).await.unwrap();
+            let c = db.collection("new").expect("the transaction sees it");
+            let mut read = db.read().await.unwrap();
+            assert!(!every_read(&mut read, &c).await.is_empty());
+            let g = c.indexes.iter().find(|i| i.name == "g_1").unwrap();
+            let entries = read.index_keys(&IndexRange::whole(g)).await.unwrap();
+            assert_eq!(entries.len(), 2, "both keys of the array");
+        })
+        .await;
+        assert!(db.collection("new").is_none(), "nobody else sees it");
+        // Another transaction creating the name conflicts; a plain creation waits.
+        let other = StorageTransaction::new();
+        let e = other
+            .scope(db.create_collection_in_scope("new", doc! {}))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::WriteConflict);
+        other.abort().await;
+        let plain = {
+            let db = db.clone();
+            tokio::spawn(async move { db.ensure_collection("new").await.map(|c| c.ident) })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            !plain.is_finished(),
+            "a plain creation waits for the transaction"
+        );
+        if commit {
+            txn.commit().await.unwrap();
+        } else {
+            txn.abort().await;
+        }
+        let ident = plain.await.unwrap().unwrap();
+        let c = db.collection("new").unwrap();
+        assert_eq!(c.ident, ident);
+        let g = c.indexes.iter().find(|i| i.name == "g_1");
+        if commit {
+            assert!(ident < transaction::PENDING_IDENT);
+            assert!(g.unwrap().multikey, "the commit keeps the multikey flag");
+            assert_eq!(db.stats(&c).count, 1);
+        } else {
+            assert!(g.is_none(), "the abort created nothing");
+            assert_eq!(db.stats(&c).count, 0);
+            assert!(db.drop_collection("new").await.unwrap());
+        }
+    }
+    // The committed collection, its index and document are in the file.
+    drop((db, storage));
+    let restarted = Storage::open(dir.path(), Default::default()).await.unwrap();
+    let db = restarted.database("app").await.unwrap();
+    let c = db.collection("new").unwrap();
+    assert_eq!(c.indexes.len(), 2);
+    let mut read = db.read().await.unwrap();
+    assert_eq!(read.scan(&c, 0, 10).await.unwrap().len(), 1);
+}

@@ -221,6 +221,9 @@ pub struct WriteTxn<'a> {
     conflicted: bool,
     /// The records written and their before-images, for the history (appended at commit).
     notes: Vec<Note>,
+    /// Collections this transaction created (a multi-document transaction's commit): in the
+    /// catalog once it commits.
+    created: Vec<CollectionMeta>,
 }
 
 /// Statements (each ending in `;`) and their parameters, in order.
@@ -306,7 +309,32 @@ impl<'a> WriteTxn<'a> {
             lock_owner: 0,
             conflicted: false,
             notes: Vec::new(),
+            created: Vec::new(),
         })
+    }
+
+    /// Creates the tables of `pending`, a collection a multi-document transaction created,
+    /// under real idents; the collection as created (the catalog has it once this commits).
+    /// WriteConflict if a collection of its name exists now.
+    pub(super) async fn create_collection(
+        &mut self,
+        pending: &CollectionMeta,
+    ) -> Result<Arc<CollectionMeta>> {
+        if self.db.committed_collection(&pending.name).is_some() {
+            return Err(write_conflict());
+        }
+        let ident = self.writer.next_ident;
+        let mut meta = pending.clone();
+        meta.ident = ident;
+        for (index, next) in meta.indexes.iter_mut().zip(ident + 1..) {
+            index.ident = next;
+        }
+        self.writer.next_ident = ident + 1 + meta.indexes.len() as i64;
+        super::catalog::create_collection_tables(&mut self.writer.conn, &meta)
+            .await
+            .map_err(|e| sql_error("creating a collection", e))?;
+        self.created.push(meta.clone());
+        Ok(Arc::new(meta))
     }
 
     /// WriteConflict if a transaction other than the one this commits holds `doc`. A plain
@@ -943,6 +971,12 @@ impl<'a> WriteTxn<'a> {
         self.writer.in_txn = false;
         if records_second {
             recorded.fetch_max(seconds, std::sync::atomic::Ordering::AcqRel);
+        }
+        for mut meta in std::mem::take(&mut self.created) {
+            for index in meta.indexes.iter_mut() {
+                index.multikey |= multikey.contains(&(meta.ident, index.ident));
+            }
+            self.db.add_to_catalog(Arc::new(meta));
         }
         let seq = self.db.durability.committed();
         let mut stats = self.db.stats.lock().expect("poisoned");

@@ -8,13 +8,14 @@
 
 use super::catalog::{CollectionMeta, IndexMeta};
 use super::database::DatabaseStore;
-use super::doc_locks::{DocKey, write_conflict};
+use super::doc_locks::{DocKey, namespace_key, write_conflict};
 use super::keys::{DocumentKeys, duplicate_key_error};
 use super::read_sql::{
     self, DocumentReads, IndexEntry, IndexRange, KeyEntry, ReadQuery, RecordId, ResultRow,
     just_after,
 };
 use super::readers::Reader;
+use super::transaction::PENDING_IDENT;
 use super::txn::WriteTxn;
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{RawDocument, RawDocumentBuf};
@@ -44,6 +45,8 @@ pub struct TxnView {
     locked: bool,
     /// The transaction's record of the indexes its writes made multikey.
     multikey: Arc<super::transaction::Multikey>,
+    /// The collections the transaction created (in every database).
+    created: Arc<super::transaction::Created>,
 }
 
 /// An index entry's position: key and record id.
@@ -161,6 +164,7 @@ impl TxnView {
         db: Arc<DatabaseStore>,
         txn: u64,
         multikey: Arc<super::transaction::Multikey>,
+        created: Arc<super::transaction::Created>,
         at: Option<bson::Timestamp>,
     ) -> Result<TxnView> {
         let mut snapshot = db.snapshot_reader().await?;
@@ -175,6 +179,7 @@ impl TxnView {
             next_temp: TEMP_RID,
             locked: false,
             multikey,
+            created,
         };
         if let Some(at) = at {
             // Read after the pin: every commit the snapshot sees has its entries there.
@@ -274,17 +279,67 @@ impl TxnView {
         // The version this transaction reads (as of its time when reading at one): a document
         // changed since is a conflict, as in MongoDB.
         let base = self.fetch_by_id_key(coll, id_key).await?;
-        let latest = self
-            .db
-            .plain_reader()
-            .await?
-            .fetch_by_id_key(coll, id_key)
-            .await?;
+        // A collection the transaction created has no table yet, nor anyone else's writes.
+        let latest = if coll.ident >= PENDING_IDENT {
+            None
+        } else {
+            self.db
+                .plain_reader()
+                .await?
+                .fetch_by_id_key(coll, id_key)
+                .await?
+        };
         // The lock stays taken: the transaction is to abort, which releases it.
         if !same(&base, &latest) {
             return Err(write_conflict());
         }
         self.bases.insert(key, base);
+        Ok(())
+    }
+
+    /// Takes collection name `name` for the transaction creating it: WriteConflict if another
+    /// transaction creates it.
+    pub(super) fn lock_namespace(&mut self, name: &str) -> Result<()> {
+        if !self.db.locks.lock(&namespace_key(name), self.txn) {
+            return Err(write_conflict());
+        }
+        self.locked = true;
+        Ok(())
+    }
+
+    /// Adds `index` to `coll`, a collection the transaction created, over the documents it
+    /// wrote there: DuplicateKey if the index is unique and a key repeats.
+    pub(super) fn add_index(&mut self, coll: &CollectionMeta, index: &IndexMeta) -> Result<()> {
+        let Some(overlay) = self.colls.get_mut(&coll.ident) else {
+            return Ok(());
+        };
+        let entries = overlay.entries(index)?;
+        if index.is_unique() {
+            let repeated = entries
+                .keys()
+                .zip(entries.keys().skip(1))
+                .find(|(a, b)| a.0 == b.0)
+                .map(|(_, (_, rid))| *rid);
+            if let Some(rid) = repeated {
+                let doc = overlay.docs[&rid]
+                    .1
+                    .clone()
+                    .expect("present documents only");
+                return Err(duplicate_key_error(
+                    &format!("{}.{}", self.db.name(), coll.name),
+                    index,
+                    &doc,
+                ));
+            }
+        }
+        let docs: Vec<RawDocumentBuf> = overlay
+            .docs
+            .values()
+            .filter_map(|(_, d)| d.clone())
+            .collect();
+        for doc in docs {
+            self.note_multikey(coll, &doc)?;
+        }
         Ok(())
     }
 
@@ -470,13 +525,20 @@ impl TxnView {
 
     /// The writes as the commit applies them, per collection: deletes, then replacements,
     /// then inserts (a document deleted and inserted again with its `_id` is deleted first).
-    pub(super) fn ops(&self) -> Result<Vec<(Arc<CollectionMeta>, Vec<Op>)>> {
+    /// `created`: the collections the commit created, by the idents the transaction gave them.
+    pub(super) fn ops(
+        &self,
+        created: &HashMap<i64, Arc<CollectionMeta>>,
+    ) -> Result<Vec<(Arc<CollectionMeta>, Vec<Op>)>> {
         let mut out = Vec::new();
         for (ident, overlay) in &self.colls {
-            let coll = self
-                .db
-                .collection_by_ident(*ident)
-                .ok_or_else(write_conflict)?;
+            let coll = match created.get(ident) {
+                Some(coll) => coll.clone(),
+                None => self
+                    .db
+                    .collection_by_ident(*ident)
+                    .ok_or_else(write_conflict)?,
+            };
             let mut ops = Vec::new();
             for (rid, (id_key, doc)) in &overlay.docs {
                 if overlay.history.contains(rid) {
@@ -796,10 +858,19 @@ impl DocumentReads for TxnView {
 
     async fn index_keys(&mut self, range: &IndexRange<'_>) -> Result<Vec<KeyEntry>> {
         // Index idents are unique in the file: the index names its collection.
+        let created: Vec<_> = self
+            .created
+            .lock()
+            .expect("poisoned")
+            .iter()
+            .filter(|((db, _), _)| db == self.db.name())
+            .map(|(_, meta)| meta.clone())
+            .collect();
         let coll = self
             .db
             .collections()
             .into_iter()
+            .chain(created)
             .find(|c| c.indexes.iter().any(|i| i.ident == range.index.ident))
             .ok_or_else(|| MongoError::namespace_not_found("the index's collection is gone"))?;
         let rows = self.merged_index(&coll, range, false).await?;

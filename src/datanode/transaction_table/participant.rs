@@ -12,11 +12,12 @@ use crate::error::{
     ErrorCode, MongoError, Result, TRANSIENT_TRANSACTION_ERROR, is_transient_transaction_error,
 };
 use crate::server::TransactionStatement;
+use crate::server::sessions::LogicalSessionId;
 use crate::server::stats::TransactionCounters;
 use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, Timestamp, doc, rawdoc};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The statement id under which a commit records its transaction in the transaction table: a
 /// session whose latest number has it committed that transaction (after a restart too).
@@ -35,6 +36,8 @@ pub(super) struct Transaction {
     started_at: bson::DateTime,
     /// The read concern its first command gave (`currentOp` shows it).
     read_concern: Document,
+    /// How long its statements ran, all together.
+    active: Duration,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -74,8 +77,8 @@ impl Transaction {
         self.state == State::InProgress && self.started.elapsed() > limit
     }
 
-    /// The transaction as `$currentOp` shows an idle session's (`None`: it has ended).
-    pub(super) fn current_op(&self, limit: std::time::Duration) -> Option<Document> {
+    /// The transaction as `$currentOp` shows it (`None`: it has ended).
+    pub(super) fn current_op(&self, limit: Duration) -> Option<Document> {
         if !matches!(self.state, State::InProgress | State::Prepared(_)) {
             return None;
         }
@@ -89,7 +92,8 @@ impl Transaction {
             },
             "startWallClockTime": self.started_at.try_to_rfc3339_string().unwrap_or_default(),
             "timeOpenMicros": open.as_micros() as i64,
-            "timeInactiveMicros": open.as_micros() as i64,
+            "timeActiveMicros": self.active.as_micros() as i64,
+            "timeInactiveMicros": open.saturating_sub(self.active).as_micros() as i64,
             "expiryTime": bson::DateTime::from_millis(expiry).try_to_rfc3339_string().unwrap_or_default(),
         };
         if let State::Prepared(time) = self.state {
@@ -161,8 +165,25 @@ async fn statement<S: DataNode>(
         state.node().clock.wait_until_visible(time).await?;
     }
     let storage = begin_or_continue(counters, session, lsid, args).await?;
+    if let Err(e) = check_ddl_read_concern(session, request.name()) {
+        end_open(counters, session).await;
+        return Err(e);
+    }
     counters.active.fetch_add(1, Relaxed);
+    let began = Instant::now();
+    let running = session
+        .transaction
+        .as_ref()
+        .and_then(|t| t.current_op(lifetime_limit(state)))
+        .and_then(|doc| {
+            let id = LogicalSessionId::of_document(lsid)?;
+            Some(state.transaction_table().running(id, doc))
+        });
     let outcome = storage.scope(run(request)).await;
+    drop(running);
+    if let Some(transaction) = session.transaction.as_mut() {
+        transaction.active += began.elapsed();
+    }
     counters.active.fetch_sub(1, Relaxed);
     // A write conflict fails the command: the client retries the whole transaction.
     let outcome = outcome.and_then(|reply| match crate::error::transient_write_error(&reply) {
@@ -187,6 +208,40 @@ async fn statement<S: DataNode>(
         end_open(counters, session).await;
     }
     outcome
+}
+
+/// `transactionLifetimeLimitSeconds`.
+pub fn lifetime_limit<S: DataNode>(state: &S) -> Duration {
+    let seconds = state
+        .node()
+        .params
+        .get_i64("transactionLifetimeLimitSeconds")
+        .unwrap_or(60)
+        .max(1);
+    Duration::from_secs(seconds as u64)
+}
+
+/// `create` and `createIndexes` run in a transaction of read concern `local` only (its
+/// default), as MongoDB's do: a snapshot is no place to create a collection in.
+fn check_ddl_read_concern(session: &SessionTxn, command: &str) -> Result<()> {
+    if !matches!(command, "create" | "createIndexes") {
+        return Ok(());
+    }
+    let level = session
+        .transaction
+        .as_ref()
+        .and_then(|t| t.read_concern.get_str("level").ok())
+        .unwrap_or("local");
+    if level == "local" {
+        return Ok(());
+    }
+    Err(MongoError::new(
+        ErrorCode::InvalidOptions,
+        format!(
+            "Command '{command}' in a multi-document transaction requires read concern level \
+             'local', not '{level}'"
+        ),
+    ))
 }
 
 /// The session's transaction for a statement: a new one for `startTransaction` (ending what
@@ -244,6 +299,7 @@ async fn begin_or_continue(
             storage: storage.clone(),
             started: Instant::now(),
             started_at: bson::DateTime::now(),
+            active: Duration::ZERO,
             read_concern,
         });
         counters.started.fetch_add(1, Relaxed);
@@ -289,6 +345,7 @@ fn current(session: &mut SessionTxn, n: i64) -> Result<&mut Transaction> {
             storage: StorageTransaction::new(),
             started: Instant::now(),
             started_at: bson::DateTime::now(),
+            active: Duration::ZERO,
             read_concern: Document::new(),
         });
     }
@@ -586,6 +643,7 @@ impl super::TransactionTable {
                 storage: transaction,
                 started: Instant::now(),
                 started_at: bson::DateTime::now(),
+                active: Duration::ZERO,
                 read_concern: Document::new(),
             });
             if !decided {

@@ -408,3 +408,35 @@ async fn statements_of_an_older_txn_number_never_answer_a_newer_one() {
 fn ago(age: std::time::Duration) -> bson::DateTime {
     bson::DateTime::from_millis(bson::DateTime::now().timestamp_millis() - age.as_millis() as i64)
 }
+
+#[test]
+fn a_running_statement_shows_its_transaction_until_it_ends() {
+    let table = TransactionTable::default();
+    let session = LogicalSessionId::of_document(&doc! {
+        "id": Binary {subtype: bson::spec::BinarySubtype::Uuid, bytes: vec![7; 16]},
+    })
+    .unwrap();
+    assert!(table.running_transaction(&session).is_none());
+    let transaction = doc! {
+        "parameters": {"txnNumber": 3_i64, "autocommit": false},
+        "timeOpenMicros": 1000_i64,
+        "timeActiveMicros": 10_i64,
+        "timeInactiveMicros": 990_i64,
+    };
+    let running = table.running(session.clone(), transaction);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let shown = table.running_transaction(&session).unwrap();
+    assert_eq!(
+        shown
+            .get_document("parameters")
+            .unwrap()
+            .get_i64("txnNumber"),
+        Ok(3)
+    );
+    // The statement's time so far counts as open and active.
+    assert!(shown.get_i64("timeOpenMicros").unwrap() >= 21_000);
+    assert!(shown.get_i64("timeActiveMicros").unwrap() >= 20_010);
+    assert_eq!(shown.get_i64("timeInactiveMicros"), Ok(990));
+    drop(running);
+    assert!(table.running_transaction(&session).is_none());
+}

@@ -22,7 +22,7 @@ use crate::server::RequestContext;
 use crate::server::sessions::LogicalSessionId;
 use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
 use state::{Action, CommitType, Phase, Txn};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -37,7 +37,7 @@ const WRITES: &[&str] = &["insert", "update", "delete", "findAndModify", "bulkWr
 #[derive(Default)]
 pub(super) struct Transactions {
     sessions: Mutex<HashMap<LogicalSessionId, Arc<Mutex<Option<Txn>>>>>,
-    stats: TxnStats,
+    stats: Arc<TxnStats>,
 }
 
 #[derive(Default)]
@@ -45,9 +45,29 @@ struct TxnStats {
     total_started: AtomicI64,
     total_committed: AtomicI64,
     total_aborted: AtomicI64,
+    /// Aborted transactions by what aborted them: the failed statement's codeName, or
+    /// `abort` for the client's `abortTransaction`.
+    abort_cause: Mutex<BTreeMap<String, i64>>,
     total_contacted_participants: AtomicI64,
+    total_participants_at_commit: AtomicI64,
+    total_requests_targeted: AtomicI64,
     /// Per [`CommitType`]: initiated, successful, successful duration (µs).
     commit_types: [[AtomicI64; 3]; 6],
+}
+
+impl TxnStats {
+    /// Counts an aborted transaction; `cause` as `abortCause` names it, if known.
+    fn aborted(&self, cause: Option<&str>) {
+        add(&self.total_aborted, 1);
+        if let Some(cause) = cause {
+            *self
+                .abort_cause
+                .lock()
+                .expect("poisoned")
+                .entry(cause.to_string())
+                .or_default() += 1;
+        }
+    }
 }
 
 /// The statement running on a task: what [`attach`] needs to rewrite a shard's request.
@@ -55,6 +75,7 @@ struct Statement {
     txn: Arc<Mutex<Option<Txn>>>,
     lsid: RawDocumentBuf,
     write: bool,
+    stats: Arc<TxnStats>,
 }
 
 tokio::task_local! {
@@ -130,11 +151,18 @@ impl Transactions {
             "currentInactive": open - active,
             "totalStarted": load(&self.stats.total_started),
             "totalAborted": load(&self.stats.total_aborted),
-            "abortCause": {},
+            "abortCause": self
+                .stats
+                .abort_cause
+                .lock()
+                .expect("poisoned")
+                .iter()
+                .map(|(cause, n)| (cause.clone(), Bson::Int64(*n)))
+                .collect::<Document>(),
             "totalCommitted": load(&self.stats.total_committed),
             "totalContactedParticipants": load(&self.stats.total_contacted_participants),
-            "totalParticipantsAtCommit": 0_i64,
-            "totalRequestsTargeted": 0_i64,
+            "totalParticipantsAtCommit": load(&self.stats.total_participants_at_commit),
+            "totalRequestsTargeted": load(&self.stats.total_requests_targeted),
             "commitTypes": commit_types,
         }
     }
@@ -201,7 +229,7 @@ async fn statement(
         }
         if replaced {
             // The newer number ends the older transaction on its shards.
-            add(&state.transactions.stats.total_aborted, 1);
+            state.transactions.stats.aborted(None);
         }
         if let Some(txn) = txn.as_mut() {
             txn.active = true;
@@ -211,6 +239,7 @@ async fn statement(
         txn: Arc::clone(&slot),
         lsid,
         write: WRITES.contains(&name),
+        stats: Arc::clone(&state.transactions.stats),
     });
     // Inactive again however the statement ends (a deadline or killOp drops it).
     let _active = Inactive(&statement);
@@ -227,9 +256,16 @@ async fn statement(
         (Action::Start | Action::Continue, Ok(reply)) => {
             // A write error aborted the transaction on its shard: the others are ended too.
             if has_write_errors(&reply) {
-                implicit_abort(state, &statement).await;
+                let error = crate::error::transient_write_error(&reply);
+                let cause = error.as_ref().map(|e| e.code().name());
+                implicit_abort(
+                    state,
+                    &statement,
+                    cause.as_deref().unwrap_or(WRITE_ERROR_CAUSE),
+                )
+                .await;
                 // A conflict fails the command: the client retries the whole transaction.
-                if let Some(error) = crate::error::transient_write_error(&reply) {
+                if let Some(error) = error {
                     return Err(label(error, true, TRANSIENT_TRANSACTION_ERROR));
                 }
             }
@@ -239,7 +275,7 @@ async fn statement(
             // An overload refusal ran nothing: the driver retries the statement within the
             // transaction (the backpressure specification).
             if !error.labels().iter().any(|l| l == SYSTEM_OVERLOADED_ERROR) {
-                implicit_abort(state, &statement).await;
+                implicit_abort(state, &statement, &error.code().name()).await;
             }
             let transient = state::is_transient(error.code(), false, false)
                 || error.code().is(crate::error::ErrorCategory::NetworkError);
@@ -347,6 +383,7 @@ pub(super) fn attach(
         },
     };
     req.body = txn.outgoing(&shard, host, &statement.lsid, &req.body)?;
+    add(&statement.stats.total_requests_targeted, 1);
     Ok(req)
 }
 
@@ -383,8 +420,13 @@ pub(super) async fn may_retry_stale(state: &RouterState) -> bool {
     true
 }
 
-/// Ends the transaction on every participant after a failed statement (best effort).
-async fn implicit_abort(state: &RouterState, statement: &Statement) {
+/// `abortCause` of a transaction a statement's write error ended, when the error is not one
+/// the reply's first write error names.
+const WRITE_ERROR_CAUSE: &str = "WriteError";
+
+/// Ends the transaction on every participant after a failed statement (best effort); `cause`
+/// is the failure's codeName.
+async fn implicit_abort(state: &RouterState, statement: &Statement, cause: &str) {
     let (shards, number) = {
         let mut slot = statement.txn.lock().expect("poisoned");
         let Some(txn) = slot.as_mut() else { return };
@@ -395,7 +437,7 @@ async fn implicit_abort(state: &RouterState, statement: &Statement) {
         let shards: Vec<String> = txn.participants.iter().map(|p| p.shard.clone()).collect();
         (shards, txn.txn_number)
     };
-    add(&state.transactions.stats.total_aborted, 1);
+    state.transactions.stats.aborted(Some(cause));
     abort_on(state, &statement.lsid, number, &shards).await;
 }
 
@@ -477,6 +519,12 @@ pub(super) async fn commit(state: &RouterState, req: &CommandRequest) -> Result<
     };
     let stats = &state.transactions.stats.commit_types[commit_type.index()];
     add(&stats[0], 1);
+    if commit_type != CommitType::RecoverWithToken {
+        add(
+            &state.transactions.stats.total_participants_at_commit,
+            participants.len() as i64,
+        );
+    }
     let started = Instant::now();
     let with_concern = |mut command: Document| {
         if let Some(wc) = &write_concern {
@@ -562,7 +610,7 @@ pub(super) async fn commit(state: &RouterState, req: &CommandRequest) -> Result<
             Err(e) if state::is_unknown_commit_result(Some(e.code()), false) => {}
             Err(e) if e.code() == ErrorCode::NoSuchTransaction => {
                 if txn.phase == Phase::Open {
-                    add(&state.transactions.stats.total_aborted, 1);
+                    state.transactions.stats.aborted(Some(&e.code().name()));
                 }
                 txn.phase = Phase::Aborted;
             }
@@ -622,7 +670,7 @@ pub(super) async fn abort(state: &RouterState, req: &CommandRequest) -> Result<R
     }
     if let Some(txn) = statement.txn.lock().expect("poisoned").as_mut() {
         if txn.phase == Phase::Open {
-            add(&state.transactions.stats.total_aborted, 1);
+            state.transactions.stats.aborted(Some("abort"));
         }
         txn.phase = Phase::Aborted;
     }
@@ -659,6 +707,7 @@ mod tests {
             txn: Arc::new(Mutex::new(txn)),
             lsid,
             write: false,
+            stats: Default::default(),
         };
         let reply = rawdoc! {"cursor": {"id": 0_i64}, "readOnly": true, "ok": 1.0};
         let out = finish_reply(&statement, reply)

@@ -3,9 +3,11 @@
 
 use super::super::super::DataNode;
 use crate::command::CommandRequest;
+use crate::datanode::transaction_table::lifetime_limit;
 use crate::error::Result;
 use crate::server::current_op::{CurrentOpSpec, check_namespace};
 use crate::server::operations::Report;
+use crate::server::sessions::LogicalSessionId;
 use bson::{Bson, Document};
 
 pub(super) fn documents<S: DataNode>(
@@ -26,18 +28,20 @@ pub(super) fn documents<S: DataNode>(
             truncate: spec.truncate_ops,
         },
     );
+    // A transaction's statement shows its transaction.
+    let table = state.transaction_table();
+    for op in out.iter_mut() {
+        let session = op
+            .get_document("lsid")
+            .ok()
+            .and_then(LogicalSessionId::of_document);
+        if let Some(transaction) = session.and_then(|s| table.running_transaction(&s)) {
+            op.insert("transaction", transaction);
+        }
+    }
     // Sessions holding a transaction between its commands.
     if spec.idle_sessions {
-        let limit = node
-            .params
-            .get_i64("transactionLifetimeLimitSeconds")
-            .unwrap_or(60)
-            .max(1);
-        out.extend(
-            state
-                .transaction_table()
-                .idle_sessions(&node.host(), std::time::Duration::from_secs(limit as u64)),
-        );
+        out.extend(table.idle_sessions(&node.host(), lifetime_limit(state)));
     }
     Ok(out)
 }
