@@ -538,6 +538,21 @@ async fn a_transaction_across_two_databases() {
         assert_eq!(a.count_documents(doc! {}).await.unwrap(), want);
         assert_eq!(b.count_documents(doc! {}).await.unwrap(), want);
     }
+    // A collection created in one of the databases commits with the other's writes.
+    let fresh = client.database("txn_db_a").collection::<Document>("fresh");
+    session.start_transaction().await.unwrap();
+    fresh
+        .insert_one(doc! {"_id": 1})
+        .session(&mut session)
+        .await
+        .unwrap();
+    b.insert_one(doc! {"_id": 2})
+        .session(&mut session)
+        .await
+        .unwrap();
+    session.commit_transaction().await.unwrap();
+    assert_eq!(fresh.count_documents(doc! {}).await.unwrap(), 1);
+    assert_eq!(b.count_documents(doc! {}).await.unwrap(), 3);
     cluster.shutdown().await;
 }
 

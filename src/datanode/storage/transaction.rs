@@ -228,6 +228,17 @@ impl StorageTransaction {
         name: &str,
         options: Document,
     ) -> Result<Arc<CollectionMeta>> {
+        self.create_collection_as(db, name, options, uuid::Uuid::new_v4())
+            .await
+    }
+
+    async fn create_collection_as(
+        &self,
+        db: &DatabaseStore,
+        name: &str,
+        options: Document,
+        uuid: uuid::Uuid,
+    ) -> Result<Arc<CollectionMeta>> {
         let mut view = self.view(db).await?;
         view.lock_namespace(name)?;
         if db.committed_collection(name).is_some() || self.created(db.name(), name).is_some() {
@@ -237,17 +248,38 @@ impl StorageTransaction {
             ));
         }
         let ident = NEXT_PENDING_IDENT.fetch_add(2, Ordering::Relaxed);
-        let meta = Arc::new(CollectionMeta::new(
-            name,
-            ident,
-            uuid::Uuid::new_v4(),
-            options,
-        ));
+        let meta = Arc::new(CollectionMeta::new(name, ident, uuid, options));
         self.created
             .lock()
             .expect("poisoned")
             .insert((db.name().to_string(), name.to_string()), meta.clone());
         Ok(meta)
+    }
+
+    /// The collection of `entry` (see [`create_entry`]) created again in this restored
+    /// transaction, under its UUID.
+    async fn restore_created(
+        &self,
+        db: &DatabaseStore,
+        name: &str,
+        entry: &Document,
+    ) -> Result<()> {
+        let corrupt = || MongoError::internal("a corrupt record of a created collection");
+        let uuid = match entry.get("uuid") {
+            Some(Bson::Binary(b)) => uuid::Uuid::from_slice(&b.bytes).map_err(|_| corrupt())?,
+            _ => return Err(corrupt()),
+        };
+        let options = entry.get_document("options").map_err(|_| corrupt())?;
+        self.create_collection_as(db, name, options.clone(), uuid)
+            .await?;
+        for spec in entry.get_array("indexes").map_err(|_| corrupt())? {
+            let Bson::Document(spec) = spec else {
+                return Err(corrupt());
+            };
+            let spec = crate::datanode::index::IndexSpec::parse(spec)?;
+            self.create_index(db, name, spec).await?;
+        }
+        Ok(())
     }
 
     /// Adds a secondary index to collection `collection` of `db`, which this transaction
@@ -402,19 +434,38 @@ impl StorageTransaction {
     /// Validates every write (WriteConflict), keeps the locks, marks the transaction prepared
     /// (plain reads and writes of its documents now wait for its end) and returns its writes
     /// to persist: `{writes: [{db, coll, uuid, op: "i"|"u"|"d", _id, doc}]}`.
-    pub async fn prepare(&self) -> Result<Document> {
+    ///
+    /// `distributed`: the prepare of a two-phase commit, which refuses a transaction that
+    /// created collections (as MongoDB's does); otherwise the durable record of a commit across
+    /// database files, whose collections to create come first (`{db, coll, uuid, op: "c",
+    /// options, indexes}`).
+    pub async fn prepare(&self, distributed: bool) -> Result<Document> {
         let state = self.state();
         if state != State::Active {
             return Err(no_such_transaction(state));
         }
-        if !self.created.lock().expect("poisoned").is_empty() {
+        let created: Vec<_> = self
+            .created
+            .lock()
+            .expect("poisoned")
+            .iter()
+            .map(|((db, _), meta)| (db.clone(), meta.clone()))
+            .collect();
+        if distributed && !created.is_empty() {
             return Err(MongoError::new(
                 ErrorCode::OperationNotSupportedInTransaction,
                 "Cannot create new collections inside distributed transactions",
             ));
         }
+        let mut writes: Vec<Bson> = created
+            .iter()
+            .map(|(db, meta)| Bson::Document(create_entry(db, meta)))
+            .collect();
+        let pending: HashMap<i64, Arc<CollectionMeta>> = created
+            .into_iter()
+            .map(|(_, meta)| (meta.ident, meta))
+            .collect();
         let mut views = self.locked_views().await;
-        let mut writes = Vec::new();
         for view in views.iter_mut().filter(|v| v.has_writes()) {
             let db = view.database_arc().clone();
             // Validated holding the writer: a plain write that checked the locks before this
@@ -423,7 +474,7 @@ impl StorageTransaction {
             txn.lock_owner = self.id;
             view.validate(&mut txn).await?;
             txn.rollback().await?;
-            for (coll, ops) in view.ops(&HashMap::new())? {
+            for (coll, ops) in view.ops(&pending)? {
                 for op in ops {
                     writes.push(Bson::Document(write_entry(db.name(), &coll, &op)?));
                 }
@@ -464,13 +515,25 @@ impl StorageTransaction {
             let db_name = entry.get_str("db").map_err(corrupt)?;
             let coll_name = entry.get_str("coll").map_err(corrupt)?;
             let db = storage.database_or_create(db_name).await?;
+            let same_uuid = |c: &Arc<CollectionMeta>| match entry.get("uuid") {
+                Some(Bson::Binary(uuid)) => uuid.bytes == c.uuid.as_bytes(),
+                _ => true,
+            };
+            if entry.get_str("op").map_err(corrupt)? == "c" {
+                // Created by the commit already when the file has it under its UUID.
+                if !db
+                    .committed_collection(coll_name)
+                    .is_some_and(|c| same_uuid(&c))
+                {
+                    txn.restore_created(&db, coll_name, entry).await?;
+                }
+                continue;
+            }
             // The collection the transaction wrote, not one of its name created since.
             let coll = db
-                .collection(coll_name)
-                .filter(|c| match entry.get("uuid") {
-                    Some(Bson::Binary(uuid)) => uuid.bytes == c.uuid.as_bytes(),
-                    _ => true,
-                })
+                .committed_collection(coll_name)
+                .or_else(|| txn.created(db.name(), coll_name))
+                .filter(same_uuid)
                 .ok_or_else(|| {
                     MongoError::internal(format!(
                         "the collection {db_name}.{coll_name} of a prepared transaction is gone"
@@ -501,6 +564,11 @@ impl StorageTransaction {
             let id = (db.name().to_string(), coll.ident, key);
             let skip = match applied.get(&id) {
                 Some(skip) => *skip,
+                // A collection still to create has no table, nor documents.
+                None if coll.ident >= PENDING_IDENT => {
+                    applied.insert(id.clone(), false);
+                    false
+                }
                 None => {
                     let latest = db
                         .plain_reader()
@@ -528,6 +596,24 @@ impl StorageTransaction {
         }
         *txn.state.lock().expect("poisoned") = State::Prepared;
         Ok(txn)
+    }
+}
+
+/// A collection a transaction created, as its durable record keeps it.
+fn create_entry(db: &str, meta: &CollectionMeta) -> Document {
+    let indexes: Vec<Bson> = meta
+        .indexes
+        .iter()
+        .filter(|i| !i.is_id())
+        .map(|i| Bson::Document(i.spec.clone()))
+        .collect();
+    doc! {
+        "db": db,
+        "coll": &meta.name,
+        "uuid": meta.uuid_bson(),
+        "op": "c",
+        "options": meta.options.clone(),
+        "indexes": indexes,
     }
 }
 

@@ -575,7 +575,7 @@ async fn a_prepared_transaction_holds_its_documents_until_it_ends_and_survives_a
             .unwrap();
     })
     .await;
-    let writes = txn.prepare().await.unwrap();
+    let writes = txn.prepare(true).await.unwrap();
     let ops: Vec<_> = writes
         .get_array("writes")
         .unwrap()
@@ -630,7 +630,7 @@ async fn a_prepared_transaction_holds_its_documents_until_it_ends_and_survives_a
         .await
         .unwrap();
     assert_eq!(
-        restored.prepare().await.unwrap_err().code(),
+        restored.prepare(true).await.unwrap_err().code(),
         ErrorCode::NoSuchTransaction
     );
     restored.commit().await.unwrap();
@@ -666,7 +666,7 @@ async fn an_aborted_prepared_transaction_lets_plain_scans_and_writes_go_on() {
             .unwrap();
     })
     .await;
-    let writes = txn.prepare().await.unwrap();
+    let writes = txn.prepare(true).await.unwrap();
     assert_eq!(writes.get_array("writes").unwrap().len(), 1);
     let scanner = {
         let (db, c) = (db.clone(), c.clone());
@@ -1026,7 +1026,7 @@ async fn restoring_an_already_committed_prepared_transaction_commits_nothing() {
             .unwrap();
     })
     .await;
-    let writes = txn.prepare().await.unwrap();
+    let writes = txn.prepare(true).await.unwrap();
     txn.commit().await.unwrap();
     // The crash came before the prepare record's removal: restored, committed again.
     let applied = plain_reads(&db).await;
@@ -1117,4 +1117,55 @@ async fn a_collection_created_in_a_transaction_exists_for_others_once_it_commits
     assert_eq!(c.indexes.len(), 2);
     let mut read = db.read().await.unwrap();
     assert_eq!(read.scan(&c, 0, 10).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_created_collection_is_in_the_durable_record_of_a_commit_across_files() {
+    let (_dir, storage) = open().await;
+    let app = storage.database_or_create("app").await.unwrap();
+    let other = storage.database_or_create("other").await.unwrap();
+    let spec = crate::datanode::index::IndexSpec::parse(&doc! {"key": {"g": 1}}).unwrap();
+    let run = |txn: Arc<StorageTransaction>| {
+        let (app, other, spec) = (app.clone(), other.clone(), spec.clone());
+        async move {
+            txn.scope(async {
+                let c = app.ensure_collection_in_scope("new").await.unwrap();
+                let mut w = app.writes().await.unwrap();
+                w.insert_one(&c, &rawdoc! {"_id": 1, "g": 5}).await.unwrap();
+                drop(w);
+                txn.create_index(&app, "new", spec).await.unwrap();
+                let o = other.ensure_collection_in_scope("o").await.unwrap();
+                let mut w = other.writes().await.unwrap();
+                w.insert_one(&o, &rawdoc! {"_id": 1}).await.unwrap();
+            })
+            .await;
+        }
+    };
+    // A two-phase commit's prepare refuses the creation.
+    let txn = StorageTransaction::new();
+    run(txn.clone()).await;
+    let e = txn.prepare(true).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::OperationNotSupportedInTransaction);
+    txn.abort().await;
+    // The record of a commit across files keeps it; restored after a crash that lost the
+    // commit, the commit creates the collection with its UUID and index.
+    let txn = StorageTransaction::new();
+    run(txn.clone()).await;
+    let uuid = txn.created("app", "new").unwrap().uuid;
+    let writes = txn.prepare(false).await.unwrap();
+    txn.abort().await;
+    assert!(app.collection("new").is_none());
+    for already_committed in [false, true] {
+        let restored = StorageTransaction::restore_prepared(&storage, &writes)
+            .await
+            .unwrap();
+        assert_eq!(restored.has_writes(), !already_committed);
+        restored.commit().await.unwrap();
+        let c = app.collection("new").unwrap();
+        assert_eq!(c.uuid, uuid);
+        assert!(c.indexes.iter().any(|i| i.name == "g_1"));
+        assert_eq!(app.stats(&c).count, 1, "applied once");
+        let o = other.collection("o").unwrap();
+        assert_eq!(other.stats(&o).count, 1, "applied once");
+    }
 }

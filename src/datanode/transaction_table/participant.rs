@@ -570,7 +570,8 @@ async fn prepare_durably<S: DataNode>(
     n: i64,
     decided: bool,
 ) -> Result<Timestamp> {
-    let writes = storage.prepare().await?;
+    // A decided record is a commit across this node's database files, not a distributed one.
+    let writes = storage.prepare(!decided).await?;
     let time = state.node().clock.tick();
     let mut record = doc! {
         "_id": prepared_id(lsid, n),
