@@ -68,6 +68,16 @@ impl CollectionMeta {
             .expect("every collection has an _id index")
     }
 
+    /// The specs of its indexes but `_id_`, as another node creates the collection again with
+    /// them (`listIndexes`' shape).
+    pub fn secondary_index_specs(&self) -> Vec<Bson> {
+        self.indexes
+            .iter()
+            .filter(|i| !i.is_id())
+            .map(|i| Bson::Document(i.spec.clone()))
+            .collect()
+    }
+
     pub fn uuid_bson(&self) -> Bson {
         Bson::Binary(bson::Binary {
             subtype: bson::spec::BinarySubtype::Uuid,

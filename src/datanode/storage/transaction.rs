@@ -601,19 +601,13 @@ impl StorageTransaction {
 
 /// A collection a transaction created, as its durable record keeps it.
 fn create_entry(db: &str, meta: &CollectionMeta) -> Document {
-    let indexes: Vec<Bson> = meta
-        .indexes
-        .iter()
-        .filter(|i| !i.is_id())
-        .map(|i| Bson::Document(i.spec.clone()))
-        .collect();
     doc! {
         "db": db,
         "coll": &meta.name,
         "uuid": meta.uuid_bson(),
         "op": "c",
         "options": meta.options.clone(),
-        "indexes": indexes,
+        "indexes": meta.secondary_index_specs(),
     }
 }
 

@@ -170,17 +170,11 @@ async fn spread_over_shards(
 /// The command that has another shard create `coll` as this shard has it: same UUID, options
 /// and secondary indexes.
 pub(super) fn participant_command(coll: &CollectionMeta) -> bson::Document {
-    let indexes: Vec<Bson> = coll
-        .indexes
-        .iter()
-        .filter(|i| !i.is_id())
-        .map(|i| Bson::Document(i.spec.clone()))
-        .collect();
     doc! {
         "_shardsvrCreateCollectionParticipant": &coll.name,
         "uuid": coll.uuid_bson(),
         "options": coll.options.clone(),
-        "indexes": indexes,
+        "indexes": coll.secondary_index_specs(),
     }
 }
 
