@@ -298,6 +298,8 @@ async fn run_size(n: usize, config: &Config) -> Value {
         max_incoming_connections: None,
         cmdline: CmdLine::default(),
         log: Arc::new(LogBuffer::default()),
+        auth: false,
+        initial_user: None,
     };
     let loadavg_before = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let loadavg_before = loadavg_before.trim();

@@ -28,6 +28,8 @@ pub fn node_options() -> NodeOptions {
         max_incoming_connections: None,
         cmdline: CmdLine::default(),
         log: Arc::new(LogBuffer::default()),
+        auth: false,
+        initial_user: None,
     }
 }
 
@@ -57,6 +59,11 @@ impl TestCluster {
                 .parameters
                 .push((name.to_string(), value.to_string()));
         }
+        Self::start_with_options(options, 2, 1).await
+    }
+
+    /// A cluster started with these options (`auth`, an initial user, ...).
+    pub async fn with_options(options: NodeOptions) -> TestCluster {
         Self::start_with_options(options, 2, 1).await
     }
 

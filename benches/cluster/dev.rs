@@ -32,6 +32,8 @@ pub async fn run(
         max_incoming_connections: None,
         cmdline: CmdLine::default(),
         log: Arc::new(LogBuffer::default()),
+        auth: false,
+        initial_user: None,
     };
     let running = cluster::start_dev(&options, &dir.join("dev"), 2).await?;
     let client = processes::client(running.addr.port(), false).await?;

@@ -21,6 +21,8 @@ pub struct RequestContext {
     /// Set by a command that wants the connection closed without a reply (the `failCommand`
     /// fail point's `closeConnection`).
     close_requested: AtomicBool,
+    /// Who the connection is authenticated as, and its SASL conversation in progress.
+    auth: Mutex<super::auth::AuthSession>,
 }
 
 impl RequestContext {
@@ -76,6 +78,10 @@ impl RequestContext {
     /// Whether the last command asked for the connection to be closed.
     pub fn close_requested(&self) -> bool {
         self.close_requested.load(Ordering::SeqCst)
+    }
+
+    pub fn auth(&self) -> std::sync::MutexGuard<'_, super::auth::AuthSession> {
+        self.auth.lock().expect("poisoned")
     }
 
     pub fn compressors(&self) -> Vec<Compressor> {
