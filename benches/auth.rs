@@ -1,0 +1,124 @@
+//! Connection setup with SCRAM-SHA-256 (issue 26): what authenticating adds to opening a
+//! connection, at MongoDB's default iteration count (15,000), through the official driver
+//! against a `dev` cluster started with `--auth` in this process.
+//!
+//! - `plain`: a new driver client, its connection and a `ping`, without credentials (the
+//!   ceiling: everything but authentication);
+//! - `scram-sha-256`: the same with `root:example` in the URI (the driver's speculative
+//!   `saslStart` in `hello`, then `saslContinue`);
+//! - `scram-sha-1`: the same with `authMechanism=SCRAM-SHA-1` (10,000 iterations);
+//! - `pbkdf2`: PBKDF2-HMAC-SHA-256 at 15,000 iterations alone, in this process: the salted
+//!   password every new client computes (the server stores the derived keys and computes
+//!   only HMACs per authentication).
+//!
+//! A new client per connection, so the driver's cache of salted passwords never helps.
+//! Writes a table to stdout and JSON to `bench-results/auth.json`.
+//!
+//! Run: `cargo bench --bench auth`. Environment: `DOCGRID_AUTH_CONNECTIONS` connections per
+//! variant (default 200).
+
+use bson::doc;
+use docgrid::cluster::{self, NodeOptions};
+use docgrid::server::CmdLine;
+use docgrid::server::logbuf::LogBuffer;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+async fn connect_and_ping(uri: &str) -> Duration {
+    let started = Instant::now();
+    let client = mongodb::Client::with_uri_str(uri).await.expect("client");
+    client
+        .database("admin")
+        .run_command(doc! {"ping": 1})
+        .await
+        .expect("ping");
+    let took = started.elapsed();
+    client.shutdown().await;
+    took
+}
+
+fn summary(name: &str, mut samples: Vec<Duration>) -> serde_json::Value {
+    samples.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let mean = samples.iter().map(|d| ms(*d)).sum::<f64>() / samples.len() as f64;
+    let p50 = ms(samples[samples.len() / 2]);
+    let p99 = ms(samples[(samples.len() * 99 / 100).min(samples.len() - 1)]);
+    println!("{name:<16} {mean:>10.3} {p50:>10.3} {p99:>10.3}");
+    serde_json::json!({"variant": name, "n": samples.len(), "mean_ms": mean, "p50_ms": p50, "p99_ms": p99})
+}
+
+#[tokio::main]
+async fn main() {
+    let n: usize = std::env::var("DOCGRID_AUTH_CONNECTIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let opts = NodeOptions {
+        bind: "127.0.0.1".into(),
+        port: 0,
+        parameters: Vec::new(),
+        max_incoming_connections: None,
+        cmdline: CmdLine::default(),
+        log: Arc::new(LogBuffer::default()),
+        auth: true,
+        initial_user: Some(("root".into(), "example".into())),
+    };
+    let running = cluster::start_dev(&opts, dir.path(), 2)
+        .await
+        .expect("cluster");
+    let addr = running.addr;
+    let plain_uri = format!("mongodb://{addr}/?maxPoolSize=1");
+    let sha256_uri = format!("mongodb://root:example@{addr}/?authSource=admin&maxPoolSize=1");
+    let sha1_uri = format!(
+        "mongodb://root:example@{addr}/?authSource=admin&authMechanism=SCRAM-SHA-1&maxPoolSize=1"
+    );
+    // Warm up: the first connections pay for loading the user into the router's cache.
+    for uri in [&plain_uri, &sha256_uri, &sha1_uri] {
+        connect_and_ping(uri).await;
+    }
+    println!(
+        "{:<16} {:>10} {:>10} {:>10}",
+        "variant", "mean ms", "p50 ms", "p99 ms"
+    );
+    let mut results = Vec::new();
+    // Interleaved, so load changes on the machine touch every variant alike.
+    let mut samples: [Vec<Duration>; 3] = Default::default();
+    for _ in 0..n {
+        for (i, uri) in [&plain_uri, &sha256_uri, &sha1_uri].into_iter().enumerate() {
+            samples[i].push(connect_and_ping(uri).await);
+        }
+    }
+    let [plain, sha256, sha1] = samples;
+    results.push(summary("plain", plain));
+    results.push(summary("scram-sha-256", sha256));
+    results.push(summary("scram-sha-1", sha1));
+    let mut pbkdf2 = Vec::new();
+    for _ in 0..n {
+        let started = Instant::now();
+        let mut out = [0u8; 32];
+        pbkdf2::pbkdf2_hmac::<sha2::Sha256>(
+            b"example",
+            b"0123456789abcdef0123456789ab",
+            15_000,
+            &mut out,
+        );
+        std::hint::black_box(out);
+        pbkdf2.push(started.elapsed());
+    }
+    results.push(summary("pbkdf2", pbkdf2));
+    running.shutdown().await;
+    let report = serde_json::json!({
+        "bench": "auth",
+        "connections": n,
+        "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
+        "date": bson::DateTime::now().try_to_rfc3339_string().unwrap_or_default(),
+        "results": results,
+    });
+    std::fs::create_dir_all("bench-results").expect("bench-results/");
+    std::fs::write(
+        "bench-results/auth.json",
+        serde_json::to_string_pretty(&report).expect("a JSON report"),
+    )
+    .expect("write the report");
+}
