@@ -19,9 +19,6 @@
 
 use bson::doc;
 use docgrid::cluster::{self, NodeOptions};
-use docgrid::server::CmdLine;
-use docgrid::server::logbuf::LogBuffer;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 async fn connect_and_ping(uri: &str) -> Duration {
@@ -55,14 +52,9 @@ async fn main() {
         .unwrap_or(200);
     let dir = tempfile::tempdir().expect("temp dir");
     let opts = NodeOptions {
-        bind: "127.0.0.1".into(),
-        port: 0,
-        parameters: Vec::new(),
-        max_incoming_connections: None,
-        cmdline: CmdLine::default(),
-        log: Arc::new(LogBuffer::default()),
         auth: true,
         initial_user: Some(("root".into(), "example".into())),
+        ..NodeOptions::loopback()
     };
     let running = cluster::start_dev(&opts, dir.path(), 2)
         .await

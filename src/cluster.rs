@@ -36,6 +36,20 @@ pub struct NodeOptions {
 }
 
 impl NodeOptions {
+    /// Loopback on a free port, MongoDB's defaults otherwise: what tests and benchmarks start.
+    pub fn loopback() -> NodeOptions {
+        NodeOptions {
+            bind: "127.0.0.1".into(),
+            port: 0,
+            parameters: Vec::new(),
+            max_incoming_connections: None,
+            cmdline: CmdLine::default(),
+            log: Arc::new(LogBuffer::default()),
+            auth: false,
+            initial_user: None,
+        }
+    }
+
     fn node(&self, role: Role) -> Result<Node> {
         let params = Parameters::with_startup(&self.parameters)?;
         let mut node = Node::new(role, self.cmdline.clone(), params, self.log.clone());

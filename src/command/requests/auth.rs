@@ -38,20 +38,8 @@ command_request! {
 }
 
 command_request! {
-    /// `createUser` (the user's name is the command's value).
-    pub struct CreateUserRequest("createUser") {
-        pwd: Option<String> = "pwd" via str,
-        custom_data: Option<bson::Document> = "customData" via document,
-        roles: Option<Vec<bson::Bson>> = "roles" via array,
-        digest_password: Option<bool> = "digestPassword" via bool,
-        mechanisms: Option<Vec<bson::Bson>> = "mechanisms" via array,
-    }
-    known: ["authenticationRestrictions"]
-}
-
-command_request! {
-    /// `updateUser`.
-    pub struct UpdateUserRequest("updateUser") {
+    /// `createUser` and `updateUser` (the same fields; the user's name is the command's value).
+    pub struct UserRequest("createUser") {
         pwd: Option<String> = "pwd" via str,
         custom_data: Option<bson::Document> = "customData" via document,
         roles: Option<Vec<bson::Bson>> = "roles" via array,

@@ -15,9 +15,9 @@ pub use admin::{
     KillSessionsRequest, PingRequest, RefreshSessionsRequest,
 };
 pub use auth::{
-    AuthenticateRequest, CreateUserRequest, DropAllUsersFromDatabaseRequest, DropUserRequest,
-    LogoutRequest, RolesInfoRequest, SaslContinueRequest, SaslStartRequest, UpdateUserRequest,
-    UserRolesRequest, UsersInfoRequest,
+    AuthenticateRequest, DropAllUsersFromDatabaseRequest, DropUserRequest, LogoutRequest,
+    RolesInfoRequest, SaslContinueRequest, SaslStartRequest, UserRequest, UserRolesRequest,
+    UsersInfoRequest,
 };
 pub use catalog::{
     CollModRequest, CreateIndexesRequest, CreateRequest, DropDatabaseRequest, DropIndexesRequest,

@@ -15,41 +15,34 @@ use bson::{Bson, Document, RawDocumentBuf, doc, rawdoc};
 const USERS: &str = "system.users";
 
 pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
-    vec![
-        CommandSpec::new("createUser", create_user)
-            .fields(requests::CreateUserRequest::FIELDS)
-            .takes_write_concern()
-            .help("Adds a user to the system"),
-        CommandSpec::new("updateUser", update_user)
-            .fields(requests::UpdateUserRequest::FIELDS)
-            .takes_write_concern()
-            .help("Used to update a user, for example to change its password"),
-        CommandSpec::new("dropUser", drop_user)
-            .fields(requests::DropUserRequest::FIELDS)
-            .takes_write_concern()
-            .help("Drops a single user."),
-        CommandSpec::new("dropAllUsersFromDatabase", drop_all_users)
-            .fields(requests::DropAllUsersFromDatabaseRequest::FIELDS)
-            .takes_write_concern()
-            .help("Drops all users for a single database."),
-        CommandSpec::new("grantRolesToUser", grant_roles)
-            .fields(requests::UserRolesRequest::FIELDS)
-            .takes_write_concern()
-            .help("Grants roles to a user."),
-        CommandSpec::new("revokeRolesFromUser", revoke_roles)
-            .fields(requests::UserRolesRequest::FIELDS)
-            .takes_write_concern()
-            .help("Revokes roles from a user."),
-        CommandSpec::new("usersInfo", users_info)
-            .fields(requests::UsersInfoRequest::FIELDS)
-            .help("Returns information about users."),
-        CommandSpec::new("rolesInfo", roles_info)
-            .fields(requests::RolesInfoRequest::FIELDS)
-            .help("Returns information about roles."),
+    let mut specs: Vec<_> = user_admin::USER_COMMANDS
+        .iter()
+        .map(|command| {
+            let spec = match command.name {
+                "createUser" => CommandSpec::new(command.name, create_user),
+                "updateUser" => CommandSpec::new(command.name, update_user),
+                "dropUser" => CommandSpec::new(command.name, drop_user),
+                "dropAllUsersFromDatabase" => CommandSpec::new(command.name, drop_all_users),
+                "grantRolesToUser" | "revokeRolesFromUser" => {
+                    CommandSpec::new(command.name, change_roles)
+                }
+                "usersInfo" => CommandSpec::new(command.name, users_info),
+                // rolesInfo, the last of them.
+                _ => CommandSpec::new(command.name, roles_info),
+            };
+            let spec = spec.fields(command.fields).help(command.help);
+            match command.changes {
+                true => spec.takes_write_concern(),
+                false => spec,
+            }
+        })
+        .collect();
+    specs.push(
         CommandSpec::new("_getUserCacheGeneration", user_cache_generation)
             .admin_only()
             .help("internal"),
-    ]
+    );
+    specs
 }
 
 impl ConfigState {
@@ -125,7 +118,7 @@ async fn create_user(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let name = user_admin::user_of(&req)?;
-    let parsed = requests::CreateUserRequest::parse(&req)?;
+    let parsed = requests::UserRequest::parse(&req)?;
     check_database(&name.db)?;
     let roles = parsed
         .roles
@@ -184,7 +177,7 @@ async fn update_user(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let name = user_admin::user_of(&req)?;
-    let parsed = requests::UpdateUserRequest::parse(&req)?;
+    let parsed = requests::UserRequest::parse(&req)?;
     if parsed.pwd.is_none() && parsed.custom_data.is_none() && parsed.roles.is_none() {
         return Err(MongoError::bad_value(
             "Must specify at least one field to update in updateUser",
@@ -263,7 +256,14 @@ async fn drop_all_users(
     Ok(rawdoc! {"n": n})
 }
 
-async fn change_roles(state: &ConfigState, req: &CommandRequest, grant: bool) -> Result<()> {
+/// `grantRolesToUser` and `revokeRolesFromUser`.
+async fn change_roles(
+    state: &ConfigState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let grant = req.name() == "grantRolesToUser";
+    let req = &req;
     let name = user_admin::user_of(req)?;
     let roles = requests::UserRolesRequest::parse(req)?
         .roles
@@ -287,24 +287,6 @@ async fn change_roles(state: &ConfigState, req: &CommandRequest, grant: bool) ->
     user.insert("roles", roles_value(&current));
     state.users().upsert(USERS, &user).await?;
     state.users_changed();
-    Ok(())
-}
-
-async fn grant_roles(
-    state: &ConfigState,
-    _ctx: &RequestContext,
-    req: CommandRequest,
-) -> Result<RawDocumentBuf> {
-    change_roles(state, &req, true).await?;
-    Ok(RawDocumentBuf::new())
-}
-
-async fn revoke_roles(
-    state: &ConfigState,
-    _ctx: &RequestContext,
-    req: CommandRequest,
-) -> Result<RawDocumentBuf> {
-    change_roles(state, &req, false).await?;
     Ok(RawDocumentBuf::new())
 }
 

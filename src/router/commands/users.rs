@@ -4,73 +4,25 @@
 //! Custom roles are not built yet: their commands answer NotImplemented.
 
 use super::super::RouterState;
-use crate::command::{CommandRequest, requests};
+use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::auth::{Requires, user_admin};
 use crate::server::{CommandSpec, RequestContext};
 use bson::RawDocumentBuf;
 
 pub(super) fn commands() -> Vec<CommandSpec<RouterState>> {
-    let changes = [
-        (
-            "createUser",
-            requests::CreateUserRequest::FIELDS,
-            Requires::Computed(user_admin::create_user_requires),
-            "Adds a user to the system",
-        ),
-        (
-            "updateUser",
-            requests::UpdateUserRequest::FIELDS,
-            Requires::Computed(user_admin::update_user_requires),
-            "Used to update a user, for example to change its password",
-        ),
-        (
-            "dropUser",
-            requests::DropUserRequest::FIELDS,
-            Requires::Database(&["dropUser"]),
-            "Drops a single user.",
-        ),
-        (
-            "dropAllUsersFromDatabase",
-            requests::DropAllUsersFromDatabaseRequest::FIELDS,
-            Requires::Database(&["dropUser"]),
-            "Drops all users for a single database.",
-        ),
-        (
-            "grantRolesToUser",
-            requests::UserRolesRequest::FIELDS,
-            Requires::Computed(user_admin::grant_roles_requires),
-            "Grants roles to a user.",
-        ),
-        (
-            "revokeRolesFromUser",
-            requests::UserRolesRequest::FIELDS,
-            Requires::Computed(user_admin::revoke_roles_requires),
-            "Revokes roles from a user.",
-        ),
-    ];
-    let mut specs: Vec<_> = changes
-        .into_iter()
-        .map(|(name, fields, requires, help)| {
-            CommandSpec::new(name, change_users)
-                .fields(fields)
-                .requires(requires)
-                .takes_write_concern()
-                .help(help)
+    let mut specs: Vec<_> = user_admin::USER_COMMANDS
+        .iter()
+        .map(|command| {
+            let spec = match command.changes {
+                true => CommandSpec::new(command.name, change_users).takes_write_concern(),
+                false => CommandSpec::new(command.name, read_users),
+            };
+            spec.fields(command.fields)
+                .requires(command.requires)
+                .help(command.help)
         })
         .collect();
-    specs.push(
-        CommandSpec::new("usersInfo", read_users)
-            .fields(requests::UsersInfoRequest::FIELDS)
-            .requires(Requires::Computed(user_admin::users_info_requires))
-            .help("Returns information about users."),
-    );
-    specs.push(
-        CommandSpec::new("rolesInfo", read_users)
-            .fields(requests::RolesInfoRequest::FIELDS)
-            .requires(Requires::Database(&["viewRole"]))
-            .help("Returns information about roles."),
-    );
     for name in [
         "createRole",
         "updateRole",

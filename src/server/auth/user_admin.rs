@@ -3,13 +3,83 @@
 //! privileges each command requires (routers declare them; the config server executes).
 
 use super::privileges::{Privilege, Resource};
-use super::requires::Required;
+use super::requires::{Required, Requires};
 use super::roles;
 use super::scram::{Credentials, Mechanism};
 use super::users::{RoleName, UserName};
 use crate::command::{CommandRequest, missing, requests};
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, Document, doc};
+
+/// A user-management command as routers and the config server both declare it.
+pub struct UserCommand {
+    pub name: &'static str,
+    pub fields: &'static [&'static str],
+    pub requires: Requires,
+    /// Changes users (takes a write concern; routers drop their user cache after it).
+    pub changes: bool,
+    pub help: &'static str,
+}
+
+/// The user-management commands.
+pub const USER_COMMANDS: [UserCommand; 8] = [
+    UserCommand {
+        name: "createUser",
+        fields: requests::UserRequest::FIELDS,
+        requires: Requires::Computed(create_user_requires),
+        changes: true,
+        help: "Adds a user to the system",
+    },
+    UserCommand {
+        name: "updateUser",
+        fields: requests::UserRequest::FIELDS,
+        requires: Requires::Computed(update_user_requires),
+        changes: true,
+        help: "Used to update a user, for example to change its password",
+    },
+    UserCommand {
+        name: "dropUser",
+        fields: requests::DropUserRequest::FIELDS,
+        requires: Requires::Database(&["dropUser"]),
+        changes: true,
+        help: "Drops a single user.",
+    },
+    UserCommand {
+        name: "dropAllUsersFromDatabase",
+        fields: requests::DropAllUsersFromDatabaseRequest::FIELDS,
+        requires: Requires::Database(&["dropUser"]),
+        changes: true,
+        help: "Drops all users for a single database.",
+    },
+    UserCommand {
+        name: "grantRolesToUser",
+        fields: requests::UserRolesRequest::FIELDS,
+        requires: Requires::Computed(grant_roles_requires),
+        changes: true,
+        help: "Grants roles to a user.",
+    },
+    UserCommand {
+        name: "revokeRolesFromUser",
+        fields: requests::UserRolesRequest::FIELDS,
+        requires: Requires::Computed(revoke_roles_requires),
+        changes: true,
+        help: "Revokes roles from a user.",
+    },
+    UserCommand {
+        name: "usersInfo",
+        fields: requests::UsersInfoRequest::FIELDS,
+        requires: Requires::Computed(users_info_requires),
+        changes: false,
+        help: "Returns information about users.",
+    },
+    UserCommand {
+        name: "rolesInfo",
+        fields: requests::RolesInfoRequest::FIELDS,
+        requires: Requires::Database(&["viewRole"]),
+        changes: false,
+        help: "Returns information about roles.",
+    },
+];
 
 /// The user a command names in its first field (`createUser: "name"`).
 pub fn user_of(request: &CommandRequest) -> Result<UserName> {
@@ -206,7 +276,7 @@ fn on_role_databases(roles: &[RoleName], action: &'static str) -> Vec<Privilege>
 
 /// `createUser`: createUser on the database, grantRole on each role's.
 pub fn create_user_requires(request: &CommandRequest) -> Result<Required> {
-    let parsed = requests::CreateUserRequest::parse(request)?;
+    let parsed = requests::UserRequest::parse(request)?;
     let roles = parse_roles(parsed.roles.as_deref().unwrap_or_default(), &request.db)?;
     let mut needed = vec![Privilege::new(
         Resource::Database(request.db.clone()),
@@ -218,7 +288,7 @@ pub fn create_user_requires(request: &CommandRequest) -> Result<Required> {
 
 /// `updateUser`: changePassword, changeCustomData, and granting and revoking the roles.
 pub fn update_user_requires(request: &CommandRequest) -> Result<Required> {
-    let parsed = requests::UpdateUserRequest::parse(request)?;
+    let parsed = requests::UserRequest::parse(request)?;
     let db = Resource::Database(request.db.clone());
     let mut needed = Vec::new();
     if parsed.pwd.is_some() {
