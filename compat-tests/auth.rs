@@ -35,6 +35,14 @@ async fn auth_scram_sha_256_and_sha_1_with_credentials_in_the_uri() {
     let anonymous = &cluster.client;
     run(anonymous, "admin", doc! {"ping": 1}).await.unwrap();
     let e = run(anonymous, "app", doc! {"find": "c"}).await.unwrap_err();
+    // Claiming to be a cluster member changes nothing.
+    let claimed = Client::with_uri_str(format!("mongodb://{addr}/?maxPoolSize=1"))
+        .await
+        .unwrap();
+    let hello = doc! {"hello": 1, "internalClient": {"minWireVersion": 0, "maxWireVersion": 25}};
+    run(&claimed, "admin", hello).await.unwrap();
+    let refused = run(&claimed, "app", doc! {"find": "c"}).await.unwrap_err();
+    assert_eq!(error_code(&refused), Some(13));
     assert_eq!(
         failure(&e),
         (

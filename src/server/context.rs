@@ -46,6 +46,13 @@ impl RequestContext {
         self.internal.load(Ordering::Relaxed)
     }
 
+    /// A call from a role in this process (the in-process transport): no connection, no peer.
+    /// Only those are trusted by authorization; a TCP connection's `internalClient` is a claim
+    /// anyone can make until members authenticate with a key file.
+    pub fn in_process(&self) -> bool {
+        self.peer.is_none() && self.is_internal()
+    }
+
     pub fn mark_internal(&self) {
         self.internal.store(true, Ordering::Relaxed);
     }

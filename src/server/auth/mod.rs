@@ -102,8 +102,9 @@ pub async fn current_user<S: NodeState>(
 }
 
 /// The privilege check of every command on a node with authorization enabled: `requires`
-/// resolved on the request, against the connection's user. Calls between cluster members
-/// are not checked (they authenticate with a key file in a later increment).
+/// resolved on the request, against the connection's user. Calls from roles in the same
+/// process are not checked; calls over TCP are, whatever their `hello` claimed (members will
+/// prove membership with a key file in a later increment).
 pub async fn authorize<S: NodeState>(
     state: &S,
     ctx: &RequestContext,
@@ -111,7 +112,7 @@ pub async fn authorize<S: NodeState>(
     requires: &Requires,
     request: &CommandRequest,
 ) -> Result<()> {
-    if !state.node().authorization || ctx.is_internal() {
+    if !state.node().authorization || ctx.in_process() {
         return Ok(());
     }
     let required = requires.resolve(request)?;
@@ -173,7 +174,7 @@ pub async fn privileges_of<S: NodeState>(
     state: &S,
     ctx: &RequestContext,
 ) -> Result<Option<Vec<Privilege>>> {
-    if !state.node().authorization || ctx.is_internal() {
+    if !state.node().authorization || ctx.in_process() {
         return Ok(None);
     }
     Ok(Some(
