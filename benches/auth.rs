@@ -11,11 +11,18 @@
 //!   password every new client computes (the server stores the derived keys and computes
 //!   only HMACs per authentication).
 //!
-//! A new client per connection, so the driver's cache of salted passwords never helps.
+//! A new client per connection (the driver keeps salted passwords in a process-wide cache, so
+//! after the first connection the client's PBKDF2 is not paid again).
+//!
+//! Then W2 and W3 of the cluster suite with and without `--auth`: `find_one({_id})` on uniform
+//! keys of a 10,000-document collection, one client (W2) and 16 concurrent tasks on one pooled
+//! client (W3), against a `dev` cluster with `--auth` (authenticated as root) and one without,
+//! alternating rounds so both see the same machine; the cluster without auth is the ceiling.
+//!
 //! Writes a table to stdout and JSON to `bench-results/auth.json`.
 //!
 //! Run: `cargo bench --bench auth`. Environment: `DOCGRID_AUTH_CONNECTIONS` connections per
-//! variant (default 200).
+//! variant (default 200), `DOCGRID_AUTH_OPS` reads per W2/W3 round (default 5,000; 3 rounds).
 
 use bson::doc;
 use docgrid::cluster::{self, NodeOptions};
@@ -42,6 +49,42 @@ fn summary(name: &str, mut samples: Vec<Duration>) -> serde_json::Value {
     let p99 = ms(samples[(samples.len() * 99 / 100).min(samples.len() - 1)]);
     println!("{name:<16} {mean:>10.3} {p50:>10.3} {p99:>10.3}");
     serde_json::json!({"variant": name, "n": samples.len(), "mean_ms": mean, "p50_ms": p50, "p99_ms": p99})
+}
+
+const DOCS: i64 = 10_000;
+
+async fn load(client: &mongodb::Client) {
+    let coll = client
+        .database("bench")
+        .collection::<bson::Document>("items");
+    let docs: Vec<_> = (0..DOCS)
+        .map(|i| doc! {"_id": i, "k": i, "name": "x"})
+        .collect();
+    coll.insert_many(docs).await.expect("load");
+}
+
+/// Reads per second of `ops` `find_one({_id})` on uniform keys from `tasks` concurrent tasks.
+async fn reads(client: &mongodb::Client, ops: usize, tasks: usize) -> f64 {
+    let started = Instant::now();
+    let per_task = ops / tasks;
+    let runs = (0..tasks).map(|t| {
+        let coll = client
+            .database("bench")
+            .collection::<bson::Document>("items");
+        async move {
+            let mut key = (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            for _ in 0..per_task {
+                key ^= key << 13;
+                key ^= key >> 7;
+                key ^= key << 17;
+                let id = (key % DOCS as u64) as i64;
+                let found = coll.find_one(doc! {"_id": id}).await.expect("read");
+                assert!(found.is_some());
+            }
+        }
+    });
+    futures::future::join_all(runs).await;
+    (per_task * tasks) as f64 / started.elapsed().as_secs_f64()
 }
 
 #[tokio::main]
@@ -99,6 +142,43 @@ async fn main() {
         pbkdf2.push(started.elapsed());
     }
     results.push(summary("pbkdf2", pbkdf2));
+    let ops: usize = std::env::var("DOCGRID_AUTH_OPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5_000);
+    let plain_dir = tempfile::tempdir().expect("temp dir");
+    let plain = cluster::start_dev(&NodeOptions::loopback(), plain_dir.path(), 2)
+        .await
+        .expect("cluster");
+    let pooled = |uri: String| async move {
+        mongodb::Client::with_uri_str(format!("{uri}maxPoolSize=64"))
+            .await
+            .expect("client")
+    };
+    let with_auth = pooled(format!("mongodb://root:example@{addr}/?authSource=admin&")).await;
+    let without = pooled(format!("mongodb://{}/?", plain.addr)).await;
+    for client in [&with_auth, &without] {
+        load(client).await;
+    }
+    println!(
+        "{:<16} {:>10} {:>10} {:>10}",
+        "workload", "auth op/s", "plain op/s", "ratio"
+    );
+    for (workload, tasks) in [("W2", 1), ("W3", 16)] {
+        let (mut authed, mut ceiling) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            authed.push(reads(&with_auth, ops, tasks).await);
+            ceiling.push(reads(&without, ops, tasks).await);
+        }
+        let best = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
+        let (a, c) = (best(&authed), best(&ceiling));
+        println!("{workload:<16} {a:>10.0} {c:>10.0} {:>10.3}", a / c);
+        results.push(serde_json::json!({
+            "variant": workload, "tasks": tasks, "ops_per_round": ops,
+            "auth_ops_per_s": authed, "plain_ops_per_s": ceiling, "ratio_best": a / c,
+        }));
+    }
+    plain.shutdown().await;
     running.shutdown().await;
     let report = serde_json::json!({
         "bench": "auth",

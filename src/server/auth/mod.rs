@@ -46,7 +46,8 @@ impl AuthenticatedUser {
 /// A connection's authentication state: who it is, and a SASL conversation in progress.
 #[derive(Debug, Default)]
 pub struct AuthSession {
-    pub user: Option<AuthenticatedUser>,
+    /// Shared, so that each command's check takes it without copying its privileges.
+    pub user: Option<Arc<AuthenticatedUser>>,
     pub conversation: Option<sasl::Conversation>,
 }
 
@@ -75,7 +76,7 @@ pub async fn find_user<S: NodeState>(
 /// Makes `user` the connection's authenticated user.
 pub fn set_authenticated<S: NodeState>(state: &S, ctx: &RequestContext, user: &StoredUser) {
     let generation = state.node().users.generation();
-    ctx.auth().user = Some(AuthenticatedUser::of(user, generation));
+    ctx.auth().user = Some(Arc::new(AuthenticatedUser::of(user, generation)));
 }
 
 /// The connection's user, looked up again when the user cache moved on since it was resolved
@@ -83,7 +84,7 @@ pub fn set_authenticated<S: NodeState>(state: &S, ctx: &RequestContext, user: &S
 pub async fn current_user<S: NodeState>(
     state: &S,
     ctx: &RequestContext,
-) -> Result<Option<AuthenticatedUser>> {
+) -> Result<Option<Arc<AuthenticatedUser>>> {
     let generation = state.node().users.generation();
     let Some(user) = ctx.auth().user.clone() else {
         return Ok(None);
@@ -93,7 +94,7 @@ pub async fn current_user<S: NodeState>(
     }
     let fresh = find_user(state, &user.name)
         .await?
-        .map(|stored| AuthenticatedUser::of(&stored, generation));
+        .map(|stored| Arc::new(AuthenticatedUser::of(&stored, generation)));
     let mut session = ctx.auth();
     if session.user.as_ref().map(|u| &u.name) == Some(&user.name) {
         session.user = fresh.clone();
@@ -180,7 +181,7 @@ pub async fn privileges_of<S: NodeState>(
     Ok(Some(
         current_user(state, ctx)
             .await?
-            .map(|u| u.privileges)
+            .map(|u| u.privileges.clone())
             .unwrap_or_default(),
     ))
 }

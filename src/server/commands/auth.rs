@@ -119,7 +119,7 @@ async fn connection_status<S: NodeState>(
         "authenticatedUserRoles": roles.iter().map(|r| Bson::from(r.to_document())).collect::<Vec<_>>(),
     };
     if show_privileges {
-        let granted = user.map(|u| u.privileges).unwrap_or_default();
+        let granted = user.map(|u| u.privileges.clone()).unwrap_or_default();
         let shown: Vec<Bson> = privileges::merged(&granted)
             .iter()
             .map(|p| p.to_document().into())
