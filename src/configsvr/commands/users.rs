@@ -59,6 +59,13 @@ impl ConfigState {
         Ok(!self.users().find(USERS, &doc! {}).await?.is_empty())
     }
 
+    /// Writes a changed user.
+    async fn save_user(&self, user: &Document) -> Result<RawDocumentBuf> {
+        self.users().upsert(USERS, user).await?;
+        self.users_changed();
+        Ok(RawDocumentBuf::new())
+    }
+
     /// After a change of users: this node's cache and the generation routers poll.
     fn users_changed(&self) {
         *self.user_cache_generation.lock().expect("poisoned") = bson::oid::ObjectId::new();
@@ -214,9 +221,7 @@ async fn update_user(
     if let Some(roles) = roles {
         user.insert("roles", roles_value(&roles));
     }
-    state.users().upsert(USERS, &user).await?;
-    state.users_changed();
-    Ok(RawDocumentBuf::new())
+    state.save_user(&user).await
 }
 
 async fn drop_user(
@@ -285,9 +290,7 @@ async fn change_roles(
         }
     }
     user.insert("roles", roles_value(&current));
-    state.users().upsert(USERS, &user).await?;
-    state.users_changed();
-    Ok(RawDocumentBuf::new())
+    state.save_user(&user).await
 }
 
 async fn users_info(
