@@ -46,8 +46,6 @@
 //! - `DOCGRID_BENCH_JSON` where the JSON goes (default `bench-results/storage.json`).
 
 use docgrid::cluster::{self, NodeOptions};
-use docgrid::server::CmdLine;
-use docgrid::server::logbuf::LogBuffer;
 use mongodb::bson::{Bson, Document, RawDocumentBuf, doc};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -291,14 +289,7 @@ async fn run_size(n: usize, config: &Config) -> Value {
         }
         Err(_) => tempfile::tempdir().unwrap(),
     };
-    let opts = NodeOptions {
-        bind: "127.0.0.1".into(),
-        port: 0,
-        parameters: Vec::new(),
-        max_incoming_connections: None,
-        cmdline: CmdLine::default(),
-        log: Arc::new(LogBuffer::default()),
-    };
+    let opts = NodeOptions::loopback();
     let loadavg_before = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let loadavg_before = loadavg_before.trim();
     let running = cluster::start_dev(&opts, dir.path(), 2).await.unwrap();

@@ -2,13 +2,10 @@
 //! port 0; [`ProcessCluster`] spawns `docgrid` binaries on free ports.
 
 use docgrid::cluster::{self, NodeOptions, Running};
-use docgrid::server::CmdLine;
-use docgrid::server::logbuf::LogBuffer;
 use mongodb::Client;
 use mongodb::bson::Document;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A whole cluster in this process.
@@ -21,14 +18,7 @@ pub struct TestCluster {
 }
 
 pub fn node_options() -> NodeOptions {
-    NodeOptions {
-        bind: "127.0.0.1".into(),
-        port: 0,
-        parameters: Vec::new(),
-        max_incoming_connections: None,
-        cmdline: CmdLine::default(),
-        log: Arc::new(LogBuffer::default()),
-    }
+    NodeOptions::loopback()
 }
 
 impl TestCluster {
@@ -57,6 +47,11 @@ impl TestCluster {
                 .parameters
                 .push((name.to_string(), value.to_string()));
         }
+        Self::start_with_options(options, 2, 1).await
+    }
+
+    /// A cluster started with these options (`auth`, an initial user, ...).
+    pub async fn with_options(options: NodeOptions) -> TestCluster {
         Self::start_with_options(options, 2, 1).await
     }
 

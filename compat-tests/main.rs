@@ -7,6 +7,7 @@ mod aggregation_cursors;
 mod aggregation_memory;
 mod aggregation_sharding;
 mod aggregation_stages;
+mod auth;
 mod bulk_write;
 mod capped;
 mod catalog;

@@ -4,7 +4,7 @@
 use crate::configsvr::ConfigState;
 use crate::error::{MongoError, Result};
 use crate::router::RouterState;
-use crate::rpc::{Connector, PoolLimits};
+use crate::rpc::{Connector, NodeClient, PoolLimits};
 use crate::server::logbuf::LogBuffer;
 use crate::server::{
     CmdLine, Dispatcher, Ingress, Node, Parameters, Role, ServerHandle, Service, serve,
@@ -28,17 +28,35 @@ pub struct NodeOptions {
     pub max_incoming_connections: Option<usize>,
     pub cmdline: CmdLine,
     pub log: Arc<LogBuffer>,
+    /// Clients must authenticate (`--auth`); routers enforce it (see `server::auth`).
+    pub auth: bool,
+    /// A root user (`user`, `password`) created at startup when no user exists
+    /// (`--admin-user`/`--admin-password`, or the Docker image's `MONGO_INITDB_ROOT_*`).
+    pub initial_user: Option<(String, String)>,
 }
 
 impl NodeOptions {
+    /// Loopback on a free port, MongoDB's defaults otherwise: what tests and benchmarks start.
+    pub fn loopback() -> NodeOptions {
+        NodeOptions {
+            bind: "127.0.0.1".into(),
+            port: 0,
+            parameters: Vec::new(),
+            max_incoming_connections: None,
+            cmdline: CmdLine::default(),
+            log: Arc::new(LogBuffer::default()),
+            auth: false,
+            initial_user: None,
+        }
+    }
+
     fn node(&self, role: Role) -> Result<Node> {
         let params = Parameters::with_startup(&self.parameters)?;
-        Ok(Node::new(
-            role,
-            self.cmdline.clone(),
-            params,
-            self.log.clone(),
-        ))
+        let mut node = Node::new(role, self.cmdline.clone(), params, self.log.clone());
+        // Shards and the config server trust their callers until members authenticate each
+        // other with a key file (a later increment).
+        node.authorization = self.auth && role == Role::Router;
+        Ok(node)
     }
 
     /// The admission of this process: one per process, shared by its listeners.
@@ -113,6 +131,7 @@ pub async fn start_dev_with_routers(
     let config_service: Arc<dyn Service> = Arc::new(Dispatcher::new(config));
     connector.register_local(CONFIG_HOST, config_service.clone());
     let mut services = vec![config_service];
+    create_initial_user(opts, &connector.client(CONFIG_HOST)).await?;
     let existing = existing_shard_dirs(data_dir);
     let config_client = connector.client(CONFIG_HOST);
     for i in 0..shards.max(existing) {
@@ -170,6 +189,7 @@ pub async fn start_configsvr(opts: &NodeOptions, data_dir: &Path) -> Result<Runn
     let connector = connector_for(&node);
     let config = ConfigState::open(node, data_dir, connector).await?;
     let service: Arc<dyn Service> = Arc::new(Dispatcher::new(config));
+    create_initial_user(opts, &NodeClient::local("config", service.clone())).await?;
     let handle = serve(listener, service.clone(), ingress)
         .map_err(|e| MongoError::internal(e.to_string()))?;
     Ok(Running {
@@ -250,6 +270,31 @@ pub async fn start_router(opts: &NodeOptions, configdb: &str) -> Result<Running>
         handles: vec![handle],
         _services: vec![service],
     })
+}
+
+/// Creates the initial root user on the config server behind `config` unless some user exists
+/// (as the official Docker image's entrypoint does on first start).
+async fn create_initial_user(opts: &NodeOptions, config: &NodeClient) -> Result<()> {
+    let Some((user, password)) = &opts.initial_user else {
+        return Ok(());
+    };
+    let existing = config
+        .run_doc(
+            "admin",
+            doc! {"find": "system.users", "limit": 1, "projection": {"_id": 1}},
+        )
+        .await?;
+    if !crate::command::first_batch(&existing).is_empty() {
+        return Ok(());
+    }
+    let create = doc! {
+        "createUser": user,
+        "pwd": password,
+        "roles": [{"role": "root", "db": "admin"}],
+    };
+    config.run_doc("admin", create).await?;
+    tracing::info!(user = %user, "created the initial root user in admin");
+    Ok(())
 }
 
 /// The connector of a node, its pools sized by the node's startup parameters.

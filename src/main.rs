@@ -92,6 +92,18 @@ struct ListenArgs {
     /// closed at once.
     #[arg(long = "maxConns", value_name = "N")]
     max_conns: Option<usize>,
+    /// Require clients to authenticate (SCRAM-SHA-256/SCRAM-SHA-1) and hold the privileges of
+    /// what they run, as mongod's `--auth`. Routers enforce it; shards and the config server
+    /// accept it but trust their callers until member authentication (`--keyFile`) exists.
+    #[arg(long)]
+    auth: bool,
+    /// A root user created in `admin` at startup when no user exists (dev and configsvr; also
+    /// `MONGO_INITDB_ROOT_USERNAME`).
+    #[arg(long, requires = "admin_password")]
+    admin_user: Option<String>,
+    /// The initial root user's password (also `MONGO_INITDB_ROOT_PASSWORD`).
+    #[arg(long, requires = "admin_user")]
+    admin_password: Option<String>,
 }
 
 fn parse_parameter(text: &str) -> Result<(String, String), String> {
@@ -155,6 +167,22 @@ struct FileConfig {
     max_conns: Option<usize>,
     /// mongod's `net` section; only `maxIncomingConnections` is taken.
     net: Option<NetConfig>,
+    /// mongod's `security` section; only `authorization` is taken.
+    security: Option<SecurityConfig>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+struct SecurityConfig {
+    /// `enabled` or `disabled`, as in mongod's configuration file.
+    authorization: Option<Authorization>,
+}
+
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum Authorization {
+    Enabled,
+    Disabled,
 }
 
 #[derive(Deserialize, Debug, Default)]
@@ -255,23 +283,28 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
             parameters
         },
         max_incoming_connections: listen.max_conns.or_else(|| file.max_incoming_connections()),
+        auth: listen.auth
+            || file.security.as_ref().and_then(|s| s.authorization) == Some(Authorization::Enabled),
+        initial_user: initial_user(listen),
         cmdline: CmdLine {
             argv: argv.clone(),
             parsed,
         },
         log: log.clone(),
     };
-    log.startup_warning(
-        "CONTROL",
-        22120,
-        "Access control is not enabled for the database. Read and write access to data and configuration is unrestricted",
-    );
     let listen = match &command {
         Command::Dev(args) => &args.listen,
         Command::Router(args) => &args.listen,
         Command::Configsvr(args) => &args.listen,
         Command::Shard(args) => &args.storage.listen,
     };
+    if !options(listen, 0, Document::new()).auth {
+        log.startup_warning(
+            "CONTROL",
+            22120,
+            "Access control is not enabled for the database. Read and write access to data and configuration is unrestricted",
+        );
+    }
     set_process_parameters(&listen.set_parameter)?;
     let running = match &command {
         Command::Dev(args) => {
@@ -339,6 +372,16 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
     Ok(())
 }
 
+/// The initial root user from the flags, or else from the official Docker image's variables.
+fn initial_user(listen: &ListenArgs) -> Option<(String, String)> {
+    if let (Some(user), Some(password)) = (&listen.admin_user, &listen.admin_password) {
+        return Some((user.clone(), password.clone()));
+    }
+    let user = std::env::var("MONGO_INITDB_ROOT_USERNAME").ok()?;
+    let password = std::env::var("MONGO_INITDB_ROOT_PASSWORD").ok()?;
+    (!user.is_empty()).then_some((user, password))
+}
+
 /// `getCmdLineOpts.parsed`, in mongod's option layout.
 fn parsed(
     opts: &NodeOptions,
@@ -362,6 +405,9 @@ fn parsed(
         sharding.insert("configDB", configdb);
     }
     parsed.insert("sharding", sharding);
+    if opts.auth {
+        parsed.insert("security", doc! {"authorization": "enabled"});
+    }
     if !opts.parameters.is_empty() {
         let set: Document = opts
             .parameters

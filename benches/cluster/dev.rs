@@ -10,8 +10,6 @@ use crate::report::{Ceiling, Outcome, Part, Report};
 use crate::rss::Servers;
 use crate::{processes, sharded};
 use docgrid::cluster::{self, NodeOptions};
-use docgrid::server::CmdLine;
-use docgrid::server::logbuf::LogBuffer;
 use futures::TryStreamExt;
 use mongodb::bson::{RawDocumentBuf, doc};
 use serde_json::json;
@@ -25,14 +23,7 @@ pub async fn run(
     net: &NetCeilings,
     dir: &Path,
 ) -> anyhow::Result<()> {
-    let options = NodeOptions {
-        bind: "127.0.0.1".into(),
-        port: 0,
-        parameters: Vec::new(),
-        max_incoming_connections: None,
-        cmdline: CmdLine::default(),
-        log: Arc::new(LogBuffer::default()),
-    };
+    let options = NodeOptions::loopback();
     let running = cluster::start_dev(&options, &dir.join("dev"), 2).await?;
     let client = processes::client(running.addr.port(), false).await?;
     let servers = Servers::this_process();

@@ -55,6 +55,10 @@ pub struct ConfigState {
     database_op_lock: tokio::sync::Mutex<()>,
     /// Serializes changes of `config.shards`.
     shard_membership_lock: tokio::sync::Mutex<()>,
+    /// Serializes changes of `admin.system.users`.
+    user_write_lock: tokio::sync::Mutex<()>,
+    /// Changes with every change of users; routers poll it (`_getUserCacheGeneration`).
+    user_cache_generation: std::sync::Mutex<ObjectId>,
     me: std::sync::Weak<ConfigState>,
     table: CommandTable<ConfigState>,
 }
@@ -105,6 +109,8 @@ impl ConfigState {
             chunk_op_lock: tokio::sync::Mutex::new(()),
             database_op_lock: tokio::sync::Mutex::new(()),
             shard_membership_lock: tokio::sync::Mutex::new(()),
+            user_write_lock: tokio::sync::Mutex::new(()),
+            user_cache_generation: std::sync::Mutex::new(ObjectId::new()),
             me: me.clone(),
             table: commands::table(),
         });
@@ -198,6 +204,17 @@ impl NodeState for ConfigState {
 
     fn cursor_sessions(&self) -> Vec<LogicalSessionId> {
         self.cursors.sessions()
+    }
+
+    fn load_user<'a>(
+        &'a self,
+        name: &'a crate::server::auth::UserName,
+    ) -> futures::future::BoxFuture<'a, Result<Option<bson::Document>>> {
+        Box::pin(self.user_document(name))
+    }
+
+    fn has_users(&self) -> futures::future::BoxFuture<'_, Result<bool>> {
+        Box::pin(self.any_user())
     }
 
     fn kill_session_cursors<'a>(

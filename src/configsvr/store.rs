@@ -25,19 +25,31 @@ impl ConfigWrite {
     }
 }
 
-/// The config database of the config server.
+/// The config database of the config server (or its `admin` database, where users live).
 pub struct ConfigStore<'a> {
     storage: &'a Storage,
+    db: &'static str,
 }
 
 impl<'a> ConfigStore<'a> {
     pub fn new(storage: &'a Storage) -> Self {
-        ConfigStore { storage }
+        ConfigStore {
+            storage,
+            db: CONFIG_DB,
+        }
+    }
+
+    /// The `admin` database: `admin.system.users`.
+    pub fn admin(storage: &'a Storage) -> Self {
+        ConfigStore {
+            storage,
+            db: "admin",
+        }
     }
 
     /// Every document of `collection` matching `filter`.
     pub async fn find(&self, collection: &str, filter: &Document) -> Result<Vec<Document>> {
-        let Some(db) = self.storage.database(CONFIG_DB).await else {
+        let Some(db) = self.storage.database(self.db).await else {
             return Ok(Vec::new());
         };
         let Some(coll) = db.collection(collection) else {
@@ -69,7 +81,7 @@ impl<'a> ConfigStore<'a> {
         let id = doc
             .get("_id")
             .ok_or_else(|| MongoError::internal("config document without _id"))?;
-        let db = self.storage.database_or_create(CONFIG_DB).await?;
+        let db = self.storage.database_or_create(self.db).await?;
         let coll = db.ensure_collection(collection).await?;
         let raw = RawDocumentBuf::from_document(doc)?;
         let mut txn = db.write().await?;
@@ -87,7 +99,7 @@ impl<'a> ConfigStore<'a> {
     /// metadata change (a split's chunks, a collection entry and its first chunk) is all or
     /// nothing.
     pub async fn write_batch(&self, writes: &[ConfigWrite]) -> Result<()> {
-        let db = self.storage.database_or_create(CONFIG_DB).await?;
+        let db = self.storage.database_or_create(self.db).await?;
         let mut colls = std::collections::HashMap::new();
         for write in writes {
             let name = write.collection();
@@ -124,7 +136,7 @@ impl<'a> ConfigStore<'a> {
 
     /// Inserts a document; DuplicateKey if its `_id` exists.
     pub async fn insert(&self, collection: &str, doc: &Document) -> Result<()> {
-        let db = self.storage.database_or_create(CONFIG_DB).await?;
+        let db = self.storage.database_or_create(self.db).await?;
         let coll = db.ensure_collection(collection).await?;
         let raw = RawDocumentBuf::from_document(doc)?;
         let mut txn = db.write().await?;
@@ -135,7 +147,7 @@ impl<'a> ConfigStore<'a> {
 
     /// Deletes the document with this `_id`; returns whether it existed.
     pub async fn delete_by_id(&self, collection: &str, id: &Bson) -> Result<bool> {
-        let Some(db) = self.storage.database(CONFIG_DB).await else {
+        let Some(db) = self.storage.database(self.db).await else {
             return Ok(false);
         };
         let Some(coll) = db.collection(collection) else {
@@ -153,7 +165,7 @@ impl<'a> ConfigStore<'a> {
 
     /// Creates the collection when missing.
     pub async fn ensure_collection(&self, collection: &str) -> Result<()> {
-        let db = self.storage.database_or_create(CONFIG_DB).await?;
+        let db = self.storage.database_or_create(self.db).await?;
         match db.ensure_collection(collection).await {
             Ok(_) => Ok(()),
             Err(e) if e.code() == ErrorCode::NamespaceExists => Ok(()),

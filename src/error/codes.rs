@@ -270,6 +270,7 @@ error_codes! {
     APIVersionError = 322;
     APIStrictError = 323;
     APIDeprecationError = 324;
+    MechanismUnavailable = 334;
     ReshardCollectionInProgress = 338;
     NoSuchReshardCollection = 339;
     ReshardCollectionCommitted = 340;

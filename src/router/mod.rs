@@ -13,6 +13,7 @@ mod shard_registry;
 mod snapshot_reads;
 mod targeting;
 mod transactions;
+mod users;
 mod write_batch;
 
 use crate::rpc::{Connector, NodeClient, NodeConnector};
@@ -53,6 +54,7 @@ impl RouterState {
             table: commands::table(),
         });
         spawn_background(Arc::downgrade(&state));
+        users::spawn_invalidator(Arc::downgrade(&state));
         crate::server::session_jobs::spawn(Arc::downgrade(&state));
         state
     }
@@ -132,6 +134,17 @@ impl NodeState for RouterState {
         command: bson::Document,
     ) -> futures::future::BoxFuture<'_, crate::error::Result<bson::Document>> {
         Box::pin(self.sessions_collection_command(command))
+    }
+
+    fn load_user<'a>(
+        &'a self,
+        name: &'a crate::server::auth::UserName,
+    ) -> futures::future::BoxFuture<'a, crate::error::Result<Option<bson::Document>>> {
+        Box::pin(self.user_from_config(name))
+    }
+
+    fn has_users(&self) -> futures::future::BoxFuture<'_, crate::error::Result<bool>> {
+        Box::pin(self.any_user_on_config())
     }
 
     fn transactions_status(&self) -> Option<bson::Document> {

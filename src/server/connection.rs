@@ -22,8 +22,15 @@ use std::sync::atomic::Ordering::Relaxed;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-/// Commands MongoDB accepts over legacy OP_QUERY (the handshake).
-const OP_QUERY_COMMANDS: [&str; 3] = ["hello", "isMaster", "ismaster"];
+/// Commands MongoDB accepts over legacy OP_QUERY (the handshake and authentication).
+const OP_QUERY_COMMANDS: [&str; 6] = [
+    "hello",
+    "isMaster",
+    "ismaster",
+    "saslStart",
+    "saslContinue",
+    "authenticate",
+];
 
 /// Replies MongoDB never compresses (they carry the negotiation or credentials).
 const NEVER_COMPRESSED: [&str; 11] = [

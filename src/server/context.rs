@@ -21,6 +21,8 @@ pub struct RequestContext {
     /// Set by a command that wants the connection closed without a reply (the `failCommand`
     /// fail point's `closeConnection`).
     close_requested: AtomicBool,
+    /// Who the connection is authenticated as, and its SASL conversation in progress.
+    auth: Mutex<super::auth::AuthSession>,
 }
 
 impl RequestContext {
@@ -42,6 +44,13 @@ impl RequestContext {
 
     pub fn is_internal(&self) -> bool {
         self.internal.load(Ordering::Relaxed)
+    }
+
+    /// A call from a role in this process (the in-process transport): no connection, no peer.
+    /// Only those are trusted by authorization; a TCP connection's `internalClient` is a claim
+    /// anyone can make until members authenticate with a key file.
+    pub fn in_process(&self) -> bool {
+        self.peer.is_none() && self.is_internal()
     }
 
     pub fn mark_internal(&self) {
@@ -76,6 +85,10 @@ impl RequestContext {
     /// Whether the last command asked for the connection to be closed.
     pub fn close_requested(&self) -> bool {
         self.close_requested.load(Ordering::SeqCst)
+    }
+
+    pub fn auth(&self) -> std::sync::MutexGuard<'_, super::auth::AuthSession> {
+        self.auth.lock().expect("poisoned")
     }
 
     pub fn compressors(&self) -> Vec<Compressor> {

@@ -1,6 +1,7 @@
 //! Command dispatch: each role has one table (name → handler); the dispatcher looks a command
 //! up, checks where it may run, runs it with a panic guard and turns errors into replies.
 
+use super::auth::{Requires, UserName};
 use super::context::RequestContext;
 use super::failpoint::{CommandFacts, Effect};
 use super::node::{Node, Role};
@@ -96,6 +97,9 @@ pub struct CommandSpec<S> {
     /// from it (`attachLogicalSessionsToOpCtx`), the kill commands, so they do not kill
     /// themselves.
     pub attaches_session: bool,
+    /// What the command needs to run when authorization is on; `None`: not declared, and
+    /// then only an internal caller may run it.
+    pub requires: Option<Requires>,
     pub handler: Handler<S>,
 }
 
@@ -119,8 +123,15 @@ impl<S> CommandSpec<S> {
             takes_write_concern: false,
             fields: None,
             attaches_session: true,
+            requires: None,
             handler,
         }
+    }
+
+    /// Declares what the command needs when authorization is on (see `server::auth`).
+    pub fn requires(mut self, requires: Requires) -> Self {
+        self.requires = Some(requires);
+        self
     }
 
     /// Runs outside the request's logical session (see `attaches_session`).
@@ -256,6 +267,20 @@ pub trait NodeState: Send + Sync + Sized + 'static {
         command: bson::Document,
     ) -> BoxFuture<'_, Result<bson::Document>> {
         Box::pin(super::session_jobs::run_locally(self, command))
+    }
+
+    /// The stored document of user `name` (`admin.system.users`): a router asks the config
+    /// server, the config server reads its own. A node without users has none.
+    fn load_user<'a>(
+        &'a self,
+        _name: &'a UserName,
+    ) -> BoxFuture<'a, Result<Option<bson::Document>>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    /// Whether any user exists (the localhost exception applies until one does).
+    fn has_users(&self) -> BoxFuture<'_, Result<bool>> {
+        Box::pin(async { Ok(false) })
     }
 
     /// `serverStatus.transactions` when the role keeps its own (a router's transactions);
@@ -412,6 +437,13 @@ impl<S: NodeState> Dispatcher<S> {
             if let Err(e) = crate::command::check_known_fields(&request, spec.name, known) {
                 return (Err(e), None);
             }
+        }
+        // The one privilege check: what the command declares, against the connection's user.
+        // An undeclared command needs what no user is granted (the `internal` action).
+        const UNDECLARED: Requires = Requires::Cluster(&["internal"]);
+        let requires = spec.requires.as_ref().unwrap_or(&UNDECLARED);
+        if let Err(e) = super::auth::authorize(state, ctx, spec.name, requires, &request).await {
+            return (Err(e), None);
         }
         // The logical session the command runs in, recorded in the session cache; the
         // cursors its handler opens remember it.

@@ -2,6 +2,7 @@
 //! command dispatch (lookup, panic guard, error → reply), and the commands every role answers.
 
 pub mod asserts;
+pub mod auth;
 mod client_metadata;
 pub mod clock;
 pub mod commands;

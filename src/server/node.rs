@@ -58,6 +58,10 @@ pub struct Node {
     pub session_catalog: SessionCatalog,
     /// The cluster time this node has given or heard (`$clusterTime`).
     pub clock: Arc<LogicalClock>,
+    /// Whether clients must authenticate and hold the privileges of what they run (`--auth`).
+    pub authorization: bool,
+    /// The stored users this node has looked up (`server::auth`).
+    pub users: super::auth::UserCache,
     host: RwLock<String>,
 }
 
@@ -78,6 +82,8 @@ impl Node {
             sessions: SessionCache::default(),
             session_catalog: SessionCatalog::default(),
             clock: Arc::default(),
+            authorization: false,
+            users: Default::default(),
             host: RwLock::new(String::new()),
         }
     }

@@ -142,6 +142,33 @@ impl Parameters {
                 bounds: Some((0, i64::from(i32::MAX))),
             },
         );
+        // The iteration counts new SCRAM credentials are salted with (`server::auth`), within
+        // MongoDB's minimums.
+        params.insert(
+            "scramIterationCount",
+            Param {
+                value: Bson::Int32(10_000),
+                runtime: true,
+                bounds: Some((5_000, i64::from(i32::MAX))),
+            },
+        );
+        params.insert(
+            "scramSHA256IterationCount",
+            Param {
+                value: Bson::Int32(15_000),
+                runtime: true,
+                bounds: Some((4_096, i64::from(i32::MAX))),
+            },
+        );
+        // How often a router asks the config server whether users changed.
+        params.insert(
+            "userCacheInvalidationIntervalSecs",
+            Param {
+                value: Bson::Int32(30),
+                runtime: true,
+                bounds: Some((1, 86_400)),
+            },
+        );
         // Startup-only: the nesting incoming documents may have, within MongoDB's bounds.
         params.insert(
             "maxBSONDepth",

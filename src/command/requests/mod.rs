@@ -3,6 +3,7 @@
 //! the one check refusing fields a command does not declare (`IDLUnknownField`).
 
 mod admin;
+mod auth;
 mod catalog;
 mod reads;
 mod writes;
@@ -12,6 +13,11 @@ pub use admin::{
     CoordinateCommitTransactionRequest, DbStatsRequest, EndSessionsRequest, GetCmdLineOptsRequest,
     GetLogRequest, HostInfoRequest, KillAllSessionsByPatternRequest, KillAllSessionsRequest,
     KillSessionsRequest, PingRequest, RefreshSessionsRequest,
+};
+pub use auth::{
+    AuthenticateRequest, DropAllUsersFromDatabaseRequest, DropUserRequest, LogoutRequest,
+    RolesInfoRequest, SaslContinueRequest, SaslStartRequest, UserRequest, UserRolesRequest,
+    UsersInfoRequest,
 };
 pub use catalog::{
     CollModRequest, CreateIndexesRequest, CreateRequest, DropDatabaseRequest, DropIndexesRequest,

@@ -8,6 +8,7 @@ mod ddl_locks;
 mod metadata_consistency;
 mod refine_shard_key;
 mod shards;
+mod users;
 
 pub(super) use collections::StoredRouting;
 
@@ -26,5 +27,6 @@ pub(super) fn table() -> CommandTable<ConfigState> {
     specs.extend(collections::commands());
     specs.extend(chunks::commands());
     specs.extend(refine_shard_key::commands());
+    specs.extend(users::commands());
     CommandTable::new(specs)
 }

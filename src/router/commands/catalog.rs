@@ -28,10 +28,24 @@ fn as_i64(v: Option<&Bson>) -> i64 {
 
 pub(super) async fn list_databases(
     state: &RouterState,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let declared = crate::command::requests::ListDatabasesRequest::parse(&req)?;
+    // With authorization on, a user without listDatabases (or asking with
+    // `authorizedDatabases: true`) sees the databases it has privileges on.
+    let authorized = crate::server::auth::privileges_of(state, ctx)
+        .await?
+        .filter(|granted| {
+            declared.authorized_databases == Some(true)
+                || !crate::server::auth::privileges::allows(
+                    granted,
+                    &[crate::server::auth::privileges::Privilege::new(
+                        crate::server::auth::privileges::Resource::Cluster,
+                        &["listDatabases"],
+                    )],
+                )
+        });
     let name_only = declared.name_only.unwrap_or(false);
     // The filter applies to the cluster-wide entries (sizes summed over shards), so it runs here.
     let filter = Filter::parse(&declared.filter.unwrap_or_default())?;
@@ -71,7 +85,10 @@ pub(super) async fn list_databases(
     let mut list = Vec::new();
     for (name, d) in databases {
         let entry = doc! {"name": &name, "sizeOnDisk": d.size_on_disk, "empty": d.empty};
-        if !filter.matches(&entry) {
+        let visible = authorized
+            .as_ref()
+            .is_none_or(|granted| crate::server::auth::privileges::any_on_database(granted, &name));
+        if !visible || !filter.matches(&entry) {
             continue;
         }
         total += d.size_on_disk;

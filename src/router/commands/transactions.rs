@@ -13,11 +13,13 @@ use bson::{RawBsonRef, RawDocumentBuf};
 pub(super) fn commands() -> Vec<CommandSpec<RouterState>> {
     vec![
         CommandSpec::new("abortTransaction", abort_transaction)
+            .requires(crate::server::auth::Requires::Authenticated)
             .fields(AbortTransactionRequest::FIELDS)
             .admin_only()
             .takes_write_concern()
             .help("Aborts a transaction"),
         CommandSpec::new("commitTransaction", commit_transaction)
+            .requires(crate::server::auth::Requires::Authenticated)
             .fields(CommitTransactionRequest::FIELDS)
             .admin_only()
             .takes_write_concern()

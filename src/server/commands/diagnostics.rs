@@ -10,16 +10,21 @@ use bson::{Bson, Document, RawDocumentBuf, doc};
 pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     vec![
         CommandSpec::new("getLog", get_log)
+            .requires(crate::server::auth::Requires::Cluster(&["getLog"]))
             .fields(crate::command::requests::GetLogRequest::FIELDS)
             .admin_only()
             .help("{ getLog : '*' }  OR { getLog : 'global' }"),
         CommandSpec::new("hostInfo", host_info)
+            .requires(crate::server::auth::Requires::Cluster(&["hostInfo"]))
             .fields(crate::command::requests::HostInfoRequest::FIELDS)
             .help("returns information about the daemon's host"),
         // serverStatus takes any section name as a field (`{repl: 0}`): no declared fields.
         CommandSpec::new("serverStatus", server_status)
+            .requires(crate::server::auth::Requires::Cluster(&["serverStatus"]))
             .help("returns lots of administrative server statistics"),
-        CommandSpec::new("listCommands", list_commands).help("get a list of all db commands"),
+        CommandSpec::new("listCommands", list_commands)
+            .requires(crate::server::auth::Requires::Nothing)
+            .help("get a list of all db commands"),
     ]
 }
 

@@ -1,5 +1,5 @@
 //! The handshake and identity commands: hello/isMaster, buildInfo, ping, whatsmyuri,
-//! connectionStatus, logout.
+//! (authentication and connectionStatus: `auth`).
 
 use crate::command::{CommandRequest, requests};
 use crate::error::{ErrorCode, MongoError, Result};
@@ -18,21 +18,20 @@ pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
         // No declared fields (unknown ones pass): drivers and proxies add handshake fields
         // (client metadata, compression, speculative auth, ...) that vary by version.
         CommandSpec::new("hello", hello)
+            .requires(crate::server::auth::Requires::Nothing)
             .aliases(&["isMaster", "ismaster"])
             .help("Check if this server is primary for a replica set\n{hello : 1}"),
         CommandSpec::new("buildInfo", build_info)
+            .requires(crate::server::auth::Requires::Nothing)
             .fields(requests::BuildInfoRequest::FIELDS)
             .aliases(&["buildinfo"])
             .help("get version #, etc.\n{ buildinfo:1 }"),
         CommandSpec::new("ping", empty_reply)
+            .requires(crate::server::auth::Requires::Nothing)
             .fields(requests::PingRequest::FIELDS)
             .help("a way to check that the server is alive. responds immediately even if server is in a db lock."),
-        CommandSpec::new("whatsmyuri", whatsmyuri).help("{whatsmyuri:1}"),
-        CommandSpec::new("connectionStatus", connection_status)
-            .fields(requests::ConnectionStatusRequest::FIELDS)
-            .help("Returns connection-specific information such as logged-in users and their roles"),
-        CommandSpec::new("logout", empty_reply)
-            .help("de-authenticate"),
+        CommandSpec::new("whatsmyuri", whatsmyuri)
+            .requires(crate::server::auth::Requires::Nothing).help("{whatsmyuri:1}"),
     ]
 }
 
@@ -83,6 +82,7 @@ async fn hello<S: NodeState>(
     if args.get("internalClient")?.is_some() {
         ctx.mark_internal();
     }
+    super::auth::hello_fields(state, ctx, &req, &mut reply).await?;
     if args.bool("helloOk")? == Some(true) {
         reply.append("helloOk", true);
     }
@@ -132,7 +132,7 @@ async fn build_info<S: NodeState>(
     })?)
 }
 
-/// `ping` and `logout`: nothing to do, an empty success.
+/// `ping`: nothing to do, an empty success.
 async fn empty_reply<S: NodeState>(
     _state: &S,
     _ctx: &RequestContext,
@@ -151,19 +151,4 @@ async fn whatsmyuri<S: NodeState>(
         .map(|p| p.to_string())
         .unwrap_or_else(|| "internal".into());
     Ok(rawdoc! {"you": you})
-}
-
-async fn connection_status<S: NodeState>(
-    _state: &S,
-    _ctx: &RequestContext,
-    req: CommandRequest,
-) -> Result<RawDocumentBuf> {
-    let mut auth = doc! {
-        "authenticatedUsers": Bson::Array(vec![]),
-        "authenticatedUserRoles": Bson::Array(vec![]),
-    };
-    if requests::ConnectionStatusRequest::parse(&req)?.show_privileges == Some(true) {
-        auth.insert("authenticatedUserPrivileges", Bson::Array(vec![]));
-    }
-    Ok(RawDocumentBuf::from_document(&doc! {"authInfo": auth})?)
 }

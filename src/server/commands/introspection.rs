@@ -10,6 +10,7 @@ use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
 pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     vec![
         CommandSpec::new("currentOp", current_op)
+            .requires(crate::server::auth::Requires::Cluster(&["inprog"]))
             .admin_only()
             .help("report operations in progress"),
     ]
@@ -18,6 +19,7 @@ pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
 /// `killOp` as a mongod answers it (routers have their own, which also reaches shards).
 pub fn kill_op<S: NodeState>() -> CommandSpec<S> {
     CommandSpec::new("killOp", kill_local_op)
+        .requires(crate::server::auth::Requires::Cluster(&["killop"]))
         .admin_only()
         .help("kill an operation in progress")
 }

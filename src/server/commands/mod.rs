@@ -1,6 +1,7 @@
 //! Commands every role answers the same way (handshake, diagnostics, parameters); each role
 //! adds these to its own table.
 
+mod auth;
 mod diagnostics;
 mod handshake;
 mod introspection;
@@ -17,6 +18,7 @@ use super::dispatch::{CommandSpec, NodeState};
 /// The shared commands, for a role's table.
 pub fn common<S: NodeState>() -> Vec<CommandSpec<S>> {
     let mut specs = handshake::commands();
+    specs.extend(auth::commands());
     specs.extend(diagnostics::commands());
     specs.extend(parameters::commands());
     specs.extend(testing::commands());

@@ -10,12 +10,15 @@ pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     vec![
         // getParameter/setParameter take arbitrary parameter names as fields: no declared fields.
         CommandSpec::new("getParameter", get_parameter)
+            .requires(crate::server::auth::Requires::Cluster(&["getParameter"]))
             .admin_only()
             .help("get administrative option(s)\nexample:\n{ getParameter:1, notablescan:1 }"),
         CommandSpec::new("setParameter", set_parameter)
+            .requires(crate::server::auth::Requires::Cluster(&["setParameter"]))
             .admin_only()
             .help("set administrative option(s)\n{ setParameter:1, <param>:<value> }"),
         CommandSpec::new("getCmdLineOpts", get_cmd_line_opts)
+            .requires(crate::server::auth::Requires::Cluster(&["getCmdLineOpts"]))
             .fields(crate::command::requests::GetCmdLineOptsRequest::FIELDS)
             .admin_only()
             .help("get argv"),

@@ -22,32 +22,40 @@ use bson::{Binary, Bson, Document, RawDocumentBuf, doc};
 pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     vec![
         CommandSpec::new(EndSessionsRequest::COMMAND, end_sessions)
+            .requires(crate::server::auth::Requires::Nothing)
             .fields(EndSessionsRequest::FIELDS)
             .help("end a set of logical sessions"),
         CommandSpec::new(RefreshSessionsRequest::COMMAND, refresh_sessions)
+            .requires(crate::server::auth::Requires::Authenticated)
             .fields(RefreshSessionsRequest::FIELDS)
             .help("renew a set of logical sessions"),
         CommandSpec::new(StartSessionRequest::COMMAND, start_session)
+            .requires(crate::server::auth::Requires::Authenticated)
             .fields(StartSessionRequest::FIELDS)
             .help("start a logical session"),
         // The kill commands are `strict: false` IDL commands (unknown fields pass) and run
         // outside their own session, so they never kill themselves.
         CommandSpec::new(KillSessionsRequest::COMMAND, kill_sessions)
+            .requires(crate::server::auth::Requires::Authenticated)
             .detached_from_session()
             .help("kill a logical session and its operations"),
         CommandSpec::new(KillAllSessionsRequest::COMMAND, kill_all_sessions)
+            .requires(crate::server::auth::Requires::Cluster(&["killAnySession"]))
             .detached_from_session()
             .help("kill all logical sessions, for a given set of users, and their operations"),
         CommandSpec::new(
             KillAllSessionsByPatternRequest::COMMAND,
             kill_all_sessions_by_pattern,
         )
+        .requires(crate::server::auth::Requires::Cluster(&["killAnySession"]))
         .detached_from_session()
         .help("kill logical sessions by pattern"),
         CommandSpec::new("refreshLogicalSessionCacheNow", refresh_now)
+            .requires(crate::server::auth::Requires::Authenticated)
             .test_only()
             .help("force the logical session cache to refresh. Test command only."),
         CommandSpec::new("reapLogicalSessionCacheNow", reap_now)
+            .requires(crate::server::auth::Requires::Authenticated)
             .test_only()
             .help("force a reap of the logical session cache. Test command only."),
     ]

@@ -13,10 +13,16 @@ pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     vec![
         // configureFailPoint's fields are the fail point's own (mode, data, ...): no declared fields.
         CommandSpec::new("configureFailPoint", configure_fail_point)
+            .requires(crate::server::auth::Requires::Cluster(&[
+                "configureFailPoint",
+            ]))
             .admin_only()
             .test_only()
             .help("modifies the settings of a fail point"),
         CommandSpec::new("waitForFailPoint", wait_for_fail_point)
+            .requires(crate::server::auth::Requires::Cluster(&[
+                "configureFailPoint",
+            ]))
             .admin_only()
             .test_only()
             .help("waits until a fail point has been entered a number of times"),

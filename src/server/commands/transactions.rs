@@ -11,11 +11,13 @@ use bson::RawDocumentBuf;
 pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     vec![
         CommandSpec::new("abortTransaction", outside_a_transaction)
+            .requires(crate::server::auth::Requires::Authenticated)
             .fields(crate::command::requests::AbortTransactionRequest::FIELDS)
             .admin_only()
             .takes_write_concern()
             .help("Aborts a transaction"),
         CommandSpec::new("commitTransaction", outside_a_transaction)
+            .requires(crate::server::auth::Requires::Authenticated)
             .fields(crate::command::requests::CommitTransactionRequest::FIELDS)
             .admin_only()
             .takes_write_concern()

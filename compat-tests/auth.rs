@@ -1,0 +1,431 @@
+//! Authentication and authorization through the official driver: SCRAM-SHA-256 and
+//! SCRAM-SHA-1 with credentials in the URI, wrong passwords, the user-management commands,
+//! privileges of built-in roles (Unauthorized 13), `listDatabases`' authorized databases and
+//! the localhost exception.
+
+use crate::harness::{TestCluster, error_code, failure, node_options};
+use bson::{Document, doc};
+use mongodb::Client;
+use std::net::SocketAddr;
+
+async fn client(addr: SocketAddr, credentials: &str, options: &str) -> Client {
+    Client::with_uri_str(format!(
+        "mongodb://{credentials}@{addr}/?serverSelectionTimeoutMS=5000{options}"
+    ))
+    .await
+    .expect("client")
+}
+
+async fn with_root() -> TestCluster {
+    let mut options = node_options();
+    options.auth = true;
+    options.initial_user = Some(("root".into(), "example".into()));
+    TestCluster::with_options(options).await
+}
+
+async fn run(client: &Client, db: &str, command: Document) -> mongodb::error::Result<Document> {
+    client.database(db).run_command(command).await
+}
+
+#[tokio::test]
+async fn auth_scram_sha_256_and_sha_1_with_credentials_in_the_uri() {
+    let cluster = with_root().await;
+    let addr = cluster.addr;
+    // Without credentials: the handshake and ping, nothing else.
+    let anonymous = &cluster.client;
+    run(anonymous, "admin", doc! {"ping": 1}).await.unwrap();
+    let e = run(anonymous, "app", doc! {"find": "c"}).await.unwrap_err();
+    // Claiming to be a cluster member changes nothing.
+    let claimed = Client::with_uri_str(format!("mongodb://{addr}/?maxPoolSize=1"))
+        .await
+        .unwrap();
+    let hello = doc! {"hello": 1, "internalClient": {"minWireVersion": 0, "maxWireVersion": 25}};
+    run(&claimed, "admin", hello).await.unwrap();
+    let refused = run(&claimed, "app", doc! {"find": "c"}).await.unwrap_err();
+    assert_eq!(error_code(&refused), Some(13));
+    assert_eq!(
+        failure(&e),
+        (
+            13,
+            "Unauthorized".into(),
+            "command find requires authentication".into()
+        )
+    );
+    let root = client(addr, "root:example", "&authSource=admin").await;
+    run(
+        &root,
+        "app",
+        doc! {"insert": "c", "documents": [{"_id": 1}]},
+    )
+    .await
+    .unwrap();
+    let status = run(
+        &root,
+        "admin",
+        doc! {"connectionStatus": 1, "showPrivileges": true},
+    )
+    .await
+    .unwrap();
+    let info = status.get_document("authInfo").unwrap();
+    assert_eq!(
+        info.get_array("authenticatedUsers").unwrap()[0]
+            .as_document()
+            .unwrap(),
+        &doc! {"user": "root", "db": "admin"}
+    );
+    assert_eq!(
+        info.get_array("authenticatedUserRoles").unwrap()[0]
+            .as_document()
+            .unwrap(),
+        &doc! {"role": "root", "db": "admin"}
+    );
+    assert!(
+        !info
+            .get_array("authenticatedUserPrivileges")
+            .unwrap()
+            .is_empty()
+    );
+    // Both mechanisms, each chosen explicitly.
+    for mechanism in ["SCRAM-SHA-256", "SCRAM-SHA-1"] {
+        let c = client(
+            addr,
+            "root:example",
+            &format!("&authSource=admin&authMechanism={mechanism}"),
+        )
+        .await;
+        let found = run(&c, "app", doc! {"find": "c"}).await.unwrap();
+        assert_eq!(crate::harness::first_batch(&found).len(), 1, "{mechanism}");
+    }
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn auth_wrong_passwords_fail_and_the_server_keeps_serving() {
+    let cluster = with_root().await;
+    for (credentials, source) in [
+        ("root:wrong", "admin"),
+        ("nobody:example", "admin"),
+        ("root:example", "app"),
+    ] {
+        let c = client(cluster.addr, credentials, &format!("&authSource={source}")).await;
+        let e = run(&c, "admin", doc! {"ping": 1}).await.unwrap_err();
+        assert!(
+            e.to_string().contains("Authentication failed"),
+            "{credentials}@{source}: {e}"
+        );
+    }
+    // A malformed SASL payload on a plain connection.
+    let e = run(
+        &cluster.client,
+        "admin",
+        doc! {"saslStart": 1, "mechanism": "SCRAM-SHA-256", "payload": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: b"garbage".to_vec() }},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        failure(&e),
+        (
+            18,
+            "AuthenticationFailed".into(),
+            "Authentication failed.".into()
+        )
+    );
+    let e = run(
+        &cluster.client,
+        "admin",
+        doc! {"saslStart": 1, "mechanism": "PLAIN", "payload": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: vec![] }},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error_code(&e), Some(334));
+    let e = run(&cluster.client, "admin", doc! {"saslContinue": 1, "conversationId": 1, "payload": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: vec![] }})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&e), Some(17));
+    let e = run(
+        &cluster.client,
+        "$external",
+        doc! {"authenticate": 1, "mechanism": "MONGODB-CR"},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error_code(&e), Some(334));
+    let root = client(cluster.addr, "root:example", "&authSource=admin").await;
+    run(&root, "admin", doc! {"ping": 1}).await.unwrap();
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn auth_users_roles_and_privileges() {
+    let cluster = with_root().await;
+    let addr = cluster.addr;
+    let root = client(addr, "root:example", "&authSource=admin").await;
+    run(
+        &root,
+        "app",
+        doc! {"insert": "c", "documents": [{"_id": 1}]},
+    )
+    .await
+    .unwrap();
+    run(
+        &root,
+        "app",
+        doc! {"createUser": "reader", "pwd": "r", "roles": ["read"]},
+    )
+    .await
+    .unwrap();
+    run(&root, "app", doc! {"createUser": "old", "pwd": "o", "roles": [{"role": "readWrite", "db": "app"}], "mechanisms": ["SCRAM-SHA-1"]})
+        .await
+        .unwrap();
+    run(
+        &root,
+        "admin",
+        doc! {"createUser": "nobody", "pwd": "n", "roles": []},
+    )
+    .await
+    .unwrap();
+    // MongoDB's errors.
+    let e = run(
+        &root,
+        "app",
+        doc! {"createUser": "reader", "pwd": "r", "roles": []},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        failure(&e),
+        (
+            51003,
+            "Location51003".into(),
+            "User \"reader@app\" already exists".into()
+        )
+    );
+    let e = run(
+        &root,
+        "app",
+        doc! {"createUser": "x", "pwd": "r", "roles": ["nope"]},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        failure(&e),
+        (
+            31,
+            "RoleNotFound".into(),
+            "Could not find role: nope@app".into()
+        )
+    );
+    let e = run(&root, "app", doc! {"dropUser": "ghost"})
+        .await
+        .unwrap_err();
+    assert_eq!(
+        failure(&e),
+        (
+            11,
+            "UserNotFound".into(),
+            "Could not find user \"ghost\" for db \"app\"".into()
+        )
+    );
+    let e = run(
+        &root,
+        "app",
+        doc! {"createUser": "y", "pwd": "p", "roles": [], "digestPassword": false},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error_code(&e), Some(2));
+    // usersInfo's forms.
+    let info = run(&root, "app", doc! {"usersInfo": 1}).await.unwrap();
+    let users = info.get_array("users").unwrap();
+    assert_eq!(users.len(), 2);
+    let reader = run(&root, "app", doc! {"usersInfo": "reader"})
+        .await
+        .unwrap();
+    let reader = reader.get_array("users").unwrap()[0]
+        .as_document()
+        .unwrap()
+        .clone();
+    assert_eq!(reader.get_str("_id").unwrap(), "app.reader");
+    assert_eq!(reader.get_array("mechanisms").unwrap().len(), 2);
+    assert!(!reader.contains_key("credentials"));
+    let all = run(&root, "admin", doc! {"usersInfo": {"forAllDBs": true}})
+        .await
+        .unwrap();
+    assert_eq!(all.get_array("users").unwrap().len(), 4);
+    let named = run(
+        &root,
+        "admin",
+        doc! {"usersInfo": [{"user": "old", "db": "app"}], "showCredentials": true},
+    )
+    .await
+    .unwrap();
+    let old = named.get_array("users").unwrap()[0].as_document().unwrap();
+    assert!(
+        old.get_document("credentials")
+            .unwrap()
+            .contains_key("SCRAM-SHA-1")
+    );
+    // A read user reads and cannot write.
+    let reader = client(addr, "reader:r", "&authSource=app").await;
+    run(&reader, "app", doc! {"find": "c"}).await.unwrap();
+    let e = run(
+        &reader,
+        "app",
+        doc! {"insert": "c", "documents": [{"_id": 2}]},
+    )
+    .await
+    .unwrap_err();
+    let (code, name, message) = failure(&e);
+    assert_eq!((code, name.as_str()), (13, "Unauthorized"));
+    assert!(
+        message.starts_with("not authorized on app to execute command { insert: \"c\""),
+        "{message}"
+    );
+    // A SCRAM-SHA-1-only user, negotiated by the driver.
+    let old = client(addr, "old:o", "&authSource=app").await;
+    run(&old, "app", doc! {"insert": "c", "documents": [{"_id": 3}]})
+        .await
+        .unwrap();
+    // A user without privileges lists no database; asking for all of them is refused.
+    let nobody = client(addr, "nobody:n", "&authSource=admin").await;
+    let dbs = run(&nobody, "admin", doc! {"listDatabases": 1})
+        .await
+        .unwrap();
+    assert!(dbs.get_array("databases").unwrap().is_empty(), "{dbs}");
+    let e = run(
+        &nobody,
+        "admin",
+        doc! {"listDatabases": 1, "authorizedDatabases": false},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error_code(&e), Some(13));
+    let dbs = run(
+        &reader,
+        "admin",
+        doc! {"listDatabases": 1, "nameOnly": true},
+    )
+    .await
+    .unwrap();
+    assert_eq!(dbs.get_array("databases").unwrap().len(), 1, "{dbs}");
+    // Role changes reach open connections.
+    run(
+        &root,
+        "app",
+        doc! {"grantRolesToUser": "reader", "roles": ["readWrite"]},
+    )
+    .await
+    .unwrap();
+    run(
+        &reader,
+        "app",
+        doc! {"insert": "c", "documents": [{"_id": 4}]},
+    )
+    .await
+    .unwrap();
+    run(
+        &root,
+        "app",
+        doc! {"revokeRolesFromUser": "reader", "roles": ["readWrite"]},
+    )
+    .await
+    .unwrap();
+    let e = run(
+        &reader,
+        "app",
+        doc! {"insert": "c", "documents": [{"_id": 5}]},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error_code(&e), Some(13));
+    // A password change: the old one fails, the new one works.
+    run(&root, "app", doc! {"updateUser": "reader", "pwd": "r2"})
+        .await
+        .unwrap();
+    let e = run(
+        &client(addr, "reader:r", "&authSource=app").await,
+        "app",
+        doc! {"find": "c"},
+    )
+    .await
+    .unwrap_err();
+    assert!(e.to_string().contains("Authentication failed"), "{e}");
+    run(
+        &client(addr, "reader:r2", "&authSource=app").await,
+        "app",
+        doc! {"find": "c"},
+    )
+    .await
+    .unwrap();
+    // A dropped user is no longer authenticated.
+    run(&root, "app", doc! {"dropUser": "reader"})
+        .await
+        .unwrap();
+    let e = run(&reader, "app", doc! {"find": "c"}).await.unwrap_err();
+    assert_eq!(error_code(&e), Some(13));
+    let dropped = run(&root, "app", doc! {"dropAllUsersFromDatabase": 1})
+        .await
+        .unwrap();
+    assert_eq!(dropped.get_i32("n").unwrap(), 1);
+    // Built-in roles.
+    let roles = run(
+        &root,
+        "app",
+        doc! {"rolesInfo": "readWrite", "showPrivileges": true},
+    )
+    .await
+    .unwrap();
+    let role = roles.get_array("roles").unwrap()[0].as_document().unwrap();
+    assert!(role.get_bool("isBuiltin").unwrap());
+    assert!(!role.get_array("privileges").unwrap().is_empty());
+    let e = run(
+        &root,
+        "app",
+        doc! {"createRole": "custom", "privileges": [], "roles": []},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error_code(&e), Some(238));
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn auth_localhost_exception_creates_the_first_user_only() {
+    let mut options = node_options();
+    options.auth = true;
+    let cluster = TestCluster::with_options(options).await;
+    let anonymous = &cluster.client;
+    let e = run(
+        anonymous,
+        "app",
+        doc! {"createUser": "u", "pwd": "p", "roles": []},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error_code(&e), Some(13));
+    run(
+        anonymous,
+        "admin",
+        doc! {"createUser": "admin", "pwd": "p", "roles": ["root"]},
+    )
+    .await
+    .unwrap();
+    let e = run(
+        anonymous,
+        "admin",
+        doc! {"createUser": "second", "pwd": "p", "roles": ["root"]},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error_code(&e), Some(13));
+    let admin = client(cluster.addr, "admin:p", "&authSource=admin").await;
+    run(
+        &admin,
+        "admin",
+        doc! {"createUser": "second", "pwd": "p", "roles": ["root"]},
+    )
+    .await
+    .unwrap();
+    run(&admin, "admin", doc! {"logout": 1}).await.unwrap();
+    cluster.shutdown().await;
+}

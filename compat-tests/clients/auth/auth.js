@@ -1,0 +1,38 @@
+// Users and authentication through mongosh, connected as root (--username/--password):
+// db.createUser, show users (getUsers), db.auth with both mechanisms, a read user refused a
+// write (13), db.logout, dropUser.
+const app = db.getSiblingDB("clients_mongosh_auth");
+app.dropAllUsers();
+app.dropDatabase();
+app.createUser({ user: "alice", pwd: "secret", roles: ["readWrite"] });
+app.createUser({ user: "reader", pwd: "r", roles: ["read"], mechanisms: ["SCRAM-SHA-1"] });
+const users = app.getUsers().users.map((u) => u.user).sort();
+if (JSON.stringify(users) !== JSON.stringify(["alice", "reader"])) throw new Error("show users: " + users);
+const status = db.runCommand({ connectionStatus: 1 });
+if (status.authInfo.authenticatedUsers[0].user !== "root") throw new Error("connectionStatus: " + tojson(status));
+
+const uri = db.getMongo()._uri.replace(/\/\/[^@]*@/, "//").split("?")[0];
+const alice = new Mongo(uri).getDB("clients_mongosh_auth");
+let refused = false;
+try { alice.c.insertOne({ x: 0 }); } catch (e) { refused = e.code === 13; }
+if (!refused) throw new Error("an unauthenticated insert was not refused with 13");
+if (alice.auth("alice", "secret").ok !== 1) throw new Error("db.auth(alice)");
+alice.c.insertOne({ x: 1 });
+if (alice.c.countDocuments({}) !== 1) throw new Error("alice's insert");
+alice.logout();
+
+const reader = new Mongo(uri).getDB("clients_mongosh_auth");
+if (reader.auth({ user: "reader", pwd: "r", mechanism: "SCRAM-SHA-1" }).ok !== 1) throw new Error("db.auth(reader, SCRAM-SHA-1)");
+if (reader.c.find().toArray().length !== 1) throw new Error("reader's find");
+refused = false;
+try { reader.c.insertOne({ x: 2 }); } catch (e) { refused = e.code === 13; }
+if (!refused) throw new Error("a read user's insert was not refused with 13");
+
+let failed = false;
+try { new Mongo(uri).getDB("clients_mongosh_auth").auth("alice", "wrong"); } catch (e) { failed = e.code === 18; }
+if (!failed) throw new Error("a wrong password did not fail with 18");
+
+app.dropUser("reader");
+app.dropAllUsers();
+app.dropDatabase();
+print("ok");
