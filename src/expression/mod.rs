@@ -16,7 +16,7 @@
 //! - [`fieldpath`] and [`value`]: paths and values as expressions see them.
 //! - `convert`, `parse_text`, `datetime`: `$convert`'s conversions, text to numbers and dates,
 //!   calendar arithmetic and formats.
-//! - [`pcre`]: MongoDB's regular expression syntax (PCRE) over the `regex` crate.
+//! - [`mongo_regex`]: MongoDB's regular expressions on PCRE2 (options, errors, match limits).
 
 mod convert;
 mod datetime;
@@ -25,10 +25,10 @@ mod decimal_math;
 pub mod fieldpath;
 pub mod fold;
 mod let_vars;
+pub mod mongo_regex;
 pub mod numeric;
 mod operators;
 mod parse_text;
-pub mod pcre;
 pub mod value;
 
 use crate::document::display::render_doc;
