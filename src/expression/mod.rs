@@ -12,7 +12,7 @@
 //! - [`fold`]: the running sums, extremes, deviations and quantiles the accumulator expressions
 //!   (`$sum`, `$avg`...) and `$group`'s accumulators share.
 //! - [`numeric`] and [`decimal`] (with `decimal_math`): arithmetic with MongoDB's promotion
-//!   rules, Decimal128 arithmetic.
+//!   rules, Decimal128 arithmetic on libdecNumber.
 //! - [`fieldpath`] and [`value`]: paths and values as expressions see them.
 //! - `convert`, `parse_text`, `datetime`: `$convert`'s conversions, text to numbers and dates,
 //!   calendar arithmetic and formats.
