@@ -5,7 +5,7 @@
 //! forms of the accumulators, binData conversions and the N and quantile window functions
 //! run the same way.
 
-use crate::harness::{admin, both_modes, error_code};
+use crate::harness::{admin, aggregate_documents, both_modes, error_code};
 use futures::TryStreamExt;
 use mongodb::Client;
 use mongodb::bson::spec::BinarySubtype;
@@ -54,15 +54,21 @@ fn expected() -> Document {
     }
 }
 
-async fn every_family_evaluates_as_mongodb(client: &Client) {
-    let db = client.database("exprops");
+/// A dropped database `name` whose collection `sharded` is sharded on a hashed `_id`.
+async fn fresh_database(client: &Client, name: &str) -> mongodb::Database {
+    let db = client.database(name);
     db.drop().await.unwrap();
     admin(
         client,
-        doc! {"shardCollection": "exprops.sharded", "key": {"_id": "hashed"}},
+        doc! {"shardCollection": format!("{name}.sharded"), "key": {"_id": "hashed"}},
     )
     .await
     .unwrap();
+    db
+}
+
+async fn every_family_evaluates_as_mongodb(client: &Client) {
+    let db = fresh_database(client, "exprops").await;
     let source = doc! {
         "s": "  Hello, World  ",
         "arr": [3, 1, 2],
@@ -120,14 +126,7 @@ const UUID_BYTES: [u8; 16] = [
 ];
 
 async fn accumulator_forms_bin_data_and_n_windows(client: &Client) {
-    let db = client.database("exprforms");
-    db.drop().await.unwrap();
-    admin(
-        client,
-        doc! {"shardCollection": "exprforms.sharded", "key": {"_id": "hashed"}},
-    )
-    .await
-    .unwrap();
+    let db = fresh_database(client, "exprforms").await;
     for name in ["plain", "sharded"] {
         let coll = db.collection::<Document>(name);
         let docs: Vec<Document> = [
@@ -234,3 +233,103 @@ async fn accumulator_forms_bin_data_and_n_windows(client: &Client) {
 }
 
 both_modes!(accumulator_forms_bin_data_and_n_windows);
+
+fn decimal(text: &str) -> Bson {
+    Bson::Decimal128(text.parse().unwrap())
+}
+
+/// Decimal128 arithmetic on libdecNumber: results carry IEEE 754-2008's preferred exponents
+/// (`1.0 + 2.00` is `3.00`), as MongoDB's decimal library computes them, through `$group`'s
+/// accumulators on a sharded collection and through `$inc`/`$mul`.
+async fn decimals_keep_their_exponents(client: &Client) {
+    let db = fresh_database(client, "exprdecimals").await;
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        coll.insert_many(
+            (0..4).map(|i| doc! {"_id": i, "a": decimal("1.0"), "b": decimal("2.00")}),
+        )
+        .await
+        .unwrap();
+        let pipeline = vec![
+            doc! {"$match": {"_id": 0}},
+            doc! {"$project": {
+                "_id": 0,
+                "sum": {"$add": ["$a", "$b"]},
+                "difference": {"$subtract": ["$a", "$a"]},
+                "product": {"$multiply": ["$b", decimal("1.50")]},
+                "quotient": {"$divide": [decimal("1.00"), 4]},
+                "third": {"$divide": [decimal("10"), 3]},
+                "remainder": {"$mod": [decimal("1E+40"), 3]},
+                "root": {"$sqrt": decimal("2.25")},
+                "rounded": {"$round": [decimal("2.675"), 2]},
+                "string": {"$toString": {"$multiply": [decimal("1E+2"), decimal("1E+1")]}},
+            }},
+        ];
+        let results = aggregate_documents(&coll, pipeline).await;
+        assert_eq!(
+            results,
+            [doc! {
+                "sum": decimal("3.00"),
+                "difference": decimal("0.0"),
+                "product": decimal("3.0000"),
+                "quotient": decimal("0.25"),
+                "third": decimal("3.333333333333333333333333333333333"),
+                "remainder": decimal("1"),
+                "root": decimal("1.5"),
+                "rounded": decimal("2.68"),
+                "string": "1E+3",
+            }],
+            "{name}"
+        );
+        // Document equality compares decimals by value: compare the exact representations.
+        let shown: Vec<String> = results[0]
+            .values()
+            .map(|v| match v {
+                Bson::Decimal128(d) => d.to_string(),
+                other => other.to_string(),
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "3.00",
+                "0.0",
+                "3.0000",
+                "0.25",
+                "3.333333333333333333333333333333333",
+                "1",
+                "1.5",
+                "2.68",
+                "\"1E+3\""
+            ],
+            "{name}"
+        );
+        let grouped = aggregate_documents(
+            &coll,
+            vec![doc! {"$group": {"_id": null, "total": {"$sum": "$a"}, "mean": {"$avg": "$b"}}}],
+        )
+        .await;
+        assert_eq!(
+            grouped[0].get("total").map(ToString::to_string),
+            Some("4.0".to_string()),
+            "{name}"
+        );
+        assert_eq!(
+            grouped[0].get("mean").map(ToString::to_string),
+            Some("2.00".to_string()),
+            "{name}"
+        );
+        coll.update_one(
+            doc! {"_id": 1},
+            doc! {"$inc": {"a": decimal("0.05")}, "$mul": {"b": decimal("1.0")}},
+        )
+        .await
+        .unwrap();
+        let updated = coll.find_one(doc! {"_id": 1}).await.unwrap().unwrap();
+        assert_eq!(updated.get("a").unwrap().to_string(), "1.05", "{name}");
+        // 2.00 × 1.0 = 2.000 equals the stored number: no change, the stored 2.00 stays.
+        assert_eq!(updated.get("b").unwrap().to_string(), "2.00", "{name}");
+    }
+}
+
+both_modes!(decimals_keep_their_exponents);

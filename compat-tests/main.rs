@@ -44,6 +44,7 @@ mod ownership;
 mod pipeline_updates;
 mod query_expressions;
 mod refine_shard_key;
+mod regexes;
 mod rename_faults;
 mod renames;
 mod retryable_writes;

@@ -12,11 +12,11 @@
 //! - [`fold`]: the running sums, extremes, deviations and quantiles the accumulator expressions
 //!   (`$sum`, `$avg`...) and `$group`'s accumulators share.
 //! - [`numeric`] and [`decimal`] (with `decimal_math`): arithmetic with MongoDB's promotion
-//!   rules, Decimal128 arithmetic.
+//!   rules, Decimal128 arithmetic on libdecNumber.
 //! - [`fieldpath`] and [`value`]: paths and values as expressions see them.
 //! - `convert`, `parse_text`, `datetime`: `$convert`'s conversions, text to numbers and dates,
 //!   calendar arithmetic and formats.
-//! - [`pcre`]: MongoDB's regular expression syntax (PCRE) over the `regex` crate.
+//! - [`mongo_regex`]: MongoDB's regular expressions on PCRE2 (options, errors, match limits).
 
 mod convert;
 mod datetime;
@@ -25,10 +25,10 @@ mod decimal_math;
 pub mod fieldpath;
 pub mod fold;
 mod let_vars;
+pub mod mongo_regex;
 pub mod numeric;
 mod operators;
 mod parse_text;
-pub mod pcre;
 pub mod value;
 
 use crate::document::display::render_doc;

@@ -376,12 +376,7 @@ pub fn modulo(lhs: Value, rhs: Value) -> Result<Value> {
                 if divisor.is_zero() {
                     return Err(MongoError::location(5733415, "can't $mod by zero"));
                 }
-                let remainder = to_dec(l).remainder(divisor).ok_or_else(|| {
-                    MongoError::new(
-                        ErrorCode::NotImplemented,
-                        "$mod of decimals whose exponents are this far apart is not supported",
-                    )
-                })?;
+                let remainder = to_dec(l).remainder(divisor);
                 return Ok(Some(Bson::Decimal128(remainder.encode())));
             }
             if to_f64(r) == 0.0 {

@@ -1,11 +1,11 @@
 //! Regular expression operators: `$regexMatch`, `$regexFind`, `$regexFindAll`, with named
 //! arguments `{input, regex, options}`; `regex` is a string or a BSON regex. Patterns are
-//! compiled by [`MongoRegex`] (PCRE syntax on the `regex` crate).
+//! compiled by [`MongoRegex`] (PCRE2, as MongoDB's), once per thread for a repeated pattern.
 
 use super::{Args, Expression, Scope};
 use super::{Arity, Operator};
 use crate::error::{MongoError, Result};
-use crate::expression::pcre::{MongoRegex, RegexMatch};
+use crate::expression::mongo_regex::{MatchFailure, MongoRegex, RegexMatch};
 use crate::expression::value::{Value, bson_type_name, is_nullish};
 use bson::{Bson, Document};
 
@@ -65,7 +65,12 @@ pub fn parse_regex(name: &'static str, argument: &Bson, scope: &Scope) -> Result
 
 /// Whether the regex matches; false when the input or the regex is null or missing.
 pub fn regex_match(args: &Args) -> Result<Value> {
-    let matched = prepare(args, "$regexMatch")?.is_some_and(|(input, re)| re.is_match(&input));
+    let matched = match prepare(args, "$regexMatch")? {
+        Some((input, re)) => re
+            .matches(&input)
+            .map_err(|failure| execution_error(failure, "$regexMatch"))?,
+        None => false,
+    };
     Ok(Some(Bson::Boolean(matched)))
 }
 
@@ -74,7 +79,10 @@ pub fn regex_find(args: &Args) -> Result<Value> {
     let Some((input, re)) = prepare(args, "$regexFind")? else {
         return Ok(Some(Bson::Null));
     };
-    Ok(Some(re.find_at(&input, 0).map_or(Bson::Null, |found| {
+    let found = re
+        .find_at(&input, 0)
+        .map_err(|failure| execution_error(failure, "$regexFind"))?;
+    Ok(Some(found.map_or(Bson::Null, |found| {
         let idx = input[..found.whole.start].chars().count();
         Bson::Document(match_document(&input, &found, idx))
     })))
@@ -90,7 +98,10 @@ pub fn regex_find_all(args: &Args) -> Result<Value> {
     // The search position, in bytes and in code points.
     let (mut byte, mut code_point) = (0usize, 0usize);
     // The first search happens even on an empty input, which an empty pattern matches.
-    while let Some(found) = re.find_at(&input, byte) {
+    while let Some(found) = re
+        .find_at(&input, byte)
+        .map_err(|failure| execution_error(failure, "$regexFindAll"))?
+    {
         code_point += input[byte..found.whole.start].chars().count();
         byte = found.whole.start;
         matches.push(Bson::Document(match_document(&input, &found, code_point)));
@@ -179,7 +190,7 @@ fn prepare(args: &Args, name: &str) -> Result<Option<(String, MongoRegex)>> {
     }
     let compiled = match pattern {
         Some(pattern) => Some(
-            MongoRegex::new(&pattern, options.as_deref().unwrap_or(""))
+            MongoRegex::cached(&pattern, options.as_deref().unwrap_or(""))
                 .map_err(|err| compile_error(err, name))?,
         ),
         None => None,
@@ -190,6 +201,17 @@ fn prepare(args: &Args, name: &str) -> Result<Option<(String, MongoRegex)>> {
         _ => return Err(type_error(51104, "input", "string")),
     };
     Ok(input.zip(compiled))
+}
+
+/// MongoDB's error when matching stopped without an answer (a match limit reached).
+fn execution_error(failure: MatchFailure, name: &str) -> MongoError {
+    MongoError::location(
+        51156,
+        format!(
+            "Error occurred while executing the regular expression in {name}. Result code: {}",
+            failure.0
+        ),
+    )
 }
 
 /// The expression operators' codes for what [`MongoRegex`] reports as a query would.

@@ -27,7 +27,7 @@ pub use json_schema::JsonSchema;
 
 use crate::error::Result;
 use crate::expression::LetVariables;
-use crate::expression::pcre::MongoRegex;
+use crate::expression::mongo_regex::MongoRegex;
 use bson::{Bson, DateTime, Document};
 use parse::Parser;
 use std::sync::Arc;

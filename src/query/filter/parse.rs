@@ -6,7 +6,7 @@ use super::expr::ExprPredicate;
 use super::{CmpOp, JsonSchema, Leaf, Level, Node, Op};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::LetVariables;
-use crate::expression::pcre::MongoRegex;
+use crate::expression::mongo_regex::MongoRegex;
 use crate::query::values::{as_f64, integer_to_i64, is_number, not_implemented};
 use bson::{Bson, Document};
 use std::sync::Arc;

@@ -9,7 +9,7 @@ use super::predicates::{parse_bits, parse_mod, parse_regex_document, parse_type_
 use super::{BitTest, CmpOp, Level, Node, Op};
 use crate::document::order::compare_values;
 use crate::error::{MongoError, Result};
-use crate::expression::pcre::MongoRegex;
+use crate::expression::mongo_regex::MongoRegex;
 use crate::query::values::{integer_to_non_negative_i32, not_implemented, render_doc, truthy};
 use bson::{Bson, Document};
 

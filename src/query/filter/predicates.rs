@@ -4,7 +4,7 @@
 use super::parse::{leaf, regex_leaf};
 use super::{BitMask, BitTest, Node, Op, TypeSet};
 use crate::error::{MongoError, Result};
-use crate::expression::pcre::MongoRegex;
+use crate::expression::mongo_regex::MongoRegex;
 use crate::query::values::{
     as_f64, coerce_i64, exact_i64, format_g, integer_to_i64, integer_to_non_negative_i32,
     integer_to_non_negative_i64, is_number, render_element, type_code_for_alias,

@@ -5,6 +5,7 @@
 use super::{Additional, Dependency, Items, Schema};
 use crate::document::numeric::{DecimalParts, Number};
 use crate::document::order::values_equal;
+use crate::expression::numeric::to_dec;
 use crate::query::filter::CmpOp;
 use crate::query::filter::eval::compare_single;
 use crate::query::values::{is_number, type_code};
@@ -214,29 +215,6 @@ fn documents_unordered_equal(x: &Document, y: &Document) -> bool {
             .all(|(k, v)| y.get(k).is_some_and(|w| unordered_equal(v, w)))
 }
 
-/// A number as a decimal `coefficient × 10^exponent`, the way MongoDB converts values for
-/// `multipleOf` (doubles rounded to 15 significant digits); `None` for NaN and infinities.
-fn decimal_digits(value: &Bson) -> Option<(u128, i32)> {
-    match Number::from_bson(value)? {
-        Number::Int(v) => Some((u128::from(v.unsigned_abs()), 0)),
-        Number::Double(v) if !v.is_finite() => None,
-        Number::Double(v) => {
-            let formatted = format!("{:.14e}", v.abs());
-            let (mantissa, exponent) = formatted.split_once('e')?;
-            let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-            Some((digits.parse().ok()?, exponent.parse::<i32>().ok()? - 14))
-        }
-        Number::Decimal(d) => match DecimalParts::from_decimal128(d) {
-            DecimalParts::Finite {
-                coefficient,
-                exponent,
-                ..
-            } => Some((coefficient, exponent)),
-            _ => None,
-        },
-    }
-}
-
 /// Whether `multipleOf` accepts `divisor` (checked once, when the schema is parsed).
 pub(super) fn is_positive(divisor: &Bson) -> bool {
     match Number::from_bson(divisor) {
@@ -255,34 +233,10 @@ pub(super) fn is_positive(divisor: &Bson) -> bool {
     }
 }
 
-/// MongoDB's `$_internalSchemaFmod`: the decimal remainder of `value / divisor` is zero.
+/// MongoDB's `$_internalSchemaFmod`: the decimal remainder of `value / divisor` is zero, both
+/// converted as `coerceToDecimal` does (doubles rounded to 15 significant digits). An infinite
+/// divisor leaves a finite dividend as its own remainder; NaN and infinite values are no
+/// multiple of anything.
 fn is_multiple_of(value: &Bson, divisor: &Bson) -> bool {
-    let Some((dividend, e1)) = decimal_digits(value) else {
-        return false;
-    };
-    let Some((divisor_digits, e2)) = decimal_digits(divisor) else {
-        // An infinite divisor leaves every finite dividend as its own remainder.
-        let infinite = Number::from_bson(divisor).is_some_and(|n| !n.is_nan());
-        return infinite && dividend == 0;
-    };
-    if dividend == 0 {
-        return true;
-    }
-    let exponent = e1.min(e2);
-    let scale = |c: u128, e: i32| {
-        10u128
-            .checked_pow(u32::try_from(e - exponent).ok()?)
-            .and_then(|p| c.checked_mul(p))
-    };
-    match (scale(dividend, e1), scale(divisor_digits, e2)) {
-        (Some(a), Some(b)) if b != 0 => a % b == 0,
-        // Beyond 128 bits the dividend dwarfs the divisor's precision, as it does in decimal128.
-        _ => {
-            let (a, b) = (
-                Number::from_bson(value).map_or(f64::NAN, Number::to_f64),
-                Number::from_bson(divisor).map_or(f64::NAN, Number::to_f64),
-            );
-            a % b == 0.0
-        }
-    }
+    is_number(value) && to_dec(value).remainder(to_dec(divisor)).is_zero()
 }

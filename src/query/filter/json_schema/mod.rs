@@ -21,7 +21,7 @@ mod parse;
 
 use super::TypeSet;
 use crate::error::Result;
-use crate::expression::pcre::MongoRegex;
+use crate::expression::mongo_regex::MongoRegex;
 use bson::{Bson, Document};
 
 /// A parsed `$jsonSchema` document.

@@ -5,7 +5,7 @@
 use super::eval::unordered_equal;
 use super::{Additional, Bound, Dependency, Items, Schema};
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::expression::pcre::MongoRegex;
+use crate::expression::mongo_regex::MongoRegex;
 use crate::query::filter::TypeSet;
 use crate::query::values::{
     integer_to_non_negative_i64, is_number, not_implemented, type_code_for_alias, type_name,
