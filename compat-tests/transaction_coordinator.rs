@@ -344,3 +344,77 @@ async fn a_shard_key_change_moves_the_document_inside_the_transaction() {
     assert_eq!(docs, vec![doc! {"_id": a, "k": moved}]);
     cluster.shutdown().await;
 }
+
+/// A commit recovered through another router with the client's `recoveryToken` answers the
+/// outcome: the token names the first shard that wrote, whose participant knows its commit
+/// even when no coordinator ran (a read on one shard, writes on another: committed shard by
+/// shard); a transaction that never committed answers NoSuchTransaction, and is aborted there.
+#[tokio::test]
+async fn a_commit_is_recovered_through_another_router() {
+    let cluster = TestCluster::start_with(2, 2).await;
+    let client = &cluster.client;
+    let (coll, [(a, _), (b, _)]) = two_shard_collection(client, "txn_recovery").await;
+    for commit in [true, false] {
+        // A client of its own: its session's first transaction is number 1.
+        let txn_client = cluster.router_client(0).await;
+        let coll = txn_client
+            .database("txn_recovery")
+            .collection::<Document>(coll.name());
+        let mut session = txn_client.start_session().await.unwrap();
+        session.start_transaction().await.unwrap();
+        // The first participant only reads; the second writes.
+        coll.find_one(doc! {"k": a})
+            .session(&mut session)
+            .await
+            .unwrap();
+        coll.update_one(doc! {"k": b}, doc! {"$set": {"recovered": commit}})
+            .session(&mut session)
+            .await
+            .unwrap();
+        let token = {
+            let reply = txn_client
+                .database("txn_recovery")
+                .run_command(doc! {"find": "c", "filter": {"k": b}})
+                .session(&mut session)
+                .await
+                .unwrap();
+            reply.get_document("recoveryToken").unwrap().clone()
+        };
+        let shard_of_b = hashed_owners(client, "txn_recovery.c", b..b + 1).await[0]
+            .1
+            .clone();
+        assert_eq!(token, doc! {"recoveryShardId": &shard_of_b});
+        if commit {
+            session.commit_transaction().await.unwrap();
+        }
+        // The driver sends its own session with `run_command`: the retry goes on the wire.
+        let recovered = crate::wire::raw_command(
+            cluster.routers[1],
+            doc! {
+                "commitTransaction": 1,
+                "lsid": session.id().clone(),
+                "txnNumber": 1_i64,
+                "autocommit": false,
+                "recoveryToken": token,
+                "$db": "admin",
+            },
+        )
+        .await;
+        match commit {
+            true => assert_eq!(recovered.get_f64("ok"), Ok(1.0), "{recovered}"),
+            false => {
+                assert_eq!(recovered.get_i32("code"), Ok(251), "{recovered}");
+                // The open transaction was aborted on its write shard: its write never lands.
+                let _ = session.commit_transaction().await;
+            }
+        }
+        let want = u64::from(commit);
+        assert_eq!(
+            coll.count_documents(doc! {"recovered": commit})
+                .await
+                .unwrap(),
+            want
+        );
+    }
+    cluster.shutdown().await;
+}

@@ -221,7 +221,14 @@ async fn run_test(global: &'static Global, file: &Document, test: &Document) -> 
         max_bson_object_size: global.server.max_bson_object_size,
         max_write_batch_size: global.server.max_write_batch_size,
     };
-    kill_all_sessions(&state.internal).await;
+    if let Err(e) = bounded(
+        "killAllSessions before the test",
+        kill_all_sessions(&state.internal),
+    )
+    .await
+    {
+        return TestOutcome::Failed(e);
+    }
     let result = match tokio::time::timeout(TEST_TIMEOUT, test_body(&mut state, file, test)).await {
         Ok(r) => r,
         Err(_) => Err(Step::Fail(format!(
@@ -229,18 +236,42 @@ async fn run_test(global: &'static Global, file: &Document, test: &Document) -> 
             TEST_TIMEOUT.as_secs()
         ))),
     };
-    let cleanup = test_runner::disable_fail_points(&mut state).await;
+    // The cleanup is bounded too: a step that hangs fails the test, naming the step.
+    let cleanup = match bounded(
+        "disabling fail points",
+        test_runner::disable_fail_points(&mut state),
+    )
+    .await
+    {
+        Ok(disabled) => disabled,
+        Err(e) => Err(e),
+    };
     let entities = std::mem::take(&mut state.entities);
-    entities.close().await;
-    if state.started_transaction {
-        kill_all_sessions(&state.internal).await;
-    }
+    let closed = bounded("closing the entities", entities.close()).await;
+    let cleanup = cleanup.and(closed);
+    let cleanup = match state.started_transaction {
+        true => cleanup.and(
+            bounded(
+                "killAllSessions after the test",
+                kill_all_sessions(&state.internal),
+            )
+            .await,
+        ),
+        false => cleanup,
+    };
     match (result, cleanup) {
         (Err(Step::Skip(reason)), _) => TestOutcome::SkippedUnsupported(reason),
         (Err(Step::Fail(m)), _) => TestOutcome::Failed(m),
         (Ok(()), Err(e)) => TestOutcome::Failed(format!("cleanup: {e}")),
         (Ok(()), Ok(())) => TestOutcome::Passed,
     }
+}
+
+/// `step`'s result unless it takes longer than [`TEST_TIMEOUT`].
+async fn bounded<T>(step: &str, f: impl std::future::Future<Output = T>) -> Result<T, String> {
+    tokio::time::timeout(TEST_TIMEOUT, f)
+        .await
+        .map_err(|_| format!("{step} did not finish within {}s", TEST_TIMEOUT.as_secs()))
 }
 
 /// `killAllSessions` ends open transactions; docgrid does not implement the sessions commands

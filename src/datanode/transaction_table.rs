@@ -690,7 +690,9 @@ impl RetryableWrite {
 }
 
 mod participant;
-pub use participant::{PREPARED_COLLECTION, PREPARED_DB, lifetime_limit, run_in_transaction};
+pub use participant::{
+    PREPARED_COLLECTION, PREPARED_DB, lifetime_limit, recover_decision, run_in_transaction,
+};
 
 #[cfg(test)]
 mod tests;

@@ -210,6 +210,45 @@ async fn statement<S: DataNode>(
     outcome
 }
 
+/// The outcome of transaction `n` of session `lsid` as this node's participant knows it, for a
+/// router recovering a commit with the client's `recoveryToken` when no coordination of it is
+/// known here (a commit that needed no coordinator, or one this node forgot by restarting):
+/// ok if it committed; a prepared one is waited for; an open one is aborted, so that it never
+/// commits after the recovery answered NoSuchTransaction (MongoDB's
+/// `recoverDecisionFromLocalParticipantOrAbortLocalParticipant`).
+pub async fn recover_decision<S: DataNode>(state: &S, lsid: &Document, n: i64) -> Result<()> {
+    let lsid = normalized_lsid(lsid)?;
+    let table = state.transaction_table();
+    table.ensure_loaded(state.storage()).await?;
+    let key = bson::to_vec(&lsid)?;
+    let not_committed = || {
+        MongoError::new(
+            ErrorCode::NoSuchTransaction,
+            format!("Transaction {n} was not committed on its recovery shard"),
+        )
+    };
+    loop {
+        let mut session = table.slot(&key).lock_owned().await;
+        if session.txn_number != Some(n) {
+            return Err(not_committed());
+        }
+        let transaction = current(&mut session, n)?;
+        match transaction.state {
+            State::Committed => return Ok(()),
+            State::Aborted => return Err(not_committed()),
+            State::InProgress => {
+                end_open(&state.node().stats.txn, &mut session).await;
+                return Err(not_committed());
+            }
+            // Its coordinator's decision comes: wait for it without holding the session.
+            State::Prepared(_) => {
+                drop(session);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
+
 /// `transactionLifetimeLimitSeconds`.
 pub fn lifetime_limit<S: DataNode>(state: &S) -> Duration {
     let seconds = state

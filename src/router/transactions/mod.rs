@@ -709,12 +709,27 @@ mod tests {
             write: false,
             stats: Default::default(),
         };
+        let observe_in = |statement: &Statement, shard: &str, reply: &RawDocumentBuf, write| {
+            if let Some(txn) = statement.txn.lock().unwrap().as_mut() {
+                txn.observe(shard, reply, write);
+            }
+        };
         let reply = rawdoc! {"cursor": {"id": 0_i64}, "readOnly": true, "ok": 1.0};
         let out = finish_reply(&statement, reply)
             .unwrap()
             .to_document()
             .unwrap();
         assert!(out.get("readOnly").is_none());
+        assert_eq!(
+            out.get_document("recoveryToken").unwrap(),
+            &doc! {},
+            "a transaction that only read has nothing to recover"
+        );
+        observe_in(&statement, "shard0", &rawdoc! {"n": 1, "ok": 1.0}, true);
+        let out = finish_reply(&statement, rawdoc! {"n": 1, "ok": 1.0})
+            .unwrap()
+            .to_document()
+            .unwrap();
         assert_eq!(
             out.get_document("recoveryToken").unwrap(),
             &doc! {"recoveryShardId": "shard0"}

@@ -130,11 +130,6 @@ impl Txn {
         }
     }
 
-    /// The coordinator: the first participant.
-    pub fn coordinator(&self) -> Option<&str> {
-        self.participants.first().map(|p| p.shard.as_str())
-    }
-
     /// The statement running now.
     pub fn current_statement(&self) -> u32 {
         self.statements.saturating_sub(1)
@@ -266,11 +261,16 @@ impl Txn {
         })
     }
 
-    /// `recoveryToken`, as every reply in a transaction carries it: the coordinator, which
-    /// knows the outcome, once there is one.
+    /// `recoveryToken`, as every reply in a transaction carries it: the first participant that
+    /// wrote, as mongos names it (it took part in any commit of the writes, so it knows their
+    /// outcome); empty while the transaction only read.
     pub fn recovery_token(&self) -> Document {
-        match self.coordinator() {
-            Some(shard) => doc! {"recoveryShardId": shard},
+        match self
+            .participants
+            .iter()
+            .find(|p| p.read_only == Some(false))
+        {
+            Some(p) => doc! {"recoveryShardId": &p.shard},
             None => doc! {},
         }
     }
@@ -663,9 +663,12 @@ mod tests {
         assert!(again.get("readConcern").is_none());
         assert!(again.get("coordinator").is_none());
         assert_eq!(again.get_document("lsid").unwrap(), &doc! {"id": 1});
-        assert_eq!(txn.coordinator(), Some("s0"));
         assert_eq!(txn.shard_at("h1").as_deref(), Some("s1"));
-        assert_eq!(txn.recovery_token(), doc! {"recoveryShardId": "s0"});
+        // The first shard that wrote recovers the commit: none yet, then s1.
+        assert_eq!(txn.recovery_token(), doc! {});
+        txn.observe("s0", &rawdoc! {"n": 0, "ok": 1.0, "readOnly": true}, false);
+        txn.observe("s1", &rawdoc! {"n": 1, "ok": 1.0}, true);
+        assert_eq!(txn.recovery_token(), doc! {"recoveryShardId": "s1"});
     }
 
     #[test]

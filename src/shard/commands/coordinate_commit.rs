@@ -2,8 +2,9 @@
 //! a router's commit of a transaction that wrote on several shards, sent to its coordinator
 //! (the first participant), which runs the two-phase commit (`shard::txn_coordinator`) and
 //! answers its decision: ok once committed everywhere, NoSuchTransaction once aborted. With no
-//! participants (a router recovering the commit with the client's `recoveryToken`) it only
-//! answers what a coordination of the transaction decided.
+//! participants (a router recovering the commit with the client's `recoveryToken`, sent to the
+//! transaction's first write shard) it answers what a coordination of the transaction decided
+//! or, without one here, what this shard's participant knows (`recover_decision`).
 
 use super::super::ShardState;
 use crate::command::CommandRequest;
@@ -43,11 +44,19 @@ async fn coordinate_commit_transaction(
         MongoError::failed_to_parse("coordinateCommitTransaction needs a txnNumber")
     })?;
     let participants = participants(args.array("participants")?)?;
-    state
+    let recovering = participants.is_empty();
+    let decided = state
         .txn_coordinators
-        .coordinate(lsid, txn_number, participants)
-        .await?
-        .answer()?;
+        .coordinate(lsid.clone(), txn_number, participants)
+        .await
+        .and_then(|decision| decision.answer());
+    match decided {
+        // A recovery no coordination here answers: this shard's participant knows.
+        Err(e) if recovering && e.code() == ErrorCode::NoSuchTransaction => {
+            crate::datanode::transaction_table::recover_decision(state, &lsid, txn_number).await?
+        }
+        other => other?,
+    }
     Ok(RawDocumentBuf::new())
 }
 

@@ -168,6 +168,16 @@ async fn prepare(steps: &dyn Steps, doc: &CoordinatorDoc, shard: &str) -> Result
     loop {
         attempt += 1;
         match steps.send(shard, command.clone()).await {
+            // A participant commits a transaction of several shards only by a commit decision:
+            // this one was decided by an earlier coordination of the same transaction (whose
+            // document was deleted before a restart lost its remembered decision). Its vote is
+            // to commit; the prepared participants' timestamps set the commit's.
+            Err(e) if e.code() == ErrorCode::TransactionCommitted => {
+                return Ok(Timestamp {
+                    time: 0,
+                    increment: 0,
+                });
+            }
             Ok(reply) => {
                 return reply.get_timestamp("prepareTimestamp").map_err(|_| {
                     MongoError::internal(format!(
@@ -200,6 +210,11 @@ async fn deliver(steps: &dyn Steps, doc: &CoordinatorDoc, shard: &str, decision:
         match steps.send(shard, command.clone()).await {
             Ok(_) => return,
             Err(e) if e.code() == ErrorCode::NoSuchTransaction => return,
+            // Sending the same decision again cannot change an outcome the participant holds.
+            Err(e) if e.code() == ErrorCode::TransactionCommitted => {
+                tracing::error!(shard = %shard, error = %e, "a participant committed a transaction its coordinator aborted");
+                return;
+            }
             Err(e) => {
                 tracing::warn!(shard = %shard, error = %e, "a participant did not take the transaction's decision; sending it again");
                 tokio::time::sleep(steps.backoff(attempt)).await;
@@ -431,6 +446,30 @@ mod tests {
             log.iter().filter(|l| *l == "commitTransaction s0").count(),
             2
         );
+    }
+
+    #[tokio::test]
+    async fn a_coordination_run_again_after_a_commit_commits_again() {
+        // The first coordination committed on s0 and deleted its document; a restart lost the
+        // remembered decision and the router's retry starts another one.
+        let fake = Fake::default();
+        fake.answer(
+            "s0",
+            "prepareTransaction",
+            Err(MongoError::new(
+                ErrorCode::TransactionCommitted,
+                "committed",
+            )),
+        );
+        let decision = run(&fake, doc_of(&["s0", "s1"]), false).await.unwrap();
+        let at = Timestamp {
+            time: 2,
+            increment: 0,
+        };
+        assert_eq!(decision, Decision::Commit(at), "s1's prepare sets the time");
+        let log = fake.log();
+        assert!(log.contains(&"commitTransaction s1".to_string()), "{log:?}");
+        assert!(!log.iter().any(|l| l.starts_with("abortTransaction")));
     }
 
     #[tokio::test]
