@@ -404,6 +404,12 @@ async fn a_commit_is_recovered_through_another_router() {
             true => assert_eq!(recovered.get_f64("ok"), Ok(1.0), "{recovered}"),
             false => {
                 assert_eq!(recovered.get_i32("code"), Ok(251), "{recovered}");
+                let labels = recovered.get_array("errorLabels").unwrap();
+                assert!(
+                    labels.contains(&"TransientTransactionError".into())
+                        && !labels.contains(&"UnknownTransactionCommitResult".into()),
+                    "{recovered}"
+                );
                 // The open transaction was aborted on its write shard: its write never lands.
                 let _ = session.commit_transaction().await;
             }
