@@ -31,12 +31,29 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// Idents of the tables of the collections and indexes transactions create, until their
 /// commit gives them real ones: above every real ident, so that no table of the file has one
 /// (a view reads such a collection as empty under the transaction's writes).
-pub(super) const PENDING_IDENT: i64 = 1 << 50;
+const PENDING_IDENT: i64 = 1 << 50;
 static NEXT_PENDING_IDENT: AtomicI64 = AtomicI64::new(PENDING_IDENT);
 
 /// The collections a transaction created, by `(database, name)`: its statements see them,
 /// others only once its commit creates them (MongoDB's uncommitted collections).
 pub(super) type Created = Mutex<BTreeMap<(String, String), Arc<CollectionMeta>>>;
+
+/// The collections of database `db` in `created`.
+pub(super) fn created_in(created: &Created, db: &str) -> Vec<Arc<CollectionMeta>> {
+    created
+        .lock()
+        .expect("poisoned")
+        .iter()
+        .filter(|((d, _), _)| d == db)
+        .map(|(_, meta)| meta.clone())
+        .collect()
+}
+
+/// Whether `coll` is a collection a transaction created and has not committed: it has no
+/// table yet.
+pub(super) fn is_pending(coll: &CollectionMeta) -> bool {
+    coll.ident >= PENDING_IDENT
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -202,11 +219,7 @@ impl StorageTransaction {
 
     /// Whether the transaction created a collection in database `db`.
     fn creates_in(&self, db: &str) -> bool {
-        self.created
-            .lock()
-            .expect("poisoned")
-            .keys()
-            .any(|(d, _)| d == db)
+        !created_in(&self.created, db).is_empty()
     }
 
     /// The collection `name` of database `db` this transaction created, if it did.
@@ -368,16 +381,8 @@ impl StorageTransaction {
         for ((view, db), mut txn) in views.iter_mut().zip(&dbs).zip(txns) {
             // The collections the transaction created get their tables first, under real
             // idents, in the same SQLite transaction as the writes.
-            let pending: Vec<_> = self
-                .created
-                .lock()
-                .expect("poisoned")
-                .iter()
-                .filter(|((d, _), _)| d == db.name())
-                .map(|(_, meta)| meta.clone())
-                .collect();
             let mut created = HashMap::new();
-            for meta in pending {
+            for meta in created_in(&self.created, db.name()) {
                 created.insert(meta.ident, txn.create_collection(&meta).await?);
             }
             apply(view, &mut txn, &created).await.map_err(|e| {
@@ -565,7 +570,7 @@ impl StorageTransaction {
             let skip = match applied.get(&id) {
                 Some(skip) => *skip,
                 // A collection still to create has no table, nor documents.
-                None if coll.ident >= PENDING_IDENT => {
+                None if is_pending(&coll) => {
                     applied.insert(id.clone(), false);
                     false
                 }

@@ -15,7 +15,7 @@ use super::read_sql::{
     just_after,
 };
 use super::readers::Reader;
-use super::transaction::PENDING_IDENT;
+use super::transaction::{created_in, is_pending};
 use super::txn::WriteTxn;
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{RawDocument, RawDocumentBuf};
@@ -280,7 +280,7 @@ impl TxnView {
         // changed since is a conflict, as in MongoDB.
         let base = self.fetch_by_id_key(coll, id_key).await?;
         // A collection the transaction created has no table yet, nor anyone else's writes.
-        let latest = if coll.ident >= PENDING_IDENT {
+        let latest = if is_pending(coll) {
             None
         } else {
             self.db
@@ -858,14 +858,7 @@ impl DocumentReads for TxnView {
 
     async fn index_keys(&mut self, range: &IndexRange<'_>) -> Result<Vec<KeyEntry>> {
         // Index idents are unique in the file: the index names its collection.
-        let created: Vec<_> = self
-            .created
-            .lock()
-            .expect("poisoned")
-            .iter()
-            .filter(|((db, _), _)| db == self.db.name())
-            .map(|(_, meta)| meta.clone())
-            .collect();
+        let created = created_in(&self.created, self.db.name());
         let coll = self
             .db
             .collections()
