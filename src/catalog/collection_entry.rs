@@ -21,11 +21,14 @@ pub struct CollectionEntry {
     /// When the entry last changed (`lastmod`, a date).
     pub last_modified: DateTime,
     pub no_balance: bool,
+    /// `setAllowMigrations`: false stops chunk migrations of the collection (stored as
+    /// `permitMigrations: false`, absent otherwise, as MongoDB stores it).
+    pub permit_migrations: bool,
 }
 
 impl CollectionEntry {
     pub fn to_document(&self) -> Document {
-        doc! {
+        let mut entry = doc! {
             "_id": &self.ns,
             "lastmodEpoch": self.generation.epoch,
             "lastmod": self.last_modified,
@@ -34,7 +37,11 @@ impl CollectionEntry {
             "key": self.key.pattern().clone(),
             "unique": self.unique,
             "noBalance": self.no_balance,
+        };
+        if !self.permit_migrations {
+            entry.insert("permitMigrations", false);
         }
+        entry
     }
 
     pub fn from_document(doc: &Document) -> Result<CollectionEntry> {
@@ -65,6 +72,7 @@ impl CollectionEntry {
                 .copied()
                 .unwrap_or(DateTime::MIN),
             no_balance: doc.get_bool("noBalance").unwrap_or(false),
+            permit_migrations: doc.get_bool("permitMigrations").unwrap_or(true),
         })
     }
 }
@@ -127,6 +135,7 @@ mod tests {
             unique: true,
             last_modified: DateTime::from_millis(5),
             no_balance: false,
+            permit_migrations: true,
         };
         let doc = entry.to_document();
         assert_eq!(doc.get_str("_id").unwrap(), "db.c");

@@ -98,6 +98,7 @@ pub(crate) fn owning_every_chunk(key: Document, shard: &str) -> OwnershipFilter 
         unique: false,
         last_modified: bson::DateTime::MIN,
         no_balance: false,
+        permit_migrations: true,
     };
     OwnershipFilter::new(entry, chunks, shard)
 }
@@ -142,6 +143,7 @@ mod tests {
             unique: false,
             last_modified: DateTime::MIN,
             no_balance: false,
+            permit_migrations: true,
         };
         OwnershipFilter::new(entry, chunks, shard)
     }

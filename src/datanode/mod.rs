@@ -37,6 +37,17 @@ pub trait DataNode: NodeState {
         None
     }
     /// The sharding of a collection as this node knows it (`None`: not sharded, or unknown).
+    /// How many documents of `ns` here await a range deletion (a shard's orphans).
+    fn orphan_count<'a>(&'a self, _ns: &'a str) -> BoxFuture<'a, Result<i64>> {
+        Box::pin(async { Ok(0) })
+    }
+
+    /// Work the node does on its own that `$currentOp` lists beside the commands it runs
+    /// (a shard's chunk migration).
+    fn background_operations(&self) -> Vec<bson::Document> {
+        Vec::new()
+    }
+
     fn sharding(&self, _ns: &str) -> Option<Arc<OwnershipFilter>> {
         None
     }

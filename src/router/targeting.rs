@@ -235,6 +235,7 @@ mod tests {
                 unique: false,
                 last_modified: bson::DateTime::now(),
                 no_balance: false,
+                permit_migrations: true,
             },
         }
     }

@@ -160,6 +160,23 @@ impl Parameters {
                 bounds: Some((4_096, i64::from(i32::MAX))),
             },
         );
+        // The range deleter (`shard::migration::range_deleter`): how long a range a migration
+        // took away waits before its deletion (for queries that may still read it), and the
+        // deletion's batches.
+        for (name, value, min) in [
+            ("orphanCleanupDelaySecs", 900, 0),
+            ("rangeDeleterBatchSize", i32::MAX, 1),
+            ("rangeDeleterBatchDelayMS", 20, 0),
+        ] {
+            params.insert(
+                name,
+                Param {
+                    value: Bson::Int32(value),
+                    runtime: true,
+                    bounds: Some((min, i64::from(i32::MAX))),
+                },
+            );
+        }
         // How often a router asks the config server whether users changed.
         params.insert(
             "userCacheInvalidationIntervalSecs",

@@ -41,8 +41,71 @@ pub struct Stats {
     pub transactions_collection_writes: AtomicI64,
     /// A data node's multi-document transactions (`serverStatus.transactions`).
     pub txn: TransactionCounters,
+    /// A shard's chunk migrations (`serverStatus.shardingStatistics`).
+    pub migrations: MigrationCounters,
     /// The admission of the process's listener, once this node listens.
     ingress: OnceLock<Arc<Ingress>>,
+}
+
+/// A shard's chunk migrations, as donor and as recipient, and its range deletions, under
+/// MongoDB's `shardingStatistics` names.
+#[derive(Debug, Default)]
+pub struct MigrationCounters {
+    pub donor_started: AtomicI64,
+    pub donor_committed: AtomicI64,
+    pub donor_aborted: AtomicI64,
+    pub donor_millis: AtomicI64,
+    pub donor_clone_millis: AtomicI64,
+    pub critical_section_millis: AtomicI64,
+    pub critical_section_commit_millis: AtomicI64,
+    pub docs_cloned_on_donor: AtomicI64,
+    pub recipient_started: AtomicI64,
+    pub recipient_critical_section_millis: AtomicI64,
+    pub docs_cloned_on_recipient: AtomicI64,
+    pub bytes_cloned_on_recipient: AtomicI64,
+    pub docs_caught_up_on_recipient: AtomicI64,
+    pub docs_deleted_by_range_deleter: AtomicI64,
+}
+
+impl MigrationCounters {
+    fn insert_into(&self, out: &mut Document) {
+        for (name, value) in [
+            ("countDonorMoveChunkStarted", &self.donor_started),
+            ("countDonorMoveChunkCommitted", &self.donor_committed),
+            ("countDonorMoveChunkAborted", &self.donor_aborted),
+            ("totalDonorMoveChunkTimeMillis", &self.donor_millis),
+            ("totalDonorChunkCloneTimeMillis", &self.donor_clone_millis),
+            (
+                "totalCriticalSectionTimeMillis",
+                &self.critical_section_millis,
+            ),
+            (
+                "totalCriticalSectionCommitTimeMillis",
+                &self.critical_section_commit_millis,
+            ),
+            ("countDocsClonedOnDonor", &self.docs_cloned_on_donor),
+            ("countRecipientMoveChunkStarted", &self.recipient_started),
+            (
+                "totalRecipientCriticalSectionTimeMillis",
+                &self.recipient_critical_section_millis,
+            ),
+            ("countDocsClonedOnRecipient", &self.docs_cloned_on_recipient),
+            (
+                "countBytesClonedOnRecipient",
+                &self.bytes_cloned_on_recipient,
+            ),
+            (
+                "countDocsClonedOnCatchUpOnRecipient",
+                &self.docs_caught_up_on_recipient,
+            ),
+            (
+                "countDocsDeletedByRangeDeleter",
+                &self.docs_deleted_by_range_deleter,
+            ),
+        ] {
+            out.insert(name, value.load(Relaxed));
+        }
+    }
 }
 
 /// A data node's multi-document transactions: open ones, those running a command, prepared
@@ -160,13 +223,18 @@ impl Stats {
 
     /// `serverStatus.shardingStatistics`.
     pub fn sharding_statistics(&self) -> Document {
-        doc! {
+        let mut out = doc! {
             "countStaleConfigErrors": self.stale_config_retries.load(Relaxed),
-            "catalogCache": {
+        };
+        self.migrations.insert_into(&mut out);
+        out.insert(
+            "catalogCache",
+            doc! {
                 "countFullRefreshesStarted": self.full_refreshes.load(Relaxed),
                 "countIncrementalRefreshesStarted": self.incremental_refreshes.load(Relaxed),
             },
-        }
+        );
+        out
     }
 
     /// `serverStatus.transactions` of a mongod: the retryable-write and transaction counters.

@@ -33,7 +33,7 @@ const ENTER_TIMEOUT: Duration = Duration::from_secs(30);
 pub(super) struct CriticalSections {
     databases: Mutex<HashMap<String, Arc<RwLock<()>>>>,
     /// Collections in a recoverable section, with the reason it was entered for.
-    collections: Mutex<HashMap<String, Document>>,
+    collections: Mutex<HashMap<String, Held>>,
     /// Bumped at every release: requests waiting for a collection look again.
     released: watch::Sender<u64>,
 }
@@ -48,6 +48,14 @@ impl Default for CriticalSections {
     }
 }
 
+/// A collection's recoverable section: why it was entered, and whether reads wait too (a
+/// migration's donor blocks writes first, then reads for its commit).
+#[derive(Clone)]
+struct Held {
+    reason: Document,
+    blocks_reads: bool,
+}
+
 /// A critical section held on one database; dropping it lets the waiting requests run.
 pub(super) struct CriticalSection {
     _held: OwnedRwLockWriteGuard<()>,
@@ -60,12 +68,18 @@ impl CriticalSections {
     }
 
     /// Admits one versioned request on `db` about `namespaces`: waits while a critical section
-    /// holds the database or one of those collections.
-    pub async fn admit(&self, db: &str, namespaces: &[String]) -> OwnedRwLockReadGuard<()> {
+    /// holds the database or one of those collections (a section blocking only writes lets a
+    /// request that only reads through).
+    pub async fn admit(
+        &self,
+        db: &str,
+        namespaces: &[String],
+        reads_only: bool,
+    ) -> OwnedRwLockReadGuard<()> {
         loop {
             let mut released = self.released.subscribe();
             let admitted = self.lock_of(db).read_owned().await;
-            if !self.blocks_any(namespaces) {
+            if !self.blocks(namespaces, reads_only) {
                 return admitted;
             }
             drop(admitted);
@@ -74,9 +88,17 @@ impl CriticalSections {
         }
     }
 
-    fn blocks_any(&self, namespaces: &[String]) -> bool {
+    fn blocks(&self, namespaces: &[String], reads_only: bool) -> bool {
         let held = self.collections.lock().expect("poisoned");
-        namespaces.iter().any(|ns| held.contains_key(ns))
+        namespaces.iter().any(|ns| {
+            held.get(ns)
+                .is_some_and(|section| !reads_only || section.blocks_reads)
+        })
+    }
+
+    #[cfg(test)]
+    fn blocks_any(&self, namespaces: &[String]) -> bool {
+        self.blocks(namespaces, false)
     }
 
     /// Loads the recoverable sections a previous run of this shard left held.
@@ -85,7 +107,14 @@ impl CriticalSections {
         for section in storage.documents(SECTIONS_DB, SECTIONS).await? {
             if let (Ok(ns), Ok(reason)) = (section.get_str("_id"), section.get_document("reason")) {
                 tracing::info!(ns = %ns, reason = %reason, "a recoverable critical section is still held");
-                held.insert(ns.to_string(), reason.clone());
+                let blocks_reads = section.get_bool("blockReads").unwrap_or(true);
+                held.insert(
+                    ns.to_string(),
+                    Held {
+                        reason: reason.clone(),
+                        blocks_reads,
+                    },
+                );
             }
         }
         *self.collections.lock().expect("poisoned") = held;
@@ -102,38 +131,64 @@ impl CriticalSections {
         namespaces: &[&str],
         reason: &Document,
     ) -> Result<()> {
-        let missing = self.not_yet_held(namespaces, reason)?;
+        self.enter_recoverable_blocking(storage, db, namespaces, reason, true)
+            .await
+    }
+
+    /// Enters a recoverable section (as [`enter_recoverable`](Self::enter_recoverable)) that
+    /// blocks reads too when `blocks_reads`; entered again with reads blocked, a section
+    /// that blocked only writes blocks reads from then on, once the running reads finished.
+    pub async fn enter_recoverable_blocking(
+        &self,
+        storage: &Storage,
+        db: &str,
+        namespaces: &[&str],
+        reason: &Document,
+        blocks_reads: bool,
+    ) -> Result<()> {
+        let missing = self.not_yet_held(namespaces, reason, blocks_reads)?;
         if missing.is_empty() {
             return Ok(());
         }
         let _drained = self.enter(db, &reason.to_string()).await?;
         for ns in missing {
             let id = Bson::String(ns.to_string());
-            let section = doc! {"_id": ns, "reason": reason.clone(), "blockReads": true};
+            let section = doc! {"_id": ns, "reason": reason.clone(), "blockReads": blocks_reads};
             storage
                 .put_document(SECTIONS_DB, SECTIONS, &id, Some(&section), true)
                 .await?;
-            self.collections
-                .lock()
-                .expect("poisoned")
-                .insert(ns.to_string(), reason.clone());
+            self.collections.lock().expect("poisoned").insert(
+                ns.to_string(),
+                Held {
+                    reason: reason.clone(),
+                    blocks_reads,
+                },
+            );
         }
         Ok(())
     }
 
     /// Which of `namespaces` are not in a section yet; ConflictingOperationInProgress when one
     /// is, for another reason.
-    fn not_yet_held<'a>(&self, namespaces: &[&'a str], reason: &Document) -> Result<Vec<&'a str>> {
+    /// Which of `namespaces` are not in a section yet (or not blocking reads yet, when it
+    /// should); ConflictingOperationInProgress when one is, for another reason.
+    fn not_yet_held<'a>(
+        &self,
+        namespaces: &[&'a str],
+        reason: &Document,
+        blocks_reads: bool,
+    ) -> Result<Vec<&'a str>> {
         let held = self.collections.lock().expect("poisoned");
         let mut missing = Vec::new();
         for ns in namespaces {
             match held.get(*ns) {
-                Some(other) if other != reason => {
+                Some(other) if other.reason != *reason => {
                     return Err(MongoError::new(
                         ErrorCode::ConflictingOperationInProgress,
-                        format!("{ns} is in a critical section for {other}"),
+                        format!("{ns} is in a critical section for {}", other.reason),
                     ));
                 }
+                Some(section) if blocks_reads && !section.blocks_reads => missing.push(*ns),
                 Some(_) => {}
                 None => missing.push(*ns),
             }
@@ -150,7 +205,12 @@ impl CriticalSections {
         reason: &Document,
     ) -> Result<()> {
         for ns in namespaces {
-            let ours = self.collections.lock().expect("poisoned").get(*ns) == Some(reason);
+            let ours = self
+                .collections
+                .lock()
+                .expect("poisoned")
+                .get(*ns)
+                .is_some_and(|held| held.reason == *reason);
             if !ours {
                 continue;
             }
@@ -189,10 +249,16 @@ impl ShardState {
     /// (`_shardsvr...` commands) are not admitted this way: they enter the section themselves.
     /// Dropped while it waits (the request's `maxTimeMS` expired, `killOp`), it keeps no place
     /// in the section's queue.
-    pub(super) async fn admit(&self, sharding: &ShardingState) -> OwnedRwLockReadGuard<()> {
+    pub(super) async fn admit(
+        &self,
+        sharding: &ShardingState,
+        reads_only: bool,
+    ) -> OwnedRwLockReadGuard<()> {
         let db = sharding.database().unwrap_or_default();
         let namespaces: Vec<String> = sharding.namespaces().iter().map(|n| n.ns.clone()).collect();
-        self.critical_sections.admit(db, &namespaces).await
+        self.critical_sections
+            .admit(db, &namespaces, reads_only)
+            .await
     }
 
     /// Enters `db`'s critical section (see [`CriticalSections::enter`]).
@@ -212,7 +278,7 @@ mod tests {
     #[tokio::test]
     async fn a_section_waits_for_running_requests_and_blocks_new_ones() {
         let sections = Arc::new(CriticalSections::default());
-        let running = sections.admit("db", &[]).await;
+        let running = sections.admit("db", &[], false).await;
         let entering = {
             let sections = Arc::clone(&sections);
             tokio::spawn(async move { sections.enter("db", "test").await.map(|_| ()) })
@@ -223,12 +289,12 @@ mod tests {
         entering.await.unwrap().unwrap();
 
         let held = sections.enter("db", "test").await.unwrap();
-        let other_db = sections.admit("other", &[]).await;
+        let other_db = sections.admit("other", &[], false).await;
         drop(other_db);
         let blocked = {
             let sections = Arc::clone(&sections);
             tokio::spawn(async move {
-                drop(sections.admit("db", &[]).await);
+                drop(sections.admit("db", &[], false).await);
             })
         };
         tokio::task::yield_now().await;
@@ -263,14 +329,14 @@ mod tests {
         assert_eq!(refused.code(), ErrorCode::ConflictingOperationInProgress);
 
         // Another collection of the database is admitted; the blocked one waits.
-        drop(sections.admit("db", &["db.c".to_string()]).await);
+        drop(sections.admit("db", &["db.c".to_string()], false).await);
         let restarted = Arc::new(CriticalSections::default());
         restarted.load(&storage).await.unwrap();
         for sections in [&sections, &restarted] {
             let blocked = {
                 let sections = Arc::clone(sections);
                 tokio::spawn(async move {
-                    drop(sections.admit("db", &["db.a".to_string()]).await);
+                    drop(sections.admit("db", &["db.a".to_string()], false).await);
                 })
             };
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -14,7 +14,7 @@ use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::config::collection_routing;
 use bson::doc;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 /// What this shard knows of one collection's placement.
 #[derive(Clone)]
@@ -46,6 +46,10 @@ pub(super) struct FilteringMetadata {
     /// Persisting replaces a collection's stored chunks in several steps: one at a time.
     persisting: tokio::sync::Mutex<()>,
     refreshes: super::single_flight::SingleFlight,
+    /// Filters replaced by newer ones, per collection: the requests and cursors that began
+    /// under them still hold them (and may read ranges this shard no longer owns, which the
+    /// range deleter leaves until they let go).
+    retired: Mutex<HashMap<String, Vec<Weak<OwnershipFilter>>>>,
 }
 
 impl FilteringMetadata {
@@ -54,7 +58,27 @@ impl FilteringMetadata {
     }
 
     fn forget(&self, ns: &str) {
-        self.known.lock().expect("poisoned").remove(ns);
+        let old = self.known.lock().expect("poisoned").remove(ns);
+        self.retire(ns, old);
+    }
+
+    fn retire(&self, ns: &str, old: Option<CollectionMetadata>) {
+        if let Some(CollectionMetadata::Sharded(filter)) = old {
+            let mut retired = self.retired.lock().expect("poisoned");
+            let list = retired.entry(ns.to_string()).or_default();
+            list.retain(|w| w.strong_count() > 0);
+            list.push(Arc::downgrade(&filter));
+        }
+    }
+
+    /// Whether a request or cursor still holds a filter of `ns` older than the current one.
+    fn retired_in_use(&self, ns: &str) -> bool {
+        let mut retired = self.retired.lock().expect("poisoned");
+        let Some(list) = retired.get_mut(ns) else {
+            return false;
+        };
+        list.retain(|w| w.strong_count() > 0);
+        !list.is_empty()
     }
 
     fn namespaces_of(&self, db: &str) -> Vec<String> {
@@ -69,10 +93,12 @@ impl FilteringMetadata {
     }
 
     fn set(&self, ns: &str, metadata: CollectionMetadata) {
-        self.known
+        let old = self
+            .known
             .lock()
             .expect("poisoned")
             .insert(ns.to_string(), metadata);
+        self.retire(ns, old);
     }
 }
 
@@ -214,6 +240,17 @@ impl ShardState {
         self.filtering.forget(ns);
         let _one = self.filtering.persisting.lock().await;
         persisted_routing::remove(&self.storage, ns).await
+    }
+
+    /// Forgets this shard's placement of `ns` (kept persisted): the next versioned request
+    /// loads it afresh.
+    pub(super) fn forget_filtering(&self, ns: &str) {
+        self.filtering.forget(ns);
+    }
+
+    /// Whether requests or cursors that began under an older placement of `ns` still run.
+    pub(super) fn filters_in_use(&self, ns: &str) -> bool {
+        self.filtering.retired_in_use(ns)
     }
 
     /// Forgets every collection of a dropped database.

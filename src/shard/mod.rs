@@ -8,6 +8,7 @@ mod critical_section;
 pub mod ddl_lock;
 mod filtering;
 mod identity;
+mod migration;
 mod persisted_routing;
 mod shard_key_index;
 mod single_flight;
@@ -42,7 +43,11 @@ pub struct ShardState {
     filtering: filtering::FilteringMetadata,
     critical_sections: critical_section::CriticalSections,
     txn_coordinators: txn_coordinator::TxnCoordinators,
+    /// Chunk migrations: the one running, and the range deleter.
+    migrations: migration::Migrations,
     table: CommandTable<ShardState>,
+    /// This state's own `Arc`, for tasks that outlive a request (a migration's recipient).
+    me: std::sync::OnceLock<std::sync::Weak<ShardState>>,
 }
 
 impl ShardState {
@@ -66,14 +71,18 @@ impl ShardState {
             filtering: Default::default(),
             critical_sections: Default::default(),
             txn_coordinators: Default::default(),
+            migrations: Default::default(),
             table: commands::table(),
+            me: Default::default(),
         });
+        let _ = state.me.set(Arc::downgrade(&state));
         state.load_filtering_metadata().await?;
         state.critical_sections.load(&state.storage).await?;
         // Coordinations a restart interrupted go on from their documents.
         state.txn_coordinators.start(Arc::downgrade(&state)).await?;
         spawn_cursor_reaper(Arc::downgrade(&state));
         ttl::spawn_ttl_monitor(Arc::downgrade(&state));
+        migration::range_deleter::spawn_range_deleter(Arc::downgrade(&state));
         // Prepared transactions hold their documents again before any command runs.
         state
             .transaction_table
@@ -99,6 +108,14 @@ impl ShardState {
 
     pub fn storage_arc(&self) -> &Arc<Storage> {
         &self.storage
+    }
+
+    /// This state as an `Arc` (it is one from `open` on).
+    fn arc(&self) -> Arc<ShardState> {
+        self.me
+            .get()
+            .and_then(std::sync::Weak::upgrade)
+            .expect("a shard state opened by ShardState::open")
     }
 }
 
@@ -150,7 +167,7 @@ impl NodeState for ShardState {
             let admitted = if coordinator {
                 None
             } else {
-                Some(self.admit(sharding).await)
+                Some(self.admit(sharding, reads_only(request.name())).await)
             };
             self.check_versions(sharding).await?;
             // A DDL coordinator names a collection whose sharding it is about to check or
@@ -212,6 +229,14 @@ impl DataNode for ShardState {
         self.request_ownership(request)
     }
 
+    fn orphan_count<'a>(&'a self, ns: &'a str) -> BoxFuture<'a, Result<i64>> {
+        Box::pin(self.count_orphans(ns))
+    }
+
+    fn background_operations(&self) -> Vec<bson::Document> {
+        self.migrations.operations(&self.shard_name())
+    }
+
     fn sharding(&self, ns: &str) -> Option<Arc<OwnershipFilter>> {
         self.known_sharding(ns)
     }
@@ -246,4 +271,13 @@ impl DataNode for ShardState {
 /// deadlock with a coordinator that holds it and enters the critical section.
 fn is_coordinator(request: &CommandRequest) -> bool {
     request.name().starts_with("_shardsvr") || request.name() == "create"
+}
+
+/// Whether a versioned command only reads the collections it names: a migration's donor lets
+/// those through while its critical section blocks writes (until its commit blocks reads too).
+fn reads_only(command: &str) -> bool {
+    matches!(
+        command,
+        "find" | "aggregate" | "count" | "distinct" | "explain" | "listIndexes" | "collStats"
+    )
 }

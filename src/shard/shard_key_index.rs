@@ -77,6 +77,18 @@ impl ShardKeyIndex {
     }
 }
 
+/// The name of an index of `coll` that serves `pattern` (its key starts with the shard key
+/// and it indexes every document once): migrations and the range deleter read ranges through it.
+pub(crate) fn serving_index(coll: &CollectionMeta, pattern: &ShardKeyPattern) -> Option<String> {
+    coll.indexes
+        .iter()
+        .find(|index| {
+            is_prefix_of(pattern.pattern(), &index.key_pattern())
+                && unusable_because(index).is_empty()
+        })
+        .map(|index| index.name.clone())
+}
+
 /// Why an index whose key fits a shard key cannot serve it (nothing: it can).
 fn unusable_because(index: &IndexMeta) -> Vec<&'static str> {
     let flag = |name: &str| matches!(index.spec.get(name), Some(Bson::Boolean(true)));

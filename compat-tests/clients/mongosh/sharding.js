@@ -49,6 +49,21 @@ assert.strictEqual(JSON.stringify(users.shardKey), '{"uid":1}');
 assert.strictEqual(users.chunks.length, 3);
 assert.strictEqual(db.adminCommand({ balancerStatus: 1 }).mode, 'off');
 
+// sh.moveChunk() and sh.moveRange() move documents between shards; reads and writes follow.
+sh.moveChunk(`${dbName}.users`, { uid: 5 }, shards[0]);
+const ownerOf = (uid) => db.getSiblingDB('config').chunks.find({ uuid }).toArray()
+  .find((c) => (c.min.uid._bsontype === 'MinKey' || c.min.uid <= uid)
+    && (c.max.uid._bsontype === 'MaxKey' || uid < c.max.uid)).shard;
+assert.strictEqual(ownerOf(5), shards[0]);
+assert.strictEqual(app.users.countDocuments({}), 6);
+assert.strictEqual(app.users.findOne({ uid: 5 }).name, 'u5');
+sh.moveRange(`${dbName}.users`, shards[0], { uid: 2 }, { uid: 4 });
+assert.strictEqual(ownerOf(3), shards[0]);
+assert.strictEqual(ownerOf(1), shards[1]);
+app.users.updateOne({ uid: 3 }, { $set: { moved: true } });
+assert.strictEqual(app.users.countDocuments({ moved: true }), 1);
+assert.strictEqual(app.users.countDocuments({}), 6);
+
 // The hashed collection was empty: one chunk per shard, and documents spread over both.
 app.sessions.insertMany(Array.from({ length: 200 }, (_, i) => ({ token: `t${i}`, n: i })));
 assert.strictEqual(app.sessions.countDocuments({}), 200);

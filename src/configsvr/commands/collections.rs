@@ -256,6 +256,7 @@ async fn commit_shard_collection(
         unique,
         last_modified: DateTime::now(),
         no_balance: false,
+        permit_migrations: true,
     };
     let mut writes: Vec<ConfigWrite> = chunks
         .iter()

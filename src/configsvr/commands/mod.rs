@@ -6,6 +6,7 @@ mod collections;
 mod databases;
 mod ddl_locks;
 mod metadata_consistency;
+mod migrations;
 mod refine_shard_key;
 mod shards;
 mod users;
@@ -26,6 +27,7 @@ pub(super) fn table() -> CommandTable<ConfigState> {
     specs.extend(metadata_consistency::commands());
     specs.extend(collections::commands());
     specs.extend(chunks::commands());
+    specs.extend(migrations::commands());
     specs.extend(refine_shard_key::commands());
     specs.extend(users::commands());
     CommandTable::new(specs)

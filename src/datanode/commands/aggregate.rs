@@ -345,6 +345,9 @@ async fn coll_stats_stage<S: DataNode>(
                         stats.get("count").cloned().unwrap_or(Bson::Int64(0)),
                     );
                 } else {
+                    // MongoDB's shards count the documents of their ranges awaiting deletion.
+                    let orphans = state.orphan_count(&format!("{db}.{coll}")).await?;
+                    stats.insert("numOrphanDocs", orphans);
                     out.insert("storageStats", stats);
                 }
             }

@@ -58,6 +58,8 @@ pub struct DatabaseStore {
     pub(super) clock_seconds: std::sync::atomic::AtomicU32,
     /// The before-images reads at a past cluster time need (`history`).
     pub(super) history: super::history::History,
+    /// The chunk migrations watching writes here (`range_watch`).
+    pub(super) range_watches: super::range_watch::RangeWatches,
 }
 
 /// Settings of every connection to a database file, the writer's and the readers': a 32 MiB
@@ -152,6 +154,7 @@ impl DatabaseStore {
         let history = super::history::History::new(opened_at, history_window);
         Ok(DatabaseStore {
             history,
+            range_watches: Default::default(),
             name: name.to_string(),
             path: path.to_path_buf(),
             durability: Durability::new(path),

@@ -127,6 +127,18 @@ impl DocLocks {
             })
     }
 
+    /// Whether a prepared transaction holds a document of collection `coll`.
+    pub(super) fn prepared_in_collection(&self, coll: i64) -> bool {
+        if self.prepared.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        self.table
+            .lock()
+            .expect("poisoned")
+            .iter()
+            .any(|((c, _), owner)| *c == coll && owner.prepared)
+    }
+
     /// Releases every lock of `txn` and wakes the waiters.
     pub(super) fn release(&self, txn: u64) {
         self.prepared_keys

@@ -371,9 +371,15 @@ impl StorageTransaction {
             .collect();
         let dbs: Vec<Arc<DatabaseStore>> = views.iter().map(|v| v.database_arc().clone()).collect();
         let mut txns = Vec::with_capacity(views.len());
+        // A prepared transaction commits despite a migration's fence (the migration waits
+        // for it); any other is refused once the fence is up.
+        let prepared = self.state() == State::Prepared;
         for (view, db) in views.iter_mut().zip(&dbs) {
             let mut txn = db.write().await?;
             txn.lock_owner = self.id;
+            if !prepared {
+                db.range_watches.check_fence(view.written_collections())?;
+            }
             view.validate(&mut txn).await?;
             txns.push(txn);
         }
@@ -477,6 +483,7 @@ impl StorageTransaction {
             // transaction took them has committed by then.
             let mut txn = db.write().await?;
             txn.lock_owner = self.id;
+            db.range_watches.check_fence(view.written_collections())?;
             view.validate(&mut txn).await?;
             txn.rollback().await?;
             for (coll, ops) in view.ops(&pending)? {

@@ -950,6 +950,8 @@ impl<'a> WriteTxn<'a> {
         }
         // The history has this transaction's before-images before any snapshot can see its
         // writes (`history`: harmless if the COMMIT then fails).
+        // What the migrations watching these collections must resend, noted once committed.
+        let watched = self.db.range_watches.collect(&self.notes);
         if !self.notes.is_empty() {
             let notes = std::mem::take(&mut self.notes);
             self.db
@@ -969,6 +971,9 @@ impl<'a> WriteTxn<'a> {
             .await
             .map_err(|e| sql_error("committing", e))?;
         self.writer.in_txn = false;
+        for (watch, captured) in watched {
+            watch.add(captured);
+        }
         if records_second {
             recorded.fetch_max(seconds, std::sync::atomic::Ordering::AcqRel);
         }

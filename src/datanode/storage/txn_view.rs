@@ -223,6 +223,11 @@ impl TxnView {
         self.db.clock.now()
     }
 
+    /// The collections (idents) the transaction wrote here.
+    pub(super) fn written_collections(&self) -> impl Iterator<Item = i64> + '_ {
+        self.colls.keys().copied()
+    }
+
     /// Whether the transaction wrote anything here.
     pub fn has_writes(&self) -> bool {
         !self.bases.is_empty()

@@ -107,12 +107,16 @@ async fn distribution(state: &RouterState, ns: &str) -> Result<Option<Document>>
         };
         // Numbers as MongoDB's pipeline computes them: int32 while they fit.
         let int = |n: i64| i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32);
+        // As MongoDB: orphans are the documents awaiting range deletion, sized at the
+        // collection's average document size.
+        let (count, orphans) = (number("count"), number("numOrphanDocs"));
+        let average = number("avgObjSize");
         shards.push(Bson::Document(doc! {
             "shardName": shard.get_str("shard").unwrap_or_default(),
-            "numOrphanedDocs": 0,
-            "numOwnedDocuments": int(number("count")),
-            "ownedSizeBytes": int(number("size")),
-            "orphanedSizeBytes": 0,
+            "numOrphanedDocs": int(orphans),
+            "numOwnedDocuments": int((count - orphans).max(0)),
+            "ownedSizeBytes": int((number("size") - orphans * average).max(0)),
+            "orphanedSizeBytes": int(orphans * average),
         }));
     }
     Ok(Some(doc! {"ns": ns, "shards": shards}))

@@ -11,6 +11,7 @@ mod ddl;
 mod explain;
 mod introspection;
 mod metadata_consistency;
+mod migrations;
 mod reads;
 mod router_pipeline;
 mod sharded_views;
@@ -190,6 +191,25 @@ pub(super) fn table() -> CommandTable<RouterState> {
             .requires(Requires::Computed(computed::split_chunk))
         .admin_only()
         .help("Merges every run of contiguous chunks of a shard\nusage: { mergeAllChunksOnShard: <ns>, shard: <shard>, maxNumberOfChunksToMerge: <n> }"),
+        CommandSpec::new("moveChunk", migrations::move_chunk)
+            .requires(Requires::Computed(computed::move_chunk))
+            .fields(migrations::MOVE_CHUNK_FIELDS)
+            .aliases(&["movechunk"])
+            .takes_write_concern()
+            .admin_only()
+            .help("Example: move chunk that contains the doc {num : 7} to shard001\n  { movechunk : 'test.foo' , find : { num : 7 } , to : 'shard0001' }\nExample: move chunk with lower bound 0 and upper bound 10 to shard001\n  { movechunk : 'test.foo' , bounds : [ { num : 0 } , { num : 10 } ]  , to : 'shard001' }"),
+        CommandSpec::new("moveRange", migrations::move_range)
+            .requires(Requires::Computed(computed::move_chunk))
+            .fields(migrations::MOVE_RANGE_FIELDS)
+            .takes_write_concern()
+            .admin_only()
+            .help("Moves a range of a sharded collection to another shard\n  { moveRange: '<db>.<coll>', toShard: '<shard>', min: <key>, max: <key> }"),
+        CommandSpec::new("setAllowMigrations", migrations::set_allow_migrations)
+            .requires(Requires::Computed(computed::enable_sharding))
+            .fields(&["allowMigrations"])
+            .takes_write_concern()
+            .admin_only()
+            .help("Allows or stops the chunk migrations of a sharded collection\n  { setAllowMigrations: '<db>.<coll>', allowMigrations: <bool> }"),
         CommandSpec::new("getShardVersion", admin::get_shard_version)
             .requires(Requires::Computed(computed::get_shard_version))
             .aliases(&["getshardversion"])

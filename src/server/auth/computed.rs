@@ -207,6 +207,10 @@ pub fn move_primary(request: &CommandRequest) -> Result<Required> {
     named(request, &["moveChunk"])
 }
 
+pub fn move_chunk(request: &CommandRequest) -> Result<Required> {
+    named(request, &["moveChunk"])
+}
+
 pub fn split_chunk(request: &CommandRequest) -> Result<Required> {
     named(request, &["splitChunk"])
 }

@@ -3,11 +3,14 @@
 
 mod chunks;
 mod coordinate_commit;
+mod migration;
 mod move_primary;
 mod refine_shard_key;
 mod rename;
 mod shard_collection;
 mod sharding;
+
+pub(crate) use shard_collection::participant_command;
 
 use super::ShardState;
 use crate::datanode::commands::data_commands;
@@ -20,5 +23,6 @@ pub(super) fn table() -> CommandTable<ShardState> {
     specs.extend(sharding::commands());
     specs.extend(rename::commands());
     specs.extend(coordinate_commit::commands());
+    specs.extend(migration::commands());
     CommandTable::new(specs)
 }

@@ -169,7 +169,7 @@ async fn spread_over_shards(
 
 /// The command that has another shard create `coll` as this shard has it: same UUID, options
 /// and secondary indexes.
-pub(super) fn participant_command(coll: &CollectionMeta) -> bson::Document {
+pub(crate) fn participant_command(coll: &CollectionMeta) -> bson::Document {
     doc! {
         "_shardsvrCreateCollectionParticipant": &coll.name,
         "uuid": coll.uuid_bson(),

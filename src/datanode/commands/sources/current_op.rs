@@ -39,6 +39,7 @@ pub(super) fn documents<S: DataNode>(
             op.insert("transaction", transaction);
         }
     }
+    out.extend(state.background_operations());
     // Sessions holding a transaction between its commands.
     if spec.idle_sessions {
         out.extend(table.idle_sessions(&node.host(), lifetime_limit(state)));

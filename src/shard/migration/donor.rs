@@ -1,0 +1,732 @@
+//! The donor's side of a migration (MongoDB's MigrationSourceManager and MigrationCoordinator),
+//! run by `_shardsvrMoveRange` under the collection's DDL lock the config server holds: checks
+//! that this shard owns the range (splitting its chunk first when the range is part of one, a
+//! missing bound chosen from the chunk size) and that it is not too big, registers the
+//! donation, persists the migration (`config.migrationCoordinators`) and a pending deletion of
+//! the range, starts the recipient and serves it (`source`) until it has caught up, enters the
+//! critical section (writes blocked, the storage fence up, then reads blocked for the commit),
+//! has the config server commit, and leaves the section once its filtering metadata shows the
+//! outcome. A commit makes the range's deletion here ready (and the recipient's go); an abort
+//! deletes the recipient's copies instead.
+
+use super::recipient::uuid_bson;
+use super::source::Source;
+use super::{ActiveMigration, CONFIG_DB, COORDINATORS, KeyRange};
+use crate::datanode::DataNode;
+use crate::datanode::storage::{DocumentReads, IndexRange};
+use crate::document::display::render_doc;
+use crate::error::{ErrorCode, MongoError, Result};
+use crate::rpc::NodeClient;
+use crate::rpc::config::{collection_routing, shard_hosts};
+use crate::shard::ShardState;
+use crate::shard::shard_key_index::serving_index;
+use bson::{Bson, Document, doc};
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+/// How often the donor asks the recipient how far it got.
+const STATUS_POLL: Duration = Duration::from_millis(20);
+
+/// What `_shardsvrMoveRange` asks.
+pub(crate) struct MoveRangeRequest {
+    pub ns: String,
+    pub to: String,
+    pub from: String,
+    /// The chunk the range lies in, as the config server saw it.
+    pub chunk: (Document, Document),
+    pub min: Option<Document>,
+    pub max: Option<Document>,
+    pub wait_for_delete: bool,
+    pub force_jumbo: bool,
+    pub max_chunk_size_bytes: i64,
+    pub epoch: Option<bson::oid::ObjectId>,
+    pub ddl_lock_term: i64,
+}
+
+/// How far a migration got: where it stood if it failed, and when its critical section began.
+struct Progress {
+    stage: Stage,
+    section_entered: Option<Instant>,
+}
+
+/// Where a migration stood when it failed.
+enum Stage {
+    /// Before the critical section's reads block: nothing committed.
+    Open,
+    /// The commit was sent: its outcome must be found out.
+    Committing,
+}
+
+impl ShardState {
+    /// `_shardsvrMoveRange`.
+    pub(crate) async fn move_range(&self, request: MoveRangeRequest) -> Result<()> {
+        let identity = self.require_identity()?;
+        if request.from != identity.shard_name {
+            return Err(MongoError::new(
+                ErrorCode::IllegalOperation,
+                format!(
+                    "moveRange was sent to shard {} for a range of shard {}",
+                    identity.shard_name, request.from
+                ),
+            ));
+        }
+        let ns = request.ns.as_str();
+        self.refresh_collection(ns).await?;
+        let filter = self.known_sharding(ns).ok_or_else(|| {
+            MongoError::new(
+                ErrorCode::NamespaceNotSharded,
+                format!("{ns} is not sharded"),
+            )
+        })?;
+        if request
+            .epoch
+            .is_some_and(|e| e != filter.entry().generation.epoch)
+        {
+            return Err(MongoError::new(
+                ErrorCode::StaleEpoch,
+                format!("{ns} was dropped or recreated"),
+            ));
+        }
+        let key = filter.key_pattern().clone();
+        let chunk = filter
+            .chunks()
+            .chunk_for(&key.encode(&request.chunk.0))
+            .filter(|c| c.min == request.chunk.0 && c.max == request.chunk.1)
+            .filter(|c| c.shard == identity.shard_name)
+            .cloned()
+            .ok_or_else(|| {
+                MongoError::new(
+                    ErrorCode::ConflictingOperationInProgress,
+                    format!(
+                        "shard {} no longer owns chunk [{}, {}) of {ns}",
+                        identity.shard_name,
+                        render_doc(&request.chunk.0),
+                        render_doc(&request.chunk.1)
+                    ),
+                )
+            })?;
+        let uuid = Bson::Binary(filter.entry().uuid.clone());
+        let pre_version = filter.shard_version();
+        // Held, the filter would keep the range deleter waiting for this request.
+        drop(filter);
+        let chunk_range = KeyRange::new(ns, key.clone(), chunk.min.clone(), chunk.max.clone());
+        let range = self.resolve_bounds(&request, &chunk_range).await?;
+        let _registration = self.migrations.register(ActiveMigration {
+            donating: true,
+            range: range.clone(),
+            other: request.to.clone(),
+        })?;
+        if range.min != chunk.min || range.max != chunk.max {
+            self.split_for_move(&request, &chunk_range, &range).await?;
+        }
+        self.check_not_too_big(&request, &range).await?;
+        let config = self.connector.client(&identity.config_host);
+        let to_host = shard_hosts(&config)
+            .await?
+            .into_iter()
+            .find(|(name, _)| *name == request.to)
+            .map(|(_, host)| host)
+            .ok_or_else(|| {
+                MongoError::new(
+                    ErrorCode::ShardNotFound,
+                    format!("Could not find shard {}", request.to),
+                )
+            })?;
+        let recipient = self.connector.client(&to_host);
+        let from_host = shard_hosts(&config)
+            .await?
+            .into_iter()
+            .find(|(name, _)| *name == identity.shard_name)
+            .map(|(_, host)| host)
+            .unwrap_or_default();
+        let migration_id = uuid::Uuid::new_v4();
+        self.persist_coordinator(
+            &request,
+            migration_id,
+            &range,
+            &uuid,
+            pre_version.to_document(),
+        )
+        .await?;
+        self.persist_range_deletion(
+            migration_id,
+            &range,
+            &uuid,
+            &identity.shard_name,
+            true,
+            request.wait_for_delete,
+        )
+        .await?;
+        self.log_migration(&config, "moveChunk.start", &request, &range, doc! {})
+            .await;
+        let counters = &self.node.stats.migrations;
+        counters.donor_started.fetch_add(1, Relaxed);
+        let started = Instant::now();
+        let mut progress = Progress {
+            stage: Stage::Open,
+            section_entered: None,
+        };
+        let outcome = self
+            .donate(
+                &request,
+                &range,
+                migration_id,
+                &recipient,
+                &config,
+                &from_host,
+                &mut progress,
+            )
+            .await;
+        let committed = match (&outcome, &progress.stage) {
+            (Ok(()), _) => true,
+            (Err(_), Stage::Open) => false,
+            (Err(e), Stage::Committing) => {
+                tracing::warn!(ns, error = %e, "the commit of a migration failed; asking the config server for its outcome");
+                self.outcome_on_config(&config, &range, &request.to).await
+            }
+        };
+        self.record_decision(migration_id, committed).await?;
+        // The section (entered or not) ends once this shard's metadata shows the outcome:
+        // requests waiting for it then meet the new version.
+        self.refresh_until_done(ns).await;
+        let reason = section_reason(&migration_id);
+        self.critical_sections
+            .release_recoverable(&self.storage, &[ns], &reason)
+            .await?;
+        if let Some(entered) = progress.section_entered {
+            let held = millis_since(entered);
+            counters.critical_section_millis.fetch_add(held, Relaxed);
+            tracing::info!(ns, range = %range.display(), millis = held, "left the migration's critical section");
+        }
+        self.complete_migration(&request, &range, migration_id, committed, &recipient)
+            .await?;
+        let source = self.migrations.source.lock().expect("poisoned").take();
+        if let Some(source) = source {
+            let cloned = source.cloned.load(std::sync::atomic::Ordering::Relaxed);
+            counters
+                .docs_cloned_on_donor
+                .fetch_add(cloned as i64, Relaxed);
+        }
+        let outcome_counter = if committed {
+            &counters.donor_committed
+        } else {
+            &counters.donor_aborted
+        };
+        outcome_counter.fetch_add(1, Relaxed);
+        counters
+            .donor_millis
+            .fetch_add(millis_since(started), Relaxed);
+        let note = if committed { "success" } else { "aborted" };
+        let mut details = doc! {"note": note, "millis": started.elapsed().as_millis() as i64};
+        if let Err(e) = &outcome {
+            details.insert("errmsg", e.to_string());
+        }
+        self.log_migration(&config, "moveChunk.from", &request, &range, details)
+            .await;
+        if committed && request.wait_for_delete {
+            self.wait_for_range_deletion(migration_id).await?;
+        }
+        match outcome {
+            Err(e) if !committed => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// The migration proper, from starting the recipient to the config server's commit.
+    #[allow(clippy::too_many_arguments)]
+    async fn donate(
+        &self,
+        request: &MoveRangeRequest,
+        range: &KeyRange,
+        migration_id: uuid::Uuid,
+        recipient: &NodeClient,
+        config: &NodeClient,
+        from_host: &str,
+        progress: &mut Progress,
+    ) -> Result<()> {
+        let ns = range.ns.as_str();
+        let (db_name, coll_name) = ns.split_once('.').unwrap_or((ns, ""));
+        let (database, coll) = self
+            .storage()
+            .collection(db_name, coll_name)
+            .await
+            .ok_or_else(|| MongoError::namespace_not_found(format!("{ns} does not exist")))?;
+        let index = serving_index(&coll, &range.key).ok_or_else(|| {
+            MongoError::new(
+                ErrorCode::IndexNotFound,
+                format!(
+                    "no index serves the shard key {} of {ns}",
+                    render_doc(range.key.pattern())
+                ),
+            )
+        })?;
+        let session_id = format!(
+            "{}_{}_{}",
+            request.from,
+            request.to,
+            bson::oid::ObjectId::new()
+        );
+        let source = Arc::new(
+            Source::start(
+                session_id.clone(),
+                database.clone(),
+                &coll,
+                &index,
+                range.clone(),
+            )
+            .await?,
+        );
+        *self.migrations.source.lock().expect("poisoned") = Some(source.clone());
+        // The recipient gets the collection as this shard has it (UUID, options, indexes).
+        recipient
+            .run_doc(db_name, crate::shard::commands::participant_command(&coll))
+            .await?;
+        recipient
+            .run_doc(
+                "admin",
+                doc! {
+                    "_recvChunkStart": ns,
+                    "sessionId": &session_id,
+                    "migrationId": uuid_bson(&migration_id),
+                    "collectionUUID": Bson::Binary(bson::Binary {
+                        subtype: bson::spec::BinarySubtype::Uuid,
+                        bytes: coll.uuid.as_bytes().to_vec(),
+                    }),
+                    "from": from_host,
+                    "fromShardName": &request.from,
+                    "min": range.min.clone(),
+                    "max": range.max.clone(),
+                    "shardKeyPattern": range.key.pattern().clone(),
+                },
+            )
+            .await?;
+        let cloning = Instant::now();
+        self.wait_until_steady(recipient, &session_id, &source)
+            .await?;
+        let counters = &self.node.stats.migrations;
+        counters
+            .donor_clone_millis
+            .fetch_add(millis_since(cloning), Relaxed);
+        self.node
+            .fail_points
+            .pause_if("moveChunkHangAtStep4", &doc! {})
+            .await;
+        let reason = section_reason(&migration_id);
+        progress.section_entered = Some(Instant::now());
+        source.set_phase("criticalSection");
+        self.critical_sections
+            .enter_recoverable_blocking(&self.storage, db_name, &[ns], &reason, false)
+            .await?;
+        source.fence().await?;
+        recipient
+            .run_doc(
+                "admin",
+                doc! {"_recvChunkCommit": ns, "sessionId": &session_id},
+            )
+            .await?;
+        let commit_phase = Instant::now();
+        self.critical_sections
+            .enter_recoverable_blocking(&self.storage, db_name, &[ns], &reason, true)
+            .await?;
+        self.node
+            .fail_points
+            .pause_if("hangBeforeCommitMigration", &doc! {})
+            .await;
+        progress.stage = Stage::Committing;
+        source.set_phase("commit");
+        let committed = config
+                .run_doc(
+                    "admin",
+                    doc! {
+                        "_configsvrCommitChunkMigration": ns,
+                        "fromShard": &request.from,
+                        "toShard": &request.to,
+                        "migratedChunk": range.bounds(),
+                        "fromShardCollectionVersion": self.known_sharding(ns).map(|f| f.shard_version().to_document()).unwrap_or_default(),
+                        "ddlLockTerm": request.ddl_lock_term,
+                    },
+                )
+            .await
+            .map(|_| ());
+        counters
+            .critical_section_commit_millis
+            .fetch_add(millis_since(commit_phase), Relaxed);
+        committed
+    }
+
+    /// Polls the recipient until it has cloned everything and caught up.
+    async fn wait_until_steady(
+        &self,
+        recipient: &NodeClient,
+        session_id: &str,
+        source: &Source,
+    ) -> Result<()> {
+        loop {
+            let status = recipient
+                .run_doc(
+                    "admin",
+                    doc! {"_recvChunkStatus": 1, "sessionId": session_id},
+                )
+                .await?;
+            match status.get_str("state").unwrap_or_default() {
+                "steady" => return Ok(()),
+                "catchup" => {
+                    source.set_phase("catchup");
+                    tokio::time::sleep(STATUS_POLL).await
+                }
+                "fail" | "abort" | "done" => {
+                    return Err(MongoError::new(
+                        ErrorCode::OperationFailed,
+                        format!(
+                            "the recipient failed to receive the range: {}",
+                            status.get_str("errmsg").unwrap_or("it stopped")
+                        ),
+                    ));
+                }
+                _ => tokio::time::sleep(STATUS_POLL).await,
+            }
+        }
+    }
+
+    /// Loads the collection's placement after a commit, retrying until the config server
+    /// answers: this shard must not serve the range as its own any more.
+    async fn refresh_until_done(&self, ns: &str) {
+        let mut delay = Duration::from_millis(50);
+        loop {
+            self.forget_filtering(ns);
+            match self.refresh_collection(ns).await {
+                Ok(_) => return,
+                Err(e) => {
+                    tracing::warn!(ns, error = %e, "could not refresh after a migration; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(2));
+                }
+            }
+        }
+    }
+
+    /// Whether the config server's chunks show `range` on `to` (the commit happened).
+    pub(super) async fn committed_on_config(
+        &self,
+        config: &NodeClient,
+        range: &KeyRange,
+        to: &str,
+    ) -> Result<bool> {
+        let routing = collection_routing(config, &range.ns).await?;
+        Ok(routing.is_some_and(|(_, chunks)| {
+            chunks
+                .chunk_for(range.min_key())
+                .is_some_and(|c| c.shard == to && c.min == range.min)
+        }))
+    }
+
+    /// Asks the config server whether the range moved, until it answers.
+    async fn outcome_on_config(&self, config: &NodeClient, range: &KeyRange, to: &str) -> bool {
+        let mut delay = Duration::from_millis(50);
+        loop {
+            match self.committed_on_config(config, range, to).await {
+                Ok(committed) => return committed,
+                Err(e) => {
+                    tracing::warn!(ns = %range.ns, error = %e, "could not learn a migration's outcome; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(2));
+                }
+            }
+        }
+    }
+
+    /// Persists the migration's decision in its coordinator document.
+    async fn record_decision(&self, migration_id: uuid::Uuid, committed: bool) -> Result<()> {
+        let id = uuid_bson(&migration_id);
+        let decision = if committed { "committed" } else { "aborted" };
+        let mut coordinator = self
+            .storage
+            .documents(CONFIG_DB, COORDINATORS)
+            .await?
+            .into_iter()
+            .find(|d| d.get("_id") == Some(&id))
+            .unwrap_or_else(|| doc! {"_id": id.clone()});
+        coordinator.insert("decision", decision);
+        self.storage
+            .put_document(CONFIG_DB, COORDINATORS, &id, Some(&coordinator), true)
+            .await
+    }
+
+    /// Has both sides act on the decision: after a commit the recipient drops its pending
+    /// deletion and this shard's deletion of the range becomes ready; after an abort this
+    /// shard's pending deletion goes and the recipient deletes its copies. The coordinator
+    /// document goes last.
+    async fn complete_migration(
+        &self,
+        request: &MoveRangeRequest,
+        range: &KeyRange,
+        migration_id: uuid::Uuid,
+        committed: bool,
+        recipient: &NodeClient,
+    ) -> Result<()> {
+        let id = uuid_bson(&migration_id);
+        let decision = if committed { "committed" } else { "aborted" };
+        let command = if committed {
+            doc! {"_recvChunkReleaseCritSec": &range.ns, "migrationId": id.clone()}
+        } else {
+            doc! {"_recvChunkAbort": &range.ns, "migrationId": id.clone()}
+        };
+        if let Err(e) = recipient.run_doc("admin", command).await {
+            // The coordinator document stays: recovery tells the recipient later.
+            tracing::warn!(ns = %range.ns, error = %e, "could not tell the recipient the migration's outcome");
+            return Ok(());
+        }
+        if committed {
+            self.mark_range_deletion_ready(&migration_id).await?;
+        } else {
+            self.delete_range_deletion(&migration_id).await?;
+        }
+        self.storage
+            .put_document(CONFIG_DB, COORDINATORS, &id, None, true)
+            .await?;
+        tracing::info!(ns = %range.ns, range = %range.display(), to = %request.to, decision, "migration finished");
+        Ok(())
+    }
+
+    async fn persist_coordinator(
+        &self,
+        request: &MoveRangeRequest,
+        migration_id: uuid::Uuid,
+        range: &KeyRange,
+        collection_uuid: &Bson,
+        pre_migration_version: Document,
+    ) -> Result<()> {
+        let id = uuid_bson(&migration_id);
+        let document = doc! {
+            "_id": id.clone(),
+            "nss": &range.ns,
+            "collectionUuid": collection_uuid.clone(),
+            "donorShardId": &request.from,
+            "recipientShardId": &request.to,
+            "range": range.bounds(),
+            "preMigrationChunkVersion": pre_migration_version,
+        };
+        self.storage
+            .put_document(CONFIG_DB, COORDINATORS, &id, Some(&document), true)
+            .await
+    }
+
+    /// The range to move: `[min, max)` as asked; a bound not given is the chunk's own when the
+    /// rest of the chunk fits the chunk size, else the key where the chunk size is reached.
+    async fn resolve_bounds(
+        &self,
+        request: &MoveRangeRequest,
+        chunk: &KeyRange,
+    ) -> Result<KeyRange> {
+        let key = chunk.key.clone();
+        let (min, max) = match (&request.min, &request.max) {
+            (Some(min), Some(max)) => (min.clone(), max.clone()),
+            (Some(min), None) => {
+                let from = KeyRange::new(&chunk.ns, key.clone(), min.clone(), chunk.max.clone());
+                let max = self
+                    .key_at_size(&from, request.max_chunk_size_bytes, false)
+                    .await?;
+                (min.clone(), max.unwrap_or_else(|| chunk.max.clone()))
+            }
+            (None, Some(max)) => {
+                let to = KeyRange::new(&chunk.ns, key.clone(), chunk.min.clone(), max.clone());
+                let min = self
+                    .key_at_size(&to, request.max_chunk_size_bytes, true)
+                    .await?;
+                (min.unwrap_or_else(|| chunk.min.clone()), max.clone())
+            }
+            (None, None) => (chunk.min.clone(), chunk.max.clone()),
+        };
+        let range = KeyRange::new(&chunk.ns, key, min, max);
+        if range.min_key() >= range.max_key()
+            || range.min_key() < chunk.min_key()
+            || range.max_key() > chunk.max_key()
+        {
+            return Err(MongoError::bad_value(format!(
+                "the range {} does not lie in chunk {} of {}",
+                range.display(),
+                chunk.display(),
+                chunk.ns
+            )));
+        }
+        Ok(range)
+    }
+
+    /// Walking `range` from its start (from its end when `backwards`), the first shard key at
+    /// which the documents passed reach `bytes`; None when the whole range is smaller.
+    async fn key_at_size(
+        &self,
+        range: &KeyRange,
+        bytes: i64,
+        backwards: bool,
+    ) -> Result<Option<Document>> {
+        let Some((database, coll, index)) = self.range_reader(range).await else {
+            return Ok(None);
+        };
+        let Some(index) = coll.indexes.iter().find(|i| i.name == index) else {
+            return Ok(None);
+        };
+        let mut read = database.read().await?;
+        let mut total = 0i64;
+        let mut after: Option<(Vec<u8>, i64)> = None;
+        loop {
+            let scan = IndexRange {
+                index,
+                low: range.min_key(),
+                high: Some(range.max_key()),
+                resume: after.as_ref().map(|(k, r)| (k.as_slice(), *r)),
+                reverse: backwards,
+                limit: 1_000,
+            };
+            let rows = read.index_scan(&coll, &scan).await?;
+            let full = rows.len() == 1_000;
+            for (entry, rid, doc) in rows {
+                total += doc.as_bytes().len() as i64;
+                if total >= bytes {
+                    let at = range.key.extract(&doc.to_document()?)?;
+                    let encoded = range.key.encode(&at);
+                    // A split point strictly inside the range.
+                    if encoded.as_slice() > range.min_key() && encoded.as_slice() < range.max_key()
+                    {
+                        return Ok(Some(at));
+                    }
+                }
+                after = Some((entry, rid));
+            }
+            if !full {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// The database, collection and shard key index to read `range` through.
+    async fn range_reader(
+        &self,
+        range: &KeyRange,
+    ) -> Option<(
+        Arc<crate::datanode::storage::DatabaseStore>,
+        Arc<crate::datanode::storage::CollectionMeta>,
+        String,
+    )> {
+        let (db, coll) = range.ns.split_once('.')?;
+        let (database, coll) = self.storage().collection(db, coll).await?;
+        let index = serving_index(&coll, &range.key)?;
+        Some((database, coll, index))
+    }
+
+    /// Splits the chunk so that `range` is a chunk of its own.
+    async fn split_for_move(
+        &self,
+        request: &MoveRangeRequest,
+        chunk: &KeyRange,
+        range: &KeyRange,
+    ) -> Result<()> {
+        let mut points = Vec::new();
+        if range.min_key() != chunk.min_key() {
+            points.push(Bson::Document(range.min.clone()));
+        }
+        if range.max_key() != chunk.max_key() {
+            points.push(Bson::Document(range.max.clone()));
+        }
+        let identity = self.require_identity()?;
+        let config = self.connector.client(&identity.config_host);
+        let mut commit = doc! {
+            "_configsvrCommitChunkSplit": &chunk.ns,
+            "shard": &request.from,
+            "min": chunk.min.clone(),
+            "max": chunk.max.clone(),
+            "splitPoints": points,
+        };
+        if let Some(epoch) = request.epoch {
+            commit.insert("collEpoch", epoch);
+        }
+        config.run_doc("admin", commit).await?;
+        self.forget_filtering(&chunk.ns);
+        self.refresh_collection(&chunk.ns).await?;
+        Ok(())
+    }
+
+    /// ChunkTooBig for a range of more than twice the chunk size's worth of documents (at the
+    /// collection's average document size), unless `forceJumbo`; one document always moves.
+    async fn check_not_too_big(&self, request: &MoveRangeRequest, range: &KeyRange) -> Result<()> {
+        if request.force_jumbo {
+            return Ok(());
+        }
+        let Some((database, coll, index)) = self.range_reader(range).await else {
+            return Ok(());
+        };
+        let stats = database.stats(&coll);
+        if stats.count <= 0 {
+            return Ok(());
+        }
+        let average = (stats.data_size / stats.count).max(1);
+        let limit = (2 * request.max_chunk_size_bytes / average).max(1);
+        let Some(index) = coll.indexes.iter().find(|i| i.name == index) else {
+            return Ok(());
+        };
+        let scan = IndexRange {
+            index,
+            low: range.min_key(),
+            high: Some(range.max_key()),
+            resume: None,
+            reverse: false,
+            limit: limit + 1,
+        };
+        let found = database.read().await?.index_keys(&scan).await?.len() as i64;
+        if found > limit && found > 1 {
+            return Err(MongoError::new(
+                ErrorCode::ChunkTooBig,
+                format!(
+                    "Cannot move chunk: the maximum number of documents for a chunk is {limit}, the maximum chunk size is {}, average document size is {average}. Found more than {limit} documents in chunk ns: {} {} -> {}",
+                    request.max_chunk_size_bytes,
+                    range.ns,
+                    render_doc(&range.min),
+                    render_doc(&range.max)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Writes a `config.changelog` entry on the config server (best effort, as MongoDB's).
+    async fn log_migration(
+        &self,
+        config: &NodeClient,
+        what: &str,
+        request: &MoveRangeRequest,
+        range: &KeyRange,
+        mut details: Document,
+    ) {
+        details.insert("min", range.min.clone());
+        details.insert("max", range.max.clone());
+        details.insert("from", &request.from);
+        details.insert("to", &request.to);
+        let now = bson::DateTime::now();
+        let entry = doc! {
+            "_id": format!("{}-{}-{}", self.node.host(), now.try_to_rfc3339_string().unwrap_or_default(), bson::oid::ObjectId::new()),
+            "server": self.node.host(),
+            "shard": &request.from,
+            "clientAddr": "",
+            "time": now,
+            "what": what,
+            "ns": &range.ns,
+            "details": details,
+        };
+        if let Err(e) = config
+            .run_doc("config", doc! {"insert": "changelog", "documents": [entry]})
+            .await
+        {
+            tracing::warn!(what, error = %e, "could not write the changelog");
+        }
+    }
+}
+
+fn millis_since(start: Instant) -> i64 {
+    i64::try_from(start.elapsed().as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The reason the donor's critical section is held for.
+fn section_reason(migration_id: &uuid::Uuid) -> Document {
+    doc! {"command": "moveRange", "migrationId": migration_id.to_string()}
+}
