@@ -38,6 +38,7 @@ mod introspection;
 mod let_variables;
 mod message_limits;
 mod metadata_consistency;
+mod migration_faults;
 mod migrations;
 mod move_primary;
 mod multiprocess;

@@ -97,8 +97,14 @@ struct PauseState {
 }
 
 /// The pause points a process has.
-const PAUSE_POINTS: [&str; 7] = [
+const PAUSE_POINTS: [&str; 10] = [
     "hangBeforeDdlPhase",
+    // A migration's donor (`shard::migration::donor`): caught up, before its critical section;
+    // inside it, before the config server's commit; after the commit, before its decision is
+    // persisted.
+    "moveChunkHangAtStep4",
+    "moveChunkHangAtStep5",
+    "moveChunkHangAtStep6",
     "hangAfterSessionCheckOut",
     // A shard's transaction coordinator, before each step (`shard::txn_coordinator`).
     "hangBeforeWritingParticipantList",

@@ -83,6 +83,8 @@ impl ShardState {
         spawn_cursor_reaper(Arc::downgrade(&state));
         ttl::spawn_ttl_monitor(Arc::downgrade(&state));
         migration::range_deleter::spawn_range_deleter(Arc::downgrade(&state));
+        // Migrations a restart interrupted complete by their persisted decision.
+        migration::coordinator::spawn_recovery(Arc::downgrade(&state));
         // Prepared transactions hold their documents again before any command runs.
         state
             .transaction_table

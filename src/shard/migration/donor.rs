@@ -9,15 +9,16 @@
 //! outcome. A commit makes the range's deletion here ready (and the recipient's go); an abort
 //! deletes the recipient's copies instead.
 
+use super::coordinator::MigrationRecord;
 use super::recipient::uuid_bson;
 use super::source::Source;
-use super::{ActiveMigration, CONFIG_DB, COORDINATORS, KeyRange};
+use super::{ActiveMigration, KeyRange};
 use crate::datanode::DataNode;
 use crate::datanode::storage::{DocumentReads, IndexRange};
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::NodeClient;
-use crate::rpc::config::{collection_routing, shard_hosts};
+use crate::rpc::config::shard_hosts;
 use crate::shard::ShardState;
 use crate::shard::shard_key_index::serving_index;
 use bson::{Bson, Document, doc};
@@ -112,6 +113,13 @@ impl ShardState {
         drop(filter);
         let chunk_range = KeyRange::new(ns, key.clone(), chunk.min.clone(), chunk.max.clone());
         let range = self.resolve_bounds(&request, &chunk_range).await?;
+        // A migration a crash interrupted completes before another starts.
+        if !self.recover_migrations().await? {
+            return Err(MongoError::new(
+                ErrorCode::ConflictingOperationInProgress,
+                "an earlier migration from this shard is still being completed; try again later",
+            ));
+        }
         let _registration = self.migrations.register(ActiveMigration {
             donating: true,
             range: range.clone(),
@@ -141,10 +149,15 @@ impl ShardState {
             .map(|(_, host)| host)
             .unwrap_or_default();
         let migration_id = uuid::Uuid::new_v4();
+        let mut record = MigrationRecord {
+            id: migration_id,
+            range: range.clone(),
+            recipient: request.to.clone(),
+            decision: None,
+        };
         self.persist_coordinator(
-            &request,
-            migration_id,
-            &range,
+            &record,
+            &identity.shard_name,
             &uuid,
             pre_version.to_document(),
         )
@@ -186,21 +199,21 @@ impl ShardState {
                 self.outcome_on_config(&config, &range, &request.to).await
             }
         };
+        if committed {
+            self.node
+                .fail_points
+                .pause_if("moveChunkHangAtStep6", &doc! {})
+                .await;
+        }
         self.record_decision(migration_id, committed).await?;
-        // The section (entered or not) ends once this shard's metadata shows the outcome:
-        // requests waiting for it then meet the new version.
-        self.refresh_until_done(ns).await;
-        let reason = section_reason(&migration_id);
-        self.critical_sections
-            .release_recoverable(&self.storage, &[ns], &reason)
-            .await?;
+        record.decision = Some(committed);
+        self.leave_donor_section(&record).await?;
         if let Some(entered) = progress.section_entered {
             let held = millis_since(entered);
             counters.critical_section_millis.fetch_add(held, Relaxed);
             tracing::info!(ns, range = %range.display(), millis = held, "left the migration's critical section");
         }
-        self.complete_migration(&request, &range, migration_id, committed, &recipient)
-            .await?;
+        self.complete_migration(&record).await?;
         let source = self.migrations.source.lock().expect("poisoned").take();
         if let Some(source) = source {
             let cloned = source.cloned.load(std::sync::atomic::Ordering::Relaxed);
@@ -312,7 +325,7 @@ impl ShardState {
             .fail_points
             .pause_if("moveChunkHangAtStep4", &doc! {})
             .await;
-        let reason = section_reason(&migration_id);
+        let reason = super::coordinator::section_reason(&migration_id);
         progress.section_entered = Some(Instant::now());
         source.set_phase("criticalSection");
         self.critical_sections
@@ -331,7 +344,7 @@ impl ShardState {
             .await?;
         self.node
             .fail_points
-            .pause_if("hangBeforeCommitMigration", &doc! {})
+            .pause_if("moveChunkHangAtStep5", &doc! {})
             .await;
         progress.stage = Stage::Committing;
         source.set_phase("commit");
@@ -387,129 +400,6 @@ impl ShardState {
                 _ => tokio::time::sleep(STATUS_POLL).await,
             }
         }
-    }
-
-    /// Loads the collection's placement after a commit, retrying until the config server
-    /// answers: this shard must not serve the range as its own any more.
-    async fn refresh_until_done(&self, ns: &str) {
-        let mut delay = Duration::from_millis(50);
-        loop {
-            self.forget_filtering(ns);
-            match self.refresh_collection(ns).await {
-                Ok(_) => return,
-                Err(e) => {
-                    tracing::warn!(ns, error = %e, "could not refresh after a migration; retrying");
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(2));
-                }
-            }
-        }
-    }
-
-    /// Whether the config server's chunks show `range` on `to` (the commit happened).
-    pub(super) async fn committed_on_config(
-        &self,
-        config: &NodeClient,
-        range: &KeyRange,
-        to: &str,
-    ) -> Result<bool> {
-        let routing = collection_routing(config, &range.ns).await?;
-        Ok(routing.is_some_and(|(_, chunks)| {
-            chunks
-                .chunk_for(range.min_key())
-                .is_some_and(|c| c.shard == to && c.min == range.min)
-        }))
-    }
-
-    /// Asks the config server whether the range moved, until it answers.
-    async fn outcome_on_config(&self, config: &NodeClient, range: &KeyRange, to: &str) -> bool {
-        let mut delay = Duration::from_millis(50);
-        loop {
-            match self.committed_on_config(config, range, to).await {
-                Ok(committed) => return committed,
-                Err(e) => {
-                    tracing::warn!(ns = %range.ns, error = %e, "could not learn a migration's outcome; retrying");
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(2));
-                }
-            }
-        }
-    }
-
-    /// Persists the migration's decision in its coordinator document.
-    async fn record_decision(&self, migration_id: uuid::Uuid, committed: bool) -> Result<()> {
-        let id = uuid_bson(&migration_id);
-        let decision = if committed { "committed" } else { "aborted" };
-        let mut coordinator = self
-            .storage
-            .documents(CONFIG_DB, COORDINATORS)
-            .await?
-            .into_iter()
-            .find(|d| d.get("_id") == Some(&id))
-            .unwrap_or_else(|| doc! {"_id": id.clone()});
-        coordinator.insert("decision", decision);
-        self.storage
-            .put_document(CONFIG_DB, COORDINATORS, &id, Some(&coordinator), true)
-            .await
-    }
-
-    /// Has both sides act on the decision: after a commit the recipient drops its pending
-    /// deletion and this shard's deletion of the range becomes ready; after an abort this
-    /// shard's pending deletion goes and the recipient deletes its copies. The coordinator
-    /// document goes last.
-    async fn complete_migration(
-        &self,
-        request: &MoveRangeRequest,
-        range: &KeyRange,
-        migration_id: uuid::Uuid,
-        committed: bool,
-        recipient: &NodeClient,
-    ) -> Result<()> {
-        let id = uuid_bson(&migration_id);
-        let decision = if committed { "committed" } else { "aborted" };
-        let command = if committed {
-            doc! {"_recvChunkReleaseCritSec": &range.ns, "migrationId": id.clone()}
-        } else {
-            doc! {"_recvChunkAbort": &range.ns, "migrationId": id.clone()}
-        };
-        if let Err(e) = recipient.run_doc("admin", command).await {
-            // The coordinator document stays: recovery tells the recipient later.
-            tracing::warn!(ns = %range.ns, error = %e, "could not tell the recipient the migration's outcome");
-            return Ok(());
-        }
-        if committed {
-            self.mark_range_deletion_ready(&migration_id).await?;
-        } else {
-            self.delete_range_deletion(&migration_id).await?;
-        }
-        self.storage
-            .put_document(CONFIG_DB, COORDINATORS, &id, None, true)
-            .await?;
-        tracing::info!(ns = %range.ns, range = %range.display(), to = %request.to, decision, "migration finished");
-        Ok(())
-    }
-
-    async fn persist_coordinator(
-        &self,
-        request: &MoveRangeRequest,
-        migration_id: uuid::Uuid,
-        range: &KeyRange,
-        collection_uuid: &Bson,
-        pre_migration_version: Document,
-    ) -> Result<()> {
-        let id = uuid_bson(&migration_id);
-        let document = doc! {
-            "_id": id.clone(),
-            "nss": &range.ns,
-            "collectionUuid": collection_uuid.clone(),
-            "donorShardId": &request.from,
-            "recipientShardId": &request.to,
-            "range": range.bounds(),
-            "preMigrationChunkVersion": pre_migration_version,
-        };
-        self.storage
-            .put_document(CONFIG_DB, COORDINATORS, &id, Some(&document), true)
-            .await
     }
 
     /// The range to move: `[min, max)` as asked; a bound not given is the chunk's own when the
@@ -724,9 +614,4 @@ impl ShardState {
 
 fn millis_since(start: Instant) -> i64 {
     i64::try_from(start.elapsed().as_millis()).unwrap_or(i64::MAX)
-}
-
-/// The reason the donor's critical section is held for.
-fn section_reason(migration_id: &uuid::Uuid) -> Document {
-    doc! {"command": "moveRange", "migrationId": migration_id.to_string()}
 }

@@ -9,6 +9,7 @@
 //! `config.migrationCoordinators` (the donor's migration and, once known, its decision) and
 //! `config.rangeDeletions` (each side's range to delete, pending until the outcome is known).
 
+pub(super) mod coordinator;
 pub(super) mod donor;
 pub(super) mod range_deleter;
 pub(super) mod recipient;
