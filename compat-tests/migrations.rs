@@ -411,3 +411,77 @@ async fn the_donor_deletes_its_orphans() {
             .is_some()
     );
 }
+
+/// A retryable write sent again after its document's range moved is answered from its record
+/// on the new owner: nothing applies twice.
+async fn retried_writes_after_a_move_apply_once(client: &Client, addr: std::net::SocketAddr) {
+    use crate::wire::RawConnection;
+    use mongodb::bson::spec::BinarySubtype;
+    let ns = "mig6.c";
+    let (_, other) = sharded_with_split(client, ns, 400, 200).await;
+    let send = |command: Document, session: u8| async move {
+        let mut body = command;
+        body.insert(
+            "lsid",
+            doc! {"id": mongodb::bson::Binary {subtype: BinarySubtype::Uuid, bytes: vec![session; 16]}},
+        );
+        body.insert("txnNumber", 1_i64);
+        body.insert("$db", "mig6");
+        RawConnection::connect(addr).await.command(body).await
+    };
+    let writes = [
+        doc! {"update": "c", "updates": [{"q": {"a": 300}, "u": {"$inc": {"v": 1}}}]},
+        doc! {"insert": "c", "documents": [{"_id": 1000, "a": 350, "v": 0}]},
+        doc! {"delete": "c", "deletes": [{"q": {"a": 250}, "limit": 1}]},
+        doc! {"findAndModify": "c", "query": {"a": 260}, "update": {"$inc": {"v": 1}}, "new": true},
+    ];
+    let mut first = Vec::new();
+    for (i, write) in writes.iter().enumerate() {
+        first.push(send(write.clone(), 61 + i as u8).await);
+    }
+    admin(
+        client,
+        doc! {"moveChunk": ns, "find": {"a": 300}, "to": &other},
+    )
+    .await
+    .unwrap();
+    assert_eq!(chunk_owner(client, ns, 300).await, other);
+    for (i, write) in writes.iter().enumerate() {
+        let again = send(write.clone(), 61 + i as u8).await;
+        for field in ["ok", "n", "nModified", "value"] {
+            assert_eq!(
+                again.get(field),
+                first[i].get(field),
+                "{write}: {again} after {}",
+                first[i]
+            );
+        }
+        assert!(again.get("writeErrors").is_none(), "{again}");
+    }
+    let coll = client.database("mig6").collection::<Document>("c");
+    let get = |a: i32| {
+        let coll = coll.clone();
+        async move { coll.find_one(doc! {"a": a}).await.unwrap() }
+    };
+    assert_eq!(get(300).await.unwrap().get_i32("v").unwrap(), 1);
+    assert_eq!(get(260).await.unwrap().get_i32("v").unwrap(), 1);
+    assert!(get(250).await.is_none());
+    assert_eq!(coll.count_documents(doc! {"_id": 1000}).await.unwrap(), 1);
+    assert_eq!(all_by_id(&coll).await.len(), 400);
+}
+
+#[tokio::test]
+async fn retried_writes_after_a_move_apply_once_in_process() {
+    let cluster = crate::harness::TestCluster::start().await;
+    retried_writes_after_a_move_apply_once(&cluster.client, cluster.addr).await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn retried_writes_after_a_move_apply_once_separate_processes() {
+    let cluster = ProcessCluster::start(2).await;
+    let addr = format!("127.0.0.1:{}", cluster.router_port)
+        .parse()
+        .unwrap();
+    retried_writes_after_a_move_apply_once(&cluster.client().await, addr).await;
+}

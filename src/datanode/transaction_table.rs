@@ -9,7 +9,7 @@
 //! session's `txnNumber`.
 
 use super::DataNode;
-use super::storage::{SessionRecord, StatementRecord, Storage, WriteTxn};
+use super::storage::{SessionRecord, SessionRecords, StatementRecord, Storage, WriteTxn};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::session_catalog::TransactionTableReaper;
@@ -116,6 +116,89 @@ impl TransactionTable {
                 Ok::<(), MongoError>(())
             })
             .await?;
+        Ok(())
+    }
+
+    /// The records of the retryable writes to `ns` in database `db` whose statements `keep`
+    /// selects (by the document key each wrote): what a migration's donor sends with a range.
+    pub async fn records_of(
+        &self,
+        storage: &Storage,
+        db: &str,
+        ns: &str,
+        mut keep: impl FnMut(&StatementRecord) -> bool,
+    ) -> Result<SessionRecords> {
+        let Some(database) = storage.database(db).await else {
+            return Ok(Vec::new());
+        };
+        let mut txn = database.write().await?;
+        let records = txn.retryable_write_records().await?;
+        txn.rollback().await?;
+        Ok(records
+            .into_iter()
+            .filter_map(|(session, statements)| {
+                let statements: Vec<StatementRecord> = statements
+                    .into_iter()
+                    .filter(|s| s.ns == ns && keep(s))
+                    .collect();
+                (!statements.is_empty()).then_some((session, statements))
+            })
+            .collect())
+    }
+
+    /// Takes in the records a migration brought with a range (the recipient), written to
+    /// database `db`: a session this node knows at a newer `txnNumber` keeps its own; at the
+    /// same number it gains the statements it lacks; otherwise the brought number becomes the
+    /// session's. A retry of those writes here then answers their recorded results.
+    pub async fn import(&self, storage: &Storage, db: &str, records: SessionRecords) -> Result<()> {
+        self.ensure_loaded(storage).await?;
+        let database = storage.database_or_create(db).await?;
+        for (record, statements) in records {
+            let mut session = self.slot(&record.lsid).lock_owned().await;
+            match session.txn_number {
+                Some(known) if known > record.txn_number => continue,
+                // A transaction of this number runs here: the session is this node's now.
+                Some(known) if known == record.txn_number && session.transaction.is_some() => {
+                    continue;
+                }
+                Some(known) if known == record.txn_number => {}
+                _ => {
+                    if session.transaction.is_some() {
+                        continue;
+                    }
+                    session.txn_number = Some(record.txn_number);
+                    session.statements.clear();
+                }
+            }
+            let new: Vec<StatementRecord> = statements
+                .into_iter()
+                .filter(|s| !session.statements.contains_key(&s.stmt_id))
+                .collect();
+            let Some(first) = new.first() else {
+                continue;
+            };
+            let writing = BTreeSet::from([first.stmt_id]);
+            let recorded = session.recorded_in.entry(db.to_string()).or_default();
+            let remove_older = recorded.0 < record.txn_number && !recorded.1.is_subset(&writing);
+            let mut txn = database.write().await?;
+            txn.record_retryable_write(&record, &new, remove_older)
+                .await?;
+            txn.commit().await?;
+            if recorded.0 < record.txn_number {
+                *recorded = (record.txn_number, writing);
+            } else {
+                recorded.1.extend(writing);
+            }
+            session.last_write_op_time = session.last_write_op_time.max(record.last_write_op_time);
+            session.last_write_date = session.last_write_date.max(record.last_write_date);
+            for statement in new {
+                let result = bson::from_slice(&statement.result)
+                    .map_err(|e| MongoError::internal(format!("a migrated write's result: {e}")))?;
+                session
+                    .statements
+                    .insert(statement.stmt_id, (statement.ns, result));
+            }
+        }
         Ok(())
     }
 

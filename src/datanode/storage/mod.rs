@@ -36,7 +36,7 @@ pub use index_usage::IndexUsage;
 pub use range_watch::{Captured, RangePredicate, RangeWatch, WatchGuard};
 pub use read_sql::DocumentReads;
 pub use transaction::{StorageTransaction, Writes};
-pub use transactions::{SessionRecord, StatementRecord};
+pub use transactions::{SessionRecord, SessionRecords, StatementRecord};
 pub use txn::{IndexEntry, IndexRange, KeyEntry, ReadTxn, RecordId, WriteTxn};
 pub use txn_view::TxnView;
 

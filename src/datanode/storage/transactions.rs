@@ -2,7 +2,7 @@
 //! database so that a retryable write and its record commit in one SQLite transaction): one row
 //! per commit of a session's retryable write here, holding the statements it executed — each
 //! one's `stmtId`, the result it returned, the namespace and document key it wrote (what a chunk
-//! migration will move with the chunk's documents) — packed in one blob, and the session's
+//! migration moves with the range's documents) — packed in one blob, and the session's
 //! `txnNumber`, `lastWriteOpTime` and `lastWriteDate` as of that write, so that a session's
 //! record is its rows' newest values and a write costs one row however many statements it ran
 //! (a 1,000-document insert recorded as 1,000 rows cost a fifth of the insert).

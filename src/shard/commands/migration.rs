@@ -40,6 +40,9 @@ pub(super) fn commands() -> Vec<CommandSpec<ShardState>> {
         CommandSpec::new("_transferMods", transfer_mods)
             .admin_only()
             .help("Internal: the writes to a migrating range since the last call"),
+        CommandSpec::new("_getNextSessionMods", get_next_session_mods)
+            .admin_only()
+            .help("Internal: the retryable-write records of a migrating range"),
         CommandSpec::new("cleanupOrphaned", cleanup_orphaned)
             .admin_only()
             .help("waits until the orphaned documents of a sharded collection are deleted\n  { cleanupOrphaned: \"<db>.<collection>\" }"),
@@ -255,6 +258,16 @@ async fn transfer_mods(
     reply.append("reload", reload);
     reply.append("size", mods.bytes as i64);
     Ok(reply)
+}
+
+async fn get_next_session_mods(
+    state: &ShardState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let source = source(state, &req)?;
+    let sessions = state.range_session_records(&source.range).await?;
+    Ok(RawDocumentBuf::from_document(&doc! {"sessions": sessions})?)
 }
 
 /// `{cleanupOrphaned: ns}`: waits until no range of the collection is left to delete here.

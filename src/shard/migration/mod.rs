@@ -13,6 +13,7 @@ pub(super) mod coordinator;
 pub(super) mod donor;
 pub(super) mod range_deleter;
 pub(super) mod recipient;
+pub(super) mod sessions;
 pub(super) mod source;
 
 use crate::catalog::ShardKeyPattern;

@@ -366,6 +366,16 @@ async fn receive(state: &Arc<ShardState>, receipt: &Receipt) -> Result<()> {
         .await?;
     // The donor's writes are blocked: what is left is finite.
     while transfer_mods(&database, &coll, &donor, receipt, counters).await? > 0 {}
+    // Then the records of the retryable writes to the range's documents.
+    let sessions = donor
+        .run_doc(
+            "admin",
+            doc! {"_getNextSessionMods": &range.ns, "sessionId": &request.session_id},
+        )
+        .await?;
+    if let Ok(sessions) = sessions.get_array("sessions") {
+        state.import_session_records(&range.ns, sessions).await?;
+    }
     // Everything received is on disk before the donor may commit.
     let seq = database.write().await?.commit().await?;
     database.wait_durable(seq).await?;
