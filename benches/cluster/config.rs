@@ -21,6 +21,8 @@ pub struct Config {
     pub scale_sizes: Vec<usize>,
     /// Documents of W9's sharded collection and of the separate-process cluster's collection.
     pub sharded_docs: usize,
+    /// Documents W13 moves between two shard processes.
+    pub migration_docs: usize,
     /// Whether to run the separate-process half (W9 processes, router hop).
     pub processes: bool,
     /// Workload ids to run (empty: all), e.g. `W1,W2,W9`.
@@ -53,6 +55,7 @@ impl Config {
                 },
             ),
             sharded_docs: env_usize("DOCGRID_BENCH_SHARDED_DOCS", pick(100_000, 10_000)),
+            migration_docs: env_usize("DOCGRID_BENCH_MIGRATION_DOCS", pick(1_000_000, 20_000)),
             processes: env_usize("DOCGRID_BENCH_PROCESSES", 1) != 0,
             only: std::env::var("DOCGRID_BENCH_ONLY")
                 .map(|v| v.split(',').map(|s| s.trim().to_uppercase()).collect())
@@ -79,6 +82,7 @@ impl Config {
             "scans": self.scans,
             "scale_sizes": self.scale_sizes,
             "sharded_docs": self.sharded_docs,
+            "migration_docs": self.migration_docs,
             "processes": self.processes,
             "only": self.only,
             "rss_settle_secs": self.rss_settle_secs,

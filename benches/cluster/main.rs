@@ -16,6 +16,8 @@
 //! - `DOCGRID_BENCH_SCALE_SIZES` W10's collection sizes (full: `10000,1000000,10000000`);
 //! - `DOCGRID_BENCH_SHARDED_DOCS` documents of W9's sharded collection and of the
 //!   separate-process cluster's collection (full: 100,000);
+//! - `DOCGRID_BENCH_MIGRATION_DOCS` documents W13 moves between shard processes (full:
+//!   1,000,000);
 //! - `DOCGRID_BENCH_PROCESSES` `0` skips the separate-process half;
 //! - `DOCGRID_BENCH_ONLY` workload ids to run, e.g. `W1,W2,W9` (default: all);
 //! - `DOCGRID_BENCH_DIR` where the temporary data directories go;
@@ -29,6 +31,7 @@ mod dataset;
 mod dev;
 mod driver_floor;
 mod measure;
+mod migration;
 mod ops;
 mod process_suite;
 mod processes;
@@ -64,7 +67,14 @@ async fn run() -> anyhow::Result<()> {
     let net = NetCeilings::measure(config.ops, config.clients, config.batch).await?;
     dev::run(&config, &mut report, &net, dir.path()).await?;
     if config.processes {
-        process_suite::run(&config, &mut report, dir.path()).await?;
+        if ["W1", "W2", "W3", "W9"].iter().any(|w| config.runs(w)) {
+            process_suite::run(&config, &mut report, dir.path()).await?;
+        }
+        if config.runs("W13") {
+            for outcome in migration::run(&config, dir.path()).await? {
+                report.push(outcome);
+            }
+        }
     }
     report.targets = targets::judge(&report);
     report.print();

@@ -1169,3 +1169,114 @@ async fn a_created_collection_is_in_the_durable_record_of_a_commit_across_files(
         assert_eq!(other.stats(&o).count, 1, "applied once");
     }
 }
+
+/// A range watch notes every committed write of its collection once it is in place — the
+/// records written and the `_id`s of before-images in its range — and not those of other
+/// collections or after it is dropped.
+#[tokio::test]
+async fn a_range_watch_notes_committed_writes() {
+    let (_dir, storage) = open().await;
+    let db = seeded(&storage, 10).await;
+    let c = coll(&db);
+    // The range: documents whose `g` is 0 or 1.
+    let in_range: super::RangePredicate =
+        Box::new(|d: &bson::RawDocument| d.get_i32("g").is_ok_and(|g| g < 2));
+    let guard = db.watch_range(&c, in_range).await.unwrap();
+    let watch = guard.watch().clone();
+    let mut txn = db.write().await.unwrap();
+    let rid = txn
+        .insert_one(&c, &rawdoc! {"_id": 100, "g": 0})
+        .await
+        .unwrap();
+    txn.commit().await.unwrap();
+    let mut txn = db.write().await.unwrap();
+    let (moved_rid, old) = txn.fetch_by_id(&c, &Bson::Int32(1)).await.unwrap().unwrap();
+    txn.replace(&c, moved_rid, &old, &rawdoc! {"_id": 1, "g": 4})
+        .await
+        .unwrap();
+    let (deleted_rid, old) = txn.fetch_by_id(&c, &Bson::Int32(7)).await.unwrap().unwrap();
+    txn.delete(&c, deleted_rid, &old).await.unwrap();
+    txn.commit().await.unwrap();
+    // A rolled-back write is not noted.
+    let mut txn = db.write().await.unwrap();
+    txn.insert_one(&c, &rawdoc! {"_id": 101, "g": 0})
+        .await
+        .unwrap();
+    txn.rollback().await.unwrap();
+    let noted = watch.take();
+    assert_eq!(noted.rids.iter().copied().collect::<Vec<_>>(), {
+        let mut rids = vec![rid, moved_rid, deleted_rid];
+        rids.sort();
+        rids
+    });
+    // `_id` 1 was in the range before its update; 7 (g: 2) never was.
+    assert_eq!(noted.left, vec![Bson::Int32(1)]);
+    assert!(watch.take().is_empty(), "taken");
+    drop(guard);
+    let mut txn = db.write().await.unwrap();
+    txn.insert_one(&c, &rawdoc! {"_id": 102, "g": 0})
+        .await
+        .unwrap();
+    txn.commit().await.unwrap();
+    assert!(watch.take().is_empty(), "no watch, nothing noted");
+}
+
+/// Once fenced, a transaction writing the collection can neither commit nor prepare
+/// (WriteConflict); a plain write still commits and is noted; other collections are free.
+#[tokio::test]
+async fn a_fenced_range_watch_refuses_transactions_writing_its_collection() {
+    let (_dir, storage) = open().await;
+    let db = seeded(&storage, 10).await;
+    let c = coll(&db);
+    let other = db.ensure_collection("other").await.unwrap();
+    let guard = db
+        .watch_range(&c, Box::new(|_: &bson::RawDocument| true))
+        .await
+        .unwrap();
+    let write_in = |t: Arc<StorageTransaction>, target: Arc<CollectionMeta>, id: i32| {
+        let db = db.clone();
+        async move {
+            t.scope(async {
+                let mut w = db.writes().await?;
+                w.insert(&target, &[rawdoc! {"_id": id, "g": 0}.as_ref()])
+                    .await
+                    .map_err(|(_, e)| e)
+            })
+            .await
+        }
+    };
+    let (a, b, d) = (
+        StorageTransaction::new(),
+        StorageTransaction::new(),
+        StorageTransaction::new(),
+    );
+    write_in(a.clone(), c.clone(), 200).await.unwrap();
+    write_in(b.clone(), c.clone(), 201).await.unwrap();
+    write_in(d.clone(), other.clone(), 202).await.unwrap();
+    guard.watch().fence();
+    db.write_barrier().await.unwrap();
+    let refused = a.commit().await.err().map(|e| e.code());
+    assert_eq!(refused, Some(ErrorCode::WriteConflict));
+    assert_eq!(
+        b.prepare(true).await.unwrap_err().code(),
+        ErrorCode::WriteConflict
+    );
+    b.abort().await;
+    d.commit().await.unwrap();
+    let mut txn = db.write().await.unwrap();
+    let rid = txn
+        .insert_one(&c, &rawdoc! {"_id": 203, "g": 0})
+        .await
+        .unwrap();
+    txn.commit().await.unwrap();
+    assert!(guard.watch().take().rids.contains(&rid));
+    assert!(
+        db.read()
+            .await
+            .unwrap()
+            .fetch_by_id(&c, &Bson::Int32(200))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
