@@ -266,6 +266,36 @@ async fn assert_aborted(cluster: &ProcessCluster, client: &Client, donor: usize,
 async fn a_recipient_killed_during_the_migration_aborts_it() {
     let (mut cluster, client, donor, recipient, moving) =
         paused_migration("moveChunkHangAtStep4").await;
+    // `$currentOp` shows the migration on both sides.
+    for (shard, desc, role) in [
+        (donor, "MoveChunk", "donor"),
+        (recipient, "migrateThread", "recipient"),
+    ] {
+        let node = direct_client(cluster.shard_port(shard)).await;
+        let ops = crate::harness::cursor_documents(
+            &node.database("admin"),
+            doc! {"aggregate": 1, "pipeline": [{"$currentOp": {}}, {"$match": {"desc": desc}}], "cursor": {}},
+        )
+        .await
+        .unwrap();
+        assert_eq!(ops.len(), 1, "{desc}: {ops:?}");
+        let migration = ops[0].get_document("migration").unwrap();
+        assert_eq!(migration.get_str("role").unwrap(), role);
+        assert_eq!(ops[0].get_str("ns").unwrap(), NS);
+        if role == "recipient" {
+            assert_eq!(migration.get_str("state").unwrap(), "steady", "{migration}");
+            assert_eq!(
+                migration
+                    .get_document("counts")
+                    .unwrap()
+                    .get_i64("cloned")
+                    .unwrap(),
+                200
+            );
+        } else {
+            assert_eq!(migration.get_i64("cloned").unwrap(), 200, "{migration}");
+        }
+    }
     cluster.stop_shard(recipient);
     let donor_client = direct_client(cluster.shard_port(donor)).await;
     admin(
