@@ -302,44 +302,63 @@ async fn receive(state: &Arc<ShardState>, receipt: &Receipt) -> Result<()> {
         .recipient_started
         .fetch_add(1, Ordering::Relaxed);
     receipt.set_state(RecvState::Clone);
-    loop {
-        check_abort(receipt)?;
-        let batch = donor
-            .run(CommandRequest::from_document(
-                "admin",
-                &doc! {"_migrateClone": &range.ns, "sessionId": &request.session_id},
-            )?)
-            .await?;
-        let objects = batch
-            .get_array("objects")
-            .map_err(|e| MongoError::internal(format!("a clone batch without objects: {e}")))?;
-        let docs: Vec<RawDocumentBuf> = objects
-            .into_iter()
-            .map(|d| Ok(d?.as_document().map(|d| d.to_owned())))
-            .collect::<std::result::Result<Vec<_>, bson::raw::Error>>()?
-            .into_iter()
-            .flatten()
-            .collect();
-        if docs.is_empty() {
-            break;
-        }
-        let bytes: usize = docs.iter().map(|d| d.as_bytes().len()).sum();
-        insert_clone_batch(&database, &coll, range, &docs).await?;
-        receipt
-            .cloned
-            .fetch_add(docs.len() as u64, Ordering::Relaxed);
-        receipt
-            .cloned_bytes
-            .fetch_add(bytes as u64, Ordering::Relaxed);
-        let counters = &state.node.stats.migrations;
-        counters
-            .docs_cloned_on_recipient
-            .fetch_add(docs.len() as i64, Ordering::Relaxed);
-        counters
-            .bytes_cloned_on_recipient
-            .fetch_add(bytes as i64, Ordering::Relaxed);
-    }
+    // The next batch is fetched while this one is inserted: the donor reads and sends as the
+    // recipient writes.
+    let (batches, mut received) = tokio::sync::mpsc::channel::<Result<RawDocumentBuf>>(1);
+    let fetcher = {
+        let donor = donor.clone();
+        let command = doc! {"_migrateClone": &range.ns, "sessionId": &request.session_id};
+        tokio::spawn(async move {
+            loop {
+                let batch = match CommandRequest::from_document("admin", &command) {
+                    Ok(request) => donor.run(request).await,
+                    Err(e) => Err(e),
+                };
+                let last = batch.as_ref().map_or(true, |b| {
+                    b.get_array("objects")
+                        .map_or(true, |objects| objects.into_iter().next().is_none())
+                });
+                if batches.send(batch).await.is_err() || last {
+                    return;
+                }
+            }
+        })
+    };
     let counters = &state.node.stats.migrations;
+    let cloned = async {
+        while let Some(batch) = received.recv().await {
+            check_abort(receipt)?;
+            let batch = batch?;
+            let objects = batch.get_array("objects").map_err(|e| {
+                MongoError::internal(format!("a clone batch without objects: {e}"))
+            })?;
+            let docs: Vec<&bson::RawDocument> = objects
+                .into_iter()
+                .filter_map(|d| d.ok().and_then(|d| d.as_document()))
+                .collect();
+            if docs.is_empty() {
+                break;
+            }
+            let bytes: usize = docs.iter().map(|d| d.as_bytes().len()).sum();
+            insert_clone_batch(&database, &coll, range, &docs).await?;
+            receipt
+                .cloned
+                .fetch_add(docs.len() as u64, Ordering::Relaxed);
+            receipt
+                .cloned_bytes
+                .fetch_add(bytes as u64, Ordering::Relaxed);
+            counters
+                .docs_cloned_on_recipient
+                .fetch_add(docs.len() as i64, Ordering::Relaxed);
+            counters
+                .bytes_cloned_on_recipient
+                .fetch_add(bytes as i64, Ordering::Relaxed);
+        }
+        Ok::<(), MongoError>(())
+    }
+    .await;
+    fetcher.abort();
+    cloned?;
     receipt.set_state(RecvState::Catchup);
     while transfer_mods(&database, &coll, &donor, receipt, counters).await? > 0 {
         check_abort(receipt)?;
@@ -399,18 +418,18 @@ async fn insert_clone_batch(
     database: &DatabaseStore,
     coll: &CollectionMeta,
     range: &KeyRange,
-    docs: &[RawDocumentBuf],
+    docs: &[&bson::RawDocument],
 ) -> Result<()> {
-    let refs: Vec<&bson::RawDocument> = docs.iter().map(|d| d.as_ref()).collect();
     let mut txn = database.write().await?;
-    match txn.insert(coll, &refs).await {
+    match txn.insert(coll, docs).await {
         Ok(()) => {
             txn.commit().await?;
             Ok(())
         }
         Err((_, e)) if e.code() == ErrorCode::DuplicateKey => {
             txn.rollback().await?;
-            apply_mods(database, coll, range, docs, &[]).await
+            let owned: Vec<RawDocumentBuf> = docs.iter().map(|d| (*d).to_owned()).collect();
+            apply_mods(database, coll, range, &owned, &[]).await
         }
         Err((_, e)) => Err(e),
     }
