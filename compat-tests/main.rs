@@ -43,6 +43,7 @@ mod multiprocess;
 mod ownership;
 mod pipeline_updates;
 mod query_expressions;
+mod query_semantics;
 mod refine_shard_key;
 mod regexes;
 mod rename_faults;
