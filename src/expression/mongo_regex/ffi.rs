@@ -133,7 +133,8 @@ impl Code {
             subject.is_char_boundary(start),
             "a match starts on a character boundary"
         );
-        MATCHING.with_borrow_mut(|state| {
+        MATCHING.with_borrow_mut(|slot| {
+            let state = slot.get_or_insert_with(MatchState::new);
             let pairs = self.groups + 1;
             state.reserve(pairs);
             // SAFETY: `subject` is a `&str`, valid UTF-8 by construction, and `start` is a
@@ -207,7 +208,9 @@ struct MatchState {
 }
 
 thread_local! {
-    static MATCHING: RefCell<MatchState> = RefCell::new(MatchState::new());
+    /// Made on the thread's first match; a constant initializer keeps each access to a flag
+    /// test (a lazily initialized thread-local costs a state check on every access).
+    static MATCHING: RefCell<Option<MatchState>> = const { RefCell::new(None) };
 }
 
 impl MatchState {
