@@ -42,6 +42,7 @@ mod move_primary;
 mod multiprocess;
 mod ownership;
 mod pipeline_updates;
+mod profiler;
 mod query_expressions;
 mod query_semantics;
 mod refine_shard_key;
