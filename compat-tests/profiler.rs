@@ -119,10 +119,12 @@ async fn profile_on_router_and_shards(client: &Client) {
     assert!(query.get_datetime("ts").is_ok());
     assert!(query.get_str("client").is_ok());
     assert_eq!(query.get_str("protocol"), Ok("op_msg"));
+    assert_eq!(query.get_str("planSummary"), Ok("COLLSCAN"));
     let update = of("update");
     assert_eq!(update[0].get_i64("nMatched"), Ok(1));
     assert_eq!(update[0].get_i64("nModified"), Ok(1));
     assert_eq!(update[0].get_i64("keysExamined"), Ok(1));
+    assert_eq!(update[0].get_str("planSummary"), Ok("IDHACK"));
     assert_eq!(of("remove")[0].get_i64("ndeleted"), Ok(1));
     let failed = queries
         .iter()

@@ -59,6 +59,9 @@ pub fn entry(op: &Operation, outcome: &Result<RawDocumentBuf>, millis: i64) -> D
     }
     entry.insert("protocol", "op_msg");
     entry.insert("millis", millis);
+    if let Some(summary) = op.plan_summary() {
+        entry.insert("planSummary", summary);
+    }
     entry.insert("ts", crate::server::profiling::now());
     entry.extend(op.client_fields());
     entry.insert("allUsers", Bson::Array(Vec::new()));
@@ -141,7 +144,7 @@ mod tests {
     use super::*;
     use crate::command::CommandRequest;
     use crate::server::RequestContext;
-    use crate::server::operations::{Operations, add_examined, run_as};
+    use crate::server::operations::{Operations, add_examined, run_as, set_plan_summary};
     use bson::rawdoc;
 
     #[tokio::test]
@@ -150,7 +153,12 @@ mod tests {
         let ctx = RequestContext::internal();
         let find = CommandRequest::new("app", rawdoc! {"find": "c", "filter": {"a": 1}}).unwrap();
         let guard = ops.begin(&ctx, &find, None);
-        run_as(Arc::clone(&guard.op), async { add_examined(2, 3) }).await;
+        run_as(Arc::clone(&guard.op), async {
+            add_examined(2, 3);
+            set_plan_summary(|| "COLLSCAN".into());
+            set_plan_summary(|| "IXSCAN { a: 1 }".into());
+        })
+        .await;
         // Outside a command nothing is counted.
         add_examined(100, 100);
         let reply = rawdoc! {"cursor": {"firstBatch": [{"a": 1}], "id": 0_i64, "ns": "app.c"}};
@@ -168,6 +176,8 @@ mod tests {
         assert_eq!(e.get_i64("nreturned"), Ok(1));
         assert_eq!(e.get_bool("cursorExhausted"), Ok(true));
         assert_eq!(e.get_i64("millis"), Ok(3));
+        // The first read's plan.
+        assert_eq!(e.get_str("planSummary"), Ok("COLLSCAN"));
         assert!(e.get_datetime("ts").is_ok());
         assert_eq!(e.get_str("user"), Ok(""));
         let failed = entry(&guard.op, &Err(MongoError::bad_value("no")), 0);

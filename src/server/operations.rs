@@ -41,6 +41,8 @@ pub struct Operation {
     /// `keysExamined`/`docsExamined`).
     keys_examined: AtomicU64,
     docs_examined: AtomicU64,
+    /// The access path of its first read (`COLLSCAN`, `IXSCAN { a: 1 }`...).
+    plan_summary: std::sync::OnceLock<String>,
 }
 
 tokio::task_local! {
@@ -59,6 +61,13 @@ pub fn add_examined(keys: u64, docs: u64) {
     let _ = CURRENT.try_with(|op| {
         op.keys_examined.fetch_add(keys, Ordering::Relaxed);
         op.docs_examined.fetch_add(docs, Ordering::Relaxed);
+    });
+}
+
+/// Names the plan of the operation the task runs, unless a read of it already did.
+pub fn set_plan_summary(summary: impl FnOnce() -> String) {
+    let _ = CURRENT.try_with(|op| {
+        op.plan_summary.get_or_init(summary);
     });
 }
 
@@ -130,6 +139,7 @@ impl Operations {
             kill: Notify::new(),
             keys_examined: AtomicU64::new(0),
             docs_examined: AtomicU64::new(0),
+            plan_summary: std::sync::OnceLock::new(),
         });
         self.ops
             .lock()
@@ -259,6 +269,11 @@ impl Operation {
             .next()
             .and_then(|e| e.ok())
             .map_or("", |(name, _)| name)
+    }
+
+    /// The plan of its first read, if it read.
+    pub fn plan_summary(&self) -> Option<&str> {
+        self.plan_summary.get().map(String::as_str)
     }
 
     /// How long the operation has run, in whole milliseconds.

@@ -101,7 +101,10 @@ impl Examined {
 impl Position {
     /// Plans the query on `coll` and starts at the beginning.
     pub fn plan(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Result<Self> {
-        Ok(Self::with_path(AccessPath::choose(coll, shape)?))
+        let path = AccessPath::choose(coll, shape)?;
+        // The operation's first plan is the one its profile entry names.
+        crate::server::operations::set_plan_summary(|| path.summary());
+        Ok(Self::with_path(path))
     }
 
     /// A query whose filter is `filter` alone (no sort, no hint).
