@@ -345,6 +345,22 @@ async fn refusals_instead_of_wrong_answers(client: &Client) {
         .await
         .unwrap();
     assert_eq!(simple.get_i32("n").unwrap(), 1);
+    // A malformed collation answers MongoDB's error before NotImplemented.
+    for (collation, code) in [
+        (doc! {"locale": "en", "strength": 6}, 51024),
+        (doc! {"locale": "en", "bogus": 1}, 40415),
+        (doc! {"locale": "en", "caseFirst": "middle"}, 2),
+        (
+            doc! {"locale": "en", "strength": 2, "caseFirst": "upper"},
+            2,
+        ),
+        (doc! {"locale": "not a locale"}, 2),
+        (doc! {"locale": 5}, 14),
+    ] {
+        let command = doc! {"find": "c", "collation": collation};
+        let err = db.run_command(command.clone()).await.unwrap_err();
+        assert_eq!(error_code(&err), Some(code), "{command}");
+    }
 
     let err = coll
         .insert_one(doc! {"_id": {"a": {"$b": 1}}})

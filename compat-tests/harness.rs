@@ -597,6 +597,17 @@ pub async fn find_all(coll: &mongodb::Collection<Document>, filter: Document) ->
         .unwrap()
 }
 
+/// The `_id`s (int32) of the documents `filter` matches, ascending.
+pub async fn sorted_ids(coll: &mongodb::Collection<Document>, filter: Document) -> Vec<i32> {
+    let mut ids: Vec<i32> = find_all(coll, filter)
+        .await
+        .iter()
+        .map(|d| d.get_i32("_id").unwrap())
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
 /// The `config.shards` documents (`_id`, `host`, ...).
 pub async fn shard_documents(client: &Client) -> Vec<Document> {
     let shards = client.database("config").collection::<Document>("shards");

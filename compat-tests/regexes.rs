@@ -4,26 +4,15 @@
 //! patterns; MongoDB's errors for invalid patterns and options, and for a catastrophic
 //! pattern, which fails instead of holding the server.
 
-use crate::harness::{aggregate_documents, both_modes, error_code, failure, find_all};
+use crate::harness::{aggregate_documents, both_modes, error_code, failure, sorted_ids as ids};
+use mongodb::Client;
 use mongodb::bson::{Bson, Document, Regex, doc};
-use mongodb::{Client, Collection};
 
 fn regex(pattern: &str, options: &str) -> Bson {
     Bson::RegularExpression(Regex {
         pattern: pattern.into(),
         options: options.into(),
     })
-}
-
-/// The `_id`s of the documents `filter` matches, ascending.
-async fn ids(coll: &Collection<Document>, filter: Document) -> Vec<i32> {
-    let mut ids: Vec<i32> = find_all(coll, filter)
-        .await
-        .iter()
-        .map(|d| d.get_i32("_id").unwrap())
-        .collect();
-    ids.sort_unstable();
-    ids
 }
 
 async fn filters_and_operators_run_pcre2(client: &Client) {

@@ -206,6 +206,14 @@ impl NodeState for ConfigState {
         self.cursors.sessions()
     }
 
+    fn after_command<'a>(
+        &'a self,
+        op: &'a crate::server::operations::Operation,
+        outcome: &'a Result<bson::RawDocumentBuf>,
+    ) -> Option<futures::future::BoxFuture<'a, ()>> {
+        crate::datanode::profiler::record(self, op, outcome)
+    }
+
     fn load_user<'a>(
         &'a self,
         name: &'a crate::server::auth::UserName,

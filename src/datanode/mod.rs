@@ -6,6 +6,7 @@ pub mod commands;
 pub mod cursors;
 pub mod exec;
 pub mod index;
+pub mod profiler;
 pub mod snapshot_read;
 pub mod storage;
 pub mod transaction_table;

@@ -235,6 +235,16 @@ pub trait NodeState: Send + Sync + Sized + 'static {
         Box::pin(async { Ok(None) })
     }
 
+    /// Runs after every command with its outcome, before the reply goes out: a data node's
+    /// profiler records it in `system.profile`. `None` when there is nothing to do.
+    fn after_command<'a>(
+        &'a self,
+        _op: &'a super::operations::Operation,
+        _outcome: &'a Result<RawDocumentBuf>,
+    ) -> Option<BoxFuture<'a, ()>> {
+        None
+    }
+
     /// Runs a command of a multi-document transaction (`run` calls its handler): a data
     /// node's transaction participant runs it in the session's transaction. A node without
     /// one refuses it.
@@ -464,9 +474,11 @@ impl<S: NodeState> Dispatcher<S> {
         let heavy = super::cpu::is_heavy(&request);
         let outside = node.role == Role::Router || !spec.attaches_session;
         let before = Before::of(after, &generic, outside);
+        let op = Arc::clone(&registered.op);
         let run = async {
+            let spec_run = self.run_spec(spec, ctx, request, before, registered.op.opid);
             tokio::select! {
-                outcome = self.run_spec(spec, ctx, request, before, registered.op.opid) => outcome,
+                outcome = super::operations::run_as(op, spec_run) => outcome,
                 _ = registered.op.killed() => (
                     Err(MongoError::new(ErrorCode::Interrupted, "operation was interrupted")),
                     None,
@@ -476,6 +488,9 @@ impl<S: NodeState> Dispatcher<S> {
         let run = super::sessions::in_session(session, run);
         let (outcome, attach) = super::cpu::run(heavy, run).await;
         let outcome = outcome.and_then(|reply| generic.complete_reply(reply));
+        if let Some(after) = state.after_command(&registered.op, &outcome) {
+            after.await;
+        }
         // A data node labels a retryable write's retriable failures for its clients, and those
         // of the commands that end a transaction (drivers retry them too); a router, as mongos,
         // passes its shards' errors on unlabelled.

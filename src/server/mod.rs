@@ -20,6 +20,7 @@ mod node;
 pub mod operations;
 mod params;
 pub mod pipeline_cursor;
+pub mod profiling;
 pub mod session_catalog;
 pub mod session_jobs;
 pub mod sessions;

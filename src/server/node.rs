@@ -62,6 +62,8 @@ pub struct Node {
     pub authorization: bool,
     /// The stored users this node has looked up (`server::auth`).
     pub users: super::auth::UserCache,
+    /// The profiler's settings (`profile`).
+    pub profiling: super::profiling::Profiling,
     host: RwLock<String>,
 }
 
@@ -84,6 +86,7 @@ impl Node {
             clock: Arc::default(),
             authorization: false,
             users: Default::default(),
+            profiling: Default::default(),
             host: RwLock::new(String::new()),
         }
     }

@@ -6,7 +6,7 @@ use super::context::RequestContext;
 use crate::command::CommandRequest;
 use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 use tokio::sync::Notify;
@@ -37,6 +37,38 @@ pub struct Operation {
     session: Option<super::sessions::LogicalSessionId>,
     killed: AtomicBool,
     kill: Notify,
+    /// Index keys and documents the executor examined for it (the profiler's
+    /// `keysExamined`/`docsExamined`).
+    keys_examined: AtomicU64,
+    docs_examined: AtomicU64,
+    /// The access path of its first read (`COLLSCAN`, `IXSCAN { a: 1 }`...).
+    plan_summary: std::sync::OnceLock<String>,
+}
+
+tokio::task_local! {
+    /// The operation the task runs (set by the dispatcher around a command's handler).
+    static CURRENT: Arc<Operation>;
+}
+
+/// Runs `f` as `op`: what it examines counts for `op`.
+pub async fn run_as<F: std::future::Future>(op: Arc<Operation>, f: F) -> F::Output {
+    CURRENT.scope(op, f).await
+}
+
+/// Counts index keys and documents examined for the operation the task runs (none outside
+/// a command).
+pub fn add_examined(keys: u64, docs: u64) {
+    let _ = CURRENT.try_with(|op| {
+        op.keys_examined.fetch_add(keys, Ordering::Relaxed);
+        op.docs_examined.fetch_add(docs, Ordering::Relaxed);
+    });
+}
+
+/// Names the plan of the operation the task runs, unless a read of it already did.
+pub fn set_plan_summary(summary: impl FnOnce() -> String) {
+    let _ = CURRENT.try_with(|op| {
+        op.plan_summary.get_or_init(summary);
+    });
 }
 
 /// Keeps an operation registered until dropped (the command finished or was cancelled).
@@ -105,6 +137,9 @@ impl Operations {
             session,
             killed: AtomicBool::new(false),
             kill: Notify::new(),
+            keys_examined: AtomicU64::new(0),
+            docs_examined: AtomicU64::new(0),
+            plan_summary: std::sync::OnceLock::new(),
         });
         self.ops
             .lock()
@@ -206,6 +241,58 @@ impl Operation {
             }
             notified.await;
         }
+    }
+
+    /// The database the operation ran on.
+    pub fn database(&self) -> &str {
+        self.ns.split_once('.').map_or(&self.ns, |(db, _)| db)
+    }
+
+    /// What a profile entry says of the operation before its outcome (MongoDB's field
+    /// order): `op`, `ns`, `command`, `keysExamined`, `docsExamined`.
+    pub fn profile_fields(&self) -> Document {
+        let mut command = self.command.to_document().unwrap_or_default();
+        command.insert("$db", self.database());
+        doc! {
+            "op": self.op,
+            "ns": &self.ns,
+            "command": command,
+            "keysExamined": self.keys_examined.load(Ordering::Relaxed) as i64,
+            "docsExamined": self.docs_examined.load(Ordering::Relaxed) as i64,
+        }
+    }
+
+    /// The command's name (its first field).
+    pub fn command_name(&self) -> &str {
+        self.command
+            .iter()
+            .next()
+            .and_then(|e| e.ok())
+            .map_or("", |(name, _)| name)
+    }
+
+    /// The plan of its first read, if it read.
+    pub fn plan_summary(&self) -> Option<&str> {
+        self.plan_summary.get().map(String::as_str)
+    }
+
+    /// How long the operation has run, in whole milliseconds.
+    pub fn millis(&self) -> i64 {
+        self.started.elapsed().as_millis() as i64
+    }
+
+    /// The client's address and application, as a profile entry names them.
+    pub fn client_fields(&self) -> Document {
+        let mut out = Document::new();
+        out.insert(
+            "client",
+            self.peer
+                .map_or_else(|| "127.0.0.1".to_string(), |p| p.ip().to_string()),
+        );
+        if let Some(name) = super::context::app_name_of(self.client_metadata.as_deref()) {
+            out.insert("appName", name);
+        }
+        out
     }
 
     fn report(&self, host: &str, now: &str, what: Report) -> Document {

@@ -155,6 +155,14 @@ impl NodeState for ShardState {
         ))
     }
 
+    fn after_command<'a>(
+        &'a self,
+        op: &'a crate::server::operations::Operation,
+        outcome: &'a Result<RawDocumentBuf>,
+    ) -> Option<BoxFuture<'a, ()>> {
+        crate::datanode::profiler::record(self, op, outcome)
+    }
+
     fn before_command<'a>(
         &'a self,
         request: &'a CommandRequest,

@@ -703,6 +703,12 @@ fn upserts() {
     )
     .unwrap();
     assert_eq!(seed, doc! {"_id": 5, "a": {"b": 1}, "d": 2, "e": 3});
+    // Fields in the byte order of their paths, not the filter's; `_id` first.
+    let seed = upsert_seed(&doc! {"z": 1, "b.y": 2, "B": 3, "_id": 0, "b.x": 4, "a-": 5}).unwrap();
+    assert_eq!(
+        seed,
+        doc! {"_id": 0, "B": 3, "a-": 5, "b": {"x": 4, "y": 2}, "z": 1}
+    );
     assert_eq!(
         upsert_seed(&doc! {"$or": [{"a": 1}, {"b": 1}]}).unwrap(),
         doc! {}

@@ -1,15 +1,16 @@
-//! The document an upsert inserts before its update applies: the query's equality fields, with
-//! dotted paths expanded into embedded documents and `_id` first.
+//! The document an upsert inserts before its update applies: the query's equality fields in
+//! the order of their paths, with dotted paths expanded into embedded documents and `_id` first.
 
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
 use bson::{Bson, Document};
 
 /// The document an upsert inserts before the update applies: the query's equality fields
-/// (dotted paths expanded into embedded documents), `_id` first.
+/// (dotted paths expanded into embedded documents), `_id` first, then in the byte order of
+/// their full paths whatever the filter's order: MongoDB keeps them in a map keyed by path.
 pub fn upsert_seed(filter: &Document) -> Result<Document> {
     let parsed = Filter::parse(filter)?;
-    let equalities = parsed.upsert_equalities();
+    let mut equalities = parsed.upsert_equalities();
     for (i, (a, _)) in equalities.iter().enumerate() {
         for (b, _) in &equalities[..i] {
             if a == b {
@@ -28,6 +29,7 @@ pub fn upsert_seed(filter: &Document) -> Result<Document> {
             }
         }
     }
+    equalities.sort_by_key(|(path, _)| *path);
     let mut seed = Document::new();
     for (path, value) in equalities {
         let parts: Vec<&str> = path.split('.').collect();

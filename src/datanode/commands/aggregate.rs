@@ -55,6 +55,16 @@ impl AggregateCommand {
             hint: super::find::parse_hint(&args)?,
         })
     }
+
+    /// Parses the stages as running them would, past a first stage this node answers from
+    /// its own state (`$collStats`, `sources`): what a node checks whether or not the
+    /// collection exists.
+    pub(super) fn parse_stages(&self) -> Result<()> {
+        let first = self.pipeline.first().and_then(|stage| stage.keys().next());
+        let own = first.is_some_and(|name| name == "$collStats" || super::sources::answers(name));
+        let rest = &self.pipeline[usize::from(own)..];
+        Pipeline::parse_with_variables(rest, Arc::clone(&self.vars)).map(drop)
+    }
 }
 
 /// Where a pipeline's blocking stages may use memory and disk, from the server parameters and

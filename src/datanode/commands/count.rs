@@ -15,21 +15,70 @@ use crate::server::RequestContext;
 use bson::{Bson, Document, RawDocumentBuf, doc};
 use std::collections::BTreeMap;
 
+/// What `count` and `distinct` parse before they read, whether or not the collection exists.
+pub(super) struct QueryRead<'a> {
+    collection: &'a str,
+    query: Document,
+    filter: Filter,
+    hint: Option<Bson>,
+}
+
+impl<'a> QueryRead<'a> {
+    /// The collection, its collation and the `query` filter and `hint` of `req`.
+    fn parse(req: &'a CommandRequest, query: Option<Document>) -> Result<QueryRead<'a>> {
+        let args = req.args();
+        crate::command::check_collation(args.value("collation")?.as_ref())?;
+        let collection = args.collection()?;
+        crate::catalog::validate_collection_name(&req.db, collection)?;
+        let query = query.unwrap_or_default();
+        let filter = Filter::parse(&query)?;
+        let hint = super::find::parse_hint(&args)?;
+        Ok(QueryRead {
+            collection,
+            query,
+            filter,
+            hint,
+        })
+    }
+
+    /// The collection, the query as sent and parsed, and the hint.
+    fn into_parts(self) -> (&'a str, Document, Filter, Option<Bson>) {
+        (self.collection, self.query, self.filter, self.hint)
+    }
+}
+
+/// `count`'s arguments and its read.
+pub(super) fn parse_count(
+    req: &CommandRequest,
+) -> Result<(crate::command::requests::CountRequest, QueryRead<'_>)> {
+    let request = crate::command::requests::CountRequest::parse(req)?;
+    let read = QueryRead::parse(req, request.query.clone())?;
+    Ok((request, read))
+}
+
+/// `distinct`'s key (as path components) and its read.
+pub(super) fn parse_distinct(req: &CommandRequest) -> Result<(&str, QueryRead<'_>)> {
+    let args = req.args();
+    let key = args
+        .str("key")?
+        .ok_or_else(|| crate::command::missing("distinct", "key"))?;
+    if key.is_empty() || key.split('.').any(str::is_empty) {
+        return Err(MongoError::bad_value(format!(
+            "FieldPath field names may not be empty strings. key: {key}"
+        )));
+    }
+    Ok((key, QueryRead::parse(req, args.document("query")?)?))
+}
+
 pub(super) async fn count<S: DataNode>(
     state: &S,
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let args = req.args();
-    crate::command::check_collation(args.value("collation")?.as_ref())?;
-    let collection = args.collection()?;
-    crate::catalog::validate_collection_name(&req.db, collection)?;
-    let request = crate::command::requests::CountRequest::parse(&req)?;
+    let (request, read) = parse_count(&req)?;
+    let (collection, query, filter, hint) = read.into_parts();
     let skip = request.skip.unwrap_or(0) as u64;
     let limit = request.count_limit();
-    let query = request.query.unwrap_or_default();
-    let filter = Filter::parse(&query)?;
-    let hint = super::find::parse_hint(&args)?;
     if let Some(view) = views::resolve(state.storage(), &req.db, collection).await? {
         views::require_unsharded_source(state, &req, &view).await?;
         let mut stages = view.pipeline;
@@ -103,21 +152,8 @@ pub(super) async fn distinct<S: DataNode>(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let args = req.args();
-    crate::command::check_collation(args.value("collation")?.as_ref())?;
-    let collection = args.collection()?;
-    crate::catalog::validate_collection_name(&req.db, collection)?;
-    let key = args
-        .str("key")?
-        .ok_or_else(|| crate::command::missing("distinct", "key"))?;
-    if key.is_empty() || key.split('.').any(str::is_empty) {
-        return Err(MongoError::bad_value(format!(
-            "FieldPath field names may not be empty strings. key: {key}"
-        )));
-    }
-    let query = args.document("query")?.unwrap_or_default();
-    let filter = Filter::parse(&query)?;
-    let hint = super::find::parse_hint(&args)?;
+    let (key, read) = parse_distinct(&req)?;
+    let (collection, query, filter, hint) = read.into_parts();
     let path: Vec<&str> = key.split('.').collect();
     // Keyed by the order-preserving encoding: equal values (1 and 1.0) collapse, and the
     // values come out in MongoDB's order, as mongod returns them.

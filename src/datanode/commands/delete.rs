@@ -93,9 +93,12 @@ pub(super) async fn run<S: DataNode>(
     let wc = WriteConcern::parse(&args)?;
     let raw_statements = statements(&req, "deletes")?;
     let mut retry = RetryableWrite::begin(state, &req).await?;
+    let vars = args.let_variables()?;
     // Deleting from a collection that does not exist deletes nothing and creates nothing.
     let Some((db, coll)) = target(state, &req, false).await? else {
-        return finish_reply(rawdoc! {"n": 0}, Vec::new(), &wc);
+        let parse = |raw: &bson::RawDocument| DeleteStatement::parse(raw, &vars).map(drop);
+        let errors = super::write::unparsed_statements(&raw_statements, ordered, parse);
+        return finish_reply(rawdoc! {"n": 0}, errors, &wc);
     };
     let ns = format!("{}.{}", req.db, coll.name);
     // A router deleting the old version of a document a retryable update moved to another
@@ -106,7 +109,6 @@ pub(super) async fn run<S: DataNode>(
         }
         _ => None,
     };
-    let vars = args.let_variables()?;
     let ownership = state.ownership(&req);
     let mut txn = db.writes().await?;
     let mut n = 0u64;

@@ -14,6 +14,7 @@ pub use crate::command::cursor_reply;
 use crate::command::requests::FindRequest;
 use crate::command::{CommandRequest, GetMore, KillCursors, check_collation};
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::expression::LetVariables;
 use crate::query::filter::Filter;
 use crate::query::projection::Projection;
 use crate::query::sort::SortSpec;
@@ -21,6 +22,7 @@ use crate::server::RequestContext;
 use crate::server::sessions::{check_cursor_session, request_session};
 use bson::{Bson, Document, RawDocumentBuf};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// How long an awaitData `getMore` waits without a `maxTimeMS`.
 const AWAIT_DATA_DEFAULT: std::time::Duration = std::time::Duration::from_secs(1);
@@ -95,6 +97,56 @@ impl FindCommand {
     }
 }
 
+/// What a find parses from its arguments before it reads, whether or not the collection
+/// exists: the filter, projection and sort, with the command's `let`.
+pub(super) struct FindQuery {
+    vars: Arc<LetVariables>,
+    filter: Filter,
+    /// The projection as sent, less a `$sortKey` request.
+    projection_spec: Option<Document>,
+    projection: Option<Projection>,
+    /// The sort as sent: `{$natural: ±1}` included (a scan direction, not a sort).
+    sort_spec: Option<SortSpec>,
+    /// The sort whose keys a `{$meta: "sortKey"}` projection asks for.
+    sort_key: Option<SortSpec>,
+    sort: Option<SortSpec>,
+}
+
+impl FindQuery {
+    pub(super) fn parse(req: &CommandRequest, cmd: &FindCommand) -> Result<FindQuery> {
+        crate::catalog::validate_collection_name(&req.db, &cmd.collection)?;
+        let vars = req.args().let_variables()?;
+        let filter = Filter::parse_with_variables(&cmd.filter, &vars)?;
+        let mut projection_spec = cmd.projection.clone();
+        let wants_sort_key = take_sort_key_request(&mut projection_spec);
+        let projection = projection_spec
+            .as_ref()
+            .map(|p| Projection::parse_with_variables(p, Some(&filter), &vars))
+            .transpose()?;
+        let sort_spec = cmd.sort.as_ref().map(SortSpec::parse).transpose()?;
+        let sort_key = match (wants_sort_key, &sort_spec) {
+            (false, _) => None,
+            (true, Some(sort)) if !sort.is_empty() => Some(sort.clone()),
+            (true, _) => {
+                return Err(MongoError::bad_value(
+                    "a $sortKey meta-projection requires a sort",
+                ));
+            }
+        };
+        // `{$natural: ±1}` is a scan direction, not a sort.
+        let sort = sort_spec.clone().filter(|s| !s.is_empty());
+        Ok(FindQuery {
+            vars,
+            filter,
+            projection_spec,
+            projection,
+            sort_spec,
+            sort_key,
+            sort,
+        })
+    }
+}
+
 pub(super) async fn find<S: DataNode>(
     state: &S,
     _ctx: &RequestContext,
@@ -102,29 +154,7 @@ pub(super) async fn find<S: DataNode>(
 ) -> Result<RawDocumentBuf> {
     let cmd = FindCommand::parse(&req)?;
     let ns = format!("{}.{}", req.db, cmd.collection);
-    crate::catalog::validate_collection_name(&req.db, &cmd.collection)?;
-    let vars = req.args().let_variables()?;
-    let filter = Filter::parse_with_variables(&cmd.filter, &vars)?;
-    let mut projection = cmd.projection.clone();
-    let wants_sort_key = take_sort_key_request(&mut projection);
-    let projection_spec = projection;
-    let projection = projection_spec
-        .as_ref()
-        .map(|p| Projection::parse_with_variables(p, Some(&filter), &vars))
-        .transpose()?;
-    // `{$natural: 1}` is the scan order itself: no sort.
-    let sort_spec = cmd.sort.as_ref().map(SortSpec::parse).transpose()?;
-    let sort_key = match (wants_sort_key, &sort_spec) {
-        (false, _) => None,
-        (true, Some(sort)) if !sort.is_empty() => Some(sort.clone()),
-        (true, _) => {
-            return Err(MongoError::bad_value(
-                "a $sortKey meta-projection requires a sort",
-            ));
-        }
-    };
-    // `{$natural: ±1}` is a scan direction, not a sort.
-    let sort = sort_spec.clone().filter(|s| !s.is_empty());
+    let query = FindQuery::parse(&req, &cmd)?;
     let first_batch = cmd
         .batch_size
         .map(|b| b as usize)
@@ -140,7 +170,7 @@ pub(super) async fn find<S: DataNode>(
             &req.db,
             Some(&view.source),
             &view_stages(view.pipeline, &cmd),
-            &vars,
+            &query.vars,
             super::aggregate::Access::default(),
             super::aggregate::memory_limits(state, cmd.allow_disk_use),
         )
@@ -166,7 +196,7 @@ pub(super) async fn find<S: DataNode>(
     };
     let shape = QueryShape {
         filter: &cmd.filter,
-        sort: sort_spec.as_ref(),
+        sort: query.sort_spec.as_ref(),
         hint,
         min: cmd.min.as_ref(),
         max: cmd.max.as_ref(),
@@ -177,8 +207,8 @@ pub(super) async fn find<S: DataNode>(
         position.path(),
         &CoverRequest {
             filter: &cmd.filter,
-            projection: projection_spec.as_ref(),
-            sort: sort.as_ref(),
+            projection: query.projection_spec.as_ref(),
+            sort: query.sort.as_ref(),
             return_key: cmd.return_key,
             show_record_id: cmd.show_record_id,
             ownership: ownership.as_deref(),
@@ -189,16 +219,16 @@ pub(super) async fn find<S: DataNode>(
     db.index_usage()
         .record(&coll, position.path().indexes_used(&coll));
     let mut output = FindOutput::new(
-        projection,
-        &filter,
+        query.projection,
+        &query.filter,
         cmd.show_record_id,
         cmd.return_key,
         position.path(),
     );
-    if let Some(sort) = sort_key {
+    if let Some(sort) = query.sort_key {
         output = output.with_sort_key(sort);
     }
-    let body = match sort {
+    let body = match query.sort {
         // A sort the access path does not deliver is done in memory over every match.
         Some(sort) if !position.path().provides_sort() => {
             let limits = sort_limits(state, cmd.allow_disk_use);
@@ -209,14 +239,14 @@ pub(super) async fn find<S: DataNode>(
                 limits,
                 keep_record_id: cmd.show_record_id,
             };
-            let docs = sorted_matches(&db, &coll, &filter, position, request).await?;
+            let docs = sorted_matches(&db, &coll, &query.filter, position, request).await?;
             CursorBody::Sorted(Box::new(SortedState::new(docs, cmd.skip, output)))
         }
         _ => CursorBody::Scan(Box::new(ScanState {
             db: db.clone(),
             coll: coll.clone(),
             position,
-            filter,
+            filter: query.filter,
             output,
             skip: cmd.skip,
             remaining: cmd.limit,

@@ -16,6 +16,7 @@ mod indexes;
 mod insert;
 #[doc(hidden)]
 pub mod parsers;
+mod profile;
 mod sources;
 mod transactions;
 mod update;
@@ -147,6 +148,9 @@ fn specs<S: DataNode>() -> Vec<CommandSpec<S>> {
             .takes_write_concern()
             .admin_only()
             .help("prepares a transaction for its two-phase commit"),
+        CommandSpec::new("profile", profile::profile)
+            .fields(crate::server::profiling::ProfileRequest::FIELDS)
+            .help("controls the behaviour of the performance profiler, the fraction of eligible operations which are sampled for logging/profiling, and the threshold duration at which ops become eligible. See http://docs.mongodb.org/manual/reference/command/profile"),
         CommandSpec::new("collStats", databases::coll_stats)
             .aliases(&["collstats"])
             .help("{ collStats:\"blog.posts\" , scale : 1 } scale divides sizes e.g. for KB use 1024"),

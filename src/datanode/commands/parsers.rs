@@ -1,11 +1,12 @@
 //! The data commands' command and statement parsers as one public surface, for the fuzzer
-//! (`fuzz/`): each parses what its handler parses first, the same way, and says only whether
-//! it was accepted, so the fuzzer reaches them without a storage engine behind.
+//! (`fuzz/`) and for the router, which parses a read on a database that does not exist as a
+//! shard would before answering it empty: each parses what its handler parses first, the same
+//! way, and says only whether it was accepted, without a storage engine behind.
 
 use super::aggregate::AggregateCommand;
 use super::bulk_write::BulkWriteCommand;
 use super::delete::DeleteStatement;
-use super::find::FindCommand;
+use super::find::{FindCommand, FindQuery};
 use super::find_and_modify::FindAndModifyCommand;
 use super::update::UpdateStatement;
 use crate::command::CommandRequest;
@@ -15,11 +16,19 @@ use bson::RawDocument;
 use std::sync::Arc;
 
 pub fn find(req: &CommandRequest) -> Result<()> {
-    FindCommand::parse(req).map(drop)
+    FindQuery::parse(req, &FindCommand::parse(req)?).map(drop)
 }
 
 pub fn aggregate(req: &CommandRequest) -> Result<()> {
-    AggregateCommand::parse(req).map(drop)
+    AggregateCommand::parse(req)?.parse_stages()
+}
+
+pub fn count(req: &CommandRequest) -> Result<()> {
+    super::count::parse_count(req).map(drop)
+}
+
+pub fn distinct(req: &CommandRequest) -> Result<()> {
+    super::count::parse_distinct(req).map(drop)
 }
 
 pub fn find_and_modify(req: &CommandRequest) -> Result<()> {

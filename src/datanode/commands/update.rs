@@ -293,12 +293,14 @@ pub(super) async fn run<S: DataNode>(
     let may_upsert = raw_statements
         .iter()
         .any(|s| matches!(s.get("upsert"), Ok(Some(bson::RawBsonRef::Boolean(true)))));
+    let vars = args.let_variables()?;
     let Some((db, coll)) = target(state, &req, may_upsert).await? else {
-        return finish_reply(rawdoc! {"n": 0, "nModified": 0}, Vec::new(), &wc);
+        let parse = |raw: &bson::RawDocument| UpdateStatement::parse(raw, &vars).map(drop);
+        let errors = super::write::unparsed_statements(&raw_statements, ordered, parse);
+        return finish_reply(rawdoc! {"n": 0, "nModified": 0}, errors, &wc);
     };
     let ns = format!("{}.{}", req.db, coll.name);
     let bypass = request.bypass_document_validation.unwrap_or(false);
-    let vars = args.let_variables()?;
     let validator = DocumentValidator::for_collection(&req.db, &coll, bypass)?;
     let sharded = ShardedWrite::of(state, &req);
     let mut txn = db.writes().await?;

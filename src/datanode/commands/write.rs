@@ -156,6 +156,25 @@ pub(super) fn count_value(n: u64) -> bson::RawBson {
 
 /// The statements of a write batch (`documents`, `updates`, `deletes`), within MongoDB's
 /// batch-size limits.
+/// The write errors of statements sent to a collection that does not exist: each still
+/// parses, as MongoDB's do whether or not there is data, up to the first error when `ordered`.
+pub(super) fn unparsed_statements(
+    statements: &[&RawDocument],
+    ordered: bool,
+    parse: impl Fn(&RawDocument) -> Result<()>,
+) -> Vec<(usize, MongoError)> {
+    let mut errors = Vec::new();
+    for (i, raw) in statements.iter().enumerate() {
+        if let Err(e) = parse(raw) {
+            errors.push((i, e));
+            if ordered {
+                break;
+            }
+        }
+    }
+    errors
+}
+
 pub(super) fn statements<'a>(req: &'a CommandRequest, field: &str) -> Result<Vec<&'a RawDocument>> {
     crate::command::requests::check_batch_size(req, field)?;
     req.document_array(field)

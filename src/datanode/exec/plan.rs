@@ -87,6 +87,27 @@ impl AccessPath {
         used
     }
 
+    /// The plan as a profile entry's `planSummary` names it: `COLLSCAN`, `IDHACK`,
+    /// `IXSCAN { a: 1 }` (one per branch of a union, comma-separated).
+    pub fn summary(&self) -> String {
+        let scan = |plan: &IndexScanPlan| {
+            format!(
+                "IXSCAN {}",
+                crate::document::display::render_doc(&plan.index.key_pattern())
+            )
+        };
+        match self {
+            AccessPath::IdPoint(_) => "IDHACK".to_string(),
+            AccessPath::IndexScan(plan) => scan(plan),
+            AccessPath::Union(plans) => plans
+                .iter()
+                .map(|plan| scan(plan))
+                .collect::<Vec<_>>()
+                .join(", "),
+            AccessPath::CollScan { .. } => "COLLSCAN".to_string(),
+        }
+    }
+
     /// Chooses the access path for a query on `coll`.
     pub fn choose(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Result<AccessPath> {
         let Some(filter) = or_of_equalities_as_in(shape.filter) else {

@@ -88,10 +88,23 @@ pub struct Examined {
     pub chunk_skips: u64,
 }
 
+impl Examined {
+    /// Counts index keys and documents read, here and for the operation running the read
+    /// (what its profile entry reports).
+    fn add(&mut self, keys: u64, docs: u64) {
+        self.keys += keys;
+        self.docs += docs;
+        crate::server::operations::add_examined(keys, docs);
+    }
+}
+
 impl Position {
     /// Plans the query on `coll` and starts at the beginning.
     pub fn plan(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Result<Self> {
-        Ok(Self::with_path(AccessPath::choose(coll, shape)?))
+        let path = AccessPath::choose(coll, shape)?;
+        // The operation's first plan is the one its profile entry names.
+        crate::server::operations::set_plan_summary(|| path.summary());
+        Ok(Self::with_path(path))
     }
 
     /// A query whose filter is `filter` alone (no sort, no hint).
@@ -209,7 +222,7 @@ impl Position {
             AccessPath::IdPoint(id) => {
                 self.done = true;
                 let found: Vec<_> = src.fetch_by_id(coll, id).await?.into_iter().collect();
-                self.examined.keys += found.len() as u64;
+                self.examined.add(found.len() as u64, 0);
                 found
             }
             AccessPath::CollScan { reverse } => {
@@ -237,7 +250,7 @@ impl Position {
                 self.next_index_rows(src, coll).await?
             }
         };
-        self.examined.docs += rows.len() as u64;
+        self.examined.add(0, rows.len() as u64);
         let mut out = Vec::with_capacity(rows.len());
 
         for (rid, raw) in rows {
@@ -298,7 +311,7 @@ impl Position {
                     let Some(raw) = src.fetch_by_rid(coll, rid).await? else {
                         continue;
                     };
-                    self.examined.docs += 1;
+                    self.examined.add(0, 1);
                     let full = raw.to_document()?;
                     if !filter.try_matches(&full)? {
                         continue;
@@ -379,7 +392,7 @@ impl Position {
                 .map(|(key, rid, types)| (key, rid, types, None))
                 .collect()
         };
-        self.examined.keys += entries.len() as u64;
+        self.examined.add(entries.len() as u64, 0);
         cursor.keys_per_plan[cursor.plan] += entries.len() as u64;
         if (entries.len() as i64) < self.chunk {
             cursor.interval += 1;

@@ -25,11 +25,15 @@ pub struct IndexKeys {
 struct FieldValues {
     values: Vec<Bson>,
     arrays: Vec<String>,
+    /// No value lies at the path, only the null that stands for it: through an object without
+    /// the field, a scalar, or an array none of whose elements has it (`a.b` in `{a: []}` or
+    /// `{a: [1]}`). A sparse index skips the document, as MongoDB's does.
     missing: bool,
 }
 
 fn collect(value: &Bson, path: &[&str], prefix: &str, out: &mut FieldValues) {
     let Some((first, rest)) = path.split_first() else {
+        out.missing = false;
         match value {
             Bson::Array(items) => {
                 out.arrays.push(prefix.to_string());
@@ -84,27 +88,16 @@ fn field_values(doc: &Document, path: &str) -> FieldValues {
     let mut out = FieldValues {
         values: Vec::new(),
         arrays: Vec::new(),
-        missing: false,
+        missing: true,
     };
     match doc.get(parts[0]) {
         Some(v) => collect(v, &parts[1..], parts[0], &mut out),
-        None => {
-            out.values.push(Bson::Null);
-            out.missing = true;
-        }
-    }
-    if out.values.iter().all(|v| matches!(v, Bson::Null)) && out.arrays.is_empty() {
-        out.missing = !path_exists(doc, &parts);
+        None => out.values.push(Bson::Null),
     }
     out.values.dedup_by(|a, b| {
         crate::document::order::values_equal(a, b) && a.element_type() == b.element_type()
     });
     out
-}
-
-/// Whether the path leads anywhere (a present null is not missing, for sparse indexes).
-fn path_exists(doc: &Document, parts: &[&str]) -> bool {
-    crate::document::path::get_path(doc, &parts.join(".")).is_some()
 }
 
 /// Whether two expanded array paths are "parallel": neither lies on the other's path.
@@ -262,6 +255,39 @@ mod tests {
         assert_eq!(
             index_keys(&sparse, &doc! {"a": null}).unwrap().keys.len(),
             1
+        );
+        assert_eq!(index_keys(&sparse, &doc! {"a": []}).unwrap().keys.len(), 1);
+        // Under an array the path is missing when no element has the field.
+        let dotted = IndexSpec::parse(&doc! {"key": {"a.b": 1}, "sparse": true}).unwrap();
+        for absent in [
+            doc! {"a": []},
+            doc! {"a": [1, 2]},
+            doc! {"a": [{"c": 1}]},
+            doc! {"a": 5},
+        ] {
+            assert!(
+                index_keys(&dotted, &absent).unwrap().keys.is_empty(),
+                "{absent}"
+            );
+        }
+        for present in [
+            doc! {"a": [{"b": null}]},
+            doc! {"a": {"b": null}},
+            doc! {"a": [{}, {"b": 1}]},
+        ] {
+            assert!(
+                !index_keys(&dotted, &present).unwrap().keys.is_empty(),
+                "{present}"
+            );
+        }
+        // A compound sparse index skips only a document missing every field.
+        let compound = IndexSpec::parse(&doc! {"key": {"a.b": 1, "c": 1}, "sparse": true}).unwrap();
+        assert!(
+            index_keys(&compound, &doc! {"a": [], "c": 1})
+                .unwrap()
+                .keys
+                .len()
+                == 1
         );
         let partial =
             IndexSpec::parse(&doc! {"key": {"a": 1}, "partialFilterExpression": {"a": {"$gt": 5}}})

@@ -83,11 +83,13 @@ impl Leaf {
             Op::Size(_) | Op::ElemMatchObject(_) | Op::ElemMatchValue(_)
         );
         let mut matched = false;
+        let mut candidates = 0usize;
         walk_path(
             doc,
             &self.parts,
             expand_leaf_arrays,
             &mut |value, offset| {
+                candidates += 1;
                 let mut inner = None;
                 if self.op.matches_single(value, &mut inner) {
                     if let Some(pos) = offset.or(inner) {
@@ -100,6 +102,12 @@ impl Leaf {
                 }
             },
         );
+        // An array that yields nothing for the rest of the path (`a.1` in `{a: [5]}`, `a.b` in
+        // `{a: [1, 2]}` or `{a: []}`) leaves the path missing, which null matches in MongoDB
+        // (jstests/core/query/null_query_semantics.js).
+        if candidates == 0 && self.op.matches_single(None, &mut None) {
+            return true;
+        }
         matched
     }
 }

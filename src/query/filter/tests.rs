@@ -55,7 +55,7 @@ fn dotted_paths_through_arrays() {
 }
 
 #[test]
-fn null_matches_missing_and_null_but_not_paths_into_scalar_arrays() {
+fn null_matches_missing_and_null_and_paths_arrays_leave_missing() {
     assert!(m(doc! {"a": null}, doc! {}));
     assert!(m(doc! {"a": null}, doc! {"a": null}));
     assert!(m(doc! {"a": null}, doc! {"a": [1, null]}));
@@ -63,8 +63,34 @@ fn null_matches_missing_and_null_but_not_paths_into_scalar_arrays() {
     assert!(!m(doc! {"a": null}, doc! {"a": 0}));
     assert!(m(doc! {"a.b": null}, doc! {"a": 5}));
     assert!(m(doc! {"a.b": null}, doc! {"a": [{"c": 1}]}));
-    assert!(!m(doc! {"a.b": null}, doc! {"a": [1, 2]}));
-    assert!(!m(doc! {"a.b": null}, doc! {"a": []}));
+    // An array yielding nothing for the rest of the path leaves it missing, as in MongoDB's
+    // null_query_semantics.js; one yielding values compares those.
+    assert!(m(doc! {"a.b": null}, doc! {"a": [1, 2]}));
+    assert!(m(doc! {"a.b": null}, doc! {"a": []}));
+    assert!(m(doc! {"a.b": null}, doc! {"a": [[]]}));
+    assert!(!m(doc! {"a.b": null}, doc! {"a": [{"b": 1}, {"b": 3}]}));
+    assert!(m(doc! {"a.b": null}, doc! {"a": [{"b": 3}, {}]}));
+    assert!(!m(doc! {"a.b": {"$ne": null}}, doc! {"a": [1, 2]}));
+    assert!(!m(doc! {"a.b": {"$nin": [null, 75]}}, doc! {"a": []}));
+    // `a.1` past the end of `a` is missing: null, `$lte`/`$gte: null` and `$in: [null]` match.
+    for filter in [
+        doc! {"a.1": null},
+        doc! {"a.1": {"$eq": null}},
+        doc! {"a.1": {"$lte": null}},
+        doc! {"a.1": {"$gte": null}},
+        doc! {"a.1": {"$in": [null, 7]}},
+        doc! {"a.1": {"$exists": false}},
+    ] {
+        assert!(m(filter.clone(), doc! {"a": [5]}), "{filter}");
+        assert!(m(filter.clone(), doc! {"a": []}), "{filter}");
+        assert!(!m(filter.clone(), doc! {"a": [5, 6]}), "{filter}");
+    }
+    assert!(m(doc! {"a.1": null}, doc! {"a": [5, null]}));
+    assert!(!m(doc! {"a.1": {"$ne": null}}, doc! {"a": [5]}));
+    assert!(!m(doc! {"a.1": {"$lt": null}}, doc! {"a": [5]}));
+    assert!(!m(doc! {"a.1": {"$gt": null}}, doc! {"a": [5]}));
+    assert!(!m(doc! {"a.1": {"$exists": true}}, doc! {"a": [5]}));
+    assert!(m(doc! {"a.1.b": null}, doc! {"a": [5, 6]}));
     assert!(m(doc! {"a": {"$exists": false}}, doc! {"b": 1}));
     assert!(m(doc! {"a": {"$gte": null}}, doc! {}));
     assert!(!m(doc! {"a": {"$gt": null}}, doc! {}));

@@ -205,6 +205,27 @@ pub(super) async fn kill_op(
     }
 }
 
+/// `profile` on the router, as on mongos: level 0 sets `slowms`, `sampleRate` and `filter` (for
+/// the router's own log), -1 reads them; the router has no collections to profile into, so
+/// levels 1 and 2 are refused.
+pub(super) async fn profile(
+    state: &RouterState,
+    _ctx: &RequestContext,
+    req: CommandRequest,
+) -> Result<RawDocumentBuf> {
+    let request = crate::server::profiling::ProfileRequest::parse(&req)?;
+    if request.level != -1 && request.level != 0 {
+        return Err(MongoError::bad_value(
+            "Profiling is not permitted on mongoS: the 'profile' field should be 0 to change 'slowms', 'sampleRate', or 'filter' settings for logging, or -1 to view current values",
+        ));
+    }
+    let profiling = &state.node.profiling;
+    let next = profiling.next(&req.db, &request)?;
+    Ok(RawDocumentBuf::from_document(
+        &profiling.apply(&req.db, &request, next),
+    )?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -97,6 +97,10 @@ pub(super) fn table() -> CommandTable<RouterState> {
         CommandSpec::new("listIndexes", catalog::list_indexes)
             .requires(Requires::Collection(&["listIndexes"]))
             .fields(requests::ListIndexesRequest::FIELDS).help("list indexes for a collection"),
+        CommandSpec::new("profile", introspection::profile)
+            .requires(Requires::Database(&["enableProfiler"]))
+            .fields(crate::server::profiling::ProfileRequest::FIELDS)
+            .help("controls the behaviour of the performance profiler, the fraction of eligible operations which are sampled for logging/profiling, and the threshold duration at which ops become eligible. See http://docs.mongodb.org/manual/reference/command/profile"),
         CommandSpec::new("dbStats", catalog::db_stats)
             .requires(Requires::Database(&["dbStats"]))
             .fields(requests::DbStatsRequest::FIELDS)

@@ -13,6 +13,7 @@ use super::super::forward::{Placement, on_config_server, refuse_stale, reply_cou
 use super::super::targeting::{By, Filter};
 use crate::aggregate::Pipeline;
 use crate::command::{CommandRequest, cursor_reply};
+use crate::datanode::commands::parsers;
 use crate::document::order::compare_values;
 use crate::error::{ErrorCategory, MongoError, Result};
 use crate::query::sort::SortSpec;
@@ -112,7 +113,23 @@ pub(super) async fn find(
     let ns = namespace(&req)?;
     let filter = Filter::Raw(req.args().raw_document("filter")?);
     let merged = targeted_read(state, &req, filter, Merge::Find).await?;
-    Ok(merged.unwrap_or_else(|| cursor_reply(&ns, Vec::new(), 0, true)))
+    let empty = || cursor_reply(&ns, Vec::new(), 0, true);
+    or_missing(merged, &req, parsers::find, empty)
+}
+
+/// The reply, or for a database that does not exist `empty()` once the command parsed as a
+/// shard parses it: MongoDB refuses an invalid filter, operator or pipeline whether or not
+/// there is data.
+fn or_missing(
+    reply: Option<RawDocumentBuf>,
+    req: &CommandRequest,
+    parse: fn(&CommandRequest) -> Result<()>,
+    empty: impl FnOnce() -> RawDocumentBuf,
+) -> Result<RawDocumentBuf> {
+    match reply {
+        Some(reply) => Ok(reply),
+        None => parse(req).map(|()| empty()),
+    }
 }
 
 /// A find over several shards: each runs it without `skip` (and with `limit + skip`), sorted
@@ -295,12 +312,13 @@ pub(super) async fn aggregate(
             targeted_read(state, &req, filter, Merge::Aggregate).await?
         }
         // `aggregate: 1` names no collection: the database's primary runs it.
-        _ => match state.send_to_primary(req, false).await? {
+        _ => match state.send_to_primary(req.clone(), false).await? {
             Some((shard, reply)) => Some(state.adopt_cursor(&shard, reply)?),
             None => None,
         },
     };
-    Ok(merged.unwrap_or_else(|| cursor_reply(&ns, Vec::new(), 0, true)))
+    let empty = || cursor_reply(&ns, Vec::new(), 0, true);
+    or_missing(merged, &req, parsers::aggregate, empty)
 }
 
 /// An aggregation over several shards, split as `pipeline_split` says: each shard runs the
@@ -367,15 +385,16 @@ pub(super) async fn count(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    query_read(state, req, Merge::Count, rawdoc! {"n": 0}).await
+    query_read(state, req, Merge::Count, parsers::count, rawdoc! {"n": 0}).await
 }
 
 /// A read targeted by its `query` (count, distinct); `missing` answers for a database that
-/// does not exist.
+/// does not exist, once the command parsed (`parse`).
 async fn query_read(
     state: &RouterState,
     req: CommandRequest,
     merge: Merge,
+    parse: fn(&CommandRequest) -> Result<()>,
     missing: RawDocumentBuf,
 ) -> Result<RawDocumentBuf> {
     super::super::forward::check_routable(&req.db)?;
@@ -384,7 +403,7 @@ async fn query_read(
     }
     let query = Filter::Raw(req.args().raw_document("query")?);
     let merged = targeted_read(state, &req, query, merge).await?;
-    Ok(merged.unwrap_or(missing))
+    or_missing(merged, &req, parse, || missing)
 }
 
 /// A count over several shards: each counts without `skip` (up to `limit + skip`); the sum,
@@ -426,7 +445,8 @@ pub(super) async fn distinct(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    query_read(state, req, Merge::Distinct, rawdoc! {"values": []}).await
+    let empty = rawdoc! {"values": []};
+    query_read(state, req, Merge::Distinct, parsers::distinct, empty).await
 }
 
 /// Distinct values over several shards: the union, in MongoDB's order, without duplicates.

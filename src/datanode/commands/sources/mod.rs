@@ -17,6 +17,14 @@ use crate::server::sessions::{list_local_sessions, owners_filter, parse_list_ses
 use bson::Document;
 use std::sync::Arc;
 
+/// Whether `stage` is one of these stages (which the pipeline parser does not know).
+pub(super) fn answers(stage: &str) -> bool {
+    matches!(
+        stage,
+        "$currentOp" | "$listLocalSessions" | "$indexStats" | "$listSessions" | "$planCacheStats"
+    )
+}
+
 /// The pipeline's output when it starts with one of these stages; `None` otherwise.
 pub(super) async fn run<S: DataNode>(
     state: &S,

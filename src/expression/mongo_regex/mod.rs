@@ -2,22 +2,16 @@
 //! MongoDB's compile errors, and match limits so that a pathological pattern fails instead of
 //! holding a thread.
 
+mod ffi;
+
 use crate::error::{MongoError, Result};
-use pcre2::bytes::{Regex, RegexBuilder};
+use ffi::{Code, Matcher};
 use std::cell::RefCell;
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// The longest pattern MongoDB lets PCRE2 compile, in bytes (its compile context's limit).
 const MAX_PATTERN_LENGTH: usize = 32_764;
-
-/// PCRE2's default match limit, as MongoDB runs with it: how many times the matcher may
-/// backtrack into a subpattern before it gives up with "match limit exceeded". It bounds the
-/// time a catastrophic pattern like `(a+)+$` takes, JIT or not.
-const MATCH_LIMIT: u32 = 10_000_000;
-
-/// The interpreter's backtracking memory for one match, in KiB (PCRE2's default is 20 GB).
-const HEAP_LIMIT_KIB: u32 = 256 * 1024;
 
 /// How many compiled patterns each thread keeps for the expression operators, whose pattern
 /// is usually the same constant on every document.
@@ -28,16 +22,7 @@ const CACHE_SIZE: usize = 32;
 pub struct MongoRegex {
     pub pattern: String,
     pub options: String,
-    compiled: Arc<Compiled>,
-}
-
-/// The JIT-compiled pattern and, made on first need, the same pattern for PCRE2's interpreter:
-/// the JIT's stack is small and fixed, and where it runs out the interpreter (MongoDB's engine,
-/// which keeps its backtracking on the heap) still answers.
-#[derive(Debug)]
-struct Compiled {
-    jit: Regex,
-    interpreter: OnceLock<std::result::Result<Regex, pcre2::Error>>,
+    compiled: Arc<Code>,
 }
 
 /// Why matching stopped without an answer: PCRE2's own words ("match limit exceeded").
@@ -70,22 +55,17 @@ impl MongoRegex {
                 "Regular expression options string cannot contain an embedded null byte",
             ));
         }
-        let builder = builder(options)?;
+        let flags = compile_options(options)?;
         if pattern.len() > MAX_PATTERN_LENGTH {
             return Err(invalid(
                 "pattern string is longer than the limit set by the application",
             ));
         }
-        let jit = builder
-            .build(&limited(pattern))
-            .map_err(|e| invalid(&pcre_message(&e)))?;
+        let compiled = ffi::compile(pattern, flags).map_err(|message| invalid(&message))?;
         Ok(MongoRegex {
             pattern: pattern.to_string(),
             options: options.to_string(),
-            compiled: Arc::new(Compiled {
-                jit,
-                interpreter: OnceLock::new(),
-            }),
+            compiled: Arc::new(compiled),
         })
     }
 
@@ -119,69 +99,55 @@ impl MongoRegex {
 
     /// Whether the pattern matches, or why matching failed.
     pub fn matches(&self, text: &str) -> std::result::Result<bool, MatchFailure> {
-        self.run(|re| re.is_match(text.as_bytes()))
+        self.run(|matcher| self.compiled.is_match(text, 0, matcher))
     }
 
-    /// The first match that starts at or after byte `start` of `text`. Anchors and lookbehinds
-    /// still see the text before `start`, as with PCRE's start offset.
+    /// The first match that starts at or after byte `start` of `text` (moved on to the next
+    /// character boundary if it falls inside a character). Anchors and lookbehinds still see
+    /// the text before `start`, as with PCRE's start offset.
     pub fn find_at(
         &self,
         text: &str,
         start: usize,
     ) -> std::result::Result<Option<RegexMatch>, MatchFailure> {
-        self.run(|re| {
-            let mut locations = re.capture_locations();
-            let Some(whole) = re.captures_read_at(&mut locations, text.as_bytes(), start)? else {
-                return Ok(None);
-            };
-            let groups = (1..locations.len())
-                .map(|i| locations.get(i).map(|(s, e)| s..e))
-                .collect();
-            Ok(Some(RegexMatch {
-                whole: whole.start()..whole.end(),
+        let Some(start) = (start..=text.len()).find(|&i| text.is_char_boundary(i)) else {
+            return Ok(None);
+        };
+        let found = self.run(|matcher| self.compiled.captures(text, start, matcher))?;
+        Ok(found.map(|mut ranges| {
+            let groups = ranges.split_off(1);
+            RegexMatch {
+                whole: ranges[0].clone().expect("the whole match is set"),
                 groups,
-            }))
-        })
+            }
+        }))
     }
 
-    /// Runs `f` on the JIT-compiled pattern, and on the interpreter's where the JIT's stack
-    /// ran out.
+    /// Runs `f` with the JIT, and with the interpreter where the JIT's stack ran out.
     fn run<T>(
         &self,
-        f: impl Fn(&Regex) -> std::result::Result<T, pcre2::Error>,
+        f: impl Fn(Matcher) -> std::result::Result<T, i32>,
     ) -> std::result::Result<T, MatchFailure> {
-        let failure = |e: pcre2::Error| MatchFailure(pcre_message(&e));
-        match f(&self.compiled.jit) {
-            Err(e) if e.code() == pcre2_sys::PCRE2_ERROR_JIT_STACKLIMIT => {
-                let interpreter = self.compiled.interpreter.get_or_init(|| {
-                    let mut builder = builder(&self.options).expect("options checked at compile");
-                    builder
-                        .jit_if_available(false)
-                        .build(&limited(&self.pattern))
-                });
-                match interpreter {
-                    Ok(re) => f(re).map_err(failure),
-                    Err(e) => Err(failure(e.clone())),
-                }
-            }
-            result => result.map_err(failure),
+        match f(Matcher::Jit) {
+            Err(ffi::PCRE2_ERROR_JIT_STACKLIMIT) => f(Matcher::Interpreter),
+            result => result,
         }
+        .map_err(|code| MatchFailure(ffi::error_message(code)))
     }
 }
 
 /// MongoDB's options as PCRE2 compile options; always UTF mode (MongoDB's strings are UTF-8),
 /// without Unicode properties for `\d \w \s \b` (ASCII, as in MongoDB).
-fn builder(options: &str) -> Result<RegexBuilder> {
-    let mut builder = RegexBuilder::new();
-    builder.utf(true).jit_if_available(true);
+fn compile_options(options: &str) -> Result<u32> {
+    let mut flags = ffi::PCRE2_UTF;
     for c in options.chars() {
-        match c {
-            'i' => builder.caseless(true),
-            'm' => builder.multi_line(true),
-            's' => builder.dotall(true),
-            'x' => builder.extended(true),
+        flags |= match c {
+            'i' => ffi::PCRE2_CASELESS,
+            'm' => ffi::PCRE2_MULTILINE,
+            's' => ffi::PCRE2_DOTALL,
+            'x' => ffi::PCRE2_EXTENDED,
             // MongoDB accepts `u` and changes nothing: UTF mode is always on.
-            'u' => &mut builder,
+            'u' => 0,
             other => {
                 return Err(MongoError::location(
                     51108,
@@ -190,24 +156,11 @@ fn builder(options: &str) -> Result<RegexBuilder> {
             }
         };
     }
-    Ok(builder)
-}
-
-/// The pattern with the match limits in front, as PCRE2's start-of-pattern settings (the
-/// crate has no match context to set them on). A pattern's own settings may only lower them.
-fn limited(pattern: &str) -> String {
-    format!("(*LIMIT_MATCH={MATCH_LIMIT})(*LIMIT_HEAP={HEAP_LIMIT_KIB}){pattern}")
+    Ok(flags)
 }
 
 fn invalid(detail: &str) -> MongoError {
     MongoError::location(51091, format!("Regular expression is invalid: {detail}"))
-}
-
-/// PCRE2's message without the crate's "PCRE2: error compiling pattern at offset 3: " prefix:
-/// MongoDB reports the message alone.
-fn pcre_message(error: &pcre2::Error) -> String {
-    let text = error.to_string();
-    text.splitn(3, ": ").nth(2).unwrap_or(&text).to_string()
 }
 
 #[cfg(test)]
@@ -296,6 +249,24 @@ mod tests {
     }
 
     #[test]
+    fn many_groups_and_starts_inside_a_character() {
+        // More groups than a thread's first match data holds: it grows.
+        let pattern = "(a)".repeat(40);
+        let re = MongoRegex::new(&pattern, "").unwrap();
+        let found = re.find_at(&"a".repeat(41), 1).unwrap().unwrap();
+        assert_eq!(found.whole, 1..41);
+        assert_eq!(found.groups.len(), 40);
+        assert_eq!(found.groups[39], Some(40..41));
+        // A start inside a character moves to the next boundary; past the end finds nothing.
+        let dot = MongoRegex::new(".", "").unwrap();
+        assert_eq!(dot.find_at("éx", 1).unwrap().map(|m| m.whole), Some(2..3));
+        assert_eq!(dot.find_at("é", 5), Ok(None));
+        // Other threads have their own match data.
+        let handle = std::thread::spawn(move || re.is_match(&"a".repeat(40)));
+        assert!(handle.join().unwrap());
+    }
+
+    #[test]
     fn catastrophic_patterns_fail_instead_of_hanging() {
         let re = MongoRegex::new("(a+)+$", "").unwrap();
         let subject = format!("{}b", "a".repeat(40));
@@ -321,8 +292,9 @@ mod tests {
         let re = MongoRegex::new("^(?:a|b)*c$", "").unwrap();
         let subject = format!("{}c", "ab".repeat(50_000));
         assert_eq!(re.matches(&subject), Ok(true));
-        assert!(
-            re.compiled.interpreter.get().is_some(),
+        assert_eq!(
+            re.compiled.is_match(&subject, 0, Matcher::Jit),
+            Err(ffi::PCRE2_ERROR_JIT_STACKLIMIT),
             "the JIT answered alone"
         );
         assert_eq!(
