@@ -229,6 +229,8 @@ pub struct ProcessCluster {
     shard_dirs: Vec<String>,
     /// Arguments every config server and shard process gets.
     extra: Vec<String>,
+    /// `user:password` the cluster's clients authenticate with, if any.
+    credentials: Option<String>,
     _dir: tempfile::TempDir,
 }
 
@@ -240,7 +242,17 @@ impl ProcessCluster {
     /// [`start`](Self::start) with more arguments for every process (config server, shards,
     /// router).
     pub async fn start_with(shards: usize, extra: &[&str]) -> ProcessCluster {
-        let dir = tempfile::tempdir().expect("temp dir");
+        Self::start_in(tempfile::tempdir().expect("temp dir"), shards, extra, None).await
+    }
+
+    /// [`start_with`](Self::start_with) in `dir` (which may hold files the arguments name),
+    /// its clients authenticating as `credentials` (`user:password`).
+    pub async fn start_in(
+        dir: tempfile::TempDir,
+        shards: usize,
+        extra: &[&str],
+        credentials: Option<&str>,
+    ) -> ProcessCluster {
         let config_port = free_port();
         let configdb = format!("127.0.0.1:{config_port}");
         let path = |name: &str| dir.path().join(name).display().to_string();
@@ -295,6 +307,7 @@ impl ProcessCluster {
             processes,
             shard_dirs,
             extra,
+            credentials: credentials.map(str::to_string),
             _dir: dir,
         };
         // Shards register themselves in the background; wait until all have.
@@ -317,7 +330,25 @@ impl ProcessCluster {
     }
 
     pub async fn client(&self) -> Client {
-        client_for(SocketAddr::from(([127, 0, 0, 1], self.router_port))).await
+        let Some(credentials) = &self.credentials else {
+            return client_for(SocketAddr::from(([127, 0, 0, 1], self.router_port))).await;
+        };
+        Client::with_uri_str(format!(
+            "mongodb://{credentials}@127.0.0.1:{}/?serverSelectionTimeoutMS=5000",
+            self.router_port
+        ))
+        .await
+        .expect("client")
+    }
+
+    /// The directory the cluster's data (and files its arguments name) live in.
+    pub fn dir(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
+    /// The config server's `host:port`.
+    pub fn configdb(&self) -> &str {
+        &self.configdb
     }
 
     /// Starts another router process on the same cluster; returns a client of it.

@@ -35,6 +35,7 @@ mod hostile_wire;
 mod index_queries;
 mod indexes;
 mod introspection;
+mod keyfile;
 mod let_variables;
 mod message_limits;
 mod metadata_consistency;

@@ -5,6 +5,7 @@ use crate::configsvr::ConfigState;
 use crate::error::{MongoError, Result};
 use crate::router::RouterState;
 use crate::rpc::{Connector, NodeClient, PoolLimits};
+use crate::server::auth::ClusterKey;
 use crate::server::logbuf::LogBuffer;
 use crate::server::{
     CmdLine, Dispatcher, Ingress, Node, Parameters, Role, ServerHandle, Service, serve,
@@ -33,6 +34,9 @@ pub struct NodeOptions {
     /// A root user (`user`, `password`) created at startup when no user exists
     /// (`--admin-user`/`--admin-password`, or the Docker image's `MONGO_INITDB_ROOT_*`).
     pub initial_user: Option<(String, String)>,
+    /// The cluster's key (`--keyFile`): members authenticate each other with it, and it
+    /// enables authorization on every role, as in MongoDB.
+    pub cluster_key: Option<Arc<ClusterKey>>,
 }
 
 impl NodeOptions {
@@ -47,15 +51,18 @@ impl NodeOptions {
             log: Arc::new(LogBuffer::default()),
             auth: false,
             initial_user: None,
+            cluster_key: None,
         }
     }
 
     fn node(&self, role: Role) -> Result<Node> {
         let params = Parameters::with_startup(&self.parameters)?;
         let mut node = Node::new(role, self.cmdline.clone(), params, self.log.clone());
-        // Shards and the config server trust their callers until members authenticate each
-        // other with a key file (a later increment).
-        node.authorization = self.auth && role == Role::Router;
+        // Without a key file, members cannot prove membership: shards and the config server
+        // then trust their callers, and only routers check. A key file enables authorization
+        // everywhere (MongoDB's keyFile implies --auth).
+        node.authorization = (self.auth && role == Role::Router) || self.cluster_key.is_some();
+        node.cluster_key = self.cluster_key.clone();
         Ok(node)
     }
 
@@ -299,7 +306,10 @@ async fn create_initial_user(opts: &NodeOptions, config: &NodeClient) -> Result<
 
 /// The connector of a node, its pools sized by the node's startup parameters.
 fn connector_for(node: &Node) -> Arc<Connector> {
-    Connector::with_limits(PoolLimits::from_params(&node.params))
+    Connector::with_limits(
+        PoolLimits::from_params(&node.params),
+        node.cluster_key.clone(),
+    )
 }
 
 /// The default data directory of `dev` mode.

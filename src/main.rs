@@ -94,7 +94,7 @@ struct ListenArgs {
     max_conns: Option<usize>,
     /// Require clients to authenticate (SCRAM-SHA-256/SCRAM-SHA-1) and hold the privileges of
     /// what they run, as mongod's `--auth`. Routers enforce it; shards and the config server
-    /// accept it but trust their callers until member authentication (`--keyFile`) exists.
+    /// enforce it with `--keyFile` (without one they trust their callers).
     #[arg(long)]
     auth: bool,
     /// A root user created in `admin` at startup when no user exists (dev and configsvr; also
@@ -104,6 +104,11 @@ struct ListenArgs {
     /// The initial root user's password (also `MONGO_INITDB_ROOT_PASSWORD`).
     #[arg(long, requires = "admin_user")]
     admin_password: Option<String>,
+    /// The cluster's shared key file (mongod's `--keyFile`): members authenticate each other
+    /// as `__system` with it, internal commands need it, and authorization is on (as `--auth`)
+    /// on every role. 6 to 1024 base64 characters, readable by the owner only.
+    #[arg(long = "keyFile", value_name = "PATH")]
+    key_file: Option<PathBuf>,
 }
 
 fn parse_parameter(text: &str) -> Result<(String, String), String> {
@@ -167,7 +172,7 @@ struct FileConfig {
     max_conns: Option<usize>,
     /// mongod's `net` section; only `maxIncomingConnections` is taken.
     net: Option<NetConfig>,
-    /// mongod's `security` section; only `authorization` is taken.
+    /// mongod's `security` section; `authorization` and `keyFile` are taken.
     security: Option<SecurityConfig>,
 }
 
@@ -176,6 +181,8 @@ struct FileConfig {
 struct SecurityConfig {
     /// `enabled` or `disabled`, as in mongod's configuration file.
     authorization: Option<Authorization>,
+    #[serde(rename = "keyFile")]
+    key_file: Option<PathBuf>,
 }
 
 #[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
@@ -268,6 +275,20 @@ fn main() -> Result<()> {
 async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
     let argv: Vec<String> = std::env::args().collect();
     let command = cli.command.unwrap_or(Command::Dev(cli.dev));
+    let listen = match &command {
+        Command::Dev(args) => &args.listen,
+        Command::Router(args) => &args.listen,
+        Command::Configsvr(args) => &args.listen,
+        Command::Shard(args) => &args.storage.listen,
+    };
+    let key_file = listen
+        .key_file
+        .clone()
+        .or_else(|| file.security.as_ref().and_then(|s| s.key_file.clone()));
+    let cluster_key = match &key_file {
+        Some(path) => Some(Arc::new(read_key_file(path, &listen.set_parameter)?)),
+        None => None,
+    };
     let options = |listen: &ListenArgs, default_port: u16, parsed: Document| NodeOptions {
         bind: listen
             .bind
@@ -286,19 +307,14 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
         auth: listen.auth
             || file.security.as_ref().and_then(|s| s.authorization) == Some(Authorization::Enabled),
         initial_user: initial_user(listen),
+        cluster_key: cluster_key.clone(),
         cmdline: CmdLine {
             argv: argv.clone(),
             parsed,
         },
         log: log.clone(),
     };
-    let listen = match &command {
-        Command::Dev(args) => &args.listen,
-        Command::Router(args) => &args.listen,
-        Command::Configsvr(args) => &args.listen,
-        Command::Shard(args) => &args.storage.listen,
-    };
-    if !options(listen, 0, Document::new()).auth {
+    if !options(listen, 0, Document::new()).auth && cluster_key.is_none() {
         log.startup_warning(
             "CONTROL",
             22120,
@@ -318,7 +334,7 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
                 bail!("--shards must be at least 1");
             }
             let mut opts = options(&args.listen, 27017, Document::new());
-            opts.cmdline.parsed = parsed(&opts, Some(&data_dir), None, "dev");
+            opts.cmdline.parsed = parsed(&opts, key_file.as_ref(), Some(&data_dir), None, "dev");
             let running = cluster::start_dev(&opts, &data_dir, shards).await?;
             tracing::info!(addr = %running.addr, data_dir = %data_dir.display(), shards, "docgrid dev cluster ready; connect with mongosh mongodb://{}", running.addr);
             running
@@ -330,7 +346,7 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
                 .or_else(|| file.configdb.clone())
                 .context("router needs --configdb host:port")?;
             let mut opts = options(&args.listen, 27017, Document::new());
-            opts.cmdline.parsed = parsed(&opts, None, Some(&configdb), "router");
+            opts.cmdline.parsed = parsed(&opts, key_file.as_ref(), None, Some(&configdb), "router");
             let running = cluster::start_router(&opts, &configdb).await?;
             tracing::info!(addr = %running.addr, %configdb, "router ready");
             running
@@ -342,7 +358,8 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
                 .or_else(|| file.data_dir.clone())
                 .unwrap_or_else(|| PathBuf::from("docgrid-data/config"));
             let mut opts = options(&args.listen, 27019, Document::new());
-            opts.cmdline.parsed = parsed(&opts, Some(&data_dir), None, "configsvr");
+            opts.cmdline.parsed =
+                parsed(&opts, key_file.as_ref(), Some(&data_dir), None, "configsvr");
             let running = cluster::start_configsvr(&opts, &data_dir).await?;
             tracing::info!(addr = %running.addr, data_dir = %data_dir.display(), "config server ready");
             running
@@ -360,7 +377,13 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
                 .or_else(|| file.data_dir.clone())
                 .unwrap_or_else(|| PathBuf::from("docgrid-data/shard"));
             let mut opts = options(&args.storage.listen, 27018, Document::new());
-            opts.cmdline.parsed = parsed(&opts, Some(&data_dir), Some(&configdb), "shardsvr");
+            opts.cmdline.parsed = parsed(
+                &opts,
+                key_file.as_ref(),
+                Some(&data_dir),
+                Some(&configdb),
+                "shardsvr",
+            );
             let running = cluster::start_shard(&opts, &data_dir, &configdb).await?;
             tracing::info!(addr = %running.addr, data_dir = %data_dir.display(), %configdb, "shard ready");
             running
@@ -382,9 +405,24 @@ fn initial_user(listen: &ListenArgs) -> Option<(String, String)> {
     (!user.is_empty()).then_some((user, password))
 }
 
+/// Reads the cluster's key file with MongoDB's rules; its `__system` credentials take the
+/// iteration counts the startup parameters set. An unusable key file stops the process, as it
+/// stops mongod.
+fn read_key_file(
+    path: &std::path::Path,
+    parameters: &[(String, String)],
+) -> Result<docgrid::server::auth::ClusterKey> {
+    use docgrid::server::auth;
+    let params = docgrid::server::Parameters::with_startup(parameters)
+        .map_err(|e| anyhow::anyhow!("{}", e.message()))?;
+    auth::ClusterKey::read(path, |m| auth::iteration_count(&params, m))
+        .map_err(|e| anyhow::anyhow!("{}", e.message()))
+}
+
 /// `getCmdLineOpts.parsed`, in mongod's option layout.
 fn parsed(
     opts: &NodeOptions,
+    key_file: Option<&PathBuf>,
     data_dir: Option<&PathBuf>,
     configdb: Option<&str>,
     role: &str,
@@ -405,8 +443,15 @@ fn parsed(
         sharding.insert("configDB", configdb);
     }
     parsed.insert("sharding", sharding);
+    let mut security = Document::new();
     if opts.auth {
-        parsed.insert("security", doc! {"authorization": "enabled"});
+        security.insert("authorization", "enabled");
+    }
+    if let Some(path) = key_file {
+        security.insert("keyFile", path.display().to_string());
+    }
+    if !security.is_empty() {
+        parsed.insert("security", security);
     }
     if !opts.parameters.is_empty() {
         let set: Document = opts

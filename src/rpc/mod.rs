@@ -9,6 +9,7 @@ pub use tcp::PoolLimits;
 
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::auth::ClusterKey;
 use crate::server::clock::{self, LogicalClock};
 use crate::server::{RequestContext, Service};
 use bson::{Document, RawDocumentBuf};
@@ -41,11 +42,11 @@ impl NodeClient {
     }
 
     /// A client that connects to `host` (`address:port`) over TCP, through a pool bounded
-    /// by `limits`.
-    pub fn tcp(host: &str, limits: PoolLimits) -> Self {
+    /// by `limits`; with the cluster's `key`, each connection authenticates as `__system`.
+    pub fn tcp(host: &str, limits: PoolLimits, key: Option<Arc<ClusterKey>>) -> Self {
         NodeClient {
             host: host.into(),
-            target: Target::Tcp(Arc::new(tcp::Pool::new(host, limits))),
+            target: Target::Tcp(Arc::new(tcp::Pool::new(host, limits, key))),
             clock: None,
         }
     }
@@ -101,6 +102,8 @@ pub struct Connector {
     local: RwLock<HashMap<String, Arc<dyn Service>>>,
     clients: RwLock<HashMap<String, NodeClient>>,
     limits: PoolLimits,
+    /// The cluster's key: connections to other members authenticate with it.
+    key: Option<Arc<ClusterKey>>,
 }
 
 /// A node's view of a [`Connector`]: its clients gossip the node's cluster time.
@@ -131,10 +134,11 @@ impl Connector {
         Arc::new(Connector::default())
     }
 
-    /// A connector whose TCP pools follow `limits`.
-    pub fn with_limits(limits: PoolLimits) -> Arc<Self> {
+    /// A connector whose TCP pools follow `limits` and authenticate with the cluster's `key`.
+    pub fn with_limits(limits: PoolLimits, key: Option<Arc<ClusterKey>>) -> Arc<Self> {
         Arc::new(Connector {
             limits,
+            key,
             ..Connector::default()
         })
     }
@@ -154,7 +158,7 @@ impl Connector {
         }
         let client = match self.local.read().expect("poisoned").get(host) {
             Some(service) => NodeClient::local(host, service.clone()),
-            None => NodeClient::tcp(host, self.limits),
+            None => NodeClient::tcp(host, self.limits, self.key.clone()),
         };
         self.clients
             .write()

@@ -1,15 +1,20 @@
 //! The TCP transport: a bounded pool of OP_MSG connections to one host, one request at a time
 //! per connection. Idle connections are checked before reuse — a closed one is dropped, one
 //! idle past the refresh requirement must answer `hello` first — and closed once idle past the
-//! host timeout, as MongoDB's ShardingTaskExecutorPool does.
+//! host timeout, as MongoDB's ShardingTaskExecutorPool does. With the cluster's key, every new
+//! connection authenticates as `__system` before its first request.
 
 use super::{connection_lost, unreachable};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::Parameters;
+use crate::server::auth::keyfile::{SYSTEM_DB, SYSTEM_USER};
+use crate::server::auth::scram::Mechanism;
+use crate::server::auth::{ClusterKey, scram_client};
 use crate::server::commands::MAX_WIRE_VERSION;
 use crate::wire::{DEFAULT_MAX_BSON_DEPTH, MAX_MESSAGE_SIZE, OpCode, OpMsg, read_frame};
-use bson::{RawDocumentBuf, rawdoc};
+use bson::spec::BinarySubtype;
+use bson::{Binary, RawDocumentBuf, rawdoc};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -103,13 +108,15 @@ pub(super) struct Pool {
     /// One permit per connection that may be open.
     permits: Arc<Semaphore>,
     next_request_id: AtomicI32,
+    key: Option<Arc<ClusterKey>>,
 }
 
 impl Pool {
-    pub fn new(host: &str, limits: PoolLimits) -> Self {
+    pub fn new(host: &str, limits: PoolLimits, key: Option<Arc<ClusterKey>>) -> Self {
         Pool {
             host: host.to_string(),
             limits,
+            key,
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(limits.max_size.max(1))),
             next_request_id: AtomicI32::new(1),
@@ -257,9 +264,101 @@ impl Pool {
         let request = CommandRequest::new("admin", hello)?;
         self.round_trip(conn, &request)
             .await
-            .map_err(|e| unreachable(&self.host, e))
-            .map(|_| ())
+            .map_err(|e| unreachable(&self.host, e))?;
+        match &self.key {
+            Some(key) => self.authenticate(conn, key).await.map_err(|e| {
+                let e = match e.code() {
+                    ErrorCode::AuthenticationFailed => e,
+                    _ => MongoError::new(ErrorCode::AuthenticationFailed, e.message()),
+                };
+                MongoError::new(
+                    e.code(),
+                    format!(
+                        "Error connecting to {} :: caused by :: {}",
+                        self.host,
+                        e.message()
+                    ),
+                )
+            }),
+            None => Ok(()),
+        }
     }
+
+    /// Authenticates `conn` as `__system` with SCRAM-SHA-256 (MongoDB's internal
+    /// authentication with a key file), checking the peer's signature too: a process without
+    /// the key is not a member either way.
+    async fn authenticate(&self, conn: &mut Conn, key: &ClusterKey) -> Result<()> {
+        let mechanism = Mechanism::Sha256;
+        let first = scram_client::start(mechanism, SYSTEM_USER);
+        let start = rawdoc! {
+            "saslStart": 1,
+            "mechanism": mechanism.name(),
+            "payload": binary(first.message.as_bytes()),
+            "options": {"skipEmptyExchange": true},
+        };
+        let reply = self.sasl_step(conn, start).await?;
+        let last = first
+            .finish(&reply.payload, |salt, iterations| {
+                key.salted_password(mechanism, salt, iterations)
+            })
+            .map_err(failed)?;
+        let proof = rawdoc! {
+            "saslContinue": 1,
+            "conversationId": reply.conversation_id,
+            "payload": binary(last.message.as_bytes()),
+        };
+        let mut reply = self.sasl_step(conn, proof).await?;
+        last.verify(&reply.payload).map_err(failed)?;
+        // A server that does not skip the empty exchange wants one more message.
+        while !reply.done {
+            let empty = rawdoc! {
+                "saslContinue": 1,
+                "conversationId": reply.conversation_id,
+                "payload": binary(b""),
+            };
+            reply = self.sasl_step(conn, empty).await?;
+        }
+        Ok(())
+    }
+
+    /// One message of the conversation: its reply's payload, or the error it carries.
+    async fn sasl_step(&self, conn: &mut Conn, command: RawDocumentBuf) -> Result<SaslReply> {
+        let request = CommandRequest::new(SYSTEM_DB, command)?;
+        let reply = self.round_trip(conn, &request).await?;
+        if !crate::error::raw_reply_ok(&reply) {
+            let doc = reply.to_document()?;
+            return Err(MongoError::from_reply(&doc)
+                .unwrap_or_else(|| MongoError::internal("a failed reply without its error")));
+        }
+        let payload = match reply.get("payload")? {
+            Some(bson::RawBsonRef::Binary(b)) => b.bytes.to_vec(),
+            _ => return Err(failed("the SASL reply has no payload".into())),
+        };
+        Ok(SaslReply {
+            conversation_id: reply.get_i32("conversationId").unwrap_or(1),
+            done: reply.get_bool("done").unwrap_or(false),
+            payload,
+        })
+    }
+}
+
+struct SaslReply {
+    conversation_id: i32,
+    done: bool,
+    payload: Vec<u8>,
+}
+
+fn binary(bytes: &[u8]) -> Binary {
+    Binary {
+        subtype: BinarySubtype::Generic,
+        bytes: bytes.to_vec(),
+    }
+}
+
+/// A conversation the peer got wrong: logged with why, reported as MongoDB reports it.
+fn failed(why: String) -> MongoError {
+    tracing::warn!(error = %why, "internal authentication failed");
+    crate::server::auth::sasl::authentication_failed()
 }
 
 #[cfg(test)]
@@ -314,7 +413,7 @@ mod tests {
             max_size: 2,
             ..PoolLimits::default()
         };
-        let pool = Arc::new(Pool::new(&host, limits));
+        let pool = Arc::new(Pool::new(&host, limits, None));
         let calls: Vec<_> = (0..10)
             .map(|_| {
                 let pool = Arc::clone(&pool);
@@ -335,7 +434,7 @@ mod tests {
             refresh_timeout: Duration::from_millis(50),
             ..PoolLimits::default()
         };
-        let pool = Arc::new(Pool::new(&host, limits));
+        let pool = Arc::new(Pool::new(&host, limits, None));
         let busy = {
             let pool = Arc::clone(&pool);
             tokio::spawn(async move { pool.call(ping()).await })
@@ -351,7 +450,7 @@ mod tests {
         // The peer closes each connection after one reply: the next call notices and
         // reconnects instead of failing.
         let (host, accepted) = peer(Duration::ZERO, 1).await;
-        let pool = Pool::new(&host, PoolLimits::default());
+        let pool = Pool::new(&host, PoolLimits::default(), None);
         pool.call(ping()).await.unwrap();
         tokio::time::sleep(Duration::from_millis(20)).await;
         pool.call(ping()).await.unwrap();
@@ -366,7 +465,7 @@ mod tests {
             refresh_requirement: Duration::ZERO,
             ..PoolLimits::default()
         };
-        let pool = Pool::new(&host, limits);
+        let pool = Pool::new(&host, limits, None);
         pool.call(ping()).await.unwrap();
         pool.call(ping()).await.unwrap();
         assert_eq!(
@@ -384,7 +483,7 @@ mod tests {
             host_timeout: Duration::from_millis(10),
             ..PoolLimits::default()
         };
-        let pool = Pool::new(&host, limits);
+        let pool = Pool::new(&host, limits, None);
         pool.call(ping()).await.unwrap();
         tokio::time::sleep(Duration::from_millis(30)).await;
         pool.call(ping()).await.unwrap();

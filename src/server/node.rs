@@ -62,6 +62,8 @@ pub struct Node {
     pub authorization: bool,
     /// The stored users this node has looked up (`server::auth`).
     pub users: super::auth::UserCache,
+    /// The cluster's key (`--keyFile`): members authenticate as `__system` with it.
+    pub cluster_key: Option<Arc<super::auth::ClusterKey>>,
     host: RwLock<String>,
 }
 
@@ -84,6 +86,7 @@ impl Node {
             clock: Arc::default(),
             authorization: false,
             users: Default::default(),
+            cluster_key: None,
             host: RwLock::new(String::new()),
         }
     }
