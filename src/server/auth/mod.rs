@@ -208,3 +208,23 @@ pub async fn privileges_of<S: NodeState>(
             .unwrap_or_default(),
     ))
 }
+
+/// The commands of a shard's or config server's `table` a client could run there without the
+/// key file: those that declare what they require, beyond the ones every role shares. The
+/// roles' tests keep it empty, so that their internal commands (`_shardsvr*`, `_configsvr*`,
+/// `_addShard`, transaction coordination, migrations, and the data commands routers send)
+/// need the `internal` action only `__system` holds.
+#[cfg(test)]
+pub fn declared_beyond_common<S: NodeState>(table: &super::CommandTable<S>) -> Vec<&'static str> {
+    let common: Vec<&str> = super::commands::common::<S>()
+        .iter()
+        .chain([super::commands::kill_op::<S>()].iter())
+        .flat_map(|spec| std::iter::once(spec.name).chain(spec.aliases.iter().copied()))
+        .collect();
+    table
+        .entries()
+        .into_iter()
+        .filter(|(name, spec)| spec.requires.is_some() && !common.contains(name))
+        .map(|(name, _)| name)
+        .collect()
+}
