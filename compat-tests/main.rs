@@ -57,6 +57,7 @@ mod sharded_queries;
 mod sharding;
 mod sorting;
 mod stale_versions;
+mod tls;
 mod transaction_coordinator;
 mod transactions;
 mod ttl;

@@ -7,6 +7,7 @@ use crate::router::RouterState;
 use crate::rpc::{Connector, NodeClient, PoolLimits};
 use crate::server::auth::ClusterKey;
 use crate::server::logbuf::LogBuffer;
+use crate::server::tls::Tls;
 use crate::server::{
     CmdLine, Dispatcher, Ingress, Node, Parameters, Role, ServerHandle, Service, serve,
 };
@@ -37,6 +38,8 @@ pub struct NodeOptions {
     /// The cluster's key (`--keyFile`): members authenticate each other with it, and it
     /// enables authorization on every role, as in MongoDB.
     pub cluster_key: Option<Arc<ClusterKey>>,
+    /// TLS on client connections (`--tlsMode` and its files); `None`: plain only.
+    pub tls: Option<Arc<Tls>>,
 }
 
 impl NodeOptions {
@@ -52,6 +55,7 @@ impl NodeOptions {
             auth: false,
             initial_user: None,
             cluster_key: None,
+            tls: None,
         }
     }
 
@@ -68,9 +72,10 @@ impl NodeOptions {
 
     /// The admission of this process: one per process, shared by its listeners.
     fn ingress(&self) -> Result<Arc<Ingress>> {
-        Ingress::new(
+        Ingress::with_tls(
             self.max_incoming_connections,
             &Parameters::with_startup(&self.parameters)?,
+            self.tls.clone(),
         )
     }
 

@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use docgrid::cluster::{self, NodeOptions};
 use docgrid::server::CmdLine;
 use docgrid::server::logbuf::{LogBuffer, LogLayer};
+use docgrid::server::tls::{Tls, TlsMode, TlsOptions};
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -109,6 +110,20 @@ struct ListenArgs {
     /// on every role. 6 to 1024 base64 characters, readable by the owner only.
     #[arg(long = "keyFile", value_name = "PATH")]
     key_file: Option<PathBuf>,
+    /// TLS on client connections, as mongod's `--tlsMode`: disabled, allowTLS and preferTLS
+    /// (TLS and plain connections), requireTLS (TLS only).
+    #[arg(long = "tlsMode", value_name = "MODE")]
+    tls_mode: Option<String>,
+    /// The server's certificate chain and private key, one PEM file.
+    #[arg(long = "tlsCertificateKeyFile", value_name = "PATH")]
+    tls_certificate_key_file: Option<PathBuf>,
+    /// Certificate authorities client certificates must chain to; with it, clients must
+    /// present a certificate (unless `--tlsAllowConnectionsWithoutCertificates`).
+    #[arg(long = "tlsCAFile", value_name = "PATH")]
+    tls_ca_file: Option<PathBuf>,
+    /// With `--tlsCAFile`: clients without a certificate are accepted too.
+    #[arg(long = "tlsAllowConnectionsWithoutCertificates")]
+    tls_allow_connections_without_certificates: bool,
 }
 
 fn parse_parameter(text: &str) -> Result<(String, String), String> {
@@ -170,7 +185,7 @@ struct FileConfig {
     enable_test_commands: Option<bool>,
     #[serde(rename = "maxConns")]
     max_conns: Option<usize>,
-    /// mongod's `net` section; only `maxIncomingConnections` is taken.
+    /// mongod's `net` section; `maxIncomingConnections` and `tls` are taken.
     net: Option<NetConfig>,
     /// mongod's `security` section; `authorization` and `keyFile` are taken.
     security: Option<SecurityConfig>,
@@ -197,6 +212,18 @@ enum Authorization {
 struct NetConfig {
     #[serde(rename = "maxIncomingConnections")]
     max_incoming_connections: Option<usize>,
+    /// mongod's `net.tls`.
+    tls: Option<TlsConfig>,
+}
+
+#[derive(Deserialize, Debug, Default, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct TlsConfig {
+    mode: Option<String>,
+    certificate_key_file: Option<PathBuf>,
+    #[serde(rename = "CAFile")]
+    ca_file: Option<PathBuf>,
+    allow_connections_without_certificates: Option<bool>,
 }
 
 impl FileConfig {
@@ -289,6 +316,7 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
         Some(path) => Some(Arc::new(read_key_file(path, &listen.set_parameter)?)),
         None => None,
     };
+    let tls = tls_of(listen, &file)?;
     let options = |listen: &ListenArgs, default_port: u16, parsed: Document| NodeOptions {
         bind: listen
             .bind
@@ -308,6 +336,7 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
             || file.security.as_ref().and_then(|s| s.authorization) == Some(Authorization::Enabled),
         initial_user: initial_user(listen),
         cluster_key: cluster_key.clone(),
+        tls: tls.clone(),
         cmdline: CmdLine {
             argv: argv.clone(),
             parsed,
@@ -405,6 +434,33 @@ fn initial_user(listen: &ListenArgs) -> Option<(String, String)> {
     (!user.is_empty()).then_some((user, password))
 }
 
+/// TLS from the flags, or else the TOML file's `net.tls`; its files are read at startup, and
+/// an unusable one stops the process.
+fn tls_of(listen: &ListenArgs, file: &FileConfig) -> Result<Option<Arc<Tls>>> {
+    let from_file = file
+        .net
+        .as_ref()
+        .and_then(|net| net.tls.clone())
+        .unwrap_or_default();
+    let mode = match listen.tls_mode.as_ref().or(from_file.mode.as_ref()) {
+        Some(mode) => TlsMode::parse(mode).map_err(|e| anyhow::anyhow!("{}", e.message()))?,
+        None => TlsMode::Disabled,
+    };
+    let options = TlsOptions {
+        mode,
+        certificate_key_file: listen
+            .tls_certificate_key_file
+            .clone()
+            .or(from_file.certificate_key_file),
+        ca_file: listen.tls_ca_file.clone().or(from_file.ca_file),
+        allow_connections_without_certificates: listen.tls_allow_connections_without_certificates
+            || from_file
+                .allow_connections_without_certificates
+                .unwrap_or(false),
+    };
+    Tls::new(&options).map_err(|e| anyhow::anyhow!("{}", e.message()))
+}
+
 /// Reads the cluster's key file with MongoDB's rules; its `__system` credentials take the
 /// iteration counts the startup parameters set. An unusable key file stops the process, as it
 /// stops mongod.
@@ -433,6 +489,9 @@ fn parsed(
             "maxIncomingConnections",
             i32::try_from(max).unwrap_or(i32::MAX),
         );
+    }
+    if let Some(tls) = &opts.tls {
+        net.insert("tls", doc! {"mode": tls.mode.name()});
     }
     let mut parsed = doc! {"net": net};
     if let Some(dir) = data_dir {
