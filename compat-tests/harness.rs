@@ -231,6 +231,8 @@ pub struct ProcessCluster {
     extra: Vec<String>,
     /// `user:password` the cluster's clients authenticate with, if any.
     credentials: Option<String>,
+    /// More URI options of the cluster's clients (`&tls=true...`).
+    client_options: String,
     _dir: tempfile::TempDir,
 }
 
@@ -242,16 +244,24 @@ impl ProcessCluster {
     /// [`start`](Self::start) with more arguments for every process (config server, shards,
     /// router).
     pub async fn start_with(shards: usize, extra: &[&str]) -> ProcessCluster {
-        Self::start_in(tempfile::tempdir().expect("temp dir"), shards, extra, None).await
+        Self::start_in(
+            tempfile::tempdir().expect("temp dir"),
+            shards,
+            extra,
+            None,
+            "",
+        )
+        .await
     }
 
     /// [`start_with`](Self::start_with) in `dir` (which may hold files the arguments name),
-    /// its clients authenticating as `credentials` (`user:password`).
+    /// its clients authenticating as `credentials` (`user:password`), with more URI options.
     pub async fn start_in(
         dir: tempfile::TempDir,
         shards: usize,
         extra: &[&str],
         credentials: Option<&str>,
+        client_options: &str,
     ) -> ProcessCluster {
         let config_port = free_port();
         let configdb = format!("127.0.0.1:{config_port}");
@@ -308,6 +318,7 @@ impl ProcessCluster {
             shard_dirs,
             extra,
             credentials: credentials.map(str::to_string),
+            client_options: client_options.to_string(),
             _dir: dir,
         };
         // Shards register themselves in the background; wait until all have.
@@ -330,12 +341,17 @@ impl ProcessCluster {
     }
 
     pub async fn client(&self) -> Client {
-        let Some(credentials) = &self.credentials else {
+        if self.credentials.is_none() && self.client_options.is_empty() {
             return client_for(SocketAddr::from(([127, 0, 0, 1], self.router_port))).await;
-        };
+        }
+        let credentials = self
+            .credentials
+            .as_ref()
+            .map(|c| format!("{c}@"))
+            .unwrap_or_default();
         Client::with_uri_str(format!(
-            "mongodb://{credentials}@127.0.0.1:{}/?serverSelectionTimeoutMS=5000",
-            self.router_port
+            "mongodb://{credentials}127.0.0.1:{}/?serverSelectionTimeoutMS=5000{}",
+            self.router_port, self.client_options
         ))
         .await
         .expect("client")
@@ -740,4 +756,23 @@ pub async fn hashed_owners(
             (k, owner.get_str("shard").unwrap().to_string())
         })
         .collect()
+}
+
+/// Inserts `n` documents into `app.users`, shards it on `_id` and counts them back through
+/// `client`: a request path through router, config server and shards.
+pub async fn sharded_round_trip(client: &Client, n: i32) {
+    let coll = client.database("app").collection::<Document>("users");
+    coll.insert_many((0..n).map(|i| mongodb::bson::doc! {"_id": i}))
+        .await
+        .unwrap();
+    admin(
+        client,
+        mongodb::bson::doc! {"shardCollection": "app.users", "key": {"_id": 1}},
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        coll.count_documents(mongodb::bson::doc! {}).await.unwrap(),
+        n as u64
+    );
 }

@@ -36,7 +36,7 @@ async fn secured(shards: usize) -> ProcessCluster {
         "--admin-password",
         "example",
     ];
-    ProcessCluster::start_in(dir, shards, &args, Some(ROOT)).await
+    ProcessCluster::start_in(dir, shards, &args, Some(ROOT), "").await
 }
 
 async fn direct(port: u16, credentials: &str) -> Client {
@@ -60,16 +60,8 @@ async fn refused(client: &Client, db: &str, command: Document) -> (i32, String, 
 async fn keyfile_cluster_works_and_internal_commands_need_the_key() {
     let cluster = secured(2).await;
     let client = cluster.client().await;
+    crate::harness::sharded_round_trip(&client, 20).await;
     let coll = client.database("app").collection::<Document>("users");
-    coll.insert_many((0..20).map(|i| doc! {"_id": i}))
-        .await
-        .unwrap();
-    client
-        .database("admin")
-        .run_command(doc! {"shardCollection": "app.users", "key": {"_id": 1}})
-        .await
-        .unwrap();
-    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 20);
     client
         .database("app")
         .run_command(doc! {"createUser": "reader", "pwd": "pw", "roles": ["read"]})

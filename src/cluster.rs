@@ -4,7 +4,7 @@
 use crate::configsvr::ConfigState;
 use crate::error::{MongoError, Result};
 use crate::router::RouterState;
-use crate::rpc::{Connector, NodeClient, PoolLimits};
+use crate::rpc::{Connector, Membership, NodeClient, PoolLimits};
 use crate::server::auth::ClusterKey;
 use crate::server::logbuf::LogBuffer;
 use crate::server::tls::Tls;
@@ -67,6 +67,7 @@ impl NodeOptions {
         // everywhere (MongoDB's keyFile implies --auth).
         node.authorization = (self.auth && role == Role::Router) || self.cluster_key.is_some();
         node.cluster_key = self.cluster_key.clone();
+        node.tls = self.tls.clone();
         Ok(node)
     }
 
@@ -309,12 +310,14 @@ async fn create_initial_user(opts: &NodeOptions, config: &NodeClient) -> Result<
     Ok(())
 }
 
-/// The connector of a node, its pools sized by the node's startup parameters.
+/// The connector of a node, its pools sized by the node's startup parameters, its
+/// connections proving membership with the node's key and TLS.
 fn connector_for(node: &Node) -> Arc<Connector> {
-    Connector::with_limits(
-        PoolLimits::from_params(&node.params),
-        node.cluster_key.clone(),
-    )
+    let membership = Membership {
+        key: node.cluster_key.clone(),
+        tls: node.tls.clone(),
+    };
+    Connector::with_limits(PoolLimits::from_params(&node.params), membership)
 }
 
 /// The default data directory of `dev` mode.

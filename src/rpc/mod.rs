@@ -11,6 +11,7 @@ use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::auth::ClusterKey;
 use crate::server::clock::{self, LogicalClock};
+use crate::server::tls::Tls;
 use crate::server::{RequestContext, Service};
 use bson::{Document, RawDocumentBuf};
 use std::collections::HashMap;
@@ -42,11 +43,11 @@ impl NodeClient {
     }
 
     /// A client that connects to `host` (`address:port`) over TCP, through a pool bounded
-    /// by `limits`; with the cluster's `key`, each connection authenticates as `__system`.
-    pub fn tcp(host: &str, limits: PoolLimits, key: Option<Arc<ClusterKey>>) -> Self {
+    /// by `limits`, each connection proving `membership`.
+    pub fn tcp(host: &str, limits: PoolLimits, membership: Membership) -> Self {
         NodeClient {
             host: host.into(),
-            target: Target::Tcp(Arc::new(tcp::Pool::new(host, limits, key))),
+            target: Target::Tcp(Arc::new(tcp::Pool::new(host, limits, membership))),
             clock: None,
         }
     }
@@ -102,8 +103,15 @@ pub struct Connector {
     local: RwLock<HashMap<String, Arc<dyn Service>>>,
     clients: RwLock<HashMap<String, NodeClient>>,
     limits: PoolLimits,
-    /// The cluster's key: connections to other members authenticate with it.
-    key: Option<Arc<ClusterKey>>,
+    membership: Membership,
+}
+
+/// How a node's connections to other members prove it one of them: TLS when its mode says
+/// members use it (`preferTLS`, `requireTLS`), then the cluster's key (`__system`).
+#[derive(Clone, Default)]
+pub struct Membership {
+    pub key: Option<Arc<ClusterKey>>,
+    pub tls: Option<Arc<Tls>>,
 }
 
 /// A node's view of a [`Connector`]: its clients gossip the node's cluster time.
@@ -134,11 +142,11 @@ impl Connector {
         Arc::new(Connector::default())
     }
 
-    /// A connector whose TCP pools follow `limits` and authenticate with the cluster's `key`.
-    pub fn with_limits(limits: PoolLimits, key: Option<Arc<ClusterKey>>) -> Arc<Self> {
+    /// A connector whose TCP pools follow `limits` and prove `membership`.
+    pub fn with_limits(limits: PoolLimits, membership: Membership) -> Arc<Self> {
         Arc::new(Connector {
             limits,
-            key,
+            membership,
             ..Connector::default()
         })
     }
@@ -158,7 +166,7 @@ impl Connector {
         }
         let client = match self.local.read().expect("poisoned").get(host) {
             Some(service) => NodeClient::local(host, service.clone()),
-            None => NodeClient::tcp(host, self.limits, self.key.clone()),
+            None => NodeClient::tcp(host, self.limits, self.membership.clone()),
         };
         self.clients
             .write()

@@ -1,10 +1,11 @@
 //! The TCP transport: a bounded pool of OP_MSG connections to one host, one request at a time
 //! per connection. Idle connections are checked before reuse — a closed one is dropped, one
 //! idle past the refresh requirement must answer `hello` first — and closed once idle past the
-//! host timeout, as MongoDB's ShardingTaskExecutorPool does. With the cluster's key, every new
-//! connection authenticates as `__system` before its first request.
+//! host timeout, as MongoDB's ShardingTaskExecutorPool does. A new connection speaks TLS when
+//! the node's mode says members do, and authenticates as `__system` with the cluster's key
+//! before its first request.
 
-use super::{connection_lost, unreachable};
+use super::{Membership, connection_lost, unreachable};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::Parameters;
@@ -21,10 +22,22 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::either::Either;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-type Conn = BufReader<TcpStream>;
+type Conn = BufReader<Stream>;
+
+/// A connection to another member, over TLS (right) or not (left).
+type Stream = Either<TcpStream, Box<tokio_rustls::client::TlsStream<TcpStream>>>;
+
+/// The socket under a connection, TLS or not.
+fn tcp(stream: &Stream) -> &TcpStream {
+    match stream {
+        Either::Left(tcp) => tcp,
+        Either::Right(tls) => tls.get_ref().0,
+    }
+}
 
 /// The limits of each host's pool (MongoDB's `ShardingTaskExecutorPool*` parameters).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -108,15 +121,15 @@ pub(super) struct Pool {
     /// One permit per connection that may be open.
     permits: Arc<Semaphore>,
     next_request_id: AtomicI32,
-    key: Option<Arc<ClusterKey>>,
+    membership: Membership,
 }
 
 impl Pool {
-    pub fn new(host: &str, limits: PoolLimits, key: Option<Arc<ClusterKey>>) -> Self {
+    pub fn new(host: &str, limits: PoolLimits, membership: Membership) -> Self {
         Pool {
             host: host.to_string(),
             limits,
-            key,
+            membership,
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(limits.max_size.max(1))),
             next_request_id: AtomicI32::new(1),
@@ -176,7 +189,7 @@ impl Pool {
     async fn healthy(&self, idle: Idle) -> Option<Conn> {
         let mut conn = idle.conn;
         let mut probe = [0u8; 1];
-        match conn.get_ref().try_read(&mut probe) {
+        match tcp(conn.get_ref()).try_read(&mut probe) {
             // No data and not closed: the connection is idle and alive.
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             _ => return None,
@@ -209,6 +222,22 @@ impl Pool {
             .map_err(|_| unreachable(&self.host, "connection timed out"))?
             .map_err(|e| unreachable(&self.host, e))?;
         let _ = stream.set_nodelay(true);
+        let stream = match self
+            .membership
+            .tls
+            .as_ref()
+            .and_then(|t| t.member_connector())
+        {
+            Some(connector) => {
+                let name = crate::server::tls::server_name(&self.host)?;
+                let tls = tokio::time::timeout(CONNECT_TIMEOUT, connector.connect(name, stream))
+                    .await
+                    .map_err(|_| unreachable(&self.host, "TLS handshake timed out"))?
+                    .map_err(|e| unreachable(&self.host, e))?;
+                Either::Right(Box::new(tls))
+            }
+            None => Either::Left(stream),
+        };
         let mut conn = BufReader::with_capacity(64 * 1024, stream);
         self.handshake(&mut conn).await?;
         Ok(conn)
@@ -265,7 +294,7 @@ impl Pool {
         self.round_trip(conn, &request)
             .await
             .map_err(|e| unreachable(&self.host, e))?;
-        match &self.key {
+        match &self.membership.key {
             Some(key) => self.authenticate(conn, key).await.map_err(|e| {
                 let e = match e.code() {
                     ErrorCode::AuthenticationFailed => e,
@@ -413,7 +442,7 @@ mod tests {
             max_size: 2,
             ..PoolLimits::default()
         };
-        let pool = Arc::new(Pool::new(&host, limits, None));
+        let pool = Arc::new(Pool::new(&host, limits, Membership::default()));
         let calls: Vec<_> = (0..10)
             .map(|_| {
                 let pool = Arc::clone(&pool);
@@ -434,7 +463,7 @@ mod tests {
             refresh_timeout: Duration::from_millis(50),
             ..PoolLimits::default()
         };
-        let pool = Arc::new(Pool::new(&host, limits, None));
+        let pool = Arc::new(Pool::new(&host, limits, Membership::default()));
         let busy = {
             let pool = Arc::clone(&pool);
             tokio::spawn(async move { pool.call(ping()).await })
@@ -450,7 +479,7 @@ mod tests {
         // The peer closes each connection after one reply: the next call notices and
         // reconnects instead of failing.
         let (host, accepted) = peer(Duration::ZERO, 1).await;
-        let pool = Pool::new(&host, PoolLimits::default(), None);
+        let pool = Pool::new(&host, PoolLimits::default(), Membership::default());
         pool.call(ping()).await.unwrap();
         tokio::time::sleep(Duration::from_millis(20)).await;
         pool.call(ping()).await.unwrap();
@@ -465,7 +494,7 @@ mod tests {
             refresh_requirement: Duration::ZERO,
             ..PoolLimits::default()
         };
-        let pool = Pool::new(&host, limits, None);
+        let pool = Pool::new(&host, limits, Membership::default());
         pool.call(ping()).await.unwrap();
         pool.call(ping()).await.unwrap();
         assert_eq!(
@@ -483,7 +512,7 @@ mod tests {
             host_timeout: Duration::from_millis(10),
             ..PoolLimits::default()
         };
-        let pool = Pool::new(&host, limits, None);
+        let pool = Pool::new(&host, limits, Membership::default());
         pool.call(ping()).await.unwrap();
         tokio::time::sleep(Duration::from_millis(30)).await;
         pool.call(ping()).await.unwrap();

@@ -1,7 +1,9 @@
-//! TLS on client connections with rustls (`--tlsMode`, `--tlsCertificateKeyFile`,
-//! `--tlsCAFile`, `--tlsAllowConnectionsWithoutCertificates`): the server configuration read
-//! from PEM files at startup, and whether a connection speaks TLS, recognized as MongoDB does
-//! by its first bytes (a TLS handshake record) where the mode accepts both.
+//! TLS with rustls (`--tlsMode`, `--tlsCertificateKeyFile`, `--tlsCAFile`,
+//! `--tlsAllowConnectionsWithoutCertificates`): the server configuration read from PEM files at
+//! startup, whether a connection speaks TLS (recognized as MongoDB does by its first bytes, a
+//! TLS handshake record, where the mode accepts both), and the client configuration of the
+//! connections a member opens to others with `preferTLS` and `requireTLS` (presenting its
+//! certificate, trusting the CA file's authorities, or the usual public ones without one).
 
 use crate::error::{ErrorCode, MongoError, Result};
 use rustls::RootCertStore;
@@ -11,7 +13,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::net::TcpStream;
-use tokio_rustls::TlsAcceptor;
+use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 /// `net.tls.mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,10 +64,12 @@ pub struct TlsOptions {
     pub allow_connections_without_certificates: bool,
 }
 
-/// A listener's TLS: its mode and the acceptor of TLS connections.
+/// A process's TLS: its mode, the acceptor of TLS connections, and the connector of the
+/// connections it opens to other members (`preferTLS`, `requireTLS`).
 pub struct Tls {
     pub mode: TlsMode,
     acceptor: TlsAcceptor,
+    connector: Option<TlsConnector>,
 }
 
 impl std::fmt::Debug for Tls {
@@ -94,10 +98,7 @@ impl Tls {
             ))
         })?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
-            .map_err(|e| invalid(e.to_string()))?;
-        let builder = match &options.ca_file {
+        let roots = match &options.ca_file {
             Some(ca) => {
                 let mut roots = RootCertStore::empty();
                 for certificate in certificates(ca)? {
@@ -105,8 +106,38 @@ impl Tls {
                         invalid(format!("Invalid certificate in {}: {e}", ca.display()))
                     })?;
                 }
-                let verifier =
-                    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+                Some(Arc::new(roots))
+            }
+            None => None,
+        };
+        let connector = match options.mode {
+            TlsMode::PreferTls | TlsMode::RequireTls => {
+                let roots = roots.clone().unwrap_or_else(|| {
+                    Arc::new(RootCertStore::from_iter(
+                        webpki_roots::TLS_SERVER_ROOTS.iter().cloned(),
+                    ))
+                });
+                let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+                    .with_safe_default_protocol_versions()
+                    .map_err(|e| invalid(e.to_string()))?
+                    .with_root_certificates(roots)
+                    .with_client_auth_cert(chain.clone(), key.clone_key())
+                    .map_err(|e| {
+                        invalid(format!(
+                            "Invalid certificate or key in {}: {e}",
+                            pem.display()
+                        ))
+                    })?;
+                Some(TlsConnector::from(Arc::new(config)))
+            }
+            TlsMode::Disabled | TlsMode::AllowTls => None,
+        };
+        let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| invalid(e.to_string()))?;
+        let builder = match roots {
+            Some(roots) => {
+                let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider);
                 let verifier = if options.allow_connections_without_certificates {
                     verifier.allow_unauthenticated()
                 } else {
@@ -127,12 +158,27 @@ impl Tls {
         Ok(Some(Arc::new(Tls {
             mode: options.mode,
             acceptor: TlsAcceptor::from(Arc::new(config)),
+            connector,
         })))
     }
 
     pub fn acceptor(&self) -> &TlsAcceptor {
         &self.acceptor
     }
+
+    /// The connector of connections to other members: `None` unless the mode says they use
+    /// TLS (`preferTLS`, `requireTLS`).
+    pub fn member_connector(&self) -> Option<&TlsConnector> {
+        self.connector.as_ref()
+    }
+}
+
+/// The name a member's certificate must carry for `host` (`name:port`, `[v6]:port`).
+pub fn server_name(host: &str) -> Result<rustls_pki_types::ServerName<'static>> {
+    let name = host.rsplit_once(':').map_or(host, |(name, _)| name);
+    let name = name.trim_start_matches('[').trim_end_matches(']');
+    rustls_pki_types::ServerName::try_from(name.to_string())
+        .map_err(|e| MongoError::bad_value(format!("invalid host name {name}: {e}")))
 }
 
 fn invalid(message: String) -> MongoError {
