@@ -67,6 +67,18 @@ async fn keyfile_cluster_works_and_internal_commands_need_the_key() {
         .run_command(doc! {"createUser": "reader", "pwd": "pw", "roles": ["read"]})
         .await
         .unwrap();
+    // A user of the application's database, looked up by the router on the config server
+    // over its authenticated connection: it reads, and may not write.
+    let reader = Client::with_uri_str(format!(
+        "mongodb://reader:pw@127.0.0.1:{}/?authSource=app&serverSelectionTimeoutMS=5000",
+        cluster.router_port
+    ))
+    .await
+    .unwrap();
+    let readable = reader.database("app").collection::<Document>("users");
+    assert_eq!(readable.count_documents(doc! {}).await.unwrap(), 20);
+    let err = readable.insert_one(doc! {"_id": 100}).await.unwrap_err();
+    assert_eq!(crate::harness::error_code(&err), Some(13), "{err}");
 
     // The router needs authentication as mongos with --auth does.
     let anonymous = crate::harness::client_for(([127, 0, 0, 1], cluster.router_port).into()).await;
