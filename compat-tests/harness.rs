@@ -776,3 +776,17 @@ pub async fn sharded_round_trip(client: &Client, n: i32) {
         n as u64
     );
 }
+
+/// `connectionStatus`' `authInfo.authenticatedUsers` of a client's connection.
+pub async fn authenticated_users(client: &Client) -> Vec<Document> {
+    admin(client, mongodb::bson::doc! {"connectionStatus": 1})
+        .await
+        .unwrap()
+        .get_document("authInfo")
+        .unwrap()
+        .get_array("authenticatedUsers")
+        .unwrap()
+        .iter()
+        .map(|u| u.as_document().unwrap().clone())
+        .collect()
+}

@@ -147,19 +147,9 @@ async fn keyfile_cluster_works_and_internal_commands_need_the_key() {
         ))
         .await
         .unwrap();
-        let status = member
-            .database("admin")
-            .run_command(doc! {"connectionStatus": 1})
-            .await
-            .unwrap();
-        let users = status
-            .get_document("authInfo")
-            .unwrap()
-            .get_array("authenticatedUsers")
-            .unwrap();
         assert_eq!(
-            users[0].as_document().unwrap(),
-            &doc! {"user": "__system", "db": "local"}
+            crate::harness::authenticated_users(&member).await,
+            vec![doc! {"user": "__system", "db": "local"}]
         );
         member
             .database("app")

@@ -3,6 +3,7 @@
 //! would close the connection on closes it (with a log line); one it answers with an error is
 //! answered and the connection goes on.
 
+use super::auth;
 use super::context::RequestContext;
 use super::dispatch::Service;
 use super::ingress::Admission;
@@ -88,6 +89,16 @@ pub(super) async fn run(
             .await;
             match accepted {
                 Ok(Ok(stream)) => {
+                    // A certificate the handshake verified names the client (MONGODB-X509).
+                    let subject = stream
+                        .get_ref()
+                        .1
+                        .peer_certificates()
+                        .and_then(|chain| chain.first())
+                        .and_then(|leaf| auth::x509::subject_name(leaf));
+                    if let Some(subject) = subject {
+                        ctx.set_client_subject(subject);
+                    }
                     let (read, write) = tokio::io::split(stream);
                     connection.serve(read, write).await;
                 }

@@ -14,6 +14,7 @@ pub mod scram;
 pub mod scram_client;
 pub mod user_admin;
 pub mod users;
+pub mod x509;
 
 pub use keyfile::ClusterKey;
 pub use requires::{Required, Requires};
