@@ -284,18 +284,38 @@ impl Pool {
     }
 
     /// A new connection introduces itself as a cluster node (`internalClient`), as MongoDB's
-    /// nodes do, so that the peer treats its commands as internal.
+    /// nodes do; with the cluster's key, its `hello` starts the `__system` conversation
+    /// (`speculativeAuthenticate`), which the next messages finish.
     async fn handshake(&self, conn: &mut Conn) -> Result<()> {
-        let hello = rawdoc! {
+        let mut hello = rawdoc! {
             "hello": 1,
             "internalClient": {"minWireVersion": MAX_WIRE_VERSION, "maxWireVersion": MAX_WIRE_VERSION},
         };
+        let first = self
+            .membership
+            .key
+            .as_ref()
+            .map(|_| scram_client::start(MECHANISM, SYSTEM_USER));
+        if let Some(first) = &first {
+            let mut start = sasl_start(first);
+            start.append("db", SYSTEM_DB);
+            hello.append("speculativeAuthenticate", start);
+        }
         let request = CommandRequest::new("admin", hello)?;
-        self.round_trip(conn, &request)
+        let reply = self
+            .round_trip(conn, &request)
             .await
             .map_err(|e| unreachable(&self.host, e))?;
-        match &self.membership.key {
-            Some(key) => self.authenticate(conn, key).await.map_err(|e| {
+        let (Some(key), Some(first)) = (&self.membership.key, first) else {
+            return Ok(());
+        };
+        let speculative = match reply.get("speculativeAuthenticate")? {
+            Some(bson::RawBsonRef::Document(started)) => Some((first, SaslReply::of(started)?)),
+            _ => None,
+        };
+        self.authenticate(conn, key, speculative)
+            .await
+            .map_err(|e| {
                 let e = match e.code() {
                     ErrorCode::AuthenticationFailed => e,
                     _ => MongoError::new(ErrorCode::AuthenticationFailed, e.message()),
@@ -308,27 +328,30 @@ impl Pool {
                         e.message()
                     ),
                 )
-            }),
-            None => Ok(()),
-        }
+            })
     }
 
     /// Authenticates `conn` as `__system` with SCRAM-SHA-256 (MongoDB's internal
-    /// authentication with a key file), checking the peer's signature too: a process without
-    /// the key is not a member either way.
-    async fn authenticate(&self, conn: &mut Conn, key: &ClusterKey) -> Result<()> {
-        let mechanism = Mechanism::Sha256;
-        let first = scram_client::start(mechanism, SYSTEM_USER);
-        let start = rawdoc! {
-            "saslStart": 1,
-            "mechanism": mechanism.name(),
-            "payload": binary(first.message.as_bytes()),
-            "options": {"skipEmptyExchange": true},
+    /// authentication with a key file), from the conversation `hello` started or from the
+    /// start, checking the peer's signature too: a process without the key is not a member
+    /// either way.
+    async fn authenticate(
+        &self,
+        conn: &mut Conn,
+        key: &ClusterKey,
+        started: Option<(scram_client::ClientFirst, SaslReply)>,
+    ) -> Result<()> {
+        let (first, reply) = match started {
+            Some(started) => started,
+            None => {
+                let first = scram_client::start(MECHANISM, SYSTEM_USER);
+                let reply = self.sasl_step(conn, sasl_start(&first)).await?;
+                (first, reply)
+            }
         };
-        let reply = self.sasl_step(conn, start).await?;
         let last = first
             .finish(&reply.payload, |salt, iterations| {
-                key.salted_password(mechanism, salt, iterations)
+                key.salted_password(MECHANISM, salt, iterations)
             })
             .map_err(failed)?;
         let proof = rawdoc! {
@@ -336,18 +359,21 @@ impl Pool {
             "conversationId": reply.conversation_id,
             "payload": binary(last.message.as_bytes()),
         };
-        let mut reply = self.sasl_step(conn, proof).await?;
+        let reply = self.sasl_step(conn, proof).await?;
         last.verify(&reply.payload).map_err(failed)?;
-        // A server that does not skip the empty exchange wants one more message.
-        while !reply.done {
-            let empty = rawdoc! {
-                "saslContinue": 1,
-                "conversationId": reply.conversation_id,
-                "payload": binary(b""),
-            };
-            reply = self.sasl_step(conn, empty).await?;
+        if reply.done {
+            return Ok(());
         }
-        Ok(())
+        // A server that does not skip the empty exchange wants one more message, and is done.
+        let empty = rawdoc! {
+            "saslContinue": 1,
+            "conversationId": reply.conversation_id,
+            "payload": binary(b""),
+        };
+        match self.sasl_step(conn, empty).await? {
+            SaslReply { done: true, .. } => Ok(()),
+            _ => Err(failed("the SCRAM conversation does not end".into())),
+        }
     }
 
     /// One message of the conversation: its reply's payload, or the error it carries.
@@ -359,6 +385,31 @@ impl Pool {
             return Err(MongoError::from_reply(&doc)
                 .unwrap_or_else(|| MongoError::internal("a failed reply without its error")));
         }
+        SaslReply::of(&reply)
+    }
+}
+
+/// The mechanism members authenticate with, as MongoDB's do by default.
+const MECHANISM: Mechanism = Mechanism::Sha256;
+
+/// The `saslStart` of a conversation as `__system`.
+fn sasl_start(first: &scram_client::ClientFirst) -> RawDocumentBuf {
+    rawdoc! {
+        "saslStart": 1,
+        "mechanism": MECHANISM.name(),
+        "payload": binary(first.message.as_bytes()),
+        "options": {"skipEmptyExchange": true},
+    }
+}
+
+struct SaslReply {
+    conversation_id: i32,
+    done: bool,
+    payload: Vec<u8>,
+}
+
+impl SaslReply {
+    fn of(reply: &bson::RawDocument) -> Result<SaslReply> {
         let payload = match reply.get("payload")? {
             Some(bson::RawBsonRef::Binary(b)) => b.bytes.to_vec(),
             _ => return Err(failed("the SASL reply has no payload".into())),
@@ -369,12 +420,6 @@ impl Pool {
             payload,
         })
     }
-}
-
-struct SaslReply {
-    conversation_id: i32,
-    done: bool,
-    payload: Vec<u8>,
 }
 
 fn binary(bytes: &[u8]) -> Binary {
@@ -517,5 +562,73 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(30)).await;
         pool.call(ping()).await.unwrap();
         assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
+    /// A member with the key: its `hello` carries the conversation's start, so a connection
+    /// costs `hello`, one `saslContinue` and then serves requests; a peer whose signature is
+    /// wrong is refused.
+    #[tokio::test]
+    async fn members_authenticate_speculatively_and_check_the_peer() {
+        use crate::server::auth::scram::{self, Mechanism};
+        let key = Arc::new(ClusterKey::from_contents("k", b"abcdefgh", |_| 4096).unwrap());
+        for honest in [true, false] {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let host = listener.local_addr().unwrap().to_string();
+            let credentials = key.system_user().credentials[Mechanism::Sha256.name()].clone();
+            let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+            let names = Arc::clone(&seen);
+            tokio::spawn(async move {
+                let (stream, _) = listener.accept().await.unwrap();
+                let mut conn = BufReader::new(stream);
+                let mut server = None;
+                while let Ok(Some(frame)) = read_frame(&mut conn).await {
+                    let body = OpMsg::decode_with(&frame.bytes, 100).unwrap().body;
+                    let name = body.iter().next().unwrap().unwrap().0.to_string();
+                    names.lock().unwrap().push(name.clone());
+                    let reply = match name.as_str() {
+                        "hello" => {
+                            let start = body.get_document("speculativeAuthenticate").unwrap();
+                            let payload = start.get_binary("payload").unwrap().bytes;
+                            let client = scram::parse_client_first(payload).unwrap();
+                            let first = scram::server_first(
+                                Mechanism::Sha256,
+                                &client,
+                                credentials.clone(),
+                            );
+                            let reply = rawdoc! {"ok": 1.0, "speculativeAuthenticate": {
+                                "conversationId": 1, "done": false,
+                                "payload": binary(first.message.as_bytes()),
+                            }};
+                            server = Some(first);
+                            reply
+                        }
+                        "saslContinue" => {
+                            let payload = body.get_binary("payload").unwrap().bytes;
+                            let mut last = server.as_ref().unwrap().finish(payload).unwrap();
+                            if !honest {
+                                last = "v=AAAA".into();
+                            }
+                            rawdoc! {"ok": 1.0, "conversationId": 1, "done": true, "payload": binary(last.as_bytes())}
+                        }
+                        _ => rawdoc! {"ok": 1.0},
+                    };
+                    let mut out = Vec::new();
+                    OpMsg::new(reply).encode(1, frame.header.request_id, &mut out);
+                    conn.get_mut().write_all(&out).await.unwrap();
+                }
+            });
+            let membership = Membership {
+                key: Some(Arc::clone(&key)),
+                tls: None,
+            };
+            let pool = Pool::new(&host, PoolLimits::default(), membership);
+            let outcome = pool.call(ping()).await;
+            if honest {
+                outcome.unwrap();
+                assert_eq!(*seen.lock().unwrap(), ["hello", "saslContinue", "ping"]);
+            } else {
+                assert_eq!(outcome.unwrap_err().code(), ErrorCode::AuthenticationFailed);
+            }
+        }
     }
 }
