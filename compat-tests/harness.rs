@@ -229,6 +229,10 @@ pub struct ProcessCluster {
     shard_dirs: Vec<String>,
     /// Arguments every config server and shard process gets.
     extra: Vec<String>,
+    /// `user:password` the cluster's clients authenticate with, if any.
+    credentials: Option<String>,
+    /// More URI options of the cluster's clients (`&tls=true...`).
+    client_options: String,
     _dir: tempfile::TempDir,
 }
 
@@ -240,7 +244,25 @@ impl ProcessCluster {
     /// [`start`](Self::start) with more arguments for every process (config server, shards,
     /// router).
     pub async fn start_with(shards: usize, extra: &[&str]) -> ProcessCluster {
-        let dir = tempfile::tempdir().expect("temp dir");
+        Self::start_in(
+            tempfile::tempdir().expect("temp dir"),
+            shards,
+            extra,
+            None,
+            "",
+        )
+        .await
+    }
+
+    /// [`start_with`](Self::start_with) in `dir` (which may hold files the arguments name),
+    /// its clients authenticating as `credentials` (`user:password`), with more URI options.
+    pub async fn start_in(
+        dir: tempfile::TempDir,
+        shards: usize,
+        extra: &[&str],
+        credentials: Option<&str>,
+        client_options: &str,
+    ) -> ProcessCluster {
         let config_port = free_port();
         let configdb = format!("127.0.0.1:{config_port}");
         let path = |name: &str| dir.path().join(name).display().to_string();
@@ -295,6 +317,8 @@ impl ProcessCluster {
             processes,
             shard_dirs,
             extra,
+            credentials: credentials.map(str::to_string),
+            client_options: client_options.to_string(),
             _dir: dir,
         };
         // Shards register themselves in the background; wait until all have.
@@ -317,7 +341,30 @@ impl ProcessCluster {
     }
 
     pub async fn client(&self) -> Client {
-        client_for(SocketAddr::from(([127, 0, 0, 1], self.router_port))).await
+        if self.credentials.is_none() && self.client_options.is_empty() {
+            return client_for(SocketAddr::from(([127, 0, 0, 1], self.router_port))).await;
+        }
+        let credentials = self
+            .credentials
+            .as_ref()
+            .map(|c| format!("{c}@"))
+            .unwrap_or_default();
+        Client::with_uri_str(format!(
+            "mongodb://{credentials}127.0.0.1:{}/?serverSelectionTimeoutMS=5000{}",
+            self.router_port, self.client_options
+        ))
+        .await
+        .expect("client")
+    }
+
+    /// The directory the cluster's data (and files its arguments name) live in.
+    pub fn dir(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
+    /// The config server's `host:port`.
+    pub fn configdb(&self) -> &str {
+        &self.configdb
     }
 
     /// Starts another router process on the same cluster; returns a client of it.
@@ -719,5 +766,38 @@ pub async fn hashed_owners(
                 .unwrap();
             (k, owner.get_str("shard").unwrap().to_string())
         })
+        .collect()
+}
+
+/// Inserts `n` documents into `app.users`, shards it on `_id` and counts them back through
+/// `client`: a request path through router, config server and shards.
+pub async fn sharded_round_trip(client: &Client, n: i32) {
+    let coll = client.database("app").collection::<Document>("users");
+    coll.insert_many((0..n).map(|i| mongodb::bson::doc! {"_id": i}))
+        .await
+        .unwrap();
+    admin(
+        client,
+        mongodb::bson::doc! {"shardCollection": "app.users", "key": {"_id": 1}},
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        coll.count_documents(mongodb::bson::doc! {}).await.unwrap(),
+        n as u64
+    );
+}
+
+/// `connectionStatus`' `authInfo.authenticatedUsers` of a client's connection.
+pub async fn authenticated_users(client: &Client) -> Vec<Document> {
+    admin(client, mongodb::bson::doc! {"connectionStatus": 1})
+        .await
+        .unwrap()
+        .get_document("authInfo")
+        .unwrap()
+        .get_array("authenticatedUsers")
+        .unwrap()
+        .iter()
+        .map(|u| u.as_document().unwrap().clone())
         .collect()
 }

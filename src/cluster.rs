@@ -4,8 +4,10 @@
 use crate::configsvr::ConfigState;
 use crate::error::{MongoError, Result};
 use crate::router::RouterState;
-use crate::rpc::{Connector, NodeClient, PoolLimits};
+use crate::rpc::{Connector, Membership, NodeClient, PoolLimits};
+use crate::server::auth::ClusterKey;
 use crate::server::logbuf::LogBuffer;
+use crate::server::tls::Tls;
 use crate::server::{
     CmdLine, Dispatcher, Ingress, Node, Parameters, Role, ServerHandle, Service, serve,
 };
@@ -33,6 +35,11 @@ pub struct NodeOptions {
     /// A root user (`user`, `password`) created at startup when no user exists
     /// (`--admin-user`/`--admin-password`, or the Docker image's `MONGO_INITDB_ROOT_*`).
     pub initial_user: Option<(String, String)>,
+    /// The cluster's key (`--keyFile`): members authenticate each other with it, and it
+    /// enables authorization on every role, as in MongoDB.
+    pub cluster_key: Option<Arc<ClusterKey>>,
+    /// TLS on client connections (`--tlsMode` and its files); `None`: plain only.
+    pub tls: Option<Arc<Tls>>,
 }
 
 impl NodeOptions {
@@ -47,23 +54,29 @@ impl NodeOptions {
             log: Arc::new(LogBuffer::default()),
             auth: false,
             initial_user: None,
+            cluster_key: None,
+            tls: None,
         }
     }
 
     fn node(&self, role: Role) -> Result<Node> {
         let params = Parameters::with_startup(&self.parameters)?;
         let mut node = Node::new(role, self.cmdline.clone(), params, self.log.clone());
-        // Shards and the config server trust their callers until members authenticate each
-        // other with a key file (a later increment).
-        node.authorization = self.auth && role == Role::Router;
+        // Without a key file, members cannot prove membership: shards and the config server
+        // then trust their callers, and only routers check. A key file enables authorization
+        // everywhere (MongoDB's keyFile implies --auth).
+        node.authorization = (self.auth && role == Role::Router) || self.cluster_key.is_some();
+        node.cluster_key = self.cluster_key.clone();
+        node.tls = self.tls.clone();
         Ok(node)
     }
 
     /// The admission of this process: one per process, shared by its listeners.
     fn ingress(&self) -> Result<Arc<Ingress>> {
-        Ingress::new(
+        Ingress::with_tls(
             self.max_incoming_connections,
             &Parameters::with_startup(&self.parameters)?,
+            self.tls.clone(),
         )
     }
 
@@ -297,9 +310,14 @@ async fn create_initial_user(opts: &NodeOptions, config: &NodeClient) -> Result<
     Ok(())
 }
 
-/// The connector of a node, its pools sized by the node's startup parameters.
+/// The connector of a node, its pools sized by the node's startup parameters, its
+/// connections proving membership with the node's key and TLS.
 fn connector_for(node: &Node) -> Arc<Connector> {
-    Connector::with_limits(PoolLimits::from_params(&node.params))
+    let membership = Membership {
+        key: node.cluster_key.clone(),
+        tls: node.tls.clone(),
+    };
+    Connector::with_limits(PoolLimits::from_params(&node.params), membership)
 }
 
 /// The default data directory of `dev` mode.

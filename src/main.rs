@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use docgrid::cluster::{self, NodeOptions};
 use docgrid::server::CmdLine;
 use docgrid::server::logbuf::{LogBuffer, LogLayer};
+use docgrid::server::tls::{Tls, TlsMode, TlsOptions};
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -94,7 +95,7 @@ struct ListenArgs {
     max_conns: Option<usize>,
     /// Require clients to authenticate (SCRAM-SHA-256/SCRAM-SHA-1) and hold the privileges of
     /// what they run, as mongod's `--auth`. Routers enforce it; shards and the config server
-    /// accept it but trust their callers until member authentication (`--keyFile`) exists.
+    /// enforce it with `--keyFile` (without one they trust their callers).
     #[arg(long)]
     auth: bool,
     /// A root user created in `admin` at startup when no user exists (dev and configsvr; also
@@ -104,6 +105,25 @@ struct ListenArgs {
     /// The initial root user's password (also `MONGO_INITDB_ROOT_PASSWORD`).
     #[arg(long, requires = "admin_user")]
     admin_password: Option<String>,
+    /// The cluster's shared key file (mongod's `--keyFile`): members authenticate each other
+    /// as `__system` with it, internal commands need it, and authorization is on (as `--auth`)
+    /// on every role. 6 to 1024 base64 characters, readable by the owner only.
+    #[arg(long = "keyFile", value_name = "PATH")]
+    key_file: Option<PathBuf>,
+    /// TLS on client connections, as mongod's `--tlsMode`: disabled, allowTLS and preferTLS
+    /// (TLS and plain connections), requireTLS (TLS only).
+    #[arg(long = "tlsMode", value_name = "MODE")]
+    tls_mode: Option<String>,
+    /// The server's certificate chain and private key, one PEM file.
+    #[arg(long = "tlsCertificateKeyFile", value_name = "PATH")]
+    tls_certificate_key_file: Option<PathBuf>,
+    /// Certificate authorities client certificates must chain to; with it, clients must
+    /// present a certificate (unless `--tlsAllowConnectionsWithoutCertificates`).
+    #[arg(long = "tlsCAFile", value_name = "PATH")]
+    tls_ca_file: Option<PathBuf>,
+    /// With `--tlsCAFile`: clients without a certificate are accepted too.
+    #[arg(long = "tlsAllowConnectionsWithoutCertificates")]
+    tls_allow_connections_without_certificates: bool,
 }
 
 fn parse_parameter(text: &str) -> Result<(String, String), String> {
@@ -165,9 +185,9 @@ struct FileConfig {
     enable_test_commands: Option<bool>,
     #[serde(rename = "maxConns")]
     max_conns: Option<usize>,
-    /// mongod's `net` section; only `maxIncomingConnections` is taken.
+    /// mongod's `net` section; `maxIncomingConnections` and `tls` are taken.
     net: Option<NetConfig>,
-    /// mongod's `security` section; only `authorization` is taken.
+    /// mongod's `security` section; `authorization` and `keyFile` are taken.
     security: Option<SecurityConfig>,
 }
 
@@ -176,6 +196,8 @@ struct FileConfig {
 struct SecurityConfig {
     /// `enabled` or `disabled`, as in mongod's configuration file.
     authorization: Option<Authorization>,
+    #[serde(rename = "keyFile")]
+    key_file: Option<PathBuf>,
 }
 
 #[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
@@ -190,6 +212,18 @@ enum Authorization {
 struct NetConfig {
     #[serde(rename = "maxIncomingConnections")]
     max_incoming_connections: Option<usize>,
+    /// mongod's `net.tls`.
+    tls: Option<TlsConfig>,
+}
+
+#[derive(Deserialize, Debug, Default, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct TlsConfig {
+    mode: Option<String>,
+    certificate_key_file: Option<PathBuf>,
+    #[serde(rename = "CAFile")]
+    ca_file: Option<PathBuf>,
+    allow_connections_without_certificates: Option<bool>,
 }
 
 impl FileConfig {
@@ -268,6 +302,21 @@ fn main() -> Result<()> {
 async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
     let argv: Vec<String> = std::env::args().collect();
     let command = cli.command.unwrap_or(Command::Dev(cli.dev));
+    let listen = match &command {
+        Command::Dev(args) => &args.listen,
+        Command::Router(args) => &args.listen,
+        Command::Configsvr(args) => &args.listen,
+        Command::Shard(args) => &args.storage.listen,
+    };
+    let key_file = listen
+        .key_file
+        .clone()
+        .or_else(|| file.security.as_ref().and_then(|s| s.key_file.clone()));
+    let cluster_key = match &key_file {
+        Some(path) => Some(Arc::new(read_key_file(path, &listen.set_parameter)?)),
+        None => None,
+    };
+    let tls = tls_of(listen, &file)?;
     let options = |listen: &ListenArgs, default_port: u16, parsed: Document| NodeOptions {
         bind: listen
             .bind
@@ -286,19 +335,15 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
         auth: listen.auth
             || file.security.as_ref().and_then(|s| s.authorization) == Some(Authorization::Enabled),
         initial_user: initial_user(listen),
+        cluster_key: cluster_key.clone(),
+        tls: tls.clone(),
         cmdline: CmdLine {
             argv: argv.clone(),
             parsed,
         },
         log: log.clone(),
     };
-    let listen = match &command {
-        Command::Dev(args) => &args.listen,
-        Command::Router(args) => &args.listen,
-        Command::Configsvr(args) => &args.listen,
-        Command::Shard(args) => &args.storage.listen,
-    };
-    if !options(listen, 0, Document::new()).auth {
+    if !options(listen, 0, Document::new()).auth && cluster_key.is_none() {
         log.startup_warning(
             "CONTROL",
             22120,
@@ -318,7 +363,7 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
                 bail!("--shards must be at least 1");
             }
             let mut opts = options(&args.listen, 27017, Document::new());
-            opts.cmdline.parsed = parsed(&opts, Some(&data_dir), None, "dev");
+            opts.cmdline.parsed = parsed(&opts, key_file.as_ref(), Some(&data_dir), None, "dev");
             let running = cluster::start_dev(&opts, &data_dir, shards).await?;
             tracing::info!(addr = %running.addr, data_dir = %data_dir.display(), shards, "docgrid dev cluster ready; connect with mongosh mongodb://{}", running.addr);
             running
@@ -330,7 +375,7 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
                 .or_else(|| file.configdb.clone())
                 .context("router needs --configdb host:port")?;
             let mut opts = options(&args.listen, 27017, Document::new());
-            opts.cmdline.parsed = parsed(&opts, None, Some(&configdb), "router");
+            opts.cmdline.parsed = parsed(&opts, key_file.as_ref(), None, Some(&configdb), "router");
             let running = cluster::start_router(&opts, &configdb).await?;
             tracing::info!(addr = %running.addr, %configdb, "router ready");
             running
@@ -342,7 +387,8 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
                 .or_else(|| file.data_dir.clone())
                 .unwrap_or_else(|| PathBuf::from("docgrid-data/config"));
             let mut opts = options(&args.listen, 27019, Document::new());
-            opts.cmdline.parsed = parsed(&opts, Some(&data_dir), None, "configsvr");
+            opts.cmdline.parsed =
+                parsed(&opts, key_file.as_ref(), Some(&data_dir), None, "configsvr");
             let running = cluster::start_configsvr(&opts, &data_dir).await?;
             tracing::info!(addr = %running.addr, data_dir = %data_dir.display(), "config server ready");
             running
@@ -360,7 +406,13 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
                 .or_else(|| file.data_dir.clone())
                 .unwrap_or_else(|| PathBuf::from("docgrid-data/shard"));
             let mut opts = options(&args.storage.listen, 27018, Document::new());
-            opts.cmdline.parsed = parsed(&opts, Some(&data_dir), Some(&configdb), "shardsvr");
+            opts.cmdline.parsed = parsed(
+                &opts,
+                key_file.as_ref(),
+                Some(&data_dir),
+                Some(&configdb),
+                "shardsvr",
+            );
             let running = cluster::start_shard(&opts, &data_dir, &configdb).await?;
             tracing::info!(addr = %running.addr, data_dir = %data_dir.display(), %configdb, "shard ready");
             running
@@ -382,9 +434,51 @@ fn initial_user(listen: &ListenArgs) -> Option<(String, String)> {
     (!user.is_empty()).then_some((user, password))
 }
 
+/// TLS from the flags, or else the TOML file's `net.tls`; its files are read at startup, and
+/// an unusable one stops the process.
+fn tls_of(listen: &ListenArgs, file: &FileConfig) -> Result<Option<Arc<Tls>>> {
+    let from_file = file
+        .net
+        .as_ref()
+        .and_then(|net| net.tls.clone())
+        .unwrap_or_default();
+    let mode = match listen.tls_mode.as_ref().or(from_file.mode.as_ref()) {
+        Some(mode) => TlsMode::parse(mode).map_err(|e| anyhow::anyhow!("{}", e.message()))?,
+        None => TlsMode::Disabled,
+    };
+    let options = TlsOptions {
+        mode,
+        certificate_key_file: listen
+            .tls_certificate_key_file
+            .clone()
+            .or(from_file.certificate_key_file),
+        ca_file: listen.tls_ca_file.clone().or(from_file.ca_file),
+        allow_connections_without_certificates: listen.tls_allow_connections_without_certificates
+            || from_file
+                .allow_connections_without_certificates
+                .unwrap_or(false),
+    };
+    Tls::new(&options).map_err(|e| anyhow::anyhow!("{}", e.message()))
+}
+
+/// Reads the cluster's key file with MongoDB's rules; its `__system` credentials take the
+/// iteration counts the startup parameters set. An unusable key file stops the process, as it
+/// stops mongod.
+fn read_key_file(
+    path: &std::path::Path,
+    parameters: &[(String, String)],
+) -> Result<docgrid::server::auth::ClusterKey> {
+    use docgrid::server::auth;
+    let params = docgrid::server::Parameters::with_startup(parameters)
+        .map_err(|e| anyhow::anyhow!("{}", e.message()))?;
+    auth::ClusterKey::read(path, |m| auth::iteration_count(&params, m))
+        .map_err(|e| anyhow::anyhow!("{}", e.message()))
+}
+
 /// `getCmdLineOpts.parsed`, in mongod's option layout.
 fn parsed(
     opts: &NodeOptions,
+    key_file: Option<&PathBuf>,
     data_dir: Option<&PathBuf>,
     configdb: Option<&str>,
     role: &str,
@@ -396,6 +490,9 @@ fn parsed(
             i32::try_from(max).unwrap_or(i32::MAX),
         );
     }
+    if let Some(tls) = &opts.tls {
+        net.insert("tls", doc! {"mode": tls.mode.name()});
+    }
     let mut parsed = doc! {"net": net};
     if let Some(dir) = data_dir {
         parsed.insert("storage", doc! {"dbPath": dir.display().to_string()});
@@ -405,8 +502,15 @@ fn parsed(
         sharding.insert("configDB", configdb);
     }
     parsed.insert("sharding", sharding);
+    let mut security = Document::new();
     if opts.auth {
-        parsed.insert("security", doc! {"authorization": "enabled"});
+        security.insert("authorization", "enabled");
+    }
+    if let Some(path) = key_file {
+        security.insert("keyFile", path.display().to_string());
+    }
+    if !security.is_empty() {
+        parsed.insert("security", security);
     }
     if !opts.parameters.is_empty() {
         let set: Document = opts

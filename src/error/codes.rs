@@ -163,6 +163,7 @@ error_codes! {
     FailedToSatisfyReadPreference = 133;
     ReadConcernMajorityNotAvailableYet = 134 [RetriableError];
     CappedPositionLost = 136;
+    InvalidSSLConfiguration = 140;
     CursorInUse = 143;
     ExceededMemoryLimit = 146;
     ZLibError = 147;

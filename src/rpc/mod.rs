@@ -9,7 +9,9 @@ pub use tcp::PoolLimits;
 
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::auth::ClusterKey;
 use crate::server::clock::{self, LogicalClock};
+use crate::server::tls::Tls;
 use crate::server::{RequestContext, Service};
 use bson::{Document, RawDocumentBuf};
 use std::collections::HashMap;
@@ -41,11 +43,11 @@ impl NodeClient {
     }
 
     /// A client that connects to `host` (`address:port`) over TCP, through a pool bounded
-    /// by `limits`.
-    pub fn tcp(host: &str, limits: PoolLimits) -> Self {
+    /// by `limits`, each connection proving `membership`.
+    pub fn tcp(host: &str, limits: PoolLimits, membership: Membership) -> Self {
         NodeClient {
             host: host.into(),
-            target: Target::Tcp(Arc::new(tcp::Pool::new(host, limits))),
+            target: Target::Tcp(Arc::new(tcp::Pool::new(host, limits, membership))),
             clock: None,
         }
     }
@@ -101,6 +103,15 @@ pub struct Connector {
     local: RwLock<HashMap<String, Arc<dyn Service>>>,
     clients: RwLock<HashMap<String, NodeClient>>,
     limits: PoolLimits,
+    membership: Membership,
+}
+
+/// How a node's connections to other members prove it one of them: TLS when its mode says
+/// members use it (`preferTLS`, `requireTLS`), then the cluster's key (`__system`).
+#[derive(Clone, Default)]
+pub struct Membership {
+    pub key: Option<Arc<ClusterKey>>,
+    pub tls: Option<Arc<Tls>>,
 }
 
 /// A node's view of a [`Connector`]: its clients gossip the node's cluster time.
@@ -131,10 +142,11 @@ impl Connector {
         Arc::new(Connector::default())
     }
 
-    /// A connector whose TCP pools follow `limits`.
-    pub fn with_limits(limits: PoolLimits) -> Arc<Self> {
+    /// A connector whose TCP pools follow `limits` and prove `membership`.
+    pub fn with_limits(limits: PoolLimits, membership: Membership) -> Arc<Self> {
         Arc::new(Connector {
             limits,
+            membership,
             ..Connector::default()
         })
     }
@@ -154,7 +166,7 @@ impl Connector {
         }
         let client = match self.local.read().expect("poisoned").get(host) {
             Some(service) => NodeClient::local(host, service.clone()),
-            None => NodeClient::tcp(host, self.limits),
+            None => NodeClient::tcp(host, self.limits, self.membership.clone()),
         };
         self.clients
             .write()

@@ -1,25 +1,43 @@
 //! The TCP transport: a bounded pool of OP_MSG connections to one host, one request at a time
 //! per connection. Idle connections are checked before reuse — a closed one is dropped, one
 //! idle past the refresh requirement must answer `hello` first — and closed once idle past the
-//! host timeout, as MongoDB's ShardingTaskExecutorPool does.
+//! host timeout, as MongoDB's ShardingTaskExecutorPool does. A new connection speaks TLS when
+//! the node's mode says members do, and authenticates as `__system` with the cluster's key
+//! before its first request.
 
-use super::{connection_lost, unreachable};
+use super::{Membership, connection_lost, unreachable};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::Parameters;
+use crate::server::auth::keyfile::{SYSTEM_DB, SYSTEM_USER};
+use crate::server::auth::scram::Mechanism;
+use crate::server::auth::{ClusterKey, scram_client};
 use crate::server::commands::MAX_WIRE_VERSION;
 use crate::wire::{DEFAULT_MAX_BSON_DEPTH, MAX_MESSAGE_SIZE, OpCode, OpMsg, read_frame};
-use bson::{RawDocumentBuf, rawdoc};
+use bson::spec::BinarySubtype;
+use bson::{Binary, RawDocumentBuf, rawdoc};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::either::Either;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-type Conn = BufReader<TcpStream>;
+type Conn = BufReader<Stream>;
+
+/// A connection to another member, over TLS (right) or not (left).
+type Stream = Either<TcpStream, Box<tokio_rustls::client::TlsStream<TcpStream>>>;
+
+/// The socket under a connection, TLS or not.
+fn tcp(stream: &Stream) -> &TcpStream {
+    match stream {
+        Either::Left(tcp) => tcp,
+        Either::Right(tls) => tls.get_ref().0,
+    }
+}
 
 /// The limits of each host's pool (MongoDB's `ShardingTaskExecutorPool*` parameters).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -103,13 +121,15 @@ pub(super) struct Pool {
     /// One permit per connection that may be open.
     permits: Arc<Semaphore>,
     next_request_id: AtomicI32,
+    membership: Membership,
 }
 
 impl Pool {
-    pub fn new(host: &str, limits: PoolLimits) -> Self {
+    pub fn new(host: &str, limits: PoolLimits, membership: Membership) -> Self {
         Pool {
             host: host.to_string(),
             limits,
+            membership,
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(limits.max_size.max(1))),
             next_request_id: AtomicI32::new(1),
@@ -169,7 +189,7 @@ impl Pool {
     async fn healthy(&self, idle: Idle) -> Option<Conn> {
         let mut conn = idle.conn;
         let mut probe = [0u8; 1];
-        match conn.get_ref().try_read(&mut probe) {
+        match tcp(conn.get_ref()).try_read(&mut probe) {
             // No data and not closed: the connection is idle and alive.
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             _ => return None,
@@ -202,6 +222,22 @@ impl Pool {
             .map_err(|_| unreachable(&self.host, "connection timed out"))?
             .map_err(|e| unreachable(&self.host, e))?;
         let _ = stream.set_nodelay(true);
+        let stream = match self
+            .membership
+            .tls
+            .as_ref()
+            .and_then(|t| t.member_connector())
+        {
+            Some(connector) => {
+                let name = crate::server::tls::server_name(&self.host)?;
+                let tls = tokio::time::timeout(CONNECT_TIMEOUT, connector.connect(name, stream))
+                    .await
+                    .map_err(|_| unreachable(&self.host, "TLS handshake timed out"))?
+                    .map_err(|e| unreachable(&self.host, e))?;
+                Either::Right(Box::new(tls))
+            }
+            None => Either::Left(stream),
+        };
         let mut conn = BufReader::with_capacity(64 * 1024, stream);
         self.handshake(&mut conn).await?;
         Ok(conn)
@@ -248,18 +284,155 @@ impl Pool {
     }
 
     /// A new connection introduces itself as a cluster node (`internalClient`), as MongoDB's
-    /// nodes do, so that the peer treats its commands as internal.
+    /// nodes do; with the cluster's key, its `hello` starts the `__system` conversation
+    /// (`speculativeAuthenticate`), which the next messages finish.
     async fn handshake(&self, conn: &mut Conn) -> Result<()> {
-        let hello = rawdoc! {
+        let mut hello = rawdoc! {
             "hello": 1,
             "internalClient": {"minWireVersion": MAX_WIRE_VERSION, "maxWireVersion": MAX_WIRE_VERSION},
         };
+        let first = self
+            .membership
+            .key
+            .as_ref()
+            .map(|_| scram_client::start(MECHANISM, SYSTEM_USER));
+        if let Some(first) = &first {
+            let mut start = sasl_start(first);
+            start.append("db", SYSTEM_DB);
+            hello.append("speculativeAuthenticate", start);
+        }
         let request = CommandRequest::new("admin", hello)?;
-        self.round_trip(conn, &request)
+        let reply = self
+            .round_trip(conn, &request)
             .await
-            .map_err(|e| unreachable(&self.host, e))
-            .map(|_| ())
+            .map_err(|e| unreachable(&self.host, e))?;
+        let (Some(key), Some(first)) = (&self.membership.key, first) else {
+            return Ok(());
+        };
+        let speculative = match reply.get("speculativeAuthenticate")? {
+            Some(bson::RawBsonRef::Document(started)) => Some((first, SaslReply::of(started)?)),
+            _ => None,
+        };
+        self.authenticate(conn, key, speculative)
+            .await
+            .map_err(|e| {
+                let e = match e.code() {
+                    ErrorCode::AuthenticationFailed => e,
+                    _ => MongoError::new(ErrorCode::AuthenticationFailed, e.message()),
+                };
+                MongoError::new(
+                    e.code(),
+                    format!(
+                        "Error connecting to {} :: caused by :: {}",
+                        self.host,
+                        e.message()
+                    ),
+                )
+            })
     }
+
+    /// Authenticates `conn` as `__system` with SCRAM-SHA-256 (MongoDB's internal
+    /// authentication with a key file), from the conversation `hello` started or from the
+    /// start, checking the peer's signature too: a process without the key is not a member
+    /// either way.
+    async fn authenticate(
+        &self,
+        conn: &mut Conn,
+        key: &ClusterKey,
+        started: Option<(scram_client::ClientFirst, SaslReply)>,
+    ) -> Result<()> {
+        let (first, reply) = match started {
+            Some(started) => started,
+            None => {
+                let first = scram_client::start(MECHANISM, SYSTEM_USER);
+                let reply = self.sasl_step(conn, sasl_start(&first)).await?;
+                (first, reply)
+            }
+        };
+        let last = first
+            .finish(&reply.payload, |salt, iterations| {
+                key.salted_password(MECHANISM, salt, iterations)
+            })
+            .map_err(failed)?;
+        let proof = rawdoc! {
+            "saslContinue": 1,
+            "conversationId": reply.conversation_id,
+            "payload": binary(last.message.as_bytes()),
+        };
+        let reply = self.sasl_step(conn, proof).await?;
+        last.verify(&reply.payload).map_err(failed)?;
+        if reply.done {
+            return Ok(());
+        }
+        // A server that does not skip the empty exchange wants one more message, and is done.
+        let empty = rawdoc! {
+            "saslContinue": 1,
+            "conversationId": reply.conversation_id,
+            "payload": binary(b""),
+        };
+        match self.sasl_step(conn, empty).await? {
+            SaslReply { done: true, .. } => Ok(()),
+            _ => Err(failed("the SCRAM conversation does not end".into())),
+        }
+    }
+
+    /// One message of the conversation: its reply's payload, or the error it carries.
+    async fn sasl_step(&self, conn: &mut Conn, command: RawDocumentBuf) -> Result<SaslReply> {
+        let request = CommandRequest::new(SYSTEM_DB, command)?;
+        let reply = self.round_trip(conn, &request).await?;
+        if !crate::error::raw_reply_ok(&reply) {
+            let doc = reply.to_document()?;
+            return Err(MongoError::from_reply(&doc)
+                .unwrap_or_else(|| MongoError::internal("a failed reply without its error")));
+        }
+        SaslReply::of(&reply)
+    }
+}
+
+/// The mechanism members authenticate with, as MongoDB's do by default.
+const MECHANISM: Mechanism = Mechanism::Sha256;
+
+/// The `saslStart` of a conversation as `__system`.
+fn sasl_start(first: &scram_client::ClientFirst) -> RawDocumentBuf {
+    rawdoc! {
+        "saslStart": 1,
+        "mechanism": MECHANISM.name(),
+        "payload": binary(first.message.as_bytes()),
+        "options": {"skipEmptyExchange": true},
+    }
+}
+
+struct SaslReply {
+    conversation_id: i32,
+    done: bool,
+    payload: Vec<u8>,
+}
+
+impl SaslReply {
+    fn of(reply: &bson::RawDocument) -> Result<SaslReply> {
+        let payload = match reply.get("payload")? {
+            Some(bson::RawBsonRef::Binary(b)) => b.bytes.to_vec(),
+            _ => return Err(failed("the SASL reply has no payload".into())),
+        };
+        Ok(SaslReply {
+            conversation_id: reply.get_i32("conversationId").unwrap_or(1),
+            done: reply.get_bool("done").unwrap_or(false),
+            payload,
+        })
+    }
+}
+
+fn binary(bytes: &[u8]) -> Binary {
+    Binary {
+        subtype: BinarySubtype::Generic,
+        bytes: bytes.to_vec(),
+    }
+}
+
+/// A conversation the peer got wrong: logged with why, reported as MongoDB reports it.
+fn failed(why: String) -> MongoError {
+    tracing::warn!(error = %why, "internal authentication failed");
+    crate::server::auth::sasl::authentication_failed()
 }
 
 #[cfg(test)]
@@ -314,7 +487,7 @@ mod tests {
             max_size: 2,
             ..PoolLimits::default()
         };
-        let pool = Arc::new(Pool::new(&host, limits));
+        let pool = Arc::new(Pool::new(&host, limits, Membership::default()));
         let calls: Vec<_> = (0..10)
             .map(|_| {
                 let pool = Arc::clone(&pool);
@@ -335,7 +508,7 @@ mod tests {
             refresh_timeout: Duration::from_millis(50),
             ..PoolLimits::default()
         };
-        let pool = Arc::new(Pool::new(&host, limits));
+        let pool = Arc::new(Pool::new(&host, limits, Membership::default()));
         let busy = {
             let pool = Arc::clone(&pool);
             tokio::spawn(async move { pool.call(ping()).await })
@@ -351,7 +524,7 @@ mod tests {
         // The peer closes each connection after one reply: the next call notices and
         // reconnects instead of failing.
         let (host, accepted) = peer(Duration::ZERO, 1).await;
-        let pool = Pool::new(&host, PoolLimits::default());
+        let pool = Pool::new(&host, PoolLimits::default(), Membership::default());
         pool.call(ping()).await.unwrap();
         tokio::time::sleep(Duration::from_millis(20)).await;
         pool.call(ping()).await.unwrap();
@@ -366,7 +539,7 @@ mod tests {
             refresh_requirement: Duration::ZERO,
             ..PoolLimits::default()
         };
-        let pool = Pool::new(&host, limits);
+        let pool = Pool::new(&host, limits, Membership::default());
         pool.call(ping()).await.unwrap();
         pool.call(ping()).await.unwrap();
         assert_eq!(
@@ -384,10 +557,78 @@ mod tests {
             host_timeout: Duration::from_millis(10),
             ..PoolLimits::default()
         };
-        let pool = Pool::new(&host, limits);
+        let pool = Pool::new(&host, limits, Membership::default());
         pool.call(ping()).await.unwrap();
         tokio::time::sleep(Duration::from_millis(30)).await;
         pool.call(ping()).await.unwrap();
         assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
+    /// A member with the key: its `hello` carries the conversation's start, so a connection
+    /// costs `hello`, one `saslContinue` and then serves requests; a peer whose signature is
+    /// wrong is refused.
+    #[tokio::test]
+    async fn members_authenticate_speculatively_and_check_the_peer() {
+        use crate::server::auth::scram::{self, Mechanism};
+        let key = Arc::new(ClusterKey::from_contents("k", b"abcdefgh", |_| 4096).unwrap());
+        for honest in [true, false] {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let host = listener.local_addr().unwrap().to_string();
+            let credentials = key.system_user().credentials[Mechanism::Sha256.name()].clone();
+            let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+            let names = Arc::clone(&seen);
+            tokio::spawn(async move {
+                let (stream, _) = listener.accept().await.unwrap();
+                let mut conn = BufReader::new(stream);
+                let mut server = None;
+                while let Ok(Some(frame)) = read_frame(&mut conn).await {
+                    let body = OpMsg::decode_with(&frame.bytes, 100).unwrap().body;
+                    let name = body.iter().next().unwrap().unwrap().0.to_string();
+                    names.lock().unwrap().push(name.clone());
+                    let reply = match name.as_str() {
+                        "hello" => {
+                            let start = body.get_document("speculativeAuthenticate").unwrap();
+                            let payload = start.get_binary("payload").unwrap().bytes;
+                            let client = scram::parse_client_first(payload).unwrap();
+                            let first = scram::server_first(
+                                Mechanism::Sha256,
+                                &client,
+                                credentials.clone(),
+                            );
+                            let reply = rawdoc! {"ok": 1.0, "speculativeAuthenticate": {
+                                "conversationId": 1, "done": false,
+                                "payload": binary(first.message.as_bytes()),
+                            }};
+                            server = Some(first);
+                            reply
+                        }
+                        "saslContinue" => {
+                            let payload = body.get_binary("payload").unwrap().bytes;
+                            let mut last = server.as_ref().unwrap().finish(payload).unwrap();
+                            if !honest {
+                                last = "v=AAAA".into();
+                            }
+                            rawdoc! {"ok": 1.0, "conversationId": 1, "done": true, "payload": binary(last.as_bytes())}
+                        }
+                        _ => rawdoc! {"ok": 1.0},
+                    };
+                    let mut out = Vec::new();
+                    OpMsg::new(reply).encode(1, frame.header.request_id, &mut out);
+                    conn.get_mut().write_all(&out).await.unwrap();
+                }
+            });
+            let membership = Membership {
+                key: Some(Arc::clone(&key)),
+                tls: None,
+            };
+            let pool = Pool::new(&host, PoolLimits::default(), membership);
+            let outcome = pool.call(ping()).await;
+            if honest {
+                outcome.unwrap();
+                assert_eq!(*seen.lock().unwrap(), ["hello", "saslContinue", "ping"]);
+            } else {
+                assert_eq!(outcome.unwrap_err().code(), ErrorCode::AuthenticationFailed);
+            }
+        }
     }
 }

@@ -23,6 +23,8 @@ pub struct RequestContext {
     close_requested: AtomicBool,
     /// Who the connection is authenticated as, and its SASL conversation in progress.
     auth: Mutex<super::auth::AuthSession>,
+    /// The RFC 2253 subject of the certificate a TLS client presented (MONGODB-X509).
+    client_subject: std::sync::OnceLock<String>,
 }
 
 impl RequestContext {
@@ -51,6 +53,16 @@ impl RequestContext {
     /// anyone can make until members authenticate with a key file.
     pub fn in_process(&self) -> bool {
         self.peer.is_none() && self.is_internal()
+    }
+
+    /// The subject of the client's verified TLS certificate, if it presented one.
+    pub fn client_subject(&self) -> Option<&str> {
+        self.client_subject.get().map(String::as_str)
+    }
+
+    /// Records the subject of the certificate the TLS handshake verified.
+    pub fn set_client_subject(&self, subject: String) {
+        let _ = self.client_subject.set(subject);
     }
 
     pub fn mark_internal(&self) {

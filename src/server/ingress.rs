@@ -19,6 +19,8 @@ pub struct Ingress {
     open: AtomicUsize,
     rejected: AtomicI64,
     pub limits: IngressLimits,
+    /// TLS on this process's client connections (`--tlsMode`); `None`: plain only.
+    pub tls: Option<Arc<super::tls::Tls>>,
 }
 
 /// A connection counted against the limit until it is dropped.
@@ -60,7 +62,19 @@ impl Ingress {
                 budget: MessageBudget::new(budget),
                 stall_timeout: Duration::from_millis(stall),
             },
+            tls: None,
         }))
+    }
+
+    /// [`new`](Self::new) with TLS on the connections it admits.
+    pub fn with_tls(
+        max_incoming_connections: Option<usize>,
+        params: &Parameters,
+        tls: Option<Arc<super::tls::Tls>>,
+    ) -> Result<Arc<Self>> {
+        let mut ingress = Self::new(max_incoming_connections, params)?;
+        Arc::get_mut(&mut ingress).expect("just made").tls = tls;
+        Ok(ingress)
     }
 
     /// Counts a new connection in, or refuses it when the limit is reached.

@@ -25,6 +25,7 @@ pub mod session_catalog;
 pub mod session_jobs;
 pub mod sessions;
 pub mod stats;
+pub mod tls;
 
 pub use context::RequestContext;
 pub use dispatch::{
@@ -103,9 +104,10 @@ async fn accept_loop(
                     let service = service.clone();
                     let stop = shutdown.clone();
                     let limits = ingress.limits.clone();
+                    let tls = ingress.tls.clone();
                     asserts::spawn_contained(
                         "connection",
-                        connection::run(stream, peer, service, stop, admission, limits),
+                        connection::run(stream, peer, service, stop, admission, limits, tls),
                     );
                 }
                 Err(e) => {

@@ -64,6 +64,10 @@ pub struct Node {
     pub users: super::auth::UserCache,
     /// The profiler's settings (`profile`).
     pub profiling: super::profiling::Profiling,
+    /// The cluster's key (`--keyFile`): members authenticate as `__system` with it.
+    pub cluster_key: Option<Arc<super::auth::ClusterKey>>,
+    /// The process's TLS: members call each other with it under `preferTLS`/`requireTLS`.
+    pub tls: Option<Arc<super::tls::Tls>>,
     host: RwLock<String>,
 }
 
@@ -87,6 +91,8 @@ impl Node {
             authorization: false,
             users: Default::default(),
             profiling: Default::default(),
+            cluster_key: None,
+            tls: None,
             host: RwLock::new(String::new()),
         }
     }

@@ -32,3 +32,13 @@ pub(super) fn table() -> CommandTable<ConfigState> {
     specs.extend(users::commands());
     CommandTable::new(specs)
 }
+
+#[cfg(test)]
+mod tests {
+    /// With a key file, only members may run this role's own commands.
+    #[test]
+    fn only_members_run_the_role_commands() {
+        let declared = crate::server::auth::declared_beyond_common(&super::table());
+        assert!(declared.is_empty(), "declared: {declared:?}");
+    }
+}

@@ -73,20 +73,7 @@ impl ConfigState {
     }
 
     fn iterations(&self, mechanism: Mechanism) -> u32 {
-        let name = match mechanism {
-            Mechanism::Sha1 => "scramIterationCount",
-            Mechanism::Sha256 => "scramSHA256IterationCount",
-        };
-        let default = if mechanism == Mechanism::Sha1 {
-            10_000
-        } else {
-            15_000
-        };
-        self.node
-            .params
-            .get_i64(name)
-            .and_then(|n| u32::try_from(n).ok())
-            .unwrap_or(default)
+        crate::server::auth::iteration_count(&self.node.params, mechanism)
     }
 
     async fn existing_user(&self, name: &UserName) -> Result<Document> {

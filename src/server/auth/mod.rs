@@ -1,17 +1,22 @@
 //! Authentication and authorization: SCRAM (`scram`), the SASL conversations of a connection
 //! (`sasl`), stored users and their cache (`users`), built-in roles (`roles`), privileges
 //! (`privileges`), what each command requires (`requires`), and [`authorize`], the one
-//! privilege check the dispatcher makes before every command when `--auth` is on.
+//! privilege check the dispatcher makes before every command when `--auth` is on; members
+//! prove membership as `__system` with a key file (`keyfile`, `scram_client`).
 
 pub mod computed;
+pub mod keyfile;
 pub mod privileges;
 pub mod requires;
 pub mod roles;
 pub mod sasl;
 pub mod scram;
+pub mod scram_client;
 pub mod user_admin;
 pub mod users;
+pub mod x509;
 
+pub use keyfile::ClusterKey;
 pub use requires::{Required, Requires};
 pub use users::{RoleName, StoredUser, UserCache, UserName};
 
@@ -51,12 +56,30 @@ pub struct AuthSession {
     pub conversation: Option<sasl::Conversation>,
 }
 
+/// The iteration count new credentials of `mechanism` are salted with
+/// (`scramIterationCount`, `scramSHA256IterationCount`).
+pub fn iteration_count(params: &super::Parameters, mechanism: scram::Mechanism) -> u32 {
+    let (name, default) = match mechanism {
+        scram::Mechanism::Sha1 => ("scramIterationCount", 10_000),
+        scram::Mechanism::Sha256 => ("scramSHA256IterationCount", 15_000),
+    };
+    params
+        .get_i64(name)
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(default)
+}
+
 /// A stored user, from the node's cache or loaded (from the config server, or a config
-/// server's own `admin.system.users`).
+/// server's own `admin.system.users`); `__system@local` is the key file's, when there is one.
 pub async fn find_user<S: NodeState>(
     state: &S,
     name: &UserName,
 ) -> Result<Option<Arc<StoredUser>>> {
+    if let Some(key) = &state.node().cluster_key {
+        if ClusterKey::is_system_user(name) {
+            return Ok(Some(key.system_user()));
+        }
+    }
     let cache = &state.node().users;
     if let Some(user) = cache.get(name) {
         return Ok(Some(user));
@@ -104,8 +127,9 @@ pub async fn current_user<S: NodeState>(
 
 /// The privilege check of every command on a node with authorization enabled: `requires`
 /// resolved on the request, against the connection's user. Calls from roles in the same
-/// process are not checked; calls over TCP are, whatever their `hello` claimed (members will
-/// prove membership with a key file in a later increment).
+/// process are not checked; calls over TCP are, whatever their `hello` claimed: a member
+/// proves membership by authenticating as `__system` with the key file, which grants the
+/// `internal` action undeclared commands need.
 pub async fn authorize<S: NodeState>(
     state: &S,
     ctx: &RequestContext,
@@ -184,4 +208,24 @@ pub async fn privileges_of<S: NodeState>(
             .map(|u| u.privileges.clone())
             .unwrap_or_default(),
     ))
+}
+
+/// The commands of a shard's or config server's `table` a client could run there without the
+/// key file: those that declare what they require, beyond the ones every role shares. The
+/// roles' tests keep it empty, so that their internal commands (`_shardsvr*`, `_configsvr*`,
+/// `_addShard`, transaction coordination, migrations, and the data commands routers send)
+/// need the `internal` action only `__system` holds.
+#[cfg(test)]
+pub fn declared_beyond_common<S: NodeState>(table: &super::CommandTable<S>) -> Vec<&'static str> {
+    let common: Vec<&str> = super::commands::common::<S>()
+        .iter()
+        .chain([super::commands::kill_op::<S>()].iter())
+        .flat_map(|spec| std::iter::once(spec.name).chain(spec.aliases.iter().copied()))
+        .collect();
+    table
+        .entries()
+        .into_iter()
+        .filter(|(name, spec)| spec.requires.is_some() && !common.contains(name))
+        .map(|(name, _)| name)
+        .collect()
 }

@@ -181,15 +181,20 @@ async fn succeed<S: NodeState>(
         ));
     };
     set_authenticated(state, ctx, &user);
+    succeeded(ctx, conversation.mechanism.name(), &conversation.user);
+    Ok(())
+}
+
+/// Logs a successful authentication.
+pub fn succeeded(ctx: &RequestContext, mechanism: &str, user: &UserName) {
     tracing::info!(
         id = LOG_SUCCESS,
-        mechanism = conversation.mechanism.name(),
-        user = %conversation.user.user,
-        db = %conversation.user.db,
+        mechanism,
+        user = %user.user,
+        db = %user.db,
         client = %client(ctx),
         "Successfully authenticated"
     );
-    Ok(())
 }
 
 /// Logs a failed authentication and returns the error the client sees.

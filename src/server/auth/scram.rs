@@ -41,7 +41,7 @@ impl Mechanism {
         }
     }
 
-    fn hash(self, data: &[u8]) -> Vec<u8> {
+    pub(super) fn hash(self, data: &[u8]) -> Vec<u8> {
         use sha2::Digest;
         match self {
             Mechanism::Sha1 => sha1::Sha1::digest(data).to_vec(),
@@ -49,7 +49,7 @@ impl Mechanism {
         }
     }
 
-    fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
+    pub(super) fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
         match self {
             Mechanism::Sha1 => {
                 let mut mac = hmac::Hmac::<sha1::Sha1>::new_from_slice(key).expect("any key");
@@ -65,7 +65,7 @@ impl Mechanism {
     }
 
     /// `Hi()`: PBKDF2 with this mechanism's HMAC.
-    fn salted_password(self, password: &[u8], salt: &[u8], iterations: u32) -> Vec<u8> {
+    pub(super) fn salted_password(self, password: &[u8], salt: &[u8], iterations: u32) -> Vec<u8> {
         match self {
             Mechanism::Sha1 => {
                 let mut out = vec![0; 20];
@@ -319,7 +319,7 @@ impl ServerFirst {
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

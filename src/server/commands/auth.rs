@@ -1,6 +1,6 @@
-//! The authentication commands every role answers: saslStart, saslContinue, authenticate,
-//! logout, connectionStatus, and the authentication parts of `hello` (`saslSupportedMechs`,
-//! `speculativeAuthenticate`).
+//! The authentication commands every role answers: saslStart, saslContinue, authenticate
+//! (MONGODB-X509), logout, connectionStatus, and the authentication parts of `hello`
+//! (`saslSupportedMechs`, `speculativeAuthenticate`).
 
 use crate::command::{CommandRequest, missing, requests};
 use crate::error::{ErrorCode, MongoError, Result};
@@ -63,10 +63,10 @@ async fn sasl_continue<S: NodeState>(
     sasl::step(state, ctx, i32::try_from(id).unwrap_or(-1), &payload).await
 }
 
-/// `authenticate` runs MONGODB-X509 only: without TLS no client has a certificate subject to
-/// authenticate as, and MONGODB-CR is gone since MongoDB 4.0.
+/// `authenticate` runs MONGODB-X509 only (MONGODB-CR is gone since MongoDB 4.0): the user is
+/// the subject of the certificate the client's TLS handshake verified, a user of `$external`.
 async fn authenticate<S: NodeState>(
-    _state: &S,
+    state: &S,
     ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
@@ -74,6 +74,18 @@ async fn authenticate<S: NodeState>(
     let mechanism = parsed
         .mechanism
         .ok_or_else(|| missing("authenticate", "mechanism"))?;
+    x509_authenticate(state, ctx, &req.db, &mechanism, parsed.user.as_deref()).await
+}
+
+/// MONGODB-X509 on database `db` for `user` (optional: the certificate names it), from
+/// `authenticate` or `hello`'s `speculativeAuthenticate`; its reply `{dbname, user}`.
+pub(super) async fn x509_authenticate<S: NodeState>(
+    state: &S,
+    ctx: &RequestContext,
+    db: &str,
+    mechanism: &str,
+    user: Option<&str>,
+) -> Result<RawDocumentBuf> {
     if mechanism != "MONGODB-X509" {
         return Err(MongoError::new(
             ErrorCode::MechanismUnavailable,
@@ -82,13 +94,41 @@ async fn authenticate<S: NodeState>(
             ),
         ));
     }
-    let user = UserName::new(parsed.user.as_deref().unwrap_or(""), &req.db);
-    Err(sasl::failed(
-        ctx,
-        &mechanism,
-        &user,
-        "No verified subject name available from client",
-    ))
+    let claimed = UserName::new(user.unwrap_or(""), db);
+    let Some(subject) = ctx.client_subject() else {
+        return Err(sasl::failed(
+            ctx,
+            mechanism,
+            &claimed,
+            "No verified subject name available from client",
+        ));
+    };
+    if db != auth::x509::EXTERNAL_DB {
+        return Err(sasl::failed(
+            ctx,
+            mechanism,
+            &claimed,
+            "X.509 authentication must always use the $external database.",
+        ));
+    }
+    if user.is_some_and(|u| u != subject) {
+        return Err(sasl::failed(
+            ctx,
+            mechanism,
+            &claimed,
+            "There is no x.509 client certificate matching the user.",
+        ));
+    }
+    let name = UserName::new(subject, db);
+    let Some(stored) = auth::find_user(state, &name).await? else {
+        let why = format!("UserNotFound: Could not find user \"{subject}\" for db \"{db}\"");
+        return Err(sasl::failed(ctx, mechanism, &name, &why));
+    };
+    auth::set_authenticated(state, ctx, &stored);
+    sasl::succeeded(ctx, mechanism, &name);
+    Ok(RawDocumentBuf::from_document(
+        &doc! {"dbname": db, "user": subject},
+    )?)
 }
 
 async fn logout<S: NodeState>(
@@ -161,15 +201,20 @@ pub(super) async fn hello_fields<S: NodeState>(
             Some(RawBsonRef::String(m)) => m.to_string(),
             _ => String::new(),
         };
-        let started = match spec.get("saslStart")? {
-            Some(_) => match sasl::payload(spec) {
+        let user = match spec.get("user")? {
+            Some(RawBsonRef::String(user)) => Some(user),
+            _ => None,
+        };
+        let started = match (spec.get("saslStart")?, spec.get("authenticate")?) {
+            (Some(_), _) => match sasl::payload(spec) {
                 Ok(payload) => {
                     let skip = sasl::skip_empty_exchange(spec)?;
                     sasl::start(state, ctx, &db, &mechanism, &payload, skip).await
                 }
                 Err(e) => Err(e),
             },
-            None => Err(MongoError::new(
+            (None, Some(_)) => x509_authenticate(state, ctx, &db, &mechanism, user).await,
+            (None, None) => Err(MongoError::new(
                 ErrorCode::MechanismUnavailable,
                 format!(
                     "Received speculativeAuthenticate for mechanism {mechanism} which is unknown or not enabled"
