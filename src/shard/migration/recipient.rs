@@ -329,9 +329,9 @@ async fn receive(state: &Arc<ShardState>, receipt: &Receipt) -> Result<()> {
         while let Some(batch) = received.recv().await {
             check_abort(receipt)?;
             let batch = batch?;
-            let objects = batch.get_array("objects").map_err(|e| {
-                MongoError::internal(format!("a clone batch without objects: {e}"))
-            })?;
+            let objects = batch
+                .get_array("objects")
+                .map_err(|e| MongoError::internal(format!("a clone batch without objects: {e}")))?;
             let docs: Vec<&bson::RawDocument> = objects
                 .into_iter()
                 .filter_map(|d| d.ok().and_then(|d| d.as_document()))
