@@ -102,33 +102,14 @@ async fn count(client: &Client, db: &str, coll: &str, filter: Document) -> u64 {
 
 /// Kills the donor paused at `step`, restarts it, and checks the outcome.
 async fn donor_killed_at(step: &str, moved: bool) {
-    let mut cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
-    let client = cluster.client().await;
-    let (donor, recipient, recipient_name) = setup(&cluster, &client).await;
-    let donor_client = direct_client(cluster.shard_port(donor)).await;
-    admin(
-        &donor_client,
-        doc! {"configureFailPoint": step, "mode": "alwaysOn"},
-    )
-    .await
-    .unwrap();
-    let moving = {
-        let client = client.clone();
-        let to = recipient_name.clone();
-        tokio::spawn(async move {
-            admin(
-                &client,
-                doc! {"moveChunk": NS, "find": {"a": 300}, "to": to},
-            )
-            .await
-        })
-    };
-    admin(
-        &donor_client,
-        doc! {"waitForFailPoint": step, "timesEntered": 1, "maxTimeMS": 30000},
-    )
-    .await
-    .unwrap();
+    let Paused {
+        mut cluster,
+        client,
+        donor,
+        recipient,
+        recipient_name,
+        moving,
+    } = paused_migration(step).await;
     let port = cluster.shard_port(donor);
     let (_, dir) = cluster.kill_shard(donor);
     let _ = moving.await;
@@ -196,18 +177,17 @@ async fn a_donor_killed_after_the_commit_completes_it() {
     donor_killed_at("moveChunkHangAtStep6", true).await;
 }
 
-/// The donor paused at `step` with a migration of `[200, MaxKey)` under way; returns the
-/// cluster, a router client, the donor and recipient indexes, the recipient's name and the
-/// running `moveChunk`.
-async fn paused_migration(
-    step: &str,
-) -> (
-    ProcessCluster,
-    Client,
-    usize,
-    usize,
-    tokio::task::JoinHandle<mongodb::error::Result<Document>>,
-) {
+/// A cluster whose donor is paused at a fail point, a migration of `[200, MaxKey)` under way.
+struct Paused {
+    cluster: ProcessCluster,
+    client: Client,
+    donor: usize,
+    recipient: usize,
+    recipient_name: String,
+    moving: tokio::task::JoinHandle<mongodb::error::Result<Document>>,
+}
+
+async fn paused_migration(step: &str) -> Paused {
     let cluster = ProcessCluster::start_with(2, TEST_COMMANDS).await;
     let client = cluster.client().await;
     let (donor, recipient, recipient_name) = setup(&cluster, &client).await;
@@ -220,10 +200,11 @@ async fn paused_migration(
     .unwrap();
     let moving = {
         let client = client.clone();
+        let to = recipient_name.clone();
         tokio::spawn(async move {
             admin(
                 &client,
-                doc! {"moveChunk": NS, "find": {"a": 300}, "to": recipient_name},
+                doc! {"moveChunk": NS, "find": {"a": 300}, "to": to},
             )
             .await
         })
@@ -234,7 +215,14 @@ async fn paused_migration(
     )
     .await
     .unwrap();
-    (cluster, client, donor, recipient, moving)
+    Paused {
+        cluster,
+        client,
+        donor,
+        recipient,
+        recipient_name,
+        moving,
+    }
 }
 
 /// Checks that the migration aborted: the range stayed, everything reads and writes, the
@@ -264,8 +252,14 @@ async fn assert_aborted(cluster: &ProcessCluster, client: &Client, donor: usize,
 /// and the restarted recipient learns it and deletes its copies.
 #[tokio::test]
 async fn a_recipient_killed_during_the_migration_aborts_it() {
-    let (mut cluster, client, donor, recipient, moving) =
-        paused_migration("moveChunkHangAtStep4").await;
+    let Paused {
+        mut cluster,
+        client,
+        donor,
+        recipient,
+        moving,
+        ..
+    } = paused_migration("moveChunkHangAtStep4").await;
     // `$currentOp` shows the migration on both sides.
     for (shard, desc, role) in [
         (donor, "MoveChunk", "donor"),
@@ -313,8 +307,14 @@ async fn a_recipient_killed_during_the_migration_aborts_it() {
 /// migration held is gone with it, so the commit is refused, and the migration aborts.
 #[tokio::test]
 async fn a_config_server_killed_during_the_critical_section_aborts_it() {
-    let (mut cluster, client, donor, recipient, moving) =
-        paused_migration("moveChunkHangAtStep5").await;
+    let Paused {
+        mut cluster,
+        client,
+        donor,
+        recipient,
+        moving,
+        ..
+    } = paused_migration("moveChunkHangAtStep5").await;
     cluster.restart_config();
     let donor_client = direct_client(cluster.shard_port(donor)).await;
     admin(

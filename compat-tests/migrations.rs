@@ -294,6 +294,16 @@ both_modes!(
     writes_during_a_migration_are_kept,
 );
 
+/// A node's `serverStatus.shardingStatistics`.
+async fn sharding_statistics(node: &Client) -> Document {
+    let status = node
+        .database("admin")
+        .run_command(doc! {"serverStatus": 1})
+        .await
+        .unwrap();
+    status.get_document("shardingStatistics").unwrap().clone()
+}
+
 /// The donor keeps its copies for `orphanCleanupDelaySecs`, invisible through the router;
 /// `cleanupOrphaned` on the shard deletes them at once.
 #[tokio::test]
@@ -356,12 +366,7 @@ async fn the_donor_deletes_its_orphans() {
     assert_eq!(on_donor.count_documents(doc! {}).await.unwrap(), 200);
     assert_eq!(tasks.count_documents(doc! {}).await.unwrap(), 0);
     assert_eq!(all_by_id(&coll).await.len(), 400);
-    let status = donor
-        .database("admin")
-        .run_command(doc! {"serverStatus": 1})
-        .await
-        .unwrap();
-    let stats = status.get_document("shardingStatistics").unwrap();
+    let stats = sharding_statistics(&donor).await;
     assert_eq!(
         stats.get_i64("countDonorMoveChunkStarted").unwrap(),
         1,
@@ -375,13 +380,7 @@ async fn the_donor_deletes_its_orphans() {
         "{stats}"
     );
     let recipient_port = ports[names.iter().position(|n| *n == other).unwrap()];
-    let recipient = direct_client(recipient_port).await;
-    let status = recipient
-        .database("admin")
-        .run_command(doc! {"serverStatus": 1})
-        .await
-        .unwrap();
-    let stats = status.get_document("shardingStatistics").unwrap();
+    let stats = sharding_statistics(&direct_client(recipient_port).await).await;
     assert_eq!(
         stats.get_i64("countRecipientMoveChunkStarted").unwrap(),
         1,

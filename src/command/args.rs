@@ -147,6 +147,18 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// A string field the command needs (IDLFailedToParse, MongoDB's message, when absent).
+    pub fn required_str(&self, field: &str) -> Result<&'a str> {
+        self.str(field)?
+            .ok_or_else(|| super::missing(self.command, field))
+    }
+
+    /// A document field the command needs (IDLFailedToParse when absent).
+    pub fn required_document(&self, field: &str) -> Result<Document> {
+        self.document(field)?
+            .ok_or_else(|| super::missing(self.command, field))
+    }
+
     pub fn str(&self, field: &str) -> Result<Option<&'a str>> {
         match self.get(field)? {
             None => Ok(None),

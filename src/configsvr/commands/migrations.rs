@@ -71,10 +71,7 @@ async fn move_range(
 ) -> Result<RawDocumentBuf> {
     let ns = target_ns(&req)?;
     let args = req.args();
-    let to = args
-        .str("toShard")?
-        .ok_or_else(|| missing(req.name(), "toShard"))?
-        .to_string();
+    let to = args.required_str("toShard")?.to_string();
     let wait_for_delete = args.bool("waitForDelete")?.unwrap_or(false);
     let force_jumbo = args.bool("forceJumbo")?.unwrap_or(false);
     let stored = StoredRouting::load_sharded(state, &ns).await?;
@@ -216,17 +213,9 @@ async fn commit_chunk_migration(
 ) -> Result<RawDocumentBuf> {
     let ns = target_ns(&req)?;
     let args = req.args();
-    let from = args
-        .str("fromShard")?
-        .ok_or_else(|| missing(req.name(), "fromShard"))?
-        .to_string();
-    let to = args
-        .str("toShard")?
-        .ok_or_else(|| missing(req.name(), "toShard"))?
-        .to_string();
-    let migrated = args
-        .document("migratedChunk")?
-        .ok_or_else(|| missing(req.name(), "migratedChunk"))?;
+    let from = args.required_str("fromShard")?.to_string();
+    let to = args.required_str("toShard")?.to_string();
+    let migrated = args.required_document("migratedChunk")?;
     let (Ok(min), Ok(max)) = (migrated.get_document("min"), migrated.get_document("max")) else {
         return Err(MongoError::bad_value("migratedChunk needs min and max"));
     };

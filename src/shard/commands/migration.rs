@@ -12,7 +12,7 @@ use crate::command::{CommandRequest, missing};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::config::shard_hosts;
 use crate::server::{CommandSpec, RequestContext};
-use bson::{Bson, Document, RawArrayBuf, RawBsonRef, RawDocumentBuf, doc};
+use bson::{Bson, RawArrayBuf, RawBsonRef, RawDocumentBuf, doc};
 
 pub(super) fn commands() -> Vec<CommandSpec<ShardState>> {
     vec![
@@ -59,20 +59,6 @@ fn target_ns(req: &CommandRequest) -> Result<String> {
     }
 }
 
-fn required_document(req: &CommandRequest, field: &str) -> Result<Document> {
-    req.args()
-        .document(field)?
-        .ok_or_else(|| missing(req.name(), field))
-}
-
-fn required_str(req: &CommandRequest, field: &str) -> Result<String> {
-    Ok(req
-        .args()
-        .str(field)?
-        .ok_or_else(|| missing(req.name(), field))?
-        .to_string())
-}
-
 fn migration_id(req: &CommandRequest) -> Result<uuid::Uuid> {
     match req.args().get("migrationId")? {
         Some(RawBsonRef::Binary(b)) => uuid::Uuid::from_slice(b.bytes)
@@ -89,11 +75,11 @@ async fn move_range(
     let args = req.args();
     let request = MoveRangeRequest {
         ns: target_ns(&req)?,
-        to: required_str(&req, "toShard")?,
-        from: required_str(&req, "fromShard")?,
+        to: req.args().required_str("toShard")?.to_string(),
+        from: req.args().required_str("fromShard")?.to_string(),
         chunk: (
-            required_document(&req, "chunkMin")?,
-            required_document(&req, "chunkMax")?,
+            req.args().required_document("chunkMin")?,
+            req.args().required_document("chunkMax")?,
         ),
         min: args.document("min")?,
         max: args.document("max")?,
@@ -118,14 +104,14 @@ async fn recv_chunk_start(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let ns = target_ns(&req)?;
-    let key = ShardKeyPattern::parse(&required_document(&req, "shardKeyPattern")?)?;
+    let key = ShardKeyPattern::parse(&req.args().required_document("shardKeyPattern")?)?;
     let range = KeyRange::new(
         &ns,
         key,
-        required_document(&req, "min")?,
-        required_document(&req, "max")?,
+        req.args().required_document("min")?,
+        req.args().required_document("max")?,
     );
-    let from_shard = required_str(&req, "fromShardName")?;
+    let from_shard = req.args().required_str("fromShardName")?.to_string();
     let identity = state.require_identity()?;
     let config = state.connector.client(&identity.config_host);
     // The donor's address as the cluster knows it.
@@ -141,7 +127,7 @@ async fn recv_chunk_start(
             )
         })?;
     state.start_receipt(ReceiptRequest {
-        session_id: required_str(&req, "sessionId")?,
+        session_id: req.args().required_str("sessionId")?.to_string(),
         migration_id: migration_id(&req)?,
         range,
         from_shard,
@@ -173,7 +159,7 @@ async fn recv_chunk_commit(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let session = required_str(&req, "sessionId")?;
+    let session = req.args().required_str("sessionId")?.to_string();
     let receipt = state
         .receipt(&session)
         .ok_or_else(|| no_session(&session))?;
@@ -213,7 +199,7 @@ fn source(
     state: &ShardState,
     req: &CommandRequest,
 ) -> Result<std::sync::Arc<super::super::migration::source::Source>> {
-    let session = required_str(req, "sessionId")?;
+    let session = req.args().required_str("sessionId")?.to_string();
     state
         .migrations
         .source
