@@ -484,3 +484,16 @@ async fn retried_writes_after_a_move_apply_once_separate_processes() {
         .unwrap();
     retried_writes_after_a_move_apply_once(&cluster.client().await, addr).await;
 }
+
+/// A recipient pacing its inserts (MongoDB's `migrateCloneInsertionBatchSize` and
+/// `migrateCloneInsertionBatchDelayMS`) receives the same documents.
+#[tokio::test]
+async fn a_paced_recipient_receives_everything() {
+    let cluster = crate::harness::TestCluster::with_parameters(&[
+        ("migrateCloneInsertionBatchSize", "7"),
+        ("migrateCloneInsertionBatchDelayMS", "1"),
+    ])
+    .await;
+    writes_during_a_migration_are_kept(&cluster.client).await;
+    cluster.shutdown().await;
+}

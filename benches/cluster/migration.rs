@@ -8,6 +8,9 @@
 //!   of those that ran outside the critical section beside the p99 of the same updates before
 //!   the migration; and the critical section's length (the donor's
 //!   `shardingStatistics.totalCriticalSectionTimeMillis`).
+//! - W13c/W13d: the same chunk moved back, the recipient pacing its inserts with MongoDB's
+//!   `migrateCloneInsertionBatchSize` and `migrateCloneInsertionBatchDelayMS` (the donor's
+//!   orphans are cleaned up first, untimed).
 
 use crate::config::Config;
 use crate::measure::{self, Rng, Timing};
@@ -151,16 +154,98 @@ pub async fn run(config: &Config, dir: &Path) -> anyhow::Result<Vec<Outcome>> {
         .and_then(|d| d.get_str("primary").ok().map(str::to_string))
         .ok_or_else(|| anyhow::anyhow!("no primary for bench_w13"))?;
     let shards = admin.run_command(doc! {"listShards": 1}).await?;
-    let mut to = String::new();
-    let mut donor_host = String::new();
+    let (mut from, mut to) = (Shard::default(), Shard::default());
     for shard in shards.get_array("shards")? {
         let shard = shard.as_document().expect("a shard");
-        if shard.get_str("_id")? == primary {
-            donor_host = shard.get_str("host")?.to_string();
+        let found = Shard {
+            name: shard.get_str("_id")?.to_string(),
+            port: shard
+                .get_str("host")?
+                .rsplit(':')
+                .next()
+                .unwrap_or_default()
+                .parse()?,
+        };
+        if found.name == primary {
+            from = found;
         } else {
-            to = shard.get_str("_id")?.to_string();
+            to = found;
         }
     }
+    let first = migrate_while_updating(&admin, &update, &from, &to).await?;
+    let mut outcomes = report(
+        n,
+        ceiling_bytes,
+        &ceiling,
+        &baseline,
+        &first,
+        "W13a",
+        "W13b",
+        "",
+    );
+    // Back again, the recipient pacing its inserts as MongoDB's parameters allow.
+    let donor = processes::client(from.port, true).await?;
+    donor
+        .database("admin")
+        .run_command(doc! {"cleanupOrphaned": "bench_w13.items"})
+        .await?;
+    donor
+        .database("admin")
+        .run_command(doc! {
+            "setParameter": 1,
+            "migrateCloneInsertionBatchSize": PACED_BATCH,
+            "migrateCloneInsertionBatchDelayMS": PACED_DELAY_MS,
+        })
+        .await?;
+    let paced = migrate_while_updating(&admin, &update, &to, &from).await?;
+    outcomes.extend(report(
+        n,
+        ceiling_bytes,
+        &ceiling,
+        &baseline,
+        &paced,
+        "W13c",
+        "W13d",
+        &format!(
+            ", paced (migrateCloneInsertionBatchSize {PACED_BATCH}, migrateCloneInsertionBatchDelayMS {PACED_DELAY_MS})"
+        ),
+    ));
+    Ok(outcomes)
+}
+
+/// The recipient's pacing of W13c/d.
+const PACED_BATCH: i32 = 1_000;
+const PACED_DELAY_MS: i32 = 2;
+
+#[derive(Default)]
+struct Shard {
+    name: String,
+    port: u16,
+}
+
+/// What one migration measured.
+struct Migration {
+    moved: Duration,
+    section: Duration,
+    clone: Duration,
+    /// Updates that ran outside the critical section, and the slowest near it.
+    outside: Timing,
+    inside_max: Duration,
+    during: usize,
+}
+
+/// Moves the collection's chunk from `from` to `to` while one client updates it.
+async fn migrate_while_updating<F, Fut>(
+    admin: &mongodb::Database,
+    update: &F,
+    from: &Shard,
+    to: &Shard,
+) -> anyhow::Result<Migration>
+where
+    F: Fn(usize) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = anyhow::Result<()>> + Send,
+{
+    let before = section_stats(from.port).await?;
     // Updates run until the migration ends, each noted with when it started.
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
@@ -181,22 +266,16 @@ pub async fn run(config: &Config, dir: &Path) -> anyhow::Result<Vec<Outcome>> {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let started = Instant::now();
     admin
-        .run_command(doc! {"moveChunk": "bench_w13.items", "find": {"k": 0}, "to": &to})
+        .run_command(doc! {"moveChunk": "bench_w13.items", "find": {"k": 0}, "to": &to.name})
         .await?;
     let moved = started.elapsed();
     let ended = Instant::now();
     tokio::time::sleep(Duration::from_millis(200)).await;
     stop.store(true, Ordering::Relaxed);
     let writes = writer.await??;
-    let donor_port: u16 = donor_host.rsplit(':').next().unwrap_or_default().parse()?;
-    let donor = processes::client(donor_port, true).await?;
-    let status = donor
-        .database("admin")
-        .run_command(doc! {"serverStatus": 1})
-        .await?;
-    let stats = status.get_document("shardingStatistics")?;
-    let section = Duration::from_millis(stats.get_i64("totalCriticalSectionTimeMillis")? as u64);
-    let clone = Duration::from_millis(stats.get_i64("totalDonorChunkCloneTimeMillis")? as u64);
+    let after = section_stats(from.port).await?;
+    let section = after.0.saturating_sub(before.0);
+    let clone = after.1.saturating_sub(before.1);
     // The section ended shortly before the reply: writes that overlapped the last `section`
     // (and a margin) before it may have waited for it.
     let margin = Duration::from_millis(100);
@@ -216,11 +295,51 @@ pub async fn run(config: &Config, dir: &Path) -> anyhow::Result<Vec<Outcome>> {
         .map(|(_, took)| *took)
         .max()
         .unwrap_or_default();
-    let outside = Timing {
-        ops: outside.len(),
-        elapsed: moved,
-        latencies: outside,
+    Ok(Migration {
+        moved,
+        section,
+        clone,
+        outside: Timing {
+            ops: outside.len(),
+            elapsed: moved,
+            latencies: outside,
+        },
+        inside_max,
+        during: during.len(),
+    })
+}
+
+/// The donor's critical section and clone times so far.
+async fn section_stats(port: u16) -> anyhow::Result<(Duration, Duration)> {
+    let donor = processes::client(port, true).await?;
+    let status = donor
+        .database("admin")
+        .run_command(doc! {"serverStatus": 1})
+        .await?;
+    let stats = status.get_document("shardingStatistics")?;
+    let ms = |name: &str| -> anyhow::Result<Duration> {
+        Ok(Duration::from_millis(stats.get_i64(name)?.max(0) as u64))
     };
+    Ok((
+        ms("totalCriticalSectionTimeMillis")?,
+        ms("totalDonorChunkCloneTimeMillis")?,
+    ))
+}
+
+/// W13's outcomes of one migration.
+#[allow(clippy::too_many_arguments)]
+fn report(
+    n: usize,
+    ceiling_bytes: u64,
+    ceiling: &Timing,
+    baseline: &Timing,
+    m: &Migration,
+    copy_id: &str,
+    writes_id: &str,
+    how: &str,
+) -> Vec<Outcome> {
+    let (moved, section, clone, outside, inside_max) =
+        (m.moved, m.section, m.clone, m.outside.clone(), m.inside_max);
     let bytes_per_doc = ceiling_bytes as f64 / n.max(1) as f64;
     let migration = Timing {
         ops: n,
@@ -230,14 +349,14 @@ pub async fn run(config: &Config, dir: &Path) -> anyhow::Result<Vec<Outcome>> {
     let mb = |docs_per_second: f64| docs_per_second * bytes_per_doc / 1e6;
     let copy = Outcome::new(
         "W13",
-        &format!("W13a moveChunk of {n} documents between shard processes"),
+        &format!("{copy_id} moveChunk of {n} documents between shard processes{how}"),
         MODE,
         "docs",
         (migration.clone(), Rss::default()),
     )
     .ceiling(Ceiling::of(vec![(
         1.0,
-        Part::new("storage copy through the k index", &ceiling, 1.0),
+        Part::new("storage copy through the k index", ceiling, 1.0),
     )]))
     .with("mb_per_second", json!(mb(migration.per_second())))
     .with("ceiling_mb_per_second", json!(mb(ceiling.per_second())))
@@ -245,7 +364,9 @@ pub async fn run(config: &Config, dir: &Path) -> anyhow::Result<Vec<Outcome>> {
     .with("critical_section_ms", json!(section.as_millis() as u64));
     let latency = Outcome::new(
         "W13",
-        "W13b updates of the moving range outside the critical section, 1 client",
+        &format!(
+            "{writes_id} updates of the moving range outside the critical section, 1 client{how}"
+        ),
         MODE,
         "updates",
         (outside.clone(), Rss::default()),
@@ -256,11 +377,11 @@ pub async fn run(config: &Config, dir: &Path) -> anyhow::Result<Vec<Outcome>> {
         "p99_ratio_to_baseline",
         json!(outside.p99().as_secs_f64() / baseline.p99().as_secs_f64().max(1e-9)),
     )
-    .with("updates_during_migration", json!(during.len()))
+    .with("updates_during_migration", json!(m.during))
     .with(
         "slowest_update_near_section_us",
         json!(inside_max.as_micros() as u64),
     )
     .with("critical_section_ms", json!(section.as_millis() as u64));
-    Ok(vec![copy, latency])
+    vec![copy, latency]
 }

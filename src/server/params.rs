@@ -162,11 +162,15 @@ impl Parameters {
         );
         // The range deleter (`shard::migration::range_deleter`): how long a range a migration
         // took away waits before its deletion (for queries that may still read it), and the
-        // deletion's batches.
+        // deletion's batches; and the pace of a recipient's clone.
         for (name, value, min) in [
             ("orphanCleanupDelaySecs", 900, 0),
             ("rangeDeleterBatchSize", i32::MAX, 1),
             ("rangeDeleterBatchDelayMS", 20, 0),
+            // A recipient's clone: documents per insert (0: a whole batch from the donor) and
+            // the pause after each, which paces a migration against the shards' other work.
+            ("migrateCloneInsertionBatchSize", 0, 0),
+            ("migrateCloneInsertionBatchDelayMS", 0, 0),
         ] {
             params.insert(
                 name,

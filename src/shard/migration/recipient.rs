@@ -340,7 +340,21 @@ async fn receive(state: &Arc<ShardState>, receipt: &Receipt) -> Result<()> {
                 break;
             }
             let bytes: usize = docs.iter().map(|d| d.as_bytes().len()).sum();
-            insert_clone_batch(&database, &coll, range, &docs).await?;
+            let params = &state.node.params;
+            let size = params
+                .get_i64("migrateCloneInsertionBatchSize")
+                .filter(|n| *n > 0)
+                .map_or(docs.len(), |n| n as usize);
+            let pause = params
+                .get_i64("migrateCloneInsertionBatchDelayMS")
+                .filter(|ms| *ms > 0)
+                .map(|ms| std::time::Duration::from_millis(ms as u64));
+            for piece in docs.chunks(size.max(1)) {
+                insert_clone_batch(&database, &coll, range, piece).await?;
+                if let Some(pause) = pause {
+                    tokio::time::sleep(pause).await;
+                }
+            }
             receipt
                 .cloned
                 .fetch_add(docs.len() as u64, Ordering::Relaxed);
