@@ -189,14 +189,15 @@ pub async fn run(config: &Config, dir: &Path) -> anyhow::Result<Vec<Outcome>> {
         .database("admin")
         .run_command(doc! {"cleanupOrphaned": "bench_w13.items"})
         .await?;
-    donor
-        .database("admin")
-        .run_command(doc! {
-            "setParameter": 1,
-            "migrateCloneInsertionBatchSize": PACED_BATCH,
-            "migrateCloneInsertionBatchDelayMS": PACED_DELAY_MS,
-        })
-        .await?;
+    for (name, value) in [
+        ("migrateCloneInsertionBatchSize", PACED_BATCH),
+        ("migrateCloneInsertionBatchDelayMS", PACED_DELAY_MS),
+    ] {
+        donor
+            .database("admin")
+            .run_command(doc! {"setParameter": 1, name: value})
+            .await?;
+    }
     let paced = migrate_while_updating(&admin, &update, &to, &from).await?;
     outcomes.extend(report(
         n,
