@@ -7,8 +7,7 @@
 //! by its persisted decision, or — none persisted — by asking the config server whether the
 //! range moved (the seed's "Recovery").
 
-use super::recipient::uuid_bson;
-use super::{CONFIG_DB, COORDINATORS, KeyRange};
+use super::{CONFIG_DB, COORDINATORS, KeyRange, uuid_bson};
 use crate::catalog::ShardKeyPattern;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::NodeClient;

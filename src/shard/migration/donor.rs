@@ -10,9 +10,8 @@
 //! deletes the recipient's copies instead.
 
 use super::coordinator::MigrationRecord;
-use super::recipient::uuid_bson;
 use super::source::Source;
-use super::{ActiveMigration, KeyRange};
+use super::{ActiveMigration, KeyRange, uuid_bson};
 use crate::datanode::DataNode;
 use crate::datanode::storage::{DocumentReads, IndexRange};
 use crate::document::display::render_doc;

@@ -19,7 +19,7 @@ pub(super) mod source;
 use crate::catalog::ShardKeyPattern;
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
-use bson::{Document, RawDocument, doc};
+use bson::{Bson, Document, RawDocument, doc};
 use std::sync::{Arc, Mutex};
 
 /// Where both sides persist their migration state (the shard's own `config` database).
@@ -86,6 +86,14 @@ impl KeyRange {
     pub fn display(&self) -> String {
         format!("[{}, {})", render_doc(&self.min), render_doc(&self.max))
     }
+}
+
+/// A migration id as `config.rangeDeletions` and `config.migrationCoordinators` key it.
+pub(super) fn uuid_bson(id: &uuid::Uuid) -> Bson {
+    Bson::Binary(bson::Binary {
+        subtype: bson::spec::BinarySubtype::Uuid,
+        bytes: id.as_bytes().to_vec(),
+    })
 }
 
 /// What this shard is doing in the one migration it may run.

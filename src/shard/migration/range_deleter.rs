@@ -7,8 +7,7 @@
 //! batches of `rangeDeleterBatchSize` documents `rangeDeleterBatchDelayMS` apart, and removes
 //! the task. Tasks survive restarts: the service resumes them when the shard starts.
 
-use super::recipient::uuid_bson;
-use super::{CONFIG_DB, KeyRange, RANGE_DELETIONS};
+use super::{CONFIG_DB, KeyRange, RANGE_DELETIONS, uuid_bson};
 use crate::catalog::ShardKeyPattern;
 use crate::datanode::DataNode;
 use crate::datanode::storage::{DocumentReads, IndexRange};

@@ -8,7 +8,7 @@
 //! it the outcome: `_recvChunkReleaseCritSec` after a commit (the range is this shard's: its
 //! pending deletion goes), `_recvChunkAbort` otherwise (the copies are deleted).
 
-use super::{ActiveMigration, CONFIG_DB, KeyRange, RANGE_DELETIONS};
+use super::{ActiveMigration, CONFIG_DB, KeyRange, RANGE_DELETIONS, uuid_bson};
 use crate::command::CommandRequest;
 use crate::datanode::storage::{CollectionMeta, DatabaseStore, DocumentReads};
 use crate::error::{ErrorCode, MongoError, Result};
@@ -259,14 +259,6 @@ impl ShardState {
         self.forget_filtering(ns);
         Ok(())
     }
-}
-
-/// A migration id as `config.rangeDeletions` and `config.migrationCoordinators` key it.
-pub(super) fn uuid_bson(id: &uuid::Uuid) -> Bson {
-    Bson::Binary(bson::Binary {
-        subtype: bson::spec::BinarySubtype::Uuid,
-        bytes: id.as_bytes().to_vec(),
-    })
 }
 
 /// The recipient's task.
