@@ -453,20 +453,14 @@ impl ShardState {
         let Some((database, coll, index)) = self.range_reader(range).await else {
             return Ok(None);
         };
-        let Some(index) = coll.indexes.iter().find(|i| i.name == index) else {
-            return Ok(None);
-        };
         let mut read = database.read().await?;
         let mut total = 0i64;
         let mut after: Option<(Vec<u8>, i64)> = None;
         loop {
             let scan = IndexRange {
-                index,
-                low: range.min_key(),
-                high: Some(range.max_key()),
                 resume: after.as_ref().map(|(k, r)| (k.as_slice(), *r)),
                 reverse: backwards,
-                limit: 1_000,
+                ..range.scan(&index, 1_000)
             };
             let rows = read.index_scan(&coll, &scan).await?;
             let full = rows.len() == 1_000;
@@ -487,21 +481,6 @@ impl ShardState {
                 return Ok(None);
             }
         }
-    }
-
-    /// The database, collection and shard key index to read `range` through.
-    async fn range_reader(
-        &self,
-        range: &KeyRange,
-    ) -> Option<(
-        Arc<crate::datanode::storage::DatabaseStore>,
-        Arc<crate::datanode::storage::CollectionMeta>,
-        String,
-    )> {
-        let (db, coll) = range.ns.split_once('.')?;
-        let (database, coll) = self.storage().collection(db, coll).await?;
-        let index = serving_index(&coll, &range.key)?;
-        Some((database, coll, index))
     }
 
     /// Splits the chunk so that `range` is a chunk of its own.
@@ -551,17 +530,7 @@ impl ShardState {
         }
         let average = (stats.data_size / stats.count).max(1);
         let limit = (2 * request.max_chunk_size_bytes / average).max(1);
-        let Some(index) = coll.indexes.iter().find(|i| i.name == index) else {
-            return Ok(());
-        };
-        let scan = IndexRange {
-            index,
-            low: range.min_key(),
-            high: Some(range.max_key()),
-            resume: None,
-            reverse: false,
-            limit: limit + 1,
-        };
+        let scan = range.scan(&index, limit + 1);
         let found = database.read().await?.index_keys(&scan).await?.len() as i64;
         if found > limit && found > 1 {
             return Err(MongoError::new(

@@ -17,6 +17,7 @@ pub(super) mod sessions;
 pub(super) mod source;
 
 use crate::catalog::ShardKeyPattern;
+use crate::datanode::storage::{CollectionMeta, DatabaseStore, IndexMeta, IndexRange};
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, Document, RawDocument, doc};
@@ -83,6 +84,18 @@ impl KeyRange {
         doc! {"min": self.min.clone(), "max": self.max.clone()}
     }
 
+    /// The entries of the range in `index` (one that serves the shard key), `limit` at a time.
+    pub fn scan<'a>(&'a self, index: &'a IndexMeta, limit: i64) -> IndexRange<'a> {
+        IndexRange {
+            index,
+            low: &self.min_key,
+            high: Some(&self.max_key),
+            resume: None,
+            reverse: false,
+            limit,
+        }
+    }
+
     pub fn display(&self) -> String {
         format!("[{}, {})", render_doc(&self.min), render_doc(&self.max))
     }
@@ -94,6 +107,21 @@ pub(super) fn uuid_bson(id: &uuid::Uuid) -> Bson {
         subtype: bson::spec::BinarySubtype::Uuid,
         bytes: id.as_bytes().to_vec(),
     })
+}
+
+impl crate::shard::ShardState {
+    /// The database, collection and shard key index a range of this shard is read through;
+    /// None when the collection or such an index is not here.
+    pub(super) async fn range_reader(
+        &self,
+        range: &KeyRange,
+    ) -> Option<(Arc<DatabaseStore>, Arc<CollectionMeta>, IndexMeta)> {
+        let (db, coll) = range.ns.split_once('.')?;
+        let (database, coll) = self.storage.collection(db, coll).await?;
+        let name = crate::shard::shard_key_index::serving_index(&coll, &range.key)?;
+        let index = coll.indexes.iter().find(|i| i.name == name)?.clone();
+        Some((database, coll, index))
+    }
 }
 
 /// What this shard is doing in the one migration it may run.

@@ -10,7 +10,7 @@
 use super::{CONFIG_DB, KeyRange, RANGE_DELETIONS, uuid_bson};
 use crate::catalog::ShardKeyPattern;
 use crate::datanode::DataNode;
-use crate::datanode::storage::{DocumentReads, IndexRange};
+use crate::datanode::storage::DocumentReads;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::shard::ShardState;
 use crate::shard::shard_key_index::serving_index;
@@ -136,26 +136,10 @@ impl ShardState {
     pub(crate) async fn count_orphans(&self, ns: &str) -> Result<i64> {
         let mut total = 0;
         for task in self.tasks().await?.into_iter().filter(|t| t.range.ns == ns) {
-            let Some((db, coll)) = ns.split_once('.') else {
+            let Some((database, _, index)) = self.range_reader(&task.range).await else {
                 continue;
             };
-            let Some((database, coll)) = self.storage().collection(db, coll).await else {
-                continue;
-            };
-            let Some(index) = serving_index(&coll, &task.range.key) else {
-                continue;
-            };
-            let Some(index) = coll.indexes.iter().find(|i| i.name == index) else {
-                continue;
-            };
-            let scan = IndexRange {
-                index,
-                low: task.range.min_key(),
-                high: Some(task.range.max_key()),
-                resume: None,
-                reverse: false,
-                limit: i64::MAX,
-            };
+            let scan = task.range.scan(&index, i64::MAX);
             total += database.read().await?.index_keys(&scan).await?.len() as i64;
         }
         Ok(total)
@@ -359,14 +343,7 @@ async fn delete_range(shard: &ShardState, task: &Task) -> Result<u64> {
             return Ok(deleted);
         };
         let mut txn = database.write().await?;
-        let scan = IndexRange {
-            index,
-            low: range.min_key(),
-            high: Some(range.max_key()),
-            resume: None,
-            reverse: false,
-            limit: batch,
-        };
+        let scan = range.scan(index, batch);
         let rows = txn.index_scan(&coll, &scan).await?;
         if rows.is_empty() {
             txn.rollback().await?;

@@ -111,12 +111,8 @@ impl Source {
         let (mut out, mut bytes) = (Vec::new(), 0usize);
         while bytes < BATCH_BYTES {
             let range = IndexRange {
-                index,
-                low: self.range.min_key(),
-                high: Some(self.range.max_key()),
                 resume: position.after.as_ref().map(|(k, rid)| (k.as_slice(), *rid)),
-                reverse: false,
-                limit: READ_ROWS,
+                ..self.range.scan(index, READ_ROWS)
             };
             let rows = read.index_scan(&coll, &range).await?;
             let full = rows.len() as i64 == READ_ROWS;
