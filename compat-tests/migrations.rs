@@ -411,6 +411,51 @@ async fn the_donor_deletes_its_orphans() {
     );
 }
 
+/// A shard left with orphans but no chunks still needs the shard key index to delete them:
+/// `checkMetadataConsistency` says so when it is gone, as MongoDB's does.
+#[tokio::test]
+async fn a_range_deletion_without_the_shard_key_index_is_inconsistent() {
+    let cluster = ProcessCluster::start(2).await;
+    let client = cluster.client().await;
+    let ns = "mig7.c";
+    let (owner, other) = sharded_with_split(&client, ns, 400, 200).await;
+    for a in [300, 0] {
+        admin(
+            &client,
+            doc! {"moveChunk": ns, "find": {"a": a}, "to": &other},
+        )
+        .await
+        .unwrap();
+    }
+    let check = || async {
+        crate::harness::cursor_documents(
+            &client.database("mig7"),
+            doc! {"checkMetadataConsistency": 1, "cursor": {}},
+        )
+        .await
+        .unwrap()
+    };
+    assert_eq!(check().await, Vec::<Document>::new());
+    let names = shard_names(&client).await;
+    let port = cluster.shard_port(names.iter().position(|n| *n == owner).unwrap());
+    let donor = direct_client(port).await;
+    donor
+        .database("mig7")
+        .run_command(doc! {"dropIndexes": "c", "index": "a_1"})
+        .await
+        .unwrap();
+    let found = check().await;
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        found[0].get_str("type").unwrap(),
+        "RangeDeletionMissingShardKeyIndex"
+    );
+    assert_eq!(
+        found[0].get_document("details").unwrap(),
+        &doc! {"namespace": ns, "shard": &owner, "shardKey": {"a": 1}}
+    );
+}
+
 /// A retryable write sent again after its document's range moved is answered from its record
 /// on the new owner: nothing applies twice.
 async fn retried_writes_after_a_move_apply_once(client: &Client, addr: std::net::SocketAddr) {

@@ -1,7 +1,8 @@
 //! `checkMetadataConsistency`'s checks, pure: the routing table against itself (chunks tiling
 //! the shard key space with bounds shaped like the key) and against what each shard holds
-//! (collections where they belong, with the routing table's UUID, a shard key index, the same
-//! indexes on every shard owning chunks), reported with MongoDB's inconsistency types.
+//! (collections where they belong, with the routing table's UUID, a shard key index where chunks
+//! are owned or orphaned ranges still wait for deletion, the same indexes on every shard owning
+//! chunks), reported with MongoDB's inconsistency types.
 
 use crate::catalog::ShardKeyPattern;
 use bson::{Bson, Document, doc};
@@ -26,6 +27,9 @@ pub struct LocalCollection {
     pub uuid: Option<Bson>,
     /// `listIndexes` documents.
     pub indexes: Vec<Document>,
+    /// Whether the shard has `config.rangeDeletions` tasks for this namespace: orphaned ranges
+    /// it deletes through the shard key index.
+    pub range_deletions: bool,
 }
 
 fn inconsistency(kind: &str, description: &str, details: Document) -> Document {
@@ -94,10 +98,24 @@ pub fn check(routing: &RoutingView, shards: &[ShardCatalog], check_indexes: bool
                         .iter()
                         .any(|c| c.get_str("shard") == Ok(shard.shard.as_str()));
                     let key = entry.get_document("key").cloned().unwrap_or_default();
-                    if owns_chunks && !local.indexes.iter().any(|i| serves_shard_key(i, &key)) {
-                        found.push(inconsistency(
+                    let indexed = local.indexes.iter().any(|i| serves_shard_key(i, &key));
+                    // A shard without chunks still needs the index while its range deleter
+                    // has orphans to remove: it finds them through it.
+                    let missing = match (indexed, owns_chunks, local.range_deletions) {
+                        (true, _, _) | (false, false, false) => None,
+                        (false, true, _) => Some((
                             "MissingShardKeyIndex",
                             "Found sharded collection without a shard key index",
+                        )),
+                        (false, false, true) => Some((
+                            "RangeDeletionMissingShardKeyIndex",
+                            "Found sharded collection with an outstanding range deletion task without a shard key index",
+                        )),
+                    };
+                    if let Some((kind, description)) = missing {
+                        found.push(inconsistency(
+                            kind,
+                            description,
                             doc! {"namespace": &local.ns, "shard": &shard.shard, "shardKey": key},
                         ));
                     }
@@ -311,6 +329,7 @@ mod tests {
             ns: ns.to_string(),
             uuid: Some(uuid(uuid_byte)),
             indexes,
+            range_deletions: false,
         }
     }
 
@@ -320,6 +339,34 @@ mod tests {
 
     fn shard_key_index() -> Document {
         doc! {"v": 2, "key": {"a": 1}, "name": "a_1"}
+    }
+
+    #[test]
+    fn a_shard_deleting_orphans_needs_the_shard_key_index() {
+        let table = routing(vec![chunk(Bson::MinKey, Bson::MaxKey, "s0")]);
+        let orphans = |range_deletions| ShardCatalog {
+            shard: "s1".into(),
+            collections: vec![LocalCollection {
+                range_deletions,
+                ..local("db.c", 1, vec![])
+            }],
+        };
+        let owner = ShardCatalog {
+            shard: "s0".into(),
+            collections: vec![local("db.c", 1, vec![shard_key_index()])],
+        };
+        // Without chunks nor orphans to delete, a shard needs no shard key index.
+        assert!(check(&table, &[owner, orphans(false)], false).is_empty());
+        let owner = ShardCatalog {
+            shard: "s0".into(),
+            collections: vec![local("db.c", 1, vec![shard_key_index()])],
+        };
+        let found = check(&table, &[owner, orphans(true)], false);
+        assert_eq!(types(&found), vec!["RangeDeletionMissingShardKeyIndex"]);
+        assert_eq!(
+            found[0].get_document("details").unwrap(),
+            &doc! {"namespace": "db.c", "shard": "s1", "shardKey": {"a": 1}}
+        );
     }
 
     #[test]

@@ -158,6 +158,24 @@ async fn shard_collections(
     let listed = client
         .run_doc(db, doc! {"listCollections": 1, "filter": filter})
         .await?;
+    // Orphaned ranges the shard still has to delete (MongoDB's RangeDeletionMissingShardKeyIndex
+    // check reads the same tasks).
+    let tasks = client
+        .run_doc(
+            "config",
+            doc! {
+                "find": "rangeDeletions",
+                "filter": {"nss": {"$in": sharded.iter().collect::<Vec<_>>()}},
+                "projection": {"_id": 0, "nss": 1},
+                // One batch: a few dozen bytes per task.
+                "batchSize": i32::MAX,
+            },
+        )
+        .await?;
+    let deleting: BTreeSet<String> = crate::command::first_batch(&tasks)
+        .iter()
+        .filter_map(|task| task.get_str("nss").ok().map(str::to_string))
+        .collect();
     let mut collections = Vec::new();
     for info in crate::command::first_batch(&listed) {
         let Ok(name) = info.get_str("name") else {
@@ -178,7 +196,13 @@ async fn shard_collections(
         } else {
             Vec::<Document>::new()
         };
-        collections.push(LocalCollection { ns, uuid, indexes });
+        let range_deletions = deleting.contains(&ns);
+        collections.push(LocalCollection {
+            ns,
+            uuid,
+            indexes,
+            range_deletions,
+        });
     }
     Ok(collections)
 }
