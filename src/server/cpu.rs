@@ -69,6 +69,56 @@ pub async fn run<F: Future>(heavy: bool, future: F) -> F::Output {
     }
 }
 
+/// The nice value of [`background`] threads: the least favoured, so that the scheduler runs any
+/// request's thread first when the cores are busy and gives the background work what is left.
+const BACKGROUND_NICE: libc::c_int = 19;
+
+/// Drives `future` to completion on a thread of the lowest scheduling priority, while this one
+/// is handed off from the runtime: work the node does for itself over many documents (a
+/// migration's clone reads) must not make the requests of its clients wait for a core.
+/// Only work that holds nothing a request may wait for belongs here — a write transaction
+/// held by a thread the scheduler postpones would make every write wait with it.
+pub async fn background<F>(future: F) -> F::Output
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    if !on_multi_thread_runtime() {
+        return future.await;
+    }
+    let runtime = tokio::runtime::Handle::current();
+    let future = std::sync::Mutex::new(Some(future));
+    let take = || future.lock().expect("poisoned").take().expect("taken once");
+    tokio::task::block_in_place(|| {
+        std::thread::scope(|scope| {
+            let worker = std::thread::Builder::new()
+                .name("docgrid-background".into())
+                .spawn_scoped(scope, || {
+                    lower_this_threads_priority();
+                    runtime.block_on(take())
+                });
+            match worker {
+                Ok(worker) => worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                // No thread to be had: the work runs here, at the request's priority.
+                Err(_) => runtime.block_on(take()),
+            }
+        })
+    })
+}
+
+/// Gives the calling thread [`BACKGROUND_NICE`]. Linux keeps a nice value per thread (the
+/// process's other threads keep theirs); elsewhere `setpriority` would lower the whole
+/// process, so the work runs at the usual priority there.
+fn lower_this_threads_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: `setpriority` reads no memory of ours; `who` 0 is the calling thread on Linux.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICE);
+    }
+}
+
 /// Gives what a heavy request freed back to the system. Each handoff puts another thread in the
 /// runtime's place, and glibc gives threads malloc arenas of their own (up to 8 per core) that
 /// keep freed memory for their next allocations: without this, every heavy request can leave
@@ -124,6 +174,25 @@ mod tests {
             ticked < busy,
             "the ticker ran at {ticked:?}, after the busy handler"
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn background_work_runs_on_a_low_priority_thread() {
+        // SAFETY: `getpriority` reads the calling thread's nice value; no memory of ours.
+        let nice = || unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+        let before = nice();
+        // The work may borrow from the caller, which waits for it.
+        let borrowed = String::from("borrowed");
+        let (name, theirs, len) = background(async {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            let name = std::thread::current().name().map(str::to_string);
+            (name, nice(), borrowed.len())
+        })
+        .await;
+        assert_eq!((name.as_deref(), len), (Some("docgrid-background"), 8));
+        #[cfg(target_os = "linux")]
+        assert_eq!(theirs, BACKGROUND_NICE);
+        assert_eq!(nice(), before, "the caller's thread keeps its priority");
     }
 
     #[tokio::test]

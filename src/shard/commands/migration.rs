@@ -215,7 +215,10 @@ async fn migrate_clone(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let batch = source(state, &req)?.clone_batch().await?;
+    let source = source(state, &req)?;
+    // The scan of up to 8 MB runs below the priority of the shard's requests (the writes to
+    // the moving range go on meanwhile).
+    let batch = crate::server::cpu::background(source.clone_batch()).await?;
     let mut objects = RawArrayBuf::new();
     for doc in batch {
         objects.push(doc);

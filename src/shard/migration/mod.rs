@@ -11,6 +11,7 @@
 
 pub(super) mod coordinator;
 pub(super) mod donor;
+pub(super) mod range_choice;
 pub(super) mod range_deleter;
 pub(super) mod recipient;
 pub(super) mod sessions;
