@@ -23,6 +23,8 @@ pub struct MongoRegex {
     pub pattern: String,
     pub options: String,
     compiled: Arc<Code>,
+    /// For `^` followed by plain characters: the literal every match starts the subject with.
+    prefix: Option<Arc<str>>,
 }
 
 /// Why matching stopped without an answer: PCRE2's own words ("match limit exceeded").
@@ -66,6 +68,7 @@ impl MongoRegex {
             pattern: pattern.to_string(),
             options: options.to_string(),
             compiled: Arc::new(compiled),
+            prefix: anchored_literal(pattern, flags).map(Arc::from),
         })
     }
 
@@ -99,6 +102,9 @@ impl MongoRegex {
 
     /// Whether the pattern matches, or why matching failed.
     pub fn matches(&self, text: &str) -> std::result::Result<bool, MatchFailure> {
+        if let Some(prefix) = &self.prefix {
+            return Ok(text.starts_with(&**prefix));
+        }
         self.run(|matcher| self.compiled.is_match(text, 0, matcher))
     }
 
@@ -134,6 +140,20 @@ impl MongoRegex {
         }
         .map_err(|code| MatchFailure(ffi::error_message(code)))
     }
+}
+
+/// The literal a pattern of the form `^literal` (plain characters only, no option changing what
+/// `^` or a character means) requires at the start of the subject. Such prefix searches are
+/// the most common regexes applications send (an index scan checks each candidate with it),
+/// and for them a comparison of bytes answers exactly what PCRE2 would, without the cost of a
+/// call into it, which is most of the time of a match that fails at the first character.
+fn anchored_literal(pattern: &str, flags: u32) -> Option<&str> {
+    const META: &[char] = &[
+        '\\', '^', '$', '.', '|', '?', '*', '+', '(', ')', '[', ']', '{', '}',
+    ];
+    let changes_meaning = ffi::PCRE2_CASELESS | ffi::PCRE2_MULTILINE | ffi::PCRE2_EXTENDED;
+    let literal = pattern.strip_prefix('^')?;
+    (flags & changes_meaning == 0 && !literal.contains(META)).then_some(literal)
 }
 
 /// MongoDB's options as PCRE2 compile options; always UTF mode (MongoDB's strings are UTF-8),
@@ -330,6 +350,34 @@ mod tests {
         assert_eq!(flag.code().code(), 51108);
         assert_eq!(flag.message(), "invalid flag in regex options: z");
         assert_eq!(MongoRegex::new("a\0", "").unwrap_err().code().code(), 51091);
+    }
+
+    #[test]
+    fn anchored_literals_skip_pcre2_and_agree_with_it() {
+        assert_eq!(
+            anchored_literal("^user_12", ffi::PCRE2_UTF),
+            Some("user_12")
+        );
+        assert_eq!(anchored_literal("^é-x y", ffi::PCRE2_UTF), Some("é-x y"));
+        for (pattern, flags) in [
+            ("user_12", ffi::PCRE2_UTF),
+            ("^user.12", ffi::PCRE2_UTF),
+            ("^a|b", ffi::PCRE2_UTF),
+            ("^a\\d", ffi::PCRE2_UTF),
+            ("^ab", ffi::PCRE2_UTF | ffi::PCRE2_CASELESS),
+            ("^ab", ffi::PCRE2_UTF | ffi::PCRE2_MULTILINE),
+            ("^a b", ffi::PCRE2_UTF | ffi::PCRE2_EXTENDED),
+        ] {
+            assert_eq!(anchored_literal(pattern, flags), None, "{pattern}");
+        }
+        for (pattern, options) in [("^user_1", ""), ("^", ""), ("^é", "s"), ("^x", "u")] {
+            let re = MongoRegex::new(pattern, options).unwrap();
+            assert!(re.prefix.is_some(), "{pattern}");
+            for text in ["user_12", "user_2", "xuser_1", "", "é", "\nuser_1", "x"] {
+                let pcre2 = re.compiled.is_match(text, 0, Matcher::Jit).unwrap();
+                assert_eq!(re.is_match(text), pcre2, "{pattern} on {text:?}");
+            }
+        }
     }
 
     #[test]
