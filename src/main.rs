@@ -124,6 +124,28 @@ struct ListenArgs {
     /// With `--tlsCAFile`: clients without a certificate are accepted too.
     #[arg(long = "tlsAllowConnectionsWithoutCertificates")]
     tls_allow_connections_without_certificates: bool,
+    /// The password of an encrypted key in `--tlsCertificateKeyFile` (PKCS#8).
+    #[arg(long = "tlsCertificateKeyFilePassword", value_name = "PASSWORD")]
+    tls_certificate_key_file_password: Option<String>,
+    /// Certificate revocation lists (PEM): revoked client and member certificates are refused.
+    #[arg(long = "tlsCRLFile", value_name = "PATH")]
+    tls_crl_file: Option<PathBuf>,
+    /// Certificates of clients and members are not checked against the authorities (such a
+    /// certificate opens a connection but does not authenticate).
+    #[arg(long = "tlsAllowInvalidCertificates")]
+    tls_allow_invalid_certificates: bool,
+    /// A member's certificate need not name the host it was reached at.
+    #[arg(long = "tlsAllowInvalidHostnames")]
+    tls_allow_invalid_hostnames: bool,
+    /// Protocols refused: TLS1_0, TLS1_1, TLS1_2, TLS1_3 separated by commas, or none.
+    #[arg(long = "tlsDisabledProtocols", value_name = "PROTOCOLS")]
+    tls_disabled_protocols: Option<String>,
+    /// The certificate and key presented to other members (default: the server's).
+    #[arg(long = "tlsClusterFile", value_name = "PATH")]
+    tls_cluster_file: Option<PathBuf>,
+    /// The password of an encrypted key in `--tlsClusterFile`.
+    #[arg(long = "tlsClusterPassword", value_name = "PASSWORD")]
+    tls_cluster_password: Option<String>,
 }
 
 fn parse_parameter(text: &str) -> Result<(String, String), String> {
@@ -224,6 +246,14 @@ struct TlsConfig {
     #[serde(rename = "CAFile")]
     ca_file: Option<PathBuf>,
     allow_connections_without_certificates: Option<bool>,
+    certificate_key_file_password: Option<String>,
+    #[serde(rename = "CRLFile")]
+    crl_file: Option<PathBuf>,
+    allow_invalid_certificates: Option<bool>,
+    allow_invalid_hostnames: Option<bool>,
+    disabled_protocols: Option<String>,
+    cluster_file: Option<PathBuf>,
+    cluster_password: Option<String>,
 }
 
 impl FileConfig {
@@ -457,6 +487,24 @@ fn tls_of(listen: &ListenArgs, file: &FileConfig) -> Result<Option<Arc<Tls>>> {
             || from_file
                 .allow_connections_without_certificates
                 .unwrap_or(false),
+        certificate_key_file_password: listen
+            .tls_certificate_key_file_password
+            .clone()
+            .or(from_file.certificate_key_file_password),
+        crl_file: listen.tls_crl_file.clone().or(from_file.crl_file),
+        allow_invalid_certificates: listen.tls_allow_invalid_certificates
+            || from_file.allow_invalid_certificates.unwrap_or(false),
+        allow_invalid_hostnames: listen.tls_allow_invalid_hostnames
+            || from_file.allow_invalid_hostnames.unwrap_or(false),
+        disabled_protocols: listen
+            .tls_disabled_protocols
+            .clone()
+            .or(from_file.disabled_protocols),
+        cluster_file: listen.tls_cluster_file.clone().or(from_file.cluster_file),
+        cluster_password: listen
+            .tls_cluster_password
+            .clone()
+            .or(from_file.cluster_password),
     };
     Tls::new(&options).map_err(|e| anyhow::anyhow!("{}", e.message()))
 }

@@ -94,7 +94,7 @@ pub(super) async fn run(
                         .get_ref()
                         .1
                         .peer_certificates()
-                        .and_then(|chain| chain.first())
+                        .and_then(|chain| tls.authenticating(chain))
                         .and_then(|leaf| auth::x509::subject_name(leaf));
                     if let Some(subject) = subject {
                         ctx.set_client_subject(subject);
