@@ -53,6 +53,7 @@ mod regexes;
 mod rename_faults;
 mod renames;
 mod retryable_writes;
+mod roles;
 mod routing_property;
 mod sessions;
 mod shard_key_updates;

@@ -218,7 +218,7 @@ impl NodeState for ConfigState {
         &'a self,
         name: &'a crate::server::auth::UserName,
     ) -> futures::future::BoxFuture<'a, Result<Option<bson::Document>>> {
-        Box::pin(self.user_document(name))
+        Box::pin(self.resolved_user(name))
     }
 
     fn has_users(&self) -> futures::future::BoxFuture<'_, Result<bool>> {

@@ -112,6 +112,7 @@ error_codes! {
     LockBusy = 46;
     NoMatchingDocument = 47;
     NamespaceExists = 48;
+    InvalidRoleModification = 49;
     MaxTimeMSExpired = 50 [Interruption, ExceededTimeLimitError];
     ManualInterventionRequired = 51;
     DollarPrefixedFieldName = 52;
