@@ -60,6 +60,7 @@ mod shard_key_updates;
 mod shard_versioning;
 mod sharded_queries;
 mod sharding;
+mod signed_cluster_time;
 mod sorting;
 mod stale_versions;
 mod tls;

@@ -122,6 +122,7 @@ impl ConfigState {
         transaction_table::start_session_jobs(&state, &state.transaction_table, &state.storage);
         spawn_cursor_reaper(Arc::downgrade(&state));
         crate::datanode::ttl::spawn_ttl_monitor(Arc::downgrade(&state));
+        crate::server::cluster_keys::spawn(Arc::downgrade(&state));
         Ok(state)
     }
 

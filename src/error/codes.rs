@@ -205,6 +205,7 @@ error_codes! {
     CannotBuildIndexKeys = 201;
     NetworkInterfaceExceededTimeLimit = 202 [ExceededTimeLimitError];
     ShardingStateNotInitialized = 203;
+    TimeProofMismatch = 204;
     ClusterTimeFailsRateLimiter = 205;
     NoSuchSession = 206;
     InvalidUUID = 207;

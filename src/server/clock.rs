@@ -6,7 +6,7 @@
 //! until every write up to its time is visible.
 
 use crate::error::{ErrorCode, MongoError, Result};
-use bson::{Binary, RawBson, RawBsonRef, RawDocumentBuf, Timestamp, doc, spec::BinarySubtype};
+use bson::{RawBson, RawBsonRef, RawDocumentBuf, Timestamp, doc};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
@@ -14,6 +14,8 @@ use tokio::sync::Notify;
 #[derive(Debug, Default)]
 pub struct LogicalClock {
     state: Mutex<State>,
+    /// The keys the gossiped time is signed with (`server::cluster_keys`).
+    pub keys: super::cluster_keys::KeyRing,
     /// Woken whenever a pending write ends (an `afterClusterTime` read may go on).
     committed: Notify,
 }
@@ -122,17 +124,12 @@ impl LogicalClock {
         }
     }
 
-    /// `$clusterTime` as replies carry it: the time and a signature of MongoDB's shape. Without
-    /// authentication there are no signing keys: the hash is zeros and the key id 0, as a
-    /// MongoDB cluster without keys gossips.
+    /// `$clusterTime` as replies carry it: the time and its signature. Without authentication
+    /// there are no signing keys: the hash is zeros and the key id 0, as a MongoDB cluster
+    /// without keys gossips.
     pub fn gossip(&self) -> bson::Document {
-        doc! {
-            "clusterTime": self.now(),
-            "signature": {
-                "hash": Binary {subtype: BinarySubtype::Generic, bytes: vec![0; 20]},
-                "keyId": 0_i64,
-            },
-        }
+        let now = self.now();
+        doc! {"clusterTime": now, "signature": self.keys.sign(now)}
     }
 }
 
