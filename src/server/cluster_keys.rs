@@ -13,6 +13,7 @@ use crate::command::generic::SignedClusterTime;
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Binary, Bson, Document, Timestamp, doc, spec::BinarySubtype};
 use hmac::{KeyInit, Mac};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{RwLock, Weak};
 use std::time::Duration;
 
@@ -88,9 +89,16 @@ pub fn proof(key: &[u8; 20], time: Timestamp) -> [u8; 20] {
 #[derive(Debug, Default)]
 pub struct KeyRing {
     keys: RwLock<Vec<ClusterTimeKey>>,
+    /// Set when the node signs: until it has keys it then gossips no time at all.
+    required: AtomicBool,
 }
 
 impl KeyRing {
+    /// This node signs what it gossips (with authentication).
+    pub fn require(&self) {
+        self.required.store(true, Ordering::SeqCst);
+    }
+
     pub fn replace(&self, keys: Vec<ClusterTimeKey>) {
         *self.keys.write().expect("poisoned") = keys;
     }
@@ -100,8 +108,9 @@ impl KeyRing {
     }
 
     /// The signature of `time`: the proof under the key that expires first after it, and the
-    /// key's id; zeros and key 0 without one (no authentication, or keys not read yet).
-    pub fn sign(&self, time: Timestamp) -> Document {
+    /// key's id; zeros and key 0 when the node does not sign; `None` when it signs and has no
+    /// key valid at `time` yet.
+    pub fn sign(&self, time: Timestamp) -> Option<Document> {
         let keys = self.keys.read().expect("poisoned");
         let signing = keys
             .iter()
@@ -109,12 +118,13 @@ impl KeyRing {
             .min_by_key(|k| pair(k.expires_at));
         let (hash, id) = match signing {
             Some(key) => (proof(&key.key, time).to_vec(), key.id),
+            None if self.required.load(Ordering::SeqCst) => return None,
             None => (vec![0; 20], 0),
         };
-        doc! {
+        Some(doc! {
             "hash": Binary {subtype: BinarySubtype::Generic, bytes: hash},
             "keyId": id,
-        }
+        })
     }
 
     /// Whether `signed` was signed by one of the cluster's keys valid at its time:
@@ -186,8 +196,9 @@ pub async fn check<S: NodeState>(
 /// Reads the keys while the node lives (the config server first makes sure the current and
 /// the next key exist), when it signs at all.
 pub fn spawn<S: NodeState>(state: Weak<S>) {
-    if !state.upgrade().is_some_and(|s| signing(&*s)) {
-        return;
+    match state.upgrade() {
+        Some(s) if signing(&*s) => s.node().clock.keys.require(),
+        _ => return,
     }
     tokio::spawn(async move {
         loop {
@@ -300,7 +311,7 @@ mod tests {
     }
 
     fn signed(ring: &KeyRing, time: Timestamp) -> SignedClusterTime {
-        let signature = ring.sign(time);
+        let signature = ring.sign(time).unwrap();
         SignedClusterTime {
             time,
             hash: signature.get_binary_generic("hash").unwrap().clone(),
@@ -333,8 +344,11 @@ mod tests {
             time: 100,
             increment: 2,
         };
-        let unsigned = ring.sign(time);
+        let unsigned = ring.sign(time).unwrap();
         assert_eq!(unsigned.get_i64("keyId").unwrap(), 0);
+        // A node that signs gossips nothing before it has a key.
+        ring.require();
+        assert_eq!(ring.sign(time), None);
         ring.replace(vec![key(2, 300), key(1, 200), key(9, 50)]);
         let good = signed(&ring, time);
         assert_eq!(good.key_id, 1);
