@@ -120,6 +120,11 @@ async fn create_role(
             "Cannot create roles with the same name as a built-in role",
         ));
     }
+    if name.role.contains('\0') {
+        return Err(MongoError::bad_value(
+            "Role name cannot contain NULL characters",
+        ));
+    }
     let privileges = role_admin::required(&req, parsed.privileges, "privileges")?;
     let granted = role_admin::required(&req, parsed.roles, "roles")?;
     let role = StoredRole {

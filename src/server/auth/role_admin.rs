@@ -253,9 +253,12 @@ pub fn show_privileges(value: Option<&Bson>) -> Result<ShowPrivileges> {
             false => ShowPrivileges::No,
         },
         Some(Bson::String(s)) if s == "asUserFragment" => ShowPrivileges::AsUserFragment,
-        Some(_) => {
-            return Err(MongoError::bad_value(
-                "Failed to parse 'showPrivileges', expected boolean or 'asUserFragment'",
+        Some(other) => {
+            return Err(MongoError::new(
+                crate::error::ErrorCode::FailedToParse,
+                format!(
+                    "Failed to parse 'showPrivileges'. 'showPrivileges' should either be a boolean or the string 'asUserFragment', given: showPrivileges: {other}"
+                ),
             ));
         }
     })
@@ -319,6 +322,11 @@ mod tests {
             show_privileges(Some(&Bson::Boolean(true))).unwrap(),
             ShowPrivileges::Yes
         );
-        assert!(show_privileges(Some(&Bson::from("x"))).is_err());
+        assert_eq!(
+            show_privileges(Some(&Bson::from("x")))
+                .unwrap_err()
+                .message(),
+            "Failed to parse 'showPrivileges'. 'showPrivileges' should either be a boolean or the string 'asUserFragment', given: showPrivileges: \"x\""
+        );
     }
 }
