@@ -124,3 +124,52 @@ async fn signed_cluster_time_is_checked_across_routers() {
     assert!((now.time, now.increment) < (ahead.time, ahead.increment));
     cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn signed_cluster_time_keys_rotate() {
+    let mut options = node_options();
+    options.auth = true;
+    options.initial_user = Some(("root".into(), "example".into()));
+    options
+        .parameters
+        .push(("KeysRotationIntervalSec".into(), "2".into()));
+    let cluster = TestCluster::start_with_options(options, 1, 1).await;
+    let root = client(cluster.addr, "root:example", "&authSource=admin").await;
+    let key_id = |gossip: &Document| {
+        gossip
+            .get_document("signature")
+            .unwrap()
+            .get_i64("keyId")
+            .unwrap()
+    };
+    let first = key_id(&signed_time(&root).await);
+    // The current key expires 2 s of cluster time after it was made (writes move the cluster
+    // time on): the next one signs, and a later one is made for it.
+    let mut rotated = None;
+    for i in 0..50 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        run(
+            &root,
+            "app",
+            doc! {"insert": "c", "documents": [{"_id": i}]},
+        )
+        .await
+        .unwrap();
+        let now = key_id(&signed_time(&root).await);
+        if now != first {
+            rotated = Some(now);
+            break;
+        }
+    }
+    let rotated = rotated.expect("the signing key rotates");
+    assert!(rotated > first);
+    let keys = run(
+        &root,
+        "admin",
+        doc! {"find": "system.keys", "sort": {"expiresAt": 1}},
+    )
+    .await;
+    // The keys are the cluster's own: not even root reads them.
+    assert_eq!(crate::harness::error_code(&keys.unwrap_err()), Some(13));
+    cluster.shutdown().await;
+}

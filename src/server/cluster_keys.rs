@@ -22,9 +22,10 @@ const KEYS: &str = "system.keys";
 const PURPOSE: &str = "HMAC";
 /// `KeysRotationIntervalSec`'s default: 90 days.
 pub const DEFAULT_ROTATION_SECS: i64 = 90 * 24 * 3600;
-/// How often a node reads the keys again (MongoDB's key manager refreshes about as often).
+/// How often a node reads the keys again at least (MongoDB's key manager refreshes about as
+/// often), and sooner when its first key expires.
 const REFRESH: Duration = Duration::from_secs(30);
-/// How soon it tries again while it has no key yet (the config server may not be up).
+/// How soon it tries again while it has no key (the config server may not be up yet).
 const RETRY: Duration = Duration::from_secs(1);
 /// The low bits of a time a proof covers: one proof signs every increment of a range, as
 /// MongoDB's time proof service caches it.
@@ -103,8 +104,11 @@ impl KeyRing {
         *self.keys.write().expect("poisoned") = keys;
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.keys.read().expect("poisoned").is_empty()
+    /// How long until the first key expires (none: at once), in whole seconds of `now`'s clock.
+    fn first_expiry(&self, now: Timestamp) -> Duration {
+        let keys = self.keys.read().expect("poisoned");
+        let first = keys.iter().map(|k| k.expires_at.time).min().unwrap_or(0);
+        Duration::from_secs(u64::from(first.saturating_sub(now.time)))
     }
 
     /// The signature of `time`: the proof under the key that expires first after it, and the
@@ -207,10 +211,10 @@ pub fn spawn<S: NodeState>(state: Weak<S>) {
             if let Some(Err(e)) = &outcome {
                 tracing::debug!(error = %e, "could not refresh the cluster time keys");
             }
-            let wait = match node.node().clock.keys.is_empty() {
-                true => RETRY,
-                false => REFRESH,
-            };
+            // Again before the first key expires (the config server then makes the next one),
+            // at least every REFRESH, every RETRY while there is none.
+            let clock = &node.node().clock;
+            let wait = clock.keys.first_expiry(clock.now()).clamp(RETRY, REFRESH);
             drop(node);
             tokio::time::sleep(wait).await;
         }
