@@ -7,6 +7,7 @@
 //! (neither `--auth` nor `--keyFile`) nothing is signed or checked, as MongoDB then trusts
 //! every client.
 
+use super::auth::privileges::{Privilege, Resource};
 use super::dispatch::NodeState;
 use super::node::Role;
 use crate::command::generic::SignedClusterTime;
@@ -183,18 +184,19 @@ pub async fn check<S: NodeState>(
     if !signing(state) || ctx.is_internal() || pair(signed.time) <= pair(clock.now()) {
         return Ok(());
     }
-    if let Some(granted) = super::auth::privileges_of(state, ctx).await? {
-        let advance = super::auth::privileges::Privilege::new(
-            super::auth::privileges::Resource::Cluster,
-            &["advanceClusterTime"],
-        );
-        if super::auth::privileges::allows(&granted, &[advance]) {
-            return Ok(());
-        }
-    } else {
+    let granted = super::auth::privileges_of(state, ctx).await?;
+    if may_advance(granted.as_deref()) {
         return Ok(());
     }
     clock.keys.validate(signed)
+}
+
+/// Whether a caller may move the clock to a time without a proof: everyone when authorization
+/// is off here (`None`, MongoDB's ignored auth checks), else those holding `advanceClusterTime`
+/// on the cluster.
+fn may_advance(granted: Option<&[Privilege]>) -> bool {
+    let advance = Privilege::new(Resource::Cluster, &["advanceClusterTime"]);
+    granted.is_none_or(|granted| super::auth::privileges::allows(granted, &[advance]))
 }
 
 /// Reads the keys while the node lives (the config server first makes sure the current and
@@ -376,6 +378,18 @@ mod tests {
         let mut expired = good;
         expired.key_id = 9;
         assert_eq!(ring.validate(&expired).unwrap_err().code().code(), 211);
+    }
+
+    #[test]
+    fn only_advance_cluster_time_moves_the_clock_without_a_proof() {
+        assert!(may_advance(None));
+        assert!(!may_advance(Some(&[])));
+        let root = super::super::auth::roles::privileges("root", "admin").unwrap();
+        assert!(!may_advance(Some(&root)));
+        let granted = [Privilege::new(Resource::Cluster, &["advanceClusterTime"])];
+        assert!(may_advance(Some(&granted)));
+        let system = super::super::auth::roles::privileges("__system", "admin").unwrap();
+        assert!(may_advance(Some(&system)));
     }
 
     #[test]
