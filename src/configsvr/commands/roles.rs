@@ -6,10 +6,9 @@ use super::super::ConfigState;
 use super::super::store::{ConfigStore, ConfigWrite};
 use crate::command::{CommandRequest, requests};
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::auth::privilege_documents::{self, parse_privileges, privileges_value};
 use crate::server::auth::role_admin::{self, ShowPrivileges};
-use crate::server::auth::role_graph::{
-    self, RoleGraph, StoredRole, parse_privileges, privileges_value, roles_value,
-};
+use crate::server::auth::role_graph::{self, RoleGraph, StoredRole, roles_value};
 use crate::server::auth::{RoleName, StoredUser, privileges, roles, user_admin};
 use crate::server::{CommandSpec, RequestContext};
 use bson::{Bson, Document, RawDocumentBuf, doc, rawdoc};
@@ -248,8 +247,10 @@ async fn change_privileges(
         .modify_role(&name, |_, role| {
             for privilege in listed {
                 match grant {
-                    true => role_graph::add_privilege(&mut role.privileges, privilege),
-                    false => role_graph::remove_privilege(&mut role.privileges, &privilege),
+                    true => privilege_documents::add_privilege(&mut role.privileges, privilege),
+                    false => {
+                        privilege_documents::remove_privilege(&mut role.privileges, &privilege)
+                    }
                 }
             }
             Ok(())

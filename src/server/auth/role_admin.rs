@@ -3,9 +3,9 @@
 //! the databases granted; privileges beyond one database need it on `admin`), the role a
 //! command names, and `rolesInfo`'s `showPrivileges` forms.
 
+use super::privilege_documents;
 use super::privileges::{Privilege, Resource};
 use super::requires::{Required, Requires};
-use super::role_graph;
 use super::user_admin::{UserCommand, named, parse_roles};
 use super::users::RoleName;
 use crate::command::{CommandRequest, missing, requests};
@@ -129,7 +129,7 @@ fn on_role_databases(roles: &[RoleName], action: &'static str) -> Vec<Privilege>
 fn on_privilege_databases(privileges: &[Bson], action: &'static str) -> Vec<Privilege> {
     privileges
         .iter()
-        .filter_map(|p| role_graph::parse_privileges(std::slice::from_ref(p)).ok())
+        .filter_map(|p| privilege_documents::parse_privileges(std::slice::from_ref(p)).ok())
         .flatten()
         .map(|p| {
             let db = match p.resource {

@@ -106,7 +106,7 @@ impl StoredUser {
             .map(|roles| roles.iter().filter_map(RoleName::from_bson).collect())
             .unwrap_or_default();
         let inherited = match doc.get_array("inheritedPrivileges") {
-            Ok(granted) => Some(super::role_graph::parse_privileges(granted).ok()?),
+            Ok(granted) => Some(super::privilege_documents::parse_privileges(granted).ok()?),
             Err(_) => None,
         };
         Some(StoredUser {
