@@ -6,7 +6,7 @@
 
 use crate::auth::{client, run};
 use crate::harness::{TestCluster, node_options};
-use crate::wire::raw_command;
+use crate::wire::{RawConnection, raw_command};
 use bson::{Binary, Document, Timestamp, doc, spec::BinarySubtype};
 use mongodb::Client;
 use std::time::Duration;
@@ -118,6 +118,16 @@ async fn signed_cluster_time_is_checked_across_routers() {
     .await;
     assert_eq!(reply.get_i32("code").unwrap(), 211, "{reply}");
     assert_eq!(reply.get_str("codeName").unwrap(), "KeyNotFound");
+    // Claiming to be a cluster member changes nothing.
+    let mut claimed = RawConnection::connect(second).await;
+    let internal = doc! {"minWireVersion": 0, "maxWireVersion": 25};
+    claimed
+        .command(doc! {"hello": 1, "internalClient": internal, "$db": "admin"})
+        .await;
+    let reply = claimed
+        .command(doc! {"ping": 1, "$db": "admin", "$clusterTime": with_time(&genuine, ahead)})
+        .await;
+    assert_eq!(reply.get_i32("code").unwrap(), 204, "{reply}");
     // The refused times did not move the clock.
     let now = run(&reader, "admin", doc! {"ping": 1}).await.unwrap();
     let now = now.get_timestamp("operationTime").unwrap();

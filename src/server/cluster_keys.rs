@@ -173,15 +173,16 @@ pub fn signing<S: NodeState>(state: &S) -> bool {
 }
 
 /// Checks a request's `$clusterTime` before the node's clock advances to it: a time this node
-/// has already reached needs no proof, nor does a caller allowed to advance the clock (members,
-/// in-process calls, users with `advanceClusterTime`).
+/// has already reached needs no proof, nor does a caller allowed to advance the clock (calls
+/// from roles in this process, members authenticated as `__system`, users with
+/// `advanceClusterTime`; a `hello` claiming `internalClient` proves nothing).
 pub async fn check<S: NodeState>(
     state: &S,
     ctx: &super::RequestContext,
     signed: &SignedClusterTime,
 ) -> Result<()> {
     let clock = &state.node().clock;
-    if !signing(state) || ctx.is_internal() || pair(signed.time) <= pair(clock.now()) {
+    if !signing(state) || pair(signed.time) <= pair(clock.now()) {
         return Ok(());
     }
     let granted = super::auth::privileges_of(state, ctx).await?;
