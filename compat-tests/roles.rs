@@ -112,6 +112,17 @@ async fn roles_a_custom_role_grants_exactly_its_privileges() {
     .await;
     let u = info.get_array("users").unwrap()[0].as_document().unwrap();
     assert_eq!(names(u.get_array("roles").unwrap()), vec!["cReader@app"]);
+    let e = run(&root, "app", doc! {"usersInfo": 1, "showPrivileges": true})
+        .await
+        .unwrap_err();
+    assert_eq!(
+        failure(&e),
+        (
+            20,
+            "IllegalOperation".into(),
+            "Privilege or restriction details require exact-match usersInfo queries".into()
+        )
+    );
     let inherited = names(u.get_array("inheritedRoles").unwrap());
     assert!(
         inherited.contains(&"cReader@app".to_string()),

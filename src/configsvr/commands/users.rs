@@ -299,6 +299,15 @@ async fn users_info(
 ) -> Result<RawDocumentBuf> {
     let parsed = requests::UsersInfoRequest::parse(&req)?;
     let query = user_admin::users_query(&req)?;
+    let details = parsed.show_privileges == Some(true)
+        || parsed.show_authentication_restrictions == Some(true);
+    let exact = matches!(query, UsersQuery::Named(_)) && parsed.filter.is_none();
+    if details && !exact {
+        return Err(MongoError::new(
+            ErrorCode::IllegalOperation,
+            "Privilege or restriction details require exact-match usersInfo queries",
+        ));
+    }
     let mut found = match &query {
         UsersQuery::Named(names) => {
             if parsed.filter.is_some() {
