@@ -1,12 +1,14 @@
-//! Connection setup with SCRAM-SHA-256 (issue 26): what authenticating adds to opening a
-//! connection, at MongoDB's default iteration count (15,000), through the official driver
-//! against a `dev` cluster started with `--auth` in this process.
+//! Connection setup with SCRAM-SHA-256 and TLS (issue 26): what authenticating and TLS add to
+//! opening a connection, at MongoDB's default iteration count (15,000), through the official
+//! driver against a `dev` cluster started with `--auth` and `--tlsMode allowTLS` (TLS and plain
+//! connections on one port; a certificate for localhost made with `rcgen`) in this process.
 //!
 //! - `plain`: a new driver client, its connection and a `ping`, without credentials (the
 //!   ceiling: everything but authentication);
 //! - `scram-sha-256`: the same with `root:example` in the URI (the driver's speculative
 //!   `saslStart` in `hello`, then `saslContinue`);
 //! - `scram-sha-1`: the same with `authMechanism=SCRAM-SHA-1` (10,000 iterations);
+//! - `tls`, `tls+scram-sha-256`: `plain` and `scram-sha-256` over TLS (rustls on both sides);
 //! - `pbkdf2`: PBKDF2-HMAC-SHA-256 at 15,000 iterations alone, in this process: the salted
 //!   password every new client computes (the server stores the derived keys and computes
 //!   only HMACs per authentication).
@@ -14,19 +16,56 @@
 //! A new client per connection (the driver keeps salted passwords in a process-wide cache, so
 //! after the first connection the client's PBKDF2 is not paid again).
 //!
-//! Then W2 and W3 of the cluster suite with and without `--auth`: `find_one({_id})` on uniform
-//! keys of a 10,000-document collection, one client (W2) and 16 concurrent tasks on one pooled
-//! client (W3), against a `dev` cluster with `--auth` (authenticated as root) and one without,
-//! alternating rounds so both see the same machine; the cluster without auth is the ceiling.
+//! Then W2 and W3 of the cluster suite with and without `--auth` and TLS: `find_one({_id})` on
+//! uniform keys of a 10,000-document collection, one client (W2) and 16 concurrent tasks on one
+//! pooled client (W3): authenticated as root against the `--auth` cluster (plain and over TLS),
+//! and without credentials against a second `dev` cluster without `--auth` (plain: the ceiling;
+//! and over TLS), alternating rounds so every variant sees the same machine.
 //!
 //! Writes a table to stdout and JSON to `bench-results/auth.json`.
 //!
 //! Run: `cargo bench --bench auth`. Environment: `DOCGRID_AUTH_CONNECTIONS` connections per
-//! variant (default 200), `DOCGRID_AUTH_OPS` reads per W2/W3 round (default 5,000; 3 rounds).
+//! variant (default 200), `DOCGRID_AUTH_OPS` reads per W2/W3 round (default 5,000),
+//! `DOCGRID_AUTH_ROUNDS` rounds per variant, the best kept (default 3).
 
 use bson::doc;
 use docgrid::cluster::{self, NodeOptions};
+use docgrid::server::tls::{Tls, TlsMode, TlsOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// A CA and a server certificate for `localhost` in `dir`: TLS accepted beside plain
+/// connections (`allowTLS`, as `preferTLS` on incoming connections), and the URI options a
+/// client trusting the CA uses.
+fn tls(dir: &Path) -> (Option<Arc<Tls>>, String) {
+    let ca_key = rcgen::KeyPair::generate().expect("key");
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA");
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = ca.self_signed(&ca_key).expect("CA");
+    let key = rcgen::KeyPair::generate().expect("key");
+    let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+    let server = rcgen::CertificateParams::new(names)
+        .expect("server")
+        .signed_by(&key, &ca, &ca_key)
+        .expect("server certificate");
+    let (server_file, ca_file): (PathBuf, PathBuf) = (dir.join("server.pem"), dir.join("ca.pem"));
+    std::fs::write(
+        &server_file,
+        format!("{}{}", server.pem(), key.serialize_pem()),
+    )
+    .expect("server.pem");
+    std::fs::write(&ca_file, ca.pem()).expect("ca.pem");
+    let tls = Tls::new(&TlsOptions {
+        mode: TlsMode::AllowTls,
+        certificate_key_file: Some(server_file),
+        ca_file: None,
+        allow_connections_without_certificates: false,
+    })
+    .expect("TLS");
+    let ca_option = ca_file.display().to_string().replace('/', "%2F");
+    (tls, format!("tls=true&tlsCAFile={ca_option}&"))
+}
 
 async fn connect_and_ping(uri: &str) -> Duration {
     let started = Instant::now();
@@ -94,22 +133,31 @@ async fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
     let dir = tempfile::tempdir().expect("temp dir");
+    let (tls, tls_uri) = tls(dir.path());
     let opts = NodeOptions {
         auth: true,
         initial_user: Some(("root".into(), "example".into())),
+        tls: tls.clone(),
         ..NodeOptions::loopback()
     };
-    let running = cluster::start_dev(&opts, dir.path(), 2)
+    let running = cluster::start_dev(&opts, &dir.path().join("auth"), 2)
         .await
         .expect("cluster");
-    let addr = running.addr;
-    let plain_uri = format!("mongodb://{addr}/?maxPoolSize=1");
-    let sha256_uri = format!("mongodb://root:example@{addr}/?authSource=admin&maxPoolSize=1");
-    let sha1_uri = format!(
-        "mongodb://root:example@{addr}/?authSource=admin&authMechanism=SCRAM-SHA-1&maxPoolSize=1"
-    );
+    // `localhost`, the name the certificate is for (the cluster listens on 127.0.0.1).
+    let addr = format!("localhost:{}", running.addr.port());
+    let root = "root:example@";
+    let uri = |credentials: &str, options: &str| {
+        format!("mongodb://{credentials}{addr}/?{options}authSource=admin&maxPoolSize=1")
+    };
+    let variants = [
+        ("plain", uri("", "")),
+        ("scram-sha-256", uri(root, "")),
+        ("scram-sha-1", uri(root, "authMechanism=SCRAM-SHA-1&")),
+        ("tls", uri("", &tls_uri)),
+        ("tls+scram-sha-256", uri(root, &tls_uri)),
+    ];
     // Warm up: the first connections pay for loading the user into the router's cache.
-    for uri in [&plain_uri, &sha256_uri, &sha1_uri] {
+    for (_, uri) in &variants {
         connect_and_ping(uri).await;
     }
     println!(
@@ -118,16 +166,15 @@ async fn main() {
     );
     let mut results = Vec::new();
     // Interleaved, so load changes on the machine touch every variant alike.
-    let mut samples: [Vec<Duration>; 3] = Default::default();
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); variants.len()];
     for _ in 0..n {
-        for (i, uri) in [&plain_uri, &sha256_uri, &sha1_uri].into_iter().enumerate() {
+        for (i, (_, uri)) in variants.iter().enumerate() {
             samples[i].push(connect_and_ping(uri).await);
         }
     }
-    let [plain, sha256, sha1] = samples;
-    results.push(summary("plain", plain));
-    results.push(summary("scram-sha-256", sha256));
-    results.push(summary("scram-sha-1", sha1));
+    for ((name, _), taken) in variants.iter().zip(samples) {
+        results.push(summary(name, taken));
+    }
     let mut pbkdf2 = Vec::new();
     for _ in 0..n {
         let started = Instant::now();
@@ -146,37 +193,59 @@ async fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5_000);
-    let plain_dir = tempfile::tempdir().expect("temp dir");
-    let plain = cluster::start_dev(&NodeOptions::loopback(), plain_dir.path(), 2)
+    let rounds_per_workload: usize = std::env::var("DOCGRID_AUTH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let plain_options = NodeOptions {
+        tls,
+        ..NodeOptions::loopback()
+    };
+    let plain = cluster::start_dev(&plain_options, &dir.path().join("plain"), 2)
         .await
         .expect("cluster");
+    let plain_addr = format!("localhost:{}", plain.addr.port());
     let pooled = |uri: String| async move {
         mongodb::Client::with_uri_str(format!("{uri}maxPoolSize=64"))
             .await
             .expect("client")
     };
-    let with_auth = pooled(format!("mongodb://root:example@{addr}/?authSource=admin&")).await;
-    let without = pooled(format!("mongodb://{}/?", plain.addr)).await;
-    for client in [&with_auth, &without] {
-        load(client).await;
-    }
+    let authed = |options: &str| format!("mongodb://{root}{addr}/?{options}authSource=admin&");
+    let clients = [
+        ("auth", pooled(authed("")).await),
+        (
+            "tls",
+            pooled(format!("mongodb://{plain_addr}/?{tls_uri}")).await,
+        ),
+        ("auth+tls", pooled(authed(&tls_uri)).await),
+        ("ceiling", pooled(format!("mongodb://{plain_addr}/?")).await),
+    ];
+    load(&clients[0].1).await;
+    load(&clients[3].1).await;
     println!(
-        "{:<16} {:>10} {:>10} {:>10}",
-        "workload", "auth op/s", "plain op/s", "ratio"
+        "{:<16} {:>10} {:>10} {:>10} {:>10}",
+        "workload", "variant", "op/s", "ceiling", "ratio"
     );
     for (workload, tasks) in [("W2", 1), ("W3", 16)] {
-        let (mut authed, mut ceiling) = (Vec::new(), Vec::new());
-        for _ in 0..3 {
-            authed.push(reads(&with_auth, ops, tasks).await);
-            ceiling.push(reads(&without, ops, tasks).await);
+        let mut rounds: Vec<Vec<f64>> = vec![Vec::new(); clients.len()];
+        for _ in 0..rounds_per_workload {
+            for (i, (_, client)) in clients.iter().enumerate() {
+                rounds[i].push(reads(client, ops, tasks).await);
+            }
         }
         let best = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
-        let (a, c) = (best(&authed), best(&ceiling));
-        println!("{workload:<16} {a:>10.0} {c:>10.0} {:>10.3}", a / c);
-        results.push(serde_json::json!({
-            "variant": workload, "tasks": tasks, "ops_per_round": ops,
-            "auth_ops_per_s": authed, "plain_ops_per_s": ceiling, "ratio_best": a / c,
-        }));
+        let ceiling = best(&rounds[3]);
+        for ((variant, _), measured) in clients.iter().zip(&rounds) {
+            let b = best(measured);
+            println!(
+                "{workload:<16} {variant:>10} {b:>10.0} {ceiling:>10.0} {:>10.3}",
+                b / ceiling
+            );
+            results.push(serde_json::json!({
+                "variant": format!("{workload} {variant}"), "tasks": tasks,
+                "ops_per_round": ops, "ops_per_s": measured, "ratio_best": b / ceiling,
+            }));
+        }
     }
     plain.shutdown().await;
     running.shutdown().await;

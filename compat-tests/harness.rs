@@ -55,7 +55,7 @@ impl TestCluster {
         Self::start_with_options(options, 2, 1).await
     }
 
-    async fn start_with_options(
+    pub async fn start_with_options(
         options: NodeOptions,
         shards: usize,
         routers: usize,

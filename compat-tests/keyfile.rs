@@ -79,6 +79,17 @@ async fn keyfile_cluster_works_and_internal_commands_need_the_key() {
     assert_eq!(readable.count_documents(doc! {}).await.unwrap(), 20);
     let err = readable.insert_one(doc! {"_id": 100}).await.unwrap_err();
     assert_eq!(crate::harness::error_code(&err), Some(13), "{err}");
+    // The router signs its cluster time with a key it read from the config server's process.
+    let pinged = reader
+        .database("app")
+        .run_command(doc! {"ping": 1})
+        .await
+        .unwrap();
+    let signature = pinged
+        .get_document("$clusterTime")
+        .and_then(|t| t.get_document("signature"))
+        .unwrap_or_else(|_| panic!("no signed $clusterTime in {pinged}"));
+    assert_ne!(signature.get_i64("keyId").unwrap(), 0, "{pinged}");
 
     // The router needs authentication as mongos with --auth does.
     let anonymous = crate::harness::client_for(([127, 0, 0, 1], cluster.router_port).into()).await;

@@ -67,6 +67,8 @@ impl NodeOptions {
         // everywhere (MongoDB's keyFile implies --auth).
         node.authorization = (self.auth && role == Role::Router) || self.cluster_key.is_some();
         node.cluster_key = self.cluster_key.clone();
+        // Every role signs the cluster time it gossips once clients authenticate anywhere.
+        node.signs_cluster_time = self.auth || self.cluster_key.is_some();
         node.tls = self.tls.clone();
         Ok(node)
     }

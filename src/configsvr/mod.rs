@@ -122,6 +122,7 @@ impl ConfigState {
         transaction_table::start_session_jobs(&state, &state.transaction_table, &state.storage);
         spawn_cursor_reaper(Arc::downgrade(&state));
         crate::datanode::ttl::spawn_ttl_monitor(Arc::downgrade(&state));
+        crate::server::cluster_keys::spawn(Arc::downgrade(&state));
         Ok(state)
     }
 
@@ -218,7 +219,7 @@ impl NodeState for ConfigState {
         &'a self,
         name: &'a crate::server::auth::UserName,
     ) -> futures::future::BoxFuture<'a, Result<Option<bson::Document>>> {
-        Box::pin(self.user_document(name))
+        Box::pin(self.resolved_user(name))
     }
 
     fn has_users(&self) -> futures::future::BoxFuture<'_, Result<bool>> {

@@ -112,6 +112,7 @@ error_codes! {
     LockBusy = 46;
     NoMatchingDocument = 47;
     NamespaceExists = 48;
+    InvalidRoleModification = 49;
     MaxTimeMSExpired = 50 [Interruption, ExceededTimeLimitError];
     ManualInterventionRequired = 51;
     DollarPrefixedFieldName = 52;
@@ -204,6 +205,7 @@ error_codes! {
     CannotBuildIndexKeys = 201;
     NetworkInterfaceExceededTimeLimit = 202 [ExceededTimeLimitError];
     ShardingStateNotInitialized = 203;
+    TimeProofMismatch = 204;
     ClusterTimeFailsRateLimiter = 205;
     NoSuchSession = 206;
     InvalidUUID = 207;

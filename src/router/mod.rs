@@ -56,6 +56,7 @@ impl RouterState {
         spawn_background(Arc::downgrade(&state));
         users::spawn_invalidator(Arc::downgrade(&state));
         crate::server::session_jobs::spawn(Arc::downgrade(&state));
+        crate::server::cluster_keys::spawn(Arc::downgrade(&state));
         state
     }
 
@@ -129,11 +130,12 @@ impl NodeState for RouterState {
         &self.table
     }
 
-    fn sessions_collection(
+    fn on_config_server(
         &self,
+        db: &'static str,
         command: bson::Document,
     ) -> futures::future::BoxFuture<'_, crate::error::Result<bson::Document>> {
-        Box::pin(self.sessions_collection_command(command))
+        Box::pin(self.config.run_doc(db, command))
     }
 
     fn load_user<'a>(

@@ -11,10 +11,6 @@ use crate::server::sessions::LogicalSessionId;
 use bson::{Document, doc};
 
 impl RouterState {
-    pub(super) async fn sessions_collection_command(&self, command: Document) -> Result<Document> {
-        self.config.run_doc("config", command).await
-    }
-
     /// Closes this router's cursors opened in a session `matches` accepts, with the shard
     /// cursors behind them; returns how many.
     pub(super) async fn kill_cursors_of_sessions(

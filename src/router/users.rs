@@ -1,5 +1,6 @@
-//! The router's side of users: it reads them from the config server's `admin.system.users`
-//! into the node's user cache, and polls the config server's user cache generation
+//! The router's side of users: it reads them from the config server (`usersInfo` with their
+//! credentials and the privileges their roles grant, user-defined roles resolved there, as
+//! mongos does) into the node's user cache, and polls the config server's user cache generation
 //! (`userCacheInvalidationIntervalSecs`, as mongos does) to drop its cache when users changed
 //! through another router.
 
@@ -18,10 +19,19 @@ impl RouterState {
             .config
             .run_doc(
                 "admin",
-                doc! {"find": "system.users", "filter": {"_id": name.id()}, "limit": 1},
+                doc! {
+                    "usersInfo": name.to_document(),
+                    "showCredentials": true,
+                    "showPrivileges": true,
+                },
             )
             .await?;
-        Ok(first_batch(&reply).into_iter().next())
+        Ok(reply
+            .get_array("users")
+            .ok()
+            .and_then(|users| users.first())
+            .and_then(|user| user.as_document())
+            .cloned())
     }
 
     pub(super) async fn any_user_on_config(&self) -> Result<bool> {

@@ -6,7 +6,7 @@
 //! until every write up to its time is visible.
 
 use crate::error::{ErrorCode, MongoError, Result};
-use bson::{Binary, RawBson, RawBsonRef, RawDocumentBuf, Timestamp, doc, spec::BinarySubtype};
+use bson::{RawBson, RawBsonRef, RawDocumentBuf, Timestamp, doc};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
@@ -14,6 +14,8 @@ use tokio::sync::Notify;
 #[derive(Debug, Default)]
 pub struct LogicalClock {
     state: Mutex<State>,
+    /// The keys the gossiped time is signed with (`server::cluster_keys`).
+    pub keys: super::cluster_keys::KeyRing,
     /// Woken whenever a pending write ends (an `afterClusterTime` read may go on).
     committed: Notify,
 }
@@ -122,17 +124,14 @@ impl LogicalClock {
         }
     }
 
-    /// `$clusterTime` as replies carry it: the time and a signature of MongoDB's shape. Without
-    /// authentication there are no signing keys: the hash is zeros and the key id 0, as a
-    /// MongoDB cluster without keys gossips.
-    pub fn gossip(&self) -> bson::Document {
-        doc! {
-            "clusterTime": self.now(),
-            "signature": {
-                "hash": Binary {subtype: BinarySubtype::Generic, bytes: vec![0; 20]},
-                "keyId": 0_i64,
-            },
-        }
+    /// `$clusterTime` as replies carry it: the time and its signature. Without authentication
+    /// there are no signing keys: the hash is zeros and the key id 0, as a MongoDB cluster
+    /// without keys gossips; with it, nothing until the node has read its keys (MongoDB gossips
+    /// only once it has seen keys: an unsigned time would be refused elsewhere).
+    pub fn gossip(&self) -> Option<bson::Document> {
+        let now = self.now();
+        let signature = self.keys.sign(now)?;
+        Some(doc! {"clusterTime": now, "signature": signature})
     }
 }
 
@@ -145,7 +144,7 @@ const CLUSTER_TIME: &str = "$clusterTime";
 pub fn append_gossip(reply: &mut RawDocumentBuf, clock: &LogicalClock) {
     let now = clock.now();
     reply.append(OPERATION_TIME, RawBson::Timestamp(now));
-    if let Ok(gossip) = RawDocumentBuf::from_document(&clock.gossip()) {
+    if let Some(Ok(gossip)) = clock.gossip().map(|g| RawDocumentBuf::from_document(&g)) {
         reply.append(CLUSTER_TIME, gossip);
     }
 }
@@ -218,7 +217,7 @@ fn element_size(name: &str, value: RawBsonRef<'_>) -> usize {
 /// A request to another node carrying this node's cluster time (replacing whatever
 /// `$clusterTime` a forwarded client request had: this node's is at least as late).
 pub fn with_gossip(request: &mut crate::command::CommandRequest, clock: &LogicalClock) {
-    let Ok(gossip) = RawDocumentBuf::from_document(&clock.gossip()) else {
+    let Some(Ok(gossip)) = clock.gossip().map(|g| RawDocumentBuf::from_document(&g)) else {
         return;
     };
     if matches!(request.body.get(CLUSTER_TIME), Ok(Some(_))) {

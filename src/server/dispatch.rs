@@ -269,14 +269,15 @@ pub trait NodeState: Send + Sync + Sized + 'static {
         not_on_this_node(&request, "with read concern 'snapshot'")
     }
 
-    /// Runs `command` on the `config` database of the node holding `config.system.sessions`
-    /// (the logical session jobs). The config server runs it itself (this default); routers
-    /// and shards send it to the config server.
-    fn sessions_collection(
+    /// Runs `command` on database `db` of the config server (`config.system.sessions` for the
+    /// logical session jobs, `admin.system.keys` for the cluster time keys). The config server
+    /// runs it itself (this default); routers and shards send it to the config server.
+    fn on_config_server(
         &self,
+        db: &'static str,
         command: bson::Document,
     ) -> BoxFuture<'_, Result<bson::Document>> {
-        Box::pin(super::session_jobs::run_locally(self, command))
+        Box::pin(super::session_jobs::run_locally(self, db, command))
     }
 
     /// The stored document of user `name` (`admin.system.users`): a router asks the config
@@ -433,8 +434,11 @@ impl<S: NodeState> Dispatcher<S> {
             Ok(generic) => generic,
             Err(e) => return (Err(e), None),
         };
-        if let Some(time) = generic.cluster_time {
-            node.clock.advance(time);
+        if let Some(gossiped) = &generic.cluster_time {
+            if let Err(e) = super::cluster_keys::check(state, ctx, gossiped).await {
+                return (Err(e), None);
+            }
+            node.clock.advance(gossiped.time);
         }
         // A data node answers `afterClusterTime` once every write up to it is visible; a
         // router passes the concern on to the nodes it reads from.

@@ -5,6 +5,7 @@ pub mod asserts;
 pub mod auth;
 mod client_metadata;
 pub mod clock;
+pub mod cluster_keys;
 pub mod commands;
 mod connection;
 mod context;

@@ -60,6 +60,9 @@ pub struct Node {
     pub clock: Arc<LogicalClock>,
     /// Whether clients must authenticate and hold the privileges of what they run (`--auth`).
     pub authorization: bool,
+    /// Whether this node signs the `$clusterTime` it gossips (`server::cluster_keys`): with
+    /// `--auth` or a key file.
+    pub signs_cluster_time: bool,
     /// The stored users this node has looked up (`server::auth`).
     pub users: super::auth::UserCache,
     /// The profiler's settings (`profile`).
@@ -89,6 +92,7 @@ impl Node {
             session_catalog: SessionCatalog::default(),
             clock: Arc::default(),
             authorization: false,
+            signs_cluster_time: false,
             users: Default::default(),
             profiling: Default::default(),
             cluster_key: None,

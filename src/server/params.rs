@@ -54,6 +54,12 @@ impl Parameters {
             true,
         );
         add("enableTestCommands", Bson::Boolean(false), false);
+        // How long a `$clusterTime` signing key is used (`server::cluster_keys`).
+        add(
+            "KeysRotationIntervalSec",
+            Bson::Int32(super::cluster_keys::DEFAULT_ROTATION_SECS as i32),
+            false,
+        );
         // The logical session cache (`server::sessions`, `server::session_jobs`).
         add("localLogicalSessionTimeoutMinutes", Bson::Int32(30), false);
         add("logicalSessionRefreshMillis", Bson::Int32(300_000), false);

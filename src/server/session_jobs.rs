@@ -11,7 +11,7 @@
 //!   whose session is gone, and have the registered transaction-table reaper do the same.
 //!
 //! The sessions collection lives on the config server, which sets it up and writes it
-//! locally; routers and shards reach it through `NodeState::sessions_collection`.
+//! locally; routers and shards reach it through `NodeState::on_config_server`.
 
 use super::context::RequestContext;
 use super::dispatch::NodeState;
@@ -60,8 +60,8 @@ pub fn spawn<S: NodeState>(state: Weak<S>) {
 
 /// Runs a command on this node's own command table, as the sessions collection's writes run
 /// on the config server.
-pub async fn run_locally<S: NodeState>(state: &S, command: Document) -> Result<Document> {
-    let request = CommandRequest::from_document("config", &command)?;
+pub async fn run_locally<S: NodeState>(state: &S, db: &str, command: Document) -> Result<Document> {
+    let request = CommandRequest::from_document(db, &command)?;
     let spec = state
         .commands()
         .get(request.name())
@@ -73,7 +73,7 @@ pub async fn run_locally<S: NodeState>(state: &S, command: Document) -> Result<D
 
 /// Runs a command on the sessions collection, turning a write error into the error.
 async fn sessions_command<S: NodeState>(state: &S, command: Document) -> Result<Document> {
-    let reply = state.sessions_collection(command).await?;
+    let reply = state.on_config_server("config", command).await?;
     if let Some(err) = MongoError::from_reply(&reply) {
         return Err(err);
     }
@@ -494,7 +494,11 @@ mod tests {
         fn commands(&self) -> &CommandTable<Self> {
             &self.table
         }
-        fn sessions_collection(&self, command: Document) -> BoxFuture<'_, Result<Document>> {
+        fn on_config_server(
+            &self,
+            _db: &'static str,
+            command: Document,
+        ) -> BoxFuture<'_, Result<Document>> {
             Box::pin(async move { Ok(self.answer(&command)) })
         }
         fn cursor_sessions(&self) -> Vec<LogicalSessionId> {

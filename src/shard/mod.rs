@@ -82,6 +82,7 @@ impl ShardState {
         state.txn_coordinators.start(Arc::downgrade(&state)).await?;
         spawn_cursor_reaper(Arc::downgrade(&state));
         ttl::spawn_ttl_monitor(Arc::downgrade(&state));
+        crate::server::cluster_keys::spawn(Arc::downgrade(&state));
         migration::range_deleter::spawn_range_deleter(Arc::downgrade(&state));
         // Migrations a restart interrupted complete by their persisted decision.
         migration::coordinator::spawn_recovery(Arc::downgrade(&state));
@@ -189,14 +190,15 @@ impl NodeState for ShardState {
         })
     }
 
-    fn sessions_collection(
+    fn on_config_server(
         &self,
+        db: &'static str,
         command: bson::Document,
     ) -> BoxFuture<'_, Result<bson::Document>> {
         Box::pin(async move {
             let identity = self.require_identity()?;
             let config = self.connector.client(&identity.config_host);
-            config.run_doc("config", command).await
+            config.run_doc(db, command).await
         })
     }
 

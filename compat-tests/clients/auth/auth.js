@@ -1,7 +1,9 @@
 // Users and authentication through mongosh, connected as root (--username/--password):
 // db.createUser, show users (getUsers), db.auth with both mechanisms, a read user refused a
-// write (13), db.logout, dropUser.
+// write (13), db.logout, dropUser; user-defined roles: db.createRole, db.getRole, a user
+// holding one, db.grantRolesToRole, db.dropRole.
 const app = db.getSiblingDB("clients_mongosh_auth");
+app.dropAllRoles();
 app.dropAllUsers();
 app.dropDatabase();
 app.createUser({ user: "alice", pwd: "secret", roles: ["readWrite"] });
@@ -32,7 +34,29 @@ let failed = false;
 try { new Mongo(uri).getDB("clients_mongosh_auth").auth("alice", "wrong"); } catch (e) { failed = e.code === 18; }
 if (!failed) throw new Error("a wrong password did not fail with 18");
 
+app.createRole({
+  role: "cReader",
+  privileges: [{ resource: { db: "clients_mongosh_auth", collection: "c" }, actions: ["find"] }],
+  roles: [],
+});
+const role = app.getRole("cReader", { showPrivileges: true });
+if (role.isBuiltin || role.privileges[0].actions.join() !== "find") throw new Error("getRole: " + tojson(role));
+app.createUser({ user: "carol", pwd: "c", roles: ["cReader"] });
+const carol = new Mongo(uri).getDB("clients_mongosh_auth");
+if (carol.auth("carol", "c").ok !== 1) throw new Error("db.auth(carol)");
+if (carol.c.find().toArray().length !== 1) throw new Error("carol's find");
+refused = false;
+try { carol.d.find().toArray(); } catch (e) { refused = e.code === 13; }
+if (!refused) throw new Error("a find outside the custom role was not refused with 13");
+app.grantRolesToRole("cReader", ["readWrite"]);
+carol.c.insertOne({ x: 3 });
+if (app.getRoles().roles.map((r) => r.role).join() !== "cReader") throw new Error("getRoles: " + tojson(app.getRoles()));
+app.dropRole("cReader");
+if (app.getRole("cReader") !== null) throw new Error("the dropped role is still there");
+if (app.getUser("carol").roles.length !== 0) throw new Error("the dropped role is still carol's");
+
 app.dropUser("reader");
+app.dropAllRoles();
 app.dropAllUsers();
 app.dropDatabase();
 print("ok");

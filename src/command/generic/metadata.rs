@@ -163,8 +163,17 @@ fn typed<'a>(doc: &'a RawDocument, field: &str, expected: &str) -> Result<RawBso
     Ok(value)
 }
 
-/// Checks a gossiped `$clusterTime` and returns its time.
-pub(super) fn cluster_time(value: Option<RawBsonRef<'_>>) -> Result<Option<bson::Timestamp>> {
+/// A gossiped `$clusterTime`: the time and its signature (`hash`, `keyId`), which the node
+/// checks before its clock advances to a time signed by another key than its own.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SignedClusterTime {
+    pub time: bson::Timestamp,
+    pub hash: Vec<u8>,
+    pub key_id: i64,
+}
+
+/// Checks a gossiped `$clusterTime` and returns it.
+pub(super) fn cluster_time(value: Option<RawBsonRef<'_>>) -> Result<Option<SignedClusterTime>> {
     let Some(value) = value else {
         return Ok(None);
     };
@@ -180,17 +189,18 @@ pub(super) fn cluster_time(value: Option<RawBsonRef<'_>>) -> Result<Option<bson:
     let RawBsonRef::Document(signature) = typed(gossip, "signature", "object")? else {
         return Ok(None);
     };
-    if let RawBsonRef::Binary(hash) = typed(signature, "hash", "binData")? {
-        if hash.bytes.len() != 20 {
-            return Err(MongoError::new(
-                ErrorCode::UnsupportedFormat,
-                format!("Unsupported SHA1Block hash length: {}", hash.bytes.len()),
-            ));
-        }
+    let RawBsonRef::Binary(hash) = typed(signature, "hash", "binData")? else {
+        return Ok(None);
+    };
+    if hash.bytes.len() != 20 {
+        return Err(MongoError::new(
+            ErrorCode::UnsupportedFormat,
+            format!("Unsupported SHA1Block hash length: {}", hash.bytes.len()),
+        ));
     }
-    if integer(signature, "keyId")?.is_none() {
+    let Some(key_id) = integer(signature, "keyId")? else {
         return Err(missing("keyId"));
-    }
+    };
     let now = bson::DateTime::now().timestamp_millis() / 1000;
     let secs = i64::from(time.time);
     if secs > now && secs - now > MAX_CLOCK_DRIFT_SECS {
@@ -207,5 +217,9 @@ pub(super) fn cluster_time(value: Option<RawBsonRef<'_>>) -> Result<Option<bson:
             "$clusterTime cannot be advanced beyond its maximum value",
         ));
     }
-    Ok(Some(time))
+    Ok(Some(SignedClusterTime {
+        time,
+        hash: hash.bytes.to_vec(),
+        key_id,
+    }))
 }

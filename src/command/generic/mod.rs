@@ -14,6 +14,7 @@ mod read_concern;
 mod session;
 mod transaction;
 
+pub use metadata::SignedClusterTime;
 pub use names::check_request_database;
 pub use session::session_from_client;
 
@@ -41,7 +42,7 @@ pub struct GenericArgs {
     /// The command's write concern, when it takes one.
     write_concern: Option<WriteConcern>,
     /// The `$clusterTime` the request gossiped.
-    pub cluster_time: Option<bson::Timestamp>,
+    pub cluster_time: Option<SignedClusterTime>,
     /// `readConcern.afterClusterTime`: the command sees every write up to it.
     pub after_cluster_time: Option<bson::Timestamp>,
     /// The command is a retryable write (`txnNumber` outside a transaction).

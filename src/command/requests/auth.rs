@@ -84,11 +84,51 @@ command_request! {
 }
 
 command_request! {
-    /// `rolesInfo`.
+    /// `rolesInfo` (`showPrivileges` is a boolean or "asUserFragment").
     pub struct RolesInfoRequest("rolesInfo") {
-        show_privileges: Option<bool> = "showPrivileges" via bool,
+        show_privileges: Option<bson::Bson> = "showPrivileges" via value,
         show_builtin_roles: Option<bool> = "showBuiltinRoles" via bool,
         show_authentication_restrictions: Option<bool> = "showAuthenticationRestrictions" via bool,
+    }
+    known: []
+}
+
+command_request! {
+    /// `createRole` and `updateRole` (the same fields; the role's name is the command's value).
+    pub struct RoleRequest("createRole") {
+        privileges: Option<Vec<bson::Bson>> = "privileges" via array,
+        roles: Option<Vec<bson::Bson>> = "roles" via array,
+        authentication_restrictions: Option<Vec<bson::Bson>> = "authenticationRestrictions" via array,
+    }
+    known: []
+}
+
+command_request! {
+    /// `dropRole`.
+    pub struct DropRoleRequest("dropRole") {
+    }
+    known: []
+}
+
+command_request! {
+    /// `dropAllRolesFromDatabase`.
+    pub struct DropAllRolesFromDatabaseRequest("dropAllRolesFromDatabase") {
+    }
+    known: []
+}
+
+command_request! {
+    /// `grantRolesToRole` and `revokeRolesFromRole`.
+    pub struct RoleRolesRequest("grantRolesToRole") {
+        roles: Option<Vec<bson::Bson>> = "roles" via array,
+    }
+    known: []
+}
+
+command_request! {
+    /// `grantPrivilegesToRole` and `revokePrivilegesFromRole`.
+    pub struct RolePrivilegesRequest("grantPrivilegesToRole") {
+        privileges: Option<Vec<bson::Bson>> = "privileges" via array,
     }
     known: []
 }

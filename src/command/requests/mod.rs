@@ -15,9 +15,10 @@ pub use admin::{
     KillSessionsRequest, PingRequest, RefreshSessionsRequest,
 };
 pub use auth::{
-    AuthenticateRequest, DropAllUsersFromDatabaseRequest, DropUserRequest, LogoutRequest,
-    RolesInfoRequest, SaslContinueRequest, SaslStartRequest, UserRequest, UserRolesRequest,
-    UsersInfoRequest,
+    AuthenticateRequest, DropAllRolesFromDatabaseRequest, DropAllUsersFromDatabaseRequest,
+    DropRoleRequest, DropUserRequest, LogoutRequest, RolePrivilegesRequest, RoleRequest,
+    RoleRolesRequest, RolesInfoRequest, SaslContinueRequest, SaslStartRequest, UserRequest,
+    UserRolesRequest, UsersInfoRequest,
 };
 pub use catalog::{
     CollModRequest, CreateIndexesRequest, CreateRequest, DropDatabaseRequest, DropIndexesRequest,

@@ -8,6 +8,7 @@ mod ddl_locks;
 mod metadata_consistency;
 mod migrations;
 mod refine_shard_key;
+mod roles;
 mod shards;
 mod users;
 
@@ -30,6 +31,7 @@ pub(super) fn table() -> CommandTable<ConfigState> {
     specs.extend(migrations::commands());
     specs.extend(refine_shard_key::commands());
     specs.extend(users::commands());
+    specs.extend(roles::commands());
     CommandTable::new(specs)
 }
 

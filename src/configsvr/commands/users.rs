@@ -6,9 +6,11 @@ use super::super::ConfigState;
 use super::super::store::ConfigStore;
 use crate::command::{CommandRequest, missing, requests};
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::server::auth::privilege_documents::privileges_value;
+use crate::server::auth::role_graph::{RoleGraph, roles_value};
 use crate::server::auth::scram::Mechanism;
 use crate::server::auth::user_admin::{self, UsersQuery};
-use crate::server::auth::{RoleName, StoredUser, UserName, privileges};
+use crate::server::auth::{StoredUser, UserName, privileges};
 use crate::server::{CommandSpec, RequestContext};
 use bson::{Bson, Document, RawDocumentBuf, doc, rawdoc};
 
@@ -28,7 +30,7 @@ pub(super) fn commands() -> Vec<CommandSpec<ConfigState>> {
                 }
                 "usersInfo" => CommandSpec::new(command.name, users_info),
                 // rolesInfo, the last of them.
-                _ => CommandSpec::new(command.name, roles_info),
+                _ => CommandSpec::new(command.name, super::roles::roles_info),
             };
             let spec = spec.fields(command.fields).help(command.help);
             match command.changes {
@@ -55,6 +57,21 @@ impl ConfigState {
         self.users().find_one(USERS, &doc! {"_id": name.id()}).await
     }
 
+    /// A user's document as routers and this node resolve it: credentials, and what its
+    /// roles grant through user-defined ones (`usersInfo` with `showCredentials` and
+    /// `showPrivileges`, as mongos reads users from the config server).
+    pub(crate) async fn resolved_user(&self, name: &UserName) -> Result<Option<Document>> {
+        let Some(stored) = self.user_document(name).await? else {
+            return Ok(None);
+        };
+        let shown = requests::UsersInfoRequest {
+            show_credentials: Some(true),
+            show_privileges: Some(true),
+            ..Default::default()
+        };
+        Ok(Some(user_info(&stored, &shown, &self.role_graph().await?)))
+    }
+
     pub(crate) async fn any_user(&self) -> Result<bool> {
         Ok(!self.users().find(USERS, &doc! {}).await?.is_empty())
     }
@@ -66,8 +83,8 @@ impl ConfigState {
         Ok(RawDocumentBuf::new())
     }
 
-    /// After a change of users: this node's cache and the generation routers poll.
-    fn users_changed(&self) {
+    /// After a change of users or roles: this node's cache and the generation routers poll.
+    pub(super) fn users_changed(&self) {
         *self.user_cache_generation.lock().expect("poisoned") = bson::oid::ObjectId::new();
         self.node.users.invalidate();
     }
@@ -93,10 +110,6 @@ fn user_not_found(name: &UserName) -> MongoError {
     )
 }
 
-fn roles_value(roles: &[RoleName]) -> Vec<Bson> {
-    roles.iter().map(|r| r.to_document().into()).collect()
-}
-
 fn check_database(db: &str) -> Result<()> {
     if db == "local" {
         return Err(MongoError::bad_value(
@@ -119,7 +132,6 @@ async fn create_user(
         .as_deref()
         .ok_or_else(|| missing("createUser", "roles"))?;
     let roles = user_admin::parse_roles(roles, &name.db)?;
-    user_admin::check_roles_exist(&roles)?;
     let pwd = match (&parsed.pwd, name.db.as_str()) {
         (None, "$external") => None,
         (None, _) => {
@@ -152,6 +164,7 @@ async fn create_user(
     }
     user.insert("roles", roles_value(&roles));
     let _guard = state.user_write_lock.lock().await;
+    state.role_graph().await?.check_exist(&roles)?;
     match state.users().insert(USERS, &user).await {
         Err(e) if e.code() == ErrorCode::DuplicateKey => {
             return Err(MongoError::location(
@@ -183,14 +196,13 @@ async fn update_user(
         ));
     }
     let roles = match &parsed.roles {
-        Some(roles) => {
-            let roles = user_admin::parse_roles(roles, &name.db)?;
-            user_admin::check_roles_exist(&roles)?;
-            Some(roles)
-        }
+        Some(roles) => Some(user_admin::parse_roles(roles, &name.db)?),
         None => None,
     };
     let _guard = state.user_write_lock.lock().await;
+    if let Some(roles) = &roles {
+        state.role_graph().await?.check_exist(roles)?;
+    }
     let mut user = state.existing_user(&name).await?;
     if let Some(pwd) = &parsed.pwd {
         let credentials = user_admin::credentials(
@@ -261,8 +273,8 @@ async fn change_roles(
         .roles
         .ok_or_else(|| missing(req.name(), "roles"))?;
     let roles = user_admin::parse_roles(&roles, &name.db)?;
-    user_admin::check_roles_exist(&roles)?;
     let _guard = state.user_write_lock.lock().await;
+    state.role_graph().await?.check_exist(&roles)?;
     let mut user = state.existing_user(&name).await?;
     let mut current = StoredUser::from_document(&user)
         .map(|u| u.roles)
@@ -287,6 +299,15 @@ async fn users_info(
 ) -> Result<RawDocumentBuf> {
     let parsed = requests::UsersInfoRequest::parse(&req)?;
     let query = user_admin::users_query(&req)?;
+    let details = parsed.show_privileges == Some(true)
+        || parsed.show_authentication_restrictions == Some(true);
+    let exact = matches!(query, UsersQuery::Named(_)) && parsed.filter.is_none();
+    if details && !exact {
+        return Err(MongoError::new(
+            ErrorCode::IllegalOperation,
+            "Privilege or restriction details require exact-match usersInfo queries",
+        ));
+    }
     let mut found = match &query {
         UsersQuery::Named(names) => {
             if parsed.filter.is_some() {
@@ -321,15 +342,20 @@ async fn users_info(
             key(a).cmp(&key(b))
         });
     }
+    let graph = state.role_graph().await?;
     let users: Vec<Bson> = found
         .iter()
-        .map(|doc| user_info(doc, &parsed).into())
+        .map(|doc| user_info(doc, &parsed, &graph).into())
         .collect();
     Ok(RawDocumentBuf::from_document(&doc! {"users": users})?)
 }
 
-/// A user as `usersInfo` shows it.
-fn user_info(stored: &Document, parsed: &requests::UsersInfoRequest) -> Document {
+/// A user as `usersInfo` shows it, its privileges resolved through `graph`.
+fn user_info(
+    stored: &Document,
+    parsed: &requests::UsersInfoRequest,
+    graph: &RoleGraph,
+) -> Document {
     let user = StoredUser::from_document(stored);
     let mut out = Document::new();
     for field in ["_id", "userId", "user", "db"] {
@@ -353,14 +379,11 @@ fn user_info(stored: &Document, parsed: &requests::UsersInfoRequest) -> Document
     );
     if parsed.show_privileges == Some(true) {
         let roles = user.as_ref().map(|u| u.roles.clone()).unwrap_or_default();
-        out.insert("inheritedRoles", roles_value(&roles));
-        let granted = user.as_ref().map(|u| u.privileges()).unwrap_or_default();
-        let shown: Vec<Bson> = privileges::merged(&granted)
-            .iter()
-            .map(|p| p.to_document().into())
-            .collect();
-        out.insert("inheritedPrivileges", shown);
-        out.insert("inheritedAuthenticationRestrictions", Bson::Array(vec![]));
+        let resolved = graph.resolve(&roles);
+        out.insert("inheritedRoles", roles_value(&resolved.roles));
+        let merged = privileges::merged(&resolved.privileges);
+        out.insert("inheritedPrivileges", privileges_value(&merged));
+        out.insert("inheritedAuthenticationRestrictions", resolved.restrictions);
     }
     if parsed.show_authentication_restrictions == Some(true) {
         out.insert("authenticationRestrictions", Bson::Array(vec![]));
@@ -370,36 +393,6 @@ fn user_info(stored: &Document, parsed: &requests::UsersInfoRequest) -> Document
         .unwrap_or_default();
     out.insert("mechanisms", mechanisms);
     out
-}
-
-async fn roles_info(
-    _state: &ConfigState,
-    _ctx: &RequestContext,
-    req: CommandRequest,
-) -> Result<RawDocumentBuf> {
-    let parsed = requests::RolesInfoRequest::parse(&req)?;
-    let show_privileges = parsed.show_privileges == Some(true);
-    let asked = match user_admin::roles_query(&req)? {
-        Some(roles) => roles,
-        // Every role of the database: there are no custom roles yet, so the built-in ones,
-        // when asked for.
-        None if parsed.show_builtin_roles == Some(true) => {
-            crate::server::auth::roles::builtin_roles(&req.db)
-                .into_iter()
-                .map(|role| RoleName {
-                    role: role.into(),
-                    db: req.db.clone(),
-                })
-                .collect()
-        }
-        None => Vec::new(),
-    };
-    let roles: Vec<Bson> = asked
-        .iter()
-        .filter_map(|role| user_admin::builtin_role_info(role, show_privileges))
-        .map(Bson::from)
-        .collect();
-    Ok(RawDocumentBuf::from_document(&doc! {"roles": roles})?)
 }
 
 async fn user_cache_generation(

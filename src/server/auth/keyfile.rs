@@ -125,6 +125,7 @@ impl ClusterKey {
                 role: "__system".into(),
                 db: "admin".into(),
             }],
+            inherited: None,
         };
         Ok(ClusterKey {
             password,

@@ -1,13 +1,18 @@
 //! Authentication and authorization: SCRAM (`scram`), the SASL conversations of a connection
 //! (`sasl`), stored users and their cache (`users`), built-in roles (`roles`), privileges
-//! (`privileges`), what each command requires (`requires`), and [`authorize`], the one
+//! (`privileges`, `actions`, `privilege_documents`), user-defined roles and the role graph (`role_graph`,
+//! `role_admin`), what each command requires (`requires`), and [`authorize`], the one
 //! privilege check the dispatcher makes before every command when `--auth` is on; members
 //! prove membership as `__system` with a key file (`keyfile`, `scram_client`).
 
+pub mod actions;
 pub mod computed;
 pub mod keyfile;
+pub mod privilege_documents;
 pub mod privileges;
 pub mod requires;
+pub mod role_admin;
+pub mod role_graph;
 pub mod roles;
 pub mod sasl;
 pub mod scram;

@@ -29,7 +29,8 @@ impl Resource {
     }
 
     /// Whether this pattern covers `required` (a concrete `Cluster`, `Database` or
-    /// `Collection`).
+    /// `Collection`, or `AnyNormal` for what must hold on every database: `updateRole`'s
+    /// revokeRole).
     pub fn covers(&self, required: &Resource) -> bool {
         let normal = |db: &str, coll: Option<&str>| {
             !matches!(db, "local" | "config") && !coll.is_some_and(|c| c.starts_with("system."))
@@ -37,6 +38,7 @@ impl Resource {
         match (self, required) {
             (Resource::Any, _) => true,
             (Resource::Cluster, Resource::Cluster) => true,
+            (Resource::AnyNormal, Resource::AnyNormal) => true,
             (Resource::AnyNormal, Resource::Database(db)) => normal(db, None),
             (Resource::AnyNormal, Resource::Collection(db, coll)) => normal(db, Some(coll)),
             (Resource::Database(mine), Resource::Database(db)) => mine == db,

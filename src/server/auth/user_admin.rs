@@ -75,7 +75,7 @@ pub const USER_COMMANDS: [UserCommand; 8] = [
     UserCommand {
         name: "rolesInfo",
         fields: requests::RolesInfoRequest::FIELDS,
-        requires: Requires::Database(&["viewRole"]),
+        requires: Requires::Computed(super::role_admin::roles_info_requires),
         changes: false,
         help: "Returns information about roles.",
     },
@@ -83,9 +83,15 @@ pub const USER_COMMANDS: [UserCommand; 8] = [
 
 /// The user a command names in its first field (`createUser: "name"`).
 pub fn user_of(request: &CommandRequest) -> Result<UserName> {
+    let user = named(request, "User name must not be empty")?;
+    Ok(UserName::new(user, &request.db))
+}
+
+/// The non-empty string a user or role command names in its first field.
+pub fn named<'a>(request: &'a CommandRequest, empty: &str) -> Result<&'a str> {
     match request.args().target()? {
-        bson::RawBsonRef::String(user) if !user.is_empty() => Ok(UserName::new(user, &request.db)),
-        bson::RawBsonRef::String(_) => Err(MongoError::bad_value("User name must not be empty")),
+        bson::RawBsonRef::String(name) if !name.is_empty() => Ok(name),
+        bson::RawBsonRef::String(_) => Err(MongoError::bad_value(empty)),
         _ => Err(MongoError::new(
             ErrorCode::TypeMismatch,
             format!(
@@ -121,17 +127,6 @@ pub fn parse_roles(values: &[Bson], db: &str) -> Result<Vec<RoleName>> {
             )),
         })
         .collect()
-}
-
-/// RoleNotFound for a role that is not built in (custom roles come later).
-pub fn check_roles_exist(roles: &[RoleName]) -> Result<()> {
-    match roles.iter().find(|r| !roles::is_builtin(&r.role, &r.db)) {
-        Some(missing) => Err(MongoError::new(
-            ErrorCode::RoleNotFound,
-            format!("Could not find role: {missing}"),
-        )),
-        None => Ok(()),
-    }
 }
 
 /// The mechanisms a request names (all of them when it names none).
@@ -356,11 +351,6 @@ mod tests {
         .unwrap();
         assert_eq!(roles[0].to_string(), "read@app");
         assert_eq!(roles[1].to_string(), "root@admin");
-        assert!(check_roles_exist(&roles).is_ok());
-        let missing = parse_roles(&[Bson::from("nope")], "app").unwrap();
-        let e = check_roles_exist(&missing).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::RoleNotFound);
-        assert_eq!(e.message(), "Could not find role: nope@app");
         assert!(parse_roles(&[Bson::Int32(1)], "app").is_err());
     }
 

@@ -52,6 +52,20 @@ impl RoleName {
     pub fn to_document(&self) -> Document {
         doc! {"role": &self.role, "db": &self.db}
     }
+
+    /// The `_id` of a user-defined role's document: `db.role`.
+    pub fn id(&self) -> String {
+        format!("{}.{}", self.db, self.role)
+    }
+
+    /// `{role, db}` of a stored role entry.
+    pub fn from_bson(value: &Bson) -> Option<RoleName> {
+        let role = value.as_document()?;
+        Some(RoleName {
+            role: role.get_str("role").ok()?.into(),
+            db: role.get_str("db").ok()?.into(),
+        })
+    }
 }
 
 impl std::fmt::Display for RoleName {
@@ -66,6 +80,9 @@ pub struct StoredUser {
     pub name: UserName,
     pub credentials: HashMap<&'static str, Credentials>,
     pub roles: Vec<RoleName>,
+    /// What the roles grant, resolved through user-defined roles where the document was read
+    /// with them (`usersInfo`'s `inheritedPrivileges`); `None`: only built-in roles count.
+    pub inherited: Option<Vec<Privilege>>,
 }
 
 impl StoredUser {
@@ -86,12 +103,17 @@ impl StoredUser {
         }
         let roles = doc
             .get_array("roles")
-            .map(|roles| roles.iter().filter_map(role_of).collect())
+            .map(|roles| roles.iter().filter_map(RoleName::from_bson).collect())
             .unwrap_or_default();
+        let inherited = match doc.get_array("inheritedPrivileges") {
+            Ok(granted) => Some(super::privilege_documents::parse_privileges(granted).ok()?),
+            Err(_) => None,
+        };
         Some(StoredUser {
             name,
             credentials,
             roles,
+            inherited,
         })
     }
 
@@ -104,23 +126,18 @@ impl StoredUser {
             .collect()
     }
 
-    /// What the user's roles grant (built-in roles; a role unknown here grants nothing).
+    /// What the user's roles grant: as resolved when it was read, or its built-in roles' (a
+    /// role unknown here grants nothing).
     pub fn privileges(&self) -> Vec<Privilege> {
+        if let Some(inherited) = &self.inherited {
+            return inherited.clone();
+        }
         self.roles
             .iter()
             .filter_map(|r| roles::privileges(&r.role, &r.db))
             .flatten()
             .collect()
     }
-}
-
-/// `{role, db}` of a stored role entry.
-fn role_of(value: &Bson) -> Option<RoleName> {
-    let role = value.as_document()?;
-    Some(RoleName {
-        role: role.get_str("role").ok()?.into(),
-        db: role.get_str("db").ok()?.into(),
-    })
 }
 
 /// A node's cache of stored users. `invalidate` empties it and moves its generation on; a
@@ -183,6 +200,7 @@ mod tests {
             name: UserName::new("u", "admin"),
             credentials: HashMap::new(),
             roles: Vec::new(),
+            inherited: None,
         });
         let before = cache.generation();
         cache.insert(user.clone(), before);
