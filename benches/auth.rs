@@ -59,8 +59,7 @@ fn tls(dir: &Path) -> (Option<Arc<Tls>>, String) {
     let tls = Tls::new(&TlsOptions {
         mode: TlsMode::AllowTls,
         certificate_key_file: Some(server_file),
-        ca_file: None,
-        allow_connections_without_certificates: false,
+        ..TlsOptions::default()
     })
     .expect("TLS");
     let ca_option = ca_file.display().to_string().replace('/', "%2F");

@@ -208,6 +208,19 @@ async fn roles_mongodb_errors_and_privileges_of_the_role_commands() {
             "Cannot create roles with the same name as a built-in role".into()
         )
     );
+    // Authentication restrictions would have to be enforced at login: refused, never ignored.
+    let restricted = vec![doc! {"clientSource": ["10.0.0.0/8"]}];
+    for command in [
+        doc! {"createRole": "r", "privileges": [], "roles": [], "authenticationRestrictions": restricted.clone()},
+        doc! {"createUser": "u", "pwd": "p", "roles": [], "authenticationRestrictions": restricted.clone()},
+        doc! {"updateUser": "u", "authenticationRestrictions": restricted},
+    ] {
+        assert_eq!(
+            code_of(&root, "app", command.clone()).await,
+            Some(238),
+            "{command}"
+        );
+    }
     let flying = doc! {"resource": {"db": "app", "collection": ""}, "actions": ["fly"]};
     let e = run(&root, "app", create("x", vec![flying], vec![]))
         .await

@@ -45,8 +45,9 @@ command_request! {
         roles: Option<Vec<bson::Bson>> = "roles" via array,
         digest_password: Option<bool> = "digestPassword" via bool,
         mechanisms: Option<Vec<bson::Bson>> = "mechanisms" via array,
+        authentication_restrictions: Option<Vec<bson::Bson>> = "authenticationRestrictions" via array,
     }
-    known: ["authenticationRestrictions"]
+    known: []
 }
 
 command_request! {

@@ -82,18 +82,6 @@ impl ConfigState {
     }
 }
 
-/// Authentication restrictions are stored by MongoDB and enforced at authentication; docgrid
-/// does not enforce them, so it refuses to store any rather than ignore them.
-fn check_restrictions(restrictions: &Option<Vec<Bson>>) -> Result<Vec<Bson>> {
-    match restrictions {
-        Some(r) if !r.is_empty() => Err(MongoError::new(
-            ErrorCode::NotImplemented,
-            "authenticationRestrictions are not supported",
-        )),
-        _ => Ok(Vec::new()),
-    }
-}
-
 async fn create_role(
     state: &ConfigState,
     _ctx: &RequestContext,
@@ -129,7 +117,7 @@ async fn create_role(
     let role = StoredRole {
         privileges: parse_privileges(&privileges)?,
         roles: dedup(user_admin::parse_roles(&granted, &name.db)?),
-        restrictions: check_restrictions(&parsed.authentication_restrictions)?,
+        restrictions: user_admin::check_restrictions(&parsed.authentication_restrictions)?,
         name,
     };
     let _guard = state.user_write_lock.lock().await;
@@ -185,7 +173,7 @@ async fn update_role(
         .as_deref()
         .map(|r| user_admin::parse_roles(r, &name.db).map(dedup))
         .transpose()?;
-    check_restrictions(&parsed.authentication_restrictions)?;
+    user_admin::check_restrictions(&parsed.authentication_restrictions)?;
     let _guard = state.user_write_lock.lock().await;
     let graph = state.role_graph().await?;
     graph.check_exist(std::slice::from_ref(&name))?;

@@ -126,6 +126,7 @@ async fn create_user(
 ) -> Result<RawDocumentBuf> {
     let name = user_admin::user_of(&req)?;
     let parsed = requests::UserRequest::parse(&req)?;
+    user_admin::check_restrictions(&parsed.authentication_restrictions)?;
     check_database(&name.db)?;
     let roles = parsed
         .roles
@@ -185,6 +186,7 @@ async fn update_user(
 ) -> Result<RawDocumentBuf> {
     let name = user_admin::user_of(&req)?;
     let parsed = requests::UserRequest::parse(&req)?;
+    user_admin::check_restrictions(&parsed.authentication_restrictions)?;
     if parsed.pwd.is_none() && parsed.custom_data.is_none() && parsed.roles.is_none() {
         return Err(MongoError::bad_value(
             "Must specify at least one field to update in updateUser",

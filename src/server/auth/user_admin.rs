@@ -334,6 +334,18 @@ pub fn users_info_requires(request: &CommandRequest) -> Result<Required> {
     ))
 }
 
+/// Authentication restrictions are stored by MongoDB and enforced at authentication; docgrid
+/// does not enforce them, so it refuses to store any rather than ignore them.
+pub fn check_restrictions(restrictions: &Option<Vec<Bson>>) -> Result<Vec<Bson>> {
+    match restrictions {
+        Some(r) if !r.is_empty() => Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "authenticationRestrictions are not supported",
+        )),
+        _ => Ok(Vec::new()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
