@@ -13,23 +13,26 @@ const ENCRYPTED_KEY_LABEL: &str = "ENCRYPTED PRIVATE KEY";
 
 /// The certificates of a PEM file; at least one.
 pub(super) fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
-    let read = |e: rustls_pki_types::pem::Error| {
-        invalid(format!(
-            "Cannot read certificate file: {} {e}",
-            path.display()
-        ))
+    every("certificate file", "certificate", path)
+}
+
+/// Every object of one kind in a PEM file (`what` the file is, `item` what it must hold one of
+/// at least), as mongod's startup messages name them.
+fn every<T: PemObject>(what: &str, item: &str, path: &Path) -> Result<Vec<T>> {
+    let read = |e: rustls_pki_types::pem::Error| -> MongoError {
+        invalid(format!("Cannot read {what}: {} {e}", path.display()))
     };
-    let certificates = CertificateDer::pem_file_iter(path)
+    let found = T::pem_file_iter(path)
         .map_err(read)?
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(read)?;
-    if certificates.is_empty() {
+    if found.is_empty() {
         return Err(invalid(format!(
-            "Cannot read certificate file: {} no certificate in it",
+            "Cannot read {what}: {} no {item} in it",
             path.display()
         )));
     }
-    Ok(certificates)
+    Ok(found)
 }
 
 /// The private key of a PEM file: a plain one, or an encrypted one opened with `password`.
@@ -66,20 +69,7 @@ pub(super) fn private_key(path: &Path, password: Option<&str>) -> Result<Private
 
 /// The revocation lists of a PEM file (`--tlsCRLFile`); at least one.
 pub(super) fn revocation_lists(path: &Path) -> Result<Vec<CertificateRevocationListDer<'static>>> {
-    let read = |e: rustls_pki_types::pem::Error| -> MongoError {
-        invalid(format!("Cannot read CRL file: {} {e}", path.display()))
-    };
-    let lists = CertificateRevocationListDer::pem_file_iter(path)
-        .map_err(read)?
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(read)?;
-    if lists.is_empty() {
-        return Err(invalid(format!(
-            "Cannot read CRL file: {} no revocation list in it",
-            path.display()
-        )));
-    }
-    Ok(lists)
+    every("CRL file", "revocation list", path)
 }
 
 fn begin(label: &str) -> String {
