@@ -26,12 +26,17 @@ const SECTIONS: &str = "collection_critical_sections";
 /// up with LockBusy (MongoDB's DDL lock timeout is of the same order).
 const ENTER_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// One reader-writer lock per database: versioned requests share it, a critical section holds
-/// it alone. Tokio's lock is fair, so requests arriving after a section asked for it queue
-/// behind the section instead of starving it. Recoverable sections are a set of collections
-/// the requests admitted under the database's lock must not touch.
+/// One reader-writer lock per database and one per collection: versioned requests share their
+/// database's and their collections', a database's critical section holds the database's
+/// alone, a recoverable section its collections' while it is entered — so entering one waits
+/// for the requests on those collections only, not for a long query on another collection of
+/// the database (nor does it make the requests queued behind it wait for that query). Tokio's
+/// lock is fair, so requests arriving after a section asked for it queue behind the section
+/// instead of starving it. Recoverable sections are a set of collections the admitted
+/// requests must not touch.
 pub(super) struct CriticalSections {
     databases: Mutex<HashMap<String, Arc<RwLock<()>>>>,
+    collection_locks: Mutex<HashMap<String, Arc<RwLock<()>>>>,
     /// Collections in a recoverable section, with the reason it was entered for.
     collections: Mutex<HashMap<String, Held>>,
     /// Bumped at every release: requests waiting for a collection look again.
@@ -42,6 +47,7 @@ impl Default for CriticalSections {
     fn default() -> Self {
         CriticalSections {
             databases: Mutex::default(),
+            collection_locks: Mutex::default(),
             collections: Mutex::default(),
             released: watch::Sender::new(0),
         }
@@ -61,24 +67,46 @@ pub(super) struct CriticalSection {
     _held: OwnedRwLockWriteGuard<()>,
 }
 
+/// A versioned request's admission: its share of its database's lock and of its collections'.
+pub(super) struct Admitted {
+    _database: OwnedRwLockReadGuard<()>,
+    _collections: Vec<OwnedRwLockReadGuard<()>>,
+}
+
 impl CriticalSections {
     fn lock_of(&self, db: &str) -> Arc<RwLock<()>> {
         let mut databases = self.databases.lock().expect("poisoned");
         Arc::clone(databases.entry(db.to_string()).or_default())
     }
 
+    /// The locks of `namespaces`, each once, in one order for every caller: requests and
+    /// sections taking several never wait for each other in a cycle.
+    fn collection_locks_of<S: AsRef<str>>(&self, namespaces: &[S]) -> Vec<Arc<RwLock<()>>> {
+        let mut names: Vec<&str> = namespaces.iter().map(AsRef::as_ref).collect();
+        names.sort_unstable();
+        names.dedup();
+        let mut locks = self.collection_locks.lock().expect("poisoned");
+        names
+            .into_iter()
+            .map(|ns| Arc::clone(locks.entry(ns.to_string()).or_default()))
+            .collect()
+    }
+
     /// Admits one versioned request on `db` about `namespaces`: waits while a critical section
     /// holds the database or one of those collections (a section blocking only writes lets a
     /// request that only reads through).
-    pub async fn admit(
-        &self,
-        db: &str,
-        namespaces: &[String],
-        reads_only: bool,
-    ) -> OwnedRwLockReadGuard<()> {
+    pub async fn admit(&self, db: &str, namespaces: &[String], reads_only: bool) -> Admitted {
         loop {
             let mut released = self.released.subscribe();
-            let admitted = self.lock_of(db).read_owned().await;
+            let database = self.lock_of(db).read_owned().await;
+            let mut collections = Vec::new();
+            for lock in self.collection_locks_of(namespaces) {
+                collections.push(lock.read_owned().await);
+            }
+            let admitted = Admitted {
+                _database: database,
+                _collections: collections,
+            };
             if !self.blocks(namespaces, reads_only) {
                 return admitted;
             }
@@ -150,7 +178,24 @@ impl CriticalSections {
         if missing.is_empty() {
             return Ok(());
         }
-        let _drained = self.enter(db, &reason.to_string()).await?;
+        // The requests running on these collections finish first; the others run on.
+        let mut drained = Vec::new();
+        for lock in self.collection_locks_of(&missing) {
+            match tokio::time::timeout(ENTER_TIMEOUT, lock.write_owned()).await {
+                Ok(held) => drained.push(held),
+                Err(_) => {
+                    return Err(MongoError::new(
+                        ErrorCode::LockBusy,
+                        format!(
+                            "could not enter the critical section of {} for {reason}: requests kept running for {}s",
+                            missing.join(", "),
+                            ENTER_TIMEOUT.as_secs()
+                        ),
+                    ));
+                }
+            }
+        }
+        tracing::info!(db = %db, namespaces = ?missing, reason = %reason, "entering a recoverable critical section");
         for ns in missing {
             let id = Bson::String(ns.to_string());
             let section = doc! {"_id": ns, "reason": reason.clone(), "blockReads": blocks_reads};
@@ -249,11 +294,7 @@ impl ShardState {
     /// (`_shardsvr...` commands) are not admitted this way: they enter the section themselves.
     /// Dropped while it waits (the request's `maxTimeMS` expired, `killOp`), it keeps no place
     /// in the section's queue.
-    pub(super) async fn admit(
-        &self,
-        sharding: &ShardingState,
-        reads_only: bool,
-    ) -> OwnedRwLockReadGuard<()> {
+    pub(super) async fn admit(&self, sharding: &ShardingState, reads_only: bool) -> Admitted {
         let db = sharding.database().unwrap_or_default();
         let namespaces: Vec<String> = sharding.namespaces().iter().map(|n| n.ns.clone()).collect();
         self.critical_sections
@@ -350,6 +391,41 @@ mod tests {
         let again = CriticalSections::default();
         again.load(&storage).await.unwrap();
         assert!(!again.blocks_any(&["db.a".to_string(), "db.b".to_string()]));
+    }
+
+    #[tokio::test]
+    async fn a_recoverable_section_waits_only_for_requests_on_its_collections() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
+        let sections = Arc::new(CriticalSections::default());
+        // A long request on another collection of the database does not hold the entry up.
+        let elsewhere = sections.admit("db", &["db.other".to_string()], true).await;
+        let reason = doc! {"command": "moveChunk"};
+        sections
+            .enter_recoverable_blocking(&storage, "db", &["db.c"], &reason, false)
+            .await
+            .unwrap();
+        drop(elsewhere);
+        // One on the collection does: the entry (reads blocked now) waits for it.
+        let running = sections.admit("db", &["db.c".to_string()], true).await;
+        let entering = {
+            let (sections, storage) = (Arc::clone(&sections), storage.clone());
+            let reason = reason.clone();
+            tokio::spawn(async move {
+                sections
+                    .enter_recoverable_blocking(&storage, "db", &["db.c"], &reason, true)
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!entering.is_finished(), "the section waits for the read");
+        drop(sections.admit("db", &["db.other".to_string()], false).await);
+        drop(running);
+        entering.await.unwrap().unwrap();
+        sections
+            .release_recoverable(&storage, &["db.c"], &reason)
+            .await
+            .unwrap();
     }
 
     /// A shard outside any cluster (no identity: a version check that gets past admission ends
