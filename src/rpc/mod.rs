@@ -107,11 +107,13 @@ pub struct Connector {
 }
 
 /// How a node's connections to other members prove it one of them: TLS when its mode says
-/// members use it (`preferTLS`, `requireTLS`), then the cluster's key (`__system`).
+/// members use it (`preferTLS`, `requireTLS`), then the cluster's key (`__system`) or, with
+/// `x509`, MONGODB-X509 with the cluster certificate the TLS handshake presented.
 #[derive(Clone, Default)]
 pub struct Membership {
     pub key: Option<Arc<ClusterKey>>,
     pub tls: Option<Arc<Tls>>,
+    pub x509: bool,
 }
 
 /// A node's view of a [`Connector`]: its clients gossip the node's cluster time.

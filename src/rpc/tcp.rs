@@ -2,8 +2,8 @@
 //! per connection. Idle connections are checked before reuse — a closed one is dropped, one
 //! idle past the refresh requirement must answer `hello` first — and closed once idle past the
 //! host timeout, as MongoDB's ShardingTaskExecutorPool does. A new connection speaks TLS when
-//! the node's mode says members do, and authenticates as `__system` with the cluster's key
-//! before its first request.
+//! the node's mode says members do, and authenticates as `__system` with the cluster's key, or
+//! with MONGODB-X509 and its cluster certificate, before its first request.
 
 use super::{Membership, connection_lost, unreachable};
 use crate::command::CommandRequest;
@@ -11,6 +11,7 @@ use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::Parameters;
 use crate::server::auth::keyfile::{SYSTEM_DB, SYSTEM_USER};
 use crate::server::auth::scram::Mechanism;
+use crate::server::auth::x509::EXTERNAL_DB;
 use crate::server::auth::{ClusterKey, scram_client};
 use crate::server::commands::MAX_WIRE_VERSION;
 use crate::wire::{DEFAULT_MAX_BSON_DEPTH, MAX_MESSAGE_SIZE, OpCode, OpMsg, read_frame};
@@ -285,18 +286,23 @@ impl Pool {
 
     /// A new connection introduces itself as a cluster node (`internalClient`), as MongoDB's
     /// nodes do; with the cluster's key, its `hello` starts the `__system` conversation
-    /// (`speculativeAuthenticate`), which the next messages finish.
+    /// (`speculativeAuthenticate`), which the next messages finish; with `x509`, it carries
+    /// the MONGODB-X509 authentication of the cluster certificate the handshake presented.
     async fn handshake(&self, conn: &mut Conn) -> Result<()> {
         let mut hello = rawdoc! {
             "hello": 1,
             "internalClient": {"minWireVersion": MAX_WIRE_VERSION, "maxWireVersion": MAX_WIRE_VERSION},
         };
-        let first = self
-            .membership
-            .key
-            .as_ref()
-            .map(|_| scram_client::start(MECHANISM, SYSTEM_USER));
-        if let Some(first) = &first {
+        let x509 = self.membership.x509;
+        let first = match &self.membership.key {
+            Some(_) if !x509 => Some(scram_client::start(MECHANISM, SYSTEM_USER)),
+            _ => None,
+        };
+        if x509 {
+            let mut authenticate = x509_authenticate();
+            authenticate.append("db", EXTERNAL_DB);
+            hello.append("speculativeAuthenticate", authenticate);
+        } else if let Some(first) = &first {
             let mut start = sasl_start(first);
             start.append("db", SYSTEM_DB);
             hello.append("speculativeAuthenticate", start);
@@ -306,29 +312,49 @@ impl Pool {
             .round_trip(conn, &request)
             .await
             .map_err(|e| unreachable(&self.host, e))?;
-        let (Some(key), Some(first)) = (&self.membership.key, first) else {
-            return Ok(());
-        };
         let speculative = match reply.get("speculativeAuthenticate")? {
-            Some(bson::RawBsonRef::Document(started)) => Some((first, SaslReply::of(started)?)),
+            Some(bson::RawBsonRef::Document(started)) => Some(started),
             _ => None,
         };
-        self.authenticate(conn, key, speculative)
-            .await
-            .map_err(|e| {
-                let e = match e.code() {
-                    ErrorCode::AuthenticationFailed => e,
-                    _ => MongoError::new(ErrorCode::AuthenticationFailed, e.message()),
+        let authenticated = match (&self.membership.key, first) {
+            _ if x509 && speculative.is_some() => Ok(()),
+            _ if x509 => self.authenticate_x509(conn).await,
+            (Some(key), Some(first)) => {
+                let started = match speculative {
+                    Some(started) => Some((first, SaslReply::of(started)?)),
+                    None => None,
                 };
-                MongoError::new(
-                    e.code(),
-                    format!(
-                        "Error connecting to {} :: caused by :: {}",
-                        self.host,
-                        e.message()
-                    ),
-                )
-            })
+                self.authenticate(conn, key, started).await
+            }
+            _ => return Ok(()),
+        };
+        authenticated.map_err(|e| {
+            let e = match e.code() {
+                ErrorCode::AuthenticationFailed => e,
+                _ => MongoError::new(ErrorCode::AuthenticationFailed, e.message()),
+            };
+            MongoError::new(
+                e.code(),
+                format!(
+                    "Error connecting to {} :: caused by :: {}",
+                    self.host,
+                    e.message()
+                ),
+            )
+        })
+    }
+
+    /// Authenticates `conn` with MONGODB-X509 (`authenticate` on `$external`): the peer
+    /// recognizes the cluster certificate this connection presented as a member's.
+    async fn authenticate_x509(&self, conn: &mut Conn) -> Result<()> {
+        let request = CommandRequest::new(EXTERNAL_DB, x509_authenticate())?;
+        let reply = self.round_trip(conn, &request).await?;
+        if crate::error::raw_reply_ok(&reply) {
+            return Ok(());
+        }
+        let doc = reply.to_document()?;
+        Err(MongoError::from_reply(&doc)
+            .unwrap_or_else(|| MongoError::internal("a failed reply without its error")))
     }
 
     /// Authenticates `conn` as `__system` with SCRAM-SHA-256 (MongoDB's internal
@@ -391,6 +417,11 @@ impl Pool {
 
 /// The mechanism members authenticate with, as MongoDB's do by default.
 const MECHANISM: Mechanism = Mechanism::Sha256;
+
+/// MONGODB-X509 as members send it: no user, the certificate names it.
+fn x509_authenticate() -> RawDocumentBuf {
+    rawdoc! {"authenticate": 1, "mechanism": "MONGODB-X509"}
+}
 
 /// The `saslStart` of a conversation as `__system`.
 fn sasl_start(first: &scram_client::ClientFirst) -> RawDocumentBuf {
@@ -619,7 +650,7 @@ mod tests {
             });
             let membership = Membership {
                 key: Some(Arc::clone(&key)),
-                tls: None,
+                ..Membership::default()
             };
             let pool = Pool::new(&host, PoolLimits::default(), membership);
             let outcome = pool.call(ping()).await;
