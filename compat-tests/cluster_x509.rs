@@ -214,6 +214,98 @@ async fn x509_a_shard_without_a_member_certificate_cannot_join() {
     assert_eq!(shard_names(&client).await, vec!["shard0".to_string()]);
 }
 
+/// Writes a key file readable by its owner only, for the modes that accept one.
+fn key_file(dir: &std::path::Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("key");
+    std::fs::write(&path, "c2VjcmV0IGtleSBvZiB0aGUgY2x1c3Rlcg==").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path.display().to_string()
+}
+
+/// A router in `mode`, with the member certificate (and the key unless `x509`), on the
+/// cluster whose config server is `configdb`; a root client of it.
+async fn router_in_mode(
+    certs: &Certificates,
+    configdb: &str,
+    key: &str,
+    mode: &str,
+) -> (Process, Client) {
+    let port = free_port();
+    let mut args: Vec<String> = [
+        "router",
+        "--port",
+        &port.to_string(),
+        "--configdb",
+        configdb,
+        "--clusterAuthMode",
+        mode,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if mode != "x509" {
+        args.extend(["--keyFile".to_string(), key.to_string()]);
+    }
+    args.extend(certs.member_args("member.pem"));
+    let process = Process::spawn_owned(&args, port);
+    let client = Client::with_uri_str(format!(
+        "mongodb://root:example@127.0.0.1:{port}/?serverSelectionTimeoutMS=5000{}",
+        certs.client_options("client.pem")
+    ))
+    .await
+    .unwrap();
+    (process, client)
+}
+
+/// The rolling upgrade from key files to certificates: members in `sendKeyFile` accept a
+/// router that sends its certificate (`sendX509`, `x509`) as well as one that sends the key;
+/// members in `keyFile` do not accept a certificate.
+#[tokio::test]
+async fn x509_rolling_upgrade_modes_accept_both() {
+    let certs = Certificates::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path());
+    let cluster_in = |mode: &'static str, dir: tempfile::TempDir| {
+        let mut args = certs.member_args("member.pem");
+        args.extend(
+            [
+                "--keyFile",
+                &key,
+                "--clusterAuthMode",
+                mode,
+                "--admin-user",
+                "root",
+                "--admin-password",
+                "example",
+            ]
+            .map(String::from),
+        );
+        let options = certs.client_options("client.pem");
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            ProcessCluster::start_in(dir, 1, &args, Some("root:example"), &options).await
+        }
+    };
+    let upgrading = cluster_in("sendKeyFile", dir).await;
+    crate::harness::sharded_round_trip(&upgrading.client().await, 10).await;
+    for mode in ["keyFile", "sendX509", "x509"] {
+        let (_router, client) = router_in_mode(&certs, upgrading.configdb(), &key, mode).await;
+        let coll = client.database("app").collection::<Document>("users");
+        assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 10, "{mode}");
+    }
+
+    let keyed = cluster_in("keyFile", tempfile::tempdir().unwrap()).await;
+    let (_router, client) = router_in_mode(&certs, keyed.configdb(), &key, "x509").await;
+    let err = client
+        .database("app")
+        .collection::<Document>("users")
+        .count_documents(doc! {})
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("Authentication failed"), "{err}");
+}
+
 /// Where the mode does not accept certificates (`keyFile`, the default), a member certificate
 /// authenticates no one, not even a user of its subject (MongoDB's
 /// `enforceUserClusterSeparation`).
