@@ -307,7 +307,7 @@ async fn x509_rolling_upgrade_modes_accept_both() {
 }
 
 /// Where the mode does not accept certificates (`keyFile`, the default), a member certificate
-/// authenticates no one, not even a user of its subject (MongoDB's
+/// authenticates no one, and no user may be named after a member's subject (MongoDB's
 /// `enforceUserClusterSeparation`).
 #[tokio::test]
 async fn x509_a_member_certificate_is_no_user_without_x509_cluster_authentication() {
@@ -339,15 +339,25 @@ async fn x509_a_member_certificate_is_no_user_without_x509_cluster_authenticatio
     let root = Client::with_uri_str(uri("root:example@", "client.pem", false))
         .await
         .unwrap();
-    for subject in [
-        "CN=member,OU=cluster,O=docgrid",
-        "CN=client,OU=apps,O=docgrid",
-    ] {
-        root.database("$external")
-            .run_command(doc! {"createUser": subject, "roles": [{"role": "read", "db": "app"}]})
-            .await
-            .unwrap();
-    }
+    root.database("$external")
+        .run_command(doc! {"createUser": "CN=client,OU=apps,O=docgrid", "roles": [{"role": "read", "db": "app"}]})
+        .await
+        .unwrap();
+    // A user whose subject is a member's cannot be created (MongoDB's
+    // enforceUserClusterSeparation).
+    let err = root
+        .database("$external")
+        .run_command(doc! {"createUser": "CN=other, OU=cluster, O=docgrid", "roles": []})
+        .await
+        .unwrap_err();
+    assert_eq!(
+        failure(&err),
+        (
+            2,
+            "BadValue".to_string(),
+            "Cannot create an x.509 user with a subjectname that would be recognized as an internal cluster member".to_string()
+        )
+    );
     let client = Client::with_uri_str(uri("", "client.pem", true))
         .await
         .unwrap();

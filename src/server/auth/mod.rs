@@ -10,6 +10,7 @@ pub mod actions;
 pub mod cluster_auth_mode;
 pub mod computed;
 pub mod keyfile;
+pub mod member_certificate;
 pub mod privilege_documents;
 pub mod privileges;
 pub mod requires;

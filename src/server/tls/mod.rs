@@ -12,7 +12,7 @@
 mod lenient;
 mod pem;
 
-use super::auth::x509::MemberAttributes;
+use super::auth::member_certificate::MemberAttributes;
 use crate::error::{ErrorCode, MongoError, Result};
 use rustls::RootCertStore;
 use rustls::client::WebPkiServerVerifier;
@@ -250,6 +250,13 @@ impl Tls {
             .as_ref()
             .is_none_or(|strict| strict.verified(chain));
         chain.first().filter(|_| valid)
+    }
+
+    /// Whether an RFC 4514 subject (a MONGODB-X509 user's name) would be recognized as a
+    /// cluster member's.
+    pub fn is_member_subject(&self, subject: &str) -> bool {
+        MemberAttributes::of_subject(subject)
+            .is_some_and(|peer| self.member_attributes.recognizes(&peer))
     }
 
     /// Whether a client's verified certificate (see [`authenticating`](Self::authenticating))
