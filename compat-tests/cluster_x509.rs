@@ -97,11 +97,26 @@ async fn direct(port: u16, credentials: &str, options: &str) -> Client {
 /// A cluster of separate processes whose members authenticate by certificate, with the root
 /// user `root:example`; its clients present `client.pem`.
 async fn x509_cluster(certs: &Certificates, shards: usize) -> ProcessCluster {
+    cluster_in_mode(certs, None, "x509", shards, tempfile::tempdir().unwrap()).await
+}
+
+/// A cluster of members with the member certificate (and `key`, if any) in `mode`, with the
+/// root user `root:example`.
+async fn cluster_in_mode(
+    certs: &Certificates,
+    key: Option<&str>,
+    mode: &str,
+    shards: usize,
+    dir: tempfile::TempDir,
+) -> ProcessCluster {
     let mut args = certs.member_args("member.pem");
+    if let Some(key) = key {
+        args.extend(["--keyFile".to_string(), key.to_string()]);
+    }
     args.extend(
         [
             "--clusterAuthMode",
-            "x509",
+            mode,
             "--admin-user",
             "root",
             "--admin-password",
@@ -110,14 +125,8 @@ async fn x509_cluster(certs: &Certificates, shards: usize) -> ProcessCluster {
         .map(String::from),
     );
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    ProcessCluster::start_in(
-        tempfile::tempdir().unwrap(),
-        shards,
-        &args,
-        Some("root:example"),
-        &certs.client_options("client.pem"),
-    )
-    .await
+    let options = certs.client_options("client.pem");
+    ProcessCluster::start_in(dir, shards, &args, Some("root:example"), &options).await
 }
 
 #[tokio::test]
@@ -258,6 +267,21 @@ async fn router_in_mode(
     (process, client)
 }
 
+/// Asserts that a router in `mode` cannot reach the members of the cluster at `configdb`.
+async fn router_refused(certs: &Certificates, configdb: &str, key: &str, mode: &str) {
+    let (_router, client) = router_in_mode(certs, configdb, key, mode).await;
+    let err = client
+        .database("app")
+        .collection::<Document>("users")
+        .count_documents(doc! {})
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("Authentication failed"),
+        "{mode}: {err}"
+    );
+}
+
 /// The rolling upgrade from key files to certificates: members in `sendKeyFile` accept a
 /// router that sends its certificate (`sendX509`, `x509`) as well as one that sends the key;
 /// members in `keyFile` do not accept a certificate.
@@ -266,28 +290,7 @@ async fn x509_rolling_upgrade_modes_accept_both() {
     let certs = Certificates::generate();
     let dir = tempfile::tempdir().unwrap();
     let key = key_file(dir.path());
-    let cluster_in = |mode: &'static str, dir: tempfile::TempDir| {
-        let mut args = certs.member_args("member.pem");
-        args.extend(
-            [
-                "--keyFile",
-                &key,
-                "--clusterAuthMode",
-                mode,
-                "--admin-user",
-                "root",
-                "--admin-password",
-                "example",
-            ]
-            .map(String::from),
-        );
-        let options = certs.client_options("client.pem");
-        async move {
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            ProcessCluster::start_in(dir, 1, &args, Some("root:example"), &options).await
-        }
-    };
-    let upgrading = cluster_in("sendKeyFile", dir).await;
+    let upgrading = cluster_in_mode(&certs, Some(&key), "sendKeyFile", 1, dir).await;
     crate::harness::sharded_round_trip(&upgrading.client().await, 10).await;
     for mode in ["keyFile", "sendX509", "x509"] {
         let (_router, client) = router_in_mode(&certs, upgrading.configdb(), &key, mode).await;
@@ -295,15 +298,81 @@ async fn x509_rolling_upgrade_modes_accept_both() {
         assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 10, "{mode}");
     }
 
-    let keyed = cluster_in("keyFile", tempfile::tempdir().unwrap()).await;
-    let (_router, client) = router_in_mode(&certs, keyed.configdb(), &key, "x509").await;
-    let err = client
-        .database("app")
-        .collection::<Document>("users")
-        .count_documents(doc! {})
+    let keyed = cluster_in_mode(
+        &certs,
+        Some(&key),
+        "keyFile",
+        1,
+        tempfile::tempdir().unwrap(),
+    )
+    .await;
+    router_refused(&certs, keyed.configdb(), &key, "x509").await;
+}
+
+/// The rolling upgrade at runtime, as MongoDB's procedure does it: `setParameter` moves every
+/// member from `sendKeyFile` to `sendX509`, then to `x509`, one step at a time; then a router
+/// proving membership by certificate joins and one sending the key does not.
+#[tokio::test]
+async fn x509_rolling_upgrade_at_runtime_with_set_parameter() {
+    let certs = Certificates::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path());
+    let cluster = cluster_in_mode(&certs, Some(&key), "sendKeyFile", 1, dir).await;
+    crate::harness::sharded_round_trip(&cluster.client().await, 10).await;
+    let member_options = format!(
+        "{}&authMechanism=MONGODB-X509",
+        certs.client_options("member.pem")
+    );
+    let ports = [
+        cluster.config_port,
+        cluster.shard_port(0),
+        cluster.router_port,
+    ];
+    let mut members = Vec::new();
+    for port in ports {
+        members.push(direct(port, "", &member_options).await);
+    }
+    for (from, to) in [("sendKeyFile", "sendX509"), ("sendX509", "x509")] {
+        for member in &members {
+            let reply = member
+                .database("admin")
+                .run_command(doc! {"setParameter": 1, "clusterAuthMode": to})
+                .await
+                .unwrap();
+            assert_eq!(reply.get_str("was").unwrap(), from, "{reply}");
+            let reply = member
+                .database("admin")
+                .run_command(doc! {"getParameter": 1, "clusterAuthMode": 1})
+                .await
+                .unwrap();
+            assert_eq!(reply.get_str("clusterAuthMode").unwrap(), to, "{reply}");
+        }
+    }
+    // No way back, nor a step skipped.
+    let err = members[0]
+        .database("admin")
+        .run_command(doc! {"setParameter": 1, "clusterAuthMode": "keyFile"})
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("Authentication failed"), "{err}");
+    assert_eq!(
+        failure(&err),
+        (
+            5579202,
+            "Location5579202".to_string(),
+            "Illegal state transition for clusterAuthMode from 'x509' to 'keyFile'".to_string()
+        )
+    );
+    // The cluster goes on; a router with the certificate joins, one with the key does not.
+    let coll = cluster
+        .client()
+        .await
+        .database("app")
+        .collection::<Document>("users");
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 10);
+    let (_router, client) = router_in_mode(&certs, cluster.configdb(), &key, "x509").await;
+    let users = client.database("app").collection::<Document>("users");
+    assert_eq!(users.count_documents(doc! {}).await.unwrap(), 10);
+    router_refused(&certs, cluster.configdb(), &key, "keyFile").await;
 }
 
 /// Where the mode does not accept certificates (`keyFile`, the default), a member certificate

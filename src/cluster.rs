@@ -6,7 +6,7 @@ use crate::error::{MongoError, Result};
 use crate::router::RouterState;
 use crate::rpc::{Connector, Membership, NodeClient, PoolLimits};
 use crate::server::auth::ClusterKey;
-use crate::server::auth::cluster_auth_mode::ClusterAuthMode;
+use crate::server::auth::cluster_auth_mode::{ClusterAuthMode, ClusterAuthModeCell};
 use crate::server::logbuf::LogBuffer;
 use crate::server::tls::Tls;
 use crate::server::{
@@ -77,7 +77,7 @@ impl NodeOptions {
             .cluster_key
             .clone()
             .filter(|_| mode.is_some_and(ClusterAuthMode::allows_key_file));
-        node.cluster_auth_mode = mode;
+        node.cluster_auth_mode = ClusterAuthModeCell::new(mode);
         // Every role signs the cluster time it gossips once clients authenticate anywhere.
         node.signs_cluster_time = self.auth || mode.is_some();
         node.tls = self.tls.clone();
@@ -333,13 +333,10 @@ async fn create_initial_user(opts: &NodeOptions, config: &NodeClient) -> Result<
 /// connections proving membership as its cluster authentication mode sends: with its key, or
 /// with its cluster certificate over TLS.
 fn connector_for(node: &Node) -> Arc<Connector> {
-    let x509 = node
-        .cluster_auth_mode
-        .is_some_and(ClusterAuthMode::sends_x509);
     let membership = Membership {
-        key: node.cluster_key.clone().filter(|_| !x509),
+        key: node.cluster_key.clone(),
         tls: node.tls.clone(),
-        x509,
+        mode: node.cluster_auth_mode.clone(),
     };
     Connector::with_limits(PoolLimits::from_params(&node.params), membership)
 }

@@ -9,6 +9,7 @@ use super::{Membership, connection_lost, unreachable};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::Parameters;
+use crate::server::auth::cluster_auth_mode::ClusterAuthMode;
 use crate::server::auth::keyfile::{SYSTEM_DB, SYSTEM_USER};
 use crate::server::auth::scram::Mechanism;
 use crate::server::auth::x509::EXTERNAL_DB;
@@ -293,7 +294,11 @@ impl Pool {
             "hello": 1,
             "internalClient": {"minWireVersion": MAX_WIRE_VERSION, "maxWireVersion": MAX_WIRE_VERSION},
         };
-        let x509 = self.membership.x509;
+        let x509 = self
+            .membership
+            .mode
+            .get()
+            .is_some_and(ClusterAuthMode::sends_x509);
         let first = match &self.membership.key {
             Some(_) if !x509 => Some(scram_client::start(MECHANISM, SYSTEM_USER)),
             _ => None,

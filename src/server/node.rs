@@ -71,7 +71,7 @@ pub struct Node {
     /// cluster authentication mode accepts the key file.
     pub cluster_key: Option<Arc<super::auth::ClusterKey>>,
     /// How members prove membership (`--clusterAuthMode`); `None`: they do not.
-    pub cluster_auth_mode: Option<super::auth::cluster_auth_mode::ClusterAuthMode>,
+    pub cluster_auth_mode: super::auth::cluster_auth_mode::ClusterAuthModeCell,
     /// The process's TLS: members call each other with it under `preferTLS`/`requireTLS`.
     pub tls: Option<Arc<super::tls::Tls>>,
     host: RwLock<String>,
@@ -99,7 +99,7 @@ impl Node {
             users: Default::default(),
             profiling: Default::default(),
             cluster_key: None,
-            cluster_auth_mode: None,
+            cluster_auth_mode: Default::default(),
             tls: None,
             host: RwLock::new(String::new()),
         }

@@ -3,7 +3,8 @@
 //! when a key file is given), `x509` (MONGODB-X509 with the cluster certificate, recognized by
 //! its subject's O, OU and DC), and the two rolling-upgrade modes between them, `sendKeyFile`
 //! and `sendX509`, which send one and accept both. The startup checks refuse what mongod
-//! refuses, with its messages.
+//! refuses, with its messages; `setParameter` moves a running process one step towards `x509`
+//! (`ClusterAuthModeCell`), as mongod's rolling upgrade does.
 
 use super::UserName;
 use super::keyfile::{SYSTEM_DB, SYSTEM_USER};
@@ -11,6 +12,7 @@ use super::users::{RoleName, StoredUser};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::tls::TlsMode;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// A cluster authentication mode.
@@ -23,18 +25,24 @@ pub enum ClusterAuthMode {
 }
 
 impl ClusterAuthMode {
+    const ALL: [ClusterAuthMode; 4] = [
+        ClusterAuthMode::KeyFile,
+        ClusterAuthMode::SendKeyFile,
+        ClusterAuthMode::SendX509,
+        ClusterAuthMode::X509,
+    ];
+
     /// The mode of its name, case-sensitive as mongod reads it.
-    pub fn parse(name: &str) -> Result<ClusterAuthMode> {
-        Ok(match name {
-            "keyFile" => ClusterAuthMode::KeyFile,
-            "sendKeyFile" => ClusterAuthMode::SendKeyFile,
-            "sendX509" => ClusterAuthMode::SendX509,
-            "x509" => ClusterAuthMode::X509,
-            _ => {
-                return Err(MongoError::bad_value(
-                    "security.clusterAuthMode expects one of 'keyFile', 'sendKeyFile', 'sendX509', or 'X509'",
-                ));
-            }
+    pub fn parse(name: &str) -> Option<ClusterAuthMode> {
+        Self::ALL.into_iter().find(|mode| mode.name() == name)
+    }
+
+    /// The mode of a startup option, with the message of mongod's option check.
+    fn parse_option(name: &str) -> Result<ClusterAuthMode> {
+        Self::parse(name).ok_or_else(|| {
+            MongoError::bad_value(
+                "security.clusterAuthMode expects one of 'keyFile', 'sendKeyFile', 'sendX509', or 'X509'",
+            )
         })
     }
 
@@ -74,7 +82,7 @@ impl ClusterAuthMode {
         key_file: bool,
     ) -> Result<Option<ClusterAuthMode>> {
         let mode = match given {
-            Some(name) => ClusterAuthMode::parse(name)?,
+            Some(name) => ClusterAuthMode::parse_option(name)?,
             None if key_file => ClusterAuthMode::KeyFile,
             None => return Ok(None),
         };
@@ -102,6 +110,73 @@ impl ClusterAuthMode {
             ));
         }
         Ok(Some(mode))
+    }
+}
+
+/// A process's mode as it runs: set at startup, moved by `setParameter` (one step of the
+/// rolling upgrade at a time: `keyFile` → `sendKeyFile` → `sendX509` → `x509`). Shared by the
+/// node (what it accepts) and its connection pools (what they send on new connections).
+#[derive(Clone, Debug, Default)]
+pub struct ClusterAuthModeCell(Arc<AtomicU8>);
+
+impl ClusterAuthModeCell {
+    pub fn new(mode: Option<ClusterAuthMode>) -> Self {
+        ClusterAuthModeCell(Arc::new(AtomicU8::new(Self::encode(mode))))
+    }
+
+    fn encode(mode: Option<ClusterAuthMode>) -> u8 {
+        mode.map_or(0, |m| {
+            1 + ClusterAuthMode::ALL
+                .iter()
+                .position(|x| *x == m)
+                .unwrap_or(0) as u8
+        })
+    }
+
+    pub fn get(&self) -> Option<ClusterAuthMode> {
+        let code = self.0.load(Ordering::Acquire);
+        ClusterAuthMode::ALL
+            .get(usize::from(code).checked_sub(1)?)
+            .copied()
+    }
+
+    /// `getParameter`'s value: the mode's name, or `undefined` without one.
+    pub fn name(&self) -> &'static str {
+        self.get().map_or("undefined", ClusterAuthMode::name)
+    }
+
+    /// `setParameter: {clusterAuthMode: value}` on a process whose TLS mode is `tls`: the
+    /// next step of the upgrade only (from no mode, any), and certificates only where members
+    /// speak TLS to each other. Returns the previous mode's name.
+    pub fn set(&self, value: &bson::Bson, tls: TlsMode) -> Result<&'static str> {
+        let name = value.as_str().unwrap_or_default();
+        let mode = ClusterAuthMode::parse(name)
+            .ok_or_else(|| MongoError::bad_value(format!("Invalid clusterAuthMode '{name}'")))?;
+        if mode.allows_x509() && matches!(tls, TlsMode::Disabled | TlsMode::AllowTls) {
+            return Err(MongoError::bad_value(
+                "Illegal state transition for clusterAuthMode, need to enable SSL for outgoing connections",
+            ));
+        }
+        let current = self.get();
+        let next = match current {
+            None => true,
+            Some(ClusterAuthMode::KeyFile) => mode == ClusterAuthMode::SendKeyFile,
+            Some(ClusterAuthMode::SendKeyFile) => mode == ClusterAuthMode::SendX509,
+            Some(ClusterAuthMode::SendX509) => mode == ClusterAuthMode::X509,
+            Some(ClusterAuthMode::X509) => false,
+        };
+        if !next {
+            return Err(MongoError::new(
+                ErrorCode::Location(5579202),
+                format!(
+                    "Illegal state transition for clusterAuthMode from '{}' to '{name}'",
+                    self.name()
+                ),
+            ));
+        }
+        let previous = self.name();
+        self.0.store(Self::encode(Some(mode)), Ordering::Release);
+        Ok(previous)
     }
 }
 
@@ -136,6 +211,7 @@ mod tests {
             ("x509", false, true, true),
         ] {
             let mode = ClusterAuthMode::parse(name).unwrap();
+            assert_eq!(ClusterAuthModeCell::new(Some(mode)).get(), Some(mode));
             assert_eq!(mode.name(), name);
             assert_eq!(
                 (
@@ -148,7 +224,7 @@ mod tests {
             );
         }
         for wrong in ["X509", "keyfile", ""] {
-            let err = ClusterAuthMode::parse(wrong).unwrap_err();
+            let err = ClusterAuthMode::parse_option(wrong).unwrap_err();
             assert_eq!(err.code(), ErrorCode::BadValue);
             assert!(
                 err.message()
@@ -196,6 +272,32 @@ mod tests {
             message("sendX509", RequireTls, true, false),
             "Unable to acquire security key[s]"
         );
+    }
+
+    #[test]
+    fn set_at_runtime_one_step_at_a_time() {
+        use bson::Bson;
+        let cell = ClusterAuthModeCell::new(Some(ClusterAuthMode::KeyFile));
+        let set = |to: &str, tls| cell.set(&Bson::String(to.into()), tls);
+        let err = set("sendKeyFile", TlsMode::AllowTls).unwrap_err();
+        assert_eq!(
+            err.message(),
+            "Illegal state transition for clusterAuthMode, need to enable SSL for outgoing connections"
+        );
+        let err = set("sendX509", TlsMode::RequireTls).unwrap_err();
+        assert_eq!(err.code().code(), 5579202);
+        assert_eq!(
+            err.message(),
+            "Illegal state transition for clusterAuthMode from 'keyFile' to 'sendX509'"
+        );
+        assert_eq!(set("sendKeyFile", TlsMode::PreferTls).unwrap(), "keyFile");
+        assert_eq!(set("sendX509", TlsMode::RequireTls).unwrap(), "sendKeyFile");
+        assert_eq!(set("x509", TlsMode::RequireTls).unwrap(), "sendX509");
+        assert_eq!(cell.name(), "x509");
+        assert!(set("keyFile", TlsMode::RequireTls).is_err());
+        let err = set("nope", TlsMode::RequireTls).unwrap_err();
+        assert_eq!(err.message(), "Invalid clusterAuthMode 'nope'");
+        assert_eq!(ClusterAuthModeCell::default().name(), "undefined");
     }
 
     #[test]

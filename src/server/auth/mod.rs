@@ -86,11 +86,16 @@ pub async fn find_user<S: NodeState>(
 ) -> Result<Option<Arc<StoredUser>>> {
     if ClusterKey::is_system_user(name) {
         let node = state.node();
-        if let Some(key) = &node.cluster_key {
+        let mode = node.cluster_auth_mode.get();
+        if let Some(key) = node
+            .cluster_key
+            .as_ref()
+            .filter(|_| mode.is_some_and(cluster_auth_mode::ClusterAuthMode::allows_key_file))
+        {
             return Ok(Some(key.system_user()));
         }
         // Only a member certificate authenticates it (MONGODB-X509); it has no password.
-        if node.cluster_auth_mode.is_some_and(|m| m.allows_x509()) {
+        if mode.is_some_and(cluster_auth_mode::ClusterAuthMode::allows_x509) {
             return Ok(Some(cluster_auth_mode::x509_system_user()));
         }
     }

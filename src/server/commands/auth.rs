@@ -146,6 +146,7 @@ fn member_authenticate<S: NodeState>(
     if !state
         .node()
         .cluster_auth_mode
+        .get()
         .is_some_and(|mode| mode.allows_x509())
     {
         return Err(sasl::failed(
