@@ -353,13 +353,7 @@ impl Pool {
     /// recognizes the cluster certificate this connection presented as a member's.
     async fn authenticate_x509(&self, conn: &mut Conn) -> Result<()> {
         let request = CommandRequest::new(EXTERNAL_DB, x509_authenticate())?;
-        let reply = self.round_trip(conn, &request).await?;
-        if crate::error::raw_reply_ok(&reply) {
-            return Ok(());
-        }
-        let doc = reply.to_document()?;
-        Err(MongoError::from_reply(&doc)
-            .unwrap_or_else(|| MongoError::internal("a failed reply without its error")))
+        succeeded(self.round_trip(conn, &request).await?).map(|_| ())
     }
 
     /// Authenticates `conn` as `__system` with SCRAM-SHA-256 (MongoDB's internal
@@ -410,14 +404,19 @@ impl Pool {
     /// One message of the conversation: its reply's payload, or the error it carries.
     async fn sasl_step(&self, conn: &mut Conn, command: RawDocumentBuf) -> Result<SaslReply> {
         let request = CommandRequest::new(SYSTEM_DB, command)?;
-        let reply = self.round_trip(conn, &request).await?;
-        if !crate::error::raw_reply_ok(&reply) {
-            let doc = reply.to_document()?;
-            return Err(MongoError::from_reply(&doc)
-                .unwrap_or_else(|| MongoError::internal("a failed reply without its error")));
-        }
+        let reply = succeeded(self.round_trip(conn, &request).await?)?;
         SaslReply::of(&reply)
     }
+}
+
+/// A reply of the authentication exchange, or the error it carries.
+fn succeeded(reply: RawDocumentBuf) -> Result<RawDocumentBuf> {
+    if crate::error::raw_reply_ok(&reply) {
+        return Ok(reply);
+    }
+    let doc = reply.to_document()?;
+    Err(MongoError::from_reply(&doc)
+        .unwrap_or_else(|| MongoError::internal("a failed reply without its error")))
 }
 
 /// The mechanism members authenticate with, as MongoDB's do by default.
