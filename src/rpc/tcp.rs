@@ -599,6 +599,63 @@ mod tests {
         assert_eq!(accepted.load(Ordering::SeqCst), 2);
     }
 
+    /// A member sending certificates: its `hello` asks for MONGODB-X509 on `$external`; a
+    /// peer that does not answer it there gets `authenticate`, and a refusal is
+    /// AuthenticationFailed.
+    #[tokio::test]
+    async fn members_sending_certificates_authenticate_with_x509() {
+        use crate::server::auth::cluster_auth_mode::{ClusterAuthMode, ClusterAuthModeCell};
+        for accepted in [true, false] {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let host = listener.local_addr().unwrap().to_string();
+            let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+            let names = Arc::clone(&seen);
+            tokio::spawn(async move {
+                let (stream, _) = listener.accept().await.unwrap();
+                let mut conn = BufReader::new(stream);
+                while let Ok(Some(frame)) = read_frame(&mut conn).await {
+                    let body = OpMsg::decode_with(&frame.bytes, 100).unwrap().body;
+                    let name = body.iter().next().unwrap().unwrap().0.to_string();
+                    let reply = match name.as_str() {
+                        "hello" => {
+                            let asked = body.get_document("speculativeAuthenticate").unwrap();
+                            assert_eq!(asked.get_str("mechanism").unwrap(), "MONGODB-X509");
+                            assert_eq!(asked.get_str("db").unwrap(), "$external");
+                            rawdoc! {"ok": 1.0}
+                        }
+                        "authenticate" if accepted => {
+                            assert_eq!(body.get_str("$db").unwrap(), "$external");
+                            rawdoc! {"ok": 1.0, "dbname": "$external", "user": "CN=member"}
+                        }
+                        "authenticate" => rawdoc! {
+                            "ok": 0.0, "errmsg": "Authentication failed.", "code": 18,
+                            "codeName": "AuthenticationFailed",
+                        },
+                        _ => rawdoc! {"ok": 1.0},
+                    };
+                    names.lock().unwrap().push(name);
+                    let mut out = Vec::new();
+                    OpMsg::new(reply).encode(1, frame.header.request_id, &mut out);
+                    conn.get_mut().write_all(&out).await.unwrap();
+                }
+            });
+            let membership = Membership {
+                mode: ClusterAuthModeCell::new(Some(ClusterAuthMode::X509)),
+                ..Membership::default()
+            };
+            let pool = Pool::new(&host, PoolLimits::default(), membership);
+            let outcome = pool.call(ping()).await;
+            if accepted {
+                outcome.unwrap();
+                assert_eq!(*seen.lock().unwrap(), ["hello", "authenticate", "ping"]);
+            } else {
+                let err = outcome.unwrap_err();
+                assert_eq!(err.code(), ErrorCode::AuthenticationFailed);
+                assert!(err.message().starts_with("Error connecting to"), "{err}");
+            }
+        }
+    }
+
     /// A member with the key: its `hello` carries the conversation's start, so a connection
     /// costs `hello`, one `saslContinue` and then serves requests; a peer whose signature is
     /// wrong is refused.
