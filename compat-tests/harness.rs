@@ -788,6 +788,37 @@ pub async fn sharded_round_trip(client: &Client, n: i32) {
     );
 }
 
+/// A self-signed certificate authority (`CN=docgrid test CA`) and its key, for tests' TLS
+/// certificates.
+pub fn certificate_authority() -> (rcgen::Certificate, rcgen::KeyPair) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "docgrid test CA");
+    (ca.self_signed(&key).unwrap(), key)
+}
+
+/// Asserts that `client` cannot authenticate: a command in `db` fails with MongoDB's
+/// "Authentication failed.".
+pub async fn assert_authentication_fails(client: &Client, db: &str, command: Document) {
+    let err = client.database(db).run_command(command).await.unwrap_err();
+    assert!(err.to_string().contains("Authentication failed"), "{err}");
+}
+
+/// Asserts that `client` is authenticated as the cluster's `__system` user and may read.
+pub async fn assert_system_member(client: &Client) {
+    assert_eq!(
+        authenticated_users(client).await,
+        vec![mongodb::bson::doc! {"user": "__system", "db": "local"}]
+    );
+    client
+        .database("app")
+        .run_command(mongodb::bson::doc! {"find": "users", "limit": 1})
+        .await
+        .unwrap();
+}
+
 /// `connectionStatus`' `authInfo.authenticatedUsers` of a client's connection.
 pub async fn authenticated_users(client: &Client) -> Vec<Document> {
     admin(client, mongodb::bson::doc! {"connectionStatus": 1})

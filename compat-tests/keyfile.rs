@@ -158,15 +158,7 @@ async fn keyfile_cluster_works_and_internal_commands_need_the_key() {
         ))
         .await
         .unwrap();
-        assert_eq!(
-            crate::harness::authenticated_users(&member).await,
-            vec![doc! {"user": "__system", "db": "local"}]
-        );
-        member
-            .database("app")
-            .run_command(doc! {"find": "users", "limit": 1})
-            .await
-            .unwrap();
+        crate::harness::assert_system_member(&member).await;
     }
     // A wrong key is a wrong password.
     let wrong = Client::with_uri_str(format!(
@@ -175,12 +167,7 @@ async fn keyfile_cluster_works_and_internal_commands_need_the_key() {
     ))
     .await
     .unwrap();
-    let err = wrong
-        .database("app")
-        .run_command(doc! {"find": "users"})
-        .await
-        .unwrap_err();
-    assert!(err.to_string().contains("Authentication failed"), "{err}");
+    crate::harness::assert_authentication_fails(&wrong, "app", doc! {"find": "users"}).await;
 }
 
 /// `%`-escapes what a URI's password may not hold as it is.

@@ -6,6 +6,7 @@ use crate::error::{MongoError, Result};
 use crate::router::RouterState;
 use crate::rpc::{Connector, Membership, NodeClient, PoolLimits};
 use crate::server::auth::ClusterKey;
+use crate::server::auth::cluster_auth_mode::{ClusterAuthMode, ClusterAuthModeCell};
 use crate::server::logbuf::LogBuffer;
 use crate::server::tls::Tls;
 use crate::server::{
@@ -38,6 +39,9 @@ pub struct NodeOptions {
     /// The cluster's key (`--keyFile`): members authenticate each other with it, and it
     /// enables authorization on every role, as in MongoDB.
     pub cluster_key: Option<Arc<ClusterKey>>,
+    /// How members prove membership (`--clusterAuthMode`); `keyFile` when `None` and there is
+    /// a key. Any mode enables authorization on every role.
+    pub cluster_auth_mode: Option<ClusterAuthMode>,
     /// TLS on client connections (`--tlsMode` and its files); `None`: plain only.
     pub tls: Option<Arc<Tls>>,
 }
@@ -55,6 +59,7 @@ impl NodeOptions {
             auth: false,
             initial_user: None,
             cluster_key: None,
+            cluster_auth_mode: None,
             tls: None,
         }
     }
@@ -62,15 +67,27 @@ impl NodeOptions {
     fn node(&self, role: Role) -> Result<Node> {
         let params = Parameters::with_startup(&self.parameters)?;
         let mut node = Node::new(role, self.cmdline.clone(), params, self.log.clone());
-        // Without a key file, members cannot prove membership: shards and the config server
-        // then trust their callers, and only routers check. A key file enables authorization
-        // everywhere (MongoDB's keyFile implies --auth).
-        node.authorization = (self.auth && role == Role::Router) || self.cluster_key.is_some();
-        node.cluster_key = self.cluster_key.clone();
+        // Without a cluster authentication mode, members cannot prove membership: shards and
+        // the config server then trust their callers, and only routers check. A mode (a key
+        // file, or member certificates) enables authorization everywhere (MongoDB's keyFile
+        // and clusterAuthMode imply --auth).
+        let mode = self.cluster_auth_mode();
+        node.authorization = (self.auth && role == Role::Router) || mode.is_some();
+        node.cluster_key = self
+            .cluster_key
+            .clone()
+            .filter(|_| mode.is_some_and(ClusterAuthMode::allows_key_file));
+        node.cluster_auth_mode = ClusterAuthModeCell::new(mode);
         // Every role signs the cluster time it gossips once clients authenticate anywhere.
-        node.signs_cluster_time = self.auth || self.cluster_key.is_some();
+        node.signs_cluster_time = self.auth || mode.is_some();
         node.tls = self.tls.clone();
         Ok(node)
+    }
+
+    /// The cluster authentication mode: the one given, else `keyFile` with a key.
+    fn cluster_auth_mode(&self) -> Option<ClusterAuthMode> {
+        self.cluster_auth_mode
+            .or_else(|| self.cluster_key.as_ref().map(|_| ClusterAuthMode::KeyFile))
     }
 
     /// The admission of this process: one per process, shared by its listeners.
@@ -313,11 +330,13 @@ async fn create_initial_user(opts: &NodeOptions, config: &NodeClient) -> Result<
 }
 
 /// The connector of a node, its pools sized by the node's startup parameters, its
-/// connections proving membership with the node's key and TLS.
+/// connections proving membership as its cluster authentication mode sends: with its key, or
+/// with its cluster certificate over TLS.
 fn connector_for(node: &Node) -> Arc<Connector> {
     let membership = Membership {
         key: node.cluster_key.clone(),
         tls: node.tls.clone(),
+        mode: node.cluster_auth_mode.clone(),
     };
     Connector::with_limits(PoolLimits::from_params(&node.params), membership)
 }

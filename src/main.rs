@@ -6,6 +6,7 @@ use bson::{Document, doc};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use docgrid::cluster::{self, NodeOptions};
 use docgrid::server::CmdLine;
+use docgrid::server::auth::cluster_auth_mode::ClusterAuthMode;
 use docgrid::server::logbuf::{LogBuffer, LogLayer};
 use docgrid::server::tls::{Tls, TlsMode, TlsOptions};
 use serde::Deserialize;
@@ -110,6 +111,12 @@ struct ListenArgs {
     /// on every role. 6 to 1024 base64 characters, readable by the owner only.
     #[arg(long = "keyFile", value_name = "PATH")]
     key_file: Option<PathBuf>,
+    /// How members authenticate each other, as mongod's `--clusterAuthMode`: `keyFile` (the
+    /// default with `--keyFile`), `x509` (MONGODB-X509 with the cluster certificate, TLS and
+    /// `--tlsCAFile` required, no key file), or the rolling-upgrade modes `sendKeyFile` and
+    /// `sendX509`, which send one and accept both. Authorization is on with any of them.
+    #[arg(long = "clusterAuthMode", value_name = "MODE")]
+    cluster_auth_mode: Option<String>,
     /// TLS on client connections, as mongod's `--tlsMode`: disabled, allowTLS and preferTLS
     /// (TLS and plain connections), requireTLS (TLS only).
     #[arg(long = "tlsMode", value_name = "MODE")]
@@ -209,7 +216,7 @@ struct FileConfig {
     max_conns: Option<usize>,
     /// mongod's `net` section; `maxIncomingConnections` and `tls` are taken.
     net: Option<NetConfig>,
-    /// mongod's `security` section; `authorization` and `keyFile` are taken.
+    /// mongod's `security` section; `authorization`, `keyFile` and `clusterAuthMode` are taken.
     security: Option<SecurityConfig>,
 }
 
@@ -220,6 +227,8 @@ struct SecurityConfig {
     authorization: Option<Authorization>,
     #[serde(rename = "keyFile")]
     key_file: Option<PathBuf>,
+    #[serde(rename = "clusterAuthMode")]
+    cluster_auth_mode: Option<String>,
 }
 
 #[derive(Deserialize, Debug, Clone, Copy, PartialEq)]
@@ -342,11 +351,29 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
         .key_file
         .clone()
         .or_else(|| file.security.as_ref().and_then(|s| s.key_file.clone()));
+    let tls_options = tls_options(listen, &file)?;
+    let given_mode = listen.cluster_auth_mode.clone().or_else(|| {
+        file.security
+            .as_ref()
+            .and_then(|s| s.cluster_auth_mode.clone())
+    });
+    let cluster_auth_mode = ClusterAuthMode::for_startup(
+        given_mode.as_deref(),
+        tls_options.mode,
+        tls_options.ca_file.is_some(),
+        key_file.is_some(),
+    )
+    .map_err(|e| anyhow::anyhow!("{}", e.message()))?;
+    // mongod reads the key only where the mode accepts it.
     let cluster_key = match &key_file {
-        Some(path) => Some(Arc::new(read_key_file(path, &listen.set_parameter)?)),
-        None => None,
+        Some(path) if cluster_auth_mode.is_some_and(ClusterAuthMode::allows_key_file) => {
+            Some(Arc::new(read_key_file(path, &listen.set_parameter)?))
+        }
+        _ => None,
     };
-    let tls = tls_of(listen, &file)?;
+    let tls = Tls::new(&tls_options).map_err(|e| anyhow::anyhow!("{}", e.message()))?;
+    // Shown by getCmdLineOpts only when given, as mongod's parsed options are.
+    let explicit_mode = given_mode.as_ref().and(cluster_auth_mode);
     let options = |listen: &ListenArgs, default_port: u16, parsed: Document| NodeOptions {
         bind: listen
             .bind
@@ -366,6 +393,7 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
             || file.security.as_ref().and_then(|s| s.authorization) == Some(Authorization::Enabled),
         initial_user: initial_user(listen),
         cluster_key: cluster_key.clone(),
+        cluster_auth_mode: explicit_mode,
         tls: tls.clone(),
         cmdline: CmdLine {
             argv: argv.clone(),
@@ -373,7 +401,7 @@ async fn run(cli: Cli, file: FileConfig, log: Arc<LogBuffer>) -> Result<()> {
         },
         log: log.clone(),
     };
-    if !options(listen, 0, Document::new()).auth && cluster_key.is_none() {
+    if !options(listen, 0, Document::new()).auth && cluster_auth_mode.is_none() {
         log.startup_warning(
             "CONTROL",
             22120,
@@ -464,9 +492,9 @@ fn initial_user(listen: &ListenArgs) -> Option<(String, String)> {
     (!user.is_empty()).then_some((user, password))
 }
 
-/// TLS from the flags, or else the TOML file's `net.tls`; its files are read at startup, and
-/// an unusable one stops the process.
-fn tls_of(listen: &ListenArgs, file: &FileConfig) -> Result<Option<Arc<Tls>>> {
+/// The TLS options of the flags, or else the TOML file's `net.tls`; their files are read at
+/// startup (`Tls::new`), and an unusable one stops the process.
+fn tls_options(listen: &ListenArgs, file: &FileConfig) -> Result<TlsOptions> {
     let from_file = file
         .net
         .as_ref()
@@ -476,7 +504,7 @@ fn tls_of(listen: &ListenArgs, file: &FileConfig) -> Result<Option<Arc<Tls>>> {
         Some(mode) => TlsMode::parse(mode).map_err(|e| anyhow::anyhow!("{}", e.message()))?,
         None => TlsMode::Disabled,
     };
-    let options = TlsOptions {
+    Ok(TlsOptions {
         mode,
         certificate_key_file: listen
             .tls_certificate_key_file
@@ -505,8 +533,7 @@ fn tls_of(listen: &ListenArgs, file: &FileConfig) -> Result<Option<Arc<Tls>>> {
             .tls_cluster_password
             .clone()
             .or(from_file.cluster_password),
-    };
-    Tls::new(&options).map_err(|e| anyhow::anyhow!("{}", e.message()))
+    })
 }
 
 /// Reads the cluster's key file with MongoDB's rules; its `__system` credentials take the
@@ -556,6 +583,9 @@ fn parsed(
     }
     if let Some(path) = key_file {
         security.insert("keyFile", path.display().to_string());
+    }
+    if let Some(mode) = opts.cluster_auth_mode {
+        security.insert("clusterAuthMode", mode.name());
     }
     if !security.is_empty() {
         parsed.insert("security", security);

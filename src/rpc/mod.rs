@@ -10,6 +10,7 @@ pub use tcp::PoolLimits;
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::auth::ClusterKey;
+use crate::server::auth::cluster_auth_mode::ClusterAuthModeCell;
 use crate::server::clock::{self, LogicalClock};
 use crate::server::tls::Tls;
 use crate::server::{RequestContext, Service};
@@ -107,11 +108,14 @@ pub struct Connector {
 }
 
 /// How a node's connections to other members prove it one of them: TLS when its mode says
-/// members use it (`preferTLS`, `requireTLS`), then the cluster's key (`__system`).
+/// members use it (`preferTLS`, `requireTLS`), then the cluster's key (`__system`) or, with
+/// a mode sending certificates, MONGODB-X509 with the cluster certificate the TLS handshake
+/// presented; the mode as it is when a connection opens (`setParameter` may move it).
 #[derive(Clone, Default)]
 pub struct Membership {
     pub key: Option<Arc<ClusterKey>>,
     pub tls: Option<Arc<Tls>>,
+    pub mode: ClusterAuthModeCell,
 }
 
 /// A node's view of a [`Connector`]: its clients gossip the node's cluster time.

@@ -2,15 +2,17 @@
 //! per connection. Idle connections are checked before reuse — a closed one is dropped, one
 //! idle past the refresh requirement must answer `hello` first — and closed once idle past the
 //! host timeout, as MongoDB's ShardingTaskExecutorPool does. A new connection speaks TLS when
-//! the node's mode says members do, and authenticates as `__system` with the cluster's key
-//! before its first request.
+//! the node's mode says members do, and authenticates as `__system` with the cluster's key, or
+//! with MONGODB-X509 and its cluster certificate, before its first request.
 
 use super::{Membership, connection_lost, unreachable};
 use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::Parameters;
+use crate::server::auth::cluster_auth_mode::ClusterAuthMode;
 use crate::server::auth::keyfile::{SYSTEM_DB, SYSTEM_USER};
 use crate::server::auth::scram::Mechanism;
+use crate::server::auth::x509::EXTERNAL_DB;
 use crate::server::auth::{ClusterKey, scram_client};
 use crate::server::commands::MAX_WIRE_VERSION;
 use crate::wire::{DEFAULT_MAX_BSON_DEPTH, MAX_MESSAGE_SIZE, OpCode, OpMsg, read_frame};
@@ -285,18 +287,27 @@ impl Pool {
 
     /// A new connection introduces itself as a cluster node (`internalClient`), as MongoDB's
     /// nodes do; with the cluster's key, its `hello` starts the `__system` conversation
-    /// (`speculativeAuthenticate`), which the next messages finish.
+    /// (`speculativeAuthenticate`), which the next messages finish; with `x509`, it carries
+    /// the MONGODB-X509 authentication of the cluster certificate the handshake presented.
     async fn handshake(&self, conn: &mut Conn) -> Result<()> {
         let mut hello = rawdoc! {
             "hello": 1,
             "internalClient": {"minWireVersion": MAX_WIRE_VERSION, "maxWireVersion": MAX_WIRE_VERSION},
         };
-        let first = self
+        let x509 = self
             .membership
-            .key
-            .as_ref()
-            .map(|_| scram_client::start(MECHANISM, SYSTEM_USER));
-        if let Some(first) = &first {
+            .mode
+            .get()
+            .is_some_and(ClusterAuthMode::sends_x509);
+        let first = match &self.membership.key {
+            Some(_) if !x509 => Some(scram_client::start(MECHANISM, SYSTEM_USER)),
+            _ => None,
+        };
+        if x509 {
+            let mut authenticate = x509_authenticate();
+            authenticate.append("db", EXTERNAL_DB);
+            hello.append("speculativeAuthenticate", authenticate);
+        } else if let Some(first) = &first {
             let mut start = sasl_start(first);
             start.append("db", SYSTEM_DB);
             hello.append("speculativeAuthenticate", start);
@@ -306,29 +317,43 @@ impl Pool {
             .round_trip(conn, &request)
             .await
             .map_err(|e| unreachable(&self.host, e))?;
-        let (Some(key), Some(first)) = (&self.membership.key, first) else {
-            return Ok(());
-        };
         let speculative = match reply.get("speculativeAuthenticate")? {
-            Some(bson::RawBsonRef::Document(started)) => Some((first, SaslReply::of(started)?)),
+            Some(bson::RawBsonRef::Document(started)) => Some(started),
             _ => None,
         };
-        self.authenticate(conn, key, speculative)
-            .await
-            .map_err(|e| {
-                let e = match e.code() {
-                    ErrorCode::AuthenticationFailed => e,
-                    _ => MongoError::new(ErrorCode::AuthenticationFailed, e.message()),
+        let authenticated = match (&self.membership.key, first) {
+            _ if x509 && speculative.is_some() => Ok(()),
+            _ if x509 => self.authenticate_x509(conn).await,
+            (Some(key), Some(first)) => {
+                let started = match speculative {
+                    Some(started) => Some((first, SaslReply::of(started)?)),
+                    None => None,
                 };
-                MongoError::new(
-                    e.code(),
-                    format!(
-                        "Error connecting to {} :: caused by :: {}",
-                        self.host,
-                        e.message()
-                    ),
-                )
-            })
+                self.authenticate(conn, key, started).await
+            }
+            _ => return Ok(()),
+        };
+        authenticated.map_err(|e| {
+            let e = match e.code() {
+                ErrorCode::AuthenticationFailed => e,
+                _ => MongoError::new(ErrorCode::AuthenticationFailed, e.message()),
+            };
+            MongoError::new(
+                e.code(),
+                format!(
+                    "Error connecting to {} :: caused by :: {}",
+                    self.host,
+                    e.message()
+                ),
+            )
+        })
+    }
+
+    /// Authenticates `conn` with MONGODB-X509 (`authenticate` on `$external`): the peer
+    /// recognizes the cluster certificate this connection presented as a member's.
+    async fn authenticate_x509(&self, conn: &mut Conn) -> Result<()> {
+        let request = CommandRequest::new(EXTERNAL_DB, x509_authenticate())?;
+        succeeded(self.round_trip(conn, &request).await?).map(|_| ())
     }
 
     /// Authenticates `conn` as `__system` with SCRAM-SHA-256 (MongoDB's internal
@@ -379,18 +404,28 @@ impl Pool {
     /// One message of the conversation: its reply's payload, or the error it carries.
     async fn sasl_step(&self, conn: &mut Conn, command: RawDocumentBuf) -> Result<SaslReply> {
         let request = CommandRequest::new(SYSTEM_DB, command)?;
-        let reply = self.round_trip(conn, &request).await?;
-        if !crate::error::raw_reply_ok(&reply) {
-            let doc = reply.to_document()?;
-            return Err(MongoError::from_reply(&doc)
-                .unwrap_or_else(|| MongoError::internal("a failed reply without its error")));
-        }
+        let reply = succeeded(self.round_trip(conn, &request).await?)?;
         SaslReply::of(&reply)
     }
 }
 
+/// A reply of the authentication exchange, or the error it carries.
+fn succeeded(reply: RawDocumentBuf) -> Result<RawDocumentBuf> {
+    if crate::error::raw_reply_ok(&reply) {
+        return Ok(reply);
+    }
+    let doc = reply.to_document()?;
+    Err(MongoError::from_reply(&doc)
+        .unwrap_or_else(|| MongoError::internal("a failed reply without its error")))
+}
+
 /// The mechanism members authenticate with, as MongoDB's do by default.
 const MECHANISM: Mechanism = Mechanism::Sha256;
+
+/// MONGODB-X509 as members send it: no user, the certificate names it.
+fn x509_authenticate() -> RawDocumentBuf {
+    rawdoc! {"authenticate": 1, "mechanism": "MONGODB-X509"}
+}
 
 /// The `saslStart` of a conversation as `__system`.
 fn sasl_start(first: &scram_client::ClientFirst) -> RawDocumentBuf {
@@ -564,6 +599,63 @@ mod tests {
         assert_eq!(accepted.load(Ordering::SeqCst), 2);
     }
 
+    /// A member sending certificates: its `hello` asks for MONGODB-X509 on `$external`; a
+    /// peer that does not answer it there gets `authenticate`, and a refusal is
+    /// AuthenticationFailed.
+    #[tokio::test]
+    async fn members_sending_certificates_authenticate_with_x509() {
+        use crate::server::auth::cluster_auth_mode::{ClusterAuthMode, ClusterAuthModeCell};
+        for accepted in [true, false] {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let host = listener.local_addr().unwrap().to_string();
+            let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+            let names = Arc::clone(&seen);
+            tokio::spawn(async move {
+                let (stream, _) = listener.accept().await.unwrap();
+                let mut conn = BufReader::new(stream);
+                while let Ok(Some(frame)) = read_frame(&mut conn).await {
+                    let body = OpMsg::decode_with(&frame.bytes, 100).unwrap().body;
+                    let name = body.iter().next().unwrap().unwrap().0.to_string();
+                    let reply = match name.as_str() {
+                        "hello" => {
+                            let asked = body.get_document("speculativeAuthenticate").unwrap();
+                            assert_eq!(asked.get_str("mechanism").unwrap(), "MONGODB-X509");
+                            assert_eq!(asked.get_str("db").unwrap(), "$external");
+                            rawdoc! {"ok": 1.0}
+                        }
+                        "authenticate" if accepted => {
+                            assert_eq!(body.get_str("$db").unwrap(), "$external");
+                            rawdoc! {"ok": 1.0, "dbname": "$external", "user": "CN=member"}
+                        }
+                        "authenticate" => rawdoc! {
+                            "ok": 0.0, "errmsg": "Authentication failed.", "code": 18,
+                            "codeName": "AuthenticationFailed",
+                        },
+                        _ => rawdoc! {"ok": 1.0},
+                    };
+                    names.lock().unwrap().push(name);
+                    let mut out = Vec::new();
+                    OpMsg::new(reply).encode(1, frame.header.request_id, &mut out);
+                    conn.get_mut().write_all(&out).await.unwrap();
+                }
+            });
+            let membership = Membership {
+                mode: ClusterAuthModeCell::new(Some(ClusterAuthMode::X509)),
+                ..Membership::default()
+            };
+            let pool = Pool::new(&host, PoolLimits::default(), membership);
+            let outcome = pool.call(ping()).await;
+            if accepted {
+                outcome.unwrap();
+                assert_eq!(*seen.lock().unwrap(), ["hello", "authenticate", "ping"]);
+            } else {
+                let err = outcome.unwrap_err();
+                assert_eq!(err.code(), ErrorCode::AuthenticationFailed);
+                assert!(err.message().starts_with("Error connecting to"), "{err}");
+            }
+        }
+    }
+
     /// A member with the key: its `hello` carries the conversation's start, so a connection
     /// costs `hello`, one `saslContinue` and then serves requests; a peer whose signature is
     /// wrong is refused.
@@ -619,7 +711,7 @@ mod tests {
             });
             let membership = Membership {
                 key: Some(Arc::clone(&key)),
-                tls: None,
+                ..Membership::default()
             };
             let pool = Pool::new(&host, PoolLimits::default(), membership);
             let outcome = pool.call(ping()).await;

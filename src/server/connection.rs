@@ -90,14 +90,15 @@ pub(super) async fn run(
             match accepted {
                 Ok(Ok(stream)) => {
                     // A certificate the handshake verified names the client (MONGODB-X509).
-                    let subject = stream
+                    let leaf = stream
                         .get_ref()
                         .1
                         .peer_certificates()
-                        .and_then(|chain| tls.authenticating(chain))
-                        .and_then(|leaf| auth::x509::subject_name(leaf));
-                    if let Some(subject) = subject {
-                        ctx.set_client_subject(subject);
+                        .and_then(|chain| tls.authenticating(chain));
+                    if let Some(leaf) = leaf {
+                        if let Some(subject) = auth::x509::subject_name(leaf) {
+                            ctx.set_client_subject(subject, tls.is_member(leaf));
+                        }
                     }
                     let (read, write) = tokio::io::split(stream);
                     connection.serve(read, write).await;

@@ -25,6 +25,8 @@ pub struct RequestContext {
     auth: Mutex<super::auth::AuthSession>,
     /// The RFC 2253 subject of the certificate a TLS client presented (MONGODB-X509).
     client_subject: std::sync::OnceLock<String>,
+    /// Whether that certificate is a cluster member's (its O, OU and DC are the server's).
+    member_certificate: AtomicBool,
 }
 
 impl RequestContext {
@@ -60,9 +62,16 @@ impl RequestContext {
         self.client_subject.get().map(String::as_str)
     }
 
-    /// Records the subject of the certificate the TLS handshake verified.
-    pub fn set_client_subject(&self, subject: String) {
+    /// Records the subject of the certificate the TLS handshake verified, and whether it is a
+    /// cluster member's.
+    pub fn set_client_subject(&self, subject: String, member: bool) {
         let _ = self.client_subject.set(subject);
+        self.member_certificate.store(member, Ordering::Relaxed);
+    }
+
+    /// Whether the client's verified certificate is a cluster member's.
+    pub fn has_member_certificate(&self) -> bool {
+        self.member_certificate.load(Ordering::Relaxed)
     }
 
     pub fn mark_internal(&self) {

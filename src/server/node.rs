@@ -67,8 +67,11 @@ pub struct Node {
     pub users: super::auth::UserCache,
     /// The profiler's settings (`profile`).
     pub profiling: super::profiling::Profiling,
-    /// The cluster's key (`--keyFile`): members authenticate as `__system` with it.
+    /// The cluster's key (`--keyFile`): members authenticate as `__system` with it, when the
+    /// cluster authentication mode accepts the key file.
     pub cluster_key: Option<Arc<super::auth::ClusterKey>>,
+    /// How members prove membership (`--clusterAuthMode`); `None`: they do not.
+    pub cluster_auth_mode: super::auth::cluster_auth_mode::ClusterAuthModeCell,
     /// The process's TLS: members call each other with it under `preferTLS`/`requireTLS`.
     pub tls: Option<Arc<super::tls::Tls>>,
     host: RwLock<String>,
@@ -96,6 +99,7 @@ impl Node {
             users: Default::default(),
             profiling: Default::default(),
             cluster_key: None,
+            cluster_auth_mode: Default::default(),
             tls: None,
             host: RwLock::new(String::new()),
         }

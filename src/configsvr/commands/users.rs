@@ -142,6 +142,19 @@ async fn create_user(
         }
         (Some(pwd), _) => Some(pwd),
     };
+    // Such a user could never authenticate: its certificate is taken as a member's
+    // (MongoDB's enforceUserClusterSeparation, on by default).
+    let node = &state.node;
+    if name.db == "$external"
+        && node
+            .tls
+            .as_ref()
+            .is_some_and(|t| t.is_member_subject(&name.user))
+    {
+        return Err(MongoError::bad_value(
+            "Cannot create an x.509 user with a subjectname that would be recognized as an internal cluster member",
+        ));
+    }
     let mut user = doc! {
         "_id": name.id(),
         "userId": bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: uuid::Uuid::new_v4().as_bytes().to_vec() },

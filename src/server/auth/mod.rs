@@ -3,11 +3,14 @@
 //! (`privileges`, `actions`, `privilege_documents`), user-defined roles and the role graph (`role_graph`,
 //! `role_admin`), what each command requires (`requires`), and [`authorize`], the one
 //! privilege check the dispatcher makes before every command when `--auth` is on; members
-//! prove membership as `__system` with a key file (`keyfile`, `scram_client`).
+//! prove membership as `__system` with a key file (`keyfile`, `scram_client`) or a member
+//! certificate (`x509`), as `--clusterAuthMode` says (`cluster_auth_mode`).
 
 pub mod actions;
+pub mod cluster_auth_mode;
 pub mod computed;
 pub mod keyfile;
+pub mod member_certificate;
 pub mod privilege_documents;
 pub mod privileges;
 pub mod requires;
@@ -75,14 +78,25 @@ pub fn iteration_count(params: &super::Parameters, mechanism: scram::Mechanism) 
 }
 
 /// A stored user, from the node's cache or loaded (from the config server, or a config
-/// server's own `admin.system.users`); `__system@local` is the key file's, when there is one.
+/// server's own `admin.system.users`); `__system@local` is the key file's, when there is one,
+/// or the member certificates' when the cluster authentication mode accepts them.
 pub async fn find_user<S: NodeState>(
     state: &S,
     name: &UserName,
 ) -> Result<Option<Arc<StoredUser>>> {
-    if let Some(key) = &state.node().cluster_key {
-        if ClusterKey::is_system_user(name) {
+    if ClusterKey::is_system_user(name) {
+        let node = state.node();
+        let mode = node.cluster_auth_mode.get();
+        if let Some(key) = node
+            .cluster_key
+            .as_ref()
+            .filter(|_| mode.is_some_and(cluster_auth_mode::ClusterAuthMode::allows_key_file))
+        {
             return Ok(Some(key.system_user()));
+        }
+        // Only a member certificate authenticates it (MONGODB-X509); it has no password.
+        if mode.is_some_and(cluster_auth_mode::ClusterAuthMode::allows_x509) {
+            return Ok(Some(cluster_auth_mode::x509_system_user()));
         }
     }
     let cache = &state.node().users;

@@ -120,6 +120,9 @@ pub(super) async fn x509_authenticate<S: NodeState>(
         ));
     }
     let name = UserName::new(subject, db);
+    if ctx.has_member_certificate() {
+        return member_authenticate(state, ctx, &name, mechanism);
+    }
     let Some(stored) = auth::find_user(state, &name).await? else {
         let why = format!("UserNotFound: Could not find user \"{subject}\" for db \"{db}\"");
         return Err(sasl::failed(ctx, mechanism, &name, &why));
@@ -128,6 +131,43 @@ pub(super) async fn x509_authenticate<S: NodeState>(
     sasl::succeeded(ctx, mechanism, &name);
     Ok(RawDocumentBuf::from_document(
         &doc! {"dbname": db, "user": subject},
+    )?)
+}
+
+/// MONGODB-X509 with a member certificate: `__system` when the cluster authentication mode
+/// accepts certificates; otherwise refused, even to a user of that subject (MongoDB's
+/// `enforceUserClusterSeparation`, on by default).
+fn member_authenticate<S: NodeState>(
+    state: &S,
+    ctx: &RequestContext,
+    name: &UserName,
+    mechanism: &str,
+) -> Result<RawDocumentBuf> {
+    if !state
+        .node()
+        .cluster_auth_mode
+        .get()
+        .is_some_and(|mode| mode.allows_x509())
+    {
+        return Err(sasl::failed(
+            ctx,
+            mechanism,
+            name,
+            "The provided certificate can only be used for cluster authentication, not client authentication. The current configuration does not allow x.509 cluster authentication, check the --clusterAuthMode flag",
+        ));
+    }
+    if !ctx.is_internal() {
+        tracing::warn!(
+            id = 20430,
+            client = ?ctx.peer,
+            "Client isn't a mongod or mongos, but is connecting with a certificate with cluster membership"
+        );
+    }
+    let system = auth::cluster_auth_mode::x509_system_user();
+    auth::set_authenticated(state, ctx, &system);
+    sasl::succeeded(ctx, mechanism, &system.name);
+    Ok(RawDocumentBuf::from_document(
+        &doc! {"dbname": &name.db, "user": &name.user},
     )?)
 }
 

@@ -4,6 +4,7 @@ use crate::command::CommandRequest;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::RequestContext;
 use crate::server::dispatch::{CommandSpec, NodeState};
+use crate::server::tls::TlsMode;
 use bson::{Bson, Document, RawBsonRef, RawDocumentBuf, doc};
 
 pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
@@ -25,6 +26,10 @@ pub(super) fn commands<S: NodeState>() -> Vec<CommandSpec<S>> {
     ]
 }
 
+/// The parameter the node's cluster authentication mode answers (not in `Parameters`: the
+/// node and its connection pools share it).
+const CLUSTER_AUTH_MODE: &str = "clusterAuthMode";
+
 async fn get_parameter<S: NodeState>(
     state: &S,
     _ctx: &RequestContext,
@@ -42,8 +47,18 @@ async fn get_parameter<S: NodeState>(
         }
         _ => (false, false),
     };
+    let mut cluster_auth_mode = Bson::from(state.node().cluster_auth_mode.name());
+    if details {
+        cluster_auth_mode = Bson::Document(doc! {
+            "value": cluster_auth_mode,
+            "settableAtRuntime": true,
+            "settableAtStartup": true,
+        });
+    }
     let result: Document = if all {
-        params.all(details)
+        let mut all = params.all(details);
+        all.insert(CLUSTER_AUTH_MODE, cluster_auth_mode);
+        all
     } else {
         let mut out = Document::new();
         for item in req.body.iter().skip(1) {
@@ -51,7 +66,9 @@ async fn get_parameter<S: NodeState>(
             if crate::command::is_generic_field(name) {
                 continue;
             }
-            if let Some(value) = params.describe(name, details) {
+            if name == CLUSTER_AUTH_MODE {
+                out.insert(name, cluster_auth_mode.clone());
+            } else if let Some(value) = params.describe(name, details) {
                 out.insert(name, value);
             }
         }
@@ -88,7 +105,13 @@ async fn set_parameter<S: NodeState>(
             "only one parameter may be set at a time",
         ));
     }
-    let previous = state.node().params.set(name, value)?;
+    let node = state.node();
+    let previous = if name == CLUSTER_AUTH_MODE {
+        let tls = node.tls.as_ref().map_or(TlsMode::Disabled, |t| t.mode);
+        Bson::from(node.cluster_auth_mode.set(value, tls)?)
+    } else {
+        node.params.set(name, value)?
+    };
     Ok(RawDocumentBuf::from_document(&doc! {"was": previous})?)
 }
 

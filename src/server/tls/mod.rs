@@ -12,6 +12,7 @@
 mod lenient;
 mod pem;
 
+use super::auth::member_certificate::MemberAttributes;
 use crate::error::{ErrorCode, MongoError, Result};
 use rustls::RootCertStore;
 use rustls::client::WebPkiServerVerifier;
@@ -97,6 +98,9 @@ pub struct Tls {
     /// With `allow_invalid_certificates`: the check a client certificate must pass to name
     /// a MONGODB-X509 user.
     lenient_clients: Option<lenient::ClientVerifier>,
+    /// The O, OU and DC of this server's certificate: a peer whose certificate has the same is
+    /// a member of the cluster (`--clusterAuthMode` with x.509).
+    member_attributes: MemberAttributes,
 }
 
 impl std::fmt::Debug for Tls {
@@ -118,6 +122,10 @@ impl Tls {
             ));
         };
         let chain = pem::certificates(pem)?;
+        let member_attributes = chain
+            .first()
+            .and_then(|leaf| MemberAttributes::of(leaf))
+            .unwrap_or_default();
         let key = pem::private_key(pem, options.certificate_key_file_password.as_deref())?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let versions = protocol_versions(options.disabled_protocols.as_deref())?;
@@ -216,6 +224,7 @@ impl Tls {
             acceptor: TlsAcceptor::from(Arc::new(config)),
             connector,
             lenient_clients,
+            member_attributes,
         })))
     }
 
@@ -241,6 +250,20 @@ impl Tls {
             .as_ref()
             .is_none_or(|strict| strict.verified(chain));
         chain.first().filter(|_| valid)
+    }
+
+    /// Whether an RFC 4514 subject (a MONGODB-X509 user's name) would be recognized as a
+    /// cluster member's.
+    pub fn is_member_subject(&self, subject: &str) -> bool {
+        MemberAttributes::of_subject(subject)
+            .is_some_and(|peer| self.member_attributes.recognizes(&peer))
+    }
+
+    /// Whether a client's verified certificate (see [`authenticating`](Self::authenticating))
+    /// is a cluster member's: its subject's O, OU and DC are this server's.
+    pub fn is_member(&self, certificate: &CertificateDer<'_>) -> bool {
+        MemberAttributes::of(certificate)
+            .is_some_and(|peer| self.member_attributes.recognizes(&peer))
     }
 }
 
