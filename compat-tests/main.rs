@@ -13,6 +13,7 @@ mod capped;
 mod catalog;
 mod causal_consistency;
 mod cli;
+mod collation;
 mod collection_stages;
 mod config_db;
 mod covered_queries;

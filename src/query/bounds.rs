@@ -2,6 +2,7 @@
 //! needs. Always a superset of the matching values (the filter itself still runs on every
 //! document), so a predicate that cannot be expressed simply adds no bounds.
 
+use crate::document::collation::has_string;
 use crate::document::order::{canonical_rank, compare_values};
 use bson::{Bson, Document};
 use std::cmp::Ordering;
@@ -100,6 +101,51 @@ fn collect(filter: &Document, path: &str, out: &mut Vec<FieldBounds>) {
             }
         }
     }
+}
+
+/// `filter` less the predicates bounds could come from that compare strings: what keys stored
+/// under the simple collation may be scanned for when the query compares strings by another
+/// collation (its equal or ordered strings are not the keys' neighbours). Dropping predicates
+/// widens the bounds, which stay a superset; the filter itself still runs on every document.
+pub fn without_string_comparisons(filter: &Document) -> Document {
+    let mut out = Document::new();
+    for (key, value) in filter {
+        match (key.as_str(), value) {
+            ("$and" | "$or", Bson::Array(branches)) => {
+                let branches = branches.iter().map(|branch| match branch {
+                    Bson::Document(d) => Bson::Document(without_string_comparisons(d)),
+                    other => other.clone(),
+                });
+                out.insert(key.clone(), Bson::Array(branches.collect()));
+            }
+            (name, _) if name.starts_with('$') => {
+                out.insert(key.clone(), value.clone());
+            }
+            _ => match is_operator_document(value) {
+                Some(ops) => {
+                    let kept: Document = ops
+                        .iter()
+                        .filter(|(op, arg)| {
+                            let bounding = matches!(
+                                op.as_str(),
+                                "$eq" | "$in" | "$gt" | "$gte" | "$lt" | "$lte"
+                            );
+                            !(bounding && has_string(arg))
+                        })
+                        .map(|(op, arg)| (op.clone(), arg.clone()))
+                        .collect();
+                    if !kept.is_empty() {
+                        out.insert(key.clone(), kept);
+                    }
+                }
+                None if has_string(value) => {}
+                None => {
+                    out.insert(key.clone(), value.clone());
+                }
+            },
+        }
+    }
+    out
 }
 
 fn normalize(mut points: Vec<Bson>) -> Vec<Bson> {
@@ -227,6 +273,20 @@ pub fn field_bounds(filter: &Document, path: &str, multikey: bool) -> Option<Fie
 mod tests {
     use super::*;
     use bson::doc;
+
+    #[test]
+    fn string_comparisons_leave_the_bounds_under_a_collation() {
+        let filter = doc! {
+            "a": "x", "b": 1, "c": {"$gt": "m", "$lt": 5, "$regex": "^p"}, "d": {"$in": [1, "y"]},
+            "$or": [{"e": ["z"]}, {"e": 2}], "$comment": "kept"
+        };
+        assert_eq!(
+            without_string_comparisons(&filter),
+            doc! {
+                "b": 1, "c": {"$lt": 5, "$regex": "^p"}, "$or": [{}, {"e": 2}], "$comment": "kept"
+            }
+        );
+    }
 
     #[test]
     fn equality_in_and_ranges() {

@@ -9,7 +9,9 @@
 use super::catalog_cache::CollectionRouting;
 use super::forward::Placement;
 use crate::catalog::ChunkVersion;
+use crate::document::collation::Collation;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::query::bounds::without_string_comparisons;
 use bson::{Document, RawDocument};
 use std::borrow::Cow;
 
@@ -98,6 +100,25 @@ impl Target {
 }
 
 impl Placement {
+    /// [`Placement::target`] for a request comparing strings by `collation`: chunks hold
+    /// shard keys in the simple collation, so under another one a string predicate on the key
+    /// narrows nothing and the request goes to every shard whose chunks its other predicates
+    /// allow, as mongos does.
+    pub fn target_under(&self, by: By<'_>, collation: Option<&Collation>) -> Result<Target> {
+        let (By::Filter(filter) | By::Key(filter)) = by else {
+            return self.target(by);
+        };
+        if collation.is_none_or(Collation::is_simple) || self.routing.is_none() {
+            return self.target(by);
+        }
+        let widened = without_string_comparisons(filter.to_document()?.as_ref());
+        let filter = Filter::Document(&widened);
+        self.target(match by {
+            By::Key(_) => By::Key(filter),
+            _ => By::Filter(filter),
+        })
+    }
+
     /// Where a request goes under this placement: the database's primary when the collection
     /// is not sharded, otherwise the shards `by` selects.
     pub fn target(&self, by: By<'_>) -> Result<Target> {

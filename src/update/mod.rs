@@ -29,6 +29,7 @@ mod upsert;
 pub use upsert::upsert_seed;
 
 use crate::aggregate::UpdatePipeline;
+use crate::document::collation::Collation;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::LetVariables;
 use crate::query::filter::Filter;
@@ -50,6 +51,9 @@ pub struct UpdateContext<'a> {
     pub now: bson::DateTime,
     /// The filter that selected the document, for the positional `$`.
     pub matched_filter: Option<&'a Filter>,
+    /// The statement's collation, which `$min`, `$max`, `$addToSet`, `$pull`, `$pullAll` and
+    /// `$push`'s `$sort` compare strings by (`None`: simple).
+    pub collation: Option<&'a Collation>,
 }
 
 /// Named constants a pipeline-style update reads as `$$name`.
@@ -270,6 +274,7 @@ mod robustness {
                     is_upsert_insert: false,
                     now: bson::DateTime::from_millis(0),
                     matched_filter: matched.as_ref(),
+                    collation: None,
                 };
                 let mut d = target.clone();
                 let _ = u.apply(&mut d, &ctx);

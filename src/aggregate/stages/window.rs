@@ -109,7 +109,10 @@ pub fn parse(name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<St
         .filter(|keys| keys.len() == 1)
         .and_then(|keys| keys.values().next())
         .is_some_and(|direction| is_number(direction) && to_f64(direction) > 0.0);
-    let sort_spec = sort_by.as_ref().map(SortSpec::parse).transpose()?;
+    let sort_spec = sort_by
+        .as_ref()
+        .map(|s| SortSpec::parse_for(s, vars))
+        .transpose()?;
     let mut outputs = Vec::with_capacity(output.len());
     for (field, function) in &output {
         let path = FieldPath::parse(field)?;

@@ -14,6 +14,7 @@ use crate::query::filter::Filter;
 use crate::server::RequestContext;
 use bson::{Bson, Document, RawDocumentBuf, doc};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// What `count` and `distinct` parse before they read, whether or not the collection exists.
 pub(super) struct QueryRead<'a> {
@@ -21,29 +22,39 @@ pub(super) struct QueryRead<'a> {
     query: Document,
     filter: Filter,
     hint: Option<Bson>,
+    /// No user variables; the command's collation.
+    vars: Arc<LetVariables>,
 }
 
 impl<'a> QueryRead<'a> {
     /// The collection, its collation and the `query` filter and `hint` of `req`.
     fn parse(req: &'a CommandRequest, query: Option<Document>) -> Result<QueryRead<'a>> {
         let args = req.args();
-        crate::command::check_collation(args.value("collation")?.as_ref())?;
+        let collation = crate::command::parse_collation(args.value("collation")?.as_ref())?;
+        let vars = Arc::new(LetVariables::empty(bson::DateTime::now()).with_collation(collation));
         let collection = args.collection()?;
         crate::catalog::validate_collection_name(&req.db, collection)?;
         let query = query.unwrap_or_default();
-        let filter = Filter::parse(&query)?;
+        let filter = Filter::parse_with_variables(&query, &vars)?;
         let hint = super::find::parse_hint(&args)?;
         Ok(QueryRead {
             collection,
             query,
             filter,
             hint,
+            vars,
         })
     }
 
     /// The collection, the query as sent and parsed, and the hint.
-    fn into_parts(self) -> (&'a str, Document, Filter, Option<Bson>) {
-        (self.collection, self.query, self.filter, self.hint)
+    fn into_parts(self) -> (&'a str, Document, Filter, Option<Bson>, Arc<LetVariables>) {
+        (
+            self.collection,
+            self.query,
+            self.filter,
+            self.hint,
+            self.vars,
+        )
     }
 }
 
@@ -76,7 +87,7 @@ pub(super) async fn count<S: DataNode>(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let (request, read) = parse_count(&req)?;
-    let (collection, query, filter, hint) = read.into_parts();
+    let (collection, query, filter, hint, vars) = read.into_parts();
     let skip = request.skip.unwrap_or(0) as u64;
     let limit = request.count_limit();
     if let Some(view) = views::resolve(state.storage(), &req.db, collection).await? {
@@ -89,7 +100,6 @@ pub(super) async fn count<S: DataNode>(
         if let Some(limit) = limit {
             stages.push(doc! {"$limit": limit as i64});
         }
-        let vars = LetVariables::none();
         let n = super::aggregate::pipeline_output(
             state,
             &req.db,
@@ -111,7 +121,7 @@ pub(super) async fn count<S: DataNode>(
         Some((db, coll)) => {
             let mut read = db.read().await?;
             let mut position =
-                hinted(&coll, &query, hint.as_ref())?.owned_by(state.ownership(&req));
+                hinted(&coll, &query, hint.as_ref(), &vars)?.owned_by(state.ownership(&req));
             db.index_usage()
                 .record(&coll, position.path().indexes_used(&coll));
             let mut n = 0u64;
@@ -131,11 +141,17 @@ pub(super) async fn count<S: DataNode>(
 
 /// Where a count or distinct reads: the index its `hint` names (BadValue if there is none),
 /// otherwise the index the filter chooses.
-fn hinted(coll: &CollectionMeta, query: &Document, hint: Option<&Bson>) -> Result<Position> {
+fn hinted(
+    coll: &CollectionMeta,
+    query: &Document,
+    hint: Option<&Bson>,
+    vars: &LetVariables,
+) -> Result<Position> {
     Position::plan(
         coll,
         &QueryShape {
             hint,
+            collation: vars.collation(),
             ..QueryShape::filter(query)
         },
     )
@@ -153,23 +169,28 @@ pub(super) async fn distinct<S: DataNode>(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let (key, read) = parse_distinct(&req)?;
-    let (collection, query, filter, hint) = read.into_parts();
+    let (collection, query, filter, hint, vars) = read.into_parts();
     let path: Vec<&str> = key.split('.').collect();
     // Keyed by the order-preserving encoding: equal values (1 and 1.0) collapse, and the
-    // values come out in MongoDB's order, as mongod returns them.
+    // values come out in MongoDB's order, as mongod returns them. Under a collation, by the
+    // collation key: strings it holds equal collapse into the first one seen.
+    let collation = vars.collation_arc();
     let mut values: BTreeMap<Vec<u8>, Bson> = BTreeMap::new();
     let add = |doc: Document, values: &mut BTreeMap<Vec<u8>, Bson>| {
         let mut found = Vec::new();
         values_at_path(&Bson::Document(doc), &path, &mut found);
         for value in found {
-            values.entry(keystring::encode_one(&value)).or_insert(value);
+            let key = match &collation {
+                Some(collation) => keystring::encode_one(&collation.comparison_key(&value)),
+                None => keystring::encode_one(&value),
+            };
+            values.entry(key).or_insert(value);
         }
     };
     if let Some(view) = views::resolve(state.storage(), &req.db, collection).await? {
         views::require_unsharded_source(state, &req, &view).await?;
         let mut stages = view.pipeline;
         stages.push(doc! {"$match": query});
-        let vars = LetVariables::none();
         let docs = super::aggregate::pipeline_output(
             state,
             &req.db,
@@ -187,7 +208,8 @@ pub(super) async fn distinct<S: DataNode>(
     }
     if let Some((db, coll)) = state.storage().collection(&req.db, collection).await {
         let mut read = db.read().await?;
-        let mut position = hinted(&coll, &query, hint.as_ref())?.owned_by(state.ownership(&req));
+        let mut position =
+            hinted(&coll, &query, hint.as_ref(), &vars)?.owned_by(state.ownership(&req));
         db.index_usage()
             .record(&coll, position.path().indexes_used(&coll));
         while !position.done() {

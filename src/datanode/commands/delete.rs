@@ -28,7 +28,8 @@ impl DeleteStatement {
     /// One statement; its `$expr` reads the command's `let` variables `vars`.
     pub(super) fn parse(raw: &RawDocument, vars: &Arc<LetVariables>) -> Result<Self> {
         let args = Args::new("delete.deletes", raw);
-        crate::command::check_collation(args.value("collation")?.as_ref())?;
+        let collation = crate::command::parse_collation(args.value("collation")?.as_ref())?;
+        let vars = vars.for_statement(collation);
         let query = args
             .document("q")?
             .ok_or_else(|| crate::command::missing("delete.deletes", "q"))?;
@@ -41,7 +42,7 @@ impl DeleteStatement {
             )));
         }
         Ok(DeleteStatement {
-            filter: Filter::parse_with_variables(&query, vars)?,
+            filter: Filter::parse_with_variables(&query, &vars)?,
             query,
             limit_one: limit == 1,
             hint: super::find::parse_hint(&args)?,
@@ -61,6 +62,7 @@ pub(super) async fn run_statement(
         coll,
         &QueryShape {
             hint: stmt.hint.as_ref(),
+            collation: stmt.filter.collation(),
             ..QueryShape::filter(&stmt.query)
         },
     )?

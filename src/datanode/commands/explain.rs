@@ -182,7 +182,11 @@ async fn explain_query(
     mut each: impl FnMut(&Candidate) -> Result<()>,
 ) -> Result<Explained> {
     let filter = Filter::parse_with_variables(query.filter, &query.vars)?;
-    let sort = query.sort.as_ref().map(SortSpec::parse).transpose()?;
+    let sort = query
+        .sort
+        .as_ref()
+        .map(|s| SortSpec::parse_for(s, &query.vars))
+        .transpose()?;
     let Some((db, coll)) = target else {
         let mut tree = StageTree::empty();
         tree.push("EOF", Document::new(), 0, Document::new());
@@ -199,6 +203,7 @@ async fn explain_query(
         hint: query.hint.as_ref(),
         min: query.min.as_ref(),
         max: query.max.as_ref(),
+        collation: query.vars.collation(),
     };
     let mut position = Position::plan(&coll, &shape)?.owned_by(query.ownership.clone());
     let blocking_sort =
@@ -406,6 +411,7 @@ fn would_modify(update: &UpdateSpec, filter: &Filter, candidate: &Candidate) -> 
         is_upsert_insert: false,
         now: bson::DateTime::now(),
         matched_filter: Some(filter),
+        collation: filter.collation(),
     };
     update.apply(&mut doc, &ctx)
 }

@@ -12,7 +12,7 @@ use super::super::storage::StorageTransaction;
 use super::super::views;
 pub use crate::command::cursor_reply;
 use crate::command::requests::FindRequest;
-use crate::command::{CommandRequest, GetMore, KillCursors, check_collation};
+use crate::command::{CommandRequest, GetMore, KillCursors};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::LetVariables;
 use crate::query::filter::Filter;
@@ -75,7 +75,6 @@ impl FindCommand {
                 "cannot use tailable option with a sort other than {$natural: 1}",
             ));
         }
-        check_collation(args.value("collation")?.as_ref())?;
         Ok(FindCommand {
             collection: args.collection()?.to_string(),
             filter: request.filter.unwrap_or_default(),
@@ -123,7 +122,11 @@ impl FindQuery {
             .as_ref()
             .map(|p| Projection::parse_with_variables(p, Some(&filter), &vars))
             .transpose()?;
-        let sort_spec = cmd.sort.as_ref().map(SortSpec::parse).transpose()?;
+        let sort_spec = cmd
+            .sort
+            .as_ref()
+            .map(|s| SortSpec::parse_for(s, &vars))
+            .transpose()?;
         let sort_key = match (wants_sort_key, &sort_spec) {
             (false, _) => None,
             (true, Some(sort)) if !sort.is_empty() => Some(sort.clone()),
@@ -200,6 +203,7 @@ pub(super) async fn find<S: DataNode>(
         hint,
         min: cmd.min.as_ref(),
         max: cmd.max.as_ref(),
+        collation: query.vars.collation(),
     };
     let ownership = state.ownership(&req);
     let position = Position::plan(&coll, &shape)?.owned_by(ownership.clone());

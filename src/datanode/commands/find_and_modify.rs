@@ -40,7 +40,6 @@ impl FindAndModifyCommand {
     pub(super) fn parse(req: &CommandRequest) -> Result<Self> {
         let args = req.args();
         let declared = FindAndModifyRequest::parse(req)?;
-        crate::command::check_collation(args.value("collation")?.as_ref())?;
         let remove = declared.remove.unwrap_or(false);
         let return_new = declared.new.unwrap_or(false);
         let upsert = declared.upsert.unwrap_or(false);
@@ -95,7 +94,7 @@ impl FindAndModifyCommand {
                 .sort
                 .filter(|s| !s.is_empty())
                 .as_ref()
-                .map(SortSpec::parse)
+                .map(|s| SortSpec::parse_for(s, &vars))
                 .transpose()?,
             remove,
             update,
@@ -251,6 +250,7 @@ pub(super) async fn first_match(
         &QueryShape {
             sort,
             hint,
+            collation: filter.collation(),
             ..QueryShape::filter(query)
         },
     )?

@@ -4,9 +4,10 @@
 
 use crate::datanode::index::{FieldKind, KeyField};
 use crate::datanode::storage::{CollectionMeta, IndexMeta};
+use crate::document::collation::Collation;
 use crate::document::keystring;
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::query::bounds::{FieldBounds, field_bounds};
+use crate::query::bounds::{FieldBounds, field_bounds, without_string_comparisons};
 pub use crate::query::key_intervals::KeyInterval;
 use crate::query::key_intervals::{KeyIntervals, KeyOrder, KeyPart, key_intervals};
 use crate::query::sort::SortSpec;
@@ -22,6 +23,9 @@ pub struct QueryShape<'a> {
     /// index's key order.
     pub min: Option<&'a Document>,
     pub max: Option<&'a Document>,
+    /// The query's collation (`None`: simple): indexes, whose keys are in the simple
+    /// collation, then bound no string comparison and deliver no sort.
+    pub collation: Option<&'a Collation>,
 }
 
 impl<'a> QueryShape<'a> {
@@ -33,6 +37,7 @@ impl<'a> QueryShape<'a> {
             hint: None,
             min: None,
             max: None,
+            collation: None,
         }
     }
 }
@@ -110,6 +115,20 @@ impl AccessPath {
 
     /// Chooses the access path for a query on `coll`.
     pub fn choose(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Result<AccessPath> {
+        if shape.collation.is_some() {
+            let filter = without_string_comparisons(shape.filter);
+            return Self::choose_simple(
+                coll,
+                &QueryShape {
+                    filter: &filter,
+                    ..*shape
+                },
+            );
+        }
+        Self::choose_simple(coll, shape)
+    }
+
+    fn choose_simple(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Result<AccessPath> {
         let Some(filter) = or_of_equalities_as_in(shape.filter) else {
             return Self::choose_for(coll, shape);
         };
@@ -406,7 +425,8 @@ fn plan_index(
     if point_fields == 0 && !has_range && !whole {
         return None;
     }
-    let (provides_sort, reverse) = sort_order(index, &fields, single_point_fields, shape.sort);
+    let sort = shape.sort.filter(|_| shape.collation.is_none());
+    let (provides_sort, reverse) = sort_order(index, &fields, single_point_fields, sort);
     let all_points = point_fields == fields.len() && !has_range;
     let score = (
         point_fields,

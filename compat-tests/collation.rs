@@ -1,0 +1,205 @@
+//! Collations end to end through the router, on an unsharded collection and on one sharded by
+//! a string key split across both shards: case-insensitive finds, `numericOrdering` sorts,
+//! count, distinct, `$group` and expressions, updates (selection and operators), deletes and
+//! findAndModify with a collation; `$regex` unaffected; the simple collation still binary.
+
+use crate::harness::{aggregate_documents, both_modes, shard_documents};
+use futures::TryStreamExt;
+use mongodb::Client;
+use mongodb::bson::{Document, doc};
+use mongodb::options::Collation;
+
+fn case_insensitive() -> Collation {
+    Collation::builder()
+        .locale("en")
+        .strength(mongodb::options::CollationStrength::Secondary)
+        .build()
+}
+
+/// What `filter` finds under `collation`, in `sort` order.
+async fn found(
+    coll: &mongodb::Collection<Document>,
+    filter: Document,
+    sort: Document,
+    collation: Collation,
+) -> Vec<Document> {
+    coll.find(filter)
+        .sort(sort)
+        .collation(collation)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap()
+}
+
+async fn ids(coll: &mongodb::Collection<Document>, filter: Document) -> Vec<i32> {
+    let docs = found(coll, filter, doc! {"_id": 1}, case_insensitive()).await;
+    docs.iter().map(|d| d.get_i32("_id").unwrap()).collect()
+}
+
+/// `sharded` is split at "m", the upper chunk on the other shard.
+async fn setup(client: &Client) -> mongodb::Database {
+    let db = client.database("collation");
+    db.drop().await.unwrap();
+    let admin = client.database("admin");
+    admin
+        .run_command(doc! {"shardCollection": "collation.sharded", "key": {"s": 1}})
+        .await
+        .unwrap();
+    admin
+        .run_command(doc! {"split": "collation.sharded", "middle": {"s": "m"}})
+        .await
+        .unwrap();
+    let shards = shard_documents(client).await;
+    for (shard, probe) in shards.iter().zip(["a", "z"]) {
+        // Moving a chunk to the shard that has it is a no-op.
+        let _ = admin
+            .run_command(doc! {
+                "moveChunk": "collation.sharded", "find": {"s": probe},
+                "to": shard.get_str("_id").unwrap(), "_waitForDelete": true,
+            })
+            .await;
+    }
+    let chunks = client.database("config").collection::<Document>("chunks");
+    let owners = aggregate_documents(&chunks, vec![doc! {"$group": {"_id": "$shard"}}]).await;
+    assert!(
+        owners.len() >= 2,
+        "the chunks are on both shards: {owners:?}"
+    );
+    let words = [
+        "apple", "Apple", "APPLE", "Zebra", "zebra", "item10", "item9", "Éclair",
+    ];
+    for name in ["plain", "sharded"] {
+        let docs: Vec<Document> = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| doc! {"_id": i as i32, "s": *w, "n": i as i32})
+            .collect();
+        db.collection::<Document>(name)
+            .insert_many(docs)
+            .await
+            .unwrap();
+    }
+    db
+}
+
+async fn queries_compare_by_the_collation(client: &Client) {
+    let db = setup(client).await;
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        assert_eq!(ids(&coll, doc! {"s": "apple"}).await, [0, 1, 2], "{name}");
+        assert_eq!(
+            ids(&coll, doc! {"s": {"$in": ["ZEBRA"]}}).await,
+            [3, 4],
+            "{name}"
+        );
+        assert_eq!(
+            ids(&coll, doc! {"s": {"$gte": "Z"}}).await,
+            [3, 4],
+            "{name}"
+        );
+        // `$regex` ignores the collation.
+        assert_eq!(
+            ids(&coll, doc! {"s": {"$regex": "^a"}}).await,
+            [0],
+            "{name}"
+        );
+        // The simple collation stays binary.
+        assert_eq!(
+            coll.count_documents(doc! {"s": "apple"}).await.unwrap(),
+            1,
+            "{name}"
+        );
+        let counted = coll
+            .count_documents(doc! {"s": "APPLE"})
+            .collation(case_insensitive())
+            .await
+            .unwrap();
+        assert_eq!(counted, 3, "{name}");
+        let distinct = coll
+            .distinct("s", doc! {"s": {"$in": ["apple", "zebra"]}})
+            .collation(case_insensitive())
+            .await
+            .unwrap();
+        assert_eq!(distinct.len(), 2, "{name}: {distinct:?}");
+
+        // numericOrdering: "item9" before "item10".
+        let numeric = Collation::builder()
+            .locale("en")
+            .numeric_ordering(true)
+            .build();
+        let filter = doc! {"s": {"$in": ["item10", "item9"]}};
+        let sorted: Vec<String> = found(&coll, filter, doc! {"s": 1}, numeric)
+            .await
+            .iter()
+            .map(|d| d.get_str("s").unwrap().to_string())
+            .collect();
+        assert_eq!(sorted, ["item9", "item10"], "{name}");
+
+        // `$group` keys and `$eq` in expressions.
+        let groups: Vec<Document> = coll
+            .aggregate(vec![
+                doc! {"$group": {"_id": "$s", "n": {"$sum": 1}}},
+                doc! {"$match": {"$expr": {"$eq": ["$_id", "APPLE"]}}},
+            ])
+            .collation(case_insensitive())
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(groups.len(), 1, "{name}: {groups:?}");
+        assert_eq!(groups[0].get_i32("n").unwrap(), 3, "{name}");
+    }
+}
+
+async fn writes_select_by_the_collation(client: &Client) {
+    let db = setup(client).await;
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        let updated = coll
+            .update_many(doc! {"s": "APPLE"}, doc! {"$set": {"fruit": true}})
+            .collation(case_insensitive())
+            .await
+            .unwrap();
+        assert_eq!(updated.modified_count, 3, "{name}");
+        let found = coll
+            .find_one_and_update(doc! {"s": "ÉCLAIR"}, doc! {"$set": {"cake": true}})
+            .collation(case_insensitive())
+            .await
+            .unwrap();
+        assert_eq!(found.unwrap().get_i32("_id").unwrap(), 7, "{name}");
+        let deleted = coll
+            .delete_many(doc! {"s": "ZEBRA"})
+            .collation(case_insensitive())
+            .await
+            .unwrap();
+        assert_eq!(deleted.deleted_count, 2, "{name}");
+        assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 6, "{name}");
+        // Update operators compare strings by the collation too.
+        coll.update_one(doc! {"_id": 0}, doc! {"$set": {"tags": ["a", "b"]}})
+            .await
+            .unwrap();
+        coll.update_one(
+            doc! {"_id": 0},
+            doc! {"$pull": {"tags": "A"}, "$addToSet": {"more": {"$each": ["x", "X"]}}},
+        )
+        .collation(case_insensitive())
+        .await
+        .unwrap();
+        let back = coll.find_one(doc! {"_id": 0}).await.unwrap().unwrap();
+        assert_eq!(back.get_array("tags").unwrap().len(), 1, "{name}: {back}");
+        assert_eq!(back.get_array("more").unwrap().len(), 1, "{name}: {back}");
+        assert_eq!(
+            coll.count_documents(doc! {"fruit": true}).await.unwrap(),
+            3,
+            "{name}"
+        );
+    }
+}
+
+both_modes!(
+    queries_compare_by_the_collation,
+    writes_select_by_the_collation
+);
