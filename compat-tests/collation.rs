@@ -3,7 +3,7 @@
 //! count, distinct, `$group` and expressions, updates (selection and operators), deletes and
 //! findAndModify with a collation; `$regex` unaffected; the simple collation still binary.
 
-use crate::harness::{aggregate_documents, both_modes, shard_documents};
+use crate::harness::{aggregate_documents, both_modes, error_code, shard_documents};
 use futures::TryStreamExt;
 use mongodb::Client;
 use mongodb::bson::{Document, doc};
@@ -36,6 +36,14 @@ async fn found(
 async fn ids(coll: &mongodb::Collection<Document>, filter: Document) -> Vec<i32> {
     let docs = found(coll, filter, doc! {"_id": 1}, case_insensitive()).await;
     docs.iter().map(|d| d.get_i32("_id").unwrap()).collect()
+}
+
+/// `{_id: i, s: words[i], n: i}` for each word.
+async fn insert_words(coll: &mongodb::Collection<Document>, words: &[&str]) {
+    let docs: Vec<Document> = (0..words.len())
+        .map(|i| doc! {"_id": i as i32, "s": words[i], "n": i as i32})
+        .collect();
+    coll.insert_many(docs).await.unwrap();
 }
 
 /// `sharded` is split at "m", the upper chunk on the other shard.
@@ -71,15 +79,7 @@ async fn setup(client: &Client) -> mongodb::Database {
         "apple", "Apple", "APPLE", "Zebra", "zebra", "item10", "item9", "Éclair",
     ];
     for name in ["plain", "sharded"] {
-        let docs: Vec<Document> = words
-            .iter()
-            .enumerate()
-            .map(|(i, w)| doc! {"_id": i as i32, "s": *w, "n": i as i32})
-            .collect();
-        db.collection::<Document>(name)
-            .insert_many(docs)
-            .await
-            .unwrap();
+        insert_words(&db.collection(name), &words).await;
     }
     db
 }
@@ -199,7 +199,111 @@ async fn writes_select_by_the_collation(client: &Client) {
     }
 }
 
+/// A collection's default collation (and a view's): shown normalized by listCollections,
+/// inherited by operations without one, overridden by `{locale: "simple"}`; a view's own,
+/// which an operation may not override.
+async fn defaults_of_collections_and_views(client: &Client) {
+    let db = client.database("collation_defaults");
+    db.drop().await.unwrap();
+    db.run_command(doc! {"create": "ci", "collation": {"locale": "en", "strength": 2}})
+        .await
+        .unwrap();
+    let listed = db
+        .run_command(doc! {"listCollections": 1, "filter": {"name": "ci"}})
+        .await
+        .unwrap();
+    assert_eq!(
+        first_entry(&listed).get_document("options").unwrap(),
+        &doc! {"collation": {
+            "locale": "en", "caseLevel": false, "caseFirst": "off", "strength": 2,
+            "numericOrdering": false, "alternate": "non-ignorable", "maxVariable": "punct",
+            "normalization": false, "backwards": false, "version": "57.1",
+        }}
+    );
+    let coll = db.collection::<Document>("ci");
+    insert_words(&coll, &["apple", "Apple", "APPLE", "pear"]).await;
+    assert_eq!(coll.count_documents(doc! {"s": "apple"}).await.unwrap(), 3);
+    let simple = Collation::builder().locale("simple").build();
+    let counted = coll
+        .count_documents(doc! {"s": "apple"})
+        .collation(simple.clone())
+        .await
+        .unwrap();
+    assert_eq!(counted, 1);
+    assert_eq!(coll.distinct("s", doc! {}).await.unwrap().len(), 2);
+    let groups = aggregate_documents(&coll, vec![doc! {"$group": {"_id": "$s"}}]).await;
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    let updated = coll
+        .update_many(doc! {"s": "APPLE"}, doc! {"$set": {"f": 1}})
+        .await
+        .unwrap();
+    assert_eq!(updated.modified_count, 3);
+    // The `_id` index would compare by the default: string `_id`s are refused for now.
+    let err = coll.insert_one(doc! {"_id": "a"}).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(238), "{err}");
+
+    // A view does not inherit its source's default; it has its own.
+    db.run_command(doc! {"create": "plainView", "viewOn": "ci", "pipeline": []})
+        .await
+        .unwrap();
+    let view = db.collection::<Document>("plainView");
+    assert_eq!(view.count_documents(doc! {"s": "apple"}).await.unwrap(), 1);
+    let err = view
+        .count_documents(doc! {})
+        .collation(case_insensitive())
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(167), "{err}");
+    db.run_command(doc! {
+        "create": "ciView", "viewOn": "ci", "pipeline": [],
+        "collation": {"locale": "en", "strength": 2},
+    })
+    .await
+    .unwrap();
+    let view = db.collection::<Document>("ciView");
+    assert_eq!(view.count_documents(doc! {"s": "apple"}).await.unwrap(), 3);
+    let err = view
+        .count_documents(doc! {})
+        .collation(simple)
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(167), "{err}");
+    let listed = db
+        .run_command(doc! {"listCollections": 1, "filter": {"name": "ciView"}})
+        .await
+        .unwrap();
+    let options = first_entry(&listed).get_document("options").unwrap();
+    let locale = options.get_document("collation").unwrap().get_str("locale");
+    assert_eq!(locale.unwrap(), "en");
+    // A view on a view compares as the view under it does.
+    let err = db
+        .run_command(doc! {"create": "mixed", "viewOn": "ciView", "pipeline": []})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(167), "{err}");
+
+    // Shard keys keep the simple collation.
+    let err = client
+        .database("admin")
+        .run_command(doc! {
+            "shardCollection": "collation_defaults.other", "key": {"a": 1},
+            "collation": {"locale": "fr"},
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(2), "{err}");
+}
+
+fn first_entry(reply: &Document) -> &Document {
+    let batch = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch");
+    batch.unwrap()[0].as_document().unwrap()
+}
+
 both_modes!(
     queries_compare_by_the_collation,
-    writes_select_by_the_collation
+    writes_select_by_the_collation,
+    defaults_of_collections_and_views
 );

@@ -25,6 +25,8 @@ pub struct ViewDefinition {
     pub name: String,
     pub view_on: String,
     pub pipeline: Vec<Document>,
+    /// The view's default collation (normalized), absent for the simple one.
+    pub collation: Option<Document>,
 }
 
 /// A view resolved down to a collection.
@@ -51,6 +53,7 @@ fn parse_definition(doc: &Document) -> Option<ViewDefinition> {
         name: name.to_string(),
         view_on: doc.get_str("viewOn").ok()?.to_string(),
         pipeline,
+        collation: doc.get_document("collation").ok().cloned(),
     })
 }
 
@@ -158,8 +161,18 @@ pub async fn create(
     name: &str,
     view_on: &str,
     pipeline: Vec<Document>,
+    collation: Option<Document>,
 ) -> Result<()> {
     crate::catalog::validate_collection_name(db, view_on)?;
+    // A view on a view compares strings as the view under it does.
+    if let Some(under) = definition(storage, db, view_on).await? {
+        if under.collation != collation {
+            return Err(MongoError::new(
+                ErrorCode::OptionNotSupportedOnView,
+                format!("View {db}.{name} has conflicting collation with view {db}.{view_on}"),
+            ));
+        }
+    }
     for stage in &pipeline {
         if let Some(key) = stage
             .keys()
@@ -194,6 +207,10 @@ pub async fn create(
         "viewOn": view_on,
         "pipeline": pipeline.into_iter().map(Bson::Document).collect::<Vec<_>>(),
     };
+    let mut record = record;
+    if let Some(collation) = collation {
+        record.insert("collation", collation);
+    }
     let raw = RawDocumentBuf::from_document(&record)?;
     let mut txn = store.write().await?;
     txn.insert_one(&coll, &raw).await?;

@@ -195,10 +195,13 @@ pub(super) async fn run<S: DataNode>(
     if req.args().bool("explain")? == Some(true) {
         return super::explain::explain(state, req, crate::command::Verbosity::QueryPlanner).await;
     }
-    let cmd = AggregateCommand::parse(&req)?;
+    let mut cmd = AggregateCommand::parse(&req)?;
     let ns = match &cmd.collection {
         Some(name) => {
             crate::catalog::validate_collection_name(&req.db, name)?;
+            // The stages are parsed when they run: under the collection's or view's default.
+            let collation = crate::datanode::collation::for_request(state.storage(), &req, name);
+            cmd.vars = cmd.vars.for_statement(collation.await?);
             format!("{}.{name}", req.db)
         }
         None => format!("{}.$cmd.aggregate", req.db),

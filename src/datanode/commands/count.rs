@@ -6,6 +6,7 @@ use super::super::exec::QueryShape;
 use super::super::storage::CollectionMeta;
 use super::super::views;
 use crate::command::CommandRequest;
+use crate::document::collation::Collation;
 use crate::document::keystring;
 use crate::document::path::values_at_path;
 use crate::error::{MongoError, Result};
@@ -28,10 +29,17 @@ pub(super) struct QueryRead<'a> {
 
 impl<'a> QueryRead<'a> {
     /// The collection, its collation and the `query` filter and `hint` of `req`.
-    fn parse(req: &'a CommandRequest, query: Option<Document>) -> Result<QueryRead<'a>> {
+    /// `collation`: what the collection's or view's default makes of the requested one
+    /// (`None`: the request's own applies).
+    fn parse(
+        req: &'a CommandRequest,
+        query: Option<Document>,
+        collation: Option<Arc<Collation>>,
+    ) -> Result<QueryRead<'a>> {
         let args = req.args();
-        let collation = crate::command::parse_collation(args.value("collation")?.as_ref())?;
-        let vars = Arc::new(LetVariables::empty(bson::DateTime::now()).with_collation(collation));
+        let requested = crate::command::parse_collation(args.value("collation")?.as_ref())?;
+        let vars = LetVariables::empty(bson::DateTime::now()).with_collation(requested);
+        let vars = Arc::new(vars).for_statement(collation);
         let collection = args.collection()?;
         crate::catalog::validate_collection_name(&req.db, collection)?;
         let query = query.unwrap_or_default();
@@ -61,14 +69,18 @@ impl<'a> QueryRead<'a> {
 /// `count`'s arguments and its read.
 pub(super) fn parse_count(
     req: &CommandRequest,
+    collation: Option<Arc<Collation>>,
 ) -> Result<(crate::command::requests::CountRequest, QueryRead<'_>)> {
     let request = crate::command::requests::CountRequest::parse(req)?;
-    let read = QueryRead::parse(req, request.query.clone())?;
+    let read = QueryRead::parse(req, request.query.clone(), collation)?;
     Ok((request, read))
 }
 
 /// `distinct`'s key (as path components) and its read.
-pub(super) fn parse_distinct(req: &CommandRequest) -> Result<(&str, QueryRead<'_>)> {
+pub(super) fn parse_distinct(
+    req: &CommandRequest,
+    collation: Option<Arc<Collation>>,
+) -> Result<(&str, QueryRead<'_>)> {
     let args = req.args();
     let key = args
         .str("key")?
@@ -78,7 +90,10 @@ pub(super) fn parse_distinct(req: &CommandRequest) -> Result<(&str, QueryRead<'_
             "FieldPath field names may not be empty strings. key: {key}"
         )));
     }
-    Ok((key, QueryRead::parse(req, args.document("query")?)?))
+    Ok((
+        key,
+        QueryRead::parse(req, args.document("query")?, collation)?,
+    ))
 }
 
 pub(super) async fn count<S: DataNode>(
@@ -86,7 +101,8 @@ pub(super) async fn count<S: DataNode>(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let (request, read) = parse_count(&req)?;
+    let collation = target_collation(state, &req).await?;
+    let (request, read) = parse_count(&req, collation)?;
     let (collection, query, filter, hint, vars) = read.into_parts();
     let skip = request.skip.unwrap_or(0) as u64;
     let limit = request.count_limit();
@@ -157,6 +173,15 @@ fn hinted(
     )
 }
 
+/// The collation the collection's or view's default makes of the request's.
+async fn target_collation<S: DataNode>(
+    state: &S,
+    req: &CommandRequest,
+) -> Result<Option<Arc<Collation>>> {
+    let name = req.args().collection()?;
+    crate::datanode::collation::for_request(state.storage(), req, name).await
+}
+
 fn count_bson(n: u64) -> Bson {
     i32::try_from(n)
         .map(Bson::Int32)
@@ -168,7 +193,8 @@ pub(super) async fn distinct<S: DataNode>(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let (key, read) = parse_distinct(&req)?;
+    let collation = target_collation(state, &req).await?;
+    let (key, read) = parse_distinct(&req, collation)?;
     let (collection, query, filter, hint, vars) = read.into_parts();
     let path: Vec<&str> = key.split('.').collect();
     // Keyed by the order-preserving encoding: equal values (1 and 1.0) collapse, and the

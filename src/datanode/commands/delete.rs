@@ -102,6 +102,8 @@ pub(super) async fn run<S: DataNode>(
         let errors = super::write::unparsed_statements(&raw_statements, ordered, parse);
         return finish_reply(rawdoc! {"n": 0}, errors, &wc);
     };
+    // Statements without a collation of their own compare by the collection's default.
+    let vars = vars.for_statement(crate::datanode::collation::collection_default(&coll)?);
     let ns = format!("{}.{}", req.db, coll.name);
     // A router deleting the old version of a document a retryable update moved to another
     // shard: the update's result, recorded under its statement id whatever the delete did.

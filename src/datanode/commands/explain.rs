@@ -522,7 +522,7 @@ async fn find_and_modify<S: DataNode>(
     cmd: &CommandRequest,
     verbosity: Verbosity,
 ) -> Result<Document> {
-    let fam = FindAndModifyCommand::parse(cmd)?;
+    let fam = FindAndModifyCommand::parse(cmd, None)?;
     let args = cmd.args();
     let sort = args.document("sort")?.filter(|s| !s.is_empty());
     let (ns, target) = collection(state, cmd).await?;

@@ -13,6 +13,7 @@ use super::super::views;
 pub use crate::command::cursor_reply;
 use crate::command::requests::FindRequest;
 use crate::command::{CommandRequest, GetMore, KillCursors};
+use crate::document::collation::Collation;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::LetVariables;
 use crate::query::filter::Filter;
@@ -112,9 +113,15 @@ pub(super) struct FindQuery {
 }
 
 impl FindQuery {
-    pub(super) fn parse(req: &CommandRequest, cmd: &FindCommand) -> Result<FindQuery> {
+    /// `collation`: what the collection's or view's default makes of the requested one
+    /// (`None`: the request's own applies).
+    pub(super) fn parse(
+        req: &CommandRequest,
+        cmd: &FindCommand,
+        collation: Option<Arc<Collation>>,
+    ) -> Result<FindQuery> {
         crate::catalog::validate_collection_name(&req.db, &cmd.collection)?;
-        let vars = req.args().let_variables()?;
+        let vars = req.args().let_variables()?.for_statement(collation);
         let filter = Filter::parse_with_variables(&cmd.filter, &vars)?;
         let mut projection_spec = cmd.projection.clone();
         let wants_sort_key = take_sort_key_request(&mut projection_spec);
@@ -157,7 +164,9 @@ pub(super) async fn find<S: DataNode>(
 ) -> Result<RawDocumentBuf> {
     let cmd = FindCommand::parse(&req)?;
     let ns = format!("{}.{}", req.db, cmd.collection);
-    let query = FindQuery::parse(&req, &cmd)?;
+    let collation =
+        crate::datanode::collation::for_request(state.storage(), &req, &cmd.collection).await?;
+    let query = FindQuery::parse(&req, &cmd, collation)?;
     let first_batch = cmd
         .batch_size
         .map(|b| b as usize)

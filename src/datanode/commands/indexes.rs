@@ -84,6 +84,17 @@ pub(super) async fn create_indexes<S: DataNode>(
         .await
         .is_some();
     let (db, coll) = target(state, &req, true).await?.expect("created on demand");
+    // An index without a collation inherits the collection's default, which index keys do not
+    // apply yet: refused rather than built with another collation than MongoDB's.
+    let inherits = |spec: &Bson| !matches!(spec, Bson::Document(d) if d.contains_key("collation"));
+    if crate::datanode::collation::collection_default(&coll)?.is_some()
+        && requested.iter().any(inherits)
+    {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "indexes inheriting a non-simple default collation are not supported yet; give the index collation: {locale: \"simple\"}",
+        ));
+    }
     if let Some(sharding) = state.sharding(&format!("{}.{}", req.db, coll.name)) {
         let key = sharding.key_pattern();
         for spec in specs.iter().filter(|s| s.unique) {

@@ -303,6 +303,8 @@ pub(super) async fn run<S: DataNode>(
         let errors = super::write::unparsed_statements(&raw_statements, ordered, parse);
         return finish_reply(rawdoc! {"n": 0, "nModified": 0}, errors, &wc);
     };
+    // Statements without a collation of their own compare by the collection's default.
+    let vars = vars.for_statement(crate::datanode::collation::collection_default(&coll)?);
     let ns = format!("{}.{}", req.db, coll.name);
     let bypass = request.bypass_document_validation.unwrap_or(false);
     let validator = DocumentValidator::for_collection(&req.db, &coll, bypass)?;

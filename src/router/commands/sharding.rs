@@ -113,7 +113,19 @@ pub(super) async fn shard_collection(
     let key = declared
         .key
         .ok_or_else(|| missing("shardCollection", "key"))?;
-    crate::command::check_collation(args.value("collation")?.as_ref())?;
+    // Shard keys compare by the simple collation: another is refused as MongoDB refuses it.
+    let collation = args.value("collation")?;
+    if let Some(parsed) = crate::command::parse_collation(collation.as_ref())? {
+        if !parsed.is_simple() {
+            let given = match &collation {
+                Some(bson::Bson::Document(spec)) => crate::document::display::render_doc(spec),
+                _ => String::new(),
+            };
+            return Err(MongoError::bad_value(format!(
+                "The collation for shardCollection must be {{locale: 'simple'}}, but found: {given}"
+            )));
+        }
+    }
     if args.get("timeseries")?.is_some() {
         return Err(MongoError::new(
             ErrorCode::NotImplemented,

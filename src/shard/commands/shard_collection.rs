@@ -65,6 +65,13 @@ pub(super) async fn create_sharded_collection(
         .await?;
     let db = state.storage().database_or_create(&req.db).await?;
     let coll = db.ensure_collection(&name).await?;
+    // Routers would target queries inheriting the default by the simple collation.
+    if coll.options.contains_key("collation") {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "sharding a collection with a non-simple default collation is not supported yet",
+        ));
+    }
     if coll.capped_limits().is_some() {
         return Err(MongoError::new(
             ErrorCode::InvalidOptions,
