@@ -302,8 +302,95 @@ fn first_entry(reply: &Document) -> &Document {
     batch.unwrap()[0].as_document().unwrap()
 }
 
+/// Indexes with a collation: keys in its collation (a case-insensitive unique index refuses
+/// "A" beside "a"), inherited from the collection's default, shown by listIndexes; used for
+/// string bounds only by queries of the same collation (explain shows which).
+async fn indexes_with_a_collation(client: &Client) {
+    let db = client.database("collation_indexes");
+    db.drop().await.unwrap();
+    let coll = db.collection::<Document>("users");
+    db.run_command(doc! {"createIndexes": "users", "indexes": [
+        {"key": {"email": 1}, "name": "email_ci", "unique": true,
+         "collation": {"locale": "en", "strength": 2}},
+    ]})
+    .await
+    .unwrap();
+    coll.insert_one(doc! {"_id": 1, "email": "ann@example.com"})
+        .await
+        .unwrap();
+    let err = coll
+        .insert_one(doc! {"_id": 2, "email": "ANN@example.com"})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(11000), "{err}");
+    coll.insert_one(doc! {"_id": 3, "email": "bob@example.com"})
+        .await
+        .unwrap();
+    let listed = db.run_command(doc! {"listIndexes": "users"}).await.unwrap();
+    let indexes = listed
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch");
+    let indexes: Vec<&Document> = indexes
+        .unwrap()
+        .iter()
+        .flat_map(|i| i.as_document())
+        .collect();
+    let email = indexes.iter().find(|i| i.get_str("name") == Ok("email_ci"));
+    let collation = email.unwrap().get_document("collation").unwrap();
+    assert_eq!(collation.get_i32("strength").unwrap(), 2, "{collation}");
+
+    // Only a query of the index's collation bounds strings with it.
+    let plan = |collation: Option<Document>| {
+        let mut find = doc! {"find": "users", "filter": {"email": "ANN@EXAMPLE.COM"}};
+        if let Some(collation) = collation {
+            find.insert("collation", collation);
+        }
+        db.run_command(doc! {"explain": find, "verbosity": "queryPlanner"})
+    };
+    let ci = doc! {"locale": "en", "strength": 2};
+    let same = plan(Some(ci.clone())).await.unwrap().to_string();
+    assert!(same.contains("IXSCAN"), "{same}");
+    let simple = plan(None).await.unwrap().to_string();
+    assert!(!simple.contains("IXSCAN"), "{simple}");
+    let found = found(
+        &coll,
+        doc! {"email": "ANN@EXAMPLE.COM"},
+        doc! {},
+        case_insensitive(),
+    );
+    assert_eq!(found.await.len(), 1);
+    assert_eq!(
+        coll.count_documents(doc! {"email": "ANN@EXAMPLE.COM"})
+            .await
+            .unwrap(),
+        0
+    );
+
+    // Indexes inherit the collection's default collation.
+    db.run_command(doc! {"create": "ci", "collation": ci.clone()})
+        .await
+        .unwrap();
+    let ci_coll = db.collection::<Document>("ci");
+    db.run_command(doc! {"createIndexes": "ci", "indexes": [
+        {"key": {"name": 1}, "name": "name_1", "unique": true},
+    ]})
+    .await
+    .unwrap();
+    ci_coll
+        .insert_one(doc! {"_id": 1, "name": "Zoë"})
+        .await
+        .unwrap();
+    let err = ci_coll
+        .insert_one(doc! {"_id": 2, "name": "ZOË"})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(11000), "{err}");
+}
+
 both_modes!(
     queries_compare_by_the_collation,
     writes_select_by_the_collation,
-    defaults_of_collections_and_views
+    defaults_of_collections_and_views,
+    indexes_with_a_collation
 );

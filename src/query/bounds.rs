@@ -2,7 +2,7 @@
 //! needs. Always a superset of the matching values (the filter itself still runs on every
 //! document), so a predicate that cannot be expressed simply adds no bounds.
 
-use crate::document::collation::has_string;
+use crate::document::collation::{Collation, has_string};
 use crate::document::order::{canonical_rank, compare_values};
 use bson::{Bson, Document};
 use std::cmp::Ordering;
@@ -104,16 +104,31 @@ fn collect(filter: &Document, path: &str, out: &mut Vec<FieldBounds>) {
 }
 
 /// `filter` less the predicates bounds could come from that compare strings: what keys stored
-/// under the simple collation may be scanned for when the query compares strings by another
-/// collation (its equal or ordered strings are not the keys' neighbours). Dropping predicates
-/// widens the bounds, which stay a superset; the filter itself still runs on every document.
+/// under one collation may be scanned for when the query compares strings by another (its
+/// equal or ordered strings are not the keys' neighbours). Dropping predicates widens the
+/// bounds, which stay a superset; the filter itself still runs on every document.
 pub fn without_string_comparisons(filter: &Document) -> Document {
+    map_bounding_operands(filter, &|operand| {
+        (!has_string(operand)).then(|| operand.clone())
+    })
+}
+
+/// `filter` with the operands bounds could come from (equalities, `$eq`, `$in`, ranges) in
+/// `collation`'s keys: what an index whose keys are in that collation is scanned for by a
+/// query of the same collation.
+pub fn in_collation_keys(filter: &Document, collation: &Collation) -> Document {
+    map_bounding_operands(filter, &|operand| Some(collation.comparison_key(operand)))
+}
+
+/// `filter` with each bounding operand replaced by `map` of it, or its predicate dropped when
+/// `map` gives nothing; through `$and` and `$or` branches.
+fn map_bounding_operands(filter: &Document, map: &dyn Fn(&Bson) -> Option<Bson>) -> Document {
     let mut out = Document::new();
     for (key, value) in filter {
         match (key.as_str(), value) {
             ("$and" | "$or", Bson::Array(branches)) => {
                 let branches = branches.iter().map(|branch| match branch {
-                    Bson::Document(d) => Bson::Document(without_string_comparisons(d)),
+                    Bson::Document(d) => Bson::Document(map_bounding_operands(d, map)),
                     other => other.clone(),
                 });
                 out.insert(key.clone(), Bson::Array(branches.collect()));
@@ -123,24 +138,29 @@ pub fn without_string_comparisons(filter: &Document) -> Document {
             }
             _ => match is_operator_document(value) {
                 Some(ops) => {
-                    let kept: Document = ops
-                        .iter()
-                        .filter(|(op, arg)| {
-                            let bounding = matches!(
-                                op.as_str(),
-                                "$eq" | "$in" | "$gt" | "$gte" | "$lt" | "$lte"
-                            );
-                            !(bounding && has_string(arg))
-                        })
-                        .map(|(op, arg)| (op.clone(), arg.clone()))
-                        .collect();
+                    let mut kept = Document::new();
+                    for (op, arg) in ops {
+                        let bounding =
+                            matches!(op.as_str(), "$eq" | "$in" | "$gt" | "$gte" | "$lt" | "$lte");
+                        match bounding {
+                            true => {
+                                if let Some(arg) = map(arg) {
+                                    kept.insert(op.clone(), arg);
+                                }
+                            }
+                            false => {
+                                kept.insert(op.clone(), arg.clone());
+                            }
+                        }
+                    }
                     if !kept.is_empty() {
                         out.insert(key.clone(), kept);
                     }
                 }
-                None if has_string(value) => {}
                 None => {
-                    out.insert(key.clone(), value.clone());
+                    if let Some(value) = map(value) {
+                        out.insert(key.clone(), value);
+                    }
                 }
             },
         }

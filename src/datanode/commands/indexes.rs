@@ -66,10 +66,27 @@ pub(super) async fn create_indexes<S: DataNode>(
             "Must specify at least one index to create",
         ));
     }
+    // An index without a collation of its own inherits the collection's default.
+    let existing = state
+        .storage()
+        .collection(&req.db, args.collection()?)
+        .await;
+    let default = match &existing {
+        Some((_, coll)) => crate::datanode::collation::collection_default(coll)?,
+        None => None,
+    };
+    let inherit = |spec: &Document| match &default {
+        Some(collation) if !spec.contains_key("collation") => {
+            let mut spec = spec.clone();
+            spec.insert("collation", collation.spec());
+            spec
+        }
+        _ => spec.clone(),
+    };
     let specs = requested
         .iter()
         .map(|spec| match spec {
-            Bson::Document(d) => IndexSpec::parse(d).and_then(|spec| {
+            Bson::Document(d) => IndexSpec::parse(&inherit(d)).and_then(|spec| {
                 spec.check_creatable()?;
                 Ok(spec)
             }),
@@ -78,23 +95,8 @@ pub(super) async fn create_indexes<S: DataNode>(
             )),
         })
         .collect::<Result<Vec<_>>>()?;
-    let existed = state
-        .storage()
-        .collection(&req.db, args.collection()?)
-        .await
-        .is_some();
+    let existed = existing.is_some();
     let (db, coll) = target(state, &req, true).await?.expect("created on demand");
-    // An index without a collation inherits the collection's default, which index keys do not
-    // apply yet: refused rather than built with another collation than MongoDB's.
-    let inherits = |spec: &Bson| !matches!(spec, Bson::Document(d) if d.contains_key("collation"));
-    if crate::datanode::collation::collection_default(&coll)?.is_some()
-        && requested.iter().any(inherits)
-    {
-        return Err(MongoError::new(
-            ErrorCode::NotImplemented,
-            "indexes inheriting a non-simple default collation are not supported yet; give the index collation: {locale: \"simple\"}",
-        ));
-    }
     if let Some(sharding) = state.sharding(&format!("{}.{}", req.db, coll.name)) {
         let key = sharding.key_pattern();
         for spec in specs.iter().filter(|s| s.unique) {

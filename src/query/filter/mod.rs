@@ -152,11 +152,21 @@ impl Filter {
     /// partial index filters): `$expr` and `$jsonSchema` are refused with
     /// QueryFeatureNotAllowed.
     pub fn parse_restricted(filter: &Document) -> Result<Filter> {
-        let vars = Arc::new(LetVariables::empty(DateTime::now()));
-        let root = Parser::new(vars, false).parse_doc(filter, Level::PredicateTop)?;
+        Self::parse_restricted_under(filter, None)
+    }
+
+    /// [`Filter::parse_restricted`] comparing strings by `collation` (a partial index's
+    /// filter compares as the index's keys do).
+    pub fn parse_restricted_under(
+        filter: &Document,
+        collation: Option<Arc<Collation>>,
+    ) -> Result<Filter> {
+        let vars = LetVariables::empty(DateTime::now()).with_collation(collation);
+        let vars = Arc::new(vars);
+        let root = Parser::new(Arc::clone(&vars), false).parse_doc(filter, Level::PredicateTop)?;
         Ok(Filter {
             root,
-            collation: None,
+            collation: vars.collation_arc(),
         })
     }
 
