@@ -33,6 +33,15 @@ async fn found(
         .unwrap()
 }
 
+/// What `pipeline` outputs under the case-insensitive collation.
+async fn case_insensitively(
+    coll: &mongodb::Collection<Document>,
+    pipeline: Vec<Document>,
+) -> Vec<Document> {
+    let cursor = coll.aggregate(pipeline).collation(case_insensitive());
+    cursor.await.unwrap().try_collect().await.unwrap()
+}
+
 async fn ids(coll: &mongodb::Collection<Document>, filter: Document) -> Vec<i32> {
     let docs = found(coll, filter, doc! {"_id": 1}, case_insensitive()).await;
     docs.iter().map(|d| d.get_i32("_id").unwrap()).collect()
@@ -138,19 +147,29 @@ async fn queries_compare_by_the_collation(client: &Client) {
         assert_eq!(sorted, ["item9", "item10"], "{name}");
 
         // `$group` keys and `$eq` in expressions.
-        let groups: Vec<Document> = coll
-            .aggregate(vec![
+        let groups = case_insensitively(
+            &coll,
+            vec![
                 doc! {"$group": {"_id": "$s", "n": {"$sum": 1}}},
                 doc! {"$match": {"$expr": {"$eq": ["$_id", "APPLE"]}}},
-            ])
-            .collation(case_insensitive())
-            .await
-            .unwrap()
-            .try_collect()
-            .await
-            .unwrap();
+            ],
+        )
+        .await;
         assert_eq!(groups.len(), 1, "{name}: {groups:?}");
         assert_eq!(groups[0].get_i32("n").unwrap(), 3, "{name}");
+
+        // `$lookup` joins by the pipeline's collation.
+        let lookup = doc! {"from": name, "localField": "s", "foreignField": "s", "as": "same"};
+        let joined = case_insensitively(
+            &coll,
+            vec![doc! {"$match": {"_id": 0}}, doc! {"$lookup": lookup}],
+        )
+        .await;
+        assert_eq!(
+            joined[0].get_array("same").unwrap().len(),
+            3,
+            "{name}: {joined:?}"
+        );
     }
 }
 
