@@ -210,6 +210,22 @@ async fn writes_select_by_the_collation(client: &Client) {
         let back = coll.find_one(doc! {"_id": 0}).await.unwrap().unwrap();
         assert_eq!(back.get_array("tags").unwrap().len(), 1, "{name}: {back}");
         assert_eq!(back.get_array("more").unwrap().len(), 1, "{name}: {back}");
+        // So do `$pull` conditions and array filters.
+        coll.update_one(
+            doc! {"_id": 0},
+            doc! {"$pull": {"tags": {"$eq": "B"}}, "$set": {"more.$[e]": "y"}},
+        )
+        .array_filters(vec![doc! {"e": "X"}])
+        .collation(case_insensitive())
+        .await
+        .unwrap();
+        let back = coll.find_one(doc! {"_id": 0}).await.unwrap().unwrap();
+        assert_eq!(back.get_array("tags").unwrap().len(), 0, "{name}: {back}");
+        assert_eq!(
+            back.get_array("more").unwrap()[0].as_str(),
+            Some("y"),
+            "{name}: {back}"
+        );
         assert_eq!(
             coll.count_documents(doc! {"fruit": true}).await.unwrap(),
             3,

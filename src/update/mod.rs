@@ -183,7 +183,12 @@ impl UpdateSpec {
                 "Constant values may only be specified for pipeline updates",
             )),
             Bson::Document(d) if d.keys().next().is_some_and(|k| k.starts_with('$')) => {
-                parse_modifiers(d, array_filters.unwrap_or(&[]))
+                // Array filters and `$pull` conditions compare by the command's collation.
+                let vars = constants
+                    .command_let
+                    .cloned()
+                    .unwrap_or_else(LetVariables::none);
+                parse_modifiers(d, array_filters.unwrap_or(&[]), &vars)
             }
             Bson::Document(d) => {
                 for key in d.keys() {
