@@ -421,6 +421,23 @@ async fn indexes_with_a_collation(client: &Client) {
         .await
         .unwrap_err();
     assert_eq!(error_code(&err), Some(11000), "{err}");
+    // Explain plans an operation under the collation it inherits.
+    let commands = [
+        doc! {"find": "ci", "filter": {"name": "zoë"}},
+        doc! {"count": "ci", "query": {"name": "zoë"}},
+        doc! {"distinct": "ci", "key": "name", "query": {"name": "zoë"}},
+    ];
+    for mut explained in commands {
+        let command = explained.clone();
+        let plan = |explained: Document| {
+            db.run_command(doc! {"explain": explained, "verbosity": "queryPlanner"})
+        };
+        let inherited = plan(explained.clone()).await.unwrap().to_string();
+        assert!(inherited.contains("IXSCAN"), "{command}: {inherited}");
+        explained.insert("collation", doc! {"locale": "simple"});
+        let simple = plan(explained).await.unwrap().to_string();
+        assert!(!simple.contains("IXSCAN"), "{command}: {simple}");
+    }
 }
 
 both_modes!(

@@ -138,6 +138,11 @@ impl LetVariables {
         }
     }
 
+    /// These variables comparing by exactly `collation` (`None`: the simple one).
+    pub fn with_exact_collation(self: &Arc<Self>, collation: Option<Arc<Collation>>) -> Arc<Self> {
+        Arc::new(LetVariables::clone(self).with_collation(collation))
+    }
+
     /// The command's collation, `None` when it is the simple one.
     pub fn collation(&self) -> Option<&Collation> {
         self.collation.as_deref()

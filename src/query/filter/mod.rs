@@ -224,6 +224,11 @@ impl Filter {
         self.collation.as_deref()
     }
 
+    /// [`Filter::collation`], shared.
+    pub fn collation_arc(&self) -> Option<Arc<Collation>> {
+        self.collation.clone()
+    }
+
     /// The value `path` is constrained to by plain equality at the top level (or in a top-level
     /// `$and`), when that value can be looked up exactly: not a regex, array, null or undefined,
     /// nor holding a string the filter's collation compares (another string may equal it).
