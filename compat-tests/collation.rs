@@ -55,17 +55,11 @@ async fn insert_words(coll: &mongodb::Collection<Document>, words: &[&str]) {
     coll.insert_many(docs).await.unwrap();
 }
 
-/// `sharded` is split at "m", the upper chunk on the other shard.
-async fn setup(client: &Client) -> mongodb::Database {
-    let db = client.database("collation");
-    db.drop().await.unwrap();
+/// Splits `ns` (sharded by `{s: 1}`) at "m", the two chunks on different shards.
+async fn split_across_shards(client: &Client, ns: &str) {
     let admin = client.database("admin");
     admin
-        .run_command(doc! {"shardCollection": "collation.sharded", "key": {"s": 1}})
-        .await
-        .unwrap();
-    admin
-        .run_command(doc! {"split": "collation.sharded", "middle": {"s": "m"}})
+        .run_command(doc! {"split": ns, "middle": {"s": "m"}})
         .await
         .unwrap();
     let shards = shard_documents(client).await;
@@ -73,17 +67,30 @@ async fn setup(client: &Client) -> mongodb::Database {
         // Moving a chunk to the shard that has it is a no-op.
         let _ = admin
             .run_command(doc! {
-                "moveChunk": "collation.sharded", "find": {"s": probe},
+                "moveChunk": ns, "find": {"s": probe},
                 "to": shard.get_str("_id").unwrap(), "_waitForDelete": true,
             })
             .await;
     }
     let chunks = client.database("config").collection::<Document>("chunks");
-    let owners = aggregate_documents(&chunks, vec![doc! {"$group": {"_id": "$shard"}}]).await;
+    let pipeline = vec![doc! {"$group": {"_id": "$shard"}}];
+    let owners = aggregate_documents(&chunks, pipeline).await;
     assert!(
         owners.len() >= 2,
         "the chunks are on both shards: {owners:?}"
     );
+}
+
+/// `sharded` is split at "m", the upper chunk on the other shard.
+async fn setup(client: &Client) -> mongodb::Database {
+    let db = client.database("collation");
+    db.drop().await.unwrap();
+    client
+        .database("admin")
+        .run_command(doc! {"shardCollection": "collation.sharded", "key": {"s": 1}})
+        .await
+        .unwrap();
+    split_across_shards(client, "collation.sharded").await;
     let words = [
         "apple", "Apple", "APPLE", "Zebra", "zebra", "item10", "item9", "Éclair",
     ];
@@ -440,9 +447,42 @@ async fn indexes_with_a_collation(client: &Client) {
     }
 }
 
+/// A sharded collection with a non-simple default collation: sharding it needs the simple
+/// collation said explicitly; routers then send requests inheriting the default to every shard
+/// their strings may be on.
+async fn sharded_collection_with_a_default_collation(client: &Client) {
+    let db = client.database("collation_sharded");
+    db.drop().await.unwrap();
+    db.run_command(doc! {"create": "ci", "collation": {"locale": "en", "strength": 2}})
+        .await
+        .unwrap();
+    let admin = client.database("admin");
+    let shard = doc! {"shardCollection": "collation_sharded.ci", "key": {"s": 1}};
+    let err = admin.run_command(shard.clone()).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(2), "{err}");
+    assert!(
+        err.to_string()
+            .contains("Must specify collation {locale: 'simple'}"),
+        "{err}"
+    );
+    let mut simple = shard;
+    simple.insert("collation", doc! {"locale": "simple"});
+    admin.run_command(simple).await.unwrap();
+    split_across_shards(client, "collation_sharded.ci").await;
+    let coll = db.collection::<Document>("ci");
+    // "Zebra" sorts before the split point "m" bytewise, "zebra" after it.
+    insert_words(&coll, &["Zebra", "zebra", "apple"]).await;
+    assert_eq!(coll.count_documents(doc! {"s": "ZEBRA"}).await.unwrap(), 2);
+    let found = coll.find(doc! {"s": "zebra"}).await.unwrap();
+    assert_eq!(found.try_collect::<Vec<_>>().await.unwrap().len(), 2);
+    let deleted = coll.delete_many(doc! {"s": "zebra"}).await.unwrap();
+    assert_eq!(deleted.deleted_count, 2);
+}
+
 both_modes!(
     queries_compare_by_the_collation,
     writes_select_by_the_collation,
     defaults_of_collections_and_views,
-    indexes_with_a_collation
+    indexes_with_a_collation,
+    sharded_collection_with_a_default_collation
 );

@@ -14,6 +14,7 @@ use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::bounds::without_string_comparisons;
 use bson::{Document, RawDocument};
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// A request's filter: converted from the request only when a sharded collection's routing
 /// needs it, so that an unsharded read goes to its primary without the router holding a copy
@@ -100,6 +101,25 @@ impl Target {
 }
 
 impl Placement {
+    /// The collation a request asking for `requested` (`None`: not given) compares strings by
+    /// on this placement: its own, else the sharded collection's default; `None` for the
+    /// simple one.
+    pub fn collation_for(
+        &self,
+        requested: Option<Arc<Collation>>,
+    ) -> Result<Option<Arc<Collation>>> {
+        let default = self
+            .routing
+            .as_ref()
+            .and_then(|routing| routing.entry.default_collation.as_ref());
+        let chosen = match (requested, default) {
+            (Some(requested), _) => Some(requested),
+            (None, Some(spec)) => Some(Arc::new(Collation::parse(spec)?)),
+            (None, None) => None,
+        };
+        Ok(chosen.filter(|c| !c.is_simple()))
+    }
+
     /// [`Placement::target`] for a request comparing strings by `collation`: chunks hold
     /// shard keys in the simple collation, so under another one a string predicate on the key
     /// narrows nothing and the request goes to every shard whose chunks its other predicates
@@ -257,6 +277,7 @@ mod tests {
                 last_modified: bson::DateTime::now(),
                 no_balance: false,
                 permit_migrations: true,
+                default_collation: None,
             },
         }
     }

@@ -223,6 +223,7 @@ impl WriteBatch {
             }
             None => None,
         };
+        let collation = placement.collation_for(collation)?;
         let shards = match placement.target_under(By::Key(filter), collation.as_deref())? {
             Target::Primary(shard) | Target::One(shard) => return Ok(Dest::Shards(vec![shard])),
             Target::Some(shards) => shards,

@@ -73,6 +73,7 @@ pub(super) async fn targeted_read(
     let ns = &namespace(req)?;
     let collation = &request_collation(req)?;
     let routed = state.route(&req.db, Some(ns.as_str()), false, |placement| async move {
+        let collation = placement.collation_for(collation.clone())?;
         let target = placement.target_under(By::Filter(filter), collation.as_deref())?;
         if let [shard] = target.shards() {
             let (client, reply) = state.call_shard(&placement, shard, req).await?;
@@ -97,10 +98,9 @@ pub(super) async fn targeted_read(
     }
 }
 
-/// The collation a request compares strings by, `None` for the simple one.
+/// The collation a request asks for (`None`: not given; see [`Placement::collation_for`]).
 pub(super) fn request_collation(req: &CommandRequest) -> Result<Option<Arc<Collation>>> {
-    let collation = crate::command::parse_collation(req.args().value("collation")?.as_ref())?;
-    Ok(collation.filter(|c| !c.is_simple()))
+    crate::command::parse_collation(req.args().value("collation")?.as_ref())
 }
 
 /// Reads of `config`/`admin` go to the config server as they are.
@@ -153,7 +153,7 @@ async fn scatter_find(
     let collection = args.collection()?;
     // The options the shards read too, parsed by the one declaration.
     let request = crate::command::requests::FindRequest::parse(req)?;
-    let collation = request_collation(req)?;
+    let collation = placement.collation_for(request_collation(req)?)?;
     let sort = request
         .sort
         .as_ref()
@@ -346,7 +346,9 @@ async fn scatter_aggregate(
     let split = crate::router::pipeline_split::split(&stages);
     // The merger's part is parsed first, so a bad one fails before any shard is asked (the
     // shards check theirs: `$collStats` only runs there).
+    // The collection's default applies to a pipeline that gives no collation.
     let vars = args.let_variables()?;
+    let vars = vars.for_statement(placement.collation_for(request_collation(req)?)?);
     let limits = super::router_pipeline::memory_limits(state, req)?;
     let mut merge = Pipeline::parse_with_variables(&split.merger_part, Arc::clone(&vars))?;
     // Shards that sorted their part send sorted streams: merging them keeps the order, so the
@@ -466,7 +468,7 @@ async fn scatter_distinct(
     shards: &[String],
     req: &CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let collation = request_collation(req)?;
+    let collation = placement.collation_for(request_collation(req)?)?;
     let collation = collation.as_deref();
     let replies = state.gather(placement, shards, req).await?;
     let mut values: Vec<Bson> = Vec::new();

@@ -137,6 +137,10 @@ pub(super) async fn shard_collection(
     if let Some(unique) = declared.unique {
         cmd.insert("unique", unique);
     }
+    if collation.is_some() {
+        // Said explicitly: what a collection with a non-simple default needs.
+        cmd.insert("collation", doc! {"locale": "simple"});
+    }
     state.databases.get(&state.config, &db, true).await?;
     let reply = state.config_ddl(cmd).await;
     state.collections.invalidate(&ns);

@@ -128,6 +128,7 @@ pub(super) async fn find_and_modify(
     let (req, collection, declared) = (&req, &collection, &declared);
     let routed = state.route(&req.db, Some(&ns), true, |placement| async move {
         let by = By::Key(Filter::Document(query));
+        let collation = placement.collation_for(collation.clone())?;
         let (shard, outgoing) = match placement.target_under(by, collation.as_deref())? {
             Target::Primary(shard) | Target::One(shard) => (shard, req.clone()),
             Target::Some(_) if upsert => {
