@@ -475,6 +475,24 @@ async fn sharded_collection_with_a_default_collation(client: &Client) {
     assert_eq!(coll.count_documents(doc! {"s": "ZEBRA"}).await.unwrap(), 2);
     let found = coll.find(doc! {"s": "zebra"}).await.unwrap();
     assert_eq!(found.try_collect::<Vec<_>>().await.unwrap().len(), 2);
+    // Views over it read under their own collation, which the router learns from the shard.
+    let ci = doc! {"locale": "en", "strength": 2};
+    let views = [("ciView", Some(ci)), ("plainView", None)];
+    for (name, collation) in views {
+        let mut create = doc! {"create": name, "viewOn": "ci", "pipeline": []};
+        if let Some(collation) = collation {
+            create.insert("collation", collation);
+        }
+        db.run_command(create).await.unwrap();
+    }
+    let count = |name: &'static str| {
+        let view = db.collection::<Document>(name);
+        async move { view.count_documents(doc! {"s": "zebra"}).await.unwrap() }
+    };
+    assert_eq!(count("ciView").await, 2);
+    assert_eq!(count("plainView").await, 1);
+    let view = db.collection::<Document>("ciView");
+    assert_eq!(view.distinct("s", doc! {}).await.unwrap().len(), 2);
     let deleted = coll.delete_many(doc! {"s": "zebra"}).await.unwrap();
     assert_eq!(deleted.deleted_count, 2);
 }

@@ -35,6 +35,8 @@ pub struct ResolvedView {
     pub source: String,
     /// The pipelines of every view on the way, innermost first.
     pub pipeline: Vec<Document>,
+    /// The view's default collation (normalized), absent for the simple one.
+    pub collation: Option<Document>,
 }
 
 fn parse_definition(doc: &Document) -> Option<ViewDefinition> {
@@ -99,9 +101,16 @@ pub async fn resolve(storage: &Storage, db: &str, name: &str) -> Result<Option<R
     };
     let mut pipeline = first.pipeline;
     let mut source = first.view_on;
+    let collation = first.collation;
     for _ in 0..MAX_VIEW_DEPTH {
         match definition(storage, db, &source).await? {
-            None => return Ok(Some(ResolvedView { source, pipeline })),
+            None => {
+                return Ok(Some(ResolvedView {
+                    source,
+                    pipeline,
+                    collation,
+                }));
+            }
             Some(inner) => {
                 let mut stages = inner.pipeline;
                 stages.extend(pipeline);
@@ -131,11 +140,16 @@ pub async fn require_unsharded_source<S: DataNode>(
         return Ok(());
     }
     let pipeline: Vec<Bson> = view.pipeline.iter().cloned().map(Bson::Document).collect();
+    // The read runs under the view's collation, which the router cannot know otherwise.
+    let collation = view
+        .collation
+        .clone()
+        .unwrap_or_else(|| doc! {"locale": "simple"});
     Err(MongoError::new(
         ErrorCode::CommandOnShardedViewNotSupportedOnMongod,
         "Resolved views on sharded collections must be executed by mongos",
     )
-    .with_extra(doc! {"resolvedView": {"ns": ns, "pipeline": pipeline}}))
+    .with_extra(doc! {"resolvedView": {"ns": ns, "pipeline": pipeline, "collation": collation}}))
 }
 
 /// The error writes and index commands on a view answer.
