@@ -408,6 +408,19 @@ async fn indexes_with_a_collation(client: &Client) {
             .unwrap(),
         0
     );
+    // One key pattern in two collations: two indexes, each serving its own queries.
+    db.run_command(doc! {"createIndexes": "users", "indexes": [
+        {"key": {"email": 1}, "name": "email_simple"},
+    ]})
+    .await
+    .unwrap();
+    let simple = plan(None).await.unwrap().to_string();
+    assert!(simple.contains("email_simple"), "{simple}");
+    let err = db
+        .run_command(doc! {"dropIndexes": "users", "index": {"email": 1}})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(181), "{err}");
 
     // Indexes inherit the collection's default collation.
     db.run_command(doc! {"create": "ci", "collation": ci.clone()})

@@ -244,8 +244,11 @@ fn is_existing(indexes: &[crate::datanode::storage::IndexMeta], spec: &IndexSpec
                 ),
             ));
         }
+        // Indexes on one key pattern may coexist when their collations or partial filters
+        // differ, as in MongoDB.
         let same_variant = existing.partial_filter.as_ref().map(|p| &p.0)
-            == spec.partial_filter.as_ref().map(|p| &p.0);
+            == spec.partial_filter.as_ref().map(|p| &p.0)
+            && existing.collation == spec.collation;
         if existing.key == spec.key && same_variant {
             return Err(MongoError::new(
                 ErrorCode::IndexOptionsConflict,
@@ -296,19 +299,30 @@ pub(super) async fn drop_indexes<S: DataNode>(
             vec![s.clone()]
         }
         Bson::Document(key) => {
-            let index = coll
-                .indexes
-                .iter()
-                .find(|i| &i.key_pattern() == key)
-                .ok_or_else(|| {
-                    MongoError::new(
-                        ErrorCode::IndexNotFound,
-                        format!(
-                            "can't find index with key: {}",
-                            crate::document::display::render_doc(key)
-                        ),
-                    )
-                })?;
+            let mut matching = coll.indexes.iter().filter(|i| &i.key_pattern() == key);
+            let index = matching.next().ok_or_else(|| {
+                MongoError::new(
+                    ErrorCode::IndexNotFound,
+                    format!(
+                        "can't find index with key: {}",
+                        crate::document::display::render_doc(key)
+                    ),
+                )
+            })?;
+            // Indexes on one key pattern in different collations: a pattern names none of them.
+            let others: Vec<_> = matching.collect();
+            if let Some(other) = others.first() {
+                return Err(MongoError::new(
+                    ErrorCode::AmbiguousIndexKeyPattern,
+                    format!(
+                        "{} indexes found for key: {}, identify by name instead. Conflicting indexes: {}, {}",
+                        others.len() + 1,
+                        crate::document::display::render_doc(key),
+                        crate::document::display::render_doc(&index.spec),
+                        crate::document::display::render_doc(&other.spec)
+                    ),
+                ));
+            }
             if index.is_id() {
                 return Err(cannot_drop_id());
             }
