@@ -165,6 +165,22 @@ async fn queries_compare_by_the_collation(client: &Client) {
         assert_eq!(groups.len(), 1, "{name}: {groups:?}");
         assert_eq!(groups[0].get_i32("n").unwrap(), 3, "{name}");
 
+        // `$setWindowFields` partitions by it.
+        let window = doc! {"partitionBy": "$s", "output": {"n": {"$count": {}}}};
+        let partitioned = case_insensitively(
+            &coll,
+            vec![
+                doc! {"$setWindowFields": window},
+                doc! {"$match": {"_id": 2}},
+            ],
+        )
+        .await;
+        assert_eq!(
+            partitioned[0].get_i32("n").unwrap(),
+            3,
+            "{name}: {partitioned:?}"
+        );
+
         // `$lookup` joins by the pipeline's collation.
         let lookup = doc! {"from": name, "localField": "s", "foreignField": "s", "as": "same"};
         let joined = case_insensitively(

@@ -355,6 +355,7 @@ impl SetWindowFields {
             self.sort_by.as_ref(),
             None,
             limits.sort_limits(limits.max_sort_bytes),
+            ctx.vars.collation_arc(),
         ))
     }
 
@@ -391,7 +392,7 @@ impl SetWindowFields {
     /// The output over the sorted input, computed a partition at a time as it is read.
     pub fn finish(&self, run: WindowRun) -> Result<WindowOutput> {
         let input = match run {
-            WindowRun::Sorted(sort) => WindowInput::Sorted(sort.finish()?),
+            WindowRun::Sorted(sort) => WindowInput::Sorted(Box::new(sort.finish()?)),
             WindowRun::Whole(docs, used) => WindowInput::Whole(Some((docs, used))),
         };
         Ok(WindowOutput {
@@ -472,7 +473,7 @@ pub enum WindowRun {
 }
 
 enum WindowInput {
-    Sorted(KeyedDocs),
+    Sorted(Box<KeyedDocs>),
     /// The one partition, until it is computed.
     Whole(Option<(Vec<Document>, usize)>),
 }
