@@ -14,6 +14,7 @@ mod catalog;
 mod causal_consistency;
 mod cli;
 mod cluster_x509;
+mod collation;
 mod collection_stages;
 mod config_db;
 mod covered_queries;

@@ -159,6 +159,9 @@ pub async fn run(
             report.push(o);
         }
     }
+    if config.runs("W14") {
+        report.push(crate::collation::run(&main, config.ops, &servers).await?);
+    }
     if config.runs("W11") {
         for o in crate::retryable::run(running.addr.port(), &main, config, &servers).await? {
             report.push(o);

@@ -25,6 +25,7 @@
 
 mod ceiling_sqlx;
 mod ceiling_tcp;
+mod collation;
 mod config;
 mod data;
 mod dataset;

@@ -79,6 +79,18 @@ pub fn judge(report: &Report) -> Vec<Target> {
         });
     }
 
+    let w14 = outcome("W14", "dev", "");
+    let simple = w14.and_then(|o| o.ceiling.as_ref()?.part("the same find"));
+    let ratio = w14
+        .zip(simple)
+        .map(|(o, s)| o.timing.p50().as_secs_f64() / s.p50.as_secs_f64().max(1e-9));
+    targets.push(Target {
+        what: "W14 case-insensitive find through a collation index".into(),
+        goal: "p50 ≤ 1.5× the simple-collation find".into(),
+        measured: ratio.map(|x| format!("{x:.2}×")).unwrap_or_default(),
+        met: ratio.map(|x| x <= 1.5),
+    });
+
     let mut hop = |what: &str, router: Option<&Outcome>, direct: Option<&Outcome>| {
         let pair = router.zip(direct);
         let ratio = pair

@@ -24,6 +24,9 @@ pub struct CollectionEntry {
     /// `setAllowMigrations`: false stops chunk migrations of the collection (stored as
     /// `permitMigrations: false`, absent otherwise, as MongoDB stores it).
     pub permit_migrations: bool,
+    /// The collection's non-simple default collation (`defaultCollation`), which routers
+    /// apply to requests that give none.
+    pub default_collation: Option<Document>,
 }
 
 impl CollectionEntry {
@@ -40,6 +43,9 @@ impl CollectionEntry {
         };
         if !self.permit_migrations {
             entry.insert("permitMigrations", false);
+        }
+        if let Some(collation) = &self.default_collation {
+            entry.insert("defaultCollation", collation.clone());
         }
         entry
     }
@@ -73,6 +79,7 @@ impl CollectionEntry {
                 .unwrap_or(DateTime::MIN),
             no_balance: doc.get_bool("noBalance").unwrap_or(false),
             permit_migrations: doc.get_bool("permitMigrations").unwrap_or(true),
+            default_collation: doc.get_document("defaultCollation").ok().cloned(),
         })
     }
 }
@@ -136,6 +143,7 @@ mod tests {
             last_modified: DateTime::from_millis(5),
             no_balance: false,
             permit_migrations: true,
+            default_collation: None,
         };
         let doc = entry.to_document();
         assert_eq!(doc.get_str("_id").unwrap(), "db.c");

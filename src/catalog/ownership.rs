@@ -99,6 +99,7 @@ pub(crate) fn owning_every_chunk(key: Document, shard: &str) -> OwnershipFilter 
         last_modified: bson::DateTime::MIN,
         no_balance: false,
         permit_migrations: true,
+        default_collation: None,
     };
     OwnershipFilter::new(entry, chunks, shard)
 }
@@ -144,6 +145,7 @@ mod tests {
             last_modified: DateTime::MIN,
             no_balance: false,
             permit_migrations: true,
+            default_collation: None,
         };
         OwnershipFilter::new(entry, chunks, shard)
     }

@@ -177,12 +177,14 @@ impl<'a> Args<'a> {
 
     /// The command's `let` evaluated once, with the command's `$$NOW`, for everything the
     /// command parses (filters, projections, pipelines) to share.
+    /// The command's `collation` (`None` when absent), under which its filters, sorts and
+    /// pipelines compare strings, comes with them.
     pub fn let_variables(&self) -> Result<Arc<LetVariables>> {
         let let_doc = self.document("let")?;
-        Ok(Arc::new(LetVariables::parse(
-            let_doc.as_ref(),
-            bson::DateTime::now(),
-        )?))
+        let collation = crate::command::parse_collation(self.value("collation")?.as_ref())?;
+        Ok(Arc::new(
+            LetVariables::parse(let_doc.as_ref(), bson::DateTime::now())?.with_collation(collation),
+        ))
     }
 
     pub fn raw_document(&self, field: &str) -> Result<Option<&'a RawDocument>> {

@@ -17,7 +17,7 @@ pub use args::{Args, Fields, bson_type_name};
 pub use bulk_write::{
     BULK_WRITE_COUNTS, BULK_WRITE_CURSOR_NS, BulkNamespace, BulkOp, BulkOpKind, BulkWrite,
 };
-pub use collation::check_collation;
+pub use collation::{check_collation, parse_collation};
 pub use cursor_commands::{GetMore, KillCursors, missing};
 pub use explain::{EXPLAINABLE, ExplainRequest, Verbosity};
 pub use max_time::{max_time, time_limit_exceeded, within};

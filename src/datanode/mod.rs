@@ -2,6 +2,7 @@
 //! storage engine, query execution, indexes, cursors, TTL, views, validation and the generic data
 //! commands, over [`DataNode`]. The roles build on it; it knows none of them.
 
+pub mod collation;
 pub mod commands;
 pub mod cursors;
 pub mod exec;

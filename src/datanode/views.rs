@@ -25,6 +25,8 @@ pub struct ViewDefinition {
     pub name: String,
     pub view_on: String,
     pub pipeline: Vec<Document>,
+    /// The view's default collation (normalized), absent for the simple one.
+    pub collation: Option<Document>,
 }
 
 /// A view resolved down to a collection.
@@ -33,6 +35,8 @@ pub struct ResolvedView {
     pub source: String,
     /// The pipelines of every view on the way, innermost first.
     pub pipeline: Vec<Document>,
+    /// The view's default collation (normalized), absent for the simple one.
+    pub collation: Option<Document>,
 }
 
 fn parse_definition(doc: &Document) -> Option<ViewDefinition> {
@@ -51,6 +55,7 @@ fn parse_definition(doc: &Document) -> Option<ViewDefinition> {
         name: name.to_string(),
         view_on: doc.get_str("viewOn").ok()?.to_string(),
         pipeline,
+        collation: doc.get_document("collation").ok().cloned(),
     })
 }
 
@@ -96,9 +101,16 @@ pub async fn resolve(storage: &Storage, db: &str, name: &str) -> Result<Option<R
     };
     let mut pipeline = first.pipeline;
     let mut source = first.view_on;
+    let collation = first.collation;
     for _ in 0..MAX_VIEW_DEPTH {
         match definition(storage, db, &source).await? {
-            None => return Ok(Some(ResolvedView { source, pipeline })),
+            None => {
+                return Ok(Some(ResolvedView {
+                    source,
+                    pipeline,
+                    collation,
+                }));
+            }
             Some(inner) => {
                 let mut stages = inner.pipeline;
                 stages.extend(pipeline);
@@ -128,11 +140,16 @@ pub async fn require_unsharded_source<S: DataNode>(
         return Ok(());
     }
     let pipeline: Vec<Bson> = view.pipeline.iter().cloned().map(Bson::Document).collect();
+    // The read runs under the view's collation, which the router cannot know otherwise.
+    let collation = view
+        .collation
+        .clone()
+        .unwrap_or_else(|| doc! {"locale": "simple"});
     Err(MongoError::new(
         ErrorCode::CommandOnShardedViewNotSupportedOnMongod,
         "Resolved views on sharded collections must be executed by mongos",
     )
-    .with_extra(doc! {"resolvedView": {"ns": ns, "pipeline": pipeline}}))
+    .with_extra(doc! {"resolvedView": {"ns": ns, "pipeline": pipeline, "collation": collation}}))
 }
 
 /// The error writes and index commands on a view answer.
@@ -158,8 +175,18 @@ pub async fn create(
     name: &str,
     view_on: &str,
     pipeline: Vec<Document>,
+    collation: Option<Document>,
 ) -> Result<()> {
     crate::catalog::validate_collection_name(db, view_on)?;
+    // A view on a view compares strings as the view under it does.
+    if let Some(under) = definition(storage, db, view_on).await? {
+        if under.collation != collation {
+            return Err(MongoError::new(
+                ErrorCode::OptionNotSupportedOnView,
+                format!("View {db}.{name} has conflicting collation with view {db}.{view_on}"),
+            ));
+        }
+    }
     for stage in &pipeline {
         if let Some(key) = stage
             .keys()
@@ -194,6 +221,10 @@ pub async fn create(
         "viewOn": view_on,
         "pipeline": pipeline.into_iter().map(Bson::Document).collect::<Vec<_>>(),
     };
+    let mut record = record;
+    if let Some(collation) = collation {
+        record.insert("collation", collation);
+    }
     let raw = RawDocumentBuf::from_document(&record)?;
     let mut txn = store.write().await?;
     txn.insert_one(&coll, &raw).await?;

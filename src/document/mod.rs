@@ -1,7 +1,9 @@
-//! BSON semantics every role shares: MongoDB's comparison order, numeric comparison across
+//! BSON semantics every role shares: MongoDB's comparison order (and collations, which compare
+//! strings by a locale's rules), numeric comparison across
 //! types, order-preserving key bytes, MongoDB's hashed-index hash, dotted field paths. Pure
 //! functions, no IO.
 
+pub mod collation;
 pub mod display;
 pub mod hashed;
 pub mod key_decode;

@@ -1,6 +1,7 @@
 //! MongoDB's total order over BSON values (the order of sort, `$gt`/`$lt`, chunk bounds and
 //! index keys): first by canonical type, then by value within the type.
 
+use super::collation::Collation;
 use super::numeric::{self, Number};
 use crate::depth::recurse;
 use bson::{Binary, Bson, Document, spec::BinarySubtype};
@@ -33,16 +34,24 @@ pub fn canonical_rank(value: &Bson) -> u8 {
 
 /// Compares two values in MongoDB's order.
 pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
+    compare_collated(a, b, None)
+}
+
+/// Compares two values in MongoDB's order with strings (and symbols) anywhere in them, inside
+/// arrays and embedded documents too, compared by `collation` (`None`: the simple collation,
+/// bytewise). Field names always compare bytewise, as in MongoDB.
+pub fn compare_collated(a: &Bson, b: &Bson, collation: Option<&Collation>) -> Ordering {
     let by_rank = canonical_rank(a).cmp(&canonical_rank(b));
     if by_rank != Ordering::Equal {
         return by_rank;
     }
     match (a, b) {
-        (Bson::String(x) | Bson::Symbol(x), Bson::String(y) | Bson::Symbol(y)) => {
-            x.as_bytes().cmp(y.as_bytes())
-        }
-        (Bson::Document(x), Bson::Document(y)) => recurse(|| compare_documents(x, y)),
-        (Bson::Array(x), Bson::Array(y)) => recurse(|| compare_arrays(x, y)),
+        (Bson::String(x) | Bson::Symbol(x), Bson::String(y) | Bson::Symbol(y)) => match collation {
+            Some(collation) => collation.compare(x, y),
+            None => x.as_bytes().cmp(y.as_bytes()),
+        },
+        (Bson::Document(x), Bson::Document(y)) => recurse(|| documents(x, y, collation)),
+        (Bson::Array(x), Bson::Array(y)) => recurse(|| compare_arrays(x, y, collation)),
         (Bson::Binary(x), Bson::Binary(y)) => {
             let (px, py) = (binary_payload(x), binary_payload(y));
             px.len()
@@ -75,7 +84,7 @@ pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
             .code
             .as_bytes()
             .cmp(y.code.as_bytes())
-            .then_with(|| recurse(|| compare_documents(&x.scope, &y.scope))),
+            .then_with(|| recurse(|| documents(&x.scope, &y.scope, None))),
         _ => match (Number::from_bson(a), Number::from_bson(b)) {
             (Some(x), Some(y)) => numeric::compare(x, y),
             // Same rank and not a number: MinKey, MaxKey, null, undefined.
@@ -87,6 +96,10 @@ pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
 /// Compares documents element by element: canonical type, then field name, then value; a
 /// document that is a prefix of another sorts first.
 pub fn compare_documents(a: &Document, b: &Document) -> Ordering {
+    documents(a, b, None)
+}
+
+fn documents(a: &Document, b: &Document, collation: Option<&Collation>) -> Ordering {
     let mut left = a.iter();
     let mut right = b.iter();
     loop {
@@ -98,7 +111,7 @@ pub fn compare_documents(a: &Document, b: &Document) -> Ordering {
                 let ord = canonical_rank(va)
                     .cmp(&canonical_rank(vb))
                     .then_with(|| ka.as_bytes().cmp(kb.as_bytes()))
-                    .then_with(|| compare_values(va, vb));
+                    .then_with(|| compare_collated(va, vb, collation));
                 if ord != Ordering::Equal {
                     return ord;
                 }
@@ -108,11 +121,11 @@ pub fn compare_documents(a: &Document, b: &Document) -> Ordering {
 }
 
 /// Arrays compare like documents whose keys are their indexes.
-fn compare_arrays(a: &[Bson], b: &[Bson]) -> Ordering {
+fn compare_arrays(a: &[Bson], b: &[Bson], collation: Option<&Collation>) -> Ordering {
     for (x, y) in a.iter().zip(b.iter()) {
         let ord = canonical_rank(x)
             .cmp(&canonical_rank(y))
-            .then_with(|| compare_values(x, y));
+            .then_with(|| compare_collated(x, y, collation));
         if ord != Ordering::Equal {
             return ord;
         }

@@ -7,8 +7,9 @@
 use super::decimal::Dec;
 use super::numeric::{DoubleDouble, Width, int_or_long, to_f64, width};
 use super::value::{
-    Value, bson_type_name, compare, format_double_g, is_nullish, is_number, render,
+    Value, bson_type_name, compare_collated, format_double_g, is_nullish, is_number, render,
 };
+use crate::document::collation::Collation;
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, doc};
 use std::cmp::Ordering;
@@ -55,8 +56,8 @@ impl Fold {
                     *count += 1;
                 }
             }
-            Fold::Min(best) => keep_extreme(best, input, Ordering::Less),
-            Fold::Max(best) => keep_extreme(best, input, Ordering::Greater),
+            Fold::Min(best) => keep_extreme(best, input, Ordering::Less, None),
+            Fold::Max(best) => keep_extreme(best, input, Ordering::Greater, None),
             Fold::StdDev(state) => state.add(input.as_ref()),
             Fold::Quantiles(state) => state.add(input.as_ref()),
         }
@@ -74,13 +75,19 @@ impl Fold {
 }
 
 /// `$min`/`$max` ignore null, undefined and missing; ties keep the earlier value.
-pub fn keep_extreme(best: &mut Option<Bson>, input: Value, wanted: Ordering) {
+/// Strings compare by `collation` (`None`: simple).
+pub fn keep_extreme(
+    best: &mut Option<Bson>,
+    input: Value,
+    wanted: Ordering,
+    collation: Option<&Collation>,
+) {
     let Some(value) = input.filter(|v| !is_nullish(Some(v))) else {
         return;
     };
     if best
         .as_ref()
-        .is_none_or(|current| compare(Some(&value), Some(current)) == wanted)
+        .is_none_or(|current| compare_collated(Some(&value), Some(current), collation) == wanted)
     {
         *best = Some(value);
     }

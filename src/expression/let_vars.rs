@@ -4,6 +4,7 @@
 //! `$$name`.
 
 use super::{Expression, Scope, Variables, validate_name_for_user_write};
+use crate::document::collation::Collation;
 use crate::error::{MongoError, Result};
 use crate::expression::value::Value;
 use bson::{DateTime, Document};
@@ -19,6 +20,9 @@ pub struct LetVariables {
     /// How many `$lookup`/`$unionWith` sub-pipelines enclose what is parsed with these
     /// variables (0 for the command's own pipeline).
     sub_pipeline_depth: usize,
+    /// The command's collation (`None`: simple), which its filters, sorts, groupings and
+    /// expressions compare strings by, as MongoDB's `ExpressionContext` carries it.
+    collation: Option<Arc<Collation>>,
 }
 
 /// System variables a client may not set (MongoDB reserves them for internal propagation).
@@ -32,6 +36,7 @@ impl LetVariables {
             values: Vec::new(),
             now,
             sub_pipeline_depth: 0,
+            collation: None,
         }
     }
 
@@ -117,6 +122,37 @@ impl LetVariables {
         out
     }
 
+    /// These variables for a command comparing strings by `collation` (`None` or the simple
+    /// collation: bytewise).
+    pub fn with_collation(mut self, collation: Option<Arc<Collation>>) -> LetVariables {
+        self.collation = collation.filter(|c| !c.is_simple());
+        self
+    }
+
+    /// What one statement with its own `collation` (an update's or a delete's) parses with:
+    /// these variables, comparing by that collation when it gives one.
+    pub fn for_statement(self: &Arc<Self>, collation: Option<Arc<Collation>>) -> Arc<LetVariables> {
+        match collation {
+            None => Arc::clone(self),
+            Some(collation) => Arc::new(LetVariables::clone(self).with_collation(Some(collation))),
+        }
+    }
+
+    /// These variables comparing by exactly `collation` (`None`: the simple one).
+    pub fn with_exact_collation(self: &Arc<Self>, collation: Option<Arc<Collation>>) -> Arc<Self> {
+        Arc::new(LetVariables::clone(self).with_collation(collation))
+    }
+
+    /// The command's collation, `None` when it is the simple one.
+    pub fn collation(&self) -> Option<&Collation> {
+        self.collation.as_deref()
+    }
+
+    /// The command's collation, shared, `None` when it is the simple one.
+    pub fn collation_arc(&self) -> Option<Arc<Collation>> {
+        self.collation.clone()
+    }
+
     /// The command's `$$NOW`.
     pub fn now(&self) -> DateTime {
         self.now
@@ -124,7 +160,7 @@ impl LetVariables {
 
     /// What an expression of this command is evaluated against for `root`.
     pub fn variables<'a>(&'a self, root: &'a Document) -> Variables<'a> {
-        Variables::with_user(root, self.now, &self.values)
+        Variables::with_user(root, self.now, &self.values).with_collation(self.collation())
     }
 }
 

@@ -31,6 +31,7 @@ mod operators;
 mod parse_text;
 pub mod value;
 
+use crate::document::collation::Collation;
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, DateTime, Document};
@@ -180,6 +181,8 @@ pub struct Variables<'a> {
     root: &'a Document,
     now: DateTime,
     user: UserValues<'a>,
+    /// The command's collation, which comparisons of strings follow (`None`: simple).
+    collation: Option<&'a Collation>,
 }
 
 /// User variables' values by slot: a command's (or a stage's) as one slice, and above them the
@@ -232,7 +235,25 @@ impl<'a> Variables<'a> {
             root,
             now,
             user: UserValues::Slots(user),
+            collation: None,
         }
+    }
+
+    /// The same variables, comparing strings by `collation`.
+    pub fn with_collation(mut self, collation: Option<&'a Collation>) -> Self {
+        self.collation = collation;
+        self
+    }
+
+    /// The collation comparisons follow (`None`: simple).
+    pub fn collation(&self) -> Option<&'a Collation> {
+        self.collation
+    }
+
+    /// Compares two values in MongoDB's order under the command's collation, missing sorting
+    /// with `undefined`.
+    pub fn compare(&self, a: Option<&Bson>, b: Option<&Bson>) -> std::cmp::Ordering {
+        value::compare_collated(a, b, self.collation)
     }
 
     /// The same document, `$$NOW` and user variables, plus `bound` from slot `base` on: what
@@ -247,6 +268,7 @@ impl<'a> Variables<'a> {
                 base,
                 own: bound,
             },
+            collation: self.collation,
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::datetime::civil_from_days;
 use super::decimal::Dec;
-use crate::document::order::compare_values;
+use crate::document::collation::Collation;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 
@@ -49,9 +49,19 @@ pub fn truthy(value: Option<&Bson>) -> bool {
 
 /// Compares two values in MongoDB's order, missing sorting with `undefined`.
 pub fn compare(a: Option<&Bson>, b: Option<&Bson>) -> Ordering {
-    compare_values(
+    compare_collated(a, b, None)
+}
+
+/// [`compare`] with strings compared by `collation` (`None`: simple).
+pub fn compare_collated(
+    a: Option<&Bson>,
+    b: Option<&Bson>,
+    collation: Option<&Collation>,
+) -> Ordering {
+    crate::document::order::compare_collated(
         a.unwrap_or(&MISSING_FOR_COMPARISON),
         b.unwrap_or(&MISSING_FOR_COMPARISON),
+        collation,
     )
 }
 

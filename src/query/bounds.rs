@@ -2,6 +2,7 @@
 //! needs. Always a superset of the matching values (the filter itself still runs on every
 //! document), so a predicate that cannot be expressed simply adds no bounds.
 
+use crate::document::collation::{Collation, has_string};
 use crate::document::order::{canonical_rank, compare_values};
 use bson::{Bson, Document};
 use std::cmp::Ordering;
@@ -100,6 +101,71 @@ fn collect(filter: &Document, path: &str, out: &mut Vec<FieldBounds>) {
             }
         }
     }
+}
+
+/// `filter` less the predicates bounds could come from that compare strings: what keys stored
+/// under one collation may be scanned for when the query compares strings by another (its
+/// equal or ordered strings are not the keys' neighbours). Dropping predicates widens the
+/// bounds, which stay a superset; the filter itself still runs on every document.
+pub fn without_string_comparisons(filter: &Document) -> Document {
+    map_bounding_operands(filter, &|operand| {
+        (!has_string(operand)).then(|| operand.clone())
+    })
+}
+
+/// `filter` with the operands bounds could come from (equalities, `$eq`, `$in`, ranges) in
+/// `collation`'s keys: what an index whose keys are in that collation is scanned for by a
+/// query of the same collation.
+pub fn in_collation_keys(filter: &Document, collation: &Collation) -> Document {
+    map_bounding_operands(filter, &|operand| Some(collation.comparison_key(operand)))
+}
+
+/// `filter` with each bounding operand replaced by `map` of it, or its predicate dropped when
+/// `map` gives nothing; through `$and` and `$or` branches.
+fn map_bounding_operands(filter: &Document, map: &dyn Fn(&Bson) -> Option<Bson>) -> Document {
+    let mut out = Document::new();
+    for (key, value) in filter {
+        match (key.as_str(), value) {
+            ("$and" | "$or", Bson::Array(branches)) => {
+                let branches = branches.iter().map(|branch| match branch {
+                    Bson::Document(d) => Bson::Document(map_bounding_operands(d, map)),
+                    other => other.clone(),
+                });
+                out.insert(key.clone(), Bson::Array(branches.collect()));
+            }
+            (name, _) if name.starts_with('$') => {
+                out.insert(key.clone(), value.clone());
+            }
+            _ => match is_operator_document(value) {
+                Some(ops) => {
+                    let mut kept = Document::new();
+                    for (op, arg) in ops {
+                        let bounding =
+                            matches!(op.as_str(), "$eq" | "$in" | "$gt" | "$gte" | "$lt" | "$lte");
+                        match bounding {
+                            true => {
+                                if let Some(arg) = map(arg) {
+                                    kept.insert(op.clone(), arg);
+                                }
+                            }
+                            false => {
+                                kept.insert(op.clone(), arg.clone());
+                            }
+                        }
+                    }
+                    if !kept.is_empty() {
+                        out.insert(key.clone(), kept);
+                    }
+                }
+                None => {
+                    if let Some(value) = map(value) {
+                        out.insert(key.clone(), value);
+                    }
+                }
+            },
+        }
+    }
+    out
 }
 
 fn normalize(mut points: Vec<Bson>) -> Vec<Bson> {
@@ -227,6 +293,20 @@ pub fn field_bounds(filter: &Document, path: &str, multikey: bool) -> Option<Fie
 mod tests {
     use super::*;
     use bson::doc;
+
+    #[test]
+    fn string_comparisons_leave_the_bounds_under_a_collation() {
+        let filter = doc! {
+            "a": "x", "b": 1, "c": {"$gt": "m", "$lt": 5, "$regex": "^p"}, "d": {"$in": [1, "y"]},
+            "$or": [{"e": ["z"]}, {"e": 2}], "$comment": "kept"
+        };
+        assert_eq!(
+            without_string_comparisons(&filter),
+            doc! {
+                "b": 1, "c": {"$lt": 5, "$regex": "^p"}, "$or": [{}, {"e": 2}], "$comment": "kept"
+            }
+        );
+    }
 
     #[test]
     fn equality_in_and_ranges() {

@@ -15,7 +15,6 @@
 //!   for the update language above).
 
 pub mod bounds;
-pub mod collation;
 pub mod filter;
 pub mod key_intervals;
 pub mod projection;

@@ -4,10 +4,13 @@
 //! router merges sorted shard streams by the same keys.
 
 use super::values::{check_field_path, is_number, not_implemented, render_element};
-use crate::document::order::compare_values;
+use crate::document::collation::Collation;
+use crate::document::order::compare_collated;
 use crate::error::{MongoError, Result};
+use crate::expression::LetVariables;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 /// Most keys a sort (and a compound index) may have: MongoDB orders both with its index key
 /// ordering, which has room for 32 fields (`Ordering::kMaxCompoundIndexKeys`).
@@ -18,6 +21,8 @@ pub const MAX_COMPOUND_KEYS: usize = 32;
 pub struct SortSpec {
     keys: Vec<SortKey>,
     natural: Option<bool>,
+    /// The command's collation, which strings sort by (`None`: simple).
+    collation: Option<Arc<Collation>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -97,7 +102,27 @@ impl SortSpec {
         if keys.len() > MAX_COMPOUND_KEYS {
             return Err(MongoError::location(13103, "too many compound keys"));
         }
-        Ok(SortSpec { keys, natural })
+        Ok(SortSpec {
+            keys,
+            natural,
+            collation: None,
+        })
+    }
+
+    /// Parses a sort of a command, whose strings sort by the command's collation.
+    pub fn parse_for(spec: &Document, vars: &LetVariables) -> Result<SortSpec> {
+        Ok(Self::parse(spec)?.with_collation(vars.collation_arc()))
+    }
+
+    /// The same order with strings compared by `collation` (`None`: simple).
+    pub fn with_collation(mut self, collation: Option<Arc<Collation>>) -> SortSpec {
+        self.collation = collation.filter(|c| !c.is_simple());
+        self
+    }
+
+    /// The collation strings sort by (`None`: simple).
+    pub fn collation(&self) -> Option<&Collation> {
+        self.collation.as_deref()
     }
 
     /// The order of documents that carry values under `leading` fields (ascending, in order)
@@ -116,6 +141,7 @@ impl SortSpec {
         SortSpec {
             keys,
             natural: None,
+            collation: inner.and_then(|spec| spec.collation.clone()),
         }
     }
 
@@ -137,9 +163,9 @@ impl SortSpec {
     /// Orders two documents.
     pub fn compare(&self, a: &Document, b: &Document) -> Ordering {
         for key in &self.keys {
-            let ka = key.extract(a);
-            let kb = key.extract(b);
-            let ord = compare_values(&ka, &kb);
+            let ka = key.extract(a, self.collation());
+            let kb = key.extract(b, self.collation());
+            let ord = compare_collated(&ka, &kb, self.collation());
             let ord = if key.ascending { ord } else { ord.reverse() };
             if ord != Ordering::Equal {
                 return ord;
@@ -151,7 +177,10 @@ impl SortSpec {
     /// The document's sort key: one value per key path, already reduced to the value that
     /// orders it (compare keys with [`SortSpec::compare_keys`]).
     pub fn sort_key(&self, doc: &Document) -> Vec<Bson> {
-        self.keys.iter().map(|k| k.extract(doc)).collect()
+        self.keys
+            .iter()
+            .map(|k| k.extract(doc, self.collation()))
+            .collect()
     }
 
     /// Orders two sort keys produced by [`SortSpec::sort_key`].
@@ -160,7 +189,7 @@ impl SortSpec {
             let (Some(x), Some(y)) = (a.get(i), b.get(i)) else {
                 break;
             };
-            let ord = compare_values(x, y);
+            let ord = compare_collated(x, y, self.collation());
             let ord = if key.ascending { ord } else { ord.reverse() };
             if ord != Ordering::Equal {
                 return ord;
@@ -171,7 +200,7 @@ impl SortSpec {
 }
 
 impl SortKey {
-    fn extract(&self, doc: &Document) -> Bson {
+    fn extract(&self, doc: &Document, collation: Option<&Collation>) -> Bson {
         let mut values = Vec::new();
         if let Some((first, rest)) = self.parts.split_first() {
             collect_keys(doc.get(first), rest, &mut values);
@@ -181,7 +210,7 @@ impl SortKey {
             best = match best {
                 None => Some(v),
                 Some(b) => {
-                    let ord = compare_values(&v, &b);
+                    let ord = compare_collated(&v, &b, collation);
                     let better = if self.ascending {
                         ord == Ordering::Less
                     } else {
@@ -243,6 +272,28 @@ mod tests {
         let mut docs = docs;
         docs.sort_by(|a, b| spec.compare(a, b));
         docs.iter().map(|d| d.get_i32("_id").unwrap()).collect()
+    }
+
+    #[test]
+    fn strings_sort_by_the_collation_even_in_arrays() {
+        let collation = Collation::parse(&doc! {"locale": "en", "numericOrdering": true}).unwrap();
+        let spec = SortSpec::parse(&doc! {"a": 1})
+            .unwrap()
+            .with_collation(Some(Arc::new(collation)));
+        let mut docs = [
+            doc! {"_id": 1, "a": "item10"},
+            doc! {"_id": 2, "a": ["item9", "zz"]},
+            doc! {"_id": 3, "a": "B"},
+            doc! {"_id": 4, "a": "a"},
+        ];
+        docs.sort_by(|a, b| spec.compare(a, b));
+        let ids: Vec<i32> = docs.iter().map(|d| d.get_i32("_id").unwrap()).collect();
+        assert_eq!(ids, [4, 3, 2, 1]);
+        let keys: Vec<Vec<Bson>> = docs.iter().map(|d| spec.sort_key(d)).collect();
+        assert!(
+            keys.windows(2)
+                .all(|w| spec.compare_keys(&w[0], &w[1]).is_lt())
+        );
     }
 
     #[test]

@@ -9,9 +9,12 @@
 use super::catalog_cache::CollectionRouting;
 use super::forward::Placement;
 use crate::catalog::ChunkVersion;
+use crate::document::collation::Collation;
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::query::bounds::without_string_comparisons;
 use bson::{Document, RawDocument};
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// A request's filter: converted from the request only when a sharded collection's routing
 /// needs it, so that an unsharded read goes to its primary without the router holding a copy
@@ -98,6 +101,44 @@ impl Target {
 }
 
 impl Placement {
+    /// The collation a request asking for `requested` (`None`: not given) compares strings by
+    /// on this placement: its own, else the sharded collection's default; `None` for the
+    /// simple one.
+    pub fn collation_for(
+        &self,
+        requested: Option<Arc<Collation>>,
+    ) -> Result<Option<Arc<Collation>>> {
+        let default = self
+            .routing
+            .as_ref()
+            .and_then(|routing| routing.entry.default_collation.as_ref());
+        let chosen = match (requested, default) {
+            (Some(requested), _) => Some(requested),
+            (None, Some(spec)) => Some(Arc::new(Collation::parse(spec)?)),
+            (None, None) => None,
+        };
+        Ok(chosen.filter(|c| !c.is_simple()))
+    }
+
+    /// [`Placement::target`] for a request comparing strings by `collation`: chunks hold
+    /// shard keys in the simple collation, so under another one a string predicate on the key
+    /// narrows nothing and the request goes to every shard whose chunks its other predicates
+    /// allow, as mongos does.
+    pub fn target_under(&self, by: By<'_>, collation: Option<&Collation>) -> Result<Target> {
+        let (By::Filter(filter) | By::Key(filter)) = by else {
+            return self.target(by);
+        };
+        if collation.is_none_or(Collation::is_simple) || self.routing.is_none() {
+            return self.target(by);
+        }
+        let widened = without_string_comparisons(filter.to_document()?.as_ref());
+        let filter = Filter::Document(&widened);
+        self.target(match by {
+            By::Key(_) => By::Key(filter),
+            _ => By::Filter(filter),
+        })
+    }
+
     /// Where a request goes under this placement: the database's primary when the collection
     /// is not sharded, otherwise the shards `by` selects.
     pub fn target(&self, by: By<'_>) -> Result<Target> {
@@ -236,6 +277,7 @@ mod tests {
                 last_modified: bson::DateTime::now(),
                 no_balance: false,
                 permit_migrations: true,
+                default_collation: None,
             },
         }
     }

@@ -217,7 +217,14 @@ impl WriteBatch {
                 _ => false,
             },
         };
-        let shards = match placement.target(By::Key(filter))? {
+        let collation = match statement.get("collation")? {
+            Some(value) => {
+                crate::command::parse_collation(Some(&bson::Bson::try_from(value.to_raw_bson())?))?
+            }
+            None => None,
+        };
+        let collation = placement.collation_for(collation)?;
+        let shards = match placement.target_under(By::Key(filter), collation.as_deref())? {
             Target::Primary(shard) | Target::One(shard) => return Ok(Dest::Shards(vec![shard])),
             Target::Some(shards) => shards,
         };

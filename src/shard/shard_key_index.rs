@@ -1,7 +1,8 @@
 //! Whether a collection has an index that can serve a shard key, with MongoDB's rules: its key
 //! starts with the shard key's fields in the same directions (for a unique shard key, it is
-//! exactly the shard key), and it indexes every document once (not sparse, partial, hidden,
-//! multikey, or still building). Used by `shardCollection` and `refineCollectionShardKey`.
+//! exactly the shard key), it indexes every document once (not sparse, partial, hidden,
+//! multikey, or still building) and in the simple collation. Used by `shardCollection` and
+//! `refineCollectionShardKey`.
 
 use crate::catalog::ShardKeyPattern;
 use crate::datanode::storage::{CollectionMeta, IndexMeta};
@@ -107,6 +108,10 @@ fn unusable_because(index: &IndexMeta) -> Vec<&'static str> {
     }
     if !index.ready {
         why.push("Index is still being built.");
+    }
+    // Shard keys compare by the simple collation; an index's keys in another cannot route.
+    if index.spec.contains_key("collation") {
+        why.push("Index has a non-simple collation.");
     }
     why
 }

@@ -220,7 +220,7 @@ fn compute(
         | Op::Rename { .. } => field_ops::compute(op, existing, ctx),
         Op::Inc(_) | Op::Mul(_) | Op::Bit(_) => arith_ops::compute(op, existing, field, id_text),
         Op::Push(_) | Op::AddToSet(_) | Op::Pop { .. } | Op::Pull(_) | Op::PullAll(_) => {
-            array_ops::compute(op, existing, path, field, id_text)
+            array_ops::compute(op, existing, path, field, id_text, ctx.collation)
         }
     }
 }

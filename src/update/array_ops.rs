@@ -3,29 +3,32 @@
 
 use super::apply::Outcome;
 use super::{Op, Pull, Push, PushSort};
-use crate::document::order::{compare_values, values_equal};
+use crate::document::collation::Collation;
+use crate::document::order::compare_collated;
 use crate::document::path::get_path;
 use crate::error::{MongoError, Result};
 use crate::query::values::type_name;
 use bson::{Bson, doc};
 use std::cmp::Ordering;
 
-/// What an array operator does to `existing`, the value at its path.
+/// What an array operator does to `existing`, the value at its path; strings compare by the
+/// statement's collation `c` (`None`: simple).
 pub(super) fn compute(
     op: &Op,
     existing: Option<&Bson>,
     path: &str,
     field: &str,
     id_text: &str,
+    c: Option<&Collation>,
 ) -> Result<Outcome> {
     Ok(match op {
         Op::Push(push) => match existing {
             None => {
-                let (items, _) = push_into(Vec::new(), push);
+                let (items, _) = push_into(Vec::new(), push, c);
                 Outcome::Set(Bson::Array(items))
             }
             Some(Bson::Array(items)) => {
-                let (items, changed) = push_into(items.clone(), push);
+                let (items, changed) = push_into(items.clone(), push, c);
                 if changed {
                     Outcome::Set(Bson::Array(items))
                 } else {
@@ -52,7 +55,7 @@ pub(super) fn compute(
             };
             let before = items.len();
             for v in values {
-                if !items.iter().any(|x| values_equal(x, v)) {
+                if !items.iter().any(|x| compare_collated(x, v, c).is_eq()) {
                     items.push(v.clone());
                 }
             }
@@ -86,7 +89,7 @@ pub(super) fn compute(
             Some(Bson::Array(items)) => {
                 let kept: Vec<Bson> = items
                     .iter()
-                    .filter(|x| !pull_matches(op, x))
+                    .filter(|x| !pull_matches(op, x, c))
                     .cloned()
                     .collect();
                 if kept.len() == items.len() {
@@ -109,18 +112,18 @@ pub(super) fn compute(
     })
 }
 
-fn pull_matches(op: &Op, item: &Bson) -> bool {
+fn pull_matches(op: &Op, item: &Bson, c: Option<&Collation>) -> bool {
     match op {
-        Op::Pull(Pull::Equal(v)) => values_equal(item, v),
+        Op::Pull(Pull::Equal(v)) => compare_collated(item, v, c).is_eq(),
         Op::Pull(Pull::Object(filter)) => matches!(item, Bson::Document(d) if filter.matches(d)),
         Op::Pull(Pull::Wrapped(filter)) => filter.matches(&doc! {"": item.clone()}),
-        Op::PullAll(values) => values.iter().any(|v| values_equal(item, v)),
+        Op::PullAll(values) => values.iter().any(|v| compare_collated(item, v, c).is_eq()),
         _ => false,
     }
 }
 
 /// `$push` into `items`; returns the new array and whether anything changed.
-fn push_into(mut items: Vec<Bson>, push: &Push) -> (Vec<Bson>, bool) {
+fn push_into(mut items: Vec<Bson>, push: &Push, c: Option<&Collation>) -> (Vec<Bson>, bool) {
     let mut changed = !push.values.is_empty();
     if !push.values.is_empty() {
         let len = items.len() as i64;
@@ -139,7 +142,7 @@ fn push_into(mut items: Vec<Bson>, push: &Push) -> (Vec<Bson>, bool) {
         changed = true;
         match sort {
             PushSort::Whole(asc) => items.sort_by(|a, b| {
-                let ord = compare_values(a, b);
+                let ord = compare_collated(a, b, c);
                 if *asc { ord } else { ord.reverse() }
             }),
             PushSort::Fields(fields) => items.sort_by(|a, b| {
@@ -148,7 +151,7 @@ fn push_into(mut items: Vec<Bson>, push: &Push) -> (Vec<Bson>, bool) {
                         Bson::Document(d) => get_path(d, field).cloned().unwrap_or(Bson::Null),
                         _ => Bson::Null,
                     };
-                    let ord = compare_values(&key(a), &key(b));
+                    let ord = compare_collated(&key(a), &key(b), c);
                     let ord = if *asc { ord } else { ord.reverse() };
                     if ord != Ordering::Equal {
                         return ord;

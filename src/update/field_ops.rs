@@ -4,7 +4,7 @@
 use super::apply::{Outcome, apply_op, identical};
 use super::path::canonical_index;
 use super::{Op, UpdateContext};
-use crate::document::order::compare_values;
+use crate::document::order::compare_collated;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::values::render_element;
 use bson::{Bson, Document};
@@ -28,7 +28,7 @@ pub(super) fn compute(op: &Op, existing: Option<&Bson>, ctx: &UpdateContext) -> 
         Op::Min(v) | Op::Max(v) => match existing {
             None => Outcome::Set(v.clone()),
             Some(old) => {
-                let ord = compare_values(old, v);
+                let ord = compare_collated(old, v, ctx.collation);
                 let replace = if matches!(op, Op::Min(_)) {
                     ord == Ordering::Greater
                 } else {
@@ -137,6 +137,7 @@ pub(super) fn apply_rename(
             is_upsert_insert: false,
             now: bson::DateTime::from_millis(0),
             matched_filter: None,
+            collation: None,
         },
         id_text,
     )?;

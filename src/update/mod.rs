@@ -29,6 +29,7 @@ mod upsert;
 pub use upsert::upsert_seed;
 
 use crate::aggregate::UpdatePipeline;
+use crate::document::collation::Collation;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::LetVariables;
 use crate::query::filter::Filter;
@@ -50,6 +51,9 @@ pub struct UpdateContext<'a> {
     pub now: bson::DateTime,
     /// The filter that selected the document, for the positional `$`.
     pub matched_filter: Option<&'a Filter>,
+    /// The statement's collation, which `$min`, `$max`, `$addToSet`, `$pull`, `$pullAll` and
+    /// `$push`'s `$sort` compare strings by (`None`: simple).
+    pub collation: Option<&'a Collation>,
 }
 
 /// Named constants a pipeline-style update reads as `$$name`.
@@ -179,7 +183,12 @@ impl UpdateSpec {
                 "Constant values may only be specified for pipeline updates",
             )),
             Bson::Document(d) if d.keys().next().is_some_and(|k| k.starts_with('$')) => {
-                parse_modifiers(d, array_filters.unwrap_or(&[]))
+                // Array filters and `$pull` conditions compare by the command's collation.
+                let vars = constants
+                    .command_let
+                    .cloned()
+                    .unwrap_or_else(LetVariables::none);
+                parse_modifiers(d, array_filters.unwrap_or(&[]), &vars)
             }
             Bson::Document(d) => {
                 for key in d.keys() {
@@ -270,6 +279,7 @@ mod robustness {
                     is_upsert_insert: false,
                     now: bson::DateTime::from_millis(0),
                     matched_filter: matched.as_ref(),
+                    collation: None,
                 };
                 let mut d = target.clone();
                 let _ = u.apply(&mut d, &ctx);

@@ -4,14 +4,21 @@
 use super::parse_op::parse_op;
 use super::{Comp, Entry, Kind, UpdateSpec};
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::expression::LetVariables;
 use crate::query::filter::Filter;
 use crate::query::values::{array_index, render_doc, render_element, type_name};
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
-pub(super) fn parse_modifiers(update: &Document, array_filters: &[Document]) -> Result<UpdateSpec> {
-    let filters = parse_array_filters(array_filters)?;
+/// `vars`: the command's, whose collation array filters and `$pull` conditions compare by.
+pub(super) fn parse_modifiers(
+    update: &Document,
+    array_filters: &[Document],
+    vars: &Arc<LetVariables>,
+) -> Result<UpdateSpec> {
+    let filters = parse_array_filters(array_filters, vars)?;
     let mut used = HashSet::new();
     let mut trie = ConflictTrie::default();
     let mut entries = Vec::new();
@@ -48,7 +55,7 @@ pub(super) fn parse_modifiers(update: &Document, array_filters: &[Document]) -> 
         for (path, value) in fields {
             let (comps, op, target) = if name == "$rename" {
                 // The entry lives at the destination; the source travels with the operator.
-                let op = parse_op(name, path, value, &filters, &mut used)?;
+                let op = parse_op(name, path, value, &filters, &mut used, vars)?;
                 let target = value.as_str().unwrap_or_default();
                 trie.add(path)?;
                 (parse_update_path(target, &filters, &mut used)?, op, target)
@@ -56,7 +63,7 @@ pub(super) fn parse_modifiers(update: &Document, array_filters: &[Document]) -> 
                 let comps = parse_update_path(path, &filters, &mut used)?;
                 (
                     comps,
-                    parse_op(name, path, value, &filters, &mut used)?,
+                    parse_op(name, path, value, &filters, &mut used, vars)?,
                     path.as_str(),
                 )
             };
@@ -83,10 +90,13 @@ pub(super) fn parse_modifiers(update: &Document, array_filters: &[Document]) -> 
     })
 }
 
-fn parse_array_filters(filters: &[Document]) -> Result<HashMap<String, Filter>> {
+fn parse_array_filters(
+    filters: &[Document],
+    vars: &Arc<LetVariables>,
+) -> Result<HashMap<String, Filter>> {
     let mut out = HashMap::new();
     for spec in filters {
-        let filter = Filter::parse(spec)?;
+        let filter = Filter::parse_with_variables(spec, vars)?;
         let mut id: Option<String> = None;
         for path in filter.leaf_paths() {
             let first = path.split('.').next().unwrap_or("").to_string();

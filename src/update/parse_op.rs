@@ -6,10 +6,12 @@ use super::parse::parse_update_path;
 use super::upsert::is_path_prefix;
 use super::{BitOp, Comp, Op, Pull, Push, PushSort};
 use crate::error::{MongoError, Result};
+use crate::expression::LetVariables;
 use crate::query::filter::Filter;
 use crate::query::values::{integer_to_i64, is_number, render_doc, render_element, type_name};
 use bson::{Bson, doc};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 pub(super) fn parse_op(
     name: &str,
@@ -17,6 +19,7 @@ pub(super) fn parse_op(
     value: &Bson,
     filters: &HashMap<String, Filter>,
     used: &mut HashSet<String>,
+    vars: &Arc<LetVariables>,
 ) -> Result<Op> {
     let element = || render_element(path, value);
     Ok(match name {
@@ -116,7 +119,7 @@ pub(super) fn parse_op(
             }
             Op::Pop { first: n == -1 }
         }
-        "$pull" => Op::Pull(parse_pull(value)?),
+        "$pull" => Op::Pull(parse_pull(value, vars)?),
         "$pullAll" => {
             let Bson::Array(items) = value else {
                 return Err(MongoError::bad_value(format!(
@@ -272,7 +275,8 @@ fn parse_push(value: &Bson) -> Result<Push> {
     })
 }
 
-fn parse_pull(value: &Bson) -> Result<Pull> {
+/// A `$pull` condition compares by the command's collation (in `vars`).
+fn parse_pull(value: &Bson, vars: &Arc<LetVariables>) -> Result<Pull> {
     match value {
         Bson::Document(d) => {
             let first_is_operator = d
@@ -280,15 +284,19 @@ fn parse_pull(value: &Bson) -> Result<Pull> {
                 .next()
                 .is_some_and(|k| is_path_accepting_operator(k));
             if !first_is_operator {
-                Ok(Pull::Object(Box::new(Filter::parse(d)?)))
+                Ok(Pull::Object(Box::new(Filter::parse_with_variables(
+                    d, vars,
+                )?)))
             } else {
-                Ok(Pull::Wrapped(Box::new(Filter::parse(
-                    &doc! {"": value.clone()},
+                let wrapped = doc! {"": value.clone()};
+                Ok(Pull::Wrapped(Box::new(Filter::parse_with_variables(
+                    &wrapped, vars,
                 )?)))
             }
         }
-        Bson::RegularExpression(_) => Ok(Pull::Wrapped(Box::new(Filter::parse(
+        Bson::RegularExpression(_) => Ok(Pull::Wrapped(Box::new(Filter::parse_with_variables(
             &doc! {"": value.clone()},
+            vars,
         )?))),
         other => Ok(Pull::Equal(other.clone())),
     }

@@ -10,6 +10,7 @@ fn ctx() -> UpdateContext<'static> {
         is_upsert_insert: false,
         now: bson::DateTime::from_millis(1_700_000_000_000),
         matched_filter: None,
+        collation: None,
     }
 }
 

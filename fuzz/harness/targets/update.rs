@@ -117,6 +117,7 @@ fn apply(
             is_upsert_insert: false,
             now,
             matched_filter: Some(&filter),
+            collation: None,
         };
         let _ = update.apply(&mut target, &ctx);
     }
@@ -126,6 +127,7 @@ fn apply(
                 is_upsert_insert: true,
                 now,
                 matched_filter: None,
+                collation: None,
             };
             let _ = update.apply(&mut seed, &ctx);
         }

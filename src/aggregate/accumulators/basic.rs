@@ -2,16 +2,20 @@
 //! `$mergeObjects` (`$sum`, `$avg`, `$min` and `$max` keep the expression layer's folds,
 //! [`crate::expression::fold`]); and the tests of the accumulators that keep one value.
 
-use crate::document::order::values_equal;
+use crate::document::collation::Collation;
+use crate::document::order::compare_collated;
 use crate::error::{MongoError, Result};
 use crate::expression::value::{Value, is_nullish, render, type_name};
 use bson::{Bson, Document};
 
 /// `$addToSet` keeps the first of equal values (by MongoDB equality, so `1` and `1.0` are one
-/// value) and ignores missing.
-pub fn add_to_set(values: &mut Vec<Bson>, input: Value) {
+/// value, and strings the collation holds equal are too) and ignores missing.
+pub fn add_to_set(values: &mut Vec<Bson>, input: Value, collation: Option<&Collation>) {
     if let Some(value) = input {
-        if !values.iter().any(|seen| values_equal(seen, &value)) {
+        if !values
+            .iter()
+            .any(|seen| compare_collated(seen, &value, collation).is_eq())
+        {
             values.push(value);
         }
     }

@@ -43,8 +43,8 @@ impl State {
                 change(self)?;
                 Ok(0)
             }
-            State::Min(_)
-            | State::Max(_)
+            State::Min(..)
+            | State::Max(..)
             | State::First(_)
             | State::Last(_)
             | State::MergeObjects(_) => {
@@ -68,7 +68,7 @@ impl State {
 
     fn single_value_size(&self) -> isize {
         match self {
-            State::Min(value) | State::Max(value) => size_of(value.as_ref()),
+            State::Min(value, _) | State::Max(value, _) => size_of(value.as_ref()),
             State::First(value) | State::Last(value) => {
                 size_of(value.as_ref().and_then(Option::as_ref))
             }
@@ -80,7 +80,7 @@ impl State {
     /// How many values a collecting state keeps.
     fn held(&self) -> usize {
         match self {
-            State::Push(values) | State::AddToSet(values) => values.len(),
+            State::Push(values) | State::AddToSet(values, _) => values.len(),
             State::FirstN(state) => state.held(),
             State::LastN(state) => state.held(),
             State::Bounded(state) => state.held(),
@@ -100,10 +100,10 @@ mod tests {
         let mut push = State::Push(Vec::new());
         assert_eq!(push.process_measured(Some(bson!("abc"))).unwrap(), 8);
         assert_eq!(push.process_measured(None).unwrap(), 0);
-        let mut set = State::AddToSet(Vec::new());
+        let mut set = State::AddToSet(Vec::new(), None);
         assert_eq!(set.process_measured(Some(bson!(1))).unwrap(), 4);
         assert_eq!(set.process_measured(Some(bson!(1))).unwrap(), 0);
-        let mut max = State::Max(None);
+        let mut max = State::Max(None, None);
         assert_eq!(max.process_measured(Some(bson!("a"))).unwrap(), 6);
         assert_eq!(max.process_measured(Some(bson!("zzz"))).unwrap(), 2);
         let mut sum = State::Sum(Default::default());

@@ -48,8 +48,12 @@ impl State {
                     _ => return Err(malformed("$avg", "{count, ps}", partial)),
                 };
             }
-            State::Min(best) => keep_extreme(best, partial.cloned(), Ordering::Less),
-            State::Max(best) => keep_extreme(best, partial.cloned(), Ordering::Greater),
+            State::Min(best, c) => {
+                keep_extreme(best, partial.cloned(), Ordering::Less, c.as_deref())
+            }
+            State::Max(best, c) => {
+                keep_extreme(best, partial.cloned(), Ordering::Greater, c.as_deref())
+            }
             State::First(first) => {
                 if first.is_none() {
                     *first = Some(partial.cloned());
@@ -57,9 +61,9 @@ impl State {
             }
             State::Last(last) => *last = Some(partial.cloned()),
             State::Push(values) => values.extend(partial_items(partial)?),
-            State::AddToSet(values) => {
+            State::AddToSet(values, c) => {
                 for value in partial_items(partial)? {
-                    add_to_set(values, Some(value));
+                    add_to_set(values, Some(value), c.as_deref());
                 }
             }
             State::MergeObjects(merged) => merge_into(merged, partial.cloned())?,

@@ -19,6 +19,7 @@ mod n_results;
 mod stats;
 mod top_bottom;
 
+use crate::document::collation::Collation;
 use crate::error::{MongoError, Result};
 use crate::expression::fold::{Percentile, StdDev, Sum, keep_extreme};
 use crate::expression::value::Value;
@@ -26,6 +27,8 @@ use crate::expression::{Expression, LetVariables, Variables};
 use bson::{Bson, Document};
 pub use memory::STATE_OVERHEAD;
 use n_results::{Bounded, FirstN, LastN};
+use std::cmp::Ordering;
+use std::sync::Arc;
 use top_bottom::SortOrder;
 
 /// What an accumulator computes; the data is what parsing fixed once for all groups.
@@ -110,6 +113,8 @@ pub struct Accumulator {
     kind: Kind,
     argument: Expression,
     n: Option<Expression>,
+    /// The command's collation, which `$min`, `$max` and `$addToSet` compare strings by.
+    collation: Option<Arc<Collation>>,
 }
 
 impl Accumulator {
@@ -167,6 +172,7 @@ impl Accumulator {
             kind: parsed.kind,
             argument: parsed.argument,
             n: parsed.n,
+            collation: vars.collation_arc(),
         })
     }
 
@@ -177,6 +183,7 @@ impl Accumulator {
             kind: Kind::Sum,
             argument: Expression::Constant(Bson::Int32(1)),
             n: None,
+            collation: None,
         }
     }
 
@@ -205,12 +212,12 @@ impl Accumulator {
         Ok(match &self.kind {
             Kind::Sum => State::Sum(Sum::default()),
             Kind::Avg => State::Avg(Sum::default(), 0),
-            Kind::Min => State::Min(None),
-            Kind::Max => State::Max(None),
+            Kind::Min => State::Min(None, self.collation.clone()),
+            Kind::Max => State::Max(None, self.collation.clone()),
             Kind::First => State::First(None),
             Kind::Last => State::Last(None),
             Kind::Push => State::Push(Vec::new()),
-            Kind::AddToSet => State::AddToSet(Vec::new()),
+            Kind::AddToSet => State::AddToSet(Vec::new(), self.collation.clone()),
             Kind::MergeObjects => State::MergeObjects(Document::new()),
             Kind::StdDev { sample } => State::StdDev(StdDev::new(*sample)),
             Kind::Percentile(ps) => State::Percentile(Percentile::new(ps.clone())),
@@ -236,13 +243,15 @@ pub enum State {
     Sum(Sum),
     /// The sum of the numeric inputs and how many there were.
     Avg(Sum, u64),
-    Min(Option<Bson>),
-    Max(Option<Bson>),
+    /// The smallest value so far, by the collation (`None`: simple).
+    Min(Option<Bson>, Option<Arc<Collation>>),
+    Max(Option<Bson>, Option<Arc<Collation>>),
     /// `Some` once the first document has been seen; its value may be missing.
     First(Option<Value>),
     Last(Option<Value>),
     Push(Vec<Bson>),
-    AddToSet(Vec<Bson>),
+    /// The distinct values so far, equal by the collation (`None`: simple).
+    AddToSet(Vec<Bson>, Option<Arc<Collation>>),
     MergeObjects(Document),
     StdDev(StdDev),
     Percentile(Percentile),
@@ -262,8 +271,8 @@ impl State {
                     *count += 1;
                 }
             }
-            State::Min(best) => keep_extreme(best, input, std::cmp::Ordering::Less),
-            State::Max(best) => keep_extreme(best, input, std::cmp::Ordering::Greater),
+            State::Min(best, c) => keep_extreme(best, input, Ordering::Less, c.as_deref()),
+            State::Max(best, c) => keep_extreme(best, input, Ordering::Greater, c.as_deref()),
             State::First(first) => {
                 if first.is_none() {
                     *first = Some(input);
@@ -271,7 +280,7 @@ impl State {
             }
             State::Last(last) => *last = Some(input),
             State::Push(values) => values.extend(input),
-            State::AddToSet(values) => basic::add_to_set(values, input),
+            State::AddToSet(values, c) => basic::add_to_set(values, input, c.as_deref()),
             State::MergeObjects(merged) => basic::merge_into(merged, input)?,
             State::StdDev(state) => state.add(input.as_ref()),
             State::Percentile(state) => state.add(input.as_ref()),
@@ -286,9 +295,9 @@ impl State {
         match self {
             State::Sum(sum) => sum.total(),
             State::Avg(sum, count) => sum.average(count),
-            State::Min(best) | State::Max(best) => best.unwrap_or(Bson::Null),
+            State::Min(best, _) | State::Max(best, _) => best.unwrap_or(Bson::Null),
             State::First(value) | State::Last(value) => value.flatten().unwrap_or(Bson::Null),
-            State::Push(values) | State::AddToSet(values) => Bson::Array(values),
+            State::Push(values) | State::AddToSet(values, _) => Bson::Array(values),
             State::MergeObjects(merged) => Bson::Document(merged),
             State::StdDev(state) => state.finish(),
             State::Percentile(state) => state.finish(),

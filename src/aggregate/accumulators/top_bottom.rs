@@ -49,7 +49,7 @@ pub fn parse_sorted(name: &'static str, argument: &Bson, vars: &LetVariables) ->
         output.ok_or_else(|| MongoError::location(5788004, "Missing value for 'output'"))?;
     let sort_by =
         sort_by.ok_or_else(|| MongoError::location(5788005, "Missing value for 'sortBy'"))?;
-    let spec = SortSpec::parse(sort_by)?;
+    let spec = SortSpec::parse_for(sort_by, vars)?;
     if spec.natural().is_some() {
         // The server builds a field path from every sortBy key, and `$natural` is not one.
         return Err(MongoError::location(

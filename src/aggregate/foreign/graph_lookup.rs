@@ -4,6 +4,7 @@
 use super::lookup::any_value_filter;
 use super::{Host, aggregate_all};
 use crate::aggregate::stages::{RunContext, Stage};
+use crate::document::collation::Collation;
 use crate::document::keystring::encode_one;
 use crate::document::path::values_for_key;
 use crate::error::{MongoError, Result};
@@ -184,7 +185,7 @@ impl GraphLookup {
                 Some(value) => vec![value],
                 None => vec![Bson::Null],
             };
-            let found = self.search(frontier, host).await?;
+            let found = self.search(frontier, ctx.vars.collation(), host).await?;
             set_nested(&mut doc, self.as_path.parts(), Bson::Array(found));
             out.push(doc);
         }
@@ -194,7 +195,13 @@ impl GraphLookup {
     /// Documents reachable from `frontier`, each once (by `_id`), depth by depth. Values are
     /// told apart by their key encoding, in which values MongoDB compares equal (1 and 1.0)
     /// are the same bytes.
-    async fn search(&self, mut frontier: Vec<Bson>, host: &Host<'_>) -> Result<Vec<Bson>> {
+    /// Strings compare by `collation` (`None`: simple), the pipeline's.
+    async fn search(
+        &self,
+        mut frontier: Vec<Bson>,
+        collation: Option<&Collation>,
+        host: &Host<'_>,
+    ) -> Result<Vec<Bson>> {
         let mut visited_ids: HashSet<Vec<u8>> = HashSet::new();
         let mut queried: HashSet<Vec<u8>> = HashSet::new();
         let mut found = Vec::new();
@@ -203,7 +210,10 @@ impl GraphLookup {
         loop {
             let values: Vec<Bson> = frontier
                 .drain(..)
-                .filter(|value| queried.insert(encode_one(value)))
+                .filter(|value| match collation {
+                    Some(c) => queried.insert(encode_one(&c.comparison_key(value))),
+                    None => queried.insert(encode_one(value)),
+                })
                 .collect();
             if values.is_empty() {
                 return Ok(found);
@@ -219,6 +229,7 @@ impl GraphLookup {
                 vec![doc! {"$match": filter}],
                 Document::new(),
                 None,
+                collation,
             )
             .await?;
             for mut result in results {

@@ -2,6 +2,7 @@
 //! `getMore`s, and `killCursors` when the reader stops before the end.
 
 use super::Host;
+use crate::document::collation::Collation;
 use crate::error::{MongoError, Result};
 use bson::{Bson, Document, doc};
 
@@ -47,6 +48,17 @@ impl HostCursor {
             collection: coll.unwrap_or("$cmd.aggregate").to_string(),
             id: 0,
         }
+    }
+
+    /// The same read comparing strings by `collation` (`None`: the simple one), said
+    /// explicitly: a foreign stage compares as its pipeline does, whatever the other
+    /// collection's default (a view whose own differs refuses it, as in MongoDB).
+    pub fn with_collation(mut self, collation: Option<&Collation>) -> HostCursor {
+        if let Some(command) = &mut self.command {
+            let spec = collation.map_or_else(|| Collation::Simple.spec(), Collation::spec);
+            command.insert("collation", spec);
+        }
+        self
     }
 
     /// Whether every batch has been read.

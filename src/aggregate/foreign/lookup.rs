@@ -213,7 +213,7 @@ impl Lookup {
             })?;
         }
         match (&self.join, &self.pipeline) {
-            (Some((local, foreign)), None) => self.run_joins(docs, local, foreign, host).await,
+            (Some((local, foreign)), None) => self.run_joins(docs, local, foreign, ctx, host).await,
             _ => self.run_pipelines(docs, ctx, host).await,
         }
     }
@@ -225,6 +225,7 @@ impl Lookup {
         docs: Vec<Document>,
         local: &str,
         foreign: &str,
+        ctx: &RunContext,
         host: &Host<'_>,
     ) -> Result<Vec<Document>> {
         let mut out = Vec::with_capacity(docs.len());
@@ -251,10 +252,13 @@ impl Lookup {
                 vec![doc! {"$match": any_value_filter(foreign, values)}],
                 Document::new(),
                 None,
+                ctx.vars.collation(),
             )
             .await?;
             for mut doc in batch {
-                let filter = Filter::parse(&join_filter(&doc, local, foreign))?;
+                // Joined by the pipeline's collation, as the query above matched.
+                let filter =
+                    Filter::parse_with_variables(&join_filter(&doc, local, foreign), &ctx.vars)?;
                 let mut joined = Vec::new();
                 let mut bytes = 0;
                 for candidate in &candidates {
@@ -321,8 +325,16 @@ impl Lookup {
             bound.push((name.clone(), expr.evaluate(&vars)?));
         }
         let let_doc = let_for_sub_command(&ctx.vars, &bound);
-        let results =
-            aggregate_all(host, host.db, self.from.as_deref(), stages, let_doc, None).await?;
+        let results = aggregate_all(
+            host,
+            host.db,
+            self.from.as_deref(),
+            stages,
+            let_doc,
+            None,
+            ctx.vars.collation(),
+        )
+        .await?;
         let mut bytes = 0;
         let mut joined = Vec::with_capacity(results.len());
         for result in results {

@@ -21,6 +21,7 @@ pub use union_with::UnionWith;
 pub(crate) use union_with::parse as parse_union_with;
 
 use crate::aggregate::stages::Stage;
+use crate::document::collation::Collation;
 use std::sync::Arc;
 
 use crate::error::{MongoError, Result};
@@ -142,8 +143,10 @@ pub(crate) async fn aggregate_all(
     pipeline: Vec<Document>,
     let_doc: Document,
     hint: Option<&Bson>,
+    collation: Option<&Collation>,
 ) -> Result<Vec<Document>> {
-    let mut cursor = HostCursor::aggregate(db, coll, pipeline, let_doc, hint);
+    let mut cursor =
+        HostCursor::aggregate(db, coll, pipeline, let_doc, hint).with_collation(collation);
     let mut out = Vec::new();
     while !cursor.exhausted() {
         out.extend(cursor.next_batch(host, None).await?);

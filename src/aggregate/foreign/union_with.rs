@@ -81,6 +81,7 @@ impl UnionWith {
                 self.pipeline.clone(),
                 let_doc,
                 None,
+                ctx.vars.collation(),
             )
             .await?,
         );

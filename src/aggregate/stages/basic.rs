@@ -24,7 +24,7 @@ pub fn parse_match(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result
     )?)])
 }
 
-pub fn parse_sort(_name: &str, spec: &Bson, _vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
+pub fn parse_sort(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
     let Bson::Document(keys) = spec else {
         return Err(MongoError::location(
             15973,
@@ -37,7 +37,7 @@ pub fn parse_sort(_name: &str, spec: &Bson, _vars: &Arc<LetVariables>) -> Result
             "$sort stage must have at least one sort key",
         ));
     }
-    Ok(vec![Stage::Sort(SortSpec::parse(keys)?)])
+    Ok(vec![Stage::Sort(SortSpec::parse_for(keys, vars)?)])
 }
 
 pub fn parse_skip(name: &str, spec: &Bson, _vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {

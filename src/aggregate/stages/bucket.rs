@@ -133,7 +133,7 @@ pub fn parse(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<S
     };
     Ok(vec![
         Stage::Group(Group::new(id, accumulators)),
-        Stage::Sort(SortSpec::parse(&doc! {"_id": 1})?),
+        Stage::Sort(SortSpec::parse_for(&doc! {"_id": 1}, vars)?),
     ])
 }
 

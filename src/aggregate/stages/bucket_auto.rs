@@ -9,7 +9,7 @@ use super::granularity::Rounder;
 use super::keyed_sort::{KeyedDocs, KeyedSort};
 use super::{RunContext, Stage};
 use crate::aggregate::accumulators::{Accumulator, State};
-use crate::document::order::values_equal;
+use crate::document::order::{compare_collated, values_equal};
 use crate::error::{MongoError, Result};
 use crate::expression::numeric::to_f64;
 use crate::expression::value::{bson_type_name, compare, format_double_g, is_number, render};
@@ -188,6 +188,7 @@ impl BucketAuto {
             None,
             None,
             limits.sort_limits(limits.max_bucket_auto_bytes),
+            ctx.vars.collation_arc(),
         )
     }
 
@@ -262,8 +263,10 @@ impl BucketAuto {
                 _ => boundary,
             };
         } else {
+            // Values the pipeline's collation holds equal stay in one bucket.
+            let collation = ctx.vars.collation();
             while let Some((key, doc)) = next.take() {
-                if !values_equal(&bucket.max, &key) {
+                if !compare_collated(&bucket.max, &key, collation).is_eq() {
                     next = Some((key, doc));
                     break;
                 }

@@ -267,7 +267,13 @@ impl Densify {
     pub fn start(&self, ctx: &RunContext) -> DensifyRun {
         let limits = &ctx.limits;
         DensifyRun {
-            sort: KeyedSort::new(2, None, None, limits.sort_limits(limits.max_sort_bytes)),
+            sort: KeyedSort::new(
+                2,
+                None,
+                None,
+                limits.sort_limits(limits.max_sort_bytes),
+                ctx.vars.collation_arc(),
+            ),
             min: None,
             max: None,
         }

@@ -10,7 +10,7 @@
 use super::RunContext;
 use super::group::Group;
 use crate::aggregate::accumulators::{STATE_OVERHEAD, State};
-use crate::document::order::{canonical_rank, compare_values, values_equal};
+use crate::document::order::{canonical_rank, compare_collated};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::numeric::to_f64;
 use crate::spill::{RunFile, RunReader, approximate_value_size};
@@ -46,12 +46,19 @@ impl GroupRun {
     pub fn push(&mut self, group: &Group, doc: &Document, ctx: &RunContext) -> Result<()> {
         let vars = ctx.variables(doc);
         let key = group.id.evaluate(&vars)?.unwrap_or(Bson::Null);
-        let candidates = self.by_hash.entry(key_hash(&key)).or_default();
+        // Under a collation, keys whose strings it holds equal are one group (the first key
+        // seen names it): hashed by their collation keys, compared by the collation.
+        let collation = ctx.vars.collation();
+        let hash = match collation {
+            Some(collation) => key_hash(&collation.comparison_key(&key)),
+            None => key_hash(&key),
+        };
+        let candidates = self.by_hash.entry(hash).or_default();
         let groups = &mut self.groups;
         let existing = candidates.iter().copied().find(|&i| {
             groups
                 .get(i)
-                .is_some_and(|(seen, _)| values_equal(seen, &key))
+                .is_some_and(|(seen, _)| compare_collated(seen, &key, collation).is_eq())
         });
         let position = match existing {
             Some(i) => i,
@@ -94,7 +101,8 @@ impl GroupRun {
         let mut groups = std::mem::take(&mut self.groups);
         self.by_hash.clear();
         self.bytes = 0;
-        groups.sort_by(|a, b| compare_values(&a.0, &b.0));
+        let collation = ctx.vars.collation();
+        groups.sort_by(|a, b| compare_collated(&a.0, &b.0, collation));
         let entries = groups.into_iter().map(|(key, states)| {
             let partials: Vec<Bson> = states.into_iter().map(State::partial).collect();
             doc! {"k": key, "s": partials}
@@ -177,10 +185,13 @@ impl GroupMerge {
     fn next_doc(&mut self, group: &Group, ctx: &RunContext) -> Result<Option<Document>> {
         // The smallest key; on ties the earliest run, whose key spelling (1 or 1.0) the
         // group keeps, as it kept the first one seen.
+        let collation = ctx.vars.collation();
         let mut smallest: Option<&Bson> = None;
         for head in &self.heads {
             if let Some((key, _)) = &head.current {
-                if smallest.is_none_or(|best| compare_values(key, best) == Ordering::Less) {
+                if smallest
+                    .is_none_or(|best| compare_collated(key, best, collation) == Ordering::Less)
+                {
                     smallest = Some(key);
                 }
             }
@@ -190,7 +201,7 @@ impl GroupMerge {
         };
         let mut states = group.start_group(&key, ctx)?;
         for head in &mut self.heads {
-            let same = matches!(&head.current, Some((k, _)) if values_equal(k, &key));
+            let same = matches!(&head.current, Some((k, _)) if compare_collated(k, &key, collation).is_eq());
             if !same {
                 continue;
             }

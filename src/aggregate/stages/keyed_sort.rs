@@ -5,10 +5,12 @@
 //! they are merged back; within the memory limit the stage gives, past it the sort spills sorted
 //! runs (with disk use) or fails with QueryExceededMemoryLimitNoDiskUseAllowed, as `$sort` does.
 
+use crate::document::collation::Collation;
 use crate::error::{MongoError, Result};
 use crate::query::sort::SortSpec;
 use crate::spill::{BlockingSort, SortLimits, SortedDocs, approximate_document_size};
 use bson::{Bson, Document};
+use std::sync::Arc;
 
 /// Where the document travels in its carrier document.
 const DOC: &str = "d";
@@ -21,23 +23,28 @@ pub struct KeyedSort {
     sort: BlockingSort,
     keys: usize,
     count: u64,
+    /// What the keys' strings compare by (`None`: simple).
+    collation: Option<Arc<Collation>>,
 }
 
 impl KeyedSort {
     /// A sort by `keys` computed values (ascending, at most two), then by the documents' own
-    /// `inner` order; `keep` the best documents only (top-k).
+    /// `inner` order; `keep` the best documents only (top-k). Strings compare by `collation`
+    /// (the pipeline's; `None`: simple).
     pub fn new(
         keys: usize,
         inner: Option<&SortSpec>,
         keep: Option<usize>,
         limits: SortLimits,
+        collation: Option<Arc<Collation>>,
     ) -> KeyedSort {
         let keys = keys.min(KEYS.len());
-        let spec = SortSpec::nested(&KEYS[..keys], DOC, inner);
+        let spec = SortSpec::nested(&KEYS[..keys], DOC, inner).with_collation(collation.clone());
         KeyedSort {
             sort: BlockingSort::new(spec, keep, limits),
             keys,
             count: 0,
+            collation,
         }
     }
 
@@ -66,6 +73,7 @@ impl KeyedSort {
             sorted: self.sort.finish()?,
             keys: self.keys,
             peeked: None,
+            collation: self.collation,
         })
     }
 }
@@ -75,6 +83,8 @@ pub struct KeyedDocs {
     sorted: SortedDocs,
     keys: usize,
     peeked: Option<(Vec<Bson>, Document)>,
+    /// What the keys' strings compare by (`None`: simple): one partition's keys are equal.
+    collation: Option<Arc<Collation>>,
 }
 
 impl KeyedDocs {
@@ -102,9 +112,10 @@ impl KeyedDocs {
     /// The next document with its keys if its first key equals `first` (the rest of a
     /// partition, read back a document at a time).
     pub fn next_if_first_key(&mut self, first: &Bson) -> Result<Option<(Vec<Bson>, Document)>> {
-        let same = self
-            .peek_keys()?
-            .is_some_and(|keys| crate::document::order::values_equal(&keys[0], first));
+        let collation = self.collation.clone();
+        let same = self.peek_keys()?.is_some_and(|keys| {
+            crate::document::order::compare_collated(&keys[0], first, collation.as_deref()).is_eq()
+        });
         if same { self.next_keyed() } else { Ok(None) }
     }
 
@@ -137,7 +148,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let inner = SortSpec::parse(&doc! {"s": -1}).unwrap();
         for max_bytes in [usize::MAX, 300] {
-            let mut sort = KeyedSort::new(1, Some(&inner), None, limits(dir.path(), max_bytes));
+            let mut sort =
+                KeyedSort::new(1, Some(&inner), None, limits(dir.path(), max_bytes), None);
             let keys = [
                 Bson::Array(vec![Bson::Int32(5), Bson::Int32(0)]),
                 Bson::Int32(3),

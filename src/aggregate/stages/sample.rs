@@ -60,6 +60,7 @@ pub fn sort(size: u64, ctx: &RunContext) -> KeyedSort {
         None,
         Some(keep),
         limits.sort_limits(limits.max_sort_bytes),
+        None,
     )
 }
 

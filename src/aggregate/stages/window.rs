@@ -109,7 +109,10 @@ pub fn parse(name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<St
         .filter(|keys| keys.len() == 1)
         .and_then(|keys| keys.values().next())
         .is_some_and(|direction| is_number(direction) && to_f64(direction) > 0.0);
-    let sort_spec = sort_by.as_ref().map(SortSpec::parse).transpose()?;
+    let sort_spec = sort_by
+        .as_ref()
+        .map(|s| SortSpec::parse_for(s, vars))
+        .transpose()?;
     let mut outputs = Vec::with_capacity(output.len());
     for (field, function) in &output {
         let path = FieldPath::parse(field)?;
@@ -352,6 +355,7 @@ impl SetWindowFields {
             self.sort_by.as_ref(),
             None,
             limits.sort_limits(limits.max_sort_bytes),
+            ctx.vars.collation_arc(),
         ))
     }
 
@@ -388,7 +392,7 @@ impl SetWindowFields {
     /// The output over the sorted input, computed a partition at a time as it is read.
     pub fn finish(&self, run: WindowRun) -> Result<WindowOutput> {
         let input = match run {
-            WindowRun::Sorted(sort) => WindowInput::Sorted(sort.finish()?),
+            WindowRun::Sorted(sort) => WindowInput::Sorted(Box::new(sort.finish()?)),
             WindowRun::Whole(docs, used) => WindowInput::Whole(Some((docs, used))),
         };
         Ok(WindowOutput {
@@ -469,7 +473,7 @@ pub enum WindowRun {
 }
 
 enum WindowInput {
-    Sorted(KeyedDocs),
+    Sorted(Box<KeyedDocs>),
     /// The one partition, until it is computed.
     Whole(Option<(Vec<Document>, usize)>),
 }

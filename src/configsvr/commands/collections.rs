@@ -109,6 +109,9 @@ async fn shard_collection(
     if let Some(unique) = args.bool("unique")? {
         options.insert("unique", unique);
     }
+    if let Some(collation) = args.document("collation")? {
+        options.insert("collation", collation);
+    }
     let reply = super::super::coordinators::shard_collection(state, &ns, options).await?;
     Ok(RawDocumentBuf::from_document(&reply)?)
 }
@@ -257,6 +260,7 @@ async fn commit_shard_collection(
         last_modified: DateTime::now(),
         no_balance: false,
         permit_migrations: true,
+        default_collation: args.document("defaultCollation")?,
     };
     let mut writes: Vec<ConfigWrite> = chunks
         .iter()

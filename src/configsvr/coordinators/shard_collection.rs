@@ -35,5 +35,8 @@ pub(super) async fn run(state: &ConfigState, doc: CoordinatorDoc) -> Result<Docu
     if let Ok(unique) = fields.get_bool("unique") {
         command.insert("unique", unique);
     }
+    if let Ok(collation) = fields.get_document("collation") {
+        command.insert("collation", collation.clone());
+    }
     run_on_shard(state, &entry.primary, db, command, false).await
 }

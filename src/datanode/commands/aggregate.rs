@@ -42,7 +42,6 @@ pub(super) struct Access {
 impl AggregateCommand {
     pub(super) fn parse(req: &CommandRequest) -> Result<Self> {
         let args = req.args();
-        crate::command::check_collation(args.value("collation")?.as_ref())?;
         let collection = crate::aggregate::request::target(req)?;
         let pipeline = crate::aggregate::request::pipeline(req)?;
         let batch_size = crate::aggregate::request::cursor_batch_size(req)?.map(|n| n as u64);
@@ -131,6 +130,7 @@ pub(super) async fn open_pipeline<S: DataNode>(
                 .unwrap_or(&empty);
             let shape = QueryShape {
                 hint: access.hint.as_ref(),
+                collation: vars.collation(),
                 ..QueryShape::filter(filter_doc)
             };
             let position = Position::plan(&coll, &shape)?.owned_by(access.ownership);
@@ -195,10 +195,13 @@ pub(super) async fn run<S: DataNode>(
     if req.args().bool("explain")? == Some(true) {
         return super::explain::explain(state, req, crate::command::Verbosity::QueryPlanner).await;
     }
-    let cmd = AggregateCommand::parse(&req)?;
+    let mut cmd = AggregateCommand::parse(&req)?;
     let ns = match &cmd.collection {
         Some(name) => {
             crate::catalog::validate_collection_name(&req.db, name)?;
+            // The stages are parsed when they run: under the collection's or view's default.
+            let collation = crate::datanode::collation::for_request(state.storage(), &req, name);
+            cmd.vars = cmd.vars.for_statement(collation.await?);
             format!("{}.{name}", req.db)
         }
         None => format!("{}.$cmd.aggregate", req.db),

@@ -432,6 +432,7 @@ async fn update_op(
             other => statement.append_ref(other, value),
         }
     }
+    let vars = &vars.for_statement(crate::datanode::collation::collection_default(coll)?);
     let stmt = UpdateStatement::parse(&statement, vars)?;
     if stmt.multi && retryable {
         return Err(multi_retryable());
@@ -479,6 +480,7 @@ async fn delete_op(
         }
     }
     statement.append("limit", if multi { 0 } else { 1 });
+    let vars = &vars.for_statement(crate::datanode::collation::collection_default(coll)?);
     let stmt = DeleteStatement::parse(&statement, vars)?;
     if multi && retryable {
         return Err(multi_retryable());

@@ -60,9 +60,11 @@ async fn create_collection_or_view<S: DataNode>(
             ));
         }
         if key == "collation" {
-            crate::command::check_collation(Some(value))?;
-        }
-        if PLAIN_OPTIONS.contains(&key.as_str()) && key != "writeConcern" {
+            // Stored normalized, as listCollections shows it; the simple one is no default.
+            if let Some(spec) = crate::datanode::collation::to_store(Some(value))? {
+                options.insert("collation", spec);
+            }
+        } else if PLAIN_OPTIONS.contains(&key.as_str()) && key != "writeConcern" {
             options.insert(key.clone(), value.clone());
         }
     }
@@ -130,7 +132,8 @@ async fn create_view<S: DataNode>(
             ));
         }
     };
-    crate::datanode::views::create(state.storage(), db, name, view_on, pipeline).await?;
+    let collation = crate::datanode::collation::to_store(body.get("collation"))?;
+    crate::datanode::views::create(state.storage(), db, name, view_on, pipeline, collation).await?;
     Ok(RawDocumentBuf::new())
 }
 
@@ -281,10 +284,14 @@ pub(super) async fn list_collections<S: DataNode>(
         }
         for view in crate::datanode::views::all(state.storage(), &req.db).await? {
             let pipeline: Vec<Bson> = view.pipeline.into_iter().map(Bson::Document).collect();
+            let mut options = doc! {"viewOn": &view.view_on, "pipeline": pipeline};
+            if let Some(collation) = view.collation {
+                options.insert("collation", collation);
+            }
             let full = doc! {
                 "name": &view.name,
                 "type": "view",
-                "options": {"viewOn": &view.view_on, "pipeline": pipeline},
+                "options": options,
                 "info": {"readOnly": true},
             };
             if !filter.matches(&full) {

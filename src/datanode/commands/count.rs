@@ -6,6 +6,7 @@ use super::super::exec::QueryShape;
 use super::super::storage::CollectionMeta;
 use super::super::views;
 use crate::command::CommandRequest;
+use crate::document::collation::Collation;
 use crate::document::keystring;
 use crate::document::path::values_at_path;
 use crate::error::{MongoError, Result};
@@ -14,6 +15,7 @@ use crate::query::filter::Filter;
 use crate::server::RequestContext;
 use bson::{Bson, Document, RawDocumentBuf, doc};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// What `count` and `distinct` parse before they read, whether or not the collection exists.
 pub(super) struct QueryRead<'a> {
@@ -21,43 +23,64 @@ pub(super) struct QueryRead<'a> {
     query: Document,
     filter: Filter,
     hint: Option<Bson>,
+    /// No user variables; the command's collation.
+    vars: Arc<LetVariables>,
 }
 
 impl<'a> QueryRead<'a> {
     /// The collection, its collation and the `query` filter and `hint` of `req`.
-    fn parse(req: &'a CommandRequest, query: Option<Document>) -> Result<QueryRead<'a>> {
+    /// `collation`: what the collection's or view's default makes of the requested one
+    /// (`None`: the request's own applies).
+    fn parse(
+        req: &'a CommandRequest,
+        query: Option<Document>,
+        collation: Option<Arc<Collation>>,
+    ) -> Result<QueryRead<'a>> {
         let args = req.args();
-        crate::command::check_collation(args.value("collation")?.as_ref())?;
+        let requested = crate::command::parse_collation(args.value("collation")?.as_ref())?;
+        let vars = LetVariables::empty(bson::DateTime::now()).with_collation(requested);
+        let vars = Arc::new(vars).for_statement(collation);
         let collection = args.collection()?;
         crate::catalog::validate_collection_name(&req.db, collection)?;
         let query = query.unwrap_or_default();
-        let filter = Filter::parse(&query)?;
+        let filter = Filter::parse_with_variables(&query, &vars)?;
         let hint = super::find::parse_hint(&args)?;
         Ok(QueryRead {
             collection,
             query,
             filter,
             hint,
+            vars,
         })
     }
 
     /// The collection, the query as sent and parsed, and the hint.
-    fn into_parts(self) -> (&'a str, Document, Filter, Option<Bson>) {
-        (self.collection, self.query, self.filter, self.hint)
+    fn into_parts(self) -> (&'a str, Document, Filter, Option<Bson>, Arc<LetVariables>) {
+        (
+            self.collection,
+            self.query,
+            self.filter,
+            self.hint,
+            self.vars,
+        )
     }
 }
 
 /// `count`'s arguments and its read.
 pub(super) fn parse_count(
     req: &CommandRequest,
+    collation: Option<Arc<Collation>>,
 ) -> Result<(crate::command::requests::CountRequest, QueryRead<'_>)> {
     let request = crate::command::requests::CountRequest::parse(req)?;
-    let read = QueryRead::parse(req, request.query.clone())?;
+    let read = QueryRead::parse(req, request.query.clone(), collation)?;
     Ok((request, read))
 }
 
 /// `distinct`'s key (as path components) and its read.
-pub(super) fn parse_distinct(req: &CommandRequest) -> Result<(&str, QueryRead<'_>)> {
+pub(super) fn parse_distinct(
+    req: &CommandRequest,
+    collation: Option<Arc<Collation>>,
+) -> Result<(&str, QueryRead<'_>)> {
     let args = req.args();
     let key = args
         .str("key")?
@@ -67,7 +90,10 @@ pub(super) fn parse_distinct(req: &CommandRequest) -> Result<(&str, QueryRead<'_
             "FieldPath field names may not be empty strings. key: {key}"
         )));
     }
-    Ok((key, QueryRead::parse(req, args.document("query")?)?))
+    Ok((
+        key,
+        QueryRead::parse(req, args.document("query")?, collation)?,
+    ))
 }
 
 pub(super) async fn count<S: DataNode>(
@@ -75,8 +101,9 @@ pub(super) async fn count<S: DataNode>(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let (request, read) = parse_count(&req)?;
-    let (collection, query, filter, hint) = read.into_parts();
+    let collation = target_collation(state, &req).await?;
+    let (request, read) = parse_count(&req, collation)?;
+    let (collection, query, filter, hint, vars) = read.into_parts();
     let skip = request.skip.unwrap_or(0) as u64;
     let limit = request.count_limit();
     if let Some(view) = views::resolve(state.storage(), &req.db, collection).await? {
@@ -89,7 +116,6 @@ pub(super) async fn count<S: DataNode>(
         if let Some(limit) = limit {
             stages.push(doc! {"$limit": limit as i64});
         }
-        let vars = LetVariables::none();
         let n = super::aggregate::pipeline_output(
             state,
             &req.db,
@@ -111,7 +137,7 @@ pub(super) async fn count<S: DataNode>(
         Some((db, coll)) => {
             let mut read = db.read().await?;
             let mut position =
-                hinted(&coll, &query, hint.as_ref())?.owned_by(state.ownership(&req));
+                hinted(&coll, &query, hint.as_ref(), &vars)?.owned_by(state.ownership(&req));
             db.index_usage()
                 .record(&coll, position.path().indexes_used(&coll));
             let mut n = 0u64;
@@ -131,14 +157,29 @@ pub(super) async fn count<S: DataNode>(
 
 /// Where a count or distinct reads: the index its `hint` names (BadValue if there is none),
 /// otherwise the index the filter chooses.
-fn hinted(coll: &CollectionMeta, query: &Document, hint: Option<&Bson>) -> Result<Position> {
+fn hinted(
+    coll: &CollectionMeta,
+    query: &Document,
+    hint: Option<&Bson>,
+    vars: &LetVariables,
+) -> Result<Position> {
     Position::plan(
         coll,
         &QueryShape {
             hint,
+            collation: vars.collation(),
             ..QueryShape::filter(query)
         },
     )
+}
+
+/// The collation the collection's or view's default makes of the request's.
+async fn target_collation<S: DataNode>(
+    state: &S,
+    req: &CommandRequest,
+) -> Result<Option<Arc<Collation>>> {
+    let name = req.args().collection()?;
+    crate::datanode::collation::for_request(state.storage(), req, name).await
 }
 
 fn count_bson(n: u64) -> Bson {
@@ -152,24 +193,30 @@ pub(super) async fn distinct<S: DataNode>(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let (key, read) = parse_distinct(&req)?;
-    let (collection, query, filter, hint) = read.into_parts();
+    let collation = target_collation(state, &req).await?;
+    let (key, read) = parse_distinct(&req, collation)?;
+    let (collection, query, filter, hint, vars) = read.into_parts();
     let path: Vec<&str> = key.split('.').collect();
     // Keyed by the order-preserving encoding: equal values (1 and 1.0) collapse, and the
-    // values come out in MongoDB's order, as mongod returns them.
+    // values come out in MongoDB's order, as mongod returns them. Under a collation, by the
+    // collation key: strings it holds equal collapse into the first one seen.
+    let collation = vars.collation_arc();
     let mut values: BTreeMap<Vec<u8>, Bson> = BTreeMap::new();
     let add = |doc: Document, values: &mut BTreeMap<Vec<u8>, Bson>| {
         let mut found = Vec::new();
         values_at_path(&Bson::Document(doc), &path, &mut found);
         for value in found {
-            values.entry(keystring::encode_one(&value)).or_insert(value);
+            let key = match &collation {
+                Some(collation) => keystring::encode_one(&collation.comparison_key(&value)),
+                None => keystring::encode_one(&value),
+            };
+            values.entry(key).or_insert(value);
         }
     };
     if let Some(view) = views::resolve(state.storage(), &req.db, collection).await? {
         views::require_unsharded_source(state, &req, &view).await?;
         let mut stages = view.pipeline;
         stages.push(doc! {"$match": query});
-        let vars = LetVariables::none();
         let docs = super::aggregate::pipeline_output(
             state,
             &req.db,
@@ -187,7 +234,8 @@ pub(super) async fn distinct<S: DataNode>(
     }
     if let Some((db, coll)) = state.storage().collection(&req.db, collection).await {
         let mut read = db.read().await?;
-        let mut position = hinted(&coll, &query, hint.as_ref())?.owned_by(state.ownership(&req));
+        let mut position =
+            hinted(&coll, &query, hint.as_ref(), &vars)?.owned_by(state.ownership(&req));
         db.index_usage()
             .record(&coll, position.path().indexes_used(&coll));
         while !position.done() {

@@ -28,7 +28,8 @@ impl DeleteStatement {
     /// One statement; its `$expr` reads the command's `let` variables `vars`.
     pub(super) fn parse(raw: &RawDocument, vars: &Arc<LetVariables>) -> Result<Self> {
         let args = Args::new("delete.deletes", raw);
-        crate::command::check_collation(args.value("collation")?.as_ref())?;
+        let collation = crate::command::parse_collation(args.value("collation")?.as_ref())?;
+        let vars = vars.for_statement(collation);
         let query = args
             .document("q")?
             .ok_or_else(|| crate::command::missing("delete.deletes", "q"))?;
@@ -41,7 +42,7 @@ impl DeleteStatement {
             )));
         }
         Ok(DeleteStatement {
-            filter: Filter::parse_with_variables(&query, vars)?,
+            filter: Filter::parse_with_variables(&query, &vars)?,
             query,
             limit_one: limit == 1,
             hint: super::find::parse_hint(&args)?,
@@ -61,6 +62,7 @@ pub(super) async fn run_statement(
         coll,
         &QueryShape {
             hint: stmt.hint.as_ref(),
+            collation: stmt.filter.collation(),
             ..QueryShape::filter(&stmt.query)
         },
     )?
@@ -100,6 +102,8 @@ pub(super) async fn run<S: DataNode>(
         let errors = super::write::unparsed_statements(&raw_statements, ordered, parse);
         return finish_reply(rawdoc! {"n": 0}, errors, &wc);
     };
+    // Statements without a collation of their own compare by the collection's default.
+    let vars = vars.for_statement(crate::datanode::collation::collection_default(&coll)?);
     let ns = format!("{}.{}", req.db, coll.name);
     // A router deleting the old version of a document a retryable update moved to another
     // shard: the update's result, recorded under its statement id whatever the delete did.

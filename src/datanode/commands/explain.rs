@@ -182,7 +182,11 @@ async fn explain_query(
     mut each: impl FnMut(&Candidate) -> Result<()>,
 ) -> Result<Explained> {
     let filter = Filter::parse_with_variables(query.filter, &query.vars)?;
-    let sort = query.sort.as_ref().map(SortSpec::parse).transpose()?;
+    let sort = query
+        .sort
+        .as_ref()
+        .map(|s| SortSpec::parse_for(s, &query.vars))
+        .transpose()?;
     let Some((db, coll)) = target else {
         let mut tree = StageTree::empty();
         tree.push("EOF", Document::new(), 0, Document::new());
@@ -199,6 +203,7 @@ async fn explain_query(
         hint: query.hint.as_ref(),
         min: query.min.as_ref(),
         max: query.max.as_ref(),
+        collation: query.vars.collation(),
     };
     let mut position = Position::plan(&coll, &shape)?.owned_by(query.ownership.clone());
     let blocking_sort =
@@ -279,13 +284,25 @@ async fn collection<S: DataNode>(
     ))
 }
 
+/// `vars` under the collation the explained command runs under: its own, else its
+/// collection's or view's default.
+async fn under_collation<S: DataNode>(
+    state: &S,
+    cmd: &CommandRequest,
+    vars: Arc<LetVariables>,
+) -> Result<Arc<LetVariables>> {
+    let name = cmd.args().collection()?;
+    let collation = crate::datanode::collation::for_request(state.storage(), cmd, name).await?;
+    Ok(vars.for_statement(collation))
+}
+
 async fn find<S: DataNode>(
     state: &S,
     cmd: &CommandRequest,
     verbosity: Verbosity,
 ) -> Result<Document> {
     let find = FindCommand::parse(cmd)?;
-    let vars = cmd.args().let_variables()?;
+    let vars = under_collation(state, cmd, cmd.args().let_variables()?).await?;
     let filter = Filter::parse_with_variables(&find.filter, &vars)?;
     if let Some(p) = &find.projection {
         crate::query::projection::Projection::parse_with_variables(p, Some(&filter), &vars)?;
@@ -325,11 +342,12 @@ async fn count<S: DataNode>(
     let hint = parse_hint(&args)?;
     let (ns, target) = collection(state, cmd).await?;
     let fast = filter.is_empty() && hint.is_none();
+    let vars = under_collation(state, cmd, LetVariables::none()).await?;
     let query = Query {
         hint,
         stop_after: limit.map(|l| skip + l),
         ownership: state.ownership(cmd),
-        ..Query::new(ns, &filter, LetVariables::none())
+        ..Query::new(ns, &filter, vars)
     };
     let has_collection = target.is_some();
     let fast_count = match (&target, fast) {
@@ -377,10 +395,11 @@ async fn distinct<S: DataNode>(
         .ok_or_else(|| crate::command::missing("distinct", "key"))?;
     let filter = args.document("query")?.unwrap_or_default();
     let (ns, target) = collection(state, cmd).await?;
+    let vars = under_collation(state, cmd, LetVariables::none()).await?;
     let query = Query {
         hint: parse_hint(&args)?,
         ownership: state.ownership(cmd),
-        ..Query::new(ns, &filter, LetVariables::none())
+        ..Query::new(ns, &filter, vars)
     };
     Ok(explain_query(target, query, verbosity, |_| Ok(()))
         .await?
@@ -406,6 +425,7 @@ fn would_modify(update: &UpdateSpec, filter: &Filter, candidate: &Candidate) -> 
         is_upsert_insert: false,
         now: bson::DateTime::now(),
         matched_filter: Some(filter),
+        collation: filter.collation(),
     };
     update.apply(&mut doc, &ctx)
 }
@@ -442,8 +462,9 @@ async fn update<S: DataNode>(
     cmd: &CommandRequest,
     verbosity: Verbosity,
 ) -> Result<Document> {
-    let vars = cmd.args().let_variables()?;
+    let vars = under_collation(state, cmd, cmd.args().let_variables()?).await?;
     let stmt = UpdateStatement::parse(single_statement(cmd, "updates")?, &vars)?;
+    let vars = vars.with_exact_collation(stmt.filter.collation_arc());
     let (ns, target) = collection(state, cmd).await?;
     let query = Query {
         hint: stmt.hint.clone(),
@@ -480,8 +501,9 @@ async fn delete<S: DataNode>(
     cmd: &CommandRequest,
     verbosity: Verbosity,
 ) -> Result<Document> {
-    let vars = cmd.args().let_variables()?;
+    let vars = under_collation(state, cmd, cmd.args().let_variables()?).await?;
     let stmt = DeleteStatement::parse(single_statement(cmd, "deletes")?, &vars)?;
+    let vars = vars.with_exact_collation(stmt.filter.collation_arc());
     let (ns, target) = collection(state, cmd).await?;
     let query = Query {
         hint: stmt.hint.clone(),
@@ -516,7 +538,8 @@ async fn find_and_modify<S: DataNode>(
     cmd: &CommandRequest,
     verbosity: Verbosity,
 ) -> Result<Document> {
-    let fam = FindAndModifyCommand::parse(cmd)?;
+    let vars = under_collation(state, cmd, cmd.args().let_variables()?).await?;
+    let fam = FindAndModifyCommand::parse(cmd, vars.collation_arc())?;
     let args = cmd.args();
     let sort = args.document("sort")?.filter(|s| !s.is_empty());
     let (ns, target) = collection(state, cmd).await?;
@@ -527,7 +550,7 @@ async fn find_and_modify<S: DataNode>(
         limit: sort.is_some().then_some(1),
         stop_after: Some(1),
         ownership: state.ownership(cmd),
-        ..Query::new(ns, &fam.query, args.let_variables()?)
+        ..Query::new(ns, &fam.query, vars)
     };
     let mut modified = 0u64;
     let mut explained = explain_query(target, query, verbosity, |c| {
@@ -569,7 +592,10 @@ async fn aggregate<S: DataNode>(
     cmd: &CommandRequest,
     verbosity: Verbosity,
 ) -> Result<Document> {
-    let agg = AggregateCommand::parse(cmd)?;
+    let mut agg = AggregateCommand::parse(cmd)?;
+    if agg.collection.is_some() {
+        agg.vars = under_collation(state, cmd, Arc::clone(&agg.vars)).await?;
+    }
     let pipeline = Pipeline::parse_with_variables(&agg.pipeline, Arc::clone(&agg.vars))?;
     let leading_match = agg
         .pipeline

@@ -12,7 +12,8 @@ use super::super::storage::StorageTransaction;
 use super::super::views;
 pub use crate::command::cursor_reply;
 use crate::command::requests::FindRequest;
-use crate::command::{CommandRequest, GetMore, KillCursors, check_collation};
+use crate::command::{CommandRequest, GetMore, KillCursors};
+use crate::document::collation::Collation;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::LetVariables;
 use crate::query::filter::Filter;
@@ -75,7 +76,6 @@ impl FindCommand {
                 "cannot use tailable option with a sort other than {$natural: 1}",
             ));
         }
-        check_collation(args.value("collation")?.as_ref())?;
         Ok(FindCommand {
             collection: args.collection()?.to_string(),
             filter: request.filter.unwrap_or_default(),
@@ -113,9 +113,15 @@ pub(super) struct FindQuery {
 }
 
 impl FindQuery {
-    pub(super) fn parse(req: &CommandRequest, cmd: &FindCommand) -> Result<FindQuery> {
+    /// `collation`: what the collection's or view's default makes of the requested one
+    /// (`None`: the request's own applies).
+    pub(super) fn parse(
+        req: &CommandRequest,
+        cmd: &FindCommand,
+        collation: Option<Arc<Collation>>,
+    ) -> Result<FindQuery> {
         crate::catalog::validate_collection_name(&req.db, &cmd.collection)?;
-        let vars = req.args().let_variables()?;
+        let vars = req.args().let_variables()?.for_statement(collation);
         let filter = Filter::parse_with_variables(&cmd.filter, &vars)?;
         let mut projection_spec = cmd.projection.clone();
         let wants_sort_key = take_sort_key_request(&mut projection_spec);
@@ -123,7 +129,11 @@ impl FindQuery {
             .as_ref()
             .map(|p| Projection::parse_with_variables(p, Some(&filter), &vars))
             .transpose()?;
-        let sort_spec = cmd.sort.as_ref().map(SortSpec::parse).transpose()?;
+        let sort_spec = cmd
+            .sort
+            .as_ref()
+            .map(|s| SortSpec::parse_for(s, &vars))
+            .transpose()?;
         let sort_key = match (wants_sort_key, &sort_spec) {
             (false, _) => None,
             (true, Some(sort)) if !sort.is_empty() => Some(sort.clone()),
@@ -154,7 +164,9 @@ pub(super) async fn find<S: DataNode>(
 ) -> Result<RawDocumentBuf> {
     let cmd = FindCommand::parse(&req)?;
     let ns = format!("{}.{}", req.db, cmd.collection);
-    let query = FindQuery::parse(&req, &cmd)?;
+    let collation =
+        crate::datanode::collation::for_request(state.storage(), &req, &cmd.collection).await?;
+    let query = FindQuery::parse(&req, &cmd, collation)?;
     let first_batch = cmd
         .batch_size
         .map(|b| b as usize)
@@ -200,6 +212,7 @@ pub(super) async fn find<S: DataNode>(
         hint,
         min: cmd.min.as_ref(),
         max: cmd.max.as_ref(),
+        collation: query.vars.collation(),
     };
     let ownership = state.ownership(&req);
     let position = Position::plan(&coll, &shape)?.owned_by(ownership.clone());

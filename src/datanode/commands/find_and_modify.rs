@@ -12,6 +12,7 @@ use super::write::{
 use crate::catalog::OwnershipFilter;
 use crate::command::requests::FindAndModifyRequest;
 use crate::command::{CommandRequest, WriteConcern};
+use crate::document::collation::Collation;
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use crate::query::projection::Projection;
@@ -37,15 +38,16 @@ pub(super) struct FindAndModifyCommand {
 }
 
 impl FindAndModifyCommand {
-    pub(super) fn parse(req: &CommandRequest) -> Result<Self> {
+    /// `collation`: what the collection's default makes of the requested one (`None`: the
+    /// request's own applies).
+    pub(super) fn parse(req: &CommandRequest, collation: Option<Arc<Collation>>) -> Result<Self> {
         let args = req.args();
         let declared = FindAndModifyRequest::parse(req)?;
-        crate::command::check_collation(args.value("collation")?.as_ref())?;
         let remove = declared.remove.unwrap_or(false);
         let return_new = declared.new.unwrap_or(false);
         let upsert = declared.upsert.unwrap_or(false);
         let array_filters = array_filters(&args)?;
-        let vars = args.let_variables()?;
+        let vars = args.let_variables()?.for_statement(collation);
         let query = declared.query.unwrap_or_default();
         let filter = Filter::parse_with_variables(&query, &vars)?;
         let update = match args.get("update")? {
@@ -95,7 +97,7 @@ impl FindAndModifyCommand {
                 .sort
                 .filter(|s| !s.is_empty())
                 .as_ref()
-                .map(SortSpec::parse)
+                .map(|s| SortSpec::parse_for(s, &vars))
                 .transpose()?,
             remove,
             update,
@@ -114,7 +116,9 @@ pub(super) async fn run<S: DataNode>(
     _ctx: &RequestContext,
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
-    let cmd = FindAndModifyCommand::parse(&req)?;
+    let name = req.args().collection()?;
+    let collation = crate::datanode::collation::for_request(state.storage(), &req, name).await?;
+    let cmd = FindAndModifyCommand::parse(&req, collation)?;
     let mut retry = RetryableWrite::begin(state, &req).await?;
     if let Some(recorded) = retry.as_mut().map(|r| r.executed(0)).transpose()?.flatten() {
         // Executed already: the same document (image) as the first time, and the statement
@@ -251,6 +255,7 @@ pub(super) async fn first_match(
         &QueryShape {
             sort,
             hint,
+            collation: filter.collation(),
             ..QueryShape::filter(query)
         },
     )?

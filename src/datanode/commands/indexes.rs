@@ -66,10 +66,27 @@ pub(super) async fn create_indexes<S: DataNode>(
             "Must specify at least one index to create",
         ));
     }
+    // An index without a collation of its own inherits the collection's default.
+    let existing = state
+        .storage()
+        .collection(&req.db, args.collection()?)
+        .await;
+    let default = match &existing {
+        Some((_, coll)) => crate::datanode::collation::collection_default(coll)?,
+        None => None,
+    };
+    let inherit = |spec: &Document| match &default {
+        Some(collation) if !spec.contains_key("collation") => {
+            let mut spec = spec.clone();
+            spec.insert("collation", collation.spec());
+            spec
+        }
+        _ => spec.clone(),
+    };
     let specs = requested
         .iter()
         .map(|spec| match spec {
-            Bson::Document(d) => IndexSpec::parse(d).and_then(|spec| {
+            Bson::Document(d) => IndexSpec::parse(&inherit(d)).and_then(|spec| {
                 spec.check_creatable()?;
                 Ok(spec)
             }),
@@ -78,11 +95,7 @@ pub(super) async fn create_indexes<S: DataNode>(
             )),
         })
         .collect::<Result<Vec<_>>>()?;
-    let existed = state
-        .storage()
-        .collection(&req.db, args.collection()?)
-        .await
-        .is_some();
+    let existed = existing.is_some();
     let (db, coll) = target(state, &req, true).await?.expect("created on demand");
     if let Some(sharding) = state.sharding(&format!("{}.{}", req.db, coll.name)) {
         let key = sharding.key_pattern();
@@ -231,8 +244,11 @@ fn is_existing(indexes: &[crate::datanode::storage::IndexMeta], spec: &IndexSpec
                 ),
             ));
         }
+        // Indexes on one key pattern may coexist when their collations or partial filters
+        // differ, as in MongoDB.
         let same_variant = existing.partial_filter.as_ref().map(|p| &p.0)
-            == spec.partial_filter.as_ref().map(|p| &p.0);
+            == spec.partial_filter.as_ref().map(|p| &p.0)
+            && existing.collation == spec.collation;
         if existing.key == spec.key && same_variant {
             return Err(MongoError::new(
                 ErrorCode::IndexOptionsConflict,
@@ -283,19 +299,30 @@ pub(super) async fn drop_indexes<S: DataNode>(
             vec![s.clone()]
         }
         Bson::Document(key) => {
-            let index = coll
-                .indexes
-                .iter()
-                .find(|i| &i.key_pattern() == key)
-                .ok_or_else(|| {
-                    MongoError::new(
-                        ErrorCode::IndexNotFound,
-                        format!(
-                            "can't find index with key: {}",
-                            crate::document::display::render_doc(key)
-                        ),
-                    )
-                })?;
+            let mut matching = coll.indexes.iter().filter(|i| &i.key_pattern() == key);
+            let index = matching.next().ok_or_else(|| {
+                MongoError::new(
+                    ErrorCode::IndexNotFound,
+                    format!(
+                        "can't find index with key: {}",
+                        crate::document::display::render_doc(key)
+                    ),
+                )
+            })?;
+            // Indexes on one key pattern in different collations: a pattern names none of them.
+            let others: Vec<_> = matching.collect();
+            if let Some(other) = others.first() {
+                return Err(MongoError::new(
+                    ErrorCode::AmbiguousIndexKeyPattern,
+                    format!(
+                        "{} indexes found for key: {}, identify by name instead. Conflicting indexes: {}, {}",
+                        others.len() + 1,
+                        crate::document::display::render_doc(key),
+                        crate::document::display::render_doc(&index.spec),
+                        crate::document::display::render_doc(&other.spec)
+                    ),
+                ));
+            }
             if index.is_id() {
                 return Err(cannot_drop_id());
             }

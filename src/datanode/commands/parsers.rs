@@ -16,7 +16,7 @@ use bson::RawDocument;
 use std::sync::Arc;
 
 pub fn find(req: &CommandRequest) -> Result<()> {
-    FindQuery::parse(req, &FindCommand::parse(req)?).map(drop)
+    FindQuery::parse(req, &FindCommand::parse(req)?, None).map(drop)
 }
 
 pub fn aggregate(req: &CommandRequest) -> Result<()> {
@@ -24,15 +24,15 @@ pub fn aggregate(req: &CommandRequest) -> Result<()> {
 }
 
 pub fn count(req: &CommandRequest) -> Result<()> {
-    super::count::parse_count(req).map(drop)
+    super::count::parse_count(req, None).map(drop)
 }
 
 pub fn distinct(req: &CommandRequest) -> Result<()> {
-    super::count::parse_distinct(req).map(drop)
+    super::count::parse_distinct(req, None).map(drop)
 }
 
 pub fn find_and_modify(req: &CommandRequest) -> Result<()> {
-    FindAndModifyCommand::parse(req).map(drop)
+    FindAndModifyCommand::parse(req, None).map(drop)
 }
 
 pub fn bulk_write(req: &CommandRequest) -> Result<()> {

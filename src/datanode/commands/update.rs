@@ -40,7 +40,8 @@ impl UpdateStatement {
     /// `u` read them).
     pub(super) fn parse(raw: &RawDocument, vars: &Arc<LetVariables>) -> Result<Self> {
         let args = crate::command::Args::new("update.updates", raw);
-        crate::command::check_collation(args.value("collation")?.as_ref())?;
+        let collation = crate::command::parse_collation(args.value("collation")?.as_ref())?;
+        let vars = &vars.for_statement(collation);
         let query = args
             .document("q")?
             .ok_or_else(|| crate::command::missing("update.updates", "q"))?;
@@ -85,7 +86,7 @@ impl UpdateStatement {
                         "Cannot specify sort with multi=true",
                     ));
                 }
-                Some(sort) => Some(SortSpec::parse(&sort)?),
+                Some(sort) => Some(SortSpec::parse_for(&sort, vars)?),
                 None => None,
             },
         })
@@ -117,6 +118,7 @@ pub(super) async fn update_candidate(
         is_upsert_insert: false,
         now: bson::DateTime::now(),
         matched_filter: Some(filter),
+        collation: filter.collation(),
     };
     if !update.apply(&mut doc, &ctx)? {
         return Ok(None);
@@ -172,6 +174,7 @@ pub(super) async fn upsert(
         is_upsert_insert: true,
         now: bson::DateTime::now(),
         matched_filter: None,
+        collation: None,
     };
     update.apply(&mut doc, &ctx)?;
     // An `_id` the query fixed is as immutable as a stored document's.
@@ -241,6 +244,7 @@ pub(super) async fn run_statement(
             coll,
             &QueryShape {
                 hint: stmt.hint.as_ref(),
+                collation: filter.collation(),
                 ..QueryShape::filter(&stmt.query)
             },
         )?
@@ -299,6 +303,8 @@ pub(super) async fn run<S: DataNode>(
         let errors = super::write::unparsed_statements(&raw_statements, ordered, parse);
         return finish_reply(rawdoc! {"n": 0, "nModified": 0}, errors, &wc);
     };
+    // Statements without a collation of their own compare by the collection's default.
+    let vars = vars.for_statement(crate::datanode::collation::collection_default(&coll)?);
     let ns = format!("{}.{}", req.db, coll.name);
     let bypass = request.bypass_document_validation.unwrap_or(false);
     let validator = DocumentValidator::for_collection(&req.db, &coll, bypass)?;

@@ -43,6 +43,9 @@ impl Covered {
         if plan.index.multikey {
             return Err("a multikey index holds array elements, not the arrays");
         }
+        if super::plan::index_collation(&plan.index).is_some() {
+            return Err("an index with a collation holds collation keys, not the strings");
+        }
         if req.return_key || req.show_record_id {
             return Err("returnKey and showRecordId are not covered projections");
         }

@@ -4,13 +4,17 @@
 
 use crate::datanode::index::{FieldKind, KeyField};
 use crate::datanode::storage::{CollectionMeta, IndexMeta};
+use crate::document::collation::Collation;
 use crate::document::keystring;
 use crate::error::{ErrorCode, MongoError, Result};
-use crate::query::bounds::{FieldBounds, field_bounds};
+use crate::query::bounds::{
+    FieldBounds, field_bounds, in_collation_keys, without_string_comparisons,
+};
 pub use crate::query::key_intervals::KeyInterval;
 use crate::query::key_intervals::{KeyIntervals, KeyOrder, KeyPart, key_intervals};
 use crate::query::sort::SortSpec;
 use bson::{Bson, Document};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// What a query asks, as far as choosing an access path goes.
@@ -22,6 +26,9 @@ pub struct QueryShape<'a> {
     /// index's key order.
     pub min: Option<&'a Document>,
     pub max: Option<&'a Document>,
+    /// The query's collation (`None`: simple): indexes, whose keys are in the simple
+    /// collation, then bound no string comparison and deliver no sort.
+    pub collation: Option<&'a Collation>,
 }
 
 impl<'a> QueryShape<'a> {
@@ -33,6 +40,7 @@ impl<'a> QueryShape<'a> {
             hint: None,
             min: None,
             max: None,
+            collation: None,
         }
     }
 }
@@ -133,7 +141,8 @@ impl AccessPath {
         if let Some(forward) = shape.sort.and_then(SortSpec::natural) {
             return Ok(AccessPath::CollScan { reverse: !forward });
         }
-        if let Some(FieldBounds::Points(ids)) = field_bounds(shape.filter, "_id", false) {
+        let id_filter = bounding_filter(shape.filter, shape.collation, None);
+        if let Some(FieldBounds::Points(ids)) = field_bounds(&id_filter, "_id", false) {
             if let [id] = ids.as_slice() {
                 return Ok(AccessPath::IdPoint(id.clone()));
             }
@@ -141,7 +150,7 @@ impl AccessPath {
         if let Some(plan) = best_index_scan(coll, shape) {
             return Ok(AccessPath::IndexScan(Arc::new(plan)));
         }
-        if let Some(plans) = union_of_branches(coll, shape.filter) {
+        if let Some(plans) = union_of_branches(coll, shape.filter, shape.collation) {
             return Ok(AccessPath::Union(Arc::new(plans)));
         }
         // No index narrows the filter; one may still deliver the sort order.
@@ -230,7 +239,11 @@ fn or_of_equalities_as_in(filter: &Document) -> Option<Document> {
 }
 
 /// One index scan per branch of the filter's top-level `$or`, when every branch has one.
-fn union_of_branches(coll: &CollectionMeta, filter: &Document) -> Option<Vec<Arc<IndexScanPlan>>> {
+fn union_of_branches(
+    coll: &CollectionMeta,
+    filter: &Document,
+    collation: Option<&Collation>,
+) -> Option<Vec<Arc<IndexScanPlan>>> {
     let Some(Bson::Array(branches)) = filter.get("$or") else {
         return None;
     };
@@ -239,10 +252,11 @@ fn union_of_branches(coll: &CollectionMeta, filter: &Document) -> Option<Vec<Arc
         let Bson::Document(branch) = branch else {
             return None;
         };
-        plans.push(Arc::new(best_index_scan(
-            coll,
-            &QueryShape::filter(branch),
-        )?));
+        let shape = QueryShape {
+            collation,
+            ..QueryShape::filter(branch)
+        };
+        plans.push(Arc::new(best_index_scan(coll, &shape)?));
     }
     (!plans.is_empty()).then_some(plans)
 }
@@ -265,6 +279,31 @@ fn can_scan_whole(index: &IndexMeta) -> bool {
         .parsed
         .as_ref()
         .is_none_or(|p| !p.sparse && p.partial_filter.is_none())
+}
+
+/// The collation `index`'s keys are in (`None`: simple).
+pub(super) fn index_collation(index: &IndexMeta) -> Option<&Collation> {
+    index
+        .parsed
+        .as_ref()
+        .and_then(|spec| spec.collation.as_deref())
+}
+
+/// What of `filter` (a query comparing strings by `query`) may bound a scan of keys in the
+/// `index` collation: all of it in the index's keys when the collations are the same, no
+/// string comparison when they differ.
+fn bounding_filter<'a>(
+    filter: &'a Document,
+    query: Option<&Collation>,
+    index: Option<&Collation>,
+) -> Cow<'a, Document> {
+    match (query, index) {
+        (None, None) => Cow::Borrowed(filter),
+        (Some(query), Some(index)) if query == index => {
+            Cow::Owned(in_collation_keys(filter, index))
+        }
+        _ => Cow::Owned(without_string_comparisons(filter)),
+    }
 }
 
 pub(super) fn fields_of(index: &IndexMeta) -> Vec<KeyField> {
@@ -396,17 +435,21 @@ fn plan_index(
             },
         })
         .collect();
+    let filter = bounding_filter(shape.filter, shape.collation, index_collation(index));
+    let same_collation = shape.collation == index_collation(index);
     let KeyIntervals {
         intervals,
         bounds,
         point_fields,
         single_point_fields,
         has_range,
-    } = key_intervals(&parts, shape.filter, index.multikey)?;
+    } = key_intervals(&parts, &filter, index.multikey)?;
     if point_fields == 0 && !has_range && !whole {
         return None;
     }
-    let (provides_sort, reverse) = sort_order(index, &fields, single_point_fields, shape.sort);
+    // Keys in another collation than the query's are not in the order it sorts strings by.
+    let sort = shape.sort.filter(|_| same_collation);
+    let (provides_sort, reverse) = sort_order(index, &fields, single_point_fields, sort);
     let all_points = point_fields == fields.len() && !has_range;
     let score = (
         point_fields,

@@ -142,6 +142,8 @@ pub fn index_keys(index: &IndexSpec, doc: &Document) -> Result<IndexKeys> {
     for (field, values) in index.fields.iter().zip(&fields) {
         let mut encoded = Vec::with_capacity(values.values.len());
         for value in &values.values {
+            let collated = index.collation.as_ref().map(|c| c.comparison_key(value));
+            let value = collated.as_ref().unwrap_or(value);
             let (value, descending) = match field.kind {
                 FieldKind::Hashed => {
                     if !values.arrays.is_empty() {
@@ -203,6 +205,26 @@ mod tests {
 
     fn one(value: Bson) -> Vec<u8> {
         keystring::encode_one(&value)
+    }
+
+    #[test]
+    fn keys_in_the_index_collation() {
+        let spec = IndexSpec::parse(&doc! {
+            "key": {"a": 1}, "collation": {"locale": "en", "strength": 2}
+        })
+        .unwrap();
+        let key = |doc: Document| index_keys(&spec, &doc).unwrap().keys;
+        assert_eq!(key(doc! {"a": "abc"}), key(doc! {"a": "ABC"}));
+        assert_ne!(key(doc! {"a": "abc"}), key(doc! {"a": "abd"}));
+        assert!(key(doc! {"a": "B"}) > key(doc! {"a": "a"}));
+        assert_eq!(key(doc! {"a": 5}), keys_of(doc! {"a": 1}, doc! {"a": 5}));
+        assert_eq!(
+            spec.document
+                .get_document("collation")
+                .unwrap()
+                .get_i32("strength"),
+            Ok(2)
+        );
     }
 
     #[test]

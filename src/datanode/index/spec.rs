@@ -1,9 +1,11 @@
 //! Index specifications as `createIndexes` takes them and `listIndexes` shows them: parsing,
 //! validation with MongoDB's errors, default names, and what counts as "the same index".
 
+use crate::document::collation::Collation;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
 use bson::{Bson, Document, doc};
+use std::sync::Arc;
 
 /// How one field of a key pattern is indexed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +33,10 @@ pub struct IndexSpec {
     pub partial_filter: Option<(Document, Filter)>,
     pub expire_after_seconds: Option<i64>,
     pub hidden: bool,
+    /// The collation the index's keys are in (`None`: simple): strings are stored as their
+    /// collation keys, so equal strings are one key (a unique index refuses `"A"` beside `"a"`
+    /// case-insensitively) and only a query of the same collation may bound them.
+    pub collation: Option<Arc<Collation>>,
     /// The document `listIndexes` shows.
     pub document: Document,
 }
@@ -212,9 +218,14 @@ impl IndexSpec {
         let unique = flag("unique")?;
         let sparse = flag("sparse")?;
         let hidden = flag("hidden")?;
+        let collation = crate::command::parse_collation(spec.get("collation"))?
+            .filter(|collation| !collation.is_simple());
         let partial_filter = match spec.get("partialFilterExpression") {
             None => None,
-            Some(Bson::Document(expr)) => Some((expr.clone(), Filter::parse_restricted(expr)?)),
+            Some(Bson::Document(expr)) => {
+                let filter = Filter::parse_restricted_under(expr, collation.clone())?;
+                Some((expr.clone(), filter))
+            }
             Some(_) => {
                 return Err(MongoError::type_mismatch(
                     "The field 'partialFilterExpression' must be an object",
@@ -242,9 +253,14 @@ impl IndexSpec {
                 "TTL indexes are single-field indexes, compound indexes do not support TTL.",
             ));
         }
-        crate::command::check_collation(spec.get("collation"))?;
         let is_id =
             key == doc! {"_id": 1} || key == doc! {"_id": 1.0} || key == doc! {"_id": 1_i64};
+        if is_id && collation.is_some() {
+            return Err(MongoError::new(
+                ErrorCode::NotImplemented,
+                "an _id index with a non-simple collation is not supported yet",
+            ));
+        }
         if name == "_id_" && !is_id {
             return Err(MongoError::new(
                 ErrorCode::BadValue,
@@ -275,6 +291,9 @@ impl IndexSpec {
         if let Some(seconds) = expire_after_seconds {
             document.insert("expireAfterSeconds", seconds as i32);
         }
+        if let Some(collation) = &collation {
+            document.insert("collation", collation.spec());
+        }
         Ok(IndexSpec {
             name,
             key,
@@ -284,6 +303,7 @@ impl IndexSpec {
             partial_filter,
             expire_after_seconds,
             hidden,
+            collation,
             document,
         })
     }
@@ -305,6 +325,7 @@ impl IndexSpec {
                 == other.partial_filter.as_ref().map(|p| &p.0)
             && self.expire_after_seconds == other.expire_after_seconds
             && self.hidden == other.hidden
+            && self.collation == other.collation
     }
 }
 

@@ -6,7 +6,7 @@ use super::{Arity, Operator, nary};
 use crate::error::{MongoError, Result};
 use crate::expression::decimal::Dec;
 use crate::expression::numeric::{int_or_long, to_f64};
-use crate::expression::value::{Value, compare, format_double_g, is_nullish, render, type_name};
+use crate::expression::value::{Value, format_double_g, is_nullish, render, type_name};
 use bson::Bson;
 
 pub(super) static OPERATORS: &[Operator] = &[
@@ -184,7 +184,7 @@ pub fn index_of_array(args: &Args) -> Result<Value> {
         false => items.len(),
     };
     let needle = args.eval(1)?;
-    let found = (start..end).find(|&i| compare(needle.as_ref(), Some(&items[i])).is_eq());
+    let found = (start..end).find(|&i| args.compare(needle.as_ref(), Some(&items[i])).is_eq());
     Ok(Some(Bson::Int32(found.map_or(-1, |i| i as i32))))
 }
 
@@ -225,7 +225,7 @@ pub fn is_in(args: &Args) -> Result<Value> {
     };
     let found = items
         .iter()
-        .any(|item| compare(needle.as_ref(), Some(item)).is_eq());
+        .any(|item| args.compare(needle.as_ref(), Some(item)).is_eq());
     Ok(Some(Bson::Boolean(found)))
 }
 

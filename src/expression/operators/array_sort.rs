@@ -2,10 +2,11 @@
 //! `$lastN`, `$maxN`, `$minN`.
 
 use super::{Args, Arity, Expression, Operator, Scope, named_args, requires_object, unspecified};
-use crate::document::order::compare_values;
+use crate::document::collation::Collation;
+use crate::document::order::compare_collated;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::decimal::Dec;
-use crate::expression::value::{Value, compare, is_nullish, render, type_name};
+use crate::expression::value::{Value, is_nullish, render, type_name};
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 
@@ -127,20 +128,29 @@ pub fn sort_array(args: &Args) -> Result<Value> {
     };
     match args.eval(1)? {
         Some(Bson::Document(pattern)) => {
-            items.sort_by(|a, b| compare_by_pattern(a, b, &pattern));
+            items.sort_by(|a, b| compare_by_pattern(a, b, &pattern, args.collation()));
         }
-        Some(Bson::Int32(-1)) => items.sort_by(|a, b| compare_values(b, a)),
-        _ => items.sort_by(compare_values),
+        Some(Bson::Int32(-1)) => items.sort_by(|a, b| compare_collated(b, a, args.collation())),
+        _ => items.sort_by(|a, b| compare_collated(a, b, args.collation())),
     }
     Ok(Some(Bson::Array(items)))
 }
 
 /// Compares the pattern's fields of two elements in turn; a field that is absent, or an element
 /// that is not a document, sorts as null.
-fn compare_by_pattern(a: &Bson, b: &Bson, pattern: &Document) -> Ordering {
+fn compare_by_pattern(
+    a: &Bson,
+    b: &Bson,
+    pattern: &Document,
+    collation: Option<&Collation>,
+) -> Ordering {
     for (field, order) in pattern {
         let (x, y) = (sort_key(a, field), sort_key(b, field));
-        let ordering = compare_values(x.unwrap_or(&Bson::Null), y.unwrap_or(&Bson::Null));
+        let ordering = compare_collated(
+            x.unwrap_or(&Bson::Null),
+            y.unwrap_or(&Bson::Null),
+            collation,
+        );
         let ordering = match direction(order) {
             Some(-1) => ordering.reverse(),
             _ => ordering,
@@ -228,7 +238,7 @@ fn extremes(args: &Args, first: Ordering) -> Result<Value> {
         .filter(|item| !is_nullish(Some(item)))
         .collect();
     values.sort_by(|a, b| {
-        let ordering = compare(Some(a), Some(b));
+        let ordering = args.compare(Some(a), Some(b));
         if first == Ordering::Greater {
             ordering.reverse()
         } else {

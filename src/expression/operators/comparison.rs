@@ -4,7 +4,7 @@
 use super::Args;
 use super::{Arity, Operator, nary};
 use crate::error::Result;
-use crate::expression::value::{Value, compare};
+use crate::expression::value::Value;
 use bson::Bson;
 use std::cmp::Ordering;
 
@@ -55,7 +55,7 @@ pub(super) static OPERATORS: &[Operator] = &[
 
 fn ordering(args: &Args) -> Result<Ordering> {
     let (lhs, rhs) = args.eval_pair()?;
-    Ok(compare(lhs.as_ref(), rhs.as_ref()))
+    Ok(args.compare(lhs.as_ref(), rhs.as_ref()))
 }
 
 fn test(args: &Args, accept: fn(Ordering) -> bool) -> Result<Value> {

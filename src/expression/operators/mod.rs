@@ -315,6 +315,16 @@ impl<'a> Args<'a> {
         self.exprs.len()
     }
 
+    /// Compares two values as the command's collation orders them (see [`Variables::compare`]).
+    pub fn compare(&self, a: Option<&Bson>, b: Option<&Bson>) -> std::cmp::Ordering {
+        self.vars.compare(a, b)
+    }
+
+    /// The command's collation (`None`: simple).
+    pub fn collation(&self) -> Option<&'a crate::document::collation::Collation> {
+        self.vars.collation()
+    }
+
     /// Evaluates argument `index` (missing when there is no such argument).
     pub fn eval(&self, index: usize) -> Result<Value> {
         match self.exprs.get(index) {

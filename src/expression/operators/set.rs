@@ -57,12 +57,24 @@ pub(super) static OPERATORS: &[Operator] = &[
     },
 ];
 
-/// A set element, ordered (and equal) as MongoDB compares values.
-struct Element(Bson);
+/// A set element, ordered (and equal) as MongoDB compares values under the command's
+/// collation: by its collation key when the collation is not the simple one.
+struct Element(Bson, Option<Bson>);
+
+impl Element {
+    fn new(value: Bson, args: &Args) -> Element {
+        let key = args.collation().map(|c| c.comparison_key(&value));
+        Element(value, key)
+    }
+
+    fn key(&self) -> &Bson {
+        self.1.as_ref().unwrap_or(&self.0)
+    }
+}
 
 impl Ord for Element {
     fn cmp(&self, other: &Self) -> Ordering {
-        compare(Some(&self.0), Some(&other.0))
+        compare(Some(self.key()), Some(other.key()))
     }
 }
 
@@ -81,10 +93,10 @@ impl PartialEq for Element {
 impl Eq for Element {}
 
 /// The first of equal elements is kept (`insert` does; `collect` would keep the last).
-fn to_set(items: Vec<Bson>) -> BTreeSet<Element> {
+fn to_set(items: Vec<Bson>, args: &Args) -> BTreeSet<Element> {
     let mut set = BTreeSet::new();
     for item in items {
-        set.insert(Element(item));
+        set.insert(Element::new(item, args));
     }
     set
 }
@@ -118,7 +130,7 @@ pub fn set_equals(args: &Args) -> Result<Value> {
                 ));
             }
         };
-        let set = to_set(items);
+        let set = to_set(items, args);
         match &first {
             None => first = Some(set),
             Some(first) if *first != set => return Ok(Some(Bson::Boolean(false))),
@@ -159,9 +171,9 @@ pub fn set_intersection(args: &Args) -> Result<Value> {
     let Some(first) = arrays.next() else {
         return Ok(Some(Bson::Array(Vec::new())));
     };
-    let mut intersection = to_set(first);
+    let mut intersection = to_set(first, args);
     for items in arrays {
-        let next = to_set(items);
+        let next = to_set(items, args);
         intersection.retain(|element| next.contains(element));
     }
     Ok(into_array(intersection))
@@ -172,7 +184,10 @@ pub fn set_union(args: &Args) -> Result<Value> {
     let Some(arrays) = array_arguments(args, "$setUnion", 17043)? else {
         return Ok(Some(Bson::Null));
     };
-    Ok(into_array(to_set(arrays.into_iter().flatten().collect())))
+    Ok(into_array(to_set(
+        arrays.into_iter().flatten().collect(),
+        args,
+    )))
 }
 
 /// The first array's elements missing from the second, without duplicates and in the first
@@ -184,10 +199,10 @@ pub fn set_difference(args: &Args) -> Result<Value> {
     }
     let (lhs, rhs) = both_arrays(lhs, rhs, "$setDifference", (17048, 17049))?;
     // Holds the second array's elements and those already output.
-    let mut seen = to_set(rhs);
+    let mut seen = to_set(rhs, args);
     let mut difference = Vec::new();
     for item in lhs {
-        let element = Element(item);
+        let element = Element::new(item, args);
         if !seen.contains(&element) {
             difference.push(element.0.clone());
             seen.insert(element);
@@ -200,8 +215,10 @@ pub fn set_difference(args: &Args) -> Result<Value> {
 pub fn set_is_subset(args: &Args) -> Result<Value> {
     let (lhs, rhs) = args.eval_pair()?;
     let (lhs, rhs) = both_arrays(lhs, rhs, "$setIsSubset", (17046, 17042))?;
-    let rhs = to_set(rhs);
-    let subset = lhs.into_iter().all(|item| rhs.contains(&Element(item)));
+    let rhs = to_set(rhs, args);
+    let subset = lhs
+        .into_iter()
+        .all(|item| rhs.contains(&Element::new(item, args)));
     Ok(Some(Bson::Boolean(subset)))
 }
 

@@ -4,7 +4,8 @@
 
 use super::predicates::{bits_match, mod_matches, regex_matches};
 use super::{CmpOp, Leaf, Node, Op};
-use crate::document::order::{canonical_rank, compare_values};
+use crate::document::collation::Collation;
+use crate::document::order::{canonical_rank, compare_collated};
 use crate::error::Result;
 use crate::query::values::{is_nan, is_number, type_code};
 use bson::{Bson, Document};
@@ -13,11 +14,16 @@ use std::cmp::Ordering;
 impl Node {
     /// Whether a whole document matches, or the error a `$expr` raised. `$expr` only occurs in
     /// the logical tree above the leaves, so only that part can fail.
-    pub(crate) fn try_matches(&self, doc: &Document, key: &mut Option<usize>) -> Result<bool> {
+    pub(crate) fn try_matches(
+        &self,
+        doc: &Document,
+        key: &mut Option<usize>,
+        c: Option<&Collation>,
+    ) -> Result<bool> {
         match self {
             Node::And(children) => {
                 for child in children {
-                    if !child.try_matches(doc, key)? {
+                    if !child.try_matches(doc, key, c)? {
                         return Ok(false);
                     }
                 }
@@ -25,7 +31,7 @@ impl Node {
             }
             Node::Or(children) => {
                 for child in children {
-                    if child.try_matches(doc, key)? {
+                    if child.try_matches(doc, key, c)? {
                         return Ok(true);
                     }
                 }
@@ -33,43 +39,48 @@ impl Node {
             }
             Node::Nor(children) => {
                 for child in children {
-                    if child.try_matches(doc, &mut None)? {
+                    if child.try_matches(doc, &mut None, c)? {
                         return Ok(false);
                     }
                 }
                 Ok(true)
             }
-            Node::Not(child) => Ok(!child.try_matches(doc, &mut None)?),
+            Node::Not(child) => Ok(!child.try_matches(doc, &mut None, c)?),
             Node::Expr(e) => e.matches(doc),
-            _ => Ok(self.matches(doc, key)),
+            _ => Ok(self.matches(doc, key, c)),
         }
     }
 
     /// Whether a whole document matches; `key` receives the array position of the match.
-    pub(crate) fn matches(&self, doc: &Document, key: &mut Option<usize>) -> bool {
+    pub(crate) fn matches(
+        &self,
+        doc: &Document,
+        key: &mut Option<usize>,
+        c: Option<&Collation>,
+    ) -> bool {
         match self {
             Node::Expr(e) => e.matches(doc).unwrap_or(false),
             Node::Schema(s) => s.matches(doc),
-            Node::And(children) => children.iter().all(|c| c.matches(doc, key)),
-            Node::Or(children) => children.iter().any(|c| c.matches(doc, key)),
-            Node::Nor(children) => !children.iter().any(|c| c.matches(doc, &mut None)),
-            Node::Not(child) => !child.matches(doc, &mut None),
+            Node::And(children) => children.iter().all(|n| n.matches(doc, key, c)),
+            Node::Or(children) => children.iter().any(|n| n.matches(doc, key, c)),
+            Node::Nor(children) => !children.iter().any(|n| n.matches(doc, &mut None, c)),
+            Node::Not(child) => !child.matches(doc, &mut None, c),
             Node::AlwaysTrue => true,
             Node::AlwaysFalse => false,
-            Node::Leaf(l) => l.matches(doc, key),
+            Node::Leaf(l) => l.matches(doc, key, c),
         }
     }
 
     /// Whether a single value matches, ignoring paths (`$elemMatch` value form).
-    fn matches_single(&self, value: Option<&Bson>) -> bool {
+    fn matches_single(&self, value: Option<&Bson>, c: Option<&Collation>) -> bool {
         match self {
-            Node::And(children) => children.iter().all(|c| c.matches_single(value)),
-            Node::Or(children) => children.iter().any(|c| c.matches_single(value)),
-            Node::Nor(children) => !children.iter().any(|c| c.matches_single(value)),
-            Node::Not(child) => !child.matches_single(value),
+            Node::And(children) => children.iter().all(|n| n.matches_single(value, c)),
+            Node::Or(children) => children.iter().any(|n| n.matches_single(value, c)),
+            Node::Nor(children) => !children.iter().any(|n| n.matches_single(value, c)),
+            Node::Not(child) => !child.matches_single(value, c),
             Node::AlwaysTrue => true,
             Node::AlwaysFalse => false,
-            Node::Leaf(l) => l.op.matches_single(value, &mut None),
+            Node::Leaf(l) => l.op.matches_single(value, &mut None, c),
             // Only whole-document predicates; the value form of `$elemMatch` cannot hold them.
             Node::Expr(_) | Node::Schema(_) => false,
         }
@@ -77,7 +88,7 @@ impl Node {
 }
 
 impl Leaf {
-    fn matches(&self, doc: &Document, key: &mut Option<usize>) -> bool {
+    fn matches(&self, doc: &Document, key: &mut Option<usize>, c: Option<&Collation>) -> bool {
         let expand_leaf_arrays = !matches!(
             self.op,
             Op::Size(_) | Op::ElemMatchObject(_) | Op::ElemMatchValue(_)
@@ -91,7 +102,7 @@ impl Leaf {
             &mut |value, offset| {
                 candidates += 1;
                 let mut inner = None;
-                if self.op.matches_single(value, &mut inner) {
+                if self.op.matches_single(value, &mut inner, c) {
                     if let Some(pos) = offset.or(inner) {
                         *key = Some(pos);
                     }
@@ -105,7 +116,7 @@ impl Leaf {
         // An array that yields nothing for the rest of the path (`a.1` in `{a: [5]}`, `a.b` in
         // `{a: [1, 2]}` or `{a: []}`) leaves the path missing, which null matches in MongoDB
         // (jstests/core/query/null_query_semantics.js).
-        if candidates == 0 && self.op.matches_single(None, &mut None) {
+        if candidates == 0 && self.op.matches_single(None, &mut None, c) {
             return true;
         }
         matched
@@ -230,9 +241,14 @@ fn walk_array<'a>(
 
 impl Op {
     /// MongoDB's `matchesSingleElement`: the predicate against one candidate value.
-    fn matches_single(&self, value: Option<&Bson>, key: &mut Option<usize>) -> bool {
+    fn matches_single(
+        &self,
+        value: Option<&Bson>,
+        key: &mut Option<usize>,
+        c: Option<&Collation>,
+    ) -> bool {
         match self {
-            Op::Cmp(op, rhs) => compare_single(*op, rhs, value),
+            Op::Cmp(op, rhs) => compare_single(*op, rhs, value, c),
             Op::In {
                 values,
                 has_null,
@@ -240,7 +256,9 @@ impl Op {
             } => match value {
                 None => *has_null,
                 Some(v) => {
-                    values.binary_search_by(|x| compare_values(x, v)).is_ok()
+                    values
+                        .binary_search_by(|x| compare_collated(x, v, c))
+                        .is_ok()
                         || regexes.iter().any(|re| regex_matches(re, v))
                 }
             },
@@ -260,10 +278,12 @@ impl Op {
                 };
                 for (i, item) in items.iter().enumerate() {
                     let matched = match item {
-                        Bson::Document(d) => sub.matches(d, &mut None),
-                        Bson::Array(inner) => {
-                            sub.matches(&crate::query::values::array_as_document(inner), &mut None)
-                        }
+                        Bson::Document(d) => sub.matches(d, &mut None, c),
+                        Bson::Array(inner) => sub.matches(
+                            &crate::query::values::array_as_document(inner),
+                            &mut None,
+                            c,
+                        ),
                         _ => false,
                     };
                     if matched {
@@ -278,7 +298,7 @@ impl Op {
                     return false;
                 };
                 for (i, item) in items.iter().enumerate() {
-                    if subs.iter().all(|s| s.matches_single(Some(item))) {
+                    if subs.iter().all(|s| s.matches_single(Some(item), c)) {
                         *key = Some(i);
                         return true;
                     }
@@ -292,7 +312,13 @@ impl Op {
 /// Comparison of one candidate with the operand, with MongoDB's type bracketing: values of
 /// different canonical types never compare, except null against missing/undefined and
 /// MinKey/MaxKey bounds; NaN equals only NaN and is neither above nor below anything.
-pub(super) fn compare_single(op: CmpOp, rhs: &Bson, value: Option<&Bson>) -> bool {
+/// Strings compare by the filter's collation `c` (`None`: simple).
+pub(super) fn compare_single(
+    op: CmpOp,
+    rhs: &Bson,
+    value: Option<&Bson>,
+    c: Option<&Collation>,
+) -> bool {
     let inclusive = matches!(op, CmpOp::Eq | CmpOp::Lte | CmpOp::Gte);
     let bound = |rhs: &Bson| match rhs {
         Bson::MaxKey => matches!(op, CmpOp::Lt | CmpOp::Lte),
@@ -318,7 +344,7 @@ pub(super) fn compare_single(op: CmpOp, rhs: &Bson, value: Option<&Bson>) -> boo
     if is_nan(value) || is_nan(rhs) {
         return inclusive && is_nan(value) && is_nan(rhs);
     }
-    let ord = compare_values(value, rhs);
+    let ord = compare_collated(value, rhs, c);
     match op {
         CmpOp::Eq => ord == Ordering::Equal,
         CmpOp::Lt => ord == Ordering::Less,

@@ -25,6 +25,7 @@ mod predicates;
 
 pub use json_schema::JsonSchema;
 
+use crate::document::collation::Collation;
 use crate::error::Result;
 use crate::expression::LetVariables;
 use crate::expression::mongo_regex::MongoRegex;
@@ -36,6 +37,9 @@ use std::sync::Arc;
 #[derive(Clone, Debug)]
 pub struct Filter {
     root: Node,
+    /// The command's collation, which comparisons of strings follow (`None`: simple);
+    /// `$regex` ignores it, as in MongoDB.
+    collation: Option<Arc<Collation>>,
 }
 
 #[derive(Clone, Debug)]
@@ -138,22 +142,39 @@ impl Filter {
     /// projection and pipelines share one `$$NOW` and one evaluation of `let`.
     pub fn parse_with_variables(filter: &Document, vars: &Arc<LetVariables>) -> Result<Filter> {
         let root = Parser::new(Arc::clone(vars), true).parse_doc(filter, Level::PredicateTop)?;
-        Ok(Filter { root })
+        Ok(Filter {
+            root,
+            collation: vars.collation_arc(),
+        })
     }
 
     /// Parses a filter where MongoDB bans its special features (projection `$elemMatch`,
     /// partial index filters): `$expr` and `$jsonSchema` are refused with
     /// QueryFeatureNotAllowed.
     pub fn parse_restricted(filter: &Document) -> Result<Filter> {
-        let vars = Arc::new(LetVariables::empty(DateTime::now()));
-        let root = Parser::new(vars, false).parse_doc(filter, Level::PredicateTop)?;
-        Ok(Filter { root })
+        Self::parse_restricted_under(filter, None)
+    }
+
+    /// [`Filter::parse_restricted`] comparing strings by `collation` (a partial index's
+    /// filter compares as the index's keys do).
+    pub fn parse_restricted_under(
+        filter: &Document,
+        collation: Option<Arc<Collation>>,
+    ) -> Result<Filter> {
+        let vars = LetVariables::empty(DateTime::now()).with_collation(collation);
+        let vars = Arc::new(vars);
+        let root = Parser::new(Arc::clone(&vars), false).parse_doc(filter, Level::PredicateTop)?;
+        Ok(Filter {
+            root,
+            collation: vars.collation_arc(),
+        })
     }
 
     /// A filter that matches every document.
     pub fn match_all() -> Filter {
         Filter {
             root: Node::And(Vec::new()),
+            collation: None,
         }
     }
 
@@ -166,7 +187,8 @@ impl Filter {
     /// Whether the document satisfies the filter, or the error a `$expr` raised evaluating it.
     pub fn try_matches(&self, doc: &Document) -> Result<bool> {
         let mut key = None;
-        self.root.try_matches(doc, &mut key)
+        self.root
+            .try_matches(doc, &mut key, self.collation.as_deref())
     }
 
     /// Whether the document matches, and the array position the match was found at (what the
@@ -178,7 +200,9 @@ impl Filter {
     /// [`Filter::matches_with_position`] with `$expr` evaluation errors reported.
     pub fn try_matches_with_position(&self, doc: &Document) -> Result<(bool, Option<usize>)> {
         let mut key = None;
-        let matched = self.root.try_matches(doc, &mut key)?;
+        let matched = self
+            .root
+            .try_matches(doc, &mut key, self.collation.as_deref())?;
         Ok((matched, if matched { key } else { None }))
     }
 
@@ -195,9 +219,28 @@ impl Filter {
         walk(&self.root)
     }
 
+    /// The collation the filter compares strings by (`None`: simple).
+    pub fn collation(&self) -> Option<&Collation> {
+        self.collation.as_deref()
+    }
+
+    /// [`Filter::collation`], shared.
+    pub fn collation_arc(&self) -> Option<Arc<Collation>> {
+        self.collation.clone()
+    }
+
     /// The value `path` is constrained to by plain equality at the top level (or in a top-level
-    /// `$and`), when that value can be looked up exactly: not a regex, array, null or undefined.
+    /// `$and`), when that value can be looked up exactly: not a regex, array, null or undefined,
+    /// nor holding a string the filter's collation compares (another string may equal it).
     pub fn equality(&self, path: &str) -> Option<&Bson> {
+        let value = self.equality_value(path)?;
+        if self.collation.is_some() && crate::document::collation::has_string(value) {
+            return None;
+        }
+        Some(value)
+    }
+
+    fn equality_value(&self, path: &str) -> Option<&Bson> {
         fn find<'a>(node: &'a Node, path: &str) -> Option<&'a Bson> {
             match node {
                 Node::Leaf(Leaf {
@@ -269,5 +312,7 @@ impl Filter {
     }
 }
 
+#[cfg(test)]
+mod collation_tests;
 #[cfg(test)]
 mod tests;

@@ -4,6 +4,7 @@
 
 use super::expr::ExprPredicate;
 use super::{CmpOp, JsonSchema, Leaf, Level, Node, Op};
+use crate::document::collation::Collation;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::LetVariables;
 use crate::expression::mongo_regex::MongoRegex;
@@ -20,6 +21,13 @@ pub(super) struct Parser {
     vars: Arc<LetVariables>,
     /// Whether `$expr` and `$jsonSchema` are allowed (MongoDB bans them in some contexts).
     special_features: bool,
+}
+
+impl Parser {
+    /// The command's collation, which `$in` orders its values by.
+    pub(super) fn collation(&self) -> Option<&Collation> {
+        self.vars.collation()
+    }
 }
 
 pub(super) fn leaf(path: &str, op: Op) -> Node {

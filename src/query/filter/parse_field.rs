@@ -7,7 +7,8 @@ use super::parse::{
 };
 use super::predicates::{parse_bits, parse_mod, parse_regex_document, parse_type_set};
 use super::{BitTest, CmpOp, Level, Node, Op};
-use crate::document::order::compare_values;
+use crate::document::collation::Collation;
+use crate::document::order::compare_collated;
 use crate::error::{MongoError, Result};
 use crate::expression::mongo_regex::MongoRegex;
 use crate::query::values::{integer_to_non_negative_i32, not_implemented, render_doc, truthy};
@@ -75,7 +76,7 @@ impl Parser {
                 let Bson::Array(items) = value else {
                     return Err(MongoError::bad_value(format!("{key} needs an array")));
                 };
-                let node = leaf(path, parse_in(items)?);
+                let node = leaf(path, parse_in(items, self.collation())?);
                 Ok(Some(if key == "$in" {
                     node
                 } else {
@@ -215,7 +216,7 @@ fn geo_not_supported(op: &str) -> MongoError {
     ))
 }
 
-fn parse_in(items: &[Bson]) -> Result<Op> {
+fn parse_in(items: &[Bson], collation: Option<&Collation>) -> Result<Op> {
     let mut values = Vec::new();
     let mut regexes = Vec::new();
     let mut has_null = false;
@@ -238,8 +239,9 @@ fn parse_in(items: &[Bson]) -> Result<Op> {
     }
     // Sorted in MongoDB's order (duplicates dropped), so that each candidate value is looked
     // up by binary search: an `$in` may list 100,000 values and be tried on every document.
-    values.sort_by(compare_values);
-    values.dedup_by(|a, b| compare_values(a, b) == std::cmp::Ordering::Equal);
+    // Under a collation, by the collation: equal strings are one value.
+    values.sort_by(|a, b| compare_collated(a, b, collation));
+    values.dedup_by(|a, b| compare_collated(a, b, collation) == std::cmp::Ordering::Equal);
     Ok(Op::In {
         values,
         has_null,

@@ -81,7 +81,8 @@ pub(super) fn parse_find_expression(
                     "Cannot use $elemMatch projection on a nested field.",
                 ));
             }
-            let filter = Filter::parse_restricted(&doc! {name: {"$elemMatch": arg.clone()}})?;
+            let elem_match = doc! {name: {"$elemMatch": arg.clone()}};
+            let filter = Filter::parse_restricted_under(&elem_match, ctx.collation.clone())?;
             add_node(parent, name, ProjNode::ElemMatch(Box::new(filter)))?;
             ctx.has_elem_match = true;
             Ok(true)

@@ -4,6 +4,7 @@
 use super::expression::parse_operand;
 use super::operators::parse_find_expression;
 use super::{PathNode, ProjNode, Projection};
+use crate::document::collation::Collation;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::{LetVariables, Scope};
 use crate::query::filter::Filter;
@@ -15,6 +16,8 @@ pub(super) struct ParseContext<'a> {
     pub(super) query: Option<&'a Filter>,
     /// The user variables computed fields may read.
     pub(super) scope: &'a Scope,
+    /// The command's collation, which `$elemMatch` compares strings by.
+    pub(super) collation: Option<Arc<Collation>>,
     pub(super) inclusion: Option<bool>,
     pub(super) has_positional: bool,
     pub(super) has_elem_match: bool,
@@ -33,6 +36,7 @@ impl Projection {
         let mut ctx = ParseContext {
             query,
             scope: vars.scope(),
+            collation: vars.collation_arc(),
             inclusion: None,
             has_positional: false,
             has_elem_match: false,

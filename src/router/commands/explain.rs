@@ -168,8 +168,11 @@ async fn send_explain(
         _ => None,
     };
     let filter = &targeting_filter(explained)?;
+    let collation = &super::reads::request_collation(explained)?;
     let routed = state.route(&outgoing.db, ns.as_deref(), false, |placement| async move {
-        let target = placement.target(By::Filter(Filter::Document(filter)))?;
+        let by = By::Filter(Filter::Document(filter));
+        let collation = placement.collation_for(collation.clone())?;
+        let target = placement.target_under(by, collation.as_deref())?;
         state.gather(&placement, target.shards(), outgoing).await
     });
     let Some(replies) = routed.await? else {

@@ -14,7 +14,8 @@ use super::super::targeting::{By, Filter};
 use crate::aggregate::Pipeline;
 use crate::command::{CommandRequest, cursor_reply};
 use crate::datanode::commands::parsers;
-use crate::document::order::compare_values;
+use crate::document::collation::Collation;
+use crate::document::order::compare_collated;
 use crate::error::{ErrorCategory, MongoError, Result};
 use crate::query::sort::SortSpec;
 use crate::server::RequestContext;
@@ -70,8 +71,10 @@ pub(super) async fn targeted_read(
 ) -> Result<Option<RawDocumentBuf>> {
     let filter = filter.into();
     let ns = &namespace(req)?;
+    let collation = &request_collation(req)?;
     let routed = state.route(&req.db, Some(ns.as_str()), false, |placement| async move {
-        let target = placement.target(By::Filter(filter))?;
+        let collation = placement.collation_for(collation.clone())?;
+        let target = placement.target_under(By::Filter(filter), collation.as_deref())?;
         if let [shard] = target.shards() {
             let (client, reply) = state.call_shard(&placement, shard, req).await?;
             return state.adopt_cursor(&client, refuse_stale(reply)?);
@@ -93,6 +96,11 @@ pub(super) async fn targeted_read(
             .map(Some),
         None => Ok(Some(reply)),
     }
+}
+
+/// The collation a request asks for (`None`: not given; see [`Placement::collation_for`]).
+pub(super) fn request_collation(req: &CommandRequest) -> Result<Option<Arc<Collation>>> {
+    crate::command::parse_collation(req.args().value("collation")?.as_ref())
 }
 
 /// Reads of `config`/`admin` go to the config server as they are.
@@ -145,11 +153,13 @@ async fn scatter_find(
     let collection = args.collection()?;
     // The options the shards read too, parsed by the one declaration.
     let request = crate::command::requests::FindRequest::parse(req)?;
+    let collation = placement.collation_for(request_collation(req)?)?;
     let sort = request
         .sort
         .as_ref()
         .map(SortSpec::parse)
         .transpose()?
+        .map(|s| s.with_collation(collation))
         .filter(|s| !s.is_empty());
     let skip = request.skip.unwrap_or(0);
     let limit = request.limit.filter(|l| *l > 0);
@@ -336,7 +346,9 @@ async fn scatter_aggregate(
     let split = crate::router::pipeline_split::split(&stages);
     // The merger's part is parsed first, so a bad one fails before any shard is asked (the
     // shards check theirs: `$collStats` only runs there).
+    // The collection's default applies to a pipeline that gives no collation.
     let vars = args.let_variables()?;
+    let vars = vars.for_statement(placement.collation_for(request_collation(req)?)?);
     let limits = super::router_pipeline::memory_limits(state, req)?;
     let mut merge = Pipeline::parse_with_variables(&split.merger_part, Arc::clone(&vars))?;
     // Shards that sorted their part send sorted streams: merging them keeps the order, so the
@@ -346,7 +358,7 @@ async fn scatter_aggregate(
         .first()
         .filter(|first| first.contains_key("$sort") && split.shards_part.contains(first))
         .and_then(|first| first.get_document("$sort").ok())
-        .map(SortSpec::parse)
+        .map(|s| SortSpec::parse_for(s, &vars))
         .transpose()?;
     let mut gathered = match sorted_by {
         Some(sort) => {
@@ -456,6 +468,8 @@ async fn scatter_distinct(
     shards: &[String],
     req: &CommandRequest,
 ) -> Result<RawDocumentBuf> {
+    let collation = placement.collation_for(request_collation(req)?)?;
+    let collation = collation.as_deref();
     let replies = state.gather(placement, shards, req).await?;
     let mut values: Vec<Bson> = Vec::new();
     for shard in replies {
@@ -465,7 +479,8 @@ async fn scatter_distinct(
             }
         }
     }
-    values.sort_by(compare_values);
-    values.dedup_by(|a, b| compare_values(a, b) == Ordering::Equal);
+    // Under a collation, strings it holds equal are one value.
+    values.sort_by(|a, b| compare_collated(a, b, collation));
+    values.dedup_by(|a, b| compare_collated(a, b, collation) == Ordering::Equal);
     Ok(RawDocumentBuf::from_document(&doc! {"values": values})?)
 }

@@ -8,6 +8,7 @@
 use super::super::RouterState;
 use super::reads::{Merge, targeted_read};
 use crate::command::{CommandRequest, cursor_reply, first_batch};
+use crate::document::collation::Collation;
 use crate::document::keystring;
 use crate::document::path::values_at_path;
 use crate::error::{ErrorCode, MongoError, Result};
@@ -31,6 +32,8 @@ const PASSED_ON: [&str; 7] = [
 pub(super) struct ResolvedView {
     source: String,
     pipeline: Vec<Document>,
+    /// The view's collation, which the read runs under (the shard checked the request's).
+    collation: Option<Document>,
 }
 
 /// The resolved view a shard's refusal carries, if `reply` is one.
@@ -56,7 +59,12 @@ pub(super) fn resolved_view(reply: &RawDocumentBuf) -> Result<Option<ResolvedVie
         .iter()
         .map(|s| s.as_document().cloned().ok_or_else(bad))
         .collect::<Result<_>>()?;
-    Ok(Some(ResolvedView { source, pipeline }))
+    let collation = view.get_document("collation").ok().cloned();
+    Ok(Some(ResolvedView {
+        source,
+        pipeline,
+        collation,
+    }))
 }
 
 /// Answers `req` (a read on a view) by aggregating over the view's sharded source.
@@ -96,13 +104,22 @@ pub(super) async fn read(
         Merge::Distinct => {
             let key = req.args().str("key")?.unwrap_or_default().to_string();
             let path: Vec<&str> = key.split('.').collect();
-            // Keyed by the order-preserving encoding, as a shard orders distinct values.
+            // Keyed by the order-preserving encoding, as a shard orders distinct values (of
+            // the collation key under the view's collation).
+            let collation = match &view.collation {
+                Some(spec) => Some(Collation::parse(spec)?).filter(|c| !c.is_simple()),
+                None => None,
+            };
             let mut values: BTreeMap<Vec<u8>, Bson> = BTreeMap::new();
             for doc in all_documents(state, &reply, &req.db, &view.source).await? {
                 let mut found = Vec::new();
                 values_at_path(&Bson::Document(doc), &path, &mut found);
                 for value in found {
-                    values.entry(keystring::encode_one(&value)).or_insert(value);
+                    let key = match &collation {
+                        Some(collation) => collation.comparison_key(&value),
+                        None => value.clone(),
+                    };
+                    values.entry(keystring::encode_one(&key)).or_insert(value);
                 }
             }
             let values: Vec<Bson> = values.into_values().collect();
@@ -172,6 +189,9 @@ fn aggregation(req: &CommandRequest, view: &ResolvedView, merge: &Merge) -> Resu
         if let Some(value) = req.body.get(name)? {
             body.insert(name, Bson::try_from(value.to_raw_bson())?);
         }
+    }
+    if let Some(collation) = &view.collation {
+        body.insert("collation", collation.clone());
     }
     CommandRequest::from_document(req.db.clone(), &body)
 }

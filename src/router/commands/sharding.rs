@@ -113,7 +113,19 @@ pub(super) async fn shard_collection(
     let key = declared
         .key
         .ok_or_else(|| missing("shardCollection", "key"))?;
-    crate::command::check_collation(args.value("collation")?.as_ref())?;
+    // Shard keys compare by the simple collation: another is refused as MongoDB refuses it.
+    let collation = args.value("collation")?;
+    if let Some(parsed) = crate::command::parse_collation(collation.as_ref())? {
+        if !parsed.is_simple() {
+            let given = match &collation {
+                Some(bson::Bson::Document(spec)) => crate::document::display::render_doc(spec),
+                _ => String::new(),
+            };
+            return Err(MongoError::bad_value(format!(
+                "The collation for shardCollection must be {{locale: 'simple'}}, but found: {given}"
+            )));
+        }
+    }
     if args.get("timeseries")?.is_some() {
         return Err(MongoError::new(
             ErrorCode::NotImplemented,
@@ -124,6 +136,10 @@ pub(super) async fn shard_collection(
     let mut cmd = doc! {"_configsvrShardCollection": &ns, "key": key};
     if let Some(unique) = declared.unique {
         cmd.insert("unique", unique);
+    }
+    if collation.is_some() {
+        // Said explicitly: what a collection with a non-simple default needs.
+        cmd.insert("collation", doc! {"locale": "simple"});
     }
     state.databases.get(&state.config, &db, true).await?;
     let reply = state.config_ddl(cmd).await;

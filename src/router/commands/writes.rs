@@ -124,9 +124,12 @@ pub(super) async fn find_and_modify(
     let remove = declared.remove.unwrap_or(false);
     let sort = &declared.sort;
     let retryable = matches!(req.body.get("txnNumber")?, Some(bson::RawBsonRef::Int64(_)));
+    let collation = &super::reads::request_collation(&req)?;
     let (req, collection, declared) = (&req, &collection, &declared);
     let routed = state.route(&req.db, Some(&ns), true, |placement| async move {
-        let (shard, outgoing) = match placement.target(By::Key(Filter::Document(query)))? {
+        let by = By::Key(Filter::Document(query));
+        let collation = placement.collation_for(collation.clone())?;
+        let (shard, outgoing) = match placement.target_under(by, collation.as_deref())? {
             Target::Primary(shard) | Target::One(shard) => (shard, req.clone()),
             Target::Some(_) if upsert => {
                 let pattern = placement.routing.as_ref().map(|r| r.entry.key.pattern());

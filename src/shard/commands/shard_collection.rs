@@ -65,6 +65,18 @@ pub(super) async fn create_sharded_collection(
         .await?;
     let db = state.storage().database_or_create(&req.db).await?;
     let coll = db.ensure_collection(&name).await?;
+    // Shard keys compare by the simple collation: a collection whose default is another is
+    // sharded only when the request says so (routers then apply the default to requests that
+    // give no collation, from `defaultCollation`).
+    let default_collation = coll.options.get_document("collation").ok().cloned();
+    if let Some(collation) = &default_collation {
+        if args.document("collation")?.is_none() {
+            return Err(MongoError::bad_value(format!(
+                "Collection has default collation: {}. Must specify collation {{locale: 'simple'}}",
+                crate::document::display::render_doc(collation)
+            )));
+        }
+    }
     if coll.capped_limits().is_some() {
         return Err(MongoError::new(
             ErrorCode::InvalidOptions,
@@ -103,6 +115,9 @@ pub(super) async fn create_sharded_collection(
         "primaryShard": &identity.shard_name,
         "ddlLockTerm": ddl_lock_term,
     };
+    if let Some(collation) = default_collation {
+        commit.insert("defaultCollation", collation);
+    }
     if empty && pattern.has_hashed_prefix() && !already_sharded {
         // The collection was just read back with its shard key index.
         let coll = db

@@ -57,7 +57,7 @@ impl Schema {
         let bound_ok = |bound: &Option<super::Bound>, inclusive: CmpOp, exclusive: CmpOp| {
             bound.as_ref().is_none_or(|b| {
                 let op = if b.exclusive { exclusive } else { inclusive };
-                compare_single(op, &b.value, Some(v))
+                compare_single(op, &b.value, Some(v), None)
             })
         };
         bound_ok(&self.minimum, CmpOp::Gte, CmpOp::Gt)

@@ -28,6 +28,20 @@ pub enum Collation {
 pub struct IcuCollation {
     pub locale: String,
     collator: CollatorBorrowed<'static>,
+    /// Every option with the locale's defaults filled in, as MongoDB shows a collation.
+    spec: Document,
+}
+
+/// Two collations are the same when their normalized specs are (what MongoDB compares to tell
+/// whether an index's collation serves a query's).
+impl PartialEq for Collation {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Collation::Simple, Collation::Simple) => true,
+            (Collation::Icu(a), Collation::Icu(b)) => a.spec == b.spec,
+            _ => false,
+        }
+    }
 }
 
 impl std::fmt::Debug for Collation {
@@ -50,6 +64,7 @@ struct Spec {
     alternate: Option<AlternateHandling>,
     max_variable: Option<MaxVariable>,
     backwards: Option<bool>,
+    normalization: Option<bool>,
 }
 
 impl Collation {
@@ -129,7 +144,44 @@ impl Collation {
         options.alternate_handling = spec.alternate;
         options.max_variable = spec.max_variable;
         let collator = CollatorBorrowed::try_new(prefs, options).map_err(|_| invalid())?;
-        Ok(Collation::Icu(Box::new(IcuCollation { locale, collator })))
+        let spec = normalized(&locale, &collator, &spec, backwards_by_locale);
+        Ok(Collation::Icu(Box::new(IcuCollation {
+            locale,
+            collator,
+            spec,
+        })))
+    }
+
+    /// The collation as MongoDB shows it (`listCollections`, `listIndexes`): every option,
+    /// defaults filled in; `{locale: "simple"}` for the simple one.
+    pub fn spec(&self) -> Document {
+        match self {
+            Collation::Simple => bson::doc! {"locale": "simple"},
+            Collation::Icu(icu) => icu.spec.clone(),
+        }
+    }
+
+    /// `value` with every string in it (inside arrays and embedded documents too) replaced by
+    /// its collation key: values compare bytewise (`compare_values`) as the originals compare
+    /// under the collation, and equal under it exactly when their keys are equal — what
+    /// grouping, `distinct` and index keys need. The simple collation returns the value.
+    pub fn comparison_key(&self, value: &Bson) -> Bson {
+        let Collation::Icu(icu) = self else {
+            return value.clone();
+        };
+        match value {
+            Bson::String(s) => Bson::String(icu.sort_key(s)),
+            Bson::Symbol(s) => Bson::Symbol(icu.sort_key(s)),
+            Bson::Array(items) => {
+                Bson::Array(items.iter().map(|v| self.comparison_key(v)).collect())
+            }
+            Bson::Document(doc) => Bson::Document(
+                doc.iter()
+                    .map(|(k, v)| (k.clone(), self.comparison_key(v)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
     }
 
     pub fn is_simple(&self) -> bool {
@@ -142,6 +194,74 @@ impl Collation {
             Collation::Simple => a.cmp(b),
             Collation::Icu(icu) => icu.collator.compare(a, b),
         }
+    }
+}
+
+/// Whether a string (or symbol) is anywhere in `value`: what a collation changes the
+/// comparison of.
+pub fn has_string(value: &Bson) -> bool {
+    match value {
+        Bson::String(_) | Bson::Symbol(_) => true,
+        Bson::Array(items) => items.iter().any(has_string),
+        Bson::Document(doc) => doc.values().any(has_string),
+        _ => false,
+    }
+}
+
+impl IcuCollation {
+    /// ICU's sort key of `s` as a string whose UTF-8 bytes order as the key's bytes do: each
+    /// byte `b` becomes the code point `b + 1` (UTF-8 preserves code point order, and no key
+    /// byte becomes NUL, which index keys reserve).
+    fn sort_key(&self, s: &str) -> String {
+        let mut bytes = Vec::with_capacity(s.len() * 2);
+        // Writing into a Vec cannot fail.
+        let _ = self.collator.write_sort_key_to(s, &mut bytes);
+        bytes
+            .iter()
+            .filter_map(|b| char::from_u32(u32::from(*b) + 1))
+            .collect()
+    }
+}
+
+/// The spec with the options ICU resolved for the locale, in MongoDB's field order.
+fn normalized(
+    locale: &str,
+    collator: &CollatorBorrowed<'static>,
+    given: &Spec,
+    backwards_by_locale: bool,
+) -> Document {
+    let resolved = collator.resolved_options();
+    let strength = match resolved.strength {
+        Strength::Primary => 1,
+        Strength::Secondary => 2,
+        Strength::Tertiary => 3,
+        Strength::Quaternary => 4,
+        _ => 5,
+    };
+    let case_first = match resolved.case_first {
+        CollationCaseFirst::Upper => "upper",
+        CollationCaseFirst::Lower => "lower",
+        _ => "off",
+    };
+    let alternate = match resolved.alternate_handling {
+        AlternateHandling::Shifted => "shifted",
+        _ => "non-ignorable",
+    };
+    let max_variable = match resolved.max_variable {
+        MaxVariable::Space => "space",
+        _ => "punct",
+    };
+    bson::doc! {
+        "locale": locale,
+        "caseLevel": resolved.case_level == CaseLevel::On,
+        "caseFirst": case_first,
+        "strength": strength,
+        "numericOrdering": resolved.numeric == CollationNumericOrdering::True,
+        "alternate": alternate,
+        "maxVariable": max_variable,
+        "normalization": given.normalization.unwrap_or(false),
+        "backwards": given.backwards.unwrap_or(backwards_by_locale),
+        "version": ICU_VERSION,
     }
 }
 
@@ -182,9 +302,7 @@ fn fields(doc: &Document) -> Result<Spec> {
             "locale" => spec.locale = Some(string(name, value)?.to_string()),
             "caseLevel" => spec.case_level = Some(boolean(name, value)?),
             "numericOrdering" => spec.numeric_ordering = Some(boolean(name, value)?),
-            "normalization" => {
-                boolean(name, value)?;
-            }
+            "normalization" => spec.normalization = Some(boolean(name, value)?),
             "backwards" => spec.backwards = Some(boolean(name, value)?),
             "caseFirst" => {
                 spec.case_first = Some(match string(name, value)? {
@@ -345,6 +463,42 @@ mod tests {
         parse(doc! {"locale": "en_US_POSIX"});
         parse(doc! {"locale": "fr_CA", "backwards": true});
         parse(doc! {"locale": "en", "version": "57.1", "normalization": true});
+    }
+
+    #[test]
+    fn comparison_keys_order_and_equal_as_the_collation_does() {
+        use crate::document::order::{compare_collated, compare_values};
+        let c = parse(doc! {"locale": "en", "strength": 2});
+        let key = |v: Bson| c.comparison_key(&v);
+        assert_eq!(key(Bson::from("ABC")), key(Bson::from("abc")));
+        let values = [
+            Bson::from("a"),
+            Bson::from("B"),
+            Bson::from("é"),
+            Bson::Array(vec!["X".into()]),
+        ];
+        for a in &values {
+            for b in &values {
+                assert_eq!(
+                    compare_values(&key(a.clone()), &key(b.clone())),
+                    compare_collated(a, b, Some(&c)),
+                    "{a} {b}"
+                );
+            }
+        }
+        assert_eq!(key(Bson::Int32(5)), Bson::Int32(5));
+        assert_eq!(
+            c.spec(),
+            doc! {
+                "locale": "en", "caseLevel": false, "caseFirst": "off", "strength": 2,
+                "numericOrdering": false, "alternate": "non-ignorable", "maxVariable": "punct",
+                "normalization": false, "backwards": false, "version": "57.1"
+            }
+        );
+        assert_eq!(
+            parse(doc! {"locale": "simple"}).spec(),
+            doc! {"locale": "simple"}
+        );
     }
 
     #[test]
