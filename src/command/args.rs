@@ -153,6 +153,12 @@ impl<'a> Args<'a> {
             .ok_or_else(|| super::missing(self.command, field))
     }
 
+    /// A boolean field the command needs (IDLFailedToParse when absent).
+    pub fn required_bool(&self, field: &str) -> Result<bool> {
+        self.bool(field)?
+            .ok_or_else(|| super::missing(self.command, field))
+    }
+
     /// A document field the command needs (IDLFailedToParse when absent).
     pub fn required_document(&self, field: &str) -> Result<Document> {
         self.document(field)?

@@ -10,7 +10,7 @@ use super::super::ddl_locks::{LocalDdlLock, LockScope};
 use super::super::store::ConfigWrite;
 use super::collections::{StoredRouting, target_ns};
 use crate::catalog::{Chunk, ChunkVersion, chunk_document};
-use crate::command::{CommandRequest, missing};
+use crate::command::CommandRequest;
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::{CommandSpec, RequestContext};
@@ -346,10 +346,7 @@ async fn set_allow_migrations(
     req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let ns = target_ns(&req)?;
-    let allow = req
-        .args()
-        .bool("allowMigrations")?
-        .ok_or_else(|| missing(req.name(), "allowMigrations"))?;
+    let allow = req.args().required_bool("allowMigrations")?;
     {
         let _chunks = state.chunk_op_lock.lock().await;
         StoredRouting::sharded_entry(state, &ns).await?;

@@ -5,7 +5,7 @@
 
 use super::super::RouterState;
 use super::sharding::target_namespace;
-use crate::command::{CommandRequest, missing};
+use crate::command::CommandRequest;
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::config::collection_routing;
@@ -43,7 +43,7 @@ pub(super) async fn move_chunk(
     let (db, coll) = target_namespace(&req)?;
     let ns = format!("{db}.{coll}");
     let args = req.args();
-    let to = args.str("to")?.ok_or_else(|| missing("moveChunk", "to"))?;
+    let to = args.required_str("to")?;
     let find = args.document("find")?;
     let bounds = args.bounds("bounds")?;
     let (entry, chunks) = collection_routing(&state.config, &ns)
@@ -128,9 +128,7 @@ pub(super) async fn move_range(
     let (db, coll) = target_namespace(&req)?;
     let ns = format!("{db}.{coll}");
     let args = req.args();
-    let to = args
-        .str("toShard")?
-        .ok_or_else(|| missing("moveRange", "toShard"))?;
+    let to = args.required_str("toShard")?;
     let min = args.document("min")?;
     let max = args.document("max")?;
     if min.is_none() && max.is_none() {
@@ -183,10 +181,7 @@ pub(super) async fn set_allow_migrations(
 ) -> Result<RawDocumentBuf> {
     let (db, coll) = target_namespace(&req)?;
     let ns = format!("{db}.{coll}");
-    let allow = req
-        .args()
-        .bool("allowMigrations")?
-        .ok_or_else(|| missing("setAllowMigrations", "allowMigrations"))?;
+    let allow = req.args().required_bool("allowMigrations")?;
     state
         .config
         .run_doc(
