@@ -1,6 +1,6 @@
 //! Cluster-member authentication with `--keyFile`, as separate processes: the cluster works
 //! end to end through the router for a user, a client without the key cannot run internal
-//! commands on any role (Unauthorized 13), the key's `__system` user authenticates with both
+//! commands on any role (Unauthorized 13), the cluster's users authenticate on shards too, the key's `__system` user authenticates with both
 //! SCRAM mechanisms as MongoDB's does, a shard with a wrong key or none cannot join, a shard
 //! name cannot be taken over, and an unusable key file stops the process.
 
@@ -124,6 +124,37 @@ async fn keyfile_cluster_works_and_internal_commands_need_the_key() {
         assert_eq!(code_name, "Unauthorized");
         assert_eq!(message, format!("command {name} requires authentication"));
     }
+    // The cluster's users authenticate on a shard's port too: the shard reads them from the
+    // config server as the router does. Data commands stay the routers' there (MongoDB 8.0
+    // refuses direct shard operations too); root may run a shard's maintenance commands.
+    let shard_reader = Client::with_uri_str(format!(
+        "mongodb://reader:pw@127.0.0.1:{}/?directConnection=true&authSource=app&serverSelectionTimeoutMS=5000",
+        cluster.shard_port(0)
+    ))
+    .await
+    .unwrap();
+    let status = shard_reader
+        .database("app")
+        .run_command(doc! {"connectionStatus": 1})
+        .await
+        .unwrap();
+    let users = status
+        .get_document("authInfo")
+        .and_then(|info| info.get_array("authenticatedUsers"))
+        .unwrap();
+    assert_eq!(
+        users.first().and_then(|u| u.as_document()),
+        Some(&doc! {"user": "reader", "db": "app"}),
+        "{status}"
+    );
+    let (code, _, message) = refused(&shard_reader, "app", doc! {"find": "users"}).await;
+    assert_eq!(code, 13, "{message}");
+    let shard_root = direct(cluster.shard_port(0), "root:example@").await;
+    shard_root
+        .database("admin")
+        .run_command(doc! {"cleanupOrphaned": "app.users"})
+        .await
+        .unwrap();
     // The config server's port, without credentials and as a user (even root) alike.
     let config = direct(cluster.config_port, "").await;
     let config_root = direct(cluster.config_port, "root:example@").await;

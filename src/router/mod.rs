@@ -13,7 +13,6 @@ mod shard_registry;
 mod snapshot_reads;
 mod targeting;
 mod transactions;
-mod users;
 mod write_batch;
 
 use crate::rpc::{Connector, NodeClient, NodeConnector};
@@ -54,7 +53,7 @@ impl RouterState {
             table: commands::table(),
         });
         spawn_background(Arc::downgrade(&state));
-        users::spawn_invalidator(Arc::downgrade(&state));
+        crate::server::auth::config_users::spawn_invalidator(Arc::downgrade(&state));
         crate::server::session_jobs::spawn(Arc::downgrade(&state));
         crate::server::cluster_keys::spawn(Arc::downgrade(&state));
         state
@@ -142,11 +141,11 @@ impl NodeState for RouterState {
         &'a self,
         name: &'a crate::server::auth::UserName,
     ) -> futures::future::BoxFuture<'a, crate::error::Result<Option<bson::Document>>> {
-        Box::pin(self.user_from_config(name))
+        Box::pin(crate::server::auth::config_users::user(self, name))
     }
 
     fn has_users(&self) -> futures::future::BoxFuture<'_, crate::error::Result<bool>> {
-        Box::pin(self.any_user_on_config())
+        Box::pin(crate::server::auth::config_users::any_user(self))
     }
 
     fn transactions_status(&self) -> Option<bson::Document> {

@@ -83,6 +83,7 @@ impl ShardState {
         spawn_cursor_reaper(Arc::downgrade(&state));
         ttl::spawn_ttl_monitor(Arc::downgrade(&state));
         crate::server::cluster_keys::spawn(Arc::downgrade(&state));
+        crate::server::auth::config_users::spawn_invalidator(Arc::downgrade(&state));
         migration::range_deleter::spawn_range_deleter(Arc::downgrade(&state));
         // Migrations a restart interrupted complete by their persisted decision.
         migration::coordinator::spawn_recovery(Arc::downgrade(&state));
@@ -199,6 +200,29 @@ impl NodeState for ShardState {
             let identity = self.require_identity()?;
             let config = self.connector.client(&identity.config_host);
             config.run_doc(db, command).await
+        })
+    }
+
+    /// Users are the cluster's, on the config server, as routers read them; a shard no cluster
+    /// has added yet has none.
+    fn load_user<'a>(
+        &'a self,
+        name: &'a crate::server::auth::UserName,
+    ) -> BoxFuture<'a, Result<Option<bson::Document>>> {
+        Box::pin(async move {
+            if self.identity().is_none() {
+                return Ok(None);
+            }
+            crate::server::auth::config_users::user(self, name).await
+        })
+    }
+
+    fn has_users(&self) -> BoxFuture<'_, Result<bool>> {
+        Box::pin(async move {
+            if self.identity().is_none() {
+                return Ok(false);
+            }
+            crate::server::auth::config_users::any_user(self).await
         })
     }
 

@@ -1,5 +1,6 @@
 //! Authentication and authorization: SCRAM (`scram`), the SASL conversations of a connection
-//! (`sasl`), stored users and their cache (`users`), built-in roles (`roles`), privileges
+//! (`sasl`), stored users and their cache (`users`), as routers and shards read them from the
+//! config server (`config_users`), built-in roles (`roles`), privileges
 //! (`privileges`, `actions`, `privilege_documents`), user-defined roles and the role graph (`role_graph`,
 //! `role_admin`), what each command requires (`requires`), and [`authorize`], the one
 //! privilege check the dispatcher makes before every command when `--auth` is on; members
@@ -9,6 +10,7 @@
 pub mod actions;
 pub mod cluster_auth_mode;
 pub mod computed;
+pub mod config_users;
 pub mod keyfile;
 pub mod member_certificate;
 pub mod privilege_documents;

@@ -11,6 +11,7 @@ use crate::catalog::ShardKeyPattern;
 use crate::command::{CommandRequest, missing};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::rpc::config::shard_hosts;
+use crate::server::auth::Requires;
 use crate::server::{CommandSpec, RequestContext};
 use bson::{Bson, RawArrayBuf, RawBsonRef, RawDocumentBuf, doc};
 
@@ -43,8 +44,11 @@ pub(super) fn commands() -> Vec<CommandSpec<ShardState>> {
         CommandSpec::new("_getNextSessionMods", get_next_session_mods)
             .admin_only()
             .help("Internal: the retryable-write records of a migrating range"),
+        // The one maintenance command of this role a user may run (MongoDB's clusterManager
+        // holds the action), as it runs on a shard only.
         CommandSpec::new("cleanupOrphaned", cleanup_orphaned)
             .admin_only()
+            .requires(Requires::Cluster(&["cleanupOrphaned"]))
             .help("waits until the orphaned documents of a sharded collection are deleted\n  { cleanupOrphaned: \"<db>.<collection>\" }"),
     ]
 }
