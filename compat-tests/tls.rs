@@ -293,6 +293,23 @@ async fn tls_x509_users_authenticate_with_their_certificate() {
             ),
         )
     };
+    // `hello`'s speculative MONGODB-X509, as drivers send it (no `db`): on `$external`.
+    let anonymous = Client::with_uri_str(uri("", &certificate_option(&certs, "client.pem")))
+        .await
+        .unwrap();
+    let hello = anonymous
+        .database("admin")
+        .run_command(doc! {
+            "hello": 1,
+            "speculativeAuthenticate": {"authenticate": 1, "mechanism": "MONGODB-X509"},
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        hello.get_document("speculativeAuthenticate").ok(),
+        Some(&doc! {"dbname": "$external", "user": "CN=client,O=docgrid"}),
+        "{hello}"
+    );
     let client = Client::with_uri_str(x509("client.pem")).await.unwrap();
     client
         .database("app")

@@ -235,6 +235,9 @@ pub(super) async fn hello_fields<S: NodeState>(
     if let Some(RawBsonRef::Document(spec)) = req.body.get("speculativeAuthenticate")? {
         let db = match spec.get("db")? {
             Some(RawBsonRef::String(db)) => db.to_string(),
+            // Drivers send MONGODB-X509 without `db`: MongoDB takes `$external`, the only
+            // database that mechanism authenticates on.
+            _ if spec.get("authenticate")?.is_some() => auth::x509::EXTERNAL_DB.to_string(),
             _ => req.db.clone(),
         };
         let mechanism = match spec.get("mechanism")? {
