@@ -295,29 +295,30 @@ async fn receive(state: &Arc<ShardState>, receipt: &Receipt) -> Result<()> {
         .fetch_add(1, Ordering::Relaxed);
     receipt.set_state(RecvState::Clone);
     // The next batch is fetched while this one is inserted: the donor reads and sends as the
-    // recipient writes.
+    // recipient writes. Both run as batch work (`cpu::batch`): the cloning keeps its share of
+    // the cores but yields them at once to the requests of this node's clients.
     let (batches, mut received) = tokio::sync::mpsc::channel::<Result<RawDocumentBuf>>(1);
-    let fetcher = {
-        let donor = donor.clone();
+    let fetcher = async {
         let command = doc! {"_migrateClone": &range.ns, "sessionId": &request.session_id};
-        tokio::spawn(async move {
-            loop {
-                let batch = match CommandRequest::from_document("admin", &command) {
-                    Ok(request) => donor.run(request).await,
-                    Err(e) => Err(e),
-                };
-                let last = batch.as_ref().map_or(true, |b| {
-                    b.get_array("objects")
-                        .map_or(true, |objects| objects.into_iter().next().is_none())
-                });
-                if batches.send(batch).await.is_err() || last {
-                    return;
-                }
+        loop {
+            let batch = match CommandRequest::from_document("admin", &command) {
+                Ok(request) => donor.run(request).await,
+                Err(e) => Err(e),
+            };
+            let last = batch.as_ref().map_or(true, |b| {
+                b.get_array("objects")
+                    .map_or(true, |objects| objects.into_iter().next().is_none())
+            });
+            if batches.send(batch).await.is_err() || last {
+                return;
             }
-        })
+        }
     };
     let counters = &state.node.stats.migrations;
-    let cloned = async {
+    let (database_ref, coll_ref) = (&database, &coll);
+    // Owns the receiver, so that the fetcher's next send fails once the inserts end.
+    let cloned = async move {
+        let (database, coll) = (database_ref, coll_ref);
         while let Some(batch) = received.recv().await {
             check_abort(receipt)?;
             let batch = batch?;
@@ -361,9 +362,8 @@ async fn receive(state: &Arc<ShardState>, receipt: &Receipt) -> Result<()> {
                 .fetch_add(bytes as i64, Ordering::Relaxed);
         }
         Ok::<(), MongoError>(())
-    }
-    .await;
-    fetcher.abort();
+    };
+    let ((), cloned) = crate::server::cpu::batch(async { tokio::join!(fetcher, cloned) }).await;
     cloned?;
     receipt.set_state(RecvState::Catchup);
     while transfer_mods(&database, &coll, &donor, receipt, counters).await? > 0 {
@@ -427,6 +427,7 @@ async fn insert_clone_batch(
     docs: &[&bson::RawDocument],
 ) -> Result<()> {
     let mut txn = database.write().await?;
+    txn.as_batch().await?;
     match txn.insert(coll, docs).await {
         Ok(()) => {
             txn.commit().await?;
