@@ -7,7 +7,8 @@ use super::RunContext;
 use super::time_unit::TimeUnit;
 use super::window_math::{covariance, linear_fill, num, numbers, positions, std_dev};
 use crate::aggregate::accumulators::Accumulator;
-use crate::document::order::values_equal;
+use crate::document::collation::Collation;
+use crate::document::order::compare_collated;
 use crate::error::{MongoError, Result};
 use crate::expression::numeric::to_f64;
 use crate::expression::value::{Value, is_nullish, is_number};
@@ -411,7 +412,12 @@ impl Function {
                 let mut out = Vec::with_capacity(n);
                 let (mut rank, mut distinct) = (0_i64, 0_i64);
                 for i in 0..n {
-                    let tied = i > 0 && same_key(&part.sort_values[i - 1], &part.sort_values[i]);
+                    let tied = i > 0
+                        && same_key(
+                            &part.sort_values[i - 1],
+                            &part.sort_values[i],
+                            ctx.vars.collation(),
+                        );
                     if !tied {
                         rank = i as i64 + 1;
                         distinct += 1;
@@ -508,9 +514,14 @@ fn int(value: i64) -> Bson {
     i32::try_from(value).map_or(Bson::Int64(value), Bson::Int32)
 }
 
-fn same_key(a: &Value, b: &Value) -> bool {
+/// Whether two `sortBy` values tie (equal under the command's collation, as the sort ordered
+/// them).
+fn same_key(a: &Value, b: &Value, collation: Option<&Collation>) -> bool {
     match (a, b) {
-        (Some(a), Some(b)) => values_equal(a, b) || (is_nullish(Some(a)) && is_nullish(Some(b))),
+        (Some(a), Some(b)) => {
+            compare_collated(a, b, collation).is_eq()
+                || (is_nullish(Some(a)) && is_nullish(Some(b)))
+        }
         (a, b) => is_nullish(a.as_ref()) && is_nullish(b.as_ref()),
     }
 }

@@ -600,3 +600,42 @@ fn one_unsorted_partition_is_held_to_the_limit() {
     assert_eq!(err.code().code(), 5414201);
     assert!(!dir.path().join("_tmp").exists());
 }
+
+#[test]
+fn rank_ties_are_equal_under_the_collation() {
+    let collation =
+        crate::document::collation::Collation::parse(&doc! {"locale": "en", "strength": 2})
+            .unwrap();
+    let vars = crate::expression::LetVariables::empty(DateTime::now())
+        .with_collation(Some(collation.into()));
+    let docs = vec![
+        doc! {"_id": 1, "s": "b"},
+        doc! {"_id": 2, "s": "A"},
+        doc! {"_id": 3, "s": "a"},
+    ];
+    let spec = doc! {"$setWindowFields": {"sortBy": {"s": 1}, "output": {
+        "rank": {"$rank": {}}, "dense": {"$denseRank": {}}
+    }}};
+    let out = Pipeline::parse_with_variables(&[spec], std::sync::Arc::new(vars))
+        .unwrap()
+        .run(docs)
+        .unwrap();
+    let ranks: Vec<(i32, Bson, Bson)> = out
+        .iter()
+        .map(|d| {
+            let id = d.get_i32("_id").unwrap();
+            (
+                id,
+                d.get("rank").cloned().unwrap(),
+                d.get("dense").cloned().unwrap(),
+            )
+        })
+        .collect();
+    // "A" and "a" tie: the same rank, and "b" after both.
+    assert_eq!(ranks[2], (1, bson!(3), bson!(2)), "{ranks:?}");
+    assert_eq!(
+        (&ranks[0].1, &ranks[1].1),
+        (&bson!(1), &bson!(1)),
+        "{ranks:?}"
+    );
+}
