@@ -254,6 +254,37 @@ async fn writes_select_by_the_collation(client: &Client) {
             3,
             "{name}"
         );
+        // And on the document an upsert inserts, for both commands that upsert (a number
+        // for the shard key, which a collation leaves exact).
+        coll.update_one(
+            doc! {"_id": 100, "s": 100},
+            doc! {"$addToSet": {"more": {"$each": ["x", "X"]}}},
+        )
+        .upsert(true)
+        .collation(case_insensitive())
+        .await
+        .unwrap();
+        let upserted = coll
+            .find_one_and_update(
+                doc! {"_id": 101, "s": 101},
+                doc! {"$addToSet": {"more": {"$each": ["x", "X"]}}},
+            )
+            .upsert(true)
+            .return_document(mongodb::options::ReturnDocument::After)
+            .collation(case_insensitive())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            upserted.get_array("more").unwrap().len(),
+            1,
+            "{name}: {upserted}"
+        );
+        let back = coll.find_one(doc! {"_id": 100}).await.unwrap().unwrap();
+        assert_eq!(back.get_array("more").unwrap().len(), 1, "{name}: {back}");
+        coll.delete_many(doc! {"_id": {"$in": [100, 101]}})
+            .await
+            .unwrap();
     }
 }
 

@@ -209,6 +209,7 @@ pub(super) async fn run<S: DataNode>(
                 update,
                 validator.as_ref(),
                 rules,
+                filter.collation(),
             )
             .await?;
             let id = inserted.get("_id").cloned().unwrap_or(Bson::Null);

@@ -13,6 +13,7 @@ use super::write::{
     count_value, finish_reply, finish_retryable, statements, target,
 };
 use crate::command::{CommandRequest, WriteConcern};
+use crate::document::collation::Collation;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::LetVariables;
 use crate::query::filter::Filter;
@@ -167,14 +168,17 @@ pub(super) async fn upsert(
     update: &UpdateSpec,
     validator: Option<&DocumentValidator>,
     shard_key: Option<ShardKeyRules<'_>>,
+    collation: Option<&Collation>,
 ) -> Result<Document> {
     let mut doc = upsert_seed(query)?;
     let seeded_id = doc.get("_id").cloned();
+    // The statement's collation applies to the operators that compare (`$addToSet` on the
+    // seed's array, `$min`/`$max`), as on a matched document.
     let ctx = UpdateContext {
         is_upsert_insert: true,
         now: bson::DateTime::now(),
         matched_filter: None,
-        collation: None,
+        collation,
     };
     update.apply(&mut doc, &ctx)?;
     // An `_id` the query fixed is as immutable as a stored document's.
@@ -276,7 +280,16 @@ pub(super) async fn run_statement(
         }
     }
     if out.matched == 0 && stmt.upsert {
-        let doc = upsert(txn, coll, &stmt.query, &stmt.update, validator, rules).await?;
+        let doc = upsert(
+            txn,
+            coll,
+            &stmt.query,
+            &stmt.update,
+            validator,
+            rules,
+            filter.collation(),
+        )
+        .await?;
         out.upserted_id = doc.get("_id").cloned();
     }
     Ok(out)
