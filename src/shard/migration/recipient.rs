@@ -343,7 +343,7 @@ async fn receive(state: &Arc<ShardState>, receipt: &Receipt) -> Result<()> {
                 .filter(|ms| *ms > 0)
                 .map(|ms| std::time::Duration::from_millis(ms as u64));
             for piece in docs.chunks(size.max(1)) {
-                insert_clone_batch(&database, &coll, range, piece).await?;
+                insert_clone_batch(database, coll, range, piece).await?;
                 if let Some(pause) = pause {
                     tokio::time::sleep(pause).await;
                 }
