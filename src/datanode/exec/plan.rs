@@ -270,7 +270,7 @@ fn usable(index: &IndexMeta) -> bool {
         && index
             .parsed
             .as_ref()
-            .is_none_or(|p| !p.hidden && p.partial_filter.is_none())
+            .is_none_or(|p| !p.hidden && p.partial_filter.is_none() && p.text.is_none())
 }
 
 /// Whether every document has at least one key in the index (so a whole-index scan sees them all).
@@ -348,7 +348,13 @@ fn hinted_scan(
         _ => None,
     };
     let index = index
-        .filter(|i| i.ready && i.parsed.as_ref().is_none_or(|p| !p.hidden))
+        // A text index answers only `$text` (`datanode::exec::text`), never a key scan.
+        .filter(|i| {
+            i.ready
+                && i.parsed
+                    .as_ref()
+                    .is_none_or(|p| !p.hidden && p.text.is_none())
+        })
         .ok_or_else(|| MongoError::new(ErrorCode::BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index"))?;
     let (plan, _) = plan_index(index, shape, true).expect("a whole-index scan is always possible");
     Ok(plan)
