@@ -128,7 +128,10 @@ pub(super) async fn count<S: DataNode>(
         .len() as u64;
         return Ok(RawDocumentBuf::from_document(&doc! {"n": count_bson(n)})?);
     }
-    let n = match state.storage().collection(&req.db, collection).await {
+    let found = state.storage().collection(&req.db, collection).await;
+    let mut filter = filter;
+    crate::datanode::exec::bind_text(&mut filter, found.as_ref().map(|(_, c)| &**c))?;
+    let n = match found {
         None => 0,
         // A hinted count reads the hinted index (a sparse one counts its entries, as MongoDB).
         Some((db, coll)) if filter.is_empty() && hint.is_none() => {

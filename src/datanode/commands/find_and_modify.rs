@@ -137,7 +137,7 @@ pub(super) async fn run<S: DataNode>(
     // Computed fields that fail to evaluate fail the command, as in MongoDB.
     let project = |doc: Document| -> Result<Bson> {
         Ok(Bson::Document(match &cmd.fields {
-            Some(p) if p.has_positional() => p.apply_with_filter(&doc, filter)?,
+            Some(p) if p.needs_query() => p.apply_with_filter(&doc, filter)?,
             Some(p) => p.try_apply(&doc)?,
             None => doc,
         }))
@@ -250,6 +250,8 @@ pub(super) async fn first_match(
     hint: Option<&Bson>,
     ownership: Option<&Arc<OwnershipFilter>>,
 ) -> Result<Option<Candidate>> {
+    let bound = crate::datanode::exec::bound_text(filter, coll)?;
+    let filter = &*bound;
     let mut position = Position::plan(
         coll,
         &QueryShape {

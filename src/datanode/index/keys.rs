@@ -179,18 +179,25 @@ pub fn index_keys(index: &IndexSpec, doc: &Document) -> Result<IndexKeys> {
         }
         keys = next;
     }
-    // Stable: of keys two elements share, the first element's type bits stay.
-    keys.sort_by(|a, b| a.0.cmp(&b.0));
-    keys.dedup_by(|a, b| a.0 == b.0);
-    let (keys, types) = keys
-        .into_iter()
-        .map(|(key, bits)| (key, bits.into_bytes()))
-        .unzip();
-    Ok(IndexKeys {
-        keys,
-        types,
-        multikey,
-    })
+    Ok(IndexKeys::from_unsorted(keys, multikey))
+}
+
+impl IndexKeys {
+    /// Keys with their type bits, in any order, possibly repeated.
+    pub(super) fn from_unsorted(mut keys: Vec<(Vec<u8>, TypeBits)>, multikey: bool) -> IndexKeys {
+        // Stable: of keys two elements share, the first element's type bits stay.
+        keys.sort_by(|a, b| a.0.cmp(&b.0));
+        keys.dedup_by(|a, b| a.0 == b.0);
+        let (keys, types) = keys
+            .into_iter()
+            .map(|(key, bits)| (key, bits.into_bytes()))
+            .unzip();
+        IndexKeys {
+            keys,
+            types,
+            multikey,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -59,17 +59,10 @@ pub fn text_keys(index: &IndexSpec, text: &TextIndex, doc: &Document) -> Result<
             keystring::encode_value(&value, descending, &mut key);
             bits.push_component(&value, false);
         }
-        keys.push((key, bits.into_bytes()));
+        keys.push((key, bits));
     }
-    keys.sort_by(|a, b| a.0.cmp(&b.0));
-    keys.dedup_by(|a, b| a.0 == b.0);
     let multikey = keys.len() > 1;
-    let (keys, types) = keys.into_iter().unzip();
-    Ok(IndexKeys {
-        keys,
-        types,
-        multikey,
-    })
+    Ok(IndexKeys::from_unsorted(keys, multikey))
 }
 
 #[cfg(test)]
