@@ -200,6 +200,21 @@ async fn searches(client: &Client) {
         .await;
         let matched: Vec<i32> = matched.iter().map(|d| d.get_i32("_id").unwrap()).collect();
         assert_eq!(matched, [3, 4], "{name}");
+        // The candidates come from the text index's keys.
+        let find = doc! {"find": name, "filter": {"$text": {"$search": "coffee"}}};
+        let explained = db
+            .run_command(doc! {"explain": find, "verbosity": "executionStats"})
+            .await
+            .unwrap();
+        let shown = explained.to_string();
+        assert!(
+            shown.contains("\"indexName\": \"search\""),
+            "{name}: {shown}"
+        );
+        assert!(
+            shown.contains("\"totalDocsExamined\": 2"),
+            "{name}: {shown}"
+        );
         // Writes select by `$text` too.
         let espresso = doc! {"$text": {"$search": "espresso"}};
         let updated = coll
@@ -312,6 +327,29 @@ async fn errors(client: &Client) {
             .unwrap_err();
         assert_eq!(error_code(&err), Some(27), "{name}: {err}");
     }
+    // No hint beside `$text`; a compound text index needs equalities on its prefix fields.
+    let err = coll
+        .find(doc! {"$text": search.clone()})
+        .hint(mongodb::options::Hint::Name("_id_".into()))
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(2), "{err}");
+    let compound = db.collection::<Document>("compound");
+    let index = doc! {"key": {"cat": 1, "t": "text", "n": -1}, "name": "cat_text"};
+    db.run_command(doc! {"createIndexes": "compound", "indexes": [index]})
+        .await
+        .unwrap();
+    let docs = (0..6).map(|i| doc! {"_id": i, "cat": i % 2, "t": "coffee", "n": i});
+    compound.insert_many(docs).await.unwrap();
+    let err = compound
+        .find(doc! {"$text": search.clone()})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(291), "{err}");
+    let found = find_all(&compound, doc! {"cat": 1, "$text": search.clone()}).await;
+    let mut found: Vec<i32> = found.iter().map(|d| d.get_i32("_id").unwrap()).collect();
+    found.sort_unstable();
+    assert_eq!(found, [1, 3, 5]);
     // The score needs a `$text`.
     for option in ["projection", "sort"] {
         let find = doc! {"find": "plain", "filter": {}, option: {"s": {"$meta": "textScore"}}};

@@ -131,6 +131,9 @@ impl AccessPath {
     }
 
     fn choose_for(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Result<AccessPath> {
+        if let Some(text) = super::text::text_scan(coll, shape)? {
+            return Ok(text);
+        }
         if shape.min.is_some() || shape.max.is_some() {
             return min_max(coll, shape);
         }

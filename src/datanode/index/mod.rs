@@ -10,3 +10,4 @@ mod text_keys;
 
 pub use keys::{IndexKeys, index_keys};
 pub use spec::{FieldKind, IndexSpec, KeyField};
+pub use text_keys::stored_term;
