@@ -319,6 +319,21 @@ pub(super) fn fields_of(index: &IndexMeta) -> Vec<KeyField> {
     }
 }
 
+/// The key parts of an index's fields, as key intervals are built over them.
+pub(super) fn key_parts(fields: &[KeyField]) -> Vec<KeyPart<'_>> {
+    fields
+        .iter()
+        .map(|f| KeyPart {
+            path: &f.path,
+            order: match f.kind {
+                FieldKind::Ascending => KeyOrder::Ascending,
+                FieldKind::Descending => KeyOrder::Descending,
+                FieldKind::Hashed => KeyOrder::Hashed,
+            },
+        })
+        .collect()
+}
+
 fn is_natural(hint: &Bson) -> bool {
     matches!(hint, Bson::Document(d) if d.keys().next().is_some_and(|k| k == "$natural"))
 }
@@ -433,17 +448,7 @@ fn plan_index(
     whole: bool,
 ) -> Option<(IndexScanPlan, Candidate)> {
     let fields = fields_of(index);
-    let parts: Vec<KeyPart<'_>> = fields
-        .iter()
-        .map(|f| KeyPart {
-            path: &f.path,
-            order: match f.kind {
-                FieldKind::Ascending => KeyOrder::Ascending,
-                FieldKind::Descending => KeyOrder::Descending,
-                FieldKind::Hashed => KeyOrder::Hashed,
-            },
-        })
-        .collect();
+    let parts = key_parts(&fields);
     let filter = bounding_filter(shape.filter, shape.collation, index_collation(index));
     let same_collation = shape.collation == index_collation(index);
     let KeyIntervals {

@@ -4,13 +4,13 @@
 //! terms that finds the candidates. Each fetched document is then matched and scored from its
 //! own text by the index's specification: the score its keys hold.
 
-use super::plan::{AccessPath, IndexScanPlan, QueryShape, fields_of};
-use crate::datanode::index::{FieldKind, stored_term};
+use super::plan::{AccessPath, IndexScanPlan, QueryShape, fields_of, key_parts};
+use crate::datanode::index::stored_term;
 use crate::datanode::storage::CollectionMeta;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::bounds::{FieldBounds, field_bounds};
 use crate::query::filter::Filter;
-use crate::query::key_intervals::{KeyOrder, KeyPart, key_intervals};
+use crate::query::key_intervals::key_intervals;
 use crate::query::text::{TextIndex, TextSearch};
 use bson::{Bson, Document, doc};
 use std::borrow::Cow;
@@ -106,16 +106,7 @@ pub(super) fn text_scan(
         .collect();
     bounding.insert("_fts", doc! {"$in": terms});
     let fields = fields_of(index);
-    let parts: Vec<KeyPart<'_>> = fields
-        .iter()
-        .map(|f| KeyPart {
-            path: &f.path,
-            order: match f.kind {
-                FieldKind::Descending => KeyOrder::Descending,
-                _ => KeyOrder::Ascending,
-            },
-        })
-        .collect();
+    let parts = key_parts(&fields);
     let intervals = key_intervals(&parts, &bounding, false).ok_or_else(|| {
         MongoError::new(ErrorCode::InternalError, "no key intervals for a text scan")
     })?;
