@@ -350,6 +350,16 @@ async fn errors(client: &Client) {
     let mut found: Vec<i32> = found.iter().map(|d| d.get_i32("_id").unwrap()).collect();
     found.sort_unstable();
     assert_eq!(found, [1, 3, 5]);
+    // Not yet in pipelines: refused, never ignored.
+    for stage in [
+        doc! {"$project": {"s": {"$meta": "textScore"}}},
+        doc! {"$addFields": {"s": {"$meta": "textScore"}}},
+        doc! {"$sort": {"s": {"$meta": "textScore"}}},
+    ] {
+        let pipeline = vec![doc! {"$match": {"$text": search.clone()}}, stage.clone()];
+        let err = coll.aggregate(pipeline).await.unwrap_err();
+        assert_eq!(error_code(&err), Some(238), "{stage}: {err}");
+    }
     // The score needs a `$text`.
     for option in ["projection", "sort"] {
         let find = doc! {"find": "plain", "filter": {}, option: {"s": {"$meta": "textScore"}}};
@@ -358,4 +368,63 @@ async fn errors(client: &Client) {
     }
 }
 
-both_modes!(indexes_as_mongodb_shows_them, searches, scores, errors);
+async fn keys_follow_writes_wildcards_and_languages(client: &Client) {
+    let db = setup(client).await;
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        // The index's keys follow updates, replacements and deletes.
+        coll.update_one(doc! {"_id": 5}, doc! {"$set": {"body": "a latte"}})
+            .await
+            .unwrap();
+        assert!(
+            ids(&coll, doc! {"$search": "espresso"}).await.is_empty(),
+            "{name}"
+        );
+        assert_eq!(ids(&coll, doc! {"$search": "lattes"}).await, [5], "{name}");
+        coll.replace_one(doc! {"_id": 6}, doc! {"title": "Latte art"})
+            .await
+            .unwrap();
+        assert_eq!(
+            ids(&coll, doc! {"$search": "latte"}).await,
+            [5, 6],
+            "{name}"
+        );
+        coll.delete_one(doc! {"_id": 5}).await.unwrap();
+        assert_eq!(ids(&coll, doc! {"$search": "latte"}).await, [6], "{name}");
+    }
+    // Every string with `$**`; each document's (and sub-document's) language.
+    let coll = db.collection::<Document>("wild");
+    let index = doc! {
+        "key": {"$**": "text"}, "name": "all", "default_language": "spanish",
+        "language_override": "idioma",
+    };
+    db.run_command(doc! {"createIndexes": "wild", "indexes": [index]})
+        .await
+        .unwrap();
+    coll.insert_many([
+        doc! {"_id": 1, "a": {"b": ["corriendo"]}},
+        doc! {"_id": 2, "x": "running", "idioma": "english"},
+        doc! {"_id": 3, "sub": {"idioma": "en", "y": "runs"}},
+    ])
+    .await
+    .unwrap();
+    assert_eq!(ids(&coll, doc! {"$search": "corriendo"}).await, [1]);
+    assert_eq!(
+        ids(&coll, doc! {"$search": "run", "$language": "english"}).await,
+        [2, 3]
+    );
+    // A document naming a language the index cannot stem is refused.
+    let err = coll
+        .insert_one(doc! {"_id": 4, "x": "hola", "idioma": "klingon"})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(17262), "{err}");
+}
+
+both_modes!(
+    indexes_as_mongodb_shows_them,
+    searches,
+    scores,
+    errors,
+    keys_follow_writes_wildcards_and_languages
+);
