@@ -4,6 +4,8 @@
 //! stemmed in the text's language.
 
 use super::language::Language;
+use regex_syntax::hir::{Class, HirKind};
+use std::sync::OnceLock;
 use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
 
@@ -14,22 +16,47 @@ pub struct Sensitivity {
     pub diacritics: bool,
 }
 
-/// Whether `c` separates words: white space, ASCII punctuation and symbols, and the Unicode
-/// punctuation blocks (general punctuation, CJK and full-width punctuation, Latin-1's).
-/// Letters, digits and combining marks of every script make words.
+/// The Unicode properties whose characters separate words, as MongoDB's delimiter list
+/// (`gen_delimiter_list.py`) takes them from the Unicode Character Database.
+const DELIMITER_CLASS: &str = r"[\p{White_Space}\p{Dash}\p{Hyphen}\p{Quotation_Mark}\p{Terminal_Punctuation}\p{Pattern_Syntax}\p{Sentence_Terminal}]";
+
+/// The delimiters as sorted, disjoint code point ranges.
+fn delimiter_ranges() -> &'static [(char, char)] {
+    static RANGES: OnceLock<Vec<(char, char)>> = OnceLock::new();
+    RANGES.get_or_init(|| {
+        let hir = regex_syntax::Parser::new()
+            .parse(DELIMITER_CLASS)
+            .expect("the delimiter class parses");
+        match hir.kind() {
+            HirKind::Class(Class::Unicode(class)) => class
+                .ranges()
+                .iter()
+                .map(|range| (range.start(), range.end()))
+                .collect(),
+            _ => Vec::new(),
+        }
+    })
+}
+
+/// Whether `c` separates words: white space, dashes, hyphens, quotation marks, terminal
+/// punctuation and pattern syntax (ASCII punctuation and symbols except `_`); in English the
+/// apostrophe belongs to words. Letters, digits, marks and `_` make words.
 pub fn is_delimiter(c: char, language: Language) -> bool {
-    if c == '\'' {
-        return language != Language::English;
+    if c == '\'' && language == Language::English {
+        return false;
     }
-    c.is_whitespace()
-        || c.is_control()
-        || c.is_ascii_punctuation()
-        || matches!(c,
-            '\u{00A1}'..='\u{00BF}' | '\u{00D7}' | '\u{00F7}'
-            | '\u{2000}'..='\u{206F}' | '\u{2190}'..='\u{2BFF}'
-            | '\u{3000}'..='\u{303F}' | '\u{FE30}'..='\u{FE4F}'
-            | '\u{FF00}'..='\u{FF0F}' | '\u{FF1A}'..='\u{FF20}' | '\u{FF3B}'..='\u{FF40}'
-            | '\u{FF5B}'..='\u{FF65}')
+    if c.is_ascii() {
+        static ASCII: OnceLock<[bool; 128]> = OnceLock::new();
+        let ascii = ASCII.get_or_init(|| std::array::from_fn(|b| in_ranges(b as u8 as char)));
+        return ascii[c as usize];
+    }
+    in_ranges(c)
+}
+
+fn in_ranges(c: char) -> bool {
+    let ranges = delimiter_ranges();
+    let at = ranges.partition_point(|(_, end)| *end < c);
+    ranges.get(at).is_some_and(|(start, _)| *start <= c)
 }
 
 /// The words of `text`, as they are written.
@@ -102,8 +129,8 @@ mod tests {
     fn splits_folds_and_stems() {
         let en = Language::English;
         assert_eq!(
-            words("Hello, wörld! it's a-b_c  42", en).collect::<Vec<_>>(),
-            ["Hello", "wörld", "it's", "a", "b", "c", "42"]
+            words("Hello, wörld! it's a-b_c  42 «x» y—z。", en).collect::<Vec<_>>(),
+            ["Hello", "wörld", "it's", "a", "b_c", "42", "x", "y", "z"]
         );
         assert_eq!(
             words("it's", Language::French).collect::<Vec<_>>(),
