@@ -114,7 +114,29 @@ impl Language {
     }
 }
 
+/// Snowball's English stop word list (snowballstem.org, BSD), which MongoDB's text indexes use;
+/// NLTK's differs (it drops "can", "will", "just", "now" and single letters, keeps "could").
+const ENGLISH_STOP_WORDS: &str = "\
+a about above after again against all am an and any are aren't as at be because been \
+before being below between both but by can't cannot could couldn't did didn't do does \
+doesn't doing don't down during each few for from further had hadn't has hasn't have \
+haven't having he he'd he'll he's her here here's hers herself him himself his how how's \
+i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my \
+myself no nor not of off on once only or other ought our ours ourselves out over own \
+same shan't she she'd she'll she's should shouldn't so some such than that that's the \
+their theirs them themselves then there there's these they they'd they'll they're \
+they've this those through to too under until up very was wasn't we we'd we'll we're \
+we've were weren't what what's when when's where where's which while who who's whom why \
+why's with won't would wouldn't you you'd you'll you're you've your yours yourself \
+yourselves";
+
 fn words(code: &str) -> HashSet<String> {
+    if code == "en" {
+        return ENGLISH_STOP_WORDS
+            .split_whitespace()
+            .map(|w| super::tokenizer::fold(w, false, false))
+            .collect();
+    }
     stop_words::lookup(code)
         .unwrap_or_default()
         .iter()
@@ -138,6 +160,9 @@ mod tests {
         assert_eq!(Language::None.stem("running"), "running");
         assert!(Language::English.is_stop_word("the"));
         assert!(!Language::English.is_stop_word("coffee"));
+        assert!(Language::English.is_stop_word("could"));
+        assert!(!Language::English.is_stop_word("will"));
+        assert_eq!(words("en").len(), 174);
         assert!(Language::French.is_stop_word("le"));
         assert!(Language::Spanish.is_stop_word("el"));
         assert!(!Language::None.is_stop_word("the"));
