@@ -215,6 +215,11 @@ async fn searches(client: &Client) {
             shown.contains("\"totalDocsExamined\": 2"),
             "{name}: {shown}"
         );
+        let titles = coll
+            .distinct("title", doc! {"$text": {"$search": "cake"}})
+            .await
+            .unwrap();
+        assert_eq!(titles.len(), 2, "{name}: {titles:?}");
         // Writes select by `$text` too.
         let espresso = doc! {"$text": {"$search": "espresso"}};
         let updated = coll
@@ -413,6 +418,16 @@ async fn keys_follow_writes_wildcards_and_languages(client: &Client) {
         ids(&coll, doc! {"$search": "run", "$language": "english"}).await,
         [2, 3]
     );
+    // A hidden text index answers no `$text`.
+    let hide = doc! {"collMod": "wild", "index": {"name": "all", "hidden": true}};
+    db.run_command(hide).await.unwrap();
+    let err = coll
+        .find(doc! {"$text": {"$search": "corriendo"}})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(27), "{err}");
+    let show = doc! {"collMod": "wild", "index": {"name": "all", "hidden": false}};
+    db.run_command(show).await.unwrap();
     // A document naming a language the index cannot stem is refused.
     let err = coll
         .insert_one(doc! {"_id": 4, "x": "hola", "idioma": "klingon"})

@@ -6,7 +6,7 @@
 
 use super::plan::{AccessPath, IndexScanPlan, QueryShape, fields_of, key_parts};
 use crate::datanode::index::stored_term;
-use crate::datanode::storage::CollectionMeta;
+use crate::datanode::storage::{CollectionMeta, IndexMeta};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::bounds::{FieldBounds, field_bounds};
 use crate::query::filter::Filter;
@@ -16,12 +16,18 @@ use bson::{Bson, Document, doc};
 use std::borrow::Cow;
 use std::sync::Arc;
 
+/// The collection's text index, with its catalog entry (not while it builds, nor hidden).
+fn usable_text_index(coll: &CollectionMeta) -> Option<(&IndexMeta, Arc<TextIndex>)> {
+    coll.indexes.iter().find_map(|index| {
+        let spec = index.parsed.as_ref()?;
+        let text = spec.text.clone()?;
+        (index.ready && !spec.hidden).then_some((index, text))
+    })
+}
+
 /// The collection's text index.
 pub fn text_index(coll: &CollectionMeta) -> Option<Arc<TextIndex>> {
-    coll.indexes
-        .iter()
-        .filter(|index| index.ready)
-        .find_map(|index| index.parsed.as_ref()?.text.clone())
+    usable_text_index(coll).map(|(_, text)| text)
 }
 
 /// Binds the filter's `$text` (if any) to `coll`'s text index; `None`: the collection does not
@@ -73,10 +79,7 @@ pub(super) fn text_scan(
     let Some(argument) = text_argument(shape.filter) else {
         return Ok(None);
     };
-    let Some((index, text)) = coll.indexes.iter().find_map(|index| {
-        let text = index.parsed.as_ref()?.text.clone()?;
-        index.ready.then_some((index, text))
-    }) else {
+    let Some((index, text)) = usable_text_index(coll) else {
         return Ok(None);
     };
     if shape.hint.is_some() {
