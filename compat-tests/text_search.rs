@@ -227,6 +227,14 @@ async fn searches(client: &Client) {
             .await
             .unwrap();
         assert_eq!(updated.modified_count, 1, "{name}");
+        let modified = coll
+            .find_one_and_update(espresso.clone(), doc! {"$set": {"hit": 2}})
+            .projection(doc! {"hit": 1, "score": {"$meta": "textScore"}})
+            .await
+            .unwrap()
+            .unwrap();
+        // "espresso" is the whole body: 1 × 1.1.
+        assert_eq!(modified.get_f64("score"), Ok(1.1), "{name}: {modified}");
         let deleted = coll.delete_many(espresso).await.unwrap();
         assert_eq!(deleted.deleted_count, 1, "{name}");
         assert!(
