@@ -69,7 +69,7 @@ async fn create_list_and_drop(client: &Client) {
     let err = db.run_command(doc! {"createIndexes": "a", "indexes": [{"key": {"x": 1, "y": -1}, "name": "x_1_y_-1", "unique": true}]}).await.unwrap_err();
     assert_eq!(error_code(&err), Some(85));
     let err = db
-        .run_command(doc! {"createIndexes": "a", "indexes": [{"key": {"t": "text"}, "name": "t"}]})
+        .run_command(doc! {"createIndexes": "a", "indexes": [{"key": {"t": "text", "u": 1, "v": "text"}, "name": "t"}]})
         .await
         .unwrap_err();
     assert_eq!(error_code(&err), Some(67));

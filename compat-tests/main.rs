@@ -65,6 +65,7 @@ mod sharding;
 mod signed_cluster_time;
 mod sorting;
 mod stale_versions;
+mod text_search;
 mod tls;
 mod transaction_coordinator;
 mod transactions;

@@ -5,15 +5,13 @@
 //! collated one's ceiling (the target: p50 ≤ 1.5× of it).
 
 use crate::dataset::Dataset;
-use crate::measure::{self, Timing};
-use crate::ops;
-use crate::report::{Ceiling, Outcome, Part};
+use crate::report::Outcome;
 use crate::rss::Servers;
 use mongodb::bson::doc;
 use mongodb::options::{Collation, CollationStrength};
 
-/// Both indexes on `name`, then the collated and the simple reads, alternated (collated,
-/// simple, simple, collated) so that neither runs on a warmer cache.
+/// Both indexes on `name`, then the collated reads (the name in upper case, which only the
+/// collation finds) beside the simple ones.
 pub async fn run(main: &Dataset, ops: usize, servers: &Servers) -> anyhow::Result<Outcome> {
     let db = main.coll.client().database(&main.coll.namespace().db);
     db.run_command(doc! {"createIndexes": main.coll.name(), "indexes": [
@@ -21,48 +19,22 @@ pub async fn run(main: &Dataset, ops: usize, servers: &Servers) -> anyhow::Resul
         {"key": {"name": 1}, "name": "name_ci", "collation": {"locale": "en", "strength": 2}},
     ]})
     .await?;
-    let half = ops / 2;
-    let (first, rss) = servers.observe(reads(main, (0, half), true)).await?;
-    let mut simple = reads(main, (0, half), false).await?;
-    simple.add(reads(main, (half, ops - half), false).await?);
-    let mut collated = first;
-    collated.add(reads(main, (half, ops - half), true).await?);
-    let ceiling = Part::new("the same find, simple collation and index", &simple, 1.0);
-    Ok(Outcome::new(
+    let what = (
         "W14",
         "case-insensitive find through a collation index",
-        "dev",
-        "reads",
-        (collated, rss),
-    )
-    .with("documents", main.n.into())
-    .ceiling(Ceiling::of(vec![(1.0, ceiling)])))
-}
-
-/// `find_one({name})` of operations `first..first + count`, one client; the collated reads
-/// ask for the name in upper case, which only the collation finds.
-async fn reads(
-    main: &Dataset,
-    (first, count): (usize, usize),
-    collated: bool,
-) -> anyhow::Result<Timing> {
-    let (coll, n) = (main.coll.clone(), main.n);
-    measure::run(count, 1, move |_, i| {
-        let coll = coll.clone();
-        async move {
-            let name = format!("item-{:08}", ops::uniform_key(first + i, n));
-            let find = match collated {
-                true => coll.find_one(doc! {"name": name.to_uppercase()}).collation(
-                    Collation::builder()
-                        .locale("en")
-                        .strength(CollationStrength::Secondary)
-                        .build(),
-                ),
-                false => coll.find_one(doc! {"name": name}),
-            };
-            anyhow::ensure!(find.await?.is_some(), "no document named {first} + {i}");
-            Ok(())
-        }
+        "the same find, simple collation and index",
+    );
+    crate::find_pair::run(main, ops, servers, what, |name, collated| match collated {
+        true => (
+            doc! {"name": name.to_uppercase()},
+            Some(
+                Collation::builder()
+                    .locale("en")
+                    .strength(CollationStrength::Secondary)
+                    .build(),
+            ),
+        ),
+        false => (doc! {"name": name}, None),
     })
     .await
 }

@@ -162,6 +162,9 @@ pub async fn run(
     if config.runs("W14") {
         report.push(crate::collation::run(&main, config.ops, &servers).await?);
     }
+    if config.runs("W15") {
+        report.push(crate::text::run(&main, config.ops, &servers).await?);
+    }
     if config.runs("W11") {
         for o in crate::retryable::run(running.addr.port(), &main, config, &servers).await? {
             report.push(o);

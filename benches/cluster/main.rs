@@ -31,6 +31,7 @@ mod data;
 mod dataset;
 mod dev;
 mod driver_floor;
+mod find_pair;
 mod measure;
 mod migration;
 mod ops;
@@ -41,6 +42,7 @@ mod retryable;
 mod rss;
 mod sharded;
 mod targets;
+mod text;
 mod transactions;
 
 use ceiling_tcp::NetCeilings;

@@ -171,3 +171,24 @@ fn fnv1a(value: u64) -> u64 {
     }
     hash
 }
+
+/// A workload and its ceiling over `ops` operations, each in two halves run alternately
+/// (workload, ceiling, ceiling, workload) so that neither runs on a warmer cache; the resident
+/// set is observed over the workload's first half. `reads(range, workload)` runs one half.
+pub async fn alternated<F, Fut>(
+    ops: usize,
+    servers: &crate::rss::Servers,
+    reads: F,
+) -> anyhow::Result<((Timing, crate::rss::Rss), Timing)>
+where
+    F: Fn((usize, usize), bool) -> Fut,
+    Fut: Future<Output = anyhow::Result<Timing>>,
+{
+    let half = ops / 2;
+    let (first, rss) = servers.observe(reads((0, half), true)).await?;
+    let mut ceiling = reads((0, half), false).await?;
+    ceiling.add(reads((half, ops - half), false).await?);
+    let mut measured = first;
+    measured.add(reads((half, ops - half), true).await?);
+    Ok(((measured, rss), ceiling))
+}

@@ -53,6 +53,17 @@ impl Pipeline {
             parsed.extend(stages::parse(spec, &vars)?);
         }
         limits::check_parsed_length(parsed.len())?;
+        // Only the first stage reads the collection, where its text index is.
+        if parsed
+            .iter()
+            .skip(1)
+            .any(|stage| stage.as_match().is_some_and(Filter::has_text))
+        {
+            return Err(MongoError::location(
+                17313,
+                "$match with $text is only allowed as the first pipeline stage",
+            ));
+        }
         Ok(Pipeline {
             stages: parsed.into(),
             vars,
@@ -95,6 +106,15 @@ impl Pipeline {
     /// The filter of a leading `$match`, which the caller may use to choose an access path.
     pub fn leading_match(&self) -> Option<&Filter> {
         self.stages.first().and_then(Stage::as_match)
+    }
+
+    /// The leading `$match` of a pipeline not yet started, for the data node to bind its
+    /// `$text` to the collection's text index.
+    pub fn leading_match_mut(&mut self) -> Option<&mut Filter> {
+        match Arc::get_mut(&mut self.stages)?.first_mut()? {
+            Stage::Match(filter) => Some(filter),
+            _ => None,
+        }
     }
 
     /// Runs the pipeline over `input` (the collection's documents, or nothing for

@@ -364,6 +364,16 @@ impl Expression {
                 ),
             ));
         };
+        if name == "$meta" {
+            // Metadata (text scores, ...) does not travel with a pipeline's documents yet.
+            return Err(MongoError::new(
+                ErrorCode::NotImplemented,
+                format!(
+                    "{{$meta: {}}} in aggregation expressions is not supported yet",
+                    crate::document::display::render(argument)
+                ),
+            ));
+        }
         let op = operators::lookup(name).ok_or_else(|| {
             MongoError::new(
                 ErrorCode::InvalidPipelineOperator,

@@ -11,6 +11,8 @@
 //!   merge order).
 //! - [`bounds`] and [`key_intervals`]: the values and encoded key intervals a filter allows for
 //!   key fields (index scans, and the catalog's shard targeting).
+//! - [`text`]: text search: languages, the tokenizer, text index specifications and scores,
+//!   `$text` searches.
 //! - `values`: type names, MongoDB's rendering of values in messages, shared coercions (also
 //!   for the update language above).
 
@@ -19,6 +21,7 @@ pub mod filter;
 pub mod key_intervals;
 pub mod projection;
 pub mod sort;
+pub mod text;
 pub(crate) mod values;
 
 pub use filter::{Filter, JsonSchema};

@@ -16,6 +16,10 @@ use std::sync::Arc;
 /// ordering, which has room for 32 fields (`Ordering::kMaxCompoundIndexKeys`).
 pub const MAX_COMPOUND_KEYS: usize = 32;
 
+/// Where a document being sorted by `{$meta: "textScore"}` carries its score (a name no
+/// stored field can have).
+pub const TEXT_SCORE_FIELD: &str = "$textScore";
+
 /// A parsed sort specification.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SortSpec {
@@ -51,10 +55,18 @@ impl SortSpec {
                         "Cannot have additional keys in a $meta sort specification",
                     ));
                 }
+                if meta.get_str("$meta") == Ok("textScore") {
+                    // Highest score first; the executor puts each document's score under
+                    // TEXT_SCORE_FIELD before it sorts.
+                    keys.push(SortKey {
+                        path: TEXT_SCORE_FIELD.to_string(),
+                        parts: vec![TEXT_SCORE_FIELD.to_string()],
+                        ascending: false,
+                    });
+                    continue;
+                }
                 return Err(match meta.get("$meta") {
-                    Some(Bson::String(kind))
-                        if kind == "textScore" || kind == "searchScore" || kind == "randVal" =>
-                    {
+                    Some(Bson::String(kind)) if kind == "searchScore" || kind == "randVal" => {
                         not_implemented(format!(
                             "sorting by {{$meta: \"{kind}\"}} is not supported yet"
                         ))
@@ -143,6 +155,11 @@ impl SortSpec {
             natural: None,
             collation: inner.and_then(|spec| spec.collation.clone()),
         }
+    }
+
+    /// Whether a key is `{$meta: "textScore"}`.
+    pub fn sorts_by_text_score(&self) -> bool {
+        self.keys.iter().any(|k| k.path == TEXT_SCORE_FIELD)
     }
 
     /// Whether the spec orders nothing (empty, or only `$natural`).
@@ -365,11 +382,18 @@ mod tests {
             (15974, "Illegal key in $sort specification: a: \"x\"")
         );
         assert_eq!(
-            SortSpec::parse(&doc! {"a": {"$meta": "textScore"}})
+            SortSpec::parse(&doc! {"a": {"$meta": "randVal"}})
                 .unwrap_err()
                 .code(),
             crate::error::ErrorCode::NotImplemented
         );
+        let by_score = SortSpec::parse(&doc! {"a": {"$meta": "textScore"}, "b": 1}).unwrap();
+        assert!(by_score.sorts_by_text_score());
+        let (high, low) = (
+            doc! {TEXT_SCORE_FIELD: 2.0, "b": 9},
+            doc! {TEXT_SCORE_FIELD: 1.0, "b": 1},
+        );
+        assert_eq!(by_score.compare(&high, &low), Ordering::Less);
         assert_eq!(
             SortSpec::parse(&doc! {"a": {"x": 1}})
                 .unwrap_err()

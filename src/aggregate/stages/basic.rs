@@ -37,7 +37,14 @@ pub fn parse_sort(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<
             "$sort stage must have at least one sort key",
         ));
     }
-    Ok(vec![Stage::Sort(SortSpec::parse_for(keys, vars)?)])
+    let sort = SortSpec::parse_for(keys, vars)?;
+    if sort.sorts_by_text_score() {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "$sort by {$meta: \"textScore\"} in a pipeline is not supported yet",
+        ));
+    }
+    Ok(vec![Stage::Sort(sort)])
 }
 
 pub fn parse_skip(name: &str, spec: &Bson, _vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {

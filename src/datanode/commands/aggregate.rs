@@ -114,7 +114,8 @@ pub(super) async fn open_pipeline<S: DataNode>(
     access: Access,
     limits: MemoryLimits,
 ) -> Result<PipelineState> {
-    let pipeline = Pipeline::parse_with_variables(stages, Arc::clone(vars))?.with_limits(limits);
+    let mut pipeline =
+        Pipeline::parse_with_variables(stages, Arc::clone(vars))?.with_limits(limits);
     if coll.is_some() && pipeline.makes_its_input() {
         return Err(MongoError::invalid_namespace(
             "'$documents' can only be run with {aggregate: 1}",
@@ -122,7 +123,11 @@ pub(super) async fn open_pipeline<S: DataNode>(
     }
     let mut input: Option<Box<dyn PipelineSource>> = None;
     if let Some(name) = coll {
-        if let Some((store, coll)) = state.storage().collection(db, name).await {
+        let found = state.storage().collection(db, name).await;
+        if let Some(filter) = pipeline.leading_match_mut() {
+            crate::datanode::exec::bind_text(filter, found.as_ref().map(|(_, c)| &**c))?;
+        }
+        if let Some((store, coll)) = found {
             let empty = Document::new();
             let filter_doc = stages
                 .first()

@@ -128,7 +128,10 @@ pub(super) async fn count<S: DataNode>(
         .len() as u64;
         return Ok(RawDocumentBuf::from_document(&doc! {"n": count_bson(n)})?);
     }
-    let n = match state.storage().collection(&req.db, collection).await {
+    let found = state.storage().collection(&req.db, collection).await;
+    let mut filter = filter;
+    crate::datanode::exec::bind_text(&mut filter, found.as_ref().map(|(_, c)| &**c))?;
+    let n = match found {
         None => 0,
         // A hinted count reads the hinted index (a sparse one counts its entries, as MongoDB).
         Some((db, coll)) if filter.is_empty() && hint.is_none() => {
@@ -232,7 +235,10 @@ pub(super) async fn distinct<S: DataNode>(
         let values: Vec<Bson> = values.into_values().collect();
         return Ok(RawDocumentBuf::from_document(&doc! {"values": values})?);
     }
-    if let Some((db, coll)) = state.storage().collection(&req.db, collection).await {
+    let found = state.storage().collection(&req.db, collection).await;
+    let mut filter = filter;
+    crate::datanode::exec::bind_text(&mut filter, found.as_ref().map(|(_, c)| &**c))?;
+    if let Some((db, coll)) = found {
         let mut read = db.read().await?;
         let mut position =
             hinted(&coll, &query, hint.as_ref(), &vars)?.owned_by(state.ownership(&req));

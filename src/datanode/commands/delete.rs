@@ -58,6 +58,7 @@ pub(super) async fn run_statement(
     stmt: &DeleteStatement,
     ownership: Option<&Arc<OwnershipFilter>>,
 ) -> Result<(u64, Option<bson::Bson>)> {
+    let filter = crate::datanode::exec::bound_text(&stmt.filter, coll)?;
     let mut position = Position::plan(
         coll,
         &QueryShape {
@@ -71,7 +72,7 @@ pub(super) async fn run_statement(
         .record(coll, position.path().indexes_used(coll));
     let (mut deleted, mut last_id) = (0, None);
     'scan: while !position.done() {
-        for candidate in position.next_matches(txn, coll, &stmt.filter).await? {
+        for candidate in position.next_matches(txn, coll, &filter).await? {
             txn.delete(coll, candidate.rid, &candidate.raw).await?;
             deleted += 1;
             last_id = candidate.doc.get("_id").cloned();

@@ -181,7 +181,8 @@ async fn explain_query(
     verbosity: Verbosity,
     mut each: impl FnMut(&Candidate) -> Result<()>,
 ) -> Result<Explained> {
-    let filter = Filter::parse_with_variables(query.filter, &query.vars)?;
+    let mut filter = Filter::parse_with_variables(query.filter, &query.vars)?;
+    crate::datanode::exec::bind_text(&mut filter, target.as_ref().map(|(_, c)| &**c))?;
     let sort = query
         .sort
         .as_ref()

@@ -18,7 +18,7 @@ use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::LetVariables;
 use crate::query::filter::Filter;
 use crate::query::projection::Projection;
-use crate::query::sort::SortSpec;
+use crate::query::sort::{SortSpec, TEXT_SCORE_FIELD};
 use crate::server::RequestContext;
 use crate::server::sessions::{check_cursor_session, request_session};
 use bson::{Bson, Document, RawDocumentBuf};
@@ -143,6 +143,15 @@ impl FindQuery {
                 ));
             }
         };
+        if sort_spec
+            .as_ref()
+            .is_some_and(|s| s.sorts_by_text_score() && !filter.has_text())
+        {
+            return Err(MongoError::location(
+                40218,
+                "query requires text score metadata, but it is not available",
+            ));
+        }
         // `{$natural: ±1}` is a scan direction, not a sort.
         let sort = sort_spec.clone().filter(|s| !s.is_empty());
         Ok(FindQuery {
@@ -191,7 +200,10 @@ pub(super) async fn find<S: DataNode>(
         let body = CursorBody::Pipeline(Box::new(run));
         return finish(state, &ns, body, first_batch, &cmd).await;
     }
-    let Some((db, coll)) = state.storage().collection(&req.db, &cmd.collection).await else {
+    let found = state.storage().collection(&req.db, &cmd.collection).await;
+    let mut query = query;
+    crate::datanode::exec::bind_text(&mut query.filter, found.as_ref().map(|(_, c)| &**c))?;
+    let Some((db, coll)) = found else {
         return Ok(cursor_reply(&ns, vec![], 0, true));
     };
     if cmd.tail.is_some() && coll.capped_limits().is_none() {
@@ -360,6 +372,7 @@ async fn sorted_matches(
     request: SortRequest,
 ) -> Result<SortedDocs> {
     let keep = request.limit.map(|l| (request.skip + l) as usize);
+    let by_text_score = request.sort.sorts_by_text_score();
     let mut sorter = BlockingSort::new(request.sort, keep, request.limits);
     let mut read = db.read().await?;
     while !position.done() {
@@ -368,6 +381,10 @@ async fn sorted_matches(
             let mut doc = candidate.doc;
             if request.keep_record_id {
                 doc.insert(RECORD_ID_FIELD, Bson::Int64(candidate.rid));
+            }
+            if by_text_score {
+                let score = filter.text_score(&doc)?.unwrap_or(0.0);
+                doc.insert(TEXT_SCORE_FIELD, score);
             }
             sorter.push(doc, size).map_err(find_sort_error)?;
         }

@@ -134,15 +134,21 @@ pub(super) async fn run<S: DataNode>(
         return Ok(RawDocumentBuf::from_document(&reply)?);
     }
     let filter = &cmd.filter;
+    let found = target(state, &req, cmd.upsert).await?;
+    // A text score projected is the filter's on this collection's text index.
+    let projecting = match &found {
+        Some((_, coll)) => crate::datanode::exec::bound_text(filter, coll)?,
+        None => std::borrow::Cow::Borrowed(filter),
+    };
     // Computed fields that fail to evaluate fail the command, as in MongoDB.
     let project = |doc: Document| -> Result<Bson> {
         Ok(Bson::Document(match &cmd.fields {
-            Some(p) if p.has_positional() => p.apply_with_filter(&doc, filter)?,
+            Some(p) if p.needs_query() => p.apply_with_filter(&doc, &projecting)?,
             Some(p) => p.try_apply(&doc)?,
             None => doc,
         }))
     };
-    let Some((db, coll)) = target(state, &req, cmd.upsert).await? else {
+    let Some((db, coll)) = found else {
         let last_error = if cmd.remove {
             doc! {"n": 0}
         } else {
@@ -251,6 +257,8 @@ pub(super) async fn first_match(
     hint: Option<&Bson>,
     ownership: Option<&Arc<OwnershipFilter>>,
 ) -> Result<Option<Candidate>> {
+    let bound = crate::datanode::exec::bound_text(filter, coll)?;
+    let filter = &*bound;
     let mut position = Position::plan(
         coll,
         &QueryShape {

@@ -250,10 +250,17 @@ fn is_existing(indexes: &[crate::datanode::storage::IndexMeta], spec: &IndexSpec
             == spec.partial_filter.as_ref().map(|p| &p.0)
             && existing.collation == spec.collation;
         if existing.key == spec.key && same_variant {
-            return Err(MongoError::new(
-                ErrorCode::IndexOptionsConflict,
-                format!("Index already exists with a different name: {}", index.name),
-            ));
+            // Every text index has the key `{_fts: "text", _ftsx: 1}`: a second one with other
+            // fields or weights lands here, so a collection has one text index, as in MongoDB.
+            let message = if existing.same_index(spec) {
+                format!("Index already exists with a different name: {}", index.name)
+            } else {
+                format!(
+                    "An equivalent index already exists with a different name and options. Requested index: {}, existing index: {}",
+                    spec.document, index.spec
+                )
+            };
+            return Err(MongoError::new(ErrorCode::IndexOptionsConflict, message));
         }
     }
     Ok(false)

@@ -213,7 +213,8 @@ pub(super) async fn run_statement(
     validator: Option<&DocumentValidator>,
     sharded: Option<&ShardedWrite>,
 ) -> Result<StatementOutcome> {
-    let filter = &stmt.filter;
+    let bound = crate::datanode::exec::bound_text(&stmt.filter, coll)?;
+    let filter = &*bound;
     let ownership = sharded.map(|s| &s.ownership);
     let rules = sharded.map(|s| s.rules(stmt.multi));
     let mut out = StatementOutcome::default();

@@ -2,7 +2,8 @@
 //! index scan over key intervals, or a collection scan) and producing matching documents in
 //! batches (`position`), resumable between `getMore`s (`scan_state`), the collection an
 //! aggregation cursor reads (`pipeline_input`), the blocking sort with its spill to disk
-//! (`sort`), the shape of returned documents (`output`), and describing the plan and its work
+//! (`sort`), the shape of returned documents (`output`), `$text` bound to the collection's text
+//! index (`text`), and describing the plan and its work
 //! for `explain` (`explain`).
 
 mod cover;
@@ -17,6 +18,7 @@ mod scan_state;
 mod sort;
 #[cfg(test)]
 mod test_catalog;
+mod text;
 
 pub use crate::server::pipeline_cursor::PipelineState;
 pub use cover::{CoverRequest, Covered};
@@ -28,6 +30,7 @@ pub use position::{Candidate, Examined, Position};
 
 pub use scan_state::{ScanState, Tail};
 pub use sort::{BlockingSort, SortLimits, SortedDocs, SortedState, find_sort_error};
+pub use text::{bind_text, bound_text, text_index};
 
 /// Rows read per storage statement during a scan.
 pub const SCAN_CHUNK: i64 = 1000;

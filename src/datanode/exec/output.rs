@@ -9,7 +9,7 @@ use crate::document::{hashed, keystring};
 use crate::error::Result;
 use crate::query::filter::Filter;
 use crate::query::projection::Projection;
-use crate::query::sort::SortSpec;
+use crate::query::sort::{SortSpec, TEXT_SCORE_FIELD};
 use bson::{Bson, Document, RawDocumentBuf};
 use std::sync::Arc;
 
@@ -78,7 +78,7 @@ impl FindOutput {
         });
         let positional_query = projection
             .as_ref()
-            .is_some_and(Projection::has_positional)
+            .is_some_and(Projection::needs_query)
             .then(|| query.clone());
         FindOutput {
             projection,
@@ -105,13 +105,23 @@ impl FindOutput {
 
     /// The returned form of a document found at `rid`.
     pub fn render(&self, rid: RecordId, doc: &Document) -> Result<RawDocumentBuf> {
+        // A document sorted by text score carries its score for the sort key only.
+        let sorted_by_score;
+        let stored = if doc.contains_key(TEXT_SCORE_FIELD) {
+            let mut plain = doc.clone();
+            plain.remove(TEXT_SCORE_FIELD);
+            sorted_by_score = plain;
+            &sorted_by_score
+        } else {
+            doc
+        };
         let mut out = match &self.return_key {
-            Some(source) => key_document(source, doc),
+            Some(source) => key_document(source, stored),
             None => match (&self.projection, &self.positional_query) {
-                (Some(p), Some(query)) => p.apply_with_filter(doc, query)?,
+                (Some(p), Some(query)) => p.apply_with_filter(stored, query)?,
                 // Computed fields fail the query when their evaluation fails, as in MongoDB.
-                (Some(p), None) => p.try_apply(doc)?,
-                (None, _) => doc.clone(),
+                (Some(p), None) => p.try_apply(stored)?,
+                (None, _) => stored.clone(),
             },
         };
         // With returnKey the key alone is returned (the driver specification tests expect no

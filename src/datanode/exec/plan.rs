@@ -131,6 +131,9 @@ impl AccessPath {
     }
 
     fn choose_for(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Result<AccessPath> {
+        if let Some(text) = super::text::text_scan(coll, shape)? {
+            return Ok(text);
+        }
         if shape.min.is_some() || shape.max.is_some() {
             return min_max(coll, shape);
         }
@@ -270,7 +273,7 @@ fn usable(index: &IndexMeta) -> bool {
         && index
             .parsed
             .as_ref()
-            .is_none_or(|p| !p.hidden && p.partial_filter.is_none())
+            .is_none_or(|p| !p.hidden && p.partial_filter.is_none() && p.text.is_none())
 }
 
 /// Whether every document has at least one key in the index (so a whole-index scan sees them all).
@@ -316,6 +319,21 @@ pub(super) fn fields_of(index: &IndexMeta) -> Vec<KeyField> {
     }
 }
 
+/// The key parts of an index's fields, as key intervals are built over them.
+pub(super) fn key_parts(fields: &[KeyField]) -> Vec<KeyPart<'_>> {
+    fields
+        .iter()
+        .map(|f| KeyPart {
+            path: &f.path,
+            order: match f.kind {
+                FieldKind::Ascending => KeyOrder::Ascending,
+                FieldKind::Descending => KeyOrder::Descending,
+                FieldKind::Hashed => KeyOrder::Hashed,
+            },
+        })
+        .collect()
+}
+
 fn is_natural(hint: &Bson) -> bool {
     matches!(hint, Bson::Document(d) if d.keys().next().is_some_and(|k| k == "$natural"))
 }
@@ -348,7 +366,13 @@ fn hinted_scan(
         _ => None,
     };
     let index = index
-        .filter(|i| i.ready && i.parsed.as_ref().is_none_or(|p| !p.hidden))
+        // A text index answers only `$text` (`datanode::exec::text`), never a key scan.
+        .filter(|i| {
+            i.ready
+                && i.parsed
+                    .as_ref()
+                    .is_none_or(|p| !p.hidden && p.text.is_none())
+        })
         .ok_or_else(|| MongoError::new(ErrorCode::BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index"))?;
     let (plan, _) = plan_index(index, shape, true).expect("a whole-index scan is always possible");
     Ok(plan)
@@ -424,17 +448,7 @@ fn plan_index(
     whole: bool,
 ) -> Option<(IndexScanPlan, Candidate)> {
     let fields = fields_of(index);
-    let parts: Vec<KeyPart<'_>> = fields
-        .iter()
-        .map(|f| KeyPart {
-            path: &f.path,
-            order: match f.kind {
-                FieldKind::Ascending => KeyOrder::Ascending,
-                FieldKind::Descending => KeyOrder::Descending,
-                FieldKind::Hashed => KeyOrder::Hashed,
-            },
-        })
-        .collect();
+    let parts = key_parts(&fields);
     let filter = bounding_filter(shape.filter, shape.collation, index_collation(index));
     let same_collation = shape.collation == index_collation(index);
     let KeyIntervals {

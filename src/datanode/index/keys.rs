@@ -22,9 +22,9 @@ pub struct IndexKeys {
 }
 
 /// One field's values and the array paths expanded to reach them.
-struct FieldValues {
-    values: Vec<Bson>,
-    arrays: Vec<String>,
+pub(super) struct FieldValues {
+    pub(super) values: Vec<Bson>,
+    pub(super) arrays: Vec<String>,
     /// No value lies at the path, only the null that stands for it: through an object without
     /// the field, a scalar, or an array none of whose elements has it (`a.b` in `{a: []}` or
     /// `{a: [1]}`). A sparse index skips the document, as MongoDB's does.
@@ -83,7 +83,7 @@ fn collect(value: &Bson, path: &[&str], prefix: &str, out: &mut FieldValues) {
     }
 }
 
-fn field_values(doc: &Document, path: &str) -> FieldValues {
+pub(super) fn field_values(doc: &Document, path: &str) -> FieldValues {
     let parts: Vec<&str> = path.split('.').collect();
     let mut out = FieldValues {
         values: Vec::new(),
@@ -112,6 +112,9 @@ pub fn index_keys(index: &IndexSpec, doc: &Document) -> Result<IndexKeys> {
         if !filter.matches(doc) {
             return Ok(IndexKeys::default());
         }
+    }
+    if let Some(text) = &index.text {
+        return super::text_keys::text_keys(index, text, doc);
     }
     let fields: Vec<FieldValues> = index
         .fields
@@ -176,18 +179,25 @@ pub fn index_keys(index: &IndexSpec, doc: &Document) -> Result<IndexKeys> {
         }
         keys = next;
     }
-    // Stable: of keys two elements share, the first element's type bits stay.
-    keys.sort_by(|a, b| a.0.cmp(&b.0));
-    keys.dedup_by(|a, b| a.0 == b.0);
-    let (keys, types) = keys
-        .into_iter()
-        .map(|(key, bits)| (key, bits.into_bytes()))
-        .unzip();
-    Ok(IndexKeys {
-        keys,
-        types,
-        multikey,
-    })
+    Ok(IndexKeys::from_unsorted(keys, multikey))
+}
+
+impl IndexKeys {
+    /// Keys with their type bits, in any order, possibly repeated.
+    pub(super) fn from_unsorted(mut keys: Vec<(Vec<u8>, TypeBits)>, multikey: bool) -> IndexKeys {
+        // Stable: of keys two elements share, the first element's type bits stay.
+        keys.sort_by(|a, b| a.0.cmp(&b.0));
+        keys.dedup_by(|a, b| a.0 == b.0);
+        let (keys, types) = keys
+            .into_iter()
+            .map(|(key, bits)| (key, bits.into_bytes()))
+            .unzip();
+        IndexKeys {
+            keys,
+            types,
+            multikey,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,13 @@
 //! Indexes, independent of storage: validated index specifications (`createIndexes` options,
 //! default names, conflicts) and the keys a document produces in an index (multikey arrays,
-//! parallel-array checks, sparse and partial indexes, hashed fields).
+//! parallel-array checks, sparse and partial indexes, hashed fields; a text index's terms in
+//! `text_keys`).
 
 mod creatable;
 mod keys;
 pub mod spec;
+mod text_keys;
 
 pub use keys::{IndexKeys, index_keys};
 pub use spec::{FieldKind, IndexSpec, KeyField};
+pub use text_keys::stored_term;

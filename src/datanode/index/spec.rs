@@ -4,6 +4,7 @@
 use crate::document::collation::Collation;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
+use crate::query::text::{TextIndex, is_text_key};
 use bson::{Bson, Document, doc};
 use std::sync::Arc;
 
@@ -37,6 +38,9 @@ pub struct IndexSpec {
     /// collation keys, so equal strings are one key (a unique index refuses `"A"` beside `"a"`
     /// case-insensitively) and only a query of the same collation may bound them.
     pub collation: Option<Arc<Collation>>,
+    /// A text index's specification; its key is then MongoDB's `{..., _fts: "text", _ftsx:
+    /// 1, ...}` and `fields` name `_fts` and `_ftsx` for the term and its score.
+    pub text: Option<Arc<TextIndex>>,
     /// The document `listIndexes` shows.
     pub document: Document,
 }
@@ -165,6 +169,22 @@ fn parse_key(key: &Document) -> Result<Vec<KeyField>> {
     Ok(fields)
 }
 
+/// The fields of a text index's stored key: `_fts` (the term) and `_ftsx` (its score) among
+/// the others.
+fn text_fields(key: &Document) -> Vec<KeyField> {
+    key.iter()
+        .map(|(path, value)| KeyField {
+            path: path.clone(),
+            kind: match value {
+                Bson::Int32(n) if *n < 0 => FieldKind::Descending,
+                Bson::Int64(n) if *n < 0 => FieldKind::Descending,
+                Bson::Double(n) if *n < 0.0 => FieldKind::Descending,
+                _ => FieldKind::Ascending,
+            },
+        })
+        .collect()
+}
+
 impl IndexSpec {
     /// Parses one entry of `createIndexes.indexes`.
     pub fn parse(spec: &Document) -> Result<IndexSpec> {
@@ -192,7 +212,14 @@ impl IndexSpec {
                 ));
             }
         }
-        let fields = parse_key(&key)?;
+        let text = match is_text_key(&key) {
+            true => Some(TextIndex::parse(&key, spec)?),
+            false => None,
+        };
+        let fields = match &text {
+            Some((stored, _)) => text_fields(stored),
+            None => parse_key(&key)?,
+        };
         let name = match spec.get("name") {
             Some(Bson::String(name)) if !name.is_empty() => name.clone(),
             Some(Bson::String(_)) => return Err(cannot_create("The index name cannot be empty")),
@@ -220,6 +247,16 @@ impl IndexSpec {
         let hidden = flag("hidden")?;
         let collation = crate::command::parse_collation(spec.get("collation"))?
             .filter(|collation| !collation.is_simple());
+        if let (Some(collation), Some(_)) = (&collation, &text) {
+            return Err(cannot_create(format!(
+                "Index type 'text' does not support collation: {}",
+                collation.spec()
+            )));
+        }
+        let (key, text) = match text {
+            Some((stored, text)) => (stored, Some(Arc::new(text))),
+            None => (key, None),
+        };
         let partial_filter = match spec.get("partialFilterExpression") {
             None => None,
             Some(Bson::Document(expr)) => {
@@ -294,6 +331,9 @@ impl IndexSpec {
         if let Some(collation) = &collation {
             document.insert("collation", collation.spec());
         }
+        if let Some(text) = &text {
+            document.extend(text.options());
+        }
         Ok(IndexSpec {
             name,
             key,
@@ -304,6 +344,7 @@ impl IndexSpec {
             expire_after_seconds,
             hidden,
             collation,
+            text,
             document,
         })
     }
@@ -326,6 +367,7 @@ impl IndexSpec {
             && self.expire_after_seconds == other.expire_after_seconds
             && self.hidden == other.hidden
             && self.collation == other.collation
+            && self.text == other.text
     }
 }
 
@@ -358,7 +400,7 @@ mod tests {
     fn mongodb_errors() {
         assert_eq!(code(doc! {"key": {}}), 67);
         assert_eq!(code(doc! {"key": {"a": 0}}), 67);
-        assert_eq!(code(doc! {"key": {"a": "text"}}), 67);
+        assert_eq!(code(doc! {"key": {"a": "2dsphere"}}), 67);
         assert_eq!(code(doc! {"key": {"a": "bogus"}}), 67);
         assert_eq!(code(doc! {"key": {"a": 1}, "bogus": 1}), 197);
         assert_eq!(
@@ -370,6 +412,28 @@ mod tests {
             67
         );
         assert_eq!(code(doc! {"key": {"a": "hashed", "b": "hashed"}}), 67);
+    }
+
+    #[test]
+    fn text_indexes_as_mongodb_shows_them() {
+        let spec =
+            IndexSpec::parse(&doc! {"key": {"a": 1, "b": "text"}, "weights": {"c": 5}}).unwrap();
+        assert_eq!(spec.name, "a_1_b_text");
+        assert_eq!(spec.key, doc! {"a": 1, "_fts": "text", "_ftsx": 1});
+        assert_eq!(
+            spec.document,
+            doc! {"v": 2, "key": {"a": 1, "_fts": "text", "_ftsx": 1}, "name": "a_1_b_text",
+            "weights": {"b": 1, "c": 5}, "default_language": "english",
+            "language_override": "language", "textIndexVersion": 3}
+        );
+        let stored = IndexSpec::from_catalog(&spec.document).unwrap();
+        assert!(stored.same_index(&spec));
+        let other = IndexSpec::parse(&doc! {"key": {"a": 1, "b": "text"}}).unwrap();
+        assert!(!other.same_index(&spec));
+        assert_eq!(
+            code(doc! {"key": {"b": "text"}, "collation": {"locale": "fr"}}),
+            67
+        );
     }
 
     #[test]

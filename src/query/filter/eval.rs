@@ -47,6 +47,7 @@ impl Node {
             }
             Node::Not(child) => Ok(!child.try_matches(doc, &mut None, c)?),
             Node::Expr(e) => e.matches(doc),
+            Node::Text(t) => t.matches(doc),
             _ => Ok(self.matches(doc, key, c)),
         }
     }
@@ -61,6 +62,7 @@ impl Node {
         match self {
             Node::Expr(e) => e.matches(doc).unwrap_or(false),
             Node::Schema(s) => s.matches(doc),
+            Node::Text(t) => t.matches(doc).unwrap_or(false),
             Node::And(children) => children.iter().all(|n| n.matches(doc, key, c)),
             Node::Or(children) => children.iter().any(|n| n.matches(doc, key, c)),
             Node::Nor(children) => !children.iter().any(|n| n.matches(doc, &mut None, c)),
@@ -82,7 +84,7 @@ impl Node {
             Node::AlwaysFalse => false,
             Node::Leaf(l) => l.op.matches_single(value, &mut None, c),
             // Only whole-document predicates; the value form of `$elemMatch` cannot hold them.
-            Node::Expr(_) | Node::Schema(_) => false,
+            Node::Expr(_) | Node::Schema(_) | Node::Text(_) => false,
         }
     }
 }

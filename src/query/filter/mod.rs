@@ -14,6 +14,7 @@
 //! - `predicates`: `$type`, `$mod`, `$regex` and the `$bits*` operators, parsed and tested.
 //! - `eval`: matching documents, resolving dotted paths through arrays into candidates.
 //! - `expr`: `$expr`, an aggregation expression as a predicate.
+//! - `text`: `$text`, bound to a collection's text index by the node that runs it.
 //! - `json_schema`: `$jsonSchema` ([`JsonSchema`], also what collection validators use).
 
 mod eval;
@@ -22,6 +23,7 @@ mod json_schema;
 mod parse;
 mod parse_field;
 mod predicates;
+mod text;
 
 pub use json_schema::JsonSchema;
 
@@ -55,6 +57,8 @@ pub(crate) enum Node {
     Expr(Box<expr::ExprPredicate>),
     /// `$jsonSchema`, matched against the (sub)document.
     Schema(Box<JsonSchema>),
+    /// `$text` (top level or in a top-level `$and`).
+    Text(Box<text::TextNode>),
 }
 
 #[derive(Clone, Debug)]
@@ -142,6 +146,7 @@ impl Filter {
     /// projection and pipelines share one `$$NOW` and one evaluation of `let`.
     pub fn parse_with_variables(filter: &Document, vars: &Arc<LetVariables>) -> Result<Filter> {
         let root = Parser::new(Arc::clone(vars), true).parse_doc(filter, Level::PredicateTop)?;
+        text::check_placement(&root)?;
         Ok(Filter {
             root,
             collation: vars.collation_arc(),
@@ -212,7 +217,8 @@ impl Filter {
             match node {
                 Node::And(c) | Node::Or(c) | Node::Nor(c) => c.iter().any(walk),
                 Node::Not(n) => walk(n),
-                Node::Expr(_) => true,
+                // An unbound `$text` fails, and a document's language override may be invalid.
+                Node::Expr(_) | Node::Text(_) => true,
                 _ => false,
             }
         }
@@ -273,7 +279,11 @@ impl Filter {
                 Node::And(c) | Node::Or(c) | Node::Nor(c) => c.iter().for_each(|n| collect(n, out)),
                 Node::Not(n) => collect(n, out),
                 Node::Leaf(l) => out.push(&l.path),
-                Node::AlwaysTrue | Node::AlwaysFalse | Node::Expr(_) | Node::Schema(_) => {}
+                Node::AlwaysTrue
+                | Node::AlwaysFalse
+                | Node::Expr(_)
+                | Node::Schema(_)
+                | Node::Text(_) => {}
             }
         }
         let mut out = Vec::new();

@@ -267,10 +267,10 @@ impl Parser {
                         "$text can only be applied to the top-level document",
                     ));
                 }
-                Err(MongoError::new(
-                    ErrorCode::IndexNotFound,
-                    "text index required for $text query",
-                ))
+                self.feature_not_allowed(key)?;
+                Ok(Some(Node::Text(Box::new(super::text::TextNode::parse(
+                    value,
+                )?))))
             }
             "jsonSchema" => {
                 self.feature_not_allowed(key)?;

@@ -30,6 +30,9 @@ pub struct Projection {
     inclusion: bool,
     /// The positional projection's path (without `.$`), with the query it refers to.
     positional: Option<Vec<String>>,
+    /// Top-level fields set to the document's text score (`{$meta: "textScore"}`), which the
+    /// find's filter computes ([`Projection::apply_with_filter`]).
+    text_score: Vec<String>,
     /// The positions of the top-level `$elemMatch` children.
     elem_matches: Vec<usize>,
     /// What computed fields read as `$$NOW` and `$$name`.
@@ -99,6 +102,12 @@ impl Projection {
         self.positional.is_some()
     }
 
+    /// Whether the projection reads the find's filter: a positional `$` or a text score (use
+    /// [`Projection::apply_with_filter`]).
+    pub fn needs_query(&self) -> bool {
+        self.positional.is_some() || !self.text_score.is_empty()
+    }
+
     /// Projects a document. A positional `$` path keeps its whole array here; use
     /// [`Projection::apply_with_filter`] to cut it to the matched element. A computed field
     /// whose evaluation fails is left out (use [`Projection::try_apply`] to get the error, as
@@ -128,7 +137,7 @@ impl Projection {
     }
 
     /// Projects a document that matched `filter` (the query of the `find`), resolving the
-    /// positional `$` from the filter's match.
+    /// positional `$` from the filter's match and adding text scores.
     pub fn apply_with_filter(&self, doc: &Document, filter: &Filter) -> Result<Document> {
         let mut out = self.try_apply(doc)?;
         if let Some(path) = &self.positional {
@@ -140,6 +149,10 @@ impl Projection {
                 ));
             };
             apply_positional(&mut out, path, position)?;
+        }
+        for field in &self.text_score {
+            let score = filter.text_score(doc)?.unwrap_or(0.0);
+            out.insert(field.clone(), score);
         }
         Ok(out)
     }

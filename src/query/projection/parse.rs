@@ -12,6 +12,11 @@ use crate::query::values::{check_field_path, render_element, truthy};
 use bson::{Bson, Document};
 use std::sync::Arc;
 
+/// `{$meta: "textScore"}`.
+fn is_text_score(value: &Bson) -> bool {
+    matches!(value, Bson::Document(d) if d.len() == 1 && d.get_str("$meta") == Ok("textScore"))
+}
+
 pub(super) struct ParseContext<'a> {
     pub(super) query: Option<&'a Filter>,
     /// The user variables computed fields may read.
@@ -47,7 +52,20 @@ impl Projection {
         };
         let mut root = PathNode::default();
         let mut id_specified = false;
+        let mut text_score = Vec::new();
         for (name, value) in spec {
+            if is_text_score(value) && !name.contains('.') {
+                // The score of the find's `$text`, added after the projected fields.
+                if !query.is_some_and(Filter::has_text) {
+                    return Err(MongoError::location(
+                        40218,
+                        "query requires text score metadata, but it is not available",
+                    ));
+                }
+                check_field_path(name)?;
+                text_score.push(name.clone());
+                continue;
+            }
             id_specified |= name == "_id" || name.starts_with("_id.");
             parse_element(&mut ctx, name, value, None, &mut root, true)?;
         }
@@ -75,6 +93,7 @@ impl Projection {
             root,
             inclusion,
             positional: ctx.positional,
+            text_score,
             elem_matches,
             vars: Arc::clone(vars),
         })

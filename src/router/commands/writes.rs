@@ -146,7 +146,10 @@ pub(super) async fn find_and_modify(
             Target::Some(shards) if shards.len() == 1 => (shards[0].clone(), req.clone()),
             Target::Some(shards) => {
                 if retryable {
-                    let probe = with_query(req, matches_nothing())?;
+                    // The query stays (in an `$and` matching nothing) for what its projection
+                    // reads from it, a `$text`'s score.
+                    let nothing = doc! {"$and": [query.clone(), matches_nothing()]};
+                    let probe = with_query(req, nothing)?;
                     if let Some((_, reply)) =
                         executed_on(state, &placement, &shards, &probe).await?
                     {

@@ -202,6 +202,10 @@ impl ProjectionParser<'_> {
                     "Cannot use $elemMatch in this context",
                 ));
             }
+            if first == "$meta" {
+                // Refused as not implemented whatever the projection's mode.
+                Expression::parse_operator_in(sub, self.scope)?;
+            }
             if is_operator_name(first) {
                 if self.mode == Some(Mode::Exclusion) {
                     return Err(MongoError::location(
