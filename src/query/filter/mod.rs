@@ -111,6 +111,8 @@ enum Op {
     Bits(BitTest, BitMask),
     ElemMatchObject(Box<Node>),
     ElemMatchValue(Vec<Node>),
+    /// `$geoWithin` / `$geoIntersects`, matched against each candidate geometry.
+    Geo(Box<crate::query::geo::GeoPredicate>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,6 +11,7 @@ use crate::document::collation::Collation;
 use crate::document::order::compare_collated;
 use crate::error::{MongoError, Result};
 use crate::expression::mongo_regex::MongoRegex;
+use crate::query::geo::GeoPredicate;
 use crate::query::values::{integer_to_non_negative_i32, not_implemented, render_doc, truthy};
 use bson::{Bson, Document};
 
@@ -117,7 +118,10 @@ impl Parser {
                 "near must be first in: {}",
                 render_doc(context)
             ))),
-            "$geoWithin" | "$within" | "$geoIntersects" => Err(geo_not_supported(key)),
+            "$geoWithin" | "$within" | "$geoIntersects" => Ok(Some(leaf(
+                path,
+                Op::Geo(Box::new(GeoPredicate::parse(key, value)?)),
+            ))),
             "$where" => Err(MongoError::bad_value("$where cannot be applied to a field")),
             _ => Err(MongoError::bad_value(format!("unknown operator: {key}"))),
         }

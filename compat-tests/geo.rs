@@ -1,0 +1,129 @@
+//! Geospatial queries end to end through the router, on an unsharded collection and on one
+//! sharded by `_id` with a chunk on each shard: `$geoWithin` (every shape) and `$geoIntersects`
+//! without an index, MongoDB's errors for malformed query geometry.
+
+use crate::harness::{both_modes, error_code, shard_documents, sorted_ids};
+use mongodb::Client;
+use mongodb::bson::{Bson, Document, doc};
+
+/// `_id`s 0..=4: legacy pairs and GeoJSON points near (0, 0); 5: a line, 6: a polygon,
+/// 7: no location, 8: a point far away.
+fn places() -> Vec<Document> {
+    vec![
+        doc! {"_id": 0, "loc": [1, 1]},
+        doc! {"_id": 1, "loc": {"x": 2, "y": 2}},
+        doc! {"_id": 2, "loc": {"type": "Point", "coordinates": [3, 3]}},
+        doc! {"_id": 3, "loc": {"type": "Point", "coordinates": [-1, -1]}},
+        doc! {"_id": 4, "loc": [[5, 5], [6, 6]]},
+        doc! {"_id": 5, "loc": {"type": "LineString", "coordinates": [[1, 2], [2, 1]]}},
+        doc! {"_id": 6, "loc": {"type": "Polygon", "coordinates": [[[1, 1], [2, 1], [2, 2], [1, 2], [1, 1]]]}},
+        doc! {"_id": 7, "name": "nowhere"},
+        doc! {"_id": 8, "loc": {"type": "Point", "coordinates": [100, 50]}},
+    ]
+}
+
+/// `geo.plain` and `geo.sharded` (by `_id`, split at 5, the chunks on both shards).
+async fn setup(client: &Client) -> mongodb::Database {
+    let db = client.database("geo");
+    db.drop().await.unwrap();
+    let admin = client.database("admin");
+    admin
+        .run_command(doc! {"shardCollection": "geo.sharded", "key": {"_id": 1}})
+        .await
+        .unwrap();
+    admin
+        .run_command(doc! {"split": "geo.sharded", "middle": {"_id": 5}})
+        .await
+        .unwrap();
+    let shards = shard_documents(client).await;
+    for (shard, probe) in shards.iter().zip([0, 5]) {
+        let _ = admin
+            .run_command(doc! {
+                "moveChunk": "geo.sharded", "find": {"_id": probe},
+                "to": shard.get_str("_id").unwrap(), "_waitForDelete": true,
+            })
+            .await;
+    }
+    for name in ["plain", "sharded"] {
+        db.collection::<Document>(name)
+            .insert_many(places())
+            .await
+            .unwrap();
+    }
+    db
+}
+
+fn square(lo: i32, hi: i32) -> Bson {
+    Bson::Array(vec![Bson::Array(
+        [(lo, lo), (hi, lo), (hi, hi), (lo, hi), (lo, lo)]
+            .iter()
+            .map(|(x, y)| Bson::Array(vec![Bson::Int32(*x), Bson::Int32(*y)]))
+            .collect(),
+    )])
+}
+
+async fn within_and_intersects_without_an_index(client: &Client) {
+    let db = setup(client).await;
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        let within = |shape: Document| doc! {"loc": {"$geoWithin": shape}};
+        // Plane shapes hold points only: legacy pairs and GeoJSON Points.
+        assert_eq!(
+            sorted_ids(&coll, within(doc! {"$box": [[0, 0], [5, 5]]})).await,
+            [0, 1, 2, 4],
+            "{name}"
+        );
+        assert_eq!(
+            sorted_ids(&coll, within(doc! {"$center": [[0, 0], 2]})).await,
+            [0, 3],
+            "{name}"
+        );
+        assert_eq!(
+            sorted_ids(
+                &coll,
+                within(doc! {"$polygon": [[0, 0], [4, 0], [4, 4], [0, 4]]})
+            )
+            .await,
+            [0, 1, 2],
+            "{name}"
+        );
+        // Spherical shapes hold any geometry lying wholly inside.
+        assert_eq!(
+            sorted_ids(
+                &coll,
+                within(doc! {"$geometry": {"type": "Polygon", "coordinates": square(0, 4)}})
+            )
+            .await,
+            [0, 1, 2, 5, 6],
+            "{name}"
+        );
+        assert_eq!(
+            sorted_ids(&coll, within(doc! {"$centerSphere": [[0, 0], 0.06]})).await,
+            [0, 1, 3, 5, 6],
+            "{name}"
+        );
+        let crossing = doc! {"loc": {"$geoIntersects": {"$geometry": {
+            "type": "LineString", "coordinates": [[0, 1.5], [10, 1.5]],
+        }}}};
+        assert_eq!(sorted_ids(&coll, crossing).await, [5, 6], "{name}");
+        let multi = doc! {"loc": {"$geoIntersects": {"$geometry": {
+            "type": "MultiPolygon", "coordinates": [
+                [[[95, 45], [105, 45], [105, 55], [95, 55], [95, 45]]], square(-2, 0),
+            ],
+        }}}};
+        assert_eq!(sorted_ids(&coll, multi).await, [3, 8], "{name}");
+        // Malformed query geometry: BadValue.
+        for bad in [
+            doc! {"loc": {"$geoWithin": {"$box": [[0, 0]]}}},
+            doc! {"loc": {"$geoWithin": {"$circle": [[0, 0], 1]}}},
+            doc! {"loc": {"$geoWithin": {"$geometry": {"type": "Point", "coordinates": [0, 0]}}}},
+            doc! {"loc": {"$geoIntersects": {"$geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 1], [1, 0]]]}}}},
+            doc! {"loc": {"$geoIntersects": {"$geometry": {"type": "Point", "coordinates": [181, 0]}}}},
+        ] {
+            let err = coll.find_one(bad.clone()).await.unwrap_err();
+            assert_eq!(error_code(&err), Some(2), "{name}: {bad}");
+        }
+    }
+}
+
+both_modes!(within_and_intersects_without_an_index);

@@ -1,0 +1,18 @@
+//! Geospatial semantics: GeoJSON and legacy coordinate pairs as documents hold them, the
+//! shapes `$geoWithin`, `$geoIntersects` and `$near` name, their predicates and distances on
+//! the sphere (S2, through the `s2` crate) and on the plane (legacy shapes), and the S2 cell
+//! coverings a `2dsphere` index stores and scans. Pure.
+//!
+//! - `shape`: parsing geometries (GeoJSON, legacy pairs) with MongoDB's validation messages.
+//! - `sphere`: loops, polygons and the spherical predicates (contains, intersects, distance).
+//! - `query`: the operands of `$geoWithin`/`$geoIntersects` and their matching.
+
+mod query;
+mod shape;
+mod sphere;
+
+pub use query::GeoPredicate;
+pub use shape::{GeoPoint, Geometry};
+
+/// MongoDB's radius of the earth, in meters, which turns GeoJSON distances into radians.
+pub const EARTH_RADIUS_METERS: f64 = 6378.1 * 1000.0;
