@@ -126,4 +126,81 @@ async fn within_and_intersects_without_an_index(client: &Client) {
     }
 }
 
-both_modes!(within_and_intersects_without_an_index);
+/// The `winningPlan` of explaining `find` with `filter` (through the router: the first
+/// shard's).
+async fn winning_plan(db: &mongodb::Database, coll: &str, filter: Document) -> String {
+    let reply = db
+        .run_command(
+            doc! {"explain": {"find": coll, "filter": filter}, "verbosity": "queryPlanner"},
+        )
+        .await
+        .unwrap();
+    format!("{reply}")
+}
+
+async fn sphere_indexes(client: &Client) {
+    let db = setup(client).await;
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        // An array of legacy pairs is no geometry a 2dsphere index takes.
+        let err = db
+            .run_command(doc! {"createIndexes": name, "indexes": [{"key": {"loc": "2dsphere"}, "name": "loc_2dsphere"}]})
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&err), Some(16755), "{name}: {err}");
+        coll.delete_one(doc! {"_id": 4}).await.unwrap();
+        db.run_command(doc! {"createIndexes": name, "indexes": [{"key": {"loc": "2dsphere"}, "name": "loc_2dsphere"}]})
+            .await
+            .unwrap();
+        let listed = db.run_command(doc! {"listIndexes": name}).await.unwrap();
+        let spec = listed
+            .get_document("cursor")
+            .unwrap()
+            .get_array("firstBatch")
+            .unwrap()
+            .iter()
+            .filter_map(Bson::as_document)
+            .find(|i| i.get_str("name") == Ok("loc_2dsphere"))
+            .cloned()
+            .expect("the index is listed");
+        assert_eq!(
+            spec,
+            doc! {"v": 2, "key": {"loc": "2dsphere"}, "name": "loc_2dsphere", "2dsphereIndexVersion": 3},
+            "{name}"
+        );
+        // The same answers through the index, which the plan shows.
+        let poly = doc! {"loc": {"$geoWithin": {"$geometry": {"type": "Polygon", "coordinates": square(0, 4)}}}};
+        assert_eq!(
+            sorted_ids(&coll, poly.clone()).await,
+            [0, 1, 2, 5, 6],
+            "{name}"
+        );
+        let plan = winning_plan(&db, name, poly).await;
+        assert!(
+            plan.contains("IXSCAN") && plan.contains("loc_2dsphere"),
+            "{name}: {plan}"
+        );
+        let cap = doc! {"loc": {"$geoWithin": {"$centerSphere": [[0, 0], 0.06]}}};
+        assert_eq!(sorted_ids(&coll, cap).await, [0, 1, 3, 5, 6], "{name}");
+        let crossing = doc! {"loc": {"$geoIntersects": {"$geometry": {
+            "type": "LineString", "coordinates": [[0, 1.5], [10, 1.5]],
+        }}}};
+        assert_eq!(sorted_ids(&coll, crossing).await, [5, 6], "{name}");
+        let far = doc! {"loc": {"$geoIntersects": {"$geometry": {"type": "Point", "coordinates": [100, 50]}}}};
+        assert_eq!(sorted_ids(&coll, far).await, [8], "{name}");
+        // A document whose location is no valid geometry is refused, and nothing is written.
+        for bad in [
+            doc! {"_id": 20, "loc": {"type": "Point", "coordinates": [200, 0]}},
+            doc! {"_id": 20, "loc": {"type": "Polygon", "coordinates": [[[0, 0], [1, 1], [1, 0]]]}},
+            doc! {"_id": 20, "loc": "here"},
+        ] {
+            let err = coll.insert_one(bad.clone()).await.unwrap_err();
+            assert_eq!(error_code(&err), Some(16755), "{name}: {bad}");
+        }
+        assert_eq!(coll.count_documents(doc! {"_id": 20}).await.unwrap(), 0);
+        // Without a location the document is not indexed (2dsphere from version 2 is sparse).
+        coll.insert_one(doc! {"_id": 21}).await.unwrap();
+    }
+}
+
+both_modes!(within_and_intersects_without_an_index, sphere_indexes);

@@ -52,7 +52,7 @@ impl Covered {
         let fields = fields_of(&plan.index);
         let paths: Vec<&str> = fields
             .iter()
-            .filter(|f| f.kind != FieldKind::Hashed)
+            .filter(|f| f.kind.holds_value())
             .map(|f| f.path.as_str())
             .collect();
         for (i, a) in paths.iter().enumerate() {
@@ -89,7 +89,7 @@ impl Covered {
         let components = fields
             .iter()
             .map(|f| {
-                let used = f.kind != FieldKind::Hashed && needed.contains(&f.path);
+                let used = f.kind.holds_value() && needed.contains(&f.path);
                 (
                     used.then(|| f.path.clone()),
                     f.kind == FieldKind::Descending,

@@ -2,11 +2,12 @@
 //! index scan over key intervals, or a collection scan) and producing matching documents in
 //! batches (`position`), resumable between `getMore`s (`scan_state`), the collection an
 //! aggregation cursor reads (`pipeline_input`), the blocking sort with its spill to disk
-//! (`sort`), the shape of returned documents (`output`), and describing the plan and its work
+//! (`sort`), the shape of returned documents (`output`), geo index scans (`geo_plan`), and describing the plan and its work
 //! for `explain` (`explain`).
 
 mod cover;
 mod explain;
+mod geo_plan;
 mod output;
 mod pipeline_input;
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use crate::document::collation::Collation;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
+use crate::query::geo::SphereIndexParams;
 use bson::{Bson, Document, doc};
 use std::sync::Arc;
 
@@ -13,6 +14,16 @@ pub enum FieldKind {
     Ascending,
     Descending,
     Hashed,
+    /// `"2dsphere"`: S2 cells covering the geometry (`query::geo`).
+    Sphere2d,
+}
+
+impl FieldKind {
+    /// Whether the key holds the field's value itself (in either direction), so that bounds
+    /// on the value, sorts and covered projections may use it.
+    pub fn holds_value(self) -> bool {
+        matches!(self, FieldKind::Ascending | FieldKind::Descending)
+    }
 }
 
 /// One field of a key pattern.
@@ -37,12 +48,14 @@ pub struct IndexSpec {
     /// collation keys, so equal strings are one key (a unique index refuses `"A"` beside `"a"`
     /// case-insensitively) and only a query of the same collation may bound them.
     pub collation: Option<Arc<Collation>>,
+    /// A `2dsphere` index's covering parameters.
+    pub sphere: Option<SphereIndexParams>,
     /// The document `listIndexes` shows.
     pub document: Document,
 }
 
 /// Options MongoDB accepts in an index specification; others are refused (InvalidIndexSpecificationOption).
-const KNOWN_OPTIONS: [&str; 18] = [
+const KNOWN_OPTIONS: [&str; 20] = [
     "key",
     "name",
     "v",
@@ -60,6 +73,8 @@ const KNOWN_OPTIONS: [&str; 18] = [
     "language_override",
     "textIndexVersion",
     "2dsphereIndexVersion",
+    "finestIndexedLevel",
+    "coarsestIndexedLevel",
     "ns",
 ];
 
@@ -130,7 +145,8 @@ fn parse_key(key: &Document) -> Result<Vec<KeyField>> {
             }
             Bson::String(kind) => match kind.as_str() {
                 "hashed" => FieldKind::Hashed,
-                "text" | "2dsphere" | "2d" | "geoHaystack" => {
+                "2dsphere" => FieldKind::Sphere2d,
+                "text" | "2d" | "geoHaystack" => {
                     return Err(cannot_create(format!(
                         "'{kind}' indexes are not supported yet (index key {path}: \"{kind}\")"
                     )));
@@ -163,6 +179,74 @@ fn parse_key(key: &Document) -> Result<Vec<KeyField>> {
         ));
     }
     Ok(fields)
+}
+
+/// A `2dsphere` index's version and levels (MongoDB's `initialize2dsphereParams`), or none
+/// for another index, which may not carry them.
+fn sphere_params(spec: &Document, fields: &[KeyField]) -> Result<Option<SphereIndexParams>> {
+    let options = [
+        "2dsphereIndexVersion",
+        "finestIndexedLevel",
+        "coarsestIndexedLevel",
+    ];
+    if !fields.iter().any(|f| f.kind == FieldKind::Sphere2d) {
+        if let Some(option) = options.iter().find(|o| spec.contains_key(**o)) {
+            return Err(MongoError::new(
+                ErrorCode::InvalidIndexSpecificationOption,
+                format!(
+                    "The field '{option}' is not valid for an index specification. Specification: {spec}"
+                ),
+            ));
+        }
+        return Ok(None);
+    }
+    let integer = |option: &str| -> Result<Option<i64>> {
+        match spec.get(option) {
+            None => Ok(None),
+            Some(v) => match crate::document::numeric::Number::from_bson(v).map(|n| n.to_f64()) {
+                Some(n) if n.fract() == 0.0 && n.abs() < 1e15 => Ok(Some(n as i64)),
+                _ => Err(MongoError::type_mismatch(format!(
+                    "Expected field \"{option}\" to have numeric type, but found {}",
+                    crate::document::types::type_name(v)
+                ))),
+            },
+        }
+    };
+    let version = integer("2dsphereIndexVersion")?.unwrap_or(3);
+    if !(1..=3).contains(&version) {
+        return Err(cannot_create(format!(
+            "unsupported geo index version {{ 2dsphereIndexVersion : {version} }}, only support versions: [1,2,3]"
+        )));
+    }
+    if version == 1 {
+        return Err(crate::query::values::not_implemented(
+            "2dsphereIndexVersion 1 indexes are not supported",
+        ));
+    }
+    let mut params = SphereIndexParams::defaults(version as i32);
+    let finest = integer("finestIndexedLevel")?.unwrap_or(i64::from(params.finest_level));
+    let coarsest = integer("coarsestIndexedLevel")?.unwrap_or(i64::from(params.coarsest_level));
+    if coarsest < 0 {
+        return Err(MongoError::location(
+            16747,
+            "coarsestIndexedLevel must be >= 0",
+        ));
+    }
+    if finest > 30 {
+        return Err(MongoError::location(
+            16748,
+            "finestIndexedLevel must be <= 30",
+        ));
+    }
+    if finest < coarsest {
+        return Err(MongoError::location(
+            16749,
+            "finestIndexedLevel must be >= coarsestIndexedLevel",
+        ));
+    }
+    params.finest_level = finest as u8;
+    params.coarsest_level = coarsest as u8;
+    Ok(Some(params))
 }
 
 impl IndexSpec {
@@ -279,6 +363,7 @@ impl IndexSpec {
         if fields.len() > crate::query::sort::MAX_COMPOUND_KEYS {
             return Err(MongoError::location(13103, "too many compound keys"));
         }
+        let sphere = sphere_params(spec, &fields)?;
         let mut document = doc! {"v": 2, "key": key.clone(), "name": &name};
         for option in ["unique", "sparse", "hidden"] {
             if flag(option)? {
@@ -294,6 +379,14 @@ impl IndexSpec {
         if let Some(collation) = &collation {
             document.insert("collation", collation.spec());
         }
+        if let Some(params) = &sphere {
+            document.insert("2dsphereIndexVersion", params.version);
+            for option in ["finestIndexedLevel", "coarsestIndexedLevel"] {
+                if let Some(value) = spec.get(option) {
+                    document.insert(option, value.clone());
+                }
+            }
+        }
         Ok(IndexSpec {
             name,
             key,
@@ -304,6 +397,7 @@ impl IndexSpec {
             expire_after_seconds,
             hidden,
             collation,
+            sphere,
             document,
         })
     }
@@ -326,6 +420,7 @@ impl IndexSpec {
             && self.expire_after_seconds == other.expire_after_seconds
             && self.hidden == other.hidden
             && self.collation == other.collation
+            && self.sphere == other.sphere
     }
 }
 
@@ -359,6 +454,21 @@ mod tests {
         assert_eq!(code(doc! {"key": {}}), 67);
         assert_eq!(code(doc! {"key": {"a": 0}}), 67);
         assert_eq!(code(doc! {"key": {"a": "text"}}), 67);
+        assert_eq!(code(doc! {"key": {"a": 1}, "2dsphereIndexVersion": 3}), 197);
+        assert_eq!(
+            code(doc! {"key": {"a": "2dsphere"}, "2dsphereIndexVersion": 4}),
+            67
+        );
+        assert_eq!(
+            code(doc! {"key": {"a": "2dsphere"}, "finestIndexedLevel": 31}),
+            16748
+        );
+        assert_eq!(
+            code(
+                doc! {"key": {"a": "2dsphere"}, "finestIndexedLevel": 3, "coarsestIndexedLevel": 5}
+            ),
+            16749
+        );
         assert_eq!(code(doc! {"key": {"a": "bogus"}}), 67);
         assert_eq!(code(doc! {"key": {"a": 1}, "bogus": 1}), 197);
         assert_eq!(
@@ -370,6 +480,19 @@ mod tests {
             67
         );
         assert_eq!(code(doc! {"key": {"a": "hashed", "b": "hashed"}}), 67);
+    }
+
+    #[test]
+    fn sphere_indexes_record_their_version() {
+        let spec = IndexSpec::parse(&doc! {"key": {"loc": "2dsphere", "a": 1}}).unwrap();
+        assert_eq!(spec.fields[0].kind, FieldKind::Sphere2d);
+        assert_eq!(
+            spec.document,
+            doc! {"v": 2, "key": {"loc": "2dsphere", "a": 1}, "name": "loc_2dsphere_a_1", "2dsphereIndexVersion": 3}
+        );
+        let v2 = IndexSpec::parse(&doc! {"key": {"loc": "2dsphere"}, "2dsphereIndexVersion": 2})
+            .unwrap();
+        assert_eq!(v2.sphere.unwrap().max_cells, 50);
     }
 
     #[test]

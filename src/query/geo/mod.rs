@@ -5,13 +5,16 @@
 //!
 //! - `shape`: parsing geometries (GeoJSON, legacy pairs) with MongoDB's validation messages.
 //! - `sphere`: loops, polygons and the spherical predicates (contains, intersects, distance).
+//! - `cover`: S2 cell coverings, the keys of a `2dsphere` index and the ranges a query scans.
 //! - `query`: the operands of `$geoWithin`/`$geoIntersects` and their matching.
 
+mod cover;
 mod query;
 mod shape;
 mod sphere;
 
-pub use query::GeoPredicate;
+pub use cover::{GeometryRegion, SphereIndexParams, merge_ranges};
+pub use query::{GeoPredicate, Region};
 pub use shape::{GeoPoint, Geometry};
 
 /// MongoDB's radius of the earth, in meters, which turns GeoJSON distances into radians.

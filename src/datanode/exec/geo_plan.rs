@@ -1,0 +1,92 @@
+//! Planning `$geoWithin`/`$geoIntersects` on a `2dsphere` index: the query region is covered
+//! by S2 cells and the index scanned over the ranges of cell ids that may hold a geometry
+//! meeting it (each covering cell's descendants and its ancestors); the filter then decides
+//! exactly, as MongoDB's fetch after its geo index scan does.
+
+use super::plan::{IndexScanPlan, KeyInterval};
+use crate::datanode::index::FieldKind;
+use crate::datanode::storage::{CollectionMeta, IndexMeta};
+use crate::document::keystring;
+use crate::query::geo::{GeoPredicate, GeometryRegion};
+use bson::{Bson, Document};
+
+/// The top-level (or top-level `$and`) geo predicates of a filter: path, operator, operand.
+fn geo_predicates(filter: &Document) -> Vec<(&str, &str, &Bson)> {
+    let mut out = Vec::new();
+    for (key, value) in filter {
+        match (key.as_str(), value) {
+            ("$and", Bson::Array(items)) => {
+                for item in items {
+                    if let Bson::Document(d) = item {
+                        out.extend(geo_predicates(d));
+                    }
+                }
+            }
+            (path, Bson::Document(ops)) if !path.starts_with('$') => {
+                for (op, operand) in ops {
+                    if matches!(op.as_str(), "$geoWithin" | "$within" | "$geoIntersects") {
+                        out.push((path, op.as_str(), operand));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A ready, visible, complete `2dsphere` index led by `path`.
+pub(super) fn sphere_index<'a>(coll: &'a CollectionMeta, path: &str) -> Option<&'a IndexMeta> {
+    coll.indexes.iter().find(|index| {
+        index.ready
+            && index.parsed.as_ref().is_some_and(|spec| {
+                !spec.hidden
+                    && spec.partial_filter.is_none()
+                    && spec.sphere.is_some()
+                    && spec
+                        .fields
+                        .first()
+                        .is_some_and(|f| f.kind == FieldKind::Sphere2d && f.path == path)
+            })
+    })
+}
+
+/// The intervals of `index` (a `2dsphere` index) whose keys may meet `region`.
+pub(super) fn cell_intervals(index: &IndexMeta, region: &GeometryRegion) -> Vec<KeyInterval> {
+    let Some(params) = index.parsed.as_ref().and_then(|spec| spec.sphere) else {
+        return vec![KeyInterval::all()];
+    };
+    params
+        .scan_ranges(region)
+        .into_iter()
+        .map(|(lo, hi)| KeyInterval {
+            low: keystring::encode_one(&Bson::Int64(lo)),
+            high: hi
+                .checked_add(1)
+                .map(|next| keystring::encode_one(&Bson::Int64(next))),
+        })
+        .collect()
+}
+
+/// A scan of a `2dsphere` index answering one of the filter's spherical geo predicates.
+pub(super) fn sphere_scan(coll: &CollectionMeta, filter: &Document) -> Option<IndexScanPlan> {
+    for (path, op, operand) in geo_predicates(filter) {
+        let Some(index) = sphere_index(coll, path) else {
+            continue;
+        };
+        let Ok(predicate) = GeoPredicate::parse(op, operand) else {
+            continue;
+        };
+        let Some(region) = GeometryRegion::of_predicate(&predicate) else {
+            continue;
+        };
+        return Some(IndexScanPlan {
+            index: index.clone(),
+            intervals: cell_intervals(index, &region),
+            reverse: false,
+            provides_sort: false,
+            bounds: Vec::new(),
+        });
+    }
+    None
+}
