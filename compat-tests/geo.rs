@@ -22,8 +22,13 @@ fn places() -> Vec<Document> {
     ]
 }
 
-/// `geo.plain` and `geo.sharded` (by `_id`, split at 5, the chunks on both shards).
+/// `geo.plain` and `geo.sharded` (by `_id`, split at 5, the chunks on both shards) holding
+/// [`places`].
 async fn setup(client: &Client) -> mongodb::Database {
+    setup_with(client, places()).await
+}
+
+async fn setup_with(client: &Client, docs: Vec<Document>) -> mongodb::Database {
     let db = client.database("geo");
     db.drop().await.unwrap();
     let admin = client.database("admin");
@@ -46,7 +51,7 @@ async fn setup(client: &Client) -> mongodb::Database {
     }
     for name in ["plain", "sharded"] {
         db.collection::<Document>(name)
-            .insert_many(places())
+            .insert_many(docs.clone())
             .await
             .unwrap();
     }
@@ -203,4 +208,103 @@ async fn sphere_indexes(client: &Client) {
     }
 }
 
-both_modes!(within_and_intersects_without_an_index, sphere_indexes);
+/// The `_id`s `filter` finds, in the order they come (with `limit` when given).
+async fn ordered_ids(
+    coll: &mongodb::Collection<Document>,
+    filter: Document,
+    limit: Option<i64>,
+) -> Vec<i32> {
+    let mut find = coll.find(filter);
+    if let Some(limit) = limit {
+        find = find.limit(limit);
+    }
+    let docs: Vec<Document> = futures::TryStreamExt::try_collect(find.await.unwrap())
+        .await
+        .unwrap();
+    docs.iter().map(|d| d.get_i32("_id").unwrap()).collect()
+}
+
+async fn near_queries(client: &Client) {
+    // `_id` i lies i hundredths of a degree east of (0, 0), about 1113 m apart; inserted
+    // out of order, so that each shard holds near and far points.
+    let order = [7, 2, 9, 0, 5, 3, 8, 1, 6, 4];
+    let docs = order
+        .iter()
+        .map(|i| doc! {"_id": *i, "loc": {"type": "Point", "coordinates": [f64::from(*i) / 100.0, 0.0]}})
+        .collect();
+    let db = setup_with(client, docs).await;
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        let point = doc! {"type": "Point", "coordinates": [0, 0]};
+        // Without a 2dsphere index: MongoDB's NoQueryExecutionPlans.
+        let err = coll
+            .find_one(doc! {"loc": {"$near": {"$geometry": point.clone()}}})
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&err), Some(291), "{name}: {err}");
+        coll.create_index(
+            mongodb::IndexModel::builder()
+                .keys(doc! {"loc": "2dsphere"})
+                .build(),
+        )
+        .await
+        .unwrap();
+        let near = |extra: Document| {
+            let mut spec = doc! {"$geometry": point.clone()};
+            spec.extend(extra);
+            doc! {"loc": {"$near": spec}}
+        };
+        assert_eq!(
+            ordered_ids(&coll, near(doc! {}), None).await,
+            (0..10).collect::<Vec<_>>(),
+            "{name}"
+        );
+        assert_eq!(
+            ordered_ids(&coll, near(doc! {}), Some(3)).await,
+            [0, 1, 2],
+            "{name}"
+        );
+        assert_eq!(
+            ordered_ids(&coll, near(doc! {"$maxDistance": 2500}), None).await,
+            [0, 1, 2],
+            "{name}"
+        );
+        assert_eq!(
+            ordered_ids(
+                &coll,
+                near(doc! {"$minDistance": 5000, "$maxDistance": 7000}),
+                None
+            )
+            .await,
+            [5, 6],
+            "{name}"
+        );
+        // From the far end, with another predicate.
+        let east = doc! {"loc": {"$nearSphere": {"$geometry": {"type": "Point", "coordinates": [0.1, 0]}}}, "_id": {"$lt": 5}};
+        assert_eq!(ordered_ids(&coll, east, Some(2)).await, [4, 3], "{name}");
+        // A legacy pair with $nearSphere: radians.
+        let legacy = doc! {"loc": {"$nearSphere": [0, 0], "$maxDistance": 0.0004}};
+        assert_eq!(ordered_ids(&coll, legacy, None).await, [0, 1, 2], "{name}");
+        // A legacy $near measures on the plane, which only a 2d index answers.
+        let flat = coll
+            .find_one(doc! {"loc": {"$near": [0, 0]}})
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&flat), Some(291), "{name}: {flat}");
+        // MongoDB's placement rules.
+        let nested = doc! {"$or": [{"loc": {"$near": {"$geometry": point.clone()}}}, {"_id": 1}]};
+        assert_eq!(
+            error_code(&coll.find_one(nested).await.unwrap_err()),
+            Some(2),
+            "{name}"
+        );
+        let counted = coll.count_documents(near(doc! {})).await.unwrap_err();
+        assert_eq!(error_code(&counted), Some(2), "{name}: {counted}");
+    }
+}
+
+both_modes!(
+    within_and_intersects_without_an_index,
+    sphere_indexes,
+    near_queries
+);

@@ -56,10 +56,14 @@ pub(super) fn cell_intervals(index: &IndexMeta, region: &GeometryRegion) -> Vec<
     let Some(params) = index.parsed.as_ref().and_then(|spec| spec.sphere) else {
         return vec![KeyInterval::all()];
     };
-    params
-        .scan_ranges(region)
-        .into_iter()
-        .map(|(lo, hi)| KeyInterval {
+    cell_intervals_of_ranges(&params.scan_ranges(region))
+}
+
+/// Key intervals of inclusive ranges of cell ids.
+pub(super) fn cell_intervals_of_ranges(ranges: &[(i64, i64)]) -> Vec<KeyInterval> {
+    ranges
+        .iter()
+        .map(|&(lo, hi)| KeyInterval {
             low: keystring::encode_one(&Bson::Int64(lo)),
             high: hi
                 .checked_add(1)

@@ -6,14 +6,17 @@
 //! - `shape`: parsing geometries (GeoJSON, legacy pairs) with MongoDB's validation messages.
 //! - `sphere`: loops, polygons and the spherical predicates (contains, intersects, distance).
 //! - `cover`: S2 cell coverings, the keys of a `2dsphere` index and the ranges a query scans.
+//! - `near`: `$near`/`$nearSphere`, their units and distances.
 //! - `query`: the operands of `$geoWithin`/`$geoIntersects` and their matching.
 
 mod cover;
+mod near;
 mod query;
 mod shape;
 mod sphere;
 
 pub use cover::{GeometryRegion, SphereIndexParams, merge_ranges};
+pub use near::{NearQuery, has_near};
 pub use query::{GeoPredicate, Region};
 pub use shape::{GeoPoint, Geometry};
 

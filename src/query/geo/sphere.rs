@@ -172,7 +172,6 @@ impl<'a> Part<'a> {
     }
 
     /// Distance in radians from `p` to the part (0 inside a polygon).
-    #[allow(dead_code)] // `$near` (next)
     pub fn distance_from(self, p: &Point) -> f64 {
         match self {
             Part::Point(q) => p.distance(q).rad(),
