@@ -2,7 +2,9 @@
 //! sharded by `_id` with a chunk on each shard: `$geoWithin` (every shape) and `$geoIntersects`
 //! without an index, MongoDB's errors for malformed query geometry.
 
-use crate::harness::{both_modes, error_code, shard_documents, sorted_ids};
+use crate::harness::{
+    aggregate_documents, aggregate_error, both_modes, error_code, shard_documents, sorted_ids,
+};
 use mongodb::Client;
 use mongodb::bson::{Bson, Document, doc};
 
@@ -208,6 +210,13 @@ async fn sphere_indexes(client: &Client) {
     }
 }
 
+async fn sphere_index(coll: &mongodb::Collection<Document>, field: &str) {
+    let model = mongodb::IndexModel::builder()
+        .keys(doc! {field: "2dsphere"})
+        .build();
+    coll.create_index(model).await.unwrap();
+}
+
 /// The `_id`s `filter` finds, in the order they come (with `limit` when given).
 async fn ordered_ids(
     coll: &mongodb::Collection<Document>,
@@ -242,13 +251,7 @@ async fn near_queries(client: &Client) {
             .await
             .unwrap_err();
         assert_eq!(error_code(&err), Some(291), "{name}: {err}");
-        coll.create_index(
-            mongodb::IndexModel::builder()
-                .keys(doc! {"loc": "2dsphere"})
-                .build(),
-        )
-        .await
-        .unwrap();
+        sphere_index(&coll, "loc").await;
         let near = |extra: Document| {
             let mut spec = doc! {"$geometry": point.clone()};
             spec.extend(extra);
@@ -303,8 +306,78 @@ async fn near_queries(client: &Client) {
     }
 }
 
+async fn geo_near_stage(client: &Client) {
+    let order = [7, 2, 9, 0, 5, 3, 8, 1, 6, 4];
+    let docs = order
+        .iter()
+        .map(|i| doc! {"_id": *i, "loc": {"type": "Point", "coordinates": [f64::from(*i) / 100.0, 0.0]}, "odd": i % 2 == 1})
+        .collect();
+    let db = setup_with(client, docs).await;
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        let geo_near = |extra: Document| {
+            let mut spec =
+                doc! {"near": {"type": "Point", "coordinates": [0, 0]}, "distanceField": "dist.m"};
+            spec.extend(extra);
+            doc! {"$geoNear": spec}
+        };
+        // No geo index: MongoDB's IndexNotFound.
+        let err = aggregate_error(&coll, vec![geo_near(doc! {})]).await;
+        assert_eq!(err, Some(27), "{name}");
+        sphere_index(&coll, "loc").await;
+        let out = aggregate_documents(
+            &coll,
+            vec![
+                geo_near(doc! {"query": {"odd": true}, "includeLocs": "where", "distanceMultiplier": 0.001}),
+                doc! {"$limit": 3},
+            ],
+        )
+        .await;
+        let ids: Vec<i32> = out.iter().map(|d| d.get_i32("_id").unwrap()).collect();
+        assert_eq!(ids, [1, 3, 5], "{name}");
+        let km = out[1].get_document("dist").unwrap().get_f64("m").unwrap();
+        assert!((km - 3.339).abs() < 0.01, "{name}: {km}");
+        assert_eq!(
+            out[0].get_document("where").unwrap(),
+            &doc! {"type": "Point", "coordinates": [0.01, 0.0]},
+            "{name}"
+        );
+        let bounded = aggregate_documents(
+            &coll,
+            vec![
+                geo_near(doc! {"maxDistance": 2500, "minDistance": 1000}),
+                doc! {"$project": {"_id": 1}},
+            ],
+        )
+        .await;
+        assert_eq!(bounded, [doc! {"_id": 1}, doc! {"_id": 2}], "{name}");
+        // A legacy pair with spherical: radians.
+        let legacy = aggregate_documents(
+            &coll,
+            vec![doc! {"$geoNear": {"near": [0, 0], "distanceField": "d", "spherical": true, "maxDistance": 0.0002}}],
+        )
+        .await;
+        assert_eq!(legacy.len(), 2, "{name}");
+        // MongoDB's errors: not first, a second geo index without `key`, a bad option.
+        let err = aggregate_error(&coll, vec![doc! {"$match": {}}, geo_near(doc! {})]).await;
+        assert_eq!(err, Some(40603), "{name}");
+        let err = aggregate_error(&coll, vec![geo_near(doc! {"num": 3})]).await;
+        assert_eq!(err, Some(2), "{name}");
+        sphere_index(&coll, "other").await;
+        let err = aggregate_error(&coll, vec![geo_near(doc! {})]).await;
+        assert_eq!(err, Some(27), "{name}");
+        let keyed = aggregate_documents(
+            &coll,
+            vec![geo_near(doc! {"key": "loc"}), doc! {"$limit": 1}],
+        )
+        .await;
+        assert_eq!(keyed[0].get_i32("_id"), Ok(0), "{name}");
+    }
+}
+
 both_modes!(
     within_and_intersects_without_an_index,
     sphere_indexes,
-    near_queries
+    near_queries,
+    geo_near_stage
 );

@@ -597,6 +597,12 @@ async fn aggregate<S: DataNode>(
         agg.vars = under_collation(state, cmd, Arc::clone(&agg.vars)).await?;
     }
     let pipeline = Pipeline::parse_with_variables(&agg.pipeline, Arc::clone(&agg.vars))?;
+    if pipeline.geo_near().is_some() {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "explain of a $geoNear pipeline is not supported yet",
+        ));
+    }
     let leading_match = agg
         .pipeline
         .first()

@@ -193,7 +193,7 @@ fn filter_paths(filter: &Document, out: &mut Vec<String>) -> Result<(), &'static
 }
 
 /// Sets a dotted path, creating the documents on the way (the index paths never overlap).
-fn set_path(doc: &mut Document, path: &str, value: Bson) {
+pub(super) fn set_path(doc: &mut Document, path: &str, value: Bson) {
     match path.split_once('.') {
         None => {
             doc.insert(path, value);

@@ -23,7 +23,7 @@ mod test_catalog;
 pub use crate::server::pipeline_cursor::PipelineState;
 pub use cover::{CoverRequest, Covered};
 pub use explain::{Execution, ExplainedQuery, StageTree, number, parsed_query};
-pub use near::{NearMatch, near_matches, no_geo_index};
+pub use near::{BufferedInput, NearMatch, geo_near_documents, near_matches, no_geo_index};
 pub use output::{FindOutput, RECORD_ID_FIELD, SORT_KEY_FIELD, take_sort_key_request};
 pub use pipeline_input::PipelineInput;
 pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};

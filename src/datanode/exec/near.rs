@@ -7,16 +7,22 @@
 use super::geo_plan::{cell_intervals_of_ranges, sphere_index};
 use super::plan::{AccessPath, IndexScanPlan};
 use super::position::Position;
+use crate::aggregate::GeoNearSpec;
 use crate::catalog::OwnershipFilter;
+use crate::datanode::index::FieldKind;
 use crate::datanode::storage::{CollectionMeta, DatabaseStore, RecordId};
 use crate::error::{ErrorCode, MongoError, Result};
+use crate::expression::LetVariables;
 use crate::query::filter::Filter;
 use crate::query::geo::{GeometryRegion, merge_ranges};
-use bson::RawDocumentBuf;
+use crate::server::pipeline_cursor::PipelineSource;
+use bson::{Bson, Document, RawDocumentBuf};
+use futures::future::BoxFuture;
 use s2::cap::Cap;
 use s2::metric::AVG_EDGEMETRIC;
 use s2::s1::{Angle, Rad};
 use std::collections::HashSet;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// A document in distance order.
@@ -141,6 +147,95 @@ pub async fn near_matches(
             return Ok(out);
         }
         radius *= 2.0;
+    }
+}
+
+/// The field `$geoNear` measures from: its `key`, or the one field of the collection's only
+/// `2dsphere` index (MongoDB's IndexNotFound otherwise).
+fn geo_near_key<'a>(coll: &'a CollectionMeta, spec: &'a GeoNearSpec, ns: &str) -> Result<&'a str> {
+    if let Some(key) = &spec.key {
+        return Ok(key);
+    }
+    let mut fields = coll.indexes.iter().filter_map(|index| {
+        let parsed = index.parsed.as_ref().filter(|p| index.ready && !p.hidden)?;
+        parsed
+            .fields
+            .iter()
+            .find(|f| f.kind == FieldKind::Sphere2d)
+            .map(|f| f.path.as_str())
+    });
+    let Some(first) = fields.next() else {
+        return Err(MongoError::new(
+            ErrorCode::IndexNotFound,
+            "$geoNear requires a 2d or 2dsphere index, but none were found",
+        ));
+    };
+    if fields.next().is_some() {
+        return Err(MongoError::new(
+            ErrorCode::IndexNotFound,
+            format!(
+                "There is more than one 2dsphere index on {ns}; unsure which to use for $geoNear"
+            ),
+        ));
+    }
+    Ok(first)
+}
+
+/// What a leading `$geoNear` outputs: the matching documents in distance order with
+/// `distanceField` (times `distanceMultiplier`) and `includeLocs` set; the first `want` when
+/// the stages after it keep no more.
+#[allow(clippy::too_many_arguments)]
+pub async fn geo_near_documents(
+    db: &DatabaseStore,
+    coll: &CollectionMeta,
+    spec: &GeoNearSpec,
+    vars: &Arc<LetVariables>,
+    ownership: Option<Arc<OwnershipFilter>>,
+    want: Option<usize>,
+    ns: &str,
+) -> Result<Vec<Document>> {
+    let key = geo_near_key(coll, spec, ns)?;
+    let filter = Filter::parse_with_variables(&spec.filter_on(key), vars)?;
+    let matches = near_matches(db, coll, &filter, ownership, want, ns).await?;
+    let mut out = Vec::with_capacity(matches.len());
+    for m in matches {
+        let mut doc = m.doc;
+        let location = spec
+            .include_locs
+            .as_ref()
+            .and_then(|_| filter.near_closest(&doc).map(|(_, loc)| loc.clone()));
+        super::cover::set_path(
+            &mut doc,
+            &spec.distance_field,
+            Bson::Double(m.distance * spec.distance_multiplier),
+        );
+        if let (Some(field), Some(location)) = (&spec.include_locs, location) {
+            super::cover::set_path(&mut doc, field, location);
+        }
+        out.push(doc);
+    }
+    Ok(out)
+}
+
+/// A pipeline's input computed ahead (a leading `$geoNear`'s output).
+pub struct BufferedInput {
+    pub docs: VecDeque<Document>,
+}
+
+impl PipelineSource for BufferedInput {
+    fn read<'a>(
+        &'a mut self,
+        max: usize,
+        _filter: &'a Filter,
+        _host: Option<&'a crate::aggregate::foreign::Host<'a>>,
+    ) -> BoxFuture<'a, Result<Option<Vec<Document>>>> {
+        Box::pin(async move {
+            if self.docs.is_empty() {
+                return Ok(None);
+            }
+            let n = max.max(1).min(self.docs.len());
+            Ok(Some(self.docs.drain(..n).collect()))
+        })
     }
 }
 

@@ -340,12 +340,22 @@ impl Filter {
     /// The distance from the filter's `$near` point to the nearest geometry of `doc` at its
     /// path, in the query's units.
     pub fn near_distance(&self, doc: &Document) -> Option<f64> {
+        self.near_closest(doc).map(|(d, _)| d)
+    }
+
+    /// [`Filter::near_distance`] and the location it was measured to (what `$geoNear`'s
+    /// `includeLocs` shows).
+    pub fn near_closest<'a>(&self, doc: &'a Document) -> Option<(f64, &'a Bson)> {
         let (path, near) = self.near()?;
         let parts: Vec<String> = path.split('.').map(str::to_string).collect();
-        let mut best: Option<f64> = None;
+        let mut best: Option<(f64, &'a Bson)> = None;
         eval::walk_path(doc, &parts, true, &mut |value, _| {
-            if let Some(d) = value.and_then(|v| near.distance(v)) {
-                best = Some(best.map_or(d, |b| b.min(d)));
+            if let Some(v) = value {
+                if let Some(d) = near.distance(v) {
+                    if best.is_none_or(|(b, _)| d < b) {
+                        best = Some((d, v));
+                    }
+                }
             }
             false
         });

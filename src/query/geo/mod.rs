@@ -18,7 +18,7 @@ mod sphere;
 pub use cover::{GeometryRegion, SphereIndexParams, merge_ranges};
 pub use near::{NearQuery, has_near};
 pub use query::{GeoPredicate, Region};
-pub use shape::{GeoPoint, Geometry};
+pub use shape::{GeoPoint, Geometry, number};
 
 /// MongoDB's radius of the earth, in meters, which turns GeoJSON distances into radians.
 pub const EARTH_RADIUS_METERS: f64 = 6378.1 * 1000.0;

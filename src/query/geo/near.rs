@@ -4,7 +4,7 @@
 //! answers), and the distance from that point to a stored geometry.
 
 use super::EARTH_RADIUS_METERS;
-use super::shape::{GeoPoint, Geometry, parse_flat_point};
+use super::shape::{GeoPoint, Geometry, number, parse_flat_point};
 use crate::document::display::render_doc;
 use crate::error::{MongoError, Result};
 use bson::{Bson, Document};
@@ -23,15 +23,8 @@ pub struct NearQuery {
 }
 
 fn distance_bound(name: &str, value: &Bson) -> Result<f64> {
-    let d = match value {
-        Bson::Double(d) => *d,
-        Bson::Int32(i) => f64::from(*i),
-        Bson::Int64(i) => *i as f64,
-        v @ Bson::Decimal128(_) => crate::document::numeric::Number::from_bson(v)
-            .map(|n| n.to_f64())
-            .unwrap_or(f64::NAN),
-        _ => return Err(MongoError::bad_value(format!("{name} must be a number"))),
-    };
+    let d =
+        number(value).ok_or_else(|| MongoError::bad_value(format!("{name} must be a number")))?;
     if d.is_nan() || d < 0.0 {
         return Err(MongoError::bad_value(format!(
             "{name} must be non-negative"

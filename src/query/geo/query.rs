@@ -38,15 +38,7 @@ fn flat(p: &GeoPoint) -> (f64, f64) {
 }
 
 fn non_negative_radius(value: Option<&Bson>) -> Result<f64> {
-    let r = match value {
-        Some(Bson::Double(d)) => *d,
-        Some(Bson::Int32(i)) => f64::from(*i),
-        Some(Bson::Int64(i)) => *i as f64,
-        Some(v @ Bson::Decimal128(_)) => crate::document::numeric::Number::from_bson(v)
-            .map(|n| n.to_f64())
-            .unwrap_or(f64::NAN),
-        _ => f64::NAN,
-    };
+    let r = value.and_then(super::shape::number).unwrap_or(f64::NAN);
     if r.is_nan() || r < 0.0 {
         return Err(MongoError::bad_value(
             "radius must be a non-negative number",

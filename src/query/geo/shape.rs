@@ -58,7 +58,8 @@ pub enum Geometry {
     Collection(Vec<Geometry>),
 }
 
-fn number(v: &Bson) -> Option<f64> {
+/// A number as a double (`None` for another type).
+pub fn number(v: &Bson) -> Option<f64> {
     match v {
         Bson::Double(d) => Some(*d),
         Bson::Int32(i) => Some(f64::from(*i)),
