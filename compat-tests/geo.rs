@@ -375,9 +375,76 @@ async fn geo_near_stage(client: &Client) {
     }
 }
 
+async fn flat_indexes(client: &Client) {
+    // `_id` i at (i, i) on a plane from 0 to 100; 10 holds two locations.
+    let mut docs: Vec<Document> = [7, 2, 9, 0, 5, 3, 8, 1, 6, 4]
+        .iter()
+        .map(|i| doc! {"_id": *i, "p": [f64::from(*i), f64::from(*i)]})
+        .collect();
+    docs.push(doc! {"_id": 10, "p": [[50, 50], [0.5, 0.5]]});
+    let db = setup_with(client, docs).await;
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        let create =
+            |spec: Document| db.run_command(doc! {"createIndexes": name, "indexes": [spec]});
+        let err = create(doc! {"key": {"p": "2d"}, "name": "p_2d", "bits": 40})
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&err), Some(13028), "{name}");
+        let err = create(doc! {"key": {"a": 1, "p": "2d"}, "name": "x"})
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&err), Some(16801), "{name}");
+        // A point outside the grid is refused, as is a GeoJSON object.
+        let err = create(doc! {"key": {"p": "2d"}, "name": "p_2d", "min": 20, "max": 30})
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&err), Some(13027), "{name}: {err}");
+        create(doc! {"key": {"p": "2d"}, "name": "p_2d", "min": -1, "max": 101})
+            .await
+            .unwrap();
+        let err = coll
+            .insert_one(doc! {"_id": 20, "p": {"type": "Point", "coordinates": [1, 1]}})
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&err), Some(13026), "{name}");
+        // Plane shapes through the index.
+        let boxed = doc! {"p": {"$geoWithin": {"$box": [[1.5, 1.5], [4, 4]]}}};
+        assert_eq!(sorted_ids(&coll, boxed.clone()).await, [2, 3, 4], "{name}");
+        let plan = winning_plan(&db, name, boxed).await;
+        assert!(plan.contains("p_2d"), "{name}: {plan}");
+        let circle = doc! {"p": {"$geoWithin": {"$center": [[50, 50], 1]}}};
+        assert_eq!(sorted_ids(&coll, circle).await, [10], "{name}");
+        // A legacy $near: plane distances, in order.
+        let near = doc! {"p": {"$near": [0, 0], "$maxDistance": 3}};
+        assert_eq!(
+            ordered_ids(&coll, near, None).await,
+            [0, 10, 1, 2],
+            "{name}"
+        );
+        let far = doc! {"p": {"$near": [100, 100]}};
+        assert_eq!(ordered_ids(&coll, far, Some(2)).await, [10, 9], "{name}");
+        let out = aggregate_documents(
+            &coll,
+            vec![
+                doc! {"$geoNear": {"near": [9, 9], "distanceField": "d"}},
+                doc! {"$limit": 2},
+            ],
+        )
+        .await;
+        let ids: Vec<i32> = out.iter().map(|d| d.get_i32("_id").unwrap()).collect();
+        assert_eq!(ids, [9, 8], "{name}");
+        assert!(
+            (out[1].get_f64("d").unwrap() - 2f64.sqrt()).abs() < 1e-9,
+            "{name}"
+        );
+    }
+}
+
 both_modes!(
     within_and_intersects_without_an_index,
     sphere_indexes,
     near_queries,
-    geo_near_stage
+    geo_near_stage,
+    flat_indexes
 );

@@ -1,20 +1,21 @@
-//! `$near`/`$nearSphere` on a `2dsphere` index, as MongoDB's GEO_NEAR_2DSPHERE stage: caps of
+//! `$near`/`$nearSphere` on a `2dsphere` index (and a legacy `$near` on a `2d` index, with
+//! squares on the plane instead of caps), as MongoDB's GEO_NEAR stages: caps of
 //! growing radius around the point are covered by cells, the index scanned over the ranges
 //! the previous caps did not cover, and a document is returned once the cap reached its
 //! distance (nothing nearer can come later), so a query that wants ten documents reads about
 //! the cells around them rather than the collection.
 
-use super::geo_plan::{cell_intervals_of_ranges, sphere_index};
+use super::geo_plan::{cell_intervals_of_ranges, geo_index, sphere_index};
 use super::plan::{AccessPath, IndexScanPlan};
 use super::position::Position;
 use crate::aggregate::GeoNearSpec;
 use crate::catalog::OwnershipFilter;
 use crate::datanode::index::FieldKind;
-use crate::datanode::storage::{CollectionMeta, DatabaseStore, RecordId};
+use crate::datanode::storage::{CollectionMeta, DatabaseStore, IndexMeta, RecordId};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::LetVariables;
 use crate::query::filter::Filter;
-use crate::query::geo::{GeometryRegion, merge_ranges};
+use crate::query::geo::{FlatIndexParams, GeometryRegion, SphereIndexParams, merge_ranges};
 use crate::server::pipeline_cursor::PipelineSource;
 use bson::{Bson, Document, RawDocumentBuf};
 use futures::future::BoxFuture;
@@ -81,31 +82,69 @@ pub async fn near_matches(
     let Some((path, near)) = filter.near() else {
         return Ok(Vec::new());
     };
-    let index = sphere_index(coll, path)
-        .filter(|_| near.spherical)
-        .ok_or_else(|| no_geo_index(ns))?;
-    let params = index
-        .parsed
-        .as_ref()
-        .and_then(|spec| spec.sphere)
-        .ok_or_else(|| no_geo_index(ns))?;
-    let center = near.sphere_center().ok_or_else(|| no_geo_index(ns))?;
-    let max = near.max_radians();
-    // MongoDB's first step: five average cell edges at the finest indexed level.
-    let mut radius = 5.0 * AVG_EDGEMETRIC.value(params.finest_level);
+    let search = if near.spherical {
+        let Some(index) = sphere_index(coll, path) else {
+            if geo_index(coll, path, FieldKind::Flat2d).is_some() {
+                return Err(MongoError::new(
+                    ErrorCode::NotImplemented,
+                    "$nearSphere and spherical $geoNear on a 2d index are not supported yet",
+                ));
+            }
+            return Err(no_geo_index(ns));
+        };
+        let params = index
+            .parsed
+            .as_ref()
+            .and_then(|spec| spec.sphere)
+            .ok_or_else(|| no_geo_index(ns))?;
+        let center = near.sphere_center().ok_or_else(|| no_geo_index(ns))?;
+        Search::Sphere {
+            index,
+            params,
+            center,
+        }
+    } else {
+        let index = geo_index(coll, path, FieldKind::Flat2d).ok_or_else(|| no_geo_index(ns))?;
+        let params = index
+            .parsed
+            .as_ref()
+            .and_then(|spec| spec.flat)
+            .ok_or_else(|| no_geo_index(ns))?;
+        Search::Plane { index, params }
+    };
+    // Where the search stops, in its own measure (radians on the sphere).
+    let max = match &search {
+        Search::Sphere { .. } => near.max_radians(),
+        Search::Plane { params, .. } => near.max_distance.min(2.0 * (params.max - params.min)),
+    };
+    let mut radius = match &search {
+        // MongoDB's first step: five average cell edges at the finest indexed level.
+        Search::Sphere { params, .. } => 5.0 * AVG_EDGEMETRIC.value(params.finest_level),
+        Search::Plane { params, .. } => {
+            4.0 * (params.max - params.min) / f64::from(1u32 << params.bits.min(24))
+        }
+    };
     let mut scanned: Vec<(i64, i64)> = Vec::new();
     let mut seen: HashSet<RecordId> = HashSet::new();
     let mut pending: Vec<NearMatch> = Vec::new();
     let mut out: Vec<NearMatch> = Vec::new();
     loop {
         let reach = radius.min(max);
-        let cap = Cap::from_center_angle(&center, &Angle::from(Rad(reach)));
-        let ranges = params.scan_ranges(&GeometryRegion::cap(cap));
+        let ranges = match &search {
+            Search::Sphere { params, center, .. } => {
+                let cap = Cap::from_center_angle(center, &Angle::from(Rad(reach)));
+                params.scan_ranges(&GeometryRegion::cap(cap))
+            }
+            Search::Plane { params, .. } => {
+                let (x, y) = (near.center.x, near.center.y);
+                params.cover((x - reach, y - reach), (x + reach, y + reach))
+            }
+        };
         let fresh = subtract(&ranges, &scanned);
         scanned = merge_ranges(scanned.into_iter().chain(ranges).collect());
         if !fresh.is_empty() {
             let plan = IndexScanPlan {
-                index: index.clone(),
+                index: search.index().clone(),
                 intervals: cell_intervals_of_ranges(&fresh),
                 reverse: false,
                 provides_sort: false,
@@ -131,8 +170,12 @@ pub async fn near_matches(
             }
         }
         let last = reach >= max;
-        // Whatever lies within the cap is final: anything nearer was in a cap already read.
-        let limit = near.from_radians(reach);
+        // Whatever lies within the reach is final: anything nearer was in a region already
+        // read.
+        let limit = match &search {
+            Search::Sphere { .. } => near.from_radians(reach),
+            Search::Plane { .. } => reach,
+        };
         pending.sort_by(|a, b| a.distance.total_cmp(&b.distance));
         let ready = if last {
             pending.len()
@@ -150,35 +193,59 @@ pub async fn near_matches(
     }
 }
 
+/// Where a `$near` looks: caps on a `2dsphere` index, squares on a `2d` index.
+enum Search<'a> {
+    Sphere {
+        index: &'a IndexMeta,
+        params: SphereIndexParams,
+        center: s2::point::Point,
+    },
+    Plane {
+        index: &'a IndexMeta,
+        params: FlatIndexParams,
+    },
+}
+
+impl Search<'_> {
+    fn index(&self) -> &IndexMeta {
+        match self {
+            Search::Sphere { index, .. } | Search::Plane { index, .. } => index,
+        }
+    }
+}
+
 /// The field `$geoNear` measures from: its `key`, or the one field of the collection's only
 /// `2dsphere` index (MongoDB's IndexNotFound otherwise).
 fn geo_near_key<'a>(coll: &'a CollectionMeta, spec: &'a GeoNearSpec, ns: &str) -> Result<&'a str> {
     if let Some(key) = &spec.key {
         return Ok(key);
     }
-    let mut fields = coll.indexes.iter().filter_map(|index| {
-        let parsed = index.parsed.as_ref().filter(|p| index.ready && !p.hidden)?;
-        parsed
-            .fields
-            .iter()
-            .find(|f| f.kind == FieldKind::Sphere2d)
-            .map(|f| f.path.as_str())
-    });
-    let Some(first) = fields.next() else {
-        return Err(MongoError::new(
-            ErrorCode::IndexNotFound,
-            "$geoNear requires a 2d or 2dsphere index, but none were found",
-        ));
-    };
-    if fields.next().is_some() {
-        return Err(MongoError::new(
-            ErrorCode::IndexNotFound,
-            format!(
-                "There is more than one 2dsphere index on {ns}; unsure which to use for $geoNear"
-            ),
-        ));
+    // As MongoDB: a 2d index first, then a 2dsphere one; more than one of a kind is ambiguous.
+    for (kind, name) in [(FieldKind::Flat2d, "2d"), (FieldKind::Sphere2d, "2dsphere")] {
+        let mut fields = coll.indexes.iter().filter_map(|index| {
+            let parsed = index.parsed.as_ref().filter(|p| index.ready && !p.hidden)?;
+            parsed
+                .fields
+                .iter()
+                .find(|f| f.kind == kind)
+                .map(|f| f.path.as_str())
+        });
+        if let Some(first) = fields.next() {
+            if fields.next().is_some() {
+                return Err(MongoError::new(
+                    ErrorCode::IndexNotFound,
+                    format!(
+                        "There is more than one {name} index on {ns}; unsure which to use for $geoNear"
+                    ),
+                ));
+            }
+            return Ok(first);
+        }
     }
-    Ok(first)
+    Err(MongoError::new(
+        ErrorCode::IndexNotFound,
+        "$geoNear requires a 2d or 2dsphere index, but none were found",
+    ))
 }
 
 /// What a leading `$geoNear` outputs: the matching documents in distance order with

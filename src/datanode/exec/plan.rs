@@ -285,10 +285,9 @@ fn usable(index: &IndexMeta) -> bool {
 
 /// Whether every document has at least one key in the index (so a whole-index scan sees them all).
 fn can_scan_whole(index: &IndexMeta) -> bool {
-    index
-        .parsed
-        .as_ref()
-        .is_none_or(|p| !p.sparse && p.partial_filter.is_none() && p.sphere.is_none())
+    index.parsed.as_ref().is_none_or(|p| {
+        !p.sparse && p.partial_filter.is_none() && p.sphere.is_none() && p.flat.is_none()
+    })
 }
 
 /// The collation `index`'s keys are in (`None`: simple).
@@ -434,7 +433,10 @@ fn plan_index(
     whole: bool,
 ) -> Option<(IndexScanPlan, Candidate)> {
     let fields = fields_of(index);
-    if fields.iter().any(|f| f.kind == FieldKind::Sphere2d) {
+    if fields
+        .iter()
+        .any(|f| matches!(f.kind, FieldKind::Sphere2d | FieldKind::Flat2d))
+    {
         return whole.then(|| {
             let plan = IndexScanPlan {
                 index: index.clone(),
@@ -457,7 +459,7 @@ fn plan_index(
                     FieldKind::Hashed => KeyOrder::Hashed,
                     // Cells, not values: no bounds on the value apply (geo scans are planned
                     // by `geo_plan`).
-                    FieldKind::Sphere2d => return None,
+                    FieldKind::Sphere2d | FieldKind::Flat2d => return None,
                 },
             })
         })

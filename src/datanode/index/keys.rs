@@ -117,9 +117,17 @@ pub fn index_keys(index: &IndexSpec, doc: &Document) -> Result<IndexKeys> {
     // Several cells for one document make a `2dsphere` index multikey, as in MongoDB.
     let mut several_cells = false;
     for f in &index.fields {
-        match (f.kind, &index.sphere) {
-            (FieldKind::Sphere2d, Some(params)) => {
-                let cells = super::geo_keys::sphere_keys(params, doc, &f.path)?;
+        let cells = match (f.kind, &index.sphere, &index.flat) {
+            (FieldKind::Sphere2d, Some(params), _) => {
+                Some(super::geo_keys::sphere_keys(params, doc, &f.path)?)
+            }
+            (FieldKind::Flat2d, _, Some(params)) => {
+                Some(super::geo_keys::flat_keys(params, doc, &f.path)?)
+            }
+            _ => None,
+        };
+        match cells {
+            Some(cells) => {
                 if cells.is_empty() {
                     // From version 2 a document without geometry has no keys at all.
                     return Ok(IndexKeys::default());
@@ -131,7 +139,7 @@ pub fn index_keys(index: &IndexSpec, doc: &Document) -> Result<IndexKeys> {
                     missing: false,
                 });
             }
-            _ => fields.push(field_values(doc, &f.path)),
+            None => fields.push(field_values(doc, &f.path)),
         }
     }
     if index.sparse && fields.iter().all(|f| f.missing) {
@@ -170,7 +178,9 @@ pub fn index_keys(index: &IndexSpec, doc: &Document) -> Result<IndexKeys> {
                     }
                     (Bson::Int64(hashed::hash_value(value)?), false)
                 }
-                FieldKind::Ascending | FieldKind::Sphere2d => (value.clone(), false),
+                FieldKind::Ascending | FieldKind::Sphere2d | FieldKind::Flat2d => {
+                    (value.clone(), false)
+                }
                 FieldKind::Descending => (value.clone(), true),
             };
             let bits = TypeBits::of_component(&value, values.missing);

@@ -4,7 +4,7 @@
 use crate::document::collation::Collation;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
-use crate::query::geo::SphereIndexParams;
+use crate::query::geo::{FlatIndexParams, SphereIndexParams};
 use bson::{Bson, Document, doc};
 use std::sync::Arc;
 
@@ -16,6 +16,8 @@ pub enum FieldKind {
     Hashed,
     /// `"2dsphere"`: S2 cells covering the geometry (`query::geo`).
     Sphere2d,
+    /// `"2d"`: a legacy pair's cell in a plane grid (`query::geo::FlatIndexParams`).
+    Flat2d,
 }
 
 impl FieldKind {
@@ -50,12 +52,14 @@ pub struct IndexSpec {
     pub collation: Option<Arc<Collation>>,
     /// A `2dsphere` index's covering parameters.
     pub sphere: Option<SphereIndexParams>,
+    /// A `2d` index's grid.
+    pub flat: Option<FlatIndexParams>,
     /// The document `listIndexes` shows.
     pub document: Document,
 }
 
 /// Options MongoDB accepts in an index specification; others are refused (InvalidIndexSpecificationOption).
-const KNOWN_OPTIONS: [&str; 20] = [
+const KNOWN_OPTIONS: [&str; 23] = [
     "key",
     "name",
     "v",
@@ -75,6 +79,9 @@ const KNOWN_OPTIONS: [&str; 20] = [
     "2dsphereIndexVersion",
     "finestIndexedLevel",
     "coarsestIndexedLevel",
+    "bits",
+    "min",
+    "max",
     "ns",
 ];
 
@@ -146,7 +153,8 @@ fn parse_key(key: &Document) -> Result<Vec<KeyField>> {
             Bson::String(kind) => match kind.as_str() {
                 "hashed" => FieldKind::Hashed,
                 "2dsphere" => FieldKind::Sphere2d,
-                "text" | "2d" | "geoHaystack" => {
+                "2d" => FieldKind::Flat2d,
+                "text" | "geoHaystack" => {
                     return Err(cannot_create(format!(
                         "'{kind}' indexes are not supported yet (index key {path}: \"{kind}\")"
                     )));
@@ -247,6 +255,64 @@ fn sphere_params(spec: &Document, fields: &[KeyField]) -> Result<Option<SphereIn
     params.finest_level = finest as u8;
     params.coarsest_level = coarsest as u8;
     Ok(Some(params))
+}
+
+/// A `2d` index's grid (MongoDB's `GeoHashConverter` parameters: 26 bits over
+/// `[-180, 180)` unless given), or none for another index, which may not carry them.
+fn flat_params(spec: &Document, fields: &[KeyField]) -> Result<Option<FlatIndexParams>> {
+    let flat_fields = fields
+        .iter()
+        .filter(|f| f.kind == FieldKind::Flat2d)
+        .count();
+    if flat_fields == 0 {
+        if let Some(option) = ["bits", "min", "max"]
+            .iter()
+            .find(|o| spec.contains_key(**o))
+        {
+            return Err(MongoError::new(
+                ErrorCode::InvalidIndexSpecificationOption,
+                format!(
+                    "The field '{option}' is not valid for an index specification. Specification: {spec}"
+                ),
+            ));
+        }
+        return Ok(None);
+    }
+    if flat_fields > 1 || fields.iter().any(|f| f.kind == FieldKind::Sphere2d) {
+        return Err(MongoError::location(16800, "can't have 2 geo fields"));
+    }
+    if fields[0].kind != FieldKind::Flat2d {
+        return Err(MongoError::location(16801, "2d has to be first in index"));
+    }
+    let number = |option: &str, default: f64| -> Result<f64> {
+        match spec.get(option) {
+            None => Ok(default),
+            Some(v) => crate::query::geo::number(v).ok_or_else(|| {
+                MongoError::type_mismatch(format!(
+                    "geo index parameter '{option}' must be a number"
+                ))
+            }),
+        }
+    };
+    let bits = number("bits", 26.0)?;
+    if !(1.0..=32.0).contains(&bits) {
+        return Err(MongoError::location(
+            13028,
+            "bits in geo index must be between 1 and 32",
+        ));
+    }
+    let (min, max) = (number("min", -180.0)?, number("max", 180.0)?);
+    if min >= max || !min.is_finite() || !max.is_finite() {
+        return Err(MongoError::location(
+            13067,
+            "region for hashing must be valid",
+        ));
+    }
+    Ok(Some(FlatIndexParams {
+        bits: bits as u32,
+        min,
+        max,
+    }))
 }
 
 impl IndexSpec {
@@ -364,6 +430,7 @@ impl IndexSpec {
             return Err(MongoError::location(13103, "too many compound keys"));
         }
         let sphere = sphere_params(spec, &fields)?;
+        let flat = flat_params(spec, &fields)?;
         let mut document = doc! {"v": 2, "key": key.clone(), "name": &name};
         for option in ["unique", "sparse", "hidden"] {
             if flag(option)? {
@@ -378,6 +445,13 @@ impl IndexSpec {
         }
         if let Some(collation) = &collation {
             document.insert("collation", collation.spec());
+        }
+        if flat.is_some() {
+            for option in ["bits", "min", "max"] {
+                if let Some(value) = spec.get(option) {
+                    document.insert(option, value.clone());
+                }
+            }
         }
         if let Some(params) = &sphere {
             document.insert("2dsphereIndexVersion", params.version);
@@ -398,6 +472,7 @@ impl IndexSpec {
             hidden,
             collation,
             sphere,
+            flat,
             document,
         })
     }
@@ -421,6 +496,7 @@ impl IndexSpec {
             && self.hidden == other.hidden
             && self.collation == other.collation
             && self.sphere == other.sphere
+            && self.flat == other.flat
     }
 }
 
@@ -493,6 +569,22 @@ mod tests {
         let v2 = IndexSpec::parse(&doc! {"key": {"loc": "2dsphere"}, "2dsphereIndexVersion": 2})
             .unwrap();
         assert_eq!(v2.sphere.unwrap().max_cells, 50);
+    }
+
+    #[test]
+    fn flat_indexes_validate_their_grid() {
+        let spec = IndexSpec::parse(&doc! {"key": {"p": "2d", "a": 1}, "bits": 20}).unwrap();
+        assert_eq!(spec.fields[0].kind, FieldKind::Flat2d);
+        assert_eq!(spec.flat.unwrap().bits, 20);
+        assert_eq!(
+            spec.document,
+            doc! {"v": 2, "key": {"p": "2d", "a": 1}, "name": "p_2d_a_1", "bits": 20}
+        );
+        assert_eq!(code(doc! {"key": {"p": "2d"}, "bits": 0}), 13028);
+        assert_eq!(code(doc! {"key": {"p": "2d"}, "min": 5, "max": 5}), 13067);
+        assert_eq!(code(doc! {"key": {"p": "2d", "q": "2d"}}), 16800);
+        assert_eq!(code(doc! {"key": {"a": 1, "p": "2d"}}), 16801);
+        assert_eq!(code(doc! {"key": {"a": 1}, "bits": 3}), 197);
     }
 
     #[test]

@@ -6,16 +6,19 @@
 //! - `shape`: parsing geometries (GeoJSON, legacy pairs) with MongoDB's validation messages.
 //! - `sphere`: loops, polygons and the spherical predicates (contains, intersects, distance).
 //! - `cover`: S2 cell coverings, the keys of a `2dsphere` index and the ranges a query scans.
+//! - `flat`: the grid a `2d` index keys legacy pairs in, and rectangles' ranges in it.
 //! - `near`: `$near`/`$nearSphere`, their units and distances.
 //! - `query`: the operands of `$geoWithin`/`$geoIntersects` and their matching.
 
 mod cover;
+mod flat;
 mod near;
 mod query;
 mod shape;
 mod sphere;
 
 pub use cover::{GeometryRegion, SphereIndexParams, merge_ranges};
+pub use flat::FlatIndexParams;
 pub use near::{NearQuery, has_near};
 pub use query::{GeoPredicate, Region};
 pub use shape::{GeoPoint, Geometry, number};
