@@ -333,3 +333,103 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod robustness {
+    //! Any coordinates (degenerate, antipodal, at the poles and the antimeridian, out of
+    //! range, NaN) give answers or MongoDB's errors, never panics.
+
+    use super::*;
+    use crate::query::geo::{GeometryRegion, SphereIndexParams};
+    use bson::{Bson, doc};
+    use proptest::prelude::*;
+
+    fn coordinate() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            prop::sample::select(vec![
+                0.0,
+                -0.0,
+                1.0,
+                -1.0,
+                90.0,
+                -90.0,
+                180.0,
+                -180.0,
+                179.999,
+                45.0,
+                1e-300,
+                f64::NAN,
+                f64::INFINITY,
+                1e300,
+            ]),
+            -180.0..180.0f64,
+            -2.0..2.0f64,
+        ]
+    }
+
+    fn pair() -> impl Strategy<Value = Bson> {
+        (coordinate(), coordinate()).prop_map(|(x, y)| Bson::Array(vec![x.into(), y.into()]))
+    }
+
+    fn ring() -> impl Strategy<Value = Bson> {
+        prop::collection::vec(pair(), 0..7).prop_map(|mut points| {
+            if let Some(first) = points.first().cloned() {
+                points.push(first);
+            }
+            Bson::Array(points)
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn geometry_never_panics(
+            shell in ring(),
+            hole in ring(),
+            line in prop::collection::vec(pair(), 0..5),
+            point in pair(),
+            radius in coordinate(),
+        ) {
+            let polygon = doc! {"type": "Polygon", "coordinates": [shell.clone()]};
+            let holed = doc! {"type": "Polygon", "coordinates": [shell, hole]};
+            let line = doc! {"type": "LineString", "coordinates": line};
+            let shapes = [
+                doc! {"$geometry": polygon.clone()},
+                doc! {"$geometry": holed.clone()},
+                doc! {"$centerSphere": [point.clone(), radius]},
+                doc! {"$center": [point.clone(), radius]},
+                doc! {"$polygon": [point.clone(), [0, 0], [1, 1]]},
+                doc! {"$box": [point.clone(), [1, 1]]},
+            ];
+            let stored = [
+                Bson::Document(polygon.clone()),
+                Bson::Document(holed),
+                Bson::Document(line.clone()),
+                point.clone(),
+            ];
+            let params = SphereIndexParams::defaults(3);
+            for value in &stored {
+                if let Ok(g) = Geometry::from_stored(value) {
+                    let _ = params.index_cells(&g);
+                }
+            }
+            for shape in shapes {
+                if let Ok(p) = GeoPredicate::parse("$geoWithin", &Bson::Document(shape)) {
+                    for value in &stored {
+                        let _ = p.matches(value);
+                    }
+                    if let Some(region) = GeometryRegion::of_predicate(&p) {
+                        let _ = params.scan_ranges(&region);
+                    }
+                }
+            }
+            for g in [polygon, line] {
+                let spec = Bson::Document(doc! {"$geometry": g});
+                if let Ok(p) = GeoPredicate::parse("$geoIntersects", &spec) {
+                    for value in &stored {
+                        let _ = p.matches(value);
+                    }
+                }
+            }
+        }
+    }
+}
