@@ -301,6 +301,11 @@ async fn near_queries(client: &Client) {
             Some(2),
             "{name}"
         );
+        let explained = db
+            .run_command(doc! {"explain": {"find": name, "filter": near(doc! {})}})
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&explained), Some(238), "{name}: {explained}");
         let counted = coll.count_documents(near(doc! {})).await.unwrap_err();
         assert_eq!(error_code(&counted), Some(2), "{name}: {counted}");
     }

@@ -182,6 +182,12 @@ async fn explain_query(
     mut each: impl FnMut(&Candidate) -> Result<()>,
 ) -> Result<Explained> {
     let filter = Filter::parse_with_variables(query.filter, &query.vars)?;
+    if filter.near().is_some() {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "explain of a $near query is not supported yet",
+        ));
+    }
     let sort = query
         .sort
         .as_ref()
