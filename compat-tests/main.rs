@@ -32,6 +32,7 @@ mod expression_operators;
 mod failpoints;
 mod find_options;
 mod generic_fields;
+mod geo;
 mod handshake;
 mod hostile_wire;
 mod index_queries;

@@ -71,6 +71,30 @@ pub fn check_sub_pipeline_depth(depth: usize) -> Result<()> {
     Ok(())
 }
 
+/// How many documents from the start of their input a run of `$skip` and `$limit` stages can
+/// keep, when the run ends in a `$limit`; `None` otherwise (or when a value is not a valid
+/// count: the merger's parsing reports it).
+pub fn documents_needed(stages: &[bson::Document]) -> Option<i64> {
+    let mut skipped: i64 = 0;
+    for stage in stages {
+        let n = match stage.values().next()? {
+            bson::Bson::Int32(n) => i64::from(*n),
+            bson::Bson::Int64(n) => *n,
+            bson::Bson::Double(n) if n.fract() == 0.0 => *n as i64,
+            _ => return None,
+        };
+        if n < 0 {
+            return None;
+        }
+        match stage.keys().next().map(String::as_str).unwrap_or_default() {
+            "$skip" => skipped = skipped.checked_add(n)?,
+            "$limit" => return skipped.checked_add(n),
+            _ => return None,
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,6 +28,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 pub use stages::MemoryLimits;
+pub use stages::geo_near::GeoNearSpec;
 pub use update_pipeline::UpdatePipeline;
 
 /// A parsed pipeline, with the variables its expressions read and the memory its blocking
@@ -36,6 +37,9 @@ pub struct Pipeline {
     stages: Arc<[Stage]>,
     vars: Arc<LetVariables>,
     limits: MemoryLimits,
+    /// A leading `$geoNear`, which whoever reads the collection runs (the stages after it
+    /// are `stages`).
+    geo_near: Option<Arc<GeoNearSpec>>,
 }
 
 impl Pipeline {
@@ -49,8 +53,14 @@ impl Pipeline {
     pub fn parse_with_variables(stages: &[Document], vars: Arc<LetVariables>) -> Result<Pipeline> {
         check_pipeline(stages)?;
         let mut parsed = Vec::with_capacity(stages.len());
-        for spec in stages {
-            parsed.extend(stages::parse(spec, &vars)?);
+        let mut geo_near = None;
+        for (i, spec) in stages.iter().enumerate() {
+            match spec.get("$geoNear") {
+                Some(value) if i == 0 && spec.len() == 1 => {
+                    geo_near = Some(Arc::new(stages::geo_near::parse(value)?));
+                }
+                _ => parsed.extend(stages::parse(spec, &vars)?),
+            }
         }
         limits::check_parsed_length(parsed.len())?;
         // Only the first stage reads the collection, where its text index is.
@@ -68,7 +78,14 @@ impl Pipeline {
             stages: parsed.into(),
             vars,
             limits: MemoryLimits::unlimited(),
+            geo_near,
         })
+    }
+
+    /// The leading `$geoNear`, which the reader of the collection must run: the pipeline's
+    /// stages are those after it.
+    pub fn geo_near(&self) -> Option<&GeoNearSpec> {
+        self.geo_near.as_deref()
     }
 
     /// The pipeline with its blocking stages held to `limits`.
@@ -365,7 +382,7 @@ pub fn check_pipeline(stages: &[Document]) -> Result<()> {
 }
 
 /// Refuses stages out of the place they must have: `$out` and `$merge` last, `$documents`
-/// first.
+/// and `$geoNear` first.
 fn check_positions(stages: &[Document]) -> Result<()> {
     for (i, spec) in stages.iter().enumerate() {
         let name = spec.keys().next().map(String::as_str).unwrap_or_default();
@@ -374,6 +391,12 @@ fn check_positions(stages: &[Document]) -> Result<()> {
                 return Err(MongoError::location(
                     40601,
                     format!("{name} can only be the final stage in the pipeline"),
+                ));
+            }
+            "$geoNear" if i > 0 => {
+                return Err(MongoError::location(
+                    40603,
+                    "$geoNear was not the first stage in the pipeline.",
                 ));
             }
             "$documents" if i > 0 => {

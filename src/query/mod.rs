@@ -13,11 +13,14 @@
 //!   key fields (index scans, and the catalog's shard targeting).
 //! - [`text`]: text search: languages, the tokenizer, text index specifications and scores,
 //!   `$text` searches.
+//! - [`geo`]: geometries (GeoJSON, legacy pairs), `$geoWithin`/`$geoIntersects` operands and
+//!   their spherical (S2) and plane predicates.
 //! - `values`: type names, MongoDB's rendering of values in messages, shared coercions (also
 //!   for the update language above).
 
 pub mod bounds;
 pub mod filter;
+pub mod geo;
 pub mod key_intervals;
 pub mod projection;
 pub mod sort;

@@ -14,6 +14,7 @@
 //! specification, or one reading `let` variables): the merger's parse reports the former.
 
 use crate::aggregate::Pipeline;
+use crate::aggregate::limits::documents_needed;
 use bson::{Bson, Document, doc};
 
 /// Stages that transform each document on its own.
@@ -59,6 +60,9 @@ impl SplitPipeline {
 const WILL_BE_MERGED: &str = "$willBeMerged";
 
 pub fn split(stages: &[Document]) -> SplitPipeline {
+    if let Some(split) = split_geo_near(stages) {
+        return split;
+    }
     // `$collStats`, `$indexStats` and `$planCacheStats` describe each shard's part of the
     // collection: they run there.
     let mut at = usize::from(
@@ -96,6 +100,29 @@ pub fn split(stages: &[Document]) -> SplitPipeline {
         shards_part,
         merger_part: rest.to_vec(),
     }
+}
+
+/// A leading `$geoNear`: each shard outputs its documents in distance order (only as many
+/// as a following `$skip`/`$limit` run keeps), and the router merges the streams by the
+/// distance field before running the rest.
+fn split_geo_near(stages: &[Document]) -> Option<SplitPipeline> {
+    let first = stages.first()?;
+    let Some(Bson::Document(spec)) = first.get("$geoNear") else {
+        return None;
+    };
+    let field = spec.get_str("distanceField").ok()?;
+    let by_distance = doc! {"$sort": {field: 1}};
+    let mut shards_part = vec![first.clone()];
+    if let Some(n) = documents_needed(&stages[1..]) {
+        shards_part.push(doc! {"$limit": n});
+    }
+    shards_part.push(by_distance.clone());
+    let mut merger_part = vec![by_distance];
+    merger_part.extend_from_slice(&stages[1..]);
+    Some(SplitPipeline {
+        shards_part,
+        merger_part,
+    })
 }
 
 /// A `$group`, `$count` or `$sortByCount` as the shards' partial `$group` and the merger's
@@ -156,30 +183,6 @@ fn merging_accumulator(operator: &str, argument: &Bson, field: &str) -> Option<D
         _ => return None,
     };
     Some(doc! {operator: argument})
-}
-
-/// How many documents from the start of their input a run of `$skip` and `$limit` stages can
-/// keep, when the run ends in a `$limit`; `None` otherwise (or when a value is not a valid
-/// count: the merger's parsing reports it).
-fn documents_needed(stages: &[Document]) -> Option<i64> {
-    let mut skipped: i64 = 0;
-    for stage in stages {
-        let n = match stage.values().next()? {
-            Bson::Int32(n) => i64::from(*n),
-            Bson::Int64(n) => *n,
-            Bson::Double(n) if n.fract() == 0.0 => *n as i64,
-            _ => return None,
-        };
-        if n < 0 {
-            return None;
-        }
-        match name(stage) {
-            "$skip" => skipped = skipped.checked_add(n)?,
-            "$limit" => return skipped.checked_add(n),
-            _ => return None,
-        }
-    }
-    None
 }
 
 /// Stages that read or write other collections.

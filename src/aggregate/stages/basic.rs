@@ -19,9 +19,9 @@ pub fn parse_match(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result
             "the match filter must be an expression in an object",
         ));
     };
-    Ok(vec![Stage::Match(Filter::parse_with_variables(
-        filter, vars,
-    )?)])
+    let filter = Filter::parse_with_variables(filter, vars)?;
+    filter.refuse_near()?;
+    Ok(vec![Stage::Match(filter)])
 }
 
 pub fn parse_sort(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {

@@ -12,6 +12,7 @@ mod densify_tests;
 mod documents;
 mod facet;
 mod fill;
+pub mod geo_near;
 mod granularity;
 mod group;
 mod group_run;
@@ -87,6 +88,7 @@ static STAGES: &[(&str, Parser)] = &[
     ("$match", basic::parse_match),
     ("$merge", foreign::parse_merge),
     ("$out", foreign::parse_out),
+    ("$geoNear", parse_geo_near_elsewhere),
     ("$project", shape::parse_project),
     ("$redact", redact::parse),
     ("$replaceRoot", basic::parse_replace_root),
@@ -107,11 +109,18 @@ static STAGES: &[(&str, Parser)] = &[
 const NOT_YET_SUPPORTED: &[&str] = &[
     "$changeStream",
     "$collStats",
-    "$geoNear",
     "$search",
     "$searchMeta",
     "$vectorSearch",
 ];
+
+/// `$geoNear` anywhere but first ([`crate::aggregate::Pipeline`] takes a first one apart).
+fn parse_geo_near_elsewhere(_: &str, _: &Bson, _: &Arc<LetVariables>) -> Result<Vec<Stage>> {
+    Err(MongoError::location(
+        40603,
+        "$geoNear was not the first stage in the pipeline.",
+    ))
+}
 
 /// Parses one element of the `pipeline` array.
 pub fn parse(spec: &Document, vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {

@@ -122,7 +122,26 @@ pub(super) async fn open_pipeline<S: DataNode>(
         ));
     }
     let mut input: Option<Box<dyn PipelineSource>> = None;
-    if let Some(name) = coll {
+    if let (Some(name), Some(spec)) = (coll, pipeline.geo_near()) {
+        if let Some((store, coll)) = state.storage().collection(db, name).await {
+            let ns = format!("{db}.{name}");
+            let want = crate::aggregate::limits::documents_needed(&stages[1..])
+                .and_then(|n| usize::try_from(n).ok());
+            let docs = crate::datanode::exec::geo_near_documents(
+                &store,
+                &coll,
+                spec,
+                vars,
+                access.ownership,
+                want,
+                &ns,
+            )
+            .await?;
+            input = Some(Box::new(crate::datanode::exec::BufferedInput {
+                docs: docs.into(),
+            }));
+        }
+    } else if let Some(name) = coll {
         let found = state.storage().collection(db, name).await;
         if let Some(filter) = pipeline.leading_match_mut() {
             crate::datanode::exec::bind_text(filter, found.as_ref().map(|(_, c)| &**c))?;

@@ -44,6 +44,7 @@ impl<'a> QueryRead<'a> {
         crate::catalog::validate_collection_name(&req.db, collection)?;
         let query = query.unwrap_or_default();
         let filter = Filter::parse_with_variables(&query, &vars)?;
+        filter.refuse_near()?;
         let hint = super::find::parse_hint(&args)?;
         Ok(QueryRead {
             collection,

@@ -182,6 +182,12 @@ async fn explain_query(
     mut each: impl FnMut(&Candidate) -> Result<()>,
 ) -> Result<Explained> {
     let mut filter = Filter::parse_with_variables(query.filter, &query.vars)?;
+    if filter.near().is_some() {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "explain of a $near query is not supported yet",
+        ));
+    }
     crate::datanode::exec::bind_text(&mut filter, target.as_ref().map(|(_, c)| &**c))?;
     let sort = query
         .sort
@@ -598,6 +604,12 @@ async fn aggregate<S: DataNode>(
         agg.vars = under_collation(state, cmd, Arc::clone(&agg.vars)).await?;
     }
     let pipeline = Pipeline::parse_with_variables(&agg.pipeline, Arc::clone(&agg.vars))?;
+    if pipeline.geo_near().is_some() {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "explain of a $geoNear pipeline is not supported yet",
+        ));
+    }
     let leading_match = agg
         .pipeline
         .first()

@@ -6,7 +6,7 @@ use super::super::cursors::{Cursor, CursorBody};
 use super::super::exec::{
     BlockingSort, CoverRequest, Covered, FindOutput, Position, QueryShape, RECORD_ID_FIELD,
     ScanState, SortLimits, SortedDocs, SortedState, Tail, fill_batch, find_sort_error,
-    take_sort_key_request,
+    near_matches, take_sort_key_request,
 };
 use super::super::storage::StorageTransaction;
 use super::super::views;
@@ -110,6 +110,8 @@ pub(super) struct FindQuery {
     /// The sort whose keys a `{$meta: "sortKey"}` projection asks for.
     sort_key: Option<SortSpec>,
     sort: Option<SortSpec>,
+    /// A router merging `$near` results asked for each document's distance as `$sortKey`.
+    near_sort_key: bool,
 }
 
 impl FindQuery {
@@ -137,6 +139,8 @@ impl FindQuery {
         let sort_key = match (wants_sort_key, &sort_spec) {
             (false, _) => None,
             (true, Some(sort)) if !sort.is_empty() => Some(sort.clone()),
+            // A `$near`'s sort key is the distance.
+            (true, _) if filter.near().is_some() => None,
             (true, _) => {
                 return Err(MongoError::bad_value(
                     "a $sortKey meta-projection requires a sort",
@@ -160,6 +164,7 @@ impl FindQuery {
             projection_spec,
             projection,
             sort_spec,
+            near_sort_key: wants_sort_key && sort_key.is_none(),
             sort_key,
             sort,
         })
@@ -210,6 +215,10 @@ pub(super) async fn find<S: DataNode>(
         return Err(MongoError::bad_value(format!(
             "error processing query: ns={ns} tailable cursor requested on non capped collection"
         )));
+    }
+    if query.filter.near().is_some() {
+        let body = near_body(state, &req, &cmd, query, &db, &coll, &ns).await?;
+        return finish(state, &ns, body, first_batch, &cmd).await;
     }
     // A tailable cursor follows insertion order.
     let natural = Bson::Document(bson::doc! {"$natural": 1});
@@ -280,6 +289,51 @@ pub(super) async fn find<S: DataNode>(
         })),
     };
     finish(state, &ns, body, first_batch, &cmd).await
+}
+
+/// A `$near`/`$nearSphere` find: the matches in distance order (the first `skip + limit`
+/// only, when limited), each with its distance as `$sortKey` when a router asked.
+async fn near_body<S: DataNode>(
+    state: &S,
+    req: &CommandRequest,
+    cmd: &FindCommand,
+    query: FindQuery,
+    db: &Arc<crate::datanode::storage::DatabaseStore>,
+    coll: &Arc<crate::datanode::storage::CollectionMeta>,
+    ns: &str,
+) -> Result<CursorBody> {
+    if query.sort.is_some() || cmd.tail.is_some() || cmd.min.is_some() || cmd.max.is_some() {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "$near with sort, min, max or a tailable cursor is not supported",
+        ));
+    }
+    let want = cmd.limit.map(|l| l.saturating_add(cmd.skip) as usize);
+    let ownership = state.ownership(req);
+    let matches = near_matches(db, coll, &query.filter, ownership, want, ns).await?;
+    let path = crate::datanode::exec::AccessPath::CollScan { reverse: false };
+    let output = FindOutput::new(
+        query.projection,
+        &query.filter,
+        cmd.show_record_id,
+        cmd.return_key,
+        &path,
+    );
+    let mut docs = VecDeque::with_capacity(matches.len());
+    for m in matches.into_iter().skip(cmd.skip as usize) {
+        let mut raw = if output.is_identity() {
+            m.raw
+        } else {
+            output.render(m.rid, &m.doc)?
+        };
+        if query.near_sort_key {
+            let mut key = RawDocumentBuf::new();
+            key.append("", m.distance);
+            raw.append(super::super::exec::SORT_KEY_FIELD, key);
+        }
+        docs.push_back(raw);
+    }
+    Ok(CursorBody::Buffered(docs))
 }
 
 /// The first batch, and a cursor for the rest.

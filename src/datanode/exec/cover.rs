@@ -52,7 +52,7 @@ impl Covered {
         let fields = fields_of(&plan.index);
         let paths: Vec<&str> = fields
             .iter()
-            .filter(|f| f.kind != FieldKind::Hashed)
+            .filter(|f| f.kind.holds_value())
             .map(|f| f.path.as_str())
             .collect();
         for (i, a) in paths.iter().enumerate() {
@@ -89,7 +89,7 @@ impl Covered {
         let components = fields
             .iter()
             .map(|f| {
-                let used = f.kind != FieldKind::Hashed && needed.contains(&f.path);
+                let used = f.kind.holds_value() && needed.contains(&f.path);
                 (
                     used.then(|| f.path.clone()),
                     f.kind == FieldKind::Descending,
@@ -193,7 +193,7 @@ fn filter_paths(filter: &Document, out: &mut Vec<String>) -> Result<(), &'static
 }
 
 /// Sets a dotted path, creating the documents on the way (the index paths never overlap).
-fn set_path(doc: &mut Document, path: &str, value: Bson) {
+pub(super) fn set_path(doc: &mut Document, path: &str, value: Bson) {
     match path.split_once('.') {
         None => {
             doc.insert(path, value);

@@ -524,7 +524,7 @@ fn tight_paths(plan: &IndexScanPlan) -> Vec<String> {
     fields_of(&plan.index)
         .into_iter()
         .take(plan.bounds.len())
-        .filter(|f| f.kind != FieldKind::Hashed)
+        .filter(|f| f.kind.holds_value())
         .map(|f| f.path)
         .collect()
 }

@@ -3,11 +3,14 @@
 //! batches (`position`), resumable between `getMore`s (`scan_state`), the collection an
 //! aggregation cursor reads (`pipeline_input`), the blocking sort with its spill to disk
 //! (`sort`), the shape of returned documents (`output`), `$text` bound to the collection's text
-//! index (`text`), and describing the plan and its work
+//! index (`text`), geo index scans (`geo_plan`) and `$near`'s growing caps (`near`), and
+//! describing the plan and its work
 //! for `explain` (`explain`).
 
 mod cover;
 mod explain;
+mod geo_plan;
+mod near;
 mod output;
 mod pipeline_input;
 #[cfg(test)]
@@ -23,6 +26,7 @@ mod text;
 pub use crate::server::pipeline_cursor::PipelineState;
 pub use cover::{CoverRequest, Covered};
 pub use explain::{Execution, ExplainedQuery, StageTree, number, parsed_query};
+pub use near::{BufferedInput, NearMatch, geo_near_documents, near_matches, no_geo_index};
 pub use output::{FindOutput, RECORD_ID_FIELD, SORT_KEY_FIELD, take_sort_key_request};
 pub use pipeline_input::PipelineInput;
 pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};

@@ -150,7 +150,17 @@ impl AccessPath {
                 return Ok(AccessPath::IdPoint(id.clone()));
             }
         }
-        if let Some(plan) = best_index_scan(coll, shape) {
+        let best = best_index_scan(coll, shape);
+        // A geo index, unless another one fixes a field by equality.
+        if !best
+            .as_ref()
+            .is_some_and(|p| matches!(p.bounds.first(), Some(FieldBounds::Points(_))))
+        {
+            if let Some(plan) = super::geo_plan::sphere_scan(coll, shape.filter) {
+                return Ok(AccessPath::IndexScan(Arc::new(plan)));
+            }
+        }
+        if let Some(plan) = best {
             return Ok(AccessPath::IndexScan(Arc::new(plan)));
         }
         if let Some(plans) = union_of_branches(coll, shape.filter, shape.collation) {
@@ -278,10 +288,9 @@ fn usable(index: &IndexMeta) -> bool {
 
 /// Whether every document has at least one key in the index (so a whole-index scan sees them all).
 fn can_scan_whole(index: &IndexMeta) -> bool {
-    index
-        .parsed
-        .as_ref()
-        .is_none_or(|p| !p.sparse && p.partial_filter.is_none())
+    index.parsed.as_ref().is_none_or(|p| {
+        !p.sparse && p.partial_filter.is_none() && p.sphere.is_none() && p.flat.is_none()
+    })
 }
 
 /// The collation `index`'s keys are in (`None`: simple).
@@ -320,16 +329,21 @@ pub(super) fn fields_of(index: &IndexMeta) -> Vec<KeyField> {
 }
 
 /// The key parts of an index's fields, as key intervals are built over them.
-pub(super) fn key_parts(fields: &[KeyField]) -> Vec<KeyPart<'_>> {
+/// The key parts of an index's fields; `None` when one is a geo field, whose keys are cells,
+/// not values: no bounds on the value apply (geo scans are planned by `geo_plan`).
+pub(super) fn key_parts(fields: &[KeyField]) -> Option<Vec<KeyPart<'_>>> {
     fields
         .iter()
-        .map(|f| KeyPart {
-            path: &f.path,
-            order: match f.kind {
-                FieldKind::Ascending => KeyOrder::Ascending,
-                FieldKind::Descending => KeyOrder::Descending,
-                FieldKind::Hashed => KeyOrder::Hashed,
-            },
+        .map(|f| {
+            Some(KeyPart {
+                path: &f.path,
+                order: match f.kind {
+                    FieldKind::Ascending => KeyOrder::Ascending,
+                    FieldKind::Descending => KeyOrder::Descending,
+                    FieldKind::Hashed => KeyOrder::Hashed,
+                    FieldKind::Sphere2d | FieldKind::Flat2d => return None,
+                },
+            })
         })
         .collect()
 }
@@ -448,7 +462,22 @@ fn plan_index(
     whole: bool,
 ) -> Option<(IndexScanPlan, Candidate)> {
     let fields = fields_of(index);
-    let parts = key_parts(&fields);
+    if fields
+        .iter()
+        .any(|f| matches!(f.kind, FieldKind::Sphere2d | FieldKind::Flat2d))
+    {
+        return whole.then(|| {
+            let plan = IndexScanPlan {
+                index: index.clone(),
+                intervals: vec![KeyInterval::all()],
+                reverse: false,
+                provides_sort: false,
+                bounds: Vec::new(),
+            };
+            (plan, (0, false, false, false))
+        });
+    }
+    let parts = key_parts(&fields)?;
     let filter = bounding_filter(shape.filter, shape.collation, index_collation(index));
     let same_collation = shape.collation == index_collation(index);
     let KeyIntervals {
@@ -504,7 +533,7 @@ fn sort_order(
     }
     let mut direction = None;
     for ((path, ascending), field) in wanted.iter().zip(&fields[fixed..]) {
-        if field.kind == FieldKind::Hashed || *path != field.path {
+        if !field.kind.holds_value() || *path != field.path {
             return (false, false);
         }
         // Against the index: ascending wanted on a descending field, or the other way round.

@@ -109,10 +109,11 @@ pub(super) fn text_scan(
         .collect();
     bounding.insert("_fts", doc! {"$in": terms});
     let fields = fields_of(index);
-    let parts = key_parts(&fields);
-    let intervals = key_intervals(&parts, &bounding, false).ok_or_else(|| {
-        MongoError::new(ErrorCode::InternalError, "no key intervals for a text scan")
-    })?;
+    // A text index compounds only with ascending and descending fields.
+    let no_intervals =
+        || MongoError::new(ErrorCode::InternalError, "no key intervals for a text scan");
+    let parts = key_parts(&fields).ok_or_else(no_intervals)?;
+    let intervals = key_intervals(&parts, &bounding, false).ok_or_else(no_intervals)?;
     Ok(Some(AccessPath::IndexScan(Arc::new(IndexScanPlan {
         index: index.clone(),
         intervals: intervals.intervals,

@@ -116,11 +116,35 @@ pub fn index_keys(index: &IndexSpec, doc: &Document) -> Result<IndexKeys> {
     if let Some(text) = &index.text {
         return super::text_keys::text_keys(index, text, doc);
     }
-    let fields: Vec<FieldValues> = index
-        .fields
-        .iter()
-        .map(|f| field_values(doc, &f.path))
-        .collect();
+    let mut fields: Vec<FieldValues> = Vec::with_capacity(index.fields.len());
+    // Several cells for one document make a `2dsphere` index multikey, as in MongoDB.
+    let mut several_cells = false;
+    for f in &index.fields {
+        let cells = match (f.kind, &index.sphere, &index.flat) {
+            (FieldKind::Sphere2d, Some(params), _) => {
+                Some(super::geo_keys::sphere_keys(params, doc, &f.path)?)
+            }
+            (FieldKind::Flat2d, _, Some(params)) => {
+                Some(super::geo_keys::flat_keys(params, doc, &f.path)?)
+            }
+            _ => None,
+        };
+        match cells {
+            Some(cells) => {
+                if cells.is_empty() {
+                    // From version 2 a document without geometry has no keys at all.
+                    return Ok(IndexKeys::default());
+                }
+                several_cells |= cells.len() > 1;
+                fields.push(FieldValues {
+                    values: cells,
+                    arrays: Vec::new(),
+                    missing: false,
+                });
+            }
+            None => fields.push(field_values(doc, &f.path)),
+        }
+    }
     if index.sparse && fields.iter().all(|f| f.missing) {
         return Ok(IndexKeys::default());
     }
@@ -139,7 +163,7 @@ pub fn index_keys(index: &IndexSpec, doc: &Document) -> Result<IndexKeys> {
             }
         }
     }
-    let multikey = !array_fields.is_empty();
+    let multikey = !array_fields.is_empty() || several_cells;
     // Per field, each value to encode: the value, whether descending, and its type bits.
     let mut components: Vec<Vec<(Bson, bool, TypeBits)>> = Vec::with_capacity(fields.len());
     for (field, values) in index.fields.iter().zip(&fields) {
@@ -157,7 +181,9 @@ pub fn index_keys(index: &IndexSpec, doc: &Document) -> Result<IndexKeys> {
                     }
                     (Bson::Int64(hashed::hash_value(value)?), false)
                 }
-                FieldKind::Ascending => (value.clone(), false),
+                FieldKind::Ascending | FieldKind::Sphere2d | FieldKind::Flat2d => {
+                    (value.clone(), false)
+                }
                 FieldKind::Descending => (value.clone(), true),
             };
             let bits = TypeBits::of_component(&value, values.missing);

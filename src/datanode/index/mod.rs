@@ -1,9 +1,10 @@
 //! Indexes, independent of storage: validated index specifications (`createIndexes` options,
 //! default names, conflicts) and the keys a document produces in an index (multikey arrays,
 //! parallel-array checks, sparse and partial indexes, hashed fields; a text index's terms in
-//! `text_keys`).
+//! `text_keys`, `2dsphere` and `2d` cells in `geo_keys`).
 
 mod creatable;
+mod geo_keys;
 mod keys;
 pub mod spec;
 mod text_keys;

@@ -4,6 +4,7 @@
 use crate::document::collation::Collation;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
+use crate::query::geo::{FlatIndexParams, SphereIndexParams};
 use crate::query::text::{TextIndex, is_text_key};
 use bson::{Bson, Document, doc};
 use std::sync::Arc;
@@ -14,6 +15,18 @@ pub enum FieldKind {
     Ascending,
     Descending,
     Hashed,
+    /// `"2dsphere"`: S2 cells covering the geometry (`query::geo`).
+    Sphere2d,
+    /// `"2d"`: a legacy pair's cell in a plane grid (`query::geo::FlatIndexParams`).
+    Flat2d,
+}
+
+impl FieldKind {
+    /// Whether the key holds the field's value itself (in either direction), so that bounds
+    /// on the value, sorts and covered projections may use it.
+    pub fn holds_value(self) -> bool {
+        matches!(self, FieldKind::Ascending | FieldKind::Descending)
+    }
 }
 
 /// One field of a key pattern.
@@ -41,12 +54,16 @@ pub struct IndexSpec {
     /// A text index's specification; its key is then MongoDB's `{..., _fts: "text", _ftsx:
     /// 1, ...}` and `fields` name `_fts` and `_ftsx` for the term and its score.
     pub text: Option<Arc<TextIndex>>,
+    /// A `2dsphere` index's covering parameters.
+    pub sphere: Option<SphereIndexParams>,
+    /// A `2d` index's grid.
+    pub flat: Option<FlatIndexParams>,
     /// The document `listIndexes` shows.
     pub document: Document,
 }
 
 /// Options MongoDB accepts in an index specification; others are refused (InvalidIndexSpecificationOption).
-const KNOWN_OPTIONS: [&str; 18] = [
+const KNOWN_OPTIONS: [&str; 23] = [
     "key",
     "name",
     "v",
@@ -64,6 +81,11 @@ const KNOWN_OPTIONS: [&str; 18] = [
     "language_override",
     "textIndexVersion",
     "2dsphereIndexVersion",
+    "finestIndexedLevel",
+    "coarsestIndexedLevel",
+    "bits",
+    "min",
+    "max",
     "ns",
 ];
 
@@ -134,7 +156,9 @@ fn parse_key(key: &Document) -> Result<Vec<KeyField>> {
             }
             Bson::String(kind) => match kind.as_str() {
                 "hashed" => FieldKind::Hashed,
-                "text" | "2dsphere" | "2d" | "geoHaystack" => {
+                "2dsphere" => FieldKind::Sphere2d,
+                "2d" => FieldKind::Flat2d,
+                "text" | "geoHaystack" => {
                     return Err(cannot_create(format!(
                         "'{kind}' indexes are not supported yet (index key {path}: \"{kind}\")"
                     )));
@@ -183,6 +207,132 @@ fn text_fields(key: &Document) -> Vec<KeyField> {
             },
         })
         .collect()
+}
+
+/// A `2dsphere` index's version and levels (MongoDB's `initialize2dsphereParams`), or none
+/// for another index, which may not carry them.
+fn sphere_params(spec: &Document, fields: &[KeyField]) -> Result<Option<SphereIndexParams>> {
+    let options = [
+        "2dsphereIndexVersion",
+        "finestIndexedLevel",
+        "coarsestIndexedLevel",
+    ];
+    if !fields.iter().any(|f| f.kind == FieldKind::Sphere2d) {
+        if let Some(option) = options.iter().find(|o| spec.contains_key(**o)) {
+            return Err(MongoError::new(
+                ErrorCode::InvalidIndexSpecificationOption,
+                format!(
+                    "The field '{option}' is not valid for an index specification. Specification: {spec}"
+                ),
+            ));
+        }
+        return Ok(None);
+    }
+    let integer = |option: &str| -> Result<Option<i64>> {
+        match spec.get(option) {
+            None => Ok(None),
+            Some(v) => match crate::document::numeric::Number::from_bson(v).map(|n| n.to_f64()) {
+                Some(n) if n.fract() == 0.0 && n.abs() < 1e15 => Ok(Some(n as i64)),
+                _ => Err(MongoError::type_mismatch(format!(
+                    "Expected field \"{option}\" to have numeric type, but found {}",
+                    crate::document::types::type_name(v)
+                ))),
+            },
+        }
+    };
+    let version = integer("2dsphereIndexVersion")?.unwrap_or(3);
+    if !(1..=3).contains(&version) {
+        return Err(cannot_create(format!(
+            "unsupported geo index version {{ 2dsphereIndexVersion : {version} }}, only support versions: [1,2,3]"
+        )));
+    }
+    if version == 1 {
+        return Err(crate::query::values::not_implemented(
+            "2dsphereIndexVersion 1 indexes are not supported",
+        ));
+    }
+    let mut params = SphereIndexParams::defaults(version as i32);
+    let finest = integer("finestIndexedLevel")?.unwrap_or(i64::from(params.finest_level));
+    let coarsest = integer("coarsestIndexedLevel")?.unwrap_or(i64::from(params.coarsest_level));
+    if coarsest < 0 {
+        return Err(MongoError::location(
+            16747,
+            "coarsestIndexedLevel must be >= 0",
+        ));
+    }
+    if finest > 30 {
+        return Err(MongoError::location(
+            16748,
+            "finestIndexedLevel must be <= 30",
+        ));
+    }
+    if finest < coarsest {
+        return Err(MongoError::location(
+            16749,
+            "finestIndexedLevel must be >= coarsestIndexedLevel",
+        ));
+    }
+    params.finest_level = finest as u8;
+    params.coarsest_level = coarsest as u8;
+    Ok(Some(params))
+}
+
+/// A `2d` index's grid (MongoDB's `GeoHashConverter` parameters: 26 bits over
+/// `[-180, 180)` unless given), or none for another index, which may not carry them.
+fn flat_params(spec: &Document, fields: &[KeyField]) -> Result<Option<FlatIndexParams>> {
+    let flat_fields = fields
+        .iter()
+        .filter(|f| f.kind == FieldKind::Flat2d)
+        .count();
+    if flat_fields == 0 {
+        if let Some(option) = ["bits", "min", "max"]
+            .iter()
+            .find(|o| spec.contains_key(**o))
+        {
+            return Err(MongoError::new(
+                ErrorCode::InvalidIndexSpecificationOption,
+                format!(
+                    "The field '{option}' is not valid for an index specification. Specification: {spec}"
+                ),
+            ));
+        }
+        return Ok(None);
+    }
+    if flat_fields > 1 || fields.iter().any(|f| f.kind == FieldKind::Sphere2d) {
+        return Err(MongoError::location(16800, "can't have 2 geo fields"));
+    }
+    if fields[0].kind != FieldKind::Flat2d {
+        return Err(MongoError::location(16801, "2d has to be first in index"));
+    }
+    let number = |option: &str, default: f64| -> Result<f64> {
+        match spec.get(option) {
+            None => Ok(default),
+            Some(v) => crate::query::geo::number(v).ok_or_else(|| {
+                MongoError::type_mismatch(format!(
+                    "geo index parameter '{option}' must be a number"
+                ))
+            }),
+        }
+    };
+    let bits = number("bits", 26.0)?;
+    if !(1.0..=32.0).contains(&bits) {
+        return Err(MongoError::location(
+            13028,
+            "bits in geo index must be between 1 and 32",
+        ));
+    }
+    let (min, max) = (number("min", -180.0)?, number("max", 180.0)?);
+    if min >= max || !min.is_finite() || !max.is_finite() {
+        return Err(MongoError::location(
+            13067,
+            "region for hashing must be valid",
+        ));
+    }
+    Ok(Some(FlatIndexParams {
+        bits: bits as u32,
+        min,
+        max,
+    }))
 }
 
 impl IndexSpec {
@@ -316,6 +466,8 @@ impl IndexSpec {
         if fields.len() > crate::query::sort::MAX_COMPOUND_KEYS {
             return Err(MongoError::location(13103, "too many compound keys"));
         }
+        let sphere = sphere_params(spec, &fields)?;
+        let flat = flat_params(spec, &fields)?;
         let mut document = doc! {"v": 2, "key": key.clone(), "name": &name};
         for option in ["unique", "sparse", "hidden"] {
             if flag(option)? {
@@ -334,6 +486,21 @@ impl IndexSpec {
         if let Some(text) = &text {
             document.extend(text.options());
         }
+        if flat.is_some() {
+            for option in ["bits", "min", "max"] {
+                if let Some(value) = spec.get(option) {
+                    document.insert(option, value.clone());
+                }
+            }
+        }
+        if let Some(params) = &sphere {
+            document.insert("2dsphereIndexVersion", params.version);
+            for option in ["finestIndexedLevel", "coarsestIndexedLevel"] {
+                if let Some(value) = spec.get(option) {
+                    document.insert(option, value.clone());
+                }
+            }
+        }
         Ok(IndexSpec {
             name,
             key,
@@ -345,6 +512,8 @@ impl IndexSpec {
             hidden,
             collation,
             text,
+            sphere,
+            flat,
             document,
         })
     }
@@ -368,6 +537,8 @@ impl IndexSpec {
             && self.hidden == other.hidden
             && self.collation == other.collation
             && self.text == other.text
+            && self.sphere == other.sphere
+            && self.flat == other.flat
     }
 }
 
@@ -400,7 +571,21 @@ mod tests {
     fn mongodb_errors() {
         assert_eq!(code(doc! {"key": {}}), 67);
         assert_eq!(code(doc! {"key": {"a": 0}}), 67);
-        assert_eq!(code(doc! {"key": {"a": "2dsphere"}}), 67);
+        assert_eq!(code(doc! {"key": {"a": 1}, "2dsphereIndexVersion": 3}), 197);
+        assert_eq!(
+            code(doc! {"key": {"a": "2dsphere"}, "2dsphereIndexVersion": 4}),
+            67
+        );
+        assert_eq!(
+            code(doc! {"key": {"a": "2dsphere"}, "finestIndexedLevel": 31}),
+            16748
+        );
+        assert_eq!(
+            code(
+                doc! {"key": {"a": "2dsphere"}, "finestIndexedLevel": 3, "coarsestIndexedLevel": 5}
+            ),
+            16749
+        );
         assert_eq!(code(doc! {"key": {"a": "bogus"}}), 67);
         assert_eq!(code(doc! {"key": {"a": 1}, "bogus": 1}), 197);
         assert_eq!(
@@ -434,6 +619,35 @@ mod tests {
             code(doc! {"key": {"b": "text"}, "collation": {"locale": "fr"}}),
             67
         );
+    }
+
+    #[test]
+    fn sphere_indexes_record_their_version() {
+        let spec = IndexSpec::parse(&doc! {"key": {"loc": "2dsphere", "a": 1}}).unwrap();
+        assert_eq!(spec.fields[0].kind, FieldKind::Sphere2d);
+        assert_eq!(
+            spec.document,
+            doc! {"v": 2, "key": {"loc": "2dsphere", "a": 1}, "name": "loc_2dsphere_a_1", "2dsphereIndexVersion": 3}
+        );
+        let v2 = IndexSpec::parse(&doc! {"key": {"loc": "2dsphere"}, "2dsphereIndexVersion": 2})
+            .unwrap();
+        assert_eq!(v2.sphere.unwrap().max_cells, 50);
+    }
+
+    #[test]
+    fn flat_indexes_validate_their_grid() {
+        let spec = IndexSpec::parse(&doc! {"key": {"p": "2d", "a": 1}, "bits": 20}).unwrap();
+        assert_eq!(spec.fields[0].kind, FieldKind::Flat2d);
+        assert_eq!(spec.flat.unwrap().bits, 20);
+        assert_eq!(
+            spec.document,
+            doc! {"v": 2, "key": {"p": "2d", "a": 1}, "name": "p_2d_a_1", "bits": 20}
+        );
+        assert_eq!(code(doc! {"key": {"p": "2d"}, "bits": 0}), 13028);
+        assert_eq!(code(doc! {"key": {"p": "2d"}, "min": 5, "max": 5}), 13067);
+        assert_eq!(code(doc! {"key": {"p": "2d", "q": "2d"}}), 16800);
+        assert_eq!(code(doc! {"key": {"a": 1, "p": "2d"}}), 16801);
+        assert_eq!(code(doc! {"key": {"a": 1}, "bits": 3}), 197);
     }
 
     #[test]

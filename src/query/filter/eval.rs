@@ -274,6 +274,10 @@ impl Op {
                 value.is_some_and(|v| mod_matches(v, *divisor, *remainder))
             }
             Op::Bits(test, mask) => value.is_some_and(|v| bits_match(v, *test, mask)),
+            Op::Geo(predicate) => value.is_some_and(|v| predicate.matches(v)),
+            Op::Near(near) => value
+                .and_then(|v| near.distance(v))
+                .is_some_and(|d| near.within_bounds(d)),
             Op::ElemMatchObject(sub) => {
                 let Some(Bson::Array(items)) = value else {
                     return false;

@@ -115,6 +115,11 @@ enum Op {
     Bits(BitTest, BitMask),
     ElemMatchObject(Box<Node>),
     ElemMatchValue(Vec<Node>),
+    /// `$geoWithin` / `$geoIntersects`, matched against each candidate geometry.
+    Geo(Box<crate::query::geo::GeoPredicate>),
+    /// `$near` / `$nearSphere`: as a predicate, within the distance bounds; the order is the
+    /// executor's (see [`Filter::near`]).
+    Near(Box<crate::query::geo::NearQuery>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,6 +152,7 @@ impl Filter {
     pub fn parse_with_variables(filter: &Document, vars: &Arc<LetVariables>) -> Result<Filter> {
         let root = Parser::new(Arc::clone(vars), true).parse_doc(filter, Level::PredicateTop)?;
         text::check_placement(&root)?;
+        check_near_placement(&root)?;
         Ok(Filter {
             root,
             collation: vars.collation_arc(),
@@ -169,6 +175,7 @@ impl Filter {
         let vars = LetVariables::empty(DateTime::now()).with_collation(collation);
         let vars = Arc::new(vars);
         let root = Parser::new(Arc::clone(&vars), false).parse_doc(filter, Level::PredicateTop)?;
+        check_near_placement(&root)?;
         Ok(Filter {
             root,
             collation: vars.collation_arc(),
@@ -289,6 +296,91 @@ impl Filter {
         let mut out = Vec::new();
         collect(&self.root, &mut out);
         out
+    }
+}
+
+/// MongoDB's rules for `$near`: at most one, and only at the top (or in top-level `$and`s).
+fn check_near_placement(root: &Node) -> Result<()> {
+    fn count(node: &Node, top: bool, found: &mut usize) -> Result<()> {
+        match node {
+            Node::And(children) => children.iter().try_for_each(|c| count(c, top, found)),
+            Node::Or(children) | Node::Nor(children) => {
+                children.iter().try_for_each(|c| count(c, false, found))
+            }
+            Node::Not(child) => count(child, false, found),
+            Node::Leaf(Leaf {
+                op: Op::Near(_), ..
+            }) => {
+                if !top {
+                    return Err(crate::error::MongoError::bad_value(
+                        "geoNear must be top-level expr",
+                    ));
+                }
+                *found += 1;
+                if *found > 1 {
+                    return Err(crate::error::MongoError::bad_value(
+                        "Too many geoNear expressions",
+                    ));
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+    count(root, true, &mut 0)
+}
+
+impl Filter {
+    /// The filter's `$near`/`$nearSphere` and its path: its results come in distance order.
+    pub fn near(&self) -> Option<(&str, &crate::query::geo::NearQuery)> {
+        fn find(node: &Node) -> Option<(&str, &crate::query::geo::NearQuery)> {
+            match node {
+                Node::And(children) => children.iter().find_map(find),
+                Node::Leaf(Leaf {
+                    path,
+                    op: Op::Near(near),
+                    ..
+                }) => Some((path.as_str(), near.as_ref())),
+                _ => None,
+            }
+        }
+        find(&self.root)
+    }
+
+    /// The distance from the filter's `$near` point to the nearest geometry of `doc` at its
+    /// path, in the query's units.
+    pub fn near_distance(&self, doc: &Document) -> Option<f64> {
+        self.near_closest(doc).map(|(d, _)| d)
+    }
+
+    /// [`Filter::near_distance`] and the location it was measured to (what `$geoNear`'s
+    /// `includeLocs` shows).
+    pub fn near_closest<'a>(&self, doc: &'a Document) -> Option<(f64, &'a Bson)> {
+        let (path, near) = self.near()?;
+        let parts: Vec<String> = path.split('.').map(str::to_string).collect();
+        let mut best: Option<(f64, &'a Bson)> = None;
+        eval::walk_path(doc, &parts, true, &mut |value, _| {
+            if let Some(v) = value {
+                if let Some(d) = near.distance(v) {
+                    if best.is_none_or(|(b, _)| d < b) {
+                        best = Some((d, v));
+                    }
+                }
+            }
+            false
+        });
+        best
+    }
+
+    /// Refuses a `$near` where no distance order can be kept (`$match`, `count`,
+    /// `distinct`), with MongoDB's error.
+    pub fn refuse_near(&self) -> Result<()> {
+        if self.near().is_some() {
+            return Err(crate::error::MongoError::bad_value(
+                "$geoNear, $near, and $nearSphere are not allowed in this context",
+            ));
+        }
+        Ok(())
     }
 }
 

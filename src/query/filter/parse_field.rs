@@ -11,7 +11,8 @@ use crate::document::collation::Collation;
 use crate::document::order::compare_collated;
 use crate::error::{MongoError, Result};
 use crate::expression::mongo_regex::MongoRegex;
-use crate::query::values::{integer_to_non_negative_i32, not_implemented, render_doc, truthy};
+use crate::query::geo::{GeoPredicate, NearQuery};
+use crate::query::values::{integer_to_non_negative_i32, render_doc, truthy};
 use bson::{Bson, Document};
 
 impl Parser {
@@ -28,7 +29,13 @@ impl Parser {
             if matches!(first.as_str(), "$near" | "$nearSphere" | "$geoNear")
                 && matches!(first_value, Bson::Document(_) | Bson::Array(_))
             {
-                return Err(geo_not_supported(first));
+                if level == Level::SubDocument {
+                    return Err(MongoError::bad_value("geoNear must be top-level expr"));
+                }
+                let near = NearQuery::parse(first, obj)?;
+                out.push(leaf(path, Op::Near(Box::new(near))));
+                self.depth -= 1;
+                return Ok(());
             }
         }
         for (key, value) in obj {
@@ -117,7 +124,10 @@ impl Parser {
                 "near must be first in: {}",
                 render_doc(context)
             ))),
-            "$geoWithin" | "$within" | "$geoIntersects" => Err(geo_not_supported(key)),
+            "$geoWithin" | "$within" | "$geoIntersects" => Ok(Some(leaf(
+                path,
+                Op::Geo(Box::new(GeoPredicate::parse(key, value)?)),
+            ))),
             "$where" => Err(MongoError::bad_value("$where cannot be applied to a field")),
             _ => Err(MongoError::bad_value(format!("unknown operator: {key}"))),
         }
@@ -208,12 +218,6 @@ impl Parser {
         }
         Ok(Node::And(children))
     }
-}
-
-fn geo_not_supported(op: &str) -> MongoError {
-    not_implemented(format!(
-        "geospatial query operators are not supported yet: {op}"
-    ))
 }
 
 fn parse_in(items: &[Bson], collation: Option<&Collation>) -> Result<Op> {

@@ -516,8 +516,16 @@ fn unsupported_and_unknown_operators() {
     );
     assert_eq!(err(doc! {"$jsonSchema": 1}).code(), ErrorCode::TypeMismatch);
     assert_eq!(
-        err(doc! {"a": {"$near": [0, 0]}}).code(),
-        ErrorCode::NotImplemented
+        err(doc! {"$or": [{"a": {"$near": [0, 0]}}, {"b": 1}]}).message(),
+        "geoNear must be top-level expr"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$near": [0, 0]}, "b": {"$nearSphere": [0, 0]}}).message(),
+        "Too many geoNear expressions"
+    );
+    assert_eq!(
+        err(doc! {"a": {"$elemMatch": {"b": {"$near": [0, 0]}}}}).message(),
+        "geoNear must be top-level expr"
     );
     assert_eq!(
         err(doc! {"a": {"$eq": Bson::Undefined}}).message(),

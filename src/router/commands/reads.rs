@@ -161,6 +161,15 @@ async fn scatter_find(
         .transpose()?
         .map(|s| s.with_collation(collation))
         .filter(|s| !s.is_empty());
+    // A `$near` orders by distance: each shard's documents carry theirs as `$sortKey`.
+    let near = request
+        .filter
+        .as_ref()
+        .is_some_and(crate::query::geo::has_near);
+    let sort = match sort {
+        None if near => Some(SortSpec::parse(&doc! {"distance": 1})?),
+        sort => sort,
+    };
     let skip = request.skip.unwrap_or(0);
     let limit = request.limit.filter(|l| *l > 0);
     let batch_size = request.batch_size;
