@@ -73,63 +73,12 @@ pub async fn run<F: Future>(heavy: bool, future: F) -> F::Output {
 /// request's thread first when the cores are busy and gives the background work what is left.
 const BACKGROUND_NICE: libc::c_int = 19;
 
-/// The scheduling slice of [`batch`] work (Linux's EEVDF scheduler honours a thread's own slice
-/// since 6.12). A thread's slice leaves its share of the cores as it is but sets how soon its
-/// turn ends: with a slice far longer than the default (0.7-3 ms), a request's thread that wakes
-/// takes the core from the batch at once rather than waiting for the batch's turn to end.
-const BATCH_SLICE_NS: u64 = 50_000_000;
-
 /// Drives `future` to completion on a thread of the lowest scheduling priority, while this one
 /// is handed off from the runtime: work the node does for itself over many documents (a
 /// migration's clone reads) must not make the requests of its clients wait for a core.
 /// Only work that holds nothing a request may wait for belongs here — a write transaction
-/// held by a thread the scheduler postpones would make every write wait with it; such work
-/// goes to [`batch`].
+/// held by a thread the scheduler postpones would make every write wait with it.
 pub async fn background<F>(future: F) -> F::Output
-where
-    F: Future + Send,
-    F::Output: Send,
-{
-    on_own_thread("docgrid-background", lower_this_threads_priority, future).await
-}
-
-/// Drives `future` to completion on a thread of its own with a long scheduling slice (see
-/// [`BATCH_SLICE_NS`]): its share of the cores is a request's, so a write transaction it holds
-/// is never postponed behind others (as [`background`] would), yet every request that wakes
-/// meanwhile runs first. For the node's own bulk work that writes (a migration's clone
-/// inserts); the SQLite statements it runs on the database's writer thread get the same slice
-/// through [`BatchSlice`].
-pub async fn batch<F>(future: F) -> F::Output
-where
-    F: Future + Send,
-    F::Output: Send,
-{
-    on_own_thread("docgrid-batch", || set_this_threads_slice(true), future).await
-}
-
-/// The calling thread's long [`batch`] slice while this lives; the default slice after.
-pub struct BatchSlice(());
-
-impl BatchSlice {
-    pub fn new() -> BatchSlice {
-        set_this_threads_slice(true);
-        BatchSlice(())
-    }
-}
-
-impl Default for BatchSlice {
-    fn default() -> Self {
-        BatchSlice::new()
-    }
-}
-
-impl Drop for BatchSlice {
-    fn drop(&mut self) {
-        set_this_threads_slice(false);
-    }
-}
-
-async fn on_own_thread<F>(name: &str, prepare: fn(), future: F) -> F::Output
 where
     F: Future + Send,
     F::Output: Send,
@@ -143,9 +92,9 @@ where
     tokio::task::block_in_place(|| {
         std::thread::scope(|scope| {
             let worker = std::thread::Builder::new()
-                .name(name.into())
+                .name("docgrid-background".into())
                 .spawn_scoped(scope, || {
-                    prepare();
+                    lower_this_threads_priority();
                     runtime.block_on(take())
                 });
             match worker {
@@ -168,69 +117,6 @@ fn lower_this_threads_priority() {
     unsafe {
         libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICE);
     }
-}
-
-/// `struct sched_attr` of `sched_setattr(2)`.
-#[cfg(target_os = "linux")]
-#[repr(C)]
-#[derive(Default)]
-struct SchedAttr {
-    size: u32,
-    policy: u32,
-    flags: u64,
-    nice: i32,
-    priority: u32,
-    runtime: u64,
-    deadline: u64,
-    period: u64,
-    util_min: u32,
-    util_max: u32,
-}
-
-/// Gives the calling thread the [`BATCH_SLICE_NS`] slice (`long`) or the default one back,
-/// keeping its policy and nice value. Older kernels ignore the slice; failures change nothing.
-fn set_this_threads_slice(long: bool) {
-    #[cfg(target_os = "linux")]
-    {
-        let size = std::mem::size_of::<SchedAttr>() as u32;
-        let mut attr = SchedAttr::default();
-        // SAFETY: both calls read or write `attr` only, within the `size` they are given; pid 0
-        // is the calling thread.
-        unsafe {
-            if libc::syscall(
-                libc::SYS_sched_getattr,
-                0,
-                &mut attr as *mut SchedAttr,
-                size,
-                0,
-            ) != 0
-            {
-                return;
-            }
-            attr.size = size;
-            attr.runtime = if long { BATCH_SLICE_NS } else { 0 };
-            libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0);
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = long;
-}
-
-#[cfg(all(test, target_os = "linux"))]
-fn this_threads_slice() -> u64 {
-    let size = std::mem::size_of::<SchedAttr>() as u32;
-    let mut attr = SchedAttr::default();
-    // SAFETY: as in `set_this_threads_slice`.
-    unsafe {
-        libc::syscall(
-            libc::SYS_sched_getattr,
-            0,
-            &mut attr as *mut SchedAttr,
-            size,
-            0,
-        )
-    };
-    attr.runtime
 }
 
 /// Gives what a heavy request freed back to the system. Each handoff puts another thread in the
@@ -307,30 +193,6 @@ mod tests {
         #[cfg(target_os = "linux")]
         assert_eq!(theirs, BACKGROUND_NICE);
         assert_eq!(nice(), before, "the caller's thread keeps its priority");
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-    async fn batch_work_runs_with_a_long_slice_and_the_callers_priority() {
-        // SAFETY: `getpriority` reads the calling thread's nice value; no memory of ours.
-        let nice = || unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
-        let (name, theirs) = batch(async {
-            let name = std::thread::current().name().map(str::to_string);
-            (name, nice())
-        })
-        .await;
-        assert_eq!((name.as_deref(), theirs), (Some("docgrid-batch"), nice()));
-        #[cfg(target_os = "linux")]
-        {
-            let default = this_threads_slice();
-            let slice = batch(async { this_threads_slice() }).await;
-            // Kernels before 6.12 keep one slice for all.
-            assert!(slice == BATCH_SLICE_NS || slice == default, "{slice}");
-            {
-                let _long = BatchSlice::new();
-                assert_eq!(this_threads_slice(), slice);
-            }
-            assert_eq!(this_threads_slice(), default, "dropped, the default again");
-        }
     }
 
     #[tokio::test]

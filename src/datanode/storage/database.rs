@@ -27,9 +27,6 @@ pub(super) struct Writer {
     pub conn: SqliteConnection,
     /// A transaction was begun and not finished (its owner was dropped mid-way).
     pub in_txn: bool,
-    /// The writer's thread has the batch slice (`WriteTxn::as_batch`) until the transaction
-    /// ends.
-    pub batch_slice: bool,
     pub next_ident: i64,
     /// Next record id per collection ident, allocated by the writer.
     pub next_rid: HashMap<i64, i64>,
@@ -126,7 +123,6 @@ impl DatabaseStore {
         let mut conn = SqliteConnection::connect_with(&options)
             .await
             .map_err(|e| sql_error(&format!("opening {}", path.display()), e))?;
-        super::batch_slice::register(&mut conn).await?;
         conn.execute(catalog::SCHEMA)
             .await
             .map_err(|e| sql_error("creating the catalog", e))?;
@@ -168,7 +164,6 @@ impl DatabaseStore {
             writer: tokio::sync::Mutex::new(Writer {
                 conn,
                 in_txn: false,
-                batch_slice: false,
                 next_ident: loaded.next_ident,
                 next_rid: HashMap::new(),
                 index_builds: Vec::new(),

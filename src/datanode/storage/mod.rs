@@ -7,7 +7,6 @@
 //! locks (`doc_locks`) make its first writer of a document win. Reads at a past cluster time
 //! apply each file's in-memory undo history (`history`) over the latest snapshot.
 
-mod batch_slice;
 mod capped;
 mod catalog;
 mod coll_mod;

@@ -293,14 +293,6 @@ impl<'a> WriteTxn<'a> {
                 .map_err(|e| sql_error("rolling back an abandoned transaction", e))?;
             writer.in_txn = false;
         }
-        if writer.batch_slice {
-            writer
-                .conn
-                .execute(super::batch_slice::OFF)
-                .await
-                .map_err(|e| sql_error("ending an abandoned batch", e))?;
-            writer.batch_slice = false;
-        }
         writer
             .conn
             .execute("BEGIN IMMEDIATE")
@@ -392,15 +384,6 @@ impl<'a> WriteTxn<'a> {
         };
         self.writer.next_rid.insert(coll.ident, first + n as i64);
         Ok(first)
-    }
-
-    /// Runs this transaction's statements on the writer's thread with the long slice of
-    /// `server::cpu::batch` until it ends: for the node's own bulk writes, which then yield
-    /// that thread's core to any request that wakes, without giving up their share of it.
-    pub async fn as_batch(&mut self) -> Result<()> {
-        self.exec(super::batch_slice::ON).await?;
-        self.writer.batch_slice = true;
-        Ok(())
     }
 
     async fn exec(&mut self, sql: &str) -> Result<()> {
@@ -975,10 +958,6 @@ impl<'a> WriteTxn<'a> {
                 .history
                 .append(self.time(), notes, self.db.clock.now());
         }
-        if self.writer.batch_slice {
-            // The COMMIT's own work (the WAL's pages) at the usual slice: others wait on it.
-            batch.push(super::batch_slice::OFF, []);
-        }
         batch.sql.push_str("COMMIT");
         let mut query = sqlx::query(AssertSqlSafe(batch.sql));
         for param in &batch.params {
@@ -992,7 +971,6 @@ impl<'a> WriteTxn<'a> {
             .await
             .map_err(|e| sql_error("committing", e))?;
         self.writer.in_txn = false;
-        self.writer.batch_slice = false;
         for (watch, captured) in watched {
             watch.add(captured);
         }
@@ -1028,10 +1006,6 @@ impl<'a> WriteTxn<'a> {
 
     /// Abandons every change of this transaction.
     pub async fn rollback(mut self) -> Result<()> {
-        if self.writer.batch_slice {
-            self.exec(super::batch_slice::OFF).await?;
-            self.writer.batch_slice = false;
-        }
         self.exec("ROLLBACK").await?;
         self.writer.in_txn = false;
         // Record ids handed out in this transaction may be reused.

@@ -295,30 +295,29 @@ async fn receive(state: &Arc<ShardState>, receipt: &Receipt) -> Result<()> {
         .fetch_add(1, Ordering::Relaxed);
     receipt.set_state(RecvState::Clone);
     // The next batch is fetched while this one is inserted: the donor reads and sends as the
-    // recipient writes. Both run as batch work (`cpu::batch`): the cloning keeps its share of
-    // the cores but yields them at once to the requests of this node's clients.
+    // recipient writes.
     let (batches, mut received) = tokio::sync::mpsc::channel::<Result<RawDocumentBuf>>(1);
-    let fetcher = async {
+    let fetcher = {
+        let donor = donor.clone();
         let command = doc! {"_migrateClone": &range.ns, "sessionId": &request.session_id};
-        loop {
-            let batch = match CommandRequest::from_document("admin", &command) {
-                Ok(request) => donor.run(request).await,
-                Err(e) => Err(e),
-            };
-            let last = batch.as_ref().map_or(true, |b| {
-                b.get_array("objects")
-                    .map_or(true, |objects| objects.into_iter().next().is_none())
-            });
-            if batches.send(batch).await.is_err() || last {
-                return;
+        tokio::spawn(async move {
+            loop {
+                let batch = match CommandRequest::from_document("admin", &command) {
+                    Ok(request) => donor.run(request).await,
+                    Err(e) => Err(e),
+                };
+                let last = batch.as_ref().map_or(true, |b| {
+                    b.get_array("objects")
+                        .map_or(true, |objects| objects.into_iter().next().is_none())
+                });
+                if batches.send(batch).await.is_err() || last {
+                    return;
+                }
             }
-        }
+        })
     };
     let counters = &state.node.stats.migrations;
-    let (database_ref, coll_ref) = (&database, &coll);
-    // Owns the receiver, so that the fetcher's next send fails once the inserts end.
-    let cloned = async move {
-        let (database, coll) = (database_ref, coll_ref);
+    let cloned = async {
         while let Some(batch) = received.recv().await {
             check_abort(receipt)?;
             let batch = batch?;
@@ -343,7 +342,7 @@ async fn receive(state: &Arc<ShardState>, receipt: &Receipt) -> Result<()> {
                 .filter(|ms| *ms > 0)
                 .map(|ms| std::time::Duration::from_millis(ms as u64));
             for piece in docs.chunks(size.max(1)) {
-                insert_clone_batch(database, coll, range, piece).await?;
+                insert_clone_batch(&database, &coll, range, piece).await?;
                 if let Some(pause) = pause {
                     tokio::time::sleep(pause).await;
                 }
@@ -362,8 +361,9 @@ async fn receive(state: &Arc<ShardState>, receipt: &Receipt) -> Result<()> {
                 .fetch_add(bytes as i64, Ordering::Relaxed);
         }
         Ok::<(), MongoError>(())
-    };
-    let ((), cloned) = crate::server::cpu::batch(async { tokio::join!(fetcher, cloned) }).await;
+    }
+    .await;
+    fetcher.abort();
     cloned?;
     receipt.set_state(RecvState::Catchup);
     while transfer_mods(&database, &coll, &donor, receipt, counters).await? > 0 {
@@ -427,7 +427,6 @@ async fn insert_clone_batch(
     docs: &[&bson::RawDocument],
 ) -> Result<()> {
     let mut txn = database.write().await?;
-    txn.as_batch().await?;
     match txn.insert(coll, docs).await {
         Ok(()) => {
             txn.commit().await?;
