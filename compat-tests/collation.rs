@@ -3,7 +3,7 @@
 //! count, distinct, `$group` and expressions, updates (selection and operators), deletes and
 //! findAndModify with a collation; `$regex` unaffected; the simple collation still binary.
 
-use crate::harness::{aggregate_documents, both_modes, error_code, shard_documents};
+use crate::harness::{aggregate_documents, both_modes, error_code};
 use futures::TryStreamExt;
 use mongodb::Client;
 use mongodb::bson::{Document, doc};
@@ -57,28 +57,13 @@ async fn insert_words(coll: &mongodb::Collection<Document>, words: &[&str]) {
 
 /// Splits `ns` (sharded by `{s: 1}`) at "m", the two chunks on different shards.
 async fn split_across_shards(client: &Client, ns: &str) {
-    let admin = client.database("admin");
-    admin
-        .run_command(doc! {"split": ns, "middle": {"s": "m"}})
-        .await
-        .unwrap();
-    let shards = shard_documents(client).await;
-    for (shard, probe) in shards.iter().zip(["a", "z"]) {
-        // Moving a chunk to the shard that has it is a no-op.
-        let _ = admin
-            .run_command(doc! {
-                "moveChunk": ns, "find": {"s": probe},
-                "to": shard.get_str("_id").unwrap(), "_waitForDelete": true,
-            })
-            .await;
-    }
-    let chunks = client.database("config").collection::<Document>("chunks");
-    let pipeline = vec![doc! {"$group": {"_id": "$shard"}}];
-    let owners = aggregate_documents(&chunks, pipeline).await;
-    assert!(
-        owners.len() >= 2,
-        "the chunks are on both shards: {owners:?}"
-    );
+    crate::harness::split_across_shards(
+        client,
+        ns,
+        doc! {"s": "m"},
+        [doc! {"s": "a"}, doc! {"s": "z"}],
+    )
+    .await;
 }
 
 /// `sharded` is split at "m", the upper chunk on the other shard.

@@ -2,9 +2,7 @@
 //! sharded by `_id` with a chunk on each shard: `$geoWithin` (every shape) and `$geoIntersects`
 //! without an index, MongoDB's errors for malformed query geometry.
 
-use crate::harness::{
-    aggregate_documents, aggregate_error, both_modes, error_code, shard_documents, sorted_ids,
-};
+use crate::harness::{aggregate_documents, aggregate_error, both_modes, error_code, sorted_ids};
 use mongodb::Client;
 use mongodb::bson::{Bson, Document, doc};
 
@@ -38,19 +36,13 @@ async fn setup_with(client: &Client, docs: Vec<Document>) -> mongodb::Database {
         .run_command(doc! {"shardCollection": "geo.sharded", "key": {"_id": 1}})
         .await
         .unwrap();
-    admin
-        .run_command(doc! {"split": "geo.sharded", "middle": {"_id": 5}})
-        .await
-        .unwrap();
-    let shards = shard_documents(client).await;
-    for (shard, probe) in shards.iter().zip([0, 5]) {
-        let _ = admin
-            .run_command(doc! {
-                "moveChunk": "geo.sharded", "find": {"_id": probe},
-                "to": shard.get_str("_id").unwrap(), "_waitForDelete": true,
-            })
-            .await;
-    }
+    crate::harness::split_across_shards(
+        client,
+        "geo.sharded",
+        doc! {"_id": 5},
+        [doc! {"_id": 0}, doc! {"_id": 5}],
+    )
+    .await;
     for name in ["plain", "sharded"] {
         db.collection::<Document>(name)
             .insert_many(docs.clone())

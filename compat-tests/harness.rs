@@ -661,6 +661,40 @@ pub async fn shard_documents(client: &Client) -> Vec<Document> {
     find_all(&shards, Document::new()).await
 }
 
+/// Splits `ns` at `middle` and moves the chunk holding `probes[i]` to the `i`-th shard, so
+/// that its two chunks are on different shards (asserted).
+pub async fn split_across_shards(
+    client: &Client,
+    ns: &str,
+    middle: mongodb::bson::Document,
+    probes: [mongodb::bson::Document; 2],
+) {
+    let admin = client.database("admin");
+    admin
+        .run_command(mongodb::bson::doc! {"split": ns, "middle": middle})
+        .await
+        .unwrap();
+    let shards = shard_documents(client).await;
+    for (shard, probe) in shards.iter().zip(probes) {
+        // Moving a chunk to the shard that has it is a no-op.
+        let _ = admin
+            .run_command(mongodb::bson::doc! {
+                "moveChunk": ns, "find": probe,
+                "to": shard.get_str("_id").unwrap(), "_waitForDelete": true,
+            })
+            .await;
+    }
+    let chunks = client
+        .database("config")
+        .collection::<mongodb::bson::Document>("chunks");
+    let pipeline = vec![mongodb::bson::doc! {"$group": {"_id": "$shard"}}];
+    let owners = aggregate_documents(&chunks, pipeline).await;
+    assert!(
+        owners.len() >= 2,
+        "the chunks are on both shards: {owners:?}"
+    );
+}
+
 /// The host of the shard named `name`, as `config.shards` records it.
 pub async fn shard_host(client: &Client, name: &str) -> String {
     client

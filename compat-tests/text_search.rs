@@ -3,7 +3,7 @@
 //! `$text` terms, phrases, negations, languages and sensitivity in find, count and a leading
 //! `$match`, `{$meta: "textScore"}` in projections and sorts (merged by score on the router).
 
-use crate::harness::{aggregate_documents, both_modes, error_code, find_all, shard_documents};
+use crate::harness::{aggregate_documents, both_modes, error_code, find_all};
 use futures::TryStreamExt;
 use mongodb::Client;
 use mongodb::bson::{Bson, Document, doc};
@@ -30,25 +30,13 @@ async fn setup(client: &Client) -> mongodb::Database {
         .run_command(doc! {"shardCollection": "text_search.sharded", "key": {"_id": 1}})
         .await
         .unwrap();
-    admin
-        .run_command(doc! {"split": "text_search.sharded", "middle": {"_id": 4}})
-        .await
-        .unwrap();
-    let shards = shard_documents(client).await;
-    for (shard, probe) in shards.iter().zip([1, 5]) {
-        let _ = admin
-            .run_command(doc! {
-                "moveChunk": "text_search.sharded", "find": {"_id": probe},
-                "to": shard.get_str("_id").unwrap(), "_waitForDelete": true,
-            })
-            .await;
-    }
-    let chunks = client.database("config").collection::<Document>("chunks");
-    let owners = aggregate_documents(&chunks, vec![doc! {"$group": {"_id": "$shard"}}]).await;
-    assert!(
-        owners.len() >= 2,
-        "the chunks are on both shards: {owners:?}"
-    );
+    crate::harness::split_across_shards(
+        client,
+        "text_search.sharded",
+        doc! {"_id": 4},
+        [doc! {"_id": 1}, doc! {"_id": 5}],
+    )
+    .await;
     for name in ["plain", "sharded"] {
         let coll = db.collection::<Document>(name);
         let index = doc! {
