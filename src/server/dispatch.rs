@@ -280,8 +280,9 @@ pub trait NodeState: Send + Sync + Sized + 'static {
         Box::pin(super::session_jobs::run_locally(self, db, command))
     }
 
-    /// The stored document of user `name` (`admin.system.users`): a router asks the config
-    /// server, the config server reads its own. A node without users has none.
+    /// The stored document of user `name` (`admin.system.users`): routers and shards ask the
+    /// config server (`auth::config_users`), the config server reads its own. A node without
+    /// users has none.
     fn load_user<'a>(
         &'a self,
         _name: &'a UserName,
