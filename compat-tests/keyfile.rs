@@ -133,19 +133,9 @@ async fn keyfile_cluster_works_and_internal_commands_need_the_key() {
     ))
     .await
     .unwrap();
-    let status = shard_reader
-        .database("app")
-        .run_command(doc! {"connectionStatus": 1})
-        .await
-        .unwrap();
-    let users = status
-        .get_document("authInfo")
-        .and_then(|info| info.get_array("authenticatedUsers"))
-        .unwrap();
     assert_eq!(
-        users.first().and_then(|u| u.as_document()),
-        Some(&doc! {"user": "reader", "db": "app"}),
-        "{status}"
+        crate::harness::authenticated_users(&shard_reader).await,
+        vec![doc! {"user": "reader", "db": "app"}]
     );
     let (code, _, message) = refused(&shard_reader, "app", doc! {"find": "users"}).await;
     assert_eq!(code, 13, "{message}");
