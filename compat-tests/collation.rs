@@ -312,9 +312,6 @@ async fn defaults_of_collections_and_views(client: &Client) {
         .await
         .unwrap();
     assert_eq!(updated.modified_count, 3);
-    // The `_id` index would compare by the default: string `_id`s are refused for now.
-    let err = coll.insert_one(doc! {"_id": "a"}).await.unwrap_err();
-    assert_eq!(error_code(&err), Some(238), "{err}");
 
     // A view does not inherit its source's default; it has its own.
     db.run_command(doc! {"create": "plainView", "viewOn": "ci", "pipeline": []})
@@ -366,6 +363,98 @@ async fn defaults_of_collections_and_views(client: &Client) {
         .await
         .unwrap_err();
     assert_eq!(error_code(&err), Some(2), "{err}");
+}
+
+/// The `_id` index of a collection with a non-simple default collation has that collation, as
+/// in MongoDB: `"a"` and `"A"` are one `_id` case-insensitively, found by a query in the
+/// collection's collation through the index, and not by one in another collation.
+async fn id_index_in_the_default_collation(client: &Client) {
+    let db = client.database("collation_ids");
+    db.drop().await.unwrap();
+    db.run_command(doc! {"create": "ci", "collation": {"locale": "en", "strength": 2}})
+        .await
+        .unwrap();
+    let coll = db.collection::<Document>("ci");
+    coll.insert_one(doc! {"_id": "a", "n": 1}).await.unwrap();
+    let err = coll.insert_one(doc! {"_id": "A"}).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(11000), "{err}");
+    let listed = db.run_command(doc! {"listIndexes": "ci"}).await.unwrap();
+    let id_index = first_entry(&listed);
+    assert_eq!(id_index.get_str("name").unwrap(), "_id_");
+    let locale = id_index
+        .get_document("collation")
+        .unwrap()
+        .get_str("locale");
+    assert_eq!(locale.unwrap(), "en", "{id_index}");
+    // Asking for the `_id` index again is a no-op in its collation, BadValue in another.
+    db.run_command(doc! {"createIndexes": "ci", "indexes": [{"key": {"_id": 1}, "name": "_id_"}]})
+        .await
+        .unwrap();
+    let err = db
+        .run_command(doc! {"createIndexes": "ci", "indexes": [
+            {"key": {"_id": 1}, "name": "_id_", "collation": {"locale": "fr"}},
+        ]})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(2), "{err}");
+
+    let found = coll.find_one(doc! {"_id": "A"}).await.unwrap().unwrap();
+    assert_eq!(found.get_str("_id").unwrap(), "a");
+    let simple = Collation::builder().locale("simple").build();
+    let missing = coll
+        .find_one(doc! {"_id": "A"})
+        .collation(simple.clone())
+        .await
+        .unwrap();
+    assert!(missing.is_none(), "{missing:?}");
+    let plan = |collation: Option<Document>| {
+        let mut find = doc! {"find": "ci", "filter": {"_id": "A"}};
+        if let Some(collation) = collation {
+            find.insert("collation", collation);
+        }
+        let db = db.clone();
+        async move {
+            let explained = db
+                .run_command(doc! {"explain": find, "verbosity": "queryPlanner"})
+                .await
+                .unwrap();
+            explained.to_string()
+        }
+    };
+    let by_index = plan(None).await;
+    assert!(!by_index.contains("COLLSCAN"), "{by_index}");
+    let scanned = plan(Some(doc! {"locale": "simple"})).await;
+    assert!(scanned.contains("COLLSCAN"), "{scanned}");
+
+    let updated = coll
+        .update_one(doc! {"_id": "A"}, doc! {"$inc": {"n": 1}})
+        .await
+        .unwrap();
+    assert_eq!(updated.modified_count, 1);
+    let upserted = coll
+        .update_one(doc! {"_id": "B"}, doc! {"$set": {"n": 5}})
+        .upsert(true)
+        .await
+        .unwrap();
+    assert_eq!(upserted.upserted_id, Some(mongodb::bson::Bson::from("B")));
+    let err = coll.insert_one(doc! {"_id": "b"}).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(11000), "{err}");
+    let modified = coll
+        .find_one_and_update(doc! {"_id": "b"}, doc! {"$inc": {"n": 1}})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(modified.get_str("_id").unwrap(), "B");
+    let deleted = coll.delete_one(doc! {"_id": "b"}).await.unwrap();
+    assert_eq!(deleted.deleted_count, 1);
+    let left: Vec<Document> = coll
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(left, vec![doc! {"_id": "a", "n": 2}]);
 }
 
 fn first_entry(reply: &Document) -> &Document {
@@ -518,6 +607,16 @@ async fn sharded_collection_with_a_default_collation(client: &Client) {
     // "Zebra" sorts before the split point "m" bytewise, "zebra" after it.
     insert_words(&coll, &["Zebra", "zebra", "apple"]).await;
     assert_eq!(coll.count_documents(doc! {"s": "ZEBRA"}).await.unwrap(), 2);
+    // Each shard's `_id` index has the collection's default collation.
+    coll.insert_one(doc! {"_id": "k", "s": "q"}).await.unwrap();
+    let err = coll
+        .insert_one(doc! {"_id": "K", "s": "q"})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(11000), "{err}");
+    let found = coll.find_one(doc! {"_id": "K"}).await.unwrap().unwrap();
+    assert_eq!(found.get_str("_id").unwrap(), "k");
+    coll.delete_one(doc! {"_id": "K"}).await.unwrap();
     let found = coll.find(doc! {"s": "zebra"}).await.unwrap();
     assert_eq!(found.try_collect::<Vec<_>>().await.unwrap().len(), 2);
     // Views over it read under their own collation, which the router learns from the shard.
@@ -546,6 +645,7 @@ both_modes!(
     queries_compare_by_the_collation,
     writes_select_by_the_collation,
     defaults_of_collections_and_views,
+    id_index_in_the_default_collation,
     indexes_with_a_collation,
     sharded_collection_with_a_default_collation
 );

@@ -331,6 +331,8 @@ async fn refusals_instead_of_wrong_answers(client: &Client) {
             2,
         ),
         (doc! {"locale": "not a locale"}, 2),
+        (doc! {"locale": "en_GB"}, 2),
+        (doc! {"locale": "xx"}, 2),
         (doc! {"locale": 5}, 14),
     ] {
         let command = doc! {"find": "c", "collation": collation};

@@ -120,6 +120,9 @@ async fn profile_on_router_and_shards(client: &Client) {
     assert!(query.get_str("client").is_ok());
     assert_eq!(query.get_str("protocol"), Ok("op_msg"));
     assert_eq!(query.get_str("planSummary"), Ok("COLLSCAN"));
+    let query_hash = query.get_str("queryHash").unwrap();
+    assert_eq!(query_hash.len(), 8, "{query}");
+    assert!(query.get_str("planCacheKey").is_ok(), "{query}");
     let update = of("update");
     assert_eq!(update[0].get_i64("nMatched"), Ok(1));
     assert_eq!(update[0].get_i64("nModified"), Ok(1));

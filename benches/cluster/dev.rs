@@ -165,6 +165,10 @@ pub async fn run(
     if config.runs("W15") {
         report.push(crate::text::run(&main, config.ops, &servers).await?);
     }
+    if config.runs("W16") {
+        let points = db.collection("points");
+        report.push(crate::near::run(points, config.docs, config.ops, &servers).await?);
+    }
     if config.runs("W11") {
         for o in crate::retryable::run(running.addr.port(), &main, config, &servers).await? {
             report.push(o);

@@ -34,6 +34,7 @@ mod driver_floor;
 mod find_pair;
 mod measure;
 mod migration;
+mod near;
 mod ops;
 mod process_suite;
 mod processes;

@@ -59,8 +59,12 @@ pub fn entry(op: &Operation, outcome: &Result<RawDocumentBuf>, millis: i64) -> D
     }
     entry.insert("protocol", "op_msg");
     entry.insert("millis", millis);
-    if let Some(summary) = op.plan_summary() {
-        entry.insert("planSummary", summary);
+    if let Some(plan) = op.plan() {
+        entry.insert("planSummary", plan.summary.as_str());
+        if let Some((query_hash, plan_cache_key)) = &plan.hashes {
+            entry.insert("queryHash", query_hash.as_str());
+            entry.insert("planCacheKey", plan_cache_key.as_str());
+        }
     }
     entry.insert("ts", crate::server::profiling::now());
     entry.extend(op.client_fields());
@@ -144,7 +148,7 @@ mod tests {
     use super::*;
     use crate::command::CommandRequest;
     use crate::server::RequestContext;
-    use crate::server::operations::{Operations, add_examined, run_as, set_plan_summary};
+    use crate::server::operations::{Operations, PlanFacts, add_examined, run_as, set_plan};
     use bson::rawdoc;
 
     #[tokio::test]
@@ -155,8 +159,12 @@ mod tests {
         let guard = ops.begin(&ctx, &find, None);
         run_as(Arc::clone(&guard.op), async {
             add_examined(2, 3);
-            set_plan_summary(|| "COLLSCAN".into());
-            set_plan_summary(|| "IXSCAN { a: 1 }".into());
+            let plan = |summary: &str| PlanFacts {
+                summary: summary.into(),
+                hashes: Some(("0A1B2C3D".into(), "4E5F6A7B".into())),
+            };
+            set_plan(|| plan("COLLSCAN"));
+            set_plan(|| plan("IXSCAN { a: 1 }"));
         })
         .await;
         // Outside a command nothing is counted.
@@ -178,6 +186,8 @@ mod tests {
         assert_eq!(e.get_i64("millis"), Ok(3));
         // The first read's plan.
         assert_eq!(e.get_str("planSummary"), Ok("COLLSCAN"));
+        assert_eq!(e.get_str("queryHash"), Ok("0A1B2C3D"));
+        assert_eq!(e.get_str("planCacheKey"), Ok("4E5F6A7B"));
         assert!(e.get_datetime("ts").is_ok());
         assert_eq!(e.get_str("user"), Ok(""));
         let failed = entry(&guard.op, &Err(MongoError::bad_value("no")), 0);

@@ -94,6 +94,13 @@ impl Collation {
         }
         let invalid =
             || MongoError::bad_value(format!("Field 'locale' is invalid in: {}", render_doc(doc)));
+        if let Err(instead) = super::collation_locales::check(&locale) {
+            let mut message = invalid().message().to_string();
+            if let Some(instead) = instead {
+                message.push_str(&format!(". Did you mean '{instead}'?"));
+            }
+            return Err(MongoError::bad_value(message));
+        }
         let bcp47 = bcp47(&locale).ok_or_else(invalid)?;
         let parsed = icu_locale_core::Locale::try_from_str(&bcp47).map_err(|_| invalid())?;
         let strength = spec.strength.unwrap_or(Strength::Tertiary);
@@ -284,8 +291,8 @@ fn bcp47(locale: &str) -> Option<String> {
             "dictionary" => "dict",
             "gb2312han" => "gb2312",
             "standard" => "standard",
-            "big5han" | "unihan" | "zhuyin" | "pinyin" | "stroke" | "search" | "compat" | "eor"
-            | "emoji" => variant,
+            "big5han" | "unihan" | "zhuyin" | "pinyin" | "stroke" | "search" | "searchjl"
+            | "phonetic" | "compat" | "eor" | "emoji" => variant,
             _ => return None,
         };
         tag.push_str("-u-co-");
@@ -556,6 +563,12 @@ mod tests {
             "Field 'locale' is invalid in: { locale: \"en us\" }"
         );
         assert_eq!(refused(doc! {"locale": "de@collation=bogus"}).0, 2);
+        // A locale ICU only reaches by falling back is refused, naming the one it would use.
+        assert_eq!(
+            refused(doc! {"locale": "en_GB"}).1,
+            "Field 'locale' is invalid in: { locale: \"en_GB\" }. Did you mean 'en'?"
+        );
+        assert_eq!(refused(doc! {"locale": "xx"}).0, 2);
         assert_eq!(refused(doc! {"locale": "en\0"}).0, 2);
         assert_eq!(refused(doc! {"locale": "en", "backwards": true}).0, 238);
     }

@@ -4,6 +4,7 @@
 //! functions, no IO.
 
 pub mod collation;
+pub mod collation_locales;
 pub mod display;
 pub mod hashed;
 pub mod key_decode;

@@ -41,8 +41,17 @@ pub struct Operation {
     /// `keysExamined`/`docsExamined`).
     keys_examined: AtomicU64,
     docs_examined: AtomicU64,
-    /// The access path of its first read (`COLLSCAN`, `IXSCAN { a: 1 }`...).
-    plan_summary: std::sync::OnceLock<String>,
+    /// The plan of its first read.
+    plan: std::sync::OnceLock<PlanFacts>,
+}
+
+/// What a profile entry says of an operation's plan (its first read's).
+#[derive(Clone, Debug, Default)]
+pub struct PlanFacts {
+    /// The access path: `COLLSCAN`, `IXSCAN { a: 1 }`...
+    pub summary: String,
+    /// The query shape's `queryHash` and `planCacheKey`, when a query planned it.
+    pub hashes: Option<(String, String)>,
 }
 
 tokio::task_local! {
@@ -65,9 +74,9 @@ pub fn add_examined(keys: u64, docs: u64) {
 }
 
 /// Names the plan of the operation the task runs, unless a read of it already did.
-pub fn set_plan_summary(summary: impl FnOnce() -> String) {
+pub fn set_plan(plan: impl FnOnce() -> PlanFacts) {
     let _ = CURRENT.try_with(|op| {
-        op.plan_summary.get_or_init(summary);
+        op.plan.get_or_init(plan);
     });
 }
 
@@ -139,7 +148,7 @@ impl Operations {
             kill: Notify::new(),
             keys_examined: AtomicU64::new(0),
             docs_examined: AtomicU64::new(0),
-            plan_summary: std::sync::OnceLock::new(),
+            plan: std::sync::OnceLock::new(),
         });
         self.ops
             .lock()
@@ -272,8 +281,8 @@ impl Operation {
     }
 
     /// The plan of its first read, if it read.
-    pub fn plan_summary(&self) -> Option<&str> {
-        self.plan_summary.get().map(String::as_str)
+    pub fn plan(&self) -> Option<&PlanFacts> {
+        self.plan.get()
     }
 
     /// How long the operation has run, in whole milliseconds.

@@ -164,6 +164,7 @@ mod tests {
             parsed: None,
             multikey,
             ready: true,
+            id_collation: None,
         };
         let mut coll = CollectionMeta {
             name: "c".into(),

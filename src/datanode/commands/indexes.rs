@@ -88,6 +88,7 @@ pub(super) async fn create_indexes<S: DataNode>(
         .map(|spec| match spec {
             Bson::Document(d) => IndexSpec::parse(&inherit(d)).and_then(|spec| {
                 spec.check_creatable()?;
+                check_id_collation(&spec, default.as_deref())?;
                 Ok(spec)
             }),
             _ => Err(MongoError::type_mismatch(
@@ -370,4 +371,25 @@ pub(super) async fn drop_indexes<S: DataNode>(
         reply.insert("msg", "non-_id indexes dropped for collection");
     }
     Ok(RawDocumentBuf::from_document(&reply)?)
+}
+
+/// The `_id` index has its collection's default collation, as in MongoDB: one asked for in
+/// another is BadValue.
+fn check_id_collation(
+    spec: &IndexSpec,
+    default: Option<&crate::document::collation::Collation>,
+) -> Result<()> {
+    let is_id = matches!(spec.fields.as_slice(), [field]
+        if field.path == "_id" && field.kind == crate::datanode::index::FieldKind::Ascending);
+    if !is_id || spec.collation.as_deref() == default {
+        return Ok(());
+    }
+    let shown = |c: Option<&crate::document::collation::Collation>| {
+        render_doc(&c.map_or_else(|| bson::doc! {"locale": "simple"}, |c| c.spec()))
+    };
+    Err(MongoError::bad_value(format!(
+        "The _id index must have the same collation as the collection. Index collation: {}, collection collation: {}",
+        shown(spec.collation.as_deref()),
+        shown(default)
+    )))
 }

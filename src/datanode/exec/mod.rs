@@ -5,7 +5,7 @@
 //! (`sort`), the shape of returned documents (`output`), `$text` bound to the collection's text
 //! index (`text`), geo index scans (`geo_plan`) and `$near`'s growing caps (`near`), and
 //! describing the plan and its work
-//! for `explain` (`explain`).
+//! for `explain` (`explain`), and the query shape's `queryHash`/`planCacheKey` (`query_hash`).
 
 mod cover;
 mod explain;
@@ -17,6 +17,7 @@ mod pipeline_input;
 mod pipeline_state_tests;
 mod plan;
 mod position;
+mod query_hash;
 mod scan_state;
 mod sort;
 #[cfg(test)]

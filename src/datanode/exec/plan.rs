@@ -63,7 +63,8 @@ pub struct IndexScanPlan {
 /// How documents are located.
 #[derive(Clone, Debug)]
 pub enum AccessPath {
-    /// One lookup in the `_id` index.
+    /// One lookup in the `_id` index, of the value as the index keys it (a string as its
+    /// collation key when the index has the collection's non-simple default collation).
     IdPoint(Bson),
     IndexScan(Arc<IndexScanPlan>),
     /// A top-level `$or` whose every branch an index answers: the branches' scans one after
@@ -144,7 +145,9 @@ impl AccessPath {
         if let Some(forward) = shape.sort.and_then(SortSpec::natural) {
             return Ok(AccessPath::CollScan { reverse: !forward });
         }
-        let id_filter = bounding_filter(shape.filter, shape.collation, None);
+        // The point is in the `_id` index's keys: its collation's, when the query's is the same.
+        let id_collation = index_collation(coll.id_index());
+        let id_filter = bounding_filter(shape.filter, shape.collation, id_collation);
         if let Some(FieldBounds::Points(ids)) = field_bounds(&id_filter, "_id", false) {
             if let [id] = ids.as_slice() {
                 return Ok(AccessPath::IdPoint(id.clone()));
@@ -295,10 +298,7 @@ fn can_scan_whole(index: &IndexMeta) -> bool {
 
 /// The collation `index`'s keys are in (`None`: simple).
 pub(super) fn index_collation(index: &IndexMeta) -> Option<&Collation> {
-    index
-        .parsed
-        .as_ref()
-        .and_then(|spec| spec.collation.as_deref())
+    index.collation()
 }
 
 /// What of `filter` (a query comparing strings by `query`) may bound a scan of keys in the

@@ -103,7 +103,10 @@ impl Position {
     pub fn plan(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Result<Self> {
         let path = AccessPath::choose(coll, shape)?;
         // The operation's first plan is the one its profile entry names.
-        crate::server::operations::set_plan_summary(|| path.summary());
+        crate::server::operations::set_plan(|| crate::server::operations::PlanFacts {
+            summary: path.summary(),
+            hashes: Some(super::query_hash::hashes(coll, shape)),
+        });
         Ok(Self::with_path(path))
     }
 
@@ -221,7 +224,9 @@ impl Position {
         let rows = match &self.path {
             AccessPath::IdPoint(id) => {
                 self.done = true;
-                let found: Vec<_> = src.fetch_by_id(coll, id).await?.into_iter().collect();
+                // The point is already in the `_id` index's collation (see `AccessPath`).
+                let key = crate::document::keystring::encode_one(id);
+                let found: Vec<_> = src.fetch_by_id_key(coll, &key).await?.into_iter().collect();
                 self.examined.add(found.len() as u64, 0);
                 found
             }

@@ -15,6 +15,7 @@ pub fn index(key: Document, ident: i64, multikey: bool) -> IndexMeta {
         parsed: Some(Arc::new(spec)),
         multikey,
         ready: true,
+        id_collation: None,
     }
 }
 
@@ -27,6 +28,7 @@ pub fn collection(indexes: Vec<IndexMeta>) -> CollectionMeta {
         parsed: None,
         multikey: false,
         ready: true,
+        id_collation: None,
     };
     CollectionMeta {
         name: "c".into(),

@@ -442,12 +442,6 @@ impl IndexSpec {
         }
         let is_id =
             key == doc! {"_id": 1} || key == doc! {"_id": 1.0} || key == doc! {"_id": 1_i64};
-        if is_id && collation.is_some() {
-            return Err(MongoError::new(
-                ErrorCode::NotImplemented,
-                "an _id index with a non-simple collation is not supported yet",
-            ));
-        }
         if name == "_id_" && !is_id {
             return Err(MongoError::new(
                 ErrorCode::BadValue,

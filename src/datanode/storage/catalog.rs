@@ -3,6 +3,7 @@
 
 use super::sql_error;
 use crate::datanode::index::IndexSpec;
+use crate::document::collation::Collation;
 use crate::error::Result;
 use bson::{Bson, Document, doc};
 use sqlx::{Executor, Row, SqliteConnection};
@@ -36,6 +37,9 @@ pub struct IndexMeta {
     /// Built over all existing documents (queries may use it). Writes maintain an index from
     /// the moment it exists, built or not.
     pub ready: bool,
+    /// The `_id` index's collation: its collection's default, as in MongoDB, so that `"a"` and
+    /// `"A"` are one `_id` case-insensitively (secondary indexes carry theirs in `parsed`).
+    pub id_collation: Option<Arc<Collation>>,
 }
 
 impl IndexMeta {
@@ -49,6 +53,14 @@ impl IndexMeta {
 
     pub fn is_id(&self) -> bool {
         self.parsed.is_none()
+    }
+
+    /// The collation the index's keys are in (`None`: simple).
+    pub fn collation(&self) -> Option<&Collation> {
+        match &self.parsed {
+            Some(spec) => spec.collation.as_deref(),
+            None => self.id_collation.as_deref(),
+        }
     }
 
     pub fn table(&self) -> String {
@@ -89,22 +101,43 @@ impl CollectionMeta {
 impl CollectionMeta {
     /// A new collection with its `_id` index: the collection's table takes `ident`, the index's
     /// `ident + 1`.
-    pub(super) fn new(name: &str, ident: i64, uuid: Uuid, options: Document) -> CollectionMeta {
-        CollectionMeta {
+    pub(super) fn new(
+        name: &str,
+        ident: i64,
+        uuid: Uuid,
+        options: Document,
+    ) -> Result<CollectionMeta> {
+        let mut id_index = IndexMeta {
+            name: "_id_".into(),
+            ident: ident + 1,
+            spec: id_index_spec(),
+            parsed: None,
+            multikey: false,
+            ready: true,
+            id_collation: None,
+        };
+        with_default_collation(&mut id_index, &options)?;
+        Ok(CollectionMeta {
             name: name.to_string(),
             ident,
             uuid,
             options,
-            indexes: vec![IndexMeta {
-                name: "_id_".into(),
-                ident: ident + 1,
-                spec: id_index_spec(),
-                parsed: None,
-                multikey: false,
-                ready: true,
-            }],
+            indexes: vec![id_index],
+        })
+    }
+}
+
+/// Gives the `_id` index its collection's default collation (stored normalized in `options`),
+/// in its spec too, as listIndexes shows it.
+fn with_default_collation(id_index: &mut IndexMeta, options: &Document) -> Result<()> {
+    if let Ok(spec) = options.get_document("collation") {
+        let collation = Collation::parse(spec)?;
+        if !collation.is_simple() {
+            id_index.spec.insert("collation", collation.spec());
+            id_index.id_collation = Some(Arc::new(collation));
         }
     }
+    Ok(())
 }
 
 /// The `_id` index spec every collection gets.
@@ -317,15 +350,19 @@ pub(super) async fn load(conn: &mut SqliteConnection) -> Result<LoadedCatalog> {
         } else {
             Some(Arc::new(IndexSpec::from_catalog(&spec)?))
         };
-        let index = IndexMeta {
+        let mut index = IndexMeta {
             name,
             ident,
             spec,
             parsed,
             multikey: row.get::<i64, _>(4) != 0,
             ready: true,
+            id_collation: None,
         };
         if let Some(meta) = collections.values_mut().find(|c| c.ident == coll) {
+            if index.is_id() {
+                with_default_collation(&mut index, &meta.options)?;
+            }
             meta.indexes.push(index);
         }
     }

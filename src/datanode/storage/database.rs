@@ -371,7 +371,7 @@ impl DatabaseStore {
             ));
         }
         let ident = writer.next_ident;
-        let meta = CollectionMeta::new(name, ident, uuid, options);
+        let meta = CollectionMeta::new(name, ident, uuid, options)?;
         let created = async {
             let mut txn = begin_catalog_txn(&mut writer).await?;
             catalog::create_collection_tables(&mut txn, &meta).await?;
@@ -618,6 +618,7 @@ impl DatabaseStore {
             parsed: Some(Arc::new(spec)),
             multikey: false,
             ready: false,
+            id_collation: None,
         };
         let spec_bytes = bson::to_vec(&index.spec)?;
         let table_sql = index_table_sql(&index);

@@ -1,6 +1,6 @@
 //! The index keys a document produces for each index of its collection.
 
-use super::catalog::IndexMeta;
+use super::catalog::{CollectionMeta, IndexMeta};
 use crate::datanode::index::{self, IndexKeys};
 use crate::document::keystring;
 use crate::document::type_bits::TypeBits;
@@ -27,6 +27,10 @@ impl<'a> DocumentKeys<'a> {
                 .get("_id")?
                 .ok_or_else(|| MongoError::internal("document without _id reached storage"))?;
             let id = Bson::try_from(id.to_raw_bson())?;
+            let id = match &index.id_collation {
+                Some(collation) => collation.comparison_key(&id),
+                None => id,
+            };
             return Ok(IndexKeys {
                 keys: vec![keystring::encode_one(&id)],
                 types: vec![TypeBits::of_component(&id, false).into_bytes()],
@@ -40,9 +44,12 @@ impl<'a> DocumentKeys<'a> {
     }
 }
 
-/// The key of an `_id` value in the `_id` index.
-pub fn id_key(id: &Bson) -> Vec<u8> {
-    keystring::encode_one(id)
+/// The key of an `_id` value in the `_id` index of `coll` (in the index's collation).
+pub fn id_key(coll: &CollectionMeta, id: &Bson) -> Vec<u8> {
+    match &coll.id_index().id_collation {
+        Some(collation) => keystring::encode_one(&collation.comparison_key(id)),
+        None => keystring::encode_one(id),
+    }
 }
 
 /// The `keyValue` a DuplicateKey error reports: each key-pattern field with the document's value.

@@ -198,7 +198,7 @@ pub trait DocumentReads: Send {
         coll: &CollectionMeta,
         id: &Bson,
     ) -> impl Future<Output = Result<Option<(RecordId, RawDocumentBuf)>>> + Send {
-        async move { self.fetch_by_id_key(coll, &id_key(id)).await }
+        async move { self.fetch_by_id_key(coll, &id_key(coll, id)).await }
     }
 
     /// The document whose `_id` index key is `key`.

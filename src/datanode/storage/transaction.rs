@@ -261,7 +261,7 @@ impl StorageTransaction {
             ));
         }
         let ident = NEXT_PENDING_IDENT.fetch_add(2, Ordering::Relaxed);
-        let meta = Arc::new(CollectionMeta::new(name, ident, uuid, options));
+        let meta = Arc::new(CollectionMeta::new(name, ident, uuid, options)?);
         self.created
             .lock()
             .expect("poisoned")
@@ -316,6 +316,7 @@ impl StorageTransaction {
             parsed: Some(Arc::new(spec)),
             multikey: false,
             ready: true,
+            id_collation: None,
         };
         let mut updated = (*coll).clone();
         updated.indexes.push(index.clone());
@@ -554,7 +555,7 @@ impl StorageTransaction {
             let id = entry
                 .get("_id")
                 .ok_or_else(|| MongoError::internal("a prepared write without _id"))?;
-            let key = super::keys::id_key(id);
+            let key = super::keys::id_key(&coll, id);
             let doc = match entry.get_str("op").map_err(corrupt)? {
                 "d" => None,
                 _ => Some(RawDocumentBuf::from_document(
@@ -691,13 +692,6 @@ impl<'a> Writes<'a> {
         coll: &CollectionMeta,
         docs: &[&RawDocument],
     ) -> std::result::Result<(), (usize, MongoError)> {
-        if let Some(at) = docs
-            .iter()
-            .position(|doc| check_collated_id(coll, doc).is_err())
-        {
-            Box::pin(self.insert(coll, &docs[..at])).await?;
-            return Err((at, check_collated_id(coll, docs[at]).unwrap_err()));
-        }
         match self {
             Writes::Direct(txn) => txn.insert(coll, docs).await,
             Writes::Transaction(view) => view.insert(coll, docs).await,
@@ -709,7 +703,6 @@ impl<'a> Writes<'a> {
         coll: &CollectionMeta,
         raw: &RawDocument,
     ) -> Result<RecordId> {
-        check_collated_id(coll, raw)?;
         match self {
             Writes::Direct(txn) => txn.insert_one(coll, raw).await,
             Writes::Transaction(view) => view.insert_one(coll, raw).await,
@@ -840,24 +833,4 @@ impl DocumentReads for Writes<'_> {
             Writes::Transaction(view) => view.index_keys(range).await,
         }
     }
-}
-
-/// In a collection with a non-simple default collation MongoDB's `_id` index has that
-/// collation (`"a"` and `"A"` are one `_id` case-insensitively); this server's `_id` index is
-/// binary, so a string `_id` there is refused rather than let a duplicate in.
-fn check_collated_id(coll: &CollectionMeta, raw: &RawDocument) -> Result<()> {
-    if !coll.options.contains_key("collation") {
-        return Ok(());
-    }
-    let id = match raw.get("_id")? {
-        Some(id) => bson::Bson::try_from(id.to_raw_bson())?,
-        None => return Ok(()),
-    };
-    if crate::document::collation::has_string(&id) {
-        return Err(MongoError::new(
-            crate::error::ErrorCode::NotImplemented,
-            "an _id holding a string in a collection with a non-simple default collation is not supported yet",
-        ));
-    }
-    Ok(())
 }
