@@ -12,7 +12,7 @@ use std::sync::Arc;
 /// A stored default collation (a normalized spec), `None` for the simple one.
 pub fn stored(spec: Option<&Document>) -> Result<Option<Arc<Collation>>> {
     Ok(match spec {
-        Some(spec) => Some(Arc::new(Collation::parse(spec)?)).filter(|c| !c.is_simple()),
+        Some(spec) => Some(Arc::new(Collation::parse_stored(spec)?)).filter(|c| !c.is_simple()),
         None => None,
     })
 }

@@ -70,6 +70,17 @@ struct Spec {
 impl Collation {
     /// Parses a collation document as MongoDB's collator factory does.
     pub fn parse(doc: &Document) -> Result<Collation> {
+        Self::parse_checking(doc, true)
+    }
+
+    /// Parses a collation this node stored (a collection's or index's, normalized): its locale
+    /// is not checked against the locale table again, so that one an earlier version accepted
+    /// still loads (the collation ICU4X falls back to compares its strings, as it did then).
+    pub fn parse_stored(doc: &Document) -> Result<Collation> {
+        Self::parse_checking(doc, false)
+    }
+
+    fn parse_checking(doc: &Document, check_locale: bool) -> Result<Collation> {
         let spec = fields(doc)?;
         let Some(locale) = spec.locale.clone() else {
             return Err(MongoError::new(
@@ -94,7 +105,7 @@ impl Collation {
         }
         let invalid =
             || MongoError::bad_value(format!("Field 'locale' is invalid in: {}", render_doc(doc)));
-        if let Err(instead) = super::collation_locales::check(&locale) {
+        if let Some(Err(instead)) = check_locale.then(|| super::collation_locales::check(&locale)) {
             let mut message = invalid().message().to_string();
             if let Some(instead) = instead {
                 message.push_str(&format!(". Did you mean '{instead}'?"));
@@ -569,6 +580,8 @@ mod tests {
             "Field 'locale' is invalid in: { locale: \"en_GB\" }. Did you mean 'en'?"
         );
         assert_eq!(refused(doc! {"locale": "xx"}).0, 2);
+        // What an earlier version stored still loads.
+        assert!(Collation::parse_stored(&doc! {"locale": "en_GB"}).is_ok());
         assert_eq!(refused(doc! {"locale": "en\0"}).0, 2);
         assert_eq!(refused(doc! {"locale": "en", "backwards": true}).0, 238);
     }

@@ -338,6 +338,12 @@ fn flat_params(spec: &Document, fields: &[KeyField]) -> Result<Option<FlatIndexP
 impl IndexSpec {
     /// Parses one entry of `createIndexes.indexes`.
     pub fn parse(spec: &Document) -> Result<IndexSpec> {
+        Self::parse_from(spec, false)
+    }
+
+    /// `stored`: the spec comes from this node's catalog (its collation is not checked
+    /// against the locale table again: see `Collation::parse_stored`).
+    fn parse_from(spec: &Document, stored: bool) -> Result<IndexSpec> {
         let key = match spec.get("key") {
             Some(Bson::Document(key)) => key.clone(),
             Some(_) => {
@@ -395,8 +401,13 @@ impl IndexSpec {
         let unique = flag("unique")?;
         let sparse = flag("sparse")?;
         let hidden = flag("hidden")?;
-        let collation = crate::command::parse_collation(spec.get("collation"))?
-            .filter(|collation| !collation.is_simple());
+        let collation = match (stored, spec.get("collation")) {
+            (true, Some(Bson::Document(stored))) => {
+                Some(Arc::new(Collation::parse_stored(stored)?))
+            }
+            (_, given) => crate::command::parse_collation(given)?,
+        }
+        .filter(|collation| !collation.is_simple());
         if let (Some(collation), Some(_)) = (&collation, &text) {
             return Err(cannot_create(format!(
                 "Index type 'text' does not support collation: {}",
@@ -514,7 +525,7 @@ impl IndexSpec {
 
     /// Rebuilds a spec from the document the catalog stored.
     pub fn from_catalog(document: &Document) -> Result<IndexSpec> {
-        let mut spec = IndexSpec::parse(document)?;
+        let mut spec = IndexSpec::parse_from(document, true)?;
         spec.document = document.clone();
         Ok(spec)
     }

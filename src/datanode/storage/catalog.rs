@@ -131,7 +131,7 @@ impl CollectionMeta {
 /// in its spec too, as listIndexes shows it.
 fn with_default_collation(id_index: &mut IndexMeta, options: &Document) -> Result<()> {
     if let Ok(spec) = options.get_document("collation") {
-        let collation = Collation::parse(spec)?;
+        let collation = Collation::parse_stored(spec)?;
         if !collation.is_simple() {
             id_index.spec.insert("collation", collation.spec());
             id_index.id_collation = Some(Arc::new(collation));
