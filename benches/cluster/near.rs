@@ -33,8 +33,9 @@ pub async fn run(points: Coll, n: usize, ops: usize, servers: &Servers) -> anyho
     let _ = points.drop().await;
     let batch = 10_000;
     let started = Instant::now();
-    measure::run(n.div_ceil(batch), 1, |_, b| {
-        let points = points.clone();
+    let loading = points.clone();
+    measure::run(n.div_ceil(batch), 1, move |_, b| {
+        let points = loading.clone();
         async move {
             let docs = (b * batch..((b + 1) * batch).min(n)).map(|i| {
                 let doc = doc! {"_id": i as i64, "loc": geojson(point(i as u64))};
