@@ -74,4 +74,5 @@ mod ttl;
 mod unknown_fields;
 mod validation;
 mod views;
+mod wildcard_indexes;
 mod wire;

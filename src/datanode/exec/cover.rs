@@ -43,6 +43,9 @@ impl Covered {
         if plan.index.multikey {
             return Err("a multikey index holds array elements, not the arrays");
         }
+        if plan.wildcard.is_some() {
+            return Err("a wildcard index holds leaves, not the documents above them");
+        }
         if super::plan::index_collation(&plan.index).is_some() {
             return Err("an index with a collation holds collation keys, not the strings");
         }

@@ -3,7 +3,7 @@
 //! lookups; SORT, SKIP, LIMIT and PROJECTION_* above), the query as the planner parsed it, and
 //! what each stage produced when the query ran for `executionStats`.
 
-use super::plan::{AccessPath, IndexScanPlan, fields_of};
+use super::plan::{AccessPath, IndexScanPlan};
 use super::position::Examined;
 use crate::datanode::index::FieldKind;
 use crate::datanode::storage::IndexMeta;
@@ -150,7 +150,7 @@ impl StageTree {
                 let direction = if plan.reverse { "backward" } else { "forward" };
                 let fields = index_fields(
                     Some(&plan.index),
-                    &plan.index.key_pattern(),
+                    &plan.key_pattern(),
                     direction,
                     index_bounds(plan),
                 );
@@ -300,7 +300,7 @@ fn scan_fields(plan: &IndexScanPlan) -> Document {
     let direction = if plan.reverse { "backward" } else { "forward" };
     index_fields(
         Some(&plan.index),
-        &plan.index.key_pattern(),
+        &plan.key_pattern(),
         direction,
         index_bounds(plan),
     )
@@ -412,7 +412,11 @@ fn point_interval(value: &Bson) -> String {
 /// `indexBounds`: each index field's intervals in scan order.
 fn index_bounds(plan: &IndexScanPlan) -> Document {
     let mut out = Document::new();
-    for (i, field) in fields_of(&plan.index).iter().enumerate() {
+    for (i, field) in plan.fields().iter().enumerate() {
+        if let Some(rendered) = wildcard_bounds(plan, i) {
+            out.insert(field.path.clone(), rendered);
+            continue;
+        }
         let descending = field.kind == FieldKind::Descending;
         let mut intervals: Vec<Interval> = match plan.bounds.get(i) {
             Some(FieldBounds::Points(points)) if field.kind == FieldKind::Hashed => {
@@ -444,6 +448,17 @@ fn index_bounds(plan: &IndexScanPlan) -> Document {
         out.insert(field.path.clone(), rendered);
     }
     out
+}
+
+/// A wildcard scan's `$_path` intervals, and a regex's value intervals, which no
+/// [`FieldBounds`] describes.
+fn wildcard_bounds(plan: &IndexScanPlan, field: usize) -> Option<Vec<Bson>> {
+    let scan = plan.wildcard.as_ref()?;
+    let list = match field {
+        0 => scan.path_bounds(),
+        _ => scan.regex_bounds.clone()?,
+    };
+    Some(list.into_iter().map(Bson::String).collect())
 }
 
 fn point(value: &Bson) -> Interval {
@@ -521,7 +536,7 @@ fn type_bracket(value: Option<&Bson>) -> (End, End) {
 /// The paths whose predicates the scan's bounds express exactly (hashed keys collide, so
 /// their predicates always stay in the filter).
 fn tight_paths(plan: &IndexScanPlan) -> Vec<String> {
-    fields_of(&plan.index)
+    plan.fields()
         .into_iter()
         .take(plan.bounds.len())
         .filter(|f| f.kind.holds_value())

@@ -102,6 +102,7 @@ fn flat_scan(coll: &CollectionMeta, path: &str, predicate: &GeoPredicate) -> Opt
         reverse: false,
         provides_sort: false,
         bounds: Vec::new(),
+        wildcard: None,
     })
 }
 
@@ -148,6 +149,7 @@ pub(super) fn sphere_scan(coll: &CollectionMeta, filter: &Document) -> Option<In
             reverse: false,
             provides_sort: false,
             bounds: Vec::new(),
+            wildcard: None,
         });
     }
     None

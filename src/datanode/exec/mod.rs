@@ -3,7 +3,8 @@
 //! batches (`position`), resumable between `getMore`s (`scan_state`), the collection an
 //! aggregation cursor reads (`pipeline_input`), the blocking sort with its spill to disk
 //! (`sort`), the shape of returned documents (`output`), `$text` bound to the collection's text
-//! index (`text`), geo index scans (`geo_plan`) and `$near`'s growing caps (`near`), and
+//! index (`text`), geo index scans (`geo_plan`) and `$near`'s growing caps (`near`), wildcard
+//! index scans of one path each (`wildcard_plan`), and
 //! describing the plan and its work
 //! for `explain` (`explain`), and the query shape's `queryHash`/`planCacheKey` (`query_hash`).
 
@@ -23,6 +24,7 @@ mod sort;
 #[cfg(test)]
 mod test_catalog;
 mod text;
+mod wildcard_plan;
 
 pub use crate::server::pipeline_cursor::PipelineState;
 pub use cover::{CoverRequest, Covered};

@@ -149,6 +149,7 @@ pub async fn near_matches(
                 reverse: false,
                 provides_sort: false,
                 bounds: Vec::new(),
+                wildcard: None,
             };
             let mut position = Position::with_path(AccessPath::IndexScan(Arc::new(plan)))
                 .owned_by(ownership.clone());

@@ -2,7 +2,7 @@
 //! `$recordId` appended (`showRecordId`), or only the index key it was found by (`returnKey`);
 //! with `$sortKey` appended when a router merging several shards' results asked for it.
 
-use super::plan::{AccessPath, IndexScanPlan, fields_of};
+use super::plan::{AccessPath, IndexScanPlan};
 use crate::datanode::index::FieldKind;
 use crate::datanode::storage::RecordId;
 use crate::document::{hashed, keystring};
@@ -172,9 +172,12 @@ fn key_document(source: &KeySource, doc: &Document) -> Document {
 
 /// Each key field's candidate values in `doc`: the value itself, or an array's elements.
 fn candidate_values(plan: &IndexScanPlan, doc: &Document) -> Vec<Vec<Bson>> {
-    fields_of(&plan.index)
+    plan.fields()
         .iter()
         .map(|field| {
+            if let (Some(scan), "$_path") = (&plan.wildcard, field.path.as_str()) {
+                return vec![Bson::String(scan.path.clone())];
+            }
             let mut values = Vec::new();
             crate::document::path::values_for_key(doc, &field.path, &mut values);
             if values.is_empty() {
@@ -192,7 +195,7 @@ fn candidate_values(plan: &IndexScanPlan, doc: &Document) -> Vec<Vec<Bson>> {
 }
 
 fn key_of(plan: &IndexScanPlan, values: Vec<Bson>) -> Document {
-    fields_of(&plan.index)
+    plan.fields()
         .into_iter()
         .zip(values)
         .map(|(field, value)| (field.path, value))
@@ -202,7 +205,7 @@ fn key_of(plan: &IndexScanPlan, values: Vec<Bson>) -> Document {
 /// The key the scan met first: the smallest (largest when scanning backwards) combination of
 /// the document's values inside the scan's intervals.
 fn key_in_scan(plan: &IndexScanPlan, doc: &Document) -> Option<Document> {
-    let fields = fields_of(&plan.index);
+    let fields = plan.fields();
     let per_field = candidate_values(plan, doc);
     let mut best: Option<(Vec<u8>, Vec<Bson>)> = None;
     let mut combination = vec![0usize; per_field.len()];

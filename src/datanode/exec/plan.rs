@@ -2,6 +2,7 @@
 //! intervals in one index (from the filter's bounds, honouring `hint`, and in the query's sort
 //! order when the index provides it), or a collection scan.
 
+pub use super::wildcard_plan::WildcardPath;
 use crate::datanode::index::{FieldKind, KeyField};
 use crate::datanode::storage::{CollectionMeta, IndexMeta};
 use crate::document::collation::Collation;
@@ -58,6 +59,27 @@ pub struct IndexScanPlan {
     /// The filter's bounds on the leading index fields the scan uses (the fields after them
     /// are scanned whole), for `explain`.
     pub bounds: Vec<FieldBounds>,
+    /// A wildcard index's scan: the one path it reads (its key fields are then `$_path` and
+    /// that path).
+    pub wildcard: Option<Arc<WildcardPath>>,
+}
+
+impl IndexScanPlan {
+    /// The fields of the keys scanned.
+    pub fn fields(&self) -> Vec<KeyField> {
+        match &self.wildcard {
+            Some(scan) => scan.fields(),
+            None => fields_of(&self.index),
+        }
+    }
+
+    /// The key pattern the scan reads, as `explain` and `planSummary` show it.
+    pub fn key_pattern(&self) -> Document {
+        match &self.wildcard {
+            Some(scan) => scan.key_pattern(),
+            None => self.index.key_pattern(),
+        }
+    }
 }
 
 /// How documents are located.
@@ -102,7 +124,7 @@ impl AccessPath {
         let scan = |plan: &IndexScanPlan| {
             format!(
                 "IXSCAN {}",
-                crate::document::display::render_doc(&plan.index.key_pattern())
+                crate::document::display::render_doc(&plan.key_pattern())
             )
         };
         match self {
@@ -193,7 +215,11 @@ impl AccessPath {
 fn best_index_scan(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Option<IndexScanPlan> {
     let mut best: Option<(Candidate, IndexScanPlan)> = None;
     for index in coll.indexes.iter().filter(|i| usable(i)) {
-        let Some((plan, score)) = plan_index(index, shape, false) else {
+        let scan = match index.parsed.as_ref().and_then(|p| p.wildcard.as_ref()) {
+            Some(wildcard) => super::wildcard_plan::wildcard_scan(index, wildcard, shape),
+            None => plan_index(index, shape, false),
+        };
+        let Some((plan, score)) = scan else {
             continue;
         };
         if best.as_ref().is_none_or(|(b, _)| score > *b) {
@@ -279,7 +305,7 @@ fn union_of_branches(
 
 /// How good an index scan is: equality-bounded fields first, then a range, then whether it
 /// delivers the sort, then a unique index.
-type Candidate = (usize, bool, bool, bool);
+pub(super) type Candidate = (usize, bool, bool, bool);
 
 fn usable(index: &IndexMeta) -> bool {
     index.ready
@@ -292,7 +318,11 @@ fn usable(index: &IndexMeta) -> bool {
 /// Whether every document has at least one key in the index (so a whole-index scan sees them all).
 fn can_scan_whole(index: &IndexMeta) -> bool {
     index.parsed.as_ref().is_none_or(|p| {
-        !p.sparse && p.partial_filter.is_none() && p.sphere.is_none() && p.flat.is_none()
+        !p.sparse
+            && p.partial_filter.is_none()
+            && p.sphere.is_none()
+            && p.flat.is_none()
+            && p.wildcard.is_none()
     })
 }
 
@@ -304,7 +334,7 @@ pub(super) fn index_collation(index: &IndexMeta) -> Option<&Collation> {
 /// What of `filter` (a query comparing strings by `query`) may bound a scan of keys in the
 /// `index` collation: all of it in the index's keys when the collations are the same, no
 /// string comparison when they differ.
-fn bounding_filter<'a>(
+pub(super) fn bounding_filter<'a>(
     filter: &'a Document,
     query: Option<&Collation>,
     index: Option<&Collation>,
@@ -341,7 +371,7 @@ pub(super) fn key_parts(fields: &[KeyField]) -> Option<Vec<KeyPart<'_>>> {
                     FieldKind::Ascending => KeyOrder::Ascending,
                     FieldKind::Descending => KeyOrder::Descending,
                     FieldKind::Hashed => KeyOrder::Hashed,
-                    FieldKind::Sphere2d | FieldKind::Flat2d => return None,
+                    FieldKind::Sphere2d | FieldKind::Flat2d | FieldKind::Wildcard => return None,
                 },
             })
         })
@@ -388,6 +418,17 @@ fn hinted_scan(
                     .is_none_or(|p| !p.hidden && p.text.is_none())
         })
         .ok_or_else(|| MongoError::new(ErrorCode::BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index"))?;
+    if let Some(wildcard) = index.parsed.as_ref().and_then(|p| p.wildcard.as_ref()) {
+        // A wildcard index has no whole scan: the filter must bound one of its paths.
+        return super::wildcard_plan::wildcard_scan(index, wildcard, shape)
+            .map(|(plan, _)| plan)
+            .ok_or_else(|| {
+                MongoError::new(
+                    ErrorCode::NoQueryExecutionPlans,
+                    "error processing query: planner returned error :: caused by :: No query solutions",
+                )
+            });
+    }
     let (plan, _) = plan_index(index, shape, true).expect("a whole-index scan is always possible");
     Ok(plan)
 }
@@ -473,6 +514,7 @@ fn plan_index(
                 reverse: false,
                 provides_sort: false,
                 bounds: Vec::new(),
+                wildcard: None,
             };
             (plan, (0, false, false, false))
         });
@@ -507,6 +549,7 @@ fn plan_index(
             reverse,
             provides_sort,
             bounds,
+            wildcard: None,
         },
         score,
     ))

@@ -41,7 +41,11 @@ struct IndexCursor {
 
 impl IndexCursor {
     fn new(plans: Vec<Arc<IndexScanPlan>>) -> Self {
-        let dedupe = plans.len() > 1 || plans.iter().any(|p| p.index.multikey);
+        // A wildcard scan may meet a document under several paths (`$exists`) too.
+        let dedupe = plans.len() > 1
+            || plans
+                .iter()
+                .any(|p| p.index.multikey || p.wildcard.is_some());
         IndexCursor {
             keys_per_plan: vec![0; plans.len()],
             plans,

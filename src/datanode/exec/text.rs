@@ -120,5 +120,6 @@ pub(super) fn text_scan(
         reverse: false,
         provides_sort: false,
         bounds: intervals.bounds,
+        wildcard: None,
     }))))
 }

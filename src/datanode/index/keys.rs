@@ -116,6 +116,9 @@ pub fn index_keys(index: &IndexSpec, doc: &Document) -> Result<IndexKeys> {
     if let Some(text) = &index.text {
         return super::text_keys::text_keys(index, text, doc);
     }
+    if let Some(wildcard) = &index.wildcard {
+        return Ok(super::wildcard_keys::wildcard_keys(index, wildcard, doc));
+    }
     let mut fields: Vec<FieldValues> = Vec::with_capacity(index.fields.len());
     // Several cells for one document make a `2dsphere` index multikey, as in MongoDB.
     let mut several_cells = false;
@@ -181,9 +184,10 @@ pub fn index_keys(index: &IndexSpec, doc: &Document) -> Result<IndexKeys> {
                     }
                     (Bson::Int64(hashed::hash_value(value)?), false)
                 }
-                FieldKind::Ascending | FieldKind::Sphere2d | FieldKind::Flat2d => {
-                    (value.clone(), false)
-                }
+                FieldKind::Ascending
+                | FieldKind::Sphere2d
+                | FieldKind::Flat2d
+                | FieldKind::Wildcard => (value.clone(), false),
                 FieldKind::Descending => (value.clone(), true),
             };
             let bits = TypeBits::of_component(&value, values.missing);

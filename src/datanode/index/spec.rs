@@ -1,6 +1,7 @@
 //! Index specifications as `createIndexes` takes them and `listIndexes` shows them: parsing,
 //! validation with MongoDB's errors, default names, and what counts as "the same index".
 
+use super::wildcard::{WildcardSpec, invalid_option, is_wildcard_field};
 use crate::document::collation::Collation;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::query::filter::Filter;
@@ -19,6 +20,8 @@ pub enum FieldKind {
     Sphere2d,
     /// `"2d"`: a legacy pair's cell in a plane grid (`query::geo::FlatIndexParams`).
     Flat2d,
+    /// `$**` or `path.$**`: a `($_path, value)` key per leaf (`super::wildcard`).
+    Wildcard,
 }
 
 impl FieldKind {
@@ -58,6 +61,8 @@ pub struct IndexSpec {
     pub sphere: Option<SphereIndexParams>,
     /// A `2d` index's grid.
     pub flat: Option<FlatIndexParams>,
+    /// A wildcard index's paths.
+    pub wildcard: Option<Arc<WildcardSpec>>,
     /// The document `listIndexes` shows.
     pub document: Document,
 }
@@ -132,7 +137,8 @@ fn parse_key(key: &Document) -> Result<Vec<KeyField>> {
                 "Index key contains an illegal field name: field name starts with '.'. {path}"
             )));
         }
-        if path.starts_with('$') && path != "$**" && !path.ends_with(".$**") {
+        let wildcard_kind = is_wildcard_field(path) && !matches!(value, Bson::String(_));
+        if (path.starts_with('$') || path.ends_with(".$**")) && !wildcard_kind {
             return Err(cannot_create(format!(
                 "Index key contains an illegal field name: field name starts with '$'. {path}"
             )));
@@ -172,13 +178,21 @@ fn parse_key(key: &Document) -> Result<Vec<KeyField>> {
                 )));
             }
         };
-        if path.ends_with("$**") {
-            return Err(cannot_create("wildcard indexes are not supported yet"));
-        }
+        let kind = if wildcard_kind {
+            FieldKind::Wildcard
+        } else {
+            kind
+        };
         fields.push(KeyField {
             path: path.clone(),
             kind,
         });
+    }
+    let wildcard = fields.iter().any(|f| f.kind == FieldKind::Wildcard);
+    if wildcard && key.values().any(|v| matches!(v, Bson::String(_))) {
+        return Err(cannot_create(
+            "Can't use more than one index plugin for a single index.",
+        ));
     }
     if fields
         .iter()
@@ -401,6 +415,25 @@ impl IndexSpec {
         let unique = flag("unique")?;
         let sparse = flag("sparse")?;
         let hidden = flag("hidden")?;
+        let wildcard = match &text {
+            None => WildcardSpec::parse(&key, spec)?.map(Arc::new),
+            Some(_) => {
+                // The text index's `$**` is not a wildcard key: no projection applies to it.
+                WildcardSpec::parse(&Document::new(), spec)?;
+                None
+            }
+        };
+        if wildcard.is_some() {
+            if sparse {
+                return Err(invalid_option("sparse"));
+            }
+            if unique {
+                return Err(invalid_option("unique"));
+            }
+            if spec.contains_key("expireAfterSeconds") {
+                return Err(invalid_option("expireAfterSeconds"));
+            }
+        }
         let collation = match (stored, spec.get("collation")) {
             (true, Some(Bson::Document(stored))) => {
                 Some(Arc::new(Collation::parse_stored(stored)?))
@@ -491,6 +524,9 @@ impl IndexSpec {
         if let Some(text) = &text {
             document.extend(text.options());
         }
+        if let (Some(_), Some(projection)) = (&wildcard, spec.get("wildcardProjection")) {
+            document.insert("wildcardProjection", projection.clone());
+        }
         if flat.is_some() {
             for option in ["bits", "min", "max"] {
                 if let Some(value) = spec.get(option) {
@@ -519,6 +555,7 @@ impl IndexSpec {
             text,
             sphere,
             flat,
+            wildcard,
             document,
         })
     }
@@ -544,6 +581,7 @@ impl IndexSpec {
             && self.text == other.text
             && self.sphere == other.sphere
             && self.flat == other.flat
+            && self.wildcard == other.wildcard
     }
 }
 
@@ -653,6 +691,43 @@ mod tests {
         assert_eq!(code(doc! {"key": {"p": "2d", "q": "2d"}}), 16800);
         assert_eq!(code(doc! {"key": {"a": 1, "p": "2d"}}), 16801);
         assert_eq!(code(doc! {"key": {"a": 1}, "bits": 3}), 197);
+    }
+
+    #[test]
+    fn wildcard_indexes_as_mongodb_shows_them() {
+        let spec =
+            IndexSpec::parse(&doc! {"key": {"$**": 1}, "wildcardProjection": {"a": 0}}).unwrap();
+        assert_eq!(spec.name, "$**_1");
+        assert_eq!(spec.fields[0].kind, FieldKind::Wildcard);
+        assert_eq!(
+            spec.document,
+            doc! {"v": 2, "key": {"$**": 1}, "name": "$**_1", "wildcardProjection": {"a": 0}}
+        );
+        let stored = IndexSpec::from_catalog(&spec.document).unwrap();
+        assert!(stored.same_index(&spec));
+        let other = IndexSpec::parse(&doc! {"key": {"$**": 1}}).unwrap();
+        assert!(!other.same_index(&spec));
+        assert!(IndexSpec::parse(&doc! {"key": {"a.$**": -1}, "hidden": true}).is_ok());
+        assert!(
+            IndexSpec::parse(&doc! {"key": {"$**": "text"}})
+                .unwrap()
+                .text
+                .is_some()
+        );
+        for refused in [
+            doc! {"key": {"$**": 1}, "unique": true},
+            doc! {"key": {"$**": 1}, "sparse": true},
+            doc! {"key": {"$**": 1}, "expireAfterSeconds": 5},
+            doc! {"key": {"$**": 1, "a": "hashed"}},
+            doc! {"key": {"$**": "hashed"}},
+            doc! {"key": {"a.$**": "2dsphere"}},
+        ] {
+            assert_eq!(code(refused.clone()), 67, "{refused}");
+        }
+        assert_eq!(
+            code(doc! {"key": {"t": "text"}, "wildcardProjection": {"a": 1}}),
+            2
+        );
     }
 
     #[test]

@@ -1,0 +1,216 @@
+//! The keys a document produces in a wildcard index, as MongoDB's `WildcardKeyGenerator`
+//! makes them: `($_path, value)` for every leaf the projection keeps, reached through
+//! subdocuments and through arrays without their positions; an empty object is indexed as
+//! `{}`, an empty array as `undefined`, an array inside an array as the value itself; fields
+//! whose names hold a `.` are skipped. Traversing an array makes the index multikey.
+
+use super::keys::IndexKeys;
+use super::spec::IndexSpec;
+use super::wildcard::{Projected, WildcardSpec};
+use crate::depth::recurse;
+use crate::document::keystring;
+use crate::document::type_bits::TypeBits;
+use bson::{Bson, Document};
+
+struct Walk<'a> {
+    index: &'a IndexSpec,
+    spec: &'a WildcardSpec,
+    keys: Vec<(Vec<u8>, TypeBits)>,
+    multikey: bool,
+}
+
+/// The key of `value` at `path` in a wildcard index.
+pub fn wildcard_key(path: &str, value: &Bson, descending: bool) -> Vec<u8> {
+    let mut key = keystring::encode_one(&Bson::String(path.to_string()));
+    keystring::encode_value(value, descending, &mut key);
+    key
+}
+
+impl Walk<'_> {
+    fn add(&mut self, path: &str, value: &Bson) {
+        let collated = self
+            .index
+            .collation
+            .as_ref()
+            .map(|c| c.comparison_key(value));
+        let value = collated.as_ref().unwrap_or(value);
+        let mut bits = TypeBits::new();
+        bits.push_component(&Bson::String(String::new()), false);
+        bits.push_component(value, false);
+        let key = wildcard_key(path, value, self.spec.descending);
+        self.keys.push((key, bits));
+    }
+
+    fn state_of(&self, parent: Projected, path: &str) -> Projected {
+        match parent {
+            Projected::Whole => Projected::Whole,
+            _ => self.spec.projected(path),
+        }
+    }
+
+    /// The fields of `obj` below `prefix`.
+    fn object(&mut self, obj: &Document, prefix: &str, state: Projected) {
+        for (name, value) in obj {
+            // Not queryable by a path: MongoDB skips it.
+            if name.contains('.') {
+                continue;
+            }
+            let path = match prefix {
+                "" => name.clone(),
+                _ => format!("{prefix}.{name}"),
+            };
+            let child = self.state_of(state, &path);
+            if child != Projected::Dropped {
+                recurse(|| self.value(value, &path, child, false));
+            }
+        }
+    }
+
+    fn value(&mut self, value: &Bson, path: &str, state: Projected, in_array: bool) {
+        match value {
+            Bson::Array(_) if in_array => self.add(path, value),
+            Bson::Array(items) => {
+                self.multikey = true;
+                if items.is_empty() {
+                    self.add(path, &Bson::Undefined);
+                }
+                for item in items {
+                    recurse(|| self.value(item, path, state, true));
+                }
+            }
+            Bson::Document(d) => {
+                // A subdocument that leaves no key below it (the projection empties it, or its
+                // fields' names hold dots) is indexed as `{}`, so `$exists` still finds it.
+                let before = self.keys.len();
+                self.object(d, path, state);
+                if self.keys.len() == before {
+                    self.add(path, &Bson::Document(Document::new()));
+                }
+            }
+            // Where only some paths below are kept, an inclusion drops the scalars.
+            _ if state == Projected::Partly && self.spec.inclusion => {}
+            other => self.add(path, other),
+        }
+    }
+}
+
+/// The keys of `doc` in the wildcard index `index`.
+pub fn wildcard_keys(index: &IndexSpec, spec: &WildcardSpec, doc: &Document) -> IndexKeys {
+    let mut walk = Walk {
+        index,
+        spec,
+        keys: Vec::new(),
+        multikey: false,
+    };
+    walk.object(doc, "", Projected::Partly);
+    IndexKeys::from_unsorted(walk.keys, walk.multikey)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn keys(spec: Document, doc: Document) -> (Vec<(String, Bson)>, bool) {
+        let index = IndexSpec::parse(&spec).unwrap();
+        let wildcard = index.wildcard.clone().unwrap();
+        let keys = wildcard_keys(&index, &wildcard, &doc);
+        let mut expected = Vec::new();
+        for (key, types) in keys.keys.iter().zip(&keys.types) {
+            use crate::document::key_decode::{KeyValue, decode_key};
+            let values = decode_key(key, &[false, wildcard.descending], Some(types)).unwrap();
+            let [KeyValue::Value(Bson::String(path)), KeyValue::Value(value)] = &values[..] else {
+                panic!("a path and a value: {values:?}");
+            };
+            expected.push((path.clone(), value.clone()));
+        }
+        (expected, keys.multikey)
+    }
+
+    fn pairs(list: &[(&str, Bson)]) -> Vec<(String, Bson)> {
+        list.iter()
+            .map(|(p, v)| (p.to_string(), v.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn leaves_through_objects_and_arrays() {
+        let (k, multikey) = keys(
+            doc! {"key": {"$**": 1}},
+            doc! {"_id": 1, "a": 1, "b": {"c": "x", "d": {}}, "e": [], "f.g": 3},
+        );
+        // An empty array's path is multikey too, as MongoDB marks it before its key.
+        assert!(multikey);
+        assert_eq!(
+            k,
+            pairs(&[
+                ("a", Bson::Int32(1)),
+                ("b.c", Bson::String("x".into())),
+                ("b.d", Bson::Document(doc! {})),
+                ("e", Bson::Undefined),
+            ])
+        );
+        let (k, multikey) = keys(
+            doc! {"key": {"$**": 1}},
+            doc! {"a": [1, {"b": 2}, [3, {"c": 4}], 1]},
+        );
+        assert!(multikey);
+        assert_eq!(
+            k,
+            pairs(&[
+                ("a", Bson::Int32(1)),
+                (
+                    "a",
+                    Bson::Array(vec![Bson::Int32(3), Bson::Document(doc! {"c": 4})])
+                ),
+                ("a.b", Bson::Int32(2)),
+            ])
+        );
+    }
+
+    #[test]
+    fn values_in_the_index_collation() {
+        let spec = doc! {"key": {"$**": 1}, "collation": {"locale": "en", "strength": 2}};
+        let index = IndexSpec::parse(&spec).unwrap();
+        let wildcard = index.wildcard.clone().unwrap();
+        let key = |doc: Document| wildcard_keys(&index, &wildcard, &doc).keys;
+        assert_eq!(key(doc! {"s": "ABC"}), key(doc! {"s": "abc"}));
+        assert_ne!(key(doc! {"s": "abc"}), key(doc! {"t": "abc"}));
+    }
+
+    #[test]
+    fn objects_alone_are_not_multikey() {
+        let (k, multikey) = keys(doc! {"key": {"$**": 1}}, doc! {"a": {"b": {"c": 1}}});
+        assert!(!multikey);
+        assert_eq!(k, pairs(&[("a.b.c", Bson::Int32(1))]));
+    }
+
+    #[test]
+    fn projections_pick_the_paths() {
+        let doc = doc! {"_id": 7, "a": {"b": 1, "c": 2}, "d": [{"b": 3}, 4], "x": 5};
+        let (k, _) = keys(doc! {"key": {"a.$**": 1}}, doc.clone());
+        assert_eq!(
+            k,
+            pairs(&[("a.b", Bson::Int32(1)), ("a.c", Bson::Int32(2))])
+        );
+        let (k, _) = keys(
+            doc! {"key": {"$**": 1}, "wildcardProjection": {"d.b": 1, "_id": 1}},
+            doc.clone(),
+        );
+        assert_eq!(
+            k,
+            pairs(&[("_id", Bson::Int32(7)), ("d.b", Bson::Int32(3))])
+        );
+        let (k, _) = keys(
+            doc! {"key": {"$**": 1}, "wildcardProjection": {"a.b": 0, "d": 0}},
+            doc.clone(),
+        );
+        assert_eq!(k, pairs(&[("a.c", Bson::Int32(2)), ("x", Bson::Int32(5))]));
+        // A subdocument the projection empties is indexed as `{}`.
+        let (k, _) = keys(
+            doc! {"key": {"$**": 1}, "wildcardProjection": {"a.z": 1}},
+            doc,
+        );
+        assert_eq!(k, pairs(&[("a", Bson::Document(doc! {}))]));
+    }
+}
