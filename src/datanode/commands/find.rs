@@ -292,7 +292,9 @@ pub(super) async fn find<S: DataNode>(
 }
 
 /// A `$near`/`$nearSphere` find: the matches in distance order (the first `skip + limit`
-/// only, when limited), each with its distance as `$sortKey` when a router asked.
+/// only, when limited), each with its distance as `$sortKey` when a router asked. A `sort`
+/// re-orders them, overriding the distance order, as MongoDB's does (all matches are then
+/// sorted; ties keep their distance order).
 async fn near_body<S: DataNode>(
     state: &S,
     req: &CommandRequest,
@@ -302,23 +304,33 @@ async fn near_body<S: DataNode>(
     coll: &Arc<crate::datanode::storage::CollectionMeta>,
     ns: &str,
 ) -> Result<CursorBody> {
-    if query.sort.is_some() || cmd.tail.is_some() || cmd.min.is_some() || cmd.max.is_some() {
+    if cmd.tail.is_some() || cmd.min.is_some() || cmd.max.is_some() {
         return Err(MongoError::new(
             ErrorCode::NotImplemented,
-            "$near with sort, min, max or a tailable cursor is not supported",
+            "$near with min, max or a tailable cursor is not supported",
         ));
     }
-    let want = cmd.limit.map(|l| l.saturating_add(cmd.skip) as usize);
+    let keep = cmd.limit.map(|l| l.saturating_add(cmd.skip) as usize);
+    let want = keep.filter(|_| query.sort.is_none());
     let ownership = state.ownership(req);
-    let matches = near_matches(db, coll, &query.filter, ownership, want, ns).await?;
+    let mut matches = near_matches(db, coll, &query.filter, ownership, want, ns).await?;
+    if let Some(sort) = &query.sort {
+        matches.sort_by(|a, b| sort.compare(&a.doc, &b.doc));
+        if let Some(keep) = keep {
+            matches.truncate(keep);
+        }
+    }
     let path = crate::datanode::exec::AccessPath::CollScan { reverse: false };
-    let output = FindOutput::new(
+    let mut output = FindOutput::new(
         query.projection,
         &query.filter,
         cmd.show_record_id,
         cmd.return_key,
         &path,
     );
+    if let Some(sort) = query.sort_key {
+        output = output.with_sort_key(sort);
+    }
     let mut docs = VecDeque::with_capacity(matches.len());
     for m in matches.into_iter().skip(cmd.skip as usize) {
         let mut raw = if output.is_identity() {
