@@ -561,6 +561,10 @@ async fn errors(client: &Client) {
         let err = coll.aggregate(pipeline).await.unwrap_err();
         assert_eq!(error_code(&err), Some(code), "{meta}: {err}");
     }
+    // A find's documents carry no metadata for expressions to read: refused, never missing.
+    let nested = doc! {"find": "plain", "filter": {"$text": search.clone()}, "projection": {"s": {"$add": [{"$meta": "textScore"}, 1]}}};
+    let err = db.run_command(nested).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(238), "{err}");
     // The score needs a `$text`.
     for option in ["projection", "sort"] {
         let find = doc! {"find": "plain", "filter": {}, option: {"s": {"$meta": "textScore"}}};

@@ -125,6 +125,7 @@ impl FindQuery {
         crate::catalog::validate_collection_name(&req.db, &cmd.collection)?;
         let vars = req.args().let_variables()?.for_statement(collation);
         let filter = Filter::parse_with_variables(&cmd.filter, &vars)?;
+        refuse_nested_meta(&cmd.filter, cmd.projection.as_ref())?;
         let mut projection_spec = cmd.projection.clone();
         let wants_sort_key = take_sort_key_request(&mut projection_spec);
         let projection = projection_spec
@@ -169,6 +170,28 @@ impl FindQuery {
             sort,
         })
     }
+}
+
+/// A find's documents carry no metadata: a `{$meta: ...}` inside an expression (the filter's
+/// `$expr`, a computed projection field) is refused rather than read as missing; only a
+/// projection field that is `{$meta: ...}` itself is answered (`query::projection`).
+fn refuse_nested_meta(filter: &Document, projection: Option<&Document>) -> Result<()> {
+    let mut kinds = Vec::new();
+    crate::expression::meta::kinds_read(&Bson::Document(filter.clone()), &mut kinds);
+    let mut fields = 0;
+    for value in projection.into_iter().flat_map(|p| p.values()) {
+        let before = kinds.len();
+        crate::expression::meta::kinds_read(value, &mut kinds);
+        let whole = matches!(value, Bson::Document(d) if d.len() == 1 && d.contains_key("$meta"));
+        fields += usize::from(whole && kinds.len() > before);
+    }
+    if kinds.len() > fields {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "$meta inside an expression of a find is not supported yet",
+        ));
+    }
+    Ok(())
 }
 
 pub(super) async fn find<S: DataNode>(
