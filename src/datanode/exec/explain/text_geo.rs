@@ -165,3 +165,21 @@ fn is_near(pred: &Document) -> bool {
         matches!(ops, Bson::Document(ops) if ops.keys().any(|op| NEAR.contains(&op.as_str())))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_fetch_still_checks() {
+        let filter = doc! {"$text": {"$search": "x"}, "cat": 1, "n": {"$gt": 2}};
+        assert_eq!(
+            residual(&filter, &["cat".to_string()]),
+            doc! {"n": {"$gt": 2}}
+        );
+        assert!(residual(&doc! {"$text": {"$search": "x"}}, &[]).is_empty());
+        assert!(is_near(&doc! {"loc": {"$near": [0, 0]}}));
+        assert!(is_near(&doc! {"loc": {"$maxDistance": 3}}));
+        assert!(!is_near(&doc! {"_id": {"$lt": 5}}));
+    }
+}
