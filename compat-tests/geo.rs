@@ -1,8 +1,10 @@
 //! Geospatial queries end to end through the router, on an unsharded collection and on one
 //! sharded by `_id` with a chunk on each shard: `$geoWithin` (every shape) and `$geoIntersects`
-//! without an index, MongoDB's errors for malformed query geometry.
+//! without an index, MongoDB's errors for malformed query geometry; `$near` and `$geoNear` on
+//! geo indexes, their `{$meta: "geoNearDistance"}`/`"geoNearPoint"` and their explain.
 
 use crate::harness::{aggregate_documents, aggregate_error, both_modes, error_code, sorted_ids};
+use futures::TryStreamExt;
 use mongodb::Client;
 use mongodb::bson::{Bson, Document, doc};
 
@@ -277,6 +279,19 @@ async fn near_queries(client: &Client) {
         // From the far end, with another predicate.
         let east = doc! {"loc": {"$nearSphere": {"$geometry": {"type": "Point", "coordinates": [0.1, 0]}}}, "_id": {"$lt": 5}};
         assert_eq!(ordered_ids(&coll, east, Some(2)).await, [4, 3], "{name}");
+        // A sort re-orders what `$near` finds, overriding the distance order (MongoDB's
+        // documented behavior); on the sharded collection the router merges by the sort.
+        let sorted: Vec<Document> = coll
+            .find(near(doc! {"$maxDistance": 4500}))
+            .sort(doc! {"_id": -1})
+            .limit(2)
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        let sorted: Vec<i32> = sorted.iter().map(|d| d.get_i32("_id").unwrap()).collect();
+        assert_eq!(sorted, [4, 3], "{name}");
         // A legacy pair with $nearSphere: radians.
         let legacy = doc! {"loc": {"$nearSphere": [0, 0], "$maxDistance": 0.0004}};
         assert_eq!(ordered_ids(&coll, legacy, None).await, [0, 1, 2], "{name}");
@@ -293,11 +308,21 @@ async fn near_queries(client: &Client) {
             Some(2),
             "{name}"
         );
+        // Explained as MongoDB's GEO_NEAR_2DSPHERE, under a FETCH for the other predicates.
+        let find = doc! {"find": name, "filter": {"loc": {"$near": {"$geometry": point.clone()}}, "_id": {"$lt": 5}}, "limit": 2};
         let explained = db
-            .run_command(doc! {"explain": {"find": name, "filter": near(doc! {})}})
+            .run_command(doc! {"explain": find, "verbosity": "executionStats"})
             .await
-            .unwrap_err();
-        assert_eq!(error_code(&explained), Some(238), "{name}: {explained}");
+            .unwrap()
+            .to_string();
+        for part in [
+            "\"stage\": \"GEO_NEAR_2DSPHERE\"",
+            "\"indexName\": \"loc_2dsphere\"",
+            "\"filter\": { \"_id\": { \"$lt\": 5 } }",
+            "\"stage\": \"LIMIT\"",
+        ] {
+            assert!(explained.contains(part), "{name}: {part} in {explained}");
+        }
         let counted = coll.count_documents(near(doc! {})).await.unwrap_err();
         assert_eq!(error_code(&counted), Some(2), "{name}: {counted}");
     }
@@ -339,6 +364,43 @@ async fn geo_near_stage(client: &Client) {
             &doc! {"type": "Point", "coordinates": [0.01, 0.0]},
             "{name}"
         );
+        // The distance (before `distanceMultiplier`) and the point as metadata, read on the
+        // router after the shards' sorted streams merged.
+        let out = aggregate_documents(
+            &coll,
+            vec![
+                geo_near(doc! {"distanceMultiplier": 0.001}),
+                doc! {"$limit": 2},
+                doc! {"$project": {"_id": 1, "d": {"$meta": "geoNearDistance"}, "p": {"$meta": "geoNearPoint"}}},
+            ],
+        )
+        .await;
+        assert_eq!(out[1].get_i32("_id"), Ok(1), "{name}: {out:?}");
+        let meters = out[1].get_f64("d").unwrap();
+        assert!((meters - 1113.19).abs() < 0.1, "{name}: {meters}");
+        assert_eq!(
+            out[1].get_document("p").unwrap(),
+            &doc! {"type": "Point", "coordinates": [0.01, 0.0]},
+            "{name}"
+        );
+        let err = aggregate_error(
+            &coll,
+            vec![
+                doc! {"$match": {}},
+                doc! {"$addFields": {"d": {"$meta": "geoNearDistance"}}},
+            ],
+        )
+        .await;
+        assert_eq!(err, Some(40218), "{name}");
+        // Explained with its `$geoNearCursor`.
+        let explained = db
+            .run_command(doc! {"explain": {"aggregate": name, "pipeline": [geo_near(doc! {}), {"$limit": 2}], "cursor": {}}, "verbosity": "executionStats"})
+            .await
+            .unwrap()
+            .to_string();
+        for part in ["$geoNearCursor", "\"stage\": \"GEO_NEAR_2DSPHERE\""] {
+            assert!(explained.contains(part), "{name}: {part} in {explained}");
+        }
         let bounded = aggregate_documents(
             &coll,
             vec![

@@ -1,7 +1,8 @@
 //! Text search end to end through the router, on an unsharded collection and on one sharded
 //! across both shards: text index specs as `listIndexes` shows them and MongoDB's errors,
 //! `$text` terms, phrases, negations, languages and sensitivity in find, count and a leading
-//! `$match`, `{$meta: "textScore"}` in projections and sorts (merged by score on the router).
+//! `$match`, `{$meta: "textScore"}` in projections and sorts (merged by score on the router)
+//! and in pipelines, `$text` under `$or`, explain's TEXT_MATCH plans.
 
 use crate::harness::{aggregate_documents, both_modes, error_code, find_all};
 use futures::TryStreamExt;
@@ -203,6 +204,32 @@ async fn searches(client: &Client) {
             shown.contains("\"totalDocsExamined\": 2"),
             "{name}: {shown}"
         );
+        // As MongoDB's classic engine shows it: TEXT_MATCH over FETCH over the IXSCAN, or
+        // over TEXT_OR when the score is wanted.
+        for (stage, below) in [
+            ("TEXT_MATCH", "\"stage\": \"FETCH\""),
+            ("TEXT_MATCH", "\"stage\": \"IXSCAN\""),
+        ] {
+            assert!(
+                shown.contains(stage) && shown.contains(below),
+                "{name}: {shown}"
+            );
+        }
+        assert!(
+            shown.contains("\"parsedTextQuery\": { \"terms\": [\"coffe\"], \"negatedTerms\": [], \"phrases\": [], \"negatedPhrases\": [] }"),
+            "{name}: {shown}"
+        );
+        let by_score = doc! {"find": name, "filter": {"$text": {"$search": "coffee -tea"}}, "sort": {"s": {"$meta": "textScore"}}};
+        let explained = db
+            .run_command(doc! {"explain": by_score, "verbosity": "queryPlanner"})
+            .await
+            .unwrap()
+            .to_string();
+        assert!(explained.contains("\"TEXT_OR\""), "{name}: {explained}");
+        assert!(
+            explained.contains("\"negatedTerms\": [\"tea\"]"),
+            "{name}: {explained}"
+        );
         let titles = coll
             .distinct("title", doc! {"$text": {"$search": "cake"}})
             .await
@@ -279,6 +306,159 @@ async fn scores(client: &Client) {
     }
 }
 
+/// `{$meta: "textScore"}` in pipelines: the score set by the leading `$match` travels with
+/// each document through the stages that keep or replace it (not `$group`), is sorted by
+/// (each shard's sorted stream merged by it on the router) and read by expressions, and never
+/// shows in `$$ROOT` or the output.
+async fn scores_in_pipelines(client: &Client) {
+    let db = setup(client).await;
+    let expected_3 = 2.25 + 2.25 + 1.75 * 0.8;
+    let expected_1 = 3.0 + (0.5 + 0.5 / 3.0);
+    let search = doc! {"$match": {"$text": {"$search": "coffee cake"}}};
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        let out = aggregate_documents(
+            &coll,
+            vec![
+                search.clone(),
+                doc! {"$sort": {"s": {"$meta": "textScore"}}},
+                doc! {"$project": {"title": 1, "score": {"$meta": "textScore"}}},
+            ],
+        )
+        .await;
+        let ids: Vec<i32> = out.iter().map(|d| d.get_i32("_id").unwrap()).collect();
+        assert_eq!(ids, [3, 1, 2], "{name}: {out:?}");
+        assert_eq!(out[0].keys().collect::<Vec<_>>(), ["_id", "title", "score"]);
+        let score = out[1].get_f64("score").unwrap();
+        assert!((score - expected_1).abs() < 1e-9, "{name}: {out:?}");
+        // Through `$replaceWith`, then read by `$addFields`.
+        let out = aggregate_documents(
+            &coll,
+            vec![
+                search.clone(),
+                doc! {"$replaceWith": {"t": "$title"}},
+                doc! {"$addFields": {"s": {"$meta": "textScore"}}},
+                doc! {"$sort": {"s": -1}},
+                doc! {"$limit": 1},
+            ],
+        )
+        .await;
+        assert_eq!(
+            out,
+            [doc! {"t": "Coffee and cake", "s": expected_3}],
+            "{name}"
+        );
+        // In `$expr` and accumulators.
+        let out = aggregate_documents(
+            &coll,
+            vec![
+                search.clone(),
+                doc! {"$match": {"$expr": {"$gt": [{"$meta": "textScore"}, 1]}}},
+                doc! {"$group": {"_id": null, "n": {"$sum": 1}, "total": {"$sum": {"$meta": "textScore"}}}},
+            ],
+        )
+        .await;
+        assert_eq!(out[0].get_i32("n"), Ok(2), "{name}: {out:?}");
+        let total = out[0].get_f64("total").unwrap();
+        assert!(
+            (total - expected_3 - expected_1).abs() < 1e-9,
+            "{name}: {out:?}"
+        );
+        // Read on the router after the shards' part (a `$limit` splits the pipeline).
+        let out = aggregate_documents(
+            &coll,
+            vec![
+                search.clone(),
+                doc! {"$limit": 5},
+                doc! {"$project": {"_id": 0, "s": {"$meta": "textScore"}}},
+            ],
+        )
+        .await;
+        assert_eq!(out.len(), 3, "{name}");
+        assert!(
+            out.iter().all(|d| d.get_f64("s").unwrap() > 0.0),
+            "{name}: {out:?}"
+        );
+        // Never in `$$ROOT` nor in the output; gone after `$group`.
+        let out = aggregate_documents(
+            &coll,
+            vec![
+                search.clone(),
+                doc! {"$sort": {"_id": 1}},
+                doc! {"$limit": 1},
+                doc! {"$replaceWith": {"root": "$$ROOT"}},
+            ],
+        )
+        .await;
+        let root = out[0].get_document("root").unwrap();
+        assert_eq!(
+            root.keys().collect::<Vec<_>>(),
+            ["_id", "title", "body"],
+            "{name}"
+        );
+        let out = aggregate_documents(
+            &coll,
+            vec![
+                search.clone(),
+                doc! {"$group": {"_id": "$title"}},
+                doc! {"$project": {"s": {"$meta": "textScore"}}},
+            ],
+        )
+        .await;
+        assert_eq!(out.len(), 3, "{name}");
+        assert!(out.iter().all(|d| d.len() == 1), "{name}: {out:?}");
+    }
+}
+
+/// `$text` under `$or`: the text index for its branch and an index for every other one
+/// (MongoDB's NoQueryExecutionPlans when one has none).
+async fn text_under_or(client: &Client) {
+    let db = setup(client).await;
+    let either = doc! {"$or": [{"$text": {"$search": "espresso"}}, {"title": "Morning"}]};
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        let err = coll.find_one(either.clone()).await.unwrap_err();
+        assert_eq!(error_code(&err), Some(291), "{name}: {err}");
+        assert!(
+            err.to_string()
+                .contains("Failed to produce a solution for TEXT under OR"),
+            "{name}: {err}"
+        );
+        coll.create_index(
+            mongodb::IndexModel::builder()
+                .keys(doc! {"title": 1})
+                .build(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            ids_of(find_all(&coll, either.clone()).await),
+            [4, 5],
+            "{name}"
+        );
+        let nested = doc! {"$and": [{"_id": {"$gt": 4}}, either.clone()]};
+        assert_eq!(ids_of(find_all(&coll, nested).await), [5], "{name}");
+        let scored = aggregate_documents(
+            &coll,
+            vec![
+                doc! {"$match": either.clone()},
+                doc! {"$sort": {"_id": 1}},
+                doc! {"$replaceWith": {"s": {"$meta": "textScore"}}},
+            ],
+        )
+        .await;
+        // "espresso" is the whole body of 5 (1 × 1.1); 4 came through the other branch,
+        // without a score.
+        assert_eq!(scored, [doc! {}, doc! {"s": 1.1}], "{name}");
+    }
+}
+
+fn ids_of(docs: Vec<Document>) -> Vec<i32> {
+    let mut ids: Vec<i32> = docs.iter().map(|d| d.get_i32("_id").unwrap()).collect();
+    ids.sort_unstable();
+    ids
+}
+
 async fn errors(client: &Client) {
     let db = setup(client).await;
     let coll = db.collection::<Document>("plain");
@@ -351,16 +531,40 @@ async fn errors(client: &Client) {
     let mut found: Vec<i32> = found.iter().map(|d| d.get_i32("_id").unwrap()).collect();
     found.sort_unstable();
     assert_eq!(found, [1, 3, 5]);
-    // Not yet in pipelines: refused, never ignored.
+    // In a pipeline the score needs a leading `$match` with `$text` (MongoDB's dependency
+    // analysis); `$meta` takes a known name, as a string.
     for stage in [
         doc! {"$project": {"s": {"$meta": "textScore"}}},
         doc! {"$addFields": {"s": {"$meta": "textScore"}}},
         doc! {"$sort": {"s": {"$meta": "textScore"}}},
+        doc! {"$group": {"_id": null, "s": {"$max": {"$meta": "textScore"}}}},
     ] {
-        let pipeline = vec![doc! {"$match": {"$text": search.clone()}}, stage.clone()];
-        let err = coll.aggregate(pipeline).await.unwrap_err();
-        assert_eq!(error_code(&err), Some(238), "{stage}: {err}");
+        for name in ["plain", "sharded"] {
+            let pipeline = vec![doc! {"$match": {"_id": {"$gt": 0}}}, stage.clone()];
+            let err = db
+                .collection::<Document>(name)
+                .aggregate(pipeline)
+                .await
+                .unwrap_err();
+            assert_eq!(error_code(&err), Some(40218), "{name} {stage}: {err}");
+        }
     }
+    for (meta, code) in [
+        (Bson::String("bogus".into()), 17308),
+        (Bson::Int32(1), 17307),
+        (Bson::String("sortKey".into()), 238),
+    ] {
+        let pipeline = vec![
+            doc! {"$match": {"$text": search.clone()}},
+            doc! {"$project": {"s": {"$meta": meta.clone()}}},
+        ];
+        let err = coll.aggregate(pipeline).await.unwrap_err();
+        assert_eq!(error_code(&err), Some(code), "{meta}: {err}");
+    }
+    // A find's documents carry no metadata for expressions to read: refused, never missing.
+    let nested = doc! {"find": "plain", "filter": {"$text": search.clone()}, "projection": {"s": {"$add": [{"$meta": "textScore"}, 1]}}};
+    let err = db.run_command(nested).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(238), "{err}");
     // The score needs a `$text`.
     for option in ["projection", "sort"] {
         let find = doc! {"find": "plain", "filter": {}, option: {"s": {"$meta": "textScore"}}};
@@ -436,6 +640,8 @@ both_modes!(
     indexes_as_mongodb_shows_them,
     searches,
     scores,
+    scores_in_pipelines,
+    text_under_or,
     errors,
     keys_follow_writes_wildcards_and_languages
 );

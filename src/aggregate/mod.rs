@@ -15,6 +15,7 @@ mod accumulators;
 pub mod foreign;
 /// Public so that the server parameters of the same names can set them.
 pub mod limits;
+pub mod metadata;
 pub mod request;
 mod stages;
 mod update_pipeline;
@@ -40,6 +41,8 @@ pub struct Pipeline {
     /// A leading `$geoNear`, which whoever reads the collection runs (the stages after it
     /// are `stages`).
     geo_near: Option<Arc<GeoNearSpec>>,
+    /// Whether the output keeps the documents' metadata (for a router that merges it).
+    keep_metadata: bool,
 }
 
 impl Pipeline {
@@ -79,7 +82,15 @@ impl Pipeline {
             vars,
             limits: MemoryLimits::unlimited(),
             geo_near,
+            keep_metadata: false,
         })
+    }
+
+    /// The pipeline with its output keeping the documents' metadata (`$textScore`, `$dis`,
+    /// `$pt`): a shard's part of a split pipeline (`needsMerge`), whose merger reads it.
+    pub fn keeping_metadata(mut self) -> Pipeline {
+        self.keep_metadata = true;
+        self
     }
 
     /// The leading `$geoNear`, which the reader of the collection must run: the pipeline's
@@ -117,6 +128,7 @@ impl Pipeline {
             held: VecDeque::new(),
             ended: false,
             part_len: 1,
+            keep_metadata: self.keep_metadata,
         }
     }
 
@@ -171,7 +183,15 @@ impl Pipeline {
     /// Runs the pipeline and also returns how many documents each stage output (for
     /// `explain`), one count per stage after parsing (some stages expand into several).
     pub fn run_counted(&self, input: Vec<Document>) -> Result<(Vec<Document>, Vec<u64>)> {
-        stages::run_counted(&self.stages, input, &self.context()).map_err(executor_error)
+        let (out, counts) =
+            stages::run_counted(&self.stages, input, &self.context()).map_err(executor_error)?;
+        Ok((self.output(out), counts))
+    }
+
+    /// Output documents as they leave the pipeline: without their metadata unless a merger
+    /// reads it.
+    fn output(&self, out: Vec<Document>) -> Vec<Document> {
+        output(self.keep_metadata, out)
     }
 
     /// Stages after parsing.
@@ -202,6 +222,17 @@ pub struct PipelineRun {
     ended: bool,
     /// Documents the next part of a tail of per-document stages takes.
     part_len: usize,
+    /// Whether the output keeps the documents' metadata ([`Pipeline::keeping_metadata`]).
+    keep_metadata: bool,
+}
+
+/// Output documents without their metadata unless `keep` (for a merger).
+fn output(keep: bool, out: Vec<Document>) -> Vec<Document> {
+    if keep {
+        out
+    } else {
+        stages::without_metadata(out)
+    }
 }
 
 /// What a run can do next without more input.
@@ -223,7 +254,7 @@ impl PipelineRun {
             .push(&self.stages[..self.local], batch, &self.ctx)
             .map_err(executor_error)?;
         if self.local == self.stages.len() {
-            return Ok(out);
+            return Ok(output(self.keep_metadata, out));
         }
         self.held.extend(out);
         Ok(Vec::new())
@@ -288,14 +319,13 @@ impl PipelineRun {
     /// more input is needed, or after the end when the output is complete. Stages that reach
     /// other collections fail here (they need [`PipelineRun::next_output_with`]).
     pub fn next_output(&mut self) -> Result<Option<Vec<Document>>> {
-        Ok(match self.next_local().map_err(executor_error)? {
-            Next::Output(out) => Some(out),
-            Next::Tail(part) => Some(
-                stages::run_stages(&self.stages[self.local..], part, &self.ctx)
-                    .map_err(executor_error)?,
-            ),
-            Next::Nothing => None,
-        })
+        let out = match self.next_local().map_err(executor_error)? {
+            Next::Output(out) => out,
+            Next::Tail(part) => stages::run_stages(&self.stages[self.local..], part, &self.ctx)
+                .map_err(executor_error)?,
+            Next::Nothing => return Ok(None),
+        };
+        Ok(Some(output(self.keep_metadata, out)))
     }
 
     /// [`PipelineRun::next_output`], stages that reach other collections doing it through
@@ -308,7 +338,7 @@ impl PipelineRun {
         host: &foreign::Host<'_>,
     ) -> Result<Option<Vec<Document>>> {
         let part = match self.next_local().map_err(executor_error)? {
-            Next::Output(out) => return Ok(Some(out)),
+            Next::Output(out) => return Ok(Some(output(self.keep_metadata, out))),
             Next::Nothing => return Ok(None),
             Next::Tail(part) => part,
         };
@@ -322,7 +352,7 @@ impl PipelineRun {
             .sum();
         let per_document = (bytes / taken.max(1)).max(1);
         self.part_len = (TAIL_PART_BYTES / per_document).clamp(1, TAIL_PART_DOCUMENTS);
-        Ok(Some(out))
+        Ok(Some(output(self.keep_metadata, out)))
     }
 
     /// Ends the input; the rest of the output goes to `sink` a batch at a time. Stages that

@@ -25,6 +25,7 @@ mod decimal_math;
 pub mod fieldpath;
 pub mod fold;
 mod let_vars;
+pub mod meta;
 pub mod mongo_regex;
 pub mod numeric;
 mod operators;
@@ -64,6 +65,9 @@ pub enum Expression {
         op: &'static operators::Operator,
         args: Vec<Expression>,
     },
+    /// `{$meta: ...}`: the document's metadata under the field that carries it
+    /// ([`meta`]).
+    Meta(&'static str),
 }
 
 /// The variable a path starts from.
@@ -285,7 +289,10 @@ impl<'a> Variables<'a> {
         Ok(match base {
             Base::Current | Base::Root => {
                 if parts.is_empty() {
-                    Some(Bson::Document(self.root.clone()))
+                    // Metadata is never part of the document as expressions see it.
+                    Some(Bson::Document(
+                        meta::without_metadata(self.root).into_owned(),
+                    ))
                 } else {
                     fieldpath::lookup(self.root, parts)
                 }
@@ -365,14 +372,7 @@ impl Expression {
             ));
         };
         if name == "$meta" {
-            // Metadata (text scores, ...) does not travel with a pipeline's documents yet.
-            return Err(MongoError::new(
-                ErrorCode::NotImplemented,
-                format!(
-                    "{{$meta: {}}} in aggregation expressions is not supported yet",
-                    crate::document::display::render(argument)
-                ),
-            ));
+            return Ok(Expression::Meta(meta::MetaKind::parse(argument)?.field()?));
         }
         let op = operators::lookup(name).ok_or_else(|| {
             MongoError::new(
@@ -406,6 +406,7 @@ impl Expression {
                 Ok(Some(Bson::Array(values)))
             }
             Expression::Operator { op, args } => (op.eval)(&Args::new(args, vars)),
+            Expression::Meta(field) => Ok(vars.root.get(*field).cloned()),
         }
     }
 
@@ -415,6 +416,7 @@ impl Expression {
         match self {
             Expression::Constant(_) => false,
             Expression::Path { base, .. } => matches!(base, Base::Current | Base::Root),
+            Expression::Meta(_) => true,
             Expression::Object(fields) => fields.iter().any(|(_, e)| e.depends_on_document()),
             Expression::Array(items) | Expression::Operator { args: items, .. } => {
                 items.iter().any(Expression::depends_on_document)

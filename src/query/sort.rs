@@ -16,9 +16,9 @@ use std::sync::Arc;
 /// ordering, which has room for 32 fields (`Ordering::kMaxCompoundIndexKeys`).
 pub const MAX_COMPOUND_KEYS: usize = 32;
 
-/// Where a document being sorted by `{$meta: "textScore"}` carries its score (a name no
-/// stored field can have).
-pub const TEXT_SCORE_FIELD: &str = "$textScore";
+/// Where a document being sorted by `{$meta: "textScore"}` carries its score (its metadata,
+/// [`crate::expression::meta`]).
+pub use crate::expression::meta::TEXT_SCORE_FIELD;
 
 /// A parsed sort specification.
 #[derive(Clone, Debug, PartialEq)]

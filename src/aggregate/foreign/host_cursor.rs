@@ -50,6 +50,15 @@ impl HostCursor {
         }
     }
 
+    /// The same read with its output keeping the documents' metadata (`needsMerge`): the
+    /// router's part of a pipeline reads what the first part's documents carry.
+    pub fn keeping_metadata(mut self) -> HostCursor {
+        if let Some(command) = &mut self.command {
+            command.insert("needsMerge", true);
+        }
+        self
+    }
+
     /// The same read comparing strings by `collation` (`None`: the simple one), said
     /// explicitly: a foreign stage compares as its pipeline does, whatever the other
     /// collection's default (a view whose own differs refuses it, as in MongoDB).

@@ -37,14 +37,7 @@ pub fn parse_sort(_name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<
             "$sort stage must have at least one sort key",
         ));
     }
-    let sort = SortSpec::parse_for(keys, vars)?;
-    if sort.sorts_by_text_score() {
-        return Err(MongoError::new(
-            ErrorCode::NotImplemented,
-            "$sort by {$meta: \"textScore\"} in a pipeline is not supported yet",
-        ));
-    }
-    Ok(vec![Stage::Sort(sort)])
+    Ok(vec![Stage::Sort(SortSpec::parse_for(keys, vars)?)])
 }
 
 pub fn parse_skip(name: &str, spec: &Bson, _vars: &Arc<LetVariables>) -> Result<Vec<Stage>> {
@@ -140,7 +133,11 @@ pub fn parse_replace_with(
 impl ReplaceRoot {
     pub fn apply(&self, doc: &Document, ctx: &RunContext) -> Result<Document> {
         match self.new_root.evaluate(&ctx.variables(doc))? {
-            Some(Bson::Document(new_root)) => Ok(new_root),
+            Some(Bson::Document(mut new_root)) => {
+                // As MongoDB's, the new document keeps the old one's metadata.
+                crate::expression::meta::copy(doc, &mut new_root);
+                Ok(new_root)
+            }
             other => Err(MongoError::location(
                 40228,
                 format!(

@@ -365,6 +365,12 @@ fn built(docs: Vec<Document>) -> Result<Vec<Document>> {
     Ok(docs)
 }
 
+/// The documents without their metadata (what `$out` and `$merge` write).
+pub fn without_metadata(mut docs: Vec<Document>) -> Vec<Document> {
+    docs.iter_mut().for_each(crate::expression::meta::strip);
+    docs
+}
+
 /// Runs `stages` in order over `docs`; stages that reach other collections do it through
 /// `host` (without one they fail), the stretches between them as a stream.
 pub fn run_all<'a>(
@@ -398,11 +404,11 @@ pub fn run_all<'a>(
                 Stage::UnionWith(union) => union.run(docs, ctx, host).await?,
                 Stage::Facet(facet) => built(facet.run_with(docs, ctx, host).await?)?,
                 Stage::Out(out) => {
-                    out.run(docs, host).await?;
+                    out.run(without_metadata(docs), host).await?;
                     Vec::new()
                 }
                 Stage::Merge(merge) => {
-                    merge.run(docs, ctx, host).await?;
+                    merge.run(without_metadata(docs), ctx, host).await?;
                     Vec::new()
                 }
                 other => other.run(docs, ctx)?,

@@ -30,13 +30,17 @@ pub(super) struct AggregateCommand {
     pub(super) allow_disk_use: Option<bool>,
     /// The index the leading `$match` must use (`hint`: a name, a key pattern, `$natural`).
     pub(super) hint: Option<Bson>,
+    /// `needsMerge`: a router merges the output, which keeps the documents' metadata.
+    pub(super) needs_merge: bool,
 }
 
-/// How a pipeline reads its collection: the ownership filter it runs under and the index hint.
+/// How a pipeline reads its collection: the ownership filter it runs under and the index hint;
+/// and whether its output keeps the documents' metadata for a router merging it.
 #[derive(Default)]
 pub(super) struct Access {
     pub(super) ownership: Option<Arc<OwnershipFilter>>,
     pub(super) hint: Option<Bson>,
+    pub(super) keep_metadata: bool,
 }
 
 impl AggregateCommand {
@@ -52,6 +56,7 @@ impl AggregateCommand {
             vars: args.let_variables()?,
             allow_disk_use: args.bool("allowDiskUse")?,
             hint: super::find::parse_hint(&args)?,
+            needs_merge: args.bool("needsMerge")?.unwrap_or(false),
         })
     }
 
@@ -86,7 +91,7 @@ pub(super) async fn pipeline_output<S: DataNode>(
     let limits = memory_limits(state, None);
     let access = Access {
         ownership,
-        hint: None,
+        ..Access::default()
     };
     let mut run = open_pipeline(state, db, coll, stages, vars, access, limits).await?;
     let mut out = Vec::new();
@@ -120,6 +125,12 @@ pub(super) async fn open_pipeline<S: DataNode>(
         return Err(MongoError::invalid_namespace(
             "'$documents' can only be run with {aggregate: 1}",
         ));
+    }
+    if coll.is_some() {
+        crate::aggregate::metadata::check_available(stages)?;
+    }
+    if access.keep_metadata {
+        pipeline = pipeline.keeping_metadata();
     }
     let mut input: Option<Box<dyn PipelineSource>> = None;
     if let (Some(name), Some(spec)) = (coll, pipeline.geo_near()) {
@@ -328,6 +339,7 @@ async fn collection_output<S: DataNode>(
                 let access = Access {
                     ownership,
                     hint: cmd.hint.clone(),
+                    keep_metadata: cmd.needs_merge,
                 };
                 open_pipeline(state, db, Some(name), stages, vars, access, limits).await
             }

@@ -182,12 +182,6 @@ async fn explain_query(
     mut each: impl FnMut(&Candidate) -> Result<()>,
 ) -> Result<Explained> {
     let mut filter = Filter::parse_with_variables(query.filter, &query.vars)?;
-    if filter.near().is_some() {
-        return Err(MongoError::new(
-            ErrorCode::NotImplemented,
-            "explain of a $near query is not supported yet",
-        ));
-    }
     crate::datanode::exec::bind_text(&mut filter, target.as_ref().map(|(_, c)| &**c))?;
     let sort = query
         .sort
@@ -204,6 +198,9 @@ async fn explain_query(
             filter: query.filter.clone(),
         });
     };
+    if filter.near().is_some() {
+        return explain_near(db, coll, &filter, query, verbosity, each).await;
+    }
     let shape = QueryShape {
         filter: query.filter,
         sort: sort.as_ref(),
@@ -271,6 +268,74 @@ async fn explain_query(
         },
         &run,
     );
+    Ok(Explained {
+        tree,
+        run,
+        ns: query.ns,
+        filter: query.filter.clone(),
+    })
+}
+
+/// A `$near` query's plan (GEO_NEAR_2DSPHERE or GEO_NEAR_2D) and, when the verbosity asks,
+/// its run: the documents in distance order, up to `stop_after`.
+async fn explain_near(
+    db: Arc<DatabaseStore>,
+    coll: Arc<CollectionMeta>,
+    filter: &Filter,
+    query: Query<'_>,
+    verbosity: Verbosity,
+    mut each: impl FnMut(&Candidate) -> Result<()>,
+) -> Result<Explained> {
+    if query.min.is_some() || query.max.is_some() {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "explain of a $near query with min or max is not supported yet",
+        ));
+    }
+    // A sort re-orders every match (see find's `near_body`).
+    let blocking_sort = query.sort.as_ref().is_some_and(|s| !s.is_empty());
+    let (index, spherical) = crate::datanode::exec::near_index(&coll, filter, &query.ns)?
+        .ok_or_else(|| MongoError::internal("a $near query without its $near"))?;
+    let mut run = Execution::default();
+    if verbosity.executes() {
+        let started = Instant::now();
+        let want = query
+            .stop_after
+            .filter(|_| !blocking_sort)
+            .and_then(|n| usize::try_from(n).ok());
+        let matches = crate::datanode::exec::near_matches_examined(
+            &db,
+            &coll,
+            filter,
+            query.ownership.clone(),
+            want,
+            &query.ns,
+            &mut run.examined,
+        )
+        .await?;
+        for m in matches {
+            run.matched += 1;
+            each(&Candidate {
+                rid: m.rid,
+                raw: m.raw,
+                doc: m.doc,
+            })?;
+        }
+        run.millis = started.elapsed().as_millis() as u64;
+    }
+    let unused = AccessPath::CollScan { reverse: false };
+    let explained = ExplainedQuery {
+        path: &unused,
+        filter: query.filter,
+        sort: query.sort.as_ref(),
+        blocking_sort,
+        skip: query.skip,
+        limit: query.limit,
+        projection: query.projection,
+        sharded: query.ownership.is_some(),
+        covered: false,
+    };
+    let tree = StageTree::for_near(index, spherical, &explained, &run);
     Ok(Explained {
         tree,
         run,
@@ -604,11 +669,11 @@ async fn aggregate<S: DataNode>(
         agg.vars = under_collation(state, cmd, Arc::clone(&agg.vars)).await?;
     }
     let pipeline = Pipeline::parse_with_variables(&agg.pipeline, Arc::clone(&agg.vars))?;
-    if pipeline.geo_near().is_some() {
-        return Err(MongoError::new(
-            ErrorCode::NotImplemented,
-            "explain of a $geoNear pipeline is not supported yet",
-        ));
+    if agg.collection.is_some() {
+        crate::aggregate::metadata::check_available(&agg.pipeline)?;
+    }
+    if let (Some(spec), Some(name)) = (pipeline.geo_near(), &agg.collection) {
+        return explain_geo_near(state, cmd, &agg, name, &pipeline, spec, verbosity).await;
     }
     let leading_match = agg
         .pipeline
@@ -658,6 +723,70 @@ async fn aggregate<S: DataNode>(
     let mut stages = vec![Bson::Document(doc! {"$cursor": cursor})];
     stages.extend(stages_doc(rest, counts.as_deref()));
     Ok(doc! {"explainVersion": "1", "stages": stages})
+}
+
+/// A pipeline that starts with `$geoNear`: its `$geoNearCursor` (the plan of the `$near` it
+/// runs, GEO_NEAR_2DSPHERE or GEO_NEAR_2D) and the stages after it.
+async fn explain_geo_near<S: DataNode>(
+    state: &S,
+    cmd: &CommandRequest,
+    agg: &AggregateCommand,
+    name: &str,
+    pipeline: &Pipeline,
+    spec: &crate::aggregate::GeoNearSpec,
+    verbosity: Verbosity,
+) -> Result<Document> {
+    crate::catalog::validate_collection_name(&cmd.db, name)?;
+    let ns = format!("{}.{name}", cmd.db);
+    let rest = &agg.pipeline[1..];
+    let Some((db, coll)) = state.storage().collection(&cmd.db, name).await else {
+        let empty = Document::new();
+        let query = Query::new(ns, &empty, Arc::clone(&agg.vars));
+        let explained = explain_query(None, query, verbosity, |_| Ok(())).await?;
+        return Ok(geo_near_stages(explained, verbosity, rest, None));
+    };
+    let (written, _) = crate::datanode::exec::geo_near_filter(&coll, spec, &agg.vars, &ns)?;
+    let ownership = state.ownership(cmd);
+    let want = crate::aggregate::limits::documents_needed(rest).and_then(|n| u64::try_from(n).ok());
+    let query = Query {
+        ownership: ownership.clone(),
+        stop_after: want,
+        ..Query::new(ns.clone(), &written, Arc::clone(&agg.vars))
+    };
+    let target = Some((Arc::clone(&db), Arc::clone(&coll)));
+    let explained = explain_query(target, query, verbosity, |_| Ok(())).await?;
+    let counts = if verbosity.executes() {
+        let want = want.and_then(|n| usize::try_from(n).ok());
+        let input = crate::datanode::exec::geo_near_documents(
+            &db, &coll, spec, &agg.vars, ownership, want, &ns,
+        )
+        .await?;
+        let (_, counts) = pipeline.run_counted(input)?;
+        (counts.len() == rest.len()).then_some(counts)
+    } else {
+        None
+    };
+    Ok(geo_near_stages(
+        explained,
+        verbosity,
+        rest,
+        counts.as_deref(),
+    ))
+}
+
+/// `{explainVersion, stages: [{$geoNearCursor: ...}, ...rest]}`.
+fn geo_near_stages(
+    explained: Explained,
+    verbosity: Verbosity,
+    rest: &[Document],
+    counts: Option<&[u64]>,
+) -> Document {
+    let mut cursor = Document::new();
+    explained.sections(verbosity, &mut cursor);
+    cursor.remove("explainVersion");
+    let mut stages = vec![Bson::Document(doc! {"$geoNearCursor": cursor})];
+    stages.extend(stages_doc(rest, counts));
+    doc! {"explainVersion": "1", "stages": stages}
 }
 
 /// The pipeline's stages as explain lists them, with their output counts when known.

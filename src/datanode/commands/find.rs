@@ -125,6 +125,7 @@ impl FindQuery {
         crate::catalog::validate_collection_name(&req.db, &cmd.collection)?;
         let vars = req.args().let_variables()?.for_statement(collation);
         let filter = Filter::parse_with_variables(&cmd.filter, &vars)?;
+        refuse_nested_meta(&cmd.filter, cmd.projection.as_ref())?;
         let mut projection_spec = cmd.projection.clone();
         let wants_sort_key = take_sort_key_request(&mut projection_spec);
         let projection = projection_spec
@@ -169,6 +170,28 @@ impl FindQuery {
             sort,
         })
     }
+}
+
+/// A find's documents carry no metadata: a `{$meta: ...}` inside an expression (the filter's
+/// `$expr`, a computed projection field) is refused rather than read as missing; only a
+/// projection field that is `{$meta: ...}` itself is answered (`query::projection`).
+fn refuse_nested_meta(filter: &Document, projection: Option<&Document>) -> Result<()> {
+    let mut kinds = Vec::new();
+    crate::expression::meta::kinds_read(&Bson::Document(filter.clone()), &mut kinds);
+    let mut fields = 0;
+    for value in projection.into_iter().flat_map(|p| p.values()) {
+        let before = kinds.len();
+        crate::expression::meta::kinds_read(value, &mut kinds);
+        let whole = matches!(value, Bson::Document(d) if d.len() == 1 && d.contains_key("$meta"));
+        fields += usize::from(whole && kinds.len() > before);
+    }
+    if kinds.len() > fields {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "$meta inside an expression of a find is not supported yet",
+        ));
+    }
+    Ok(())
 }
 
 pub(super) async fn find<S: DataNode>(
@@ -292,7 +315,9 @@ pub(super) async fn find<S: DataNode>(
 }
 
 /// A `$near`/`$nearSphere` find: the matches in distance order (the first `skip + limit`
-/// only, when limited), each with its distance as `$sortKey` when a router asked.
+/// only, when limited), each with its distance as `$sortKey` when a router asked. A `sort`
+/// re-orders them, overriding the distance order, as MongoDB's does (all matches are then
+/// sorted; ties keep their distance order).
 async fn near_body<S: DataNode>(
     state: &S,
     req: &CommandRequest,
@@ -302,23 +327,33 @@ async fn near_body<S: DataNode>(
     coll: &Arc<crate::datanode::storage::CollectionMeta>,
     ns: &str,
 ) -> Result<CursorBody> {
-    if query.sort.is_some() || cmd.tail.is_some() || cmd.min.is_some() || cmd.max.is_some() {
+    if cmd.tail.is_some() || cmd.min.is_some() || cmd.max.is_some() {
         return Err(MongoError::new(
             ErrorCode::NotImplemented,
-            "$near with sort, min, max or a tailable cursor is not supported",
+            "$near with min, max or a tailable cursor is not supported",
         ));
     }
-    let want = cmd.limit.map(|l| l.saturating_add(cmd.skip) as usize);
+    let keep = cmd.limit.map(|l| l.saturating_add(cmd.skip) as usize);
+    let want = keep.filter(|_| query.sort.is_none());
     let ownership = state.ownership(req);
-    let matches = near_matches(db, coll, &query.filter, ownership, want, ns).await?;
+    let mut matches = near_matches(db, coll, &query.filter, ownership, want, ns).await?;
+    if let Some(sort) = &query.sort {
+        matches.sort_by(|a, b| sort.compare(&a.doc, &b.doc));
+        if let Some(keep) = keep {
+            matches.truncate(keep);
+        }
+    }
     let path = crate::datanode::exec::AccessPath::CollScan { reverse: false };
-    let output = FindOutput::new(
+    let mut output = FindOutput::new(
         query.projection,
         &query.filter,
         cmd.show_record_id,
         cmd.return_key,
         &path,
     );
+    if let Some(sort) = query.sort_key {
+        output = output.with_sort_key(sort);
+    }
     let mut docs = VecDeque::with_capacity(matches.len());
     for m in matches.into_iter().skip(cmd.skip as usize) {
         let mut raw = if output.is_identity() {

@@ -3,6 +3,8 @@
 //! lookups; SORT, SKIP, LIMIT and PROJECTION_* above), the query as the planner parsed it, and
 //! what each stage produced when the query ran for `executionStats`.
 
+mod text_geo;
+
 use super::plan::{AccessPath, IndexScanPlan};
 use super::position::Examined;
 use crate::datanode::index::FieldKind;
@@ -146,6 +148,7 @@ impl StageTree {
                 fields.extend(scan_fields(plan));
                 tree.push("IXSCAN", fields, fetched, keys);
             }
+            AccessPath::IndexScan(plan) if text_geo::push_text(&mut tree, plan, query, run) => {}
             AccessPath::IndexScan(plan) => {
                 let direction = if plan.reverse { "backward" } else { "forward" };
                 let fields = index_fields(
@@ -164,6 +167,14 @@ impl StageTree {
                 );
             }
         }
+        tree.push_above(query, run);
+        tree
+    }
+
+    /// The stages above the access path: the shard's filter of orphans, a blocking sort,
+    /// skip, limit and projection.
+    fn push_above(&mut self, query: &ExplainedQuery<'_>, run: &Execution) {
+        let tree = self;
         if query.sharded {
             let stats = doc! {"chunkSkips": number(run.examined.chunk_skips)};
             tree.push("SHARDING_FILTER", Document::new(), run.matched, stats);
@@ -211,7 +222,6 @@ impl StageTree {
                 Document::new(),
             );
         }
-        tree
     }
 
     fn push_fetch(
@@ -258,6 +268,32 @@ impl StageTree {
             stats,
             inputs: Vec::new(),
         });
+    }
+
+    /// Gives the top stage several inputs (`inputStages`), each as the plan shows it and
+    /// with its statistics.
+    fn set_inputs(&mut self, inputs: Vec<(Document, Document)>) {
+        if let Some(top) = self.stages.last_mut() {
+            top.inputs = inputs;
+        }
+    }
+
+    /// The stages of a `$near` query on `index` (on the sphere or the plane), the filter's
+    /// other predicates checked above it.
+    /// (`query.path` is not read: the search is the index's.)
+    pub fn for_near(
+        index: &IndexMeta,
+        spherical: bool,
+        query: &ExplainedQuery<'_>,
+        run: &Execution,
+    ) -> StageTree {
+        let mut tree = StageTree {
+            stages: Vec::new(),
+            millis: run.millis,
+        };
+        text_geo::push_near(&mut tree, index, spherical, query.filter, run);
+        tree.push_above(query, run);
+        tree
     }
 
     /// What the top stage returned.

@@ -29,7 +29,10 @@ mod wildcard_plan;
 pub use crate::server::pipeline_cursor::PipelineState;
 pub use cover::{CoverRequest, Covered};
 pub use explain::{Execution, ExplainedQuery, StageTree, number, parsed_query};
-pub use near::{BufferedInput, NearMatch, geo_near_documents, near_matches, no_geo_index};
+pub use near::{
+    BufferedInput, NearMatch, geo_near_documents, geo_near_filter, near_index, near_matches,
+    near_matches_examined, no_geo_index,
+};
 pub use output::{FindOutput, RECORD_ID_FIELD, SORT_KEY_FIELD, take_sort_key_request};
 pub use pipeline_input::PipelineInput;
 pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};

@@ -7,13 +7,14 @@
 
 use super::geo_plan::{cell_intervals_of_ranges, geo_index, sphere_index};
 use super::plan::{AccessPath, IndexScanPlan};
-use super::position::Position;
+use super::position::{Examined, Position};
 use crate::aggregate::GeoNearSpec;
 use crate::catalog::OwnershipFilter;
 use crate::datanode::index::FieldKind;
 use crate::datanode::storage::{CollectionMeta, DatabaseStore, IndexMeta, RecordId};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::LetVariables;
+use crate::expression::meta::{GEO_NEAR_DISTANCE_FIELD, GEO_NEAR_POINT_FIELD};
 use crate::query::filter::Filter;
 use crate::query::geo::{FlatIndexParams, GeometryRegion, SphereIndexParams, merge_ranges};
 use crate::server::pipeline_cursor::PipelineSource;
@@ -79,10 +80,34 @@ pub async fn near_matches(
     want: Option<usize>,
     ns: &str,
 ) -> Result<Vec<NearMatch>> {
+    let mut examined = Examined::default();
+    near_matches_examined(db, coll, filter, ownership, want, ns, &mut examined).await
+}
+
+/// The index a `$near` of `filter` reads and whether it measures on the sphere (explain's
+/// GEO_NEAR_2DSPHERE) or the plane (GEO_NEAR_2D); `None` without a `$near`.
+pub fn near_index<'a>(
+    coll: &'a CollectionMeta,
+    filter: &Filter,
+    ns: &str,
+) -> Result<Option<(&'a IndexMeta, bool)>> {
     let Some((path, near)) = filter.near() else {
-        return Ok(Vec::new());
+        return Ok(None);
     };
-    let search = if near.spherical {
+    let search = search(coll, path, near, ns)?;
+    let spherical = matches!(search, Search::Sphere { .. });
+    Ok(Some((search.index(), spherical)))
+}
+
+/// How a `$near` on `path` searches `coll`: the index and its parameters, with MongoDB's
+/// errors when none serves it.
+fn search<'a>(
+    coll: &'a CollectionMeta,
+    path: &str,
+    near: &crate::query::geo::NearQuery,
+    ns: &str,
+) -> Result<Search<'a>> {
+    Ok(if near.spherical {
         let Some(index) = sphere_index(coll, path) else {
             if geo_index(coll, path, FieldKind::Flat2d).is_some() {
                 return Err(MongoError::new(
@@ -111,7 +136,24 @@ pub async fn near_matches(
             .and_then(|spec| spec.flat)
             .ok_or_else(|| no_geo_index(ns))?;
         Search::Plane { index, params }
+    })
+}
+
+/// [`near_matches`], adding the keys and documents it read to `examined` (explain).
+#[allow(clippy::too_many_arguments)]
+pub async fn near_matches_examined(
+    db: &DatabaseStore,
+    coll: &CollectionMeta,
+    filter: &Filter,
+    ownership: Option<Arc<OwnershipFilter>>,
+    want: Option<usize>,
+    ns: &str,
+    examined: &mut Examined,
+) -> Result<Vec<NearMatch>> {
+    let Some((path, near)) = filter.near() else {
+        return Ok(Vec::new());
     };
+    let search = search(coll, path, near, ns)?;
     // Where the search stops, in its own measure (radians on the sphere).
     let max = match &search {
         Search::Sphere { .. } => near.max_radians(),
@@ -169,6 +211,10 @@ pub async fn near_matches(
                     }
                 }
             }
+            let counted = position.examined();
+            examined.keys += counted.keys;
+            examined.docs += counted.docs;
+            examined.chunk_skips += counted.chunk_skips;
         }
         let last = reach >= max;
         // Whatever lies within the reach is final: anything nearer was in a region already
@@ -207,8 +253,8 @@ enum Search<'a> {
     },
 }
 
-impl Search<'_> {
-    fn index(&self) -> &IndexMeta {
+impl<'a> Search<'a> {
+    fn index(&self) -> &'a IndexMeta {
         match self {
             Search::Sphere { index, .. } | Search::Plane { index, .. } => index,
         }
@@ -249,8 +295,23 @@ fn geo_near_key<'a>(coll: &'a CollectionMeta, spec: &'a GeoNearSpec, ns: &str) -
     ))
 }
 
+/// The `$near` filter a leading `$geoNear` runs on `coll` (its `near`, bounds and `query` on
+/// the field it measures from), as written and parsed.
+pub fn geo_near_filter(
+    coll: &CollectionMeta,
+    spec: &GeoNearSpec,
+    vars: &Arc<LetVariables>,
+    ns: &str,
+) -> Result<(Document, Filter)> {
+    let key = geo_near_key(coll, spec, ns)?;
+    let written = spec.filter_on(key);
+    let filter = Filter::parse_with_variables(&written, vars)?;
+    Ok((written, filter))
+}
+
 /// What a leading `$geoNear` outputs: the matching documents in distance order with
-/// `distanceField` (times `distanceMultiplier`) and `includeLocs` set; the first `want` when
+/// `distanceField` (times `distanceMultiplier`) and `includeLocs` set, carrying their distance
+/// and point as metadata; the first `want` when
 /// the stages after it keep no more.
 #[allow(clippy::too_many_arguments)]
 pub async fn geo_near_documents(
@@ -262,23 +323,24 @@ pub async fn geo_near_documents(
     want: Option<usize>,
     ns: &str,
 ) -> Result<Vec<Document>> {
-    let key = geo_near_key(coll, spec, ns)?;
-    let filter = Filter::parse_with_variables(&spec.filter_on(key), vars)?;
+    let (_, filter) = geo_near_filter(coll, spec, vars, ns)?;
     let matches = near_matches(db, coll, &filter, ownership, want, ns).await?;
     let mut out = Vec::with_capacity(matches.len());
     for m in matches {
         let mut doc = m.doc;
-        let location = spec
-            .include_locs
-            .as_ref()
-            .and_then(|_| filter.near_closest(&doc).map(|(_, loc)| loc.clone()));
+        let location = filter.near_closest(&doc).map(|(_, loc)| loc.clone());
         super::cover::set_path(
             &mut doc,
             &spec.distance_field,
             Bson::Double(m.distance * spec.distance_multiplier),
         );
-        if let (Some(field), Some(location)) = (&spec.include_locs, location) {
-            super::cover::set_path(&mut doc, field, location);
+        if let (Some(field), Some(location)) = (&spec.include_locs, &location) {
+            super::cover::set_path(&mut doc, field, location.clone());
+        }
+        // The distance (before `distanceMultiplier`) and the point, as metadata.
+        doc.insert(GEO_NEAR_DISTANCE_FIELD, m.distance);
+        if let Some(location) = location {
+            doc.insert(GEO_NEAR_POINT_FIELD, location);
         }
         out.push(doc);
     }

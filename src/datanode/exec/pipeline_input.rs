@@ -1,11 +1,12 @@
 //! The collection an aggregation cursor reads (`server::pipeline_cursor`), and where the read
 //! stands: a chunk of matching documents per step, through the access path a leading `$match`
-//! chose.
+//! chose; a `$text` search's documents carry their text score.
 
 use super::{Position, SCAN_CHUNK};
 use crate::aggregate::foreign::Host;
 use crate::datanode::storage::{CollectionMeta, DatabaseStore};
 use crate::error::Result;
+use crate::expression::meta::TEXT_SCORE_FIELD;
 use crate::query::filter::Filter;
 use crate::server::pipeline_cursor::PipelineSource;
 use bson::Document;
@@ -37,7 +38,19 @@ impl PipelineSource for PipelineInput {
                 .position
                 .next_matches(&mut read, &self.coll, filter)
                 .await?;
-            Ok(Some(batch.into_iter().map(|c| c.doc).collect()))
+            if !filter.has_text() {
+                return Ok(Some(batch.into_iter().map(|c| c.doc).collect()));
+            }
+            // A `$text` search gives each document its score, as metadata.
+            let mut docs = Vec::with_capacity(batch.len());
+            for candidate in batch {
+                let mut doc = candidate.doc;
+                if let Some(score) = filter.text_match_score(&doc)? {
+                    doc.insert(TEXT_SCORE_FIELD, score);
+                }
+                docs.push(doc);
+            }
+            Ok(Some(docs))
         })
     }
 }

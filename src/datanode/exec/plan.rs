@@ -212,7 +212,10 @@ impl AccessPath {
 }
 
 /// The most selective scan of one index the filter's bounds allow.
-fn best_index_scan(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Option<IndexScanPlan> {
+pub(super) fn best_index_scan(
+    coll: &CollectionMeta,
+    shape: &QueryShape<'_>,
+) -> Option<IndexScanPlan> {
     let mut best: Option<(Candidate, IndexScanPlan)> = None;
     for index in coll.indexes.iter().filter(|i| usable(i)) {
         let scan = match index.parsed.as_ref().and_then(|p| p.wildcard.as_ref()) {

@@ -144,7 +144,7 @@ fn parse_percentile(name: &'static str, argument: &Bson, scope: &Scope) -> Resul
 fn reads_variables(expr: &Expression) -> bool {
     match expr {
         Expression::Constant(_) => false,
-        Expression::Path { .. } => true,
+        Expression::Path { .. } | Expression::Meta(_) => true,
         Expression::Object(fields) => fields.iter().any(|(_, e)| reads_variables(e)),
         Expression::Array(items) | Expression::Operator { args: items, .. } => {
             items.iter().any(reads_variables)

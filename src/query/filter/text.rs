@@ -1,5 +1,6 @@
 //! `$text` in a filter: parsed with its arguments wherever the filter is parsed, placed where
-//! MongoDB allows it (once, at the top level or in a top-level `$and`), and bound to the
+//! MongoDB allows it (once, under `$and`s and `$or`s only — the planner then needs every other
+//! `$or` branch indexed, `datanode::exec::text`), and bound to the
 //! collection's text index by the data node that runs it ([`Filter::bind_text`]); unbound it
 //! fails with IndexNotFound, as MongoDB's planner does without a text index.
 
@@ -42,26 +43,21 @@ impl TextNode {
     }
 }
 
-/// MongoDB's placement rules: one `$text`, not under `$nor` or `$not`; under `$or` it needs
-/// every other branch indexed, which this server does not plan (NotImplemented).
+/// MongoDB's placement rules: one `$text`, not under `$nor` or `$not` (under `$or` the
+/// planner needs every other branch indexed).
 pub(super) fn check_placement(root: &Node) -> Result<()> {
     fn walk(node: &Node, under: Option<&'static str>, count: &mut usize) -> Result<()> {
         match node {
             Node::Text(_) => {
                 *count += 1;
                 match under {
-                    Some("$or") => Err(MongoError::new(
-                        ErrorCode::NotImplemented,
-                        "$text under $or is not supported yet",
-                    )),
                     Some(_) => Err(MongoError::bad_value("text expression not allowed in nor")),
                     None => Ok(()),
                 }
             }
-            Node::And(children) => children.iter().try_for_each(|c| walk(c, under, count)),
-            Node::Or(children) => children
-                .iter()
-                .try_for_each(|c| walk(c, under.or(Some("$or")), count)),
+            Node::And(children) | Node::Or(children) => {
+                children.iter().try_for_each(|c| walk(c, under, count))
+            }
             Node::Nor(children) => children
                 .iter()
                 .try_for_each(|c| walk(c, Some("$nor"), count)),
@@ -80,7 +76,7 @@ pub(super) fn check_placement(root: &Node) -> Result<()> {
 fn text_node(node: &Node) -> Option<&TextNode> {
     match node {
         Node::Text(text) => Some(text),
-        Node::And(children) => children.iter().find_map(text_node),
+        Node::And(children) | Node::Or(children) => children.iter().find_map(text_node),
         _ => None,
     }
 }
@@ -88,7 +84,7 @@ fn text_node(node: &Node) -> Option<&TextNode> {
 fn text_node_mut(node: &mut Node) -> Option<&mut TextNode> {
     match node {
         Node::Text(text) => Some(text),
-        Node::And(children) => children.iter_mut().find_map(text_node_mut),
+        Node::And(children) | Node::Or(children) => children.iter_mut().find_map(text_node_mut),
         _ => None,
     }
 }
@@ -109,6 +105,15 @@ impl Filter {
         let query = node.search.against(&index);
         node.bound = Some((index, query));
         Ok(())
+    }
+
+    /// The text score of a document the filter's `$text` matches: `None` without `$text` or
+    /// when the document does not match it (it came through another `$or` branch).
+    pub fn text_match_score(&self, doc: &Document) -> Result<Option<f64>> {
+        match text_node(&self.root) {
+            Some(node) => node.score(doc),
+            None => Ok(None),
+        }
     }
 
     /// The text score of a document the filter matched (`{$meta: "textScore"}`): `None`
@@ -173,7 +178,15 @@ mod tests {
             2
         );
         assert_eq!(code(doc! {"$nor": [{"$text": text.clone()}]}), 2);
-        assert_eq!(code(doc! {"$or": [{"$text": text.clone()}, {"a": 1}]}), 238);
+        assert!(
+            Filter::parse(&doc! {"$or": [{"$text": text.clone()}, {"a": 1}]})
+                .unwrap()
+                .has_text()
+        );
+        assert_eq!(
+            code(doc! {"$nor": [{"$or": [{"$text": text.clone()}, {"a": 1}]}]}),
+            2
+        );
         assert_eq!(code(doc! {"a": {"$elemMatch": {"$text": text.clone()}}}), 2);
         assert_eq!(code(doc! {"$text": {"$search": 1}}), 2);
         assert!(

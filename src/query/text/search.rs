@@ -168,6 +168,20 @@ impl TextQuery {
         active.extend(terms(word, self.language, self.sensitivity, true));
     }
 
+    /// The query as explain's `parsedTextQuery` shows it: the terms (as folded for
+    /// matching), negated terms, phrases and negated phrases.
+    pub fn explain(&self) -> bson::Document {
+        let strings = |items: &mut dyn Iterator<Item = &String>| -> Vec<bson::Bson> {
+            items.map(|s| bson::Bson::String(s.clone())).collect()
+        };
+        bson::doc! {
+            "terms": strings(&mut self.positive_terms.iter()),
+            "negatedTerms": strings(&mut self.negated_terms.iter()),
+            "phrases": strings(&mut self.positive_phrases.iter()),
+            "negatedPhrases": strings(&mut self.negated_phrases.iter()),
+        }
+    }
+
     /// The score of `doc` when it matches, as a text index scan and MongoDB's `FTSMatcher`
     /// decide: it has a positive term (in the search's sensitivity when it asks for one),
     /// no negated term, every positive phrase and no negated phrase; its score is the sum of

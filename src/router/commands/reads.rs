@@ -360,6 +360,9 @@ async fn scatter_aggregate(
     let vars = vars.for_statement(placement.collation_for(request_collation(req)?)?);
     let limits = super::router_pipeline::memory_limits(state, req)?;
     let mut merge = Pipeline::parse_with_variables(&split.merger_part, Arc::clone(&vars))?;
+    // The merger reads the metadata the shards' first stage gives documents: the whole
+    // pipeline must read none it does not.
+    crate::aggregate::metadata::check_available(&stages)?;
     // Shards that sorted their part send sorted streams: merging them keeps the order, so the
     // merger's `$sort` is not run again (and needs no memory).
     let sorted_by = split
@@ -383,13 +386,19 @@ async fn scatter_aggregate(
         rewrite(
             &req.body,
             &[],
-            doc! {"pipeline": shard_stages, "cursor": {}},
+            // `needsMerge`: the shards' documents keep their metadata (text scores, `$geoNear`
+            // distances), which the merger sorts by and reads.
+            doc! {"pipeline": shard_stages, "cursor": {}, "needsMerge": true},
         )?,
     )?;
     let partial = open_remotes(state, placement, shards, &shard_req, &mut gathered, false).await?;
     // The merger reads the shards' streams as its batches are asked for, and stops asking once
     // its output is complete (a satisfied `$limit`).
-    let merge = merge.with_limits(limits);
+    let mut merge = merge.with_limits(limits);
+    if args.bool("needsMerge")? == Some(true) {
+        // The router's own part of a pipeline reads this one's output (`router_pipeline`).
+        merge = merge.keeping_metadata();
+    }
     let input: Box<dyn PipelineSource> = Box::new(gathered);
     let run = PipelineState::new(merge.start(), Some(input), false, req.db.clone());
     let first = batch_size.unwrap_or(DEFAULT_FIRST_BATCH);

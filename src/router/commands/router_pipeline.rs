@@ -52,6 +52,9 @@ pub(super) async fn run(
     // The router's part is parsed first, so that a bad one fails before anything is read.
     let pipeline = Pipeline::parse_with_variables(&stages[start..], args.let_variables()?)?
         .with_limits(memory_limits(state, req)?);
+    if collection.is_some() {
+        crate::aggregate::metadata::check_available(stages)?;
+    }
     let runner = LocalCommands::new(state, ctx);
     let host = Host {
         db: &req.db,
@@ -72,6 +75,11 @@ pub(super) async fn run(
             let_doc,
             hint.as_ref(),
         );
+        let source = if crate::aggregate::metadata::Produced::by(stages).any() {
+            source.keeping_metadata()
+        } else {
+            source
+        };
         Some(Box::new(source))
     };
     let mut run = PipelineState::new(pipeline.start(), input, true, req.db.clone());

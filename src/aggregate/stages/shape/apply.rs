@@ -4,8 +4,8 @@
 use super::{Entry, Mode, Node, Shape};
 use crate::aggregate::stages::RunContext;
 use crate::error::Result;
-use crate::expression::Variables;
 use crate::expression::value::Value;
+use crate::expression::{Variables, meta};
 use bson::{Bson, Document};
 use indexmap::IndexMap;
 
@@ -13,12 +13,21 @@ impl Shape {
     pub fn apply(&self, doc: &Document, ctx: &RunContext) -> Result<Document> {
         let vars = ctx.variables(doc);
         match self.mode {
+            Mode::Exclusion if self.root.has_computed() => {
+                // Only `{$meta: ...}` fields compute in an exclusion.
+                let mut out = OutputDocument::from_document(&exclude(&self.root, doc));
+                apply_computed(&self.root, &vars, &mut out)?;
+                Ok(out.into_document())
+            }
             Mode::Exclusion => Ok(exclude(&self.root, doc)),
             Mode::Inclusion => {
                 let mut out = OutputDocument::default();
                 include_fields(&self.root, doc, &mut out);
                 apply_computed(&self.root, &vars, &mut out)?;
-                Ok(out.into_document())
+                let mut out = out.into_document();
+                // The document's metadata stays with it.
+                meta::copy(doc, &mut out);
+                Ok(out)
             }
             Mode::AddFields => {
                 let mut out = OutputDocument::from_document(doc);

@@ -203,8 +203,10 @@ impl ProjectionParser<'_> {
                 ));
             }
             if first == "$meta" {
-                // Refused as not implemented whatever the projection's mode.
-                Expression::parse_operator_in(sub, self.scope)?;
+                // Metadata may be projected whatever the projection's mode, and does not
+                // decide it (a projection of `$meta` fields only keeps the rest).
+                let expr = Expression::parse_operator_in(sub, self.scope)?;
+                return add_node(parent, &path, Entry::Computed(expr));
             }
             if is_operator_name(first) {
                 if self.mode == Some(Mode::Exclusion) {

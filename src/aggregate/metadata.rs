@@ -1,0 +1,106 @@
+//! The metadata a pipeline's documents carry (see [`crate::expression::meta`]): a leading
+//! `$match` with `$text` gives each document its text score, a leading `$geoNear` its distance
+//! and point. A pipeline over a collection that reads metadata its first stage does not
+//! produce fails as MongoDB's does (40218, its dependency analysis), before any document is
+//! read.
+
+use crate::error::Result;
+use crate::expression::meta::{MetaKind, kinds_read};
+use bson::{Bson, Document};
+
+/// What the first stage of `stages` attaches to the documents it reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Produced {
+    pub text_score: bool,
+    pub geo_near: bool,
+}
+
+impl Produced {
+    /// The metadata the first stage of `stages` produces.
+    pub fn by(stages: &[Document]) -> Produced {
+        let Some(first) = stages.first() else {
+            return Produced::default();
+        };
+        Produced {
+            text_score: first.get_document("$match").is_ok_and(has_text),
+            geo_near: first.contains_key("$geoNear"),
+        }
+    }
+
+    /// Whether documents carry any metadata.
+    pub fn any(self) -> bool {
+        self.text_score || self.geo_near
+    }
+
+    fn has(self, kind: MetaKind) -> bool {
+        match kind {
+            MetaKind::TextScore => self.text_score,
+            MetaKind::GeoNearDistance | MetaKind::GeoNearPoint => self.geo_near,
+            // Never attached: reading one fails when the stage is parsed.
+            MetaKind::Other(_) => true,
+        }
+    }
+}
+
+/// Whether a filter has `$text` where MongoDB lets it be (the top level, a top-level `$and`,
+/// or a top-level `$or`'s branch).
+fn has_text(filter: &Document) -> bool {
+    filter
+        .iter()
+        .any(|(name, value)| match (name.as_str(), value) {
+            ("$text", _) => true,
+            ("$and" | "$or", Bson::Array(branches)) => branches
+                .iter()
+                .any(|branch| matches!(branch, Bson::Document(b) if has_text(b))),
+            _ => false,
+        })
+}
+
+/// Refuses a collection's pipeline that reads metadata its first stage does not produce:
+/// "query requires text score metadata, but it is not available" (40218).
+pub fn check_available(stages: &[Document]) -> Result<()> {
+    let produced = Produced::by(stages);
+    let mut kinds = Vec::new();
+    for stage in stages {
+        for value in stage.values() {
+            kinds_read(value, &mut kinds);
+        }
+    }
+    match kinds.into_iter().find(|kind| !produced.has(*kind)) {
+        Some(kind) => Err(kind.unavailable()),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    #[test]
+    fn metadata_must_come_from_the_first_stage() {
+        let text = doc! {"$match": {"$text": {"$search": "x"}}};
+        let score = doc! {"$project": {"s": {"$meta": "textScore"}}};
+        let by_score = doc! {"$sort": {"s": {"$meta": "textScore"}}};
+        assert!(check_available(&[text.clone(), score.clone(), by_score.clone()]).is_ok());
+        let err = check_available(&[doc! {"$match": {}}, by_score]).unwrap_err();
+        assert_eq!(
+            (err.code().code(), err.message()),
+            (
+                40218,
+                "query requires text score metadata, but it is not available"
+            )
+        );
+        let distance = doc! {"$addFields": {"d": {"$meta": "geoNearDistance"}}};
+        assert_eq!(
+            check_available(&[text, distance.clone()])
+                .unwrap_err()
+                .message(),
+            "query requires $geoNear distance metadata, but it is not available"
+        );
+        let near = doc! {"$geoNear": {"near": [0, 0], "distanceField": "d"}};
+        assert!(check_available(&[near, distance]).is_ok());
+        let nested = doc! {"$match": {"$and": [{"a": 1}, {"$text": {"$search": "x"}}]}};
+        assert!(Produced::by(&[nested]).text_score);
+    }
+}
