@@ -123,6 +123,28 @@ impl<'a> Query<'a> {
     }
 }
 
+impl Query<'_> {
+    /// The query as the stage tree shows it, run along `path`.
+    fn explained<'q>(
+        &'q self,
+        path: &'q AccessPath,
+        blocking_sort: bool,
+        covered: bool,
+    ) -> ExplainedQuery<'q> {
+        ExplainedQuery {
+            path,
+            filter: self.filter,
+            sort: self.sort.as_ref(),
+            blocking_sort,
+            skip: self.skip,
+            limit: self.limit,
+            projection: self.projection,
+            sharded: self.ownership.is_some(),
+            covered,
+        }
+    }
+}
+
 /// What explaining a query found: the stage tree and what running it produced.
 struct Explained {
     tree: StageTree,
@@ -255,17 +277,7 @@ async fn explain_query(
     }
     let path: &AccessPath = position.path();
     let tree = StageTree::for_query(
-        &ExplainedQuery {
-            path,
-            filter: query.filter,
-            sort: query.sort.as_ref(),
-            blocking_sort,
-            skip: query.skip,
-            limit: query.limit,
-            projection: query.projection,
-            sharded: query.ownership.is_some(),
-            covered: position.is_covered(),
-        },
+        &query.explained(path, blocking_sort, position.is_covered()),
         &run,
     );
     Ok(Explained {
@@ -324,17 +336,7 @@ async fn explain_near(
         run.millis = started.elapsed().as_millis() as u64;
     }
     let unused = AccessPath::CollScan { reverse: false };
-    let explained = ExplainedQuery {
-        path: &unused,
-        filter: query.filter,
-        sort: query.sort.as_ref(),
-        blocking_sort,
-        skip: query.skip,
-        limit: query.limit,
-        projection: query.projection,
-        sharded: query.ownership.is_some(),
-        covered: false,
-    };
+    let explained = query.explained(&unused, blocking_sort, false);
     let tree = StageTree::for_near(index, spherical, &explained, &run);
     Ok(Explained {
         tree,
