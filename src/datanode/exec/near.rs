@@ -14,7 +14,6 @@ use crate::datanode::index::FieldKind;
 use crate::datanode::storage::{
     CollectionMeta, DatabaseStore, DocumentReads, IndexMeta, IndexRange, RecordId,
 };
-use crate::document::keystring;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::LetVariables;
 use crate::expression::meta::{GEO_NEAR_DISTANCE_FIELD, GEO_NEAR_POINT_FIELD};
@@ -268,12 +267,14 @@ async fn sphere_start_radius(
     let mut read = db.read().await?;
     let mut holds_key = async |level: u64| -> Result<bool> {
         let cell = leaf.parent(level);
-        let low = keystring::encode_one(&Bson::Int64(cell.range_min().0 as i64));
-        let high = keystring::encode_one(&Bson::Int64((cell.range_max().0 as i64).wrapping_add(1)));
+        let cell_range = (cell.range_min().0 as i64, cell.range_max().0 as i64);
+        let [interval] = &cell_intervals_of_ranges(&[cell_range])[..] else {
+            return Ok(false);
+        };
         let range = IndexRange {
             index,
-            low: &low,
-            high: Some(&high),
+            low: &interval.low,
+            high: interval.high.as_deref(),
             resume: None,
             reverse: false,
             limit: 1,

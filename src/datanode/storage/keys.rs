@@ -26,11 +26,7 @@ impl<'a> DocumentKeys<'a> {
                 .raw
                 .get("_id")?
                 .ok_or_else(|| MongoError::internal("document without _id reached storage"))?;
-            let id = Bson::try_from(id.to_raw_bson())?;
-            let id = match &index.id_collation {
-                Some(collation) => collation.comparison_key(&id),
-                None => id,
-            };
+            let id = id_key_value(index, Bson::try_from(id.to_raw_bson())?);
             return Ok(IndexKeys {
                 keys: vec![keystring::encode_one(&id)],
                 types: vec![TypeBits::of_component(&id, false).into_bytes()],
@@ -46,9 +42,14 @@ impl<'a> DocumentKeys<'a> {
 
 /// The key of an `_id` value in the `_id` index of `coll` (in the index's collation).
 pub fn id_key(coll: &CollectionMeta, id: &Bson) -> Vec<u8> {
-    match &coll.id_index().id_collation {
-        Some(collation) => keystring::encode_one(&collation.comparison_key(id)),
-        None => keystring::encode_one(id),
+    keystring::encode_one(&id_key_value(coll.id_index(), id.clone()))
+}
+
+/// An `_id` value as the `_id` index keys it: in the index's collation.
+fn id_key_value(id_index: &IndexMeta, id: Bson) -> Bson {
+    match &id_index.id_collation {
+        Some(collation) => collation.comparison_key(&id),
+        None => id,
     }
 }
 
