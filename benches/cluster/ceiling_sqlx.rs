@@ -301,6 +301,8 @@ impl Scratch {
         mut visit: impl FnMut(&RawDocument) -> anyhow::Result<()>,
     ) -> anyhow::Result<Timing> {
         let mut conn = SqliteConnection::connect_with(&reader_options(&self.path)).await?;
+        // As the server's connections: the scan's statement is not compiled again per chunk.
+        docgrid::datanode::storage::stable_plans(&mut conn).await?;
         let start = Instant::now();
         let mut after = 0i64;
         loop {

@@ -18,6 +18,8 @@ mod pipeline_input;
 mod pipeline_state_tests;
 mod plan;
 mod position;
+#[cfg(test)]
+mod position_tests;
 mod query_hash;
 mod scan_state;
 mod sort;

@@ -6,7 +6,8 @@ use super::cover::Covered;
 use super::plan::{AccessPath, IndexScanPlan, QueryShape};
 use crate::catalog::OwnershipFilter;
 use crate::datanode::storage::{
-    CollectionMeta, DatabaseStore, DocumentReads, IndexRange, RecordId,
+    CollectionMeta, DatabaseStore, DocumentReads, IndexRange, IndexRanges, RANGES_PER_STATEMENT,
+    RecordId,
 };
 use crate::error::Result;
 use crate::query::filter::Filter;
@@ -375,41 +376,69 @@ impl Position {
         }
         let plan = cursor.plans[cursor.plan].clone();
         let count = plan.intervals.len();
-        let interval = if plan.reverse {
-            &plan.intervals[count - 1 - cursor.interval]
-        } else {
-            &plan.intervals[cursor.interval]
-        };
-        let range = IndexRange {
-            index: &plan.index,
-            low: &interval.low,
-            high: interval.high.as_deref(),
-            resume: cursor.resume.as_ref().map(|(k, r)| (k.as_slice(), *r)),
-            reverse: plan.reverse,
-            limit: self.chunk,
-        };
-        let entries: Vec<ScanEntry> = if with_docs {
-            src.index_scan(coll, &range)
-                .await?
-                .into_iter()
-                .map(|(key, rid, raw)| (key, rid, None, Some(raw)))
-                .collect()
-        } else {
-            src.index_keys(&range)
-                .await?
-                .into_iter()
-                .map(|(key, rid, types)| (key, rid, types, None))
-                .collect()
+        let batch = (cursor.resume.is_none())
+            .then(|| Batch::of(&plan, cursor.interval))
+            .flatten();
+        let entries: Vec<ScanEntry> = match &batch {
+            Some(batch) => {
+                let ranges = batch.ranges(&plan, self.chunk);
+                if with_docs {
+                    src.index_scan_ranges(coll, &ranges)
+                        .await?
+                        .into_iter()
+                        .map(|(key, rid, raw)| (key, rid, None, Some(raw)))
+                        .collect()
+                } else {
+                    src.index_keys_ranges(&ranges)
+                        .await?
+                        .into_iter()
+                        .map(|(key, rid, types)| (key, rid, types, None))
+                        .collect()
+                }
+            }
+            None => {
+                let interval = if plan.reverse {
+                    &plan.intervals[count - 1 - cursor.interval]
+                } else {
+                    &plan.intervals[cursor.interval]
+                };
+                let range = IndexRange {
+                    index: &plan.index,
+                    low: &interval.low,
+                    high: interval.high.as_deref(),
+                    resume: cursor.resume.as_ref().map(|(k, r)| (k.as_slice(), *r)),
+                    reverse: plan.reverse,
+                    limit: self.chunk,
+                };
+                if with_docs {
+                    src.index_scan(coll, &range)
+                        .await?
+                        .into_iter()
+                        .map(|(key, rid, raw)| (key, rid, None, Some(raw)))
+                        .collect()
+                } else {
+                    src.index_keys(&range)
+                        .await?
+                        .into_iter()
+                        .map(|(key, rid, types)| (key, rid, types, None))
+                        .collect()
+                }
+            }
         };
         self.examined.add(entries.len() as u64, 0);
         cursor.keys_per_plan[cursor.plan] += entries.len() as u64;
+        let read = batch.as_ref().map_or(1, |b| b.len);
         if (entries.len() as i64) < self.chunk {
-            cursor.interval += 1;
+            cursor.interval += read;
             cursor.resume = None;
             if cursor.interval >= count && cursor.plan + 1 >= cursor.plans.len() {
                 self.done = true;
             }
         } else if let Some((key, rid, _, _)) = entries.last() {
+            // A full batch stopped inside one of its ranges: go on from there alone.
+            if let Some(batch) = &batch {
+                cursor.interval += batch.holding(&plan, key);
+            }
             cursor.resume = Some((key.clone(), *rid));
         }
         let mut rows = Vec::with_capacity(entries.len());
@@ -422,5 +451,58 @@ impl Position {
             rows.push((key, rid, types, raw));
         }
         Ok(rows)
+    }
+}
+
+/// Intervals of one scan read in one statement: from scan position `first`, `len` of them
+/// (at least two, at most [`RANGES_PER_STATEMENT`]), disjoint, so that the statement's
+/// `(key, rid)` order is the order a scan interval by interval would have.
+struct Batch {
+    first: usize,
+    len: usize,
+}
+
+impl Batch {
+    fn of(plan: &IndexScanPlan, first: usize) -> Option<Batch> {
+        let len = (plan.intervals.len() - first).min(RANGES_PER_STATEMENT);
+        let batch = Batch { first, len };
+        let intervals = &plan.intervals[batch.ascending(plan)];
+        let disjoint = intervals.windows(2).all(|w| {
+            w[0].high
+                .as_deref()
+                .is_some_and(|high| high <= &w[1].low[..])
+        });
+        (len >= 2 && disjoint).then_some(batch)
+    }
+
+    /// Its intervals' indexes in the plan (which lists them in ascending key order).
+    fn ascending(&self, plan: &IndexScanPlan) -> std::ops::Range<usize> {
+        if plan.reverse {
+            let end = plan.intervals.len() - self.first;
+            end - self.len..end
+        } else {
+            self.first..self.first + self.len
+        }
+    }
+
+    fn ranges<'a>(&self, plan: &'a IndexScanPlan, limit: i64) -> IndexRanges<'a> {
+        IndexRanges {
+            index: &plan.index,
+            ranges: plan.intervals[self.ascending(plan)]
+                .iter()
+                .map(|i| (&i.low[..], i.high.as_deref()))
+                .collect(),
+            reverse: plan.reverse,
+            limit,
+        }
+    }
+
+    /// How far past `first`, in scan order, the interval holding `key` lies.
+    fn holding(&self, plan: &IndexScanPlan, key: &[u8]) -> usize {
+        let intervals = &plan.intervals[self.ascending(plan)];
+        let at = intervals
+            .partition_point(|i| &i.low[..] <= key)
+            .saturating_sub(1);
+        if plan.reverse { self.len - 1 - at } else { at }
     }
 }

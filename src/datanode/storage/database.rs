@@ -111,6 +111,37 @@ pub fn connect_options(path: &Path) -> SqliteConnectOptions {
         })
 }
 
+/// Turns on SQLite's query planner stability guarantee on the writer's connection (the
+/// readers set it through rusqlite). Since SQLite 3.51 a statement whose `LIMIT` is a bound
+/// parameter is planned for the value bound, and rebinding that parameter expires the prepared
+/// statement: every scan, each a `LIMIT ?` statement, was parsed and planned again on every
+/// run (a `$near` spent most of its time there). With the guarantee the plan ignores bound
+/// values, as before 3.51, and a cached statement is reused.
+pub async fn stable_plans(conn: &mut SqliteConnection) -> Result<()> {
+    use rusqlite::ffi;
+    let mut handle = conn
+        .lock_handle()
+        .await
+        .map_err(|e| sql_error("configuring the connection", e))?;
+    let db = handle.as_raw_handle().as_ptr();
+    // SAFETY: `db` is the open connection `handle` keeps locked for this call; the option
+    // takes an int and an optional int pointer for the previous value (null: not wanted).
+    let rc = unsafe {
+        ffi::sqlite3_db_config(
+            db,
+            ffi::SQLITE_DBCONFIG_ENABLE_QPSG,
+            1 as std::ffi::c_int,
+            std::ptr::null_mut::<std::ffi::c_int>(),
+        )
+    };
+    if rc != ffi::SQLITE_OK {
+        return Err(MongoError::internal(format!(
+            "storage error while configuring the connection: SQLite code {rc}"
+        )));
+    }
+    Ok(())
+}
+
 impl DatabaseStore {
     pub(super) async fn open(
         name: &str,
@@ -123,6 +154,7 @@ impl DatabaseStore {
         let mut conn = SqliteConnection::connect_with(&options)
             .await
             .map_err(|e| sql_error(&format!("opening {}", path.display()), e))?;
+        stable_plans(&mut conn).await?;
         conn.execute(catalog::SCHEMA)
             .await
             .map_err(|e| sql_error("creating the catalog", e))?;

@@ -29,7 +29,7 @@ mod txn_view;
 
 pub use capped::CappedLimits;
 pub use catalog::{CollectionMeta, IndexMeta};
-pub use database::{DatabaseStore, connect_options, reader_connect_options};
+pub use database::{DatabaseStore, connect_options, reader_connect_options, stable_plans};
 pub use history::{DEFAULT_HISTORY_WINDOW_SECS, HISTORY_MEMORY_BYTES};
 pub use index_build::IndexBuildStats;
 pub use index_usage::IndexUsage;
@@ -37,7 +37,10 @@ pub use range_watch::{Captured, RangePredicate, RangeWatch, WatchGuard};
 pub use read_sql::DocumentReads;
 pub use transaction::{StorageTransaction, Writes};
 pub use transactions::{SessionRecord, SessionRecords, StatementRecord};
-pub use txn::{IndexEntry, IndexRange, KeyEntry, ReadTxn, RecordId, WriteTxn};
+pub use txn::{
+    IndexEntry, IndexRange, IndexRanges, KeyEntry, RANGES_PER_STATEMENT, ReadTxn, RecordId,
+    WriteTxn,
+};
 pub use txn_view::TxnView;
 
 use crate::error::{ErrorCode, MongoError, Result};

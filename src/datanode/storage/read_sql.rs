@@ -49,6 +49,45 @@ impl<'a> IndexRange<'a> {
     }
 }
 
+/// Several sorted, disjoint ranges of one index read as one: their entries in key order
+/// (descending when `reverse`), at most `limit`. A scan of many small ranges (a `$near`
+/// round's cells and their ancestors, a long `$in`) then costs one statement rather than one
+/// per range, each with its own trip through the runtime.
+pub struct IndexRanges<'a> {
+    pub index: &'a IndexMeta,
+    /// `[low, high)` each, in ascending order; only the last may have no upper bound.
+    pub ranges: Vec<(&'a [u8], Option<&'a [u8]>)>,
+    pub reverse: bool,
+    pub limit: i64,
+}
+
+/// The most ranges one statement reads: each is a term of a compound SELECT (SQLite allows
+/// 500), and the statement's text is cached per count.
+pub const RANGES_PER_STATEMENT: usize = 64;
+
+impl<'a> IndexRanges<'a> {
+    /// The ranges in scan order, each as a one-range scan, for a source that reads them one
+    /// by one.
+    pub fn one_by_one(&self) -> Vec<IndexRange<'a>> {
+        let mut out: Vec<_> = self
+            .ranges
+            .iter()
+            .map(|&(low, high)| IndexRange {
+                index: self.index,
+                low,
+                high,
+                resume: None,
+                reverse: self.reverse,
+                limit: self.limit,
+            })
+            .collect();
+        if self.reverse {
+            out.reverse();
+        }
+        out
+    }
+}
+
 /// One index entry with its document.
 pub type IndexEntry = (Vec<u8>, RecordId, RawDocumentBuf);
 
@@ -157,6 +196,50 @@ pub(super) fn index_range<'a>(
     ReadQuery { sql, params }
 }
 
+/// The rows of several ranges of one index, in one statement: a `UNION ALL` of one range
+/// scan per range, ordered by `(key, rid)`, which SQLite runs as a merge of the ranges' index
+/// walks (each already in that order) and stops at the limit. The count of terms is rounded up
+/// to a power of two with empty ranges, so a few statement texts serve every count.
+pub(super) fn index_ranges<'a>(
+    coll: Option<&CollectionMeta>,
+    ranges: &IndexRanges<'a>,
+) -> ReadQuery<'a> {
+    let select = match coll {
+        Some(coll) => format!(
+            "SELECT i.key, i.rid, c.doc FROM {} i JOIN {} c ON c.rid = i.rid WHERE i.key >= ?",
+            ranges.index.table(),
+            coll.table()
+        ),
+        None => format!(
+            "SELECT i.key, i.rid, i.type_bits FROM {} i WHERE i.key >= ?",
+            ranges.index.table()
+        ),
+    };
+    const EMPTY: (&[u8], Option<&[u8]>) = (&[], Some(&[]));
+    let terms = ranges.ranges.len().max(1).next_power_of_two();
+    let mut sql = String::with_capacity(terms * (select.len() + 30));
+    let mut params = Vec::with_capacity(2 * terms + 1);
+    for n in 0..terms {
+        let (low, high) = ranges.ranges.get(n).copied().unwrap_or(EMPTY);
+        if n > 0 {
+            sql.push_str(" UNION ALL ");
+        }
+        sql.push_str(&select);
+        params.push(Param::Blob(low));
+        if let Some(high) = high {
+            sql.push_str(" AND i.key < ?");
+            params.push(Param::Blob(high));
+        }
+    }
+    sql.push_str(if ranges.reverse {
+        " ORDER BY 1 DESC, 2 DESC LIMIT ?"
+    } else {
+        " ORDER BY 1, 2 LIMIT ?"
+    });
+    params.push(Param::Int(ranges.limit));
+    ReadQuery { sql, params }
+}
+
 /// The tables of the database file: rows of `(name)`. A transaction's snapshot is pinned by
 /// this read, and what it returns tells the collections and indexes the snapshot has.
 pub(super) fn tables() -> ReadQuery<'static> {
@@ -232,6 +315,25 @@ pub trait DocumentReads: Send {
     ) -> impl Future<Output = Result<Vec<KeyEntry>>> + Send {
         let q = index_range(None, range);
         self.run(q, range.limit, "scanning an index", key_entry)
+    }
+
+    /// Entries of several ranges with their documents, in one statement.
+    fn index_scan_ranges(
+        &mut self,
+        coll: &CollectionMeta,
+        ranges: &IndexRanges<'_>,
+    ) -> impl Future<Output = Result<Vec<IndexEntry>>> + Send {
+        let q = index_ranges(Some(coll), ranges);
+        self.run(q, ranges.limit, "scanning an index", index_entry)
+    }
+
+    /// Entries of several ranges without their documents, in one statement.
+    fn index_keys_ranges(
+        &mut self,
+        ranges: &IndexRanges<'_>,
+    ) -> impl Future<Output = Result<Vec<KeyEntry>>> + Send {
+        let q = index_ranges(None, ranges);
+        self.run(q, ranges.limit, "scanning an index", key_entry)
     }
 
     fn fetch_by_rid(

@@ -101,6 +101,12 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
     }
     conn.execute_batch(&format!("PRAGMA mmap_size = {READER_MMAP_SIZE}"))?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    // See `database::stable_plans`: otherwise every statement with `LIMIT ?` is compiled
+    // again each time it runs.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
     Ok(conn)
 }
 
@@ -406,5 +412,26 @@ mod tests {
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// A statement whose `LIMIT` is a parameter runs again from the statement cache with
+    /// another limit without being compiled again (see `database::stable_plans`).
+    #[tokio::test]
+    async fn a_new_limit_does_not_compile_the_statement_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = create(dir.path());
+        let readers = Readers::new(&path, 1, Duration::from_secs(60));
+        let mut reader = readers.acquire().await.unwrap();
+        let sql = "SELECT rid FROM t WHERE rid > ? ORDER BY rid LIMIT ?";
+        for limit in [1, 10, 100, 5] {
+            let q = ReadQuery {
+                sql: sql.into(),
+                params: vec![read_sql::Param::Int(0), read_sql::Param::Int(limit)],
+            };
+            reader.query_now(q, 1, "scanning", |row| row.int(0)).unwrap();
+        }
+        let conn = reader.conn.as_ref().unwrap();
+        let stmt = conn.prepare_cached(sql).unwrap();
+        assert_eq!(stmt.get_status(rusqlite::StatementStatus::RePrepare), 0);
     }
 }

@@ -9,7 +9,7 @@ use super::catalog::CollectionMeta;
 use super::database::DatabaseStore;
 use super::doc_locks::write_conflict;
 use super::read_sql::{
-    DocumentReads, IndexEntry, IndexRange, KeyEntry, ReadQuery, RecordId, ResultRow,
+    DocumentReads, IndexEntry, IndexRange, IndexRanges, KeyEntry, ReadQuery, RecordId, ResultRow,
 };
 use super::txn::WriteTxn;
 use super::txn_view::{Op, TxnView};
@@ -831,6 +831,24 @@ impl DocumentReads for Writes<'_> {
         match self {
             Writes::Direct(txn) => txn.index_keys(range).await,
             Writes::Transaction(view) => view.index_keys(range).await,
+        }
+    }
+
+    async fn index_scan_ranges(
+        &mut self,
+        coll: &CollectionMeta,
+        ranges: &IndexRanges<'_>,
+    ) -> Result<Vec<IndexEntry>> {
+        match self {
+            Writes::Direct(txn) => txn.index_scan_ranges(coll, ranges).await,
+            Writes::Transaction(view) => view.index_scan_ranges(coll, ranges).await,
+        }
+    }
+
+    async fn index_keys_ranges(&mut self, ranges: &IndexRanges<'_>) -> Result<Vec<KeyEntry>> {
+        match self {
+            Writes::Direct(txn) => txn.index_keys_ranges(ranges).await,
+            Writes::Transaction(view) => view.index_keys_ranges(ranges).await,
         }
     }
 }

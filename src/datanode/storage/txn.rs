@@ -9,7 +9,9 @@ use super::history::Note;
 use super::index_build::BuiltKey;
 use super::keys::{DocumentKeys, duplicate_key_error};
 use super::read_sql::{DocumentReads, Param, ReadQuery, ResultRow, column_error};
-pub use super::read_sql::{IndexEntry, IndexRange, KeyEntry, RecordId};
+pub use super::read_sql::{
+    IndexEntry, IndexRange, IndexRanges, KeyEntry, RANGES_PER_STATEMENT, RecordId,
+};
 use super::readers::Reader;
 use super::sql_error;
 use super::txn_view::TxnView;
@@ -80,6 +82,19 @@ fn prepare_conflict<'d>(
 /// no `_id` to look for, and an insert's keys are nowhere else); cheap when none is prepared.
 async fn wait_for_prepared_keys(locks: &DocLocks, range: &IndexRange<'_>) {
     while locks.any_prepared() && locks.prepared_key_in(range.index.ident, range.low, range.high) {
+        locks.wait_for_release().await;
+    }
+}
+
+/// [`wait_for_prepared_keys`] for several ranges read as one.
+async fn wait_for_prepared_keys_in(locks: &DocLocks, ranges: &IndexRanges<'_>) {
+    let ident = ranges.index.ident;
+    while locks.any_prepared()
+        && ranges
+            .ranges
+            .iter()
+            .any(|&(low, high)| locks.prepared_key_in(ident, low, high))
+    {
         locks.wait_for_release().await;
     }
 }
@@ -197,6 +212,35 @@ impl DocumentReads for ReadTxn {
                 conn.index_keys(range).await
             }
             Source::Transaction(view) => view.index_keys(range).await,
+        }
+    }
+
+    async fn index_scan_ranges(
+        &mut self,
+        coll: &CollectionMeta,
+        ranges: &IndexRanges<'_>,
+    ) -> Result<Vec<IndexEntry>> {
+        match &mut self.0 {
+            Source::Plain(conn, locks) => {
+                wait_for_prepared_keys_in(locks, ranges).await;
+                settled!(
+                    locks,
+                    coll,
+                    conn.index_scan_ranges(coll, ranges).await?,
+                    |r| r.iter().map(|(_, _, d)| d.as_ref())
+                )
+            }
+            Source::Transaction(view) => view.index_scan_ranges(coll, ranges).await,
+        }
+    }
+
+    async fn index_keys_ranges(&mut self, ranges: &IndexRanges<'_>) -> Result<Vec<KeyEntry>> {
+        match &mut self.0 {
+            Source::Plain(conn, locks) => {
+                wait_for_prepared_keys_in(locks, ranges).await;
+                conn.index_keys_ranges(ranges).await
+            }
+            Source::Transaction(view) => view.index_keys_ranges(ranges).await,
         }
     }
 }

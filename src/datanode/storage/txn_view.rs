@@ -11,8 +11,8 @@ use super::database::DatabaseStore;
 use super::doc_locks::{DocKey, namespace_key, write_conflict};
 use super::keys::{DocumentKeys, duplicate_key_error};
 use super::read_sql::{
-    self, DocumentReads, IndexEntry, IndexRange, KeyEntry, ReadQuery, RecordId, ResultRow,
-    just_after,
+    self, DocumentReads, IndexEntry, IndexRange, IndexRanges, KeyEntry, ReadQuery, RecordId,
+    ResultRow, just_after,
 };
 use super::readers::Reader;
 use super::transaction::{created_in, is_pending};
@@ -879,6 +879,51 @@ impl DocumentReads for TxnView {
                 Payload::Doc(_) => None,
             })
             .collect())
+    }
+
+    /// Range by range: each merges the snapshot's entries with this transaction's writes.
+    async fn index_scan_ranges(
+        &mut self,
+        coll: &CollectionMeta,
+        ranges: &IndexRanges<'_>,
+    ) -> Result<Vec<IndexEntry>> {
+        let mut out = Vec::new();
+        for range in ranges.one_by_one() {
+            let left = ranges.limit - out.len() as i64;
+            out.extend(
+                self.index_scan(
+                    coll,
+                    &IndexRange {
+                        limit: left,
+                        ..range
+                    },
+                )
+                .await?,
+            );
+            if out.len() as i64 >= ranges.limit {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Range by range, as [`Self::index_scan_ranges`].
+    async fn index_keys_ranges(&mut self, ranges: &IndexRanges<'_>) -> Result<Vec<KeyEntry>> {
+        let mut out = Vec::new();
+        for range in ranges.one_by_one() {
+            let left = ranges.limit - out.len() as i64;
+            out.extend(
+                self.index_keys(&IndexRange {
+                    limit: left,
+                    ..range
+                })
+                .await?,
+            );
+            if out.len() as i64 >= ranges.limit {
+                break;
+            }
+        }
+        Ok(out)
     }
 }
 
