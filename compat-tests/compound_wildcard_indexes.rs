@@ -182,10 +182,21 @@ async fn compound_explain_and_hints(client: &Client) {
             "{hint}"
         );
         let err = db
-            .run_command(doc! {"find": "plain", "filter": {"b": 3}, "hint": hint})
+            .run_command(doc! {"find": "plain", "filter": {"b": 3}, "hint": hint.clone()})
             .await
             .unwrap_err();
         assert_eq!(error_code(&err), Some(291), "{err}");
+        // min/max never go with a wildcard index.
+        for bounds in [
+            doc! {"min": {"a": 0.5}},
+            doc! {"filter": {"a": 5}, "min": {"a": 5}, "max": {"a": 6}},
+            doc! {"min": {"a": 5, "$**": 1}},
+        ] {
+            let mut find = doc! {"find": "plain", "hint": hint.clone()};
+            find.extend(bounds.clone());
+            let err = db.run_command(find).await.unwrap_err();
+            assert_eq!(error_code(&err), Some(51174), "{bounds}: {err}");
+        }
     }
 }
 
@@ -235,6 +246,17 @@ async fn compound_writes_keep_the_index(client: &Client) {
         assert_eq!(found(doc! {"k": 9}).await, [80], "{name}");
         coll.delete_one(doc! {"_id": 80}).await.unwrap();
         assert_eq!(found(doc! {"k": 9}).await, Vec::<i32>::new(), "{name}");
+        // A build over a document with an array in a regular field fails, leaving no index.
+        let pre = db.collection::<Document>("prebuilt");
+        pre.insert_one(doc! {"k": [1], "x": 1}).await.unwrap();
+        let spec = doc! {"key": {"k": 1, "$**": 1}, "wildcardProjection": {"k": 0}};
+        let err = db
+            .run_command(doc! {"createIndexes": "prebuilt", "indexes": [spec]})
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&err), Some(7246301), "{name}: {err}");
+        assert_eq!(list_indexes(&db, "prebuilt").await.len(), 1, "{name}");
+        pre.drop().await.unwrap();
         // A transaction's writes are found through the index after the commit only.
         let mut session = client.start_session().await.unwrap();
         session.start_transaction().await.unwrap();

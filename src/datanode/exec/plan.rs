@@ -445,6 +445,21 @@ fn min_max(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Result<AccessPath> 
             "When using min()/max() a hint of which index to use must be provided",
         )
     })?;
+    // A wildcard index's keys are no key pattern's values: MongoDB refuses min/max on one.
+    let wildcard = coll.indexes.iter().any(|i| {
+        let named = match hint {
+            Bson::String(name) => &i.name == name,
+            Bson::Document(key) => &i.key_pattern() == key,
+            _ => false,
+        };
+        named && i.parsed.as_ref().is_some_and(|p| p.wildcard.is_some())
+    });
+    if wildcard {
+        return Err(MongoError::location(
+            51174,
+            "The index chosen is not compatible with min/max",
+        ));
+    }
     let mut plan = hinted_scan(coll, shape, hint)?;
     let fields = fields_of(&plan.index);
     let key_of = |bound: &Document| -> Result<Vec<u8>> {
