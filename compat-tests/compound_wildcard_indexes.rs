@@ -167,6 +167,21 @@ async fn compound_explain_and_hints(client: &Client) {
             "{filter}"
         );
     }
+    // A sort on the regular field before the wildcard field comes from the scan.
+    let sorted = doc! {"find": "plain", "filter": {"a": {"$in": [5, 6]}}, "sort": {"a": -1}};
+    let explained = db
+        .run_command(doc! {"explain": sorted.clone()})
+        .await
+        .unwrap();
+    assert!(!explained.to_string().contains("\"SORT\""), "{explained}");
+    assert_eq!(
+        ixscan(&explained).unwrap().get_str("direction").unwrap(),
+        "backward"
+    );
+    let found = db.run_command(sorted).await.unwrap();
+    let found = crate::harness::first_batch(&found);
+    assert_eq!(found[0].get_i32("_id").unwrap(), 4);
+    assert_eq!(ids(&found), [1, 2, 3, 4]);
     // Hints by name and by key pattern; a hint whose leading field is unbounded plans nothing.
     for hint in [
         Bson::String("a_1_$**_1".into()),

@@ -585,7 +585,20 @@ fn sort_order(
     let Some(sort) = sort else {
         return (false, false);
     };
-    if index.multikey || sort.natural().is_some() {
+    if index.multikey {
+        return (false, false);
+    }
+    fields_sort_order(fields, fixed, sort)
+}
+
+/// Whether keys of `fields` (after the `fixed` ones), each one value per document, come in the
+/// sort's order (forwards or backwards).
+pub(super) fn fields_sort_order(
+    fields: &[KeyField],
+    fixed: usize,
+    sort: &SortSpec,
+) -> (bool, bool) {
+    if sort.natural().is_some() {
         return (false, false);
     }
     let wanted: Vec<(&str, bool)> = sort.fields().collect();

@@ -9,7 +9,8 @@
 //! `$_path` and the path: bounded on its leading regular fields (the first must be bounded,
 //! and not to a null a document without keys could stand for), the path's bounds tightening
 //! the scan once every regular field before it is fixed by points. Without a queried path the
-//! scan covers every `$_path` under the regular fields' bounds.
+//! scan covers every `$_path` under the regular fields' bounds. A sort on the regular fields
+//! before the wildcard field comes from the scan.
 
 use super::plan::{Candidate, IndexScanPlan, QueryShape, bounding_filter, index_collation};
 use crate::datanode::index::wildcard::WildcardSpec;
@@ -241,6 +242,7 @@ struct Leading {
     intervals: Vec<KeyInterval>,
     bounds: Vec<FieldBounds>,
     point_fields: usize,
+    single_point_fields: usize,
     has_range: bool,
     /// Every field before is fixed by points: each combination's encoded values, which the
     /// wildcard part's intervals extend.
@@ -280,6 +282,7 @@ fn leading(index: &IndexMeta, filter: &Document) -> Option<Leading> {
             intervals: vec![KeyInterval::all()],
             bounds: Vec::new(),
             point_fields: 0,
+            single_point_fields: 0,
             has_range: false,
             prefixes: Some(vec![Vec::new()]),
             excludes_missing: false,
@@ -310,6 +313,7 @@ fn leading(index: &IndexMeta, filter: &Document) -> Option<Leading> {
         intervals: bounded.intervals,
         bounds: bounded.bounds,
         point_fields: bounded.point_fields,
+        single_point_fields: bounded.single_point_fields,
         has_range: bounded.has_range,
     })
 }
@@ -361,9 +365,22 @@ pub(super) fn wildcard_scan(
         }
     }
     if best.is_none() && lead.excludes_missing {
-        best = Some(regular_scan(index, spec, lead));
+        best = Some(regular_scan(index, spec, lead, shape));
     }
     best
+}
+
+/// Whether a compound wildcard index's scan yields the query's sort (`Some(reverse)`): a sort
+/// on its regular fields before the wildcard field, after those fixed by one point. Those
+/// hold one value per document (never an array), whatever the paths under the wildcard.
+fn regular_sort(index: &IndexMeta, lead: &Leading, shape: &QueryShape<'_>) -> Option<bool> {
+    let sort = shape.sort?;
+    if lead.before.is_empty() || shape.collation != index_collation(index) {
+        return None;
+    }
+    let (sorted, reverse) =
+        super::plan::fields_sort_order(&lead.before, lead.single_point_fields, sort);
+    sorted.then_some(reverse)
 }
 
 /// A compound wildcard index's scan bounded by its regular fields alone: every `$_path`.
@@ -371,8 +388,10 @@ fn regular_scan(
     index: &IndexMeta,
     spec: &WildcardSpec,
     lead: Leading,
+    shape: &QueryShape<'_>,
 ) -> (IndexScanPlan, Candidate) {
-    let score = (lead.point_fields, lead.has_range, false, false);
+    let sorted = regular_sort(index, &lead, shape);
+    let score = (lead.point_fields, lead.has_range, sorted.is_some(), false);
     let scan = WildcardPath {
         path: String::new(),
         descending: spec.descending,
@@ -384,8 +403,8 @@ fn regular_scan(
     let plan = IndexScanPlan {
         index: index.clone(),
         intervals: lead.intervals,
-        reverse: false,
-        provides_sort: false,
+        reverse: sorted == Some(true),
+        provides_sort: sorted.is_some(),
         bounds: lead.bounds,
         wildcard: Some(Arc::new(scan)),
     };
@@ -492,8 +511,17 @@ fn path_scan(
         ),
     };
     intervals.sort_by(|a, b| a.low.cmp(&b.low));
+    let (score, reverse) = if lead.before.is_empty() && lead.after.is_empty() {
+        let reverse = score.2 && sort_order(index, &scan, shape).unwrap_or(false);
+        (score, reverse)
+    } else {
+        let sorted = regular_sort(index, lead, shape);
+        (
+            (score.0, score.1, sorted.is_some(), score.3),
+            sorted == Some(true),
+        )
+    };
     let provides_sort = score.2;
-    let reverse = provides_sort && sort_order(index, &scan, shape).unwrap_or(false);
     let plan = IndexScanPlan {
         index: index.clone(),
         intervals,
@@ -664,6 +692,21 @@ mod tests {
         assert!(!holds(&both, &[Bson::Int32(6), s("b"), Bson::Int32(3)]));
         assert!(!holds(&both, &[Bson::Int32(5), s("c"), Bson::Int32(3)]));
         assert!(!both.provides_sort);
+        // A sort on the regular fields before the wildcard field comes from the scan.
+        let sorted = compound(
+            spec.clone(),
+            doc! {"a": {"$in": [5, 6]}},
+            Some(doc! {"a": -1}),
+        );
+        let sorted = sorted.unwrap();
+        assert!(sorted.provides_sort && sorted.reverse);
+        let sorted = compound(
+            spec.clone(),
+            doc! {"a": {"$gt": 5}, "b": 1},
+            Some(doc! {"a": 1}),
+        );
+        let sorted = sorted.unwrap();
+        assert!(sorted.provides_sort && !sorted.reverse);
         // The regular field alone: every `$_path`, and documents keyed with `MinKey`.
         let prefix = compound(spec.clone(), doc! {"a": 5}, None).unwrap();
         assert_eq!(prefix.key_pattern(), doc! {"a": 1, "$_path": 1});
