@@ -137,6 +137,44 @@ async fn compound_explain_and_hints(client: &Client) {
         scan.get_document("indexBounds").unwrap(),
         &doc! {"a": ["[5, 5]"], "$_path": ["[\"b\", \"b\"]"], "b": ["[3, 3]"]}
     );
+    // A regular field after the wildcard field is bounded once the value is fixed.
+    db.run_command(doc! {"createIndexes": "after", "indexes": [{"key": {"w.$**": 1, "c": -1}}]})
+        .await
+        .unwrap();
+    let after = db.collection::<Document>("after");
+    after
+        .insert_many([
+            doc! {"_id": 1, "w": {"x": 1}, "c": 2},
+            doc! {"_id": 2, "w": {"x": 1}, "c": 3},
+            doc! {"_id": 3, "w": {"x": [1, 2]}},
+        ])
+        .await
+        .unwrap();
+    let explained = db
+        .run_command(doc! {"explain": {"find": "after", "filter": {"w.x": 1, "c": {"$gte": 2}}}})
+        .await
+        .unwrap();
+    assert_eq!(
+        ixscan(&explained)
+            .unwrap()
+            .get_document("indexBounds")
+            .unwrap(),
+        &doc! {"$_path": ["[\"w.x\", \"w.x\"]"], "w.x": ["[1, 1]"], "c": ["[inf.0, 2]"]}
+    );
+    for (filter, expected) in [
+        (doc! {"w.x": 1, "c": {"$gte": 2}}, vec![1, 2]),
+        (doc! {"w.x": 1, "c": null}, vec![3]),
+        (
+            doc! {"w.x": {"$in": [1, 2]}, "c": {"$exists": false}},
+            vec![3],
+        ),
+    ] {
+        assert_eq!(
+            ids(&find_all(&after, filter.clone()).await),
+            expected,
+            "{filter}"
+        );
+    }
     // The regular field alone: every `$_path`, those of documents with no leaf included.
     let scan = ixscan(&explain(doc! {"a": 5}).await).unwrap();
     assert_eq!(

@@ -8,7 +8,8 @@
 //! A compound wildcard index's scan reads its key pattern with the wildcard field expanded to
 //! `$_path` and the path: bounded on its leading regular fields (the first must be bounded,
 //! and not to a null a document without keys could stand for), the path's bounds tightening
-//! the scan once every regular field before it is fixed by points. Without a queried path the
+//! the scan once every regular field before it is fixed by points, and the regular fields after
+//! it once the value is fixed by points. Without a queried path the
 //! scan covers every `$_path` under the regular fields' bounds. A sort on the regular fields
 //! before the wildcard field comes from the scan.
 
@@ -221,6 +222,15 @@ fn value_intervals(
     Some(key_intervals(&[part], filter, multikey)?.intervals)
 }
 
+/// How a regular field of a compound wildcard index orders its values.
+fn key_order(field: &KeyField) -> KeyOrder {
+    if field.kind == FieldKind::Descending {
+        KeyOrder::Descending
+    } else {
+        KeyOrder::Ascending
+    }
+}
+
 /// Whether the bounds on a path are values a wildcard index holds keys for.
 fn indexable(bounds: &FieldBounds) -> bool {
     match bounds {
@@ -292,11 +302,7 @@ fn leading(index: &IndexMeta, filter: &Document) -> Option<Leading> {
         .iter()
         .map(|f| KeyPart {
             path: &f.path,
-            order: if f.kind == FieldKind::Descending {
-                KeyOrder::Descending
-            } else {
-                KeyOrder::Ascending
-            },
+            order: key_order(f),
         })
         .collect();
     // Regular fields never hold arrays (their documents are refused): bounds intersect.
@@ -432,13 +438,25 @@ fn path_scan(
     let mut bounds = vec![FieldBounds::Points(vec![Bson::String(path.to_string())])];
     let bounded = field_bounds(filter, path, index.multikey).filter(indexable);
     let (intervals, score) = if let Some(values) = bounded {
+        // The value, then the regular fields after the wildcard field while points fix the
+        // fields before them.
+        let mut parts = vec![KeyPart { path, order }];
+        parts.extend(lead.after.iter().map(|f| KeyPart {
+            path: &f.path,
+            order: key_order(f),
+        }));
+        let tail = key_intervals(&parts, filter, index.multikey)?;
         let points = matches!(values, FieldBounds::Points(_));
-        let intervals = value_intervals(path, order, filter, index.multikey)?;
-        bounds.push(values);
+        bounds.extend(tail.bounds);
         let sorted = sort_order(index, &scan, shape);
         (
-            prefixed(&path_key, intervals),
-            (usize::from(points), !points, sorted.is_some(), false),
+            prefixed(&path_key, tail.intervals),
+            (
+                tail.point_fields,
+                !points || tail.has_range,
+                sorted.is_some(),
+                false,
+            ),
         )
     } else if let Some((pattern, options)) =
         regex_of(filter, path).filter(|_| index_collation(index).is_none())
@@ -746,8 +764,18 @@ mod tests {
         assert!(compound(spec.clone(), doc! {"c": 1}, None).is_none());
         let plan = compound(spec, doc! {"a.x": {"$in": [1, 2]}, "c": 1}, None).unwrap();
         assert_eq!(plan.key_pattern(), doc! {"$_path": 1, "a.x": 1, "c": -1});
-        assert!(holds(&plan, &[s_("a.x"), Bson::Int32(2), Bson::Int32(7)]));
-        assert!(!holds(&plan, &[s_("a.y"), Bson::Int32(2), Bson::Int32(7)]));
+        // `c` is descending in the key.
+        let key = |path: &str, value: i32, c: i32| {
+            let mut key = keystring::encode_one(&s_(path));
+            keystring::encode_value(&Bson::Int32(value), false, &mut key);
+            keystring::encode_value(&Bson::Int32(c), true, &mut key);
+            key
+        };
+        let held = |k: Vec<u8>| plan.intervals.iter().any(|iv| iv.contains(&k));
+        assert!(held(key("a.x", 2, 1)) && held(key("a.x", 1, 1)));
+        // The regular field after the wildcard field tightens the scan once the value is fixed.
+        assert!(!held(key("a.x", 2, 7)) && !held(key("a.y", 2, 1)));
+        assert_eq!(plan.bounds.len(), 3);
     }
 
     fn s_(v: &str) -> Bson {
