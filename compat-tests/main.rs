@@ -16,6 +16,7 @@ mod cli;
 mod cluster_x509;
 mod collation;
 mod collection_stages;
+mod compound_wildcard_indexes;
 mod config_db;
 mod covered_queries;
 mod crud;

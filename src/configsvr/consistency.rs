@@ -132,7 +132,8 @@ pub fn check(routing: &RoutingView, shards: &[ShardCatalog], check_indexes: bool
 }
 
 /// Whether an index can serve the shard key: its key starts with the shard key's fields, in
-/// order and of the same kind, and it covers every document (not sparse, partial or hidden).
+/// order and of the same kind, and it covers every document (not sparse, partial, hidden or
+/// wildcard).
 fn serves_shard_key(index: &Document, key: &Document) -> bool {
     let Ok(pattern) = index.get_document("key") else {
         return false;
@@ -146,7 +147,9 @@ fn serves_shard_key(index: &Document, key: &Document) -> bool {
                     _ => true,
                 }
         });
+    let wildcard = pattern.keys().any(|k| k == "$**" || k.ends_with(".$**"));
     prefixed
+        && !wildcard
         && !matches!(index.get("sparse"), Some(Bson::Boolean(true)))
         && !matches!(index.get("hidden"), Some(Bson::Boolean(true)))
         && !index.contains_key("partialFilterExpression")

@@ -1,7 +1,7 @@
 //! Whether a collection has an index that can serve a shard key, with MongoDB's rules: its key
 //! starts with the shard key's fields in the same directions (for a unique shard key, it is
 //! exactly the shard key), it indexes every document once (not sparse, partial, hidden,
-//! multikey, or still building) and in the simple collation. Used by `shardCollection` and
+//! multikey, wildcard, or still building) and in the simple collation. Used by `shardCollection` and
 //! `refineCollectionShardKey`.
 
 use crate::catalog::ShardKeyPattern;
@@ -106,6 +106,12 @@ fn unusable_because(index: &IndexMeta) -> Vec<&'static str> {
     if index.multikey {
         why.push("Index key is multikey.");
     }
+    // A compound wildcard index's key may start with the shard key's fields, but it holds a
+    // key per leaf under the wildcard and none for a document without indexed fields.
+    let wildcard = |field: &str| field == "$**" || field.ends_with(".$**");
+    if index.key_pattern().keys().any(|k| wildcard(k)) {
+        why.push("Index is a wildcard index.");
+    }
     if !index.ready {
         why.push("Index is still being built.");
     }
@@ -195,6 +201,15 @@ mod tests {
         assert_eq!(
             ShardKeyIndex::of(&coll, &pattern, KeyFit::UniqueExact),
             ShardKeyIndex::Missing
+        );
+        coll.indexes.clear();
+        coll.indexes.push(index(
+            doc! {"key": {"a": 1, "$**": 1}, "name": "w", "wildcardProjection": {"a": 0}},
+            false,
+        ));
+        assert_eq!(
+            ShardKeyIndex::of(&coll, &pattern, KeyFit::Prefix),
+            ShardKeyIndex::Unusable(vec!["Index is a wildcard index."])
         );
         coll.indexes
             .push(index(doc! {"key": {"a": 1, "c": -1}, "name": "ok"}, false));

@@ -490,9 +490,11 @@ fn index_bounds(plan: &IndexScanPlan) -> Document {
 /// [`FieldBounds`] describes.
 fn wildcard_bounds(plan: &IndexScanPlan, field: usize) -> Option<Vec<Bson>> {
     let scan = plan.wildcard.as_ref()?;
+    let at = scan.path_field();
     let list = match field {
-        0 => scan.path_bounds(),
-        _ => scan.regex_bounds.clone()?,
+        f if f == at => scan.path_bounds(),
+        f if f == at + 1 && !scan.path.is_empty() => scan.regex_bounds.clone()?,
+        _ => return None,
     };
     Some(list.into_iter().map(Bson::String).collect())
 }

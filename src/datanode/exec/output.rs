@@ -176,6 +176,9 @@ fn candidate_values(plan: &IndexScanPlan, doc: &Document) -> Vec<Vec<Bson>> {
         .iter()
         .map(|field| {
             if let (Some(scan), "$_path") = (&plan.wildcard, field.path.as_str()) {
+                if scan.path.is_empty() {
+                    return vec![Bson::MinKey];
+                }
                 return vec![Bson::String(scan.path.clone())];
             }
             let mut values = Vec::new();

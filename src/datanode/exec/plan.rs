@@ -445,6 +445,21 @@ fn min_max(coll: &CollectionMeta, shape: &QueryShape<'_>) -> Result<AccessPath> 
             "When using min()/max() a hint of which index to use must be provided",
         )
     })?;
+    // A wildcard index's keys are no key pattern's values: MongoDB refuses min/max on one.
+    let wildcard = coll.indexes.iter().any(|i| {
+        let named = match hint {
+            Bson::String(name) => &i.name == name,
+            Bson::Document(key) => &i.key_pattern() == key,
+            _ => false,
+        };
+        named && i.parsed.as_ref().is_some_and(|p| p.wildcard.is_some())
+    });
+    if wildcard {
+        return Err(MongoError::location(
+            51174,
+            "The index chosen is not compatible with min/max",
+        ));
+    }
     let mut plan = hinted_scan(coll, shape, hint)?;
     let fields = fields_of(&plan.index);
     let key_of = |bound: &Document| -> Result<Vec<u8>> {
@@ -570,7 +585,20 @@ fn sort_order(
     let Some(sort) = sort else {
         return (false, false);
     };
-    if index.multikey || sort.natural().is_some() {
+    if index.multikey {
+        return (false, false);
+    }
+    fields_sort_order(fields, fixed, sort)
+}
+
+/// Whether keys of `fields` (after the `fixed` ones), each one value per document, come in the
+/// sort's order (forwards or backwards).
+pub(super) fn fields_sort_order(
+    fields: &[KeyField],
+    fixed: usize,
+    sort: &SortSpec,
+) -> (bool, bool) {
+    if sort.natural().is_some() {
         return (false, false);
     }
     let wanted: Vec<(&str, bool)> = sort.fields().collect();

@@ -7,7 +7,12 @@ use std::sync::Arc;
 
 /// A ready index on `key` stored under table `ident`.
 pub fn index(key: Document, ident: i64, multikey: bool) -> IndexMeta {
-    let spec = IndexSpec::parse(&doc! {"key": key}).expect("a valid index");
+    index_of(doc! {"key": key}, ident, multikey)
+}
+
+/// The index of the specification `spec` (with its options).
+pub fn index_of(spec: Document, ident: i64, multikey: bool) -> IndexMeta {
+    let spec = IndexSpec::parse(&spec).expect("a valid index");
     IndexMeta {
         name: spec.name.clone(),
         ident,

@@ -4,6 +4,14 @@
 //! regex as its string range) or `$exists: true` (which also scans the paths below it); never
 //! through `null`, `$exists: false`, equality to an object or array, `$ne` or `$nin`, which
 //! documents without keys could satisfy. Positional paths are not planned.
+//!
+//! A compound wildcard index's scan reads its key pattern with the wildcard field expanded to
+//! `$_path` and the path: bounded on its leading regular fields (the first must be bounded,
+//! and not to a null a document without keys could stand for), the path's bounds tightening
+//! the scan once every regular field before it is fixed by points, and the regular fields after
+//! it once the value is fixed by points. Without a queried path the
+//! scan covers every `$_path` under the regular fields' bounds. A sort on the regular fields
+//! before the wildcard field comes from the scan.
 
 use super::plan::{Candidate, IndexScanPlan, QueryShape, bounding_filter, index_collation};
 use crate::datanode::index::wildcard::WildcardSpec;
@@ -11,49 +19,73 @@ use crate::datanode::index::{FieldKind, KeyField};
 use crate::datanode::storage::IndexMeta;
 use crate::document::keystring;
 use crate::query::bounds::{FieldBounds, field_bounds};
-use crate::query::key_intervals::{KeyInterval, KeyOrder, KeyPart, key_intervals};
+use crate::query::key_intervals::{KeyInterval, KeyOrder, KeyPart, MAX_INTERVALS, key_intervals};
 use bson::{Bson, Document, doc};
 use std::sync::Arc;
 
 /// The path a wildcard scan reads and how its bounds were made.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WildcardPath {
+    /// Empty when no path is queried: a compound index's scan of every `$_path`.
     pub path: String,
     pub descending: bool,
     /// `$exists: true`: the paths below `path` are scanned too.
     pub subpaths: bool,
     /// A regex: the value intervals as `explain` prints them.
     pub regex_bounds: Option<Vec<String>>,
+    /// A compound wildcard index's regular fields before and after the wildcard field.
+    pub before: Vec<KeyField>,
+    pub after: Vec<KeyField>,
 }
 
 impl WildcardPath {
-    /// The key fields a scan of this path reads: `$_path`, then the path's value.
+    /// The key fields a scan of this path reads: the regular fields before the wildcard field,
+    /// `$_path`, the path's value (when a path is queried), the regular fields after.
     pub fn fields(&self) -> Vec<KeyField> {
-        vec![
-            KeyField {
-                path: "$_path".into(),
-                kind: FieldKind::Ascending,
-            },
-            KeyField {
+        let mut fields = self.before.clone();
+        fields.push(KeyField {
+            path: "$_path".into(),
+            kind: FieldKind::Ascending,
+        });
+        if !self.path.is_empty() {
+            fields.push(KeyField {
                 path: self.path.clone(),
                 kind: if self.descending {
                     FieldKind::Descending
                 } else {
                     FieldKind::Ascending
                 },
-            },
-        ]
+            });
+        }
+        fields.extend(self.after.iter().cloned());
+        fields
     }
 
-    /// The key pattern `explain` shows: `{$_path: 1, <path>: ±1}`.
+    /// The key pattern `explain` shows: `{$_path: 1, <path>: ±1}` among the regular fields.
     pub fn key_pattern(&self) -> Document {
-        let mut pattern = doc! {"$_path": 1};
-        pattern.insert(self.path.clone(), if self.descending { -1 } else { 1 });
+        let mut pattern = Document::new();
+        for field in self.fields() {
+            let direction = if field.kind == FieldKind::Descending {
+                -1
+            } else {
+                1
+            };
+            pattern.insert(field.path, direction);
+        }
         pattern
+    }
+
+    /// Where `$_path` stands among the key fields.
+    pub fn path_field(&self) -> usize {
+        self.before.len()
     }
 
     /// The `$_path` intervals `explain` shows.
     pub fn path_bounds(&self) -> Vec<String> {
+        if self.path.is_empty() {
+            // Documents without a leaf under the wildcard are keyed with `MinKey`.
+            return vec!["[MinKey, MinKey]".into(), "[\"\", {})".into()];
+        }
         let mut out = vec![format!("[\"{0}\", \"{0}\"]", self.path)];
         if self.subpaths {
             out.push(format!("[\"{0}.\", \"{0}/\")", self.path));
@@ -190,6 +222,15 @@ fn value_intervals(
     Some(key_intervals(&[part], filter, multikey)?.intervals)
 }
 
+/// How a regular field of a compound wildcard index orders its values.
+fn key_order(field: &KeyField) -> KeyOrder {
+    if field.kind == FieldKind::Descending {
+        KeyOrder::Descending
+    } else {
+        KeyOrder::Ascending
+    }
+}
+
 /// Whether the bounds on a path are values a wildcard index holds keys for.
 fn indexable(bounds: &FieldBounds) -> bool {
     match bounds {
@@ -202,14 +243,113 @@ fn indexable(bounds: &FieldBounds) -> bool {
     }
 }
 
+/// A compound wildcard index's regular fields, and what the filter allows for those before
+/// the wildcard field.
+struct Leading {
+    before: Vec<KeyField>,
+    after: Vec<KeyField>,
+    /// The intervals of the fields before (every key when there are none).
+    intervals: Vec<KeyInterval>,
+    bounds: Vec<FieldBounds>,
+    point_fields: usize,
+    single_point_fields: usize,
+    has_range: bool,
+    /// Every field before is fixed by points: each combination's encoded values, which the
+    /// wildcard part's intervals extend.
+    prefixes: Option<Vec<Vec<u8>>>,
+    /// The bounds leave out documents missing every regular field, which may have no key.
+    excludes_missing: bool,
+}
+
+/// Whether a field's bounds allow the null a missing field matches.
+fn admits_null(bounds: &FieldBounds) -> bool {
+    let null = |v: &Bson| {
+        matches!(
+            v,
+            Bson::Null | Bson::Undefined | Bson::MinKey | Bson::MaxKey
+        )
+    };
+    match bounds {
+        FieldBounds::Points(points) => points.iter().any(null),
+        FieldBounds::Range { low, high } => {
+            low.as_ref().is_some_and(|(v, _)| null(v))
+                || high.as_ref().is_some_and(|(v, _)| null(v))
+        }
+    }
+}
+
+/// The regular fields of `index` and the filter's bounds on those before the wildcard field;
+/// `None` when there are some and the first is not bounded (no scan may start there).
+fn leading(index: &IndexMeta, filter: &Document) -> Option<Leading> {
+    let fields = super::plan::fields_of(index);
+    let at = fields.iter().position(|f| f.kind == FieldKind::Wildcard)?;
+    let before = fields[..at].to_vec();
+    let after = fields[at + 1..].to_vec();
+    if before.is_empty() {
+        return Some(Leading {
+            before,
+            after,
+            intervals: vec![KeyInterval::all()],
+            bounds: Vec::new(),
+            point_fields: 0,
+            single_point_fields: 0,
+            has_range: false,
+            prefixes: Some(vec![Vec::new()]),
+            excludes_missing: false,
+        });
+    }
+    let parts: Vec<KeyPart<'_>> = before
+        .iter()
+        .map(|f| KeyPart {
+            path: &f.path,
+            order: key_order(f),
+        })
+        .collect();
+    // Regular fields never hold arrays (their documents are refused): bounds intersect.
+    let bounded = key_intervals(&parts, filter, false)?;
+    if !bounded.bounded() {
+        return None;
+    }
+    let all_points = bounded.point_fields == before.len() && !bounded.has_range;
+    Some(Leading {
+        prefixes: all_points.then(|| bounded.intervals.iter().map(|iv| iv.low.clone()).collect()),
+        excludes_missing: bounded.bounds.iter().any(|b| !admits_null(b)),
+        before,
+        after,
+        intervals: bounded.intervals,
+        bounds: bounded.bounds,
+        point_fields: bounded.point_fields,
+        single_point_fields: bounded.single_point_fields,
+        has_range: bounded.has_range,
+    })
+}
+
+/// Intervals of the keys after each prefix.
+fn under(prefixes: &[Vec<u8>], intervals: &[KeyInterval]) -> Vec<KeyInterval> {
+    let mut out = Vec::with_capacity(prefixes.len() * intervals.len());
+    for prefix in prefixes {
+        for iv in intervals {
+            out.push(KeyInterval {
+                low: [prefix.as_slice(), &iv.low].concat(),
+                high: match &iv.high {
+                    Some(high) => Some([prefix.as_slice(), high].concat()),
+                    None => keystring::successor(prefix),
+                },
+            });
+        }
+    }
+    out
+}
+
 /// The best scan of the wildcard index `index` (whose paths are `spec`) for the query: the
-/// path whose predicates bound it most.
+/// path whose predicates bound it most, or, for a compound index, its regular fields alone.
 pub(super) fn wildcard_scan(
     index: &IndexMeta,
     spec: &WildcardSpec,
     shape: &QueryShape<'_>,
 ) -> Option<(IndexScanPlan, Candidate)> {
     let filter = bounding_filter(shape.filter, shape.collation, index_collation(index));
+    let lead = leading(index, &filter)?;
     let mut paths = Vec::new();
     predicate_paths(&filter, &mut paths);
     let order = if spec.descending {
@@ -223,14 +363,58 @@ pub(super) fn wildcard_scan(
         if positional || !spec.covers(path) {
             continue;
         }
-        let Some(candidate) = path_scan(index, spec, shape, &filter, path, order) else {
+        let Some(candidate) = path_scan(index, spec, shape, &filter, path, order, &lead) else {
             continue;
         };
         if best.as_ref().is_none_or(|(_, score)| candidate.1 > *score) {
             best = Some(candidate);
         }
     }
+    if best.is_none() && lead.excludes_missing {
+        best = Some(regular_scan(index, spec, lead, shape));
+    }
     best
+}
+
+/// Whether a compound wildcard index's scan yields the query's sort (`Some(reverse)`): a sort
+/// on its regular fields before the wildcard field, after those fixed by one point. Those
+/// hold one value per document (never an array), whatever the paths under the wildcard.
+fn regular_sort(index: &IndexMeta, lead: &Leading, shape: &QueryShape<'_>) -> Option<bool> {
+    let sort = shape.sort?;
+    if lead.before.is_empty() || shape.collation != index_collation(index) {
+        return None;
+    }
+    let (sorted, reverse) =
+        super::plan::fields_sort_order(&lead.before, lead.single_point_fields, sort);
+    sorted.then_some(reverse)
+}
+
+/// A compound wildcard index's scan bounded by its regular fields alone: every `$_path`.
+fn regular_scan(
+    index: &IndexMeta,
+    spec: &WildcardSpec,
+    lead: Leading,
+    shape: &QueryShape<'_>,
+) -> (IndexScanPlan, Candidate) {
+    let sorted = regular_sort(index, &lead, shape);
+    let score = (lead.point_fields, lead.has_range, sorted.is_some(), false);
+    let scan = WildcardPath {
+        path: String::new(),
+        descending: spec.descending,
+        subpaths: false,
+        regex_bounds: None,
+        before: lead.before,
+        after: lead.after,
+    };
+    let plan = IndexScanPlan {
+        index: index.clone(),
+        intervals: lead.intervals,
+        reverse: sorted == Some(true),
+        provides_sort: sorted.is_some(),
+        bounds: lead.bounds,
+        wildcard: Some(Arc::new(scan)),
+    };
+    (plan, score)
 }
 
 fn path_scan(
@@ -240,6 +424,7 @@ fn path_scan(
     filter: &Document,
     path: &str,
     order: KeyOrder,
+    lead: &Leading,
 ) -> Option<(IndexScanPlan, Candidate)> {
     let path_key = keystring::encode_one(&Bson::String(path.to_string()));
     let mut scan = WildcardPath {
@@ -247,17 +432,31 @@ fn path_scan(
         descending: spec.descending,
         subpaths: false,
         regex_bounds: None,
+        before: lead.before.clone(),
+        after: lead.after.clone(),
     };
     let mut bounds = vec![FieldBounds::Points(vec![Bson::String(path.to_string())])];
     let bounded = field_bounds(filter, path, index.multikey).filter(indexable);
     let (intervals, score) = if let Some(values) = bounded {
+        // The value, then the regular fields after the wildcard field while points fix the
+        // fields before them.
+        let mut parts = vec![KeyPart { path, order }];
+        parts.extend(lead.after.iter().map(|f| KeyPart {
+            path: &f.path,
+            order: key_order(f),
+        }));
+        let tail = key_intervals(&parts, filter, index.multikey)?;
         let points = matches!(values, FieldBounds::Points(_));
-        let intervals = value_intervals(path, order, filter, index.multikey)?;
-        bounds.push(values);
+        bounds.extend(tail.bounds);
         let sorted = sort_order(index, &scan, shape);
         (
-            prefixed(&path_key, intervals),
-            (usize::from(points), !points, sorted.is_some(), false),
+            prefixed(&path_key, tail.intervals),
+            (
+                tail.point_fields,
+                !points || tail.has_range,
+                sorted.is_some(),
+                false,
+            ),
         )
     } else if let Some((pattern, options)) =
         regex_of(filter, path).filter(|_| index_collation(index).is_none())
@@ -311,10 +510,36 @@ fn path_scan(
     } else {
         return None;
     };
-    let mut intervals = intervals;
+    // The path's intervals extend the regular fields' points; after a range on those, only
+    // the regular fields bound the scan.
+    let (mut intervals, bounds, score) = match &lead.prefixes {
+        Some(prefixes) if prefixes.len() * intervals.len() <= MAX_INTERVALS => {
+            let leading_bounds = lead.bounds.iter().cloned();
+            let score = (lead.point_fields + score.0, score.1, score.2, score.3);
+            (
+                under(prefixes, &intervals),
+                leading_bounds.chain(bounds).collect(),
+                score,
+            )
+        }
+        _ => (
+            lead.intervals.clone(),
+            lead.bounds.clone(),
+            (lead.point_fields, lead.has_range, false, false),
+        ),
+    };
     intervals.sort_by(|a, b| a.low.cmp(&b.low));
+    let (score, reverse) = if lead.before.is_empty() && lead.after.is_empty() {
+        let reverse = score.2 && sort_order(index, &scan, shape).unwrap_or(false);
+        (score, reverse)
+    } else {
+        let sorted = regular_sort(index, lead, shape);
+        (
+            (score.0, score.1, sorted.is_some(), score.3),
+            sorted == Some(true),
+        )
+    };
     let provides_sort = score.2;
-    let reverse = provides_sort && sort_order(index, &scan, shape).unwrap_or(false);
     let plan = IndexScanPlan {
         index: index.clone(),
         intervals,
@@ -331,7 +556,8 @@ fn path_scan(
 /// key there).
 fn sort_order(index: &IndexMeta, scan: &WildcardPath, shape: &QueryShape<'_>) -> Option<bool> {
     let sort = shape.sort?;
-    if index.multikey || scan.subpaths || shape.collation != index_collation(index) {
+    let compound = !scan.before.is_empty() || !scan.after.is_empty();
+    if index.multikey || compound || scan.subpaths || shape.collation != index_collation(index) {
         return None;
     }
     let mut fields = sort.fields();
@@ -449,5 +675,110 @@ mod tests {
         assert_eq!(regex_prefix("abc", ""), None);
         assert_eq!(regex_prefix("^a|b", ""), None);
         assert_eq!(after_prefix("abc"), Some("abd".into()));
+    }
+
+    fn compound(spec: Document, filter: Document, sort: Option<Document>) -> Option<IndexScanPlan> {
+        use crate::datanode::exec::test_catalog::index_of;
+        let coll = collection(vec![index_of(spec, 2, false)]);
+        let sort = sort.map(|s| SortSpec::parse(&s).unwrap());
+        let shape = QueryShape {
+            sort: sort.as_ref(),
+            ..QueryShape::filter(&filter)
+        };
+        match AccessPath::choose(&coll, &shape).unwrap() {
+            AccessPath::IndexScan(plan) => Some((*plan).clone()),
+            _ => None,
+        }
+    }
+
+    fn holds(plan: &IndexScanPlan, values: &[Bson]) -> bool {
+        let mut key = Vec::new();
+        for value in values {
+            keystring::encode_value(value, false, &mut key);
+        }
+        plan.intervals.iter().any(|iv| iv.contains(&key))
+    }
+
+    #[test]
+    fn compound_scans_bound_the_regular_fields_then_the_path() {
+        let spec = doc! {"key": {"a": 1, "$**": 1}, "wildcardProjection": {"a": 0}};
+        let s = |v: &str| Bson::String(v.into());
+        let both = compound(spec.clone(), doc! {"a": 5, "b": 3}, Some(doc! {"b": 1})).unwrap();
+        assert_eq!(both.key_pattern(), doc! {"a": 1, "$_path": 1, "b": 1});
+        assert!(holds(&both, &[Bson::Int32(5), s("b"), Bson::Int32(3)]));
+        assert!(!holds(&both, &[Bson::Int32(5), s("b"), Bson::Int32(4)]));
+        assert!(!holds(&both, &[Bson::Int32(6), s("b"), Bson::Int32(3)]));
+        assert!(!holds(&both, &[Bson::Int32(5), s("c"), Bson::Int32(3)]));
+        assert!(!both.provides_sort);
+        // A sort on the regular fields before the wildcard field comes from the scan.
+        let sorted = compound(
+            spec.clone(),
+            doc! {"a": {"$in": [5, 6]}},
+            Some(doc! {"a": -1}),
+        );
+        let sorted = sorted.unwrap();
+        assert!(sorted.provides_sort && sorted.reverse);
+        let sorted = compound(
+            spec.clone(),
+            doc! {"a": {"$gt": 5}, "b": 1},
+            Some(doc! {"a": 1}),
+        );
+        let sorted = sorted.unwrap();
+        assert!(sorted.provides_sort && !sorted.reverse);
+        // The regular field alone: every `$_path`, and documents keyed with `MinKey`.
+        let prefix = compound(spec.clone(), doc! {"a": 5}, None).unwrap();
+        assert_eq!(prefix.key_pattern(), doc! {"a": 1, "$_path": 1});
+        assert!(holds(
+            &prefix,
+            &[Bson::Int32(5), Bson::MinKey, Bson::MinKey]
+        ));
+        assert!(holds(&prefix, &[Bson::Int32(5), s("z"), Bson::Int32(1)]));
+        assert!(!holds(
+            &prefix,
+            &[Bson::Int32(6), Bson::MinKey, Bson::MinKey]
+        ));
+        // After a range on the regular field, only it bounds the scan.
+        let range = compound(spec.clone(), doc! {"a": {"$gt": 1}, "b": 3}, None).unwrap();
+        assert_eq!(range.key_pattern(), doc! {"a": 1, "$_path": 1, "b": 1});
+        assert!(holds(&range, &[Bson::Int32(2), s("c"), Bson::Int32(9)]));
+        assert!(!holds(&range, &[Bson::Int32(1), s("b"), Bson::Int32(3)]));
+        // The leading field must be bounded, and not to what a missing field matches.
+        for unplanned in [
+            doc! {"b": 3},
+            doc! {"a": null},
+            doc! {"a": {"$exists": false}},
+        ] {
+            assert!(
+                compound(spec.clone(), unplanned.clone(), None).is_none(),
+                "{unplanned}"
+            );
+        }
+        // With a path queried, a null on the regular field no longer matters.
+        let null = compound(spec, doc! {"a": null, "b": 3}, None).unwrap();
+        assert!(holds(&null, &[Bson::Null, s("b"), Bson::Int32(3)]));
+    }
+
+    #[test]
+    fn compound_scans_with_the_wildcard_first() {
+        let spec = doc! {"key": {"a.$**": 1, "c": -1}};
+        assert!(compound(spec.clone(), doc! {"c": 1}, None).is_none());
+        let plan = compound(spec, doc! {"a.x": {"$in": [1, 2]}, "c": 1}, None).unwrap();
+        assert_eq!(plan.key_pattern(), doc! {"$_path": 1, "a.x": 1, "c": -1});
+        // `c` is descending in the key.
+        let key = |path: &str, value: i32, c: i32| {
+            let mut key = keystring::encode_one(&s_(path));
+            keystring::encode_value(&Bson::Int32(value), false, &mut key);
+            keystring::encode_value(&Bson::Int32(c), true, &mut key);
+            key
+        };
+        let held = |k: Vec<u8>| plan.intervals.iter().any(|iv| iv.contains(&k));
+        assert!(held(key("a.x", 2, 1)) && held(key("a.x", 1, 1)));
+        // The regular field after the wildcard field tightens the scan once the value is fixed.
+        assert!(!held(key("a.x", 2, 7)) && !held(key("a.y", 2, 1)));
+        assert_eq!(plan.bounds.len(), 3);
+    }
+
+    fn s_(v: &str) -> Bson {
+        Bson::String(v.into())
     }
 }

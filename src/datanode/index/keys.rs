@@ -28,7 +28,7 @@ pub(super) struct FieldValues {
     /// No value lies at the path, only the null that stands for it: through an object without
     /// the field, a scalar, or an array none of whose elements has it (`a.b` in `{a: []}` or
     /// `{a: [1]}`). A sparse index skips the document, as MongoDB's does.
-    missing: bool,
+    pub(super) missing: bool,
 }
 
 fn collect(value: &Bson, path: &[&str], prefix: &str, out: &mut FieldValues) {
@@ -117,7 +117,7 @@ pub fn index_keys(index: &IndexSpec, doc: &Document) -> Result<IndexKeys> {
         return super::text_keys::text_keys(index, text, doc);
     }
     if let Some(wildcard) = &index.wildcard {
-        return Ok(super::wildcard_keys::wildcard_keys(index, wildcard, doc));
+        return super::wildcard_keys::wildcard_keys(index, wildcard, doc);
     }
     let mut fields: Vec<FieldValues> = Vec::with_capacity(index.fields.len());
     // Several cells for one document make a `2dsphere` index multikey, as in MongoDB.

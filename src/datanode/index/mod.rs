@@ -2,7 +2,8 @@
 //! default names, conflicts) and the keys a document produces in an index (multikey arrays,
 //! parallel-array checks, sparse and partial indexes, hashed fields; a text index's terms in
 //! `text_keys`, `2dsphere` and `2d` cells in `geo_keys`; wildcard indexes' paths in `wildcard`, their
-//! `($_path, value)` keys in `wildcard_keys`).
+//! `($_path, value)` keys in `wildcard_keys`, compound wildcard keys' checks in
+//! `wildcard_compound`).
 
 mod creatable;
 mod geo_keys;
@@ -10,6 +11,7 @@ mod keys;
 pub mod spec;
 mod text_keys;
 pub mod wildcard;
+mod wildcard_compound;
 mod wildcard_keys;
 
 pub use keys::{IndexKeys, index_keys};

@@ -37,8 +37,8 @@ fn on_path(prefix: &str, path: &str) -> bool {
 
 impl WildcardSpec {
     /// The wildcard part of a validated key pattern with its `wildcardProjection`, when the
-    /// key is a wildcard index's. Compound wildcard indexes (MongoDB 7.0) are refused as not
-    /// implemented once their key is checked.
+    /// key is a wildcard index's; a compound wildcard index's regular fields are checked
+    /// against it (`super::wildcard_compound`).
     pub fn parse(key: &Document, spec: &Document) -> Result<Option<WildcardSpec>> {
         let wildcard: Vec<(&String, &Bson)> =
             key.iter().filter(|(k, _)| is_wildcard_field(k)).collect();
@@ -81,9 +81,7 @@ impl WildcardSpec {
             ));
         }
         if key.len() > 1 {
-            return Err(crate::query::values::not_implemented(
-                "compound wildcard indexes are not supported yet",
-            ));
+            super::wildcard_compound::validate(key, field.as_str(), projection)?;
         }
         let parsed = match projection {
             Some(p) => parse_projection(p)?,
@@ -297,7 +295,8 @@ mod tests {
         assert_eq!(code(doc! {"$**": 1}, Some(doc! {"a": 1, "a.b": 1})), 31250);
         assert_eq!(code(doc! {"$**": 1}, Some(doc! {"a": "x"})), 51271);
         assert_eq!(code(doc! {"a": 1}, Some(doc! {"a": 1})), 2);
-        assert_eq!(code(doc! {"a": 1, "$**": 1}, Some(doc! {"a": 0})), 238);
+        assert_eq!(code(doc! {"a": 1, "$**": 1}, Some(doc! {"a": 1})), 7246208);
+        assert!(parse(doc! {"a": 1, "$**": 1}, Some(doc! {"a": 0})).is_ok());
         let spec = doc! {"key": {"$**": 1}, "wildcardProjection": 5};
         assert_eq!(
             WildcardSpec::parse(&doc! {"$**": 1}, &spec)

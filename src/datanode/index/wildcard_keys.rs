@@ -3,18 +3,32 @@
 //! subdocuments and through arrays without their positions; an empty object is indexed as
 //! `{}`, an empty array as `undefined`, an array inside an array as the value itself; fields
 //! whose names hold a `.` are skipped. Traversing an array makes the index multikey.
+//! A compound wildcard index puts its regular fields' values before and after that pair, in
+//! its key pattern's order; a document with no leaf under the wildcard but some regular field
+//! is keyed with `MinKey` for both path and value; regular fields may not hold arrays.
 
-use super::keys::IndexKeys;
-use super::spec::IndexSpec;
+use super::keys::{IndexKeys, field_values};
+use super::spec::{FieldKind, IndexSpec};
 use super::wildcard::{Projected, WildcardSpec};
 use crate::depth::recurse;
 use crate::document::keystring;
 use crate::document::type_bits::TypeBits;
+use crate::error::{MongoError, Result};
 use bson::{Bson, Document};
+
+/// The encoded values of a compound wildcard index's regular fields on one side of the
+/// wildcard field, with their type bits.
+#[derive(Default)]
+struct Regular {
+    key: Vec<u8>,
+    bits: TypeBits,
+}
 
 struct Walk<'a> {
     index: &'a IndexSpec,
     spec: &'a WildcardSpec,
+    before: &'a Regular,
+    after: &'a Regular,
     keys: Vec<(Vec<u8>, TypeBits)>,
     multikey: bool,
 }
@@ -34,10 +48,20 @@ impl Walk<'_> {
             .as_ref()
             .map(|c| c.comparison_key(value));
         let value = collated.as_ref().unwrap_or(value);
-        let mut bits = TypeBits::new();
-        bits.push_component(&Bson::String(String::new()), false);
+        let path = Bson::String(path.to_string());
+        self.push(&path, value);
+    }
+
+    /// The key of `($_path, value)` between the regular fields' values.
+    fn push(&mut self, path: &Bson, value: &Bson) {
+        let mut key = self.before.key.clone();
+        let mut bits = self.before.bits.clone();
+        keystring::encode_value(path, false, &mut key);
+        keystring::encode_value(value, self.spec.descending, &mut key);
+        bits.push_component(path, false);
         bits.push_component(value, false);
-        let key = wildcard_key(path, value, self.spec.descending);
+        key.extend_from_slice(&self.after.key);
+        bits.append(&self.after.bits);
         self.keys.push((key, bits));
     }
 
@@ -94,16 +118,55 @@ impl Walk<'_> {
     }
 }
 
+/// The regular fields' values in `doc` on each side of the wildcard field, and whether any of
+/// them is present. An array on a regular field's path is refused, as MongoDB refuses it.
+fn regular_values(index: &IndexSpec, doc: &Document) -> Result<(Regular, Regular, bool)> {
+    let (mut before, mut after) = (Regular::default(), Regular::default());
+    let mut present = false;
+    let mut side = &mut before;
+    for field in &index.fields {
+        if field.kind == FieldKind::Wildcard {
+            side = &mut after;
+            continue;
+        }
+        let found = field_values(doc, &field.path);
+        if !found.arrays.is_empty() {
+            return Err(MongoError::location(
+                7246301,
+                format!(
+                    "The non-wildcard field '{}' of a compound wildcard index cannot be an array",
+                    field.path
+                ),
+            ));
+        }
+        present |= !found.missing;
+        let value = found.values.first().cloned().unwrap_or(Bson::Null);
+        let collated = index.collation.as_ref().map(|c| c.comparison_key(&value));
+        let value = collated.unwrap_or(value);
+        keystring::encode_value(&value, field.kind == FieldKind::Descending, &mut side.key);
+        side.bits.push_component(&value, found.missing);
+    }
+    Ok((before, after, present))
+}
+
 /// The keys of `doc` in the wildcard index `index`.
-pub fn wildcard_keys(index: &IndexSpec, spec: &WildcardSpec, doc: &Document) -> IndexKeys {
+pub fn wildcard_keys(index: &IndexSpec, spec: &WildcardSpec, doc: &Document) -> Result<IndexKeys> {
+    let (before, after, regular_present) = regular_values(index, doc)?;
     let mut walk = Walk {
         index,
         spec,
+        before: &before,
+        after: &after,
         keys: Vec::new(),
         multikey: false,
     };
     walk.object(doc, "", Projected::Partly);
-    IndexKeys::from_unsorted(walk.keys, walk.multikey)
+    // A document with a regular field but no leaf under the wildcard is still found through
+    // the regular fields.
+    if walk.keys.is_empty() && regular_present {
+        walk.push(&Bson::MinKey, &Bson::MinKey);
+    }
+    Ok(IndexKeys::from_unsorted(walk.keys, walk.multikey))
 }
 
 #[cfg(test)]
@@ -114,7 +177,7 @@ mod tests {
     fn keys(spec: Document, doc: Document) -> (Vec<(String, Bson)>, bool) {
         let index = IndexSpec::parse(&spec).unwrap();
         let wildcard = index.wildcard.clone().unwrap();
-        let keys = wildcard_keys(&index, &wildcard, &doc);
+        let keys = wildcard_keys(&index, &wildcard, &doc).unwrap();
         let mut expected = Vec::new();
         for (key, types) in keys.keys.iter().zip(&keys.types) {
             use crate::document::key_decode::{KeyValue, decode_key};
@@ -173,7 +236,7 @@ mod tests {
         let spec = doc! {"key": {"$**": 1}, "collation": {"locale": "en", "strength": 2}};
         let index = IndexSpec::parse(&spec).unwrap();
         let wildcard = index.wildcard.clone().unwrap();
-        let key = |doc: Document| wildcard_keys(&index, &wildcard, &doc).keys;
+        let key = |doc: Document| wildcard_keys(&index, &wildcard, &doc).unwrap().keys;
         assert_eq!(key(doc! {"s": "ABC"}), key(doc! {"s": "abc"}));
         assert_ne!(key(doc! {"s": "abc"}), key(doc! {"t": "abc"}));
     }
@@ -212,5 +275,110 @@ mod tests {
             doc,
         );
         assert_eq!(k, pairs(&[("a", Bson::Document(doc! {}))]));
+    }
+
+    /// The decoded keys of a compound wildcard index, whose directions are `directions`.
+    fn compound(spec: Document, directions: &[bool], doc: Document) -> Result<Vec<Vec<Bson>>> {
+        use crate::document::key_decode::{KeyValue, decode_key};
+        let index = IndexSpec::parse(&spec).unwrap();
+        let wildcard = index.wildcard.clone().unwrap();
+        let keys = wildcard_keys(&index, &wildcard, &doc)?;
+        Ok(keys
+            .keys
+            .iter()
+            .zip(&keys.types)
+            .map(|(key, types)| {
+                decode_key(key, directions, Some(types))
+                    .unwrap()
+                    .into_iter()
+                    .map(|v| match v {
+                        KeyValue::Value(v) => v,
+                        // A missing field: a null whose type bits say so.
+                        KeyValue::Missing => Bson::Undefined,
+                        other => panic!("a value: {other:?}"),
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+
+    #[test]
+    fn compound_keys_hold_the_regular_fields() {
+        let spec = doc! {
+            "key": {"a": 1, "$**": 1, "c": -1},
+            "wildcardProjection": {"a": 0, "c": 0},
+        };
+        let dirs = [false, false, false, true];
+        let keys = compound(
+            spec.clone(),
+            &dirs,
+            doc! {"_id": 1, "a": 5, "b": {"x": 1, "y": "s"}, "c": "z"},
+        );
+        assert_eq!(
+            keys.unwrap(),
+            vec![
+                vec![
+                    Bson::Int32(5),
+                    Bson::String("b.x".into()),
+                    Bson::Int32(1),
+                    Bson::String("z".into())
+                ],
+                vec![
+                    Bson::Int32(5),
+                    Bson::String("b.y".into()),
+                    Bson::String("s".into()),
+                    Bson::String("z".into())
+                ],
+            ]
+        );
+        // No leaf under the wildcard: the regular fields with `MinKey` for path and value.
+        let keys = compound(spec.clone(), &dirs, doc! {"_id": 1, "a": 5}).unwrap();
+        assert_eq!(
+            keys,
+            vec![vec![
+                Bson::Int32(5),
+                Bson::MinKey,
+                Bson::MinKey,
+                Bson::Undefined
+            ]]
+        );
+        // Nothing indexed at all: no key.
+        assert!(
+            compound(spec.clone(), &dirs, doc! {"_id": 1})
+                .unwrap()
+                .is_empty()
+        );
+        let err = compound(spec, &dirs, doc! {"a": [1, 2], "b": 1}).unwrap_err();
+        assert_eq!(err.code().code(), 7246301);
+    }
+
+    #[test]
+    fn compound_subtree_keys() {
+        let spec = doc! {"key": {"a.$**": 1, "b.c": 1}};
+        let index = IndexSpec::parse(&spec).unwrap();
+        let wildcard = index.wildcard.clone().unwrap();
+        let keys = wildcard_keys(
+            &index,
+            &wildcard,
+            &doc! {"a": {"x": 1, "y": [2]}, "b": {"c": 3}},
+        )
+        .unwrap();
+        assert!(keys.multikey);
+        let keys = compound(
+            spec.clone(),
+            &[false; 3],
+            doc! {"a": {"x": 1, "y": [2]}, "b": {"c": 3}},
+        )
+        .unwrap();
+        assert_eq!(
+            keys,
+            vec![
+                vec![Bson::String("a.x".into()), Bson::Int32(1), Bson::Int32(3)],
+                vec![Bson::String("a.y".into()), Bson::Int32(2), Bson::Int32(3)],
+            ]
+        );
+        // An array above a regular field is refused too.
+        let err = compound(spec, &[false; 3], doc! {"b": [{"c": 1}]}).unwrap_err();
+        assert_eq!(err.code().code(), 7246301);
     }
 }
