@@ -30,6 +30,7 @@ mod explain;
 mod expression_catalog;
 mod expression_operators;
 mod failpoints;
+mod find_metadata;
 mod find_options;
 mod generic_fields;
 mod geo;

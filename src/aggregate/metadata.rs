@@ -37,7 +37,7 @@ impl Produced {
             MetaKind::TextScore => self.text_score,
             MetaKind::GeoNearDistance | MetaKind::GeoNearPoint => self.geo_near,
             // Never attached: reading one fails when the stage is parsed.
-            MetaKind::Other(_) => true,
+            _ => true,
         }
     }
 }

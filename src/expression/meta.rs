@@ -17,18 +17,22 @@ pub enum MetaKind {
     TextScore,
     GeoNearDistance,
     GeoNearPoint,
+    /// A random double in [0, 1).
+    RandVal,
+    /// The key of the sort the document came through, as an array of its values.
+    SortKey,
+    /// The identifier of the document's record.
+    RecordId,
+    /// The index key the document was found by.
+    IndexKey,
     /// Kinds MongoDB has that this server does not attach to documents.
     Other(&'static str),
 }
 
 /// The names `$meta` accepts that this server does not attach (NotImplemented).
 const NOT_ATTACHED: &[&str] = &[
-    "randVal",
     "searchScore",
     "searchHighlights",
-    "recordId",
-    "indexKey",
-    "sortKey",
     "searchScoreDetails",
     "searchSequenceToken",
     "vectorSearchScore",
@@ -63,6 +67,10 @@ impl MetaKind {
             "textScore" => Ok(MetaKind::TextScore),
             "geoNearDistance" => Ok(MetaKind::GeoNearDistance),
             "geoNearPoint" => Ok(MetaKind::GeoNearPoint),
+            "randVal" => Ok(MetaKind::RandVal),
+            "sortKey" => Ok(MetaKind::SortKey),
+            "recordId" => Ok(MetaKind::RecordId),
+            "indexKey" => Ok(MetaKind::IndexKey),
             other => match NOT_ATTACHED.iter().find(|known| **known == other) {
                 Some(known) => Ok(MetaKind::Other(known)),
                 None => Err(MongoError::location(
@@ -79,10 +87,24 @@ impl MetaKind {
             MetaKind::TextScore => Ok(TEXT_SCORE_FIELD),
             MetaKind::GeoNearDistance => Ok(GEO_NEAR_DISTANCE_FIELD),
             MetaKind::GeoNearPoint => Ok(GEO_NEAR_POINT_FIELD),
-            MetaKind::Other(name) => Err(MongoError::new(
+            other => Err(MongoError::new(
                 ErrorCode::NotImplemented,
-                format!("$meta: \"{name}\" is not supported yet"),
+                format!("$meta: \"{}\" is not supported yet", other.name()),
             )),
+        }
+    }
+
+    /// The name `{$meta: <name>}` gives.
+    pub fn name(self) -> &'static str {
+        match self {
+            MetaKind::TextScore => "textScore",
+            MetaKind::GeoNearDistance => "geoNearDistance",
+            MetaKind::GeoNearPoint => "geoNearPoint",
+            MetaKind::RandVal => "randVal",
+            MetaKind::SortKey => "sortKey",
+            MetaKind::RecordId => "recordId",
+            MetaKind::IndexKey => "indexKey",
+            MetaKind::Other(name) => name,
         }
     }
 
@@ -92,6 +114,10 @@ impl MetaKind {
             MetaKind::TextScore => "text score",
             MetaKind::GeoNearDistance => "$geoNear distance",
             MetaKind::GeoNearPoint => "$geoNear point",
+            MetaKind::RandVal => "rand val",
+            MetaKind::SortKey => "sortKey",
+            MetaKind::RecordId => "record ID",
+            MetaKind::IndexKey => "index key",
             MetaKind::Other(name) => name,
         }
     }
