@@ -132,8 +132,7 @@ async fn record_ids_and_index_keys(client: &Client) {
             ["_id", "a", "b", "r"],
             "{name}"
         );
-        // The index key the document was found by; none from a collection scan or the `_id`
-        // lookup.
+        // The index key the document was found by; none from a collection scan.
         let docs = find_ok(
             &db,
             name,
@@ -148,15 +147,22 @@ async fn record_ids_and_index_keys(client: &Client) {
             ],
             "{name}"
         );
-        for filter in [doc! {"b": 2}, doc! {"_id": 2}] {
-            let docs = find_ok(
-                &db,
-                name,
-                doc! {"filter": filter, "projection": {"k": {"$meta": "indexKey"}}},
-            )
-            .await;
-            assert_eq!(docs, [doc! {"_id": 2, "a": 2, "b": 2}], "{name}");
-        }
+        let docs = find_ok(
+            &db,
+            name,
+            doc! {"filter": {"b": 2}, "projection": {"k": {"$meta": "indexKey"}}},
+        )
+        .await;
+        assert_eq!(docs, [doc! {"_id": 2, "a": 2, "b": 2}], "{name}");
+        // The `_id` lookup's key: not yet (MongoDB's releases differ).
+        let err = find(
+            &db,
+            name,
+            doc! {"filter": {"_id": 2}, "projection": {"k": {"$meta": "indexKey"}}},
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(crate::harness::error_code(&err), Some(238), "{name}: {err}");
         // A find draws no random value: the field is missing.
         let docs = find_ok(
             &db,

@@ -209,6 +209,22 @@ fn meta_sort(
     }
 }
 
+/// `{$meta: "indexKey"}` of a document found by its `_id` (MongoDB's IDHACK or express path,
+/// whose index key metadata differs between releases): refused rather than guessed.
+fn refuse_id_lookup_key(
+    path: &crate::datanode::exec::AccessPath,
+    projection: Option<&Projection>,
+) -> Result<()> {
+    let id_lookup = matches!(path, crate::datanode::exec::AccessPath::IdPoint(_));
+    if id_lookup && projection.is_some_and(|p| p.reads_meta(MetaKind::IndexKey)) {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "{$meta: \"indexKey\"} of an _id lookup is not supported yet",
+        ));
+    }
+    Ok(())
+}
+
 /// A find's documents carry no metadata: a `{$meta: ...}` inside an expression (the filter's
 /// `$expr`, a computed projection field) is refused rather than read as missing; only a
 /// projection field that is `{$meta: ...}` itself is answered (`query::projection`).
@@ -297,6 +313,7 @@ pub(super) async fn find<S: DataNode>(
     };
     let ownership = state.ownership(&req);
     let position = Position::plan(&coll, &shape)?.owned_by(ownership.clone());
+    refuse_id_lookup_key(position.path(), query.projection.as_ref())?;
     let covered = Covered::analyze(
         position.path(),
         &CoverRequest {
