@@ -43,6 +43,7 @@ mod keyfile;
 mod let_variables;
 mod message_limits;
 mod metadata_consistency;
+mod metadata_fields;
 mod migration_faults;
 mod migrations;
 mod move_primary;

@@ -103,4 +103,22 @@ mod tests {
         let nested = doc! {"$match": {"$and": [{"a": 1}, {"$text": {"$search": "x"}}]}};
         assert!(Produced::by(&[nested]).text_score);
     }
+
+    #[test]
+    fn carrier_fields_are_metadata_only_where_metadata_is_attached() {
+        use crate::aggregate::Pipeline;
+        use crate::expression::LetVariables;
+        use std::sync::Arc;
+        let stages = [doc! {"$project": {"r": "$$ROOT"}}];
+        let stored = doc! {"_id": 1, "$textScore": 2, "$pt": [0, 0]};
+        // A pipeline attaching none: the fields are the document's own.
+        let plain = Pipeline::parse(&stages).unwrap();
+        let out = plain.run(vec![stored.clone()]).unwrap();
+        assert_eq!(out, [doc! {"_id": 1, "r": stored.clone()}]);
+        // Reading documents that carry metadata: left out of `$$ROOT` and the output.
+        let vars = Arc::new(LetVariables::empty(bson::DateTime::now()).carrying_metadata());
+        let carrying = Pipeline::parse_with_variables(&stages, vars).unwrap();
+        let out = carrying.run(vec![stored]).unwrap();
+        assert_eq!(out, [doc! {"_id": 1, "r": {"_id": 1}}]);
+    }
 }

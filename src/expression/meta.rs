@@ -6,7 +6,8 @@
 //! replaces the document (`$project`, `$replaceRoot`...; the stages copy these fields as they
 //! copy the document) and left behind by those that make new ones (`$group`). It is removed
 //! before documents leave a pipeline, except for a router that merges them, and is never part
-//! of `$$ROOT`.
+//! of `$$ROOT`. Only a pipeline whose first stage attaches metadata treats these fields so
+//! (`LetVariables::carries_metadata`); elsewhere they are the document's own.
 
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, Document};

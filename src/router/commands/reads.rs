@@ -358,6 +358,12 @@ async fn scatter_aggregate(
     // The collection's default applies to a pipeline that gives no collation.
     let vars = args.let_variables()?;
     let vars = vars.for_statement(placement.collation_for(request_collation(req)?)?);
+    // The merger reads the shards' documents with the metadata their first stage attached.
+    let vars = if crate::aggregate::metadata::Produced::by(&stages).any() {
+        Arc::new(vars.carrying_metadata())
+    } else {
+        vars
+    };
     let limits = super::router_pipeline::memory_limits(state, req)?;
     let mut merge = Pipeline::parse_with_variables(&split.merger_part, Arc::clone(&vars))?;
     // The merger reads the metadata the shards' first stage gives documents: the whole
