@@ -1,7 +1,8 @@
 //! `{$meta}` fields of `find` projections beyond the text score (see `text_search.rs`) and the
 //! `$near` distance and point (see `geo.rs`): `sortKey`, `recordId`, `indexKey` and `randVal`,
 //! with MongoDB's errors, on an unsharded collection and on one sharded by `_id` with a chunk
-//! on each shard (the router merging by its own `$sortKey` beside the user's fields).
+//! on each shard (the router merging by its own `$sortKey` beside the user's fields); and
+//! `randVal` in pipelines, which `$sample` attaches.
 
 use crate::harness::{both_modes, first_batch};
 use mongodb::bson::{Bson, Document, doc};
@@ -174,4 +175,41 @@ async fn record_ids_and_index_keys(client: &Client) {
     }
 }
 
-both_modes!(sort_keys, record_ids_and_index_keys);
+async fn sampled_rand_vals(client: &Client) {
+    let db = setup(client).await;
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        // The value each document was drawn by, kept by later stages.
+        let out = crate::harness::aggregate_documents(
+            &coll,
+            vec![
+                doc! {"$sample": {"size": 4}},
+                doc! {"$match": {}},
+                doc! {"$project": {"_id": 1, "r": {"$meta": "randVal"}}},
+            ],
+        )
+        .await;
+        assert_eq!(out.len(), 4, "{name}");
+        for doc in &out {
+            assert_eq!(
+                doc.keys().collect::<Vec<_>>(),
+                ["_id", "r"],
+                "{name}: {doc}"
+            );
+            let r = doc.get_f64("r").unwrap();
+            assert!((0.0..1.0).contains(&r), "{name}: {r}");
+        }
+        // Without a `$sample` (MongoDB does not refuse it): missing.
+        let out = crate::harness::aggregate_documents(
+            &coll,
+            vec![
+                doc! {"$match": {"_id": 1}},
+                doc! {"$addFields": {"r": {"$meta": "randVal"}}},
+            ],
+        )
+        .await;
+        assert_eq!(out, [doc! {"_id": 1, "a": 1, "b": 1}], "{name}");
+    }
+}
+
+both_modes!(sort_keys, record_ids_and_index_keys, sampled_rand_vals);

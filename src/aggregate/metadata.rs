@@ -1,6 +1,6 @@
 //! The metadata a pipeline's documents carry (see [`crate::expression::meta`]): a leading
 //! `$match` with `$text` gives each document its text score, a leading `$geoNear` its distance
-//! and point. A pipeline over a collection that reads metadata its first stage does not
+//! and point, `$sample` its random value (when a stage reads it). A pipeline over a collection that reads metadata its first stage does not
 //! produce fails as MongoDB's does (40218, its dependency analysis), before any document is
 //! read.
 
@@ -13,6 +13,9 @@ use bson::{Bson, Document};
 pub struct Produced {
     pub text_score: bool,
     pub geo_near: bool,
+    /// A stage reads `{$meta: "randVal"}`, which `$sample` then attaches (MongoDB does not
+    /// check that one precedes: without it the value is missing).
+    pub rand_val: bool,
 }
 
 impl Produced {
@@ -21,15 +24,22 @@ impl Produced {
         let Some(first) = stages.first() else {
             return Produced::default();
         };
+        let mut kinds = Vec::new();
+        for stage in stages {
+            for value in stage.values() {
+                kinds_read(value, &mut kinds);
+            }
+        }
         Produced {
             text_score: first.get_document("$match").is_ok_and(has_text),
             geo_near: first.contains_key("$geoNear"),
+            rand_val: kinds.contains(&MetaKind::RandVal),
         }
     }
 
     /// Whether documents carry any metadata.
     pub fn any(self) -> bool {
-        self.text_score || self.geo_near
+        self.text_score || self.geo_near || self.rand_val
     }
 
     fn has(self, kind: MetaKind) -> bool {

@@ -1,8 +1,9 @@
 //! Document metadata — what `{$meta: "<name>"}` reads — and how a document carries it through
-//! a pipeline: under MongoDB's own reserved field names (`$textScore`, `$dis`, `$pt`), the names
+//! a pipeline: under MongoDB's own reserved field names (`$textScore`, `$dis`, `$pt`,
+//! `$randVal`), the names
 //! MongoDB's shards use when they send documents with their metadata to the merging router
 //! (`Document::toBsonWithMetaData`). A document's metadata is set where the collection is read
-//! (a leading `$match` with `$text`, a leading `$geoNear`), kept by every stage that keeps or
+//! (a leading `$match` with `$text`, a leading `$geoNear`) or by `$sample`, kept by every stage that keeps or
 //! replaces the document (`$project`, `$replaceRoot`...; the stages copy these fields as they
 //! copy the document) and left behind by those that make new ones (`$group`). It is removed
 //! before documents leave a pipeline, except for a router that merges them, and is never part
@@ -42,10 +43,11 @@ const NOT_ATTACHED: &[&str] = &[
 ];
 
 /// Every field that carries metadata.
-pub const CARRIER_FIELDS: [&str; 3] = [
+pub const CARRIER_FIELDS: [&str; 4] = [
     TEXT_SCORE_FIELD,
     GEO_NEAR_DISTANCE_FIELD,
     GEO_NEAR_POINT_FIELD,
+    RAND_VAL_FIELD,
 ];
 
 /// Where a document carries its text score.
@@ -54,6 +56,8 @@ pub const TEXT_SCORE_FIELD: &str = "$textScore";
 pub const GEO_NEAR_DISTANCE_FIELD: &str = "$dis";
 /// Where a document carries the location `$geoNear` measured to.
 pub const GEO_NEAR_POINT_FIELD: &str = "$pt";
+/// Where a document carries the random value `$sample` drew for it.
+pub const RAND_VAL_FIELD: &str = "$randVal";
 
 impl MetaKind {
     /// The argument of `{$meta: <argument>}`, with MongoDB's errors.
@@ -88,6 +92,7 @@ impl MetaKind {
             MetaKind::TextScore => Ok(TEXT_SCORE_FIELD),
             MetaKind::GeoNearDistance => Ok(GEO_NEAR_DISTANCE_FIELD),
             MetaKind::GeoNearPoint => Ok(GEO_NEAR_POINT_FIELD),
+            MetaKind::RandVal => Ok(RAND_VAL_FIELD),
             other => Err(MongoError::new(
                 ErrorCode::NotImplemented,
                 format!("$meta: \"{}\" is not supported yet", other.name()),
@@ -210,6 +215,7 @@ mod tests {
         assert_eq!(MetaKind::parse(&bson!(1)).unwrap_err().code().code(), 17307);
         let err = MetaKind::parse(&bson!("bogus")).unwrap_err();
         assert_eq!(err.message(), "Unsupported argument to $meta: bogus");
+        assert_eq!(MetaKind::RandVal.field().unwrap(), "$randVal");
         let other = MetaKind::parse(&bson!("sortKey")).unwrap();
         assert_eq!(other.field().unwrap_err().code().code(), 238);
         assert_eq!(

@@ -261,7 +261,9 @@ impl Drain {
                 Drain::Memory(docs) => docs.next(),
                 Drain::Sorted(sorted) => sorted.next_doc()?,
                 Drain::Groups(groups) => groups.next_doc(group_of(stage)?, ctx)?,
-                Drain::Keyed(sorted) => sorted.next_keyed()?.map(|(_, doc)| doc),
+                Drain::Keyed(sorted) => sorted
+                    .next_keyed()?
+                    .map(|(key, doc)| sample::with_rand_val(key, doc, ctx)),
                 Drain::Buckets(buckets) => match stage {
                     Stage::BucketAuto(bucket) => buckets.next_doc(bucket, ctx)?,
                     _ => return Err(mismatch()),
