@@ -212,4 +212,50 @@ async fn sampled_rand_vals(client: &Client) {
     }
 }
 
-both_modes!(sort_keys, record_ids_and_index_keys, sampled_rand_vals);
+async fn pipeline_sort_keys(client: &Client) {
+    let db = setup(client).await;
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        // The key under the `$sort` before, an array, kept by later stages.
+        let out = crate::harness::aggregate_documents(
+            &coll,
+            vec![
+                doc! {"$sort": {"a": 1, "b": -1}},
+                doc! {"$limit": 4},
+                doc! {"$project": {"_id": 1, "k": {"$meta": "sortKey"}}},
+            ],
+        )
+        .await;
+        let expected: Vec<Document> = [3, 0, 4, 1]
+            .iter()
+            .map(|i: &i32| doc! {"_id": i, "k": [i % 3, i]})
+            .collect();
+        assert_eq!(out, expected, "{name}");
+        let out = crate::harness::aggregate_documents(
+            &coll,
+            vec![
+                doc! {"$sort": {"b": 1}},
+                doc! {"$group": {"_id": null, "m": {"$max": {"$meta": "sortKey"}}}},
+            ],
+        )
+        .await;
+        assert_eq!(out, [doc! {"_id": null, "m": [5]}], "{name}");
+        // With no `$sort` before: not yet.
+        let err = crate::harness::aggregate_error(
+            &coll,
+            vec![
+                doc! {"$match": {}},
+                doc! {"$addFields": {"k": {"$meta": "sortKey"}}},
+            ],
+        )
+        .await;
+        assert_eq!(err, Some(238), "{name}");
+    }
+}
+
+both_modes!(
+    sort_keys,
+    record_ids_and_index_keys,
+    sampled_rand_vals,
+    pipeline_sort_keys
+);

@@ -1,6 +1,6 @@
 //! The metadata a pipeline's documents carry (see [`crate::expression::meta`]): a leading
 //! `$match` with `$text` gives each document its text score, a leading `$geoNear` its distance
-//! and point, `$sample` its random value (when a stage reads it). A pipeline over a collection that reads metadata its first stage does not
+//! and point, `$sample` its random value and `$sort` its sort key (when a stage reads them). A pipeline over a collection that reads metadata its first stage does not
 //! produce fails as MongoDB's does (40218, its dependency analysis), before any document is
 //! read.
 
@@ -16,6 +16,8 @@ pub struct Produced {
     /// A stage reads `{$meta: "randVal"}`, which `$sample` then attaches (MongoDB does not
     /// check that one precedes: without it the value is missing).
     pub rand_val: bool,
+    /// A stage reads `{$meta: "sortKey"}`, which each `$sort` then attaches.
+    pub sort_key: bool,
 }
 
 impl Produced {
@@ -34,12 +36,13 @@ impl Produced {
             text_score: first.get_document("$match").is_ok_and(has_text),
             geo_near: first.contains_key("$geoNear"),
             rand_val: kinds.contains(&MetaKind::RandVal),
+            sort_key: kinds.contains(&MetaKind::SortKey),
         }
     }
 
     /// Whether documents carry any metadata.
     pub fn any(self) -> bool {
-        self.text_score || self.geo_near || self.rand_val
+        self.text_score || self.geo_near || self.rand_val || self.sort_key
     }
 
     fn has(self, kind: MetaKind) -> bool {
@@ -64,6 +67,26 @@ fn has_text(filter: &Document) -> bool {
                 .any(|branch| matches!(branch, Bson::Document(b) if has_text(b))),
             _ => false,
         })
+}
+
+/// Refuses `{$meta: "sortKey"}` in a stage no `$sort` of the same pipeline precedes
+/// (NotImplemented: MongoDB's answer there depends on how it pushes stages down).
+pub fn check_sort_key(stages: &[Document]) -> Result<()> {
+    let mut sorted = false;
+    for stage in stages {
+        let mut kinds = Vec::new();
+        for value in stage.values() {
+            kinds_read(value, &mut kinds);
+        }
+        if !sorted && kinds.contains(&MetaKind::SortKey) {
+            return Err(crate::error::MongoError::new(
+                crate::error::ErrorCode::NotImplemented,
+                "{$meta: \"sortKey\"} without a $sort before it is not supported yet",
+            ));
+        }
+        sorted |= stage.contains_key("$sort");
+    }
+    Ok(())
 }
 
 /// Refuses a collection's pipeline that reads metadata its first stage does not produce:
@@ -112,6 +135,16 @@ mod tests {
         assert!(check_available(&[near, distance]).is_ok());
         let nested = doc! {"$match": {"$and": [{"a": 1}, {"$text": {"$search": "x"}}]}};
         assert!(Produced::by(&[nested]).text_score);
+    }
+
+    #[test]
+    fn sort_keys_need_a_sort_before() {
+        let read = doc! {"$project": {"k": {"$meta": "sortKey"}}};
+        let sort = doc! {"$sort": {"a": 1}};
+        assert!(check_sort_key(&[sort.clone(), doc! {"$limit": 1}, read.clone()]).is_ok());
+        let err = check_sort_key(&[read.clone(), sort]).unwrap_err();
+        assert_eq!(err.code().code(), 238);
+        assert!(Produced::by(&[read]).sort_key);
     }
 
     #[test]

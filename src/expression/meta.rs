@@ -1,9 +1,10 @@
 //! Document metadata — what `{$meta: "<name>"}` reads — and how a document carries it through
 //! a pipeline: under MongoDB's own reserved field names (`$textScore`, `$dis`, `$pt`,
-//! `$randVal`), the names
+//! `$randVal`, `$sortKey`), the names
 //! MongoDB's shards use when they send documents with their metadata to the merging router
 //! (`Document::toBsonWithMetaData`). A document's metadata is set where the collection is read
-//! (a leading `$match` with `$text`, a leading `$geoNear`) or by `$sample`, kept by every stage that keeps or
+//! (a leading `$match` with `$text`, a leading `$geoNear`) or by `$sample` and `$sort`, kept by
+//! every stage that keeps or
 //! replaces the document (`$project`, `$replaceRoot`...; the stages copy these fields as they
 //! copy the document) and left behind by those that make new ones (`$group`). It is removed
 //! before documents leave a pipeline, except for a router that merges them, and is never part
@@ -43,11 +44,12 @@ const NOT_ATTACHED: &[&str] = &[
 ];
 
 /// Every field that carries metadata.
-pub const CARRIER_FIELDS: [&str; 4] = [
+pub const CARRIER_FIELDS: [&str; 5] = [
     TEXT_SCORE_FIELD,
     GEO_NEAR_DISTANCE_FIELD,
     GEO_NEAR_POINT_FIELD,
     RAND_VAL_FIELD,
+    SORT_KEY_FIELD,
 ];
 
 /// Where a document carries its text score.
@@ -58,6 +60,8 @@ pub const GEO_NEAR_DISTANCE_FIELD: &str = "$dis";
 pub const GEO_NEAR_POINT_FIELD: &str = "$pt";
 /// Where a document carries the random value `$sample` drew for it.
 pub const RAND_VAL_FIELD: &str = "$randVal";
+/// Where a document carries its key under the last `$sort` it went through (an array).
+pub const SORT_KEY_FIELD: &str = "$sortKey";
 
 impl MetaKind {
     /// The argument of `{$meta: <argument>}`, with MongoDB's errors.
@@ -93,6 +97,7 @@ impl MetaKind {
             MetaKind::GeoNearDistance => Ok(GEO_NEAR_DISTANCE_FIELD),
             MetaKind::GeoNearPoint => Ok(GEO_NEAR_POINT_FIELD),
             MetaKind::RandVal => Ok(RAND_VAL_FIELD),
+            MetaKind::SortKey => Ok(SORT_KEY_FIELD),
             other => Err(MongoError::new(
                 ErrorCode::NotImplemented,
                 format!("$meta: \"{}\" is not supported yet", other.name()),
@@ -216,7 +221,7 @@ mod tests {
         let err = MetaKind::parse(&bson!("bogus")).unwrap_err();
         assert_eq!(err.message(), "Unsupported argument to $meta: bogus");
         assert_eq!(MetaKind::RandVal.field().unwrap(), "$randVal");
-        let other = MetaKind::parse(&bson!("sortKey")).unwrap();
+        let other = MetaKind::parse(&bson!("recordId")).unwrap();
         assert_eq!(other.field().unwrap_err().code().code(), 238);
         assert_eq!(
             MetaKind::GeoNearPoint.unavailable().message(),

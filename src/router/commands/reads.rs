@@ -371,10 +371,13 @@ async fn scatter_aggregate(
     crate::aggregate::metadata::check_available(&stages)?;
     // Shards that sorted their part send sorted streams: merging them keeps the order, so the
     // merger's `$sort` is not run again (and needs no memory).
+    // (Unless a stage reads the sort key, which the merger's `$sort` attaches.)
+    let reads_sort_key = crate::aggregate::metadata::Produced::by(&stages).sort_key;
     let sorted_by = split
         .merger_part
         .first()
         .filter(|first| first.contains_key("$sort") && split.shards_part.contains(first))
+        .filter(|_| !reads_sort_key)
         .and_then(|first| first.get_document("$sort").ok())
         .map(|s| SortSpec::parse_for(s, &vars))
         .transpose()?;
