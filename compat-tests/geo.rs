@@ -328,6 +328,96 @@ async fn near_queries(client: &Client) {
     }
 }
 
+/// `{$meta: "geoNearDistance"}` and `{$meta: "geoNearPoint"}` in a `$near` find's projection:
+/// each document's distance (meters for a GeoJSON point, radians for a legacy pair) and the
+/// location measured to, surviving the router's merge by distance.
+async fn near_metadata(client: &Client) {
+    let order = [7, 2, 9, 0, 5, 3, 8, 1, 6, 4];
+    let docs = order
+        .iter()
+        .map(|i| doc! {"_id": *i, "loc": {"type": "Point", "coordinates": [f64::from(*i) / 100.0, 0.0]}, "x": i})
+        .collect();
+    let db = setup_with(client, docs).await;
+    let meta = doc! {"d": {"$meta": "geoNearDistance"}, "p": {"$meta": "geoNearPoint"}};
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        sphere_index(&coll, "loc").await;
+        let point = doc! {"type": "Point", "coordinates": [0, 0]};
+        let near = doc! {"loc": {"$near": {"$geometry": point.clone()}}};
+        let found: Vec<Document> = coll
+            .find(near.clone())
+            .projection(
+                doc! {"_id": 1, "d": {"$meta": "geoNearDistance"}, "p": {"$meta": "geoNearPoint"}},
+            )
+            .limit(4)
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(found.len(), 4, "{name}");
+        for (i, doc) in found.iter().enumerate() {
+            assert_eq!(doc.keys().collect::<Vec<_>>(), ["_id", "d", "p"], "{name}");
+            assert_eq!(doc.get_i32("_id"), Ok(i as i32), "{name}");
+            let meters = doc.get_f64("d").unwrap();
+            assert!((meters - 1113.195 * i as f64).abs() < 0.5, "{name}: {doc}");
+            let x = f64::from(i as i32) / 100.0;
+            assert_eq!(
+                doc.get_document("p").unwrap(),
+                &doc! {"type": "Point", "coordinates": [x, 0.0]},
+                "{name}"
+            );
+        }
+        // A `$meta`-only projection keeps the document; a sort re-orders, the distances stay.
+        let sorted: Vec<Document> = coll
+            .find(near.clone())
+            .projection(meta.clone())
+            .sort(doc! {"_id": -1})
+            .limit(1)
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(sorted[0].get_i32("x"), Ok(9), "{name}");
+        let meters = sorted[0].get_f64("d").unwrap();
+        assert!((meters - 1113.195 * 9.0).abs() < 0.5, "{name}: {meters}");
+        // A legacy pair with $nearSphere: radians.
+        let legacy: Vec<Document> = coll
+            .find(doc! {"loc": {"$nearSphere": [0, 0]}, "_id": 2})
+            .projection(doc! {"d": {"$meta": "geoNearDistance"}})
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        let radians = legacy[0].get_f64("d").unwrap();
+        assert!(
+            (radians - 0.02f64.to_radians()).abs() < 1e-9,
+            "{name}: {radians}"
+        );
+        // Without a `$near`: MongoDB's 40218.
+        let err = coll
+            .find_one(doc! {})
+            .projection(doc! {"p": {"$meta": "geoNearPoint"}})
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&err), Some(40218), "{name}: {err}");
+        assert!(
+            err.to_string()
+                .contains("query requires $geoNear point metadata, but it is not available"),
+            "{name}: {err}"
+        );
+        // The index key of a `$near` match: not yet.
+        let err = coll
+            .find_one(near.clone())
+            .projection(doc! {"k": {"$meta": "indexKey"}})
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&err), Some(238), "{name}: {err}");
+    }
+}
+
 async fn geo_near_stage(client: &Client) {
     let order = [7, 2, 9, 0, 5, 3, 8, 1, 6, 4];
     let docs = order
@@ -504,6 +594,7 @@ both_modes!(
     within_and_intersects_without_an_index,
     sphere_indexes,
     near_queries,
+    near_metadata,
     geo_near_stage,
     flat_indexes
 );

@@ -1,6 +1,6 @@
 //! The metadata a pipeline's documents carry (see [`crate::expression::meta`]): a leading
 //! `$match` with `$text` gives each document its text score, a leading `$geoNear` its distance
-//! and point. A pipeline over a collection that reads metadata its first stage does not
+//! and point, `$sample` its random value and `$sort` its sort key (when a stage reads them). A pipeline over a collection that reads metadata its first stage does not
 //! produce fails as MongoDB's does (40218, its dependency analysis), before any document is
 //! read.
 
@@ -13,6 +13,11 @@ use bson::{Bson, Document};
 pub struct Produced {
     pub text_score: bool,
     pub geo_near: bool,
+    /// A stage reads `{$meta: "randVal"}`, which `$sample` then attaches (MongoDB does not
+    /// check that one precedes: without it the value is missing).
+    pub rand_val: bool,
+    /// A stage reads `{$meta: "sortKey"}`, which each `$sort` then attaches.
+    pub sort_key: bool,
 }
 
 impl Produced {
@@ -21,15 +26,23 @@ impl Produced {
         let Some(first) = stages.first() else {
             return Produced::default();
         };
+        let mut kinds = Vec::new();
+        for stage in stages {
+            for value in stage.values() {
+                kinds_read(value, &mut kinds);
+            }
+        }
         Produced {
             text_score: first.get_document("$match").is_ok_and(has_text),
             geo_near: first.contains_key("$geoNear"),
+            rand_val: kinds.contains(&MetaKind::RandVal),
+            sort_key: kinds.contains(&MetaKind::SortKey),
         }
     }
 
     /// Whether documents carry any metadata.
     pub fn any(self) -> bool {
-        self.text_score || self.geo_near
+        self.text_score || self.geo_near || self.rand_val || self.sort_key
     }
 
     fn has(self, kind: MetaKind) -> bool {
@@ -37,7 +50,7 @@ impl Produced {
             MetaKind::TextScore => self.text_score,
             MetaKind::GeoNearDistance | MetaKind::GeoNearPoint => self.geo_near,
             // Never attached: reading one fails when the stage is parsed.
-            MetaKind::Other(_) => true,
+            _ => true,
         }
     }
 }
@@ -54,6 +67,26 @@ fn has_text(filter: &Document) -> bool {
                 .any(|branch| matches!(branch, Bson::Document(b) if has_text(b))),
             _ => false,
         })
+}
+
+/// Refuses `{$meta: "sortKey"}` in a stage no `$sort` of the same pipeline precedes
+/// (NotImplemented: MongoDB's answer there depends on how it pushes stages down).
+pub fn check_sort_key(stages: &[Document]) -> Result<()> {
+    let mut sorted = false;
+    for stage in stages {
+        let mut kinds = Vec::new();
+        for value in stage.values() {
+            kinds_read(value, &mut kinds);
+        }
+        if !sorted && kinds.contains(&MetaKind::SortKey) {
+            return Err(crate::error::MongoError::new(
+                crate::error::ErrorCode::NotImplemented,
+                "{$meta: \"sortKey\"} without a $sort before it is not supported yet",
+            ));
+        }
+        sorted |= stage.contains_key("$sort");
+    }
+    Ok(())
 }
 
 /// Refuses a collection's pipeline that reads metadata its first stage does not produce:
@@ -102,5 +135,33 @@ mod tests {
         assert!(check_available(&[near, distance]).is_ok());
         let nested = doc! {"$match": {"$and": [{"a": 1}, {"$text": {"$search": "x"}}]}};
         assert!(Produced::by(&[nested]).text_score);
+    }
+
+    #[test]
+    fn sort_keys_need_a_sort_before() {
+        let read = doc! {"$project": {"k": {"$meta": "sortKey"}}};
+        let sort = doc! {"$sort": {"a": 1}};
+        assert!(check_sort_key(&[sort.clone(), doc! {"$limit": 1}, read.clone()]).is_ok());
+        let err = check_sort_key(&[read.clone(), sort]).unwrap_err();
+        assert_eq!(err.code().code(), 238);
+        assert!(Produced::by(&[read]).sort_key);
+    }
+
+    #[test]
+    fn carrier_fields_are_metadata_only_where_metadata_is_attached() {
+        use crate::aggregate::Pipeline;
+        use crate::expression::LetVariables;
+        use std::sync::Arc;
+        let stages = [doc! {"$project": {"r": "$$ROOT"}}];
+        let stored = doc! {"_id": 1, "$textScore": 2, "$pt": [0, 0]};
+        // A pipeline attaching none: the fields are the document's own.
+        let plain = Pipeline::parse(&stages).unwrap();
+        let out = plain.run(vec![stored.clone()]).unwrap();
+        assert_eq!(out, [doc! {"_id": 1, "r": stored.clone()}]);
+        // Reading documents that carry metadata: left out of `$$ROOT` and the output.
+        let vars = Arc::new(LetVariables::empty(bson::DateTime::now()).carrying_metadata());
+        let carrying = Pipeline::parse_with_variables(&stages, vars).unwrap();
+        let out = carrying.run(vec![stored]).unwrap();
+        assert_eq!(out, [doc! {"_id": 1, "r": {"_id": 1}}]);
     }
 }

@@ -55,6 +55,14 @@ impl Pipeline {
     /// expressions read those variables and the command's `$$NOW`.
     pub fn parse_with_variables(stages: &[Document], vars: Arc<LetVariables>) -> Result<Pipeline> {
         check_pipeline(stages)?;
+        metadata::check_sort_key(stages)?;
+        // Documents carry metadata fields only when the first stage attaches metadata (or the
+        // caller says the input carries it); elsewhere fields of those names are their own.
+        let vars = if metadata::Produced::by(stages).any() && !vars.carries_metadata() {
+            Arc::new(vars.carrying_metadata())
+        } else {
+            vars
+        };
         let mut parsed = Vec::with_capacity(stages.len());
         let mut geo_near = None;
         for (i, spec) in stages.iter().enumerate() {
@@ -128,7 +136,7 @@ impl Pipeline {
             held: VecDeque::new(),
             ended: false,
             part_len: 1,
-            keep_metadata: self.keep_metadata,
+            keep_metadata: self.keeps_output_fields(),
         }
     }
 
@@ -191,7 +199,13 @@ impl Pipeline {
     /// Output documents as they leave the pipeline: without their metadata unless a merger
     /// reads it.
     fn output(&self, out: Vec<Document>) -> Vec<Document> {
-        output(self.keep_metadata, out)
+        output(self.keeps_output_fields(), out)
+    }
+
+    /// Whether the output keeps every field: a merger reads the metadata, or the documents
+    /// carry none (fields of the carriers' names are then the documents' own).
+    fn keeps_output_fields(&self) -> bool {
+        self.keep_metadata || !self.vars.carries_metadata()
     }
 
     /// Stages after parsing.

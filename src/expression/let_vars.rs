@@ -23,6 +23,11 @@ pub struct LetVariables {
     /// The command's collation (`None`: simple), which its filters, sorts, groupings and
     /// expressions compare strings by, as MongoDB's `ExpressionContext` carries it.
     collation: Option<Arc<Collation>>,
+    /// Whether the documents expressions see may carry metadata fields (`$textScore`...):
+    /// those of a pipeline whose first stage attaches metadata. Only then are the carrier
+    /// fields metadata — `$$ROOT` leaves them out and a stage that replaces a document copies
+    /// them —; elsewhere fields of those names are the document's own.
+    metadata: bool,
 }
 
 /// System variables a client may not set (MongoDB reserves them for internal propagation).
@@ -37,6 +42,7 @@ impl LetVariables {
             now,
             sub_pipeline_depth: 0,
             collation: None,
+            metadata: false,
         }
     }
 
@@ -85,6 +91,8 @@ impl LetVariables {
     pub fn for_sub_pipeline(&self, bound: &Document) -> LetVariables {
         let mut vars = self.with_constants(bound);
         vars.sub_pipeline_depth += 1;
+        // Another collection's documents: its own first stage decides.
+        vars.metadata = false;
         vars
     }
 
@@ -160,7 +168,22 @@ impl LetVariables {
 
     /// What an expression of this command is evaluated against for `root`.
     pub fn variables<'a>(&'a self, root: &'a Document) -> Variables<'a> {
-        Variables::with_user(root, self.now, &self.values).with_collation(self.collation())
+        Variables::with_user(root, self.now, &self.values)
+            .with_collation(self.collation())
+            .with_metadata(self.metadata)
+    }
+
+    /// The same variables for documents that carry metadata fields (a pipeline whose first
+    /// stage attaches metadata, or the router's part reading such a pipeline's output).
+    pub fn carrying_metadata(&self) -> LetVariables {
+        let mut vars = self.clone();
+        vars.metadata = true;
+        vars
+    }
+
+    /// Whether the documents carry metadata fields ([`LetVariables::carrying_metadata`]).
+    pub fn carries_metadata(&self) -> bool {
+        self.metadata
     }
 }
 

@@ -1,12 +1,15 @@
 //! Document metadata — what `{$meta: "<name>"}` reads — and how a document carries it through
-//! a pipeline: under MongoDB's own reserved field names (`$textScore`, `$dis`, `$pt`), the names
+//! a pipeline: under MongoDB's own reserved field names (`$textScore`, `$dis`, `$pt`,
+//! `$randVal`, `$sortKey`), the names
 //! MongoDB's shards use when they send documents with their metadata to the merging router
 //! (`Document::toBsonWithMetaData`). A document's metadata is set where the collection is read
-//! (a leading `$match` with `$text`, a leading `$geoNear`), kept by every stage that keeps or
+//! (a leading `$match` with `$text`, a leading `$geoNear`) or by `$sample` and `$sort`, kept by
+//! every stage that keeps or
 //! replaces the document (`$project`, `$replaceRoot`...; the stages copy these fields as they
 //! copy the document) and left behind by those that make new ones (`$group`). It is removed
 //! before documents leave a pipeline, except for a router that merges them, and is never part
-//! of `$$ROOT`.
+//! of `$$ROOT`. Only a pipeline whose first stage attaches metadata treats these fields so
+//! (`LetVariables::carries_metadata`); elsewhere they are the document's own.
 
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, Document};
@@ -17,18 +20,22 @@ pub enum MetaKind {
     TextScore,
     GeoNearDistance,
     GeoNearPoint,
+    /// A random double in [0, 1).
+    RandVal,
+    /// The key of the sort the document came through, as an array of its values.
+    SortKey,
+    /// The identifier of the document's record.
+    RecordId,
+    /// The index key the document was found by.
+    IndexKey,
     /// Kinds MongoDB has that this server does not attach to documents.
     Other(&'static str),
 }
 
 /// The names `$meta` accepts that this server does not attach (NotImplemented).
 const NOT_ATTACHED: &[&str] = &[
-    "randVal",
     "searchScore",
     "searchHighlights",
-    "recordId",
-    "indexKey",
-    "sortKey",
     "searchScoreDetails",
     "searchSequenceToken",
     "vectorSearchScore",
@@ -37,10 +44,12 @@ const NOT_ATTACHED: &[&str] = &[
 ];
 
 /// Every field that carries metadata.
-pub const CARRIER_FIELDS: [&str; 3] = [
+pub const CARRIER_FIELDS: [&str; 5] = [
     TEXT_SCORE_FIELD,
     GEO_NEAR_DISTANCE_FIELD,
     GEO_NEAR_POINT_FIELD,
+    RAND_VAL_FIELD,
+    SORT_KEY_FIELD,
 ];
 
 /// Where a document carries its text score.
@@ -49,6 +58,10 @@ pub const TEXT_SCORE_FIELD: &str = "$textScore";
 pub const GEO_NEAR_DISTANCE_FIELD: &str = "$dis";
 /// Where a document carries the location `$geoNear` measured to.
 pub const GEO_NEAR_POINT_FIELD: &str = "$pt";
+/// Where a document carries the random value `$sample` drew for it.
+pub const RAND_VAL_FIELD: &str = "$randVal";
+/// Where a document carries its key under the last `$sort` it went through (an array).
+pub const SORT_KEY_FIELD: &str = "$sortKey";
 
 impl MetaKind {
     /// The argument of `{$meta: <argument>}`, with MongoDB's errors.
@@ -63,6 +76,10 @@ impl MetaKind {
             "textScore" => Ok(MetaKind::TextScore),
             "geoNearDistance" => Ok(MetaKind::GeoNearDistance),
             "geoNearPoint" => Ok(MetaKind::GeoNearPoint),
+            "randVal" => Ok(MetaKind::RandVal),
+            "sortKey" => Ok(MetaKind::SortKey),
+            "recordId" => Ok(MetaKind::RecordId),
+            "indexKey" => Ok(MetaKind::IndexKey),
             other => match NOT_ATTACHED.iter().find(|known| **known == other) {
                 Some(known) => Ok(MetaKind::Other(known)),
                 None => Err(MongoError::location(
@@ -79,10 +96,26 @@ impl MetaKind {
             MetaKind::TextScore => Ok(TEXT_SCORE_FIELD),
             MetaKind::GeoNearDistance => Ok(GEO_NEAR_DISTANCE_FIELD),
             MetaKind::GeoNearPoint => Ok(GEO_NEAR_POINT_FIELD),
-            MetaKind::Other(name) => Err(MongoError::new(
+            MetaKind::RandVal => Ok(RAND_VAL_FIELD),
+            MetaKind::SortKey => Ok(SORT_KEY_FIELD),
+            other => Err(MongoError::new(
                 ErrorCode::NotImplemented,
-                format!("$meta: \"{name}\" is not supported yet"),
+                format!("$meta: \"{}\" is not supported yet", other.name()),
             )),
+        }
+    }
+
+    /// The name `{$meta: <name>}` gives.
+    pub fn name(self) -> &'static str {
+        match self {
+            MetaKind::TextScore => "textScore",
+            MetaKind::GeoNearDistance => "geoNearDistance",
+            MetaKind::GeoNearPoint => "geoNearPoint",
+            MetaKind::RandVal => "randVal",
+            MetaKind::SortKey => "sortKey",
+            MetaKind::RecordId => "recordId",
+            MetaKind::IndexKey => "indexKey",
+            MetaKind::Other(name) => name,
         }
     }
 
@@ -92,6 +125,10 @@ impl MetaKind {
             MetaKind::TextScore => "text score",
             MetaKind::GeoNearDistance => "$geoNear distance",
             MetaKind::GeoNearPoint => "$geoNear point",
+            MetaKind::RandVal => "rand val",
+            MetaKind::SortKey => "sortKey",
+            MetaKind::RecordId => "record ID",
+            MetaKind::IndexKey => "index key",
             MetaKind::Other(name) => name,
         }
     }
@@ -183,7 +220,8 @@ mod tests {
         assert_eq!(MetaKind::parse(&bson!(1)).unwrap_err().code().code(), 17307);
         let err = MetaKind::parse(&bson!("bogus")).unwrap_err();
         assert_eq!(err.message(), "Unsupported argument to $meta: bogus");
-        let other = MetaKind::parse(&bson!("sortKey")).unwrap();
+        assert_eq!(MetaKind::RandVal.field().unwrap(), "$randVal");
+        let other = MetaKind::parse(&bson!("recordId")).unwrap();
         assert_eq!(other.field().unwrap_err().code().code(), 238);
         assert_eq!(
             MetaKind::GeoNearPoint.unavailable().message(),

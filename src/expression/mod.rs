@@ -187,6 +187,9 @@ pub struct Variables<'a> {
     user: UserValues<'a>,
     /// The command's collation, which comparisons of strings follow (`None`: simple).
     collation: Option<&'a Collation>,
+    /// Whether the document's carrier fields are metadata, which `$$ROOT` leaves out
+    /// ([`LetVariables::carries_metadata`]).
+    metadata: bool,
 }
 
 /// User variables' values by slot: a command's (or a stage's) as one slice, and above them the
@@ -240,7 +243,14 @@ impl<'a> Variables<'a> {
             now,
             user: UserValues::Slots(user),
             collation: None,
+            metadata: false,
         }
+    }
+
+    /// The same variables, the document's carrier fields being metadata when `metadata`.
+    pub fn with_metadata(mut self, metadata: bool) -> Self {
+        self.metadata = metadata;
+        self
     }
 
     /// The same variables, comparing strings by `collation`.
@@ -273,6 +283,7 @@ impl<'a> Variables<'a> {
                 own: bound,
             },
             collation: self.collation,
+            metadata: self.metadata,
         }
     }
 
@@ -288,11 +299,13 @@ impl<'a> Variables<'a> {
     fn resolve(&self, base: Base, parts: &[String]) -> Result<Value> {
         Ok(match base {
             Base::Current | Base::Root => {
-                if parts.is_empty() {
+                if parts.is_empty() && self.metadata {
                     // Metadata is never part of the document as expressions see it.
                     Some(Bson::Document(
                         meta::without_metadata(self.root).into_owned(),
                     ))
+                } else if parts.is_empty() {
+                    Some(Bson::Document(self.root.clone()))
                 } else {
                     fieldpath::lookup(self.root, parts)
                 }

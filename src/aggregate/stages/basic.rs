@@ -135,7 +135,9 @@ impl ReplaceRoot {
         match self.new_root.evaluate(&ctx.variables(doc))? {
             Some(Bson::Document(mut new_root)) => {
                 // As MongoDB's, the new document keeps the old one's metadata.
-                crate::expression::meta::copy(doc, &mut new_root);
+                if ctx.vars.carries_metadata() {
+                    crate::expression::meta::copy(doc, &mut new_root);
+                }
                 Ok(new_root)
             }
             other => Err(MongoError::location(

@@ -210,7 +210,9 @@ fn add_results(
     let max_bytes = ctx.limits.max_facet_output_bytes;
     for mut doc in out {
         // A result is a value of the output document: its metadata stays behind.
-        crate::expression::meta::strip(&mut doc);
+        if ctx.vars.carries_metadata() {
+            crate::expression::meta::strip(&mut doc);
+        }
         *bytes += crate::spill::approximate_document_size(&doc);
         if *bytes > max_bytes {
             return Err(output_too_large(*bytes, max_bytes));

@@ -366,6 +366,16 @@ fn built(docs: Vec<Document>) -> Result<Vec<Document>> {
 }
 
 /// The documents without their metadata (what `$out` and `$merge` write).
+/// [`without_metadata`] when the run's documents carry metadata fields; otherwise fields of
+/// those names are the documents' own.
+fn without_metadata_in(docs: Vec<Document>, ctx: &RunContext) -> Vec<Document> {
+    if ctx.vars.carries_metadata() {
+        without_metadata(docs)
+    } else {
+        docs
+    }
+}
+
 pub fn without_metadata(mut docs: Vec<Document>) -> Vec<Document> {
     docs.iter_mut().for_each(crate::expression::meta::strip);
     docs
@@ -404,11 +414,11 @@ pub fn run_all<'a>(
                 Stage::UnionWith(union) => union.run(docs, ctx, host).await?,
                 Stage::Facet(facet) => built(facet.run_with(docs, ctx, host).await?)?,
                 Stage::Out(out) => {
-                    out.run(without_metadata(docs), host).await?;
+                    out.run(without_metadata_in(docs, ctx), host).await?;
                     Vec::new()
                 }
                 Stage::Merge(merge) => {
-                    merge.run(without_metadata(docs), ctx, host).await?;
+                    merge.run(without_metadata_in(docs, ctx), ctx, host).await?;
                     Vec::new()
                 }
                 other => other.run(docs, ctx)?,

@@ -55,7 +55,8 @@ impl Redact {
         if let Some(slot) = values.get_mut(self.current) {
             *slot = Some(Bson::Document(current.clone()));
         }
-        let vars = Variables::with_user(root, ctx.vars.now(), &values);
+        let vars = Variables::with_user(root, ctx.vars.now(), &values)
+            .with_metadata(ctx.vars.carries_metadata());
         let decision = self.expression.evaluate(&vars)?;
         match decision.as_ref() {
             Some(Bson::String(s)) if s == "keep" => Ok(Some(current.clone())),

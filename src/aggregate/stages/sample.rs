@@ -64,6 +64,17 @@ pub fn sort(size: u64, ctx: &RunContext) -> KeyedSort {
     )
 }
 
+/// A sampled document with the random value it was drawn by as its `randVal` metadata, when
+/// the pipeline's documents carry metadata (a stage reads it).
+pub fn with_rand_val(key: Vec<Bson>, mut doc: Document, ctx: &RunContext) -> Document {
+    if ctx.vars.carries_metadata() {
+        if let Some(value) = key.into_iter().next() {
+            doc.insert(crate::expression::meta::RAND_VAL_FIELD, value);
+        }
+    }
+    doc
+}
+
 /// Takes one input document into `sort` with its random key (nothing is kept for a size of 0).
 pub fn push(sort: &mut KeyedSort, size: u64, doc: Document) -> Result<()> {
     if size == 0 {

@@ -18,7 +18,7 @@ use super::window::{WindowOutput, WindowRun};
 use super::{RunContext, Stage, sample};
 use crate::error::Result;
 use crate::spill::{BlockingSort, SortedDocs, approximate_document_size};
-use bson::Document;
+use bson::{Bson, Document};
 
 /// Documents a blocking stage emits at a time once its input is complete.
 const DRAIN_BATCH: usize = 1000;
@@ -230,6 +230,16 @@ impl Step {
     }
 }
 
+/// A sorted document with its key under the sort as its `sortKey` metadata (an array, as
+/// MongoDB's `{$meta: "sortKey"}` shows it), when the pipeline's documents carry metadata.
+fn with_sort_key(mut doc: Document, stage: &Stage, ctx: &RunContext) -> Document {
+    if let (true, Stage::Sort(spec)) = (ctx.vars.carries_metadata(), stage) {
+        let key = spec.sort_key(&doc);
+        doc.insert(crate::expression::meta::SORT_KEY_FIELD, Bson::Array(key));
+    }
+    doc
+}
+
 /// How many documents a `$sort` needs to keep when a `$limit` follows it (after a `$skip`,
 /// that many more).
 fn top_k(after: &[Stage]) -> Option<usize> {
@@ -259,9 +269,13 @@ impl Drain {
         while batch.len() < DRAIN_BATCH {
             let next = match self {
                 Drain::Memory(docs) => docs.next(),
-                Drain::Sorted(sorted) => sorted.next_doc()?,
+                Drain::Sorted(sorted) => {
+                    sorted.next_doc()?.map(|doc| with_sort_key(doc, stage, ctx))
+                }
                 Drain::Groups(groups) => groups.next_doc(group_of(stage)?, ctx)?,
-                Drain::Keyed(sorted) => sorted.next_keyed()?.map(|(_, doc)| doc),
+                Drain::Keyed(sorted) => sorted
+                    .next_keyed()?
+                    .map(|(key, doc)| sample::with_rand_val(key, doc, ctx)),
                 Drain::Buckets(buckets) => match stage {
                     Stage::BucketAuto(bucket) => buckets.next_doc(bucket, ctx)?,
                     _ => return Err(mismatch()),

@@ -379,7 +379,7 @@ async fn find<S: DataNode>(
     let vars = under_collation(state, cmd, cmd.args().let_variables()?).await?;
     let filter = Filter::parse_with_variables(&find.filter, &vars)?;
     if let Some(p) = &find.projection {
-        crate::query::projection::Projection::parse_with_variables(p, Some(&filter), &vars)?;
+        crate::query::projection::Projection::parse_for_find(p, &filter, &vars)?;
     }
     let (ns, target) = collection(state, cmd).await?;
     let query = Query {

@@ -4,9 +4,9 @@
 use super::super::DataNode;
 use super::super::cursors::{Cursor, CursorBody};
 use super::super::exec::{
-    BlockingSort, CoverRequest, Covered, FindOutput, Position, QueryShape, RECORD_ID_FIELD,
-    ScanState, SortLimits, SortedDocs, SortedState, Tail, fill_batch, find_sort_error,
-    near_matches, take_sort_key_request,
+    BlockingSort, CoverRequest, Covered, FindOutput, NearMetadata, Position, QueryShape,
+    RECORD_ID_FIELD, ScanState, SortLimits, SortedDocs, SortedState, Tail, fill_batch,
+    find_sort_error, near_matches, take_sort_key_request,
 };
 use super::super::storage::StorageTransaction;
 use super::super::views;
@@ -16,6 +16,7 @@ use crate::command::{CommandRequest, GetMore, KillCursors};
 use crate::document::collation::Collation;
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::LetVariables;
+use crate::expression::meta::MetaKind;
 use crate::query::filter::Filter;
 use crate::query::projection::Projection;
 use crate::query::sort::{SortSpec, TEXT_SCORE_FIELD};
@@ -112,6 +113,8 @@ pub(super) struct FindQuery {
     sort: Option<SortSpec>,
     /// A router merging `$near` results asked for each document's distance as `$sortKey`.
     near_sort_key: bool,
+    /// The sort whose keys the projection's `{$meta: "sortKey"}` fields read.
+    meta_sort: Option<SortSpec>,
 }
 
 impl FindQuery {
@@ -130,7 +133,7 @@ impl FindQuery {
         let wants_sort_key = take_sort_key_request(&mut projection_spec);
         let projection = projection_spec
             .as_ref()
-            .map(|p| Projection::parse_with_variables(p, Some(&filter), &vars))
+            .map(|p| Projection::parse_for_find(p, &filter, &vars))
             .transpose()?;
         let sort_spec = cmd
             .sort
@@ -157,9 +160,11 @@ impl FindQuery {
                 "query requires text score metadata, but it is not available",
             ));
         }
+        let meta_sort = meta_sort(projection.as_ref(), sort_spec.as_ref(), &filter)?;
         // `{$natural: ±1}` is a scan direction, not a sort.
         let sort = sort_spec.clone().filter(|s| !s.is_empty());
         Ok(FindQuery {
+            meta_sort,
             vars,
             filter,
             projection_spec,
@@ -170,6 +175,54 @@ impl FindQuery {
             sort,
         })
     }
+}
+
+/// The sort a projection's `{$meta: "sortKey"}` fields read, with MongoDB's error without one;
+/// refuses what the find cannot answer: the index key of a `$text` or `$near` match, the sort
+/// key of a `{$natural}` scan (NotImplemented).
+fn meta_sort(
+    projection: Option<&Projection>,
+    sort: Option<&SortSpec>,
+    filter: &Filter,
+) -> Result<Option<SortSpec>> {
+    let Some(projection) = projection else {
+        return Ok(None);
+    };
+    if projection.reads_meta(MetaKind::IndexKey) && (filter.has_text() || filter.near().is_some()) {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "{$meta: \"indexKey\"} with $text or $near is not supported yet",
+        ));
+    }
+    if !projection.reads_meta(MetaKind::SortKey) {
+        return Ok(None);
+    }
+    match sort {
+        None => Err(MongoError::bad_value(
+            "cannot use sortKey $meta projection without a sort",
+        )),
+        Some(sort) if sort.is_empty() => Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "{$meta: \"sortKey\"} with a $natural sort is not supported yet",
+        )),
+        Some(sort) => Ok(Some(sort.clone())),
+    }
+}
+
+/// `{$meta: "indexKey"}` of a document found by its `_id` (MongoDB's IDHACK or express path,
+/// whose index key metadata differs between releases): refused rather than guessed.
+fn refuse_id_lookup_key(
+    path: &crate::datanode::exec::AccessPath,
+    projection: Option<&Projection>,
+) -> Result<()> {
+    let id_lookup = matches!(path, crate::datanode::exec::AccessPath::IdPoint(_));
+    if id_lookup && projection.is_some_and(|p| p.reads_meta(MetaKind::IndexKey)) {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "{$meta: \"indexKey\"} of an _id lookup is not supported yet",
+        ));
+    }
+    Ok(())
 }
 
 /// A find's documents carry no metadata: a `{$meta: ...}` inside an expression (the filter's
@@ -260,6 +313,7 @@ pub(super) async fn find<S: DataNode>(
     };
     let ownership = state.ownership(&req);
     let position = Position::plan(&coll, &shape)?.owned_by(ownership.clone());
+    refuse_id_lookup_key(position.path(), query.projection.as_ref())?;
     let covered = Covered::analyze(
         position.path(),
         &CoverRequest {
@@ -285,6 +339,9 @@ pub(super) async fn find<S: DataNode>(
     if let Some(sort) = query.sort_key {
         output = output.with_sort_key(sort);
     }
+    if let Some(sort) = query.meta_sort {
+        output = output.with_meta_sort(sort);
+    }
     let body = match query.sort {
         // A sort the access path does not deliver is done in memory over every match.
         Some(sort) if !position.path().provides_sort() => {
@@ -294,7 +351,7 @@ pub(super) async fn find<S: DataNode>(
                 skip: cmd.skip,
                 limit: cmd.limit,
                 limits,
-                keep_record_id: cmd.show_record_id,
+                keep_record_id: cmd.show_record_id || output.reads_record_id(),
             };
             let docs = sorted_matches(&db, &coll, &query.filter, position, request).await?;
             CursorBody::Sorted(Box::new(SortedState::new(docs, cmd.skip, output)))
@@ -354,12 +411,20 @@ async fn near_body<S: DataNode>(
     if let Some(sort) = query.sort_key {
         output = output.with_sort_key(sort);
     }
+    if let Some(sort) = query.meta_sort {
+        output = output.with_meta_sort(sort);
+    }
     let mut docs = VecDeque::with_capacity(matches.len());
     for m in matches.into_iter().skip(cmd.skip as usize) {
         let mut raw = if output.is_identity() {
             m.raw
         } else {
-            output.render(m.rid, &m.doc)?
+            let point = query.filter.near_closest(&m.doc).map(|(_, p)| p.clone());
+            let near = NearMetadata {
+                distance: m.distance,
+                point,
+            };
+            output.render_with(m.rid, &m.doc, Some(near))?
         };
         if query.near_sort_key {
             let mut key = RawDocumentBuf::new();

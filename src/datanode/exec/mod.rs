@@ -35,7 +35,9 @@ pub use near::{
     BufferedInput, NearMatch, geo_near_documents, geo_near_filter, near_index, near_matches,
     near_matches_examined, no_geo_index,
 };
-pub use output::{FindOutput, RECORD_ID_FIELD, SORT_KEY_FIELD, take_sort_key_request};
+pub use output::{
+    FindOutput, NearMetadata, RECORD_ID_FIELD, SORT_KEY_FIELD, take_sort_key_request,
+};
 pub use pipeline_input::PipelineInput;
 pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};
 pub use position::{Candidate, Examined, Position};

@@ -1,14 +1,17 @@
-//! What a find returns for each matching document: the document through its projection, with
-//! `$recordId` appended (`showRecordId`), or only the index key it was found by (`returnKey`);
-//! with `$sortKey` appended when a router merging several shards' results asked for it.
+//! What a find returns for each matching document: the document through its projection (with
+//! the metadata its `{$meta}` fields read: record id, index key, sort key, `$near` distance and
+//! point), with `$recordId` appended (`showRecordId`), or only the index key it was found by
+//! (`returnKey`); with `$sortKey` appended when a router merging several shards' results asked
+//! for it.
 
 use super::plan::{AccessPath, IndexScanPlan};
 use crate::datanode::index::FieldKind;
 use crate::datanode::storage::RecordId;
 use crate::document::{hashed, keystring};
 use crate::error::Result;
+use crate::expression::meta::MetaKind;
 use crate::query::filter::Filter;
-use crate::query::projection::Projection;
+use crate::query::projection::{FindMetadata, Projection};
 use crate::query::sort::{SortSpec, TEXT_SCORE_FIELD};
 use bson::{Bson, Document, RawDocumentBuf};
 use std::sync::Arc;
@@ -47,11 +50,21 @@ pub struct FindOutput {
     /// element the query matched).
     positional_query: Option<Filter>,
     pub show_record_id: bool,
-    /// `returnKey`: the index the documents come from (`None`: a collection scan, whose keys
-    /// are empty documents).
-    pub return_key: Option<KeySource>,
+    /// `returnKey`: only the index key is returned.
+    pub return_key: bool,
+    /// The index the documents come from (`None`: a collection scan, whose `returnKey` keys
+    /// are empty documents), when `returnKey` or `{$meta: "indexKey"}` asks for keys.
+    key_source: Option<KeySource>,
     /// The sort whose key is appended as [`SORT_KEY_FIELD`].
     pub sort_key: Option<SortSpec>,
+    /// The find's sort, whose keys `{$meta: "sortKey"}` reads.
+    meta_sort: Option<SortSpec>,
+}
+
+/// What a `$near` measured for one document.
+pub struct NearMetadata {
+    pub distance: f64,
+    pub point: Option<Bson>,
 }
 
 pub enum KeySource {
@@ -70,7 +83,11 @@ impl FindOutput {
         return_key: bool,
         path: &AccessPath,
     ) -> FindOutput {
-        let return_key = return_key.then(|| match path {
+        let wants_keys = return_key
+            || projection
+                .as_ref()
+                .is_some_and(|p| p.reads_meta(MetaKind::IndexKey));
+        let key_source = wants_keys.then(|| match path {
             AccessPath::IdPoint(_) => KeySource::Id,
             AccessPath::IndexScan(plan) => KeySource::Indexes(vec![plan.clone()]),
             AccessPath::Union(plans) => KeySource::Indexes(plans.as_ref().clone()),
@@ -85,8 +102,23 @@ impl FindOutput {
             positional_query,
             show_record_id,
             return_key,
+            key_source,
             sort_key: None,
+            meta_sort: None,
         }
+    }
+
+    /// The find's sort, for `{$meta: "sortKey"}` fields.
+    pub fn with_meta_sort(mut self, sort: SortSpec) -> FindOutput {
+        self.meta_sort = Some(sort);
+        self
+    }
+
+    /// Whether the projection reads the record id (which a blocking sort must then carry).
+    pub fn reads_record_id(&self) -> bool {
+        self.projection
+            .as_ref()
+            .is_some_and(|p| p.reads_meta(MetaKind::RecordId))
     }
 
     /// Appends each document's key under `sort` as [`SORT_KEY_FIELD`].
@@ -99,12 +131,22 @@ impl FindOutput {
     pub fn is_identity(&self) -> bool {
         self.projection.is_none()
             && !self.show_record_id
-            && self.return_key.is_none()
+            && !self.return_key
             && self.sort_key.is_none()
     }
 
     /// The returned form of a document found at `rid`.
     pub fn render(&self, rid: RecordId, doc: &Document) -> Result<RawDocumentBuf> {
+        self.render_with(rid, doc, None)
+    }
+
+    /// The returned form of a document found at `rid` by a `$near` (`near`) or another scan.
+    pub fn render_with(
+        &self,
+        rid: RecordId,
+        doc: &Document,
+        near: Option<NearMetadata>,
+    ) -> Result<RawDocumentBuf> {
         // A document sorted by text score carries its score for the sort key only.
         let sorted_by_score;
         let stored = if doc.contains_key(TEXT_SCORE_FIELD) {
@@ -115,18 +157,26 @@ impl FindOutput {
         } else {
             doc
         };
-        let mut out = match &self.return_key {
-            Some(source) => key_document(source, stored),
-            None => match (&self.projection, &self.positional_query) {
-                (Some(p), Some(query)) => p.apply_with_filter(stored, query)?,
-                // Computed fields fail the query when their evaluation fails, as in MongoDB.
-                (Some(p), None) => p.try_apply(stored)?,
-                (None, _) => stored.clone(),
-            },
+        let meta = self.metadata(rid, doc, stored, near);
+        let mut out = match (&self.projection, &self.key_source) {
+            (projection, Some(source)) if self.return_key => {
+                // The key alone, with the sort keys the projection asks for (MongoDB's
+                // returnKey keeps its `{$meta: "sortKey"}` fields and nothing else).
+                let mut key = key_document(source, stored);
+                if let (Some(p), Some(sort_key)) = (projection, &meta.sort_key) {
+                    for name in p.meta_field_names(MetaKind::SortKey) {
+                        key.insert(name, Bson::Array(sort_key.clone()));
+                    }
+                }
+                key
+            }
+            // Computed fields fail the query when their evaluation fails, as in MongoDB.
+            (Some(p), _) => p.apply_with_metadata(stored, self.positional_query.as_ref(), &meta)?,
+            (None, _) => stored.clone(),
         };
         // With returnKey the key alone is returned (the driver specification tests expect no
         // `$recordId` beside it).
-        if self.show_record_id && self.return_key.is_none() {
+        if self.show_record_id && !self.return_key {
             out.insert(RECORD_ID_FIELD, Bson::Int64(rid));
         }
         let mut raw = RawDocumentBuf::from_document(&out)?;
@@ -139,6 +189,41 @@ impl FindOutput {
             raw.append(SORT_KEY_FIELD, key);
         }
         Ok(raw)
+    }
+
+    /// The metadata the projection reads for a document (`stored`: without a text score
+    /// carried for a sort).
+    fn metadata(
+        &self,
+        rid: RecordId,
+        doc: &Document,
+        stored: &Document,
+        near: Option<NearMetadata>,
+    ) -> FindMetadata {
+        let Some(p) = &self.projection else {
+            return FindMetadata::default();
+        };
+        if p.meta_kinds().next().is_none() {
+            return FindMetadata::default();
+        }
+        let (distance, point) = match near {
+            Some(near) => (Some(near.distance), near.point),
+            None => (None, None),
+        };
+        FindMetadata {
+            record_id: p.reads_meta(MetaKind::RecordId).then_some(rid),
+            // Only an index scan has keys: not a collection scan, nor the `_id` lookup
+            // (MongoDB's IDHACK), whose keys only `returnKey` asks for.
+            index_key: match &self.key_source {
+                Some(source @ KeySource::Indexes(_)) if p.reads_meta(MetaKind::IndexKey) => {
+                    Some(key_document(source, stored))
+                }
+                _ => None,
+            },
+            sort_key: self.meta_sort.as_ref().map(|sort| sort.sort_key(doc)),
+            distance,
+            point,
+        }
     }
 
     /// Like [`render`](Self::render) for a document that went through a blocking sort with its

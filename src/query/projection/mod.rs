@@ -7,12 +7,16 @@
 //! - `parse`: a specification into the path tree, with the inclusion/exclusion and `_id` rules.
 //! - `operators`: the find-only `$slice`, `$elemMatch` and positional `$`, parsed and applied.
 //! - `expression`: computed fields (aggregation expressions, `$meta`) and their evaluation.
+//! - `metadata`: top-level `{$meta}` fields and the metadata a find supplies for them.
 //! - `apply`: projecting a document through the path tree.
 
 mod apply;
 mod expression;
+mod metadata;
 mod operators;
 mod parse;
+
+pub use metadata::FindMetadata;
 
 use super::filter::Filter;
 use crate::error::{MongoError, Result};
@@ -30,9 +34,11 @@ pub struct Projection {
     inclusion: bool,
     /// The positional projection's path (without `.$`), with the query it refers to.
     positional: Option<Vec<String>>,
-    /// Top-level fields set to the document's text score (`{$meta: "textScore"}`), which the
-    /// find's filter computes ([`Projection::apply_with_filter`]).
-    text_score: Vec<String>,
+    /// Top-level fields set to the document's metadata (`{$meta: ...}`), in specification
+    /// order: the text score, which the find's filter computes
+    /// ([`Projection::apply_with_filter`]), and in a `find` the kinds its executor supplies
+    /// ([`Projection::apply_with_metadata`]).
+    meta_fields: Vec<(String, crate::expression::meta::MetaKind)>,
     /// The positions of the top-level `$elemMatch` children.
     elem_matches: Vec<usize>,
     /// What computed fields read as `$$NOW` and `$$name`.
@@ -70,12 +76,12 @@ impl Projection {
     /// Parses a projection without a query (a positional `$` is refused, as MongoDB refuses it
     /// without a matcher).
     pub fn parse(spec: &Document) -> Result<Projection> {
-        Self::parse_inner(spec, None, &Self::no_variables())
+        Self::parse_inner(spec, None, &Self::no_variables(), false)
     }
 
     /// Parses a projection of a `find` whose filter is `query` (needed for positional `$`).
     pub fn parse_with_filter(spec: &Document, query: &Filter) -> Result<Projection> {
-        Self::parse_inner(spec, Some(query), &Self::no_variables())
+        Self::parse_inner(spec, Some(query), &Self::no_variables(), false)
     }
 
     /// Parses a projection whose computed fields see a command's `let` variables (and its
@@ -85,7 +91,18 @@ impl Projection {
         query: Option<&Filter>,
         vars: &Arc<LetVariables>,
     ) -> Result<Projection> {
-        Self::parse_inner(spec, query, vars)
+        Self::parse_inner(spec, query, vars, false)
+    }
+
+    /// Parses a `find`'s projection: as [`Projection::parse_with_variables`], and its
+    /// top-level `{$meta}` fields may read any metadata a find supplies
+    /// ([`Projection::apply_with_metadata`]).
+    pub fn parse_for_find(
+        spec: &Document,
+        query: &Filter,
+        vars: &Arc<LetVariables>,
+    ) -> Result<Projection> {
+        Self::parse_inner(spec, Some(query), vars, true)
     }
 
     fn no_variables() -> Arc<LetVariables> {
@@ -105,7 +122,7 @@ impl Projection {
     /// Whether the projection reads the find's filter: a positional `$` or a text score (use
     /// [`Projection::apply_with_filter`]).
     pub fn needs_query(&self) -> bool {
-        self.positional.is_some() || !self.text_score.is_empty()
+        self.positional.is_some() || self.reads_meta(crate::expression::meta::MetaKind::TextScore)
     }
 
     /// Projects a document. A positional `$` path keeps its whole array here; use
@@ -139,6 +156,11 @@ impl Projection {
     /// Projects a document that matched `filter` (the query of the `find`), resolving the
     /// positional `$` from the filter's match and adding text scores.
     pub fn apply_with_filter(&self, doc: &Document, filter: &Filter) -> Result<Document> {
+        self.apply_with_metadata(doc, Some(filter), &FindMetadata::default())
+    }
+
+    /// Projects a document that matched `filter`, resolving the positional `$`.
+    fn apply_positional(&self, doc: &Document, filter: &Filter) -> Result<Document> {
         let mut out = self.try_apply(doc)?;
         if let Some(path) = &self.positional {
             let (_, position) = filter.try_matches_with_position(doc)?;
@@ -149,10 +171,6 @@ impl Projection {
                 ));
             };
             apply_positional(&mut out, path, position)?;
-        }
-        for field in &self.text_score {
-            let score = filter.text_score(doc)?.unwrap_or(0.0);
-            out.insert(field.clone(), score);
         }
         Ok(out)
     }

@@ -2,6 +2,7 @@
 //! and dotted paths, with MongoDB's inclusion/exclusion and `_id` rules and collision errors.
 
 use super::expression::parse_operand;
+use super::metadata::{accepts, meta_kind};
 use super::operators::parse_find_expression;
 use super::{PathNode, ProjNode, Projection};
 use crate::document::collation::Collation;
@@ -11,11 +12,6 @@ use crate::query::filter::Filter;
 use crate::query::values::{check_field_path, render_element, truthy};
 use bson::{Bson, Document};
 use std::sync::Arc;
-
-/// `{$meta: "textScore"}`.
-fn is_text_score(value: &Bson) -> bool {
-    matches!(value, Bson::Document(d) if d.len() == 1 && d.get_str("$meta") == Ok("textScore"))
-}
 
 pub(super) struct ParseContext<'a> {
     pub(super) query: Option<&'a Filter>,
@@ -37,6 +33,7 @@ impl Projection {
         spec: &Document,
         query: Option<&Filter>,
         vars: &Arc<LetVariables>,
+        find_metadata: bool,
     ) -> Result<Projection> {
         let mut ctx = ParseContext {
             query,
@@ -52,19 +49,16 @@ impl Projection {
         };
         let mut root = PathNode::default();
         let mut id_specified = false;
-        let mut text_score = Vec::new();
+        let mut meta_fields = Vec::new();
         for (name, value) in spec {
-            if is_text_score(value) && !name.contains('.') {
-                // The score of the find's `$text`, added after the projected fields.
-                if !query.is_some_and(Filter::has_text) {
-                    return Err(MongoError::location(
-                        40218,
-                        "query requires text score metadata, but it is not available",
-                    ));
+            // Metadata, added after the projected fields; it makes the projection neither an
+            // inclusion nor an exclusion.
+            if let Some(kind) = meta_kind(value).filter(|_| !name.contains('.')) {
+                if accepts(kind, query, find_metadata)? {
+                    check_field_path(name)?;
+                    meta_fields.push((name.clone(), kind));
+                    continue;
                 }
-                check_field_path(name)?;
-                text_score.push(name.clone());
-                continue;
             }
             id_specified |= name == "_id" || name.starts_with("_id.");
             parse_element(&mut ctx, name, value, None, &mut root, true)?;
@@ -93,7 +87,7 @@ impl Projection {
             root,
             inclusion,
             positional: ctx.positional,
-            text_score,
+            meta_fields,
             elem_matches,
             vars: Arc::clone(vars),
         })

@@ -358,6 +358,12 @@ async fn scatter_aggregate(
     // The collection's default applies to a pipeline that gives no collation.
     let vars = args.let_variables()?;
     let vars = vars.for_statement(placement.collation_for(request_collation(req)?)?);
+    // The merger reads the shards' documents with the metadata their first stage attached.
+    let vars = if crate::aggregate::metadata::Produced::by(&stages).any() {
+        Arc::new(vars.carrying_metadata())
+    } else {
+        vars
+    };
     let limits = super::router_pipeline::memory_limits(state, req)?;
     let mut merge = Pipeline::parse_with_variables(&split.merger_part, Arc::clone(&vars))?;
     // The merger reads the metadata the shards' first stage gives documents: the whole
@@ -365,10 +371,13 @@ async fn scatter_aggregate(
     crate::aggregate::metadata::check_available(&stages)?;
     // Shards that sorted their part send sorted streams: merging them keeps the order, so the
     // merger's `$sort` is not run again (and needs no memory).
+    // (Unless a stage reads the sort key, which the merger's `$sort` attaches.)
+    let reads_sort_key = crate::aggregate::metadata::Produced::by(&stages).sort_key;
     let sorted_by = split
         .merger_part
         .first()
         .filter(|first| first.contains_key("$sort") && split.shards_part.contains(first))
+        .filter(|_| !reads_sort_key)
         .and_then(|first| first.get_document("$sort").ok())
         .map(|s| SortSpec::parse_for(s, &vars))
         .transpose()?;

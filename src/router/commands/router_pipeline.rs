@@ -50,7 +50,14 @@ pub(super) async fn run(
         ));
     }
     // The router's part is parsed first, so that a bad one fails before anything is read.
-    let pipeline = Pipeline::parse_with_variables(&stages[start..], args.let_variables()?)?
+    // The router's part reads the first part's documents with their metadata, if it has any.
+    let vars = args.let_variables()?;
+    let vars = if crate::aggregate::metadata::Produced::by(stages).any() {
+        std::sync::Arc::new(vars.carrying_metadata())
+    } else {
+        vars
+    };
+    let pipeline = Pipeline::parse_with_variables(&stages[start..], vars)?
         .with_limits(memory_limits(state, req)?);
     if collection.is_some() {
         crate::aggregate::metadata::check_available(stages)?;

@@ -26,7 +26,9 @@ impl Shape {
                 apply_computed(&self.root, &vars, &mut out)?;
                 let mut out = out.into_document();
                 // The document's metadata stays with it.
-                meta::copy(doc, &mut out);
+                if ctx.vars.carries_metadata() {
+                    meta::copy(doc, &mut out);
+                }
                 Ok(out)
             }
             Mode::AddFields => {
