@@ -12,6 +12,7 @@ mod cover;
 mod explain;
 mod geo_plan;
 mod near;
+mod near_sphere;
 mod output;
 mod pipeline_input;
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! the cells around them rather than the collection.
 
 use super::geo_plan::{cell_intervals_of_ranges, geo_index, sphere_index};
+use super::near_sphere::{SphereSearch, sphere_matches};
 use super::plan::{AccessPath, IndexScanPlan};
 use super::position::{Examined, Position};
 use crate::aggregate::GeoNearSpec;
@@ -18,14 +19,12 @@ use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::LetVariables;
 use crate::expression::meta::{GEO_NEAR_DISTANCE_FIELD, GEO_NEAR_POINT_FIELD};
 use crate::query::filter::Filter;
-use crate::query::geo::{FlatIndexParams, GeometryRegion, SphereIndexParams, merge_ranges};
+use crate::query::geo::{FlatIndexParams, SphereIndexParams, merge_ranges};
 use crate::server::pipeline_cursor::PipelineSource;
 use bson::{Bson, Document, RawDocumentBuf};
 use futures::future::BoxFuture;
-use s2::cap::Cap;
 use s2::cellid::CellID;
 use s2::metric::AVG_EDGEMETRIC;
-use s2::s1::{Angle, Rad};
 use std::collections::HashSet;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -50,7 +49,7 @@ pub fn no_geo_index(ns: &str) -> MongoError {
 }
 
 /// Ranges of `ranges` not in the sorted, merged `done`.
-fn subtract(ranges: &[(i64, i64)], done: &[(i64, i64)]) -> Vec<(i64, i64)> {
+pub(super) fn subtract(ranges: &[(i64, i64)], done: &[(i64, i64)]) -> Vec<(i64, i64)> {
     let mut out = Vec::new();
     for &(mut lo, hi) in ranges {
         for &(dlo, dhi) in done {
@@ -157,47 +156,45 @@ pub async fn near_matches_examined(
         return Ok(Vec::new());
     };
     let search = search(coll, path, near, ns)?;
-    // Where the search stops, in its own measure (radians on the sphere).
-    let max = match &search {
-        Search::Sphere { .. } => near.max_radians(),
-        Search::Plane { params, .. } => near.max_distance.min(2.0 * (params.max - params.min)),
-    };
-    let mut radius = match &search {
-        // At least five average cell edges at the finest indexed level, as MongoDB's first
-        // step; more where the documents are sparse.
+    let (index, params) = match search {
         Search::Sphere {
             index,
             params,
             center,
         } => {
+            // At least five average cell edges at the finest indexed level, as MongoDB's
+            // first step; more where the documents are sparse.
             let least = 5.0 * AVG_EDGEMETRIC.value(params.finest_level);
-            sphere_start_radius(db, index, center, params, least).await?
+            let radius = sphere_start_radius(db, index, &center, &params, least).await?;
+            let search = SphereSearch {
+                index,
+                params,
+                center,
+            };
+            return sphere_matches(
+                db, coll, filter, near, &search, radius, ownership, want, examined,
+            )
+            .await;
         }
-        Search::Plane { params, .. } => {
-            4.0 * (params.max - params.min) / f64::from(1u32 << params.bits.min(24))
-        }
+        Search::Plane { index, params } => (index, params),
     };
+    // Squares of growing size on the plane, each scanned for the cells the smaller ones did
+    // not cover; a document within the square's reach is final.
+    let max = near.max_distance.min(2.0 * (params.max - params.min));
+    let mut radius = 4.0 * (params.max - params.min) / f64::from(1u32 << params.bits.min(24));
     let mut scanned: Vec<(i64, i64)> = Vec::new();
     let mut seen: HashSet<RecordId> = HashSet::new();
     let mut pending: Vec<NearMatch> = Vec::new();
     let mut out: Vec<NearMatch> = Vec::new();
     loop {
         let reach = radius.min(max);
-        let ranges = match &search {
-            Search::Sphere { params, center, .. } => {
-                let cap = Cap::from_center_angle(center, &Angle::from(Rad(reach)));
-                params.scan_ranges(&GeometryRegion::cap(cap))
-            }
-            Search::Plane { params, .. } => {
-                let (x, y) = (near.center.x, near.center.y);
-                params.cover((x - reach, y - reach), (x + reach, y + reach))
-            }
-        };
+        let (x, y) = (near.center.x, near.center.y);
+        let ranges = params.cover((x - reach, y - reach), (x + reach, y + reach));
         let fresh = subtract(&ranges, &scanned);
         scanned = merge_ranges(scanned.into_iter().chain(ranges).collect());
         if !fresh.is_empty() {
             let plan = IndexScanPlan {
-                index: search.index().clone(),
+                index: index.clone(),
                 intervals: cell_intervals_of_ranges(&fresh),
                 reverse: false,
                 provides_sort: false,
@@ -228,17 +225,11 @@ pub async fn near_matches_examined(
             examined.chunk_skips += counted.chunk_skips;
         }
         let last = reach >= max;
-        // Whatever lies within the reach is final: anything nearer was in a region already
-        // read.
-        let limit = match &search {
-            Search::Sphere { .. } => near.from_radians(reach),
-            Search::Plane { .. } => reach,
-        };
         pending.sort_by(|a, b| a.distance.total_cmp(&b.distance));
         let ready = if last {
             pending.len()
         } else {
-            pending.partition_point(|m| m.distance <= limit)
+            pending.partition_point(|m| m.distance <= reach)
         };
         out.extend(pending.drain(..ready));
         if last || want.is_some_and(|w| out.len() >= w) {

@@ -428,7 +428,9 @@ mod tests {
                 sql: sql.into(),
                 params: vec![read_sql::Param::Int(0), read_sql::Param::Int(limit)],
             };
-            reader.query_now(q, 1, "scanning", |row| row.int(0)).unwrap();
+            reader
+                .query_now(q, 1, "scanning", |row| row.int(0))
+                .unwrap();
         }
         let conn = reader.conn.as_ref().unwrap();
         let stmt = conn.prepare_cached(sql).unwrap();
