@@ -851,80 +851,80 @@ impl DocumentReads for TxnView {
         coll: &CollectionMeta,
         range: &IndexRange<'_>,
     ) -> Result<Vec<IndexEntry>> {
-        let rows = self.merged_index(coll, range, true).await?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(k, r, p)| match p {
-                Payload::Doc(d) => Some((k, r, d)),
-                Payload::Types(_) => None,
-            })
-            .collect())
+        Ok(with_docs(self.merged_index(coll, range, true).await?))
     }
 
     async fn index_keys(&mut self, range: &IndexRange<'_>) -> Result<Vec<KeyEntry>> {
-        // Index idents are unique in the file: the index names its collection.
-        let created = created_in(&self.created, self.db.name());
-        let coll = self
-            .db
-            .collections()
-            .into_iter()
-            .chain(created)
-            .find(|c| c.indexes.iter().any(|i| i.ident == range.index.ident))
-            .ok_or_else(|| MongoError::namespace_not_found("the index's collection is gone"))?;
-        let rows = self.merged_index(&coll, range, false).await?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(k, r, p)| match p {
-                Payload::Types(t) => Some((k, r, t)),
-                Payload::Doc(_) => None,
-            })
-            .collect())
+        let coll = self.collection_of(range.index)?;
+        Ok(with_types(self.merged_index(&coll, range, false).await?))
     }
 
-    /// Range by range: each merges the snapshot's entries with this transaction's writes.
     async fn index_scan_ranges(
         &mut self,
         coll: &CollectionMeta,
         ranges: &IndexRanges<'_>,
     ) -> Result<Vec<IndexEntry>> {
-        let mut out = Vec::new();
-        for range in ranges.one_by_one() {
-            let left = ranges.limit - out.len() as i64;
-            out.extend(
-                self.index_scan(
-                    coll,
-                    &IndexRange {
-                        limit: left,
-                        ..range
-                    },
-                )
-                .await?,
-            );
-            if out.len() as i64 >= ranges.limit {
-                break;
-            }
-        }
-        Ok(out)
+        Ok(with_docs(self.merged_ranges(coll, ranges, true).await?))
     }
 
-    /// Range by range, as [`Self::index_scan_ranges`].
     async fn index_keys_ranges(&mut self, ranges: &IndexRanges<'_>) -> Result<Vec<KeyEntry>> {
+        let coll = self.collection_of(ranges.index)?;
+        Ok(with_types(self.merged_ranges(&coll, ranges, false).await?))
+    }
+}
+
+impl TxnView {
+    /// The collection of `index` (index idents are unique in the file), its own if this
+    /// transaction created it.
+    fn collection_of(&self, index: &IndexMeta) -> Result<Arc<CollectionMeta>> {
+        let created = created_in(&self.created, self.db.name());
+        self.db
+            .collections()
+            .into_iter()
+            .chain(created)
+            .find(|c| c.indexes.iter().any(|i| i.ident == index.ident))
+            .ok_or_else(|| MongoError::namespace_not_found("the index's collection is gone"))
+    }
+
+    /// Several ranges read range by range, each merging the snapshot's entries with this
+    /// transaction's writes.
+    async fn merged_ranges(
+        &mut self,
+        coll: &CollectionMeta,
+        ranges: &IndexRanges<'_>,
+        with_docs: bool,
+    ) -> Result<Vec<(Vec<u8>, RecordId, Payload)>> {
         let mut out = Vec::new();
         for range in ranges.one_by_one() {
-            let left = ranges.limit - out.len() as i64;
-            out.extend(
-                self.index_keys(&IndexRange {
-                    limit: left,
-                    ..range
-                })
-                .await?,
-            );
+            let limit = ranges.limit - out.len() as i64;
+            let range = IndexRange { limit, ..range };
+            out.extend(self.merged_index(coll, &range, with_docs).await?);
             if out.len() as i64 >= ranges.limit {
                 break;
             }
         }
         Ok(out)
     }
+}
+
+/// Merged entries read with their documents.
+fn with_docs(rows: Vec<(Vec<u8>, RecordId, Payload)>) -> Vec<IndexEntry> {
+    rows.into_iter()
+        .filter_map(|(k, r, p)| match p {
+            Payload::Doc(d) => Some((k, r, d)),
+            Payload::Types(_) => None,
+        })
+        .collect()
+}
+
+/// Merged entries read with their type bits.
+fn with_types(rows: Vec<(Vec<u8>, RecordId, Payload)>) -> Vec<KeyEntry> {
+    rows.into_iter()
+        .filter_map(|(k, r, p)| match p {
+            Payload::Types(t) => Some((k, r, t)),
+            Payload::Doc(_) => None,
+        })
+        .collect()
 }
 
 impl Drop for TxnView {
