@@ -1,8 +1,8 @@
 //! `$near` on a `2dsphere` index: each cap of the growing search reads the index's keys of
 //! the cells it adds, and a document is read only when no unread one can be nearer. A key's
 //! cell bounds its document's distance from below, so a query wanting ten documents reads
-//! about ten, not every document of the cells around them (MongoDB's GEO_NEAR_2DSPHERE reads
-//! them all, but a WiredTiger fetch costs less than a SQLite join and a BSON parse).
+//! about ten, not every document of the cells around them (each a SQLite join and a BSON
+//! parse).
 
 use super::geo_plan::cell_intervals_of_ranges;
 use super::near::{NearMatch, subtract};
