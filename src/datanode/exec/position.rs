@@ -6,8 +6,8 @@ use super::cover::Covered;
 use super::plan::{AccessPath, IndexScanPlan, QueryShape};
 use crate::catalog::OwnershipFilter;
 use crate::datanode::storage::{
-    CollectionMeta, DatabaseStore, DocumentReads, IndexRange, IndexRanges, RANGES_PER_STATEMENT,
-    RecordId,
+    CollectionMeta, DatabaseStore, DocumentReads, IndexEntry, IndexRange, IndexRanges, KeyEntry,
+    RANGES_PER_STATEMENT, RecordId,
 };
 use crate::error::Result;
 use crate::query::filter::Filter;
@@ -383,17 +383,9 @@ impl Position {
             Some(batch) => {
                 let ranges = batch.ranges(&plan, self.chunk);
                 if with_docs {
-                    src.index_scan_ranges(coll, &ranges)
-                        .await?
-                        .into_iter()
-                        .map(|(key, rid, raw)| (key, rid, None, Some(raw)))
-                        .collect()
+                    with_docs_entries(src.index_scan_ranges(coll, &ranges).await?)
                 } else {
-                    src.index_keys_ranges(&ranges)
-                        .await?
-                        .into_iter()
-                        .map(|(key, rid, types)| (key, rid, types, None))
-                        .collect()
+                    with_types_entries(src.index_keys_ranges(&ranges).await?)
                 }
             }
             None => {
@@ -411,17 +403,9 @@ impl Position {
                     limit: self.chunk,
                 };
                 if with_docs {
-                    src.index_scan(coll, &range)
-                        .await?
-                        .into_iter()
-                        .map(|(key, rid, raw)| (key, rid, None, Some(raw)))
-                        .collect()
+                    with_docs_entries(src.index_scan(coll, &range).await?)
                 } else {
-                    src.index_keys(&range)
-                        .await?
-                        .into_iter()
-                        .map(|(key, rid, types)| (key, rid, types, None))
-                        .collect()
+                    with_types_entries(src.index_keys(&range).await?)
                 }
             }
         };
@@ -452,6 +436,22 @@ impl Position {
         }
         Ok(rows)
     }
+}
+
+/// Index entries read with their documents, as scan entries.
+fn with_docs_entries(entries: Vec<IndexEntry>) -> Vec<ScanEntry> {
+    entries
+        .into_iter()
+        .map(|(key, rid, raw)| (key, rid, None, Some(raw)))
+        .collect()
+}
+
+/// Index entries read with their type bits, as scan entries.
+fn with_types_entries(entries: Vec<KeyEntry>) -> Vec<ScanEntry> {
+    entries
+        .into_iter()
+        .map(|(key, rid, types)| (key, rid, types, None))
+        .collect()
 }
 
 /// Intervals of one scan read in one statement: from scan position `first`, `len` of them

@@ -582,7 +582,16 @@ mod tests {
         filter: Document,
         sort: Option<Document>,
     ) -> Option<IndexScanPlan> {
-        let coll = collection(vec![index(key, 2, multikey)]);
+        scan_of(index(key, 2, multikey), filter, sort)
+    }
+
+    /// The index scan planned for `filter` (and `sort`) on a collection with `index`.
+    fn scan_of(
+        index: IndexMeta,
+        filter: Document,
+        sort: Option<Document>,
+    ) -> Option<IndexScanPlan> {
+        let coll = collection(vec![index]);
         let sort = sort.map(|s| SortSpec::parse(&s).unwrap());
         let shape = QueryShape {
             sort: sort.as_ref(),
@@ -679,16 +688,7 @@ mod tests {
 
     fn compound(spec: Document, filter: Document, sort: Option<Document>) -> Option<IndexScanPlan> {
         use crate::datanode::exec::test_catalog::index_of;
-        let coll = collection(vec![index_of(spec, 2, false)]);
-        let sort = sort.map(|s| SortSpec::parse(&s).unwrap());
-        let shape = QueryShape {
-            sort: sort.as_ref(),
-            ..QueryShape::filter(&filter)
-        };
-        match AccessPath::choose(&coll, &shape).unwrap() {
-            AccessPath::IndexScan(plan) => Some((*plan).clone()),
-            _ => None,
-        }
+        scan_of(index_of(spec, 2, false), filter, sort)
     }
 
     fn holds(plan: &IndexScanPlan, values: &[Bson]) -> bool {
