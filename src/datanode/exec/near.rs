@@ -6,15 +6,13 @@
 //! the cells around them rather than the collection.
 
 use super::geo_plan::{cell_intervals_of_ranges, geo_index, sphere_index};
-use super::near_sphere::{SphereSearch, sphere_matches};
+use super::near_sphere::{SphereSearch, sphere_matches, start_radius};
 use super::plan::{AccessPath, IndexScanPlan};
 use super::position::{Examined, Position};
 use crate::aggregate::GeoNearSpec;
 use crate::catalog::OwnershipFilter;
 use crate::datanode::index::FieldKind;
-use crate::datanode::storage::{
-    CollectionMeta, DatabaseStore, DocumentReads, IndexMeta, IndexRange, RecordId,
-};
+use crate::datanode::storage::{CollectionMeta, DatabaseStore, IndexMeta, RecordId};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::LetVariables;
 use crate::expression::meta::{GEO_NEAR_DISTANCE_FIELD, GEO_NEAR_POINT_FIELD};
@@ -23,7 +21,6 @@ use crate::query::geo::{FlatIndexParams, SphereIndexParams, merge_ranges};
 use crate::server::pipeline_cursor::PipelineSource;
 use bson::{Bson, Document, RawDocumentBuf};
 use futures::future::BoxFuture;
-use s2::cellid::CellID;
 use s2::metric::AVG_EDGEMETRIC;
 use std::collections::HashSet;
 use std::collections::VecDeque;
@@ -165,14 +162,17 @@ pub async fn near_matches_examined(
             // At least five average cell edges at the finest indexed level, as MongoDB's
             // first step; more where the documents are sparse.
             let least = 5.0 * AVG_EDGEMETRIC.value(params.finest_level);
-            let radius = sphere_start_radius(db, index, &center, &params, least).await?;
             let search = SphereSearch {
                 index,
                 params,
                 center,
             };
+            // Every round reads the same snapshot through one reader.
+            let mut read = db.read().await?;
+            read.hold_snapshot()?;
+            let radius = start_radius(&mut read, &search, want, least).await?;
             return sphere_matches(
-                db, coll, filter, near, &search, radius, ownership, want, examined,
+                &mut read, coll, filter, near, &search, radius, ownership, want, examined,
             )
             .await;
         }
@@ -240,51 +240,6 @@ pub async fn near_matches_examined(
         }
         radius *= 2.0;
     }
-}
-
-/// The first cap of a `$near` on a `2dsphere` index, from MongoDB's density estimate: the
-/// finest level whose cell around the center holds a key (a binary search of one-key probes;
-/// a cell holding a key means its parents do), three of that level's cell edges, at least
-/// `least`. Without it the search would double a few meters' cap a dozen times before it
-/// reached documents tens of kilometres apart, scanning each round's cells.
-async fn sphere_start_radius(
-    db: &DatabaseStore,
-    index: &IndexMeta,
-    center: &s2::point::Point,
-    params: &SphereIndexParams,
-    least: f64,
-) -> Result<f64> {
-    let leaf = CellID::from(center);
-    let mut read = db.read().await?;
-    let mut holds_key = async |level: u64| -> Result<bool> {
-        let cell = leaf.parent(level);
-        let cell_range = (cell.range_min().0 as i64, cell.range_max().0 as i64);
-        let [interval] = &cell_intervals_of_ranges(&[cell_range])[..] else {
-            return Ok(false);
-        };
-        let range = IndexRange {
-            index,
-            low: &interval.low,
-            high: interval.high.as_deref(),
-            resume: None,
-            reverse: false,
-            limit: 1,
-        };
-        Ok(!read.index_keys(&range).await?.is_empty())
-    };
-    let (mut found, mut finest) = (u64::from(params.coarsest_level), 30);
-    if !holds_key(found).await? {
-        return Ok(least);
-    }
-    while found < finest {
-        let level = (found + finest).div_ceil(2);
-        if holds_key(level).await? {
-            found = level;
-        } else {
-            finest = level - 1;
-        }
-    }
-    Ok((3.0 * AVG_EDGEMETRIC.value(found as u8)).max(least))
 }
 
 /// Where a `$near` looks: caps on a `2dsphere` index, squares on a `2d` index.

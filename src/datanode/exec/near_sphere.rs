@@ -9,8 +9,8 @@ use super::near::{NearMatch, subtract};
 use super::position::Examined;
 use crate::catalog::OwnershipFilter;
 use crate::datanode::storage::{
-    CollectionMeta, DatabaseStore, DocumentReads, IndexMeta, IndexRanges, RANGES_PER_STATEMENT,
-    RecordId,
+    CollectionMeta, DocumentReads, IndexMeta, IndexRange, IndexRanges, RANGES_PER_STATEMENT,
+    ReadTxn, RecordId,
 };
 use crate::document::key_decode::{KeyValue, decode_key};
 use crate::error::Result;
@@ -18,10 +18,9 @@ use crate::query::filter::Filter;
 use crate::query::geo::{GeometryRegion, NearQuery, SphereIndexParams, merge_ranges};
 use bson::Bson;
 use s2::cap::Cap;
-use s2::cell::Cell;
 use s2::cellid::CellID;
+use s2::metric::MAX_DIAGMETRIC;
 use s2::point::Point;
-use s2::region::Region;
 use s2::s1::{Angle, Rad};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -37,7 +36,7 @@ pub(super) struct SphereSearch<'a> {
 /// doubled until `want` are certain (`None`: all within `$maxDistance`).
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn sphere_matches(
-    db: &DatabaseStore,
+    read: &mut ReadTxn,
     coll: &CollectionMeta,
     filter: &Filter,
     near: &NearQuery,
@@ -61,7 +60,6 @@ pub(super) async fn sphere_matches(
         let ranges = search.params.scan_ranges(&GeometryRegion::cap(cap));
         let fresh = subtract(&ranges, &scanned);
         scanned = merge_ranges(scanned.into_iter().chain(ranges).collect());
-        let mut read = db.read().await?;
         let intervals = cell_intervals_of_ranges(&fresh);
         for batch in intervals.chunks(RANGES_PER_STATEMENT) {
             let ranges = IndexRanges {
@@ -79,8 +77,8 @@ pub(super) async fn sphere_matches(
                 if read_docs.contains(&rid) {
                     continue;
                 }
-                let bound =
-                    near.from_radians(cell_distance(&search.center, &key, types.as_deref()));
+                let (least, _) = cell_bounds(&search.center, &key, types.as_deref());
+                let bound = near.from_radians(least);
                 let least = unread.entry(rid).or_insert(bound);
                 *least = least.min(bound);
             }
@@ -150,16 +148,73 @@ pub(super) async fn sphere_matches(
     }
 }
 
-/// The least angle, in radians, between `center` and the cell a key of a `2dsphere` index
-/// names (its first component); 0 when the key does not read back as a cell, so that its
-/// document is read in any case.
-fn cell_distance(center: &Point, key: &[u8], types: Option<&[u8]>) -> f64 {
-    let id = match decode_key(key, &[false], types).as_deref() {
-        Some([KeyValue::Value(Bson::Int64(id))]) => *id,
-        _ => return 0.0,
+/// The first cap's radius, in radians: one that reaches `want` documents (at most
+/// [`NEIGHBOURS`]), found among the keys on either side of the center's leaf cell in the
+/// index's order. Cells near each other on the Hilbert curve lie near each other, so these
+/// keys name documents near the center, and a cap reaching the `want`-th of them holds
+/// `want` documents: a search whose filter keeps them ends after one round, reading the keys
+/// of one covering. At least `least`.
+pub(super) async fn start_radius(
+    read: &mut ReadTxn,
+    search: &SphereSearch<'_>,
+    want: Option<usize>,
+    least: f64,
+) -> Result<f64> {
+    let want = want.unwrap_or(NEIGHBOURS).clamp(1, NEIGHBOURS);
+    let leaf = CellID::from(&search.center).0 as i64;
+    let [after] = &cell_intervals_of_ranges(&[(leaf, leaf)])[..] else {
+        return Ok(least);
     };
-    let bound = Cell::from(CellID(id as u64)).cap_bound();
-    (center.distance(bound.center()).rad() - bound.radius().rad()).max(0.0)
+    // Up to `want` keys from the leaf on, and up to `want` before it.
+    let sides = [
+        (&after.low[..], None, false),
+        (&[][..], Some(&after.low[..]), true),
+    ];
+    let mut farthest: HashMap<RecordId, f64> = HashMap::new();
+    for (low, high, reverse) in sides {
+        let range = IndexRange {
+            index: search.index,
+            low,
+            high,
+            resume: None,
+            reverse,
+            limit: want as i64,
+        };
+        let keys = read.index_keys(&range).await?;
+        for (key, rid, types) in keys {
+            let (_, most) = cell_bounds(&search.center, &key, types.as_deref());
+            let at = farthest.entry(rid).or_insert(most);
+            *at = at.min(most);
+        }
+    }
+    let mut reach: Vec<f64> = farthest.into_values().collect();
+    reach.sort_by(f64::total_cmp);
+    // Fewer documents than wanted (a small index, or documents of many cells): a cap holding
+    // those found, which the search widens if need be.
+    let radius = reach.get(want - 1).or(reach.last()).copied();
+    Ok(radius.unwrap_or(least).max(least))
+}
+
+/// How many documents the first cap is sized to reach at most.
+const NEIGHBOURS: usize = 100;
+
+/// The least and greatest angle, in radians, between `center` and a point of the cell a key
+/// of a `2dsphere` index names (its first component): the distance to the cell's center
+/// point less and plus the cell's diameter, which no cell of its level exceeds. `(0, π)`
+/// when the key does not read back as a cell, so that its document is read in any case.
+fn cell_bounds(center: &Point, key: &[u8], types: Option<&[u8]>) -> (f64, f64) {
+    let unknown = (0.0, std::f64::consts::PI);
+    let cell = match decode_key(key, &[false], types).as_deref() {
+        Some([KeyValue::Value(Bson::Int64(id))]) => CellID(*id as u64),
+        _ => return unknown,
+    };
+    if !cell.is_valid() {
+        return unknown;
+    }
+    // A few ulps for the rounding of the center point and the distance.
+    let diameter = MAX_DIAGMETRIC.value(cell.level() as u8) + 1e-12;
+    let to_center = center.distance(&Point::from(cell)).rad();
+    ((to_center - diameter).max(0.0), to_center + diameter)
 }
 
 #[cfg(test)]
@@ -172,25 +227,28 @@ mod tests {
     #[test]
     fn a_cell_bounds_the_distance_of_what_lies_in_it() {
         let center = Point::from(LatLng::from_degrees(48.0, 2.0));
+        let types = TypeBits::of_component(&Bson::Int64(0), false).into_bytes();
         for (lat, lng) in [(48.0, 2.0), (48.01, 2.02), (40.0, -3.0), (-33.0, 151.0)] {
             let at = Point::from(LatLng::from_degrees(lat, lng));
             let exact = center.distance(&at).rad();
-            for level in [30u64, 23, 16, 8, 2] {
+            for level in [30u64, 23, 16, 8, 2, 0] {
                 let cell = CellID::from(&at).parent(level);
                 let key = encode_one(&Bson::Int64(cell.0 as i64));
-                let types = TypeBits::of_component(&Bson::Int64(0), false).into_bytes();
-                let least = cell_distance(&center, &key, Some(&types));
-                assert!(least <= exact + 1e-12, "level {level}: {least} > {exact}");
+                let (least, most) = cell_bounds(&center, &key, Some(&types));
+                assert!(least <= exact, "level {level}: {least} > {exact}");
+                assert!(most >= exact, "level {level}: {most} < {exact}");
             }
+            // A leaf cell pins the distance to within centimetres.
+            let key = encode_one(&Bson::Int64(CellID::from(&at).0 as i64));
+            let (least, most) = cell_bounds(&center, &key, Some(&types));
+            assert!(most - least < 1e-8, "{least}..{most}");
         }
-        // Close to the point at the finest levels, and something for a far cell.
-        let far = Point::from(LatLng::from_degrees(-33.0, 151.0));
-        let key = encode_one(&Bson::Int64(CellID::from(&far).parent(23).0 as i64));
-        let types = TypeBits::of_component(&Bson::Int64(0), false).into_bytes();
-        let least = cell_distance(&center, &key, Some(&types));
-        assert!((least - center.distance(&far).rad()).abs() < 1e-5);
-        // Without type bits the key is no cell: 0, read in any case.
-        assert_eq!(cell_distance(&center, &key, None), 0.0);
+        // Without type bits the key is no cell: any distance, read in any case.
+        let key = encode_one(&Bson::Int64(CellID::from(&center).0 as i64));
+        assert_eq!(
+            cell_bounds(&center, &key, None),
+            (0.0, std::f64::consts::PI)
+        );
     }
 
     /// Random points (some in tight clusters) and a few lines and polygons: every `$near`

@@ -204,11 +204,20 @@ impl Reader {
         first: ReadQuery<'_>,
         decode: fn(&dyn ResultRow) -> Result<T>,
     ) -> Result<Vec<T>> {
-        let conn = self.conn.as_ref().expect("present until dropped");
-        conn.execute_batch("BEGIN")
-            .map_err(|e| sqlite_error("pinning a snapshot", e))?;
-        self.pinned = true;
+        self.hold_snapshot()?;
         self.query_now(first, 1, "pinning a snapshot", decode)
+    }
+
+    /// Opens a read transaction unless one is open: the statements from the next on share
+    /// one WAL snapshot, and so take SQLite's read lock once rather than each its own.
+    pub(super) fn hold_snapshot(&mut self) -> Result<()> {
+        if !self.pinned {
+            let conn = self.conn.as_ref().expect("present until dropped");
+            conn.execute_batch("BEGIN")
+                .map_err(|e| sqlite_error("pinning a snapshot", e))?;
+            self.pinned = true;
+        }
+        Ok(())
     }
 }
 

@@ -59,6 +59,18 @@ impl ReadTxn {
     pub(super) fn transaction(view: tokio::sync::OwnedMutexGuard<TxnView>) -> Self {
         ReadTxn(Source::Transaction(view))
     }
+
+    /// Makes the statements from now on read one snapshot, as of the first of them: a read of
+    /// many short statements then takes SQLite's read lock once (each statement otherwise
+    /// opens and closes its own read transaction). A read that waits for a prepared
+    /// transaction then reads the document as it was before it. A transaction's view has
+    /// its snapshot already.
+    pub fn hold_snapshot(&mut self) -> Result<()> {
+        match &mut self.0 {
+            Source::Plain(conn, _) => conn.hold_snapshot(),
+            Source::Transaction(_) => Ok(()),
+        }
+    }
 }
 
 /// Whether a document a plain read returned is one a prepared transaction holds: the read must
