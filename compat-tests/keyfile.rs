@@ -191,6 +191,106 @@ async fn keyfile_cluster_works_and_internal_commands_need_the_key() {
     crate::harness::assert_authentication_fails(&wrong, "app", doc! {"find": "users"}).await;
 }
 
+/// A shard's profiler names the user the router runs a command for (MongoDB's impersonation
+/// metadata, `$audit`): a client's own `$audit` does not pass the router, and a shard refuses
+/// one from a user who is no cluster member.
+#[tokio::test]
+async fn keyfile_shards_profile_the_user_a_router_runs_for() {
+    let cluster = secured(1).await;
+    let client = cluster.client().await;
+    let db = client.database("prof");
+    db.collection::<Document>("c")
+        .insert_one(doc! {"_id": 1})
+        .await
+        .unwrap();
+    db.run_command(doc! {"createUser": "reader", "pwd": "pw", "roles": ["read"]})
+        .await
+        .unwrap();
+    // Profiling a shard's database is a direct shard operation: a member's.
+    let member = Client::with_uri_str(format!(
+        "mongodb://__system:{}@127.0.0.1:{}/?directConnection=true&authSource=local&serverSelectionTimeoutMS=5000",
+        urlencoding(KEY),
+        cluster.shard_port(0)
+    ))
+    .await
+    .unwrap();
+    member
+        .database("prof")
+        .run_command(doc! {"profile": 2})
+        .await
+        .unwrap();
+    let reader = Client::with_uri_str(format!(
+        "mongodb://reader:pw@127.0.0.1:{}/?authSource=prof&serverSelectionTimeoutMS=5000",
+        cluster.router_port
+    ))
+    .await
+    .unwrap();
+    let forged = doc! {
+        "$impersonatedUser": {"user": "root", "db": "admin"},
+        "$impersonatedRoles": [{"role": "root", "db": "admin"}],
+    };
+    reader
+        .database("prof")
+        .run_command(doc! {"find": "c", "filter": {"_id": 1}, "$audit": forged.clone()})
+        .await
+        .unwrap();
+    db.run_command(doc! {"find": "c", "filter": {"_id": 2}})
+        .await
+        .unwrap();
+    let profile = db.collection::<Document>("system.profile");
+    let users = |id: i32| {
+        let profile = profile.clone();
+        async move {
+            let entries = crate::harness::find_all(&profile, doc! {"command.filter._id": id}).await;
+            let entry = entries.first().cloned().expect("a profile entry");
+            (
+                entry.get_str("user").unwrap().to_string(),
+                entry.get_array("allUsers").unwrap().clone(),
+            )
+        }
+    };
+    assert_eq!(
+        users(1).await,
+        (
+            "reader@prof".to_string(),
+            vec![doc! {"user": "reader", "db": "prof"}.into()]
+        )
+    );
+    assert_eq!(
+        users(2).await,
+        (
+            "root@admin".to_string(),
+            vec![doc! {"user": "root", "db": "admin"}.into()]
+        )
+    );
+    // Straight to the shard, a user may not name another.
+    let shard_reader = Client::with_uri_str(format!(
+        "mongodb://reader:pw@127.0.0.1:{}/?directConnection=true&authSource=prof&serverSelectionTimeoutMS=5000",
+        cluster.shard_port(0)
+    ))
+    .await
+    .unwrap();
+    let (code, _, message) =
+        refused(&shard_reader, "prof", doc! {"ping": 1, "$audit": forged}).await;
+    assert_eq!(
+        (code, message.as_str()),
+        (13, "Unauthorized use of impersonation metadata.")
+    );
+    // A malformed one is refused by the router as by mongos.
+    let (code, ..) = refused(
+        &reader,
+        "prof",
+        doc! {"ping": 1, "$audit": {"$impersonatedUser": "reader"}},
+    )
+    .await;
+    assert_eq!(code, 14);
+    member
+        .database("prof")
+        .run_command(doc! {"profile": 0})
+        .await
+        .unwrap();
+}
+
 /// `%`-escapes what a URI's password may not hold as it is.
 fn urlencoding(text: &str) -> String {
     text.replace('/', "%2F")

@@ -128,6 +128,22 @@ impl CommandRequest {
         self
     }
 
+    /// Gives the body's field `name` the value `value` (at its end), or drops it for `None`.
+    pub fn replace_field(&mut self, name: &str, value: Option<bson::RawBson>) {
+        if matches!(self.body.get(name), Ok(Some(_))) {
+            let mut rebuilt = RawDocumentBuf::new();
+            for (field, value) in self.body.iter().flatten() {
+                if field != name {
+                    rebuilt.append(field, value.to_raw_bson());
+                }
+            }
+            self.body = rebuilt;
+        }
+        if let Some(value) = value {
+            self.body.append(name, value);
+        }
+    }
+
     /// The command name (the body's first field).
     pub fn name(&self) -> &str {
         &self.name

@@ -68,8 +68,15 @@ pub fn entry(op: &Operation, outcome: &Result<RawDocumentBuf>, millis: i64) -> D
     }
     entry.insert("ts", crate::server::profiling::now());
     entry.extend(op.client_fields());
-    entry.insert("allUsers", Bson::Array(Vec::new()));
-    entry.insert("user", "");
+    let (all_users, user) = match op.runs_as() {
+        Some(runs_as) => (
+            vec![Bson::Document(runs_as.user.to_document())],
+            runs_as.user.to_string(),
+        ),
+        None => (Vec::new(), String::new()),
+    };
+    entry.insert("allUsers", Bson::Array(all_users));
+    entry.insert("user", user);
     entry
 }
 
@@ -156,7 +163,7 @@ mod tests {
         let ops = Operations::default();
         let ctx = RequestContext::internal();
         let find = CommandRequest::new("app", rawdoc! {"find": "c", "filter": {"a": 1}}).unwrap();
-        let guard = ops.begin(&ctx, &find, None);
+        let guard = ops.begin(&ctx, &find, None, None);
         run_as(Arc::clone(&guard.op), async {
             add_examined(2, 3);
             let plan = |summary: &str| PlanFacts {
@@ -195,8 +202,21 @@ mod tests {
         assert_eq!(failed.get_str("errName"), Ok("BadValue"));
         assert_eq!(failed.get_str("errMsg"), Ok("no"));
 
+        // An operation run for a user names it.
+        let runs_as = crate::server::impersonation::RunsAs {
+            user: crate::server::auth::UserName::new("ann", "app"),
+            roles: Vec::new(),
+        };
+        let guard = ops.begin(&ctx, &find, None, Some(Arc::new(runs_as)));
+        let e = entry(&guard.op, &Ok(rawdoc! {"ok": 1}), 0);
+        assert_eq!(e.get_str("user"), Ok("ann@app"));
+        assert_eq!(
+            e.get_array("allUsers"),
+            Ok(&vec![doc! {"user": "ann", "db": "app"}.into()])
+        );
+
         let update = CommandRequest::new("app", rawdoc! {"update": "c", "updates": []}).unwrap();
-        let guard = ops.begin(&ctx, &update, None);
+        let guard = ops.begin(&ctx, &update, None, None);
         let reply = rawdoc! {"n": 1, "nModified": 0, "upserted": [{"index": 0, "_id": 1}]};
         let e = entry(&guard.op, &Ok(reply), 0);
         assert_eq!(e.get_str("op"), Ok("update"));

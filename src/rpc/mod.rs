@@ -60,6 +60,8 @@ impl NodeClient {
     /// Runs a command and returns its reply, `ok: 0` replies included. Fails only when the
     /// node cannot be reached.
     pub async fn call(&self, mut request: CommandRequest) -> Result<RawDocumentBuf> {
+        let runs_as = crate::server::operations::current_runs_as();
+        crate::server::impersonation::attach(&mut request, runs_as.as_deref())?;
         if let Some(clock) = &self.clock {
             clock::with_gossip(&mut request, clock);
         }

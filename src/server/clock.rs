@@ -220,16 +220,7 @@ pub fn with_gossip(request: &mut crate::command::CommandRequest, clock: &Logical
     let Some(Ok(gossip)) = clock.gossip().map(|g| RawDocumentBuf::from_document(&g)) else {
         return;
     };
-    if matches!(request.body.get(CLUSTER_TIME), Ok(Some(_))) {
-        let mut rebuilt = RawDocumentBuf::new();
-        for (name, value) in request.body.iter().flatten() {
-            if name != CLUSTER_TIME {
-                rebuilt.append(name, value.to_raw_bson());
-            }
-        }
-        request.body = rebuilt;
-    }
-    request.body.append(CLUSTER_TIME, gossip);
+    request.replace_field(CLUSTER_TIME, Some(bson::RawBson::Document(gossip)));
 }
 
 /// A write's timestamp, pending until dropped.

@@ -460,6 +460,11 @@ impl<S: NodeState> Dispatcher<S> {
         if let Err(e) = super::auth::authorize(state, ctx, spec.name, requires, &request).await {
             return (Err(e), None);
         }
+        let runs_as =
+            match super::impersonation::runs_as(state, ctx, generic.impersonation.as_ref()).await {
+                Ok(runs_as) => runs_as,
+                Err(e) => return (Err(e), None),
+            };
         // The logical session the command runs in, recorded in the session cache; the
         // cursors its handler opens remember it.
         let session = spec
@@ -473,7 +478,9 @@ impl<S: NodeState> Dispatcher<S> {
         }
         // Listed in `$currentOp` while it runs; `killOp` drops the command's future, which
         // rolls back its open transaction as a maxTimeMS deadline does.
-        let registered = node.operations.begin(ctx, &request, session.clone());
+        let registered = node
+            .operations
+            .begin(ctx, &request, session.clone(), runs_as);
         // A large request runs off the runtime threads, so its parsing and work do not keep
         // other connections waiting (`cpu`); `killOp` still ends it at its next await.
         let heavy = super::cpu::is_heavy(&request);

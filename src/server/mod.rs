@@ -14,6 +14,7 @@ pub mod current_op;
 mod dispatch;
 mod error_labels;
 pub mod failpoint;
+pub mod impersonation;
 mod ingress;
 mod local_commands;
 pub mod logbuf;

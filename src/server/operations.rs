@@ -43,6 +43,8 @@ pub struct Operation {
     docs_examined: AtomicU64,
     /// The plan of its first read.
     plan: std::sync::OnceLock<PlanFacts>,
+    /// The user it runs for (`server::impersonation`).
+    runs_as: Option<Arc<super::impersonation::RunsAs>>,
 }
 
 /// What a profile entry says of an operation's plan (its first read's).
@@ -71,6 +73,11 @@ pub fn add_examined(keys: u64, docs: u64) {
         op.keys_examined.fetch_add(keys, Ordering::Relaxed);
         op.docs_examined.fetch_add(docs, Ordering::Relaxed);
     });
+}
+
+/// The user the operation the task runs is for (none outside a command, or for nobody).
+pub fn current_runs_as() -> Option<Arc<super::impersonation::RunsAs>> {
+    CURRENT.try_with(|op| op.runs_as.clone()).ok().flatten()
 }
 
 /// Names the plan of the operation the task runs, unless a read of it already did.
@@ -127,6 +134,7 @@ impl Operations {
         ctx: &RequestContext,
         request: &CommandRequest,
         session: Option<super::sessions::LogicalSessionId>,
+        runs_as: Option<Arc<super::impersonation::RunsAs>>,
     ) -> OpGuard<'_> {
         // Op ids are 32-bit in MongoDB (killOp refuses wider ones).
         let opid = self
@@ -149,6 +157,7 @@ impl Operations {
             keys_examined: AtomicU64::new(0),
             docs_examined: AtomicU64::new(0),
             plan: std::sync::OnceLock::new(),
+            runs_as,
         });
         self.ops
             .lock()
@@ -283,6 +292,11 @@ impl Operation {
     /// The plan of its first read, if it read.
     pub fn plan(&self) -> Option<&PlanFacts> {
         self.plan.get()
+    }
+
+    /// The user it runs for.
+    pub fn runs_as(&self) -> Option<&super::impersonation::RunsAs> {
+        self.runs_as.as_deref()
     }
 
     /// How long the operation has run, in whole milliseconds.
@@ -505,6 +519,7 @@ mod tests {
             &ctx,
             &request("app", rawdoc! {"find": "c", "filter": {}}),
             None,
+            None,
         );
         let report = ops.report("h:1", Report::default());
         assert_eq!(report.len(), 1);
@@ -543,7 +558,7 @@ mod tests {
             (rawdoc! {"ping": 1}, "command", "app.$cmd"),
         ];
         for (body, op, ns) in cases {
-            let _guard = ops.begin(&ctx, &request("app", body), None);
+            let _guard = ops.begin(&ctx, &request("app", body), None, None);
             let report = ops.report("", Report::default());
             assert_eq!(report[0].get_str("op").unwrap(), op);
             assert_eq!(report[0].get_str("ns").unwrap(), ns);
@@ -566,7 +581,7 @@ mod tests {
         ));
         let _c1 = ops.connection_opened(&idle);
         let _c2 = ops.connection_opened(&busy);
-        let _op = ops.begin(&busy, &request("app", rawdoc! {"ping": 1}), None);
+        let _op = ops.begin(&busy, &request("app", rawdoc! {"ping": 1}), None, None);
         assert_eq!(ops.report("", Report::default()).len(), 1);
         let all = ops.report(
             "",
@@ -585,7 +600,7 @@ mod tests {
     async fn kill_wakes_the_operation() {
         let ops = Operations::default();
         let ctx = RequestContext::internal();
-        let guard = ops.begin(&ctx, &request("app", rawdoc! {"find": "c"}), None);
+        let guard = ops.begin(&ctx, &request("app", rawdoc! {"find": "c"}), None, None);
         let op = Arc::clone(&guard.op);
         assert!(!ops.kill(op.opid + 1000));
         let waiter = tokio::spawn(async move { op.killed().await });
@@ -602,9 +617,9 @@ mod tests {
         let lsid = rawdoc! {"id": bson::RawBson::Binary(bson::Binary {subtype: bson::spec::BinarySubtype::Uuid, bytes: vec![5; 16]})};
         let body = || rawdoc! {"find": "c", "lsid": lsid.clone()};
         let session = crate::server::sessions::LogicalSessionId::from_lsid(&lsid);
-        let in_session = ops.begin(&ctx, &request("app", body()), session);
+        let in_session = ops.begin(&ctx, &request("app", body()), session, None);
         // A command detached from its session (a kill command) is not part of it.
-        let detached = ops.begin(&ctx, &request("app", body()), None);
+        let detached = ops.begin(&ctx, &request("app", body()), None, None);
         assert_eq!(ops.sessions().len(), 1);
         let report = ops.report("", Report::default());
         let lsids: Vec<_> = report
@@ -629,6 +644,7 @@ mod tests {
                 "app",
                 rawdoc! {"find": "c", "filter": {"a": long}, "comment": "mine"},
             ),
+            None,
             None,
         );
         let report = ops.report(

@@ -23,6 +23,7 @@ pub(super) struct Fields<'a> {
     pub api_deprecation_errors: Option<RawBsonRef<'a>>,
     pub read_preference: Option<RawBsonRef<'a>>,
     pub cluster_time: Option<RawBsonRef<'a>>,
+    pub audit: Option<RawBsonRef<'a>>,
     /// `$maxTimeMs`, a misspelling MongoDB answers with a hint.
     pub max_time_ms_typo: bool,
     /// The first field name seen twice.
@@ -58,6 +59,7 @@ impl<'a> Fields<'a> {
                 "apiDeprecationErrors" => first(&mut fields.api_deprecation_errors, value),
                 "$readPreference" => first(&mut fields.read_preference, value),
                 "$clusterTime" => first(&mut fields.cluster_time, value),
+                "$audit" => first(&mut fields.audit, value),
                 "$maxTimeMs" => fields.max_time_ms_typo = true,
                 _ => {}
             }

@@ -6,6 +6,7 @@
 //! ignores it.
 
 mod api;
+pub mod audit;
 mod fields;
 mod idl;
 mod metadata;
@@ -53,6 +54,8 @@ pub struct GenericArgs {
     pub read_concern_level: Option<&'static str>,
     /// `readConcern.atClusterTime`.
     pub at_cluster_time: Option<bson::Timestamp>,
+    /// `$audit`: whom another node runs the command for.
+    pub impersonation: Option<audit::Impersonation>,
 }
 
 /// A command of a multi-document transaction: its number, whether it starts it, and the read
@@ -137,6 +140,7 @@ pub fn check(request: &CommandRequest, command: &CommandInfo<'_>) -> Result<Gene
     names::check_database(request, command)?;
     metadata::read_preference(fields.read_preference)?;
     let cluster_time = metadata::cluster_time(fields.cluster_time)?;
+    let impersonation = audit::Impersonation::parse(fields.audit)?;
     names::check_target(request, command)?;
     Ok(GenericArgs {
         write_concern: takes_write_concern.then_some(write_concern),
@@ -151,6 +155,7 @@ pub fn check(request: &CommandRequest, command: &CommandInfo<'_>) -> Result<Gene
         }),
         read_concern_level: read_concern.as_ref().and_then(|r| r.level()),
         at_cluster_time: read_concern.as_ref().and_then(|r| r.at_cluster_time()),
+        impersonation,
     })
 }
 
