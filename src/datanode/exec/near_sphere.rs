@@ -19,7 +19,7 @@ use crate::query::geo::{GeometryRegion, NearQuery, SphereIndexParams, merge_rang
 use bson::Bson;
 use s2::cap::Cap;
 use s2::cellid::CellID;
-use s2::metric::MAX_DIAGMETRIC;
+use s2::metric::{AVG_EDGEMETRIC, MAX_DIAGMETRIC};
 use s2::point::Point;
 use s2::s1::{Angle, Rad};
 use std::collections::{HashMap, HashSet};
@@ -148,12 +148,14 @@ pub(super) async fn sphere_matches(
     }
 }
 
-/// The first cap's radius, in radians: one that reaches `want` documents (at most
-/// [`NEIGHBOURS`]), found among the keys on either side of the center's leaf cell in the
-/// index's order. Cells near each other on the Hilbert curve lie near each other, so these
-/// keys name documents near the center, and a cap reaching the `want`-th of them holds
-/// `want` documents: a search whose filter keeps them ends after one round, reading the keys
-/// of one covering. At least `least`.
+/// The first cap's radius, in radians, from the keys on either side of the center's leaf
+/// cell in the index's order (cells near each other on the Hilbert curve lie near each
+/// other). The cap reaching the `want`-th of their documents (at most [`NEIGHBOURS`]) holds
+/// `want` documents, so a search whose filter keeps them ends after one round. But the curve
+/// jumps at the edges of large cells, and where the documents lie in far clusters those keys
+/// may be far too: the cap is then at most twice MongoDB's density estimate, three cell edges
+/// at the finest level whose cell around the center holds a key (the level the nearest key on
+/// either side shares with the center). At least `least`.
 pub(super) async fn start_radius(
     read: &mut ReadTxn,
     search: &SphereSearch<'_>,
@@ -161,8 +163,8 @@ pub(super) async fn start_radius(
     least: f64,
 ) -> Result<f64> {
     let want = want.unwrap_or(NEIGHBOURS).clamp(1, NEIGHBOURS);
-    let leaf = CellID::from(&search.center).0 as i64;
-    let [after] = &cell_intervals_of_ranges(&[(leaf, leaf)])[..] else {
+    let leaf = CellID::from(&search.center);
+    let [after] = &cell_intervals_of_ranges(&[(leaf.0 as i64, leaf.0 as i64)])[..] else {
         return Ok(least);
     };
     // Up to `want` keys from the leaf on, and up to `want` before it.
@@ -171,6 +173,7 @@ pub(super) async fn start_radius(
         (&[][..], Some(&after.low[..]), true),
     ];
     let mut farthest: HashMap<RecordId, f64> = HashMap::new();
+    let mut density_level = None;
     for (low, high, reverse) in sides {
         let range = IndexRange {
             index: search.index,
@@ -181,36 +184,54 @@ pub(super) async fn start_radius(
             limit: want as i64,
         };
         let keys = read.index_keys(&range).await?;
+        if let Some(cell) = keys
+            .first()
+            .and_then(|(key, _, types)| key_cell(key, types.as_deref()))
+        {
+            let level = leaf.common_ancestor_level(&cell).unwrap_or(0);
+            density_level = density_level.max(Some(level));
+        }
         for (key, rid, types) in keys {
             let (_, most) = cell_bounds(&search.center, &key, types.as_deref());
             let at = farthest.entry(rid).or_insert(most);
             *at = at.min(most);
         }
     }
+    let Some(level) = density_level else {
+        return Ok(least);
+    };
+    let estimate = (3.0 * AVG_EDGEMETRIC.value(level as u8)).max(least);
     let mut reach: Vec<f64> = farthest.into_values().collect();
     reach.sort_by(f64::total_cmp);
     // Fewer documents than wanted (a small index, or documents of many cells): a cap holding
     // those found, which the search widens if need be.
-    let radius = reach.get(want - 1).or(reach.last()).copied();
-    Ok(radius.unwrap_or(least).max(least))
+    let neighbours = reach.get(want - 1).or(reach.last()).copied();
+    Ok(neighbours
+        .map_or(estimate, |r| r.min(2.0 * estimate))
+        .max(least))
 }
 
 /// How many documents the first cap is sized to reach at most.
 const NEIGHBOURS: usize = 100;
+
+/// The cell a key of a `2dsphere` index names (its first component), if it is one.
+fn key_cell(key: &[u8], types: Option<&[u8]>) -> Option<CellID> {
+    match decode_key(key, &[false], types).as_deref() {
+        Some([KeyValue::Value(Bson::Int64(id))]) => {
+            Some(CellID(*id as u64)).filter(CellID::is_valid)
+        }
+        _ => None,
+    }
+}
 
 /// The least and greatest angle, in radians, between `center` and a point of the cell a key
 /// of a `2dsphere` index names (its first component): the distance to the cell's center
 /// point less and plus the cell's diameter, which no cell of its level exceeds. `(0, π)`
 /// when the key does not read back as a cell, so that its document is read in any case.
 fn cell_bounds(center: &Point, key: &[u8], types: Option<&[u8]>) -> (f64, f64) {
-    let unknown = (0.0, std::f64::consts::PI);
-    let cell = match decode_key(key, &[false], types).as_deref() {
-        Some([KeyValue::Value(Bson::Int64(id))]) => CellID(*id as u64),
-        _ => return unknown,
+    let Some(cell) = key_cell(key, types) else {
+        return (0.0, std::f64::consts::PI);
     };
-    if !cell.is_valid() {
-        return unknown;
-    }
     // A few ulps for the rounding of the center point and the distance.
     let diameter = MAX_DIAGMETRIC.value(cell.level() as u8) + 1e-12;
     let to_center = center.distance(&Point::from(cell)).rad();
