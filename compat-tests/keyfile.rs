@@ -263,6 +263,28 @@ async fn keyfile_shards_profile_the_user_a_router_runs_for() {
             vec![doc! {"user": "root", "db": "admin"}.into()]
         )
     );
+    // `$currentOp` through the router: the shard runs its part for root, named by the router
+    // (a member, `__system`).
+    let mut ops = client
+        .database("admin")
+        .aggregate([doc! {"$currentOp": {}}])
+        .await
+        .unwrap();
+    let mut runs_for_root = false;
+    while ops.advance().await.unwrap() {
+        let op = ops.deserialize_current().unwrap();
+        if op.get_array("runBy").ok()
+            == Some(&vec![doc! {"user": "__system", "db": "local"}.into()])
+        {
+            assert_eq!(
+                op.get_array("effectiveUsers").unwrap(),
+                &vec![doc! {"user": "root", "db": "admin"}.into()],
+                "{op}"
+            );
+            runs_for_root = true;
+        }
+    }
+    assert!(runs_for_root, "no shard operation run for root");
     // Straight to the shard, a user may not name another.
     let shard_reader = Client::with_uri_str(format!(
         "mongodb://reader:pw@127.0.0.1:{}/?directConnection=true&authSource=prof&serverSelectionTimeoutMS=5000",

@@ -206,6 +206,7 @@ mod tests {
         let runs_as = crate::server::impersonation::RunsAs {
             user: crate::server::auth::UserName::new("ann", "app"),
             roles: Vec::new(),
+            run_by: None,
         };
         let guard = ops.begin(&ctx, &find, None, Some(Arc::new(runs_as)));
         let e = entry(&guard.op, &Ok(rawdoc! {"ok": 1}), 0);

@@ -19,12 +19,16 @@ use std::sync::Arc;
 pub struct RunsAs {
     pub user: UserName,
     pub roles: Vec<RoleName>,
+    /// The member that named the user in `$audit` (`$currentOp`'s `runBy`), when the
+    /// connection is authenticated.
+    pub run_by: Option<UserName>,
 }
 
 impl RunsAs {
-    fn of(impersonation: &Impersonation) -> Option<RunsAs> {
+    fn of(impersonation: &Impersonation, run_by: Option<UserName>) -> Option<RunsAs> {
         let (user, db) = impersonation.user.as_ref()?;
         Some(RunsAs {
+            run_by,
             user: UserName::new(user, db),
             roles: impersonation
                 .roles
@@ -69,13 +73,15 @@ pub async fn runs_as<S: NodeState>(
                 ));
             }
         }
-        return Ok(RunsAs::of(named).map(Arc::new));
+        let run_by = ctx.auth().user.as_ref().map(|u| u.name.clone());
+        return Ok(RunsAs::of(named, run_by).map(Arc::new));
     }
     let user = ctx.auth().user.clone();
     Ok(user.map(|u| {
         Arc::new(RunsAs {
             user: u.name.clone(),
             roles: u.roles.clone(),
+            run_by: None,
         })
     }))
 }
@@ -105,13 +111,14 @@ mod tests {
                 role: "readWrite".into(),
                 db: "app".into(),
             }],
+            run_by: None,
         };
         let forged = rawdoc! {"$impersonatedUser": {"user": "root", "db": "admin"}, "$impersonatedRoles": []};
         let mut request =
             CommandRequest::new("app", rawdoc! {"find": "c", "$audit": forged.clone()}).unwrap();
         attach(&mut request, Some(&runs_as)).unwrap();
         let named = crate::command::generic::audit::of_body(&request.body).unwrap();
-        assert_eq!(named.as_ref().and_then(RunsAs::of), Some(runs_as));
+        assert_eq!(named.and_then(|n| RunsAs::of(&n, None)), Some(runs_as));
         assert_eq!(request.body.get_str("find").unwrap(), "c");
         // Without a user the forged one is dropped; a request without either is untouched.
         let mut request =

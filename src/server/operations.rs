@@ -336,6 +336,13 @@ impl Operation {
         if let Some(session) = &self.session {
             out.insert("lsid", session.to_document());
         }
+        // Whose privileges the operation runs with, and the member that named them.
+        if let Some(runs_as) = &self.runs_as {
+            out.insert("effectiveUsers", vec![runs_as.user.to_document()]);
+            if let Some(by) = &runs_as.run_by {
+                out.insert("runBy", vec![by.to_document()]);
+            }
+        }
         if self.killed.load(Ordering::SeqCst) {
             out.insert("killPending", true);
         }
