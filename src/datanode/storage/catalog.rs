@@ -102,10 +102,16 @@ impl IndexMeta {
         self.multikey_prefixes(path).is_none_or(|p| !p.is_empty())
     }
 
+    /// A multikey index without recorded paths: not a wildcard index, or one recorded
+    /// multikey before paths were (it stays so until rebuilt: its paths are unknown).
+    fn multikey_paths_unknown(&self) -> bool {
+        self.multikey && self.multikey_paths.is_empty()
+    }
+
     /// The multikey paths `keys` (a document's keys in this index) add to those recorded;
     /// `None` when they add nothing.
     pub fn new_multikey_paths(&self, keys: &IndexKeys) -> Option<BTreeSet<String>> {
-        if !keys.multikey {
+        if !keys.multikey || self.multikey_paths_unknown() {
             return None;
         }
         let new: BTreeSet<String> = keys
@@ -117,13 +123,14 @@ impl IndexMeta {
         (!self.multikey || !new.is_empty()).then_some(new)
     }
 
-    /// Records `paths` (or, for an index without paths, just that it is multikey).
+    /// Records that the index is multikey, at `paths` for a wildcard index whose paths are
+    /// known.
     pub fn add_multikey_paths(&mut self, paths: &BTreeSet<String>) {
-        self.multikey = true;
-        if !paths.is_subset(&self.multikey_paths) {
+        if !self.multikey_paths_unknown() && !paths.is_subset(&self.multikey_paths) {
             let all = self.multikey_paths.union(paths).cloned().collect();
             self.multikey_paths = Arc::new(all);
         }
+        self.multikey = true;
     }
 }
 

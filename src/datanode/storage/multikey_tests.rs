@@ -78,3 +78,41 @@ async fn wildcard_multikey_paths_grow_and_persist() {
     assert!(index.path_is_multikey("c.d.x") && !index.path_is_multikey("b"));
     assert!(!index.path_is_multikey("c") && !index.path_is_multikey("ab"));
 }
+
+/// A wildcard index recorded multikey before its paths were has every path multikey, until it
+/// is rebuilt: later arrays do not make its paths look known.
+#[tokio::test]
+async fn a_wildcard_index_recorded_without_paths_keeps_every_path_multikey() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
+        let db = storage.database_or_create("app").await.unwrap();
+        db.ensure_collection("c").await.unwrap();
+        let spec = crate::datanode::index::IndexSpec::parse(&doc! {"key": {"$**": 1}}).unwrap();
+        db.create_index("c", spec).await.unwrap();
+        let coll = db.collection("c").unwrap();
+        let mut txn = db.write().await.unwrap();
+        let doc = rawdoc! {"_id": 1, "a": [1]};
+        txn.insert_one(&coll, &doc).await.unwrap();
+        txn.commit().await.unwrap();
+        // As an older catalog left it.
+        let mut writer = db.writer.lock().await;
+        sqlx::query("UPDATE docgrid_indexes SET multikey_paths = NULL")
+            .execute(&mut writer.conn)
+            .await
+            .unwrap();
+    }
+    for round in 0..2 {
+        let storage = Storage::open(dir.path(), Default::default()).await.unwrap();
+        let db = storage.database("app").await.unwrap();
+        assert_eq!(paths(&db), (true, set(&[])), "round {round}");
+        let coll = db.collection("c").unwrap();
+        let index = coll.indexes.iter().find(|i| i.name == "$**_1").unwrap();
+        assert!(index.path_is_multikey("b"), "round {round}");
+        let mut txn = db.write().await.unwrap();
+        let doc = rawdoc! {"_id": 2 + round, "b": [1]};
+        txn.insert_one(&coll, &doc).await.unwrap();
+        txn.commit().await.unwrap();
+        assert_eq!(paths(&db), (true, set(&[])), "round {round}");
+    }
+}

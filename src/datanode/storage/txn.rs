@@ -440,18 +440,14 @@ impl<'a> WriteTxn<'a> {
         Ok(())
     }
 
-    /// The wildcard paths `index` of collection `coll` was recorded multikey at: a collection
-    /// this transaction created has them in its own entry.
-    fn recorded_multikey_paths(&self, coll: i64, index: i64) -> Arc<BTreeSet<String>> {
-        let paths = |meta: &CollectionMeta| {
-            let index = meta.indexes.iter().find(|i| i.ident == index)?;
-            Some(index.multikey_paths.clone())
-        };
+    /// Index `index` of collection `coll` as the catalog records it: a collection this
+    /// transaction created has it in its own entry.
+    fn recorded_index(&self, coll: i64, index: i64) -> Option<IndexMeta> {
+        let find = |meta: &CollectionMeta| meta.indexes.iter().find(|i| i.ident == index).cloned();
         let created = self.created.iter().find(|c| c.ident == coll);
         created
-            .and_then(paths)
-            .or_else(|| paths(&*self.db.collection_by_ident(coll)?))
-            .unwrap_or_default()
+            .and_then(find)
+            .or_else(|| find(&*self.db.collection_by_ident(coll)?))
     }
 
     /// The collection's current catalog entry: an index created since the caller looked the
@@ -992,8 +988,13 @@ impl<'a> WriteTxn<'a> {
         for ((coll, index), paths) in &multikey {
             // The paths recorded before with these: the writer orders every commit, so the
             // catalog's are the latest.
-            let mut all = (*self.recorded_multikey_paths(*coll, *index)).clone();
-            all.extend(paths.iter().cloned());
+            let all = match self.recorded_index(*coll, *index) {
+                Some(mut recorded) => {
+                    recorded.add_multikey_paths(paths);
+                    recorded.multikey_paths
+                }
+                None => Arc::new(paths.clone()),
+            };
             batch.push(
                 "UPDATE docgrid_indexes SET multikey = 1, multikey_paths = ? WHERE ident = ?",
                 [Owned::Blob(multikey_paths_blob(&all)?), Owned::Int(*index)],
