@@ -72,6 +72,7 @@ impl IndexMeta {
         format!("x{}", self.ident)
     }
 
+    /// A wildcard index (`$**` in its key): its multikey paths are recorded one by one.
     pub fn is_wildcard(&self) -> bool {
         self.parsed.as_ref().is_some_and(|p| p.wildcard.is_some())
     }
