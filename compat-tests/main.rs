@@ -78,4 +78,5 @@ mod unknown_fields;
 mod validation;
 mod views;
 mod wildcard_indexes;
+mod wildcard_multikey;
 mod wire;

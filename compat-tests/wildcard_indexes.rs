@@ -427,8 +427,8 @@ async fn explain_and_hints(client: &Client) {
             .unwrap_err();
         assert_eq!(error_code(&err), Some(291), "{err}");
     }
-    // A sort on the queried path comes from the scan while no array was met ("plain" has
-    // one, so its index is multikey and the sort blocking).
+    // A sort on the queried path comes from the scan while no array was met there ("plain"
+    // has one at `c`, so a sort on `c` is blocking; `wildcard_multikey` has more).
     db.run_command(doc! {"createIndexes": "flat", "indexes": [{"key": {"$**": 1}, "name": "w"}]})
         .await
         .unwrap();
@@ -457,14 +457,14 @@ async fn explain_and_hints(client: &Client) {
     assert_eq!(ids_in_order(&batch), [2, 1]);
     let sorted = db
         .run_command(
-            doc! {"explain": {"find": "plain", "filter": {"a": {"$gt": 0}}, "sort": {"a": -1}}},
+            doc! {"explain": {"find": "plain", "filter": {"c": {"$gt": 0}}, "sort": {"c": -1}}},
         )
         .await
         .unwrap();
     assert!(sorted.to_string().contains("\"SORT\""), "{sorted}");
 }
 
-fn ids_in_order(docs: &[Document]) -> Vec<i32> {
+pub(crate) fn ids_in_order(docs: &[Document]) -> Vec<i32> {
     docs.iter().map(|d| d.get_i32("_id").unwrap()).collect()
 }
 

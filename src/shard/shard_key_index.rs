@@ -169,6 +169,7 @@ mod tests {
             spec,
             parsed: None,
             multikey,
+            multikey_paths: Default::default(),
             ready: true,
             id_collation: None,
         };

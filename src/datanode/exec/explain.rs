@@ -150,21 +150,8 @@ impl StageTree {
             }
             AccessPath::IndexScan(plan) if text_geo::push_text(&mut tree, plan, query, run) => {}
             AccessPath::IndexScan(plan) => {
-                let direction = if plan.reverse { "backward" } else { "forward" };
-                let fields = index_fields(
-                    Some(&plan.index),
-                    &plan.key_pattern(),
-                    direction,
-                    index_bounds(plan),
-                );
-                tree.push("IXSCAN", fields, run.examined.docs, keys);
-                tree.push_fetch(
-                    query.filter,
-                    &tight_paths(plan),
-                    plan.index.multikey,
-                    run,
-                    docs,
-                );
+                tree.push("IXSCAN", scan_fields(plan), run.examined.docs, keys);
+                tree.push_fetch(query.filter, &tight_paths(plan), plan.multikey(), run, docs);
             }
         }
         tree.push_above(query, run);
@@ -334,11 +321,12 @@ impl StageTree {
 /// The `IXSCAN` fields of one scan.
 fn scan_fields(plan: &IndexScanPlan) -> Document {
     let direction = if plan.reverse { "backward" } else { "forward" };
-    index_fields(
+    index_fields_with(
         Some(&plan.index),
         &plan.key_pattern(),
         direction,
         index_bounds(plan),
+        scan_multikey(plan),
     )
 }
 
@@ -351,7 +339,7 @@ fn or_branches_exact(plans: &[std::sync::Arc<IndexScanPlan>], filter: &Document)
     branches.len() == plans.len()
         && branches.iter().zip(plans).all(|(branch, plan)| {
             let tight = tight_paths(plan);
-            matches!(branch, Bson::Document(d) if residual_filter(d, &tight, plan.index.multikey).is_empty())
+            matches!(branch, Bson::Document(d) if residual_filter(d, &tight, plan.multikey()).is_empty())
         })
 }
 
@@ -382,19 +370,68 @@ fn index_fields(
     direction: &str,
     bounds: Document,
 ) -> Document {
+    let multikey = index_multikey(index, key_pattern);
+    index_fields_with(index, key_pattern, direction, bounds, multikey)
+}
+
+/// `isMultiKey` and `multiKeyPaths` of a whole index: which of its paths hold the arrays is
+/// tracked only for wildcard indexes; MongoDB omits the field for such indexes too.
+fn index_multikey(index: Option<&IndexMeta>, key_pattern: &Document) -> (bool, Option<Document>) {
+    if index.is_some_and(|i| i.multikey) {
+        return (true, None);
+    }
+    let paths = key_pattern
+        .keys()
+        .map(|k| (k.clone(), Bson::Array(Vec::new())))
+        .collect();
+    (false, Some(paths))
+}
+
+/// `isMultiKey` and `multiKeyPaths` of a scan: a wildcard scan's are its path's, as MongoDB's
+/// expanded index entry shows them (`{$_path: [], "a.b": ["a"]}` with an array at `a`); a
+/// scan of a compound wildcard index's regular fields alone is not multikey.
+fn scan_multikey(plan: &IndexScanPlan) -> (bool, Option<Document>) {
+    let key_pattern = plan.key_pattern();
+    let Some(scan) = &plan.wildcard else {
+        return index_multikey(Some(&plan.index), &key_pattern);
+    };
+    let prefixes = match scan.path.as_str() {
+        "" => Some(Vec::new()),
+        path => plan.index.multikey_prefixes(path),
+    };
+    let Some(prefixes) = prefixes else {
+        return (true, None);
+    };
+    let multikey = !prefixes.is_empty();
+    let paths = key_pattern
+        .keys()
+        .map(|k| {
+            let listed = if *k == scan.path {
+                prefixes.clone()
+            } else {
+                Vec::new()
+            };
+            (k.clone(), Bson::from(listed))
+        })
+        .collect();
+    (multikey, Some(paths))
+}
+
+/// The `IXSCAN` fields describing an index, multikey as `multikey` says.
+fn index_fields_with(
+    index: Option<&IndexMeta>,
+    key_pattern: &Document,
+    direction: &str,
+    bounds: Document,
+    (multikey, multikey_paths): (bool, Option<Document>),
+) -> Document {
     let parsed = index.and_then(|i| i.parsed.as_ref());
-    let multikey = index.is_some_and(|i| i.multikey);
     let mut fields = doc! {
         "keyPattern": key_pattern.clone(),
         "indexName": index.map_or("_id_", |i| i.name.as_str()),
         "isMultiKey": multikey,
     };
-    // Which paths hold the arrays is not tracked; MongoDB omits the field for such indexes too.
-    if !multikey {
-        let paths: Document = key_pattern
-            .keys()
-            .map(|k| (k.clone(), Bson::Array(Vec::new())))
-            .collect();
+    if let Some(paths) = multikey_paths {
         fields.insert("multiKeyPaths", paths);
     }
     fields.insert("isUnique", index.is_none_or(IndexMeta::is_unique));

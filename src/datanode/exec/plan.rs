@@ -73,6 +73,15 @@ impl IndexScanPlan {
         }
     }
 
+    /// Whether a document may hold several of the keys the scan's bounds are on: for a
+    /// wildcard scan, an array at its path or above it (the regular fields never hold one).
+    pub fn multikey(&self) -> bool {
+        match &self.wildcard {
+            Some(scan) => !scan.path.is_empty() && self.index.path_is_multikey(&scan.path),
+            None => self.index.multikey,
+        }
+    }
+
     /// The key pattern the scan reads, as `explain` and `planSummary` show it.
     pub fn key_pattern(&self) -> Document {
         match &self.wildcard {

@@ -19,6 +19,7 @@ pub fn index_of(spec: Document, ident: i64, multikey: bool) -> IndexMeta {
         spec: spec.document.clone(),
         parsed: Some(Arc::new(spec)),
         multikey,
+        multikey_paths: Default::default(),
         ready: true,
         id_collation: None,
     }
@@ -32,6 +33,7 @@ pub fn collection(indexes: Vec<IndexMeta>) -> CollectionMeta {
         spec: doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"},
         parsed: None,
         multikey: false,
+        multikey_paths: Default::default(),
         ready: true,
         id_collation: None,
     };

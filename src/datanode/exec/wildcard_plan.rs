@@ -436,7 +436,10 @@ fn path_scan(
         after: lead.after.clone(),
     };
     let mut bounds = vec![FieldBounds::Points(vec![Bson::String(path.to_string())])];
-    let bounded = field_bounds(filter, path, index.multikey).filter(indexable);
+    // Only an array at the path (or above it) keeps its predicates from intersecting; the
+    // regular fields never hold arrays.
+    let multikey = index.path_is_multikey(path);
+    let bounded = field_bounds(filter, path, multikey).filter(indexable);
     let (intervals, score) = if let Some(values) = bounded {
         // The value, then the regular fields after the wildcard field while points fix the
         // fields before them.
@@ -445,7 +448,7 @@ fn path_scan(
             path: &f.path,
             order: key_order(f),
         }));
-        let tail = key_intervals(&parts, filter, index.multikey)?;
+        let tail = key_intervals(&parts, filter, multikey)?;
         let points = matches!(values, FieldBounds::Points(_));
         bounds.extend(tail.bounds);
         let sorted = sort_order(index, &scan, shape);
@@ -552,12 +555,16 @@ fn path_scan(
 }
 
 /// Whether a scan of `path` yields the query's sort (`Some(reverse)`): a sort on the path
-/// alone, the path's own keys only, and no array met on any path (each document then has one
-/// key there).
+/// alone, the path's own keys only, and no array met at the path or above it (each document
+/// then has one key there).
 fn sort_order(index: &IndexMeta, scan: &WildcardPath, shape: &QueryShape<'_>) -> Option<bool> {
     let sort = shape.sort?;
     let compound = !scan.before.is_empty() || !scan.after.is_empty();
-    if index.multikey || compound || scan.subpaths || shape.collation != index_collation(index) {
+    if index.path_is_multikey(&scan.path)
+        || compound
+        || scan.subpaths
+        || shape.collation != index_collation(index)
+    {
         return None;
     }
     let mut fields = sort.fields();
@@ -673,6 +680,46 @@ mod tests {
         assert!(desc.intervals[0].low < desc.intervals[1].low);
         let multikey = plan(sub, true, doc! {"a.c": 1}, Some(doc! {"a.c": 1})).unwrap();
         assert!(!multikey.provides_sort);
+    }
+
+    #[test]
+    fn each_path_is_planned_by_its_own_arrays() {
+        let mut multikey = index(doc! {"$**": 1}, 2, true);
+        multikey.multikey_paths = Arc::new(["a".to_string(), "c.d".to_string()].into());
+        let sorted = |path: &str| {
+            let filter = doc! {path: {"$gt": 1}};
+            let plan = scan_of(multikey.clone(), filter, Some(doc! {path: 1})).unwrap();
+            plan.provides_sort
+        };
+        for path in ["b", "c", "c.e", "ab"] {
+            assert!(sorted(path), "{path}");
+        }
+        // An array at the path or above it: several keys per document there.
+        for path in ["a", "a.b", "c.d", "c.d.e"] {
+            assert!(!sorted(path), "{path}");
+        }
+        assert_eq!(
+            multikey.multikey_prefixes("c.d.e"),
+            Some(vec!["c.d".into()])
+        );
+        assert_eq!(multikey.multikey_prefixes("c.e"), Some(vec![]));
+        let range = |path: &str| {
+            let filter = doc! {path: {"$gt": 1, "$lt": 5}};
+            scan_of(multikey.clone(), filter, None).unwrap()
+        };
+        let b = range("b");
+        assert!(finds(&b, "b", Bson::Int32(3)));
+        assert!(!finds(&b, "b", Bson::Int32(7)) && !finds(&b, "b", Bson::Int32(0)));
+        // `{a: [0, 7]}` matches: one predicate alone bounds the scan.
+        let a = range("a");
+        assert!(finds(&a, "a", Bson::Int32(3)));
+        assert!(finds(&a, "a", Bson::Int32(7)) || finds(&a, "a", Bson::Int32(0)));
+        // Recorded multikey before its paths were: every path is, whatever paths come later.
+        let mut unknown = index(doc! {"$**": 1}, 2, true);
+        unknown.add_multikey_paths(&["a".to_string()].into());
+        assert_eq!(unknown.multikey_prefixes("b"), None);
+        let plan = scan_of(unknown, doc! {"b": {"$gt": 1}}, Some(doc! {"b": 1})).unwrap();
+        assert!(!plan.provides_sort);
     }
 
     #[test]

@@ -19,6 +19,9 @@ pub struct IndexKeys {
     pub types: Vec<Vec<u8>>,
     /// An array was expanded: the index is multikey from now on.
     pub multikey: bool,
+    /// A wildcard index's paths under which an array was traversed (MongoDB's multikey
+    /// metadata keys), in order; empty for other indexes.
+    pub multikey_paths: Vec<String>,
 }
 
 /// One field's values and the array paths expanded to reach them.
@@ -226,6 +229,7 @@ impl IndexKeys {
             keys,
             types,
             multikey,
+            multikey_paths: Vec::new(),
         }
     }
 }

@@ -2,7 +2,8 @@
 //! makes them: `($_path, value)` for every leaf the projection keeps, reached through
 //! subdocuments and through arrays without their positions; an empty object is indexed as
 //! `{}`, an empty array as `undefined`, an array inside an array as the value itself; fields
-//! whose names hold a `.` are skipped. Traversing an array makes the index multikey.
+//! whose names hold a `.` are skipped. Traversing an array makes the index multikey at that
+//! path (MongoDB records each such path, and plans each queried path by its own).
 //! A compound wildcard index puts its regular fields' values before and after that pair, in
 //! its key pattern's order; a document with no leaf under the wildcard but some regular field
 //! is keyed with `MinKey` for both path and value; regular fields may not hold arrays.
@@ -15,6 +16,7 @@ use crate::document::keystring;
 use crate::document::type_bits::TypeBits;
 use crate::error::{MongoError, Result};
 use bson::{Bson, Document};
+use std::collections::BTreeSet;
 
 /// The encoded values of a compound wildcard index's regular fields on one side of the
 /// wildcard field, with their type bits.
@@ -30,7 +32,8 @@ struct Walk<'a> {
     before: &'a Regular,
     after: &'a Regular,
     keys: Vec<(Vec<u8>, TypeBits)>,
-    multikey: bool,
+    /// The paths whose arrays were traversed.
+    multikey_paths: BTreeSet<String>,
 }
 
 /// The key of `value` at `path` in a wildcard index.
@@ -94,7 +97,9 @@ impl Walk<'_> {
         match value {
             Bson::Array(_) if in_array => self.add(path, value),
             Bson::Array(items) => {
-                self.multikey = true;
+                if !self.multikey_paths.contains(path) {
+                    self.multikey_paths.insert(path.to_string());
+                }
                 if items.is_empty() {
                     self.add(path, &Bson::Undefined);
                 }
@@ -158,7 +163,7 @@ pub fn wildcard_keys(index: &IndexSpec, spec: &WildcardSpec, doc: &Document) -> 
         before: &before,
         after: &after,
         keys: Vec::new(),
-        multikey: false,
+        multikey_paths: BTreeSet::new(),
     };
     walk.object(doc, "", Projected::Partly);
     // A document with a regular field but no leaf under the wildcard is still found through
@@ -166,7 +171,10 @@ pub fn wildcard_keys(index: &IndexSpec, spec: &WildcardSpec, doc: &Document) -> 
     if walk.keys.is_empty() && regular_present {
         walk.push(&Bson::MinKey, &Bson::MinKey);
     }
-    Ok(IndexKeys::from_unsorted(walk.keys, walk.multikey))
+    let multikey = !walk.multikey_paths.is_empty();
+    let mut keys = IndexKeys::from_unsorted(walk.keys, multikey);
+    keys.multikey_paths = walk.multikey_paths.into_iter().collect();
+    Ok(keys)
 }
 
 #[cfg(test)]
@@ -380,5 +388,32 @@ mod tests {
         // An array above a regular field is refused too.
         let err = compound(spec, &[false; 3], doc! {"b": [{"c": 1}]}).unwrap_err();
         assert_eq!(err.code().code(), 7246301);
+    }
+
+    #[test]
+    fn multikey_paths_are_the_arrays_traversed() {
+        let paths = |spec: Document, doc: Document| {
+            let index = IndexSpec::parse(&spec).unwrap();
+            let wildcard = index.wildcard.clone().unwrap();
+            let keys = wildcard_keys(&index, &wildcard, &doc).unwrap();
+            assert_eq!(keys.multikey, !keys.multikey_paths.is_empty());
+            keys.multikey_paths
+        };
+        let all = doc! {"key": {"$**": 1}};
+        // Each array met, once; an array inside an array is a value, not traversed.
+        assert_eq!(
+            paths(
+                all.clone(),
+                doc! {"a": [{"b": [1]}, {"b": [2], "c": [[3]]}], "d": {"e": []}, "f": 1}
+            ),
+            ["a", "a.b", "a.c", "d.e"]
+        );
+        assert!(paths(all, doc! {"a": {"b": 1}, "c": 2}).is_empty());
+        // Only the paths the index holds.
+        let projected = doc! {"key": {"$**": 1}, "wildcardProjection": {"x": 0}};
+        assert_eq!(paths(projected, doc! {"x": [1], "y": [2]}), ["y"]);
+        assert!(paths(doc! {"key": {"a.$**": 1}}, doc! {"b": [1], "a": {"c": 1}}).is_empty());
+        let compound = doc! {"key": {"r": 1, "a.$**": 1}};
+        assert_eq!(paths(compound, doc! {"r": 1, "a": {"c": [1]}}), ["a.c"]);
     }
 }

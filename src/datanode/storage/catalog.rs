@@ -2,12 +2,12 @@
 //! persisted in the database file itself so that catalog and data change atomically.
 
 use super::sql_error;
-use crate::datanode::index::IndexSpec;
+use crate::datanode::index::{IndexKeys, IndexSpec};
 use crate::document::collation::Collation;
 use crate::error::Result;
 use bson::{Bson, Document, doc};
 use sqlx::{Executor, Row, SqliteConnection};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -34,6 +34,11 @@ pub struct IndexMeta {
     pub parsed: Option<Arc<IndexSpec>>,
     /// Some document produced several keys: range bounds on it may not be intersected.
     pub multikey: bool,
+    /// A wildcard index's paths some document holds an array at (MongoDB's multikey metadata
+    /// keys): each queried path is planned by its own. Never shrinks until the index is
+    /// rebuilt. Empty on a multikey wildcard index recorded before paths were: every path
+    /// then counts as multikey.
+    pub multikey_paths: Arc<BTreeSet<String>>,
     /// Built over all existing documents (queries may use it). Writes maintain an index from
     /// the moment it exists, built or not.
     pub ready: bool,
@@ -65,6 +70,87 @@ impl IndexMeta {
 
     pub fn table(&self) -> String {
         format!("x{}", self.ident)
+    }
+
+    /// A wildcard index (`$**` in its key): its multikey paths are recorded one by one.
+    pub fn is_wildcard(&self) -> bool {
+        self.parsed.as_ref().is_some_and(|p| p.wildcard.is_some())
+    }
+
+    /// The prefixes of `path` (itself included) a wildcard index holds arrays at, as
+    /// `explain`'s `multiKeyPaths` lists them; `None` when the index is multikey but its paths
+    /// are unknown (every path then counts as multikey).
+    pub fn multikey_prefixes(&self, path: &str) -> Option<Vec<String>> {
+        if !self.multikey {
+            return Some(Vec::new());
+        }
+        if self.multikey_paths.is_empty() {
+            return None;
+        }
+        let mut prefixes = Vec::new();
+        for (at, _) in path.match_indices('.').chain([(path.len(), "")]) {
+            let prefix = &path[..at];
+            if self.multikey_paths.contains(prefix) {
+                prefixes.push(prefix.to_string());
+            }
+        }
+        Some(prefixes)
+    }
+
+    /// Whether a document may hold several keys at `path` of a wildcard index: an array at
+    /// the path or at any prefix of it (an array at `a` makes `a.b` multikey).
+    pub fn path_is_multikey(&self, path: &str) -> bool {
+        self.multikey_prefixes(path).is_none_or(|p| !p.is_empty())
+    }
+
+    /// A multikey index without recorded paths: not a wildcard index, or one recorded
+    /// multikey before paths were (it stays so until rebuilt: its paths are unknown).
+    fn multikey_paths_unknown(&self) -> bool {
+        self.multikey && self.multikey_paths.is_empty()
+    }
+
+    /// The multikey paths `keys` (a document's keys in this index) add to those recorded;
+    /// `None` when they add nothing.
+    pub fn new_multikey_paths(&self, keys: &IndexKeys) -> Option<BTreeSet<String>> {
+        if !keys.multikey || self.multikey_paths_unknown() {
+            return None;
+        }
+        let new: BTreeSet<String> = keys
+            .multikey_paths
+            .iter()
+            .filter(|p| !self.multikey_paths.contains(*p))
+            .cloned()
+            .collect();
+        (!self.multikey || !new.is_empty()).then_some(new)
+    }
+
+    /// Records that the index is multikey, at `paths` for a wildcard index whose paths are
+    /// known.
+    pub fn add_multikey_paths(&mut self, paths: &BTreeSet<String>) {
+        if !self.multikey_paths_unknown() && !paths.is_subset(&self.multikey_paths) {
+            let all = self.multikey_paths.union(paths).cloned().collect();
+            self.multikey_paths = Arc::new(all);
+        }
+        self.multikey = true;
+    }
+}
+
+/// The `multikey_paths` column's value: a `{paths: [...]}` document.
+pub(super) fn multikey_paths_blob(paths: &BTreeSet<String>) -> Result<Vec<u8>> {
+    let list: Vec<Bson> = paths.iter().cloned().map(Bson::String).collect();
+    Ok(bson::to_vec(&doc! {"paths": list})?)
+}
+
+fn multikey_paths_of(blob: Option<Vec<u8>>) -> BTreeSet<String> {
+    let doc: Document = blob
+        .and_then(|b| bson::from_slice(&b).ok())
+        .unwrap_or_default();
+    match doc.get_array("paths") {
+        Ok(list) => list
+            .iter()
+            .filter_map(|p| p.as_str().map(str::to_string))
+            .collect(),
+        Err(_) => BTreeSet::new(),
     }
 }
 
@@ -113,6 +199,7 @@ impl CollectionMeta {
             spec: id_index_spec(),
             parsed: None,
             multikey: false,
+            multikey_paths: Default::default(),
             ready: true,
             id_collation: None,
         };
@@ -161,6 +248,7 @@ CREATE TABLE IF NOT EXISTS docgrid_indexes (
     spec BLOB NOT NULL,
     multikey INTEGER NOT NULL DEFAULT 0,
     ready INTEGER NOT NULL DEFAULT 1,
+    multikey_paths BLOB,
     PRIMARY KEY (collection_ident, name)
 );
 CREATE TABLE IF NOT EXISTS docgrid_clock (
@@ -170,9 +258,10 @@ CREATE TABLE IF NOT EXISTS docgrid_clock (
 ";
 
 /// Columns added after the first release of the catalog, added to older files on open.
-const ADDED_INDEX_COLUMNS: [(&str, &str); 2] = [
+const ADDED_INDEX_COLUMNS: [(&str, &str); 3] = [
     ("multikey", "INTEGER NOT NULL DEFAULT 0"),
     ("ready", "INTEGER NOT NULL DEFAULT 1"),
+    ("multikey_paths", "BLOB"),
 ];
 
 /// The SQL that creates an index's table: unique indexes key on the key alone (so SQLite
@@ -210,7 +299,7 @@ pub(super) async fn create_collection_tables(
         conn.execute(sqlx::AssertSqlSafe(index_table_sql(index)))
             .await?;
         sqlx::query(
-            "INSERT INTO docgrid_indexes (collection_ident, name, ident, spec, multikey, ready) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO docgrid_indexes (collection_ident, name, ident, spec, multikey, ready, multikey_paths) VALUES (?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(meta.ident)
         .bind(&index.name)
@@ -218,6 +307,10 @@ pub(super) async fn create_collection_tables(
         .bind(bson::to_vec(&index.spec).map_err(|e| sqlx::Error::Encode(Box::new(e)))?)
         .bind(index.multikey)
         .bind(index.ready)
+        .bind(
+            multikey_paths_blob(&index.multikey_paths)
+                .map_err(|e| sqlx::Error::Encode(Box::new(e)))?,
+        )
         .execute(&mut *conn)
         .await?;
     }
@@ -334,7 +427,7 @@ pub(super) async fn load(conn: &mut SqliteConnection) -> Result<LoadedCatalog> {
             .map_err(|e| sql_error("dropping an unfinished index", e))?;
     }
     let rows = sqlx::query(
-        "SELECT collection_ident, name, ident, spec, multikey FROM docgrid_indexes ORDER BY ident",
+        "SELECT collection_ident, name, ident, spec, multikey, multikey_paths FROM docgrid_indexes ORDER BY ident",
     )
     .fetch_all(&mut *conn)
     .await
@@ -356,6 +449,7 @@ pub(super) async fn load(conn: &mut SqliteConnection) -> Result<LoadedCatalog> {
             spec,
             parsed,
             multikey: row.get::<i64, _>(4) != 0,
+            multikey_paths: Arc::new(multikey_paths_of(row.get(5))),
             ready: true,
             id_collation: None,
         };

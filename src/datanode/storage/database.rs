@@ -16,7 +16,7 @@ use crate::server::clock::LogicalClock;
 use bson::Document;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{AssertSqlSafe, Connection, Executor, Row, SqliteConnection};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -278,11 +278,12 @@ impl DatabaseStore {
         }
     }
 
-    /// Records (after the commit that persisted it) that an index became multikey.
-    pub(super) fn mark_multikey(&self, collection: i64, index: i64) {
+    /// Records (with the commit that persists it) that an index became multikey, at `paths`
+    /// for a wildcard index.
+    pub(super) fn mark_multikey(&self, collection: i64, index: i64, paths: &BTreeSet<String>) {
         self.update_collection(collection, |c| {
             if let Some(i) = c.indexes.iter_mut().find(|i| i.ident == index) {
-                i.multikey = true;
+                i.add_multikey_paths(paths);
             }
         });
     }
@@ -649,6 +650,7 @@ impl DatabaseStore {
             spec: spec.document.clone(),
             parsed: Some(Arc::new(spec)),
             multikey: false,
+            multikey_paths: Default::default(),
             ready: false,
             id_collation: None,
         };

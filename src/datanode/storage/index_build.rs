@@ -19,7 +19,7 @@ use super::txn::RecordId;
 use crate::error::Result;
 use crate::spill::{RecordSort, SortedRecords};
 use std::cmp::Ordering;
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 /// MongoDB's `maxIndexBuildMemoryUsageMegabytes` default: the keys an index build holds in
 /// memory before spilling sorted runs.
@@ -76,7 +76,8 @@ impl DatabaseStore {
     ) -> Result<IndexBuildStats> {
         let spill_dir = self.spill_dir();
         let mut sort = RecordSort::new(entry_order, max_bytes, spill_dir);
-        let mut multikey = false;
+        // The paths (for a wildcard index) of the arrays met, once one is.
+        let mut multikey: Option<BTreeSet<String>> = None;
         let mut keys_sorted = 0u64;
         let mut after = 0;
         let mut entry = Vec::new();
@@ -90,7 +91,10 @@ impl DatabaseStore {
             blocking(|| {
                 for (rid, doc) in docs.iter().take_while(|(rid, _)| *rid <= last_rid) {
                     let keys = DocumentKeys::new(doc).keys(index)?;
-                    multikey |= keys.multikey;
+                    if keys.multikey {
+                        let paths = multikey.get_or_insert_default();
+                        paths.extend(keys.multikey_paths.iter().cloned());
+                    }
                     for (key, types) in keys.keys.iter().zip(&keys.types) {
                         encode_entry(&mut entry, key, *rid, types);
                         sort.push(&entry)?;

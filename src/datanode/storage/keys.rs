@@ -31,6 +31,7 @@ impl<'a> DocumentKeys<'a> {
                 keys: vec![keystring::encode_one(&id)],
                 types: vec![TypeBits::of_component(&id, false).into_bytes()],
                 multikey: false,
+                multikey_paths: Vec::new(),
             });
         };
         if self.parsed.is_none() {

@@ -263,3 +263,6 @@ mod index_build_tests;
 
 #[cfg(test)]
 mod transaction_tests;
+
+#[cfg(test)]
+mod multikey_tests;

@@ -81,8 +81,9 @@ pub struct StorageTransaction {
     created: Arc<Created>,
 }
 
-/// Indexes a transaction's writes made multikey, by database name.
-pub(super) type Multikey = Mutex<std::collections::BTreeSet<(String, i64, i64)>>;
+/// Indexes a transaction's writes made multikey, by `(database name, collection ident, index
+/// ident)`, with a wildcard index's paths that became so.
+pub(super) type Multikey = Mutex<BTreeMap<(String, i64, i64), std::collections::BTreeSet<String>>>;
 
 fn no_such_transaction(state: State) -> MongoError {
     MongoError::new(
@@ -144,16 +145,17 @@ impl StorageTransaction {
     /// multikey marked so.
     pub(super) fn patch(&self, db: &str, meta: Arc<CollectionMeta>) -> Arc<CollectionMeta> {
         let multikey = self.multikey.lock().expect("poisoned");
+        let noted = |i: &super::IndexMeta| multikey.get(&(db.to_string(), meta.ident, i.ident));
         let marked = |i: &super::IndexMeta| {
-            !i.multikey && multikey.contains(&(db.to_string(), meta.ident, i.ident))
+            noted(i).is_some_and(|paths| !i.multikey || !paths.is_subset(&i.multikey_paths))
         };
         if multikey.is_empty() || !meta.indexes.iter().any(marked) {
             return meta;
         }
         let mut patched = (*meta).clone();
         for index in patched.indexes.iter_mut() {
-            if multikey.contains(&(db.to_string(), meta.ident, index.ident)) {
-                index.multikey = true;
+            if let Some(paths) = noted(index) {
+                index.add_multikey_paths(paths);
             }
         }
         Arc::new(patched)
@@ -315,6 +317,7 @@ impl StorageTransaction {
             spec: spec.document.clone(),
             parsed: Some(Arc::new(spec)),
             multikey: false,
+            multikey_paths: Default::default(),
             ready: true,
             id_collation: None,
         };

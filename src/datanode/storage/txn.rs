@@ -1,8 +1,8 @@
 //! Reading and writing documents and their index entries: read views on pooled connections,
 //! write transactions on the single writer.
 
-use super::catalog::IndexMeta;
 use super::catalog::{CollectionMeta, CollectionStats};
+use super::catalog::{IndexMeta, multikey_paths_blob};
 use super::database::{DatabaseStore, Writer};
 use super::doc_locks::{DocKey, DocLocks, write_conflict};
 use super::history::Note;
@@ -263,8 +263,9 @@ pub struct WriteTxn<'a> {
     db: &'a DatabaseStore,
     pub(super) writer: tokio::sync::MutexGuard<'a, Writer>,
     deltas: BTreeMap<i64, CollectionStats>,
-    /// Indexes a document of this transaction made multikey: `(collection ident, index ident)`.
-    multikey: BTreeSet<(i64, i64)>,
+    /// Indexes a document of this transaction made multikey, by `(collection ident, index
+    /// ident)`, with a wildcard index's paths that became so.
+    multikey: BTreeMap<(i64, i64), BTreeSet<String>>,
     /// The write's timestamp: pending (reads after it wait) until the transaction ends.
     time: PendingWrite,
     /// Statements run with the COMMIT, in the same round trip to the writer's thread.
@@ -361,7 +362,7 @@ impl<'a> WriteTxn<'a> {
             writer,
             deltas: BTreeMap::new(),
             deferred: Deferred::default(),
-            multikey: BTreeSet::new(),
+            multikey: BTreeMap::new(),
             lock_owner: 0,
             conflicted: false,
             notes: Vec::new(),
@@ -451,6 +452,16 @@ impl<'a> WriteTxn<'a> {
         Ok(())
     }
 
+    /// Index `index` of collection `coll` as the catalog records it: a collection this
+    /// transaction created has it in its own entry.
+    fn recorded_index(&self, coll: i64, index: i64) -> Option<IndexMeta> {
+        let find = |meta: &CollectionMeta| meta.indexes.iter().find(|i| i.ident == index).cloned();
+        let created = self.created.iter().find(|c| c.ident == coll);
+        created
+            .and_then(find)
+            .or_else(|| find(&*self.db.collection_by_ident(coll)?))
+    }
+
     /// The collection's current catalog entry: an index created since the caller looked the
     /// collection up must be maintained too (the writer lock orders this after its creation).
     fn current(&self, coll: &CollectionMeta) -> Arc<CollectionMeta> {
@@ -471,8 +482,9 @@ impl<'a> WriteTxn<'a> {
         let mut out = Vec::with_capacity(indexes.len());
         for index in indexes {
             let keys = doc_keys.keys(index)?;
-            if keys.multikey && !index.multikey {
-                self.multikey.insert((coll_ident, index.ident));
+            if let Some(paths) = index.new_multikey_paths(&keys) {
+                let noted = self.multikey.entry((coll_ident, index.ident)).or_default();
+                noted.extend(paths);
             }
             out.push(keys.keys.into_iter().zip(keys.types).collect());
         }
@@ -740,12 +752,13 @@ impl<'a> WriteTxn<'a> {
     }
 
     /// Ends `index`'s build: the documents written during it are indexed from their current
-    /// content, and the index becomes multikey if a document the build read made it so.
+    /// content, and the index becomes multikey (at `multikey`'s paths for a wildcard index) if
+    /// a document the build read made it so (`multikey` is then `Some`).
     pub(super) async fn finish_index_build(
         &mut self,
         coll: &CollectionMeta,
         index: &IndexMeta,
-        multikey: bool,
+        multikey: Option<BTreeSet<String>>,
     ) -> Result<()> {
         let Some(at) = self
             .writer
@@ -770,8 +783,9 @@ impl<'a> WriteTxn<'a> {
                 .collect();
             self.add_built_keys(coll, index, &keys).await?;
         }
-        if multikey && !index.multikey {
-            self.multikey.insert((coll.ident, index.ident));
+        if let Some(paths) = multikey {
+            let noted = self.multikey.entry((coll.ident, index.ident)).or_default();
+            noted.extend(paths);
         }
         Ok(())
     }
@@ -983,16 +997,25 @@ impl<'a> WriteTxn<'a> {
             );
         }
         let multikey = std::mem::take(&mut self.multikey);
-        for (_, index) in &multikey {
+        for ((coll, index), paths) in &multikey {
+            // The paths recorded before with these: the writer orders every commit, so the
+            // catalog's are the latest.
+            let all = match self.recorded_index(*coll, *index) {
+                Some(mut recorded) => {
+                    recorded.add_multikey_paths(paths);
+                    recorded.multikey_paths
+                }
+                None => Arc::new(paths.clone()),
+            };
             batch.push(
-                "UPDATE docgrid_indexes SET multikey = 1 WHERE ident = ?",
-                [Owned::Int(*index)],
+                "UPDATE docgrid_indexes SET multikey = 1, multikey_paths = ? WHERE ident = ?",
+                [Owned::Blob(multikey_paths_blob(&all)?), Owned::Int(*index)],
             );
         }
         // Marked before the commit makes the keys visible: a covered scan that reads an array's
         // keys then finds the index multikey and reads the documents instead.
-        for (coll, index) in &multikey {
-            self.db.mark_multikey(*coll, *index);
+        for ((coll, index), paths) in &multikey {
+            self.db.mark_multikey(*coll, *index, paths);
         }
         // The first write of each second records it, so a restart's clock starts after it.
         let seconds = self.time.time().time;
@@ -1035,7 +1058,9 @@ impl<'a> WriteTxn<'a> {
         }
         for mut meta in std::mem::take(&mut self.created) {
             for index in meta.indexes.iter_mut() {
-                index.multikey |= multikey.contains(&(meta.ident, index.ident));
+                if let Some(paths) = multikey.get(&(meta.ident, index.ident)) {
+                    index.add_multikey_paths(paths);
+                }
             }
             self.db.add_to_catalog(Arc::new(meta));
         }

@@ -351,13 +351,13 @@ impl TxnView {
     /// Notes the indexes `doc` makes multikey (the commit's write records them).
     fn note_multikey(&self, coll: &CollectionMeta, doc: &RawDocument) -> Result<()> {
         let mut keys = DocumentKeys::new(doc);
-        for index in coll.indexes.iter().filter(|i| !i.multikey) {
-            if keys.keys(index)?.multikey {
-                self.multikey.lock().expect("poisoned").insert((
-                    self.db.name().to_string(),
-                    coll.ident,
-                    index.ident,
-                ));
+        // A wildcard index may still gain paths once multikey.
+        let open = |i: &&IndexMeta| !i.multikey || i.is_wildcard();
+        for index in coll.indexes.iter().filter(open) {
+            if let Some(paths) = index.new_multikey_paths(&keys.keys(index)?) {
+                let mut noted = self.multikey.lock().expect("poisoned");
+                let key = (self.db.name().to_string(), coll.ident, index.ident);
+                noted.entry(key).or_default().extend(paths);
             }
         }
         Ok(())
