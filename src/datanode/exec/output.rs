@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::expression::meta::MetaKind;
 use crate::query::filter::Filter;
 use crate::query::projection::{FindMetadata, Projection};
-use crate::query::sort::{SortSpec, TEXT_SCORE_FIELD};
+use crate::query::sort::{GEO_NEAR_DISTANCE_FIELD, SortSpec, TEXT_SCORE_FIELD};
 use bson::{Bson, Document, RawDocumentBuf};
 use std::sync::Arc;
 
@@ -59,6 +59,9 @@ pub struct FindOutput {
     pub sort_key: Option<SortSpec>,
     /// The find's sort, whose keys `{$meta: "sortKey"}` reads.
     meta_sort: Option<SortSpec>,
+    /// Documents carry their `$near` distance under [`GEO_NEAR_DISTANCE_FIELD`] for a sort by
+    /// `{$meta: "geoNearDistance"}` (left out of what is returned).
+    carries_distance: bool,
 }
 
 /// What a `$near` measured for one document.
@@ -105,7 +108,14 @@ impl FindOutput {
             key_source,
             sort_key: None,
             meta_sort: None,
+            carries_distance: false,
         }
+    }
+
+    /// Documents carry their `$near` distance for a sort by it (see `carries_distance`).
+    pub fn carrying_distance(mut self, carries: bool) -> FindOutput {
+        self.carries_distance = carries;
+        self
     }
 
     /// The find's sort, for `{$meta: "sortKey"}` fields.
@@ -147,13 +157,18 @@ impl FindOutput {
         doc: &Document,
         near: Option<NearMetadata>,
     ) -> Result<RawDocumentBuf> {
-        // A document sorted by text score carries its score for the sort key only.
-        let sorted_by_score;
-        let stored = if doc.contains_key(TEXT_SCORE_FIELD) {
+        // A document sorted by text score (or `$near` distance) carries it for the sort key
+        // only.
+        let carried_distance = self.carries_distance && doc.contains_key(GEO_NEAR_DISTANCE_FIELD);
+        let sorted_by_meta;
+        let stored = if doc.contains_key(TEXT_SCORE_FIELD) || carried_distance {
             let mut plain = doc.clone();
             plain.remove(TEXT_SCORE_FIELD);
-            sorted_by_score = plain;
-            &sorted_by_score
+            if carried_distance {
+                plain.remove(GEO_NEAR_DISTANCE_FIELD);
+            }
+            sorted_by_meta = plain;
+            &sorted_by_meta
         } else {
             doc
         };
