@@ -385,10 +385,63 @@ async fn geo_near_distance_sorts(client: &Client) {
     }
 }
 
+/// `{$meta: "indexKey"}` in pipelines: the key of the index scan a leading `$match` chose
+/// (missing after a collection scan), as MongoDB's query layer attaches it; computed by each
+/// shard. Where this server's plan may differ from MongoDB's (a leading `$sort`, an `_id`
+/// lookup) NotImplemented; `recordId` in pipelines too.
+async fn pipeline_index_keys(client: &Client) {
+    let db = setup(client).await;
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        let out = crate::harness::aggregate_documents(
+            &coll,
+            vec![
+                doc! {"$match": {"a": 2}},
+                doc! {"$addFields": {"k": {"$meta": "indexKey"}}},
+                doc! {"$sort": {"b": 1}},
+            ],
+        )
+        .await;
+        assert_eq!(
+            out,
+            [
+                doc! {"_id": 2, "a": 2, "b": 2, "k": {"a": 2, "b": 2}},
+                doc! {"_id": 5, "a": 2, "b": 5, "k": {"a": 2, "b": 5}}
+            ],
+            "{name}"
+        );
+        // A collection scan has no key: missing (a `$project` of `$meta` alone keeps `_id`).
+        let out = crate::harness::aggregate_documents(
+            &coll,
+            vec![
+                doc! {"$match": {"b": 2}},
+                doc! {"$project": {"k": {"$meta": "indexKey"}}},
+            ],
+        )
+        .await;
+        assert_eq!(out, [doc! {"_id": 2}], "{name}");
+        for pipeline in [
+            vec![
+                doc! {"$sort": {"a": 1}},
+                doc! {"$project": {"k": {"$meta": "indexKey"}}},
+            ],
+            vec![
+                doc! {"$match": {"_id": 2}},
+                doc! {"$project": {"k": {"$meta": "indexKey"}}},
+            ],
+            vec![doc! {"$addFields": {"r": {"$meta": "recordId"}}}],
+        ] {
+            let err = crate::harness::aggregate_error(&coll, pipeline.clone()).await;
+            assert_eq!(err, Some(238), "{name}: {pipeline:?}");
+        }
+    }
+}
+
 both_modes!(
     sort_keys,
     record_ids_and_index_keys,
     sampled_rand_vals,
     pipeline_sort_keys,
-    geo_near_distance_sorts
+    geo_near_distance_sorts,
+    pipeline_index_keys
 );

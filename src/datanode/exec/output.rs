@@ -78,6 +78,24 @@ pub enum KeySource {
     None,
 }
 
+impl KeySource {
+    /// Where the keys of documents read through `path` come from.
+    pub fn of_path(path: &AccessPath) -> KeySource {
+        match path {
+            AccessPath::IdPoint(_) => KeySource::Id,
+            AccessPath::IndexScan(plan) => KeySource::Indexes(vec![plan.clone()]),
+            AccessPath::Union(plans) => KeySource::Indexes(plans.as_ref().clone()),
+            AccessPath::CollScan { .. } => KeySource::None,
+        }
+    }
+
+    /// The key of the index scan that found `doc` (`None` for any other read), what
+    /// `{$meta: "indexKey"}` reads.
+    pub fn scanned_key(&self, doc: &Document) -> Option<Document> {
+        matches!(self, KeySource::Indexes(_)).then(|| key_document(self, doc))
+    }
+}
+
 impl FindOutput {
     pub fn new(
         projection: Option<Projection>,
@@ -90,12 +108,7 @@ impl FindOutput {
             || projection
                 .as_ref()
                 .is_some_and(|p| p.reads_meta(MetaKind::IndexKey));
-        let key_source = wants_keys.then(|| match path {
-            AccessPath::IdPoint(_) => KeySource::Id,
-            AccessPath::IndexScan(plan) => KeySource::Indexes(vec![plan.clone()]),
-            AccessPath::Union(plans) => KeySource::Indexes(plans.as_ref().clone()),
-            AccessPath::CollScan { .. } => KeySource::None,
-        });
+        let key_source = wants_keys.then(|| KeySource::of_path(path));
         let positional_query = projection
             .as_ref()
             .is_some_and(Projection::needs_query)
