@@ -350,6 +350,19 @@ async fn geo_near_distance_sorts(client: &Client) {
                 .contains("query requires $geoNear distance metadata, but it is not available"),
             "{name}: {err}"
         );
+        // Nor in a write's sort.
+        let err = db
+            .run_command(
+                doc! {"findAndModify": name, "query": {}, "sort": by_distance.clone(),
+                "update": {"$set": {"x": 1}}},
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            crate::harness::error_code(&err),
+            Some(40218),
+            "{name}: {err}"
+        );
         // After a `$geoNear` in a pipeline: the same order.
         let coll = db.collection::<Document>(name);
         let geo_near = doc! {"$geoNear": {"near": {"type": "Point", "coordinates": [0.0, 0.0]},
