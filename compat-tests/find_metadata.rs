@@ -253,9 +253,208 @@ async fn pipeline_sort_keys(client: &Client) {
     }
 }
 
+/// `meta_geo.plain` and `meta_geo.sharded` (split at `_id` 3) holding points on the equator,
+/// in pairs the same distance east and west of the origin, with a 2dsphere index.
+async fn geo_setup(client: &Client) -> Database {
+    let db = client.database("meta_geo");
+    db.drop().await.unwrap();
+    client
+        .database("admin")
+        .run_command(doc! {"shardCollection": "meta_geo.sharded", "key": {"_id": 1}})
+        .await
+        .unwrap();
+    crate::harness::split_across_shards(
+        client,
+        "meta_geo.sharded",
+        doc! {"_id": 3},
+        [doc! {"_id": 0}, doc! {"_id": 3}],
+    )
+    .await;
+    let places = [
+        (0.01, "e"),
+        (-0.01, "a"),
+        (0.02, "c"),
+        (-0.02, "b"),
+        (0.03, "d"),
+        (0.005, "f"),
+    ];
+    let docs: Vec<Document> = places
+        .iter()
+        .enumerate()
+        .map(|(i, (x, name))| {
+            doc! {"_id": i as i32, "name": *name, "loc": {"type": "Point", "coordinates": [*x, 0.0]}}
+        })
+        .collect();
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        coll.insert_many(docs.clone()).await.unwrap();
+        coll.create_index(IndexModel::builder().keys(doc! {"loc": "2dsphere"}).build())
+            .await
+            .unwrap();
+    }
+    db
+}
+
+fn ids(docs: &[Document]) -> Vec<i32> {
+    docs.iter().map(|d| d.get_i32("_id").unwrap()).collect()
+}
+
+/// A sort by `{$meta: "geoNearDistance"}` orders as MongoDB's every `$meta` sort key does:
+/// descending (farthest first), ties by the next key; through the router merged by the same key.
+async fn geo_near_distance_sorts(client: &Client) {
+    let db = geo_setup(client).await;
+    let near = doc! {"loc": {"$near": {"$geometry": {"type": "Point", "coordinates": [0.0, 0.0]}}}};
+    let by_distance = doc! {"d": {"$meta": "geoNearDistance"}, "name": 1};
+    for name in ["plain", "sharded"] {
+        let docs = find_ok(
+            &db,
+            name,
+            doc! {"filter": near.clone(), "sort": by_distance.clone(),
+                  "projection": {"name": 1, "d": {"$meta": "geoNearDistance"}, "k": {"$meta": "sortKey"}}},
+        )
+        .await;
+        assert_eq!(ids(&docs), [4, 3, 2, 1, 0, 5], "{name}: {docs:?}");
+        let distances: Vec<f64> = docs.iter().map(|d| d.get_f64("d").unwrap()).collect();
+        assert!(
+            distances.windows(2).all(|w| w[0] >= w[1]),
+            "{name}: {distances:?}"
+        );
+        // The sort key is the distance, then the name; no carried field shows.
+        let first = &docs[0];
+        assert_eq!(
+            first.get_array("k").unwrap(),
+            &vec![Bson::Double(distances[0]), Bson::String("d".into())],
+            "{name}"
+        );
+        assert_eq!(first.len(), 4, "{name}: {first:?}");
+        // A limit keeps the farthest.
+        let docs = find_ok(
+            &db,
+            name,
+            doc! {"filter": near.clone(), "sort": by_distance.clone(), "limit": 3},
+        )
+        .await;
+        assert_eq!(ids(&docs), [4, 3, 2], "{name}");
+        assert!(docs.iter().all(|d| !d.contains_key("$dis")), "{name}");
+        // Without a `$near` there is no distance: MongoDB's 40218.
+        let err = find(&db, name, doc! {"sort": by_distance.clone()})
+            .await
+            .unwrap_err();
+        assert_eq!(
+            crate::harness::error_code(&err),
+            Some(40218),
+            "{name}: {err}"
+        );
+        assert!(
+            err.to_string()
+                .contains("query requires $geoNear distance metadata, but it is not available"),
+            "{name}: {err}"
+        );
+        // Nor in a write's sort.
+        let err = db
+            .run_command(
+                doc! {"findAndModify": name, "query": {}, "sort": by_distance.clone(),
+                "update": {"$set": {"x": 1}}},
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            crate::harness::error_code(&err),
+            Some(40218),
+            "{name}: {err}"
+        );
+        // After a `$geoNear` in a pipeline: the same order.
+        let coll = db.collection::<Document>(name);
+        let geo_near = doc! {"$geoNear": {"near": {"type": "Point", "coordinates": [0.0, 0.0]},
+        "distanceField": "dist", "spherical": true}};
+        let out = crate::harness::aggregate_documents(
+            &coll,
+            vec![
+                geo_near.clone(),
+                doc! {"$sort": by_distance.clone()},
+                doc! {"$project": {"_id": 1}},
+            ],
+        )
+        .await;
+        assert_eq!(ids(&out), [4, 3, 2, 1, 0, 5], "{name}");
+        let out = crate::harness::aggregate_documents(
+            &coll,
+            vec![
+                geo_near,
+                doc! {"$sort": {"x": {"$meta": "geoNearDistance"}}},
+                doc! {"$limit": 1},
+                doc! {"$project": {"_id": 1, "k": {"$meta": "sortKey"}}},
+            ],
+        )
+        .await;
+        assert_eq!(ids(&out), [4], "{name}");
+        // Without one: 40218.
+        let err = crate::harness::aggregate_error(
+            &coll,
+            vec![doc! {"$match": {}}, doc! {"$sort": by_distance.clone()}],
+        )
+        .await;
+        assert_eq!(err, Some(40218), "{name}");
+    }
+}
+
+/// `{$meta: "indexKey"}` in pipelines: the key of the index scan a leading `$match` chose
+/// (missing after a collection scan), as MongoDB's query layer attaches it; computed by each
+/// shard. Where this server's plan may differ from MongoDB's (a leading `$sort`, an `_id`
+/// lookup) NotImplemented; `recordId` in pipelines too.
+async fn pipeline_index_keys(client: &Client) {
+    let db = setup(client).await;
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        let out = crate::harness::aggregate_documents(
+            &coll,
+            vec![
+                doc! {"$match": {"a": 2}},
+                doc! {"$addFields": {"k": {"$meta": "indexKey"}}},
+                doc! {"$sort": {"b": 1}},
+            ],
+        )
+        .await;
+        assert_eq!(
+            out,
+            [
+                doc! {"_id": 2, "a": 2, "b": 2, "k": {"a": 2, "b": 2}},
+                doc! {"_id": 5, "a": 2, "b": 5, "k": {"a": 2, "b": 5}}
+            ],
+            "{name}"
+        );
+        // A collection scan has no key: missing (a `$project` of `$meta` alone keeps `_id`).
+        let out = crate::harness::aggregate_documents(
+            &coll,
+            vec![
+                doc! {"$match": {"b": 2}},
+                doc! {"$project": {"k": {"$meta": "indexKey"}}},
+            ],
+        )
+        .await;
+        assert_eq!(out, [doc! {"_id": 2}], "{name}");
+        for pipeline in [
+            vec![
+                doc! {"$sort": {"a": 1}},
+                doc! {"$project": {"k": {"$meta": "indexKey"}}},
+            ],
+            vec![
+                doc! {"$match": {"_id": 2}},
+                doc! {"$project": {"k": {"$meta": "indexKey"}}},
+            ],
+            vec![doc! {"$addFields": {"r": {"$meta": "recordId"}}}],
+        ] {
+            let err = crate::harness::aggregate_error(&coll, pipeline.clone()).await;
+            assert_eq!(err, Some(238), "{name}: {pipeline:?}");
+        }
+    }
+}
+
 both_modes!(
     sort_keys,
     record_ids_and_index_keys,
     sampled_rand_vals,
-    pipeline_sort_keys
+    pipeline_sort_keys,
+    geo_near_distance_sorts,
+    pipeline_index_keys
 );

@@ -1,6 +1,6 @@
 //! The metadata a pipeline's documents carry (see [`crate::expression::meta`]): a leading
 //! `$match` with `$text` gives each document its text score, a leading `$geoNear` its distance
-//! and point, `$sample` its random value and `$sort` its sort key (when a stage reads them). A pipeline over a collection that reads metadata its first stage does not
+//! and point, the index scan of a leading `$match` its index key, `$sample` its random value and `$sort` its sort key (when a stage reads them). A pipeline over a collection that reads metadata its first stage does not
 //! produce fails as MongoDB's does (40218, its dependency analysis), before any document is
 //! read.
 
@@ -18,6 +18,9 @@ pub struct Produced {
     pub rand_val: bool,
     /// A stage reads `{$meta: "sortKey"}`, which each `$sort` then attaches.
     pub sort_key: bool,
+    /// A stage reads `{$meta: "indexKey"}`, which the collection's read attaches when it scans
+    /// an index (MongoDB does not check that one is scanned: without it the key is missing).
+    pub index_key: bool,
 }
 
 impl Produced {
@@ -37,12 +40,13 @@ impl Produced {
             geo_near: first.contains_key("$geoNear"),
             rand_val: kinds.contains(&MetaKind::RandVal),
             sort_key: kinds.contains(&MetaKind::SortKey),
+            index_key: kinds.contains(&MetaKind::IndexKey),
         }
     }
 
     /// Whether documents carry any metadata.
     pub fn any(self) -> bool {
-        self.text_score || self.geo_near || self.rand_val || self.sort_key
+        self.text_score || self.geo_near || self.rand_val || self.sort_key || self.index_key
     }
 
     fn has(self, kind: MetaKind) -> bool {
@@ -85,6 +89,35 @@ pub fn check_sort_key(stages: &[Document]) -> Result<()> {
             ));
         }
         sorted |= stage.contains_key("$sort");
+    }
+    Ok(())
+}
+
+/// Refuses `{$meta: "indexKey"}` where this server's read may differ from MongoDB's plan:
+/// after a leading `$match` with `$text` or a `$geoNear` (whose keys MongoDB gives in its own
+/// form), and when a `$sort` follows the leading `$match` stages (or leads), which MongoDB's
+/// query layer answers with the match and may answer by scanning an index this server,
+/// planning from the `$match` alone, does not (NotImplemented).
+pub fn check_index_key(stages: &[Document]) -> Result<()> {
+    let produced = Produced::by(stages);
+    if !produced.index_key {
+        return Ok(());
+    }
+    let refuse = |why: &str| {
+        Err(crate::error::MongoError::new(
+            crate::error::ErrorCode::NotImplemented,
+            format!("{{$meta: \"indexKey\"}} {why} is not supported yet"),
+        ))
+    };
+    if produced.text_score || produced.geo_near {
+        return refuse("after $text or $geoNear");
+    }
+    let pushed_sort = stages
+        .iter()
+        .find(|stage| !stage.contains_key("$match"))
+        .is_some_and(|stage| stage.contains_key("$sort"));
+    if pushed_sort {
+        return refuse("after a $sort that leads the pipeline (or follows its leading $match)");
     }
     Ok(())
 }
@@ -135,6 +168,26 @@ mod tests {
         assert!(check_available(&[near, distance]).is_ok());
         let nested = doc! {"$match": {"$and": [{"a": 1}, {"$text": {"$search": "x"}}]}};
         assert!(Produced::by(&[nested]).text_score);
+    }
+
+    #[test]
+    fn index_keys_where_the_plan_is_this_servers() {
+        let read = doc! {"$project": {"k": {"$meta": "indexKey"}}};
+        let matched = doc! {"$match": {"a": 1}};
+        assert!(Produced::by(&[matched.clone(), read.clone()]).index_key);
+        assert!(check_index_key(&[matched.clone(), read.clone()]).is_ok());
+        // A `$sort` after a `$group` is not answered by the query layer.
+        let grouped = [
+            matched.clone(),
+            doc! {"$group": {"_id": "$a"}},
+            doc! {"$sort": {"_id": 1}},
+            read.clone(),
+        ];
+        assert!(check_index_key(&grouped).is_ok());
+        let sorted = [matched, doc! {"$sort": {"a": 1}}, read.clone()];
+        assert_eq!(check_index_key(&sorted).unwrap_err().code().code(), 238);
+        let text = [doc! {"$match": {"$text": {"$search": "x"}}}, read];
+        assert_eq!(check_index_key(&text).unwrap_err().code().code(), 238);
     }
 
     #[test]

@@ -56,6 +56,7 @@ impl Pipeline {
     pub fn parse_with_variables(stages: &[Document], vars: Arc<LetVariables>) -> Result<Pipeline> {
         check_pipeline(stages)?;
         metadata::check_sort_key(stages)?;
+        metadata::check_index_key(stages)?;
         // Documents carry metadata fields only when the first stage attaches metadata (or the
         // caller says the input carries it); elsewhere fields of those names are their own.
         let vars = if metadata::Produced::by(stages).any() && !vars.carries_metadata() {

@@ -1,9 +1,10 @@
 //! Document metadata — what `{$meta: "<name>"}` reads — and how a document carries it through
 //! a pipeline: under MongoDB's own reserved field names (`$textScore`, `$dis`, `$pt`,
-//! `$randVal`, `$sortKey`), the names
+//! `$randVal`, `$sortKey`, `$indexKey`), the names
 //! MongoDB's shards use when they send documents with their metadata to the merging router
 //! (`Document::toBsonWithMetaData`). A document's metadata is set where the collection is read
-//! (a leading `$match` with `$text`, a leading `$geoNear`) or by `$sample` and `$sort`, kept by
+//! (a leading `$match` with `$text`, a leading `$geoNear`, the index scan a leading `$match`
+//! chose) or by `$sample` and `$sort`, kept by
 //! every stage that keeps or
 //! replaces the document (`$project`, `$replaceRoot`...; the stages copy these fields as they
 //! copy the document) and left behind by those that make new ones (`$group`). It is removed
@@ -44,12 +45,13 @@ const NOT_ATTACHED: &[&str] = &[
 ];
 
 /// Every field that carries metadata.
-pub const CARRIER_FIELDS: [&str; 5] = [
+pub const CARRIER_FIELDS: [&str; 6] = [
     TEXT_SCORE_FIELD,
     GEO_NEAR_DISTANCE_FIELD,
     GEO_NEAR_POINT_FIELD,
     RAND_VAL_FIELD,
     SORT_KEY_FIELD,
+    INDEX_KEY_FIELD,
 ];
 
 /// Where a document carries its text score.
@@ -62,6 +64,8 @@ pub const GEO_NEAR_POINT_FIELD: &str = "$pt";
 pub const RAND_VAL_FIELD: &str = "$randVal";
 /// Where a document carries its key under the last `$sort` it went through (an array).
 pub const SORT_KEY_FIELD: &str = "$sortKey";
+/// Where a document carries the key of the index scan that read it from its collection.
+pub const INDEX_KEY_FIELD: &str = "$indexKey";
 
 impl MetaKind {
     /// The argument of `{$meta: <argument>}`, with MongoDB's errors.
@@ -98,6 +102,12 @@ impl MetaKind {
             MetaKind::GeoNearPoint => Ok(GEO_NEAR_POINT_FIELD),
             MetaKind::RandVal => Ok(RAND_VAL_FIELD),
             MetaKind::SortKey => Ok(SORT_KEY_FIELD),
+            MetaKind::IndexKey => Ok(INDEX_KEY_FIELD),
+            // MongoDB's releases differ on whether a pipeline's documents have one.
+            MetaKind::RecordId => Err(MongoError::new(
+                ErrorCode::NotImplemented,
+                "$meta: \"recordId\" outside a find projection is not supported yet",
+            )),
             other => Err(MongoError::new(
                 ErrorCode::NotImplemented,
                 format!("$meta: \"{}\" is not supported yet", other.name()),
@@ -223,6 +233,7 @@ mod tests {
         assert_eq!(MetaKind::RandVal.field().unwrap(), "$randVal");
         let other = MetaKind::parse(&bson!("recordId")).unwrap();
         assert_eq!(other.field().unwrap_err().code().code(), 238);
+        assert_eq!(MetaKind::IndexKey.field().unwrap(), "$indexKey");
         assert_eq!(
             MetaKind::GeoNearPoint.unavailable().message(),
             "query requires $geoNear point metadata, but it is not available"

@@ -16,9 +16,9 @@ use std::sync::Arc;
 /// ordering, which has room for 32 fields (`Ordering::kMaxCompoundIndexKeys`).
 pub const MAX_COMPOUND_KEYS: usize = 32;
 
-/// Where a document being sorted by `{$meta: "textScore"}` carries its score (its metadata,
-/// [`crate::expression::meta`]).
-pub use crate::expression::meta::TEXT_SCORE_FIELD;
+/// Where a document being sorted by `{$meta: "textScore"}` carries its score, and one sorted by
+/// `{$meta: "geoNearDistance"}` its distance (its metadata, [`crate::expression::meta`]).
+pub use crate::expression::meta::{GEO_NEAR_DISTANCE_FIELD, TEXT_SCORE_FIELD};
 
 /// A parsed sort specification.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,17 +55,25 @@ impl SortSpec {
                         "Cannot have additional keys in a $meta sort specification",
                     ));
                 }
-                if meta.get_str("$meta") == Ok("textScore") {
-                    // Highest score first; the executor puts each document's score under
-                    // TEXT_SCORE_FIELD before it sorts.
+                // Every metadata key sorts descending (MongoDB's sort pattern: highest scores
+                // first, and the same for `$geoNear` distances, farthest first); the executor
+                // puts each document's value under the field that carries it before it sorts.
+                let carrier = match meta.get_str("$meta") {
+                    Ok("textScore") => Some(TEXT_SCORE_FIELD),
+                    Ok("geoNearDistance") => Some(GEO_NEAR_DISTANCE_FIELD),
+                    _ => None,
+                };
+                if let Some(field) = carrier {
                     keys.push(SortKey {
-                        path: TEXT_SCORE_FIELD.to_string(),
-                        parts: vec![TEXT_SCORE_FIELD.to_string()],
+                        path: field.to_string(),
+                        parts: vec![field.to_string()],
                         ascending: false,
                     });
                     continue;
                 }
                 return Err(match meta.get("$meta") {
+                    // MongoDB's answer to a `searchScore` sort changed around 8.0 (31218 before,
+                    // accepted behind its hybrid-search feature flags after).
                     Some(Bson::String(kind)) if kind == "searchScore" || kind == "randVal" => {
                         not_implemented(format!(
                             "sorting by {{$meta: \"{kind}\"}} is not supported yet"
@@ -160,6 +168,11 @@ impl SortSpec {
     /// Whether a key is `{$meta: "textScore"}`.
     pub fn sorts_by_text_score(&self) -> bool {
         self.keys.iter().any(|k| k.path == TEXT_SCORE_FIELD)
+    }
+
+    /// Whether a key is `{$meta: "geoNearDistance"}`.
+    pub fn sorts_by_geo_near_distance(&self) -> bool {
+        self.keys.iter().any(|k| k.path == GEO_NEAR_DISTANCE_FIELD)
     }
 
     /// Whether the spec orders nothing (empty, or only `$natural`).
@@ -394,6 +407,28 @@ mod tests {
             doc! {TEXT_SCORE_FIELD: 1.0, "b": 1},
         );
         assert_eq!(by_score.compare(&high, &low), Ordering::Less);
+        // A `$geoNear` distance sorts descending too (farthest first), then by the next key.
+        let by_distance =
+            SortSpec::parse(&doc! {"d": {"$meta": "geoNearDistance"}, "name": 1}).unwrap();
+        assert!(by_distance.sorts_by_geo_near_distance() && !by_distance.sorts_by_text_score());
+        let (far, near, near_b) = (
+            doc! {GEO_NEAR_DISTANCE_FIELD: 5.0, "name": "z"},
+            doc! {GEO_NEAR_DISTANCE_FIELD: 1.0, "name": "b"},
+            doc! {GEO_NEAR_DISTANCE_FIELD: 1.0, "name": "a"},
+        );
+        assert_eq!(by_distance.compare(&far, &near), Ordering::Less);
+        assert_eq!(by_distance.compare(&near_b, &near), Ordering::Less);
+        assert_eq!(
+            by_distance.sort_key(&near),
+            vec![Bson::Double(1.0), Bson::String("b".into())]
+        );
+        let e = SortSpec::parse(&doc! {"a": {"$meta": "searchScore"}}).unwrap_err();
+        assert_eq!(e.code().code(), 238);
+        let e = SortSpec::parse(&doc! {"a": {"$meta": "geoNearPoint"}}).unwrap_err();
+        assert_eq!(
+            (e.code().code(), e.message()),
+            (31138, "Illegal $meta sort: $meta: \"geoNearPoint\"")
+        );
         assert_eq!(
             SortSpec::parse(&doc! {"a": {"x": 1}})
                 .unwrap_err()

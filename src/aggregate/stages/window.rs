@@ -99,11 +99,13 @@ pub fn parse(name: &str, spec: &Bson, vars: &Arc<LetVariables>) -> Result<Vec<St
         }
     }
     let output = output.ok_or_else(|| crate::command::missing("$setWindowFields", "output"))?;
+    // A `{$meta: ...}` key sorts by metadata, not by a field of that name.
     let sort_field = sort_by
         .as_ref()
         .filter(|keys| keys.len() == 1)
-        .and_then(|keys| keys.keys().next())
-        .map(|path| path.split('.').map(String::from).collect::<Vec<_>>());
+        .and_then(|keys| keys.iter().next())
+        .filter(|(_, direction)| is_number(direction))
+        .map(|(path, _)| path.split('.').map(String::from).collect::<Vec<_>>());
     let ascending_single = sort_by
         .as_ref()
         .filter(|keys| keys.len() == 1)

@@ -4,14 +4,14 @@
 
 use super::super::DataNode;
 use super::super::cursors::{Cursor, CursorBody};
-use super::super::exec::{PipelineInput, PipelineState, Position, QueryShape};
+use super::super::exec::{KeySource, PipelineInput, PipelineState, Position, QueryShape};
 use super::super::views;
 use super::find::{DEFAULT_FIRST_BATCH, cursor_reply};
 use crate::aggregate::foreign::Host;
 use crate::aggregate::{MemoryLimits, Pipeline};
 use crate::catalog::OwnershipFilter;
 use crate::command::CommandRequest;
-use crate::error::{MongoError, Result};
+use crate::error::{ErrorCode, MongoError, Result};
 use crate::expression::LetVariables;
 use crate::server::pipeline_cursor::PipelineSource;
 use crate::server::{LocalCommands, RequestContext};
@@ -169,6 +169,16 @@ pub(super) async fn open_pipeline<S: DataNode>(
                 ..QueryShape::filter(filter_doc)
             };
             let position = Position::plan(&coll, &shape)?.owned_by(access.ownership);
+            let index_keys = crate::aggregate::metadata::Produced::by(stages)
+                .index_key
+                .then(|| KeySource::of_path(position.path()));
+            if matches!(index_keys, Some(KeySource::Id)) {
+                // MongoDB's `_id` lookup's index key metadata differs between its releases.
+                return Err(MongoError::new(
+                    ErrorCode::NotImplemented,
+                    "{$meta: \"indexKey\"} of an _id lookup is not supported yet",
+                ));
+            }
             store
                 .index_usage()
                 .record(&coll, position.path().indexes_used(&coll));
@@ -176,6 +186,7 @@ pub(super) async fn open_pipeline<S: DataNode>(
                 db: store,
                 coll,
                 position,
+                index_keys,
             }));
         }
     }

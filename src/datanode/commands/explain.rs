@@ -210,6 +210,13 @@ async fn explain_query(
         .as_ref()
         .map(|s| SortSpec::parse_for(s, &query.vars))
         .transpose()?;
+    if sort
+        .as_ref()
+        .is_some_and(SortSpec::sorts_by_geo_near_distance)
+        && filter.near().is_none()
+    {
+        return Err(crate::expression::meta::MetaKind::GeoNearDistance.unavailable());
+    }
     let Some((db, coll)) = target else {
         let mut tree = StageTree::empty();
         tree.push("EOF", Document::new(), 0, Document::new());

@@ -19,7 +19,7 @@ use crate::expression::LetVariables;
 use crate::expression::meta::MetaKind;
 use crate::query::filter::Filter;
 use crate::query::projection::Projection;
-use crate::query::sort::{SortSpec, TEXT_SCORE_FIELD};
+use crate::query::sort::{GEO_NEAR_DISTANCE_FIELD, SortSpec, TEXT_SCORE_FIELD};
 use crate::server::RequestContext;
 use crate::server::sessions::{check_cursor_session, request_session};
 use bson::{Bson, Document, RawDocumentBuf};
@@ -160,6 +160,12 @@ impl FindQuery {
                 "query requires text score metadata, but it is not available",
             ));
         }
+        if sort_spec
+            .as_ref()
+            .is_some_and(|s| s.sorts_by_geo_near_distance() && filter.near().is_none())
+        {
+            return Err(MetaKind::GeoNearDistance.unavailable());
+        }
         let meta_sort = meta_sort(projection.as_ref(), sort_spec.as_ref(), &filter)?;
         // `{$natural: ±1}` is a scan direction, not a sort.
         let sort = sort_spec.clone().filter(|s| !s.is_empty());
@@ -207,6 +213,21 @@ fn meta_sort(
         )),
         Some(sort) => Ok(Some(sort.clone())),
     }
+}
+
+/// A write's sort by `{$meta: "geoNearDistance"}`: MongoDB's 40218 without a `$near`; with one
+/// NotImplemented (a write's `$near` selects its documents, it does not measure them).
+pub(super) fn refuse_distance_sort(sort: Option<&SortSpec>, filter: &Filter) -> Result<()> {
+    if !sort.is_some_and(SortSpec::sorts_by_geo_near_distance) {
+        return Ok(());
+    }
+    if filter.near().is_none() {
+        return Err(MetaKind::GeoNearDistance.unavailable());
+    }
+    Err(MongoError::new(
+        ErrorCode::NotImplemented,
+        "sorting a write's $near matches by {$meta: \"geoNearDistance\"} is not supported yet",
+    ))
 }
 
 /// `{$meta: "indexKey"}` of a document found by its `_id` (MongoDB's IDHACK or express path,
@@ -394,7 +415,18 @@ async fn near_body<S: DataNode>(
     let want = keep.filter(|_| query.sort.is_none());
     let ownership = state.ownership(req);
     let mut matches = near_matches(db, coll, &query.filter, ownership, want, ns).await?;
+    let by_distance = query
+        .sort
+        .as_ref()
+        .is_some_and(SortSpec::sorts_by_geo_near_distance);
     if let Some(sort) = &query.sort {
+        // A sort by `{$meta: "geoNearDistance"}` reads each document's distance where the
+        // document carries it (the output leaves it out).
+        if by_distance {
+            for m in &mut matches {
+                m.doc.insert(GEO_NEAR_DISTANCE_FIELD, m.distance);
+            }
+        }
         matches.sort_by(|a, b| sort.compare(&a.doc, &b.doc));
         if let Some(keep) = keep {
             matches.truncate(keep);
@@ -407,7 +439,8 @@ async fn near_body<S: DataNode>(
         cmd.show_record_id,
         cmd.return_key,
         &path,
-    );
+    )
+    .carrying_distance(by_distance);
     if let Some(sort) = query.sort_key {
         output = output.with_sort_key(sort);
     }

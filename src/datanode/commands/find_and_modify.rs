@@ -90,15 +90,17 @@ impl FindAndModifyCommand {
             .as_ref()
             .map(|f| Projection::parse_with_variables(f, Some(&filter), &vars))
             .transpose()?;
+        let sort = declared
+            .sort
+            .filter(|s| !s.is_empty())
+            .as_ref()
+            .map(|s| SortSpec::parse_for(s, &vars))
+            .transpose()?;
+        super::find::refuse_distance_sort(sort.as_ref(), &filter)?;
         Ok(FindAndModifyCommand {
             query,
             filter,
-            sort: declared
-                .sort
-                .filter(|s| !s.is_empty())
-                .as_ref()
-                .map(|s| SortSpec::parse_for(s, &vars))
-                .transpose()?,
+            sort,
             remove,
             update,
             return_new,

@@ -74,22 +74,25 @@ impl UpdateStatement {
                 "multi update is not supported for replacement-style update",
             ));
         }
+        let filter = Filter::parse_with_variables(&query, vars)?;
+        let sort = match args.document("sort")?.filter(|s| !s.is_empty()) {
+            Some(_) if multi => {
+                return Err(MongoError::failed_to_parse(
+                    "Cannot specify sort with multi=true",
+                ));
+            }
+            Some(sort) => Some(SortSpec::parse_for(&sort, vars)?),
+            None => None,
+        };
+        super::find::refuse_distance_sort(sort.as_ref(), &filter)?;
         Ok(UpdateStatement {
-            filter: Filter::parse_with_variables(&query, vars)?,
+            filter,
             query,
             update,
             upsert: args.bool("upsert")?.unwrap_or(false),
             multi,
             hint: super::find::parse_hint(&args)?,
-            sort: match args.document("sort")?.filter(|s| !s.is_empty()) {
-                Some(_) if multi => {
-                    return Err(MongoError::failed_to_parse(
-                        "Cannot specify sort with multi=true",
-                    ));
-                }
-                Some(sort) => Some(SortSpec::parse_for(&sort, vars)?),
-                None => None,
-            },
+            sort,
         })
     }
 }

@@ -37,7 +37,7 @@ pub use near::{
     near_matches_examined, no_geo_index,
 };
 pub use output::{
-    FindOutput, NearMetadata, RECORD_ID_FIELD, SORT_KEY_FIELD, take_sort_key_request,
+    FindOutput, KeySource, NearMetadata, RECORD_ID_FIELD, SORT_KEY_FIELD, take_sort_key_request,
 };
 pub use pipeline_input::PipelineInput;
 pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::expression::meta::MetaKind;
 use crate::query::filter::Filter;
 use crate::query::projection::{FindMetadata, Projection};
-use crate::query::sort::{SortSpec, TEXT_SCORE_FIELD};
+use crate::query::sort::{GEO_NEAR_DISTANCE_FIELD, SortSpec, TEXT_SCORE_FIELD};
 use bson::{Bson, Document, RawDocumentBuf};
 use std::sync::Arc;
 
@@ -59,6 +59,9 @@ pub struct FindOutput {
     pub sort_key: Option<SortSpec>,
     /// The find's sort, whose keys `{$meta: "sortKey"}` reads.
     meta_sort: Option<SortSpec>,
+    /// Documents carry their `$near` distance under [`GEO_NEAR_DISTANCE_FIELD`] for a sort by
+    /// `{$meta: "geoNearDistance"}` (left out of what is returned).
+    carries_distance: bool,
 }
 
 /// What a `$near` measured for one document.
@@ -75,6 +78,24 @@ pub enum KeySource {
     None,
 }
 
+impl KeySource {
+    /// Where the keys of documents read through `path` come from.
+    pub fn of_path(path: &AccessPath) -> KeySource {
+        match path {
+            AccessPath::IdPoint(_) => KeySource::Id,
+            AccessPath::IndexScan(plan) => KeySource::Indexes(vec![plan.clone()]),
+            AccessPath::Union(plans) => KeySource::Indexes(plans.as_ref().clone()),
+            AccessPath::CollScan { .. } => KeySource::None,
+        }
+    }
+
+    /// The key of the index scan that found `doc` (`None` for any other read), what
+    /// `{$meta: "indexKey"}` reads.
+    pub fn scanned_key(&self, doc: &Document) -> Option<Document> {
+        matches!(self, KeySource::Indexes(_)).then(|| key_document(self, doc))
+    }
+}
+
 impl FindOutput {
     pub fn new(
         projection: Option<Projection>,
@@ -87,12 +108,7 @@ impl FindOutput {
             || projection
                 .as_ref()
                 .is_some_and(|p| p.reads_meta(MetaKind::IndexKey));
-        let key_source = wants_keys.then(|| match path {
-            AccessPath::IdPoint(_) => KeySource::Id,
-            AccessPath::IndexScan(plan) => KeySource::Indexes(vec![plan.clone()]),
-            AccessPath::Union(plans) => KeySource::Indexes(plans.as_ref().clone()),
-            AccessPath::CollScan { .. } => KeySource::None,
-        });
+        let key_source = wants_keys.then(|| KeySource::of_path(path));
         let positional_query = projection
             .as_ref()
             .is_some_and(Projection::needs_query)
@@ -105,7 +121,14 @@ impl FindOutput {
             key_source,
             sort_key: None,
             meta_sort: None,
+            carries_distance: false,
         }
+    }
+
+    /// Documents carry their `$near` distance for a sort by it (see `carries_distance`).
+    pub fn carrying_distance(mut self, carries: bool) -> FindOutput {
+        self.carries_distance = carries;
+        self
     }
 
     /// The find's sort, for `{$meta: "sortKey"}` fields.
@@ -147,13 +170,18 @@ impl FindOutput {
         doc: &Document,
         near: Option<NearMetadata>,
     ) -> Result<RawDocumentBuf> {
-        // A document sorted by text score carries its score for the sort key only.
-        let sorted_by_score;
-        let stored = if doc.contains_key(TEXT_SCORE_FIELD) {
+        // A document sorted by text score (or `$near` distance) carries it for the sort key
+        // only.
+        let carried_distance = self.carries_distance && doc.contains_key(GEO_NEAR_DISTANCE_FIELD);
+        let sorted_by_meta;
+        let stored = if doc.contains_key(TEXT_SCORE_FIELD) || carried_distance {
             let mut plain = doc.clone();
             plain.remove(TEXT_SCORE_FIELD);
-            sorted_by_score = plain;
-            &sorted_by_score
+            if carried_distance {
+                plain.remove(GEO_NEAR_DISTANCE_FIELD);
+            }
+            sorted_by_meta = plain;
+            &sorted_by_meta
         } else {
             doc
         };

@@ -1,12 +1,14 @@
 //! The collection an aggregation cursor reads (`server::pipeline_cursor`), and where the read
 //! stands: a chunk of matching documents per step, through the access path a leading `$match`
-//! chose; a `$text` search's documents carry their text score.
+//! chose; a `$text` search's documents carry their text score, and those of an index scan
+//! their index key when the pipeline reads it.
 
+use super::output::KeySource;
 use super::{Position, SCAN_CHUNK};
 use crate::aggregate::foreign::Host;
 use crate::datanode::storage::{CollectionMeta, DatabaseStore};
 use crate::error::Result;
-use crate::expression::meta::TEXT_SCORE_FIELD;
+use crate::expression::meta::{INDEX_KEY_FIELD, TEXT_SCORE_FIELD};
 use crate::query::filter::Filter;
 use crate::server::pipeline_cursor::PipelineSource;
 use bson::Document;
@@ -18,6 +20,8 @@ pub struct PipelineInput {
     pub db: Arc<DatabaseStore>,
     pub coll: Arc<CollectionMeta>,
     pub position: Position,
+    /// Where the index keys come from, when a stage reads `{$meta: "indexKey"}`.
+    pub index_keys: Option<KeySource>,
 }
 
 impl PipelineSource for PipelineInput {
@@ -38,6 +42,17 @@ impl PipelineSource for PipelineInput {
                 .position
                 .next_matches(&mut read, &self.coll, filter)
                 .await?;
+            if let Some(source) = &self.index_keys {
+                let mut docs = Vec::with_capacity(batch.len());
+                for candidate in batch {
+                    let mut doc = candidate.doc;
+                    if let Some(key) = source.scanned_key(&doc) {
+                        doc.insert(INDEX_KEY_FIELD, key);
+                    }
+                    docs.push(doc);
+                }
+                return Ok(Some(docs));
+            }
             if !filter.has_text() {
                 return Ok(Some(batch.into_iter().map(|c| c.doc).collect()));
             }

@@ -27,7 +27,15 @@ async fn collection(n: i32, pad: usize) -> (tempfile::TempDir, PipelineInput) {
     txn.commit().await.unwrap();
     let empty = Document::new();
     let position = Position::plan(&coll, &QueryShape::filter(&empty)).unwrap();
-    (dir, PipelineInput { db, coll, position })
+    (
+        dir,
+        PipelineInput {
+            db,
+            coll,
+            position,
+            index_keys: None,
+        },
+    )
 }
 
 fn start(stages: Vec<Document>, input: PipelineInput) -> PipelineState {

@@ -76,6 +76,7 @@ impl Shape {
             mode: None,
             id_specified: false,
             id_included: false,
+            has_meta: false,
         };
         let mut root = Node::default();
         for (name, value) in fields {
@@ -84,12 +85,16 @@ impl Shape {
             }
             parser.element(name, value, &mut root, true)?;
         }
-        // `{_id: 1}` alone is an inclusion and `{_id: 0}` alone an exclusion.
-        let mode = parser.mode.unwrap_or(if parser.id_included {
-            Mode::Inclusion
-        } else {
-            Mode::Exclusion
-        });
+        // `{_id: 1}` alone is an inclusion and `{_id: 0}` alone an exclusion; with `$meta`
+        // fields (and nothing else that decides) an inclusion, as MongoDB's aggregation
+        // projections (`{s: {$meta: "textScore"}}` gives `_id` and `s`).
+        let mode = parser
+            .mode
+            .unwrap_or(if parser.id_included || parser.has_meta {
+                Mode::Inclusion
+            } else {
+                Mode::Exclusion
+            });
         if !parser.id_specified && mode == Mode::Inclusion {
             root.entries.insert("_id".to_string(), Entry::Include);
         }
@@ -108,6 +113,8 @@ struct ProjectionParser<'s> {
     mode: Option<Mode>,
     id_specified: bool,
     id_included: bool,
+    /// A field is `{$meta: ...}` (which does not decide the mode while others may).
+    has_meta: bool,
 }
 
 impl ProjectionParser<'_> {
@@ -204,7 +211,8 @@ impl ProjectionParser<'_> {
             }
             if first == "$meta" {
                 // Metadata may be projected whatever the projection's mode, and does not
-                // decide it (a projection of `$meta` fields only keeps the rest).
+                // decide it while other fields may (alone it makes an inclusion).
+                self.has_meta = true;
                 let expr = Expression::parse_operator_in(sub, self.scope)?;
                 return add_node(parent, &path, Entry::Computed(expr));
             }

@@ -336,3 +336,28 @@ fn add_fields_errors() {
         )
     );
 }
+
+#[test]
+fn meta_fields_project_in_either_mode_and_alone_include() {
+    let input = doc! {"_id": 1, "a": 2, "b": 3, "$textScore": 1.5};
+    let scored = bson!({"s": {"$meta": "textScore"}});
+    assert_eq!(
+        apply("$project", scored, input.clone()),
+        doc! {"_id": 1, "s": 1.5}
+    );
+    let without_id = bson!({"_id": 0, "s": {"$meta": "textScore"}});
+    assert_eq!(
+        apply("$project", without_id, input.clone()),
+        doc! {"s": 1.5}
+    );
+    let excluding = bson!({"a": 0, "s": {"$meta": "textScore"}});
+    assert_eq!(
+        apply("$project", excluding, input.clone()),
+        doc! {"_id": 1, "b": 3, "$textScore": 1.5, "s": 1.5}
+    );
+    let including = bson!({"s": {"$meta": "textScore"}, "a": 1});
+    assert_eq!(
+        apply("$project", including, input),
+        doc! {"_id": 1, "a": 2, "s": 1.5}
+    );
+}
