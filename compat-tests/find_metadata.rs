@@ -11,27 +11,38 @@ use mongodb::{Client, Database, IndexModel};
 /// `meta.plain` and `meta.sharded` (split at `_id` 3) holding `{_id: i, a: i % 3, b: i}` for
 /// i in 0..6, with an index on `{a: 1, b: 1}`.
 async fn setup(client: &Client) -> Database {
-    let db = client.database("find_meta");
+    let docs: Vec<Document> = (0..6)
+        .map(|i| doc! {"_id": i, "a": i % 3, "b": i})
+        .collect();
+    plain_and_sharded(client, "find_meta", docs, doc! {"a": 1, "b": 1}).await
+}
+
+/// Database `name` with `plain` and `sharded` (on `_id`, split at 3 across the shards), each
+/// holding `docs` and an index on `keys`.
+async fn plain_and_sharded(
+    client: &Client,
+    name: &str,
+    docs: Vec<Document>,
+    keys: Document,
+) -> Database {
+    let db = client.database(name);
     db.drop().await.unwrap();
     client
         .database("admin")
-        .run_command(doc! {"shardCollection": "find_meta.sharded", "key": {"_id": 1}})
+        .run_command(doc! {"shardCollection": format!("{name}.sharded"), "key": {"_id": 1}})
         .await
         .unwrap();
     crate::harness::split_across_shards(
         client,
-        "find_meta.sharded",
+        &format!("{name}.sharded"),
         doc! {"_id": 3},
         [doc! {"_id": 0}, doc! {"_id": 3}],
     )
     .await;
-    let docs: Vec<Document> = (0..6)
-        .map(|i| doc! {"_id": i, "a": i % 3, "b": i})
-        .collect();
-    for name in ["plain", "sharded"] {
-        let coll = db.collection::<Document>(name);
+    for coll in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(coll);
         coll.insert_many(docs.clone()).await.unwrap();
-        coll.create_index(IndexModel::builder().keys(doc! {"a": 1, "b": 1}).build())
+        coll.create_index(IndexModel::builder().keys(keys.clone()).build())
             .await
             .unwrap();
     }
@@ -256,20 +267,6 @@ async fn pipeline_sort_keys(client: &Client) {
 /// `meta_geo.plain` and `meta_geo.sharded` (split at `_id` 3) holding points on the equator,
 /// in pairs the same distance east and west of the origin, with a 2dsphere index.
 async fn geo_setup(client: &Client) -> Database {
-    let db = client.database("meta_geo");
-    db.drop().await.unwrap();
-    client
-        .database("admin")
-        .run_command(doc! {"shardCollection": "meta_geo.sharded", "key": {"_id": 1}})
-        .await
-        .unwrap();
-    crate::harness::split_across_shards(
-        client,
-        "meta_geo.sharded",
-        doc! {"_id": 3},
-        [doc! {"_id": 0}, doc! {"_id": 3}],
-    )
-    .await;
     let places = [
         (0.01, "e"),
         (-0.01, "a"),
@@ -285,14 +282,7 @@ async fn geo_setup(client: &Client) -> Database {
             doc! {"_id": i as i32, "name": *name, "loc": {"type": "Point", "coordinates": [*x, 0.0]}}
         })
         .collect();
-    for name in ["plain", "sharded"] {
-        let coll = db.collection::<Document>(name);
-        coll.insert_many(docs.clone()).await.unwrap();
-        coll.create_index(IndexModel::builder().keys(doc! {"loc": "2dsphere"}).build())
-            .await
-            .unwrap();
-    }
-    db
+    plain_and_sharded(client, "meta_geo", docs, doc! {"loc": "2dsphere"}).await
 }
 
 fn ids(docs: &[Document]) -> Vec<i32> {
