@@ -385,6 +385,32 @@ async fn auth_users_roles_and_privileges() {
     cluster.shutdown().await;
 }
 
+/// `$currentOp` reads every user's operations and their commands: `inprog` (clusterMonitor
+/// has it), not a read of the admin database (readAnyDatabase).
+#[tokio::test]
+async fn auth_current_op_needs_inprog() {
+    let cluster = with_root().await;
+    let root = client(cluster.addr, "root:example", "&authSource=admin").await;
+    for (user, role) in [
+        ("anyreader", "readAnyDatabase"),
+        ("monitor", "clusterMonitor"),
+    ] {
+        run(
+            &root,
+            "admin",
+            doc! {"createUser": user, "pwd": "pw", "roles": [role]},
+        )
+        .await
+        .unwrap();
+    }
+    let current_op = doc! {"aggregate": 1, "pipeline": [{"$currentOp": {}}], "cursor": {}};
+    let reader = client(cluster.addr, "anyreader:pw", "&authSource=admin").await;
+    let e = run(&reader, "admin", current_op.clone()).await.unwrap_err();
+    assert_eq!(error_code(&e), Some(13), "{e}");
+    let monitor = client(cluster.addr, "monitor:pw", "&authSource=admin").await;
+    run(&monitor, "admin", current_op).await.unwrap();
+}
+
 #[tokio::test]
 async fn auth_localhost_exception_creates_the_first_user_only() {
     let mut options = node_options();

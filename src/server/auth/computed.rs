@@ -57,9 +57,24 @@ pub fn find_and_modify(request: &CommandRequest) -> Result<Required> {
     Ok(on_target(request, actions))
 }
 
-/// `aggregate`: find on the collection; a final `$out` or `$merge` writes its target.
+/// `aggregate`: find on the collection; a final `$out` or `$merge` writes its target. A
+/// pipeline reading `$currentOp` reads the node's operations, every user's (their commands
+/// included), so it needs `inprog` on the cluster instead, as MongoDB's with `allUsers` (its
+/// `allUsers: false`, a user's own operations, is not told apart here: it needs `inprog` too).
 pub fn aggregate(request: &CommandRequest) -> Result<Required> {
-    let mut needed = vec![Privilege::new(target_resource(request), &["find"])];
+    let reads_operations = matches!(
+        request.body.get("pipeline"),
+        Ok(Some(RawBsonRef::Array(stages))) if stages
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_document())
+            .any(|stage| matches!(stage.iter().next(), Some(Ok(("$currentOp", _)))))
+    );
+    let mut needed = vec![if reads_operations {
+        Privilege::new(Resource::Cluster, &["inprog"])
+    } else {
+        Privilege::new(target_resource(request), &["find"])
+    }];
     if let Ok(Some(RawBsonRef::Array(stages))) = request.body.get("pipeline") {
         for stage in stages.into_iter().flatten().filter_map(|s| s.as_document()) {
             let Some(Ok((name, spec))) = stage.iter().next() else {
@@ -294,6 +309,16 @@ mod tests {
         .unwrap();
         let needed = actions(aggregate(&out).unwrap());
         assert_eq!(needed[1].0, Resource::collection("app", "o"));
+        // Every user's operations: `inprog`, not a read of the database.
+        let current_op = CommandRequest::new(
+            "admin",
+            rawdoc! {"aggregate": 1, "pipeline": [{"$currentOp": {"allUsers": false}}, {"$match": {}}]},
+        )
+        .unwrap();
+        assert_eq!(
+            actions(aggregate(&current_op).unwrap()),
+            vec![(Resource::Cluster, vec!["inprog"])]
+        );
         let explained =
             CommandRequest::new("app", rawdoc! {"explain": {"delete": "c", "deletes": []}})
                 .unwrap();
