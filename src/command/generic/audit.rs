@@ -6,7 +6,7 @@
 use super::idl::{missing_field, strict_fields, typed, wrong_type};
 use crate::error::Result;
 use bson::spec::ElementType;
-use bson::{RawBsonRef, RawDocument, rawdoc};
+use bson::{RawBsonRef, rawdoc};
 
 /// What a command's `$audit` names: the user the command runs for and that user's roles, as
 /// `(name, db)` pairs.
@@ -132,8 +132,9 @@ fn client_hosts(path: &str, value: RawBsonRef<'_>) -> Result<()> {
     Ok(())
 }
 
-/// `$audit` of a body, read straight from it (for a body not parsed by [`super::check`]).
-pub fn of_body(body: &RawDocument) -> Result<Option<Impersonation>> {
+/// `$audit` of a body, read straight from it (tests; requests are parsed by [`super::check`]).
+#[cfg(test)]
+pub fn of_body(body: &bson::RawDocument) -> Result<Option<Impersonation>> {
     Impersonation::parse(body.get(FIELD)?)
 }
 

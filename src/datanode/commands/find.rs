@@ -160,12 +160,7 @@ impl FindQuery {
                 "query requires text score metadata, but it is not available",
             ));
         }
-        if sort_spec
-            .as_ref()
-            .is_some_and(|s| s.sorts_by_geo_near_distance() && filter.near().is_none())
-        {
-            return Err(MetaKind::GeoNearDistance.unavailable());
-        }
+        sorts_by_distance(sort_spec.as_ref(), &filter)?;
         let meta_sort = meta_sort(projection.as_ref(), sort_spec.as_ref(), &filter)?;
         // `{$natural: ±1}` is a scan direction, not a sort.
         let sort = sort_spec.clone().filter(|s| !s.is_empty());
@@ -215,14 +210,21 @@ fn meta_sort(
     }
 }
 
-/// A write's sort by `{$meta: "geoNearDistance"}`: MongoDB's 40218 without a `$near`; with one
-/// NotImplemented (a write's `$near` selects its documents, it does not measure them).
-pub(super) fn refuse_distance_sort(sort: Option<&SortSpec>, filter: &Filter) -> Result<()> {
-    if !sort.is_some_and(SortSpec::sorts_by_geo_near_distance) {
-        return Ok(());
-    }
-    if filter.near().is_none() {
+/// Whether `sort` orders by `{$meta: "geoNearDistance"}`: MongoDB's 40218 when the filter has
+/// no `$near` to measure the distance.
+fn sorts_by_distance(sort: Option<&SortSpec>, filter: &Filter) -> Result<bool> {
+    let by_distance = sort.is_some_and(SortSpec::sorts_by_geo_near_distance);
+    if by_distance && filter.near().is_none() {
         return Err(MetaKind::GeoNearDistance.unavailable());
+    }
+    Ok(by_distance)
+}
+
+/// A write's sort by `{$meta: "geoNearDistance"}`: 40218 without a `$near`, as a find's; with
+/// one NotImplemented (a write's `$near` selects its documents, it does not measure them).
+pub(super) fn refuse_distance_sort(sort: Option<&SortSpec>, filter: &Filter) -> Result<()> {
+    if !sorts_by_distance(sort, filter)? {
+        return Ok(());
     }
     Err(MongoError::new(
         ErrorCode::NotImplemented,
