@@ -641,7 +641,82 @@ async fn sharded_collection_with_a_default_collation(client: &Client) {
     assert_eq!(deleted.deleted_count, 2);
 }
 
+/// `backwards`: French accent ordering (the last accent difference decides) for any locale,
+/// and off for French of Canada, whose default it is; in sorts, on both collection kinds, and
+/// in an index's keys (a sort of the index's collation comes from the scan).
+async fn backwards_weighs_the_last_accent_first(client: &Client) {
+    let db = setup(client).await;
+    let backwards = Collation::builder().locale("en").backwards(true).build();
+    let canadian = Collation::builder().locale("fr_CA").build();
+    let canadian_forwards = Collation::builder()
+        .locale("fr_CA")
+        .backwards(false)
+        .build();
+    let words = ["côté", "coté", "cote", "côte"];
+    let french = ["cote", "côte", "coté", "côté"];
+    let english = ["cote", "coté", "côte", "côté"];
+    let sorted = |coll: mongodb::Collection<Document>, collation: Collation| async move {
+        let docs = found(
+            &coll,
+            doc! {"s": {"$regex": "^c"}},
+            doc! {"s": 1},
+            collation,
+        )
+        .await;
+        let words: Vec<String> = docs
+            .iter()
+            .map(|d| d.get_str("s").unwrap().into())
+            .collect();
+        words
+    };
+    for name in ["plain", "sharded"] {
+        let coll = db.collection::<Document>(name);
+        let docs: Vec<Document> = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| doc! {"_id": 100 + i as i32, "s": *w})
+            .collect();
+        coll.insert_many(docs).await.unwrap();
+        assert_eq!(
+            sorted(coll.clone(), backwards.clone()).await,
+            french,
+            "{name}"
+        );
+        assert_eq!(
+            sorted(coll.clone(), canadian.clone()).await,
+            french,
+            "{name}"
+        );
+        let plain = sorted(coll.clone(), canadian_forwards.clone()).await;
+        assert_eq!(plain, english, "{name}");
+    }
+    // An index in that collation keys by it: the sort comes from the scan.
+    let coll = db.collection::<Document>("plain");
+    db.run_command(doc! {"createIndexes": "plain", "indexes": [
+        {"key": {"s": 1}, "name": "s_backwards",
+         "collation": {"locale": "en", "backwards": true}},
+    ]})
+    .await
+    .unwrap();
+    let listed = db.run_command(doc! {"listIndexes": "plain"}).await.unwrap();
+    assert!(
+        listed.to_string().contains("\"backwards\": true"),
+        "{listed}"
+    );
+    let find = doc! {"find": "plain", "filter": {"s": {"$gte": "c", "$lt": "d"}},
+    "sort": {"s": 1}, "collation": {"locale": "en", "backwards": true}};
+    let explained = db
+        .run_command(doc! {"explain": find, "verbosity": "queryPlanner"})
+        .await
+        .unwrap()
+        .to_string();
+    assert!(explained.contains("s_backwards"), "{explained}");
+    assert!(!explained.contains("\"SORT\""), "{explained}");
+    assert_eq!(sorted(coll, backwards).await, french);
+}
+
 both_modes!(
+    backwards_weighs_the_last_accent_first,
     queries_compare_by_the_collation,
     writes_select_by_the_collation,
     defaults_of_collections_and_views,

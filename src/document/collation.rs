@@ -3,16 +3,16 @@
 //! `maxVariable`, `normalization`, `backwards`, `version` — parsed with MongoDB's errors and
 //! compared by ICU4X's collator (`icu_collator`: CLDR's root collation and its locale
 //! tailorings, compiled into the binary, so every machine compares alike, and sort keys for
-//! collation-aware index keys). ICU4X sets backward secondary weighting only from the locale
-//! (French of Canada), so an explicit `backwards` that differs is NotImplemented; it always
-//! normalizes, which is `normalization: true` and changes nothing for text already in FCD form.
+//! collation-aware index keys; `collation_data` gives it the compiled data with `backwards`
+//! applied). ICU4X always normalizes, which is `normalization: true` and changes nothing for
+//! text already in FCD form.
 
 use crate::document::display::render_doc;
 use crate::error::{ErrorCode, MongoError, Result};
 use bson::{Bson, Document};
 use icu_collator::options::{AlternateHandling, CaseLevel, CollatorOptions, MaxVariable, Strength};
 use icu_collator::preferences::{CollationCaseFirst, CollationNumericOrdering};
-use icu_collator::{CollatorBorrowed, CollatorPreferences};
+use icu_collator::{Collator, CollatorPreferences};
 use std::cmp::Ordering;
 
 /// The ICU version MongoDB reports in a collation's `version` and accepts back.
@@ -27,7 +27,7 @@ pub enum Collation {
 /// A locale's collation with MongoDB's options.
 pub struct IcuCollation {
     pub locale: String,
-    collator: CollatorBorrowed<'static>,
+    collator: Collator,
     /// Every option with the locale's defaults filled in, as MongoDB shows a collation.
     spec: Document,
 }
@@ -134,13 +134,8 @@ impl Collation {
                 render_doc(doc)
             )));
         }
+        // The one locale whose CLDR collation weighs accents backwards.
         let backwards_by_locale = locale == "fr_CA";
-        if spec.backwards.is_some_and(|b| b != backwards_by_locale) {
-            return Err(MongoError::new(
-                ErrorCode::NotImplemented,
-                "collation option 'backwards' is only supported as the locale sets it",
-            ));
-        }
         let mut prefs = CollatorPreferences::from(&parsed);
         if let Some(case_first) = spec.case_first {
             prefs.case_first = Some(case_first);
@@ -161,7 +156,10 @@ impl Collation {
         });
         options.alternate_handling = spec.alternate;
         options.max_variable = spec.max_variable;
-        let collator = CollatorBorrowed::try_new(prefs, options).map_err(|_| invalid())?;
+        let data = super::collation_data::CompiledData {
+            backwards: spec.backwards,
+        };
+        let collator = Collator::try_new_unstable(&data, prefs, options).map_err(|_| invalid())?;
         let spec = normalized(&locale, &collator, &spec, backwards_by_locale);
         Ok(Collation::Icu(Box::new(IcuCollation {
             locale,
@@ -210,7 +208,7 @@ impl Collation {
     pub fn compare(&self, a: &str, b: &str) -> Ordering {
         match self {
             Collation::Simple => a.cmp(b),
-            Collation::Icu(icu) => icu.collator.compare(a, b),
+            Collation::Icu(icu) => icu.collator.as_borrowed().compare(a, b),
         }
     }
 }
@@ -233,7 +231,7 @@ impl IcuCollation {
     fn sort_key(&self, s: &str) -> String {
         let mut bytes = Vec::with_capacity(s.len() * 2);
         // Writing into a Vec cannot fail.
-        let _ = self.collator.write_sort_key_to(s, &mut bytes);
+        let _ = self.collator.as_borrowed().write_sort_key_to(s, &mut bytes);
         bytes
             .iter()
             .filter_map(|b| char::from_u32(u32::from(*b) + 1))
@@ -244,11 +242,11 @@ impl IcuCollation {
 /// The spec with the options ICU resolved for the locale, in MongoDB's field order.
 fn normalized(
     locale: &str,
-    collator: &CollatorBorrowed<'static>,
+    collator: &Collator,
     given: &Spec,
     backwards_by_locale: bool,
 ) -> Document {
-    let resolved = collator.resolved_options();
+    let resolved = collator.as_borrowed().resolved_options();
     let strength = match resolved.strength {
         Strength::Primary => 1,
         Strength::Secondary => 2,
@@ -583,6 +581,45 @@ mod tests {
         // What an earlier version stored still loads.
         assert!(Collation::parse_stored(&doc! {"locale": "en_GB"}).is_ok());
         assert_eq!(refused(doc! {"locale": "en\0"}).0, 2);
-        assert_eq!(refused(doc! {"locale": "en", "backwards": true}).0, 238);
+    }
+
+    /// French accent ordering: the last accent difference decides, not the first.
+    #[test]
+    fn backwards_weighs_the_last_accent_first() {
+        let words = ["cote", "côte", "coté", "côté"];
+        let sorted = |c: &Collation| {
+            let mut w = words.to_vec();
+            w.sort_by(|a, b| c.compare(a, b));
+            w
+        };
+        let forwards = ["cote", "coté", "côte", "côté"];
+        let backwards = ["cote", "côte", "coté", "côté"];
+        assert_eq!(sorted(&parse(doc! {"locale": "en"})), forwards);
+        assert_eq!(
+            sorted(&parse(doc! {"locale": "en", "backwards": true})),
+            backwards
+        );
+        assert_eq!(sorted(&parse(doc! {"locale": "fr_CA"})), backwards);
+        assert_eq!(
+            sorted(&parse(doc! {"locale": "fr_CA", "backwards": false})),
+            forwards
+        );
+        // Sort keys (what collated index keys are) order the same way.
+        let c = parse(doc! {"locale": "en", "backwards": true, "strength": 2});
+        let key = |s: &str| c.comparison_key(&Bson::from(s));
+        assert_eq!(
+            crate::document::order::compare_values(&key("côte"), &key("coté")),
+            Ordering::Less
+        );
+        assert_eq!(key("côte"), key("CÔTE"));
+        assert_eq!(
+            c.spec().get_bool("backwards"),
+            Ok(true),
+            "the normalized spec shows the option given"
+        );
+        assert_eq!(
+            parse(doc! {"locale": "fr_CA"}).spec().get_bool("backwards"),
+            Ok(true)
+        );
     }
 }

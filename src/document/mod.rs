@@ -4,6 +4,7 @@
 //! functions, no IO.
 
 pub mod collation;
+mod collation_data;
 pub mod collation_locales;
 pub mod display;
 pub mod hashed;
