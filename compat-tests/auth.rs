@@ -4,7 +4,7 @@
 //! the localhost exception.
 
 use crate::harness::{TestCluster, error_code, failure, node_options};
-use bson::{Document, doc};
+use bson::{Bson, Document, doc};
 use mongodb::Client;
 use std::net::SocketAddr;
 
@@ -409,6 +409,84 @@ async fn auth_current_op_needs_inprog() {
     assert_eq!(error_code(&e), Some(13), "{e}");
     let monitor = client(cluster.addr, "monitor:pw", "&authSource=admin").await;
     run(&monitor, "admin", current_op).await.unwrap();
+    // The shards' operations of the user's own (`allUsers: false`): the shard filters by the
+    // user the router names.
+    let own =
+        doc! {"aggregate": 1, "cursor": {}, "pipeline": [{"$currentOp": {"allUsers": false}}]};
+    let reply = run(&monitor, "admin", own).await.unwrap();
+    let ops = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch");
+    let ops = ops.unwrap();
+    assert!(!ops.is_empty(), "{reply}");
+    for op in ops {
+        let users = op.as_document().unwrap().get_array("effectiveUsers");
+        let users = users.map(|u| u.to_vec()).unwrap_or_default();
+        assert_eq!(
+            users,
+            [Bson::Document(doc! {"user": "monitor", "db": "admin"})],
+            "{reply}"
+        );
+    }
+
+    // The router's own operations and connections of the user's own need no `inprog`
+    // (`localOps` without `allUsers`); told apart here by each client's appName.
+    let reader = client(
+        cluster.addr,
+        "anyreader:pw",
+        "&authSource=admin&appName=reader",
+    )
+    .await;
+    let root = client(
+        cluster.addr,
+        "root:example",
+        "&authSource=admin&appName=root",
+    )
+    .await;
+    run(&root, "admin", doc! {"ping": 1}).await.unwrap();
+    let local = |all_users: bool| {
+        doc! {"aggregate": 1, "cursor": {}, "pipeline": [{"$currentOp": {
+        "localOps": true, "allUsers": all_users, "idleConnections": true}}]}
+    };
+    let apps = |reply: Document| -> Vec<String> {
+        let batch = reply
+            .get_document("cursor")
+            .unwrap()
+            .get_array("firstBatch");
+        let mut apps: Vec<String> = batch
+            .unwrap()
+            .iter()
+            .map(|op| {
+                op.as_document()
+                    .unwrap()
+                    .get_str("appName")
+                    .unwrap_or("")
+                    .into()
+            })
+            .collect();
+        apps.sort();
+        apps.dedup();
+        apps
+    };
+    // (The earlier client of the same user, without an appName, is the user's too.)
+    let own = apps(run(&reader, "admin", local(false)).await.unwrap());
+    assert!(
+        own.contains(&"reader".to_string()) && !own.contains(&"root".to_string()),
+        "{own:?}"
+    );
+    let e = run(&reader, "admin", local(true)).await.unwrap_err();
+    assert_eq!(error_code(&e), Some(13), "{e}");
+    let everyone = apps(run(&root, "admin", local(true)).await.unwrap());
+    assert!(
+        everyone.contains(&"reader".to_string()) && everyone.contains(&"root".to_string()),
+        "{everyone:?}"
+    );
+    let own = apps(run(&root, "admin", local(false)).await.unwrap());
+    assert!(
+        own.contains(&"root".to_string()) && !own.contains(&"reader".to_string()),
+        "{own:?}"
+    );
 }
 
 #[tokio::test]

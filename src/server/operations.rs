@@ -121,10 +121,13 @@ impl Drop for ConnectionGuard<'_> {
 
 /// What `$currentOp` is asked to include.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Report {
+pub struct Report<'a> {
     pub idle_connections: bool,
     /// Cut each `command` to about 1000 bytes (the `currentOp` command does).
     pub truncate: bool,
+    /// Only this user's operations and connections (`allUsers: false` with authorization);
+    /// `None` for everyone's.
+    pub user: Option<&'a super::auth::UserName>,
 }
 
 impl Operations {
@@ -226,6 +229,10 @@ impl Operations {
             .lock()
             .expect("poisoned")
             .values()
+            .filter(|op| {
+                let user = op.runs_as.as_ref().map(|r| &r.user);
+                what.user.is_none_or(|wanted| user == Some(wanted))
+            })
             .cloned()
             .collect();
         let mut out: Vec<Document> = ops.iter().map(|op| op.report(host, &now, what)).collect();
@@ -240,7 +247,10 @@ impl Operations {
                 .filter_map(Weak::upgrade)
                 .collect();
             for ctx in connections {
-                if !busy.contains(&ctx.connection_id) {
+                let owned = what
+                    .user
+                    .is_none_or(|wanted| ctx.auth().user.as_ref().map(|u| &u.name) == Some(wanted));
+                if owned && !busy.contains(&ctx.connection_id) {
                     out.push(idle_connection(host, &now, &ctx));
                 }
             }

@@ -79,12 +79,18 @@ async fn current_op(
     let spec = CurrentOpSpec::parse(spec)?;
     check_namespace(&req.db, collectionless)?;
     if spec.local_ops {
+        // `allUsers: false`: the client's own operations and connections (which is all
+        // `localOps` may show a user without `inprog`).
+        let runs_as = (!spec.all_users)
+            .then(crate::server::operations::current_runs_as)
+            .flatten();
         let node = &state.node;
         return Ok(node.operations.report(
             &node.host(),
             Report {
                 idle_connections: spec.idle_connections,
                 truncate: spec.truncate_ops,
+                user: runs_as.as_ref().map(|r| &r.user),
             },
         ));
     }

@@ -58,23 +58,38 @@ pub fn find_and_modify(request: &CommandRequest) -> Result<Required> {
 }
 
 /// `aggregate`: find on the collection; a final `$out` or `$merge` writes its target. A
-/// pipeline reading `$currentOp` reads the node's operations, every user's (their commands
-/// included), so it needs `inprog` on the cluster instead, as MongoDB's with `allUsers` (its
-/// `allUsers: false`, a user's own operations, is not told apart here: it needs `inprog` too).
+/// pipeline reading `$currentOp` reads operations instead: as mongos, it needs `inprog` on the
+/// cluster unless it asks only for the router's own operations of its own user (`localOps:
+/// true` without `allUsers`), since the shards' operations come through the router's own
+/// connections, which only `inprog` may list.
 pub fn aggregate(request: &CommandRequest) -> Result<Required> {
-    let reads_operations = matches!(
-        request.body.get("pipeline"),
-        Ok(Some(RawBsonRef::Array(stages))) if stages
+    let current_op = match request.body.get("pipeline") {
+        Ok(Some(RawBsonRef::Array(stages))) => stages
             .into_iter()
             .flatten()
             .filter_map(|s| s.as_document())
-            .any(|stage| matches!(stage.iter().next(), Some(Ok(("$currentOp", _)))))
-    );
-    let mut needed = vec![if reads_operations {
-        Privilege::new(Resource::Cluster, &["inprog"])
-    } else {
-        Privilege::new(target_resource(request), &["find"])
-    }];
+            .find_map(|stage| match stage.iter().next() {
+                Some(Ok(("$currentOp", spec))) => Some(spec),
+                _ => None,
+            }),
+        _ => None,
+    };
+    let mut needed = match current_op {
+        Some(spec) => {
+            let option = |name: &str| match spec {
+                RawBsonRef::Document(d) => {
+                    matches!(d.get(name), Ok(Some(RawBsonRef::Boolean(true))))
+                }
+                _ => false,
+            };
+            if option("allUsers") || !option("localOps") {
+                vec![Privilege::new(Resource::Cluster, &["inprog"])]
+            } else {
+                Vec::new()
+            }
+        }
+        None => vec![Privilege::new(target_resource(request), &["find"])],
+    };
     if let Ok(Some(RawBsonRef::Array(stages))) = request.body.get("pipeline") {
         for stage in stages.into_iter().flatten().filter_map(|s| s.as_document()) {
             let Some(Ok((name, spec))) = stage.iter().next() else {
@@ -317,6 +332,16 @@ mod tests {
         .unwrap();
         assert_eq!(
             actions(aggregate(&current_op).unwrap()),
+            vec![(Resource::Cluster, vec!["inprog"])]
+        );
+        // The router's own operations of the user's own: nothing beyond authentication.
+        let current_op = |spec: bson::RawDocumentBuf| {
+            let body = rawdoc! {"aggregate": 1, "pipeline": [{"$currentOp": spec}]};
+            actions(aggregate(&CommandRequest::new("admin", body).unwrap()).unwrap())
+        };
+        assert!(current_op(rawdoc! {"localOps": true}).is_empty());
+        assert_eq!(
+            current_op(rawdoc! {"localOps": true, "allUsers": true}),
             vec![(Resource::Cluster, vec!["inprog"])]
         );
         let explained =

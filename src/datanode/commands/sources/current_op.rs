@@ -7,7 +7,7 @@ use crate::datanode::transaction_table::lifetime_limit;
 use crate::error::Result;
 use crate::server::current_op::{CurrentOpSpec, check_namespace};
 use crate::server::operations::Report;
-use crate::server::sessions::LogicalSessionId;
+use crate::server::sessions::{LogicalSessionId, user_digest};
 use bson::{Bson, Document};
 
 pub(super) fn documents<S: DataNode>(
@@ -18,14 +18,20 @@ pub(super) fn documents<S: DataNode>(
 ) -> Result<Vec<Document>> {
     let spec = CurrentOpSpec::parse(spec)?;
     check_namespace(&req.db, collection.is_none())?;
-    // Without authentication every operation is the current user's: `allUsers` selects
-    // nothing more.
+    // `allUsers: false` shows the operations, connections and sessions of the user the
+    // command runs for (the router names its client's); without authentication, or for an
+    // internal caller, there is no user and everything is shown, as MongoDB's.
+    let runs_as = (!spec.all_users)
+        .then(crate::server::operations::current_runs_as)
+        .flatten();
+    let user = runs_as.as_ref().map(|r| &r.user);
     let node = state.node();
     let mut out = node.operations.report(
         &node.host(),
         Report {
             idle_connections: spec.idle_connections,
             truncate: spec.truncate_ops,
+            user,
         },
     );
     // A transaction's statement shows its transaction.
@@ -39,10 +45,22 @@ pub(super) fn documents<S: DataNode>(
             op.insert("transaction", transaction);
         }
     }
-    out.extend(state.background_operations());
-    // Sessions holding a transaction between its commands.
+    // The node's own work (migrations, range deletions) runs for no user.
+    if user.is_none() {
+        out.extend(state.background_operations());
+    }
+    // Sessions holding a transaction between its commands: a user's are those whose `uid`
+    // is that user's digest.
     if spec.idle_sessions {
-        out.extend(table.idle_sessions(&node.host(), lifetime_limit(state)));
+        let digest = user.map(|u| user_digest(&u.user, &u.db));
+        let sessions = table.idle_sessions(&node.host(), lifetime_limit(state));
+        out.extend(sessions.into_iter().filter(|session| {
+            digest.is_none_or(|digest| {
+                let lsid = session.get_document("lsid").ok();
+                lsid.and_then(LogicalSessionId::of_document)
+                    .is_some_and(|id| id.uid == digest)
+            })
+        }));
     }
     Ok(out)
 }
