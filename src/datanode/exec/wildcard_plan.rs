@@ -9,8 +9,8 @@
 //! `$_path` and the path, every field bounded on its own (`wildcard_bounds`): the first regular
 //! field must be bounded, and not to a null a document without keys could stand for (a hinted
 //! index is also scanned whole on one only `$exists: true` bounds, as MongoDB does). Without a
-//! queried path the scan covers every `$_path` under the regular fields' bounds. A sort on the
-//! regular fields before the wildcard field comes from the scan.
+//! queried path the scan covers every `$_path` under the regular fields' bounds. A sort comes
+//! from the scan as MongoDB's provided sorts have it (`provided_sort`).
 
 use super::plan::{Candidate, IndexScanPlan, QueryShape, bounding_filter, index_collation};
 use super::wildcard_bounds::{Component, KeyChecks, compose};
@@ -320,21 +320,55 @@ pub(super) fn wildcard_scan(
     best
 }
 
-/// Whether a compound wildcard index's scan yields the query's sort (`Some(reverse)`): a sort
-/// on its regular fields before the wildcard field, after those fixed by one point. Those
-/// hold one value per document (never an array), whatever the paths under the wildcard.
-fn regular_sort(index: &IndexMeta, lead: &Leading, shape: &QueryShape<'_>) -> Option<bool> {
+/// Whether the scan yields the query's sort (`Some(reverse)`), as MongoDB's provided sorts
+/// have it: the key fields in order (forwards or backwards), each field one point fixes
+/// dropped from both; `$_path` only as one point (several intervals, `$exists`'s subpaths or
+/// every path, end the order there), and the path's value not where an array holds several
+/// of a document's values. Keys in another collation than the query's sort nothing.
+fn provided_sort(
+    index: &IndexMeta,
+    scan: &WildcardPath,
+    components: &[Component],
+    shape: &QueryShape<'_>,
+) -> Option<bool> {
     let sort = shape.sort?;
-    if lead.before.is_empty() || shape.collation != index_collation(index) {
+    if sort.natural().is_some() || shape.collation != index_collation(index) {
         return None;
     }
-    let fixed = lead
-        .components
-        .iter()
-        .take_while(|c| c.single_point())
-        .count();
-    let (sorted, reverse) = super::plan::fields_sort_order(&lead.before, fixed, sort);
-    sorted.then_some(reverse)
+    let multikey_value = !scan.path.is_empty() && index.path_is_multikey(&scan.path);
+    let fields = scan.fields();
+    let mut order: Vec<(&str, bool)> = Vec::new();
+    let mut fixed: Vec<&str> = Vec::new();
+    for (i, (field, component)) in fields.iter().zip(components).enumerate() {
+        let single = component.single_point();
+        if i == scan.path_field() {
+            if single {
+                continue;
+            }
+            break;
+        }
+        if single {
+            fixed.push(&field.path);
+            continue;
+        }
+        if multikey_value && i == scan.path_field() + 1 {
+            break;
+        }
+        order.push((&field.path, field.kind != FieldKind::Descending));
+    }
+    let wanted: Vec<(&str, bool)> = sort.fields().filter(|(p, _)| !fixed.contains(p)).collect();
+    if wanted.len() > order.len() {
+        return None;
+    }
+    let mut reverse = None;
+    for ((path, ascending), (field, field_ascending)) in wanted.iter().zip(&order) {
+        let against = ascending != field_ascending;
+        if path != field || reverse.is_some_and(|r| r != against) {
+            return None;
+        }
+        reverse = Some(against);
+    }
+    Some(reverse.unwrap_or(false))
 }
 
 /// A scan whose key fields are bounded by `components` (and shown as `bounds`): its
@@ -388,7 +422,6 @@ fn regular_scan(
     lead: &Leading,
     shape: &QueryShape<'_>,
 ) -> (IndexScanPlan, Candidate) {
-    let sorted = regular_sort(index, lead, shape);
     let mut scan = WildcardPath {
         path: String::new(),
         descending: spec.descending,
@@ -402,6 +435,7 @@ fn regular_scan(
     components.push(Component::Whole);
     components.extend(lead.after.iter().map(|_| Component::Whole));
     let (intervals, points, range) = composed_scan(&mut scan, &components);
+    let sorted = provided_sort(index, &scan, &components, shape);
     let plan = IndexScanPlan {
         index: index.clone(),
         intervals,
@@ -529,13 +563,7 @@ fn path_scan(
         bounds.push(after_bounds);
     }
     let (intervals, points, range) = composed_scan(&mut scan, &components);
-    let sorted = if lead.before.is_empty() && lead.after.is_empty() {
-        values
-            .as_ref()
-            .and_then(|_| sort_order(index, &scan, shape))
-    } else {
-        regular_sort(index, lead, shape)
-    };
+    let sorted = provided_sort(index, &scan, &components, shape);
     let plan = IndexScanPlan {
         index: index.clone(),
         intervals,
@@ -545,27 +573,6 @@ fn path_scan(
         wildcard: Some(Arc::new(scan)),
     };
     Some((plan, (points, range, sorted.is_some(), false)))
-}
-
-/// Whether a scan of `path` yields the query's sort (`Some(reverse)`): a sort on the path
-/// alone, the path's own keys only, and no array met at the path or above it (each document
-/// then has one key there).
-fn sort_order(index: &IndexMeta, scan: &WildcardPath, shape: &QueryShape<'_>) -> Option<bool> {
-    let sort = shape.sort?;
-    let compound = !scan.before.is_empty() || !scan.after.is_empty();
-    if index.path_is_multikey(&scan.path)
-        || compound
-        || scan.subpaths
-        || shape.collation != index_collation(index)
-    {
-        return None;
-    }
-    let mut fields = sort.fields();
-    let (path, ascending) = fields.next()?;
-    if fields.next().is_some() || path != scan.path {
-        return None;
-    }
-    Some(ascending == scan.descending)
 }
 
 #[cfg(test)]
@@ -671,8 +678,16 @@ mod tests {
         .unwrap();
         assert!(finds(&desc, "a.c", Bson::Int32(2)) && desc.provides_sort && desc.reverse);
         assert!(desc.intervals[0].low < desc.intervals[1].low);
-        let multikey = plan(sub, true, doc! {"a.c": 1}, Some(doc! {"a.c": 1})).unwrap();
-        assert!(!multikey.provides_sort);
+        let multikey = plan(
+            sub.clone(),
+            true,
+            doc! {"a.c": {"$gt": 1}},
+            Some(doc! {"a.c": 1}),
+        );
+        assert!(!multikey.unwrap().provides_sort);
+        // One point on the path: the sort on it is the scan's, arrays or not.
+        let point = plan(sub, true, doc! {"a.c": 1}, Some(doc! {"a.c": 1})).unwrap();
+        assert!(point.provides_sort);
     }
 
     #[test]
@@ -758,7 +773,8 @@ mod tests {
         assert!(!holds(&both, &[Bson::Int32(5), s("b"), Bson::Int32(4)]));
         assert!(!holds(&both, &[Bson::Int32(6), s("b"), Bson::Int32(3)]));
         assert!(!holds(&both, &[Bson::Int32(5), s("c"), Bson::Int32(3)]));
-        assert!(!both.provides_sort);
+        // Fields one point fixes are in the order of any sort.
+        assert!(both.provides_sort);
         // A sort on the regular fields before the wildcard field comes from the scan.
         let sorted = compound(
             spec.clone(),
@@ -831,6 +847,44 @@ mod tests {
         // With a path queried, a null on the regular field no longer matters.
         let null = compound(spec, doc! {"a": null, "b": 3}, None).unwrap();
         assert!(holds(&null, &[Bson::Null, s("b"), Bson::Int32(3)]));
+    }
+
+    #[test]
+    fn compound_scans_sort_as_mongodb_provides() {
+        let spec = doc! {"key": {"a": 1, "$**": 1}, "wildcardProjection": {"a": 0}};
+        let sorted = |filter: Document, sort: Document| {
+            compound(spec.clone(), filter, Some(sort))
+                .map(|p| (p.provides_sort, p.reverse))
+                .unwrap()
+        };
+        let range = doc! {"a": 5, "b": {"$gt": 1}};
+        assert_eq!(sorted(range.clone(), doc! {"b": 1}), (true, false));
+        assert_eq!(sorted(range.clone(), doc! {"a": -1, "b": -1}), (true, true));
+        assert_eq!(sorted(range, doc! {"c": 1}), (false, false));
+        let both = doc! {"a": {"$in": [5, 6]}, "b": {"$gt": 1}};
+        assert_eq!(sorted(both.clone(), doc! {"a": 1, "b": 1}), (true, false));
+        assert_eq!(sorted(both.clone(), doc! {"b": 1}), (false, false));
+        assert_eq!(sorted(both, doc! {"a": 1, "b": -1}), (false, false));
+        // `$exists` scans the paths below too: no order on the path.
+        let exists = doc! {"a": 5, "b": {"$exists": true}};
+        assert_eq!(sorted(exists.clone(), doc! {"b": 1}), (false, false));
+        assert_eq!(sorted(exists, doc! {"a": 1}), (true, false));
+        // After the wildcard field: the fields after the path's value, in their directions.
+        let after = doc! {"key": {"w.$**": 1, "c": -1}};
+        let plan = compound(
+            after.clone(),
+            doc! {"w.x": 1, "c": {"$gt": 0}},
+            Some(doc! {"c": 1}),
+        );
+        let plan = plan.unwrap();
+        assert!(plan.provides_sort && plan.reverse);
+        let plan = compound(
+            after,
+            doc! {"w.x": {"$gt": 0}},
+            Some(doc! {"w.x": 1, "c": -1}),
+        );
+        let plan = plan.unwrap();
+        assert!(plan.provides_sort && !plan.reverse);
     }
 
     #[test]
