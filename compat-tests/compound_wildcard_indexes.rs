@@ -161,6 +161,63 @@ async fn compound_explain_and_hints(client: &Client) {
             .unwrap(),
         &doc! {"$_path": ["[\"w.x\", \"w.x\"]"], "w.x": ["[1, 1]"], "c": ["[inf.0, 2]"]}
     );
+    // After a range, `$exists` or a regex on the path, the regular field after it keeps its
+    // own bounds, checked on each key before its document is read.
+    after
+        .insert_many([
+            doc! {"_id": 4, "w": {"y": "ab"}, "c": 2},
+            doc! {"_id": 5, "w": {"y": "ac"}, "c": 3},
+            doc! {"_id": 6, "w": {"y": {"z": 1}}, "c": 3},
+        ])
+        .await
+        .unwrap();
+    for (filter, bounds, expected) in [
+        (
+            doc! {"w.x": {"$gt": 0}, "c": {"$gte": 3}},
+            doc! {"$_path": ["[\"w.x\", \"w.x\"]"], "w.x": ["(0, inf.0]"], "c": ["[inf.0, 3]"]},
+            vec![2],
+        ),
+        (
+            doc! {"w.y": {"$exists": true}, "c": 3},
+            doc! {
+                "$_path": ["[\"w.y\", \"w.y\"]", "[\"w.y.\", \"w.y/\")"],
+                "w.y": ["[MinKey, MaxKey]"], "c": ["[3, 3]"],
+            },
+            vec![5, 6],
+        ),
+        (
+            doc! {"w.y": {"$regex": "^a"}, "c": 2},
+            doc! {
+                "$_path": ["[\"w.y\", \"w.y\"]"], "w.y": ["[\"a\", \"b\")", "[/^a/, /^a/]"],
+                "c": ["[2, 2]"],
+            },
+            vec![4],
+        ),
+    ] {
+        let explained = db
+            .run_command(doc! {"explain": {"find": "after", "filter": filter.clone()}, "verbosity": "executionStats"})
+            .await
+            .unwrap();
+        let scan = ixscan(&explained).unwrap();
+        assert_eq!(
+            scan.get_document("indexBounds").unwrap(),
+            &bounds,
+            "{filter}"
+        );
+        // Keys outside the bounds are passed over: only matching documents are read.
+        let stats = explained.get_document("executionStats").unwrap();
+        let docs_examined = match stats.get("totalDocsExamined") {
+            Some(Bson::Int32(n)) => i64::from(*n),
+            Some(Bson::Int64(n)) => *n,
+            other => panic!("{other:?} in {stats}"),
+        };
+        assert_eq!(docs_examined, expected.len() as i64, "{filter}: {stats}");
+        assert_eq!(
+            ids(&find_all(&after, filter.clone()).await),
+            expected,
+            "{filter}"
+        );
+    }
     for (filter, expected) in [
         (doc! {"w.x": 1, "c": {"$gte": 2}}, vec![1, 2]),
         (doc! {"w.x": 1, "c": null}, vec![3]),
@@ -192,6 +249,12 @@ async fn compound_explain_and_hints(client: &Client) {
             "{unindexed}"
         );
     }
+    // After a range on the regular field, the path and its value keep their bounds too.
+    let scan = ixscan(&explain(doc! {"a": {"$gte": 5}, "b": 3}).await).unwrap();
+    assert_eq!(
+        scan.get_document("indexBounds").unwrap(),
+        &doc! {"a": ["[5, inf.0]"], "$_path": ["[\"b\", \"b\"]"], "b": ["[3, 3]"]}
+    );
     for (filter, expected) in [
         (doc! {"a": 5, "b": 3}, vec![1]),
         (doc! {"a": 5}, vec![1, 2, 3]),
@@ -220,7 +283,89 @@ async fn compound_explain_and_hints(client: &Client) {
     let found = crate::harness::first_batch(&found);
     assert_eq!(found[0].get_i32("_id").unwrap(), 4);
     assert_eq!(ids(&found), [1, 2, 3, 4]);
-    // Hints by name and by key pattern; a hint whose leading field is unbounded plans nothing.
+    // A hinted index is scanned whole on a leading field only `$exists: true` bounds, as
+    // MongoDB does, with or without a path queried.
+    for (filter, bounds, expected) in [
+        (
+            doc! {"a": {"$exists": true}},
+            doc! {"a": ["[MinKey, MaxKey]"], "$_path": ["[MinKey, MinKey]", "[\"\", {})"]},
+            vec![1, 2, 3, 4],
+        ),
+        (
+            doc! {"a": {"$exists": true}, "b": 3},
+            doc! {"a": ["[MinKey, MaxKey]"], "$_path": ["[\"b\", \"b\"]"], "b": ["[3, 3]"]},
+            vec![1, 4],
+        ),
+    ] {
+        let find = doc! {"find": "plain", "filter": filter.clone(), "hint": "a_1_$**_1"};
+        let explained = db
+            .run_command(doc! {"explain": find.clone()})
+            .await
+            .unwrap();
+        let scan = ixscan(&explained).unwrap();
+        assert_eq!(
+            scan.get_document("indexBounds").unwrap(),
+            &bounds,
+            "{filter}"
+        );
+        let found = db.run_command(find).await.unwrap();
+        assert_eq!(
+            ids(&crate::harness::first_batch(&found)),
+            expected,
+            "{filter}"
+        );
+    }
+    // Sorts on the queried path and the fields after it, or on fields one point fixes, come
+    // from the scan as MongoDB provides them; not on a path an array holds several values of.
+    for (coll_name, find, blocking, expected) in [
+        (
+            "plain",
+            doc! {"filter": {"a": 5, "b": {"$gte": 3}}, "sort": {"b": -1}},
+            false,
+            vec![2, 1],
+        ),
+        (
+            "plain",
+            doc! {"filter": {"a": 5, "b": 3}, "sort": {"b": -1, "a": 1}},
+            false,
+            vec![1],
+        ),
+        (
+            "after",
+            doc! {"filter": {"w.x": 1}, "sort": {"c": 1}},
+            false,
+            vec![3, 1, 2],
+        ),
+        (
+            "after",
+            doc! {"filter": {"w.x": {"$gte": 1}}, "sort": {"w.x": 1}},
+            true,
+            vec![1, 2, 3],
+        ),
+    ] {
+        let mut command = doc! {"find": coll_name};
+        command.extend(find.clone());
+        let explained = db
+            .run_command(doc! {"explain": command.clone()})
+            .await
+            .unwrap();
+        assert!(ixscan(&explained).is_some(), "{find}: {explained}");
+        assert_eq!(
+            explained.to_string().contains("\"SORT\""),
+            blocking,
+            "{find}: {explained}"
+        );
+        let found = db.run_command(command).await.unwrap();
+        let found = crate::harness::first_batch(&found);
+        let order: Vec<i32> = found.iter().map(|d| d.get_i32("_id").unwrap()).collect();
+        if blocking {
+            assert_eq!(order.len(), expected.len(), "{find}");
+        } else {
+            assert_eq!(order, expected, "{find}");
+        }
+    }
+    // Hints by name and by key pattern; a hint whose leading field no predicate serves plans
+    // nothing (MongoDB's planner needs one on an index's first field).
     for hint in [
         Bson::String("a_1_$**_1".into()),
         Bson::Document(doc! {"a": 1, "$**": 1}),

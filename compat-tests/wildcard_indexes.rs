@@ -60,7 +60,65 @@ async fn specs_and_errors(client: &Client) {
             "{listed:?}"
         );
     }
+    // A nested projection names dotted paths, and is listed as given.
+    let nested = doc! {"key": {"$**": 1}, "name": "nested", "wildcardProjection": {"n": {"b": 1, "c": {"d": true}}}};
+    for name in ["nested_plain", "nested_sharded"] {
+        if name == "nested_sharded" {
+            client
+                .database("admin")
+                .run_command(
+                    doc! {"shardCollection": "wildcard_specs.nested_sharded", "key": {"_id": 1}},
+                )
+                .await
+                .unwrap();
+        }
+        db.run_command(doc! {"createIndexes": name, "indexes": [nested.clone()]})
+            .await
+            .unwrap();
+        let listed = list_indexes(&db, name).await;
+        let found = listed.iter().find(|i| i.get_str("name") == Ok("nested"));
+        assert_eq!(
+            found.and_then(|i| i.get_document("wildcardProjection").ok()),
+            Some(&doc! {"n": {"b": 1, "c": {"d": true}}}),
+            "{name}: {listed:?}"
+        );
+        let coll = db.collection::<Document>(name);
+        coll.insert_many([
+            doc! {"_id": 1, "n": {"b": 5, "c": {"d": 5, "e": 5}}},
+            doc! {"_id": 2, "n": {"b": 6}},
+        ])
+        .await
+        .unwrap();
+        for (filter, indexed, expected) in [
+            (doc! {"n.b": 5}, true, vec![1]),
+            (doc! {"n.c.d": 5}, true, vec![1]),
+            (doc! {"n.c.e": 5}, false, vec![1]),
+        ] {
+            let find = doc! {"find": name, "filter": filter.clone(), "hint": "nested"};
+            let reply = db.run_command(find).await;
+            if indexed {
+                let docs = crate::harness::first_batch(&reply.unwrap());
+                assert_eq!(ids(&docs), expected, "{filter}");
+            } else {
+                // The index holds no keys for paths its projection leaves out.
+                assert_eq!(error_code(&reply.unwrap_err()), Some(291), "{filter}");
+                assert_eq!(ids(&find_all(&coll, filter.clone()).await), expected);
+            }
+        }
+    }
     let refused = [
+        (
+            doc! {"key": {"$**": 1}, "wildcardProjection": {"a": {}}},
+            51270,
+        ),
+        (
+            doc! {"key": {"$**": 1}, "wildcardProjection": {"a": {"b": 1}, "a.b": 0}},
+            31250,
+        ),
+        (
+            doc! {"key": {"$**": 1}, "wildcardProjection": {"a": {"b": 1, "c": 0}}},
+            31254,
+        ),
         (doc! {"key": {"$**": 1}, "unique": true}, 67),
         (doc! {"key": {"$**": 1}, "sparse": true}, 67),
         (doc! {"key": {"$**": 1}, "expireAfterSeconds": 10}, 67),

@@ -67,6 +67,27 @@ pub fn decode_key(key: &[u8], descending: &[bool], types: Option<&[u8]>) -> Opti
     (reader.pos == key.len() && types_done).then_some(out)
 }
 
+/// The byte length of each of a key's components (`descending` per component, as for
+/// [`decode_key`]): where a scan checks one component against its bounds. `None` when the
+/// bytes are not a key of that many components.
+pub fn component_lengths(key: &[u8], descending: &[bool]) -> Option<Vec<usize>> {
+    let mut reader = Reader {
+        bytes: key,
+        pos: 0,
+        mask: 0,
+        types: None,
+    };
+    let mut out = Vec::with_capacity(descending.len());
+    for &inverted in descending {
+        reader.mask = if inverted { 0xff } else { 0 };
+        let start = reader.pos;
+        let tag = reader.byte()?;
+        reader.body(tag)?;
+        out.push(reader.pos - start);
+    }
+    (reader.pos == key.len()).then_some(out)
+}
+
 /// The tag `keystring` writes for a value of this canonical rank.
 fn tag_of(value: &Bson) -> u8 {
     0x10 + canonical_rank(value) * 8

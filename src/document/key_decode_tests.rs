@@ -302,3 +302,23 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// A key splits into its components' own encodings, whatever their types and directions.
+    #[test]
+    fn keys_split_into_their_components(
+        values in prop::collection::vec((arb_bson(), any::<bool>()), 1..4)
+    ) {
+        let key = encode_key(values.iter().map(|(v, d)| (v, *d)));
+        let descending: Vec<bool> = values.iter().map(|(_, d)| *d).collect();
+        let lengths = component_lengths(&key, &descending).expect("a well-formed key");
+        let mut at = 0;
+        for ((value, desc), len) in values.iter().zip(lengths) {
+            let mut one = Vec::new();
+            encode_value(value, *desc, &mut one);
+            prop_assert_eq!(&key[at..at + len], one.as_slice());
+            at += len;
+        }
+        prop_assert!(component_lengths(&key, &descending[1..]).is_none());
+    }
+}

@@ -22,6 +22,21 @@ pub enum FieldBounds {
     },
 }
 
+impl FieldBounds {
+    /// Every value, `[MinKey, MaxKey]`: what a field the filter leaves unbounded shows between
+    /// bounded ones.
+    pub fn every_value() -> FieldBounds {
+        FieldBounds::Range {
+            low: Some((Bson::MinKey, true)),
+            high: Some((Bson::MaxKey, true)),
+        }
+    }
+
+    pub fn is_every_value(&self) -> bool {
+        *self == FieldBounds::every_value()
+    }
+}
+
 /// A value an equality bound can use: arrays (which also match as whole values), regexes and
 /// `$`-operator documents cannot be a single point.
 fn point(value: &Bson) -> Option<Vec<Bson>> {

@@ -613,9 +613,9 @@ fn type_bracket(value: Option<&Bson>) -> (End, End) {
 fn tight_paths(plan: &IndexScanPlan) -> Vec<String> {
     plan.fields()
         .into_iter()
-        .take(plan.bounds.len())
-        .filter(|f| f.kind.holds_value())
-        .map(|f| f.path)
+        .zip(&plan.bounds)
+        .filter(|(f, bounds)| f.kind.holds_value() && !bounds.is_every_value())
+        .map(|(f, _)| f.path)
         .collect()
 }
 

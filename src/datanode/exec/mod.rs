@@ -4,7 +4,8 @@
 //! aggregation cursor reads (`pipeline_input`), the blocking sort with its spill to disk
 //! (`sort`), the shape of returned documents (`output`), `$text` bound to the collection's text
 //! index (`text`), geo index scans (`geo_plan`) and `$near`'s growing caps (`near`), wildcard
-//! index scans of one path each (`wildcard_plan`), and
+//! index scans of one path each (`wildcard_plan`) with every key field bounded on its own
+//! (`wildcard_bounds`), and
 //! describing the plan and its work
 //! for `explain` (`explain`), and the query shape's `queryHash`/`planCacheKey` (`query_hash`).
 
@@ -27,6 +28,7 @@ mod sort;
 #[cfg(test)]
 mod test_catalog;
 mod text;
+mod wildcard_bounds;
 mod wildcard_plan;
 
 pub use crate::server::pipeline_cursor::PipelineState;

@@ -338,7 +338,8 @@ fn key_in_scan(plan: &IndexScanPlan, doc: &Document) -> Option<Document> {
         let inside = plan
             .intervals
             .iter()
-            .any(|iv| encoded >= iv.low && iv.high.as_ref().is_none_or(|h| &encoded < h));
+            .any(|iv| encoded >= iv.low && iv.high.as_ref().is_none_or(|h| &encoded < h))
+            && plan.admits(&encoded);
         let better = match &best {
             None => true,
             Some((b, _)) if plan.reverse => encoded > *b,

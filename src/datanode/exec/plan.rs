@@ -82,6 +82,15 @@ impl IndexScanPlan {
         }
     }
 
+    /// Whether a key the scan's intervals hold is within the bounds they leave to check (a
+    /// wildcard scan's fields after those its intervals bound).
+    pub fn admits(&self, key: &[u8]) -> bool {
+        self.wildcard
+            .as_ref()
+            .and_then(|scan| scan.checks.as_ref())
+            .is_none_or(|checks| checks.admits(key))
+    }
+
     /// The key pattern the scan reads, as `explain` and `planSummary` show it.
     pub fn key_pattern(&self) -> Document {
         match &self.wildcard {
@@ -228,7 +237,7 @@ pub(super) fn best_index_scan(
     let mut best: Option<(Candidate, IndexScanPlan)> = None;
     for index in coll.indexes.iter().filter(|i| usable(i)) {
         let scan = match index.parsed.as_ref().and_then(|p| p.wildcard.as_ref()) {
-            Some(wildcard) => super::wildcard_plan::wildcard_scan(index, wildcard, shape),
+            Some(wildcard) => super::wildcard_plan::wildcard_scan(index, wildcard, shape, false),
             None => plan_index(index, shape, false),
         };
         let Some((plan, score)) = scan else {
@@ -431,8 +440,9 @@ fn hinted_scan(
         })
         .ok_or_else(|| MongoError::new(ErrorCode::BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index"))?;
     if let Some(wildcard) = index.parsed.as_ref().and_then(|p| p.wildcard.as_ref()) {
-        // A wildcard index has no whole scan: the filter must bound one of its paths.
-        return super::wildcard_plan::wildcard_scan(index, wildcard, shape)
+        // A wildcard index has no whole scan: the filter must bound one of its paths, or the
+        // first of its regular fields.
+        return super::wildcard_plan::wildcard_scan(index, wildcard, shape, true)
             .map(|(plan, _)| plan)
             .ok_or_else(|| {
                 MongoError::new(

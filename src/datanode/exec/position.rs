@@ -427,6 +427,10 @@ impl Position {
         }
         let mut rows = Vec::with_capacity(entries.len());
         for (key, rid, types, raw) in entries {
+            // Before the record counts as seen: another of its keys may be within bounds.
+            if !plan.admits(&key) {
+                continue;
+            }
             if let Some(seen) = &mut cursor.seen {
                 if !seen.insert(rid) {
                     continue;

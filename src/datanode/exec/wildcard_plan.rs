@@ -6,20 +6,20 @@
 //! documents without keys could satisfy. Positional paths are not planned.
 //!
 //! A compound wildcard index's scan reads its key pattern with the wildcard field expanded to
-//! `$_path` and the path: bounded on its leading regular fields (the first must be bounded,
-//! and not to a null a document without keys could stand for), the path's bounds tightening
-//! the scan once every regular field before it is fixed by points, and the regular fields after
-//! it once the value is fixed by points. Without a queried path the
-//! scan covers every `$_path` under the regular fields' bounds. A sort on the regular fields
-//! before the wildcard field comes from the scan.
+//! `$_path` and the path, every field bounded on its own (`wildcard_bounds`): the first regular
+//! field must be bounded, and not to a null a document without keys could stand for (a hinted
+//! index is also scanned whole on one only `$exists: true` bounds, as MongoDB does). Without a
+//! queried path the scan covers every `$_path` under the regular fields' bounds. A sort comes
+//! from the scan as MongoDB's provided sorts have it (`provided_sort`).
 
 use super::plan::{Candidate, IndexScanPlan, QueryShape, bounding_filter, index_collation};
+use super::wildcard_bounds::{Component, KeyChecks, compose};
 use crate::datanode::index::wildcard::WildcardSpec;
 use crate::datanode::index::{FieldKind, KeyField};
 use crate::datanode::storage::IndexMeta;
 use crate::document::keystring;
 use crate::query::bounds::{FieldBounds, field_bounds};
-use crate::query::key_intervals::{KeyInterval, KeyOrder, KeyPart, MAX_INTERVALS, key_intervals};
+use crate::query::key_intervals::{KeyInterval, KeyOrder, KeyPart, key_intervals};
 use bson::{Bson, Document, doc};
 use std::sync::Arc;
 
@@ -36,6 +36,8 @@ pub struct WildcardPath {
     /// A compound wildcard index's regular fields before and after the wildcard field.
     pub before: Vec<KeyField>,
     pub after: Vec<KeyField>,
+    /// The bounds the scan's intervals leave to check on each key it reads.
+    pub checks: Option<KeyChecks>,
 }
 
 impl WildcardPath {
@@ -198,30 +200,6 @@ fn after_prefix(prefix: &str) -> Option<String> {
     None
 }
 
-/// Intervals of one value component, each prefixed by the path's key.
-fn prefixed(path_key: &[u8], intervals: Vec<KeyInterval>) -> Vec<KeyInterval> {
-    intervals
-        .into_iter()
-        .map(|iv| KeyInterval {
-            low: [path_key, &iv.low].concat(),
-            high: match iv.high {
-                Some(high) => Some([path_key, &high].concat()),
-                None => keystring::successor(path_key),
-            },
-        })
-        .collect()
-}
-
-fn value_intervals(
-    path: &str,
-    order: KeyOrder,
-    filter: &Document,
-    multikey: bool,
-) -> Option<Vec<KeyInterval>> {
-    let part = KeyPart { path, order };
-    Some(key_intervals(&[part], filter, multikey)?.intervals)
-}
-
 /// How a regular field of a compound wildcard index orders its values.
 fn key_order(field: &KeyField) -> KeyOrder {
     if field.kind == FieldKind::Descending {
@@ -243,20 +221,14 @@ fn indexable(bounds: &FieldBounds) -> bool {
     }
 }
 
-/// A compound wildcard index's regular fields, and what the filter allows for those before
-/// the wildcard field.
+/// A compound wildcard index's regular fields, and what the filter allows for each of those
+/// before the wildcard field.
 struct Leading {
     before: Vec<KeyField>,
     after: Vec<KeyField>,
-    /// The intervals of the fields before (every key when there are none).
-    intervals: Vec<KeyInterval>,
-    bounds: Vec<FieldBounds>,
-    point_fields: usize,
-    single_point_fields: usize,
-    has_range: bool,
-    /// Every field before is fixed by points: each combination's encoded values, which the
-    /// wildcard part's intervals extend.
-    prefixes: Option<Vec<Vec<u8>>>,
+    components: Vec<Component>,
+    /// What `explain` shows for each (`None`: every value).
+    bounds: Vec<Option<FieldBounds>>,
     /// The bounds leave out documents missing every regular field, which may have no key.
     excludes_missing: bool,
 }
@@ -279,91 +251,63 @@ fn admits_null(bounds: &FieldBounds) -> bool {
 }
 
 /// The regular fields of `index` and the filter's bounds on those before the wildcard field;
-/// `None` when there are some and the first is not bounded (no scan may start there).
-fn leading(index: &IndexMeta, filter: &Document) -> Option<Leading> {
+/// `None` when there are some and no predicate the index can serve is on the first (no scan
+/// may start there). A hinted index is also scanned whole on a first field only
+/// `$exists: true` bounds, as MongoDB does (`[MinKey, MaxKey]`).
+fn leading(index: &IndexMeta, filter: &Document, hinted: bool) -> Option<Leading> {
     let fields = super::plan::fields_of(index);
     let at = fields.iter().position(|f| f.kind == FieldKind::Wildcard)?;
     let before = fields[..at].to_vec();
     let after = fields[at + 1..].to_vec();
-    if before.is_empty() {
-        return Some(Leading {
-            before,
-            after,
-            intervals: vec![KeyInterval::all()],
-            bounds: Vec::new(),
-            point_fields: 0,
-            single_point_fields: 0,
-            has_range: false,
-            prefixes: Some(vec![Vec::new()]),
-            excludes_missing: false,
-        });
+    let mut components = Vec::with_capacity(before.len());
+    let mut bounds = Vec::with_capacity(before.len());
+    let mut excludes_missing = false;
+    for field in &before {
+        // Regular fields never hold arrays (their documents are refused): bounds intersect.
+        let (component, field_bounds) =
+            Component::of_field(&field.path, key_order(field), filter, false);
+        excludes_missing |= match &field_bounds {
+            Some(b) => !admits_null(b),
+            None => exists(filter, &field.path),
+        };
+        components.push(component);
+        bounds.push(field_bounds);
     }
-    let parts: Vec<KeyPart<'_>> = before
-        .iter()
-        .map(|f| KeyPart {
-            path: &f.path,
-            order: key_order(f),
-        })
-        .collect();
-    // Regular fields never hold arrays (their documents are refused): bounds intersect.
-    let bounded = key_intervals(&parts, filter, false)?;
-    if !bounded.bounded() {
-        return None;
+    if let Some(first) = before.first() {
+        let served = bounds[0].is_some() || (hinted && exists(filter, &first.path));
+        if !served {
+            return None;
+        }
     }
-    let all_points = bounded.point_fields == before.len() && !bounded.has_range;
     Some(Leading {
-        prefixes: all_points.then(|| bounded.intervals.iter().map(|iv| iv.low.clone()).collect()),
-        excludes_missing: bounded.bounds.iter().any(|b| !admits_null(b)),
         before,
         after,
-        intervals: bounded.intervals,
-        bounds: bounded.bounds,
-        point_fields: bounded.point_fields,
-        single_point_fields: bounded.single_point_fields,
-        has_range: bounded.has_range,
+        components,
+        bounds,
+        excludes_missing,
     })
 }
 
-/// Intervals of the keys after each prefix.
-fn under(prefixes: &[Vec<u8>], intervals: &[KeyInterval]) -> Vec<KeyInterval> {
-    let mut out = Vec::with_capacity(prefixes.len() * intervals.len());
-    for prefix in prefixes {
-        for iv in intervals {
-            out.push(KeyInterval {
-                low: [prefix.as_slice(), &iv.low].concat(),
-                high: match &iv.high {
-                    Some(high) => Some([prefix.as_slice(), high].concat()),
-                    None => keystring::successor(prefix),
-                },
-            });
-        }
-    }
-    out
-}
-
-/// The best scan of the wildcard index `index` (whose paths are `spec`) for the query: the
-/// path whose predicates bound it most, or, for a compound index, its regular fields alone.
+/// The best scan of the wildcard index `index` (whose paths are `spec`) for the query (the
+/// index `hinted` or not): the path whose predicates bound it most, or, for a compound index,
+/// its regular fields alone.
 pub(super) fn wildcard_scan(
     index: &IndexMeta,
     spec: &WildcardSpec,
     shape: &QueryShape<'_>,
+    hinted: bool,
 ) -> Option<(IndexScanPlan, Candidate)> {
     let filter = bounding_filter(shape.filter, shape.collation, index_collation(index));
-    let lead = leading(index, &filter)?;
+    let lead = leading(index, &filter, hinted)?;
     let mut paths = Vec::new();
     predicate_paths(&filter, &mut paths);
-    let order = if spec.descending {
-        KeyOrder::Descending
-    } else {
-        KeyOrder::Ascending
-    };
     let mut best: Option<(IndexScanPlan, Candidate)> = None;
     for path in paths {
         let positional = path.split('.').any(|part| part.parse::<usize>().is_ok());
         if positional || !spec.covers(path) {
             continue;
         }
-        let Some(candidate) = path_scan(index, spec, shape, &filter, path, order, &lead) else {
+        let Some(candidate) = path_scan(index, spec, shape, &filter, path, &lead) else {
             continue;
         };
         if best.as_ref().is_none_or(|(_, score)| candidate.1 > *score) {
@@ -371,50 +315,181 @@ pub(super) fn wildcard_scan(
         }
     }
     if best.is_none() && lead.excludes_missing {
-        best = Some(regular_scan(index, spec, lead, shape));
+        best = Some(regular_scan(index, spec, &lead, shape));
     }
     best
 }
 
-/// Whether a compound wildcard index's scan yields the query's sort (`Some(reverse)`): a sort
-/// on its regular fields before the wildcard field, after those fixed by one point. Those
-/// hold one value per document (never an array), whatever the paths under the wildcard.
-fn regular_sort(index: &IndexMeta, lead: &Leading, shape: &QueryShape<'_>) -> Option<bool> {
+/// Whether the scan yields the query's sort (`Some(reverse)`), as MongoDB's provided sorts
+/// have it: the key fields in order (forwards or backwards), each field one point fixes
+/// dropped from both; `$_path` only as one point (several intervals, `$exists`'s subpaths or
+/// every path, end the order there), and the path's value not where an array holds several
+/// of a document's values. Keys in another collation than the query's sort nothing.
+fn provided_sort(
+    index: &IndexMeta,
+    scan: &WildcardPath,
+    components: &[Component],
+    shape: &QueryShape<'_>,
+) -> Option<bool> {
     let sort = shape.sort?;
-    if lead.before.is_empty() || shape.collation != index_collation(index) {
+    if sort.natural().is_some() || shape.collation != index_collation(index) {
         return None;
     }
-    let (sorted, reverse) =
-        super::plan::fields_sort_order(&lead.before, lead.single_point_fields, sort);
-    sorted.then_some(reverse)
+    let multikey_value = !scan.path.is_empty() && index.path_is_multikey(&scan.path);
+    let fields = scan.fields();
+    let mut order: Vec<(&str, bool)> = Vec::new();
+    let mut fixed: Vec<&str> = Vec::new();
+    for (i, (field, component)) in fields.iter().zip(components).enumerate() {
+        let single = component.single_point();
+        if i == scan.path_field() {
+            if single {
+                continue;
+            }
+            break;
+        }
+        if single {
+            fixed.push(&field.path);
+            continue;
+        }
+        if multikey_value && i == scan.path_field() + 1 {
+            break;
+        }
+        order.push((&field.path, field.kind != FieldKind::Descending));
+    }
+    let wanted: Vec<(&str, bool)> = sort.fields().filter(|(p, _)| !fixed.contains(p)).collect();
+    if wanted.len() > order.len() {
+        return None;
+    }
+    let mut reverse = None;
+    for ((path, ascending), (field, field_ascending)) in wanted.iter().zip(&order) {
+        let against = ascending != field_ascending;
+        if path != field || reverse.is_some_and(|r| r != against) {
+            return None;
+        }
+        reverse = Some(against);
+    }
+    Some(reverse.unwrap_or(false))
+}
+
+/// A scan whose key fields are bounded by `components` (and shown as `bounds`): its
+/// intervals, the checks on each key, and how good it is (leading points and whether a range
+/// follows, the `$_path` field at `path_field` not counted).
+fn composed_scan(
+    scan: &mut WildcardPath,
+    components: &[Component],
+) -> (Vec<KeyInterval>, usize, bool) {
+    let descending: Vec<bool> = scan
+        .fields()
+        .iter()
+        .map(|f| f.kind == FieldKind::Descending)
+        .collect();
+    let composed = compose(components, &descending);
+    scan.checks = composed.checks;
+    let enforced = components
+        .iter()
+        .enumerate()
+        .take(composed.enforced)
+        .filter(|(i, _)| *i != scan.path_field());
+    let (mut points, mut range) = (0, false);
+    for (_, component) in enforced {
+        match component {
+            Component::Points(_) => points += 1,
+            Component::Ranges(_) => range = true,
+            Component::Whole => {}
+        }
+    }
+    (composed.intervals, points, range)
+}
+
+/// `explain`'s bounds of each key field: those the filter sets, every value (`[MinKey,
+/// MaxKey]`) on a field between them that it leaves unbounded.
+fn shown_bounds(bounds: Vec<Option<FieldBounds>>) -> Vec<FieldBounds> {
+    let last = bounds
+        .iter()
+        .rposition(Option::is_some)
+        .map_or(0, |i| i + 1);
+    bounds
+        .into_iter()
+        .take(last)
+        .map(|b| b.unwrap_or_else(FieldBounds::every_value))
+        .collect()
 }
 
 /// A compound wildcard index's scan bounded by its regular fields alone: every `$_path`.
 fn regular_scan(
     index: &IndexMeta,
     spec: &WildcardSpec,
-    lead: Leading,
+    lead: &Leading,
     shape: &QueryShape<'_>,
 ) -> (IndexScanPlan, Candidate) {
-    let sorted = regular_sort(index, &lead, shape);
-    let score = (lead.point_fields, lead.has_range, sorted.is_some(), false);
-    let scan = WildcardPath {
+    let mut scan = WildcardPath {
         path: String::new(),
         descending: spec.descending,
         subpaths: false,
         regex_bounds: None,
-        before: lead.before,
-        after: lead.after,
+        before: lead.before.clone(),
+        after: lead.after.clone(),
+        checks: None,
     };
+    let mut components = lead.components.clone();
+    components.push(Component::Whole);
+    components.extend(lead.after.iter().map(|_| Component::Whole));
+    let (intervals, points, range) = composed_scan(&mut scan, &components);
+    let sorted = provided_sort(index, &scan, &components, shape);
     let plan = IndexScanPlan {
         index: index.clone(),
-        intervals: lead.intervals,
+        intervals,
         reverse: sorted == Some(true),
         provides_sort: sorted.is_some(),
-        bounds: lead.bounds,
+        bounds: shown_bounds(lead.bounds.clone()),
         wildcard: Some(Arc::new(scan)),
     };
-    (plan, score)
+    (plan, (points, range, sorted.is_some(), false))
+}
+
+/// The value intervals of a regex on `path` (its prefix's string range, or every string, and
+/// the regex itself), with `explain`'s rendering of them.
+fn regex_component(
+    pattern: &str,
+    options: &str,
+    path: &str,
+    order: KeyOrder,
+    descending: bool,
+) -> Option<(Component, Vec<String>)> {
+    let prefix = regex_prefix(pattern, options);
+    let range = prefix
+        .as_deref()
+        .and_then(|p| after_prefix(p).map(|a| (p, a)))
+        .filter(|(low, _)| !low.is_empty());
+    let mut strings = Document::new();
+    strings.insert(
+        path,
+        match &range {
+            Some((low, high)) => doc! {"$gte": *low, "$lt": high},
+            None => doc! {"$gte": ""},
+        },
+    );
+    let part = KeyPart { path, order };
+    let mut intervals = key_intervals(&[part], &strings, false)?.intervals;
+    let regex = Bson::RegularExpression(bson::Regex {
+        pattern: pattern.to_string(),
+        options: options.to_string(),
+    });
+    let mut low = Vec::new();
+    keystring::encode_value(&regex, descending, &mut low);
+    intervals.push(KeyInterval {
+        high: keystring::successor(&low),
+        low,
+    });
+    intervals.sort_by(|a, b| a.low.cmp(&b.low));
+    let text = |s: &str| format!("\"{s}\"");
+    let string_bounds = match &range {
+        Some((low, high)) => format!("[{}, {})", text(low), text(high)),
+        None => "[\"\", {})".to_string(),
+    };
+    let regex_text = format!("/{pattern}/{options}");
+    let shown = vec![string_bounds, format!("[{regex_text}, {regex_text}]")];
+    Some((Component::Ranges(intervals), shown))
 }
 
 fn path_scan(
@@ -423,10 +498,13 @@ fn path_scan(
     shape: &QueryShape<'_>,
     filter: &Document,
     path: &str,
-    order: KeyOrder,
     lead: &Leading,
 ) -> Option<(IndexScanPlan, Candidate)> {
-    let path_key = keystring::encode_one(&Bson::String(path.to_string()));
+    let order = if spec.descending {
+        KeyOrder::Descending
+    } else {
+        KeyOrder::Ascending
+    };
     let mut scan = WildcardPath {
         path: path.to_string(),
         descending: spec.descending,
@@ -434,398 +512,69 @@ fn path_scan(
         regex_bounds: None,
         before: lead.before.clone(),
         after: lead.after.clone(),
+        checks: None,
     };
-    let mut bounds = vec![FieldBounds::Points(vec![Bson::String(path.to_string())])];
+    let path_point = Component::point(&Bson::String(path.to_string()));
+    let mut bounds = lead.bounds.clone();
+    bounds.push(Some(FieldBounds::Points(vec![Bson::String(
+        path.to_string(),
+    )])));
     // Only an array at the path (or above it) keeps its predicates from intersecting; the
     // regular fields never hold arrays.
     let multikey = index.path_is_multikey(path);
-    let bounded = field_bounds(filter, path, multikey).filter(indexable);
-    let (intervals, score) = if let Some(values) = bounded {
-        // The value, then the regular fields after the wildcard field while points fix the
-        // fields before them.
-        let mut parts = vec![KeyPart { path, order }];
-        parts.extend(lead.after.iter().map(|f| KeyPart {
-            path: &f.path,
-            order: key_order(f),
-        }));
-        let tail = key_intervals(&parts, filter, multikey)?;
-        let points = matches!(values, FieldBounds::Points(_));
-        bounds.extend(tail.bounds);
-        let sorted = sort_order(index, &scan, shape);
-        (
-            prefixed(&path_key, tail.intervals),
-            (
-                tail.point_fields,
-                !points || tail.has_range,
-                sorted.is_some(),
-                false,
-            ),
-        )
+    let values = field_bounds(filter, path, multikey).filter(indexable);
+    let (path_component, value_component) = if values.is_some() {
+        let (component, value_bounds) = Component::of_field(path, order, filter, multikey);
+        bounds.push(value_bounds);
+        (path_point, component)
     } else if let Some((pattern, options)) =
         regex_of(filter, path).filter(|_| index_collation(index).is_none())
     {
-        let prefix = regex_prefix(&pattern, &options);
-        let mut strings = Document::new();
-        let range = match prefix
-            .as_deref()
-            .and_then(|p| after_prefix(p).map(|a| (p, a)))
-        {
-            Some((low, high)) if !low.is_empty() => doc! {"$gte": low, "$lt": &high},
-            _ => doc! {"$gte": ""},
-        };
-        strings.insert(path, range);
-        let mut intervals = value_intervals(path, order, &strings, false)?;
-        let regex = Bson::RegularExpression(bson::Regex {
-            pattern: pattern.clone(),
-            options: options.clone(),
-        });
-        let mut low = Vec::new();
-        keystring::encode_value(&regex, spec.descending, &mut low);
-        intervals.push(KeyInterval {
-            high: keystring::successor(&low),
-            low,
-        });
-        let text = |s: &str| format!("\"{s}\"");
-        let string_bounds = match prefix
-            .as_deref()
-            .and_then(|p| after_prefix(p).map(|a| (p, a)))
-        {
-            Some((low, high)) if !low.is_empty() => format!("[{}, {})", text(low), text(&high)),
-            _ => "[\"\", {})".to_string(),
-        };
-        let regex_text = format!("/{pattern}/{options}");
-        scan.regex_bounds = Some(vec![string_bounds, format!("[{regex_text}, {regex_text}]")]);
-        (prefixed(&path_key, intervals), (0, true, false, false))
+        let (component, shown) = regex_component(&pattern, &options, path, order, spec.descending)?;
+        scan.regex_bounds = Some(shown);
+        bounds.push(None);
+        (path_point, component)
     } else if exists(filter, path) {
         scan.subpaths = true;
         let below = |s: String| keystring::encode_one(&Bson::String(s));
-        let intervals = vec![
+        let path_key = keystring::encode_one(&Bson::String(path.to_string()));
+        let paths = vec![
             KeyInterval {
                 high: keystring::successor(&path_key),
-                low: path_key.clone(),
+                low: path_key,
             },
             KeyInterval {
                 low: below(format!("{path}.")),
                 high: Some(below(format!("{path}/"))),
             },
         ];
-        (intervals, (0, false, false, false))
+        bounds.push(None);
+        (Component::Ranges(paths), Component::Whole)
     } else {
         return None;
     };
-    // The path's intervals extend the regular fields' points; after a range on those, only
-    // the regular fields bound the scan.
-    let (mut intervals, bounds, score) = match &lead.prefixes {
-        Some(prefixes) if prefixes.len() * intervals.len() <= MAX_INTERVALS => {
-            let leading_bounds = lead.bounds.iter().cloned();
-            let score = (lead.point_fields + score.0, score.1, score.2, score.3);
-            (
-                under(prefixes, &intervals),
-                leading_bounds.chain(bounds).collect(),
-                score,
-            )
-        }
-        _ => (
-            lead.intervals.clone(),
-            lead.bounds.clone(),
-            (lead.point_fields, lead.has_range, false, false),
-        ),
-    };
-    intervals.sort_by(|a, b| a.low.cmp(&b.low));
-    let (score, reverse) = if lead.before.is_empty() && lead.after.is_empty() {
-        let reverse = score.2 && sort_order(index, &scan, shape).unwrap_or(false);
-        (score, reverse)
-    } else {
-        let sorted = regular_sort(index, lead, shape);
-        (
-            (score.0, score.1, sorted.is_some(), score.3),
-            sorted == Some(true),
-        )
-    };
-    let provides_sort = score.2;
+    let mut components = lead.components.clone();
+    components.push(path_component);
+    components.push(value_component);
+    for field in &lead.after {
+        let (component, after_bounds) =
+            Component::of_field(&field.path, key_order(field), filter, false);
+        components.push(component);
+        bounds.push(after_bounds);
+    }
+    let (intervals, points, range) = composed_scan(&mut scan, &components);
+    let sorted = provided_sort(index, &scan, &components, shape);
     let plan = IndexScanPlan {
         index: index.clone(),
         intervals,
-        reverse,
-        provides_sort,
-        bounds,
+        reverse: sorted == Some(true),
+        provides_sort: sorted.is_some(),
+        bounds: shown_bounds(bounds),
         wildcard: Some(Arc::new(scan)),
     };
-    Some((plan, score))
-}
-
-/// Whether a scan of `path` yields the query's sort (`Some(reverse)`): a sort on the path
-/// alone, the path's own keys only, and no array met at the path or above it (each document
-/// then has one key there).
-fn sort_order(index: &IndexMeta, scan: &WildcardPath, shape: &QueryShape<'_>) -> Option<bool> {
-    let sort = shape.sort?;
-    let compound = !scan.before.is_empty() || !scan.after.is_empty();
-    if index.path_is_multikey(&scan.path)
-        || compound
-        || scan.subpaths
-        || shape.collation != index_collation(index)
-    {
-        return None;
-    }
-    let mut fields = sort.fields();
-    let (path, ascending) = fields.next()?;
-    if fields.next().is_some() || path != scan.path {
-        return None;
-    }
-    Some(ascending == scan.descending)
+    Some((plan, (points, range, sorted.is_some(), false)))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::datanode::exec::plan::AccessPath;
-    use crate::datanode::exec::test_catalog::{collection, index};
-    use crate::datanode::index::wildcard_key;
-    use crate::query::sort::SortSpec;
-
-    fn plan(
-        key: Document,
-        multikey: bool,
-        filter: Document,
-        sort: Option<Document>,
-    ) -> Option<IndexScanPlan> {
-        scan_of(index(key, 2, multikey), filter, sort)
-    }
-
-    /// The index scan planned for `filter` (and `sort`) on a collection with `index`.
-    fn scan_of(
-        index: IndexMeta,
-        filter: Document,
-        sort: Option<Document>,
-    ) -> Option<IndexScanPlan> {
-        let coll = collection(vec![index]);
-        let sort = sort.map(|s| SortSpec::parse(&s).unwrap());
-        let shape = QueryShape {
-            sort: sort.as_ref(),
-            ..QueryShape::filter(&filter)
-        };
-        match AccessPath::choose(&coll, &shape).unwrap() {
-            AccessPath::IndexScan(plan) => Some((*plan).clone()),
-            _ => None,
-        }
-    }
-
-    fn finds(plan: &IndexScanPlan, path: &str, value: Bson) -> bool {
-        let descending = plan.wildcard.as_ref().unwrap().descending;
-        let key = wildcard_key(path, &value, descending);
-        plan.intervals.iter().any(|iv| iv.contains(&key))
-    }
-
-    #[test]
-    fn one_path_per_scan() {
-        let all = doc! {"$**": 1};
-        let eq = plan(all.clone(), false, doc! {"a": 5, "z": {"$ne": 1}}, None).unwrap();
-        assert_eq!(eq.key_pattern(), doc! {"$_path": 1, "a": 1});
-        assert!(finds(&eq, "a", Bson::Int64(5)));
-        assert!(!finds(&eq, "a", Bson::Int32(6)) && !finds(&eq, "b", Bson::Int32(5)));
-        assert!(!finds(&eq, "a.b", Bson::Int32(5)));
-        let range = plan(
-            all.clone(),
-            true,
-            doc! {"b": {"$gt": 1}, "a": {"$exists": true}},
-            None,
-        )
-        .unwrap();
-        assert_eq!(range.wildcard.as_ref().unwrap().path, "b");
-        assert!(
-            finds(&range, "b", Bson::Double(1.5)) && !finds(&range, "b", Bson::String("x".into()))
-        );
-        let exists = plan(all.clone(), false, doc! {"a": {"$exists": true}}, None).unwrap();
-        for (path, value) in [
-            ("a", Bson::Null),
-            ("a.b", Bson::Int32(1)),
-            ("a", Bson::Document(doc! {})),
-        ] {
-            assert!(finds(&exists, path, value), "{path}");
-        }
-        assert!(!finds(&exists, "ab", Bson::Int32(1)) && !finds(&exists, "b", Bson::Int32(1)));
-        let regex = plan(all.clone(), false, doc! {"s": {"$regex": "^ab"}}, None).unwrap();
-        assert!(finds(&regex, "s", Bson::String("abc".into())));
-        assert!(!finds(&regex, "s", Bson::String("b".into())));
-        for unplanned in [
-            doc! {"a": null},
-            doc! {"a": {"$exists": false}},
-            doc! {"a": {"$ne": 1}},
-            doc! {"a": {"$nin": [1]}},
-            doc! {"a": {"b": 1}},
-            doc! {"a": [1]},
-            doc! {"a.0": 1},
-            doc! {"a": {"$in": [1, null]}},
-        ] {
-            assert!(
-                plan(all.clone(), false, unplanned.clone(), None).is_none(),
-                "{unplanned}"
-            );
-        }
-        assert!(plan(all, false, doc! {"a": {}}, None).is_some());
-    }
-
-    #[test]
-    fn projections_sorts_and_directions() {
-        let sub = doc! {"a.$**": -1};
-        assert!(plan(sub.clone(), false, doc! {"b": 1}, None).is_none());
-        let desc = plan(
-            sub.clone(),
-            false,
-            doc! {"a.c": {"$in": [1, 2]}},
-            Some(doc! {"a.c": 1}),
-        )
-        .unwrap();
-        assert!(finds(&desc, "a.c", Bson::Int32(2)) && desc.provides_sort && desc.reverse);
-        assert!(desc.intervals[0].low < desc.intervals[1].low);
-        let multikey = plan(sub, true, doc! {"a.c": 1}, Some(doc! {"a.c": 1})).unwrap();
-        assert!(!multikey.provides_sort);
-    }
-
-    #[test]
-    fn each_path_is_planned_by_its_own_arrays() {
-        let mut multikey = index(doc! {"$**": 1}, 2, true);
-        multikey.multikey_paths = Arc::new(["a".to_string(), "c.d".to_string()].into());
-        let sorted = |path: &str| {
-            let filter = doc! {path: {"$gt": 1}};
-            let plan = scan_of(multikey.clone(), filter, Some(doc! {path: 1})).unwrap();
-            plan.provides_sort
-        };
-        for path in ["b", "c", "c.e", "ab"] {
-            assert!(sorted(path), "{path}");
-        }
-        // An array at the path or above it: several keys per document there.
-        for path in ["a", "a.b", "c.d", "c.d.e"] {
-            assert!(!sorted(path), "{path}");
-        }
-        assert_eq!(
-            multikey.multikey_prefixes("c.d.e"),
-            Some(vec!["c.d".into()])
-        );
-        assert_eq!(multikey.multikey_prefixes("c.e"), Some(vec![]));
-        let range = |path: &str| {
-            let filter = doc! {path: {"$gt": 1, "$lt": 5}};
-            scan_of(multikey.clone(), filter, None).unwrap()
-        };
-        let b = range("b");
-        assert!(finds(&b, "b", Bson::Int32(3)));
-        assert!(!finds(&b, "b", Bson::Int32(7)) && !finds(&b, "b", Bson::Int32(0)));
-        // `{a: [0, 7]}` matches: one predicate alone bounds the scan.
-        let a = range("a");
-        assert!(finds(&a, "a", Bson::Int32(3)));
-        assert!(finds(&a, "a", Bson::Int32(7)) || finds(&a, "a", Bson::Int32(0)));
-        // Recorded multikey before its paths were: every path is, whatever paths come later.
-        let mut unknown = index(doc! {"$**": 1}, 2, true);
-        unknown.add_multikey_paths(&["a".to_string()].into());
-        assert_eq!(unknown.multikey_prefixes("b"), None);
-        let plan = scan_of(unknown, doc! {"b": {"$gt": 1}}, Some(doc! {"b": 1})).unwrap();
-        assert!(!plan.provides_sort);
-    }
-
-    #[test]
-    fn simple_regex_prefixes() {
-        assert_eq!(regex_prefix("^abc", ""), Some("abc".into()));
-        assert_eq!(regex_prefix("^ab*c", ""), Some("a".into()));
-        assert_eq!(regex_prefix("^a\\.b.*", ""), Some("a.b".into()));
-        assert_eq!(regex_prefix("^abc", "i"), None);
-        assert_eq!(regex_prefix("abc", ""), None);
-        assert_eq!(regex_prefix("^a|b", ""), None);
-        assert_eq!(after_prefix("abc"), Some("abd".into()));
-    }
-
-    fn compound(spec: Document, filter: Document, sort: Option<Document>) -> Option<IndexScanPlan> {
-        use crate::datanode::exec::test_catalog::index_of;
-        scan_of(index_of(spec, 2, false), filter, sort)
-    }
-
-    fn holds(plan: &IndexScanPlan, values: &[Bson]) -> bool {
-        let mut key = Vec::new();
-        for value in values {
-            keystring::encode_value(value, false, &mut key);
-        }
-        plan.intervals.iter().any(|iv| iv.contains(&key))
-    }
-
-    #[test]
-    fn compound_scans_bound_the_regular_fields_then_the_path() {
-        let spec = doc! {"key": {"a": 1, "$**": 1}, "wildcardProjection": {"a": 0}};
-        let s = |v: &str| Bson::String(v.into());
-        let both = compound(spec.clone(), doc! {"a": 5, "b": 3}, Some(doc! {"b": 1})).unwrap();
-        assert_eq!(both.key_pattern(), doc! {"a": 1, "$_path": 1, "b": 1});
-        assert!(holds(&both, &[Bson::Int32(5), s("b"), Bson::Int32(3)]));
-        assert!(!holds(&both, &[Bson::Int32(5), s("b"), Bson::Int32(4)]));
-        assert!(!holds(&both, &[Bson::Int32(6), s("b"), Bson::Int32(3)]));
-        assert!(!holds(&both, &[Bson::Int32(5), s("c"), Bson::Int32(3)]));
-        assert!(!both.provides_sort);
-        // A sort on the regular fields before the wildcard field comes from the scan.
-        let sorted = compound(
-            spec.clone(),
-            doc! {"a": {"$in": [5, 6]}},
-            Some(doc! {"a": -1}),
-        );
-        let sorted = sorted.unwrap();
-        assert!(sorted.provides_sort && sorted.reverse);
-        let sorted = compound(
-            spec.clone(),
-            doc! {"a": {"$gt": 5}, "b": 1},
-            Some(doc! {"a": 1}),
-        );
-        let sorted = sorted.unwrap();
-        assert!(sorted.provides_sort && !sorted.reverse);
-        // The regular field alone: every `$_path`, and documents keyed with `MinKey`.
-        let prefix = compound(spec.clone(), doc! {"a": 5}, None).unwrap();
-        assert_eq!(prefix.key_pattern(), doc! {"a": 1, "$_path": 1});
-        assert!(holds(
-            &prefix,
-            &[Bson::Int32(5), Bson::MinKey, Bson::MinKey]
-        ));
-        assert!(holds(&prefix, &[Bson::Int32(5), s("z"), Bson::Int32(1)]));
-        assert!(!holds(
-            &prefix,
-            &[Bson::Int32(6), Bson::MinKey, Bson::MinKey]
-        ));
-        // After a range on the regular field, only it bounds the scan.
-        let range = compound(spec.clone(), doc! {"a": {"$gt": 1}, "b": 3}, None).unwrap();
-        assert_eq!(range.key_pattern(), doc! {"a": 1, "$_path": 1, "b": 1});
-        assert!(holds(&range, &[Bson::Int32(2), s("c"), Bson::Int32(9)]));
-        assert!(!holds(&range, &[Bson::Int32(1), s("b"), Bson::Int32(3)]));
-        // The leading field must be bounded, and not to what a missing field matches.
-        for unplanned in [
-            doc! {"b": 3},
-            doc! {"a": null},
-            doc! {"a": {"$exists": false}},
-        ] {
-            assert!(
-                compound(spec.clone(), unplanned.clone(), None).is_none(),
-                "{unplanned}"
-            );
-        }
-        // With a path queried, a null on the regular field no longer matters.
-        let null = compound(spec, doc! {"a": null, "b": 3}, None).unwrap();
-        assert!(holds(&null, &[Bson::Null, s("b"), Bson::Int32(3)]));
-    }
-
-    #[test]
-    fn compound_scans_with_the_wildcard_first() {
-        let spec = doc! {"key": {"a.$**": 1, "c": -1}};
-        assert!(compound(spec.clone(), doc! {"c": 1}, None).is_none());
-        let plan = compound(spec, doc! {"a.x": {"$in": [1, 2]}, "c": 1}, None).unwrap();
-        assert_eq!(plan.key_pattern(), doc! {"$_path": 1, "a.x": 1, "c": -1});
-        // `c` is descending in the key.
-        let key = |path: &str, value: i32, c: i32| {
-            let mut key = keystring::encode_one(&s_(path));
-            keystring::encode_value(&Bson::Int32(value), false, &mut key);
-            keystring::encode_value(&Bson::Int32(c), true, &mut key);
-            key
-        };
-        let held = |k: Vec<u8>| plan.intervals.iter().any(|iv| iv.contains(&k));
-        assert!(held(key("a.x", 2, 1)) && held(key("a.x", 1, 1)));
-        // The regular field after the wildcard field tightens the scan once the value is fixed.
-        assert!(!held(key("a.x", 2, 7)) && !held(key("a.y", 2, 1)));
-        assert_eq!(plan.bounds.len(), 3);
-    }
-
-    fn s_(v: &str) -> Bson {
-        Bson::String(v.into())
-    }
-}
+#[path = "wildcard_plan_tests.rs"]
+mod tests;

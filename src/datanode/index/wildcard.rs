@@ -80,6 +80,10 @@ impl WildcardSpec {
                 "The 'wildcardProjection' field can't be an empty object",
             ));
         }
+        // Nested objects name dotted paths (`{a: {b: 1}}` is `{"a.b": 1}`); the spec keeps them
+        // as given.
+        let projection = projection.map(flattened).transpose()?;
+        let projection = projection.as_ref();
         if key.len() > 1 {
             super::wildcard_compound::validate(key, field.as_str(), projection)?;
         }
@@ -134,6 +138,46 @@ fn projection_error(code: i32, message: String) -> MongoError {
         code,
         format!("Failed to parse projection: wildcardProjection :: caused by :: {message}"),
     )
+}
+
+/// A `wildcardProjection` with its nested objects read as the dotted paths they name, as
+/// MongoDB's projection parser reads them: an object whose first field is an operator stays a
+/// value (refused later as a computed field), an empty one is refused.
+fn flattened(projection: &Document) -> Result<Document> {
+    let mut out = Document::new();
+    flatten_into(projection, "", &mut out)?;
+    Ok(out)
+}
+
+// Recursion is bounded by the depth every incoming message is held to (`crate::depth`).
+fn flatten_into(spec: &Document, prefix: &str, out: &mut Document) -> Result<()> {
+    for (key, value) in spec {
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match value {
+            Bson::Document(sub) if sub.is_empty() => {
+                return Err(projection_error(
+                    51270,
+                    format!(
+                        "An empty sub-projection is not a valid value. Found empty object at path {path}"
+                    ),
+                ));
+            }
+            Bson::Document(sub) if !sub.keys().next().is_some_and(|k| k.starts_with('$')) => {
+                flatten_into(sub, &path, out)?;
+            }
+            other => {
+                if out.contains_key(&path) {
+                    return Err(projection_error(31250, format!("Path collision at {path}")));
+                }
+                out.insert(path, other.clone());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A `wildcardProjection`: inclusions or exclusions of paths (`_id` may be included in
@@ -283,6 +327,20 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(only_id.covers("_id") && !only_id.covers("a"));
+        // Nested objects are the dotted paths they name.
+        let nested = parse(
+            doc! {"$**": 1},
+            Some(doc! {"a": {"b": 1, "c": {"d": true}}}),
+        )
+        .unwrap()
+        .unwrap();
+        let dotted = parse(doc! {"$**": 1}, Some(doc! {"a.b": 1, "a.c.d": true}))
+            .unwrap()
+            .unwrap();
+        assert_eq!(nested, dotted);
+        assert!(nested.covers("a.b.x") && nested.covers("a.c.d") && !nested.covers("a.c.e"));
+        let compound = parse(doc! {"a": 1, "$**": 1}, Some(doc! {"x": {"a": 0}, "a": 0}));
+        assert!(!compound.unwrap().unwrap().covers("x.a"));
     }
 
     #[test]
@@ -294,6 +352,34 @@ mod tests {
         assert_eq!(code(doc! {"$**": 1}, Some(doc! {"a": 0, "b": 1})), 31253);
         assert_eq!(code(doc! {"$**": 1}, Some(doc! {"a": 1, "a.b": 1})), 31250);
         assert_eq!(code(doc! {"$**": 1}, Some(doc! {"a": "x"})), 51271);
+        assert_eq!(code(doc! {"$**": 1}, Some(doc! {"a": {}})), 51270);
+        assert_eq!(code(doc! {"$**": 1}, Some(doc! {"a": {"b": {}}})), 51270);
+        assert_eq!(
+            code(doc! {"$**": 1}, Some(doc! {"a": {"$add": [1]}})),
+            51271
+        );
+        assert_eq!(
+            code(doc! {"$**": 1}, Some(doc! {"a": {"b": 1}, "a.b": 1})),
+            31250
+        );
+        assert_eq!(
+            code(doc! {"$**": 1}, Some(doc! {"a": {"b": 1}, "a.b.c": 1})),
+            31250
+        );
+        assert_eq!(
+            code(doc! {"$**": 1}, Some(doc! {"a": {"b": 1, "c": 0}})),
+            31254
+        );
+        // A compound index's projection is checked as its dotted paths.
+        for nested in [doc! {"a": {"b": 1}}, doc! {"x": {"a": 1}, "a": {"b": 0}}] {
+            let mut dotted = Document::new();
+            flatten_into(&nested, "", &mut dotted).unwrap();
+            let key = doc! {"a": 1, "$**": 1};
+            assert_eq!(
+                parse(key.clone(), Some(nested)).map_err(|e| e.code().code()),
+                parse(key, Some(dotted)).map_err(|e| e.code().code())
+            );
+        }
         assert_eq!(code(doc! {"a": 1}, Some(doc! {"a": 1})), 2);
         assert_eq!(code(doc! {"a": 1, "$**": 1}, Some(doc! {"a": 1})), 7246208);
         assert!(parse(doc! {"a": 1, "$**": 1}, Some(doc! {"a": 0})).is_ok());
