@@ -481,6 +481,9 @@ impl<S: NodeState> Dispatcher<S> {
         let registered = node
             .operations
             .begin(ctx, &request, session.clone(), runs_as);
+        if node.profiling.database(&request.db).level != 0 {
+            registered.op.mark_profiled();
+        }
         // A large request runs off the runtime threads, so its parsing and work do not keep
         // other connections waiting (`cpu`); `killOp` still ends it at its next await.
         let heavy = super::cpu::is_heavy(&request);

@@ -6,7 +6,8 @@
 //! index (`text`), geo index scans (`geo_plan`) and `$near`'s growing caps (`near`), wildcard
 //! index scans of one path each (`wildcard_plan`), and
 //! describing the plan and its work
-//! for `explain` (`explain`), and the query shape's `queryHash`/`planCacheKey` (`query_hash`).
+//! for `explain` (`explain`) and for a profile entry's `execStats` (`plan_stats`), and the
+//! query shape's `queryHash`/`planCacheKey` (`query_hash`).
 
 mod cover;
 mod explain;
@@ -18,6 +19,7 @@ mod pipeline_input;
 #[cfg(test)]
 mod pipeline_state_tests;
 mod plan;
+mod plan_stats;
 mod position;
 #[cfg(test)]
 mod position_tests;
@@ -31,7 +33,9 @@ mod wildcard_plan;
 
 pub use crate::server::pipeline_cursor::PipelineState;
 pub use cover::{CoverRequest, Covered};
-pub use explain::{Execution, ExplainedQuery, StageTree, number, parsed_query};
+pub use explain::{
+    Execution, ExplainedQuery, StageTree, WriteStage, count_stats, number, parsed_query,
+};
 pub use near::{
     BufferedInput, NearMatch, geo_near_documents, geo_near_filter, near_index, near_matches,
     near_matches_examined, no_geo_index,
@@ -41,6 +45,7 @@ pub use output::{
 };
 pub use pipeline_input::PipelineInput;
 pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};
+pub use plan_stats::{PlanStats, WriteRead, update_stats};
 pub use position::{Candidate, Examined, Position};
 
 pub use scan_state::{ScanState, Tail};
