@@ -1,7 +1,7 @@
 //! `count` and `distinct`.
 
 use super::super::DataNode;
-use super::super::exec::{PlanStats, Position, QueryShape, StageTree, count_stats};
+use super::super::exec::{PlanStats, Position, QueryShape, StageTree, count_stats, no_collection};
 use super::super::storage::CollectionMeta;
 use super::super::views;
 use crate::command::CommandRequest;
@@ -159,7 +159,7 @@ pub(super) async fn count<S: DataNode>(
     crate::server::operations::set_exec_stats(|| {
         let mut tree = StageTree::empty();
         let stage = match plan {
-            CountPlan::NoCollection => "EOF",
+            CountPlan::NoCollection => return Some(no_collection()),
             CountPlan::Fast => "RECORD_STORE_FAST_COUNT",
             CountPlan::Query(position) => {
                 let mut plan = PlanStats::for_filter(&position, &query);
@@ -168,13 +168,7 @@ pub(super) async fn count<S: DataNode>(
                 "COUNT"
             }
         };
-        // A missing collection's plan is EOF alone, with no counts.
-        let stats = if stage == "EOF" {
-            Document::new()
-        } else {
-            count_stats(n, skip, limit)
-        };
-        tree.push(stage, Document::new(), 0, stats);
+        tree.push(stage, Document::new(), 0, count_stats(n, skip, limit));
         Some(tree.to_document(true))
     });
     let n = n.saturating_sub(skip);
@@ -290,6 +284,8 @@ pub(super) async fn distinct<S: DataNode>(
             plan.add_time(started.elapsed());
             Some(plan.to_document(position.execution(matched)))
         });
+    } else {
+        crate::server::operations::set_exec_stats(|| Some(no_collection()));
     }
     let values: Vec<Bson> = values.into_values().collect();
     let reply: Document = doc! {"values": values};

@@ -6,7 +6,7 @@ use super::super::cursors::{Cursor, CursorBody};
 use super::super::exec::{
     BlockingSort, CoverRequest, Covered, Execution, FindOutput, NearMetadata, PlanStats, Position,
     QueryShape, RECORD_ID_FIELD, ScanState, SortLimits, SortedDocs, SortedState, Tail, fill_batch,
-    find_sort_error, near_matches, take_sort_key_request,
+    find_sort_error, near_matches, no_collection, take_sort_key_request,
 };
 use super::super::storage::StorageTransaction;
 use super::super::views;
@@ -308,6 +308,7 @@ pub(super) async fn find<S: DataNode>(
     let mut query = query;
     crate::datanode::exec::bind_text(&mut query.filter, found.as_ref().map(|(_, c)| &**c))?;
     let Some((db, coll)) = found else {
+        crate::server::operations::set_exec_stats(|| Some(no_collection()));
         return Ok(cursor_reply(&ns, vec![], 0, true));
     };
     if cmd.tail.is_some() && coll.capped_limits().is_none() {

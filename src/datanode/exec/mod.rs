@@ -45,7 +45,7 @@ pub use output::{
 };
 pub use pipeline_input::PipelineInput;
 pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};
-pub use plan_stats::{PlanStats, WriteRead, update_stats};
+pub use plan_stats::{PlanStats, WriteRead, no_collection, update_stats};
 pub use position::{Candidate, Examined, Position};
 
 pub use scan_state::{ScanState, Tail};

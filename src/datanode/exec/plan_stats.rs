@@ -120,6 +120,13 @@ impl PlanStats {
     }
 }
 
+/// `execStats` of a read of a collection that does not exist: EOF, as explain shows it.
+pub fn no_collection() -> Document {
+    let mut tree = StageTree::empty();
+    tree.push("EOF", Document::new(), 0, Document::new());
+    tree.to_document(true)
+}
+
 /// A write's read, kept for the write's profile entry.
 pub struct WriteRead {
     plan: PlanStats,
@@ -187,6 +194,14 @@ mod tests {
             (Ok(3), Ok(5))
         );
         assert_eq!(scan.get_document("filter"), Ok(&doc! {"a": {"$gt": 1}}));
+    }
+
+    #[test]
+    fn a_missing_collection_is_read_by_eof() {
+        let eof = no_collection();
+        assert_eq!(eof.get_str("stage"), Ok("EOF"));
+        assert_eq!(eof.get_i32("nReturned"), Ok(0));
+        assert!(!eof.contains_key("inputStage"));
     }
 
     #[test]
