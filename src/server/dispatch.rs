@@ -481,7 +481,8 @@ impl<S: NodeState> Dispatcher<S> {
         let registered = node
             .operations
             .begin(ctx, &request, session.clone(), runs_as);
-        if node.profiling.database(&request.db).level != 0 {
+        // A profiled command's reads keep what its entry's `execStats` needs.
+        if node.profiling.level(&request.db) != 0 {
             registered.op.mark_profiled();
         }
         // A large request runs off the runtime threads, so its parsing and work do not keep
