@@ -90,6 +90,32 @@ async fn profile_on_router_and_shards(client: &Client) {
     coll.delete_one(doc! {"_id": 3}).await.unwrap();
     let bad = coll.find_one(doc! {"a": {"$bogus": 1}}).await.unwrap_err();
     assert_eq!(crate::harness::error_code(&bad), Some(2));
+    // A cursor continued by getMore, a count, a distinct, a findAndModify and an aggregation.
+    let mut cursor = coll
+        .find(doc! {"a": {"$lte": 2}})
+        .batch_size(1)
+        .await
+        .unwrap();
+    let mut seen = 0;
+    while cursor.advance().await.unwrap() {
+        seen += 1;
+    }
+    assert_eq!(seen, 2);
+    let mut sorted = coll
+        .find(doc! {"a": {"$lt": 5}})
+        .sort(doc! {"a": -1})
+        .batch_size(1)
+        .await
+        .unwrap();
+    while sorted.advance().await.unwrap() {}
+    db.run_command(doc! {"count": "c", "query": {"a": 2}})
+        .await
+        .unwrap();
+    coll.distinct("a", doc! {"a": {"$gt": 0}}).await.unwrap();
+    coll.find_one_and_update(doc! {"a": 2}, doc! {"$set": {"c": 1}})
+        .await
+        .unwrap();
+    find_all_aggregate(&coll).await;
 
     let profile = on_shard.collection::<Document>("system.profile");
     let entries = find_all(&profile, doc! {"ns": "profiled.c"}).await;
@@ -134,6 +160,8 @@ async fn profile_on_router_and_shards(client: &Client) {
         .find(|e| e.get_i32("errCode") == Ok(2))
         .expect("the failed find's entry");
     assert_eq!(failed.get_str("errName"), Ok("BadValue"));
+    assert!(!failed.contains_key("execStats"), "{failed}");
+    exec_stats_of_entries(&of);
 
     // Level 1 with a filter profiles what the filter matches, whatever its duration.
     let reply = on_shard
@@ -159,6 +187,132 @@ async fn profile_on_router_and_shards(client: &Client) {
         .await
         .unwrap();
     db.drop().await.unwrap();
+}
+
+/// Runs an aggregation on `coll` to its end.
+async fn find_all_aggregate(coll: &mongodb::Collection<Document>) {
+    let mut cursor = coll
+        .aggregate([doc! {"$match": {"a": 1}}, doc! {"$project": {"a": 1}}])
+        .await
+        .unwrap();
+    while cursor.advance().await.unwrap() {}
+}
+
+/// The executed plans of the profiled reads (MongoDB's `execStats`, explain's
+/// `executionStages` shape), with the operations' own counts.
+fn exec_stats_of_entries<'a>(of: &dyn Fn(&str) -> Vec<&'a Document>) {
+    let stats = |e: &Document| -> Document {
+        e.get_document("execStats")
+            .unwrap_or_else(|_| panic!("execStats in {e}"))
+            .clone()
+    };
+    let number = |d: &Document, k: &str| -> i64 {
+        match d.get(k) {
+            Some(Bson::Int32(n)) => i64::from(*n),
+            Some(Bson::Int64(n)) => *n,
+            other => panic!("{k}: {other:?} in {d}"),
+        }
+    };
+    let command = |e: &Document, name: &str| e.get_document("command").unwrap().contains_key(name);
+    let queries = of("query");
+    let ranged = queries
+        .iter()
+        .find(|e| {
+            e.get_document("command").unwrap().get("filter")
+                == Some(&Bson::Document(doc! {"a": {"$gte": 2}}))
+        })
+        .unwrap();
+    let scan = stats(ranged);
+    assert_eq!(scan.get_str("stage"), Ok("COLLSCAN"), "{scan}");
+    assert_eq!(scan.get_document("filter"), Ok(&doc! {"a": {"$gte": 2}}));
+    assert_eq!(scan.get_str("direction"), Ok("forward"));
+    assert_eq!(number(&scan, "nReturned"), 2);
+    assert_eq!(number(&scan, "docsExamined"), 3);
+    assert!(scan.contains_key("executionTimeMillisEstimate"));
+
+    // A cursor's plan statistics add up over its getMores.
+    let batched = queries
+        .iter()
+        .find(|e| {
+            e.get_document("command").unwrap().get("filter")
+                == Some(&Bson::Document(doc! {"a": {"$lte": 2}}))
+        })
+        .unwrap();
+    let first = stats(batched);
+    assert_eq!(
+        number(&first, "nReturned"),
+        batched.get_i64("nreturned").unwrap()
+    );
+    let cursor_id = batched.get_i64("cursorid").expect("the cursor stays open");
+    let get_mores: Vec<&Document> = of("getmore")
+        .into_iter()
+        .filter(|e| e.get_document("command").unwrap().get_i64("getMore") == Ok(cursor_id))
+        .collect();
+    let last = get_mores.last().expect("the cursor's getMores");
+    let last_stats = stats(last);
+    assert_eq!(last_stats.get_str("stage"), Ok("COLLSCAN"));
+    assert_eq!(number(&last_stats, "nReturned"), 2, "{last_stats}");
+    assert_eq!(last.get_bool("cursorExhausted"), Ok(true));
+    // A blocking sort read every match first; above it, what was returned so far.
+    let sorted = queries
+        .iter()
+        .find(|e| {
+            e.get_document("command").unwrap().get("filter")
+                == Some(&Bson::Document(doc! {"a": {"$lt": 5}}))
+        })
+        .unwrap();
+    let sort = stats(sorted);
+    assert_eq!(sort.get_str("stage"), Ok("SORT"), "{sort}");
+    assert_eq!(sort.get_document("sortPattern"), Ok(&doc! {"a": -1}));
+    assert_eq!(
+        number(&sort, "nReturned"),
+        sorted.get_i64("nreturned").unwrap()
+    );
+    let under = sort.get_document("inputStage").unwrap();
+    assert_eq!(number(under, "nReturned"), 2);
+    let sorted_id = sorted.get_i64("cursorid").expect("the cursor stays open");
+    let sorted_more = of("getmore")
+        .into_iter()
+        .rfind(|e| e.get_document("command").unwrap().get_i64("getMore") == Ok(sorted_id))
+        .expect("the sorted cursor's getMores");
+    assert_eq!(number(&stats(sorted_more), "nReturned"), 2);
+
+    let commands = of("command");
+    let count = commands.iter().find(|e| command(e, "count")).unwrap();
+    let count_stats = stats(count);
+    assert_eq!(count_stats.get_str("stage"), Ok("COUNT"), "{count_stats}");
+    assert_eq!(number(&count_stats, "nCounted"), 1);
+    let input = count_stats.get_document("inputStage").unwrap();
+    assert_eq!(input.get_str("stage"), Ok("COLLSCAN"));
+    assert_eq!(number(input, "nReturned"), 1);
+    let distinct = commands.iter().find(|e| command(e, "distinct")).unwrap();
+    assert_eq!(stats(distinct).get_str("stage"), Ok("COLLSCAN"));
+    let modify = commands
+        .iter()
+        .find(|e| command(e, "findAndModify") || command(e, "findandmodify"))
+        .unwrap();
+    let update_stats = stats(modify);
+    assert_eq!(
+        update_stats.get_str("stage"),
+        Ok("UPDATE"),
+        "{update_stats}"
+    );
+    assert_eq!(number(&update_stats, "nMatched"), 1);
+    assert_eq!(number(&update_stats, "nWouldModify"), 1);
+    let read = update_stats.get_document("inputStage").unwrap();
+    assert_eq!(read.get_str("stage"), Ok("COLLSCAN"));
+    // An aggregation's cursor has none, as on mongod.
+    let aggregate = commands.iter().find(|e| command(e, "aggregate")).unwrap();
+    assert!(!aggregate.contains_key("execStats"), "{aggregate}");
+
+    // Single-document writes by `_id` run MongoDB's express stages.
+    let update = stats(of("update")[0]);
+    assert_eq!(update.get_str("stage"), Ok("EXPRESS_UPDATE"), "{update}");
+    assert_eq!(number(&update, "keysExamined"), 1);
+    assert_eq!(number(&update, "nMatched"), 1);
+    let delete = stats(of("remove")[0]);
+    assert_eq!(delete.get_str("stage"), Ok("EXPRESS_DELETE"), "{delete}");
+    assert_eq!(number(&delete, "nWouldDelete"), 1);
 }
 
 both_modes!(profile_on_router_and_shards);

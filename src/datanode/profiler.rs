@@ -1,7 +1,8 @@
 //! A data node's profiler: after each command (`NodeState::after_command`) the entry of an
 //! operation its database profiles (`server::profiling`) goes to `<db>.system.profile`, a
 //! capped collection of 1 MiB made on first need, with MongoDB's fields (`op`, `ns`, `command`,
-//! `keysExamined`, `docsExamined`, the outcome's counts, `millis`, `ts`, `client`, `user`...).
+//! `keysExamined`, `docsExamined`, the outcome's counts, `millis`, the plan's `execStats`, `ts`,
+//! `client`, `user`...).
 
 use super::DataNode;
 use crate::error::{ErrorCode, MongoError, Result};
@@ -65,6 +66,9 @@ pub fn entry(op: &Operation, outcome: &Result<RawDocumentBuf>, millis: i64) -> D
             entry.insert("queryHash", query_hash.as_str());
             entry.insert("planCacheKey", plan_cache_key.as_str());
         }
+    }
+    if let Some(stats) = op.exec_stats() {
+        entry.insert("execStats", stats.clone());
     }
     entry.insert("ts", crate::server::profiling::now());
     entry.extend(op.client_fields());
@@ -155,7 +159,9 @@ mod tests {
     use super::*;
     use crate::command::CommandRequest;
     use crate::server::RequestContext;
-    use crate::server::operations::{Operations, PlanFacts, add_examined, run_as, set_plan};
+    use crate::server::operations::{
+        Operations, PlanFacts, add_examined, run_as, set_exec_stats, set_plan,
+    };
     use bson::rawdoc;
 
     #[tokio::test]
@@ -164,8 +170,18 @@ mod tests {
         let ctx = RequestContext::internal();
         let find = CommandRequest::new("app", rawdoc! {"find": "c", "filter": {"a": 1}}).unwrap();
         let guard = ops.begin(&ctx, &find, None, None);
+        // Unprofiled, an operation keeps no execStats.
+        run_as(Arc::clone(&guard.op), async {
+            set_exec_stats(|| Some(doc! {"stage": "COLLSCAN"}));
+        })
+        .await;
+        assert!(guard.op.exec_stats().is_none());
+        guard.op.mark_profiled();
         run_as(Arc::clone(&guard.op), async {
             add_examined(2, 3);
+            set_exec_stats(|| None);
+            set_exec_stats(|| Some(doc! {"stage": "COLLSCAN", "nReturned": 1}));
+            set_exec_stats(|| Some(doc! {"stage": "IXSCAN"}));
             let plan = |summary: &str| PlanFacts {
                 summary: summary.into(),
                 hashes: Some(("0A1B2C3D".into(), "4E5F6A7B".into())),
@@ -195,6 +211,14 @@ mod tests {
         assert_eq!(e.get_str("planSummary"), Ok("COLLSCAN"));
         assert_eq!(e.get_str("queryHash"), Ok("0A1B2C3D"));
         assert_eq!(e.get_str("planCacheKey"), Ok("4E5F6A7B"));
+        // The first read's executed plan, after the plan's summary as in MongoDB's entries.
+        assert_eq!(
+            e.get_document("execStats"),
+            Ok(&doc! {"stage": "COLLSCAN", "nReturned": 1})
+        );
+        let keys: Vec<&str> = e.keys().map(String::as_str).collect();
+        let at = |k: &str| keys.iter().position(|x| *x == k).unwrap();
+        assert!(at("planCacheKey") < at("execStats") && at("execStats") < at("ts"));
         assert!(e.get_datetime("ts").is_ok());
         assert_eq!(e.get_str("user"), Ok(""));
         let failed = entry(&guard.op, &Err(MongoError::bad_value("no")), 0);
@@ -226,5 +250,7 @@ mod tests {
             (Ok(1), Ok(0))
         );
         assert_eq!(e.get_bool("upsert"), Ok(true));
+        // Without a read through a plan there is no execStats.
+        assert!(!e.contains_key("execStats"));
     }
 }

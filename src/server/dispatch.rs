@@ -481,6 +481,10 @@ impl<S: NodeState> Dispatcher<S> {
         let registered = node
             .operations
             .begin(ctx, &request, session.clone(), runs_as);
+        // A profiled command's reads keep what its entry's `execStats` needs.
+        if node.profiling.level(&request.db) != 0 {
+            registered.op.mark_profiled();
+        }
         // A large request runs off the runtime threads, so its parsing and work do not keep
         // other connections waiting (`cpu`); `killOp` still ends it at its next await.
         let heavy = super::cpu::is_heavy(&request);

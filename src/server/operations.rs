@@ -43,6 +43,11 @@ pub struct Operation {
     docs_examined: AtomicU64,
     /// The plan of its first read.
     plan: std::sync::OnceLock<PlanFacts>,
+    /// That plan's stages with what they did (the profiler's `execStats`).
+    exec_stats: std::sync::OnceLock<Document>,
+    /// Its database profiles: its reads keep what `execStats` needs, which costs nothing
+    /// otherwise.
+    profiled: AtomicBool,
     /// The user it runs for (`server::impersonation`).
     runs_as: Option<Arc<super::impersonation::RunsAs>>,
 }
@@ -84,6 +89,27 @@ pub fn current_runs_as() -> Option<Arc<super::impersonation::RunsAs>> {
 pub fn set_plan(plan: impl FnOnce() -> PlanFacts) {
     let _ = CURRENT.try_with(|op| {
         op.plan.get_or_init(plan);
+    });
+}
+
+/// Whether the operation the task runs is profiled, so that its reads keep what its
+/// `execStats` needs (false outside a command).
+pub fn wants_exec_stats() -> bool {
+    CURRENT
+        .try_with(|op| op.profiled.load(Ordering::Relaxed))
+        .unwrap_or(false)
+}
+
+/// Gives the operation the task runs its plan's stages with what they did (MongoDB's
+/// executed plan statistics) when it is profiled, unless a read of it already did; `stats`
+/// is called only then (`None`: the read had no plan).
+pub fn set_exec_stats(stats: impl FnOnce() -> Option<Document>) {
+    let _ = CURRENT.try_with(|op| {
+        if op.profiled.load(Ordering::Relaxed) && op.exec_stats.get().is_none() {
+            if let Some(stats) = stats() {
+                let _ = op.exec_stats.set(stats);
+            }
+        }
     });
 }
 
@@ -160,6 +186,8 @@ impl Operations {
             keys_examined: AtomicU64::new(0),
             docs_examined: AtomicU64::new(0),
             plan: std::sync::OnceLock::new(),
+            exec_stats: std::sync::OnceLock::new(),
+            profiled: AtomicBool::new(false),
             runs_as,
         });
         self.ops
@@ -302,6 +330,16 @@ impl Operation {
     /// The plan of its first read, if it read.
     pub fn plan(&self) -> Option<&PlanFacts> {
         self.plan.get()
+    }
+
+    /// Its plan's stages with what they did, if it read through a plan.
+    pub fn exec_stats(&self) -> Option<&Document> {
+        self.exec_stats.get()
+    }
+
+    /// Its database profiles it (set by the dispatcher before it runs).
+    pub fn mark_profiled(&self) {
+        self.profiled.store(true, Ordering::Relaxed);
     }
 
     /// The user it runs for.

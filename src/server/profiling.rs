@@ -133,6 +133,15 @@ impl Profiling {
         databases.get(db).cloned().unwrap_or_default()
     }
 
+    /// `db`'s level alone (0 when never set), without copying its filter.
+    pub fn level(&self, db: &str) -> i32 {
+        if !self.any.load(Ordering::Relaxed) {
+            return 0;
+        }
+        let databases = self.databases.read().expect("poisoned");
+        databases.get(db).map_or(0, |p| p.level)
+    }
+
     pub fn slow_ms(&self) -> i64 {
         self.slow_ms.load(Ordering::Relaxed)
     }
@@ -279,6 +288,7 @@ mod tests {
         );
         assert_eq!(p.database("app").level, 1);
         assert_eq!(p.database("other").level, 0);
+        assert_eq!((p.level("app"), p.level("other")), (1, 0));
         let slow = p.database("app");
         assert!(p.profiles(&slow, 20, &doc! {}));
         assert!(!p.profiles(&slow, 19, &doc! {}));

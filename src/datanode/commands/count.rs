@@ -1,8 +1,7 @@
 //! `count` and `distinct`.
 
 use super::super::DataNode;
-use super::super::exec::Position;
-use super::super::exec::QueryShape;
+use super::super::exec::{PlanStats, Position, QueryShape, StageTree, count_stats, no_collection};
 use super::super::storage::CollectionMeta;
 use super::super::views;
 use crate::command::CommandRequest;
@@ -16,6 +15,7 @@ use crate::server::RequestContext;
 use bson::{Bson, Document, RawDocumentBuf, doc};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// What `count` and `distinct` parse before they read, whether or not the collection exists.
 pub(super) struct QueryRead<'a> {
@@ -132,11 +132,12 @@ pub(super) async fn count<S: DataNode>(
     let found = state.storage().collection(&req.db, collection).await;
     let mut filter = filter;
     crate::datanode::exec::bind_text(&mut filter, found.as_ref().map(|(_, c)| &**c))?;
-    let n = match found {
-        None => 0,
+    let started = Instant::now();
+    let (n, plan) = match found {
+        None => (0, CountPlan::NoCollection),
         // A hinted count reads the hinted index (a sparse one counts its entries, as MongoDB).
         Some((db, coll)) if filter.is_empty() && hint.is_none() => {
-            db.stats(&coll).count.max(0) as u64
+            (db.stats(&coll).count.max(0) as u64, CountPlan::Fast)
         }
         Some((db, coll)) => {
             let mut read = db.read().await?;
@@ -151,12 +152,37 @@ pub(super) async fn count<S: DataNode>(
                     .await?
                     .len() as u64;
             }
-            n
+            (n, CountPlan::Query(Box::new(position)))
         }
     };
+    // Explain's stages: COUNT over the query's, or the record store's count.
+    crate::server::operations::set_exec_stats(|| {
+        let mut tree = StageTree::empty();
+        let stage = match plan {
+            CountPlan::NoCollection => return Some(no_collection()),
+            CountPlan::Fast => "RECORD_STORE_FAST_COUNT",
+            CountPlan::Query(position) => {
+                let mut plan = PlanStats::for_filter(&position, &query);
+                plan.add_time(started.elapsed());
+                tree = plan.tree(position.execution(n));
+                "COUNT"
+            }
+        };
+        tree.push(stage, Document::new(), 0, count_stats(n, skip, limit));
+        Some(tree.to_document(true))
+    });
     let n = n.saturating_sub(skip);
     let n = limit.map_or(n, |l| n.min(l));
     Ok(RawDocumentBuf::from_document(&doc! {"n": count_bson(n)})?)
+}
+
+/// How a count found its number, as its plan shows it.
+enum CountPlan {
+    NoCollection,
+    /// The collection's record count.
+    Fast,
+    /// The matches of a query read through this position.
+    Query(Box<Position>),
 }
 
 /// Where a count or distinct reads: the index its `hint` names (BadValue if there is none),
@@ -245,11 +271,21 @@ pub(super) async fn distinct<S: DataNode>(
             hinted(&coll, &query, hint.as_ref(), &vars)?.owned_by(state.ownership(&req));
         db.index_usage()
             .record(&coll, position.path().indexes_used(&coll));
+        let started = Instant::now();
+        let mut matched = 0;
         while !position.done() {
             for candidate in position.next_matches(&mut read, &coll, &filter).await? {
+                matched += 1;
                 add(candidate.doc, &mut values);
             }
         }
+        crate::server::operations::set_exec_stats(|| {
+            let mut plan = PlanStats::for_filter(&position, &query);
+            plan.add_time(started.elapsed());
+            Some(plan.to_document(position.execution(matched)))
+        });
+    } else {
+        crate::server::operations::set_exec_stats(|| Some(no_collection()));
     }
     let values: Vec<Bson> = values.into_values().collect();
     let reply: Document = doc! {"values": values};

@@ -1,7 +1,7 @@
 //! `delete`: per statement, remove the first matching document (`limit: 1`) or all (`limit: 0`).
 
 use super::super::DataNode;
-use super::super::exec::{Position, QueryShape};
+use super::super::exec::{PlanStats, Position, QueryShape, WriteStage, number};
 use super::super::storage::{CollectionMeta, Writes};
 use super::super::transaction_table::RetryableWrite;
 use super::write::{
@@ -14,7 +14,7 @@ use crate::error::{MongoError, Result};
 use crate::expression::LetVariables;
 use crate::query::filter::Filter;
 use crate::server::{RequestContext, stats::Stats};
-use bson::{RawDocument, RawDocumentBuf, rawdoc};
+use bson::{RawDocument, RawDocumentBuf, doc, rawdoc};
 use std::sync::Arc;
 
 pub(super) struct DeleteStatement {
@@ -58,6 +58,7 @@ pub(super) async fn run_statement(
     stmt: &DeleteStatement,
     ownership: Option<&Arc<OwnershipFilter>>,
 ) -> Result<(u64, Option<bson::Bson>)> {
+    let started = std::time::Instant::now();
     let filter = crate::datanode::exec::bound_text(&stmt.filter, coll)?;
     let mut position = Position::plan(
         coll,
@@ -80,6 +81,20 @@ pub(super) async fn run_statement(
                 break 'scan;
             }
         }
+    }
+    if let Some(read) = PlanStats::of_write(&position, &stmt.query, None, deleted, started) {
+        // Multi-document deletes are batched, as in MongoDB 6.1 and later.
+        let stage = if stmt.limit_one {
+            "DELETE"
+        } else {
+            "BATCHED_DELETE"
+        };
+        read.note(WriteStage {
+            stage,
+            express: "EXPRESS_DELETE",
+            single: stmt.limit_one,
+            stats: doc! {"nWouldDelete": number(deleted)},
+        });
     }
     Ok((deleted, last_id))
 }

@@ -5,7 +5,7 @@
 use super::super::DataNode;
 use super::super::exec::{
     AccessPath, Candidate, CoverRequest, Covered, Execution, ExplainedQuery, Position, QueryShape,
-    StageTree, number, parsed_query, take_sort_key_request,
+    StageTree, WriteStage, count_stats, number, parsed_query, take_sort_key_request, update_stats,
 };
 use super::super::storage::{CollectionMeta, DatabaseStore};
 use super::aggregate::AggregateCommand;
@@ -448,10 +448,8 @@ async fn count<S: DataNode>(
         explain_query(target, query, verbosity, |_| Ok(())).await?
     };
     let total = fast_count.unwrap_or(explained.run.matched);
-    let skipped = total.min(skip);
-    let counted = limit.map_or(total - skipped, |l| (total - skipped).min(l));
     let stats = if verbosity.executes() {
-        doc! {"nCounted": number(counted), "nSkipped": number(skipped)}
+        count_stats(total, skip, limit)
     } else {
         Document::new()
     };
@@ -520,22 +518,13 @@ fn write_stage(
     single: bool,
     stats: Document,
 ) {
-    if single && explained.tree.is_express() {
-        let mut express_stats = doc! {
-            "keysExamined": number(explained.run.examined.keys),
-            "docsExamined": number(explained.run.examined.docs),
-        };
-        express_stats.extend(stats);
-        explained.tree = StageTree::empty();
-        explained.tree.push(
-            express,
-            doc! {"keyPattern": "{ _id: 1 }", "indexName": "_id_"},
-            0,
-            express_stats,
-        );
-    } else {
-        explained.tree.push(stage, Document::new(), 0, stats);
-    }
+    let write = WriteStage {
+        stage,
+        express,
+        single,
+        stats,
+    };
+    explained.tree.push_write(write, explained.run.examined);
 }
 
 async fn update<S: DataNode>(
@@ -561,11 +550,7 @@ async fn update<S: DataNode>(
     .await?;
     let stats = verbosity.executes().then(|| {
         let matched = explained.run.matched;
-        doc! {
-            "nMatched": number(matched),
-            "nWouldModify": number(modified),
-            "nWouldUpsert": number((matched == 0 && stmt.upsert) as u64),
-        }
+        update_stats(matched, modified, matched == 0 && stmt.upsert)
     });
     write_stage(
         &mut explained,
@@ -652,11 +637,7 @@ async fn find_and_modify<S: DataNode>(
         (
             "UPDATE",
             "EXPRESS_UPDATE",
-            doc! {
-                "nMatched": number(matched),
-                "nWouldModify": number(modified.min(1)),
-                "nWouldUpsert": number((matched == 0 && fam.upsert) as u64),
-            },
+            update_stats(matched, modified.min(1), matched == 0 && fam.upsert),
         )
     };
     let stats = if verbosity.executes() {

@@ -4,9 +4,9 @@
 use super::super::DataNode;
 use super::super::cursors::{Cursor, CursorBody};
 use super::super::exec::{
-    BlockingSort, CoverRequest, Covered, FindOutput, NearMetadata, Position, QueryShape,
-    RECORD_ID_FIELD, ScanState, SortLimits, SortedDocs, SortedState, Tail, fill_batch,
-    find_sort_error, near_matches, take_sort_key_request,
+    BlockingSort, CoverRequest, Covered, Execution, FindOutput, NearMetadata, PlanStats, Position,
+    QueryShape, RECORD_ID_FIELD, ScanState, SortLimits, SortedDocs, SortedState, Tail, fill_batch,
+    find_sort_error, near_matches, no_collection, take_sort_key_request,
 };
 use super::super::storage::StorageTransaction;
 use super::super::views;
@@ -308,6 +308,7 @@ pub(super) async fn find<S: DataNode>(
     let mut query = query;
     crate::datanode::exec::bind_text(&mut query.filter, found.as_ref().map(|(_, c)| &**c))?;
     let Some((db, coll)) = found else {
+        crate::server::operations::set_exec_stats(|| Some(no_collection()));
         return Ok(cursor_reply(&ns, vec![], 0, true));
     };
     if cmd.tail.is_some() && coll.capped_limits().is_none() {
@@ -365,9 +366,20 @@ pub(super) async fn find<S: DataNode>(
     if let Some(sort) = query.meta_sort {
         output = output.with_meta_sort(sort);
     }
+    let blocking = query.sort.is_some() && !position.path().provides_sort();
+    // What the profile entry's `execStats` needs, kept only when the database profiles.
+    let plan = crate::server::operations::wants_exec_stats().then(|| {
+        PlanStats::for_filter(&position, &cmd.filter).with_find_stages(
+            cmd.sort.clone(),
+            blocking,
+            cmd.skip,
+            cmd.limit,
+            cmd.projection.clone(),
+        )
+    });
     let body = match query.sort {
         // A sort the access path does not deliver is done in memory over every match.
-        Some(sort) if !position.path().provides_sort() => {
+        Some(sort) if blocking => {
             let limits = sort_limits(state, cmd.allow_disk_use);
             let request = SortRequest {
                 sort,
@@ -376,8 +388,14 @@ pub(super) async fn find<S: DataNode>(
                 limits,
                 keep_record_id: cmd.show_record_id || output.reads_record_id(),
             };
-            let docs = sorted_matches(&db, &coll, &query.filter, position, request).await?;
-            CursorBody::Sorted(Box::new(SortedState::new(docs, cmd.skip, output)))
+            let started = std::time::Instant::now();
+            let (docs, run) = sorted_matches(&db, &coll, &query.filter, position, request).await?;
+            let mut sorted = SortedState::new(docs, cmd.skip, output);
+            sorted.plan = plan.map(|mut plan| {
+                plan.add_time(started.elapsed());
+                (plan, run)
+            });
+            CursorBody::Sorted(Box::new(sorted))
         }
         _ => CursorBody::Scan(Box::new(ScanState {
             db: db.clone(),
@@ -389,6 +407,8 @@ pub(super) async fn find<S: DataNode>(
             remaining: cmd.limit,
             pending: VecDeque::new(),
             tail: cmd.tail,
+            plan,
+            consumed: 0,
         })),
     };
     finish(state, &ns, body, first_batch, &cmd).await
@@ -480,6 +500,7 @@ async fn finish<S: DataNode>(
     cmd: &FindCommand,
 ) -> Result<RawDocumentBuf> {
     let (batch, exhausted) = next_batch(state, &mut body, first_batch).await?;
+    note_exec_stats(&body);
     // A tailable cursor that found nothing at first is closed, as in MongoDB.
     let dead_tail = cmd.tail.is_some() && batch.is_empty();
     let id = if exhausted || cmd.single_batch || dead_tail {
@@ -490,6 +511,16 @@ async fn finish<S: DataNode>(
             .register(Cursor::new(ns.to_string(), body, cmd.no_cursor_timeout))
     };
     Ok(cursor_reply(ns, batch, id, true))
+}
+
+/// Gives the operation the `execStats` of the find plan under `body`; an aggregation's cursor
+/// has none, as in MongoDB.
+fn note_exec_stats(body: &CursorBody) {
+    crate::server::operations::set_exec_stats(|| match body {
+        CursorBody::Scan(scan) => scan.exec_stats(),
+        CursorBody::Sorted(sorted) => sorted.exec_stats(),
+        CursorBody::Buffered(_) | CursorBody::Pipeline(_) => None,
+    });
 }
 
 /// A find on a view as the aggregation it is: the view's pipeline, then the query.
@@ -551,21 +582,23 @@ struct SortRequest {
     keep_record_id: bool,
 }
 
-/// Every match, sorted (the best `skip + limit` when there is a limit); the skip itself is
-/// applied as the cursor returns documents.
+/// Every match, sorted (the best `skip + limit` when there is a limit), and what reading
+/// them took; the skip itself is applied as the cursor returns documents.
 async fn sorted_matches(
     db: &crate::datanode::storage::DatabaseStore,
     coll: &crate::datanode::storage::CollectionMeta,
     filter: &Filter,
     mut position: Position,
     request: SortRequest,
-) -> Result<SortedDocs> {
+) -> Result<(SortedDocs, Execution)> {
     let keep = request.limit.map(|l| (request.skip + l) as usize);
     let by_text_score = request.sort.sorts_by_text_score();
     let mut sorter = BlockingSort::new(request.sort, keep, request.limits);
     let mut read = db.read().await?;
+    let mut matched = 0;
     while !position.done() {
         for candidate in position.next_matches(&mut read, coll, filter).await? {
+            matched += 1;
             let size = candidate.raw.as_bytes().len();
             let mut doc = candidate.doc;
             if request.keep_record_id {
@@ -578,7 +611,7 @@ async fn sorted_matches(
             sorter.push(doc, size).map_err(find_sort_error)?;
         }
     }
-    sorter.finish()
+    Ok((sorter.finish()?, position.execution(matched)))
 }
 
 /// The next batch of a cursor and whether the cursor has nothing more.
@@ -599,11 +632,19 @@ pub(super) async fn next_batch<S: DataNode>(
             Ok((batch, docs.is_empty()))
         }
         CursorBody::Scan(scan) => {
+            let started = std::time::Instant::now();
             let batch = scan.next_batch(max_docs).await?;
+            if let Some(plan) = &mut scan.plan {
+                plan.add_time(started.elapsed());
+            }
             Ok((batch, scan.exhausted()))
         }
         CursorBody::Sorted(sorted) => {
+            let started = std::time::Instant::now();
             let batch = sorted.next_batch(max_docs)?;
+            if let Some((plan, _)) = &mut sorted.plan {
+                plan.add_time(started.elapsed());
+            }
             Ok((batch, sorted.exhausted()))
         }
     }
@@ -676,6 +717,7 @@ pub(super) async fn get_more<S: DataNode>(
             (batch, exhausted) = next_batch(state, &mut cursor.body, max_docs).await?;
         }
     }
+    note_exec_stats(&cursor.body);
     let reply_id = if exhausted {
         0
     } else {

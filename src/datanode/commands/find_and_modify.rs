@@ -2,7 +2,9 @@
 //! it (or upsert), returning the document before or after.
 
 use super::super::DataNode;
-use super::super::exec::{Candidate, Position, QueryShape};
+use super::super::exec::{
+    Candidate, PlanStats, Position, QueryShape, WriteRead, WriteStage, number, update_stats,
+};
 use super::super::transaction_table::RetryableWrite;
 use super::super::validation::DocumentValidator;
 use super::update::{update_candidate, upsert};
@@ -169,7 +171,7 @@ pub(super) async fn run<S: DataNode>(
     let sharded = ShardedWrite::of(state, &req);
     let rules = sharded.as_ref().map(|s| s.rules(false));
     let mut txn = db.writes().await?;
-    let found = first_match(
+    let (found, read) = first_match(
         &mut txn,
         &coll,
         &cmd.query,
@@ -181,6 +183,7 @@ pub(super) async fn run<S: DataNode>(
     .await?;
     // The `_id` of the document written, if one was.
     let mut written: Option<Bson> = None;
+    let matched = u64::from(found.is_some());
     let (last_error, value) = match (found, &cmd.update) {
         (Some(candidate), None) => {
             txn.delete(&coll, candidate.rid, &candidate.raw).await?;
@@ -234,6 +237,29 @@ pub(super) async fn run<S: DataNode>(
         }
         (None, Some(_)) => (doc! {"n": 0, "updatedExisting": false}, Bson::Null),
     };
+    if let Some(read) = read {
+        // What was written: the match (updated or deleted), or the upserted document.
+        let wrote = u64::from(written.is_some());
+        let (stage, express, stats) = match cmd.update {
+            None => (
+                "DELETE",
+                "EXPRESS_DELETE",
+                doc! {"nWouldDelete": number(matched)},
+            ),
+            Some(_) => (
+                "UPDATE",
+                "EXPRESS_UPDATE",
+                update_stats(matched, wrote * matched, wrote == 1 && matched == 0),
+            ),
+        };
+        let single = cmd.sort.is_none();
+        read.note(WriteStage {
+            stage,
+            express,
+            single,
+            stats,
+        });
+    }
     let mut reply = doc! {"lastErrorObject": last_error, "value": value};
     if let (Some(retry), Some(id)) = (retry.as_mut(), &written) {
         // The reply holds the image it returned: a retry answers the same.
@@ -249,7 +275,8 @@ pub(super) async fn run<S: DataNode>(
     Ok(RawDocumentBuf::from_document(&reply)?)
 }
 
-/// The first matching document, in `sort` order when given.
+/// The first matching document, in `sort` order when given, and the read for the write's
+/// profile entry (when the operation is profiled).
 pub(super) async fn first_match(
     txn: &mut super::super::storage::Writes<'_>,
     coll: &super::super::storage::CollectionMeta,
@@ -258,7 +285,8 @@ pub(super) async fn first_match(
     sort: Option<&SortSpec>,
     hint: Option<&Bson>,
     ownership: Option<&Arc<OwnershipFilter>>,
-) -> Result<Option<Candidate>> {
+) -> Result<(Option<Candidate>, Option<WriteRead>)> {
+    let started = std::time::Instant::now();
     let bound = crate::datanode::exec::bound_text(filter, coll)?;
     let filter = &*bound;
     let mut position = Position::plan(
@@ -274,12 +302,17 @@ pub(super) async fn first_match(
     txn.index_usage()
         .record(coll, position.path().indexes_used(coll));
     // An index delivering the sort order makes the first match the answer.
-    let sort = sort.filter(|_| !position.path().provides_sort());
+    let in_memory = sort.filter(|_| !position.path().provides_sort());
     let mut best: Option<Candidate> = None;
+    let mut matched = 0;
     while !position.done() {
         for candidate in position.next_matches(txn, coll, filter).await? {
-            match sort {
-                None => return Ok(Some(candidate)),
+            matched += 1;
+            match in_memory {
+                None => {
+                    let read = PlanStats::of_write(&position, query, sort, matched, started);
+                    return Ok((Some(candidate), read));
+                }
                 Some(sort) => {
                     let better = best.as_ref().is_none_or(|b| {
                         sort.compare(&candidate.doc, &b.doc) == std::cmp::Ordering::Less
@@ -291,5 +324,6 @@ pub(super) async fn first_match(
             }
         }
     }
-    Ok(best)
+    let read = PlanStats::of_write(&position, query, sort, matched, started);
+    Ok((best, read))
 }

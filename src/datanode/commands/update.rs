@@ -2,7 +2,7 @@
 //! update, and upsert when nothing matched.
 
 use super::super::DataNode;
-use super::super::exec::{Candidate, Position, QueryShape};
+use super::super::exec::{Candidate, PlanStats, Position, QueryShape, WriteStage, update_stats};
 use super::super::storage::{CollectionMeta, Writes};
 use super::super::transaction_table::RetryableWrite;
 use super::super::validation::DocumentValidator;
@@ -22,6 +22,7 @@ use crate::server::{RequestContext, stats::Stats};
 use crate::update::{UpdateConstants, UpdateContext, UpdateSpec, upsert_seed};
 use bson::{Bson, Document, RawDocument, RawDocumentBuf, rawdoc};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// One update statement.
 pub(super) struct UpdateStatement {
@@ -221,8 +222,10 @@ pub(super) async fn run_statement(
     let ownership = sharded.map(|s| &s.ownership);
     let rules = sharded.map(|s| s.rules(stmt.multi));
     let mut out = StatementOutcome::default();
+    let read;
     if let Some(sort) = &stmt.sort {
-        let found = first_match(
+        let found;
+        (found, read) = first_match(
             txn,
             coll,
             &stmt.query,
@@ -248,6 +251,7 @@ pub(super) async fn run_statement(
             out.modified = changed.is_some() as u64;
         }
     } else {
+        let started = Instant::now();
         let mut position = Position::plan(
             coll,
             &QueryShape {
@@ -282,6 +286,7 @@ pub(super) async fn run_statement(
                 }
             }
         }
+        read = PlanStats::of_write(&position, &stmt.query, None, out.matched, started);
     }
     if out.matched == 0 && stmt.upsert {
         let doc = upsert(
@@ -295,6 +300,14 @@ pub(super) async fn run_statement(
         )
         .await?;
         out.upserted_id = doc.get("_id").cloned();
+    }
+    if let Some(read) = read {
+        read.note(WriteStage {
+            stage: "UPDATE",
+            express: "EXPRESS_UPDATE",
+            single: !stmt.multi && stmt.sort.is_none(),
+            stats: update_stats(out.matched, out.modified, out.upserted_id.is_some()),
+        });
     }
     Ok(out)
 }

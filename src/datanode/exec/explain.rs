@@ -49,7 +49,26 @@ pub struct Execution {
     pub keys_per_scan: Vec<u64>,
     /// Documents that passed the filter.
     pub matched: u64,
+    /// Documents a blocking sort has passed up so far, skipped ones included, when a cursor
+    /// stopped before its end (`None`: all it keeps).
+    pub sorted_out: Option<u64>,
     pub millis: u64,
+}
+
+/// A COUNT stage's statistics: of `total` matches, those counted under `skip` and `limit`.
+pub fn count_stats(total: u64, skip: u64, limit: Option<u64>) -> Document {
+    let skipped = total.min(skip);
+    let counted = limit.map_or(total - skipped, |l| (total - skipped).min(l));
+    doc! {"nCounted": number(counted), "nSkipped": number(skipped)}
+}
+
+/// A write's stage above its read (`UPDATE`, `DELETE`...), with its statistics.
+pub struct WriteStage {
+    pub stage: &'static str,
+    /// The stage replacing the plan of a single-document write by `_id`.
+    pub express: &'static str,
+    pub single: bool,
+    pub stats: Document,
 }
 
 struct Stage {
@@ -170,6 +189,7 @@ impl StageTree {
         if query.blocking_sort {
             let keep = query.limit.map(|l| query.skip + l);
             n = keep.map_or(n, |k| n.min(k));
+            n = run.sorted_out.map_or(n, |out| n.min(out));
             let mut fields = doc! {
                 "sortPattern": query.sort.cloned().unwrap_or_default(),
                 "memLimit": SORT_MEMORY_LIMIT as i32,
@@ -244,6 +264,24 @@ impl StageTree {
     /// own express stage.
     pub fn is_express(&self) -> bool {
         matches!(self.stages.as_slice(), [only] if only.name == "EXPRESS_IXSCAN")
+    }
+
+    /// Puts a write's stage on top of its read plan, or, for a single-document write whose
+    /// plan is the express `_id` lookup, replaces the plan by the write's express stage, as
+    /// MongoDB does. `examined` is what the read examined.
+    pub fn push_write(&mut self, write: WriteStage, examined: Examined) {
+        if write.single && self.is_express() {
+            let mut stats = doc! {
+                "keysExamined": number(examined.keys),
+                "docsExamined": number(examined.docs),
+            };
+            stats.extend(write.stats);
+            *self = StageTree::empty();
+            let fields = doc! {"keyPattern": "{ _id: 1 }", "indexName": "_id_"};
+            self.push(write.express, fields, 0, stats);
+        } else {
+            self.push(write.stage, Document::new(), 0, write.stats);
+        }
     }
 
     /// Adds a stage above the current top.

@@ -7,7 +7,8 @@
 //! index scans of one path each (`wildcard_plan`) with every key field bounded on its own
 //! (`wildcard_bounds`), and
 //! describing the plan and its work
-//! for `explain` (`explain`), and the query shape's `queryHash`/`planCacheKey` (`query_hash`).
+//! for `explain` (`explain`) and for a profile entry's `execStats` (`plan_stats`), and the
+//! query shape's `queryHash`/`planCacheKey` (`query_hash`).
 
 mod cover;
 mod explain;
@@ -19,6 +20,7 @@ mod pipeline_input;
 #[cfg(test)]
 mod pipeline_state_tests;
 mod plan;
+mod plan_stats;
 mod position;
 #[cfg(test)]
 mod position_tests;
@@ -33,7 +35,9 @@ mod wildcard_plan;
 
 pub use crate::server::pipeline_cursor::PipelineState;
 pub use cover::{CoverRequest, Covered};
-pub use explain::{Execution, ExplainedQuery, StageTree, number, parsed_query};
+pub use explain::{
+    Execution, ExplainedQuery, StageTree, WriteStage, count_stats, number, parsed_query,
+};
 pub use near::{
     BufferedInput, NearMatch, geo_near_documents, geo_near_filter, near_index, near_matches,
     near_matches_examined, no_geo_index,
@@ -43,6 +47,7 @@ pub use output::{
 };
 pub use pipeline_input::PipelineInput;
 pub use plan::{AccessPath, IndexScanPlan, KeyInterval, QueryShape};
+pub use plan_stats::{PlanStats, WriteRead, no_collection, update_stats};
 pub use position::{Candidate, Examined, Position};
 
 pub use scan_state::{ScanState, Tail};

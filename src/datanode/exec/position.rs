@@ -192,6 +192,21 @@ impl Position {
         self.examined
     }
 
+    /// Documents outside the shard's chunks are skipped (SHARDING_FILTER).
+    pub fn filters_orphans(&self) -> bool {
+        self.ownership.is_some()
+    }
+
+    /// What the scan has done so far, `matched` of its matches taken by the query.
+    pub fn execution(&self, matched: u64) -> super::Execution {
+        super::Execution {
+            examined: self.examined,
+            keys_per_scan: self.keys_per_scan(),
+            matched,
+            ..super::Execution::default()
+        }
+    }
+
     /// Keys read by each index scan of the access path (one per union branch), for `explain`.
     pub fn keys_per_scan(&self) -> Vec<u64> {
         self.index

@@ -1,6 +1,7 @@
 //! A streaming query between batches: it resumes where the last batch stopped.
 
 use super::output::FindOutput;
+use super::plan_stats::PlanStats;
 use super::position::Position;
 use super::{SCAN_CHUNK, fill_batch};
 use crate::datanode::storage::{CollectionMeta, DatabaseStore, DocumentReads};
@@ -23,6 +24,10 @@ pub struct ScanState {
     pub pending: VecDeque<RawDocumentBuf>,
     /// A tailable cursor on a capped collection: at the end it waits for new documents.
     pub tail: Option<Tail>,
+    /// The plan a profile entry shows (kept when the database profiled as the find began).
+    pub plan: Option<PlanStats>,
+    /// Matches taken from the scan by the skip or for the output.
+    pub consumed: u64,
 }
 
 /// How a tailable cursor follows its capped collection.
@@ -33,6 +38,14 @@ pub struct Tail {
 }
 
 impl ScanState {
+    /// `execStats` for what the cursor has returned so far: matches read ahead into
+    /// `pending` are not yet returned.
+    pub fn exec_stats(&self) -> Option<bson::Document> {
+        let plan = self.plan.as_ref()?;
+        let matched = self.consumed.saturating_sub(self.pending.len() as u64);
+        Some(plan.to_document(self.position.execution(matched)))
+    }
+
     pub fn exhausted(&self) -> bool {
         if self.tail.is_some() {
             return self.pending.is_empty() && self.remaining == Some(0);
@@ -98,6 +111,9 @@ impl ScanState {
                 .await?;
             drop(read);
             for candidate in matches {
+                if self.remaining != Some(0) {
+                    self.consumed += 1;
+                }
                 if self.skip > 0 {
                     self.skip -= 1;
                     continue;

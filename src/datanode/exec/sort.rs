@@ -26,6 +26,11 @@ pub struct SortedState {
     pub output: super::output::FindOutput,
     pub ahead: Option<RawDocumentBuf>,
     pub done: bool,
+    /// The plan a profile entry shows and what the scan under the sort did (kept when the
+    /// database profiled as the find began).
+    pub plan: Option<(super::PlanStats, super::Execution)>,
+    /// Documents taken from the sort, skipped ones included.
+    pulled: u64,
 }
 
 impl SortedState {
@@ -36,7 +41,19 @@ impl SortedState {
             output,
             ahead: None,
             done: false,
+            plan: None,
+            pulled: 0,
         }
+    }
+
+    /// `execStats` for what the cursor has returned so far (the document read ahead is not).
+    pub fn exec_stats(&self) -> Option<bson::Document> {
+        let (plan, run) = self.plan.as_ref()?;
+        let run = super::Execution {
+            sorted_out: Some(self.pulled - u64::from(self.ahead.is_some())),
+            ..run.clone()
+        };
+        Some(plan.to_document(run))
     }
 
     pub fn exhausted(&self) -> bool {
@@ -52,6 +69,7 @@ impl SortedState {
                 self.done = true;
                 break;
             };
+            self.pulled += 1;
             if self.skip > 0 {
                 self.skip -= 1;
                 continue;
