@@ -13,6 +13,7 @@ pub mod computed;
 pub mod config_users;
 pub mod keyfile;
 pub mod member_certificate;
+mod pipeline_privileges;
 pub mod privilege_documents;
 pub mod privileges;
 pub mod requires;
