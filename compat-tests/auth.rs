@@ -492,7 +492,7 @@ async fn auth_current_op_needs_inprog() {
 
 /// A cursor is its user's: another user's getMore is Unauthorized (and leaves the cursor to
 /// its owner), killCursors needs `killAnyCursor` for it; `$lookup`, `$graphLookup` and
-/// `$unionWith` need `find` on the collections they read.
+/// `$unionWith` need `find` on the collections they read; a user views itself.
 #[tokio::test]
 async fn auth_cursors_and_foreign_collections_are_guarded() {
     let cluster = with_root().await;
@@ -592,6 +592,23 @@ async fn auth_cursors_and_foreign_collections_are_guarded() {
         .await
         .unwrap();
     run(&alice, "app", aggregate(vec![lookup])).await.unwrap();
+
+    // A user views itself without `viewUser`, but no one else.
+    let own = run(
+        &alice,
+        "app",
+        doc! {"usersInfo": "alice", "showPrivileges": true},
+    )
+    .await
+    .unwrap();
+    let users = own.get_array("users").unwrap();
+    assert_eq!(users.len(), 1, "{own}");
+    let e = run(&alice, "app", doc! {"usersInfo": "bob"})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&e), Some(13), "{e}");
+    let e = run(&alice, "app", doc! {"usersInfo": 1}).await.unwrap_err();
+    assert_eq!(error_code(&e), Some(13), "{e}");
 }
 
 #[tokio::test]

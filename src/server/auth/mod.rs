@@ -162,7 +162,8 @@ pub async fn authorize<S: NodeState>(
     if !state.node().authorization || ctx.in_process() {
         return Ok(());
     }
-    let required = requires.resolve(request)?;
+    let caller = ctx.auth().user.as_ref().map(|u| u.name.clone());
+    let required = requires.resolve(request, caller.as_ref())?;
     if required == Required::Nothing {
         return Ok(());
     }
