@@ -1,7 +1,8 @@
 //! Authentication and authorization through the official driver: SCRAM-SHA-256 and
 //! SCRAM-SHA-1 with credentials in the URI, wrong passwords, the user-management commands,
 //! privileges of built-in roles (Unauthorized 13), `listDatabases`' authorized databases and
-//! the localhost exception.
+//! the localhost exception; cursor ownership and the privileges of stages reading other
+//! collections.
 
 use crate::harness::{TestCluster, error_code, failure, node_options};
 use bson::{Bson, Document, doc};
@@ -487,6 +488,127 @@ async fn auth_current_op_needs_inprog() {
         own.contains(&"root".to_string()) && !own.contains(&"reader".to_string()),
         "{own:?}"
     );
+}
+
+/// A cursor is its user's: another user's getMore is Unauthorized (and leaves the cursor to
+/// its owner), killCursors needs `killAnyCursor` for it; `$lookup`, `$graphLookup` and
+/// `$unionWith` need `find` on the collections they read; a user views itself.
+#[tokio::test]
+async fn auth_cursors_and_foreign_collections_are_guarded() {
+    let cluster = with_root().await;
+    let root = client(cluster.addr, "root:example", "&authSource=admin").await;
+    let docs: Vec<Document> = (0..10).map(|i| doc! {"_id": i, "k": i % 2}).collect();
+    run(&root, "app", doc! {"insert": "c", "documents": docs})
+        .await
+        .unwrap();
+    run(
+        &root,
+        "app",
+        doc! {"insert": "secret", "documents": [{"_id": 0, "pin": 1234}]},
+    )
+    .await
+    .unwrap();
+    run(
+        &root,
+        "app",
+        doc! {"createRole": "cOnly", "roles": [], "privileges": [
+            {"resource": {"db": "app", "collection": "c"}, "actions": ["find"]},
+        ]},
+    )
+    .await
+    .unwrap();
+    for user in ["alice", "bob"] {
+        let create = doc! {"createUser": user, "pwd": "pw", "roles": ["read"]};
+        run(&root, "app", create).await.unwrap();
+    }
+    run(
+        &root,
+        "app",
+        doc! {"createUser": "carol", "pwd": "pw", "roles": ["cOnly"]},
+    )
+    .await
+    .unwrap();
+    let alice = client(cluster.addr, "alice:pw", "&authSource=app").await;
+    let bob = client(cluster.addr, "bob:pw", "&authSource=app").await;
+    let carol = client(cluster.addr, "carol:pw", "&authSource=app").await;
+
+    let opened = run(&alice, "app", doc! {"find": "c", "batchSize": 2})
+        .await
+        .unwrap();
+    let id = opened
+        .get_document("cursor")
+        .unwrap()
+        .get_i64("id")
+        .unwrap();
+    let get_more = doc! {"getMore": id, "collection": "c", "batchSize": 2};
+    let e = run(&bob, "app", get_more.clone()).await.unwrap_err();
+    assert_eq!(error_code(&e), Some(13), "{e}");
+    assert!(
+        e.to_string().contains(&format!(
+            "cursor id {id} was not created by the authenticated user"
+        )),
+        "{e}"
+    );
+    let kill = doc! {"killCursors": "c", "cursors": [id]};
+    let e = run(&bob, "app", kill.clone()).await.unwrap_err();
+    assert_eq!(error_code(&e), Some(13), "{e}");
+    assert!(
+        e.to_string()
+            .contains("not authorized to kill cursor on app.c"),
+        "{e}"
+    );
+    // The owner reads on; `killAnyCursor` (root's, through hostManager) kills it.
+    run(&alice, "app", get_more).await.unwrap();
+    let killed = run(&root, "app", kill).await.unwrap();
+    assert_eq!(
+        killed.get_array("cursorsKilled").unwrap().len(),
+        1,
+        "{killed}"
+    );
+
+    // Stages reading other collections need `find` on them.
+    let aggregate = |pipeline: Vec<Document>| {
+        doc! {"aggregate": "c", "pipeline": pipeline, "cursor": {}}
+    };
+    let lookup =
+        doc! {"$lookup": {"from": "secret", "localField": "k", "foreignField": "_id", "as": "s"}};
+    let union = doc! {"$unionWith": {"coll": "secret"}};
+    let graph = doc! {"$graphLookup": {"from": "secret", "startWith": "$k",
+    "connectFromField": "_id", "connectToField": "_id", "as": "s"}};
+    let facet = doc! {"$facet": {"f": [{"$unionWith": "secret"}]}};
+    let nested = doc! {"$lookup": {"from": "c", "as": "s", "pipeline": [{"$unionWith": "secret"}]}};
+    for stage in [lookup.clone(), union, graph, facet, nested] {
+        let e = run(&carol, "app", aggregate(vec![stage.clone()]))
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(&e), Some(13), "{stage}: {e}");
+    }
+    run(&carol, "app", aggregate(vec![doc! {"$match": {}}]))
+        .await
+        .unwrap();
+    let self_lookup =
+        doc! {"$lookup": {"from": "c", "localField": "k", "foreignField": "_id", "as": "s"}};
+    run(&carol, "app", aggregate(vec![self_lookup]))
+        .await
+        .unwrap();
+    run(&alice, "app", aggregate(vec![lookup])).await.unwrap();
+
+    // A user views itself without `viewUser`, but no one else.
+    let own = run(
+        &alice,
+        "app",
+        doc! {"usersInfo": "alice", "showPrivileges": true},
+    )
+    .await
+    .unwrap();
+    let users = own.get_array("users").unwrap();
+    assert_eq!(users.len(), 1, "{own}");
+    let e = run(&alice, "app", doc! {"usersInfo": "bob"})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&e), Some(13), "{e}");
+    let e = run(&alice, "app", doc! {"usersInfo": 1}).await.unwrap_err();
+    assert_eq!(error_code(&e), Some(13), "{e}");
 }
 
 #[tokio::test]

@@ -1,9 +1,11 @@
 //! Router-side cursors: each maps a cursor id the client sees to what is behind it — one shard
 //! cursor (a query one shard answered), a cluster cursor merging several, or the part of a
-//! pipeline the router runs. A cursor remembers the session it was opened in.
+//! pipeline the router runs. A cursor remembers the session it was opened in and the user it
+//! was opened for, the only one who may read on it (`commands::cursors`).
 
 use super::cluster_cursor::ClusterCursor;
 use crate::rpc::NodeClient;
+use crate::server::auth::UserName;
 use crate::server::pipeline_cursor::PipelineState;
 use crate::server::sessions::LogicalSessionId;
 use std::collections::HashMap;
@@ -35,6 +37,8 @@ pub struct RouterCursor {
     pub ns: String,
     /// The logical session the cursor was opened in.
     pub session: Option<LogicalSessionId>,
+    /// The user whose command opened it (none without authentication).
+    pub owner: Option<UserName>,
     last_used: Instant,
 }
 
@@ -62,6 +66,7 @@ impl RouterCursors {
                 ns,
                 // Opened by a command: the session that command runs in.
                 session: crate::server::sessions::request_session(),
+                owner: crate::server::operations::current_runs_as().map(|r| r.user.clone()),
                 last_used: Instant::now(),
             },
         );

@@ -7,6 +7,9 @@ use super::super::forward::replace_cursor_id;
 use crate::command::{CommandRequest, GetMore, KillCursors, cursor_reply};
 use crate::error::{ErrorCode, MongoError, Result};
 use crate::server::RequestContext;
+use crate::server::auth::privileges::{Privilege, Resource, allows};
+use crate::server::auth::privileges_of;
+use crate::server::auth::requires::namespace_resource;
 use crate::server::sessions::{check_cursor_session, request_session};
 use bson::{Bson, RawBsonRef, RawDocumentBuf, doc};
 
@@ -22,6 +25,15 @@ pub(super) async fn get_more(
             format!("cursor id {} not found", cmd.cursor_id),
         )
     })?;
+    if !opened_by_caller(state, ctx, &cursor) {
+        return Err(MongoError::new(
+            ErrorCode::Unauthorized,
+            format!(
+                "cursor id {} was not created by the authenticated user",
+                cmd.cursor_id
+            ),
+        ));
+    }
     let ns = cmd.namespace(&req.db);
     if cursor.ns != ns {
         return Err(MongoError::new(
@@ -110,6 +122,26 @@ pub(super) async fn kill_cursors(
 ) -> Result<RawDocumentBuf> {
     let cmd = KillCursors::parse(&req)?;
     let ns = cmd.namespace(&req.db);
+    // Every cursor named is checked before any is killed, as MongoDB's authorization check
+    // runs before the command: another user's cursor needs `killAnyCursor`.
+    let others = cmd
+        .cursor_ids
+        .iter()
+        .filter_map(|id| state.cursors.get(*id));
+    if others
+        .into_iter()
+        .any(|c| !opened_by_caller(state, ctx, &c))
+    {
+        let any_cursor = |resource| Privilege::new(resource, &["killAnyCursor"]);
+        let granted = privileges_of(state, ctx).await?.unwrap_or_default();
+        let on = [Resource::Cluster, namespace_resource(&ns)];
+        if !on.into_iter().any(|r| allows(&granted, &[any_cursor(r)])) {
+            return Err(MongoError::new(
+                ErrorCode::Unauthorized,
+                format!("not authorized to kill cursor on {ns}"),
+            ));
+        }
+    }
     let (mut killed, mut not_found) = (Vec::new(), Vec::new());
     for id in cmd.cursor_ids {
         match state.cursors.get(id) {
@@ -122,6 +154,17 @@ pub(super) async fn kill_cursors(
         }
     }
     KillCursors::reply(killed, not_found)
+}
+
+/// Whether the caller's user opened `cursor` (MongoDB's coauthorization check): only that
+/// user may read on it. Without authorization, and for calls between roles in this process
+/// (a pipeline reading the router's own cursors), anyone may.
+fn opened_by_caller(state: &RouterState, ctx: &RequestContext, cursor: &RouterCursor) -> bool {
+    if !state.node.authorization || ctx.in_process() {
+        return true;
+    }
+    let user = ctx.auth().user.as_ref().map(|u| u.name.clone());
+    cursor.owner == user
 }
 
 /// Closes what is behind a router cursor; a shard cursor that cannot be reached dies with its

@@ -57,7 +57,7 @@ pub fn find_and_modify(request: &CommandRequest) -> Result<Required> {
     Ok(on_target(request, actions))
 }
 
-/// `aggregate`: find on the collection; a final `$out` or `$merge` writes its target. A
+/// `aggregate`: find on the collection, and what its stages need (`pipeline_privileges`). A
 /// pipeline reading `$currentOp` reads operations instead: as mongos, it needs `inprog` on the
 /// cluster unless it asks only for the router's own operations of its own user (`localOps:
 /// true` without `allUsers`), since the shards' operations come through the router's own
@@ -91,39 +91,7 @@ pub fn aggregate(request: &CommandRequest) -> Result<Required> {
         None => vec![Privilege::new(target_resource(request), &["find"])],
     };
     if let Ok(Some(RawBsonRef::Array(stages))) = request.body.get("pipeline") {
-        for stage in stages.into_iter().flatten().filter_map(|s| s.as_document()) {
-            let Some(Ok((name, spec))) = stage.iter().next() else {
-                continue;
-            };
-            if !matches!(name, "$out" | "$merge") {
-                continue;
-            }
-            let target = match spec {
-                RawBsonRef::String(coll) => Resource::collection(&request.db, coll),
-                RawBsonRef::Document(d) => {
-                    let field = if name == "$out" { "coll" } else { "into" };
-                    let db = match d.get("db") {
-                        Ok(Some(RawBsonRef::String(db))) => db,
-                        _ => request.db.as_str(),
-                    };
-                    match d.get(field) {
-                        Ok(Some(RawBsonRef::String(coll))) => Resource::collection(db, coll),
-                        Ok(Some(RawBsonRef::Document(into))) => {
-                            match (into.get("db"), into.get("coll")) {
-                                (
-                                    Ok(Some(RawBsonRef::String(db))),
-                                    Ok(Some(RawBsonRef::String(coll))),
-                                ) => Resource::collection(db, coll),
-                                _ => continue,
-                            }
-                        }
-                        _ => continue,
-                    }
-                }
-                _ => continue,
-            };
-            needed.push(Privilege::new(target, &["insert", "remove", "update"]));
-        }
+        super::pipeline_privileges::add(&request.db, stages, &mut needed);
     }
     Ok(Required::Privileges(needed))
 }

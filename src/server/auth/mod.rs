@@ -13,6 +13,7 @@ pub mod computed;
 pub mod config_users;
 pub mod keyfile;
 pub mod member_certificate;
+mod pipeline_privileges;
 pub mod privilege_documents;
 pub mod privileges;
 pub mod requires;
@@ -161,7 +162,8 @@ pub async fn authorize<S: NodeState>(
     if !state.node().authorization || ctx.in_process() {
         return Ok(());
     }
-    let required = requires.resolve(request)?;
+    let caller = ctx.auth().user.as_ref().map(|u| u.name.clone());
+    let required = requires.resolve(request, caller.as_ref())?;
     if required == Required::Nothing {
         return Ok(());
     }

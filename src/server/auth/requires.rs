@@ -3,6 +3,7 @@
 //! collection, database or the cluster (computed from the request where they depend on it).
 
 use super::privileges::{Privilege, Resource};
+use super::users::UserName;
 use crate::command::CommandRequest;
 use crate::error::Result;
 
@@ -23,6 +24,8 @@ pub enum Requires {
     /// Privileges that depend on the request (writes with upserts, explain, renames, user
     /// management).
     Computed(fn(&CommandRequest) -> Result<Required>),
+    /// Privileges that depend on the request and on who asks (a user may view itself).
+    ForCaller(fn(&CommandRequest, Option<&UserName>) -> Result<Required>),
 }
 
 /// What a request needs, resolved.
@@ -34,7 +37,8 @@ pub enum Required {
 }
 
 impl Requires {
-    pub fn resolve(&self, request: &CommandRequest) -> Result<Required> {
+    /// What `request` needs from `caller`, the connection's authenticated user.
+    pub fn resolve(&self, request: &CommandRequest, caller: Option<&UserName>) -> Result<Required> {
         Ok(match self {
             Requires::Nothing => Required::Nothing,
             Requires::Authenticated => Required::Authenticated,
@@ -49,6 +53,7 @@ impl Requires {
                 Required::Privileges(vec![Privilege::new(Resource::Cluster, actions)])
             }
             Requires::Computed(compute) => compute(request)?,
+            Requires::ForCaller(compute) => compute(request, caller)?,
         })
     }
 }
@@ -80,7 +85,9 @@ mod tests {
     fn declared_needs_resolve_on_the_request() {
         let find = CommandRequest::new("app", rawdoc! {"find": "users"}).unwrap();
         assert_eq!(
-            Requires::Collection(&["find"]).resolve(&find).unwrap(),
+            Requires::Collection(&["find"])
+                .resolve(&find, None)
+                .unwrap(),
             Required::Privileges(vec![Privilege::new(
                 Resource::collection("app", "users"),
                 &["find"]
@@ -88,13 +95,18 @@ mod tests {
         );
         let aggregate = CommandRequest::new("app", rawdoc! {"aggregate": 1}).unwrap();
         assert_eq!(
-            Requires::Collection(&["find"]).resolve(&aggregate).unwrap(),
+            Requires::Collection(&["find"])
+                .resolve(&aggregate, None)
+                .unwrap(),
             Required::Privileges(vec![Privilege::new(
                 Resource::Database("app".into()),
                 &["find"]
             )])
         );
-        assert_eq!(Requires::Nothing.resolve(&find).unwrap(), Required::Nothing);
+        assert_eq!(
+            Requires::Nothing.resolve(&find, None).unwrap(),
+            Required::Nothing
+        );
         assert_eq!(
             namespace_resource("a.b.c"),
             Resource::collection("a", "b.c")

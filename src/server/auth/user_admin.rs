@@ -68,7 +68,7 @@ pub const USER_COMMANDS: [UserCommand; 8] = [
     UserCommand {
         name: "usersInfo",
         fields: requests::UsersInfoRequest::FIELDS,
-        requires: Requires::Computed(users_info_requires),
+        requires: Requires::ForCaller(users_info_requires),
         changes: false,
         help: "Returns information about users.",
     },
@@ -316,13 +316,18 @@ pub fn revoke_roles_requires(request: &CommandRequest) -> Result<Required> {
     role_change_requires(request, "revokeRole")
 }
 
-/// `usersInfo`: viewUser on each database asked about (the cluster for every database).
-pub fn users_info_requires(request: &CommandRequest) -> Result<Required> {
+/// `usersInfo`: viewUser on each database asked about (the cluster for every database); a
+/// user asking about itself needs nothing but to be authenticated, as in MongoDB.
+pub fn users_info_requires(
+    request: &CommandRequest,
+    caller: Option<&UserName>,
+) -> Result<Required> {
     let resources: Vec<Resource> = match users_query(request)? {
         UsersQuery::Database(db) => vec![Resource::Database(db)],
         UsersQuery::All => vec![Resource::Cluster],
         UsersQuery::Named(names) => names
             .into_iter()
+            .filter(|n| Some(n) != caller)
             .map(|n| Resource::Database(n.db))
             .collect(),
     };
@@ -413,6 +418,31 @@ mod tests {
         assert_eq!(
             query(rawdoc! {"usersInfo": [{"user": "u", "db": "admin"}, "v"]}),
             UsersQuery::Named(vec![UserName::new("u", "admin"), UserName::new("v", "app")])
+        );
+    }
+
+    #[test]
+    fn a_user_views_itself_without_view_user() {
+        let needs = |body, caller: &UserName| {
+            let request = CommandRequest::new("app", body).unwrap();
+            users_info_requires(&request, Some(caller)).unwrap()
+        };
+        let me = UserName::new("me", "app");
+        assert_eq!(
+            needs(rawdoc! {"usersInfo": "me"}, &me),
+            Required::Privileges(Vec::new())
+        );
+        let view = |db: &str| Privilege::new(Resource::Database(db.into()), &["viewUser"]);
+        assert_eq!(
+            needs(
+                rawdoc! {"usersInfo": ["me", {"user": "x", "db": "admin"}]},
+                &me
+            ),
+            Required::Privileges(vec![view("admin")])
+        );
+        assert_eq!(
+            needs(rawdoc! {"usersInfo": 1}, &me),
+            Required::Privileges(vec![view("app")])
         );
     }
 }
