@@ -492,7 +492,8 @@ async fn auth_current_op_needs_inprog() {
 
 /// A cursor is its user's: another user's getMore is Unauthorized (and leaves the cursor to
 /// its owner), killCursors needs `killAnyCursor` for it; `$lookup`, `$graphLookup` and
-/// `$unionWith` need `find` on the collections they read; a user views itself.
+/// `$unionWith` need `find` on the collections they read; `authorizedCollections`; a user views
+/// itself.
 #[tokio::test]
 async fn auth_cursors_and_foreign_collections_are_guarded() {
     let cluster = with_root().await;
@@ -592,6 +593,40 @@ async fn auth_cursors_and_foreign_collections_are_guarded() {
         .await
         .unwrap();
     run(&alice, "app", aggregate(vec![lookup])).await.unwrap();
+
+    // `authorizedCollections` lists what the user holds a privilege on (mongosh's `show
+    // collections`); without it, listCollections needs the privilege.
+    let names = |reply: Document| -> Vec<String> {
+        let batch = reply
+            .get_document("cursor")
+            .unwrap()
+            .get_array("firstBatch");
+        let mut names: Vec<String> = batch
+            .unwrap()
+            .iter()
+            .map(|c| {
+                c.as_document()
+                    .unwrap()
+                    .get_str("name")
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    let authorized = doc! {"listCollections": 1, "nameOnly": true, "authorizedCollections": true};
+    let listed = run(&carol, "app", authorized.clone()).await.unwrap();
+    assert_eq!(names(listed), ["c"]);
+    let mut filtered = authorized.clone();
+    filtered.insert("filter", doc! {"name": {"$ne": "c"}});
+    assert!(names(run(&carol, "app", filtered).await.unwrap()).is_empty());
+    let listed = run(&alice, "app", authorized).await.unwrap();
+    assert_eq!(names(listed), ["c", "secret"]);
+    let e = run(&carol, "app", doc! {"listCollections": 1})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&e), Some(13), "{e}");
 
     // A user views itself without `viewUser`, but no one else.
     let own = run(

@@ -7,6 +7,8 @@ use crate::command::{CommandRequest, cursor_reply};
 use crate::error::{MongoError, Result};
 use crate::query::filter::Filter;
 use crate::server::RequestContext;
+use crate::server::auth::privileges::{Privilege, Resource, allows, authorized_collections};
+use crate::server::auth::privileges_of;
 use bson::{Bson, Document, RawDocumentBuf, doc};
 use std::collections::BTreeMap;
 
@@ -108,14 +110,51 @@ pub(super) async fn list_databases(
 
 pub(super) async fn list_collections(
     state: &RouterState,
-    _ctx: &RequestContext,
-    req: CommandRequest,
+    ctx: &RequestContext,
+    mut req: CommandRequest,
 ) -> Result<RawDocumentBuf> {
     let ns = format!("{}.$cmd.listCollections", req.db);
+    only_authorized_collections(state, ctx, &mut req).await?;
     match state.send_to_primary(req, false).await? {
         Some((shard, reply)) => state.adopt_cursor(&shard, reply),
         None => Ok(cursor_reply(&ns, Vec::new(), 0, true)),
     }
+}
+
+/// `authorizedCollections` with `nameOnly` from a user without `listCollections` on the
+/// database (which is all the command then requires): only the collections the user holds a
+/// privilege on, as MongoDB lists them, by narrowing the request's filter.
+async fn only_authorized_collections(
+    state: &RouterState,
+    ctx: &RequestContext,
+    req: &mut CommandRequest,
+) -> Result<()> {
+    let args = req.args();
+    if args.bool("authorizedCollections")? != Some(true) || args.bool("nameOnly")? != Some(true) {
+        return Ok(());
+    }
+    let Some(granted) = privileges_of(state, ctx).await? else {
+        return Ok(());
+    };
+    let list = [Privilege::new(
+        Resource::Database(req.db.clone()),
+        &["listCollections"],
+    )];
+    if allows(&granted, &list) {
+        return Ok(());
+    }
+    let Some(only) = authorized_collections(&granted, &req.db) else {
+        return Ok(());
+    };
+    let filter = match req.body.get("filter")? {
+        Some(bson::RawBsonRef::Document(given)) => {
+            doc! {"$and": [Document::try_from(given)?, only]}
+        }
+        _ => only,
+    };
+    let filter = RawDocumentBuf::from_document(&filter)?;
+    req.replace_field("filter", Some(bson::RawBson::Document(filter)));
+    Ok(())
 }
 
 pub(super) async fn list_indexes(

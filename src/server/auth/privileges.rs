@@ -136,9 +136,59 @@ pub fn any_on_database(granted: &[Privilege], db: &str) -> bool {
     })
 }
 
+/// The collections of `db` that `granted` holds any privilege on, as a `listCollections`
+/// filter on `name` (what MongoDB's `authorizedCollections` lists to a user without
+/// `listCollections`); `None` when that is every collection.
+pub fn authorized_collections(granted: &[Privilege], db: &str) -> Option<bson::Document> {
+    let mut names = Vec::new();
+    let mut normal = false;
+    for privilege in granted {
+        match &privilege.resource {
+            Resource::Any => return None,
+            Resource::AnyNormal => normal |= !matches!(db, "local" | "config"),
+            Resource::Database(d) => normal |= d == db,
+            Resource::Collection(d, c) if d == db => names.push(bson::Bson::from(c.as_str())),
+            Resource::CollectionInAnyDatabase(c) => names.push(bson::Bson::from(c.as_str())),
+            Resource::Collection(..) | Resource::Cluster => {}
+        }
+    }
+    let mut allowed = vec![bson::Bson::Document(bson::doc! {"name": {"$in": names}})];
+    if normal {
+        // A database's privileges cover its collections but for `system.*`.
+        let system = bson::Regex {
+            pattern: "^system\\.".into(),
+            options: String::new(),
+        };
+        allowed.push(bson::Bson::Document(bson::doc! {"name": {"$not": system}}));
+    }
+    Some(bson::doc! {"$or": allowed})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn authorized_collections_are_those_any_privilege_names() {
+        let on = |resource: Resource| Privilege::new(resource, &["find"]);
+        let granted = [
+            on(Resource::collection("app", "a")),
+            on(Resource::collection("other", "b")),
+            on(Resource::CollectionInAnyDatabase("system.js".into())),
+        ];
+        assert_eq!(
+            authorized_collections(&granted, "app"),
+            Some(bson::doc! {"$or": [{"name": {"$in": ["a", "system.js"]}}]})
+        );
+        let database = [on(Resource::Database("app".into()))];
+        let filter = authorized_collections(&database, "app").unwrap();
+        assert_eq!(filter.get_array("$or").unwrap().len(), 2, "{filter}");
+        assert_eq!(
+            authorized_collections(&database, "other"),
+            Some(bson::doc! {"$or": [{"name": {"$in": []}}]})
+        );
+        assert_eq!(authorized_collections(&[on(Resource::Any)], "app"), None);
+    }
 
     #[test]
     fn patterns_cover_what_mongodb_matches() {
