@@ -493,7 +493,7 @@ async fn auth_current_op_needs_inprog() {
 /// A cursor is its user's: another user's getMore is Unauthorized (and leaves the cursor to
 /// its owner), killCursors needs `killAnyCursor` for it; `$lookup`, `$graphLookup` and
 /// `$unionWith` need `find` on the collections they read; `authorizedCollections`; a user views
-/// itself.
+/// itself, and changes its own password with `changeOwnPassword`.
 #[tokio::test]
 async fn auth_cursors_and_foreign_collections_are_guarded() {
     let cluster = with_root().await;
@@ -624,6 +624,36 @@ async fn auth_cursors_and_foreign_collections_are_guarded() {
     let listed = run(&alice, "app", authorized).await.unwrap();
     assert_eq!(names(listed), ["c", "secret"]);
     let e = run(&carol, "app", doc! {"listCollections": 1})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&e), Some(13), "{e}");
+
+    // A user holding `changeOwnPassword` changes its own password, no one else's.
+    let own_password = doc! {"createRole": "selfService", "roles": [], "privileges": [
+        {"resource": {"db": "app", "collection": ""}, "actions": ["changeOwnPassword"]},
+    ]};
+    run(&root, "app", own_password).await.unwrap();
+    let create = doc! {"createUser": "dave", "pwd": "pw", "roles": ["selfService"]};
+    run(&root, "app", create).await.unwrap();
+    let dave = client(cluster.addr, "dave:pw", "&authSource=app").await;
+    let e = run(&dave, "app", doc! {"updateUser": "bob", "pwd": "x"})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&e), Some(13), "{e}");
+    let e = run(
+        &dave,
+        "app",
+        doc! {"updateUser": "dave", "customData": {"a": 1}},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error_code(&e), Some(13), "{e}");
+    run(&dave, "app", doc! {"updateUser": "dave", "pwd": "new"})
+        .await
+        .unwrap();
+    let dave = client(cluster.addr, "dave:new", "&authSource=app").await;
+    run(&dave, "app", doc! {"usersInfo": "dave"}).await.unwrap();
+    let e = run(&alice, "app", doc! {"updateUser": "alice", "pwd": "x"})
         .await
         .unwrap_err();
     assert_eq!(error_code(&e), Some(13), "{e}");

@@ -177,6 +177,13 @@ pub async fn authorize<S: NodeState>(
         ));
     };
     match required {
+        Required::AnyOf(alternatives)
+            if !alternatives
+                .iter()
+                .any(|needed| privileges::allows(&user.privileges, needed)) =>
+        {
+            Err(not_authorized(request))
+        }
         Required::Privileges(needed) if !privileges::allows(&user.privileges, &needed) => {
             Err(not_authorized(request))
         }

@@ -34,6 +34,9 @@ pub enum Required {
     Nothing,
     Authenticated,
     Privileges(Vec<Privilege>),
+    /// Any one of these lists of privileges (a user changing its own password may hold
+    /// `changeOwnPassword` instead of `changePassword`).
+    AnyOf(Vec<Vec<Privilege>>),
 }
 
 impl Requires {

@@ -33,7 +33,7 @@ pub const USER_COMMANDS: [UserCommand; 8] = [
     UserCommand {
         name: "updateUser",
         fields: requests::UserRequest::FIELDS,
-        requires: Requires::Computed(update_user_requires),
+        requires: Requires::ForCaller(update_user_requires),
         changes: true,
         help: "Used to update a user, for example to change its password",
     },
@@ -282,22 +282,52 @@ pub fn create_user_requires(request: &CommandRequest) -> Result<Required> {
 }
 
 /// `updateUser`: changePassword, changeCustomData, and granting and revoking the roles.
-pub fn update_user_requires(request: &CommandRequest) -> Result<Required> {
+/// `updateUser`: changePassword and changeCustomData for what it changes, or, for a user
+/// changing itself, changeOwnPassword and changeOwnCustomData instead (each on the user's
+/// database, as MongoDB checks them); new roles need grantRole on theirs and revokeRole.
+pub fn update_user_requires(
+    request: &CommandRequest,
+    caller: Option<&UserName>,
+) -> Result<Required> {
     let parsed = requests::UserRequest::parse(request)?;
+    let own = caller.is_some_and(|c| Ok(c) == user_of(request).as_ref());
     let db = Resource::Database(request.db.clone());
     let mut needed = Vec::new();
-    if parsed.pwd.is_some() {
-        needed.push(Privilege::new(db.clone(), &["changePassword"]));
-    }
-    if parsed.custom_data.is_some() {
-        needed.push(Privilege::new(db.clone(), &["changeCustomData"]));
-    }
     if let Some(roles) = &parsed.roles {
         let roles = parse_roles(roles, &request.db)?;
         needed.extend(on_role_databases(&roles, "grantRole"));
-        needed.push(Privilege::new(db, &["revokeRole"]));
+        needed.push(Privilege::new(db.clone(), &["revokeRole"]));
     }
-    Ok(Required::Privileges(needed))
+    // Each change needs its action, or its own-user action when the user changes itself.
+    let mut alternatives = vec![needed];
+    let changes = [
+        (parsed.pwd.is_some(), "changePassword", "changeOwnPassword"),
+        (
+            parsed.custom_data.is_some(),
+            "changeCustomData",
+            "changeOwnCustomData",
+        ),
+    ];
+    for (_, any, mine) in changes.into_iter().filter(|(changed, ..)| *changed) {
+        let actions: &[&'static str] = if own { &[any, mine] } else { &[any] };
+        alternatives = alternatives
+            .into_iter()
+            .flat_map(|base| {
+                actions.iter().map(move |action| {
+                    let mut with = base.clone();
+                    with.push(Privilege::new(
+                        Resource::Database(request.db.clone()),
+                        &[action],
+                    ));
+                    with
+                })
+            })
+            .collect();
+    }
+    Ok(match alternatives.len() {
+        1 => Required::Privileges(alternatives.remove(0)),
+        _ => Required::AnyOf(alternatives),
+    })
 }
 
 fn role_change_requires(request: &CommandRequest, action: &'static str) -> Result<Required> {
@@ -419,6 +449,39 @@ mod tests {
             query(rawdoc! {"usersInfo": [{"user": "u", "db": "admin"}, "v"]}),
             UsersQuery::Named(vec![UserName::new("u", "admin"), UserName::new("v", "app")])
         );
+    }
+
+    #[test]
+    fn a_user_changes_itself_with_its_own_actions() {
+        let needs = |body, caller: &UserName| {
+            let request = CommandRequest::new("app", body).unwrap();
+            update_user_requires(&request, Some(caller)).unwrap()
+        };
+        let on_app =
+            |action: &'static str| Privilege::new(Resource::Database("app".into()), &[action]);
+        let me = UserName::new("me", "app");
+        assert_eq!(
+            needs(rawdoc! {"updateUser": "other", "pwd": "x"}, &me),
+            Required::Privileges(vec![on_app("changePassword")])
+        );
+        assert_eq!(
+            needs(rawdoc! {"updateUser": "me", "pwd": "x"}, &me),
+            Required::AnyOf(vec![
+                vec![on_app("changePassword")],
+                vec![on_app("changeOwnPassword")]
+            ])
+        );
+        let Required::AnyOf(both) = needs(
+            rawdoc! {"updateUser": "me", "pwd": "x", "customData": {}},
+            &me,
+        ) else {
+            panic!("alternatives expected");
+        };
+        assert_eq!(both.len(), 4);
+        assert!(both.contains(&vec![
+            on_app("changeOwnPassword"),
+            on_app("changeOwnCustomData")
+        ]));
     }
 
     #[test]
