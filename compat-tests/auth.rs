@@ -24,6 +24,28 @@ pub(crate) async fn with_root() -> TestCluster {
     TestCluster::with_options(options).await
 }
 
+/// The distinct values of `field` in a cursor reply's first batch, sorted ("" where absent).
+fn batch_strings(reply: &Document, field: &str) -> Vec<String> {
+    let batch = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch");
+    let mut values: Vec<String> = batch
+        .unwrap()
+        .iter()
+        .map(|d| {
+            d.as_document()
+                .unwrap()
+                .get_str(field)
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    values.sort();
+    values.dedup();
+    values
+}
+
 pub(crate) async fn run(
     client: &Client,
     db: &str,
@@ -450,26 +472,7 @@ async fn auth_current_op_needs_inprog() {
         doc! {"aggregate": 1, "cursor": {}, "pipeline": [{"$currentOp": {
         "localOps": true, "allUsers": all_users, "idleConnections": true}}]}
     };
-    let apps = |reply: Document| -> Vec<String> {
-        let batch = reply
-            .get_document("cursor")
-            .unwrap()
-            .get_array("firstBatch");
-        let mut apps: Vec<String> = batch
-            .unwrap()
-            .iter()
-            .map(|op| {
-                op.as_document()
-                    .unwrap()
-                    .get_str("appName")
-                    .unwrap_or("")
-                    .into()
-            })
-            .collect();
-        apps.sort();
-        apps.dedup();
-        apps
-    };
+    let apps = |reply: Document| batch_strings(&reply, "appName");
     // (The earlier client of the same user, without an appName, is the user's too.)
     let own = apps(run(&reader, "admin", local(false)).await.unwrap());
     assert!(
@@ -596,25 +599,7 @@ async fn auth_cursors_and_foreign_collections_are_guarded() {
 
     // `authorizedCollections` lists what the user holds a privilege on (mongosh's `show
     // collections`); without it, listCollections needs the privilege.
-    let names = |reply: Document| -> Vec<String> {
-        let batch = reply
-            .get_document("cursor")
-            .unwrap()
-            .get_array("firstBatch");
-        let mut names: Vec<String> = batch
-            .unwrap()
-            .iter()
-            .map(|c| {
-                c.as_document()
-                    .unwrap()
-                    .get_str("name")
-                    .unwrap()
-                    .to_string()
-            })
-            .collect();
-        names.sort();
-        names
-    };
+    let names = |reply: Document| batch_strings(&reply, "name");
     let authorized = doc! {"listCollections": 1, "nameOnly": true, "authorizedCollections": true};
     let listed = run(&carol, "app", authorized.clone()).await.unwrap();
     assert_eq!(names(listed), ["c"]);

@@ -310,15 +310,13 @@ pub fn update_user_requires(
     ];
     for (_, any, mine) in changes.into_iter().filter(|(changed, ..)| *changed) {
         let actions: &[&'static str] = if own { &[any, mine] } else { &[any] };
+        let db = &db;
         alternatives = alternatives
             .into_iter()
             .flat_map(|base| {
                 actions.iter().map(move |action| {
                     let mut with = base.clone();
-                    with.push(Privilege::new(
-                        Resource::Database(request.db.clone()),
-                        &[action],
-                    ));
+                    with.push(Privilege::new(db.clone(), &[action]));
                     with
                 })
             })
